@@ -1,0 +1,154 @@
+package llm
+
+import "encoding/json"
+
+// An Event is one step of a streamed model turn. The set is sealed: it is
+// one of the types below, and a type switch over them covers every case.
+//
+// A well-formed turn is MessageStart, then for each content block its start,
+// deltas and BlockStop, then MessageDelta and finally MessageStop. ping
+// events are dropped. Every Index is the block's position in the final
+// message content.
+type Event interface{ isEvent() }
+
+// MessageStart opens a turn.
+type MessageStart struct {
+	ID    string
+	Model string
+	Usage Usage
+}
+
+// TextStart opens a text block. Text is usually empty; deltas follow.
+type TextStart struct {
+	Index int
+	Text  string
+}
+
+// TextDelta appends Text to the text block at Index.
+type TextDelta struct {
+	Index int
+	Text  string
+}
+
+// ThinkingStart opens a thinking block.
+type ThinkingStart struct {
+	Index int
+}
+
+// ThinkingDelta appends to the thinking block at Index.
+type ThinkingDelta struct {
+	Index    int
+	Thinking string
+}
+
+// SignatureDelta carries the signature of the thinking block at Index. The
+// API sends it just before the block stops.
+type SignatureDelta struct {
+	Index     int
+	Signature string
+}
+
+// ToolUseStart opens a client tool call. Input is the start's own input: the
+// placeholder {} in almost every stream, but complete when a call arrives
+// whole with no deltas (programmatic tool calling).
+type ToolUseStart struct {
+	Index int
+	ID    string
+	Name  string
+	Input json.RawMessage
+}
+
+// ToolInputDelta carries a fragment of the JSON input of the tool_use or
+// server_tool_use block at Index. Fragments split anywhere, even inside an
+// escape sequence: concatenate them and parse only at BlockStop.
+type ToolInputDelta struct {
+	Index       int
+	PartialJSON string
+}
+
+// CitationDelta adds one citation, as raw JSON, to the text block at Index.
+type CitationDelta struct {
+	Index    int
+	Citation json.RawMessage
+}
+
+// BlockStart opens any other block: redacted_thinking, server_tool_use, the
+// *_tool_result blocks and types not yet invented. Raw is the block exactly
+// as it arrived, so it can be sent back verbatim.
+type BlockStart struct {
+	Index int
+	Type  string
+	Raw   json.RawMessage
+}
+
+// BlockStop closes the block at Index. For a tool_use block it is the signal
+// that the input is complete.
+type BlockStop struct {
+	Index int
+}
+
+// MessageDelta carries the stop reason. Usage is cumulative for the turn:
+// the decoder has already merged it with MessageStart's usage.
+type MessageDelta struct {
+	StopReason   StopReason
+	StopSequence string
+	Usage        Usage
+}
+
+// MessageStop ends a turn successfully. A stream that ends without it is
+// an error.
+type MessageStop struct{}
+
+func (MessageStart) isEvent()   {}
+func (TextStart) isEvent()      {}
+func (TextDelta) isEvent()      {}
+func (ThinkingStart) isEvent()  {}
+func (ThinkingDelta) isEvent()  {}
+func (SignatureDelta) isEvent() {}
+func (ToolUseStart) isEvent()   {}
+func (ToolInputDelta) isEvent() {}
+func (CitationDelta) isEvent()  {}
+func (BlockStart) isEvent()     {}
+func (BlockStop) isEvent()      {}
+func (MessageDelta) isEvent()   {}
+func (MessageStop) isEvent()    {}
+
+// StopReason says why the model stopped.
+type StopReason string
+
+// The stop reasons the API documents. Others may appear; treat an unknown
+// one as [EndTurn].
+const (
+	EndTurn                    StopReason = "end_turn"
+	MaxTokens                  StopReason = "max_tokens"
+	StopSequence               StopReason = "stop_sequence"
+	ToolUseStop                StopReason = "tool_use"
+	PauseTurn                  StopReason = "pause_turn"
+	Refusal                    StopReason = "refusal"
+	ModelContextWindowExceeded StopReason = "model_context_window_exceeded"
+)
+
+// Usage counts the tokens of one turn, or a sum of turns.
+type Usage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens,omitempty"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens,omitempty"`
+}
+
+// Add returns the field-by-field sum of u and v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		InputTokens:              u.InputTokens + v.InputTokens,
+		OutputTokens:             u.OutputTokens + v.OutputTokens,
+		CacheCreationInputTokens: u.CacheCreationInputTokens + v.CacheCreationInputTokens,
+		CacheReadInputTokens:     u.CacheReadInputTokens + v.CacheReadInputTokens,
+	}
+}
+
+// Context returns the size of the turn's context window use: every input
+// token, cached or not, plus the output. After a turn this is the exact
+// token count of the conversation so far.
+func (u Usage) Context() int64 {
+	return u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens + u.OutputTokens
+}

@@ -1,0 +1,314 @@
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Role says who wrote a [Message].
+type Role string
+
+// The two roles the Messages API knows.
+const (
+	User      Role = "user"
+	Assistant Role = "assistant"
+)
+
+// A Message is one turn of a conversation: a role and its content blocks.
+//
+// It marshals to and from the Messages API's wire shape, so a history can be
+// sent, saved and loaded without a second set of types.
+type Message struct {
+	Role    Role    `json:"role"`
+	Content []Block `json:"content"`
+}
+
+// A Block is one content block of a [Message]. The set of block types is
+// sealed: it is one of [Text], [Thinking], [RedactedThinking], [ToolUse],
+// [ToolResult], [Image] or [RawBlock]. A switch over those covers every case.
+type Block interface {
+	// BlockType returns the block's wire "type", such as "text".
+	BlockType() string
+	isBlock()
+}
+
+// Text is a text block. Citations, when the API sent any, are kept as raw
+// JSON so that they round-trip unchanged.
+type Text struct {
+	Text      string            `json:"text"`
+	Citations []json.RawMessage `json:"citations,omitempty"`
+}
+
+// Thinking is an extended-thinking block. The API rejects a thinking block
+// whose signature was lost, so the signature always travels with it.
+type Thinking struct {
+	Thinking  string `json:"thinking"`
+	Signature string `json:"signature"`
+}
+
+// RedactedThinking is thinking that the API encrypted. It must be sent back
+// exactly as received.
+type RedactedThinking struct {
+	Data string `json:"data"`
+}
+
+// ToolUse is the model's request to call a client tool. Input is a JSON
+// object; an empty streamed input means {}.
+type ToolUse struct {
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
+}
+
+// ToolResult answers the [ToolUse] whose ID is ToolUseID. Content holds
+// [Text] and [Image] blocks. IsError tells the model the call failed, so it
+// can correct itself.
+type ToolResult struct {
+	ToolUseID string  `json:"tool_use_id"`
+	Content   []Block `json:"content,omitempty"`
+	IsError   bool    `json:"is_error,omitempty"`
+}
+
+// Image is a base64-encoded image, as a user message or a tool result may
+// carry it.
+type Image struct {
+	MediaType string // for example "image/png"
+	Data      string // base64, standard encoding
+}
+
+// RawBlock is any other block, kept verbatim: server_tool_use,
+// web_search_tool_result and the other server-tool blocks, and block types
+// newer than this package. JSON is the whole block, "type" included, and is
+// sent back to the API byte for byte.
+type RawBlock struct {
+	Type string
+	JSON json.RawMessage
+}
+
+func (Text) BlockType() string             { return "text" }
+func (Thinking) BlockType() string         { return "thinking" }
+func (RedactedThinking) BlockType() string { return "redacted_thinking" }
+func (ToolUse) BlockType() string          { return "tool_use" }
+func (ToolResult) BlockType() string       { return "tool_result" }
+func (Image) BlockType() string            { return "image" }
+func (b RawBlock) BlockType() string       { return b.Type }
+
+func (Text) isBlock()             {}
+func (Thinking) isBlock()         {}
+func (RedactedThinking) isBlock() {}
+func (ToolUse) isBlock()          {}
+func (ToolResult) isBlock()       {}
+func (Image) isBlock()            {}
+func (RawBlock) isBlock()         {}
+
+// MarshalJSON writes the block in the API's wire shape, with its "type".
+func (b Text) MarshalJSON() ([]byte, error) {
+	type wire Text
+	return marshalTyped("text", wire(b))
+}
+
+// MarshalJSON writes the block in the API's wire shape, with its "type".
+func (b Thinking) MarshalJSON() ([]byte, error) {
+	type wire Thinking
+	return marshalTyped("thinking", wire(b))
+}
+
+// MarshalJSON writes the block in the API's wire shape, with its "type".
+func (b RedactedThinking) MarshalJSON() ([]byte, error) {
+	type wire RedactedThinking
+	return marshalTyped("redacted_thinking", wire(b))
+}
+
+// MarshalJSON writes the block in the API's wire shape, with its "type".
+// A nil or empty Input is written as {}, which is what the API requires.
+func (b ToolUse) MarshalJSON() ([]byte, error) {
+	type wire ToolUse
+	if len(bytes.TrimSpace(b.Input)) == 0 {
+		b.Input = json.RawMessage("{}")
+	}
+	return marshalTyped("tool_use", wire(b))
+}
+
+// MarshalJSON writes the block in the API's wire shape, with its "type".
+func (b ToolResult) MarshalJSON() ([]byte, error) {
+	type wire ToolResult
+	return marshalTyped("tool_result", wire(b))
+}
+
+// MarshalJSON writes the block in the API's wire shape: a base64 source.
+func (b Image) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Type   string `json:"type"`
+		Source struct {
+			Type      string `json:"type"`
+			MediaType string `json:"media_type"`
+			Data      string `json:"data"`
+		} `json:"source"`
+	}{Type: "image", Source: struct {
+		Type      string `json:"type"`
+		MediaType string `json:"media_type"`
+		Data      string `json:"data"`
+	}{"base64", b.MediaType, b.Data}})
+}
+
+// MarshalJSON writes the block's JSON unchanged.
+func (b RawBlock) MarshalJSON() ([]byte, error) {
+	if !json.Valid(b.JSON) {
+		return nil, fmt.Errorf("llm: raw %q block holds invalid JSON", b.Type)
+	}
+	return b.JSON, nil
+}
+
+// marshalTyped marshals v, an object, with "type" as its first field.
+func marshalTyped(typ string, v any) ([]byte, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(body) + len(typ) + 10)
+	buf.WriteString(`{"type":`)
+	tb, _ := json.Marshal(typ)
+	buf.Write(tb)
+	if len(body) > 2 {
+		buf.WriteByte(',')
+	}
+	buf.Write(body[1:])
+	return buf.Bytes(), nil
+}
+
+// UnmarshalJSON reads a message in the API's wire shape. Content may be a
+// plain string, which becomes one [Text] block.
+func (m *Message) UnmarshalJSON(data []byte) error {
+	var w struct {
+		Role    Role            `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	blocks, err := unmarshalContent(w.Content)
+	if err != nil {
+		return err
+	}
+	m.Role, m.Content = w.Role, blocks
+	return nil
+}
+
+// UnmarshalJSON reads a tool result in the API's wire shape. Content may be
+// a plain string, which becomes one [Text] block.
+func (b *ToolResult) UnmarshalJSON(data []byte) error {
+	var w struct {
+		ToolUseID string          `json:"tool_use_id"`
+		Content   json.RawMessage `json:"content"`
+		IsError   bool            `json:"is_error"`
+	}
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	blocks, err := unmarshalContent(w.Content)
+	if err != nil {
+		return err
+	}
+	*b = ToolResult{ToolUseID: w.ToolUseID, Content: blocks, IsError: w.IsError}
+	return nil
+}
+
+func unmarshalContent(data json.RawMessage) ([]Block, error) {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || string(data) == "null" {
+		return nil, nil
+	}
+	if data[0] == '"' {
+		var s string
+		if err := json.Unmarshal(data, &s); err != nil {
+			return nil, err
+		}
+		return []Block{Text{Text: s}}, nil
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(data, &raws); err != nil {
+		return nil, fmt.Errorf("llm: content is neither a string nor an array: %w", err)
+	}
+	blocks := make([]Block, 0, len(raws))
+	for i, r := range raws {
+		b, err := UnmarshalBlock(r)
+		if err != nil {
+			return nil, fmt.Errorf("llm: content block %d: %w", i, err)
+		}
+		blocks = append(blocks, b)
+	}
+	return blocks, nil
+}
+
+// UnmarshalBlock decodes one content block from its wire JSON. Types this
+// package does not model become a [RawBlock] holding the exact input bytes.
+func UnmarshalBlock(data []byte) (Block, error) {
+	var head struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return nil, err
+	}
+	switch head.Type {
+	case "":
+		return nil, errors.New(`llm: content block has no "type"`)
+	case "text":
+		var b Text
+		err := json.Unmarshal(data, &b)
+		return b, err
+	case "thinking":
+		var b Thinking
+		err := json.Unmarshal(data, &b)
+		return b, err
+	case "redacted_thinking":
+		var b RedactedThinking
+		err := json.Unmarshal(data, &b)
+		return b, err
+	case "tool_use":
+		var b ToolUse
+		err := json.Unmarshal(data, &b)
+		return b, err
+	case "tool_result":
+		var b ToolResult
+		err := json.Unmarshal(data, &b)
+		return b, err
+	case "image":
+		var w struct {
+			Source struct {
+				Type      string `json:"type"`
+				MediaType string `json:"media_type"`
+				Data      string `json:"data"`
+			} `json:"source"`
+		}
+		if err := json.Unmarshal(data, &w); err != nil {
+			return nil, err
+		}
+		if w.Source.Type != "base64" {
+			// URL and file sources are kept verbatim rather than lost.
+			return RawBlock{Type: head.Type, JSON: bytes.Clone(data)}, nil
+		}
+		return Image{MediaType: w.Source.MediaType, Data: w.Source.Data}, nil
+	default:
+		return RawBlock{Type: head.Type, JSON: bytes.Clone(data)}, nil
+	}
+}
+
+// TextOf returns the concatenated text of the [Text] blocks in blocks.
+func TextOf(blocks []Block) string {
+	var n int
+	for _, b := range blocks {
+		if t, ok := b.(Text); ok {
+			n += len(t.Text)
+		}
+	}
+	buf := make([]byte, 0, n)
+	for _, b := range blocks {
+		if t, ok := b.(Text); ok {
+			buf = append(buf, t.Text...)
+		}
+	}
+	return string(buf)
+}
