@@ -1,0 +1,334 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/agentloop/agentloop/llm"
+)
+
+// Config configures a [Registry]. The zero value works.
+type Config struct {
+	// MaxConcurrency caps how many calls run at once, counted across every
+	// Run and Start of the registry. Zero means 8; negative means no cap.
+	MaxConcurrency int
+
+	// Timeout bounds each call of a tool whose own [Tool.Timeout] is zero.
+	// Zero means 60 seconds; negative means no timeout.
+	Timeout time.Duration
+
+	// MaxOutputBytes caps the text of each result, so that one runaway
+	// tool cannot fill the context window. Longer text is cut, on a UTF-8
+	// boundary, and a note says so. Zero means 100_000 bytes; negative
+	// means no cap. Images are not counted: the API limits them itself.
+	MaxOutputBytes int
+
+	// Logger receives the stack of each panic, each abandoned call, and a
+	// debug line per call. Nil discards everything.
+	Logger *slog.Logger
+}
+
+// ErrDuplicate is wrapped by the error [Registry.Register] returns when a
+// tool name is already taken.
+var ErrDuplicate = errors.New("duplicate tool name")
+
+// A Registry holds the tools the model may call and runs its calls.
+// Make one with [NewRegistry]. It is safe for concurrent use.
+type Registry struct {
+	cfg Config
+	log *slog.Logger
+	sem *semaphore.Weighted // nil means no cap
+
+	mu     sync.Mutex
+	byName map[string]*Tool
+	order  []*Tool
+	// queues holds, for each sequential tool, a channel closed once its
+	// most recently started call has finished. The next call waits on it,
+	// which keeps the calls one at a time and in the order of Start.
+	queues map[*Tool]chan struct{}
+}
+
+// NewRegistry returns an empty registry configured by cfg.
+func NewRegistry(cfg Config) *Registry {
+	if cfg.MaxConcurrency == 0 {
+		cfg.MaxConcurrency = 8
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 60 * time.Second
+	}
+	if cfg.MaxOutputBytes == 0 {
+		cfg.MaxOutputBytes = 100_000
+	}
+	r := &Registry{
+		cfg:    cfg,
+		log:    cfg.Logger,
+		byName: make(map[string]*Tool),
+		queues: make(map[*Tool]chan struct{}),
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxConcurrency > 0 {
+		r.sem = semaphore.NewWeighted(int64(cfg.MaxConcurrency))
+	}
+	return r
+}
+
+// Register adds tools to the registry. It adds all of them or, if any is
+// invalid (nil, not built by a constructor, a name the API rejects) or its
+// name is already taken, none, and says which and why.
+func (r *Registry) Register(tools ...*Tool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := make(map[string]bool, len(tools))
+	for _, t := range tools {
+		if err := t.check(); err != nil {
+			return err
+		}
+		name := t.spec.Name
+		if _, ok := r.byName[name]; ok || seen[name] {
+			return fmt.Errorf("tool %q: %w", name, ErrDuplicate)
+		}
+		seen[name] = true
+	}
+	for _, t := range tools {
+		r.byName[t.spec.Name] = t
+		r.order = append(r.order, t)
+	}
+	return nil
+}
+
+// Lookup returns the registered tool with the given name.
+func (r *Registry) Lookup(name string) (*Tool, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, ok := r.byName[name]
+	return t, ok
+}
+
+// Specs returns the tools' descriptions for [llm.Request.Tools], in
+// registration order. The order is stable so that the tool list, which
+// opens every request, stays a prompt-cache hit from turn to turn.
+func (r *Registry) Specs() []llm.ToolSpec {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	specs := make([]llm.ToolSpec, len(r.order))
+	for i, t := range r.order {
+		specs[i] = t.spec
+	}
+	return specs
+}
+
+// A Call is one request of the model to run a tool: the ID and Name of an
+// [llm.ToolUse] block and its JSON Input.
+type Call struct {
+	ID    string
+	Name  string
+	Input json.RawMessage
+}
+
+// Run runs calls concurrently and returns their results, results[i]
+// answering calls[i] with its ToolUseID. It never fails: an unknown tool,
+// bad input, an error, a panic, a timeout or cancellation each become an
+// is_error result that tells the model what happened.
+//
+// Run returns promptly when ctx is cancelled: unfinished calls get a
+// "cancelled" result. A tool that ignores its context is not waited for;
+// its goroutine is abandoned and finishes, unobserved, whenever the tool
+// returns. That is the one goroutine Run can leave behind, and only for a
+// tool that does not honour ctx.
+func (r *Registry) Run(ctx context.Context, calls []Call) []llm.ToolResult {
+	waits := make([]func() llm.ToolResult, len(calls))
+	for i, c := range calls {
+		waits[i] = r.Start(ctx, c)
+	}
+	results := make([]llm.ToolResult, len(calls))
+	for i, wait := range waits {
+		results[i] = wait()
+	}
+	return results
+}
+
+// Start starts one call now and returns a function that waits for its
+// result. An agent uses it to start each tool call as soon as the model has
+// streamed it, while the rest of the turn is still arriving.
+//
+// Calls started with Start share the registry's concurrency cap with Run,
+// and calls of a [Tool.Sequential] tool run one at a time in the order
+// Start was called. The wait function returns promptly once ctx is
+// cancelled, as [Registry.Run] does; it may be called more than once.
+func (r *Registry) Start(ctx context.Context, call Call) (wait func() llm.ToolResult) {
+	t, ok := r.Lookup(call.Name)
+	if !ok {
+		return done(r.errorResult(call, r.unknownTool(call.Name)))
+	}
+	if ctx.Err() != nil {
+		return done(r.errorResult(call, cancelledText(ctx)))
+	}
+	var prev, mine chan struct{}
+	if t.Sequential {
+		mine = make(chan struct{})
+		r.mu.Lock()
+		prev = r.queues[t]
+		r.queues[t] = mine
+		r.mu.Unlock()
+	}
+	finished := make(chan struct{})
+	var res llm.ToolResult
+	go func() {
+		res = r.run(ctx, t, call, prev)
+		close(finished)
+		if mine != nil {
+			// Even a call that never ran (bad input, cancelled while
+			// queued) hands its turn on only after every earlier call
+			// has finished, so that later calls cannot overtake them.
+			if prev != nil {
+				<-prev
+			}
+			close(mine)
+		}
+	}()
+	return func() llm.ToolResult {
+		<-finished
+		return res
+	}
+}
+
+func done(res llm.ToolResult) func() llm.ToolResult {
+	return func() llm.ToolResult { return res }
+}
+
+// run executes one call of t and shapes its result. It returns promptly
+// once ctx is done.
+func (r *Registry) run(ctx context.Context, t *Tool, call Call, prev <-chan struct{}) llm.ToolResult {
+	input, err := prepare(t, call.Input)
+	if err != nil {
+		return r.errorResult(call, err.Error())
+	}
+	if prev != nil {
+		select {
+		case <-prev:
+		case <-ctx.Done():
+			return r.errorResult(call, cancelledText(ctx))
+		}
+	}
+	if r.sem != nil {
+		if err := r.sem.Acquire(ctx, 1); err != nil {
+			return r.errorResult(call, cancelledText(ctx))
+		}
+		defer r.sem.Release(1)
+	}
+	if ctx.Err() != nil {
+		return r.errorResult(call, cancelledText(ctx))
+	}
+	start := time.Now()
+	out := r.invoke(ctx, t, call, input)
+	res := llm.ToolResult{ToolUseID: call.ID, Content: r.shape(out.Content, out.IsError), IsError: out.IsError}
+	r.log.LogAttrs(ctx, slog.LevelDebug, "tool call", slog.String("tool", call.Name), slog.String("id", call.ID),
+		slog.Duration("duration", time.Since(start)), slog.Bool("is_error", out.IsError))
+	return res
+}
+
+// invoke runs t's handler in its own goroutine, under the call's timeout,
+// and turns a panic into an error result. If the context ends first, it
+// returns without waiting for the handler: a handler that ignores its
+// context must not hold up the agent.
+func (r *Registry) invoke(ctx context.Context, t *Tool, call Call, input json.RawMessage) Output {
+	timeout := t.Timeout
+	if timeout == 0 {
+		timeout = r.cfg.Timeout
+	}
+	callCtx, cancel := ctx, context.CancelFunc(func() {})
+	if timeout > 0 {
+		callCtx, cancel = context.WithTimeout(ctx, timeout)
+	}
+	defer cancel()
+
+	// Buffered, so that an abandoned handler can still send and exit.
+	ch := make(chan Output, 1)
+	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				r.log.Error("tool panicked", "tool", call.Name, "id", call.ID, "panic", v, "stack", string(debug.Stack()))
+				ch <- errorOutput(fmt.Sprintf("tool %q panicked: %v", call.Name, v))
+			}
+		}()
+		out, err := t.handler(callCtx, input)
+		if err != nil {
+			out = errorOutput(err.Error())
+		}
+		ch <- out
+	}()
+
+	select {
+	case out := <-ch:
+		return settle(ctx, callCtx, call.Name, timeout, out)
+	case <-callCtx.Done():
+		select {
+		case out := <-ch: // it finished just in time: keep its result
+			return settle(ctx, callCtx, call.Name, timeout, out)
+		default:
+		}
+		if ctx.Err() == nil {
+			r.log.Warn("tool call timed out; abandoning its goroutine", "tool", call.Name, "id", call.ID, "timeout", timeout)
+		}
+		return settle(ctx, callCtx, call.Name, timeout, Output{IsError: true})
+	}
+}
+
+// settle decides what the model sees when a call ends. A successful result
+// always stands. A failure after the context ended is reported as the
+// cancellation or timeout that most likely caused it.
+func settle(ctx, callCtx context.Context, name string, timeout time.Duration, out Output) Output {
+	if !out.IsError {
+		return out
+	}
+	if ctx.Err() != nil {
+		return errorOutput(cancelledText(ctx))
+	}
+	if callCtx.Err() != nil {
+		msg := fmt.Sprintf("tool %q timed out after %v", name, timeout)
+		if text := llm.TextOf(out.Content); text != "" {
+			msg += ": " + text
+		}
+		return errorOutput(msg)
+	}
+	return out
+}
+
+func cancelledText(ctx context.Context) string {
+	return fmt.Sprintf("cancelled: the tool call did not finish (%v)", context.Cause(ctx))
+}
+
+func (r *Registry) unknownTool(name string) string {
+	r.mu.Lock()
+	names := make([]string, len(r.order))
+	for i, t := range r.order {
+		names[i] = t.spec.Name
+	}
+	r.mu.Unlock()
+	if len(names) == 0 {
+		return fmt.Sprintf("unknown tool %q: no tools are available", name)
+	}
+	slices.Sort(names)
+	return fmt.Sprintf("unknown tool %q; the available tools are: %s", name, strings.Join(names, ", "))
+}
+
+func errorOutput(msg string) Output {
+	return Output{Content: []llm.Block{llm.Text{Text: msg}}, IsError: true}
+}
+
+func (r *Registry) errorResult(call Call, msg string) llm.ToolResult {
+	r.log.Debug("tool call failed", "tool", call.Name, "id", call.ID, "error", msg)
+	return llm.ToolResult{ToolUseID: call.ID, Content: r.shape([]llm.Block{llm.Text{Text: msg}}, true), IsError: true}
+}

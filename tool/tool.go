@@ -1,0 +1,235 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/agentloop/agentloop/llm"
+)
+
+// A Tool is a function the model can call: a name, a description, an input
+// schema and a handler. Build one with [New], [NewWithSchema] or [NewRaw],
+// set the exported fields if needed, then add it to a [Registry].
+//
+// A Tool is immutable once registered; set Sequential and Timeout before
+// calling [Registry.Register].
+type Tool struct {
+	// Sequential makes calls of this tool run one at a time, in the order
+	// they were started, for tools with side effects on shared state (a
+	// file, a shell session). Calls of other tools still run alongside.
+	// The default, false, lets calls of the tool run concurrently.
+	Sequential bool
+
+	// Timeout bounds each call of this tool. Zero means the registry's
+	// [Config.Timeout]; a negative value means no per-call timeout.
+	Timeout time.Duration
+
+	spec llm.ToolSpec
+	// schema validates inputs before the handler runs. It is nil for a raw
+	// schema written in a JSON Schema draft that jsonschema-go cannot
+	// validate (draft-04, for instance); such inputs are checked only for
+	// being a JSON object, and the handler must validate them itself.
+	schema  *jsonschema.Resolved
+	handler func(ctx context.Context, input json.RawMessage) (Output, error)
+}
+
+// Output is what a raw handler returns: the content of the tool result and
+// whether it reports a failure. Content holds [llm.Text] and [llm.Image]
+// blocks. IsError marks a failure the model should see and correct, such as
+// an MCP tool error.
+//
+// A typed tool built with [New] may also return an Output, to set IsError
+// or to mix text and images.
+type Output struct {
+	Content []llm.Block
+	IsError bool
+}
+
+// namePattern is the tool-name rule of the Anthropic Messages API
+// (https://platform.claude.com/docs/en/agents-and-tools/tool-use/implement-tool-use).
+var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// New makes a tool from a typed Go function.
+//
+// The input schema is generated from In, which must be a struct (or a map
+// with string keys): each exported field becomes a property named by its
+// json tag, required unless the tag says omitempty or omitzero, and
+// described by its jsonschema tag:
+//
+//	type In struct {
+//		City string `json:"city" jsonschema:"the city, for example Paris"`
+//		Days int    `json:"days,omitempty" jsonschema:"forecast length in days"`
+//	}
+//
+// Unknown properties are rejected. To add what tags cannot say (an enum, a
+// minimum), use [NewWithSchema].
+//
+// The result becomes the tool result's content: a string as text, an
+// [llm.Block] or []llm.Block as it is, an [Output] as it is, and any other
+// value as its JSON encoding. A non-nil error becomes an is_error result
+// carrying err.Error(), which the model reads.
+func New[In, Out any](name, description string, fn func(ctx context.Context, in In) (Out, error)) (*Tool, error) {
+	s, err := jsonschema.For[In](nil)
+	if err != nil {
+		return nil, fmt.Errorf("tool %q: generating the input schema: %w", name, err)
+	}
+	return NewWithSchema(name, description, s, fn)
+}
+
+// NewWithSchema is like [New] but takes the input schema instead of
+// generating it. The usual way to build one is to generate it with
+// jsonschema.For[In] and then refine it, for example by setting Enum on a
+// property. Inputs are validated against schema and then decoded into In
+// with encoding/json, so the two must agree.
+func NewWithSchema[In, Out any](name, description string, schema *jsonschema.Schema, fn func(ctx context.Context, in In) (Out, error)) (*Tool, error) {
+	if fn == nil {
+		return nil, fmt.Errorf("tool %q: nil function", name)
+	}
+	if schema == nil {
+		return nil, fmt.Errorf("tool %q: nil schema", name)
+	}
+	if schema.Type != "object" {
+		return nil, fmt.Errorf("tool %q: the input schema must have type \"object\", not %s (make In a struct)", name, schemaTypeString(schema))
+	}
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		return nil, fmt.Errorf("tool %q: encoding the input schema: %w", name, err)
+	}
+	resolved, err := schema.Resolve(nil)
+	if err != nil {
+		return nil, fmt.Errorf("tool %q: resolving the input schema: %w", name, err)
+	}
+	handler := func(ctx context.Context, input json.RawMessage) (Output, error) {
+		var in In
+		if err := json.Unmarshal(input, &in); err != nil {
+			// The schema passed, so In and the schema disagree; tell the
+			// model what failed all the same.
+			return Output{}, fmt.Errorf("invalid input: %v", err)
+		}
+		out, err := fn(ctx, in)
+		if err != nil {
+			return Output{}, err
+		}
+		return toOutput(out)
+	}
+	t := &Tool{
+		spec:    llm.ToolSpec{Name: name, Description: description, InputSchema: raw},
+		schema:  resolved,
+		handler: handler,
+	}
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// NewRaw makes a tool from a hand-written JSON schema and a handler that
+// receives the raw JSON input. The schema must be a JSON object with
+// "type": "object". Inputs are validated against it before fn runs, unless
+// it declares a "$schema" draft other than draft-07 or 2020-12, which the
+// validator does not support; fn must then check its input itself.
+//
+// A non-nil error from fn becomes an is_error result carrying err.Error().
+func NewRaw(name, description string, schema json.RawMessage, fn func(ctx context.Context, input json.RawMessage) (Output, error)) (*Tool, error) {
+	if fn == nil {
+		return nil, fmt.Errorf("tool %q: nil function", name)
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(schema, &s); err != nil {
+		return nil, fmt.Errorf("tool %q: the input schema is not a JSON schema object: %w", name, err)
+	}
+	if s.Type != "object" {
+		return nil, fmt.Errorf("tool %q: the input schema must have type \"object\", not %s", name, schemaTypeString(&s))
+	}
+	var resolved *jsonschema.Resolved
+	if validatable(s.Schema) {
+		r, err := s.Resolve(nil)
+		if err != nil {
+			return nil, fmt.Errorf("tool %q: resolving the input schema: %w", name, err)
+		}
+		resolved = r
+	}
+	t := &Tool{
+		spec:    llm.ToolSpec{Name: name, Description: description, InputSchema: append(json.RawMessage(nil), schema...)},
+		schema:  resolved,
+		handler: fn,
+	}
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// validatable reports whether jsonschema-go validates schemas that declare
+// the given "$schema" (it validates draft-07 and 2020-12 only).
+func validatable(draft string) bool {
+	switch draft {
+	case "", "https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2020-12/schema#",
+		"http://json-schema.org/draft-07/schema#", "https://json-schema.org/draft-07/schema#":
+		return true
+	}
+	return false
+}
+
+func schemaTypeString(s *jsonschema.Schema) string {
+	switch {
+	case s.Type != "":
+		return fmt.Sprintf("%q", s.Type)
+	case len(s.Types) > 0:
+		return fmt.Sprintf("%q", s.Types)
+	}
+	return "none"
+}
+
+// check reports whether t can be registered: built by a constructor, with a
+// name the API accepts.
+func (t *Tool) check() error {
+	if t == nil {
+		return errors.New("tool: nil *Tool")
+	}
+	if t.handler == nil {
+		return fmt.Errorf("tool %q: not built with New, NewWithSchema or NewRaw", t.spec.Name)
+	}
+	if !namePattern.MatchString(t.spec.Name) {
+		return fmt.Errorf("tool %q: invalid name: the API requires 1 to 64 letters, digits, '_' or '-' (%s)", t.spec.Name, namePattern)
+	}
+	return nil
+}
+
+// Name returns the tool's name, as the model calls it.
+func (t *Tool) Name() string { return t.spec.Name }
+
+// Spec returns the tool's description for the model, to send in
+// [llm.Request.Tools]. The schema bytes are shared; do not modify them.
+func (t *Tool) Spec() llm.ToolSpec { return t.spec }
+
+// toOutput turns a typed tool's result into content.
+func toOutput(v any) (Output, error) {
+	switch v := v.(type) {
+	case string:
+		return Output{Content: []llm.Block{llm.Text{Text: v}}}, nil
+	case Output:
+		return v, nil
+	case *Output:
+		if v == nil {
+			return Output{}, nil
+		}
+		return *v, nil
+	case []llm.Block:
+		return Output{Content: v}, nil
+	case llm.Block:
+		// A nil Block interface arrives as a nil any and is encoded below.
+		return Output{Content: []llm.Block{v}}, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return Output{}, fmt.Errorf("encoding the result as JSON: %v", err)
+	}
+	return Output{Content: []llm.Block{llm.Text{Text: string(b)}}}, nil
+}
