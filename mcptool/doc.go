@@ -1,2 +1,30 @@
-// Package mcptool registers the tools of an MCP server in a tool.Registry.
+// Package mcptool registers the tools of an MCP server in a [tool.Registry],
+// so that an agent can use the tools people already run as MCP servers.
+//
+// It connects with the official MCP Go SDK: to a command over stdio
+// ([ConnectCommand]), to a URL over streamable HTTP ([ConnectURL]), or over
+// any [mcp.Transport] ([Connect]). [Server.Register] then lists the
+// server's tools and registers each one, its input schema passed through as
+// the server gives it:
+//
+//	srv, err := mcptool.ConnectCommand(ctx, "npx -y @modelcontextprotocol/server-everything", nil)
+//	if err != nil {
+//		return err // names the command, with the end of its stderr
+//	}
+//	defer srv.Close() // ends the process and anything it started
+//	if err := srv.Register(ctx, reg); err != nil {
+//		log.Print(err) // some tools were skipped; the others are registered
+//	}
+//
+// A call is forwarded with its context, so cancelling the run cancels the
+// call on the server. The result maps onto a tool result: text as text,
+// PNG, JPEG, GIF and WebP images as images, and other content (audio,
+// resource links, embedded resources) as a line of text describing it,
+// rather than silently dropped. An MCP tool error becomes an is_error
+// result with the server's text. A server that crashes mid-run turns its
+// tools' calls into is_error results naming the server; the other tools
+// keep working.
+//
+// When a tool's name is already taken in the registry, by a tool of another
+// server or any other tool, it is registered as server__tool instead.
 package mcptool

@@ -1,0 +1,187 @@
+package mcptool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"path/filepath"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Options configures a connection to a server. The zero value, and a nil
+// *Options, work.
+type Options struct {
+	// Name is the server's name: the prefix of namespaced tool names and
+	// the name in error messages. Empty means the name the server reports
+	// when it starts, and failing that the command's base name or the URL's
+	// host. It is cleaned to the characters a tool name allows.
+	Name string
+	// Logger receives the lines the server writes to stderr, at Info, and
+	// connection trouble, at Warn. Nil discards them.
+	Logger *slog.Logger
+	// HTTPClient is the client [ConnectURL] uses. Nil means
+	// http.DefaultClient.
+	HTTPClient *http.Client
+}
+
+func (o *Options) logger() *slog.Logger {
+	if o == nil || o.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return o.Logger
+}
+
+// A Server is a connected MCP server. Its methods are safe for concurrent
+// use. Close it when done: for a command, Close also ends the process.
+type Server struct {
+	name    string
+	session *mcp.ClientSession
+	logger  *slog.Logger
+	proc    *process // nil unless the server is a command this package started
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Connect connects to the server at the other end of t and performs the MCP
+// handshake. ctx bounds only the handshake, not the connection's life.
+// Connect is the general form; most programs use [ConnectCommand] or
+// [ConnectURL].
+func Connect(ctx context.Context, t mcp.Transport, opts *Options) (*Server, error) {
+	name := ""
+	if opts != nil {
+		name = opts.Name
+	}
+	s, err := connect(ctx, t, opts, name)
+	if err != nil {
+		if name == "" {
+			name = "mcp"
+		}
+		return nil, fmt.Errorf("mcptool: connect to server %q: %w", name, err)
+	}
+	return s, nil
+}
+
+// ConnectURL connects to the server at url over the streamable HTTP
+// transport. ctx bounds only the handshake.
+func ConnectURL(ctx context.Context, rawURL string, opts *Options) (*Server, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("mcptool: server URL %q is not an http or https URL", rawURL)
+	}
+	t := &mcp.StreamableClientTransport{Endpoint: rawURL}
+	if opts != nil {
+		t.HTTPClient = opts.HTTPClient
+	}
+	s, err := connect(ctx, t, opts, u.Hostname())
+	if err != nil {
+		return nil, fmt.Errorf("mcptool: connect to server %s: %w", rawURL, err)
+	}
+	return s, nil
+}
+
+// ConnectCommand starts the server commandLine, a command and its
+// arguments, and talks to it over its stdin and stdout. The line is split
+// into words the way a POSIX shell would (quotes and backslashes work) but
+// nothing else a shell does happens: no variables, globs or pipes. The
+// server's stderr goes to the logger, and its last lines into the error if
+// it fails to start. ctx bounds only the start and the handshake.
+func ConnectCommand(ctx context.Context, commandLine string, opts *Options) (*Server, error) {
+	args, err := splitCommand(commandLine)
+	if err != nil {
+		return nil, fmt.Errorf("mcptool: server command %q: %w", commandLine, err)
+	}
+	return ConnectCmd(ctx, exec.Command(args[0], args[1:]...), opts)
+}
+
+// ConnectCmd is like [ConnectCommand] for a command the caller has built,
+// to set its environment or working directory. cmd must not have been
+// started, and its Stdin, Stdout and Stderr must be nil: the connection uses
+// them.
+func ConnectCmd(ctx context.Context, cmd *exec.Cmd, opts *Options) (*Server, error) {
+	line := cmd.String()
+	if cmd.Stdin != nil || cmd.Stdout != nil || cmd.Stderr != nil {
+		return nil, fmt.Errorf("mcptool: server command %q: Stdin, Stdout and Stderr must be nil", line)
+	}
+	base := filepath.Base(cmd.Path)
+	p := startProcess(cmd, opts.logger().With("mcp_command", base))
+	s, err := connect(ctx, &mcp.CommandTransport{Command: cmd}, opts, base)
+	if err != nil {
+		// A failed handshake has already closed the connection, which
+		// waited for the process, so its stderr is complete.
+		p.cleanup()
+		err = fmt.Errorf("mcptool: start server %q: %w", line, err)
+		if tail := p.stderr.tail(); tail != "" {
+			err = fmt.Errorf("%w; its stderr ends:\n%s", err, tail)
+		}
+		return nil, err
+	}
+	s.proc = p
+	return s, nil
+}
+
+// connect performs the handshake over t and names the server: opts.Name,
+// else what the server reports, else fallback.
+func connect(ctx context.Context, t mcp.Transport, opts *Options, fallback string) (*Server, error) {
+	logger := opts.logger()
+	client := mcp.NewClient(&mcp.Implementation{Name: "agentloop", Version: "v0"}, &mcp.ClientOptions{
+		// Advertise nothing: this client serves no roots, sampling or
+		// elicitation, and a server must not wait for them.
+		Capabilities: &mcp.ClientCapabilities{},
+	})
+	session, err := client.Connect(ctx, t, nil)
+	if err != nil {
+		return nil, err
+	}
+	name := ""
+	if opts != nil {
+		name = opts.Name
+	}
+	if name == "" {
+		if res := session.InitializeResult(); res != nil && res.ServerInfo != nil {
+			name = res.ServerInfo.Name
+		}
+	}
+	if name == "" {
+		name = fallback
+	}
+	name = cleanName(name, "mcp")
+	return &Server{name: name, session: session, logger: logger.With("mcp_server", name)}, nil
+}
+
+// Name returns the server's name, as [Options.Name] documents it. It is a
+// valid tool name.
+func (s *Server) Name() string { return s.name }
+
+// Instructions returns the server's instructions for the model, if it gave
+// any. A program may add them to its system prompt.
+func (s *Server) Instructions() string {
+	if res := s.session.InitializeResult(); res != nil {
+		return res.Instructions
+	}
+	return ""
+}
+
+// Close ends the session. For a server started as a command, it closes the
+// server's stdin, waits for it to exit, signals it if it does not (after 5s
+// SIGTERM, then SIGKILL), and then kills anything the server started and
+// left behind, so that no process outlives Close. Close is idempotent; a
+// server that had crashed reports its exit status.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		err := s.session.Close()
+		if s.proc != nil {
+			s.proc.cleanup()
+		}
+		if err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {
+			s.closeErr = fmt.Errorf("mcptool: close server %q: %w", s.name, err)
+		}
+	})
+	return s.closeErr
+}

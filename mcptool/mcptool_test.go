@@ -1,0 +1,289 @@
+package mcptool
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/tool"
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// png is a PNG signature: enough bytes to stand for an image.
+var png = []byte("\x89PNG\r\n\x1a\n")
+
+// dottedSchema is a hand-written schema with keywords a generator would not
+// write, to see that it reaches the model unchanged.
+const dottedSchema = `{"type":"object","properties":{"n":{"type":"integer","minimum":1,"description":"how many"}},"required":["n"],"additionalProperties":false}`
+
+// testServer is an in-process MCP server whose tools cover each kind of
+// result. name prefixes echo's answers so tests can tell servers apart.
+// started and cancelled, when not nil, report the slow tool's call being
+// under way and seeing its context end.
+func testServer(name string, started, cancelled chan<- struct{}) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: name, Version: "v1"}, nil)
+	type echoIn struct {
+		Message string `json:"message" jsonschema:"the message to echo"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echoes the message."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + ": " + in.Message}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "image", Description: "Returns an image."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{
+				&mcp.TextContent{Text: "here it is"},
+				&mcp.ImageContent{MIMEType: "image/png", Data: png},
+			}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Always fails."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			return nil, nil, errors.New("the disk is full")
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "mixed", Description: "Returns content of every other kind."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{
+				&mcp.AudioContent{MIMEType: "audio/wav", Data: []byte("RIFF")},
+				&mcp.ResourceLink{URI: "file:///r.txt", Name: "r.txt", MIMEType: "text/plain"},
+				&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "mem://note", MIMEType: "text/plain", Text: "note body"}},
+				&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "mem://pic", MIMEType: "image/png", Blob: png}},
+				&mcp.ImageContent{MIMEType: "image/svg+xml", Data: []byte("<svg/>")},
+			}}, nil, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "structured", Description: "Returns only structured content.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{StructuredContent: map[string]int{"answer": 42}}, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "dotted.name", Description: "Has a name the API rejects.", InputSchema: json.RawMessage(dottedSchema)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(req.Params.Arguments)}}}, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "slow", Description: "Waits until cancelled.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if started != nil {
+				started <- struct{}{}
+			}
+			<-ctx.Done()
+			if cancelled != nil {
+				close(cancelled)
+			}
+			return nil, ctx.Err()
+		})
+	return s
+}
+
+// connectInMemory connects to srv over the SDK's in-memory transport and
+// closes both ends when the test ends.
+func connectInMemory(t *testing.T, srv *mcp.Server, opts *Options) *Server {
+	t.Helper()
+	ctx := t.Context()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Connect(ctx, ct, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		ss.Wait()
+	})
+	return s
+}
+
+func registered(t *testing.T, servers ...*Server) *tool.Registry {
+	t.Helper()
+	reg := tool.NewRegistry(tool.Config{})
+	for _, s := range servers {
+		if err := s.Register(t.Context(), reg); err != nil {
+			t.Fatalf("Register(%s): %v", s.Name(), err)
+		}
+	}
+	return reg
+}
+
+func TestCall(t *testing.T) {
+	s := connectInMemory(t, testServer("alpha", nil, nil), nil)
+	reg := registered(t, s)
+	b64 := base64.StdEncoding.EncodeToString(png)
+	tests := []struct {
+		name, input string
+		want        llm.ToolResult
+	}{
+		{"echo", `{"message":"hi"}`, llm.ToolResult{Content: []llm.Block{llm.Text{Text: "alpha: hi"}}}},
+		{"image", `{}`, llm.ToolResult{Content: []llm.Block{
+			llm.Text{Text: "here it is"},
+			llm.Image{MediaType: "image/png", Data: b64},
+		}}},
+		{"fail", `{}`, llm.ToolResult{Content: []llm.Block{llm.Text{Text: "the disk is full"}}, IsError: true}},
+		{"mixed", `{}`, llm.ToolResult{Content: []llm.Block{
+			llm.Text{Text: "[audio omitted: 4 bytes of audio/wav]"},
+			llm.Text{Text: `[resource link: file:///r.txt name="r.txt" type=text/plain]`},
+			llm.Text{Text: "[resource mem://note]\nnote body"},
+			llm.Image{MediaType: "image/png", Data: b64},
+			llm.Text{Text: "[image omitted: 6 bytes of image/svg+xml, a type the model cannot read]"},
+		}}},
+		{"structured", `{}`, llm.ToolResult{Content: []llm.Block{llm.Text{Text: `{"answer":42}`}}}},
+		// The model calls the cleaned name; the server gets its own.
+		{"dotted_name", `{"n":3}`, llm.ToolResult{Content: []llm.Block{llm.Text{Text: `{"n":3}`}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := reg.Run(t.Context(), []tool.Call{{ID: "id1", Name: tt.name, Input: json.RawMessage(tt.input)}})
+			tt.want.ToolUseID = "id1"
+			if diff := cmp.Diff([]llm.ToolResult{tt.want}, got); diff != "" {
+				t.Errorf("result (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestToolsPassSchemaThrough(t *testing.T) {
+	s := connectInMemory(t, testServer("alpha", nil, nil), nil)
+	tools, err := s.Tools(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	var dotted *tool.Tool
+	for _, tt := range tools {
+		names = append(names, tt.Name())
+		if tt.Name() == "dotted_name" {
+			dotted = tt
+		}
+	}
+	want := []string{"dotted_name", "echo", "fail", "image", "mixed", "slow", "structured"}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Fatalf("tool names (-want +got):\n%s", diff)
+	}
+	var gotSchema, wantSchema any
+	spec := dotted.Spec()
+	if err := json.Unmarshal(spec.InputSchema, &gotSchema); err != nil {
+		t.Fatal(err)
+	}
+	json.Unmarshal([]byte(dottedSchema), &wantSchema)
+	if diff := cmp.Diff(wantSchema, gotSchema); diff != "" {
+		t.Errorf("schema (-server +registered):\n%s", diff)
+	}
+	if spec.Description != "Has a name the API rejects." {
+		t.Errorf("description = %q", spec.Description)
+	}
+}
+
+func TestRegisterNamespacesClashes(t *testing.T) {
+	alpha := connectInMemory(t, testServer("alpha", nil, nil), nil)
+	beta := connectInMemory(t, testServer("beta", nil, nil), nil)
+	reg := registered(t, alpha, beta)
+	got := reg.Run(t.Context(), []tool.Call{
+		{ID: "a", Name: "echo", Input: json.RawMessage(`{"message":"x"}`)},
+		{ID: "b", Name: "beta__echo", Input: json.RawMessage(`{"message":"y"}`)},
+	})
+	want := []llm.ToolResult{
+		{ToolUseID: "a", Content: []llm.Block{llm.Text{Text: "alpha: x"}}},
+		{ToolUseID: "b", Content: []llm.Block{llm.Text{Text: "beta: y"}}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+	// Registering the same server again has nowhere left to go.
+	err := beta.Register(t.Context(), reg)
+	if err == nil || !strings.Contains(err.Error(), `server "beta": tool "echo"`) {
+		t.Errorf("second Register error = %v, want one naming beta's echo", err)
+	}
+}
+
+func TestCancelReachesServer(t *testing.T) {
+	started := make(chan struct{})
+	cancelled := make(chan struct{})
+	s := connectInMemory(t, testServer("alpha", started, cancelled), nil)
+	reg := registered(t, s)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan []llm.ToolResult)
+	go func() {
+		done <- reg.Run(ctx, []tool.Call{{ID: "s", Name: "slow", Input: json.RawMessage(`{}`)}})
+	}()
+	<-started
+	cancel()
+	got := <-done
+	if len(got) != 1 || !got[0].IsError {
+		t.Errorf("result = %+v, want one is_error result", got)
+	}
+	<-cancelled // the server's handler saw its context end
+}
+
+func TestOptionsName(t *testing.T) {
+	tests := []struct {
+		opts *Options
+		want string
+	}{
+		{nil, "alpha_srv"}, // reported by the server, cleaned
+		{&Options{Name: "mine"}, "mine"},
+	}
+	for _, tt := range tests {
+		s := connectInMemory(t, testServer("alpha srv", nil, nil), tt.opts)
+		if s.Name() != tt.want {
+			t.Errorf("Name() = %q, want %q", s.Name(), tt.want)
+		}
+	}
+}
+
+func TestConnectURL(t *testing.T) {
+	srv := testServer("web", nil, nil)
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	defer ts.Close()
+	client := ts.Client()
+	defer client.CloseIdleConnections()
+
+	s, err := ConnectURL(t.Context(), ts.URL, &Options{HTTPClient: client})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.Name() != "web" {
+		t.Errorf("Name() = %q, want web", s.Name())
+	}
+	got := registered(t, s).Run(t.Context(), []tool.Call{{ID: "1", Name: "echo", Input: json.RawMessage(`{"message":"over http"}`)}})
+	want := []llm.ToolResult{{ToolUseID: "1", Content: []llm.Block{llm.Text{Text: "web: over http"}}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("result (-want +got):\n%s", diff)
+	}
+}
+
+func TestConnectURLErrors(t *testing.T) {
+	ts := httptest.NewServer(http.NotFoundHandler())
+	defer ts.Close()
+	for _, u := range []string{"ftp://x", "not a url", ts.URL} {
+		_, err := ConnectURL(t.Context(), u, &Options{HTTPClient: ts.Client()})
+		if err == nil || !strings.Contains(err.Error(), u) {
+			t.Errorf("ConnectURL(%q) error = %v, want one naming the URL", u, err)
+		}
+	}
+	ts.Client().CloseIdleConnections()
+}
+
+func TestCleanName(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"echo", "echo"},
+		{"get-sum", "get-sum"},
+		{"a.b/c d", "a_b_c_d"},
+		{"é", "__"},
+		{"", "fallback"},
+		{strings.Repeat("x", 70), strings.Repeat("x", 64)},
+	}
+	for _, tt := range tests {
+		if got := cleanName(tt.in, "fallback"); got != tt.want {
+			t.Errorf("cleanName(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,152 @@
+package mcptool
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"os/exec"
+	"strings"
+	"sync"
+	"unicode"
+)
+
+// A process is a server command this package started: its stderr, and
+// what is needed to leave no process behind.
+type process struct {
+	cmd    *exec.Cmd
+	stderr *stderrLog
+}
+
+// startProcess prepares cmd to run as a server. The transport starts it.
+func startProcess(cmd *exec.Cmd, logger *slog.Logger) *process {
+	p := &process{cmd: cmd, stderr: &stderrLog{logger: logger}}
+	cmd.Stderr = p.stderr
+	ownProcessGroup(cmd)
+	return p
+}
+
+// cleanup kills whatever the server left running. It is called after the
+// transport has waited for the server itself.
+func (p *process) cleanup() {
+	if p.cmd.Process != nil {
+		killProcessGroup(p.cmd.Process.Pid)
+	}
+}
+
+// splitCommand splits line into words as a POSIX shell does: blanks
+// separate words; single quotes keep everything literally; double quotes
+// keep everything but let a backslash escape ", \, $ and `; elsewhere a
+// backslash escapes any character.
+func splitCommand(line string) ([]string, error) {
+	var (
+		words  []string
+		word   strings.Builder
+		inWord bool // a word has begun, possibly empty ('')
+	)
+	rs := []rune(line)
+	for i := 0; i < len(rs); i++ {
+		r := rs[i]
+		switch {
+		case r == '\'':
+			inWord = true
+			j := i + 1
+			for j < len(rs) && rs[j] != '\'' {
+				j++
+			}
+			if j == len(rs) {
+				return nil, errors.New("unterminated single quote")
+			}
+			word.WriteString(string(rs[i+1 : j]))
+			i = j
+		case r == '"':
+			inWord = true
+			j := i + 1
+			for ; j < len(rs) && rs[j] != '"'; j++ {
+				if rs[j] == '\\' && j+1 < len(rs) && strings.ContainsRune("\"\\$`", rs[j+1]) {
+					j++
+				}
+				word.WriteRune(rs[j])
+			}
+			if j == len(rs) {
+				return nil, errors.New("unterminated double quote")
+			}
+			i = j
+		case r == '\\':
+			if i+1 == len(rs) {
+				return nil, errors.New("trailing backslash")
+			}
+			inWord = true
+			i++
+			word.WriteRune(rs[i])
+		case unicode.IsSpace(r):
+			if inWord {
+				words = append(words, word.String())
+				word.Reset()
+				inWord = false
+			}
+		default:
+			inWord = true
+			word.WriteRune(r)
+		}
+	}
+	if inWord {
+		words = append(words, word.String())
+	}
+	if len(words) == 0 {
+		return nil, errors.New("empty command")
+	}
+	return words, nil
+}
+
+// stderrLog logs a server's stderr line by line and keeps its last lines
+// for error messages: a server that fails to start usually says why there.
+type stderrLog struct {
+	logger *slog.Logger
+
+	mu      sync.Mutex
+	partial []byte   // an unfinished line
+	last    []string // the last tailLines lines, oldest first
+}
+
+const (
+	tailLines   = 10
+	maxLineSize = 1000 // longer lines are cut, so a chatty server costs bounded memory
+)
+
+// Write implements io.Writer.
+func (l *stderrLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			l.partial = append(l.partial, p[:min(len(p), maxLineSize-len(l.partial))]...)
+			break
+		}
+		l.partial = append(l.partial, p[:min(i, maxLineSize-len(l.partial))]...)
+		l.line(string(bytes.TrimRight(l.partial, "\r")))
+		l.partial = l.partial[:0]
+		p = p[i+1:]
+	}
+	return n, nil
+}
+
+func (l *stderrLog) line(s string) {
+	l.logger.Info("mcp server stderr", "line", s)
+	if len(l.last) == tailLines {
+		l.last = append(l.last[:0], l.last[1:]...)
+	}
+	l.last = append(l.last, s)
+}
+
+// tail returns the last lines written, an unfinished one included.
+func (l *stderrLog) tail() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lines := l.last
+	if len(l.partial) > 0 {
+		lines = append(lines[:len(lines):len(lines)], string(l.partial))
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,228 @@
+package mcptool
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/tool"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Tools lists the server's tools and returns them ready to register, each
+// under its own name made valid for the API (characters outside
+// [a-zA-Z0-9_-] become '_', and at most 64 of them). Input schemas are the
+// server's, unchanged. Calling a tool forwards the call, with its ctx, to
+// the server. A tool this package cannot accept, such as one whose schema is
+// not an object, is left out and named in the error, which
+// is then non-nil alongside the tools that were accepted.
+func (s *Server) Tools(ctx context.Context) ([]*tool.Tool, error) {
+	list, err := s.list(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		tools []*tool.Tool
+		errs  []error
+	)
+	for _, t := range list {
+		tt, err := s.newTool(cleanName(t.Name, "tool"), t)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		tools = append(tools, tt)
+	}
+	return tools, errors.Join(errs...)
+}
+
+// Register lists the server's tools and registers them in reg, as [Tools]
+// makes them. A tool whose name is taken, by another server's tool or any
+// other, is registered as server__tool instead ([Server.Name], two
+// underscores, the tool's name). A tool that still cannot be registered is
+// skipped and named in the returned error; the others are registered all
+// the same, so the agent can work with what it has.
+func (s *Server) Register(ctx context.Context, reg *tool.Registry) error {
+	list, err := s.list(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, t := range list {
+		name := cleanName(t.Name, "tool")
+		if _, taken := reg.Lookup(name); taken {
+			name = cleanName(s.name+"__"+name, "tool")
+		}
+		tt, err := s.newTool(name, t)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := reg.Register(tt); err != nil {
+			errs = append(errs, fmt.Errorf("mcptool: server %q: tool %q: %w", s.name, t.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// list returns every tool the server offers, across pages.
+func (s *Server) list(ctx context.Context) ([]*mcp.Tool, error) {
+	var list []*mcp.Tool
+	for t, err := range s.session.Tools(ctx, nil) {
+		if err != nil {
+			return nil, fmt.Errorf("mcptool: list tools of server %q: %w", s.name, err)
+		}
+		list = append(list, t)
+	}
+	return list, nil
+}
+
+// newTool wraps the server's tool t as a tool named name.
+func (s *Server) newTool(name string, t *mcp.Tool) (*tool.Tool, error) {
+	schema, err := json.Marshal(t.InputSchema)
+	if err != nil {
+		return nil, fmt.Errorf("mcptool: server %q: tool %q: input schema: %w", s.name, t.Name, err)
+	}
+	desc := t.Description
+	if desc == "" {
+		desc = t.Title
+	}
+	remote := t.Name // the server's own name, whatever name the model uses
+	tt, err := tool.NewRaw(name, desc, schema, func(ctx context.Context, input json.RawMessage) (tool.Output, error) {
+		return s.call(ctx, remote, input)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mcptool: server %q: tool %q: %w", s.name, t.Name, err)
+	}
+	return tt, nil
+}
+
+// call calls the server's tool named remote. Whatever goes wrong short of
+// cancellation becomes an is_error result naming the server, so a crashed
+// server costs the model one tool, not the run.
+func (s *Server) call(ctx context.Context, remote string, input json.RawMessage) (tool.Output, error) {
+	params := &mcp.CallToolParams{Name: remote}
+	if len(input) > 0 {
+		params.Arguments = input
+	}
+	res, err := s.session.CallTool(ctx, params)
+	if err != nil {
+		if ctx.Err() != nil {
+			// Cancelled or timed out: the registry words that result.
+			return tool.Output{}, fmt.Errorf("mcp server %q: tool %q: %w", s.name, remote, context.Cause(ctx))
+		}
+		msg := fmt.Sprintf("mcp server %q failed calling tool %q: %v", s.name, remote, err)
+		if errors.Is(err, mcp.ErrConnectionClosed) {
+			msg = fmt.Sprintf("mcp server %q is not running (it may have crashed), so tool %q is unavailable: %v", s.name, remote, err)
+			if s.proc != nil {
+				s.logger.Warn("mcp server connection lost", "tool", remote, "err", err, "stderr", s.proc.stderr.tail())
+			} else {
+				s.logger.Warn("mcp server connection lost", "tool", remote, "err", err)
+			}
+		}
+		return tool.Output{Content: []llm.Block{llm.Text{Text: msg}}, IsError: true}, nil
+	}
+	out := tool.Output{Content: blocks(res.Content), IsError: res.IsError}
+	if len(out.Content) == 0 && res.StructuredContent != nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil {
+			out.Content = []llm.Block{llm.Text{Text: string(b)}}
+		}
+	}
+	return out, nil
+}
+
+// imageTypes are the media types the Messages API accepts for images.
+var imageTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/gif": true, "image/webp": true}
+
+// blocks maps MCP content to tool result content: text to text, images the
+// API accepts to images, and everything else to a line of text describing
+// it, so the model knows something was there.
+func blocks(content []mcp.Content) []llm.Block {
+	var out []llm.Block
+	for _, c := range content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			out = append(out, llm.Text{Text: c.Text})
+		case *mcp.ImageContent:
+			if imageTypes[c.MIMEType] {
+				out = append(out, llm.Image{MediaType: c.MIMEType, Data: base64.StdEncoding.EncodeToString(c.Data)})
+			} else {
+				out = append(out, llm.Text{Text: fmt.Sprintf("[image omitted: %d bytes of %s, a type the model cannot read]", len(c.Data), orUnknown(c.MIMEType))})
+			}
+		case *mcp.AudioContent:
+			out = append(out, llm.Text{Text: fmt.Sprintf("[audio omitted: %d bytes of %s]", len(c.Data), orUnknown(c.MIMEType))})
+		case *mcp.ResourceLink:
+			out = append(out, llm.Text{Text: describeLink(c)})
+		case *mcp.EmbeddedResource:
+			out = append(out, embedded(c.Resource))
+		default:
+			b, _ := json.Marshal(c)
+			out = append(out, llm.Text{Text: fmt.Sprintf("[MCP content this client does not read: %s]", truncate(string(b), 200))})
+		}
+	}
+	return out
+}
+
+func describeLink(l *mcp.ResourceLink) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[resource link: %s", l.URI)
+	if l.Name != "" {
+		fmt.Fprintf(&b, " name=%q", l.Name)
+	}
+	if l.MIMEType != "" {
+		fmt.Fprintf(&b, " type=%s", l.MIMEType)
+	}
+	if l.Description != "" {
+		fmt.Fprintf(&b, " description=%q", l.Description)
+	}
+	b.WriteString("]")
+	return b.String()
+}
+
+// embedded maps an embedded resource: its text, or its image, or a note.
+func embedded(r *mcp.ResourceContents) llm.Block {
+	switch {
+	case r == nil:
+		return llm.Text{Text: "[empty embedded resource]"}
+	case r.Blob == nil:
+		return llm.Text{Text: fmt.Sprintf("[resource %s]\n%s", r.URI, r.Text)}
+	case imageTypes[r.MIMEType]:
+		return llm.Image{MediaType: r.MIMEType, Data: base64.StdEncoding.EncodeToString(r.Blob)}
+	default:
+		return llm.Text{Text: fmt.Sprintf("[resource %s omitted: %d bytes of %s]", r.URI, len(r.Blob), orUnknown(r.MIMEType))}
+	}
+}
+
+func orUnknown(mime string) string {
+	if mime == "" {
+		return "unknown type"
+	}
+	return mime
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// cleanName makes s a valid API tool name, ^[a-zA-Z0-9_-]{1,64}$, by
+// replacing every other byte with '_' and cutting it to 64 bytes. An empty
+// s becomes empty, which must itself be valid.
+func cleanName(s, empty string) string {
+	if s == "" {
+		return empty
+	}
+	b := []byte(s)
+	for i, c := range b {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	return string(b[:min(len(b), 64)])
+}
