@@ -1,0 +1,330 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+	"log/slog"
+
+	"github.com/agentloop/agentloop/llm"
+)
+
+// Model streams one model turn. *llm.Client satisfies it; [History.Compact]
+// uses it for the summarisation call.
+type Model interface {
+	Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error]
+}
+
+// TokenCounter counts the input tokens of a request exactly, with the API's
+// count_tokens endpoint. *llm.Client satisfies it.
+type TokenCounter interface {
+	CountTokens(ctx context.Context, req llm.Request) (int, error)
+}
+
+// Config configures a [History]. The zero value works: every field has a
+// default, documented on the field.
+type Config struct {
+	// Model is the model of the main turns. It names the prices in
+	// [History.Cost] and the model of count_tokens requests. Default: none
+	// (Cost reports false, Recount never asks the API).
+	Model string
+
+	// ContextWindow is the model's context window in tokens.
+	// Default: 200_000.
+	ContextWindow int
+
+	// MaxTokens is the max_tokens of the main turns: room the reply needs
+	// inside the window. Default: 4096 (llm's default).
+	MaxTokens int
+
+	// ContextLimit is the compaction threshold in tokens: NeedsCompaction
+	// reports true above it. Default: ContextWindow − MaxTokens − a 5%
+	// margin of ContextWindow, the margin absorbing estimate error.
+	ContextLimit int
+
+	// CompactTarget is what Compact aims for, in tokens. Compacting to just
+	// under the limit would compact again on the next turn and throw the
+	// prompt cache away each time, so the target is well below it.
+	// Default: 60% of ContextLimit.
+	CompactTarget int
+
+	// KeepRecent is how many recent assistant turns (each with the user
+	// message that answers it) compaction keeps verbatim. Default: 4.
+	KeepRecent int
+
+	// SummaryModel is the model of the summarisation call.
+	// Default: Model.
+	SummaryModel string
+
+	// SummaryMaxTokens is max_tokens of the summarisation call.
+	// Default: 4096.
+	SummaryMaxTokens int
+
+	// MaxCompactionSteps bounds the steps of one Compact call, so that a
+	// history that cannot shrink fails with [ErrCannotCompact] instead of
+	// looping. Default: 6.
+	MaxCompactionSteps int
+
+	// Counter, when set, lets [History.Recount] ask the API for an exact
+	// count near the limit. Default: nil (estimates only).
+	Counter TokenCounter
+
+	// CountFrom is the token estimate from which Recount asks Counter.
+	// Default: 90% of ContextLimit.
+	CountFrom int
+
+	// Pricing prices the turns in [History.Cost]. Default: [DefaultPricing].
+	Pricing Pricing
+
+	// Logger receives compaction and repair reports. Default: discard.
+	Logger *slog.Logger
+}
+
+// withDefaults returns cfg with every zero field set to its default.
+func (cfg Config) withDefaults() Config {
+	if cfg.ContextWindow <= 0 {
+		cfg.ContextWindow = 200_000
+	}
+	if cfg.MaxTokens <= 0 {
+		cfg.MaxTokens = 4096
+	}
+	if cfg.ContextLimit <= 0 {
+		cfg.ContextLimit = max(1, cfg.ContextWindow-cfg.MaxTokens-cfg.ContextWindow/20)
+	}
+	if cfg.CompactTarget <= 0 || cfg.CompactTarget > cfg.ContextLimit {
+		cfg.CompactTarget = max(1, cfg.ContextLimit*6/10)
+	}
+	if cfg.KeepRecent <= 0 {
+		cfg.KeepRecent = 4
+	}
+	if cfg.SummaryModel == "" {
+		cfg.SummaryModel = cfg.Model
+	}
+	if cfg.SummaryMaxTokens <= 0 {
+		cfg.SummaryMaxTokens = 4096
+	}
+	if cfg.MaxCompactionSteps <= 0 {
+		cfg.MaxCompactionSteps = 6
+	}
+	if cfg.CountFrom <= 0 {
+		cfg.CountFrom = cfg.ContextLimit * 9 / 10
+	}
+	if cfg.Pricing == nil {
+		cfg.Pricing = DefaultPricing
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return cfg
+}
+
+// A History is the conversation of one agent run: the messages to send, the
+// usage of every turn, and the token count of what the next request would
+// send.
+//
+// A History is safe for use by one goroutine at a time; the agent loop owns
+// it. Its methods never share internal slices with callers.
+type History struct {
+	cfg     Config
+	entries []entry
+
+	system      string
+	tools       []llm.ToolSpec
+	prefixChars int // characters of system and tools, for estimates
+
+	ratio float64   // learned characters per token
+	usage llm.Usage // summed over the run, summaries included
+	// byModel sums usage per model, for Cost.
+	byModel map[string]llm.Usage
+}
+
+// An entry is one message with what we know about it.
+type entry struct {
+	msg llm.Message
+	// usage is, for an assistant message, the usage of the turn that
+	// produced it; for a summary message, that of the summarisation call.
+	usage llm.Usage
+	// exact is the exact token count of the conversation through this
+	// message (system and tools included), when the API has told us and
+	// nothing before it has changed since; otherwise zero.
+	exact int
+	// chars is the estimate's character count, images excluded.
+	chars int
+	// imageTokens is the estimated token cost of the images in msg.
+	imageTokens int
+	// original holds tool result contents that compaction cleared, by
+	// tool_use_id, so a later summary can still read them. Not saved.
+	original map[string][]llm.Block
+	// summary marks the message that a compaction wrote.
+	summary bool
+}
+
+// defaultRatio is the starting characters-per-token ratio, before the API
+// has told us any count: about right for English prose and code.
+const defaultRatio = 3.5
+
+// New returns an empty history.
+func New(cfg Config) *History {
+	return &History{cfg: cfg.withDefaults(), ratio: defaultRatio, byModel: map[string]llm.Usage{}}
+}
+
+// Config returns the configuration with defaults filled in.
+func (h *History) Config() Config { return h.cfg }
+
+// Len returns the number of messages.
+func (h *History) Len() int { return len(h.entries) }
+
+// Messages returns the messages to send. The slice and every content slice
+// are fresh copies, so appending to or assigning into them leaves h
+// unchanged; byte payloads (tool inputs, raw blocks) are shared and must not
+// be modified.
+func (h *History) Messages() []llm.Message {
+	out := make([]llm.Message, len(h.entries))
+	for i, e := range h.entries {
+		out[i] = cloneMessage(e.msg)
+	}
+	return out
+}
+
+// AppendUser appends a user message made of blocks. Blank text blocks are
+// dropped, since the API rejects them; a message left empty is not
+// appended.
+func (h *History) AppendUser(blocks ...llm.Block) {
+	var kept []llm.Block
+	for _, b := range blocks {
+		if t, ok := b.(llm.Text); ok && isBlank(t.Text) {
+			continue
+		}
+		kept = append(kept, cloneBlock(b))
+	}
+	if len(kept) == 0 {
+		return
+	}
+	h.push(entry{msg: llm.Message{Role: llm.User, Content: kept}})
+}
+
+// AppendUserText appends a user message holding text.
+func (h *History) AppendUserText(text string) { h.AppendUser(llm.Text{Text: text}) }
+
+// AppendAssistant appends a finished assistant turn, every block verbatim,
+// with the usage of the turn that produced it.
+//
+// That usage makes the count exact: input, cache writes and cache reads
+// measure exactly the messages sent, so they and the output measure the
+// whole history through msg. It also teaches the estimator this
+// conversation's characters-per-token ratio. For this to hold, msg must
+// answer a request made of exactly [History.Messages] as they were before
+// the call; a zero usage (a fake model, a lost message_delta) only adds an
+// estimate.
+func (h *History) AppendAssistant(msg llm.Message, usage llm.Usage) {
+	msg = cloneMessage(msg)
+	msg.Role = llm.Assistant
+	h.addUsage(h.cfg.Model, usage)
+	input := usage.InputTokens + usage.CacheCreationInputTokens + usage.CacheReadInputTokens
+	if input > 0 {
+		h.learn(int(input))
+	}
+	e := entry{msg: msg, usage: usage}
+	if input > 0 {
+		e.exact = int(usage.Context())
+	}
+	h.push(e)
+}
+
+// AppendToolResults appends one user message answering the previous
+// assistant turn: the tool_result blocks first, in order, as the API
+// requires.
+func (h *History) AppendToolResults(results []llm.ToolResult) {
+	if len(results) == 0 {
+		return
+	}
+	blocks := make([]llm.Block, len(results))
+	for i, r := range results {
+		blocks[i] = cloneBlock(r)
+	}
+	h.push(entry{msg: llm.Message{Role: llm.User, Content: blocks}})
+}
+
+// SetPrefix records the system prompt and tool specs that are sent with
+// the messages, so that estimates count them.
+func (h *History) SetPrefix(system string, tools []llm.ToolSpec) {
+	h.system = system
+	h.tools = append([]llm.ToolSpec(nil), tools...)
+	n := len(system)
+	for _, t := range tools {
+		n += len(t.Name) + len(t.Description) + len(t.InputSchema) + blockOverhead
+	}
+	h.prefixChars = n
+}
+
+// Usage returns the usage summed over the run: every main turn appended
+// and every summarisation call.
+func (h *History) Usage() llm.Usage { return h.usage }
+
+// TurnUsage returns the usage of the turn that produced message i, or a
+// zero Usage for a message no model call produced.
+func (h *History) TurnUsage(i int) llm.Usage {
+	if i < 0 || i >= len(h.entries) {
+		return llm.Usage{}
+	}
+	return h.entries[i].usage
+}
+
+// Cost returns the run's cost in USD from Config.Pricing. ok is false when
+// a model that was used has no price, and then usd covers only the priced
+// models.
+func (h *History) Cost() (usd float64, ok bool) {
+	ok = true
+	for model, u := range h.byModel {
+		c, priced := h.cfg.Pricing.Cost(model, u)
+		usd += c
+		ok = ok && priced
+	}
+	return usd, ok
+}
+
+func (h *History) addUsage(model string, u llm.Usage) {
+	if u == (llm.Usage{}) {
+		return
+	}
+	h.usage = h.usage.Add(u)
+	h.byModel[model] = h.byModel[model].Add(u)
+}
+
+// push appends e after measuring it.
+func (h *History) push(e entry) {
+	e.chars, e.imageTokens = measure(e.msg)
+	h.entries = append(h.entries, e)
+}
+
+// changed records that message i and what follows changed, so no exact
+// count from i on still holds.
+func (h *History) changed(i int) {
+	for j := max(i, 0); j < len(h.entries); j++ {
+		h.entries[j].exact = 0
+	}
+}
+
+func cloneMessage(m llm.Message) llm.Message {
+	c := make([]llm.Block, len(m.Content))
+	for i, b := range m.Content {
+		c[i] = cloneBlock(b)
+	}
+	return llm.Message{Role: m.Role, Content: c}
+}
+
+// cloneBlock copies the slices a caller could assign into. Byte payloads
+// are shared.
+func cloneBlock(b llm.Block) llm.Block {
+	switch b := b.(type) {
+	case llm.ToolResult:
+		b.Content = append([]llm.Block(nil), b.Content...)
+		return b
+	case llm.Text:
+		if b.Citations != nil {
+			b.Citations = append([]json.RawMessage(nil), b.Citations...)
+		}
+		return b
+	}
+	return b
+}
