@@ -1,0 +1,197 @@
+package anthropictest
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+)
+
+// A Request is one recorded POST /v1/messages.
+type Request struct {
+	// N is the request's position in arrival order, starting at 1.
+	N int
+	// Method, Path and Query are from the request line; Query is the raw
+	// query, such as "beta=true".
+	Method, Path, Query string
+	// Header is a copy of the request headers.
+	Header http.Header
+	// Body is the request body, exactly as sent.
+	Body []byte
+}
+
+// Decode unmarshals the body into v.
+func (r *Request) Decode(v any) error { return json.Unmarshal(r.Body, v) }
+
+// Params decodes the body's main fields.
+func (r *Request) Params() (*Params, error) {
+	var p Params
+	if err := json.Unmarshal(r.Body, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// Messages returns the body's messages, or nil if the body does not decode
+// (use Params to see why).
+func (r *Request) Messages() []Message {
+	p, err := r.Params()
+	if err != nil {
+		return nil
+	}
+	return p.Messages
+}
+
+// ToolResults returns the tool_result blocks of the last message, which
+// answer the previous turn's tool calls.
+func (r *Request) ToolResults() []Block {
+	msgs := r.Messages()
+	if len(msgs) == 0 {
+		return nil
+	}
+	var out []Block
+	for _, b := range msgs[len(msgs)-1].Content {
+		if b.Type == "tool_result" {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// Check reports whether the body obeys the Messages API's structural rules;
+// see CheckRequest.
+func (r *Request) Check() error { return CheckRequest(r.Body) }
+
+// Params holds the main fields of a Messages API request body. Fields this
+// package does not model stay in the body; use Request.Decode for them.
+type Params struct {
+	Model      string            `json:"model"`
+	MaxTokens  int               `json:"max_tokens"`
+	Stream     bool              `json:"stream"`
+	System     json.RawMessage   `json:"system,omitempty"` // a string or an array of text blocks
+	Messages   []Message         `json:"messages"`
+	Tools      []json.RawMessage `json:"tools,omitempty"`
+	ToolChoice json.RawMessage   `json:"tool_choice,omitempty"`
+	Thinking   json.RawMessage   `json:"thinking,omitempty"`
+}
+
+// A Message is one message of a request.
+type Message struct {
+	Role string `json:"role"`
+	// Content holds the message's blocks. A string content is decoded as
+	// one text block (none if the string is empty).
+	Content []Block `json:"content"`
+	// StringContent reports that the content was sent as a plain string.
+	StringContent bool `json:"-"`
+}
+
+// Text returns the concatenated text of the message's text blocks.
+func (m Message) Text() string {
+	var b strings.Builder
+	for _, c := range m.Content {
+		if c.Type == "text" {
+			b.WriteString(c.Text)
+		}
+	}
+	return b.String()
+}
+
+// UnmarshalJSON accepts content as a string or an array of blocks.
+func (m *Message) UnmarshalJSON(data []byte) error {
+	var w struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	m.Role = w.Role
+	var err error
+	m.Content, m.StringContent, err = decodeContent(w.Content)
+	return err
+}
+
+func decodeContent(raw json.RawMessage) (blocks []Block, isString bool, err error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, false, nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, true, err
+		}
+		if s == "" {
+			return nil, true, nil
+		}
+		return []Block{{Type: "text", Text: s}}, true, nil
+	}
+	err = json.Unmarshal(raw, &blocks)
+	return blocks, false, err
+}
+
+// A Block is one content block of a message. Only the fields of its Type
+// are set; Raw holds the block exactly as sent.
+type Block struct {
+	Type string `json:"type"`
+	// Text is set for text blocks.
+	Text string `json:"text,omitempty"`
+	// ID, Name and Input are set for tool_use blocks.
+	ID    string          `json:"id,omitempty"`
+	Name  string          `json:"name,omitempty"`
+	Input json.RawMessage `json:"input,omitempty"`
+	// ToolUseID, Content, IsError and StringContent are set for
+	// tool_result blocks; a string content is decoded as one text block.
+	ToolUseID     string  `json:"tool_use_id,omitempty"`
+	Content       []Block `json:"content,omitempty"`
+	IsError       bool    `json:"is_error,omitempty"`
+	StringContent bool    `json:"-"`
+	// Thinking and Signature are set for thinking blocks, Data for
+	// redacted_thinking blocks.
+	Thinking  string `json:"thinking,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	Data      string `json:"data,omitempty"`
+	// Raw is the block's JSON as sent.
+	Raw json.RawMessage `json:"-"`
+
+	// has records which fields were present, for CheckRequest.
+	has presence
+}
+
+type presence struct{ input, signature, data bool }
+
+// UnmarshalJSON decodes any block type, keeping the raw bytes.
+func (b *Block) UnmarshalJSON(data []byte) error {
+	var w struct {
+		Type      string          `json:"type"`
+		Text      string          `json:"text"`
+		ID        string          `json:"id"`
+		Name      string          `json:"name"`
+		Input     json.RawMessage `json:"input"`
+		ToolUseID string          `json:"tool_use_id"`
+		Content   json.RawMessage `json:"content"`
+		IsError   bool            `json:"is_error"`
+		Thinking  string          `json:"thinking"`
+		Signature *string         `json:"signature"`
+		Data      *string         `json:"data"`
+	}
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	*b = Block{
+		Type: w.Type, Text: w.Text, ID: w.ID, Name: w.Name, Input: w.Input,
+		ToolUseID: w.ToolUseID, IsError: w.IsError, Thinking: w.Thinking,
+		Raw: append(json.RawMessage(nil), data...),
+		has: presence{input: w.Input != nil, signature: w.Signature != nil, data: w.Data != nil},
+	}
+	if w.Signature != nil {
+		b.Signature = *w.Signature
+	}
+	if w.Data != nil {
+		b.Data = *w.Data
+	}
+	if w.Type == "tool_result" {
+		var err error
+		b.Content, b.StringContent, err = decodeContent(w.Content)
+		return err
+	}
+	return nil
+}

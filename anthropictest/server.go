@@ -1,0 +1,185 @@
+package anthropictest
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"time"
+)
+
+// A Server is a fake Anthropic Messages API listening on loopback. Each
+// POST /v1/messages is recorded and answered by the next queued Reply, in
+// order. When the queue is empty the server answers 500 api_error, with a
+// message saying no reply was scripted for that request and
+// x-should-retry: false, so that a client fails fast instead of retrying.
+// Any other method or path gets 404 not_found_error and is neither recorded
+// nor counted.
+//
+// A Server is safe for concurrent use.
+type Server struct {
+	// URL is the base URL to give a client, http://127.0.0.1:port, with no
+	// trailing /v1: the SDK adds "/v1/messages" itself.
+	URL string
+
+	ts        *httptest.Server
+	done      chan struct{} // closed by Close, to end stalls and pacing
+	closeOnce sync.Once
+
+	mu    sync.Mutex
+	queue []Reply
+	reqs  []*Request
+
+	// after, if set, replaces time.After for pacing, so tests can check
+	// the delays without waiting for them.
+	after func(time.Duration) <-chan time.Time
+}
+
+// NewServer starts a Server on 127.0.0.1 that answers with replies, in
+// order. Close it when done, typically with t.Cleanup(srv.Close).
+func NewServer(replies ...Reply) *Server {
+	s := &Server{done: make(chan struct{})}
+	s.queue = append(s.queue, replies...)
+	s.ts = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
+	s.URL = s.ts.URL
+	return s
+}
+
+// Close ends every stalled or paced reply, then shuts the server down and
+// waits for its handlers to return.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() { close(s.done) })
+	s.ts.Close()
+}
+
+// Enqueue appends replies to the queue, to answer the requests that follow
+// those already scripted.
+func (s *Server) Enqueue(replies ...Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queue = append(s.queue, replies...)
+}
+
+// Requests returns every request to POST /v1/messages so far, in arrival
+// order. The slice is a copy; the Requests are shared and must not be
+// modified.
+func (s *Server) Requests() []*Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*Request(nil), s.reqs...)
+}
+
+// Pending reports how many scripted replies have not been used yet. A test
+// can assert it is 0 at the end to check the client made every call the
+// script expected. A Repeat reply counts as one.
+func (s *Server) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.queue)
+}
+
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
+		c := &call{id: "req_anthropictest_notfound"}
+		HTTPError(http.StatusNotFound, "not_found_error",
+			fmt.Sprintf("anthropictest: only POST /v1/messages is served, not %s %s", r.Method, r.URL.Path)).serve(w, c)
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return // the client went away mid-body
+	}
+	s.mu.Lock()
+	req := &Request{
+		N:      len(s.reqs) + 1,
+		Method: r.Method,
+		Path:   r.URL.Path,
+		Query:  r.URL.RawQuery,
+		Header: r.Header.Clone(),
+		Body:   body,
+	}
+	s.reqs = append(s.reqs, req)
+	var reply Reply
+	if len(s.queue) > 0 {
+		reply = s.queue[0]
+		if _, again := reply.(*repeat); !again {
+			s.queue[0] = nil
+			s.queue = s.queue[1:]
+		}
+	}
+	s.mu.Unlock()
+
+	c := &call{
+		req:   req,
+		id:    fmt.Sprintf("req_anthropictest%010d", req.N),
+		ctx:   r.Context().Done(),
+		done:  s.done,
+		after: s.after,
+	}
+	if reply == nil {
+		reply = HTTPError(http.StatusInternalServerError, "api_error",
+			fmt.Sprintf("anthropictest: no reply was scripted for request %d", req.N)).ShouldRetry(false)
+	}
+	reply.serve(w, c)
+}
+
+// A call is one request being answered: what a Reply needs from the server.
+type call struct {
+	req   *Request
+	id    string          // the request-id header
+	ctx   <-chan struct{} // closed when the client goes away
+	done  <-chan struct{} // closed when the server closes
+	after func(time.Duration) <-chan time.Time
+}
+
+// wait waits d and reports whether the reply should go on.
+func (c *call) wait(d time.Duration) bool {
+	var tick <-chan time.Time
+	if c.after != nil {
+		tick = c.after(d)
+	} else {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		tick = t.C
+	}
+	select {
+	case <-tick:
+		return true
+	case <-c.ctx:
+		return false
+	case <-c.done:
+		return false
+	}
+}
+
+// stall waits for the client to go away or the server to close.
+func (c *call) stall() {
+	select {
+	case <-c.ctx:
+	case <-c.done:
+	}
+}
+
+func writeStreamHeader(w http.ResponseWriter, c *call) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Request-Id", c.id)
+	w.WriteHeader(http.StatusOK)
+}
+
+// resetConn takes the connection from net/http and closes it with linger 0,
+// so the kernel sends RST instead of FIN: the client sees "connection reset
+// by peer" mid-body, as when a proxy drops the stream.
+func resetConn(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	conn.Close()
+}

@@ -1,0 +1,598 @@
+package anthropictest
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// A Stream is a scripted streaming reply: a builder for the server-sent
+// events the Messages API emits for one response. *Stream implements Reply.
+//
+// NewStream starts the script with an implicit message_start. Each builder
+// method appends to the script and returns the Stream, so scripts read top to
+// bottom like the wire:
+//
+//	NewStream().Text("Hel", "lo").ToolUse("toolu_1", "add", `{"a":`, `1}`).Stop("tool_use")
+//
+// Block indexes are assigned automatically, in call order, starting at 0.
+// A block stays open after its builder returns, so that Citation and Ping can
+// still land inside it and a fault can cut it off mid-block; it is closed
+// (content_block_stop) when the next block starts, at Stop, or by EndBlock.
+//
+// If the script has neither Stop nor a fault, the stream ends as the API ends
+// a normal turn: the open block is closed, then message_delta with stop_reason
+// "tool_use" if the script has a ToolUse block and "end_turn" otherwise, then
+// message_stop.
+//
+// The wire bytes are rendered once, when the Stream is first served, and
+// reused for every later serve. A Stream is safe to serve concurrently, and
+// may be served any number of times (see Repeat).
+//
+// Builder methods panic when called after a terminal fault (ErrorEvent,
+// Reset, EndWithoutStop, Stall), or when Citation has no open block: those
+// are mistakes in the test, not in the code under test.
+type Stream struct {
+	mu       sync.Mutex
+	items    []item
+	id       string
+	model    string
+	inTok    int
+	outTok   int
+	cacheW   int
+	cacheR   int
+	nextIdx  int
+	open     bool // a block is open (started and not yet stopped)
+	hasTool  bool // the script has a client tool_use block
+	ending   ending
+	buffered bool
+	plan     *plan // rendered wire bytes; nil until served or after a change
+}
+
+// ending says how a reply finishes after its last event.
+type ending int
+
+const (
+	endNone  ending = iota // not yet decided: the default stop is added
+	endStop                // Stop was called; return normally
+	endClean               // EndWithoutStop: end the body cleanly
+	endError               // ErrorEvent: the error event, then end cleanly
+	endReset               // Reset: hijack the connection and send RST
+	endStall               // Stall: keep the connection open, send nothing
+)
+
+type itemKind uint8
+
+const (
+	kBlockStart     itemKind = iota // a: content_block JSON
+	kTextDelta                      // a: text
+	kThinkingDelta                  // a: thinking
+	kSignatureDelta                 // a: signature
+	kInputDelta                     // a: partial_json
+	kCitationDelta                  // a: citation JSON
+	kBlockStop
+	kPing
+	kEvent // a: event name, b: data
+	kRaw   // a: bytes, verbatim
+	kStop  // a: stop_reason, b: stop_sequence (if seq), n: output tokens or -1
+	kError // a: error type, b: message
+	kPace  // d: delay before each later event
+)
+
+// An item is one step of a script. Items are small so that a script of
+// 100k deltas costs one slice, and rendering is deferred so that Message and
+// Usage may be called at any point of the chain.
+type item struct {
+	kind  itemKind
+	seq   bool // kStop: b is a stop_sequence
+	index int
+	n     int
+	a, b  string
+	d     time.Duration
+}
+
+// Default values of the message_start event.
+const (
+	DefaultMessageID = "msg_01AnthropicTestMessage0001"
+	DefaultModel     = "claude-sonnet-4-5"
+)
+
+// NewStream returns an empty script whose message_start carries
+// DefaultMessageID, DefaultModel and usage of 10 input and 1 output tokens.
+func NewStream() *Stream {
+	return &Stream{id: DefaultMessageID, model: DefaultModel, inTok: 10, outTok: 1}
+}
+
+func (s *Stream) add(it item) *Stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.addLocked(it)
+	return s
+}
+
+func (s *Stream) addLocked(it item) {
+	if s.ending > endStop {
+		panic("anthropictest: stream builder called after a terminal fault")
+	}
+	s.plan = nil
+	s.items = append(s.items, it)
+}
+
+// startBlock closes the open block, if any, and starts a new one.
+func (s *Stream) startBlock(contentBlock string) int {
+	s.closeOpen()
+	i := s.nextIdx
+	s.nextIdx++
+	s.addLocked(item{kind: kBlockStart, index: i, a: contentBlock})
+	s.open = true
+	return i
+}
+
+func (s *Stream) closeOpen() {
+	if s.open {
+		s.addLocked(item{kind: kBlockStop, index: s.nextIdx - 1})
+		s.open = false
+	}
+}
+
+// Message sets the id and model of message_start.
+func (s *Stream) Message(id, model string) *Stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.id, s.model, s.plan = id, model, nil
+	return s
+}
+
+// Usage sets the input and output token counts of message_start. The input
+// count is repeated in message_delta, as current API versions do.
+func (s *Stream) Usage(input, output int) *Stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inTok, s.outTok, s.plan = input, output, nil
+	return s
+}
+
+// Cache sets cache_creation_input_tokens and cache_read_input_tokens, in both
+// message_start and message_delta. They are 0 by default.
+func (s *Stream) Cache(creation, read int) *Stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cacheW, s.cacheR, s.plan = creation, read, nil
+	return s
+}
+
+// Text starts a text block, {"type":"text","text":""}, and sends one
+// text_delta per argument.
+func (s *Stream) Text(deltas ...string) *Stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := s.startBlock(`{"type":"text","text":""}`)
+	for _, d := range deltas {
+		s.addLocked(item{kind: kTextDelta, index: i, a: d})
+	}
+	return s
+}
+
+// Citation sends a citations_delta carrying the citation object rawJSON
+// (for example {"type":"char_location",...}) on the open block, which should
+// be a text block.
+func (s *Stream) Citation(rawJSON string) *Stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.open {
+		panic("anthropictest: Citation needs an open text block")
+	}
+	s.addLocked(item{kind: kCitationDelta, index: s.nextIdx - 1, a: rawJSON})
+	return s
+}
+
+// Thinking starts a thinking block, {"type":"thinking","thinking":"","signature":""},
+// sends one thinking_delta per delta, then an empty thinking_delta and a
+// signature_delta, as real streams do. An empty signature sends no
+// signature_delta, for testing clients that must cope with its absence.
+func (s *Stream) Thinking(signature string, deltas ...string) *Stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := s.startBlock(`{"type":"thinking","thinking":"","signature":""}`)
+	for _, d := range deltas {
+		s.addLocked(item{kind: kThinkingDelta, index: i, a: d})
+	}
+	s.addLocked(item{kind: kThinkingDelta, index: i})
+	if signature != "" {
+		s.addLocked(item{kind: kSignatureDelta, index: i, a: signature})
+	}
+	return s
+}
+
+// RedactedThinking sends a redacted_thinking block. Like the API, it arrives
+// whole in content_block_start, with no deltas.
+func (s *Stream) RedactedThinking(data string) *Stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.startBlock(string(appendJSONString([]byte(`{"type":"redacted_thinking","data":`), data)) + "}")
+	return s
+}
+
+// ToolUse starts a client tool_use block whose start carries the placeholder
+// input {}, then sends an input_json_delta with partial_json "" (the API
+// almost always leads with one) and one input_json_delta per fragment. The
+// fragments are sent exactly as given, so they may split the JSON anywhere:
+// inside keys, inside values, inside escape sequences (see Split). With no
+// fragments the block has the API's shape for a tool without arguments.
+func (s *Stream) ToolUse(id, name string, fragments ...string) *Stream {
+	return s.toolUse("tool_use", id, name, fragments)
+}
+
+// ServerToolUse is ToolUse for a server_tool_use block, such as a
+// web_search call that the API runs itself. Its result arrives as a separate
+// block; send that with Block.
+func (s *Stream) ServerToolUse(id, name string, fragments ...string) *Stream {
+	return s.toolUse("server_tool_use", id, name, fragments)
+}
+
+func (s *Stream) toolUse(typ, id, name string, fragments []string) *Stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if typ == "tool_use" {
+		s.hasTool = true
+	}
+	b := []byte(`{"type":"` + typ + `","id":`)
+	b = appendJSONString(b, id)
+	b = append(b, `,"name":`...)
+	b = appendJSONString(b, name)
+	b = append(b, `,"input":{}}`...)
+	i := s.startBlock(string(b))
+	s.addLocked(item{kind: kInputDelta, index: i})
+	for _, f := range fragments {
+		s.addLocked(item{kind: kInputDelta, index: i, a: f})
+	}
+	return s
+}
+
+// ToolUseWhole sends a client tool_use block whose content_block_start
+// already carries the complete input, with no deltas, as the API does for
+// programmatic tool calls.
+func (s *Stream) ToolUseWhole(id, name, inputJSON string) *Stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hasTool = true
+	b := []byte(`{"type":"tool_use","id":`)
+	b = appendJSONString(b, id)
+	b = append(b, `,"name":`...)
+	b = appendJSONString(b, name)
+	b = append(b, `,"input":`...)
+	b = append(b, inputJSON...)
+	s.startBlock(string(append(b, '}')))
+	return s
+}
+
+// Block sends a block that arrives whole in content_block_start, such as a
+// web_search_tool_result, an mcp_tool_result or a block type no client has
+// seen yet. rawJSON is the content_block object, sent verbatim.
+func (s *Stream) Block(rawJSON string) *Stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.startBlock(rawJSON)
+	return s
+}
+
+// EndBlock closes the open block now, so that what follows (a ping, an
+// unknown event, a fault) lands between blocks rather than inside one.
+func (s *Stream) EndBlock() *Stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closeOpen()
+	return s
+}
+
+// LeaveOpen forgets the open block without sending its content_block_stop,
+// as the API does when max_tokens cuts a streaming tool call short.
+func (s *Stream) LeaveOpen() *Stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.open = false
+	return s
+}
+
+// Ping sends {"type": "ping"} (with the space the API puts there). The API
+// sends pings anywhere, any number of times.
+func (s *Stream) Ping() *Stream { return s.add(item{kind: kPing}) }
+
+// Event sends one event with the given name and data, verbatim, for event
+// types the client has never seen or for hand-made malformed events. It does
+// not touch block indexes.
+func (s *Stream) Event(name, dataJSON string) *Stream {
+	return s.add(item{kind: kEvent, a: name, b: dataJSON})
+}
+
+// Raw sends sse verbatim as one write, for framing the helpers cannot
+// express, such as comment lines, data-only events or CRLF line endings.
+func (s *Stream) Raw(sse string) *Stream { return s.add(item{kind: kRaw, a: sse}) }
+
+// Stop closes the open block and sends message_delta with the stop_reason
+// and usage, then message_stop. The output token count in message_delta
+// defaults to the number of deltas in the script (at least 1); StopUsage sets
+// it.
+func (s *Stream) Stop(reason string) *Stream { return s.stop(item{kind: kStop, a: reason, n: -1}) }
+
+// StopUsage is Stop with the output token count of message_delta.
+func (s *Stream) StopUsage(reason string, outputTokens int) *Stream {
+	return s.stop(item{kind: kStop, a: reason, n: outputTokens})
+}
+
+// StopSequence is Stop with stop_reason "stop_sequence" and the matched
+// sequence in stop_sequence.
+func (s *Stream) StopSequence(sequence string) *Stream {
+	return s.stop(item{kind: kStop, a: "stop_sequence", b: sequence, seq: true, n: -1})
+}
+
+func (s *Stream) stop(it item) *Stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closeOpen()
+	s.addLocked(it)
+	if s.ending == endNone {
+		s.ending = endStop
+	}
+	return s
+}
+
+// Pace delays each event scripted after it by d, for slow token-by-token
+// streams; Pace(0) stops delaying. The delay ends early, and the reply with
+// it, when the client goes away or the server closes.
+func (s *Stream) Pace(d time.Duration) *Stream { return s.add(item{kind: kPace, d: d}) }
+
+// Buffered lets the server write the unpaced stream in large writes instead
+// of flushing after each event. Benchmarks want it: per-event flushes
+// measure the loopback, not the client's parser. Paced events are still
+// flushed one by one.
+func (s *Stream) Buffered() *Stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buffered, s.plan = true, nil
+	return s
+}
+
+// ErrorEvent sends an error event mid-stream,
+// {"type":"error","error":{"type":errType,"message":message}}, then ends the
+// response without message_stop, as the API does when it is overloaded
+// mid-stream. The open block, if any, is left open.
+func (s *Stream) ErrorEvent(errType, message string) *Stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.addLocked(item{kind: kError, a: errType, b: message})
+	s.ending = endError
+	return s
+}
+
+// Reset ends the stream by resetting the TCP connection (RST) after the
+// events scripted so far, the way a dropped connection looks to a client.
+func (s *Stream) Reset() *Stream { return s.terminal(endReset) }
+
+// EndWithoutStop ends the response cleanly right after the events scripted
+// so far, with no message_delta or message_stop.
+func (s *Stream) EndWithoutStop() *Stream { return s.terminal(endClean) }
+
+// Stall sends the events scripted so far and then nothing, keeping the
+// connection open until the client goes away or the server closes. Call it
+// right after NewStream for a stream that stalls after message_start; see
+// Hang for one that stalls before any event.
+func (s *Stream) Stall() *Stream { return s.terminal(endStall) }
+
+func (s *Stream) terminal(e ending) *Stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ending > endStop {
+		panic("anthropictest: stream builder called after a terminal fault")
+	}
+	s.ending, s.plan = e, nil
+	return s
+}
+
+// Bytes returns the whole response body the Stream sends, as one byte
+// slice. Faults that are not bytes (Reset, Stall, pacing) are not
+// represented. It is handy for benchmarks and golden files, and Replay(Bytes())
+// sends the same body.
+func (s *Stream) Bytes() []byte {
+	return append([]byte(nil), s.compile().body...)
+}
+
+// A plan is a rendered script: the body and where each event ends in it.
+type plan struct {
+	body     []byte
+	ends     []int      // end offset in body of each event
+	pace     []paceMark // delay changes, by event number, ascending
+	ending   ending
+	buffered bool
+}
+
+type paceMark struct {
+	event int
+	d     time.Duration
+}
+
+func (s *Stream) compile() *plan {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.plan != nil {
+		return s.plan
+	}
+	p := &plan{ending: s.ending, buffered: s.buffered}
+	deltas := 0
+	size := 400
+	for _, it := range s.items {
+		size += len(it.a) + len(it.b) + 100
+		switch it.kind {
+		case kTextDelta, kThinkingDelta, kSignatureDelta, kInputDelta, kCitationDelta:
+			deltas++
+		}
+	}
+	p.body = make([]byte, 0, size)
+	p.ends = make([]int, 0, len(s.items)+4)
+	b := p.body
+
+	b = append(b, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":"...)
+	b = appendJSONString(b, s.id)
+	b = append(b, `,"type":"message","role":"assistant","model":`...)
+	b = appendJSONString(b, s.model)
+	b = append(b, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":`...)
+	b = s.appendUsage(b, s.outTok, true)
+	b = append(b, "}}\n\n"...)
+	p.ends = append(p.ends, len(b))
+
+	var tail []item
+	if s.ending == endNone {
+		// The default end of a turn: close the open block and stop.
+		if s.open {
+			tail = append(tail, item{kind: kBlockStop, index: s.nextIdx - 1})
+		}
+		reason := "end_turn"
+		if s.hasTool {
+			reason = "tool_use"
+		}
+		tail = append(tail, item{kind: kStop, a: reason, n: -1})
+	}
+	for _, it := range s.items {
+		b = s.render(p, b, it, deltas)
+	}
+	for _, it := range tail {
+		b = s.render(p, b, it, deltas)
+	}
+	p.body = b
+	s.plan = p
+	return p
+}
+
+// render appends the event(s) of one item to b and records where they end.
+func (s *Stream) render(p *plan, b []byte, it item, deltas int) []byte {
+	switch it.kind {
+	case kPace:
+		p.pace = append(p.pace, paceMark{event: len(p.ends), d: it.d})
+		return b
+	case kBlockStart:
+		b = append(b, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":"...)
+		b = strconv.AppendInt(b, int64(it.index), 10)
+		b = append(b, `,"content_block":`...)
+		b = append(b, it.a...)
+		b = append(b, "}\n\n"...)
+	case kTextDelta:
+		b = appendDelta(b, it.index, `{"type":"text_delta","text":`, it.a)
+	case kThinkingDelta:
+		b = appendDelta(b, it.index, `{"type":"thinking_delta","thinking":`, it.a)
+	case kSignatureDelta:
+		b = appendDelta(b, it.index, `{"type":"signature_delta","signature":`, it.a)
+	case kInputDelta:
+		b = appendDelta(b, it.index, `{"type":"input_json_delta","partial_json":`, it.a)
+	case kCitationDelta:
+		b = append(b, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":"...)
+		b = strconv.AppendInt(b, int64(it.index), 10)
+		b = append(b, `,"delta":{"type":"citations_delta","citation":`...)
+		b = append(b, it.a...)
+		b = append(b, "}}\n\n"...)
+	case kBlockStop:
+		b = append(b, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":"...)
+		b = strconv.AppendInt(b, int64(it.index), 10)
+		b = append(b, "}\n\n"...)
+	case kPing:
+		b = append(b, "event: ping\ndata: {\"type\": \"ping\"}\n\n"...)
+	case kEvent:
+		b = append(b, "event: "...)
+		b = append(b, it.a...)
+		b = append(b, "\ndata: "...)
+		b = append(b, it.b...)
+		b = append(b, "\n\n"...)
+	case kRaw:
+		b = append(b, it.a...)
+	case kStop:
+		out := it.n
+		if out < 0 {
+			out = max(deltas, 1)
+		}
+		b = append(b, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"...)
+		b = appendJSONString(b, it.a)
+		b = append(b, `,"stop_sequence":`...)
+		if it.seq {
+			b = appendJSONString(b, it.b)
+		} else {
+			b = append(b, "null"...)
+		}
+		b = append(b, `},"usage":`...)
+		b = s.appendUsage(b, out, false)
+		b = append(b, "}\n\n"...)
+		p.ends = append(p.ends, len(b))
+		b = append(b, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"...)
+	case kError:
+		b = append(b, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":"...)
+		b = appendJSONString(b, it.a)
+		b = append(b, `,"message":`...)
+		b = appendJSONString(b, it.b)
+		b = append(b, "}}\n\n"...)
+	}
+	p.ends = append(p.ends, len(b))
+	return b
+}
+
+func (s *Stream) appendUsage(b []byte, output int, start bool) []byte {
+	b = append(b, `{"input_tokens":`...)
+	b = strconv.AppendInt(b, int64(s.inTok), 10)
+	b = append(b, `,"cache_creation_input_tokens":`...)
+	b = strconv.AppendInt(b, int64(s.cacheW), 10)
+	b = append(b, `,"cache_read_input_tokens":`...)
+	b = strconv.AppendInt(b, int64(s.cacheR), 10)
+	b = append(b, `,"output_tokens":`...)
+	b = strconv.AppendInt(b, int64(output), 10)
+	if start {
+		b = append(b, `,"service_tier":"standard"`...)
+	}
+	return append(b, '}')
+}
+
+func appendDelta(b []byte, index int, prefix, value string) []byte {
+	b = append(b, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":"...)
+	b = strconv.AppendInt(b, int64(index), 10)
+	b = append(b, `,"delta":`...)
+	b = append(b, prefix...)
+	b = appendJSONString(b, value)
+	return append(b, "}}\n\n"...)
+}
+
+// serve writes the stream: the headers, then each event flushed on its own
+// (or in large writes when Buffered), then the ending.
+func (s *Stream) serve(w http.ResponseWriter, c *call) {
+	p := s.compile()
+	writeStreamHeader(w, c)
+	f, _ := w.(http.Flusher)
+	if p.buffered && len(p.pace) == 0 {
+		if _, err := w.Write(p.body); err != nil {
+			return
+		}
+		if f != nil {
+			f.Flush()
+		}
+	} else {
+		start, delay, next := 0, time.Duration(0), 0
+		for i, end := range p.ends {
+			for next < len(p.pace) && p.pace[next].event <= i {
+				delay = p.pace[next].d
+				next++
+			}
+			if delay > 0 && !c.wait(delay) {
+				return
+			}
+			if _, err := w.Write(p.body[start:end]); err != nil {
+				return
+			}
+			if f != nil {
+				f.Flush()
+			}
+			start = end
+		}
+	}
+	switch p.ending {
+	case endReset:
+		resetConn(w)
+	case endStall:
+		c.stall()
+	}
+}
