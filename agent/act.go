@@ -1,0 +1,109 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/tool"
+)
+
+// A pending call is a tool call started while its turn streams. wait
+// returns its result; it may be called more than once.
+type pending struct {
+	call  tool.Call
+	began time.Time
+	wait  func() llm.ToolResult
+}
+
+// Texts of the results the loop writes itself, rather than a tool.
+const (
+	repeatingText = "not run: you called this tool with this same input %d times in a row, " +
+		"so you are repeating yourself. Use the results you already have, or try something different."
+	cutOffText = "not run: your output hit max_tokens while you were writing this call, " +
+		"so its input was cut off. Call the tool again with a shorter input, or split the work into smaller calls."
+	finalText   = "not run: the iteration limit was reached; answer with what you have."
+	invalidText = "not run: your input for this call is not valid JSON: %.200q. Call the tool again with a JSON object."
+)
+
+// startCall starts call under ctx, the turn's context, unless the repeat
+// check or the approval hook stops it. Both run here, on the goroutine
+// reading the stream, so that they see calls in tool_use order and the
+// approval hook may ask a person. rep is the turn's copy of the repeat
+// state: it is kept only if the turn is.
+func (r *run) startCall(ctx context.Context, rep *repeats, call tool.Call) pending {
+	p := pending{call: call, began: time.Now()}
+	if raw, bad := llm.InvalidInput(llm.ToolUse{Input: call.Input}); bad {
+		return p.done(fmt.Sprintf(invalidText, raw))
+	}
+	if n := rep.see(call); r.cfg.RepeatLimit > 0 && n >= r.cfg.RepeatLimit {
+		return p.done(fmt.Sprintf(repeatingText, n))
+	}
+	if r.cfg.Approve != nil {
+		if err := r.cfg.Approve(ctx, call); err != nil {
+			return p.done("denied: " + err.Error())
+		}
+	}
+	if r.cfg.Tools == nil {
+		return p.done(fmt.Sprintf("unknown tool %q: no tools are available", call.Name))
+	}
+	p.wait = r.cfg.Tools.Start(ctx, call)
+	return p
+}
+
+// done makes p a call that was not run and whose is_error result says why.
+func (p pending) done(why string) pending {
+	res := llm.ToolResult{ToolUseID: p.call.ID, Content: []llm.Block{llm.Text{Text: why}}, IsError: true}
+	p.wait = func() llm.ToolResult { return res }
+	return p
+}
+
+// repeats tracks the run's latest tool calls, for [Config.RepeatLimit]:
+// the last tool name and input, and how many times in a row they came.
+type repeats struct {
+	name  string
+	input string
+	n     int
+}
+
+// see records call and returns how many times in a row it has now come.
+// Inputs are compared after removing insignificant whitespace.
+func (rp *repeats) see(call tool.Call) int {
+	var buf bytes.Buffer
+	input := string(call.Input)
+	if json.Compact(&buf, call.Input) == nil {
+		input = buf.String()
+	}
+	if call.Name == rp.name && input == rp.input {
+		rp.n++
+	} else {
+		*rp = repeats{name: call.Name, input: input, n: 1}
+	}
+	return rp.n
+}
+
+// act observes the tool calls of turn t: it appends the assistant turn to
+// the history, collects every result in tool_use order, and appends them as
+// one user message. The results come from calls started while the turn
+// streamed; most are done by now.
+func (r *run) act(t *turn) {
+	defer t.cancel()
+	h := r.cfg.History
+	h.AppendAssistant(t.msg, t.usage)
+	r.repeats = t.repeats
+	results := make([]llm.ToolResult, len(t.calls))
+	for i, p := range t.calls {
+		results[i] = p.wait()
+		r.emit(ToolResult{
+			ID:       p.call.ID,
+			Name:     p.call.Name,
+			Content:  llm.TextOf(results[i].Content),
+			IsError:  results[i].IsError,
+			Duration: time.Since(p.began),
+		})
+	}
+	h.AppendToolResults(results)
+}

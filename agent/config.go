@@ -1,0 +1,251 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/memory"
+	"github.com/agentloop/agentloop/tool"
+)
+
+// A Model streams one model turn. [*llm.Client] satisfies it; a fake for
+// tests is a function that yields scripted [llm.Event]s.
+type Model interface {
+	Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error]
+}
+
+// ModelFunc adapts a function to the [Model] interface, which keeps a
+// [Config.Middleware] a few lines long.
+type ModelFunc func(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error]
+
+// Stream calls f(ctx, req).
+func (f ModelFunc) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
+	return f(ctx, req)
+}
+
+// DefaultModel is the model name used when [Config.ModelName] is empty.
+const DefaultModel = "claude-sonnet-5-5"
+
+// Defaults for the zero values of [Config].
+const (
+	DefaultMaxTokens     = 8192
+	DefaultMaxIterations = 20
+	DefaultRepeatLimit   = 3
+	// DefaultMaxAttempts matches the llm client's default retry budget:
+	// one attempt and two retries.
+	DefaultMaxAttempts = 3
+)
+
+// Config configures an [Agent]. Only Model is required; the zero value of
+// every other field has a sensible default, documented on the field.
+type Config struct {
+	// Model streams model turns. Required. An [*llm.Client] in production.
+	Model Model
+	// ModelName is the model to call. Default [DefaultModel].
+	ModelName string
+	// System is the system prompt. Default none.
+	System string
+	// MaxTokens caps each turn's output. Default [DefaultMaxTokens].
+	MaxTokens int
+	// Thinking turns on extended thinking. Default nil: off.
+	Thinking *llm.ThinkingConfig
+	// Tools are the tools the model may call. Default nil: no tools.
+	Tools *tool.Registry
+	// History is the conversation, which persists across runs of the same
+	// Agent. Default a new memory.New(memory.Config{}).
+	History *memory.History
+
+	// MaxIterations caps the model calls of one run. Default
+	// [DefaultMaxIterations]. A run that hits it ends with state
+	// [MaxIterations].
+	MaxIterations int
+	// FinalAnswer, when the iteration limit is hit, makes one last call
+	// with tools disabled, so that the run ends with a best-effort answer
+	// rather than a tool result.
+	FinalAnswer bool
+	// MaxDuration caps the wall time of one run. Default 0: no limit. A run
+	// that hits it ends with state [Timeout].
+	MaxDuration time.Duration
+	// MaxTotalTokens caps the tokens one run may use, summed over its model
+	// turns: input (cached or not) and output. Default 0: no limit. It is
+	// checked before each model call; a run that hits it ends with state
+	// [TokenLimit].
+	MaxTotalTokens int64
+	// MaxAttempts is how many times one model turn is tried when its stream
+	// fails after output arrived, the failure is transient (see
+	// [llm.IsRetryable]) and the llm client no longer retries it itself.
+	// Default [DefaultMaxAttempts]; 1 turns the retry off.
+	MaxAttempts int
+	// DisableCache turns off prompt caching, which is on by default: each
+	// call then reads the previous call's prefix from the cache.
+	DisableCache bool
+
+	// Approve, when set, is consulted before each tool call, on the
+	// goroutine reading the model's stream, so it may block to ask a
+	// person. A non-nil error denies the call: the model gets the is_error
+	// result "denied: <error>". Default nil: every call is approved.
+	Approve func(ctx context.Context, call tool.Call) error
+	// Middleware wraps Model, for logging and tracing. Default nil.
+	Middleware func(Model) Model
+	// RepeatLimit is how many times in a row the same tool may be called
+	// with the same input. The call that reaches the limit is not run; the
+	// model gets an is_error result saying it is repeating itself. Default
+	// [DefaultRepeatLimit]; a negative value turns the check off.
+	RepeatLimit int
+	// Pricing prices token use for [Result.CostUSD]. Default
+	// memory.DefaultPricing.
+	Pricing memory.Pricing
+	// Logger receives a line for each unusual event: retries, unknown stop
+	// reasons, compactions. Default: discard.
+	Logger *slog.Logger
+}
+
+// An Agent runs the think → act → observe loop over one conversation. Runs
+// of one Agent must not overlap, since they share its history; to serve
+// many conversations, make many Agents, which are cheap.
+type Agent struct {
+	cfg   Config
+	model Model
+	log   *slog.Logger
+	// retryDelay is the wait before retrying a turn; tests shorten it.
+	retryDelay func(attempt int, err error) time.Duration
+}
+
+// ErrNoModel is returned by [New] when [Config.Model] is nil.
+var ErrNoModel = errors.New("agent: Config.Model is required")
+
+// New returns an Agent for cfg, with defaults filled in. It returns an
+// error if cfg is invalid, such as a negative limit.
+func New(cfg Config) (*Agent, error) {
+	if cfg.Model == nil {
+		return nil, ErrNoModel
+	}
+	for _, lim := range []struct {
+		name string
+		v    int64
+	}{
+		{"MaxTokens", int64(cfg.MaxTokens)},
+		{"MaxIterations", int64(cfg.MaxIterations)},
+		{"MaxDuration", int64(cfg.MaxDuration)},
+		{"MaxTotalTokens", cfg.MaxTotalTokens},
+		{"MaxAttempts", int64(cfg.MaxAttempts)},
+	} {
+		if lim.v < 0 {
+			return nil, fmt.Errorf("agent: Config.%s is negative (%d)", lim.name, lim.v)
+		}
+	}
+	if cfg.Thinking != nil && !cfg.Thinking.Adaptive && cfg.Thinking.BudgetTokens > 0 &&
+		cfg.MaxTokens > 0 && cfg.Thinking.BudgetTokens >= cfg.MaxTokens {
+		return nil, fmt.Errorf("agent: Config.Thinking.BudgetTokens (%d) must be below MaxTokens (%d)",
+			cfg.Thinking.BudgetTokens, cfg.MaxTokens)
+	}
+	if cfg.ModelName == "" {
+		cfg.ModelName = DefaultModel
+	}
+	if cfg.MaxTokens == 0 {
+		cfg.MaxTokens = DefaultMaxTokens
+	}
+	if cfg.MaxIterations == 0 {
+		cfg.MaxIterations = DefaultMaxIterations
+	}
+	if cfg.MaxAttempts == 0 {
+		cfg.MaxAttempts = DefaultMaxAttempts
+	}
+	if cfg.RepeatLimit == 0 {
+		cfg.RepeatLimit = DefaultRepeatLimit
+	}
+	if cfg.History == nil {
+		cfg.History = memory.New(memory.Config{Model: cfg.ModelName, MaxTokens: cfg.MaxTokens})
+	}
+	if cfg.Pricing == nil {
+		cfg.Pricing = memory.DefaultPricing
+	}
+	a := &Agent{cfg: cfg, model: cfg.Model, log: cfg.Logger, retryDelay: backoff}
+	if cfg.Middleware != nil {
+		a.model = cfg.Middleware(cfg.Model)
+		if a.model == nil {
+			return nil, errors.New("agent: Config.Middleware returned a nil Model")
+		}
+	}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	return a, nil
+}
+
+// History returns the agent's conversation history.
+func (a *Agent) History() *memory.History { return a.cfg.History }
+
+// State says how a run ended.
+type State string
+
+// The states a run can end in.
+const (
+	// Finished: the model ended its turn (end_turn, stop_sequence, or an
+	// unknown stop reason).
+	Finished State = "finished"
+	// Refused: the model's safety classifiers stopped the turn. The refused
+	// turn is not kept in the history.
+	Refused State = "refused"
+	// MaxIterations: the run hit Config.MaxIterations.
+	MaxIterations State = "max_iterations"
+	// MaxTokens: the answer was cut off by Config.MaxTokens.
+	MaxTokens State = "max_tokens"
+	// Cancelled: the context was cancelled, or the caller stopped reading
+	// the stream.
+	Cancelled State = "cancelled"
+	// Failed: an error ended the run; it is returned alongside.
+	Failed State = "error"
+	// Timeout: the run hit Config.MaxDuration.
+	Timeout State = "max_duration"
+	// TokenLimit: the run hit Config.MaxTotalTokens.
+	TokenLimit State = "max_total_tokens"
+)
+
+// Result is the outcome of a run.
+type Result struct {
+	// Text is the text of the model's last turn.
+	Text string `json:"text"`
+	// State says how the run ended.
+	State State `json:"state"`
+	// Iterations counts the model calls of the run, retries not included.
+	Iterations int `json:"iterations"`
+	// Usage sums token use over the run's model calls, retries included.
+	Usage llm.Usage `json:"usage"`
+	// CostUSD prices Usage with Config.Pricing.
+	CostUSD float64 `json:"cost_usd"`
+}
+
+// Run runs the loop on input and returns its result: [Agent.Stream],
+// drained. The error is non-nil exactly when Stream yields one.
+func (a *Agent) Run(ctx context.Context, input string) (Result, error) {
+	var res Result
+	var err error
+	for ev, e := range a.Stream(ctx, input) {
+		if d, ok := ev.(Done); ok {
+			res = d.Result
+		}
+		if e != nil {
+			err = e
+		}
+	}
+	return res, err
+}
+
+// backoff is the wait before attempt+1 of a turn that failed with err: the
+// server's retry-after when it sent one (up to a minute), else the official
+// SDKs' schedule, 0.5 s doubling to at most 8 s, less up to 25% of jitter so
+// that many agents do not retry in step.
+func backoff(attempt int, err error) time.Duration {
+	if ae, ok := errors.AsType[*llm.APIError](err); ok && ae.RetryAfter > 0 && ae.RetryAfter <= time.Minute {
+		return ae.RetryAfter
+	}
+	d := min(500*time.Millisecond<<(attempt-1), 8*time.Second)
+	return d - time.Duration(rand.Int64N(int64(d)/4+1))
+}

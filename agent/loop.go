@@ -1,0 +1,367 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"time"
+
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/memory"
+	"github.com/agentloop/agentloop/tool"
+)
+
+// This file is the whole loop: Stream → loop → turn (think, with retries)
+// → observe → act. Events, config and the helpers of act live elsewhere.
+
+// Stream runs the loop on input and yields its events. It appends input to
+// the history as a user message, then repeats: think (stream a model turn,
+// starting each tool call the moment its input is complete), act (collect
+// the results), observe (append them to the history), until the model ends
+// its turn or a limit is hit.
+//
+// The last event is always [Done], with the [Result]. It comes with a nil
+// error when the run ended in any state but [Failed] and [Cancelled]. On a
+// failure it comes with the error, which wraps any [*llm.APIError]; on
+// cancellation, with ctx.Err(). If the caller stops reading early, the run
+// is cancelled and no Done is sent. In every case the history is left
+// valid, and no goroutine the run started outlives it.
+func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		parent := ctx
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		if a.cfg.MaxDuration > 0 {
+			var stop context.CancelFunc
+			ctx, stop = context.WithTimeoutCause(ctx, a.cfg.MaxDuration, errMaxDuration)
+			defer stop()
+		}
+		r := &run{Agent: a, ctx: ctx, cancel: cancel, yield: yield}
+		if a.cfg.Tools != nil {
+			r.specs = a.cfg.Tools.Specs()
+		}
+		state, err := r.loop(input)
+		a.cfg.History.Repair() // whatever happened, leave a history the API accepts
+		switch {
+		case r.stopped:
+			return
+		case err != nil && context.Cause(ctx) == errMaxDuration:
+			state, err = Timeout, nil
+		case err != nil && parent.Err() != nil:
+			state, err = Cancelled, parent.Err()
+		case err != nil:
+			state, err = Failed, fmt.Errorf("agent: iteration %d: %w", r.iter, err)
+		}
+		res := Result{Text: r.text, State: state, Iterations: r.iter, Usage: r.usage}
+		res.CostUSD, _ = a.cfg.Pricing.Cost(a.cfg.ModelName, r.usage)
+		done := Done{Result: res}
+		if err != nil {
+			done.Error = err.Error()
+		}
+		yield(done, err)
+	}
+}
+
+// errMaxDuration is the cause of a run context that hit Config.MaxDuration.
+var errMaxDuration = errors.New("agent: Config.MaxDuration exceeded")
+
+// A run is the state of one call of Stream.
+type run struct {
+	*Agent
+	ctx     context.Context // cancelled when the caller stops reading or MaxDuration passes
+	cancel  context.CancelCauseFunc
+	yield   func(Event, error) bool
+	stopped bool // the caller stopped reading
+	specs   []llm.ToolSpec
+	iter    int       // model calls so far
+	usage   llm.Usage // summed over every model call, retries included
+	text    string    // text of the latest turn
+	repeats repeats
+}
+
+// emit yields e unless the caller has stopped reading. When the caller
+// stops, emit cancels the run, which unwinds promptly.
+func (r *run) emit(e Event) bool {
+	if !r.stopped && !r.yield(e, nil) {
+		r.stopped = true
+		r.cancel(errors.New("agent: the caller stopped reading the stream"))
+	}
+	return !r.stopped
+}
+
+// loop is the think → act → observe cycle. It returns how the run ended;
+// Stream turns an error into a state.
+func (r *run) loop(input string) (State, error) {
+	h := r.cfg.History
+	h.SetPrefix(r.cfg.System, r.specs)
+	h.AppendUserText(input)
+	for {
+		if err := r.ctx.Err(); err != nil {
+			return Cancelled, err
+		}
+		if lim := r.cfg.MaxTotalTokens; lim > 0 && r.usage.Context() >= lim {
+			return TokenLimit, nil
+		}
+		// On the last iteration, the best-effort answer, if asked for, is
+		// one more call with tools disabled.
+		final := r.iter >= r.cfg.MaxIterations
+		if final && !r.cfg.FinalAnswer {
+			return MaxIterations, nil
+		}
+		r.iter++
+		t, err := r.turn(final)
+		if err != nil {
+			return Failed, err
+		}
+		state, next, err := r.observe(t)
+		switch {
+		case err != nil:
+			return Failed, err
+		case state == Refused, !final && !next:
+			return state, nil
+		case final:
+			return MaxIterations, nil
+		}
+	}
+}
+
+// A turn is one assistant turn, streamed whole, and the tool calls it
+// started along the way.
+type turn struct {
+	msg     llm.Message
+	stop    llm.StopReason
+	usage   llm.Usage
+	calls   []pending // in tool_use order
+	repeats repeats   // the repeat state after this turn's calls
+	yielded bool      // the model yielded at least one event
+	cancel  context.CancelFunc
+}
+
+// discard cancels the calls t started and waits for them to return, which
+// they do promptly once cancelled. Nothing of t reaches the history.
+func (t *turn) discard() {
+	t.cancel()
+	for _, p := range t.calls {
+		p.wait()
+	}
+}
+
+// turn streams one model turn, retrying it when it fails in a way that may
+// pass: a transient error after the model already yielded output (before
+// that, the llm client retries by itself), up to Config.MaxAttempts tries,
+// and a prompt that is too long, once, after compacting the history.
+func (r *run) turn(final bool) (*turn, error) {
+	compacted := false
+	for attempt := 1; ; attempt++ {
+		req, err := r.request(final)
+		if err != nil {
+			return nil, err
+		}
+		r.emit(TurnStart{Iteration: r.iter})
+		t, err := r.think(req, final)
+		if err == nil {
+			return t, nil
+		}
+		switch {
+		case r.ctx.Err() != nil:
+			return nil, context.Cause(r.ctx)
+		case !compacted && memory.IsPromptTooLong(err):
+			compacted = true
+			r.cfg.History.MarkOverflow(err)
+			if cerr := r.compact(); cerr != nil {
+				return nil, fmt.Errorf("%w (compacting after it: %v)", err, cerr)
+			}
+		case t.yielded && attempt < r.cfg.MaxAttempts && llm.IsRetryable(err):
+			r.log.Warn("agent: model turn failed mid-stream; retrying", "attempt", attempt, "err", err)
+			if err := sleep(r.ctx, r.retryDelay(attempt, err)); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, err
+		}
+		r.emit(Retry{Attempt: attempt + 1, Error: err.Error(), Discard: t.yielded})
+	}
+}
+
+// request builds the next request from the history, which it first
+// repairs and, when it has outgrown its limit, compacts.
+func (r *run) request(final bool) (llm.Request, error) {
+	h := r.cfg.History
+	if fixes := h.Repair(); len(fixes) > 0 {
+		r.log.Warn("agent: repaired the history", "fixes", fixes)
+	}
+	if h.NeedsCompaction() {
+		if err := r.compact(); err != nil {
+			return llm.Request{}, err
+		}
+	}
+	req := llm.Request{
+		Model:     r.cfg.ModelName,
+		MaxTokens: r.cfg.MaxTokens,
+		System:    r.cfg.System,
+		Messages:  h.Messages(),
+		Tools:     r.specs,
+		Thinking:  r.cfg.Thinking,
+		Cache:     !r.cfg.DisableCache,
+	}
+	if final && len(r.specs) > 0 {
+		// The tools stay listed, since the history holds calls of them.
+		req.ToolChoice = &llm.ToolChoice{Type: "none"}
+	}
+	return req, nil
+}
+
+// think streams one model turn. It turns the model's events into the
+// caller's, assembles the turn with an [llm.Assembler] and starts each tool
+// call at its block's stop, while later blocks still stream. On error the
+// started calls are cancelled and the partial turn is returned only to say
+// whether output had arrived.
+func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
+	ctx, cancel := context.WithCancel(r.ctx)
+	t = &turn{cancel: cancel, repeats: r.repeats}
+	defer func() {
+		if err != nil {
+			t.discard()
+		}
+	}()
+	var asm llm.Assembler
+	defer func() { r.usage = r.usage.Add(asm.Usage()) }()
+	ids := make(map[int]string) // tool_use block index → call id
+	for ev, err := range r.model.Stream(ctx, req) {
+		if err != nil {
+			return t, err
+		}
+		t.yielded = true
+		block, stopped := asm.Add(ev)
+		switch ev := ev.(type) {
+		case llm.TextStart:
+			if ev.Text != "" {
+				r.emit(TextDelta{Text: ev.Text})
+			}
+		case llm.TextDelta:
+			r.emit(TextDelta{Text: ev.Text})
+		case llm.ThinkingDelta:
+			if ev.Thinking != "" {
+				r.emit(ThinkingDelta{Thinking: ev.Thinking})
+			}
+		case llm.ToolUseStart:
+			ids[ev.Index] = ev.ID
+			r.emit(ToolCallStart{ID: ev.ID, Name: ev.Name})
+		case llm.ToolInputDelta:
+			if id, ok := ids[ev.Index]; ok && ev.PartialJSON != "" {
+				r.emit(ToolInputDelta{ID: id, PartialJSON: ev.PartialJSON})
+			}
+		case llm.BlockStop:
+			if tu, ok := block.(llm.ToolUse); ok && stopped {
+				// Complete at its stop: start it now, eagerly.
+				call := tool.Call{ID: tu.ID, Name: tu.Name, Input: tu.Input}
+				r.emit(ToolCall{ID: call.ID, Name: call.Name, Input: call.Input})
+				p := pending{call: call, began: time.Now()}
+				if final {
+					p = p.done(finalText)
+				} else {
+					p = r.startCall(ctx, &t.repeats, call)
+				}
+				t.calls = append(t.calls, p)
+			}
+		}
+		if r.stopped {
+			return t, context.Cause(r.ctx)
+		}
+	}
+	if !asm.Done() {
+		return t, llm.ErrIncompleteStream
+	}
+	t.msg, t.stop, t.usage = asm.Message(), asm.StopReason(), asm.Usage()
+	// Only the last block can be cut short, by max_tokens. Cut text is kept
+	// as it is. A cut tool_use is never run: it stays in the turn with
+	// input {} and gets an is_error result saying it was cut off, so that
+	// the model can write it again. Other cut blocks (unsigned thinking, a
+	// server tool call) cannot be sent back and are dropped.
+	for _, b := range asm.Incomplete() {
+		switch b := b.(type) {
+		case llm.Text:
+			t.msg.Content = append(t.msg.Content, b)
+		case llm.ToolUse:
+			b.Input = json.RawMessage("{}")
+			t.msg.Content = append(t.msg.Content, b)
+			p := pending{call: tool.Call{ID: b.ID, Name: b.Name, Input: b.Input}}
+			t.calls = append(t.calls, p.done(cutOffText))
+		}
+	}
+	r.text = llm.TextOf(t.msg.Content)
+	cost, _ := r.cfg.Pricing.Cost(r.cfg.ModelName, r.usage.Add(t.usage))
+	r.emit(Usage{Turn: t.usage, Total: r.usage.Add(t.usage), CostUSD: cost})
+	return t, nil
+}
+
+// observe applies the turn's stop reason. It returns the state the run ends
+// in, if it ends, and whether the loop goes on.
+func (r *run) observe(t *turn) (State, bool, error) {
+	h := r.cfg.History
+	switch {
+	case t.stop == llm.Refusal:
+		// The refused turn is dropped, as the API asks, so that the next
+		// run starts from a history the classifier did not stop.
+		t.discard()
+		return Refused, false, nil
+	case t.stop == llm.ModelContextWindowExceeded:
+		// The turn ran out of room: throw it away, compact, and ask again.
+		t.discard()
+		r.emit(Retry{Attempt: 1, Error: string(t.stop), Discard: true})
+		h.MarkOverflow(nil)
+		return "", true, r.compact()
+	case len(t.calls) > 0:
+		// Whatever the stop reason (tool_use, or max_tokens cutting a later
+		// block), answered calls keep the history valid and the model going.
+		r.act(t)
+		return "", true, nil
+	}
+	defer t.cancel()
+	if len(t.msg.Content) > 0 {
+		h.AppendAssistant(t.msg, t.usage)
+	}
+	switch t.stop {
+	case llm.PauseTurn:
+		// The server paused a long server-tool turn: sending it back as
+		// the last message lets the model resume it.
+		return "", true, nil
+	case llm.MaxTokens:
+		return MaxTokens, false, nil
+	case llm.EndTurn, llm.StopSequence:
+	default:
+		r.log.Warn("agent: unknown stop reason; treating it as end_turn", "stop_reason", t.stop)
+	}
+	return Finished, false, nil
+}
+
+// compact compacts the history and reports it. The summary calls it makes
+// count in the run's usage.
+func (r *run) compact() error {
+	c, err := r.cfg.History.Compact(r.ctx, r.model)
+	r.usage = r.usage.Add(c.Usage)
+	if err != nil {
+		return err
+	}
+	r.log.Info("agent: compacted the history", slog.Int("before", c.Before), slog.Int("after", c.After))
+	r.emit(Compaction{Before: c.Before, After: c.After, Steps: c.Steps})
+	return nil
+}
+
+// sleep waits for d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}

@@ -1,0 +1,147 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	at "github.com/agentloop/agentloop/anthropictest"
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/memory"
+)
+
+func TestTextTurn(t *testing.T) {
+	srv, client := fake(t, at.NewStream().Usage(12, 1).Text("Hel", "lo").Stop("end_turn"))
+	a := newAgent(t, client, Config{System: "Be brief."})
+	evs, res, err := collect(t, a.Stream(t.Context(), "Hi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"turn_start", "text_delta", "text_delta", "usage", "done"}
+	if diff := cmp.Diff(want, kinds(evs, true)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	wantRes := Result{Text: "Hello", State: Finished, Iterations: 1,
+		Usage: llm.Usage{InputTokens: 12, OutputTokens: 2}}
+	wantRes.CostUSD, _ = memory.DefaultPricing.Cost(DefaultModel, wantRes.Usage)
+	if diff := cmp.Diff(wantRes, res); diff != "" {
+		t.Errorf("result (-want +got):\n%s", diff)
+	}
+	p, err := srv.Requests()[0].Params()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Model != DefaultModel || p.MaxTokens != DefaultMaxTokens || !p.Stream {
+		t.Errorf("request params = %+v", p)
+	}
+	msgs := a.History().Messages()
+	if len(msgs) != 2 || llm.TextOf(msgs[1].Content) != "Hello" {
+		t.Errorf("history = %+v", msgs)
+	}
+	validHistory(t, a.History())
+}
+
+func TestToolLoop(t *testing.T) {
+	srv, client := fake(t,
+		at.NewStream().Text("Let me add.").ToolUse("toolu_1", "calculator", `{"a": 3, "b"`, `: 5, "operation": "add"}`).Stop("tool_use"),
+		at.NewStream().Text("3 + 5 = 8").Stop("end_turn"),
+	)
+	tt := newTools(t)
+	a := newAgent(t, client, Config{Tools: tt.reg})
+	evs, res, err := collect(t, a.Stream(t.Context(), "What is 3 + 5?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"turn_start", "tool_call_start", "tool_call", "tool_result", "turn_start", "done"}
+	if diff := cmp.Diff(want, kinds(evs, false)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	deltas := eventsOf[ToolInputDelta](evs)
+	if len(deltas) != 2 || deltas[0].ID != "toolu_1" {
+		t.Errorf("tool input deltas = %+v", deltas)
+	}
+	call := eventsOf[ToolCall](evs)[0]
+	if call.ID != "toolu_1" || call.Name != "calculator" || string(call.Input) != `{"a": 3, "b": 5, "operation": "add"}` {
+		t.Errorf("tool call = %+v", call)
+	}
+	if r := eventsOf[ToolResult](evs)[0]; r.Content != "8" || r.IsError || r.ID != "toolu_1" || r.Name != "calculator" {
+		t.Errorf("tool result = %+v", r)
+	}
+	if res.State != Finished || res.Text != "3 + 5 = 8" || res.Iterations != 2 {
+		t.Errorf("result = %+v", res)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want 2", len(reqs))
+	}
+	results := reqs[1].ToolResults()
+	if len(results) != 1 || results[0].ToolUseID != "toolu_1" || results[0].IsError {
+		t.Errorf("tool results sent = %+v", results)
+	}
+	validHistory(t, a.History())
+}
+
+// TestParallelTools checks that parallel calls are keyed by index, carry
+// their ids, all run, and are answered in one user message in tool_use
+// order, tool_result blocks first.
+func TestParallelTools(t *testing.T) {
+	srv, client := fake(t,
+		at.NewStream().Text("Both.").
+			ToolUse("toolu_a", "echo", at.Split(`{"text":"first"}`, 4)...).
+			ToolUse("toolu_b", "calculator", at.Split(`{"a":2,"b":3,"operation":"multiply"}`, 5)...).
+			ToolUse("toolu_c", "echo", `{"text":"third"}`).
+			Stop("tool_use"),
+		at.NewStream().Text("done").Stop("end_turn"),
+	)
+	tt := newTools(t)
+	a := newAgent(t, client, Config{Tools: tt.reg})
+	_, _, err := collect(t, a.Stream(t.Context(), "go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := srv.Requests()[1].Messages()
+	user := last[len(last)-1]
+	var got []string
+	for _, b := range user.Content {
+		got = append(got, b.Type+":"+b.ToolUseID)
+	}
+	want := []string{"tool_result:toolu_a", "tool_result:toolu_b", "tool_result:toolu_c"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("results message (-want +got):\n%s", diff)
+	}
+	var texts []string
+	for _, b := range user.Content {
+		texts = append(texts, b.Content[0].Text)
+	}
+	if diff := cmp.Diff([]string{"first", "6", "third"}, texts); diff != "" {
+		t.Errorf("result texts (-want +got):\n%s", diff)
+	}
+}
+
+func TestErrorWrapsAPIError(t *testing.T) {
+	_, client := fake(t, at.HTTPError(401, "authentication_error", "invalid x-api-key"))
+	a := newAgent(t, client, Config{})
+	_, res, err := collect(t, a.Stream(t.Context(), "Hi"))
+	var ae *llm.APIError
+	if !errors.As(err, &ae) || ae.StatusCode != 401 {
+		t.Fatalf("err = %v, want a 401 *llm.APIError", err)
+	}
+	if res.State != Failed {
+		t.Errorf("state = %q, want %q", res.State, Failed)
+	}
+	validHistory(t, a.History())
+}
+
+func TestRunIsStreamDrained(t *testing.T) {
+	_, client := fake(t, at.NewStream().Text("ok").Stop("end_turn"))
+	a := newAgent(t, client, Config{})
+	res, err := a.Run(context.Background(), "Hi")
+	if err != nil || res.Text != "ok" || res.State != Finished {
+		t.Errorf("Run = %+v, %v", res, err)
+	}
+}
+
+var _ = json.Marshal
