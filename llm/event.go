@@ -81,6 +81,16 @@ type BlockStart struct {
 	Raw   json.RawMessage
 }
 
+// BlockDelta is a delta of a type this package does not model, such as
+// compaction_delta, for the block at Index. Raw is the whole delta object.
+// [Assembler] merges its fields into the block's JSON: strings are
+// appended, other values replaced.
+type BlockDelta struct {
+	Index int
+	Type  string
+	Raw   json.RawMessage
+}
+
 // BlockStop closes the block at Index. For a tool_use block it is the signal
 // that the input is complete.
 type BlockStop struct {
@@ -109,6 +119,7 @@ func (ToolUseStart) isEvent()   {}
 func (ToolInputDelta) isEvent() {}
 func (CitationDelta) isEvent()  {}
 func (BlockStart) isEvent()     {}
+func (BlockDelta) isEvent()     {}
 func (BlockStop) isEvent()      {}
 func (MessageDelta) isEvent()   {}
 func (MessageStop) isEvent()    {}

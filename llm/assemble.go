@@ -1,0 +1,354 @@
+package llm
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"slices"
+)
+
+// An Assembler builds the assistant [Message] of one turn from its events,
+// in time linear in the stream's length.
+//
+// Feed it every event of a stream with Add. Add returns each block the
+// moment its BlockStop completes it, so that a tool call can start while
+// the model is still writing the rest of the turn. A block whose BlockStop
+// never arrived (a tool call cut off by max_tokens, or by an error) is
+// never returned by Add or Message: it is reported by Incomplete instead,
+// and must not be run.
+//
+// Tool input is assembled by the rules the API documents: the fragments
+// are concatenated raw and parsed only at BlockStop; an input that is
+// empty is {}; a start that carries a complete input and gets no
+// fragments keeps it. An input that is not a JSON object is wrapped as
+// {"INVALID_JSON": "<the raw text>"}, the shape the API's documentation
+// suggests, so that the block can still be sent back; [InvalidInput]
+// recognises it, and the caller should answer it with an error result.
+//
+// Empty text blocks are dropped, since the API rejects them when they are
+// sent back. Blocks of other types (server tool calls and results,
+// redacted thinking, types newer than this package) become [RawBlock]s
+// holding their JSON, with any streamed input or unknown deltas merged in.
+//
+// A second MessageStart (a proxy that spliced two responses) starts the
+// message over. The zero value is ready to use.
+type Assembler struct {
+	id, model  string
+	stop       StopReason
+	stopSeq    string
+	usage      Usage
+	done       bool
+	blocks     []*partial // in start order
+	byIndex    map[int]*partial
+	last       *partial // the block that received the last event
+	keyScratch []byte
+}
+
+// partial is a block being assembled.
+type partial struct {
+	index int
+	kind  string // "text", "thinking", "tool_use" or "raw"
+	done  bool
+	block Block // when done; nil for a dropped empty text block
+
+	buf       []byte // text, thinking, or tool input fragments
+	sig       []byte
+	citations []json.RawMessage
+	id, name  string
+	input     json.RawMessage // the start's own tool input
+	raw       json.RawMessage // a raw block's JSON
+	rawType   string
+	hasInput  bool       // a raw block got input fragments
+	merges    []rawMerge // a raw block's unknown deltas, by field
+}
+
+// rawMerge is one field that unknown deltas set on a raw block.
+type rawMerge struct {
+	key   string
+	isStr bool
+	str   []byte          // the concatenated strings, when isStr
+	val   json.RawMessage // the last value, otherwise
+}
+
+// Add applies ev. When ev is the BlockStop that completes a block, Add
+// returns that block and true. It ignores events that do not fit, such as
+// a delta for a block that never started, as the stream's own decoder
+// already reported anything malformed.
+func (a *Assembler) Add(ev Event) (Block, bool) {
+	switch ev := ev.(type) {
+	case MessageStart:
+		*a = Assembler{id: ev.ID, model: ev.Model, usage: ev.Usage, keyScratch: a.keyScratch}
+	case TextStart:
+		if p := a.start(ev.Index, "text"); p != nil {
+			p.buf = append(p.buf, ev.Text...)
+		}
+	case ThinkingStart:
+		a.start(ev.Index, "thinking")
+	case ToolUseStart:
+		if p := a.start(ev.Index, "tool_use"); p != nil {
+			p.id, p.name, p.input = ev.ID, ev.Name, ev.Input
+		}
+	case BlockStart:
+		if p := a.start(ev.Index, "raw"); p != nil {
+			p.raw, p.rawType = ev.Raw, ev.Type
+		}
+	case TextDelta:
+		if p := a.open(ev.Index, "text"); p != nil {
+			p.buf = append(p.buf, ev.Text...)
+		}
+	case ThinkingDelta:
+		if p := a.open(ev.Index, "thinking"); p != nil {
+			p.buf = append(p.buf, ev.Thinking...)
+		}
+	case SignatureDelta:
+		if p := a.open(ev.Index, "thinking"); p != nil {
+			p.sig = append(p.sig, ev.Signature...)
+		}
+	case CitationDelta:
+		if p := a.open(ev.Index, "text"); p != nil {
+			p.citations = append(p.citations, ev.Citation)
+		}
+	case ToolInputDelta:
+		if p := a.open(ev.Index, "tool_use"); p != nil {
+			p.buf = append(p.buf, ev.PartialJSON...)
+		} else if p := a.open(ev.Index, "raw"); p != nil {
+			p.buf = append(p.buf, ev.PartialJSON...)
+			p.hasInput = true
+		}
+	case BlockDelta:
+		if p := a.open(ev.Index, "raw"); p != nil {
+			a.merge(p, ev.Raw)
+		}
+	case BlockStop:
+		if p := a.open(ev.Index, ""); p != nil {
+			p.done = true
+			p.block = p.finish()
+			p.buf, p.sig = nil, nil
+			return p.block, p.block != nil
+		}
+	case MessageDelta:
+		if ev.StopReason != "" {
+			a.stop = ev.StopReason
+		}
+		a.stopSeq = ev.StopSequence
+		a.usage = ev.Usage
+	case MessageStop:
+		a.done = true
+	}
+	return nil, false
+}
+
+// start opens the block at index, unless a block has that index already.
+func (a *Assembler) start(index int, kind string) *partial {
+	if a.byIndex == nil {
+		a.byIndex = make(map[int]*partial)
+	}
+	if _, dup := a.byIndex[index]; dup {
+		return nil
+	}
+	p := &partial{index: index, kind: kind}
+	a.blocks = append(a.blocks, p)
+	a.byIndex[index] = p
+	a.last = p
+	return p
+}
+
+// open returns the still-open block at index if it is of kind (any kind
+// when kind is empty).
+func (a *Assembler) open(index int, kind string) *partial {
+	p := a.last
+	if p == nil || p.index != index {
+		p = a.byIndex[index]
+	}
+	if p == nil || p.done || (kind != "" && p.kind != kind) {
+		return nil
+	}
+	a.last = p
+	return p
+}
+
+// finish builds the block from what arrived. It returns nil for an empty
+// text block.
+func (p *partial) finish() Block {
+	switch p.kind {
+	case "text":
+		if len(p.buf) == 0 && len(p.citations) == 0 {
+			return nil
+		}
+		return Text{Text: string(p.buf), Citations: p.citations}
+	case "thinking":
+		return Thinking{Thinking: string(p.buf), Signature: string(p.sig)}
+	case "tool_use":
+		return ToolUse{ID: p.id, Name: p.name, Input: toolInput(p.input, p.buf)}
+	default:
+		raw := p.raw
+		if p.hasInput {
+			var scratch []byte
+			cur, _ := field(raw, "input", &scratch)
+			raw = setField(raw, "input", toolInput(cur, p.buf))
+		}
+		for _, m := range p.merges {
+			val := m.val
+			if m.isStr {
+				var scratch []byte
+				s := m.str
+				if cur, ok := field(raw, m.key, &scratch); ok && len(cur) > 0 && cur[0] == '"' {
+					if prev, ok := unescape(cur, nil); ok {
+						s = append(prev, s...)
+					}
+				}
+				val, _ = json.Marshal(string(s))
+			}
+			raw = setField(raw, m.key, val)
+		}
+		return RawBlock{Type: p.rawType, JSON: raw}
+	}
+}
+
+// toolInput is a tool call's input from its start's input and its
+// concatenated fragments.
+func toolInput(start json.RawMessage, frags []byte) json.RawMessage {
+	in := bytes.TrimSpace(frags)
+	if len(in) == 0 {
+		in = bytes.TrimSpace(start)
+		if len(in) == 0 || string(in) == "null" {
+			return json.RawMessage("{}")
+		}
+	}
+	if in[0] == '{' && json.Valid(in) {
+		return slices.Clip(in)
+	}
+	out, _ := json.Marshal(struct {
+		S string `json:"INVALID_JSON"`
+	}{string(in)})
+	return out
+}
+
+// InvalidInput reports whether the input of tu is not valid JSON, as an
+// [Assembler] marks it, and returns the raw text the model sent. Answer
+// such a call with an error result rather than running it.
+func InvalidInput(tu ToolUse) (string, bool) {
+	if !bytes.Contains(tu.Input, []byte(`"INVALID_JSON"`)) {
+		return "", false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(tu.Input, &m) != nil || len(m) != 1 {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(m["INVALID_JSON"], &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// merge records the fields of an unknown delta on a raw block.
+func (a *Assembler) merge(p *partial, delta json.RawMessage) {
+	sc := scanObject(delta)
+	for k, v, ok := sc.next(&a.keyScratch); ok; k, v, ok = sc.next(&a.keyScratch) {
+		if string(k) == "type" {
+			continue
+		}
+		i := slices.IndexFunc(p.merges, func(m rawMerge) bool { return m.key == string(k) })
+		if i < 0 {
+			p.merges = append(p.merges, rawMerge{key: string(k)})
+			i = len(p.merges) - 1
+		}
+		m := &p.merges[i]
+		if len(v) > 0 && v[0] == '"' && (m.isStr || m.val == nil) {
+			if s, ok := unescape(v, nil); ok {
+				m.isStr = true
+				m.str = append(m.str, s...)
+				continue
+			}
+		}
+		{
+			m.isStr, m.str, m.val = false, nil, slices.Clone(v)
+		}
+	}
+}
+
+// field returns the raw value of key in the JSON object obj.
+func field(obj []byte, key string, scratch *[]byte) ([]byte, bool) {
+	sc := scanObject(obj)
+	for k, v, ok := sc.next(scratch); ok; k, v, ok = sc.next(scratch) {
+		if string(k) == key {
+			return v, true
+		}
+	}
+	return nil, false
+}
+
+// setField returns a copy of the JSON object obj with key set to val,
+// every other byte unchanged.
+func setField(obj []byte, key string, val []byte) json.RawMessage {
+	var scratch []byte
+	sc := scanObject(obj)
+	for k, v, ok := sc.next(&scratch); ok; k, v, ok = sc.next(&scratch) {
+		if string(k) == key {
+			start := sc.i - len(v)
+			return slices.Concat(obj[:start], val, obj[sc.i:])
+		}
+	}
+	obj = bytes.TrimSpace(obj)
+	if len(obj) < 2 {
+		return slices.Clone(obj)
+	}
+	kq, _ := json.Marshal(key)
+	sep := []byte(",")
+	if len(bytes.TrimSpace(obj[1:len(obj)-1])) == 0 {
+		sep = nil
+	}
+	return slices.Concat(obj[:len(obj)-1], sep, kq, []byte(":"), val, []byte("}"))
+}
+
+// Message returns the assistant message so far: every completed block,
+// in index order.
+func (a *Assembler) Message() Message {
+	m := Message{Role: Assistant}
+	for _, p := range a.sorted() {
+		if p.done && p.block != nil {
+			m.Content = append(m.Content, p.block)
+		}
+	}
+	return m
+}
+
+// Incomplete returns, in index order, the blocks that started but never
+// got their BlockStop, with whatever arrived of them. A tool call among
+// them was cut off and must not be run.
+func (a *Assembler) Incomplete() []Block {
+	var out []Block
+	for _, p := range a.sorted() {
+		if !p.done {
+			if b := p.finish(); b != nil {
+				out = append(out, b)
+			}
+		}
+	}
+	return out
+}
+
+func (a *Assembler) sorted() []*partial {
+	ps := slices.Clone(a.blocks)
+	slices.SortStableFunc(ps, func(x, y *partial) int { return cmp.Compare(x.index, y.index) })
+	return ps
+}
+
+// ID returns the message id from MessageStart.
+func (a *Assembler) ID() string { return a.id }
+
+// Model returns the model that answered, from MessageStart.
+func (a *Assembler) Model() string { return a.model }
+
+// StopReason returns the stop reason, or "" if none arrived.
+func (a *Assembler) StopReason() StopReason { return a.stop }
+
+// StopSequence returns the stop sequence that ended the turn, if any.
+func (a *Assembler) StopSequence() string { return a.stopSeq }
+
+// Usage returns the turn's usage so far.
+func (a *Assembler) Usage() Usage { return a.usage }
+
+// Done reports whether MessageStop arrived.
+func (a *Assembler) Done() bool { return a.done }

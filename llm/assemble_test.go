@@ -1,0 +1,155 @@
+package llm
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestAssembler(t *testing.T) {
+	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
+	tests := []struct {
+		name       string
+		events     []Event
+		completed  []Block // what Add returned, in order
+		want       []Block // Message().Content
+		incomplete []Block
+		stop       StopReason
+	}{{
+		name: "text",
+		events: []Event{MessageStart{ID: "m"}, TextStart{}, TextDelta{Text: "Hel"}, TextDelta{Text: "lo"}, BlockStop{},
+			MessageDelta{StopReason: EndTurn}, MessageStop{}},
+		completed: []Block{Text{Text: "Hello"}},
+		want:      []Block{Text{Text: "Hello"}},
+		stop:      EndTurn,
+	}, {
+		name: "tool input rules",
+		events: []Event{
+			ToolUseStart{Index: 0, ID: "a", Name: "f", Input: raw("{}")}, ToolInputDelta{Index: 0, PartialJSON: ""}, BlockStop{Index: 0},
+			ToolUseStart{Index: 1, ID: "b", Name: "f", Input: raw(`{"p":1}`)}, BlockStop{Index: 1},
+			ToolUseStart{Index: 2, ID: "c", Name: "f", Input: raw("{}")},
+			ToolInputDelta{Index: 2, PartialJSON: `{"s": "a\`}, ToolInputDelta{Index: 2, PartialJSON: `"b"}`}, BlockStop{Index: 2},
+			ToolUseStart{Index: 3, ID: "d", Name: "f", Input: raw("{}")}, ToolInputDelta{Index: 3, PartialJSON: `{"s": `}, BlockStop{Index: 3},
+			ToolUseStart{Index: 4, ID: "e", Name: "f"}, BlockStop{Index: 4},
+		},
+		completed: []Block{
+			ToolUse{ID: "a", Name: "f", Input: raw("{}")},
+			ToolUse{ID: "b", Name: "f", Input: raw(`{"p":1}`)},
+			ToolUse{ID: "c", Name: "f", Input: raw(`{"s": "a\"b"}`)},
+			ToolUse{ID: "d", Name: "f", Input: raw(`{"INVALID_JSON":"{\"s\":"}`)},
+			ToolUse{ID: "e", Name: "f", Input: raw("{}")},
+		},
+	}, {
+		name: "interleaved blocks, empty text dropped, cut tool incomplete",
+		events: []Event{
+			TextStart{Index: 0}, ToolUseStart{Index: 1, ID: "t", Name: "f", Input: raw("{}")},
+			ThinkingStart{Index: 2}, TextStart{Index: 3},
+			ToolInputDelta{Index: 1, PartialJSON: `{"x":`}, ThinkingDelta{Index: 2, Thinking: "th"},
+			TextDelta{Index: 3, Text: "late"}, SignatureDelta{Index: 2, Signature: "sig"},
+			BlockStop{Index: 3}, BlockStop{Index: 2}, BlockStop{Index: 0},
+			MessageDelta{StopReason: MaxTokens, Usage: Usage{OutputTokens: 9}}, MessageStop{},
+		},
+		completed:  []Block{Text{Text: "late"}, Thinking{Thinking: "th", Signature: "sig"}},
+		want:       []Block{Thinking{Thinking: "th", Signature: "sig"}, Text{Text: "late"}},
+		incomplete: []Block{ToolUse{ID: "t", Name: "f", Input: raw(`{"INVALID_JSON":"{\"x\":"}`)}},
+		stop:       MaxTokens,
+	}, {
+		name: "citations and raw blocks",
+		events: []Event{
+			BlockStart{Index: 0, Type: "server_tool_use", Raw: raw(`{"type":"server_tool_use","id":"s","name":"web_search","input":{}}`)},
+			ToolInputDelta{Index: 0, PartialJSON: `{"query":`}, ToolInputDelta{Index: 0, PartialJSON: `"go"}`}, BlockStop{Index: 0},
+			BlockStart{Index: 1, Type: "redacted_thinking", Raw: raw(`{"type":"redacted_thinking","data":"x"}`)}, BlockStop{Index: 1},
+			TextStart{Index: 2}, TextDelta{Index: 2, Text: "cited"}, CitationDelta{Index: 2, Citation: raw(`{"a":1}`)},
+			CitationDelta{Index: 2, Citation: raw(`{"b":2}`)}, BlockStop{Index: 2},
+			BlockStart{Index: 3, Type: "compaction", Raw: raw(`{"type":"compaction","content":null}`)},
+			BlockDelta{Index: 3, Type: "compaction_delta", Raw: raw(`{"type":"compaction_delta","content":"sum","encrypted_content":"E1"}`)},
+			BlockDelta{Index: 3, Type: "compaction_delta", Raw: raw(`{"type":"compaction_delta","content":"mary"}`)},
+			BlockStop{Index: 3},
+		},
+		completed: []Block{
+			RawBlock{Type: "server_tool_use", JSON: raw(`{"type":"server_tool_use","id":"s","name":"web_search","input":{"query":"go"}}`)},
+			RawBlock{Type: "redacted_thinking", JSON: raw(`{"type":"redacted_thinking","data":"x"}`)},
+			Text{Text: "cited", Citations: []json.RawMessage{raw(`{"a":1}`), raw(`{"b":2}`)}},
+			RawBlock{Type: "compaction", JSON: raw(`{"type":"compaction","content":"summary","encrypted_content":"E1"}`)},
+		},
+	}, {
+		name: "second message start restarts",
+		events: []Event{MessageStart{ID: "1"}, TextStart{}, TextDelta{Text: "old"}, BlockStop{},
+			MessageStart{ID: "2"}, TextStart{}, TextDelta{Text: "new"}, BlockStop{}},
+		completed: []Block{Text{Text: "old"}, Text{Text: "new"}},
+		want:      []Block{Text{Text: "new"}},
+	}, {
+		name:   "stray events ignored",
+		events: []Event{TextDelta{Index: 5, Text: "x"}, BlockStop{Index: 5}, TextStart{}, ThinkingDelta{Thinking: "no"}, BlockStop{}, BlockStop{}, TextDelta{Text: "after"}},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var a Assembler
+			var completed []Block
+			for _, ev := range tt.events {
+				if b, ok := a.Add(ev); ok {
+					completed = append(completed, b)
+				}
+			}
+			if tt.want == nil {
+				tt.want = tt.completed
+			}
+			if diff := cmp.Diff(tt.completed, completed); diff != "" {
+				t.Errorf("Add returned (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.want, a.Message().Content); diff != "" {
+				t.Errorf("Message (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.incomplete, a.Incomplete()); diff != "" {
+				t.Errorf("Incomplete (-want +got):\n%s", diff)
+			}
+			if a.StopReason() != tt.stop {
+				t.Errorf("StopReason = %q, want %q", a.StopReason(), tt.stop)
+			}
+			// Every completed block must marshal: it will be sent back.
+			if _, err := json.Marshal(a.Message()); err != nil {
+				t.Errorf("Message does not marshal: %v", err)
+			}
+		})
+	}
+}
+
+func TestInvalidInput(t *testing.T) {
+	var a Assembler
+	a.Add(ToolUseStart{ID: "t", Name: "f"})
+	a.Add(ToolInputDelta{PartialJSON: `[1, "\u00e9`})
+	b, _ := a.Add(BlockStop{})
+	got, ok := InvalidInput(b.(ToolUse))
+	if !ok || got != `[1, "\u00e9` {
+		t.Errorf("InvalidInput = %q, %v", got, ok)
+	}
+	if _, ok := InvalidInput(ToolUse{Input: json.RawMessage(`{"x":1}`)}); ok {
+		t.Error("valid input reported invalid")
+	}
+}
+
+// TestAssemblerLinear checks that a long answer is assembled by appending,
+// not by quadratic string concatenation: 1e5 deltas allocate a few
+// growing buffers, not one string each.
+func TestAssemblerLinear(t *testing.T) {
+	evs := make([]Event, 0, 100_002)
+	evs = append(evs, TextStart{})
+	for range 100_000 {
+		evs = append(evs, TextDelta{Text: "word "})
+	}
+	evs = append(evs, BlockStop{})
+	allocs := testing.AllocsPerRun(3, func() {
+		var a Assembler
+		for _, ev := range evs {
+			a.Add(ev)
+		}
+		if got := a.Message().Content[0].(Text).Text; len(got) != 500_000 || !strings.HasPrefix(got, "word word") {
+			t.Fatalf("wrong text of %d bytes", len(got))
+		}
+	})
+	if allocs > 200 {
+		t.Errorf("%v allocations for 100k deltas; want amortised appends", allocs)
+	}
+}

@@ -1,0 +1,341 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	anthropic "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+)
+
+// Config configures a [Client]. The zero value works against the public
+// API without credentials, which suits a local fake server; set APIKey or
+// AuthToken for the real one. This package reads no environment variables.
+type Config struct {
+	// APIKey authenticates requests. Empty means none.
+	APIKey string
+	// AuthToken is an OAuth bearer token, used when APIKey is empty.
+	AuthToken string
+	// BaseURL is the API's base URL. Empty means https://api.anthropic.com/.
+	BaseURL string
+	// Header holds extra headers sent with every request, such as
+	// anthropic-beta. Nil means none.
+	Header http.Header
+	// HTTPClient sends the requests. Nil means http.DefaultClient. Leave
+	// its Timeout at zero: a turn may stream for many minutes, and
+	// IdleTimeout catches a stream that stalls.
+	HTTPClient *http.Client
+	// Logger receives a line per retry (Info) and per unknown event type
+	// (Debug). Nil discards everything.
+	Logger *slog.Logger
+	// MaxAttempts is how many times a request is tried, the first time
+	// included. Zero means 3; 1 turns retries off.
+	MaxAttempts int
+	// IdleTimeout aborts a stream that sends nothing, not even a ping,
+	// for this long. Zero means 90 seconds; negative means never.
+	IdleTimeout time.Duration
+	// MaxRetryWait caps the wait a server may ask for with retry-after.
+	// A longer request ends the retries and returns the error. Zero means
+	// 60 seconds.
+	MaxRetryWait time.Duration
+}
+
+// A Client calls the Messages API. It is safe for concurrent use.
+type Client struct {
+	sdk          anthropic.Client
+	log          *slog.Logger
+	maxAttempts  int
+	idleTimeout  time.Duration
+	maxRetryWait time.Duration
+
+	// Seams for tests: time and randomness.
+	sleep  func(ctx context.Context, d time.Duration) error
+	now    func() time.Time
+	jitter func(n int64) int64 // uniform in [0, n)
+}
+
+// New returns a Client for cfg.
+func New(cfg Config) *Client {
+	c := &Client{
+		log:          cfg.Logger,
+		maxAttempts:  cfg.MaxAttempts,
+		idleTimeout:  cfg.IdleTimeout,
+		maxRetryWait: cfg.MaxRetryWait,
+		sleep:        sleepCtx,
+		now:          time.Now,
+		jitter:       rand.Int64N,
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if c.maxAttempts <= 0 {
+		c.maxAttempts = 3
+	}
+	if c.idleTimeout == 0 {
+		c.idleTimeout = 90 * time.Second
+	}
+	if c.maxRetryWait <= 0 {
+		c.maxRetryWait = 60 * time.Second
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	// The SDK builds requests, authenticates and names the API version.
+	// Its retries are off: this package has one policy, below.
+	opts := []option.RequestOption{
+		option.WithoutEnvironmentDefaults(),
+		option.WithHTTPClient(hc),
+		option.WithMaxRetries(0),
+	}
+	if cfg.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	}
+	switch {
+	case cfg.APIKey != "":
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	case cfg.AuthToken != "":
+		opts = append(opts, option.WithAuthToken(cfg.AuthToken))
+	}
+	for k, vs := range cfg.Header {
+		for _, v := range vs {
+			opts = append(opts, option.WithHeaderAdd(k, v))
+		}
+	}
+	c.sdk = anthropic.NewClient(opts...)
+	return c
+}
+
+// errStop reports that the consumer stopped ranging over a stream.
+var errStop = errors.New("llm: consumer stopped")
+
+// Stream sends req and returns the model's turn as a stream of events,
+// ending with [MessageStop] or with an error.
+//
+// Transient failures are retried with backoff (see [IsRetryable]) as long
+// as nothing of the turn has been yielded; MessageStart is held back until
+// the first content event for that reason. Once an event has been yielded
+// an error ends the stream, and IsRetryable tells the caller whether the
+// whole turn is worth asking for again.
+//
+// The stream is single-use: ranging over it a second time yields an error.
+// Stopping the range early closes the connection.
+func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Event, error] {
+	var used atomic.Bool
+	return func(yield func(Event, error) bool) {
+		if used.Swap(true) {
+			yield(nil, errors.New("llm: a Stream can be ranged over only once"))
+			return
+		}
+		params, err := messageParams(req)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		yielded := false
+		err = c.retry(ctx, func() bool { return yielded }, func(ctx context.Context) error {
+			return c.streamOnce(ctx, params, &yielded, yield)
+		})
+		if err != nil && err != errStop {
+			yield(nil, err)
+		}
+	}
+}
+
+// streamOnce makes one attempt at a streamed turn.
+func (c *Client) streamOnce(ctx context.Context, params anthropic.MessageNewParams, yielded *bool, yield func(Event, error) bool) error {
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var body io.Reader
+	var idle *time.Timer
+	if c.idleTimeout > 0 {
+		// Started before the request, so that a server that never
+		// answers at all is caught too.
+		idle = time.AfterFunc(c.idleTimeout, func() { cancel(ErrIdleTimeout) })
+		defer idle.Stop()
+	}
+	resp, err := c.post(actx, "v1/messages", params, option.WithJSONSet("stream", true))
+	if err != nil {
+		return c.attemptErr(ctx, actx, err)
+	}
+	defer resp.Body.Close()
+	body = resp.Body
+	if idle != nil {
+		idle.Reset(c.idleTimeout)
+		body = &idleReader{r: resp.Body, t: idle, d: c.idleTimeout}
+	}
+	dec := newDecoder(body, c.log)
+	dec.status, dec.header = resp.StatusCode, resp.Header
+
+	var pending Event // a MessageStart not yet yielded
+	for {
+		ev, err := dec.next()
+		if err != nil {
+			return c.attemptErr(ctx, actx, err)
+		}
+		if _, ok := ev.(MessageStart); ok && !*yielded {
+			pending = ev
+			continue
+		}
+		if pending != nil {
+			*yielded = true
+			if !yield(pending, nil) {
+				return errStop
+			}
+			pending = nil
+		}
+		*yielded = true
+		if !yield(ev, nil) {
+			return errStop
+		}
+		if _, ok := ev.(MessageStop); ok {
+			return nil
+		}
+	}
+}
+
+// attemptErr names the real cause of an attempt's failure: the caller's
+// context, or the idle timer that cancelled the attempt.
+func (c *Client) attemptErr(ctx, actx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if context.Cause(actx) == ErrIdleTimeout {
+		return fmt.Errorf("%w: nothing received for %v", ErrIdleTimeout, c.idleTimeout)
+	}
+	return err
+}
+
+// idleReader pushes the idle deadline back on every read that brings data.
+type idleReader struct {
+	r io.Reader
+	t *time.Timer
+	d time.Duration
+}
+
+func (r *idleReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if n > 0 {
+		r.t.Reset(r.d)
+	}
+	return n, err
+}
+
+// post sends one request through the SDK and returns the response with its
+// body unread, or the error as this package reports it.
+func (c *Client) post(ctx context.Context, path string, params any, opts ...option.RequestOption) (*http.Response, error) {
+	var resp *http.Response
+	err := c.sdk.Post(ctx, path, params, &resp, opts...)
+	if err != nil {
+		// For an error status the SDK has read the body into an error
+		// of its own, and left the bytes on resp.Body: build ours from
+		// them, since the SDK's needs a well-formed body.
+		if resp != nil && resp.StatusCode >= 400 {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+			resp.Body.Close()
+			return nil, newHTTPError(resp.StatusCode, resp.Header, body, c.now())
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w: %w", ErrConnection, err)
+	}
+	return resp, nil
+}
+
+// retry runs attempt until it succeeds, fails for good, or the attempts
+// run out. committed reports whether anything has reached the caller, after
+// which an error is returned rather than retried.
+func (c *Client) retry(ctx context.Context, committed func() bool, attempt func(context.Context) error) error {
+	for n := 1; ; n++ {
+		err := attempt(ctx)
+		if err == nil || err == errStop {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if committed() || !IsRetryable(err) || n >= c.maxAttempts {
+			return err
+		}
+		wait := c.backoff(n)
+		if ae, ok := errors.AsType[*APIError](err); ok && ae.RetryAfter > 0 {
+			if ae.RetryAfter > c.maxRetryWait {
+				c.log.Info("llm: server asks to wait longer than MaxRetryWait; giving up",
+					"retry_after", ae.RetryAfter, "max", c.maxRetryWait, "err", err)
+				return err
+			}
+			wait = ae.RetryAfter
+		}
+		c.log.Info("llm: retrying", "attempt", n+1, "of", c.maxAttempts, "wait", wait, "err", err)
+		if err := c.sleep(ctx, wait); err != nil {
+			return err
+		}
+	}
+}
+
+// backoff is the wait before attempt n+1 when the server asked for none:
+// 0.5 s·2ⁿ⁻¹, capped at 8 s, less up to a quarter of jitter so that many
+// clients do not come back in step.
+func (c *Client) backoff(n int) time.Duration {
+	d := 8 * time.Second
+	if n < 5 {
+		d = 500 * time.Millisecond << (n - 1)
+	}
+	return d - time.Duration(c.jitter(int64(d/4)))
+}
+
+// sleepCtx waits for d or until ctx is done.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// CountTokens returns the number of input tokens req would use, by the
+// API's count_tokens endpoint. It retries like Stream. Request.Extra,
+// MaxTokens, StopSequences and sampling settings are not sent.
+func (c *Client) CountTokens(ctx context.Context, req Request) (int, error) {
+	params, err := countParams(req)
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	err = c.retry(ctx, func() bool { return false }, func(ctx context.Context) error {
+		resp, err := c.post(ctx, "v1/messages/count_tokens", params)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("%w: reading count_tokens response: %w", ErrConnection, err)
+		}
+		var w struct {
+			InputTokens *int `json:"input_tokens"`
+		}
+		if err := json.Unmarshal(body, &w); err != nil || w.InputTokens == nil {
+			return malformed("count_tokens response", body)
+		}
+		n = *w.InputTokens
+		return nil
+	})
+	return n, err
+}

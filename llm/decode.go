@@ -1,0 +1,357 @@
+package llm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+)
+
+// decoder turns the server-sent events of one response into [Event]s.
+//
+// Like the official SDKs it dispatches on the SSE event name; an event
+// without a name (seen only behind proxies) is dispatched on its data's
+// "type" instead of being dropped. Content deltas, the bulk of a stream,
+// are read by the scanner in jsonscan.go; the few other events by
+// encoding/json.
+type decoder struct {
+	sse    *sseReader
+	log    *slog.Logger
+	status int         // of the response, for error events
+	header http.Header // of the response, for error events
+
+	usage   Usage   // the turn's usage so far; message_delta overwrites fields
+	queue   []Event // events made from one message_start, handed out in turn
+	done    bool    // message_stop was seen
+	keyBuf  []byte  // scratch for an escaped key
+	typeBuf []byte  // scratch for an escaped type
+	strBuf  []byte  // scratch for an escaped string value
+}
+
+func newDecoder(r io.Reader, log *slog.Logger) *decoder {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &decoder{sse: newSSEReader(r), log: log, status: http.StatusOK, header: http.Header{}}
+}
+
+// next returns the next event. After MessageStop it returns io.EOF. A
+// stream that ends before message_stop gives an error wrapping
+// ErrIncompleteStream; an error event gives an *APIError.
+func (d *decoder) next() (Event, error) {
+	for {
+		if len(d.queue) > 0 {
+			ev := d.queue[0]
+			d.queue = d.queue[1:]
+			return ev, nil
+		}
+		if d.done {
+			return nil, io.EOF
+		}
+		name, data, err := d.sse.next()
+		if err != nil {
+			switch {
+			case errors.Is(err, ErrMalformedEvent):
+				return nil, err
+			case err == io.EOF:
+				return nil, ErrIncompleteStream
+			case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+				return nil, err
+			default:
+				// A reset or a cut connection mid-stream.
+				return nil, fmt.Errorf("%w: %w", ErrIncompleteStream, err)
+			}
+		}
+		typ := name
+		if len(typ) == 0 {
+			typ = d.dataType(data)
+		}
+		var ev Event
+		switch string(typ) {
+		case "content_block_delta":
+			ev, err = d.blockDelta(data)
+		case "content_block_start":
+			ev, err = d.blockStart(data)
+		case "content_block_stop":
+			ev, err = d.blockStop(data)
+		case "message_start":
+			ev, err = d.messageStart(data)
+		case "message_delta":
+			ev, err = d.messageDelta(data)
+		case "message_stop":
+			d.done = true
+			return MessageStop{}, nil
+		case "ping":
+			continue
+		case "error":
+			return nil, newStreamError(data, d.status, d.header)
+		default:
+			d.log.Debug("llm: unknown stream event ignored", "event", string(typ))
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if ev != nil {
+			return ev, nil
+		}
+	}
+}
+
+func malformed(what string, data []byte) error {
+	if len(data) > 200 {
+		data = data[:200]
+	}
+	return fmt.Errorf("%w: %s: %q", ErrMalformedEvent, what, data)
+}
+
+// dataType returns the "type" field of the object in data, or nil.
+func (d *decoder) dataType(data []byte) []byte {
+	sc := scanObject(data)
+	for k, v, ok := sc.next(&d.keyBuf); ok; k, v, ok = sc.next(&d.keyBuf) {
+		if string(k) == "type" {
+			t, _ := d.rawString(v, &d.typeBuf)
+			return t
+		}
+	}
+	return nil
+}
+
+// rawString returns the contents of the raw JSON string v, undoing escapes
+// into *buf only when there are any. It does not allocate.
+func (d *decoder) rawString(v []byte, buf *[]byte) ([]byte, bool) {
+	if len(v) < 2 || v[0] != '"' {
+		return nil, false
+	}
+	if bytes.IndexByte(v, '\\') < 0 {
+		return v[1 : len(v)-1], true
+	}
+	s, ok := unescape(v, (*buf)[:0])
+	*buf = s
+	return s, ok
+}
+
+// blockDelta reads a content_block_delta. This is the hot path: one
+// allocation for the string, one for the event.
+func (d *decoder) blockDelta(data []byte) (Event, error) {
+	var index int
+	var delta []byte
+	haveIndex := false
+	sc := scanObject(data)
+	for k, v, ok := sc.next(&d.keyBuf); ok; k, v, ok = sc.next(&d.keyBuf) {
+		switch string(k) {
+		case "index":
+			index, haveIndex = atoi(v)
+		case "delta":
+			delta = v
+		}
+	}
+	if sc.err() || !haveIndex || delta == nil {
+		return nil, malformed("content_block_delta", data)
+	}
+	var typ, payload []byte
+	ds := scanObject(delta)
+	for k, v, ok := ds.next(&d.keyBuf); ok; k, v, ok = ds.next(&d.keyBuf) {
+		switch string(k) {
+		case "type":
+			typ = v
+		case "text", "partial_json", "thinking", "signature", "citation":
+			payload = v
+		}
+	}
+	if ds.err() {
+		return nil, malformed("content_block_delta", data)
+	}
+	t, _ := d.rawString(typ, &d.typeBuf)
+	str := func() (string, error) {
+		s, ok := unquote(payload, &d.strBuf)
+		if !ok {
+			return "", malformed(string(t), data)
+		}
+		return s, nil
+	}
+	switch string(t) {
+	case "text_delta":
+		s, err := str()
+		return TextDelta{Index: index, Text: s}, err
+	case "input_json_delta":
+		s, err := str()
+		return ToolInputDelta{Index: index, PartialJSON: s}, err
+	case "thinking_delta":
+		s, err := str()
+		return ThinkingDelta{Index: index, Thinking: s}, err
+	case "signature_delta":
+		s, err := str()
+		return SignatureDelta{Index: index, Signature: s}, err
+	case "citations_delta":
+		if !json.Valid(payload) {
+			return nil, malformed("citations_delta", data)
+		}
+		return CitationDelta{Index: index, Citation: bytes.Clone(payload)}, nil
+	default:
+		if !json.Valid(delta) {
+			return nil, malformed("content_block_delta", data)
+		}
+		d.log.Debug("llm: unknown delta type passed on raw", "type", string(t), "index", index)
+		return BlockDelta{Index: index, Type: string(t), Raw: bytes.Clone(delta)}, nil
+	}
+}
+
+func (d *decoder) blockStop(data []byte) (Event, error) {
+	sc := scanObject(data)
+	index, haveIndex := 0, false
+	for k, v, ok := sc.next(&d.keyBuf); ok; k, v, ok = sc.next(&d.keyBuf) {
+		if string(k) == "index" {
+			index, haveIndex = atoi(v)
+		}
+	}
+	if sc.err() || !haveIndex {
+		return nil, malformed("content_block_stop", data)
+	}
+	return BlockStop{Index: index}, nil
+}
+
+func (d *decoder) blockStart(data []byte) (Event, error) {
+	var w struct {
+		Index        *int            `json:"index"`
+		ContentBlock json.RawMessage `json:"content_block"`
+	}
+	if err := json.Unmarshal(data, &w); err != nil || w.Index == nil || len(w.ContentBlock) == 0 {
+		return nil, malformed("content_block_start", data)
+	}
+	evs, err := d.startEvents(*w.Index, w.ContentBlock)
+	if err != nil {
+		return nil, malformed("content_block_start", data)
+	}
+	d.queue = append(d.queue, evs[1:]...)
+	return evs[0], nil
+}
+
+// startEvents returns the events that open the block raw at index: its
+// start event, then deltas for any text the start already carries, so that
+// a consumer needs no special case for it.
+func (d *decoder) startEvents(index int, raw json.RawMessage) ([]Event, error) {
+	var b struct {
+		Type      string          `json:"type"`
+		ID        string          `json:"id"`
+		Name      string          `json:"name"`
+		Input     json.RawMessage `json:"input"`
+		Text      string          `json:"text"`
+		Thinking  string          `json:"thinking"`
+		Signature string          `json:"signature"`
+		Citations []json.RawMessage `json:"citations"`
+	}
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return nil, err
+	}
+	switch b.Type {
+	case "text":
+		evs := []Event{TextStart{Index: index, Text: b.Text}}
+		for _, c := range b.Citations {
+			evs = append(evs, CitationDelta{Index: index, Citation: c})
+		}
+		return evs, nil
+	case "thinking":
+		evs := []Event{ThinkingStart{Index: index}}
+		if b.Thinking != "" {
+			evs = append(evs, ThinkingDelta{Index: index, Thinking: b.Thinking})
+		}
+		if b.Signature != "" {
+			evs = append(evs, SignatureDelta{Index: index, Signature: b.Signature})
+		}
+		return evs, nil
+	case "tool_use":
+		return []Event{ToolUseStart{Index: index, ID: b.ID, Name: b.Name, Input: b.Input}}, nil
+	case "":
+		return nil, errors.New("no type")
+	default:
+		return []Event{BlockStart{Index: index, Type: b.Type, Raw: bytes.Clone(bytes.TrimSpace(raw))}}, nil
+	}
+}
+
+// wireUsage is usage as sent; a nil field was absent and must not
+// overwrite what the turn already has.
+type wireUsage struct {
+	InputTokens              *int64 `json:"input_tokens"`
+	OutputTokens             *int64 `json:"output_tokens"`
+	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+}
+
+func (w wireUsage) mergeInto(u *Usage) {
+	set := func(dst *int64, src *int64) {
+		if src != nil {
+			*dst = *src
+		}
+	}
+	set(&u.InputTokens, w.InputTokens)
+	set(&u.OutputTokens, w.OutputTokens)
+	set(&u.CacheCreationInputTokens, w.CacheCreationInputTokens)
+	set(&u.CacheReadInputTokens, w.CacheReadInputTokens)
+}
+
+func (d *decoder) messageStart(data []byte) (Event, error) {
+	var w struct {
+		Message *struct {
+			ID           string            `json:"id"`
+			Model        string            `json:"model"`
+			Content      []json.RawMessage `json:"content"`
+			StopReason   *string           `json:"stop_reason"`
+			StopSequence *string           `json:"stop_sequence"`
+			Usage        wireUsage         `json:"usage"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal(data, &w); err != nil || w.Message == nil {
+		return nil, malformed("message_start", data)
+	}
+	m := w.Message
+	// A second message_start restarts the turn (a proxy spliced two
+	// responses); usage starts over with it.
+	d.usage = Usage{}
+	m.Usage.mergeInto(&d.usage)
+	// A message can arrive with its content already in message_start and
+	// no block events (programmatic tool calling). Hand the blocks out as
+	// if they had been streamed, so that consumers see one shape.
+	for i, raw := range m.Content {
+		evs, err := d.startEvents(i, raw)
+		if err != nil {
+			return nil, malformed("message_start content", data)
+		}
+		d.queue = append(d.queue, evs...)
+		d.queue = append(d.queue, BlockStop{Index: i})
+	}
+	if m.StopReason != nil {
+		md := MessageDelta{StopReason: StopReason(*m.StopReason), Usage: d.usage}
+		if m.StopSequence != nil {
+			md.StopSequence = *m.StopSequence
+		}
+		d.queue = append(d.queue, md)
+	}
+	return MessageStart{ID: m.ID, Model: m.Model, Usage: d.usage}, nil
+}
+
+func (d *decoder) messageDelta(data []byte) (Event, error) {
+	var w struct {
+		Delta struct {
+			StopReason   *string `json:"stop_reason"`
+			StopSequence *string `json:"stop_sequence"`
+		} `json:"delta"`
+		Usage wireUsage `json:"usage"`
+	}
+	if err := json.Unmarshal(data, &w); err != nil {
+		return nil, malformed("message_delta", data)
+	}
+	w.Usage.mergeInto(&d.usage)
+	md := MessageDelta{Usage: d.usage}
+	if w.Delta.StopReason != nil {
+		md.StopReason = StopReason(*w.Delta.StopReason)
+	}
+	if w.Delta.StopSequence != nil {
+		md.StopSequence = *w.Delta.StopSequence
+	}
+	return md, nil
+}

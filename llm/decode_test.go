@@ -1,0 +1,176 @@
+package llm
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// decodeAll decodes a whole stream. It returns the events up to the first
+// error, and that error (nil after MessageStop).
+func decodeAll(r io.Reader) ([]Event, error) {
+	d := newDecoder(r, nil)
+	var evs []Event
+	for {
+		ev, err := d.next()
+		if err == io.EOF {
+			return evs, nil
+		}
+		if err != nil {
+			return evs, err
+		}
+		evs = append(evs, ev)
+	}
+}
+
+// readers returns the ways a test stream is fed to the decoder: whole, a
+// byte at a time, and through a bufio.Reader smaller than its lines.
+func readers(s string) map[string]func() io.Reader {
+	return map[string]func() io.Reader{
+		"whole":   func() io.Reader { return strings.NewReader(s) },
+		"onebyte": func() io.Reader { return iotest.OneByteReader(strings.NewReader(s)) },
+		"small":   func() io.Reader { return bufio.NewReaderSize(strings.NewReader(s), 16) },
+		"smallonebyte": func() io.Reader {
+			return bufio.NewReaderSize(iotest.OneByteReader(strings.NewReader(s)), 16)
+		},
+	}
+}
+
+const (
+	sseStart = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"model\":\"m\",\"content\":[],\"usage\":{\"input_tokens\":10,\"output_tokens\":1,\"cache_read_input_tokens\":5}}}\n\n"
+	sseStop  = "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":7}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+)
+
+var (
+	evStart = MessageStart{ID: "msg_1", Model: "m", Usage: Usage{InputTokens: 10, OutputTokens: 1, CacheReadInputTokens: 5}}
+	evDelta = MessageDelta{StopReason: EndTurn, Usage: Usage{InputTokens: 10, OutputTokens: 7, CacheReadInputTokens: 5}}
+)
+
+func TestDecode(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    []Event
+		wantErr error
+	}{{
+		name: "text with ping and comment",
+		in: sseStart + ": a comment\n\nevent: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" +
+			"event: ping\ndata: {\"type\": \"ping\"}\n\n" +
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hel\"}     }\n\n" +
+			"event: content_block_delta\ndata:{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"lo \\\"\\u00e9\\ud83d\\ude00\\n\"}}\n\n" +
+			"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0 }\n\n" + sseStop,
+		want: []Event{evStart, TextStart{Index: 0}, TextDelta{Text: "Hel"}, TextDelta{Text: "lo \"é😀\n"}, BlockStop{}, evDelta, MessageStop{}},
+	}, {
+		name: "CRLF, multi-line data, missing final blank line",
+		in: strings.ReplaceAll(sseStart, "\n", "\r\n") +
+			"event: content_block_start\r\ndata: {\"type\":\"content_block_start\",\r\ndata: \"index\":3,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"f\",\"input\":{}}}\r\n\r\n" +
+			"event: content_block_delta\rdata: {\"type\":\"content_block_delta\",\"index\":3,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"a\\\": \\\"x\\\\\"}}\r\r" +
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":3,\"delta\":{\"partial_json\":\"ny\\\"}\",\"type\":\"input_json_delta\"}}\n\n" +
+			"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":3}\n\n" +
+			"event: message_stop\ndata: {\"type\":\"message_stop\"}",
+		want: []Event{evStart, ToolUseStart{Index: 3, ID: "t1", Name: "f", Input: json.RawMessage("{}")},
+			ToolInputDelta{Index: 3, PartialJSON: `{"a": "x\`}, ToolInputDelta{Index: 3, PartialJSON: `ny"}`}, BlockStop{Index: 3}, MessageStop{}},
+	}, {
+		name: "data-only events dispatch on their type",
+		in:   "data: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"model\":\"m\",\"usage\":{\"input_tokens\":10,\"output_tokens\":1,\"cache_read_input_tokens\":5}}}\n\ndata: {\"type\":\"message_stop\"}\n\n",
+		want: []Event{evStart, MessageStop{}},
+	}, {
+		name: "thinking, redacted thinking, unknown event and delta",
+		in: sseStart +
+			"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\",\"signature\":\"\"}}\n\n" +
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"hmm\"}}\n\n" +
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"signature_delta\",\"signature\":\"c2ln\"}}\n\n" +
+			"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
+			"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"redacted_thinking\",\"data\":\"abc\"}   }\n\n" +
+			"event: future_event\ndata: {\"type\":\"future_event\"}\n\n" +
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"future_delta\",\"x\":1}}\n\n" +
+			"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n" + sseStop,
+		want: []Event{evStart, ThinkingStart{}, ThinkingDelta{Thinking: "hmm"}, SignatureDelta{Signature: "c2ln"}, BlockStop{},
+			BlockStart{Index: 1, Type: "redacted_thinking", Raw: json.RawMessage(`{"type":"redacted_thinking","data":"abc"}`)},
+			BlockDelta{Index: 1, Type: "future_delta", Raw: json.RawMessage(`{"type":"future_delta","x":1}`)},
+			BlockStop{Index: 1}, evDelta, MessageStop{}},
+	}, {
+		name: "citation",
+		in: sseStart + "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"pre\"}}\n\n" +
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"citations_delta\",\"citation\":{\"type\":\"char_location\",\"cited_text\":\"x\"}}}\n\n",
+		want:    []Event{evStart, TextStart{Text: "pre"}, CitationDelta{Citation: json.RawMessage(`{"type":"char_location","cited_text":"x"}`)}},
+		wantErr: ErrIncompleteStream,
+	}, {
+		name: "content in message_start",
+		in: "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_2\",\"model\":\"m\",\"content\":[{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"roll\",\"input\":{\"p\":2}}],\"stop_reason\":\"tool_use\",\"usage\":{\"input_tokens\":0,\"output_tokens\":0}}}\n\n" +
+			"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+		want: []Event{MessageStart{ID: "msg_2", Model: "m"}, ToolUseStart{ID: "t", Name: "roll", Input: json.RawMessage(`{"p":2}`)}, BlockStop{},
+			MessageDelta{StopReason: ToolUseStop}, MessageStop{}},
+	}, {
+		name:    "ends without message_stop",
+		in:      sseStart,
+		want:    []Event{evStart},
+		wantErr: ErrIncompleteStream,
+	}, {
+		name:    "error event",
+		in:      sseStart + "event: error\ndata: {\"type\":\"error\",\"error\":{\"details\":null,\"type\":\"overloaded_error\",\"message\":\"Overloaded\"},\"request_id\":\"req_1\"}\n\n",
+		want:    []Event{evStart},
+		wantErr: &APIError{StatusCode: 200, Type: "overloaded_error", Message: "Overloaded", RequestID: "req_1", Retryable: true},
+	}, {
+		name:    "malformed delta",
+		in:      sseStart + "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"x}}\n\n",
+		want:    []Event{evStart},
+		wantErr: ErrMalformedEvent,
+	}}
+	for _, tt := range tests {
+		for rname, r := range readers(tt.in) {
+			t.Run(tt.name+"/"+rname, func(t *testing.T) {
+				got, err := decodeAll(r())
+				if diff := cmp.Diff(tt.want, got); diff != "" {
+					t.Errorf("events (-want +got):\n%s", diff)
+				}
+				if want, ok := tt.wantErr.(*APIError); ok {
+					if diff := cmp.Diff(want, err); diff != "" {
+						t.Errorf("error (-want +got):\n%s", diff)
+					}
+				} else if !errors.Is(err, tt.wantErr) {
+					t.Errorf("err = %v, want %v", err, tt.wantErr)
+				}
+			})
+		}
+	}
+}
+
+// TestDecodeLongLine checks that a data line far beyond bufio's and
+// bufio.Scanner's default sizes decodes.
+func TestDecodeLongLine(t *testing.T) {
+	long := strings.Repeat("abc\\n", 100_000) // 500 KB of JSON
+	in := sseStart + "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"" + long + "\"}}\n\n" + sseStop
+	got, err := decodeAll(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Event{evStart, TextDelta{Text: strings.Repeat("abc\n", 100_000)}, evDelta, MessageStop{}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+// TestDecodeTooLarge checks that an endless line is refused, not buffered.
+func TestDecodeTooLarge(t *testing.T) {
+	r := io.MultiReader(strings.NewReader("data: "), zeros{})
+	_, err := decodeAll(io.LimitReader(r, maxEventSize+1<<20))
+	if !errors.Is(err, ErrMalformedEvent) {
+		t.Fatalf("err = %v, want ErrMalformedEvent", err)
+	}
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'x'
+	}
+	return len(p), nil
+}

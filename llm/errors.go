@@ -1,0 +1,236 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Errors a stream can end with besides an [*APIError]. Each is retryable:
+// [IsRetryable] reports true for them and for anything that wraps them.
+var (
+	// ErrIncompleteStream means the response ended, or the connection
+	// broke, before message_stop. The turn is not complete.
+	ErrIncompleteStream = errors.New("llm: stream ended before message_stop")
+
+	// ErrIdleTimeout means the server sent nothing, not even a ping, for
+	// longer than Config.IdleTimeout.
+	ErrIdleTimeout = errors.New("llm: stream idle timeout")
+
+	// ErrConnection means the request could not be sent or no response
+	// arrived: a refused or reset connection, a DNS failure, a TLS error.
+	ErrConnection = errors.New("llm: connection failed")
+)
+
+// ErrMalformedEvent means the server sent an event this package cannot
+// read, such as data that is not JSON. It is not retryable: the same server
+// would likely send the same bytes again.
+var ErrMalformedEvent = errors.New("llm: malformed stream event")
+
+// An APIError is an error reported by the Messages API, either as an HTTP
+// error status or as an "error" event inside a 200 stream.
+type APIError struct {
+	// StatusCode is the HTTP status. It is 200 for an error event that
+	// arrived inside a stream.
+	StatusCode int
+	// Type is the API's error type, such as "overloaded_error". When the
+	// body has none (a proxy's error page), it is derived from StatusCode.
+	Type string
+	// Message is the API's human-readable message.
+	Message string
+	// Code is error.details.error_code when the API sent one, such as
+	// "enforced_spend_limit_reached".
+	Code string
+	// RequestID is the request-id header or the body's request_id.
+	RequestID string
+	// Retryable reports whether sending the same request again may
+	// succeed.
+	Retryable bool
+	// RetryAfter is the wait the server asked for with retry-after-ms or
+	// retry-after; zero when it asked for none.
+	RetryAfter time.Duration
+}
+
+// Error returns the status, type, message and request id.
+func (e *APIError) Error() string {
+	var b strings.Builder
+	b.WriteString("llm: ")
+	if e.StatusCode != 0 && e.StatusCode != http.StatusOK {
+		b.WriteString(strconv.Itoa(e.StatusCode))
+		b.WriteByte(' ')
+	}
+	b.WriteString(e.Type)
+	if e.Message != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Message)
+	}
+	if e.Code != "" {
+		b.WriteString(" [")
+		b.WriteString(e.Code)
+		b.WriteByte(']')
+	}
+	if e.RequestID != "" {
+		b.WriteString(" (request ")
+		b.WriteString(e.RequestID)
+		b.WriteByte(')')
+	}
+	return b.String()
+}
+
+// IsRetryable reports whether err is a transient failure worth sending the
+// same request again for: a retryable [*APIError], [ErrIncompleteStream],
+// [ErrIdleTimeout] or [ErrConnection]. A cancelled context is not.
+//
+// [Client.Stream] retries such errors itself until it has yielded an event;
+// after that it returns them, and the caller decides.
+func IsRetryable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	if ae, ok := errors.AsType[*APIError](err); ok {
+		return ae.Retryable
+	}
+	return errors.Is(err, ErrIncompleteStream) || errors.Is(err, ErrIdleTimeout) || errors.Is(err, ErrConnection)
+}
+
+// errorBody is the shape of an error response body and of an error event.
+// Every field is optional: proxies (Cloudflare's 413) and older API
+// versions leave some out, and request_id may be null.
+type errorBody struct {
+	Error struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+		Details *struct {
+			ErrorCode string `json:"error_code"`
+		} `json:"details"`
+	} `json:"error"`
+	RequestID *string `json:"request_id"`
+}
+
+// statusTypes names the error type of a status when the body names none.
+var statusTypes = map[int]string{
+	400: "invalid_request_error",
+	401: "authentication_error",
+	402: "billing_error",
+	403: "permission_error",
+	404: "not_found_error",
+	408: "timeout_error",
+	409: "conflict_error",
+	413: "request_too_large",
+	429: "rate_limit_error",
+	500: "api_error",
+	504: "timeout_error",
+	529: "overloaded_error",
+}
+
+// newHTTPError builds the APIError for an HTTP error response. now is the
+// current time, for a retry-after given as an HTTP date.
+func newHTTPError(status int, h http.Header, body []byte, now time.Time) *APIError {
+	e := &APIError{StatusCode: status, RequestID: h.Get("request-id")}
+	var w errorBody
+	if json.Unmarshal(body, &w) == nil && (w.Error.Type != "" || w.Error.Message != "") {
+		e.Type, e.Message = w.Error.Type, w.Error.Message
+		if w.Error.Details != nil {
+			e.Code = w.Error.Details.ErrorCode
+		}
+		if e.RequestID == "" && w.RequestID != nil {
+			e.RequestID = *w.RequestID
+		}
+	} else {
+		// Not the API's JSON: a proxy or load balancer answered. Keep the
+		// start of the body as the message; it is usually enough to tell.
+		msg := strings.TrimSpace(string(body))
+		if len(msg) > 200 {
+			msg = msg[:200] + "…"
+		}
+		e.Message = msg
+	}
+	if e.Type == "" {
+		e.Type = statusTypes[status]
+		if e.Type == "" {
+			e.Type = "http_error"
+		}
+	}
+	e.Retryable = retryableStatus(status, e.Code)
+	// x-should-retry is the server's own verdict, so it overrides ours
+	// either way.
+	switch h.Get("x-should-retry") {
+	case "true":
+		e.Retryable = true
+	case "false":
+		e.Retryable = false
+	}
+	e.RetryAfter = retryAfter(h, now)
+	return e
+}
+
+// retryableStatus is the policy for an HTTP status: connection-level
+// trouble (408), conflicts (409), rate limits (429) and server errors
+// (5xx, 529 included) are transient; any other 4xx is the request's fault.
+// A 429 for an exhausted spend limit will not pass by itself.
+func retryableStatus(status int, code string) bool {
+	switch {
+	case status == http.StatusTooManyRequests:
+		return code != "enforced_spend_limit_reached"
+	case status == http.StatusRequestTimeout, status == http.StatusConflict:
+		return true
+	default:
+		return status >= 500
+	}
+}
+
+// newStreamError builds the APIError for an "error" event. Only overloaded
+// and internal API errors are transient; the connection closes after the
+// event, so the turn is lost either way.
+func newStreamError(data []byte, status int, h http.Header) *APIError {
+	e := &APIError{StatusCode: status, RequestID: h.Get("request-id")}
+	var w errorBody
+	if err := json.Unmarshal(data, &w); err != nil {
+		e.Type, e.Message = "malformed_error_event", string(data)
+	} else {
+		e.Type, e.Message = w.Error.Type, w.Error.Message
+		if w.Error.Details != nil {
+			e.Code = w.Error.Details.ErrorCode
+		}
+		if w.RequestID != nil && *w.RequestID != "" {
+			e.RequestID = *w.RequestID
+		}
+	}
+	if e.Type == "" {
+		e.Type = "api_error"
+	}
+	switch e.Type {
+	case "overloaded_error", "api_error":
+		e.Retryable = true
+	}
+	return e
+}
+
+// retryAfter reads the wait the server asked for: retry-after-ms first,
+// then retry-after in seconds or as an HTTP date. It returns 0 for none, or
+// for a value that is not a positive duration.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if v := h.Get("retry-after-ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 && ms < 1e12 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	if v := h.Get("retry-after"); v != "" {
+		if s, err := strconv.ParseFloat(v, 64); err == nil {
+			if s > 0 && s < 1e9 {
+				return time.Duration(s * float64(time.Second))
+			}
+			return 0
+		}
+		if t, err := http.ParseTime(v); err == nil {
+			if d := t.Sub(now); d > 0 {
+				return d
+			}
+		}
+	}
+	return 0
+}

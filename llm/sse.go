@@ -1,0 +1,170 @@
+package llm
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// maxEventSize bounds the bytes of one server-sent event, so that a broken
+// or hostile server cannot make the reader buffer without end. Real data
+// lines reach tens of kilobytes; a tool input sent whole can reach
+// megabytes. The official SDK allows 32 MiB; so do we.
+const maxEventSize = 32 << 20
+
+// errEventTooLarge is wrapped in ErrMalformedEvent when an event passes
+// maxEventSize.
+var errEventTooLarge = fmt.Errorf("%w: event larger than %d bytes", ErrMalformedEvent, maxEventSize)
+
+// sseReader splits a text/event-stream into events, following the WHATWG
+// rules: lines end in CRLF, LF or a lone CR; a line starting with a colon
+// is a comment; "data" lines of one event are joined with LF; one space
+// after the colon is dropped; a blank line ends the event. Unlike the
+// standard, an event still pending at the end of the stream is delivered,
+// so a missing final blank line loses nothing.
+//
+// It reads straight out of the bufio.Reader's buffer, so there is no line
+// length limit other than maxEventSize, and it copies each byte at most
+// once.
+type sseReader struct {
+	br     *bufio.Reader
+	long   []byte // a line longer than br's buffer, assembled here
+	skipLF bool   // the last line ended in CR; a LF right after it is part of that end
+	bom    bool   // the byte-order mark check is done
+
+	name []byte // the event field of the pending event
+	data []byte // the joined data lines of the pending event, each ending in LF
+	seen bool   // the pending event has an event or data field
+}
+
+func newSSEReader(r io.Reader) *sseReader {
+	br, ok := r.(*bufio.Reader)
+	if !ok {
+		br = bufio.NewReaderSize(r, 64<<10)
+	}
+	return &sseReader{br: br}
+}
+
+// next returns the next event's name and data, without the final LF. Both
+// are valid only until the following call. At the end of the stream it
+// returns io.EOF; a broken connection gives the transport's error.
+func (s *sseReader) next() (name, data []byte, err error) {
+	s.name, s.data, s.seen = s.name[:0], s.data[:0], false
+	for {
+		line, err := s.line()
+		if err != nil {
+			if err == io.EOF && s.seen {
+				return s.name, trimLF(s.data), nil
+			}
+			return nil, nil, err
+		}
+		if len(line) == 0 {
+			if s.seen {
+				return s.name, trimLF(s.data), nil
+			}
+			continue
+		}
+		if line[0] == ':' {
+			continue // a comment
+		}
+		field, value := line, []byte(nil)
+		if i := bytes.IndexByte(line, ':'); i >= 0 {
+			field, value = line[:i], line[i+1:]
+			if len(value) > 0 && value[0] == ' ' {
+				value = value[1:]
+			}
+		}
+		switch string(field) {
+		case "event":
+			s.name = append(s.name[:0], value...)
+			s.seen = true
+		case "data":
+			if len(s.data)+len(value) >= maxEventSize {
+				return nil, nil, errEventTooLarge
+			}
+			s.data = append(s.data, value...)
+			s.data = append(s.data, '\n')
+			s.seen = true
+		}
+		// id, retry and unknown fields mean nothing to this API.
+	}
+}
+
+func trimLF(b []byte) []byte {
+	if n := len(b); n > 0 && b[n-1] == '\n' {
+		return b[:n-1]
+	}
+	return b
+}
+
+// line returns the next line without its end. It is valid until the next
+// call. A last line without an end is returned before io.EOF.
+func (s *sseReader) line() ([]byte, error) {
+	s.long = s.long[:0]
+	for {
+		n := s.br.Buffered()
+		if n == 0 {
+			if _, err := s.br.Peek(1); err != nil {
+				if errors.Is(err, io.EOF) && len(s.long) > 0 {
+					return s.long, nil
+				}
+				return nil, err
+			}
+			n = s.br.Buffered()
+		}
+		buf, _ := s.br.Peek(n)
+		if s.skipLF {
+			s.skipLF = false
+			if buf[0] == '\n' {
+				s.br.Discard(1)
+				continue
+			}
+		}
+		if !s.bom {
+			s.bom = true
+			if bytes.HasPrefix(buf, []byte("\xEF\xBB\xBF")) {
+				s.br.Discard(3)
+				continue
+			}
+		}
+		seg := buf
+		i := bytes.IndexByte(buf, '\n')
+		if i >= 0 {
+			seg = buf[:i]
+		}
+		end, adv := i, i+1
+		if j := bytes.IndexByte(seg, '\r'); j >= 0 {
+			end, adv = j, j+1
+			if j+1 < len(buf) {
+				if buf[j+1] == '\n' {
+					adv++
+				}
+			} else {
+				s.skipLF = true // the LF, if any, has not arrived yet
+			}
+		}
+		if end < 0 {
+			// No line end buffered yet: keep what there is and read on.
+			if len(s.long)+len(buf) > maxEventSize {
+				return nil, errEventTooLarge
+			}
+			s.long = append(s.long, buf...)
+			s.br.Discard(len(buf))
+			continue
+		}
+		line := buf[:end]
+		if len(s.long) > 0 {
+			if len(s.long)+len(line) > maxEventSize {
+				return nil, errEventTooLarge
+			}
+			s.long = append(s.long, line...)
+			line = s.long
+		}
+		// Discard only moves the read position; the bytes of line stay
+		// in place until the next read.
+		s.br.Discard(adv)
+		return line, nil
+	}
+}
