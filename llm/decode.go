@@ -236,13 +236,13 @@ func (d *decoder) blockStart(data []byte) (Event, error) {
 // a consumer needs no special case for it.
 func (d *decoder) startEvents(index int, raw json.RawMessage) ([]Event, error) {
 	var b struct {
-		Type      string          `json:"type"`
-		ID        string          `json:"id"`
-		Name      string          `json:"name"`
-		Input     json.RawMessage `json:"input"`
-		Text      string          `json:"text"`
-		Thinking  string          `json:"thinking"`
-		Signature string          `json:"signature"`
+		Type      string            `json:"type"`
+		ID        string            `json:"id"`
+		Name      string            `json:"name"`
+		Input     json.RawMessage   `json:"input"`
+		Text      string            `json:"text"`
+		Thinking  string            `json:"thinking"`
+		Signature string            `json:"signature"`
 		Citations []json.RawMessage `json:"citations"`
 	}
 	if err := json.Unmarshal(raw, &b); err != nil {
