@@ -225,7 +225,7 @@ func (h *History) summarise(ctx context.Context, m Model, keep int) (int, llm.Us
 		return 0, u, errors.New("memory: summarise: the model returned no text")
 	}
 	e := entry{msg: llm.Message{Role: llm.User, Content: []llm.Block{llm.Text{Text: summaryHeader + strings.TrimSpace(summary)}}},
-		usage: u, summary: true}
+		usage: u, model: h.cfg.SummaryModel, summary: true}
 	e.chars, e.imageTokens = measure(e.msg)
 	h.entries = append([]entry{e}, h.entries[end:]...)
 	h.changed(0)

@@ -144,6 +144,8 @@ type entry struct {
 	// usage is, for an assistant message, the usage of the turn that
 	// produced it; for a summary message, that of the summarisation call.
 	usage llm.Usage
+	// model is the model usage is priced by.
+	model string
 	// exact is the exact token count of the conversation through this
 	// message (system and tools included), when the API has told us and
 	// nothing before it has changed since; otherwise zero.
@@ -224,7 +226,7 @@ func (h *History) AppendAssistant(msg llm.Message, usage llm.Usage) {
 	if input > 0 {
 		h.learn(int(input))
 	}
-	e := entry{msg: msg, usage: usage}
+	e := entry{msg: msg, usage: usage, model: h.cfg.Model}
 	if input > 0 {
 		e.exact = int(usage.Context())
 	}

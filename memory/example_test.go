@@ -1,0 +1,36 @@
+package memory_test
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/memory"
+)
+
+// A run cancelled while its tools were running leaves a tool_use without a
+// result; Repair answers it so the next request is valid.
+func Example() {
+	h := memory.New(memory.Config{Model: "claude-sonnet-4-5"})
+	h.AppendUserText("What is 2+3?")
+	h.AppendAssistant(llm.Message{Role: llm.Assistant, Content: []llm.Block{
+		llm.ToolUse{ID: "toolu_1", Name: "add", Input: json.RawMessage(`{"a":2,"b":3}`)},
+	}}, llm.Usage{InputTokens: 400, OutputTokens: 30})
+
+	// ... the run is cancelled before the tool ran ...
+	fmt.Println(h.Validate() != nil)
+	fmt.Println(h.Repair())
+	fmt.Println(h.Validate())
+	last := h.Messages()[h.Len()-1].Content[0].(llm.ToolResult)
+	fmt.Println(last.IsError, llm.TextOf(last.Content))
+	fmt.Println(h.Tokens() >= 430)
+	usd, _ := h.Cost()
+	fmt.Printf("$%.5f\n", usd)
+	// Output:
+	// true
+	// [answered interrupted tool calls (1)]
+	// <nil>
+	// true not executed: interrupted
+	// true
+	// $0.00165
+}

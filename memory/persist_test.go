@@ -1,0 +1,215 @@
+package memory
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentloop/agentloop/llm"
+	"github.com/google/go-cmp/cmp"
+)
+
+// sample returns a history with every kind of block and two turns of usage.
+func sample(t *testing.T) *History {
+	t.Helper()
+	h := New(Config{Model: "claude-sonnet-4-5"})
+	h.SetPrefix("be brief", nil)
+	h.AppendUser(text("look at this"), llm.Image{MediaType: "image/png", Data: pngBase64(t, 40, 30)})
+	h.AppendAssistant(asst(
+		llm.Thinking{Thinking: "let me see", Signature: "c2ln"},
+		llm.RedactedThinking{Data: "ZW5j"},
+		text("calling"),
+		llm.RawBlock{Type: "server_tool_use", JSON: json.RawMessage(`{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{"q":"x"}}`)},
+		use("toolu_1"),
+	), llm.Usage{InputTokens: 900, OutputTokens: 40, CacheCreationInputTokens: 100})
+	h.AppendToolResults([]llm.ToolResult{{ToolUseID: "toolu_1", IsError: true, Content: []llm.Block{text("boom")}}})
+	h.AppendAssistant(asst(llm.Text{Text: "done", Citations: []json.RawMessage{json.RawMessage(`{"type":"char_location","cited_text":"x"}`)}}),
+		llm.Usage{InputTokens: 10, OutputTokens: 5, CacheReadInputTokens: 1000})
+	if err := h.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func TestSaveLoadRoundTrip(t *testing.T) {
+	h := sample(t)
+	path := filepath.Join(t.TempDir(), "run.jsonl")
+	if err := h.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode = %v, want 0600", fi.Mode().Perm())
+	}
+	data, _ := os.ReadFile(path)
+	if n := strings.Count(string(data), "\n"); n != h.Len() {
+		t.Errorf("file has %d lines, want one per message (%d)", n, h.Len())
+	}
+
+	got, err := Load(path, Config{Model: "claude-sonnet-4-5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(h.Messages(), got.Messages()); diff != "" {
+		t.Errorf("messages differ after round trip (-saved +loaded):\n%s", diff)
+	}
+	if diff := cmp.Diff(h.Usage(), got.Usage()); diff != "" {
+		t.Errorf("usage differs (-saved +loaded):\n%s", diff)
+	}
+	if got.TurnUsage(1) != h.TurnUsage(1) {
+		t.Errorf("turn usage = %+v, want %+v", got.TurnUsage(1), h.TurnUsage(1))
+	}
+	got.SetPrefix("be brief", nil)
+	if got.Tokens() != h.Tokens() || got.Tokens() != 1015 {
+		t.Errorf("Tokens after load = %d, want %d (exact count kept)", got.Tokens(), h.Tokens())
+	}
+	c1, _ := h.Cost()
+	c2, ok := got.Cost()
+	if !ok || c1 != c2 {
+		t.Errorf("cost after load = %v, %v; want %v", c2, ok, c1)
+	}
+	// Saving the loaded history reproduces the file byte for byte.
+	path2 := filepath.Join(t.TempDir(), "again.jsonl")
+	if err := got.Save(path2); err != nil {
+		t.Fatal(err)
+	}
+	data2, _ := os.ReadFile(path2)
+	if diff := cmp.Diff(string(data), string(data2)); diff != "" {
+		t.Errorf("second save differs:\n%s", diff)
+	}
+}
+
+func TestLoadBadFiles(t *testing.T) {
+	h := sample(t)
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.jsonl")
+	if err := h.Save(good); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(good)
+	lines := strings.SplitAfter(strings.TrimSuffix(string(data), "\n"), "\n")
+
+	tests := []struct {
+		name     string
+		content  string
+		badLines []int
+		want     []llm.Message
+	}{
+		{
+			name:     "truncated last line",
+			content:  strings.Join(lines[:3], "") + lines[3][:len(lines[3])/2],
+			badLines: []int{4},
+			want:     h.Messages()[:3],
+		},
+		{
+			name:     "crash cut mid tool turn",
+			content:  strings.Join(lines[:2], "") + lines[2][:10],
+			badLines: []int{3},
+			// Repair answers the interrupted call.
+			want: append(h.Messages()[:2], user(interrupted("toolu_1"))),
+		},
+		{
+			name:     "corrupt middle line",
+			content:  lines[0] + "{not json}\n" + strings.Join(lines[1:], ""),
+			badLines: []int{2},
+			want:     h.Messages(),
+		},
+		{
+			name:     "unknown role and garbage",
+			content:  lines[0] + `{"role":"system","content":"x"}` + "\n\x00\x01\n" + lines[1] + lines[2],
+			badLines: []int{2, 3},
+			want:     h.Messages()[:3],
+		},
+		{
+			name:     "blank lines are fine",
+			content:  "\n" + lines[0] + "\n\n" + lines[1],
+			badLines: nil,
+			want:     append(h.Messages()[:2], user(interrupted("toolu_1"))),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "_"))
+			if err := os.WriteFile(path, []byte(tt.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			got, err := Load(path, Config{})
+			if got == nil {
+				t.Fatalf("Load returned no history (err %v)", err)
+			}
+			if diff := cmp.Diff(tt.want, got.Messages()); diff != "" {
+				t.Errorf("loaded messages (-want +got):\n%s", diff)
+			}
+			if verr := got.Validate(); verr != nil {
+				t.Errorf("loaded history invalid: %v", verr)
+			}
+			if tt.badLines == nil {
+				if err != nil {
+					t.Fatalf("Load error = %v, want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Load error = %v, want ErrCorrupt", err)
+			}
+			var lines []int
+			for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+				var le *LineError
+				if errors.As(e, &le) {
+					lines = append(lines, le.Line)
+					if le.Path != path || !strings.Contains(le.Error(), path+":") {
+						t.Errorf("LineError %q does not name the file", le)
+					}
+				}
+			}
+			if diff := cmp.Diff(tt.badLines, lines); diff != "" {
+				t.Errorf("bad lines (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLoadMissing(t *testing.T) {
+	h, err := Load(filepath.Join(t.TempDir(), "none.jsonl"), Config{})
+	if h != nil || !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Load = %v, %v; want nil, ErrNotExist", h, err)
+	}
+}
+
+// TestSaveAtomic checks that a failed save leaves the old file as it was
+// and no temporary file behind.
+func TestSaveAtomic(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "run.jsonl")
+	if err := sample(t).Save(path); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(path)
+
+	bad := New(Config{})
+	bad.AppendUserText("hi")
+	// A raw block of invalid JSON cannot be marshalled: Save fails midway.
+	bad.AppendAssistant(asst(text("ok"), llm.RawBlock{Type: "x", JSON: json.RawMessage(`{`)}), llm.Usage{})
+	if err := bad.Save(path); err == nil {
+		t.Fatal("Save of an unmarshalable history succeeded")
+	}
+	after, _ := os.ReadFile(path)
+	if string(after) != string(before) {
+		t.Error("failed Save changed the existing file")
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("directory holds %q, want only run.jsonl", names)
+	}
+}

@@ -1,0 +1,220 @@
+package memory
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"image"
+	"image/png"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/agentloop/agentloop/llm"
+)
+
+func pngBase64(t testing.TB, w, h int) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, image.NewGray(image.Rect(0, 0, w, h))); err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(buf.Bytes())
+}
+
+func TestImageTokens(t *testing.T) {
+	tests := []struct {
+		name string
+		img  llm.Image
+		want int
+	}{
+		{"small", llm.Image{MediaType: "image/png", Data: pngBase64(t, 200, 150)}, 40},              // 30000/750
+		{"medium", llm.Image{MediaType: "image/png", Data: pngBase64(t, 1000, 750)}, 1000},          // 750000/750
+		{"long edge scaled", llm.Image{MediaType: "image/png", Data: pngBase64(t, 3136, 200)}, 210}, // 1568×100
+		{"pixel cap", llm.Image{MediaType: "image/png", Data: pngBase64(t, 1500, 1500)}, 1534},
+		{"unreadable", llm.Image{MediaType: "image/webp", Data: "UklGRg=="}, imageFallback},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ImageTokens(tt.img); got != tt.want {
+				t.Errorf("ImageTokens = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestTokens(t *testing.T) {
+	est := func(chars int, ratio float64) int { return int(math.Ceil(float64(chars) / ratio)) }
+	prompt := strings.Repeat("x", 700)
+	userChars := 700 + 2*blockOverhead // message framing + text block framing
+
+	tests := []struct {
+		name string
+		run  func(h *History) int // returns the expected Tokens()
+	}{
+		{"empty", func(h *History) int { return 0 }},
+		{"estimate only, system and tools counted", func(h *History) int {
+			h.SetPrefix(strings.Repeat("s", 350), []llm.ToolSpec{{Name: "calc", Description: "adds", InputSchema: []byte(`{"type":"object"}`)}})
+			h.AppendUserText(prompt)
+			prefix := 350 + len("calc") + len("adds") + len(`{"type":"object"}`) + blockOverhead
+			return est(prefix+userChars, defaultRatio)
+		}},
+		{"exact after a turn", func(h *History) int {
+			h.AppendUserText(prompt)
+			h.AppendAssistant(asst(text("ok")), llm.Usage{InputTokens: 3, CacheCreationInputTokens: 40, CacheReadInputTokens: 150, OutputTokens: 7})
+			return 200
+		}},
+		{"exact prefix plus estimated tail at the learned ratio", func(h *History) int {
+			h.AppendUserText(prompt)
+			// The API counted the 724 characters as 181 tokens: 4 chars/token.
+			h.AppendAssistant(asst(use("t1")), llm.Usage{InputTokens: 181, OutputTokens: 20})
+			if h.Ratio() != 4 {
+				t.Errorf("learned ratio = %v, want 4", h.Ratio())
+			}
+			h.AppendToolResults([]llm.ToolResult{result("t1", strings.Repeat("r", 400))})
+			tail := blockOverhead + len("t1") + blockOverhead + 400 + blockOverhead
+			return 201 + est(tail, 4)
+		}},
+		{"images counted in the tail", func(h *History) int {
+			h.AppendUserText(prompt)
+			h.AppendAssistant(asst(text("send it")), llm.Usage{InputTokens: 200, OutputTokens: 5})
+			h.AppendUser(llm.Image{MediaType: "image/png", Data: pngBase64(t, 1000, 750)})
+			return 205 + est(2*blockOverhead, h.Ratio()) + 1000
+		}},
+		{"repair keeps the exact prefix", func(h *History) int {
+			h.AppendUserText(prompt)
+			h.AppendAssistant(asst(use("t1")), llm.Usage{InputTokens: 200, OutputTokens: 5})
+			h.AppendToolResults([]llm.ToolResult{result("t1", "x")})
+			h.AppendAssistant(asst(llm.ToolUse{ID: "t2", Name: "calc", Input: []byte(`{"cut`)}), llm.Usage{})
+			h.Repair() // drops the cut-off turn
+			return 205 + est(blockOverhead+len("t1")+blockOverhead+1+blockOverhead, h.Ratio())
+		}},
+		{"overflow marks the reported count", func(h *History) int {
+			h.AppendUserText(prompt)
+			h.MarkOverflow(errors.New(`llm: 400 invalid_request_error: prompt is too long: 215439 tokens > 200000 maximum`))
+			return 215439
+		}},
+		{"overflow without a count assumes the window", func(h *History) int {
+			h.AppendUserText(prompt)
+			h.MarkOverflow(nil)
+			return 200_000
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := New(Config{})
+			want := tt.run(h)
+			if got := h.Tokens(); got != want {
+				t.Errorf("Tokens = %d, want %d", got, want)
+			}
+		})
+	}
+}
+
+func TestNeedsCompactionDefaults(t *testing.T) {
+	h := New(Config{})
+	if got, want := h.Config().ContextLimit, 200_000-4096-10_000; got != want {
+		t.Errorf("default ContextLimit = %d, want %d", got, want)
+	}
+	h.AppendUserText("hi")
+	h.AppendAssistant(asst(text("ok")), llm.Usage{InputTokens: int64(h.Config().ContextLimit)})
+	if h.NeedsCompaction() {
+		t.Error("NeedsCompaction at exactly the limit")
+	}
+	h.AppendUserText("one more")
+	if !h.NeedsCompaction() {
+		t.Error("NeedsCompaction false above the limit")
+	}
+}
+
+type fakeCounter struct {
+	n     int
+	calls int
+}
+
+func (c *fakeCounter) CountTokens(ctx context.Context, req llm.Request) (int, error) {
+	c.calls++
+	if err := ValidateMessages(req.Messages); err != nil {
+		return 0, err
+	}
+	return c.n, nil
+}
+
+func TestRecount(t *testing.T) {
+	ctr := &fakeCounter{n: 950}
+	h := New(Config{Model: "m", ContextLimit: 1000, Counter: ctr})
+	h.AppendUserText(strings.Repeat("x", 100))
+	if n, err := h.Recount(context.Background()); err != nil || ctr.calls != 0 {
+		t.Fatalf("Recount far from the limit = %d, %v with %d calls; want no call", n, err, ctr.calls)
+	}
+	h.AppendAssistant(asst(text("go on")), llm.Usage{})
+	h.AppendUserText(strings.Repeat("y", 3500)) // estimate ≈ 1050, past CountFrom (900)
+	n, err := h.Recount(context.Background())
+	if err != nil || n != 950 || ctr.calls != 1 {
+		t.Fatalf("Recount near the limit = %d, %v with %d calls; want 950 from one call", n, err, ctr.calls)
+	}
+	if h.Tokens() != 950 || h.NeedsCompaction() {
+		t.Errorf("after Recount Tokens = %d, NeedsCompaction = %v", h.Tokens(), h.NeedsCompaction())
+	}
+	// Now exact through the end: no second call.
+	if _, err := h.Recount(context.Background()); err != nil || ctr.calls != 1 {
+		t.Errorf("Recount with nothing estimated called the API again")
+	}
+}
+
+func TestIsPromptTooLong(t *testing.T) {
+	tests := []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{errors.New("llm: 400 invalid_request_error: prompt is too long: 215439 tokens > 200000 maximum"), true},
+		{errors.New("llm: 413 request_too_large: Request exceeds the maximum size"), true},
+		{errors.New("llm: 529 overloaded_error: Overloaded"), false},
+	}
+	for _, tt := range tests {
+		if got := IsPromptTooLong(tt.err); got != tt.want {
+			t.Errorf("IsPromptTooLong(%v) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
+}
+
+func TestCost(t *testing.T) {
+	tests := []struct {
+		model string
+		u     llm.Usage
+		want  float64
+		ok    bool
+	}{
+		{"claude-sonnet-4-5", llm.Usage{InputTokens: 1_000_000}, 3, true},
+		{"claude-sonnet-4-5-20250929", llm.Usage{OutputTokens: 1_000_000}, 15, true},
+		{"claude-haiku-4-5", llm.Usage{CacheCreationInputTokens: 1_000_000, CacheReadInputTokens: 1_000_000}, 1.25 + 0.10, true},
+		{"claude-opus-4-20250514", llm.Usage{InputTokens: 1_000_000}, 15, true},
+		{"claude-opus-4-5-20251101", llm.Usage{InputTokens: 1_000_000}, 5, true},
+		{"claude-opus-5-5", llm.Usage{InputTokens: 500_000, OutputTokens: 100_000}, 2 + 2, true},
+		{"gpt-4o", llm.Usage{InputTokens: 1}, 0, false},
+		{"claude-sonnet", llm.Usage{InputTokens: 1}, 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := DefaultPricing.Cost(tt.model, tt.u)
+		if ok != tt.ok || math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("Cost(%q, %+v) = %v, %v; want %v, %v", tt.model, tt.u, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestHistoryCost(t *testing.T) {
+	h := New(Config{Model: "claude-sonnet-4-5", SummaryModel: "claude-haiku-4-5"})
+	h.AppendUserText("hi")
+	h.AppendAssistant(asst(text("ok")), llm.Usage{InputTokens: 1_000_000, OutputTokens: 100_000})
+	h.addUsage(h.cfg.SummaryModel, llm.Usage{InputTokens: 1_000_000})
+	usd, ok := h.Cost()
+	if !ok || math.Abs(usd-(3+1.5+1)) > 1e-9 {
+		t.Errorf("Cost = %v, %v; want 5.5, true", usd, ok)
+	}
+	want := llm.Usage{InputTokens: 2_000_000, OutputTokens: 100_000}
+	if h.Usage() != want {
+		t.Errorf("Usage = %+v, want %+v", h.Usage(), want)
+	}
+}
