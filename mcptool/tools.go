@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/agentloop/agentloop/llm"
@@ -116,7 +117,7 @@ func (s *Server) call(ctx context.Context, remote string, input json.RawMessage)
 			return tool.Output{}, fmt.Errorf("mcp server %q: tool %q: %w", s.name, remote, context.Cause(ctx))
 		}
 		msg := fmt.Sprintf("mcp server %q failed calling tool %q: %v", s.name, remote, err)
-		if errors.Is(err, mcp.ErrConnectionClosed) {
+		if lostConnection(err) {
 			msg = fmt.Sprintf("mcp server %q is not running (it may have crashed), so tool %q is unavailable: %v", s.name, remote, err)
 			if s.proc != nil {
 				s.logger.Warn("mcp server connection lost", "tool", remote, "err", err, "stderr", s.proc.stderr.tail())
@@ -133,6 +134,13 @@ func (s *Server) call(ctx context.Context, remote string, input json.RawMessage)
 		}
 	}
 	return out, nil
+}
+
+// lostConnection reports whether err means the server is gone: the
+// connection was closed, or the server hung up mid-call (a crash reads as
+// EOF).
+func lostConnection(err error) bool {
+	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // imageTypes are the media types the Messages API accepts for images.

@@ -1,0 +1,71 @@
+package mcptool_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log"
+	"log/slog"
+
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/mcptool"
+	"github.com/agentloop/agentloop/tool"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// This example serves one tool from an MCP server in the same process, over
+// the SDK's in-memory transport, registers it and calls it as the model
+// would. A real server is usually a command ([mcptool.ConnectCommand]) or
+// a URL ([mcptool.ConnectURL]); the rest is the same.
+func Example() {
+	ctx := context.Background()
+
+	type greetIn struct {
+		Name string `json:"name" jsonschema:"who to greet"`
+	}
+	server := mcp.NewServer(&mcp.Implementation{Name: "greeter", Version: "v1"}, nil)
+	mcp.AddTool(server, &mcp.Tool{Name: "greet", Description: "Greets someone."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in greetIn) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Hello, " + in.Name + "!"}}}, nil, nil
+		})
+	clientEnd, serverEnd := mcp.NewInMemoryTransports()
+	session, err := server.Connect(ctx, serverEnd, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer session.Wait()
+
+	srv, err := mcptool.Connect(ctx, clientEnd, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	reg := tool.NewRegistry(tool.Config{})
+	if err := srv.Register(ctx, reg); err != nil {
+		log.Fatal(err)
+	}
+
+	results := reg.Run(ctx, []tool.Call{{ID: "toolu_1", Name: "greet", Input: json.RawMessage(`{"name":"Ada"}`)}})
+	fmt.Println(srv.Name(), llm.TextOf(results[0].Content))
+	// Output: greeter Hello, Ada!
+}
+
+// This example is what a command-line program does with each --mcp flag:
+// a server that fails to start is reported and skipped, and the agent runs
+// with the tools it has.
+func ExampleConnectCommand() {
+	ctx := context.Background()
+	reg := tool.NewRegistry(tool.Config{})
+	for _, line := range []string{"npx -y @modelcontextprotocol/server-everything", "my-server --verbose"} {
+		srv, err := mcptool.ConnectCommand(ctx, line, &mcptool.Options{Logger: slog.Default()})
+		if err != nil {
+			log.Print(err) // names the command and quotes the end of its stderr
+			continue
+		}
+		defer srv.Close() // on exit: the server and anything it started end
+		if err := srv.Register(ctx, reg); err != nil {
+			log.Print(err) // the tools that could not be registered
+		}
+	}
+	// ... run the agent with reg ...
+}
