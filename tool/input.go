@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -88,18 +89,30 @@ func describeValidation(err error) string {
 	return fmt.Sprintf("field %q: %s", field, msg)
 }
 
-// qualify prefixes each quoted name in a list like ["a","b"] with the
-// field path of the object that holds them, "x" becoming "obj.x".
+// qualify rewrites a list of names as the library prints it, Go-quoted as
+// in ["a" "b"], into "a", "b", each prefixed with the field path of the
+// object that holds them: "x" becomes "obj.x".
 func qualify(field, list string) string {
-	var names []string
-	if err := json.Unmarshal([]byte(list), &names); err != nil || len(names) == 0 {
+	rest, ok := strings.CutPrefix(list, "[")
+	if !ok {
 		return list
 	}
-	for i, n := range names {
-		if field != "" {
-			n = field + "." + n
+	var names []string
+	for {
+		rest = strings.TrimLeft(rest, " ")
+		q, err := strconv.QuotedPrefix(rest)
+		if err != nil {
+			break
 		}
-		names[i] = fmt.Sprintf("%q", n)
+		name, _ := strconv.Unquote(q)
+		if field != "" {
+			name = field + "." + name
+		}
+		names = append(names, strconv.Quote(name))
+		rest = rest[len(q):]
+	}
+	if rest != "]" || len(names) == 0 {
+		return list // not the expected shape: show it as it is
 	}
 	return strings.Join(names, ", ")
 }

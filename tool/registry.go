@@ -297,11 +297,10 @@ func settle(ctx, callCtx context.Context, name string, timeout time.Duration, ou
 		return errorOutput(cancelledText(ctx))
 	}
 	if callCtx.Err() != nil {
-		msg := fmt.Sprintf("tool %q timed out after %v", name, timeout)
-		if text := llm.TextOf(out.Content); text != "" {
-			msg += ": " + text
-		}
-		return errorOutput(msg)
+		// The tool's own message is dropped: it is usually just "context
+		// deadline exceeded", and the handler may not have returned yet,
+		// so keeping it would make the result depend on a race.
+		return errorOutput(fmt.Sprintf("tool %q timed out after %v", name, timeout))
 	}
 	return out
 }

@@ -1,0 +1,390 @@
+package tool
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/agentloop/agentloop/llm"
+)
+
+type pointInput struct {
+	X     float64 `json:"x" jsonschema:"the x coordinate"`
+	Y     float64 `json:"y"`
+	Label string  `json:"label,omitempty"`
+	Inner *struct {
+		N int `json:"n"`
+	} `json:"inner,omitempty"`
+	Tags []string `json:"tags,omitempty"`
+}
+
+func mustTool(t *Tool, err error) *Tool {
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+func textResult(id, text string) llm.ToolResult {
+	return llm.ToolResult{ToolUseID: id, Content: []llm.Block{llm.Text{Text: text}}}
+}
+
+func errorResult(id, text string) llm.ToolResult {
+	return llm.ToolResult{ToolUseID: id, Content: []llm.Block{llm.Text{Text: text}}, IsError: true}
+}
+
+// tools returns the tools of TestRun. release unblocks the tool that
+// ignores its context, so that the bubble can end.
+func testTools(release <-chan struct{}) []*Tool {
+	point := mustTool(New("point", "Echo a point.", func(ctx context.Context, in pointInput) (string, error) {
+		return fmt.Sprintf("(%v, %v)", in.X, in.Y), nil
+	}))
+	type sum struct {
+		Sum float64 `json:"sum"`
+	}
+	add := mustTool(New("add", "Add.", func(ctx context.Context, in pointInput) (sum, error) {
+		return sum{in.X + in.Y}, nil
+	}))
+	fail := mustTool(New("fail", "Fail.", func(ctx context.Context, in struct{}) (string, error) {
+		return "", errors.New("disk full")
+	}))
+	failEmpty := mustTool(New("fail_empty", "Fail silently.", func(ctx context.Context, in struct{}) (string, error) {
+		return "", errors.New("")
+	}))
+	empty := mustTool(New("empty", "Say nothing.", func(ctx context.Context, in struct{}) (string, error) {
+		return "", nil
+	}))
+	boom := mustTool(New("boom", "Panic.", func(ctx context.Context, in struct{}) (string, error) {
+		panic("boom")
+	}))
+	nilDeref := mustTool(New("nil_deref", "Crash.", func(ctx context.Context, in struct{}) (string, error) {
+		var m map[string]*int
+		return fmt.Sprint(*m["x"]), nil
+	}))
+	image := mustTool(New("image", "Draw.", func(ctx context.Context, in struct{}) ([]llm.Block, error) {
+		return []llm.Block{llm.Text{Text: "a dot"}, llm.Text{}, llm.Image{MediaType: "image/png", Data: "iVBORw0KGgo="}}, nil
+	}))
+	soft := mustTool(New("soft_error", "Report a tool-level error.", func(ctx context.Context, in struct{}) (Output, error) {
+		return Output{Content: []llm.Block{llm.Text{Text: "no such file"}}, IsError: true}, nil
+	}))
+	slow := mustTool(New("slow", "Honour the context.", func(ctx context.Context, in struct{}) (string, error) {
+		<-ctx.Done()
+		return "", ctx.Err()
+	}))
+	slow.Timeout = 2 * time.Second
+	stubborn := mustTool(New("stubborn", "Ignore the context.", func(ctx context.Context, in struct{}) (string, error) {
+		<-release
+		return "too late", nil
+	}))
+	stubborn.Timeout = time.Second
+	big := mustTool(New("big", "Talk a lot.", func(ctx context.Context, in struct{}) (string, error) {
+		return strings.Repeat("ab", 100) + "é" + strings.Repeat("z", 40), nil // é is bytes 200 and 201
+	}))
+	raw := mustTool(NewRaw("raw", "Raw echo.", json.RawMessage(`{"type":"object","properties":{"q":{"type":"string","minLength":2}},"required":["q"]}`),
+		func(ctx context.Context, input json.RawMessage) (Output, error) {
+			return Output{Content: []llm.Block{llm.Text{Text: string(input)}}}, nil
+		}))
+	op := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{
+		"op": {Type: "string", Enum: []any{"up", "down"}},
+	}, Required: []string{"op"}}
+	enum := mustTool(NewWithSchema("enum", "Pick.", op, func(ctx context.Context, in struct {
+		Op string `json:"op"`
+	}) (string, error) {
+		return in.Op, nil
+	}))
+	return []*Tool{point, add, fail, failEmpty, empty, boom, nilDeref, image, soft, slow, stubborn, big, raw, enum}
+}
+
+func TestRun(t *testing.T) {
+	tests := []struct {
+		name  string
+		input string // the call's input; the tool is named by the case
+		tool  string
+		want  llm.ToolResult
+	}{
+		{"text", `{"x": 1, "y": 2.5}`, "point", textResult("id", "(1, 2.5)")},
+		{"json", `{"x": 3, "y": 5}`, "add", textResult("id", `{"sum":8}`)},
+		{"blocks", `{}`, "image", llm.ToolResult{ToolUseID: "id", Content: []llm.Block{
+			llm.Text{Text: "a dot"}, llm.Image{MediaType: "image/png", Data: "iVBORw0KGgo="}}}},
+		{"output is_error", `{}`, "soft_error", errorResult("id", "no such file")},
+		{"empty input", ``, "empty", llm.ToolResult{ToolUseID: "id"}},
+		{"raw", `{"q": "hi"}`, "raw", textResult("id", `{"q": "hi"}`)},
+		{"enum ok", `{"op": "up"}`, "enum", textResult("id", "up")},
+
+		{"error", `{}`, "fail", errorResult("id", "disk full")},
+		{"empty error", `{}`, "fail_empty", errorResult("id", "the tool failed without saying why")},
+		{"unknown tool", `{}`, "nope", errorResult("id", `unknown tool "nope"; the available tools are: `+
+			"add, big, boom, empty, enum, fail, fail_empty, image, nil_deref, point, raw, slow, soft_error, stubborn")},
+		{"bad json", `{"x": 1,`, "point", errorResult("id", `invalid input for tool "point": the input is not valid JSON: unexpected end of JSON input`)},
+		{"not an object", `[1, 2]`, "point", errorResult("id", `invalid input for tool "point": the input must be a JSON object, not an array`)},
+		{"null", `null`, "point", errorResult("id", `invalid input for tool "point": the input must be a JSON object, not null`)},
+		{"missing field", `{"x": 1}`, "point", errorResult("id", `invalid input for tool "point": missing required field(s) "y"`)},
+		{"wrong type", `{"x": "one", "y": 2}`, "point", errorResult("id", `invalid input for tool "point": field "x": type: one has type "string", want "number"`)},
+		{"unknown field", `{"x": 1, "y": 2, "z": 3}`, "point", errorResult("id", `invalid input for tool "point": unknown field(s) "z"; use only the fields in the input schema`)},
+		{"nested field", `{"x": 1, "y": 2, "inner": {"n": 1.5}}`, "point", errorResult("id", `invalid input for tool "point": field "inner.n": type: 1.5 has type "number", want "integer"`)},
+		{"nested missing", `{"x": 1, "y": 2, "inner": {}}`, "point", errorResult("id", `invalid input for tool "point": missing required field(s) "inner.n"`)},
+		{"array item", `{"x": 1, "y": 2, "tags": ["a", 7]}`, "point", errorResult("id", `invalid input for tool "point": field "tags[]": type: 7 has type "integer", want "string"`)},
+		{"enum", `{"op": "left"}`, "enum", errorResult("id", `invalid input for tool "enum": field "op": enum: left does not equal any of: [up down]`)},
+		{"raw schema", `{"q": "h"}`, "raw", errorResult("id", `invalid input for tool "raw": field "q": minLength: "h" contains 1 Unicode code points, fewer than 2`)},
+		{"panic", `{}`, "boom", errorResult("id", `tool "boom" panicked: boom`)},
+		{"runtime panic", `{}`, "nil_deref", errorResult("id", `tool "nil_deref" panicked: runtime error: invalid memory address or nil pointer dereference`)},
+		{"timeout", `{}`, "slow", errorResult("id", `tool "slow" timed out after 2s`)},
+		{"timeout ignored", `{}`, "stubborn", errorResult("id", `tool "stubborn" timed out after 1s`)},
+		{"truncated", `{}`, "big", llm.ToolResult{ToolUseID: "id", Content: []llm.Block{
+			llm.Text{Text: strings.Repeat("ab", 100)},
+			llm.Text{Text: "[output truncated: the tool returned 242 bytes of text; only the first 201 are shown]"}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				release := make(chan struct{})
+				defer close(release)
+				r := NewRegistry(Config{MaxOutputBytes: 201})
+				if err := r.Register(testTools(release)...); err != nil {
+					t.Fatal(err)
+				}
+				got := r.Run(t.Context(), []Call{{ID: "id", Name: tt.tool, Input: json.RawMessage(tt.input)}})
+				if diff := cmp.Diff([]llm.ToolResult{tt.want}, got); diff != "" {
+					t.Errorf("Run mismatch (-want +got):\n%s", diff)
+				}
+			})
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger shared by goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func TestPanicStackGoesToLogger(t *testing.T) {
+	var logs syncBuffer
+	r := NewRegistry(Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	boom := mustTool(New("boom", "Panic.", func(ctx context.Context, in struct{}) (string, error) {
+		panic(fmt.Errorf("wrapped %w", errors.New("cause")))
+	}))
+	if err := r.Register(boom); err != nil {
+		t.Fatal(err)
+	}
+	got := r.Run(t.Context(), []Call{{ID: "1", Name: "boom"}})
+	if diff := cmp.Diff([]llm.ToolResult{errorResult("1", `tool "boom" panicked: wrapped cause`)}, got); diff != "" {
+		t.Errorf("Run mismatch (-want +got):\n%s", diff)
+	}
+	for _, want := range []string{"tool panicked", "tool=boom", "id=1", "runtime/debug.Stack", "registry_test.go"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, logs.String())
+		}
+	}
+	if strings.Contains(llm.TextOf(got[0].Content), "goroutine") {
+		t.Errorf("the stack reached the model: %s", llm.TextOf(got[0].Content))
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	img := llm.Image{MediaType: "image/png", Data: strings.Repeat("A", 1000)}
+	note := func(total, max int) llm.Block {
+		return llm.Text{Text: fmt.Sprintf("[output truncated: the tool returned %d bytes of text; only the first %d are shown]", total, max)}
+	}
+	tests := []struct {
+		name string
+		max  int
+		in   []llm.Block
+		want []llm.Block
+	}{
+		{"fits", 5, []llm.Block{llm.Text{Text: "hello"}}, []llm.Block{llm.Text{Text: "hello"}}},
+		{"ascii", 3, []llm.Block{llm.Text{Text: "hello"}}, []llm.Block{llm.Text{Text: "hel"}, note(5, 3)}},
+		{"no cap", -1, []llm.Block{llm.Text{Text: "hello"}}, []llm.Block{llm.Text{Text: "hello"}}},
+		// "é" is 2 bytes and "€" 3: a cut inside either backs up to its start.
+		{"inside 2-byte rune", 2, []llm.Block{llm.Text{Text: "aéb"}}, []llm.Block{llm.Text{Text: "a"}, note(4, 2)}},
+		{"inside 3-byte rune", 3, []llm.Block{llm.Text{Text: "a€"}}, []llm.Block{llm.Text{Text: "a"}, note(4, 3)}},
+		{"at rune end", 3, []llm.Block{llm.Text{Text: "aéb"}}, []llm.Block{llm.Text{Text: "aé"}, note(4, 3)}},
+		{"rune at start", 1, []llm.Block{llm.Text{Text: "€uro"}}, []llm.Block{note(6, 1)}},
+		{"across blocks", 6, []llm.Block{llm.Text{Text: "abcd"}, img, llm.Text{Text: "efgh"}, llm.Text{Text: "ijkl"}},
+			[]llm.Block{llm.Text{Text: "abcd"}, img, llm.Text{Text: "ef"}, note(12, 6)}},
+		{"images not counted", 4, []llm.Block{img, llm.Text{Text: "abcd"}}, []llm.Block{img, llm.Text{Text: "abcd"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := NewRegistry(Config{MaxOutputBytes: tt.max})
+			got := r.shape(tt.in, false)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("shape mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRegisterErrors(t *testing.T) {
+	ok := func(name string) *Tool {
+		return mustTool(NewRaw(name, "", json.RawMessage(`{"type":"object"}`), func(context.Context, json.RawMessage) (Output, error) {
+			return Output{}, nil
+		}))
+	}
+	tests := []struct {
+		name    string
+		tools   []*Tool
+		wantErr string
+	}{
+		{"nil", []*Tool{nil}, "tool: nil *Tool"},
+		{"zero Tool", []*Tool{{}}, `tool "": not built with New, NewWithSchema or NewRaw`},
+		{"duplicate of registered", []*Tool{ok("taken")}, `tool "taken": duplicate tool name`},
+		{"duplicate in batch", []*Tool{ok("x1"), ok("x1")}, `tool "x1": duplicate tool name`},
+		{"batch with a bad tool", []*Tool{ok("fine"), nil}, "tool: nil *Tool"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := NewRegistry(Config{})
+			if err := r.Register(ok("taken")); err != nil {
+				t.Fatal(err)
+			}
+			err := r.Register(tt.tools...)
+			if err == nil || err.Error() != tt.wantErr {
+				t.Fatalf("Register error = %v, want %q", err, tt.wantErr)
+			}
+			// Registration is all or nothing.
+			if diff := cmp.Diff([]string{"taken"}, names(r.Specs())); diff != "" {
+				t.Errorf("registered tools changed (-want +got):\n%s", diff)
+			}
+		})
+	}
+	r := NewRegistry(Config{})
+	r.Register(ok("a"))
+	if err := r.Register(ok("a")); !errors.Is(err, ErrDuplicate) {
+		t.Errorf("duplicate error %v does not wrap ErrDuplicate", err)
+	}
+}
+
+func names(specs []llm.ToolSpec) []string {
+	var ns []string
+	for _, s := range specs {
+		ns = append(ns, s.Name)
+	}
+	return ns
+}
+
+func TestConstructorErrors(t *testing.T) {
+	noop := func(context.Context, json.RawMessage) (Output, error) { return Output{}, nil }
+	raw := func(name, schema string) error {
+		_, err := NewRaw(name, "", json.RawMessage(schema), noop)
+		return err
+	}
+	tests := []struct {
+		name    string
+		err     error
+		wantErr string
+	}{
+		{"empty name", raw("", `{"type":"object"}`), `tool "": invalid name: the API requires 1 to 64 letters, digits, '_' or '-' (^[a-zA-Z0-9_-]{1,64}$)`},
+		{"space in name", raw("get weather", `{"type":"object"}`), `tool "get weather": invalid name`},
+		{"dot in name", raw("fs.read", `{"type":"object"}`), `tool "fs.read": invalid name`},
+		{"65 chars", raw(strings.Repeat("a", 65), `{"type":"object"}`), `invalid name`},
+		{"array schema", raw("t", `{"type":"array"}`), `tool "t": the input schema must have type "object", not "array"`},
+		{"untyped schema", raw("t", `{"properties":{}}`), `tool "t": the input schema must have type "object", not none`},
+		{"schema not JSON", raw("t", `{"type":`), `tool "t": the input schema is not a JSON schema object`},
+		{"schema a string", raw("t", `"object"`), `tool "t": the input schema is not a JSON schema object`},
+		{"bad ref", raw("t", `{"type":"object","properties":{"a":{"$ref":"#/$defs/missing"}}}`), `tool "t": resolving the input schema`},
+		{"nil raw func", func() error { _, err := NewRaw("t", "", json.RawMessage(`{"type":"object"}`), nil); return err }(), `tool "t": nil function`},
+		{"In not a struct", func() error {
+			_, err := New("t", "", func(context.Context, int) (string, error) { return "", nil })
+			return err
+		}(), `tool "t": the input schema must have type "object", not "integer" (make In a struct)`},
+		{"In a pointer", func() error {
+			_, err := New("t", "", func(context.Context, *pointInput) (string, error) { return "", nil })
+			return err
+		}(), `tool "t": the input schema must have type "object", not ["null" "object"] (make In a struct)`},
+		{"In unsupported", func() error {
+			_, err := New("t", "", func(context.Context, struct{ C chan int }) (string, error) { return "", nil })
+			return err
+		}(), `tool "t": generating the input schema`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.err == nil || !strings.Contains(tt.err.Error(), tt.wantErr) {
+				t.Errorf("error = %v, want it to contain %q", tt.err, tt.wantErr)
+			}
+		})
+	}
+	// 64 characters, all allowed kinds, is fine.
+	if err := raw(strings.Repeat("aZ0_-", 12)+"abcd", `{"type":"object"}`); err != nil {
+		t.Errorf("valid 64-char name rejected: %v", err)
+	}
+}
+
+func TestSpecsAndLookup(t *testing.T) {
+	r := NewRegistry(Config{})
+	var want []string
+	for _, n := range []string{"zeta", "alpha", "mid"} {
+		want = append(want, n)
+		if err := r.Register(mustTool(New(n, "Tool "+n+".", func(context.Context, pointInput) (string, error) { return "", nil }))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	specs := r.Specs()
+	if diff := cmp.Diff(want, names(specs)); diff != "" {
+		t.Errorf("Specs order (-want +got):\n%s", diff)
+	}
+	wantSchema := `{"type":"object","properties":{"x":{"type":"number","description":"the x coordinate"},"y":{"type":"number"},` +
+		`"label":{"type":"string"},"inner":{"type":["null","object"],"properties":{"n":{"type":"integer"}},"required":["n"],"additionalProperties":false},` +
+		`"tags":{"type":["null","array"],"items":{"type":"string"}}},"required":["x","y"],"additionalProperties":false}`
+	if got := string(specs[1].InputSchema); got != wantSchema {
+		t.Errorf("schema:\n got %s\nwant %s", got, wantSchema)
+	}
+	if specs[1].Description != "Tool alpha." {
+		t.Errorf("description = %q", specs[1].Description)
+	}
+	tl, ok := r.Lookup("mid")
+	if !ok || tl.Name() != "mid" || tl.Spec().Name != "mid" {
+		t.Errorf("Lookup(mid) = %v, %v", tl, ok)
+	}
+	if _, ok := r.Lookup("nope"); ok {
+		t.Error("Lookup(nope) found a tool")
+	}
+}
+
+func TestRawUnsupportedDraftSkipsValidation(t *testing.T) {
+	schema := `{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`
+	tl := mustTool(NewRaw("old", "", json.RawMessage(schema), func(ctx context.Context, in json.RawMessage) (Output, error) {
+		return Output{Content: []llm.Block{llm.Text{Text: "handler saw " + string(in)}}}, nil
+	}))
+	r := NewRegistry(Config{})
+	if err := r.Register(tl); err != nil {
+		t.Fatal(err)
+	}
+	got := r.Run(t.Context(), []Call{
+		{ID: "1", Name: "old", Input: json.RawMessage(`{"n": "x"}`)},
+		{ID: "2", Name: "old", Input: json.RawMessage(`[]`)},
+	})
+	want := []llm.ToolResult{
+		textResult("1", `handler saw {"n": "x"}`),
+		errorResult("2", `invalid input for tool "old": the input must be a JSON object, not an array`),
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Run mismatch (-want +got):\n%s", diff)
+	}
+	if string(tl.Spec().InputSchema) != schema {
+		t.Errorf("raw schema not kept as given: %s", tl.Spec().InputSchema)
+	}
+}
