@@ -1,0 +1,203 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	at "github.com/agentloop/agentloop/anthropictest"
+	"github.com/agentloop/agentloop/llm"
+)
+
+// TestMidStreamFailure checks that a turn that fails after output arrived
+// is retried whole, that the caller is told to discard the partial output,
+// and that nothing of the failed attempt reaches the history.
+func TestMidStreamFailure(t *testing.T) {
+	tests := []struct {
+		name     string
+		replies  []at.Reply
+		state    State
+		errType  string // the *llm.APIError type expected, if the run fails
+		events   []string
+		retries  []Retry
+		requests int
+	}{{
+		name: "error event after text, then success",
+		replies: []at.Reply{
+			at.NewStream().Text("The answ").ErrorEvent("overloaded_error", "Overloaded"),
+			at.NewStream().Text("The answer is 42.").Stop("end_turn"),
+		},
+		state:    Finished,
+		events:   []string{"turn_start", "retry", "turn_start", "done"},
+		retries:  []Retry{{Attempt: 2, Error: "llm: overloaded_error: Overloaded (request req_anthropictest0000000001)", Discard: true}},
+		requests: 2,
+	}, {
+		name: "reset after a tool call started, then success",
+		replies: []at.Reply{
+			at.NewStream().Text("Calling.").ToolUse("toolu_1", "block", `{"n":1}`).EndBlock().Reset(),
+			at.NewStream().Text("The answer is 42.").Stop("end_turn"),
+		},
+		state:    Finished,
+		events:   []string{"turn_start", "tool_call_start", "tool_call", "retry", "turn_start", "done"},
+		requests: 2,
+	}, {
+		name: "stream that ends without message_stop, then success",
+		replies: []at.Reply{
+			at.NewStream().Text("The answ").EndWithoutStop(),
+			at.NewStream().Text("The answer is 42.").Stop("end_turn"),
+		},
+		state:    Finished,
+		events:   []string{"turn_start", "retry", "turn_start", "done"},
+		requests: 2,
+	}, {
+		name: "retries run out",
+		replies: []at.Reply{
+			at.NewStream().Text("a").ErrorEvent("overloaded_error", "Overloaded"),
+			at.NewStream().Text("b").ErrorEvent("overloaded_error", "Overloaded"),
+			at.NewStream().Text("c").ErrorEvent("overloaded_error", "Overloaded"),
+		},
+		state:    Failed,
+		errType:  "overloaded_error",
+		events:   []string{"turn_start", "retry", "turn_start", "retry", "turn_start", "done"},
+		requests: 3,
+	}, {
+		name: "an error that will not pass is not retried",
+		replies: []at.Reply{
+			at.NewStream().Text("a").ErrorEvent("invalid_request_error", "bad"),
+		},
+		state:    Failed,
+		errType:  "invalid_request_error",
+		events:   []string{"turn_start", "done"},
+		requests: 1,
+	}, {
+		name: "an HTTP error before the stream is retried by the client alone",
+		replies: []at.Reply{
+			at.HTTPError(529, "overloaded_error", "Overloaded").RetryAfterMs(1),
+			at.NewStream().Text("The answer is 42.").Stop("end_turn"),
+		},
+		state:    Finished,
+		events:   []string{"turn_start", "done"},
+		requests: 2,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, client := fake(t, tt.replies...)
+			tools := newTools(t)
+			a := newAgent(t, client, Config{Tools: tools.reg})
+			evs, res, err := collect(t, a.Stream(t.Context(), "What is the answer?"))
+			if diff := cmp.Diff(tt.events, kinds(evs, false)); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+			if res.State != tt.state {
+				t.Errorf("state = %q, want %q (err %v)", res.State, tt.state, err)
+			}
+			if tt.errType != "" {
+				var ae *llm.APIError
+				if !errors.As(err, &ae) || ae.Type != tt.errType {
+					t.Errorf("err = %v, want an *llm.APIError of type %s", err, tt.errType)
+				}
+			} else if err != nil {
+				t.Errorf("err = %v", err)
+			}
+			for _, r := range eventsOf[Retry](evs) {
+				if !r.Discard || r.Error == "" {
+					t.Errorf("retry event %+v: want Discard and an error", r)
+				}
+			}
+			if tt.retries != nil {
+				if diff := cmp.Diff(tt.retries, eventsOf[Retry](evs)); diff != "" {
+					t.Errorf("retries (-want +got):\n%s", diff)
+				}
+			}
+			if n := len(srv.Requests()); n != tt.requests {
+				t.Errorf("%d requests, want %d", n, tt.requests)
+			}
+			// The history holds the user's message and, on success, the
+			// final turn: no partial turn, no error text, no tool call of
+			// a failed attempt.
+			msgs := a.History().Messages()
+			var roles []string
+			for _, m := range msgs {
+				roles = append(roles, fmt.Sprintf("%s:%s", m.Role, llm.TextOf(m.Content)))
+			}
+			want := []string{"user:What is the answer?"}
+			if tt.state == Finished {
+				want = append(want, "assistant:The answer is 42.")
+			}
+			if diff := cmp.Diff(want, roles); diff != "" {
+				t.Errorf("history (-want +got):\n%s", diff)
+			}
+			validHistory(t, a.History())
+		})
+	}
+}
+
+// TestPromptTooLong checks that a 400 "prompt is too long" compacts the
+// history once and sends the turn again, and that a second one fails.
+func TestPromptTooLong(t *testing.T) {
+	tooLong := func() at.Reply {
+		return at.HTTPError(400, "invalid_request_error", "prompt is too long: 25000 tokens > 20000 maximum")
+	}
+	t.Run("compact and retry", func(t *testing.T) {
+		srv, client := fake(t, summarising(tooLong(), at.NewStream().Text("fits now").Stop("end_turn")))
+		a := newAgent(t, client, Config{History: longHistory(6)})
+		evs, res, err := collect(t, a.Stream(t.Context(), "go on"))
+		if err != nil || res.State != Finished || res.Text != "fits now" {
+			t.Fatalf("result %+v, %v", res, err)
+		}
+		want := []string{"turn_start", "compaction", "retry", "turn_start", "done"}
+		if diff := cmp.Diff(want, kinds(evs, false)); diff != "" {
+			t.Errorf("events (-want +got):\n%s", diff)
+		}
+		if r := eventsOf[Retry](evs)[0]; r.Discard {
+			t.Errorf("retry %+v: nothing was yielded, so nothing to discard", r)
+		}
+		// The turn, one or more summary calls, the turn again.
+		reqs := srv.Requests()
+		if len(reqs) < 3 || isSummary(reqs[0]) || !isSummary(reqs[1]) || isSummary(reqs[len(reqs)-1]) {
+			t.Errorf("%d requests, want turn, summaries, turn", len(reqs))
+		}
+		validHistory(t, a.History())
+	})
+	t.Run("only once", func(t *testing.T) {
+		_, client := fake(t, summarising(tooLong(), tooLong()))
+		a := newAgent(t, client, Config{History: longHistory(6)})
+		_, res, err := collect(t, a.Stream(t.Context(), "go on"))
+		var ae *llm.APIError
+		if res.State != Failed || !errors.As(err, &ae) || !strings.Contains(ae.Message, "prompt is too long") {
+			t.Fatalf("result %+v, %v; want a failure with the 400", res, err)
+		}
+		validHistory(t, a.History())
+	})
+}
+
+func TestCompactBeforeRequest(t *testing.T) {
+	srv, client := fake(t, summarising(at.NewStream().Text("ok").Stop("end_turn")))
+	h := longHistory(25)
+	if !h.NeedsCompaction() {
+		t.Fatal("test history does not need compaction")
+	}
+	a := newAgent(t, client, Config{History: h})
+	evs, res, err := collect(t, a.Stream(t.Context(), "go on"))
+	if err != nil || res.State != Finished {
+		t.Fatalf("result %+v, %v", res, err)
+	}
+	want := []string{"compaction", "turn_start", "done"}
+	if diff := cmp.Diff(want, kinds(evs, false)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	c := eventsOf[Compaction](evs)[0]
+	if c.After >= c.Before || len(c.Steps) == 0 {
+		t.Errorf("compaction = %+v", c)
+	}
+	if n := len(srv.Requests()); n != 2 {
+		t.Errorf("%d requests, want 2 (summary, turn)", n)
+	}
+	// The summary call's usage counts in the run's.
+	if res.Usage.InputTokens != 20 {
+		t.Errorf("usage = %+v, want two calls' input", res.Usage)
+	}
+}
