@@ -1,0 +1,233 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentloop/agentloop/anthropictest"
+	"github.com/google/go-cmp/cmp"
+)
+
+// fakeClient returns a client for srv whose retry waits are recorded
+// rather than slept.
+func fakeClient(t *testing.T, srv *anthropictest.Server, cfg Config) (*Client, *[]time.Duration) {
+	t.Helper()
+	t.Cleanup(srv.Close)
+	cfg.BaseURL = srv.URL
+	c := New(cfg)
+	var waits []time.Duration
+	c.sleep = func(ctx context.Context, d time.Duration) error {
+		waits = append(waits, d)
+		return ctx.Err()
+	}
+	c.jitter = func(int64) int64 { return 0 }
+	return c, &waits
+}
+
+// turn is what one Stream produced.
+type turn struct {
+	Blocks     []Block
+	Incomplete []Block
+	Stop       StopReason
+	Err        string
+	Retryable  bool
+}
+
+func runTurn(t *testing.T, c *Client, req Request) turn {
+	t.Helper()
+	var a Assembler
+	var got turn
+	for ev, err := range c.Stream(t.Context(), req) {
+		if err != nil {
+			got.Err, got.Retryable = err.Error(), IsRetryable(err)
+			break
+		}
+		a.Add(ev)
+	}
+	got.Blocks, got.Incomplete, got.Stop = a.Message().Content, a.Incomplete(), a.StopReason()
+	return got
+}
+
+// TestFakeServer runs Stream against every reply and fault of anthropictest.
+func TestFakeServer(t *testing.T) {
+	S := anthropictest.NewStream
+	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
+	hello := []Block{Text{Text: "Hello"}}
+	tests := []struct {
+		name    string
+		cfg     Config
+		replies []anthropictest.Reply
+		want    turn
+		waits   []time.Duration
+	}{
+		{name: "text with pings", replies: []anthropictest.Reply{S().Ping().Text("Hel", "lo").Ping().Stop("end_turn")},
+			want: turn{Blocks: hello, Stop: EndTurn}},
+		{name: "tool use split anywhere", replies: []anthropictest.Reply{
+			S().Text("Let me add.").ToolUse("toolu_1", "add", anthropictest.Split(`{"a":1,"s":"x\"y\u00e9"}`, 3)...).Stop("tool_use")},
+			want: turn{Blocks: []Block{Text{Text: "Let me add."}, ToolUse{ID: "toolu_1", Name: "add", Input: raw(`{"a":1,"s":"x\"y\u00e9"}`)}}, Stop: ToolUseStop}},
+		{name: "tool without arguments", replies: []anthropictest.Reply{S().ToolUse("toolu_2", "now").Stop("tool_use")},
+			want: turn{Blocks: []Block{ToolUse{ID: "toolu_2", Name: "now", Input: raw(`{}`)}}, Stop: ToolUseStop}},
+		{name: "whole tool input", replies: []anthropictest.Reply{S().ToolUseWhole("toolu_3", "roll", `{"p":2}`).Stop("tool_use")},
+			want: turn{Blocks: []Block{ToolUse{ID: "toolu_3", Name: "roll", Input: raw(`{"p":2}`)}}, Stop: ToolUseStop}},
+		{name: "thinking, redacted, server tool, result, citation", replies: []anthropictest.Reply{
+			S().Thinking("sig", "hm", "m").RedactedThinking("RD").ServerToolUse("srvtoolu_1", "web_search", `{"query":`, `"go"}`).
+				Block(`{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[]}`).
+				Text("Go").Citation(`{"type":"char_location","cited_text":"Go"}`).StopSequence("END")},
+			want: turn{Blocks: []Block{
+				Thinking{Thinking: "hmm", Signature: "sig"},
+				RawBlock{Type: "redacted_thinking", JSON: raw(`{"type":"redacted_thinking","data":"RD"}`)},
+				RawBlock{Type: "server_tool_use", JSON: raw(`{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{"query":"go"}}`)},
+				RawBlock{Type: "web_search_tool_result", JSON: raw(`{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[]}`)},
+				Text{Text: "Go", Citations: []json.RawMessage{raw(`{"type":"char_location","cited_text":"Go"}`)}},
+			}, Stop: StopSequence}},
+		{name: "unknown event, CRLF and data-only framing", replies: []anthropictest.Reply{
+			S().Event("future_event", `{"type":"future_event"}`).
+				Raw("event: content_block_start\r\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\r\n\r\n").
+				Raw("data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hello\"}}\n\n").
+				Raw(": comment\n\nevent: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n").Stop("end_turn")},
+			want: turn{Blocks: hello, Stop: EndTurn}},
+		{name: "max_tokens cuts a tool call", replies: []anthropictest.Reply{
+			S().Text("Writing").ToolUse("toolu_4", "write", `{"path":"a`).LeaveOpen().Stop("max_tokens")},
+			want: turn{Blocks: []Block{Text{Text: "Writing"}}, Stop: MaxTokens,
+				Incomplete: []Block{ToolUse{ID: "toolu_4", Name: "write", Input: raw(`{"INVALID_JSON":"{\"path\":\"a"}`)}}}},
+		{name: "error event before content is retried", replies: []anthropictest.Reply{
+			S().ErrorEvent("overloaded_error", "Overloaded"), S().Text("Hello").Stop("end_turn")},
+			want: turn{Blocks: hello, Stop: EndTurn}, waits: []time.Duration{500 * time.Millisecond}},
+		{name: "error event after content", replies: []anthropictest.Reply{S().Text("Hel").ErrorEvent("overloaded_error", "Overloaded")},
+			want: turn{Incomplete: []Block{Text{Text: "Hel"}}, Err: "llm: overloaded_error: Overloaded", Retryable: true}},
+		{name: "invalid_request_error event is final", replies: []anthropictest.Reply{S().ErrorEvent("invalid_request_error", "no")},
+			want: turn{Err: "llm: invalid_request_error: no"}},
+		{name: "reset before content is retried", replies: []anthropictest.Reply{S().Reset(), S().Text("Hello").Stop("end_turn")},
+			want: turn{Blocks: hello, Stop: EndTurn}, waits: []time.Duration{500 * time.Millisecond}},
+		{name: "reset after content", replies: []anthropictest.Reply{S().Text("Hel").Reset()},
+			want: turn{Incomplete: []Block{Text{Text: "Hel"}}, Err: "llm: stream ended before message_stop", Retryable: true}},
+		{name: "end without stop", replies: []anthropictest.Reply{S().Text("Hel").EndWithoutStop()},
+			want: turn{Incomplete: []Block{Text{Text: "Hel"}}, Err: "llm: stream ended before message_stop", Retryable: true}},
+		{name: "stall after message_start is retried", cfg: Config{IdleTimeout: 50 * time.Millisecond},
+			replies: []anthropictest.Reply{S().Stall(), anthropictest.Hang(), S().Text("Hello").Stop("end_turn")},
+			want:    turn{Blocks: hello, Stop: EndTurn}, waits: []time.Duration{500 * time.Millisecond, time.Second}},
+		{name: "stall mid-block", cfg: Config{IdleTimeout: 50 * time.Millisecond}, replies: []anthropictest.Reply{S().Text("Hel").Stall()},
+			want: turn{Incomplete: []Block{Text{Text: "Hel"}}, Err: "llm: stream idle timeout", Retryable: true}},
+		{name: "paced stream within the idle timeout", cfg: Config{IdleTimeout: 10 * time.Second},
+			replies: []anthropictest.Reply{S().Pace(time.Millisecond).Text("Hel", "lo").Stop("end_turn")},
+			want:    turn{Blocks: hello, Stop: EndTurn}},
+		{name: "retry-after-ms", replies: []anthropictest.Reply{
+			anthropictest.HTTPError(429, "rate_limit_error", "slow").RetryAfterMs(250), S().Text("Hello").Stop("end_turn")},
+			want: turn{Blocks: hello, Stop: EndTurn}, waits: []time.Duration{250 * time.Millisecond}},
+		{name: "retry-after", replies: []anthropictest.Reply{
+			anthropictest.HTTPError(529, "overloaded_error", "busy").RetryAfter(2), S().Text("Hello").Stop("end_turn")},
+			want: turn{Blocks: hello, Stop: EndTurn}, waits: []time.Duration{2 * time.Second}},
+		{name: "should-retry false", replies: []anthropictest.Reply{anthropictest.HTTPError(529, "overloaded_error", "busy").ShouldRetry(false).RequestID("req_x")},
+			want: turn{Err: "llm: 529 overloaded_error: busy (request req_x)"}},
+		{name: "cloudflare 413", replies: []anthropictest.Reply{
+			anthropictest.HTTPError(413, "", "").Body([]byte(`{"error":{"type":"request_too_large","message":"Request exceeds the maximum size"}}`)).RequestID("")},
+			want: turn{Err: "llm: 413 request_too_large: Request exceeds the maximum size"}},
+		{name: "reply func", replies: []anthropictest.Reply{anthropictest.ReplyFunc(func(r *anthropictest.Request) anthropictest.Reply {
+			return S().Text(r.Messages()[0].Text()).Stop("end_turn")
+		})}, want: turn{Blocks: []Block{Text{Text: "hi"}}, Stop: EndTurn}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := anthropictest.NewServer(tt.replies...)
+			c, waits := fakeClient(t, srv, tt.cfg)
+			got := runTurn(t, c, testReq)
+			if tt.want.Err != "" && strings.HasPrefix(got.Err, tt.want.Err) {
+				got.Err = tt.want.Err // the rest names the request or the socket
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("turn (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.waits, *waits); diff != "" {
+				t.Errorf("waits (-want +got):\n%s", diff)
+			}
+			if srv.Pending() != 0 {
+				t.Errorf("%d replies unused", srv.Pending())
+			}
+			for _, r := range srv.Requests() {
+				if err := r.Check(); err != nil {
+					t.Errorf("request %d: %v", r.N, err)
+				}
+			}
+		})
+	}
+}
+
+// TestFakeServerRequest checks what goes over the wire: stream on, the
+// SDK's version and auth headers, extra headers, the body a real API
+// accepts.
+func TestFakeServerRequest(t *testing.T) {
+	srv := anthropictest.NewServer(anthropictest.NewStream().Text("ok").Stop("end_turn"))
+	c, _ := fakeClient(t, srv, Config{APIKey: "sk-test", Header: map[string][]string{"Anthropic-Beta": {"b1"}}})
+	req := Request{
+		Model: "claude-x", System: "be brief", Cache: true,
+		Tools: []ToolSpec{{Name: "add", InputSchema: json.RawMessage(`{"type":"object"}`)}},
+		Messages: []Message{
+			{Role: User, Content: []Block{Text{Text: "add"}}},
+			{Role: Assistant, Content: []Block{Thinking{Thinking: "t", Signature: "s"}, ToolUse{ID: "toolu_1", Name: "add"}}},
+			{Role: User, Content: []Block{ToolResult{ToolUseID: "toolu_1", Content: []Block{Text{Text: "3"}}}}},
+		},
+	}
+	if got := runTurn(t, c, req); got.Err != "" {
+		t.Fatal(got.Err)
+	}
+	r := srv.Requests()[0]
+	if err := r.Check(); err != nil {
+		t.Error(err)
+	}
+	p, err := r.Params()
+	if err != nil || !p.Stream || p.MaxTokens != defaultMaxTokens || p.Model != "claude-x" {
+		t.Errorf("params %+v, %v", p, err)
+	}
+	for k, want := range map[string]string{"Anthropic-Version": "2026-10-21", "Anthropic-Beta": "b1"} {
+		if got := r.Header.Get(k); got != want {
+			t.Errorf("header %s = %q, want %q", k, got, want)
+		}
+	}
+	if !strings.Contains(r.Header.Get("Authorization")+r.Header.Get("X-Api-Key"), "sk-test") {
+		t.Errorf("no credential in headers %v", r.Header)
+	}
+	if n := strings.Count(string(r.Body), `"cache_control"`); n != 3 {
+		t.Errorf("%d cache breakpoints, want 3 (tool, system, last message)", n)
+	}
+	if strings.Contains(string(r.Body), "temperature") {
+		t.Error("temperature sent though unset")
+	}
+}
+
+func TestHTTPErrorFixtures(t *testing.T) {
+	dir := fixtureDir(t)
+	tests := []struct {
+		file      string
+		status    int
+		want      APIError
+		retryable bool
+	}{
+		{"400_invalid_request_error_prompt_too_long.json", 400, APIError{Type: "invalid_request_error", RequestID: "req_011CWdepJvA2D819tdYYq4h7"}, false},
+		{"401_authentication_error_2024_no_request_id.json", 401, APIError{Type: "authentication_error"}, false},
+		{"413_request_too_large_cloudflare.json", 413, APIError{Type: "request_too_large"}, false},
+		{"429_rate_limit_error.json", 429, APIError{Type: "rate_limit_error", RequestID: "req_011CcR9mkMvXdaiWP4739PSN"}, true},
+		{"500_api_error_overloaded_request_id_null.json", 500, APIError{Type: "api_error"}, true},
+		{"529_overloaded_error_multiline_message.json", 529, APIError{Type: "overloaded_error", RequestID: "req_011CZTEFvft13DajMTp9pp64"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			body := readFixture(t, dir, "http_errors/"+tt.file)
+			got := newHTTPError(tt.status, nil, body, time.Now())
+			if got.Type != tt.want.Type || got.RequestID != tt.want.RequestID || got.Retryable != tt.retryable || got.Message == "" {
+				t.Errorf("got %+v", got)
+			}
+			var err error = got
+			if !strings.Contains(err.Error(), got.Message) || IsRetryable(err) != tt.retryable {
+				t.Errorf("Error() = %q", err)
+			}
+		})
+	}
+	var ae *APIError
+	if errors.As(error(newHTTPError(502, nil, []byte("<html>bad gateway</html>"), time.Now())), &ae); ae.Type != "http_error" || !ae.Retryable {
+		t.Errorf("502 HTML: %+v", ae)
+	}
+}

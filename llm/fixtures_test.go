@@ -1,0 +1,197 @@
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	anthropic "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
+	"github.com/google/go-cmp/cmp"
+)
+
+// fixtureDir finds the shared recorded streams by walking up from the
+// package directory, and skips the test when they are absent. They are
+// never copied into the repository.
+func fixtureDir(tb testing.TB) string {
+	tb.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for dir := wd; ; {
+		p := filepath.Join(dir, "shared", "fixtures", "anthropic-sse")
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			return p
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			tb.Skipf("no shared/fixtures/anthropic-sse above %s; skipping", wd)
+		}
+		dir = parent
+	}
+}
+
+func readFixture(tb testing.TB, dir, name string) []byte {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+func fixtureFiles(tb testing.TB) []string {
+	dir := fixtureDir(tb)
+	files, _ := filepath.Glob(filepath.Join(dir, "*.sse"))
+	more, _ := filepath.Glob(filepath.Join(dir, "schematic", "*.sse"))
+	return append(files, more...)
+}
+
+// sdkAccumulate runs the SDK's decoder and Message.Accumulate over a
+// stream, or reports that the SDK rejects it.
+func sdkAccumulate(stream []byte) (anthropic.Message, bool) {
+	resp := &http.Response{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(bytes.NewReader(stream))}
+	s := ssestream.NewStream[anthropic.MessageStreamEventUnion](ssestream.NewDecoder(resp), nil)
+	var m anthropic.Message
+	for s.Next() {
+		if err := m.Accumulate(s.Current()); err != nil {
+			return m, false
+		}
+	}
+	return m, s.Err() == nil
+}
+
+// normalize decodes a block's JSON for comparison, dropping what is
+// allowed to differ: null or empty citations, and the tool_use "caller",
+// which ToolUse does not keep.
+func normalize(t *testing.T, raw []byte) map[string]any {
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatalf("block %s: %v", raw, err)
+	}
+	if c, ok := m["citations"]; ok && (c == nil || len(c.([]any)) == 0) {
+		delete(m, "citations")
+	}
+	if m["type"] == "tool_use" {
+		delete(m, "caller")
+	}
+	return m
+}
+
+// TestDifferential checks, for every recorded stream the SDK accepts, that
+// our decoder and Assembler build the message Message.Accumulate builds.
+//
+// Intentional differences, normalised here:
+//   - empty text blocks are dropped by the Assembler (the API rejects them
+//     when sent back); the SDK keeps them;
+//   - a block cut off before its BlockStop is reported by Incomplete, and
+//     only its type is compared: the SDK turns a cut tool input into {};
+//   - compaction_delta content is merged into the block by us and dropped
+//     by the SDK, so only the type of such blocks is compared;
+//   - ToolUse does not keep the "caller" field;
+//   - data-only events (no "event:" line) are dispatched on their type by
+//     us and dropped by the SDK; such streams are skipped.
+func TestDifferential(t *testing.T) {
+	compared := 0
+	for _, path := range fixtureFiles(t) {
+		name := strings.TrimSuffix(filepath.Base(path), ".sse")
+		t.Run(name, func(t *testing.T) {
+			stream := readFixture(t, filepath.Dir(path), filepath.Base(path))
+			want, ok := sdkAccumulate(stream)
+			if !ok {
+				t.Skip("the SDK rejects this stream")
+			}
+			if !bytes.Contains(stream, []byte("event: message_start")) {
+				t.Skip("the SDK saw no message_start (data-only events)")
+			}
+			var a Assembler
+			evs, err := decodeAll(bytes.NewReader(stream))
+			if err != nil {
+				t.Logf("our decoder ends with: %v", err)
+			}
+			for _, ev := range evs {
+				a.Add(ev)
+			}
+			var sdkBlocks []anthropic.ContentBlockUnion
+			for _, b := range want.Content {
+				if b.Type == "text" && b.Text == "" && len(b.Citations) == 0 {
+					continue
+				}
+				sdkBlocks = append(sdkBlocks, b)
+			}
+			var ours []*partial
+			for _, p := range a.sorted() {
+				if (p.done && p.block == nil) || (!p.done && p.finish() == nil) {
+					continue // a dropped empty text block
+				}
+				ours = append(ours, p)
+			}
+			if len(ours) != len(sdkBlocks) {
+				t.Fatalf("%d blocks, SDK has %d", len(ours), len(sdkBlocks))
+			}
+			for i, p := range ours {
+				sb := sdkBlocks[i]
+				b := p.block
+				if !p.done {
+					b = p.finish()
+				}
+				if b.BlockType() != sb.Type {
+					t.Errorf("block %d: type %s, SDK %s", i, b.BlockType(), sb.Type)
+					continue
+				}
+				if !p.done || sb.Type == "compaction" {
+					continue
+				}
+				got, err := json.Marshal(b)
+				if err != nil {
+					t.Fatalf("block %d: %v", i, err)
+				}
+				if diff := cmp.Diff(normalize(t, []byte(sb.RawJSON())), normalize(t, got)); diff != "" {
+					t.Errorf("block %d (-sdk +ours):\n%s", i, diff)
+				}
+			}
+			if got := a.StopReason(); string(got) != string(want.StopReason) {
+				t.Errorf("stop reason %q, SDK %q", got, want.StopReason)
+			}
+			wantUsage := Usage{
+				InputTokens:              want.Usage.InputTokens,
+				OutputTokens:             want.Usage.OutputTokens,
+				CacheCreationInputTokens: want.Usage.CacheCreationInputTokens,
+				CacheReadInputTokens:     want.Usage.CacheReadInputTokens,
+			}
+			if diff := cmp.Diff(wantUsage, a.Usage()); diff != "" {
+				t.Errorf("usage (-sdk +ours):\n%s", diff)
+			}
+			compared++
+		})
+	}
+	t.Logf("compared %d streams with the SDK", compared)
+}
+
+// TestFixturesDecode checks that every recorded stream decodes without a
+// malformed-event error. The schematic doc examples are left out: they hold
+// "..." and comments in place of JSON.
+func TestFixturesDecode(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(fixtureDir(t), "*.sse"))
+	for _, path := range files {
+		name := filepath.Base(path)
+		t.Run(name, func(t *testing.T) {
+			stream := readFixture(t, filepath.Dir(path), name)
+			evs, err := decodeAll(bytes.NewReader(stream))
+			if len(evs) == 0 && err == nil {
+				t.Error("no events")
+			}
+			if err != nil && !IsRetryable(err) {
+				if _, isAPI := err.(*APIError); !isAPI {
+					t.Errorf("err = %v", err)
+				}
+			}
+		})
+	}
+}
