@@ -169,11 +169,15 @@ func (e *ErrorReply) serve(w http.ResponseWriter, c *call) {
 			Type    string `json:"type"`
 			Message string `json:"message"`
 		}
-		body, _ = json.Marshal(struct {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false) // the API leaves <, > and & literal
+		enc.Encode(struct {
 			Type      string   `json:"type"`
 			Error     apiError `json:"error"`
 			RequestID string   `json:"request_id"`
 		}{"error", apiError{e.errType, e.message}, id})
+		body = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")

@@ -32,15 +32,24 @@ type Server struct {
 	queue []Reply
 	reqs  []*Request
 
-	// after, if set, replaces time.After for pacing, so tests can check
-	// the delays without waiting for them.
+	hooks hooks
+}
+
+// hooks let the package's tests observe the server without sleeping.
+type hooks struct {
+	// after, if set, replaces a timer for pacing, so tests can check the
+	// delays without waiting for them.
 	after func(time.Duration) <-chan time.Time
+	// served, if set, is called when a reply has finished being served.
+	served func(n int)
 }
 
 // NewServer starts a Server on 127.0.0.1 that answers with replies, in
 // order. Close it when done, typically with t.Cleanup(srv.Close).
-func NewServer(replies ...Reply) *Server {
-	s := &Server{done: make(chan struct{})}
+func NewServer(replies ...Reply) *Server { return newServer(hooks{}, replies...) }
+
+func newServer(h hooks, replies ...Reply) *Server {
+	s := &Server{done: make(chan struct{}), hooks: h}
 	s.queue = append(s.queue, replies...)
 	s.ts = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
 	s.URL = s.ts.URL
@@ -116,7 +125,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		id:    fmt.Sprintf("req_anthropictest%010d", req.N),
 		ctx:   r.Context().Done(),
 		done:  s.done,
-		after: s.after,
+		after: s.hooks.after,
+	}
+	if s.hooks.served != nil {
+		defer s.hooks.served(req.N)
 	}
 	if reply == nil {
 		reply = HTTPError(http.StatusInternalServerError, "api_error",

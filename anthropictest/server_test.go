@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -52,17 +53,23 @@ func readEvents(r io.Reader) ([]sse, error) {
 // post sends a minimal valid request body to srv and returns the response.
 func post(t *testing.T, ctx context.Context, client *http.Client, url string) *http.Response {
 	t.Helper()
-	body := `{"model":"m","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
-	req, err := http.NewRequestWithContext(ctx, "POST", url+"/v1/messages", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
+	resp, err := tryPost(ctx, client, url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return resp
+}
+
+// tryPost is post for goroutines other than the test's, which must not
+// call t.Fatal.
+func tryPost(ctx context.Context, client *http.Client, url string) (*http.Response, error) {
+	body := `{"model":"m","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	req, err := http.NewRequestWithContext(ctx, "POST", url+"/v1/messages", strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return client.Do(req)
 }
 
 func newClient(t *testing.T) *http.Client {
@@ -124,7 +131,372 @@ func TestStreamWireFormat(t *testing.T) {
 	}
 }
 
-var _ = errors.Is
-var _ = syscall.ECONNRESET
-var _ = time.Second
-var _ = goleak.VerifyNone
+// waitFor fails the test if ch does not deliver soon. The timeout only
+// turns a hang into a clear failure; nothing waits on it to synchronise.
+func waitFor[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+		panic("unreachable")
+	}
+}
+
+func TestHTTPError(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	srv := NewServer(
+		HTTPError(429, "rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit").
+			RetryAfter(7).RetryAfterMs(6500).ShouldRetry(true).Header("Anthropic-Ratelimit-Requests-Remaining", "0"),
+		HTTPError(529, "overloaded_error", "Overloaded").RequestID("req_011CUdgeEaEXcfa9PDdxrNMk"),
+		HTTPError(413, "request_too_large", "ignored").Body([]byte(`{"error":{"type":"request_too_large","message":"Request exceeds the maximum allowed number of bytes."}}`)),
+	)
+	defer srv.Close()
+	client := newClient(t)
+
+	type result struct {
+		Status                                     int
+		RequestID, RetryAfter, RetryAfterMs, Retry string
+		Ratelimit, ContentType                     string
+		Body                                       string
+	}
+	var got []result
+	for range 3 {
+		resp := post(t, context.Background(), client, srv.URL)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := resp.Header
+		got = append(got, result{resp.StatusCode, h.Get("Request-Id"), h.Get("Retry-After"), h.Get("Retry-After-Ms"),
+			h.Get("X-Should-Retry"), h.Get("Anthropic-Ratelimit-Requests-Remaining"), h.Get("Content-Type"), string(body)})
+	}
+	want := []result{{
+		Status: 429, RequestID: "req_anthropictest0000000001", RetryAfter: "7", RetryAfterMs: "6500", Retry: "true", Ratelimit: "0",
+		ContentType: "application/json",
+		Body:        `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"},"request_id":"req_anthropictest0000000001"}`,
+	}, {
+		Status: 529, RequestID: "req_011CUdgeEaEXcfa9PDdxrNMk", ContentType: "application/json",
+		Body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_011CUdgeEaEXcfa9PDdxrNMk"}`,
+	}, {
+		Status: 413, RequestID: "req_anthropictest0000000003", ContentType: "application/json",
+		Body: `{"error":{"type":"request_too_large","message":"Request exceeds the maximum allowed number of bytes."}}`,
+	}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("responses mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestQueueOrderAndEmptyQueue(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	srv := NewServer(NewStream().Text("one"))
+	defer srv.Close()
+	srv.Enqueue(NewStream().Text("two"))
+	client := newClient(t)
+	var texts []string
+	for range 2 {
+		resp := post(t, context.Background(), client, srv.URL)
+		evs, err := readEvents(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d struct{ Delta struct{ Text string } }
+		json.Unmarshal([]byte(evs[2].data), &d)
+		texts = append(texts, d.Delta.Text)
+	}
+	if diff := cmp.Diff([]string{"one", "two"}, texts); diff != "" {
+		t.Errorf("replies out of order (-want +got):\n%s", diff)
+	}
+	if n := srv.Pending(); n != 0 {
+		t.Errorf("Pending() = %d, want 0", n)
+	}
+
+	resp := post(t, context.Background(), client, srv.URL)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var e struct {
+		Type  string
+		Error struct{ Type, Message string }
+	}
+	if err := json.Unmarshal(body, &e); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 500 || e.Type != "error" || e.Error.Type != "api_error" ||
+		!strings.Contains(e.Error.Message, "no reply was scripted for request 3") || resp.Header.Get("X-Should-Retry") != "false" {
+		t.Errorf("empty queue: status %d, x-should-retry %q, body %s", resp.StatusCode, resp.Header.Get("X-Should-Retry"), body)
+	}
+	if got := len(srv.Requests()); got != 3 {
+		t.Errorf("recorded %d requests, want 3", got)
+	}
+}
+
+func TestNotFound(t *testing.T) {
+	srv := NewServer(NewStream())
+	defer srv.Close()
+	resp, err := newClient(t).Get(srv.URL + "/v1/messages")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 || len(srv.Requests()) != 0 || srv.Pending() != 1 {
+		t.Errorf("GET: status %d, %d recorded, %d pending; want 404, 0, 1", resp.StatusCode, len(srv.Requests()), srv.Pending())
+	}
+}
+
+func TestRecording(t *testing.T) {
+	srv := NewServer(NewStream())
+	defer srv.Close()
+	body := `{"model":"m","max_tokens":5,"stream":true,"system":"be brief","messages":[` +
+		`{"role":"user","content":"What is 1+1?"},` +
+		`{"role":"assistant","content":[{"type":"text","text":"Adding."},{"type":"tool_use","id":"toolu_1","name":"add","input":{"a":1,"b":1}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"2"},{"type":"text","text":"go on"}]}]}`
+	req, _ := http.NewRequest("POST", srv.URL+"/v1/messages?beta=true", strings.NewReader(body))
+	req.Header.Set("X-Api-Key", "test")
+	req.Header.Set("Anthropic-Version", "2023-06-01")
+	resp, err := newClient(t).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+
+	reqs := srv.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("recorded %d requests, want 1", len(reqs))
+	}
+	r := reqs[0]
+	if r.N != 1 || r.Method != "POST" || r.Path != "/v1/messages" || r.Query != "beta=true" ||
+		r.Header.Get("X-Api-Key") != "test" || string(r.Body) != body {
+		t.Errorf("recorded %+v", r)
+	}
+	p, err := r.Params()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Model != "m" || p.MaxTokens != 5 || !p.Stream || string(p.System) != `"be brief"` {
+		t.Errorf("Params = %+v", p)
+	}
+	msgs := r.Messages()
+	ignore := cmp.FilterPath(func(p cmp.Path) bool {
+		sf, ok := p.Last().(cmp.StructField)
+		return ok && (sf.Name() == "Raw" || sf.Name() == "has")
+	}, cmp.Ignore())
+	want := []Message{
+		{Role: "user", StringContent: true, Content: []Block{{Type: "text", Text: "What is 1+1?"}}},
+		{Role: "assistant", Content: []Block{{Type: "text", Text: "Adding."}, {Type: "tool_use", ID: "toolu_1", Name: "add", Input: json.RawMessage(`{"a":1,"b":1}`)}}},
+		{Role: "user", Content: []Block{
+			{Type: "tool_result", ToolUseID: "toolu_1", StringContent: true, Content: []Block{{Type: "text", Text: "2"}}},
+			{Type: "text", Text: "go on"}}},
+	}
+	if diff := cmp.Diff(want, msgs, ignore); diff != "" {
+		t.Errorf("Messages mismatch (-want +got):\n%s", diff)
+	}
+	if got := msgs[1].Text(); got != "Adding." {
+		t.Errorf("Text() = %q", got)
+	}
+	if got := r.ToolResults(); len(got) != 1 || got[0].ToolUseID != "toolu_1" {
+		t.Errorf("ToolResults() = %+v", got)
+	}
+	if string(msgs[1].Content[1].Raw) != `{"type":"tool_use","id":"toolu_1","name":"add","input":{"a":1,"b":1}}` {
+		t.Errorf("Raw = %s", msgs[1].Content[1].Raw)
+	}
+	if err := r.Check(); err != nil {
+		t.Errorf("Check: %v", err)
+	}
+	var v map[string]any
+	if err := r.Decode(&v); err != nil || v["system"] != "be brief" {
+		t.Errorf("Decode: %v, %v", v, err)
+	}
+}
+
+func TestReplyFuncAndRepeat(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	// A dynamic reply: answer with the number of messages the client sent,
+	// concurrently for overlapping requests.
+	srv := NewServer(Repeat(ReplyFunc(func(r *Request) Reply {
+		return NewStream().Text(strconv.Itoa(len(r.Messages())))
+	})))
+	defer srv.Close()
+	client := newClient(t)
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			resp, err := tryPost(context.Background(), client, srv.URL)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer resp.Body.Close()
+			evs, err := readEvents(resp.Body)
+			if err == nil && !strings.Contains(evs[2].data, `"text":"1"`) {
+				err = errors.New("unexpected delta " + evs[2].data)
+			}
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := waitFor(t, errs, "a reply"); err != nil {
+			t.Error(err)
+		}
+	}
+	if n := len(srv.Requests()); n != 8 || srv.Pending() != 1 {
+		t.Errorf("%d requests, %d pending; want 8, 1 (Repeat stays queued)", n, srv.Pending())
+	}
+
+	srv2 := NewServer(ReplyFunc(func(*Request) Reply { return nil }))
+	defer srv2.Close()
+	resp := post(t, context.Background(), client, srv2.URL)
+	resp.Body.Close()
+	if resp.StatusCode != 500 {
+		t.Errorf("nil ReplyFunc result: status %d, want 500", resp.StatusCode)
+	}
+}
+
+func TestErrorEvent(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	srv := NewServer(NewStream().Text("partial").ErrorEvent("overloaded_error", "Overloaded"))
+	defer srv.Close()
+	resp := post(t, context.Background(), newClient(t), srv.URL)
+	defer resp.Body.Close()
+	evs, err := readEvents(resp.Body) // ends cleanly: the server closes after the error
+	if err != nil {
+		t.Fatalf("reading: %v", err)
+	}
+	want := []string{"message_start", "content_block_start", "content_block_delta", "error"}
+	if diff := cmp.Diff(want, eventNames(evs)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if got, want := evs[len(evs)-1].data, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`; got != want {
+		t.Errorf("error data = %s, want %s", got, want)
+	}
+}
+
+func TestEndWithoutStop(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	srv := NewServer(NewStream().Text("a", "b").EndBlock().EndWithoutStop())
+	defer srv.Close()
+	resp := post(t, context.Background(), newClient(t), srv.URL)
+	defer resp.Body.Close()
+	evs, err := readEvents(resp.Body)
+	if err != nil {
+		t.Fatalf("reading: %v (want a clean end)", err)
+	}
+	want := []string{"message_start", "content_block_start", "content_block_delta", "content_block_delta", "content_block_stop"}
+	if diff := cmp.Diff(want, eventNames(evs)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+func TestReset(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	srv := NewServer(NewStream().Text("partial").Reset())
+	defer srv.Close()
+	resp := post(t, context.Background(), newClient(t), srv.URL)
+	defer resp.Body.Close()
+	evs, err := readEvents(resp.Body)
+	if !errors.Is(err, syscall.ECONNRESET) {
+		t.Errorf("read error = %v, want ECONNRESET", err)
+	}
+	for _, e := range evs {
+		if e.name == "message_stop" || e.name == "content_block_stop" {
+			t.Errorf("got %s before the reset", e.name)
+		}
+	}
+}
+
+func TestStallEndsWhenClientLeaves(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	served := make(chan int, 2)
+	srv := newServer(hooks{served: func(n int) { served <- n }}, NewStream().Text("x").Stall(), Hang())
+	defer srv.Close()
+	client := newClient(t)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	resp := post(t, ctx, client, srv.URL)
+	br := bufio.NewReader(resp.Body)
+	if line, err := br.ReadString('\n'); err != nil || line != "event: message_start\n" {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	cancel()
+	resp.Body.Close()
+	waitFor(t, served, "the stalled handler to return after the client left")
+
+	// Hang: headers, then nothing at all.
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	resp = post(t, ctx, client, srv.URL)
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream; charset=utf-8" {
+		t.Errorf("Hang headers: %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	cancel()
+	resp.Body.Close()
+	waitFor(t, served, "the hung handler to return after the client left")
+}
+
+func TestStallEndsOnClose(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	srv := NewServer(NewStream().Stall(), NewStream().Pace(time.Hour).Text("never"))
+	client := newClient(t)
+	var bodies []io.ReadCloser
+	for range 2 {
+		resp := post(t, context.Background(), client, srv.URL)
+		br := bufio.NewReader(resp.Body)
+		if line, _ := br.ReadString('\n'); line != "event: message_start\n" {
+			t.Fatalf("first line %q", line)
+		}
+		bodies = append(bodies, resp.Body)
+	}
+	closed := make(chan struct{})
+	go func() { srv.Close(); close(closed) }()
+	waitFor(t, closed, "Server.Close with a stalled and a paced reply")
+	for _, b := range bodies {
+		io.Copy(io.Discard, b)
+		b.Close()
+	}
+}
+
+func TestPace(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	waits := make(chan time.Duration)
+	release := make(chan time.Time)
+	srv := newServer(hooks{after: func(d time.Duration) <-chan time.Time { waits <- d; return release }},
+		NewStream().Text("a").Pace(50*time.Millisecond).Text("b").Pace(0).Ping())
+	defer srv.Close()
+	resp := post(t, context.Background(), newClient(t), srv.URL)
+	defer resp.Body.Close()
+
+	// Before Pace: message_start, start, delta "a" flow freely. After it,
+	// each event waits for a tick: stop(0), start(1), delta "b".
+	got := make(chan []sse, 1)
+	go func() { evs, _ := readEvents(resp.Body); got <- evs }()
+	for i := range 3 {
+		if d := waitFor(t, waits, "a pacing wait"); d != 50*time.Millisecond {
+			t.Errorf("wait %d = %v, want 50ms", i, d)
+		}
+		release <- time.Time{}
+	}
+	evs := waitFor(t, got, "the paced stream")
+	want := []string{"message_start", "content_block_start", "content_block_delta", "content_block_stop",
+		"content_block_start", "content_block_delta", "ping", "content_block_stop", "message_delta", "message_stop"}
+	if diff := cmp.Diff(want, eventNames(evs)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+func TestPaceEndsWhenClientLeaves(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	served := make(chan int, 1)
+	srv := newServer(hooks{served: func(n int) { served <- n }}, NewStream().Pace(time.Hour).Text("slow"))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	resp := post(t, ctx, newClient(t), srv.URL)
+	if line, _ := bufio.NewReader(resp.Body).ReadString('\n'); line != "event: message_start\n" {
+		t.Fatalf("first line %q", line)
+	}
+	cancel()
+	resp.Body.Close()
+	waitFor(t, served, "the paced handler to return after the client left")
+}

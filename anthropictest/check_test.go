@@ -1,0 +1,128 @@
+package anthropictest
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// body wraps messages (a JSON array's contents) in a valid request.
+func body(messages string) string {
+	return `{"model":"claude-sonnet-4-5","max_tokens":1024,"messages":[` + messages + `]}`
+}
+
+const (
+	user      = `{"role":"user","content":"What's 2+3 and 4*5?"}`
+	askAdd    = `{"role":"assistant","content":[{"type":"text","text":"Adding."},{"type":"tool_use","id":"toolu_a","name":"add","input":{"a":2,"b":3}}]}`
+	answerAdd = `{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_a","content":"5"}]}`
+	askBoth   = `{"role":"assistant","content":[{"type":"tool_use","id":"toolu_a","name":"add","input":{"a":2,"b":3}},{"type":"tool_use","id":"toolu_m","name":"mul","input":{"a":4,"b":5}}]}`
+	final     = `{"role":"assistant","content":[{"type":"text","text":"5 and 20."}]}`
+)
+
+func TestCheckRequest(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want []Rule // nil: the request is valid
+	}{
+		// Valid requests.
+		{"one user message", body(user), nil},
+		{"text block content", body(`{"role":"user","content":[{"type":"text","text":"hi"}]}`), nil},
+		{"tool round trip, text after the result", body(user + `,` + askAdd + `,{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_a","content":"5"},{"type":"text","text":"thanks"}]},` + final), nil},
+		{"parallel results in any order", body(user + `,` + askBoth + `,{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_m","content":"20"},{"type":"tool_result","tool_use_id":"toolu_a","content":"5"}]}`), nil},
+		{"consecutive user messages are merged", body(user + `,` + user), nil},
+		{"consecutive assistant messages are merged", body(user + `,` + final + `,` + askAdd + `,` + answerAdd), nil},
+		{"results split over consecutive user messages", body(user + `,` + askBoth + `,{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_a","content":"5"}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_m","content":"20"}]}`), nil},
+		{"tool result with empty string content", body(user + `,` + askAdd + `,{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_a","content":""}]}`), nil},
+		{"tool result with block content and is_error", body(user + `,` + askAdd + `,{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_a","is_error":true,"content":[{"type":"text","text":"boom"}]}]}`), nil},
+		{"tool with empty input object", body(user + `,{"role":"assistant","content":[{"type":"tool_use","id":"toolu_n","name":"now","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_n","content":"noon"}]}`), nil},
+		{"thinking with signature, redacted thinking", body(user + `,{"role":"assistant","content":[{"type":"thinking","thinking":"hmm","signature":"c2ln"},{"type":"redacted_thinking","data":"EmwK"},{"type":"tool_use","id":"toolu_a","name":"add","input":{}}]},` + answerAdd), nil},
+		{"empty final assistant prefill", body(user + `,{"role":"assistant","content":[]}`), nil},
+		{"final assistant prefill", body(user + `,{"role":"assistant","content":"The answer is"}`), nil},
+		{"unknown block types pass", body(`{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBO"}},{"type":"brand_new","x":1}]}`), nil},
+
+		// One failing case per rule.
+		{"not JSON", `{"messages":`, []Rule{RuleJSON}},
+		{"content of the wrong type", body(`{"role":"user","content":42}`), []Rule{RuleJSON}},
+		{"model and max_tokens missing", `{"messages":[` + user + `]}`, []Rule{RuleRequired, RuleRequired}},
+		{"no messages", body(``), []Rule{RuleNoMessages}},
+		{"first message from the assistant", body(final + `,` + user), []Rule{RuleFirstUser}},
+		{"system role in messages", body(user + `,{"role":"system","content":"be nice"}`), []Rule{RuleRole}},
+		{"empty string content", body(`{"role":"user","content":""}`), []Rule{RuleEmptyContent}},
+		{"empty content before the end", body(user + `,{"role":"assistant","content":[]},` + user), []Rule{RuleEmptyContent}},
+		{"empty text block", body(`{"role":"user","content":[{"type":"text","text":""}]}`), []Rule{RuleEmptyText}},
+		{"whitespace-only text", body(`{"role":"user","content":[{"type":"text","text":" \n"},{"type":"text","text":"hi"}]}`), []Rule{RuleEmptyText}},
+		{"whitespace-only string content", body(`{"role":"user","content":"  "}`), []Rule{RuleEmptyText}},
+		{"empty text inside a tool result", body(user + `,` + askAdd + `,{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_a","content":[{"type":"text","text":""}]}]}`), []Rule{RuleEmptyText}},
+		{"final assistant ends in whitespace", body(user + `,{"role":"assistant","content":"The answer is "}`), []Rule{RuleTrailingSpace}},
+		{"tool input is an array", body(user + `,{"role":"assistant","content":[{"type":"tool_use","id":"toolu_a","name":"add","input":[2,3]}]},` + answerAdd), []Rule{RuleToolInput}},
+		{"tool input is a JSON string", body(user + `,{"role":"assistant","content":[{"type":"tool_use","id":"toolu_a","name":"add","input":"{\"a\":2}"}]},` + answerAdd), []Rule{RuleToolInput}},
+		{"tool input missing", body(user + `,{"role":"assistant","content":[{"type":"tool_use","id":"toolu_a","name":"add"}]},` + answerAdd), []Rule{RuleToolInput}},
+		{"tool input null", body(user + `,{"role":"assistant","content":[{"type":"tool_use","id":"toolu_a","name":"add","input":null}]},` + answerAdd), []Rule{RuleToolInput}},
+		{"tool id with bad characters", body(user + `,{"role":"assistant","content":[{"type":"tool_use","id":"call.1","name":"add","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"call.1","content":"5"}]}`), []Rule{RuleToolUseID}},
+		{"tool id missing", body(user + `,{"role":"assistant","content":[{"type":"tool_use","name":"add","input":{}}]},` + user), []Rule{RuleToolUseID}},
+		{"tool id reused in a later turn", body(user + `,` + askAdd + `,` + answerAdd + `,` + askAdd + `,` + answerAdd), []Rule{RuleToolUseID}},
+		{"tool use answered by text", body(user + `,` + askAdd + `,` + user), []Rule{RuleToolUnanswered}},
+		{"tool use is the last message", body(user + `,` + askAdd), []Rule{RuleToolUnanswered}},
+		{"one of two parallel tools unanswered", body(user + `,` + askBoth + `,` + answerAdd), []Rule{RuleToolUnanswered}},
+		{"tool use answered a turn late", body(user + `,` + askAdd + `,` + user + `,` + final + `,` + answerAdd), []Rule{RuleToolUnanswered, RuleToolResultOrphan}},
+		{"tool result after text", body(user + `,` + askAdd + `,{"role":"user","content":[{"type":"text","text":"here:"},{"type":"tool_result","tool_use_id":"toolu_a","content":"5"}]}`), []Rule{RuleToolResultFirst}},
+		{"tool result after a merged text message", body(user + `,` + askAdd + `,` + user + `,` + answerAdd), []Rule{RuleToolResultFirst}},
+		{"tool answered twice", body(user + `,` + askAdd + `,{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_a","content":"5"},{"type":"tool_result","tool_use_id":"toolu_a","content":"5"}]}`), []Rule{RuleToolResultOnce}},
+		{"tool result without tool use", body(user + `,` + final + `,` + answerAdd), []Rule{RuleToolResultOrphan}},
+		{"tool result in the first message", body(answerAdd), []Rule{RuleToolResultOrphan}},
+		{"tool result in an assistant message", body(user + `,{"role":"assistant","content":[{"type":"tool_result","tool_use_id":"toolu_a","content":"5"}]}`), []Rule{RuleToolResultOrphan}},
+		{"thinking without signature", body(user + `,{"role":"assistant","content":[{"type":"thinking","thinking":"hmm"},{"type":"text","text":"ok"}]},` + user), []Rule{RuleThinkingSignature}},
+		{"thinking with empty signature", body(user + `,{"role":"assistant","content":[{"type":"thinking","thinking":"hmm","signature":""},{"type":"text","text":"ok"}]},` + user), []Rule{RuleThinkingSignature}},
+		{"redacted thinking without data", body(user + `,{"role":"assistant","content":[{"type":"redacted_thinking"},{"type":"text","text":"ok"}]},` + user), []Rule{RuleThinkingSignature}},
+
+		// Every violation is reported, not just the first.
+		{"many at once", body(final + `,{"role":"user","content":[{"type":"text","text":""},{"type":"tool_result","tool_use_id":"toolu_x","content":"?"}]},` +
+			`{"role":"assistant","content":[{"type":"thinking","thinking":"t"},{"type":"tool_use","id":"toolu_b","name":"f","input":[]}]}`),
+			[]Rule{RuleFirstUser, RuleEmptyText, RuleThinkingSignature, RuleToolInput, RuleToolResultOrphan, RuleToolUnanswered}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckRequest([]byte(tt.body))
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("CheckRequest = %v, want nil", err)
+				}
+				return
+			}
+			var ce *CheckError
+			if !errors.As(err, &ce) {
+				t.Fatalf("CheckRequest = %v, want a *CheckError", err)
+			}
+			if diff := cmp.Diff(tt.want, ce.Rules()); diff != "" {
+				t.Errorf("rules (-want +got):\n%s\nerror: %v", diff, err)
+			}
+			// The message names every violation.
+			for _, v := range ce.Violations {
+				if !strings.Contains(err.Error(), v.Error()) {
+					t.Errorf("Error() = %q lacks %q", err, v)
+				}
+			}
+		})
+	}
+}
+
+func TestCheckErrorPaths(t *testing.T) {
+	err := CheckRequest([]byte(body(user + `,` + askAdd + `,{"role":"user","content":[{"type":"text","text":"x"},{"type":"tool_result","tool_use_id":"toolu_a","content":"5"}]},{"role":"user","content":"  "}`)))
+	var v *Violation
+	if !errors.As(err, &v) {
+		t.Fatalf("errors.As(%v, *Violation) = false", err)
+	}
+	var ce *CheckError
+	errors.As(err, &ce)
+	var got []string
+	for _, v := range ce.Violations {
+		got = append(got, v.Path)
+	}
+	want := []string{"messages.3.content", "messages.2.content.1"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("paths (-want +got):\n%s\nerror: %v", diff, err)
+	}
+}

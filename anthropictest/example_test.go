@@ -1,0 +1,133 @@
+package anthropictest_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/agentloop/agentloop/anthropictest"
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+)
+
+// A test scripts the replies, points the official SDK at the fake server,
+// and checks both what came back and what was sent.
+func Example() {
+	srv := anthropictest.NewServer(
+		anthropictest.NewStream().Text("Hello", ", world").Stop("end_turn"),
+	)
+	defer srv.Close()
+
+	client := anthropic.NewClient(option.WithBaseURL(srv.URL), option.WithAPIKey("test"))
+	stream := client.Messages.NewStreaming(context.Background(), anthropic.MessageNewParams{
+		Model:     "claude-sonnet-4-5",
+		MaxTokens: 1024,
+		Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Say hello"))},
+	})
+	var msg anthropic.Message
+	for stream.Next() {
+		msg.Accumulate(stream.Current())
+	}
+	if err := stream.Err(); err != nil {
+		fmt.Println(err)
+	}
+	fmt.Println(msg.Content[0].Text, msg.StopReason)
+
+	req := srv.Requests()[0]
+	fmt.Println(req.Messages()[0].Text(), req.Check())
+	// Output:
+	// Hello, world end_turn
+	// Say hello <nil>
+}
+
+// Stream.Bytes shows the exact wire format the server sends.
+func ExampleStream_Bytes() {
+	s := anthropictest.NewStream().Message("msg_1", "claude-haiku-4-5").Usage(5, 1).
+		ToolUse("toolu_1", "get_time", `{"tz":"U`, `TC"}`).Stop("tool_use")
+	fmt.Print(string(s.Bytes()))
+	// Output:
+	// event: message_start
+	// data: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1,"service_tier":"standard"}}}
+	//
+	// event: content_block_start
+	// data: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"get_time","input":{}}}
+	//
+	// event: content_block_delta
+	// data: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":""}}
+	//
+	// event: content_block_delta
+	// data: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"tz\":\"U"}}
+	//
+	// event: content_block_delta
+	// data: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"TC\"}"}}
+	//
+	// event: content_block_stop
+	// data: {"type":"content_block_stop","index":0}
+	//
+	// event: message_delta
+	// data: {"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"input_tokens":5,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":3}}
+	//
+	// event: message_stop
+	// data: {"type":"message_stop"}
+}
+
+// A ReplyFunc computes the reply from the request, here to drive a tool
+// loop for as long as the client keeps answering tool calls.
+func ExampleReplyFunc() {
+	srv := anthropictest.NewServer(anthropictest.Repeat(anthropictest.ReplyFunc(func(r *anthropictest.Request) anthropictest.Reply {
+		if n := len(r.Messages()); n < 5 {
+			return anthropictest.NewStream().ToolUse(fmt.Sprintf("toolu_%d", n), "step", `{}`)
+		}
+		return anthropictest.NewStream().Text("done")
+	})))
+	defer srv.Close()
+
+	messages := `{"role":"user","content":"go"}`
+	for {
+		resp, _ := http.Post(srv.URL+"/v1/messages", "application/json",
+			strings.NewReader(`{"model":"m","max_tokens":9,"stream":true,"messages":[`+messages+`]}`))
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(body), `"tool_use"`) {
+			break
+		}
+		id := fmt.Sprintf("toolu_%d", len(srv.Requests()))
+		messages += `,{"role":"assistant","content":[{"type":"tool_use","id":"` + id + `","name":"step","input":{}}]}` +
+			`,{"role":"user","content":[{"type":"tool_result","tool_use_id":"` + id + `","content":"ok"}]}`
+	}
+	last := srv.Requests()[len(srv.Requests())-1]
+	fmt.Println(len(srv.Requests()), "requests; last is valid:", last.Check() == nil)
+	// Output: 3 requests; last is valid: true
+}
+
+// HTTPError answers with the API's error body and retry headers.
+func ExampleHTTPError() {
+	srv := anthropictest.NewServer(
+		anthropictest.HTTPError(529, "overloaded_error", "Overloaded").RetryAfter(2).ShouldRetry(true),
+	)
+	defer srv.Close()
+	resp, _ := http.Post(srv.URL+"/v1/messages", "application/json", strings.NewReader(`{}`))
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, resp.Header.Get("Retry-After"), resp.Header.Get("X-Should-Retry"))
+	fmt.Println(string(body))
+	// Output:
+	// 529 2 true
+	// {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_anthropictest0000000001"}
+}
+
+// CheckRequest lists every structural mistake in a request body.
+func ExampleCheckRequest() {
+	err := anthropictest.CheckRequest([]byte(`{"model":"m","max_tokens":9,"messages":[
+		{"role":"user","content":"What time is it?"},
+		{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"now","input":"{}"}]},
+		{"role":"user","content":[{"type":"text","text":""}]}]}`))
+	fmt.Println(err)
+	// Output:
+	// anthropictest: request breaks the Messages API's rules (3):
+	//	messages.1.content.0.input: tool_use input must be a JSON object, got "{}" [tool-input]
+	//	messages.2.content.0: text content blocks must be non-empty [empty-text]
+	//	messages.1.content.0: tool_use "toolu_1" has no tool_result in the next user message [tool-unanswered]
+}
