@@ -1,9 +1,13 @@
 package memory
 
 import (
+	"errors"
+	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/agentloop/agentloop/llm"
 )
 
 // IsPromptTooLong reports whether err says the request did not fit the
@@ -13,8 +17,12 @@ func IsPromptTooLong(err error) bool {
 	if err == nil {
 		return false
 	}
-	// Matched on the text so that any wrapping of llm's *APIError works;
-	// its Error() includes the API's type and message.
+	var ae *llm.APIError
+	if errors.As(err, &ae) {
+		return ae.StatusCode == http.StatusRequestEntityTooLarge || ae.Type == "request_too_large" ||
+			strings.Contains(strings.ToLower(ae.Message), "prompt is too long")
+	}
+	// Other clients' errors: match the API's words in the text.
 	s := strings.ToLower(err.Error())
 	return strings.Contains(s, "prompt is too long") || strings.Contains(s, "request_too_large") ||
 		strings.Contains(s, "model_context_window_exceeded")
