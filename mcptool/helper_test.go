@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 }
 
 // helperCommand returns a command that runs the test binary as helper.
-func helperCommand(t *testing.T, helper string) *exec.Cmd {
+func helperCommand(t testing.TB, helper string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"="+helper)

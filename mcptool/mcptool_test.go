@@ -81,7 +81,7 @@ func testServer(name string, started, cancelled chan<- struct{}) *mcp.Server {
 
 // connectInMemory connects to srv over the SDK's in-memory transport and
 // closes both ends when the test ends.
-func connectInMemory(t *testing.T, srv *mcp.Server, opts *Options) *Server {
+func connectInMemory(t testing.TB, srv *mcp.Server, opts *Options) *Server {
 	t.Helper()
 	ctx := t.Context()
 	ct, st := mcp.NewInMemoryTransports()
