@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/agentloop/agentloop/llm"
@@ -65,9 +66,12 @@ func problems(msgs []llm.Message) []string {
 		return []string{"no messages"}
 	}
 	ids := map[string]bool{}
+	answered := map[string]bool{}
+	var uses []string // the tool_use ids the previous message asks for
 	for i, m := range msgs {
 		if m.Role != llm.User && m.Role != llm.Assistant {
 			add(i, "unknown role %q", m.Role)
+			uses = nil
 			continue
 		}
 		if i == 0 && m.Role != llm.User {
@@ -79,12 +83,7 @@ func problems(msgs []llm.Message) []string {
 		if len(m.Content) == 0 {
 			add(i, "empty content")
 		}
-		// uses are the tool_use ids the previous message asks for.
-		var uses map[string]bool
-		if i > 0 && msgs[i-1].Role == llm.Assistant {
-			uses = toolUseIDs(msgs[i-1])
-		}
-		answered := map[string]bool{}
+		clear(answered)
 		other := false
 		for j, b := range m.Content {
 			if err := checkBlock(m.Role, b); err != nil {
@@ -105,7 +104,7 @@ func problems(msgs []llm.Message) []string {
 					add(i, "block %d: tool_result after other content; tool results must come first", j)
 				case answered[b.ToolUseID]:
 					add(i, "block %d: second tool_result for %q", j, b.ToolUseID)
-				case !uses[b.ToolUseID]:
+				case !slices.Contains(uses, b.ToolUseID):
 					add(i, "block %d: tool_result for %q answers no tool_use of the previous message", j, b.ToolUseID)
 				}
 				answered[b.ToolUseID] = true
@@ -114,10 +113,11 @@ func problems(msgs []llm.Message) []string {
 				other = true
 			}
 		}
-		if m.Role != llm.Assistant {
-			continue
+		uses = uses[:0]
+		if m.Role == llm.Assistant {
+			uses = appendToolUseIDs(uses, m)
 		}
-		for _, id := range toolUseOrder(m) {
+		for _, id := range uses {
 			switch {
 			case i+1 == len(msgs):
 				add(i, "tool_use %q is not answered: no message follows", id)
@@ -229,8 +229,9 @@ func toolUseIDs(m llm.Message) map[string]bool {
 	return ids
 }
 
-func toolUseOrder(m llm.Message) []string {
-	var ids []string
+func toolUseOrder(m llm.Message) []string { return appendToolUseIDs(nil, m) }
+
+func appendToolUseIDs(ids []string, m llm.Message) []string {
 	for _, b := range m.Content {
 		if u, ok := b.(llm.ToolUse); ok {
 			ids = append(ids, u.ID)
