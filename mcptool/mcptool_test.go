@@ -198,8 +198,11 @@ func TestRegisterNamespacesClashes(t *testing.T) {
 	}
 	// Registering the same server again has nowhere left to go.
 	err := beta.Register(t.Context(), reg)
-	if err == nil || !strings.Contains(err.Error(), `server "beta": tool "echo"`) {
+	if err == nil || !strings.Contains(err.Error(), `server "beta": tool "beta__echo": duplicate tool name`) {
 		t.Errorf("second Register error = %v, want one naming beta's echo", err)
+	}
+	if !errors.Is(err, tool.ErrDuplicate) {
+		t.Errorf("second Register error does not wrap tool.ErrDuplicate: %v", err)
 	}
 }
 
@@ -284,6 +287,48 @@ func TestCleanName(t *testing.T) {
 	for _, tt := range tests {
 		if got := cleanName(tt.in, "fallback"); got != tt.want {
 			t.Errorf("cleanName(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestRegisterSkipsBadTool checks that one tool this package cannot take
+// costs only that tool.
+func TestRegisterSkipsBadTool(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "odd", Version: "v1"}, nil)
+	ok := func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "fine"}}}, nil
+	}
+	srv.AddTool(&mcp.Tool{Name: "good", InputSchema: json.RawMessage(`{"type":"object"}`)}, ok)
+	srv.AddTool(&mcp.Tool{Name: "bad", InputSchema: json.RawMessage(`{"type":"object","properties":{"x":{"$ref":"#/$defs/missing"}}}`)}, ok)
+	s := connectInMemory(t, srv, nil)
+	reg := tool.NewRegistry(tool.Config{})
+	err := s.Register(t.Context(), reg)
+	if err == nil || !strings.Contains(err.Error(), `server "odd": tool "bad"`) {
+		t.Errorf("Register error = %v, want one naming the bad tool", err)
+	}
+	got := reg.Run(t.Context(), []tool.Call{{ID: "1", Name: "good", Input: json.RawMessage(`{}`)}})
+	if diff := cmp.Diff([]llm.ToolResult{{ToolUseID: "1", Content: []llm.Block{llm.Text{Text: "fine"}}}}, got); diff != "" {
+		t.Errorf("the good tool (-want +got):\n%s", diff)
+	}
+}
+
+// TestBlocksEdges covers the content the in-process server cannot send.
+func TestBlocksEdges(t *testing.T) {
+	tests := []struct {
+		in   mcp.Content
+		want llm.Block
+	}{
+		{&mcp.EmbeddedResource{}, llm.Text{Text: "[empty embedded resource]"}},
+		{&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "mem://z", MIMEType: "application/zip", Blob: []byte("PK")}},
+			llm.Text{Text: "[resource mem://z omitted: 2 bytes of application/zip]"}},
+		{&mcp.ImageContent{Data: []byte("?")}, llm.Text{Text: "[image omitted: 1 bytes of unknown type, a type the model cannot read]"}},
+		{&mcp.ResourceLink{URI: "https://x/y", Description: "the y"}, llm.Text{Text: `[resource link: https://x/y description="the y"]`}},
+		{&mcp.ToolUseContent{ID: "u", Name: "n"}, llm.Text{Text: `[MCP content this client does not read: {"type":"tool_use","id":"u","name":"n","input":{}}]`}},
+	}
+	for _, tt := range tests {
+		got := blocks([]mcp.Content{tt.in})
+		if diff := cmp.Diff([]llm.Block{tt.want}, got); diff != "" {
+			t.Errorf("blocks(%T) (-want +got):\n%s", tt.in, diff)
 		}
 	}
 }

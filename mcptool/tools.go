@@ -18,9 +18,9 @@ import (
 // under its own name made valid for the API (characters outside
 // [a-zA-Z0-9_-] become '_', and at most 64 of them). Input schemas are the
 // server's, unchanged. Calling a tool forwards the call, with its ctx, to
-// the server. A tool this package cannot accept, such as one whose schema is
-// not an object, is left out and named in the error, which
-// is then non-nil alongside the tools that were accepted.
+// the server. A tool that cannot be made, such as one whose schema is not
+// an object, is left out and named in the error; the tools returned with
+// that error are the ones that could.
 func (s *Server) Tools(ctx context.Context) ([]*tool.Tool, error) {
 	list, err := s.list(ctx)
 	if err != nil {
@@ -64,7 +64,7 @@ func (s *Server) Register(ctx context.Context, reg *tool.Registry) error {
 			continue
 		}
 		if err := reg.Register(tt); err != nil {
-			errs = append(errs, fmt.Errorf("mcptool: server %q: tool %q: %w", s.name, t.Name, err))
+			errs = append(errs, fmt.Errorf("mcptool: server %q: %w", s.name, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -97,7 +97,7 @@ func (s *Server) newTool(name string, t *mcp.Tool) (*tool.Tool, error) {
 		return s.call(ctx, remote, input)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("mcptool: server %q: tool %q: %w", s.name, t.Name, err)
+		return nil, fmt.Errorf("mcptool: server %q: %w", s.name, err) // err names the tool
 	}
 	return tt, nil
 }
