@@ -1,0 +1,208 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"slices"
+	"strings"
+)
+
+// usage is the --help text. It is written by hand, not generated, because it
+// is a contract: the README copies it, and a test checks that it names every
+// flag.
+const usage = `Usage:
+  agentloop [flags] [prompt...]
+  agentloop [flags] demo [--fast]
+
+agentloop runs an agent loop on the Anthropic Messages API: the model thinks,
+calls tools, observes their results and answers.
+
+The prompt is the arguments joined by spaces. With no arguments the prompt is
+read from stdin, and when stdin is a terminal an interactive session starts:
+the conversation carries across turns, /exit ends it, /clear starts afresh,
+/usage shows the tokens and cost so far, Ctrl-C interrupts the current turn
+and a second Ctrl-C exits. Flags go before the prompt.
+
+The answer streams to stdout. Tool calls and their results, retries and
+history compaction are reported on stderr.
+
+Flags:
+  --model NAME        the model (default $ANTHROPIC_MODEL, else %s)
+  --max-tokens N      the output cap of one model turn (default %d)
+  --max-iterations N  model turns per prompt before giving up (default %d)
+  --context-limit N   compact the history when it exceeds N tokens
+                      (default %d)
+  --system TEXT       the system prompt
+  --tools LIST        comma-separated built-in tools to offer: %s
+  --thinking N        the extended-thinking budget in tokens; 0 is off
+  --mcp 'CMD ARGS'    start an MCP server over stdio and offer its tools
+                      (repeatable)
+  --mcp-url URL       connect to an MCP server over streamable HTTP and offer
+                      its tools (repeatable)
+  --session FILE      a JSONL transcript: loaded if it exists, so the
+                      conversation continues, and saved after every turn
+  --json              write the agent's events to stdout as JSON Lines, one
+                      event per line, each with a "type" field
+  -v                  write a debug log to stderr (keys are never printed)
+  --version           print the version and exit
+
+Commands:
+  demo                a scripted calculator session against a fake API on
+                      loopback: no key, no network. It shows think, act and
+                      observe, and tool input JSON arriving in fragments.
+                      --fast skips the pacing meant for human eyes.
+
+Environment:
+  ANTHROPIC_API_KEY     the API key, sent as x-api-key
+  ANTHROPIC_AUTH_TOKEN  a bearer token, used when ANTHROPIC_API_KEY is unset
+  ANTHROPIC_BASE_URL    the API's base URL, for any compatible server
+  ANTHROPIC_MODEL       the default for --model
+  NO_COLOR              when set, no colour
+
+Exit status:
+  0    finished, or the model refused (with a note on stderr)
+  1    an API or runtime error after retries (stderr has the API's message
+       and the request id)
+  2    a usage or configuration error, such as no API key
+  3    the iteration limit was reached
+  130  interrupted by Ctrl-C
+`
+
+// builtinTools are the tools --tools can name.
+var builtinTools = []string{"calculator"}
+
+// helpText returns usage with its defaults filled in.
+func helpText() string {
+	return fmt.Sprintf(usage, defaultModel, defaultMaxTokens, defaultMaxIterations,
+		defaultContextLimit, strings.Join(builtinTools, ", "))
+}
+
+// options are the parsed command line.
+type options struct {
+	model         string
+	maxTokens     int
+	maxIterations int
+	contextLimit  int
+	system        string
+	tools         []string
+	thinking      int
+	mcp           []string
+	mcpURL        []string
+	session       string
+	json          bool
+	verbose       bool
+	version       bool
+	help          bool
+
+	demo   bool // the demo command
+	fast   bool // demo --fast
+	prompt string
+	// promptGiven is whether the prompt came from the arguments.
+	promptGiven bool
+}
+
+// listFlag is a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, " ") }
+func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+
+// parseFlags parses args. getenv supplies the defaults the environment sets.
+func parseFlags(args []string, getenv func(string) string) (*options, error) {
+	o := &options{}
+	fs := newFlagSet(o)
+	var tools string
+	fs.StringVar(&tools, "tools", "", "")
+	if err := fs.Parse(args); err != nil {
+		return nil, usageError("%v (see agentloop --help)", err)
+	}
+	if o.model == "" {
+		o.model = getenv("ANTHROPIC_MODEL")
+	}
+	if o.model == "" {
+		o.model = defaultModel
+	}
+	for t := range strings.SplitSeq(tools, ",") {
+		if t = strings.TrimSpace(t); t == "" {
+			continue
+		}
+		if !isBuiltinTool(t) {
+			return nil, usageError("unknown tool %q in --tools: the built-in tools are %s", t, strings.Join(builtinTools, ", "))
+		}
+		o.tools = append(o.tools, t)
+	}
+	switch {
+	case o.maxTokens < 0:
+		return nil, usageError("--max-tokens must be positive")
+	case o.maxIterations < 1:
+		return nil, usageError("--max-iterations must be at least 1")
+	case o.contextLimit < 0:
+		return nil, usageError("--context-limit must be positive")
+	case o.thinking < 0:
+		return nil, usageError("--thinking must be 0 (off) or a budget in tokens")
+	}
+
+	rest := fs.Args()
+	// "--" ends the flags, so "agentloop -- demo" asks the model about "demo".
+	dashed := len(args) > len(rest) && args[len(args)-len(rest)-1] == "--"
+	if len(rest) > 0 && rest[0] == "demo" && !dashed {
+		o.demo = true
+		dfs := flag.NewFlagSet("agentloop demo", flag.ContinueOnError)
+		dfs.SetOutput(io.Discard)
+		dfs.BoolVar(&o.fast, "fast", false, "")
+		dfs.BoolVar(&o.help, "help", false, "")
+		dfs.BoolVar(&o.help, "h", false, "")
+		if err := dfs.Parse(rest[1:]); err != nil {
+			return nil, usageError("demo: %v (see agentloop --help)", err)
+		}
+		if dfs.NArg() > 0 {
+			return nil, usageError("demo takes no prompt, got %q", strings.Join(dfs.Args(), " "))
+		}
+		return o, nil
+	}
+	if len(rest) > 0 {
+		o.prompt, o.promptGiven = strings.Join(rest, " "), true
+	}
+	return o, nil
+}
+
+// newFlagSet defines every flag but --tools on o.
+func newFlagSet(o *options) *flag.FlagSet {
+	fs := flag.NewFlagSet("agentloop", flag.ContinueOnError)
+	// The flag package's own messages are replaced by usageError's.
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.model, "model", "", "")
+	fs.IntVar(&o.maxTokens, "max-tokens", defaultMaxTokens, "")
+	fs.IntVar(&o.maxIterations, "max-iterations", defaultMaxIterations, "")
+	fs.IntVar(&o.contextLimit, "context-limit", defaultContextLimit, "")
+	fs.StringVar(&o.system, "system", "", "")
+	fs.IntVar(&o.thinking, "thinking", 0, "")
+	fs.Var((*listFlag)(&o.mcp), "mcp", "")
+	fs.Var((*listFlag)(&o.mcpURL), "mcp-url", "")
+	fs.StringVar(&o.session, "session", "", "")
+	fs.BoolVar(&o.json, "json", false, "")
+	fs.BoolVar(&o.verbose, "v", false, "")
+	fs.BoolVar(&o.version, "version", false, "")
+	fs.BoolVar(&o.help, "help", false, "")
+	fs.BoolVar(&o.help, "h", false, "")
+	return fs
+}
+
+func isBuiltinTool(name string) bool { return slices.Contains(builtinTools, name) }
+
+// version is the release, set with -ldflags "-X main.version=v1.2.3". When
+// unset it comes from the build info, which go install fills in.
+var version = ""
+
+func versionString() string {
+	v := version
+	if v == "" {
+		v = "(devel)"
+		if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+			v = bi.Main.Version
+		}
+	}
+	return "agentloop " + v
+}

@@ -1,0 +1,111 @@
+// Command agentloop runs the agent loop from the command line: the model
+// thinks, calls tools, observes their results and answers.
+//
+//	agentloop demo                                  # offline, no key: watch the loop work
+//	agentloop --tools calculator "What is 3 + 5?"  # one prompt, answer on stdout
+//	echo "What is 3 + 5?" | agentloop --json        # events as JSON Lines
+//	agentloop                                       # an interactive session on a terminal
+//
+// The answer streams to stdout; tool activity, retries and notices go to
+// stderr, so the answer can be piped. Run agentloop --help for the flags, the
+// environment it reads and its exit statuses.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+
+	"golang.org/x/term"
+)
+
+func main() {
+	interrupts := make(chan os.Signal, 2)
+	signal.Notify(interrupts, os.Interrupt)
+	c := &cli{
+		getenv:     os.Getenv,
+		isTerminal: isTerminal,
+		interrupts: interrupts,
+	}
+	os.Exit(c.main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// A cli is the command with its environment injected, so that tests run it
+// in-process with a fake environment, pipes that pretend to be terminals and
+// interrupts sent down a channel.
+type cli struct {
+	// getenv reads an environment variable. This is the only way the
+	// command reads the environment.
+	getenv func(string) string
+	// isTerminal reports whether f (stdin, stdout or stderr as passed to
+	// run) is a terminal.
+	isTerminal func(f any) bool
+	// interrupts delivers Ctrl-C. Nil means no interrupts ever arrive.
+	interrupts <-chan os.Signal
+}
+
+// isTerminal reports whether f is an *os.File open on a terminal.
+func isTerminal(f any) bool {
+	file, ok := f.(*os.File)
+	return ok && term.IsTerminal(int(file.Fd()))
+}
+
+// main runs the command and turns its error into a message on stderr and an
+// exit status. It is the one place where errors become exit statuses.
+func (c *cli) main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	err := c.run(ctx, args, stdin, stdout, stderr)
+	reportError(stderr, err)
+	return exitCode(err)
+}
+
+// The exit statuses, part of the command's contract (see usage).
+const (
+	exitOK          = 0
+	exitFailure     = 1   // an API or runtime error after retries
+	exitUsage       = 2   // a usage or configuration error
+	exitIterations  = 3   // the iteration limit was reached
+	exitInterrupted = 130 // Ctrl-C, as a shell reports SIGINT
+)
+
+// An exitError carries the exit status an error should end the command
+// with. Errors without one exit with status 1.
+type exitError struct {
+	code int
+	err  error // nil: exit silently
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return ""
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageError returns an error that exits with status 2.
+func usageError(format string, args ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// errInterrupted ends a run cut short by Ctrl-C. It prints nothing: the
+// user knows they pressed it.
+var errInterrupted = &exitError{code: exitInterrupted}
+
+// exitCode returns the exit status for err.
+func exitCode(err error) int {
+	var ee *exitError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.Is(err, context.Canceled):
+		return exitInterrupted
+	default:
+		return exitFailure
+	}
+}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/agentloop/agentloop/anthropictest"
+)
+
+// everythingServer returns the command line that starts the reference MCP
+// server @modelcontextprotocol/server-everything over stdio, as .ci/run
+// installs it under <repo>/.ci/node_modules, or "" when it is not installed.
+func everythingServer(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		bin := filepath.Join(dir, ".ci", "node_modules", ".bin", "mcp-server-everything")
+		if _, err := os.Stat(bin); err == nil {
+			return bin + " stdio"
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}
+
+// TestMCPEverything drives the CLI with --mcp against the reference MCP
+// server from npm: the scripted model calls the server's echo tool, and the
+// server's real answer must come back to the model as the tool_result.
+func TestMCPEverything(t *testing.T) {
+	line := everythingServer(t)
+	if line == "" {
+		t.Skip("mcp-server-everything is not installed: npm install --prefix .ci @modelcontextprotocol/server-everything (.ci/run does)")
+	}
+	// Children inherit this marker, so that any server process left behind
+	// can be found afterwards.
+	marker := "agentloop-mcp-test-" + strconv.Itoa(os.Getpid())
+	t.Setenv("AGENTLOOP_TEST_MARKER", marker)
+
+	h := newHarness(t,
+		anthropictest.NewStream().Text("Echoing.").
+			ToolUse("toolu_e", "echo", `{"mess`, `age": "hello from`, ` agentloop"}`).Stop("tool_use"),
+		text("The server said hello."),
+	)
+	r := h.run(strings.NewReader(""), "--tools", "calculator", "--mcp", line, "--mcp", "/nonexistent/mcp-server-xyz --flag", "echo something")
+	r.check(t, 0)
+
+	// The broken server is named, and the run went on without it.
+	if !strings.Contains(r.stderr, "/nonexistent/mcp-server-xyz") {
+		t.Errorf("stderr does not name the server that failed:\n%s", r.stderr)
+	}
+	if !strings.Contains(r.stdout, "The server said hello.") {
+		t.Errorf("stdout = %q", r.stdout)
+	}
+
+	reqs := h.srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want 2", len(reqs))
+	}
+	p, err := reqs[0].Params()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, raw := range p.Tools {
+		var tool struct{ Name string }
+		if err := json.Unmarshal(raw, &tool); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, tool.Name)
+	}
+	if !contains(names, "echo") || !contains(names, "calculator") {
+		t.Errorf("tools offered = %v, want the server's echo and the built-in calculator", names)
+	}
+	results := reqs[1].ToolResults()
+	if len(results) != 1 || results[0].IsError || len(results[0].Content) == 0 ||
+		results[0].Content[0].Text != "Echo: hello from agentloop" {
+		t.Errorf("tool results = %+v, want the server's echo", results)
+	}
+
+	// Close waited for the server; nothing it started may outlive the run.
+	if pids := processesWith(t, marker); len(pids) > 0 {
+		t.Errorf("processes left behind: %v", pids)
+	}
+}
+
+// processesWith returns the ids of the processes, other than this one,
+// whose environment contains marker.
+func processesWith(t *testing.T, marker string) []string {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Logf("cannot look for orphans without /proc: %v", err)
+		return nil
+	}
+	self := strconv.Itoa(os.Getpid())
+	var pids []string
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil || e.Name() == self {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err == nil && bytes.Contains(env, []byte(marker)) {
+			pids = append(pids, e.Name())
+		}
+	}
+	return pids
+}
+
+// TestMCPFailure checks that a server that cannot start is reported by
+// name, and that the agent works on with the other tools.
+func TestMCPFailure(t *testing.T) {
+	h := newHarness(t,
+		anthropictest.NewStream().ToolUse("toolu_1", "calculator", `{"a":2,"b":2,"operation":"add"}`).Stop("tool_use"),
+		text("4"),
+	)
+	r := h.run(strings.NewReader(""), "--tools", "calculator",
+		"--mcp", "/nonexistent/mcp-server-xyz", "--mcp-url", "http://127.0.0.1:1/mcp", "2+2")
+	r.check(t, 0)
+	for _, want := range []string{"/nonexistent/mcp-server-xyz", "http://127.0.0.1:1/mcp", "← calculator#1 4"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if r.stdout != "4\n" {
+		t.Errorf("stdout = %q", r.stdout)
+	}
+}

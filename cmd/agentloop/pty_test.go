@@ -1,0 +1,158 @@
+//go:build linux || darwin
+
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/agentloop/agentloop/anthropictest"
+)
+
+// TestMain lets a test run the real command: the test binary, started with
+// AGENTLOOP_TEST_MAIN=1, is agentloop.
+func TestMain(m *testing.M) {
+	if os.Getenv("AGENTLOOP_TEST_MAIN") == "1" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// ptyCommand is the command under test, running on a pseudo-terminal.
+type ptyCommand struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	tty  *os.File
+	mu   sync.Mutex
+	out  strings.Builder
+	more chan struct{} // signalled after each read
+	done chan struct{} // closed when the terminal closes
+}
+
+// startPTY starts the command on a new pseudo-terminal, as its controlling
+// terminal, so that a ^C typed into it is a real SIGINT.
+func startPTY(t *testing.T, env map[string]string, args ...string) *ptyCommand {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Env = []string{"AGENTLOOP_TEST_MAIN=1", "TERM=xterm", "PATH=" + os.Getenv("PATH")}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 200})
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	p := &ptyCommand{t: t, cmd: cmd, tty: tty, more: make(chan struct{}, 1), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		buf := make([]byte, 4096)
+		for {
+			n, err := tty.Read(buf)
+			p.mu.Lock()
+			p.out.Write(buf[:n])
+			p.mu.Unlock()
+			select {
+			case p.more <- struct{}{}:
+			default:
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		tty.Close()
+	})
+	return p
+}
+
+// expect waits until the output, from offset from, contains s, and returns
+// the offset just past it.
+func (p *ptyCommand) expect(from int, s string) int {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		p.mu.Lock()
+		out := p.out.String()
+		p.mu.Unlock()
+		if i := strings.Index(out[from:], s); i >= 0 {
+			return from + i + len(s)
+		}
+		select {
+		case <-p.more:
+		case <-p.done:
+			p.t.Fatalf("terminal closed before %q appeared; output:\n%s", s, out)
+		case <-ctx.Done():
+			p.t.Fatalf("%q did not appear; output:\n%s", s, out)
+		}
+	}
+}
+
+func (p *ptyCommand) send(s string) {
+	if _, err := io.WriteString(p.tty, s); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// wait returns the command's exit status.
+func (p *ptyCommand) wait() int {
+	err := p.cmd.Wait()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return 0
+}
+
+// TestPTY runs the REPL on a real pseudo-terminal: the terminal check, a
+// conversation, Ctrl-C interrupting a turn, and a second Ctrl-C exiting.
+func TestPTY(t *testing.T) {
+	arrived := make(chan struct{})
+	srv := anthropictest.NewServer(
+		text("Hello from the fake API."),
+		anthropictest.ReplyFunc(func(*anthropictest.Request) anthropictest.Reply {
+			close(arrived)
+			return anthropictest.Hang()
+		}),
+	)
+	defer srv.Close()
+	p := startPTY(t, map[string]string{"ANTHROPIC_API_KEY": testKey, "ANTHROPIC_BASE_URL": srv.URL})
+
+	at := p.expect(0, "> ")
+	p.send("hello\r")
+	at = p.expect(at, "Hello from the fake API.")
+	at = p.expect(at, "> ")
+	p.send("think forever\r")
+	<-arrived
+	p.send("\x03") // Ctrl-C: the terminal sends SIGINT
+	at = p.expect(at, "(interrupted)")
+	at = p.expect(at, "> ")
+	p.send("\x03")
+	if code := p.wait(); code != exitInterrupted {
+		t.Errorf("exit status %d, want %d", code, exitInterrupted)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if strings.Contains(p.out.String(), testKey) {
+		t.Error("the key was printed")
+	}
+}

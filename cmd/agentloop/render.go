@@ -1,0 +1,399 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentloop/agentloop/agent"
+)
+
+// A renderer shows a run's events to the user.
+type renderer interface {
+	// event shows one event.
+	event(ev agent.Event)
+	// fail shows the error that ended a run.
+	fail(err error)
+	// note shows a one-line remark, such as a refusal notice.
+	note(format string, args ...any)
+	// close stops anything still animating.
+	close()
+}
+
+// jsonRenderer writes each event to stdout as one JSON line with a "type".
+// Notes and errors go to stderr as text, where a person will see them, and
+// errors also go to stdout, so that a program reading the lines sees why
+// the run failed.
+type jsonRenderer struct {
+	out, errw io.Writer
+	enc       *json.Encoder
+}
+
+func newJSONRenderer(stdout, stderr io.Writer) *jsonRenderer {
+	enc := json.NewEncoder(stdout)
+	enc.SetEscapeHTML(false)
+	return &jsonRenderer{out: stdout, errw: stderr, enc: enc}
+}
+
+func (r *jsonRenderer) event(ev agent.Event) {
+	// Every agent event marshals itself with its "type"; an error here
+	// would be a bug in package agent, so it is reported, not hidden.
+	if err := r.enc.Encode(ev); err != nil {
+		fmt.Fprintf(r.errw, "agentloop: cannot encode %s event: %v\n", agent.EventType(ev), err)
+	}
+}
+
+func (r *jsonRenderer) fail(err error) {
+	r.enc.Encode(errorRecord(err))
+}
+
+func (r *jsonRenderer) note(format string, args ...any) {
+	fmt.Fprintf(r.errw, "agentloop: "+format+"\n", args...)
+}
+
+func (r *jsonRenderer) close() {}
+
+// textRenderer shows a run to a person: the answer on stdout as it streams,
+// everything else on stderr. On a terminal it adds colour (unless NO_COLOR)
+// and a spinner; otherwise it prints plain lines and nothing that moves.
+type textRenderer struct {
+	out, errw io.Writer
+	style     style
+	// sameScreen is whether stdout and stderr are both terminals, so that
+	// a line on stderr must not land in the middle of the answer.
+	sameScreen bool
+	// lesson turns on the demo's commentary: a heading for each phase of
+	// the loop and every tool-input fragment as it arrives.
+	lesson bool
+
+	mu      sync.Mutex // orders writes against the spinner's
+	spin    *spinner   // nil when stderr is not a terminal
+	midLine bool       // stdout's last write did not end a line
+	// errOpen says what stderr's unfinished line holds: "" for none,
+	// "thinking", or the id of the call whose input fragments it shows.
+	errOpen string
+	labels  map[string]string // call id → name#n
+	ncalls  int
+	running int // calls started and not yet finished
+}
+
+func newTextRenderer(stdout, stderr io.Writer, st style, stderrTerm, sameScreen, lesson bool) *textRenderer {
+	r := &textRenderer{out: stdout, errw: stderr, style: st, sameScreen: sameScreen, lesson: lesson,
+		labels: map[string]string{}}
+	if stderrTerm {
+		r.spin = newSpinner(stderr, &r.mu, st)
+	}
+	return r
+}
+
+func (r *textRenderer) event(ev agent.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch ev := ev.(type) {
+	case agent.TurnStart:
+		r.closeErrLine()
+		// Each turn's text is its own paragraph, even off a terminal.
+		if r.midLine {
+			io.WriteString(r.out, "\n")
+			r.midLine = false
+		}
+		if r.lesson {
+			r.line(r.style.phase("think") + r.style.dim(fmt.Sprintf(" model turn %d: the model streams its reply", ev.Iteration)))
+		}
+		r.spinLocked("thinking")
+	case agent.ThinkingDelta:
+		r.stopSpin()
+		if r.errOpen != "thinking" {
+			r.closeErrLine()
+			r.endOutLine()
+			r.errOpen = "thinking"
+		}
+		io.WriteString(r.errw, r.style.dim(ev.Thinking))
+	case agent.TextDelta:
+		r.stopSpin()
+		r.closeErrLine()
+		io.WriteString(r.out, ev.Text)
+		if ev.Text != "" {
+			r.midLine = !strings.HasSuffix(ev.Text, "\n")
+		}
+	case agent.ToolCallStart:
+		r.stopSpin()
+		label := r.label(ev.ID, ev.Name)
+		if r.lesson {
+			r.line(r.style.phase("act") + " " + r.style.tool(label) + r.style.dim(" tool_use "+ev.ID+": its input arrives in fragments"))
+			io.WriteString(r.errw, "        ")
+			r.errOpen = ev.ID
+		}
+		r.spinLocked("writing " + ev.Name + " input")
+	case agent.ToolInputDelta:
+		if !r.lesson || r.errOpen != ev.ID {
+			return
+		}
+		r.stopSpin()
+		// Each fragment is printed as it came, with a bar after it: the
+		// cuts fall anywhere, even inside a key or a number.
+		io.WriteString(r.errw, r.style.fragment(ev.PartialJSON)+r.style.dim("│"))
+	case agent.ToolCall:
+		r.stopSpin()
+		r.running++
+		label := r.label(ev.ID, ev.Name)
+		if r.lesson {
+			r.line(r.style.phase("act") + " " + r.style.tool(label) + r.style.dim(" assembled, valid JSON; running it: ") + compactJSON(ev.Input, 200))
+		} else {
+			r.line(r.style.tool("→ "+label) + " " + compactJSON(ev.Input, 100))
+		}
+		r.spinLocked("running " + ev.Name)
+	case agent.ToolResult:
+		r.stopSpin()
+		r.running = max(0, r.running-1)
+		label := r.label(ev.ID, ev.Name)
+		content := shorten(ev.Content, 200)
+		switch {
+		case r.lesson && ev.IsError:
+			r.line(r.style.phase("observe") + " " + r.style.tool(label) + " " + r.style.err("error: "+content) + r.style.dim(" (sent back as an is_error tool_result)"))
+		case r.lesson:
+			r.line(r.style.phase("observe") + " " + r.style.tool(label) + " → " + content + r.style.dim(" (sent back as its tool_result)"))
+		case ev.IsError:
+			r.line(r.style.err("✗ "+label+" error: ") + content)
+		default:
+			r.line(r.style.tool("← "+label) + " " + content)
+		}
+		if r.running > 0 {
+			r.spinLocked("running tools")
+		} else {
+			r.spinLocked("thinking")
+		}
+	case agent.Usage:
+		if r.lesson {
+			r.stopSpin()
+			r.line(r.style.dim(fmt.Sprintf("        usage: %d input tokens, %d output tokens this turn",
+				ev.Turn.InputTokens+ev.Turn.CacheReadInputTokens+ev.Turn.CacheCreationInputTokens, ev.Turn.OutputTokens)))
+		}
+	case agent.Compaction:
+		r.stopSpin()
+		msg := fmt.Sprintf("compacted the history from about %d to %d tokens", ev.Before, ev.After)
+		if len(ev.Steps) > 0 {
+			msg += " (" + strings.Join(ev.Steps, ", ") + ")"
+		}
+		r.line(r.style.dim(msg))
+	case agent.Retry:
+		r.stopSpin()
+		r.line(r.style.warn(fmt.Sprintf("retrying, attempt %d: %s", ev.Attempt, ev.Error)))
+		if ev.Discard {
+			r.line(r.style.warn("discarded the partial output of this turn above; it is being generated again"))
+		}
+		r.spinLocked("thinking")
+	case agent.Done:
+		r.stopSpin()
+		r.closeErrLine()
+		if r.midLine {
+			io.WriteString(r.out, "\n")
+			r.midLine = false
+		}
+		if r.lesson {
+			res := ev.Result
+			r.line(r.style.phase("done") + r.style.dim(fmt.Sprintf(" %s after %d model turns: %d input and %d output tokens",
+				res.State, res.Iterations, res.Usage.InputTokens+res.Usage.CacheReadInputTokens+res.Usage.CacheCreationInputTokens, res.Usage.OutputTokens)))
+		}
+	}
+}
+
+// label returns the short name of call id, name#n, numbering the calls of
+// the session in the order they appear.
+func (r *textRenderer) label(id, name string) string {
+	l, ok := r.labels[id]
+	if !ok {
+		r.ncalls++
+		l = fmt.Sprintf("%s#%d", name, r.ncalls)
+		r.labels[id] = l
+	}
+	return l
+}
+
+func (r *textRenderer) fail(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopSpin()
+	r.closeErrLine()
+}
+
+func (r *textRenderer) note(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopSpin()
+	r.line(r.style.warn(fmt.Sprintf(format, args...)))
+}
+
+func (r *textRenderer) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopSpin()
+}
+
+// line writes s as a line of its own on stderr.
+func (r *textRenderer) line(s string) {
+	r.closeErrLine()
+	r.endOutLine()
+	io.WriteString(r.errw, s+"\n")
+}
+
+// endOutLine ends the answer's unfinished line when stdout and stderr
+// share a screen, so that stderr's next line does not land in its middle.
+func (r *textRenderer) endOutLine() {
+	if r.midLine && r.sameScreen {
+		io.WriteString(r.out, "\n")
+		r.midLine = false
+	}
+}
+
+// closeErrLine ends stderr's unfinished line of thinking or fragments.
+func (r *textRenderer) closeErrLine() {
+	if r.errOpen != "" {
+		io.WriteString(r.errw, "\n")
+		r.errOpen = ""
+	}
+}
+
+// spinLocked starts the spinner, or changes its label. The spinner clears
+// its line as it draws, so it never starts on an unfinished line of stderr,
+// nor, on a shared screen, of the answer.
+func (r *textRenderer) spinLocked(label string) {
+	if r.spin == nil || r.errOpen != "" {
+		return
+	}
+	r.endOutLine()
+	r.spin.start(label)
+}
+
+func (r *textRenderer) stopSpin() {
+	if r.spin != nil {
+		r.spin.stop()
+	}
+}
+
+// compactJSON returns input as one line of compact JSON, cut to n runes.
+func compactJSON(input json.RawMessage, n int) string {
+	var buf bytes.Buffer
+	if len(input) == 0 {
+		return "{}"
+	}
+	if err := json.Compact(&buf, input); err != nil {
+		return shorten(string(input), n)
+	}
+	return shorten(buf.String(), n)
+}
+
+// shorten returns s on one line, its runs of white space collapsed, cut to
+// n runes with an ellipsis.
+func shorten(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i := 0
+	for j := range s {
+		if i == n-1 {
+			return s[:j] + "…"
+		}
+		i++
+	}
+	return s
+}
+
+// style colours text for a terminal. The zero style adds nothing.
+type style struct{ color bool }
+
+func (s style) wrap(code, t string) string {
+	if !s.color || t == "" {
+		return t
+	}
+	return "\x1b[" + code + "m" + t + "\x1b[0m"
+}
+
+func (s style) dim(t string) string  { return s.wrap("2", t) }
+func (s style) tool(t string) string { return s.wrap("36", t) }
+func (s style) err(t string) string  { return s.wrap("31", t) }
+func (s style) warn(t string) string { return s.wrap("33", t) }
+
+// fragment highlights one streamed input fragment.
+func (s style) fragment(t string) string { return s.wrap("1;32", t) }
+
+// phase labels a step of the loop, padded so that the lines align.
+func (s style) phase(name string) string {
+	return s.wrap("1;35", fmt.Sprintf("%-7s", name))
+}
+
+// spinner animates one line on stderr while the user waits. It shares the
+// renderer's mutex, so a frame is never drawn in the middle of another
+// write.
+type spinner struct {
+	w     io.Writer
+	mu    *sync.Mutex
+	style style
+
+	label   string
+	running bool
+	drawn   bool
+	stopc   chan struct{}
+	frame   int
+}
+
+var spinFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+func newSpinner(w io.Writer, mu *sync.Mutex, st style) *spinner {
+	return &spinner{w: w, mu: mu, style: st}
+}
+
+// start shows label, starting the animation if it is not running. The
+// caller holds the mutex.
+func (s *spinner) start(label string) {
+	s.label = label
+	if s.running {
+		return
+	}
+	s.running = true
+	s.stopc = make(chan struct{})
+	go s.loop(s.stopc)
+}
+
+// stop stops the animation and clears its line. The caller holds the mutex.
+func (s *spinner) stop() {
+	if !s.running {
+		return
+	}
+	s.running = false
+	close(s.stopc)
+	if s.drawn {
+		io.WriteString(s.w, "\r\x1b[K")
+		s.drawn = false
+	}
+}
+
+func (s *spinner) loop(stop chan struct{}) {
+	// The first frame waits a moment, so that fast steps do not flicker.
+	t := time.NewTicker(120 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		select {
+		case <-stop:
+			s.mu.Unlock()
+			return
+		default:
+		}
+		s.frame = (s.frame + 1) % len(spinFrames)
+		io.WriteString(s.w, "\r\x1b[K"+s.style.tool(spinFrames[s.frame])+" "+s.style.dim(s.label+"…"))
+		s.drawn = true
+		s.mu.Unlock()
+	}
+}

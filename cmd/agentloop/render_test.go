@@ -1,0 +1,116 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentloop/agentloop/agent"
+)
+
+// TestTextRenderer checks what a person sees for event sequences, off a
+// terminal and on one shared by stdout and stderr (no spinner: these
+// writers are not terminals).
+func TestTextRenderer(t *testing.T) {
+	call := []agent.Event{
+		agent.TurnStart{Iteration: 1},
+		agent.TextDelta{Text: "Adding."},
+		agent.ToolCallStart{ID: "t1", Name: "calc"},
+		agent.ToolInputDelta{ID: "t1", PartialJSON: `{"a":`},
+		agent.ToolInputDelta{ID: "t1", PartialJSON: `1}`},
+		agent.ToolCall{ID: "t1", Name: "calc", Input: json.RawMessage(`{"a": 1}`)},
+		agent.ToolResult{ID: "t1", Name: "calc", Content: "one\n  line", Duration: time.Millisecond},
+		agent.TurnStart{Iteration: 2},
+		agent.TextDelta{Text: "Done"},
+		agent.Done{Result: agent.Result{State: agent.Finished, Iterations: 2}},
+	}
+	for _, tc := range []struct {
+		name               string
+		events             []agent.Event
+		sameScreen, lesson bool
+		stdout, stderr     string
+	}{
+		{
+			name:   "tool call, separate streams",
+			events: call,
+			stdout: "Adding.\nDone\n",
+			stderr: "→ calc#1 {\"a\":1}\n← calc#1 one line\n",
+		},
+		{
+			// On one screen the answer's line is ended before a tool line,
+			// and stdout's newlines are the only ones added.
+			name:       "tool call, one screen",
+			events:     call,
+			sameScreen: true,
+			stdout:     "Adding.\nDone\n",
+			stderr:     "→ calc#1 {\"a\":1}\n← calc#1 one line\n",
+		},
+		{
+			name:   "lesson shows every fragment",
+			events: call[2:7],
+			lesson: true,
+			stderr: "act     calc#1 tool_use t1: its input arrives in fragments\n" +
+				"        {\"a\":│1}│\n" +
+				"act     calc#1 assembled, valid JSON; running it: {\"a\":1}\n" +
+				"observe calc#1 → one line (sent back as its tool_result)\n",
+		},
+		{
+			name: "thinking is one unbroken run on stderr",
+			events: []agent.Event{
+				agent.ThinkingDelta{Thinking: "Let me "}, agent.ThinkingDelta{Thinking: "think."},
+				agent.TextDelta{Text: "Answer."}, agent.Done{},
+			},
+			stdout: "Answer.\n",
+			stderr: "Let me think.\n",
+		},
+		{
+			name: "a discarded turn is called out",
+			events: []agent.Event{
+				agent.TextDelta{Text: "Partial"},
+				agent.Retry{Attempt: 2, Error: "overloaded", Discard: true},
+				agent.TextDelta{Text: "Whole."}, agent.Done{},
+			},
+			stdout: "PartialWhole.\n",
+			stderr: "retrying, attempt 2: overloaded\ndiscarded the partial output of this turn above; it is being generated again\n",
+		},
+		{
+			name:   "compaction",
+			events: []agent.Event{agent.Compaction{Before: 190000, After: 60000, Steps: []string{"summarised 40 messages"}}},
+			stderr: "compacted the history from about 190000 to 60000 tokens (summarised 40 messages)\n",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errw strings.Builder
+			r := newTextRenderer(&out, &errw, style{}, false, tc.sameScreen, tc.lesson)
+			for _, ev := range tc.events {
+				r.event(ev)
+			}
+			r.close()
+			if diff := cmp.Diff(tc.stdout, out.String()); diff != "" {
+				t.Errorf("stdout (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.stderr, errw.String()); diff != "" {
+				t.Errorf("stderr (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestShorten(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"a  b\n\tc", 10, "a b c"},
+		{"héllo wörld", 5, "héll…"},
+	} {
+		if got := shorten(tc.in, tc.n); got != tc.want {
+			t.Errorf("shorten(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}

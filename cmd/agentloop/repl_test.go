@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentloop/agentloop/anthropictest"
+)
+
+// TestREPL drives the interactive session through pipes, with stdin
+// declared a terminal.
+func TestREPL(t *testing.T) {
+	h := newHarness(t, text("Hi Ada."), text("You are Ada."), text("Fresh start."))
+	h.terminals["stdin"] = true
+	in := "my name is Ada\n\n/usage\nwho am I?\n/clear\nhello\n/bogus\n/exit\nnever sent\n"
+	r := h.run(strings.NewReader(in))
+	r.check(t, 0)
+	if diff := cmp.Diff("Hi Ada.\nYou are Ada.\nFresh start.\n", r.stdout); diff != "" {
+		t.Errorf("stdout (-want +got):\n%s", diff)
+	}
+	for _, want := range []string{"/exit", "1 runs:", "conversation cleared", "unknown command /bogus"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	reqs := h.srv.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests, want 3", len(reqs))
+	}
+	var lens []int
+	for _, req := range reqs {
+		lens = append(lens, len(req.Messages()))
+	}
+	// The conversation carries to the second turn; /clear empties it.
+	if diff := cmp.Diff([]int{1, 3, 1}, lens); diff != "" {
+		t.Errorf("messages per request (-want +got):\n%s", diff)
+	}
+}
+
+// TestREPLInterrupt checks that Ctrl-C during a turn interrupts only that
+// turn, and that the session goes on.
+func TestREPLInterrupt(t *testing.T) {
+	arrived := make(chan struct{})
+	h := newHarness(t,
+		anthropictest.ReplyFunc(func(*anthropictest.Request) anthropictest.Reply {
+			close(arrived)
+			return anthropictest.Hang()
+		}),
+		text("Still here."),
+	)
+	h.terminals["stdin"] = true
+	pr, pw := io.Pipe()
+	go func() {
+		io.WriteString(pw, "think forever\n")
+		<-arrived
+		h.interrupts <- os.Interrupt
+		io.WriteString(pw, "are you there?\n")
+		pw.Close()
+	}()
+	r := h.run(pr)
+	r.check(t, 0)
+	if !strings.Contains(r.stderr, "(interrupted)") {
+		t.Errorf("stderr does not say the turn was interrupted:\n%s", r.stderr)
+	}
+	if !strings.Contains(r.stdout, "Still here.") {
+		t.Errorf("the session did not go on after the interrupt:\n%s", r.stdout)
+	}
+}
+
+// TestREPLDoubleInterrupt checks that two Ctrl-C in a row exit with 130,
+// whether or not a turn is running.
+func TestREPLDoubleInterrupt(t *testing.T) {
+	t.Run("at the prompt", func(t *testing.T) {
+		h := newHarness(t)
+		h.terminals["stdin"] = true
+		pr, pw := io.Pipe()
+		defer pw.Close()
+		h.interrupts <- os.Interrupt
+		h.interrupts <- os.Interrupt
+		r := h.run(pr)
+		r.check(t, exitInterrupted)
+		if !strings.Contains(r.stderr, "Ctrl-C again") {
+			t.Errorf("the first Ctrl-C did not say how to exit:\n%s", r.stderr)
+		}
+	})
+	t.Run("during a turn", func(t *testing.T) {
+		arrived := make(chan struct{})
+		h := newHarness(t, anthropictest.ReplyFunc(func(*anthropictest.Request) anthropictest.Reply {
+			close(arrived)
+			return anthropictest.Hang()
+		}))
+		h.terminals["stdin"] = true
+		pr, pw := io.Pipe()
+		defer pw.Close()
+		go func() {
+			io.WriteString(pw, "think forever\n")
+			<-arrived
+			h.interrupts <- os.Interrupt
+			h.interrupts <- os.Interrupt
+		}()
+		h.run(pr).check(t, exitInterrupted)
+	})
+}
+
+// TestREPLSession checks that the REPL resumes a --session file and saves
+// it after each turn.
+func TestREPLSession(t *testing.T) {
+	path := t.TempDir() + "/s.jsonl"
+	h := newHarness(t, text("one"), text("two"))
+	h.run(strings.NewReader(""), "--session", path, "first").check(t, 0)
+	h.terminals["stdin"] = true
+	r := h.run(strings.NewReader("second\n"), "--session", path)
+	r.check(t, 0)
+	if !strings.Contains(r.stderr, "resuming") {
+		t.Errorf("stderr does not say the session resumed:\n%s", r.stderr)
+	}
+	if n := len(h.srv.Requests()[1].Messages()); n != 3 {
+		t.Errorf("second turn sent %d messages, want 3", n)
+	}
+	_ = context.Background
+}

@@ -1,0 +1,364 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/examples/calculator/calculator"
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/mcptool"
+	"github.com/agentloop/agentloop/memory"
+	"github.com/agentloop/agentloop/tool"
+)
+
+// Defaults shown in --help. They are the library's own, so that the CLI
+// and a program using the packages behave alike.
+const (
+	defaultModel         = agent.DefaultModel
+	defaultMaxTokens     = agent.DefaultMaxTokens
+	defaultMaxIterations = agent.DefaultMaxIterations
+)
+
+// defaultContextLimit is memory's default threshold for the default
+// max-tokens: the context window less room for the reply and a margin.
+var defaultContextLimit = memory.New(memory.Config{MaxTokens: defaultMaxTokens}).Config().ContextLimit
+
+// run is the whole command. Its error decides the exit status (see
+// exitCode); main prints it.
+func (c *cli) run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	o, err := parseFlags(args, c.getenv)
+	if err != nil {
+		return err
+	}
+	switch {
+	case o.help:
+		_, err := io.WriteString(stdout, helpText())
+		return err
+	case o.version:
+		_, err := fmt.Fprintln(stdout, versionString())
+		return err
+	case o.demo:
+		return c.demo(ctx, o, stdout, stderr)
+	}
+
+	key, token := c.getenv("ANTHROPIC_API_KEY"), c.getenv("ANTHROPIC_AUTH_TOKEN")
+	if key == "" && token == "" {
+		return usageError("no API key: set ANTHROPIC_API_KEY (export ANTHROPIC_API_KEY=sk-ant-...), " +
+			"or ANTHROPIC_AUTH_TOKEN for a bearer token; `agentloop demo` runs without one")
+	}
+	// Read the prompt before connecting to anything, so that a missing
+	// prompt fails fast.
+	interactive := !o.promptGiven && c.isTerminal(stdin)
+	if !o.promptGiven && !interactive {
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return fmt.Errorf("reading the prompt from stdin: %w", err)
+		}
+		o.prompt = strings.TrimSpace(string(b))
+		if o.prompt == "" {
+			return usageError("no prompt: pass it as arguments or on stdin (see agentloop --help)")
+		}
+	}
+
+	logger := newLogger(stderr, o.verbose, key, token)
+	client := llm.New(llm.Config{
+		APIKey:     key,
+		AuthToken:  token,
+		BaseURL:    c.getenv("ANTHROPIC_BASE_URL"),
+		HTTPClient: httpClient(logger, o.verbose),
+		Logger:     logger,
+	})
+	s, err := c.newSession(ctx, o, client, logger, stdout, stderr, false)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	if interactive {
+		return s.repl(ctx, stdin, c.interrupts)
+	}
+	return s.turn(ctx, o.prompt, c.interrupts)
+}
+
+// A session is one conversation: the agent, its history, where it is saved
+// and how it is shown.
+type session struct {
+	o       *options
+	cfg     agent.Config // the agent's, to make a fresh one on /clear
+	memCfg  memory.Config
+	agent   *agent.Agent
+	render  renderer
+	stderr  io.Writer
+	servers []*mcptool.Server
+	log     *slog.Logger
+
+	// Totals over the session's runs, for /usage.
+	usage   llm.Usage
+	costUSD float64
+	turns   int
+}
+
+// newSession builds the agent: tools, MCP servers, history.
+//
+// lesson turns on the demo's commentary in the renderer.
+func (c *cli) newSession(ctx context.Context, o *options, model agent.Model, logger *slog.Logger, stdout, stderr io.Writer, lesson bool) (*session, error) {
+	s := &session{o: o, stderr: stderr, log: logger}
+	s.render = c.newRenderer(o, stdout, stderr, lesson)
+
+	reg := tool.NewRegistry(tool.Config{Logger: logger})
+	for _, name := range o.tools {
+		switch name {
+		case "calculator":
+			if err := reg.Register(calculator.New()); err != nil {
+				return nil, err
+			}
+		}
+	}
+	s.connectMCP(ctx, o, reg)
+
+	s.memCfg = memory.Config{
+		Model:        o.model,
+		MaxTokens:    o.maxTokens,
+		ContextLimit: o.contextLimit,
+		Logger:       logger,
+	}
+	if tc, ok := model.(memory.TokenCounter); ok {
+		s.memCfg.Counter = tc
+	}
+	history, err := s.loadHistory()
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	s.cfg = agent.Config{
+		Model:         model,
+		ModelName:     o.model,
+		System:        o.system,
+		MaxTokens:     o.maxTokens,
+		Tools:         reg,
+		History:       history,
+		MaxIterations: o.maxIterations,
+		Logger:        logger,
+	}
+	if o.verbose {
+		s.cfg.Middleware = logModel(logger)
+	}
+	if o.thinking > 0 {
+		s.cfg.Thinking = &llm.ThinkingConfig{BudgetTokens: o.thinking}
+	}
+	s.agent, err = agent.New(s.cfg)
+	if err != nil {
+		s.close()
+		return nil, usageError("%v", err)
+	}
+	return s, nil
+}
+
+// connectMCP starts or connects to the MCP servers the flags name. A server
+// that fails is reported and skipped: the agent works on with the others.
+func (s *session) connectMCP(ctx context.Context, o *options, reg *tool.Registry) {
+	opts := &mcptool.Options{Logger: s.log}
+	connect := func(what string, conn func() (*mcptool.Server, error)) {
+		srv, err := conn()
+		if err != nil {
+			s.render.note("MCP server %s is not available; continuing without its tools: %v", what, err)
+			return
+		}
+		s.servers = append(s.servers, srv)
+		// Register registers what it can and names what it could not.
+		if err := srv.Register(ctx, reg); err != nil {
+			s.render.note("MCP server %s: some of its tools are not available: %v", what, err)
+		}
+	}
+	for _, line := range o.mcp {
+		connect(fmt.Sprintf("%q", line), func() (*mcptool.Server, error) { return mcptool.ConnectCommand(ctx, line, opts) })
+	}
+	for _, u := range o.mcpURL {
+		connect(u, func() (*mcptool.Server, error) { return mcptool.ConnectURL(ctx, u, opts) })
+	}
+}
+
+// loadHistory loads the --session file if it exists, else starts afresh.
+func (s *session) loadHistory() (*memory.History, error) {
+	if s.o.session == "" {
+		return memory.New(s.memCfg), nil
+	}
+	h, err := memory.Load(s.o.session, s.memCfg)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return memory.New(s.memCfg), nil
+	case err != nil:
+		return nil, usageError("cannot resume session %s: %v (move it aside to start afresh)", s.o.session, err)
+	}
+	return h, nil
+}
+
+// save writes the --session file, if there is one.
+func (s *session) save() error {
+	if s.o.session == "" {
+		return nil
+	}
+	if err := s.agent.History().Save(s.o.session); err != nil {
+		return fmt.Errorf("saving session: %w", err)
+	}
+	return nil
+}
+
+// close shuts the MCP servers down and stops the renderer.
+func (s *session) close() {
+	for _, srv := range s.servers {
+		if err := srv.Close(); err != nil {
+			s.log.Debug("closing MCP server", "server", srv.Name(), "err", err)
+		}
+	}
+	s.servers = nil
+	s.render.close()
+}
+
+// errForceExit ends the command when a second Ctrl-C arrives before an
+// interrupted turn has wound down.
+var errForceExit = &exitError{code: exitInterrupted}
+
+// turn runs the agent on input, shows it, saves the session and returns the
+// run's outcome as an error carrying its exit status. The first interrupt
+// cancels the run; a second one returns at once.
+func (s *session) turn(ctx context.Context, input string, interrupts <-chan os.Signal) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.drive(ctx, input) }()
+	select {
+	case err := <-done:
+		return err
+	case <-interrupts:
+		cancel()
+	}
+	select {
+	case err := <-done:
+		if err == nil || exitCode(err) == exitInterrupted {
+			return errInterrupted
+		}
+		return err
+	case <-interrupts:
+		return errForceExit
+	}
+}
+
+// drive runs one turn to its end.
+func (s *session) drive(ctx context.Context, input string) error {
+	var res agent.Result
+	var runErr error
+	for ev, err := range s.agent.Stream(ctx, input) {
+		if ev != nil {
+			s.render.event(ev)
+		}
+		if d, ok := ev.(agent.Done); ok {
+			res = d.Result
+		}
+		if err != nil {
+			runErr = err
+		}
+	}
+	s.usage = s.usage.Add(res.Usage)
+	s.costUSD += res.CostUSD
+	s.turns++
+	outcome := s.outcome(res, runErr)
+	if err := s.save(); err != nil {
+		s.render.fail(err)
+		if outcome == nil {
+			outcome = err
+		} else {
+			s.render.note("%v", err)
+		}
+	}
+	return outcome
+}
+
+// outcome maps how a run ended to an error with its exit status.
+func (s *session) outcome(res agent.Result, err error) error {
+	switch {
+	case res.State == agent.Cancelled || errors.Is(err, context.Canceled):
+		return errInterrupted
+	case err != nil:
+		s.render.fail(err)
+		return &exitError{code: exitFailure, err: describeError(err)}
+	}
+	switch res.State {
+	case agent.Refused:
+		s.render.note("the model declined to answer (stop reason: refusal)")
+		return nil
+	case agent.MaxTokens:
+		s.render.note("the answer was cut off at --max-tokens %d", s.o.maxTokens)
+		return nil
+	case agent.MaxIterations:
+		return &exitError{code: exitIterations, err: fmt.Errorf(
+			"iteration limit reached: %d model turns without a final answer (raise --max-iterations)", res.Iterations)}
+	case agent.Finished:
+		return nil
+	default:
+		// States the CLI sets no limit for, or that a later agent adds.
+		return &exitError{code: exitFailure, err: fmt.Errorf("the run ended with state %q", res.State)}
+	}
+}
+
+// describeError returns err as a user should read it: for an API error,
+// the API's own message, its type and status, and the request id that
+// support will ask for.
+func describeError(err error) error {
+	var apiErr *llm.APIError
+	if !errors.As(err, &apiErr) {
+		return err
+	}
+	var b strings.Builder
+	b.WriteString("API error")
+	if apiErr.StatusCode != 0 {
+		fmt.Fprintf(&b, " %d", apiErr.StatusCode)
+	}
+	if apiErr.Type != "" {
+		fmt.Fprintf(&b, " %s", apiErr.Type)
+	}
+	if apiErr.Message != "" {
+		fmt.Fprintf(&b, ": %s", apiErr.Message)
+	}
+	if apiErr.RequestID != "" {
+		fmt.Fprintf(&b, " (request id %s)", apiErr.RequestID)
+	} else {
+		b.WriteString(" (no request id)")
+	}
+	return errors.New(b.String())
+}
+
+// errorRecord is the JSON line --json writes for the error that ended a
+// run.
+func errorRecord(err error) map[string]any {
+	rec := map[string]any{"type": "error", "message": err.Error()}
+	var apiErr *llm.APIError
+	if errors.As(err, &apiErr) {
+		rec["message"] = apiErr.Message
+		rec["status"] = apiErr.StatusCode
+		rec["error_type"] = apiErr.Type
+		rec["request_id"] = apiErr.RequestID
+	}
+	return rec
+}
+
+// newRenderer picks the renderer for the flags and the terminals at hand.
+func (c *cli) newRenderer(o *options, stdout, stderr io.Writer, lesson bool) renderer {
+	if o.json {
+		return newJSONRenderer(stdout, stderr)
+	}
+	outTerm, errTerm := c.isTerminal(stdout), c.isTerminal(stderr)
+	return newTextRenderer(stdout, stderr, c.newStyle(stderr), errTerm, outTerm && errTerm, lesson)
+}
+
+// newStyle returns the colours for w: none unless w is a terminal, and
+// none when NO_COLOR is set (https://no-color.org) or TERM is dumb.
+func (c *cli) newStyle(w io.Writer) style {
+	return style{color: c.isTerminal(w) && c.getenv("NO_COLOR") == "" && c.getenv("TERM") != "dumb"}
+}
