@@ -2,6 +2,7 @@ package anthropictest
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -168,6 +169,7 @@ func (s *Stream) Text(deltas ...string) *Stream {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	i := s.startBlock(`{"type":"text","text":""}`)
+	s.items = slices.Grow(s.items, len(deltas))
 	for _, d := range deltas {
 		s.addLocked(item{kind: kTextDelta, index: i, a: d})
 	}
@@ -195,6 +197,7 @@ func (s *Stream) Thinking(signature string, deltas ...string) *Stream {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	i := s.startBlock(`{"type":"thinking","thinking":"","signature":""}`)
+	s.items = slices.Grow(s.items, len(deltas)+2)
 	for _, d := range deltas {
 		s.addLocked(item{kind: kThinkingDelta, index: i, a: d})
 	}
@@ -244,6 +247,7 @@ func (s *Stream) toolUse(typ, id, name string, fragments []string) *Stream {
 	b = append(b, `,"input":{}}`...)
 	i := s.startBlock(string(b))
 	s.addLocked(item{kind: kInputDelta, index: i})
+	s.items = slices.Grow(s.items, len(fragments))
 	for _, f := range fragments {
 		s.addLocked(item{kind: kInputDelta, index: i, a: f})
 	}
@@ -422,7 +426,7 @@ func (s *Stream) compile() *plan {
 	deltas := 0
 	size := 400
 	for _, it := range s.items {
-		size += len(it.a) + len(it.b) + 100
+		size += len(it.a) + len(it.b) + 128 // the longest fixed part is ~110 bytes
 		switch it.kind {
 		case kTextDelta, kThinkingDelta, kSignatureDelta, kInputDelta, kCitationDelta:
 			deltas++
