@@ -41,6 +41,7 @@ type Violation struct {
 	Msg string
 }
 
+// Error returns "path: message [rule]".
 func (v *Violation) Error() string { return v.Path + ": " + v.Msg + " [" + string(v.Rule) + "]" }
 
 // A CheckError lists every Violation of a request, in message order.
@@ -48,6 +49,7 @@ type CheckError struct {
 	Violations []*Violation
 }
 
+// Error lists every violation, one per line.
 func (e *CheckError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "anthropictest: request breaks the Messages API's rules (%d):", len(e.Violations))

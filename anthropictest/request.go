@@ -64,11 +64,14 @@ func (r *Request) Check() error { return CheckRequest(r.Body) }
 // Params holds the main fields of a Messages API request body. Fields this
 // package does not model stay in the body; use Request.Decode for them.
 type Params struct {
-	Model      string            `json:"model"`
-	MaxTokens  int               `json:"max_tokens"`
-	Stream     bool              `json:"stream"`
-	System     json.RawMessage   `json:"system,omitempty"` // a string or an array of text blocks
-	Messages   []Message         `json:"messages"`
+	Model     string `json:"model"`
+	MaxTokens int    `json:"max_tokens"`
+	Stream    bool   `json:"stream"`
+	// System is the system prompt as sent: a string or an array of text
+	// blocks.
+	System   json.RawMessage `json:"system,omitempty"`
+	Messages []Message       `json:"messages"`
+	// Tools, ToolChoice and Thinking are kept as sent.
 	Tools      []json.RawMessage `json:"tools,omitempty"`
 	ToolChoice json.RawMessage   `json:"tool_choice,omitempty"`
 	Thinking   json.RawMessage   `json:"thinking,omitempty"`
@@ -76,6 +79,7 @@ type Params struct {
 
 // A Message is one message of a request.
 type Message struct {
+	// Role is "user" or "assistant".
 	Role string `json:"role"`
 	// Content holds the message's blocks. A string content is decoded as
 	// one text block (none if the string is empty).
@@ -131,6 +135,7 @@ func decodeContent(raw json.RawMessage) (blocks []Block, isString bool, err erro
 // A Block is one content block of a message. Only the fields of its Type
 // are set; Raw holds the block exactly as sent.
 type Block struct {
+	// Type is the block type, such as "text" or "tool_use".
 	Type string `json:"type"`
 	// Text is set for text blocks.
 	Text string `json:"text,omitempty"`

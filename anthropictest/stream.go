@@ -1,9 +1,7 @@
 package anthropictest
 
 import (
-	"net/http"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 )
@@ -93,10 +91,12 @@ type item struct {
 	d     time.Duration
 }
 
-// Default values of the message_start event.
+// Defaults of the message_start event, which Stream.Message overrides.
 const (
+	// DefaultMessageID is the message id a Stream sends by default.
 	DefaultMessageID = "msg_01AnthropicTestMessage0001"
-	DefaultModel     = "claude-sonnet-4-5"
+	// DefaultModel is the model a Stream reports by default.
+	DefaultModel = "claude-sonnet-4-5"
 )
 
 // NewStream returns an empty script whose message_start carries
@@ -400,203 +400,4 @@ func (s *Stream) terminal(e ending) *Stream {
 // sends the same body.
 func (s *Stream) Bytes() []byte {
 	return append([]byte(nil), s.compile().body...)
-}
-
-// A plan is a rendered script: the body and where each event ends in it.
-type plan struct {
-	body     []byte
-	ends     []int      // end offset in body of each event
-	pace     []paceMark // delay changes, by event number, ascending
-	ending   ending
-	buffered bool
-}
-
-type paceMark struct {
-	event int
-	d     time.Duration
-}
-
-func (s *Stream) compile() *plan {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.plan != nil {
-		return s.plan
-	}
-	p := &plan{ending: s.ending, buffered: s.buffered}
-	deltas := 0
-	size := 400
-	for _, it := range s.items {
-		size += len(it.a) + len(it.b) + 128 // the longest fixed part is ~110 bytes
-		switch it.kind {
-		case kTextDelta, kThinkingDelta, kSignatureDelta, kInputDelta, kCitationDelta:
-			deltas++
-		}
-	}
-	p.body = make([]byte, 0, size)
-	p.ends = make([]int, 0, len(s.items)+4)
-	b := p.body
-
-	b = append(b, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":"...)
-	b = appendJSONString(b, s.id)
-	b = append(b, `,"type":"message","role":"assistant","model":`...)
-	b = appendJSONString(b, s.model)
-	b = append(b, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":`...)
-	b = s.appendUsage(b, s.outTok, true)
-	b = append(b, "}}\n\n"...)
-	p.ends = append(p.ends, len(b))
-
-	var tail []item
-	if s.ending == endNone {
-		// The default end of a turn: close the open block and stop.
-		if s.open {
-			tail = append(tail, item{kind: kBlockStop, index: s.nextIdx - 1})
-		}
-		reason := "end_turn"
-		if s.hasTool {
-			reason = "tool_use"
-		}
-		tail = append(tail, item{kind: kStop, a: reason, n: -1})
-	}
-	for _, it := range s.items {
-		b = s.render(p, b, it, deltas)
-	}
-	for _, it := range tail {
-		b = s.render(p, b, it, deltas)
-	}
-	p.body = b
-	s.plan = p
-	return p
-}
-
-// render appends the event(s) of one item to b and records where they end.
-func (s *Stream) render(p *plan, b []byte, it item, deltas int) []byte {
-	switch it.kind {
-	case kPace:
-		p.pace = append(p.pace, paceMark{event: len(p.ends), d: it.d})
-		return b
-	case kBlockStart:
-		b = append(b, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":"...)
-		b = strconv.AppendInt(b, int64(it.index), 10)
-		b = append(b, `,"content_block":`...)
-		b = append(b, it.a...)
-		b = append(b, "}\n\n"...)
-	case kTextDelta:
-		b = appendDelta(b, it.index, `{"type":"text_delta","text":`, it.a)
-	case kThinkingDelta:
-		b = appendDelta(b, it.index, `{"type":"thinking_delta","thinking":`, it.a)
-	case kSignatureDelta:
-		b = appendDelta(b, it.index, `{"type":"signature_delta","signature":`, it.a)
-	case kInputDelta:
-		b = appendDelta(b, it.index, `{"type":"input_json_delta","partial_json":`, it.a)
-	case kCitationDelta:
-		b = append(b, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":"...)
-		b = strconv.AppendInt(b, int64(it.index), 10)
-		b = append(b, `,"delta":{"type":"citations_delta","citation":`...)
-		b = append(b, it.a...)
-		b = append(b, "}}\n\n"...)
-	case kBlockStop:
-		b = append(b, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":"...)
-		b = strconv.AppendInt(b, int64(it.index), 10)
-		b = append(b, "}\n\n"...)
-	case kPing:
-		b = append(b, "event: ping\ndata: {\"type\": \"ping\"}\n\n"...)
-	case kEvent:
-		b = append(b, "event: "...)
-		b = append(b, it.a...)
-		b = append(b, "\ndata: "...)
-		b = append(b, it.b...)
-		b = append(b, "\n\n"...)
-	case kRaw:
-		b = append(b, it.a...)
-	case kStop:
-		out := it.n
-		if out < 0 {
-			out = max(deltas, 1)
-		}
-		b = append(b, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"...)
-		b = appendJSONString(b, it.a)
-		b = append(b, `,"stop_sequence":`...)
-		if it.seq {
-			b = appendJSONString(b, it.b)
-		} else {
-			b = append(b, "null"...)
-		}
-		b = append(b, `},"usage":`...)
-		b = s.appendUsage(b, out, false)
-		b = append(b, "}\n\n"...)
-		p.ends = append(p.ends, len(b))
-		b = append(b, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"...)
-	case kError:
-		b = append(b, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":"...)
-		b = appendJSONString(b, it.a)
-		b = append(b, `,"message":`...)
-		b = appendJSONString(b, it.b)
-		b = append(b, "}}\n\n"...)
-	}
-	p.ends = append(p.ends, len(b))
-	return b
-}
-
-func (s *Stream) appendUsage(b []byte, output int, start bool) []byte {
-	b = append(b, `{"input_tokens":`...)
-	b = strconv.AppendInt(b, int64(s.inTok), 10)
-	b = append(b, `,"cache_creation_input_tokens":`...)
-	b = strconv.AppendInt(b, int64(s.cacheW), 10)
-	b = append(b, `,"cache_read_input_tokens":`...)
-	b = strconv.AppendInt(b, int64(s.cacheR), 10)
-	b = append(b, `,"output_tokens":`...)
-	b = strconv.AppendInt(b, int64(output), 10)
-	if start {
-		b = append(b, `,"service_tier":"standard"`...)
-	}
-	return append(b, '}')
-}
-
-func appendDelta(b []byte, index int, prefix, value string) []byte {
-	b = append(b, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":"...)
-	b = strconv.AppendInt(b, int64(index), 10)
-	b = append(b, `,"delta":`...)
-	b = append(b, prefix...)
-	b = appendJSONString(b, value)
-	return append(b, "}}\n\n"...)
-}
-
-// serve writes the stream: the headers, then each event flushed on its own
-// (or in large writes when Buffered), then the ending.
-func (s *Stream) serve(w http.ResponseWriter, c *call) {
-	p := s.compile()
-	writeStreamHeader(w, c)
-	f, _ := w.(http.Flusher)
-	if p.buffered && len(p.pace) == 0 {
-		if _, err := w.Write(p.body); err != nil {
-			return
-		}
-		if f != nil {
-			f.Flush()
-		}
-	} else {
-		start, delay, next := 0, time.Duration(0), 0
-		for i, end := range p.ends {
-			for next < len(p.pace) && p.pace[next].event <= i {
-				delay = p.pace[next].d
-				next++
-			}
-			if delay > 0 && !c.wait(delay) {
-				return
-			}
-			if _, err := w.Write(p.body[start:end]); err != nil {
-				return
-			}
-			if f != nil {
-				f.Flush()
-			}
-			start = end
-		}
-	}
-	switch p.ending {
-	case endReset:
-		resetConn(w)
-	case endStall:
-		c.stall()
-	}
 }
