@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -70,16 +71,46 @@ func (h *harness) cli(stdin io.Reader, stdout, stderr io.Writer) *cli {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the spinner's goroutine.
+// syncBuffer is a bytes.Buffer safe for the spinner's goroutine, which a
+// test can wait on.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	written chan struct{} // closed and replaced by each write
 }
 
 func (b *syncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.written != nil {
+		close(b.written)
+		b.written = nil
+	}
 	return b.b.Write(p)
+}
+
+// waitFor waits until the buffer contains s.
+func (b *syncBuffer) waitFor(t *testing.T, s string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		b.mu.Lock()
+		if strings.Contains(b.b.String(), s) {
+			b.mu.Unlock()
+			return
+		}
+		if b.written == nil {
+			b.written = make(chan struct{})
+		}
+		w := b.written
+		b.mu.Unlock()
+		select {
+		case <-w:
+		case <-ctx.Done():
+			t.Fatalf("%q was not written; got:\n%s", s, b.String())
+		}
+	}
 }
 
 func (b *syncBuffer) String() string {
@@ -293,6 +324,19 @@ func TestInterrupt(t *testing.T) {
 	r.check(t, exitInterrupted)
 }
 
+// TestInterruptSetup checks that Ctrl-C works before the first turn, here
+// while the prompt is being read from a stdin that never ends.
+func TestInterruptSetup(t *testing.T) {
+	h := newHarness(t)
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	h.interrupts <- os.Interrupt
+	h.run(pr).check(t, exitInterrupted)
+	if n := len(h.srv.Requests()); n != 0 {
+		t.Errorf("%d requests sent after an interrupt", n)
+	}
+}
+
 func TestJSON(t *testing.T) {
 	h := newHarness(t,
 		anthropictest.NewStream().Text("Adding.").
@@ -381,8 +425,8 @@ func TestSession(t *testing.T) {
 	os.WriteFile(bad, []byte("{not json\n"), 0o600)
 	r := h.run(strings.NewReader(""), "--session", bad, "hi")
 	r.check(t, exitUsage)
-	if !strings.Contains(r.stderr, bad) {
-		t.Errorf("stderr does not name the session file:\n%s", r.stderr)
+	if !strings.Contains(r.stderr, bad) || !strings.Contains(r.stderr, "line 1") {
+		t.Errorf("stderr does not name the session file and the bad line:\n%s", r.stderr)
 	}
 	if b, _ := os.ReadFile(bad); string(b) != "{not json\n" {
 		t.Errorf("corrupt session file was changed to %q", b)

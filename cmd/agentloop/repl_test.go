@@ -80,12 +80,18 @@ func TestREPLDoubleInterrupt(t *testing.T) {
 		h.terminals["stdin"] = true
 		pr, pw := io.Pipe()
 		defer pw.Close()
+		stderr := &syncBuffer{}
+		code := make(chan int, 1)
+		go func() {
+			var stdout syncBuffer
+			code <- h.cli(pr, &stdout, stderr).main(context.Background(), nil, pr, &stdout, stderr)
+		}()
+		stderr.waitFor(t, "> ")
 		h.interrupts <- os.Interrupt
+		stderr.waitFor(t, "Ctrl-C again")
 		h.interrupts <- os.Interrupt
-		r := h.run(pr)
-		r.check(t, exitInterrupted)
-		if !strings.Contains(r.stderr, "Ctrl-C again") {
-			t.Errorf("the first Ctrl-C did not say how to exit:\n%s", r.stderr)
+		if got := <-code; got != exitInterrupted {
+			t.Errorf("exit status %d, want %d; stderr:\n%s", got, exitInterrupted, stderr.String())
 		}
 	})
 	t.Run("during a turn", func(t *testing.T) {
@@ -122,5 +128,4 @@ func TestREPLSession(t *testing.T) {
 	if n := len(h.srv.Requests()[1].Messages()); n != 3 {
 		t.Errorf("second turn sent %d messages, want 3", n)
 	}
-	_ = context.Background
 }

@@ -53,20 +53,41 @@ func (c *cli) run(ctx context.Context, args []string, stdin io.Reader, stdout, s
 		return usageError("no API key: set ANTHROPIC_API_KEY (export ANTHROPIC_API_KEY=sk-ant-...), " +
 			"or ANTHROPIC_AUTH_TOKEN for a bearer token; `agentloop demo` runs without one")
 	}
-	// Read the prompt before connecting to anything, so that a missing
+	// Until the first turn starts, Ctrl-C abandons the setup: reading the
+	// prompt and starting MCP servers may both hang.
+	setupCtx, endSetup := c.watchInterrupts(ctx)
+	s, err := c.setup(setupCtx, o, key, token, stdin, stdout, stderr)
+	if endSetup() {
+		if s != nil {
+			s.close()
+		}
+		return errInterrupted
+	}
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	if s.interactive {
+		return s.repl(ctx, stdin, c.interrupts)
+	}
+	return s.turn(ctx, o.prompt, c.interrupts)
+}
+
+// setup reads the prompt, if it comes on stdin, and builds the session.
+func (c *cli) setup(ctx context.Context, o *options, key, token string, stdin io.Reader, stdout, stderr io.Writer) (*session, error) {
+	// The prompt is read before connecting to anything, so that a missing
 	// prompt fails fast.
 	interactive := !o.promptGiven && c.isTerminal(stdin)
 	if !o.promptGiven && !interactive {
-		b, err := io.ReadAll(stdin)
+		b, err := readAll(ctx, stdin)
 		if err != nil {
-			return fmt.Errorf("reading the prompt from stdin: %w", err)
+			return nil, fmt.Errorf("reading the prompt from stdin: %w", err)
 		}
 		o.prompt = strings.TrimSpace(string(b))
 		if o.prompt == "" {
-			return usageError("no prompt: pass it as arguments or on stdin (see agentloop --help)")
+			return nil, usageError("no prompt: pass it as arguments or on stdin (see agentloop --help)")
 		}
 	}
-
 	logger := newLogger(stderr, o.verbose, key, token)
 	client := llm.New(llm.Config{
 		APIKey:     key,
@@ -77,13 +98,54 @@ func (c *cli) run(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	})
 	s, err := c.newSession(ctx, o, client, logger, stdout, stderr, false)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer s.close()
-	if interactive {
-		return s.repl(ctx, stdin, c.interrupts)
+	s.interactive = interactive
+	return s, nil
+}
+
+// watchInterrupts returns a context cancelled by the first interrupt, and
+// a function that stops watching and reports whether one came. After it,
+// the interrupts are free for the turn or the REPL to read.
+func (c *cli) watchInterrupts(ctx context.Context) (context.Context, func() bool) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop, got := make(chan struct{}), make(chan bool, 1)
+	go func() {
+		select {
+		case <-c.interrupts:
+			cancel()
+			got <- true
+		case <-stop:
+			got <- false
+		}
+	}()
+	return ctx, func() bool {
+		close(stop)
+		// The handshakes this context bounded are over; cancelling it
+		// now releases it without touching the connections.
+		defer cancel()
+		return <-got
 	}
-	return s.turn(ctx, o.prompt, c.interrupts)
+}
+
+// readAll is io.ReadAll that gives up when ctx is done. The read itself
+// cannot be stopped; its goroutine ends with the process.
+func readAll(ctx context.Context, r io.Reader) ([]byte, error) {
+	type result struct {
+		b   []byte
+		err error
+	}
+	c := make(chan result, 1)
+	go func() {
+		b, err := io.ReadAll(r)
+		c <- result{b, err}
+	}()
+	select {
+	case res := <-c:
+		return res.b, res.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // A session is one conversation: the agent, its history, where it is saved
@@ -97,6 +159,8 @@ type session struct {
 	stderr  io.Writer
 	servers []*mcptool.Server
 	log     *slog.Logger
+	// interactive is whether the session is a REPL.
+	interactive bool
 
 	// Totals over the session's runs, for /usage.
 	usage   llm.Usage
@@ -163,7 +227,7 @@ func (c *cli) newSession(ctx context.Context, o *options, model agent.Model, log
 // connectMCP starts or connects to the MCP servers the flags name. A server
 // that fails is reported and skipped: the agent works on with the others.
 func (s *session) connectMCP(ctx context.Context, o *options, reg *tool.Registry) {
-	opts := &mcptool.Options{Logger: s.log}
+	opts := &mcptool.Options{Logger: s.log, HTTPClient: httpClient(s.log, o.verbose)}
 	connect := func(what string, conn func() (*mcptool.Server, error)) {
 		srv, err := conn()
 		if err != nil {
@@ -194,9 +258,26 @@ func (s *session) loadHistory() (*memory.History, error) {
 	case errors.Is(err, fs.ErrNotExist):
 		return memory.New(s.memCfg), nil
 	case err != nil:
-		return nil, usageError("cannot resume session %s: %v (move it aside to start afresh)", s.o.session, err)
+		// Starting afresh would overwrite the file at the first save, so a
+		// damaged transcript stops the command instead.
+		return nil, usageError("cannot resume session %s: %s; move it aside, or pass another --session, to start afresh",
+			s.o.session, describeLoadError(err))
 	}
 	return h, nil
+}
+
+// describeLoadError says what is wrong with a session file: the first bad
+// line and how many more there are, rather than every one of them.
+func describeLoadError(err error) string {
+	var le *memory.LineError
+	if !errors.As(err, &le) {
+		return err.Error()
+	}
+	msg := fmt.Sprintf("line %d is not a valid message (%v)", le.Line, le.Err)
+	if j, ok := err.(interface{ Unwrap() []error }); ok && len(j.Unwrap()) > 1 {
+		msg += fmt.Sprintf(", nor are %d more lines", len(j.Unwrap())-1)
+	}
+	return msg
 }
 
 // save writes the --session file, if there is one.
