@@ -65,7 +65,8 @@ Exit status:
   0    finished, or the model refused (with a note on stderr)
   1    an API or runtime error after retries (stderr has the API's message
        and the request id)
-  2    a usage or configuration error, such as no API key
+  2    a usage or configuration error, such as no API key or a --session
+       file that cannot be read (it is left untouched)
   3    the iteration limit was reached
   130  interrupted by Ctrl-C
 `

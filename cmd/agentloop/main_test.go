@@ -193,6 +193,27 @@ func TestEnvironment(t *testing.T) {
 	}
 }
 
+// TestFlagsReachRequest checks that the model flags shape the request.
+func TestFlagsReachRequest(t *testing.T) {
+	h := newHarness(t, text("ok"))
+	h.run(strings.NewReader(""), "--max-tokens", "3000", "--thinking", "1024", "--system", "Be brief.", "hi").check(t, 0)
+	var body struct {
+		MaxTokens int             `json:"max_tokens"`
+		System    json.RawMessage `json:"system"`
+		Thinking  struct {
+			Type         string `json:"type"`
+			BudgetTokens int    `json:"budget_tokens"`
+		} `json:"thinking"`
+	}
+	if err := h.srv.Requests()[0].Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	if body.MaxTokens != 3000 || body.Thinking.Type != "enabled" || body.Thinking.BudgetTokens != 1024 ||
+		!strings.Contains(string(body.System), "Be brief.") {
+		t.Errorf("request = %+v, system %s; want max_tokens 3000, thinking 1024, the system prompt", body, body.System)
+	}
+}
+
 func TestPromptOnStdin(t *testing.T) {
 	h := newHarness(t, text("4"))
 	r := h.run(strings.NewReader("  what is 2+2?\n"))
@@ -296,11 +317,22 @@ func TestRunErrors(t *testing.T) {
 			exitOK, "", []string{"declined"}},
 		{"iteration limit", []string{"--tools", "calculator", "--max-iterations", "2", "hi"},
 			loop, exitIterations, "", []string{"iteration limit"}},
+		{"retried turn", []string{"hi"},
+			anthropictest.Repeat(anthropictest.ReplyFunc(func(r *anthropictest.Request) anthropictest.Reply {
+				if r.N == 1 {
+					return anthropictest.NewStream().Text("Parti").ErrorEvent("overloaded_error", "Overloaded")
+				}
+				return text("Whole.")
+			})),
+			exitOK, "Parti\nWhole.\n", []string{"retrying, attempt 2", "discarded the partial output"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, tc.reply)
 			r := h.run(strings.NewReader(""), tc.args...)
 			r.check(t, tc.code)
+			if tc.stdout != "" && r.stdout != tc.stdout {
+				t.Errorf("stdout = %q, want %q", r.stdout, tc.stdout)
+			}
 			for _, want := range tc.stderr {
 				if !strings.Contains(r.stderr, want) {
 					t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
