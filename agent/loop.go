@@ -194,7 +194,12 @@ func (r *run) request(final bool) (llm.Request, error) {
 		r.log.Warn("agent: repaired the history", "fixes", fixes)
 	}
 	if h.NeedsCompaction() {
-		if err := r.compact(); err != nil {
+		// The count may be an overestimate (server tools inflate a turn's
+		// usage), so a history that cannot shrink is sent anyway: the API
+		// has the last word, and a 400 comes back to turn.
+		if err := r.compact(); errors.Is(err, memory.ErrCannotCompact) {
+			r.log.Warn("agent: sending a history over the context limit", "err", err)
+		} else if err != nil {
 			return llm.Request{}, err
 		}
 	}
