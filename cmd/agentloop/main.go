@@ -1,4 +1,4 @@
-// Command agentloop runs the agent loop from the command line: the model
+// Agentloop runs the agent loop from the command line: the model
 // thinks, calls tools, observes their results and answers.
 //
 //	agentloop demo                                  # offline, no key: watch the loop work
