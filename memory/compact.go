@@ -200,8 +200,10 @@ func (h *History) clearOld(keep int) (results, images int) {
 // when there is nothing worth summarising) and the call's usage.
 func (h *History) summarise(ctx context.Context, m Model, keep int) (int, llm.Usage, error) {
 	end := h.cutIndex(keep)
-	// The transcript must fit the summariser's own window.
-	budget := int(float64(h.cfg.ContextWindow-h.cfg.SummaryMaxTokens-len(summaryPrompt)) * 0.9 * h.ratio)
+	// The transcript must fit the summariser's own window, with a 10%
+	// margin for the estimate.
+	promptTokens := int(float64(len(summaryPrompt)) / h.ratio)
+	budget := int(float64(h.cfg.ContextWindow-h.cfg.SummaryMaxTokens-promptTokens) * 0.9 * h.ratio)
 	for end > 0 && transcriptLen(h.entries[:end]) > budget {
 		end = h.prevAssistant(end)
 	}

@@ -227,3 +227,34 @@ func TestCompactAfterOverflow(t *testing.T) {
 		t.Errorf("compaction after overflow did nothing: %+v", c)
 	}
 }
+
+// TestCompactSummaryFitsItsWindow checks that the summarisation call never
+// gets more than the summariser's window holds: with a history much larger
+// than the window (after a "prompt is too long"), it summarises the oldest
+// part that fits, and again, within the step bound.
+func TestCompactSummaryFitsItsWindow(t *testing.T) {
+	cfg := Config{ContextWindow: 6000, MaxTokens: 500, SummaryMaxTokens: 500, KeepRecent: 2, MaxCompactionSteps: 8}
+	h := New(cfg)
+	h.AppendUserText(task)
+	for i := range 40 {
+		id := fmt.Sprintf("toolu_%02d", i)
+		h.AppendAssistant(asst(text(strings.Repeat("w", 1000)), use(id)), llm.Usage{})
+		h.AppendToolResults([]llm.ToolResult{result(id, "ok")})
+	}
+	before := h.Messages()
+	m := &fakeModel{summary: "task: " + task}
+	if _, err := h.Compact(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	reqs := m.requests()
+	if len(reqs) < 2 {
+		t.Fatalf("%d summary calls; the history cannot fit one", len(reqs))
+	}
+	for i, r := range reqs {
+		n := len(summaryPrompt) + len(llm.TextOf(r.Messages[0].Content))
+		if tokens := int(float64(n) / defaultRatio); tokens > cfg.ContextWindow-cfg.SummaryMaxTokens {
+			t.Errorf("summary call %d sends ~%d tokens, window %d", i, tokens, cfg.ContextWindow)
+		}
+	}
+	checkCompacted(t, h, before, 1)
+}
