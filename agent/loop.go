@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"log/slog"
 	"time"
 
 	"github.com/agentloop/agentloop/llm"
@@ -65,8 +64,12 @@ func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error
 	}
 }
 
-// errMaxDuration is the cause of a run context that hit Config.MaxDuration.
-var errMaxDuration = errors.New("agent: Config.MaxDuration exceeded")
+// Errors the loop makes for itself. errContextWindow reads as a prompt
+// that is too long to memory.IsPromptTooLong, which it is.
+var (
+	errMaxDuration   = errors.New("agent: Config.MaxDuration exceeded")
+	errContextWindow = errors.New("agent: stop_reason model_context_window_exceeded")
+)
 
 // A run is the state of one call of Stream.
 type run struct {
@@ -151,8 +154,9 @@ func (t *turn) discard() {
 
 // turn streams one model turn, retrying it when it fails in a way that may
 // pass: a transient error after the model already yielded output (before
-// that, the llm client retries by itself), up to Config.MaxAttempts tries,
-// and a prompt that is too long, once, after compacting the history.
+// that, the llm client retries by itself), up to Config.MaxAttempts tries;
+// and, once, after compacting the history, a prompt too long for the
+// context window or a turn that ran out of it.
 func (r *run) turn(final bool) (*turn, error) {
 	compacted := false
 	for attempt := 1; ; attempt++ {
@@ -184,39 +188,6 @@ func (r *run) turn(final bool) (*turn, error) {
 		}
 		r.emit(Retry{Attempt: attempt + 1, Error: err.Error(), Discard: t.yielded})
 	}
-}
-
-// request builds the next request from the history, which it first
-// repairs and, when it has outgrown its limit, compacts.
-func (r *run) request(final bool) (llm.Request, error) {
-	h := r.cfg.History
-	if fixes := h.Repair(); len(fixes) > 0 {
-		r.log.Warn("agent: repaired the history", "fixes", fixes)
-	}
-	if h.NeedsCompaction() {
-		// The count may be an overestimate (server tools inflate a turn's
-		// usage), so a history that cannot shrink is sent anyway: the API
-		// has the last word, and a 400 comes back to turn.
-		if err := r.compact(); errors.Is(err, memory.ErrCannotCompact) {
-			r.log.Warn("agent: sending a history over the context limit", "err", err)
-		} else if err != nil {
-			return llm.Request{}, err
-		}
-	}
-	req := llm.Request{
-		Model:     r.cfg.ModelName,
-		MaxTokens: r.cfg.MaxTokens,
-		System:    r.cfg.System,
-		Messages:  h.Messages(),
-		Tools:     r.specs,
-		Thinking:  r.cfg.Thinking,
-		Cache:     !r.cfg.DisableCache,
-	}
-	if final && len(r.specs) > 0 {
-		// The tools stay listed, since the history holds calls of them.
-		req.ToolChoice = &llm.ToolChoice{Type: "none"}
-	}
-	return req, nil
 }
 
 // think streams one model turn. It turns the model's events into the
@@ -281,6 +252,10 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 		return t, llm.ErrIncompleteStream
 	}
 	t.msg, t.stop, t.usage = asm.Message(), asm.StopReason(), asm.Usage()
+	if t.stop == llm.ModelContextWindowExceeded {
+		// The turn ran out of room: turn compacts and asks again.
+		return t, errContextWindow
+	}
 	// Only the last block can be cut short, by max_tokens. Cut text is kept
 	// as it is. A cut tool_use is never run: it stays in the turn with
 	// input {} and gets an is_error result saying it was cut off, so that
@@ -313,12 +288,6 @@ func (r *run) observe(t *turn) (State, bool, error) {
 		// run starts from a history the classifier did not stop.
 		t.discard()
 		return Refused, false, nil
-	case t.stop == llm.ModelContextWindowExceeded:
-		// The turn ran out of room: throw it away, compact, and ask again.
-		t.discard()
-		r.emit(Retry{Attempt: 1, Error: string(t.stop), Discard: true})
-		h.MarkOverflow(nil)
-		return "", true, r.compact()
 	case len(t.calls) > 0:
 		// Whatever the stop reason (tool_use, or max_tokens cutting a later
 		// block), answered calls keep the history valid and the model going.
@@ -341,32 +310,4 @@ func (r *run) observe(t *turn) (State, bool, error) {
 		r.log.Warn("agent: unknown stop reason; treating it as end_turn", "stop_reason", t.stop)
 	}
 	return Finished, false, nil
-}
-
-// compact compacts the history and reports it. The summary calls it makes
-// count in the run's usage.
-func (r *run) compact() error {
-	c, err := r.cfg.History.Compact(r.ctx, r.model)
-	r.usage = r.usage.Add(c.Usage)
-	if err != nil {
-		return err
-	}
-	r.log.Info("agent: compacted the history", slog.Int("before", c.Before), slog.Int("after", c.After))
-	r.emit(Compaction{Before: c.Before, After: c.After, Steps: c.Steps})
-	return nil
-}
-
-// sleep waits for d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
 }

@@ -164,7 +164,7 @@ func TestStopReasons(t *testing.T) {
 		state:    Finished,
 		text:     "after compaction",
 		requests: 3, // turn, summary, turn
-		events:   []string{"turn_start", "retry", "compaction", "turn_start", "done"},
+		events:   []string{"turn_start", "compaction", "retry", "turn_start", "done"},
 		check: func(t *testing.T, reqs []*at.Request, h *memory.History) {
 			for _, m := range h.Messages() {
 				if strings.Contains(llm.TextOf(m.Content), "partial") {

@@ -1,0 +1,85 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/memory"
+)
+
+// request builds the next request from the history, which it first
+// repairs and, when it has outgrown its limit, compacts.
+func (r *run) request(final bool) (llm.Request, error) {
+	h := r.cfg.History
+	if fixes := h.Repair(); len(fixes) > 0 {
+		r.log.Warn("agent: repaired the history", "fixes", fixes)
+	}
+	if h.NeedsCompaction() {
+		// The count may be an overestimate (server tools inflate a turn's
+		// usage), so a history that cannot shrink is sent anyway: the API
+		// has the last word, and a 400 comes back to turn.
+		if err := r.compact(); errors.Is(err, memory.ErrCannotCompact) {
+			r.log.Warn("agent: sending a history over the context limit", "err", err)
+		} else if err != nil {
+			return llm.Request{}, err
+		}
+	}
+	req := llm.Request{
+		Model:     r.cfg.ModelName,
+		MaxTokens: r.cfg.MaxTokens,
+		System:    r.cfg.System,
+		Messages:  h.Messages(),
+		Tools:     r.specs,
+		Thinking:  r.cfg.Thinking,
+		Cache:     !r.cfg.DisableCache,
+	}
+	if final && len(r.specs) > 0 {
+		// The tools stay listed, since the history holds calls of them.
+		req.ToolChoice = &llm.ToolChoice{Type: "none"}
+	}
+	return req, nil
+}
+
+// compact compacts the history and reports it. The summary calls it makes
+// count in the run's usage.
+func (r *run) compact() error {
+	c, err := r.cfg.History.Compact(r.ctx, r.model)
+	r.usage = r.usage.Add(c.Usage)
+	if err != nil {
+		return err
+	}
+	r.log.Info("agent: compacted the history", slog.Int("before", c.Before), slog.Int("after", c.After))
+	r.emit(Compaction{Before: c.Before, After: c.After, Steps: c.Steps})
+	return nil
+}
+
+// sleep waits for d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// backoff is the wait before attempt+1 of a turn that failed with err: the
+// server's retry-after when it sent one (up to a minute), else the official
+// SDKs' schedule, 0.5 s doubling to at most 8 s, less up to 25% of jitter so
+// that many agents do not retry in step.
+func backoff(attempt int, err error) time.Duration {
+	if ae, ok := errors.AsType[*llm.APIError](err); ok && ae.RetryAfter > 0 && ae.RetryAfter <= time.Minute {
+		return ae.RetryAfter
+	}
+	d := min(500*time.Millisecond<<(attempt-1), 8*time.Second)
+	return d - time.Duration(rand.Int64N(int64(d)/4+1))
+}
