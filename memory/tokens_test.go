@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"image"
 	"image/png"
 	"math"
@@ -172,6 +173,10 @@ func TestIsPromptTooLong(t *testing.T) {
 		{errors.New("llm: 400 invalid_request_error: prompt is too long: 215439 tokens > 200000 maximum"), true},
 		{errors.New("llm: 413 request_too_large: Request exceeds the maximum size"), true},
 		{errors.New("llm: 529 overloaded_error: Overloaded"), false},
+		{errors.New("agent: stop_reason model_context_window_exceeded"), true},
+		{fmt.Errorf("turn 3: %w", &llm.APIError{StatusCode: 400, Type: "invalid_request_error", Message: "prompt is too long: 201000 tokens > 200000 maximum"}), true},
+		{&llm.APIError{StatusCode: 413, Type: "request_too_large", Message: "Request exceeds the maximum allowed number of bytes."}, true},
+		{&llm.APIError{StatusCode: 400, Type: "invalid_request_error", Message: "messages.1: tool_use ids must be unique"}, false},
 	}
 	for _, tt := range tests {
 		if got := IsPromptTooLong(tt.err); got != tt.want {
