@@ -1,3 +1,59 @@
-// Package agent is the orchestrator: the think → act → observe loop of the
-// seed's agent.py, tying together llm, tool and memory.
+// Package agent is the orchestrator of agentloop: the think → act → observe
+// loop of the seed's agent.py, tying together [llm], [tool] and [memory].
+//
+// An Agent streams a model turn, starts each tool call the moment the model
+// has finished writing it (while the rest of the turn still streams),
+// collects the results into one user message, and asks again, until the
+// model ends its turn or a limit is hit:
+//
+//	a, err := agent.New(agent.Config{
+//		Model: llm.New(llm.Config{APIKey: key}),
+//		Tools: tools, // a *tool.Registry
+//	})
+//	for ev, err := range a.Stream(ctx, "What is 3 + 5?") {
+//		switch ev := ev.(type) {
+//		case agent.TextDelta:
+//			fmt.Print(ev.Text)
+//		case agent.Retry:
+//			// ev.Discard: throw away what this turn printed so far.
+//		case agent.Done:
+//			fmt.Println("\n", ev.Result.State, err)
+//		}
+//	}
+//
+// [Agent.Run] is the same loop without the events.
+//
+// The whole loop is in one file, loop.go, meant to be read in one sitting.
+//
+// # Stop reasons
+//
+// end_turn and stop_sequence finish the run. tool_use acts. pause_turn
+// sends the turn back as it is and goes on. refusal ends the run in state
+// [Refused] and leaves the refused turn out of the history.
+// model_context_window_exceeded, like a 400 "prompt is too long", compacts
+// the history once and asks again. An unknown stop reason is end_turn,
+// with a log line.
+//
+// max_tokens can cut only the last block of a turn. Cut text ends the run
+// in state [MaxTokens], with the text kept. A cut tool_use is never run: it
+// stays in the history with input {} and gets an is_error result telling
+// the model its output was cut off, and the loop goes on, so the model can
+// write the call again, shorter. The other calls of the turn, complete,
+// run as usual. This keeps the history valid and lets the model recover by
+// itself, where stopping would lose the turn's work.
+//
+// # Failures
+//
+// A turn whose stream fails after output arrived (an overloaded error
+// event, a dropped connection) is retried whole, up to
+// [Config.MaxAttempts], if the error is transient ([llm.IsRetryable]). A
+// [Retry] event with Discard set tells the caller to throw away what it
+// showed of the failed attempt; calls that attempt started are cancelled,
+// and nothing of it reaches the history, error text included.
+//
+// # Cancellation
+//
+// Cancelling the context, or stopping the range over Stream, returns
+// promptly: the model stream and running tools are cancelled, and the
+// history is repaired so that the next run can continue from it.
 package agent
