@@ -32,8 +32,9 @@ Flags:
   --model NAME        the model (default $ANTHROPIC_MODEL, else %s)
   --max-tokens N      the output cap of one model turn (default %d)
   --max-iterations N  model turns per prompt before giving up (default %d)
-  --context-limit N   compact the history when it exceeds N tokens
-                      (default %d)
+  --context-limit N   compact the history when it exceeds N tokens (default
+                      the context window less --max-tokens and a margin:
+                      %d with the default --max-tokens)
   --system TEXT       the system prompt
   --tools LIST        comma-separated built-in tools to offer: %s
   --thinking N        the extended-thinking budget in tokens; 0 is off
@@ -62,7 +63,8 @@ Environment:
   NO_COLOR              when set, no colour
 
 Exit status:
-  0    finished, or the model refused (with a note on stderr)
+  0    finished, or the model refused or was cut off by --max-tokens (with
+       a note on stderr)
   1    an API or runtime error after retries (stderr has the API's message
        and the request id)
   2    a usage or configuration error, such as no API key or a --session
@@ -177,7 +179,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.model, "model", "", "")
 	fs.IntVar(&o.maxTokens, "max-tokens", defaultMaxTokens, "")
 	fs.IntVar(&o.maxIterations, "max-iterations", defaultMaxIterations, "")
-	fs.IntVar(&o.contextLimit, "context-limit", defaultContextLimit, "")
+	fs.IntVar(&o.contextLimit, "context-limit", 0, "")
 	fs.StringVar(&o.system, "system", "", "")
 	fs.IntVar(&o.thinking, "thinking", 0, "")
 	fs.Var((*listFlag)(&o.mcp), "mcp", "")

@@ -70,6 +70,10 @@ func TestREPLInterrupt(t *testing.T) {
 	if !strings.Contains(r.stdout, "Still here.") {
 		t.Errorf("the session did not go on after the interrupt:\n%s", r.stdout)
 	}
+	// The interrupted turn left a history the API accepts.
+	if err := h.srv.Requests()[1].Check(); err != nil {
+		t.Errorf("the request after an interrupt breaks the API's rules: %v", err)
+	}
 }
 
 // TestREPLDoubleInterrupt checks that two Ctrl-C in a row exit with 130,
