@@ -149,6 +149,9 @@ func fieldOf(loc string) string {
 // rejects, are dropped; text beyond MaxOutputBytes is cut with a note; an
 // error gets a message even if the tool gave none.
 func (r *Registry) shape(content []llm.Block, isError bool) []llm.Block {
+	if fits(content, r.cfg.MaxOutputBytes) {
+		return content // the common case: nothing to change, nothing to copy
+	}
 	out := make([]llm.Block, 0, len(content)+1)
 	total := 0
 	for _, b := range content {
@@ -172,6 +175,24 @@ func (r *Registry) shape(content []llm.Block, isError bool) []llm.Block {
 		return nil
 	}
 	return out
+}
+
+// fits reports whether content can be sent as it is: non-empty, with no
+// nil block or empty text, and text within max bytes.
+func fits(content []llm.Block, max int) bool {
+	total := 0
+	for _, b := range content {
+		switch b := b.(type) {
+		case nil:
+			return false
+		case llm.Text:
+			if b.Text == "" {
+				return false
+			}
+			total += len(b.Text)
+		}
+	}
+	return len(content) > 0 && (max < 0 || total <= max)
 }
 
 // truncate keeps the first max bytes of text in blocks, cut on a UTF-8

@@ -175,6 +175,12 @@ func (r *Registry) Start(ctx context.Context, call Call) (wait func() llm.ToolRe
 	if ctx.Err() != nil {
 		return done(r.errorResult(call, cancelledText(ctx)))
 	}
+	// Checking the input here, not in the call's goroutine, answers a bad
+	// call at once and costs the caller only microseconds.
+	input, err := prepare(t, call.Input)
+	if err != nil {
+		return done(r.errorResult(call, err.Error()))
+	}
 	var prev, mine chan struct{}
 	if t.Sequential {
 		mine = make(chan struct{})
@@ -186,12 +192,12 @@ func (r *Registry) Start(ctx context.Context, call Call) (wait func() llm.ToolRe
 	finished := make(chan struct{})
 	var res llm.ToolResult
 	go func() {
-		res = r.run(ctx, t, call, prev)
+		res = r.run(ctx, t, call, input, prev)
 		close(finished)
 		if mine != nil {
-			// Even a call that never ran (bad input, cancelled while
-			// queued) hands its turn on only after every earlier call
-			// has finished, so that later calls cannot overtake them.
+			// Even a call that never ran (cancelled while queued) hands
+			// its turn on only after every earlier call has finished, so
+			// that later calls cannot overtake them.
 			if prev != nil {
 				<-prev
 			}
@@ -210,11 +216,7 @@ func done(res llm.ToolResult) func() llm.ToolResult {
 
 // run executes one call of t and shapes its result. It returns promptly
 // once ctx is done.
-func (r *Registry) run(ctx context.Context, t *Tool, call Call, prev <-chan struct{}) llm.ToolResult {
-	input, err := prepare(t, call.Input)
-	if err != nil {
-		return r.errorResult(call, err.Error())
-	}
+func (r *Registry) run(ctx context.Context, t *Tool, call Call, input json.RawMessage, prev <-chan struct{}) llm.ToolResult {
 	if prev != nil {
 		select {
 		case <-prev:

@@ -1,0 +1,110 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+type benchInput struct {
+	A float64 `json:"a" jsonschema:"the first addend"`
+	B float64 `json:"b" jsonschema:"the second addend"`
+}
+
+func benchAdd(ctx context.Context, in benchInput) (float64, error) { return in.A + in.B, nil }
+
+var benchCall = Call{ID: "toolu_1", Name: "add", Input: json.RawMessage(`{"a": 3, "b": 5}`)}
+
+// BenchmarkDirect is the baseline: decoding the input and calling the
+// function by hand, as a loop without a registry would.
+func BenchmarkDirect(b *testing.B) {
+	ctx := context.Background()
+	for b.Loop() {
+		var in benchInput
+		if err := json.Unmarshal(benchCall.Input, &in); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := benchAdd(ctx, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPrepare measures input checking alone: JSON parse and schema
+// validation.
+func BenchmarkPrepare(b *testing.B) {
+	t := mustTool(New("add", "Add.", benchAdd))
+	for b.Loop() {
+		if _, err := prepare(t, benchCall.Input); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDispatch is the whole path of one call through Run: lookup,
+// validation, decoding, the goroutines, the timeout, result shaping.
+func BenchmarkDispatch(b *testing.B) {
+	r := NewRegistry(Config{})
+	if err := r.Register(mustTool(New("add", "Add.", benchAdd))); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	calls := []Call{benchCall}
+	for b.Loop() {
+		if res := r.Run(ctx, calls); res[0].IsError {
+			b.Fatal(res)
+		}
+	}
+}
+
+// BenchmarkDispatch8 runs 8 trivial calls per Run; ns/op is for all 8.
+func BenchmarkDispatch8(b *testing.B) {
+	r := NewRegistry(Config{})
+	if err := r.Register(mustTool(New("add", "Add.", benchAdd))); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	calls := make([]Call, 8)
+	for i := range calls {
+		calls[i] = benchCall
+	}
+	for b.Loop() {
+		r.Run(ctx, calls)
+	}
+}
+
+// benchSleep runs 8 calls that each take 200 ms and reports the wall time
+// of the batch.
+func benchSleep(b *testing.B, sequential bool) {
+	sleep := mustTool(New("sleep", "Work for 200 ms.", func(ctx context.Context, in struct{}) (string, error) {
+		select {
+		case <-time.After(200 * time.Millisecond): // simulated work
+			return "done", nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}))
+	sleep.Sequential = sequential
+	r := NewRegistry(Config{})
+	if err := r.Register(sleep); err != nil {
+		b.Fatal(err)
+	}
+	calls := make([]Call, 8)
+	for i := range calls {
+		calls[i] = Call{ID: "toolu", Name: "sleep", Input: json.RawMessage(`{}`)}
+	}
+	ctx := context.Background()
+	start := time.Now()
+	for b.Loop() {
+		for _, res := range r.Run(ctx, calls) {
+			if res.IsError {
+				b.Fatal(res)
+			}
+		}
+	}
+	b.ReportMetric(float64(time.Since(start).Milliseconds())/float64(b.N), "wall-ms/op")
+}
+
+func BenchmarkEightCallsOf200ms(b *testing.B)           { benchSleep(b, false) }
+func BenchmarkEightCallsOf200msSequential(b *testing.B) { benchSleep(b, true) }
