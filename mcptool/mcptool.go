@@ -169,10 +169,10 @@ func (s *Server) Instructions() string {
 }
 
 // Close ends the session. For a server started as a command, it closes the
-// server's stdin, waits for it to exit, signals it if it does not (after 5s
-// SIGTERM, then SIGKILL), and then kills anything the server started and
-// left behind, so that no process outlives Close. Close is idempotent; a
-// server that had crashed reports its exit status.
+// server's stdin and waits for it to exit, sending SIGTERM if it has not
+// within 5s and SIGKILL 5s after that; then it kills anything the server
+// started and left behind, so that no process outlives Close. Close is
+// idempotent. For a server that had crashed, it reports the exit status.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		err := s.session.Close()

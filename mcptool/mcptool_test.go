@@ -248,7 +248,10 @@ func TestConnectURL(t *testing.T) {
 	client := ts.Client()
 	defer client.CloseIdleConnections()
 
-	s, err := ConnectURL(t.Context(), ts.URL, &Options{HTTPClient: client})
+	// The handshake's context ends at once; the connection must not.
+	ctx, cancel := context.WithCancel(t.Context())
+	s, err := ConnectURL(ctx, ts.URL, &Options{HTTPClient: client})
+	cancel()
 	if err != nil {
 		t.Fatal(err)
 	}
