@@ -47,6 +47,10 @@ var ErrDuplicate = errors.New("duplicate tool name")
 type Registry struct {
 	cfg Config
 	log *slog.Logger
+	// sem caps the calls in progress across Run and Start. It is a
+	// semaphore rather than errgroup.SetLimit because the cap must be
+	// shared by every batch and by Start, and because waiting for a slot
+	// must end when ctx does: errgroup's Go blocks with no context.
 	sem *semaphore.Weighted // nil means no cap
 
 	mu     sync.Mutex

@@ -88,6 +88,15 @@ func testTools(release <-chan struct{}) []*Tool {
 		return "too late", nil
 	}))
 	stubborn.Timeout = time.Second
+	patient := mustTool(New("patient", "Take 90 s, with no timeout.", func(ctx context.Context, in struct{}) (string, error) {
+		time.Sleep(90 * time.Second) // longer than the registry's default timeout
+		return "done", nil
+	}))
+	patient.Timeout = -1
+	dflt := mustTool(New("default_timeout", "Wait for the default timeout.", func(ctx context.Context, in struct{}) (string, error) {
+		<-ctx.Done()
+		return "", ctx.Err()
+	}))
 	big := mustTool(New("big", "Talk a lot.", func(ctx context.Context, in struct{}) (string, error) {
 		return strings.Repeat("ab", 100) + "é" + strings.Repeat("z", 40), nil // é is bytes 200 and 201
 	}))
@@ -103,7 +112,7 @@ func testTools(release <-chan struct{}) []*Tool {
 	}) (string, error) {
 		return in.Op, nil
 	}))
-	return []*Tool{point, add, fail, failEmpty, empty, boom, nilDeref, image, soft, slow, stubborn, big, raw, enum}
+	return []*Tool{point, add, fail, failEmpty, empty, boom, nilDeref, image, soft, slow, stubborn, patient, dflt, big, raw, enum}
 }
 
 func TestRun(t *testing.T) {
@@ -125,7 +134,7 @@ func TestRun(t *testing.T) {
 		{"error", `{}`, "fail", errorResult("id", "disk full")},
 		{"empty error", `{}`, "fail_empty", errorResult("id", "the tool failed without saying why")},
 		{"unknown tool", `{}`, "nope", errorResult("id", `unknown tool "nope"; the available tools are: `+
-			"add, big, boom, empty, enum, fail, fail_empty, image, nil_deref, point, raw, slow, soft_error, stubborn")},
+			"add, big, boom, default_timeout, empty, enum, fail, fail_empty, image, nil_deref, patient, point, raw, slow, soft_error, stubborn")},
 		{"bad json", `{"x": 1,`, "point", errorResult("id", `invalid input for tool "point": the input is not valid JSON: unexpected end of JSON input`)},
 		{"not an object", `[1, 2]`, "point", errorResult("id", `invalid input for tool "point": the input must be a JSON object, not an array`)},
 		{"null", `null`, "point", errorResult("id", `invalid input for tool "point": the input must be a JSON object, not null`)},
@@ -140,6 +149,8 @@ func TestRun(t *testing.T) {
 		{"panic", `{}`, "boom", errorResult("id", `tool "boom" panicked: boom`)},
 		{"runtime panic", `{}`, "nil_deref", errorResult("id", `tool "nil_deref" panicked: runtime error: invalid memory address or nil pointer dereference`)},
 		{"timeout", `{}`, "slow", errorResult("id", `tool "slow" timed out after 2s`)},
+		{"no timeout", `{}`, "patient", textResult("id", "done")},
+		{"default timeout", `{}`, "default_timeout", errorResult("id", `tool "default_timeout" timed out after 1m0s`)},
 		{"timeout ignored", `{}`, "stubborn", errorResult("id", `tool "stubborn" timed out after 1s`)},
 		{"truncated", `{}`, "big", llm.ToolResult{ToolUseID: "id", Content: []llm.Block{
 			llm.Text{Text: strings.Repeat("ab", 100)},
