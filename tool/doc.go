@@ -23,9 +23,9 @@
 // Schemas are generated, and inputs validated, by
 // github.com/google/jsonschema-go. It is the library the official MCP Go SDK
 // uses for the same job, so a tool's schema here and over MCP come out the
-// same; it is maintained by the Go team's MCP authors; and, unlike
-// invopop/jsonschema, it validates as well as generates, so a single library
-// both describes the input to the model and checks what the model sends back.
+// same; it is maintained at Google alongside that SDK; and, unlike
+// invopop/jsonschema, it validates as well as generates, so one library both
+// describes the input to the model and checks what the model sends back.
 //
 // # Failures are data
 //
@@ -44,6 +44,8 @@
 // under its own timeout; if the call's context ends first, the registry
 // stops waiting and reports a timeout or "cancelled" result. A tool that
 // ignores its context is therefore abandoned, not waited for: its goroutine
-// keeps running until the function returns, and its result is dropped. Tools
-// should honour ctx.
+// keeps running until the function returns, and its result is dropped. The
+// abandoned call gives up its concurrency slot and its sequential turn, so
+// that one stuck tool cannot stall the agent; the price is that it may still
+// be running beside later calls. Tools should honour ctx.
 package tool
