@@ -19,6 +19,21 @@ import (
 	"github.com/agentloop/agentloop/anthropictest"
 )
 
+// TestMain lets a test run the real command: the test binary, started with
+// AGENTLOOP_TEST_MAIN=1, is agentloop. With AGENTLOOP_TEST_MCP=1 it is a
+// small MCP server instead (see crashServer).
+func TestMain(m *testing.M) {
+	switch {
+	case os.Getenv("AGENTLOOP_TEST_MAIN") == "1":
+		main()
+		return
+	case os.Getenv("AGENTLOOP_TEST_MCP") == "1":
+		crashServer()
+		return
+	}
+	os.Exit(m.Run())
+}
+
 const testKey = "sk-ant-test-SECRET-0123456789"
 
 // harness runs the command in-process against a fake API.

@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentloop/agentloop/anthropictest"
 )
@@ -133,5 +136,58 @@ func TestMCPFailure(t *testing.T) {
 	}
 	if r.stdout != "4\n" {
 		t.Errorf("stdout = %q", r.stdout)
+	}
+}
+
+// crashServer is an MCP server over stdio with two tools: greet, which
+// answers, and crash, which kills the server mid-call.
+func crashServer() {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "crashy", Version: "v0"}, nil)
+	type none struct{}
+	mcp.AddTool(srv, &mcp.Tool{Name: "greet", Description: "Says hello."},
+		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hello"}}}, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "crash", Description: "Crashes the server."},
+		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+			os.Exit(3)
+			return nil, nil, nil
+		})
+	if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		os.Exit(1)
+	}
+}
+
+// TestMCPCrash checks that a server crashing mid-run gives the model an
+// error naming the server, shown on stderr, and that the run goes on with
+// the other tools.
+func TestMCPCrash(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The server is this test binary; the variable makes it one.
+	t.Setenv("AGENTLOOP_TEST_MCP", "1")
+	h := newHarness(t,
+		anthropictest.NewStream().ToolUse("toolu_g", "greet", `{}`).Stop("tool_use"),
+		anthropictest.NewStream().ToolUse("toolu_c", "crash", `{}`).Stop("tool_use"),
+		anthropictest.NewStream().
+			ToolUse("toolu_g2", "greet", `{}`).
+			ToolUse("toolu_k", "calculator", `{"a":6,"b":7,"operation":"multiply"}`).Stop("tool_use"),
+		text("The server crashed; 6 × 7 = 42."),
+	)
+	r := h.run(strings.NewReader(""), "--tools", "calculator", "--mcp", exe, "go")
+	r.check(t, 0)
+	for _, want := range []string{"← greet#1 hello", `✗ crash#2 error:`, `"crashy"`, "✗ greet#3 error:", "← calculator#4 42"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if r.stdout != "The server crashed; 6 × 7 = 42.\n" {
+		t.Errorf("stdout = %q", r.stdout)
+	}
+	results := h.srv.Requests()[3].ToolResults()
+	if len(results) != 2 || !results[0].IsError || !strings.Contains(results[0].Content[0].Text, "crashy") || results[1].IsError {
+		t.Errorf("tool results after the crash = %+v, want an error naming the server, then 42", results)
 	}
 }

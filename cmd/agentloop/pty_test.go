@@ -18,16 +18,6 @@ import (
 	"github.com/agentloop/agentloop/anthropictest"
 )
 
-// TestMain lets a test run the real command: the test binary, started with
-// AGENTLOOP_TEST_MAIN=1, is agentloop.
-func TestMain(m *testing.M) {
-	if os.Getenv("AGENTLOOP_TEST_MAIN") == "1" {
-		main()
-		return
-	}
-	os.Exit(m.Run())
-}
-
 // ptyCommand is the command under test, running on a pseudo-terminal.
 type ptyCommand struct {
 	t    *testing.T
