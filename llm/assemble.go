@@ -242,6 +242,11 @@ func InvalidInput(tu ToolUse) (string, bool) {
 	return s, true
 }
 
+// maxMergedFields bounds the distinct fields unknown deltas may set on one
+// block, so that a hostile stream cannot make finish quadratic. Real
+// deltas carry one or two.
+const maxMergedFields = 32
+
 // merge records the fields of an unknown delta on a raw block.
 func (a *Assembler) merge(p *partial, delta json.RawMessage) {
 	sc := scanObject(delta)
@@ -250,6 +255,9 @@ func (a *Assembler) merge(p *partial, delta json.RawMessage) {
 			continue
 		}
 		i := slices.IndexFunc(p.merges, func(m rawMerge) bool { return m.key == string(k) })
+		if i < 0 && len(p.merges) >= maxMergedFields {
+			continue
+		}
 		if i < 0 {
 			p.merges = append(p.merges, rawMerge{key: string(k)})
 			i = len(p.merges) - 1

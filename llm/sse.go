@@ -32,6 +32,7 @@ type sseReader struct {
 	br     *bufio.Reader
 	long   []byte // a line longer than br's buffer, assembled here
 	skipLF bool   // the last line ended in CR; a LF right after it is part of that end
+	noLF   int    // how many buffered bytes are known to hold no LF, so none is scanned twice
 	bom    bool   // the byte-order mark check is done
 
 	name []byte // the event field of the pending event
@@ -118,21 +119,32 @@ func (s *sseReader) line() ([]byte, error) {
 		if s.skipLF {
 			s.skipLF = false
 			if buf[0] == '\n' {
-				s.br.Discard(1)
+				s.discard(1)
 				continue
 			}
 		}
 		if !s.bom {
 			s.bom = true
 			if bytes.HasPrefix(buf, []byte("\xEF\xBB\xBF")) {
-				s.br.Discard(3)
+				s.discard(3)
 				continue
 			}
 		}
+		// Find the first LF, skipping what an earlier call already
+		// searched: a stream of lone CRs would otherwise be searched
+		// again for every line, in quadratic time.
 		seg := buf
-		i := bytes.IndexByte(buf, '\n')
-		if i >= 0 {
-			seg = buf[:i]
+		i := -1
+		if s.noLF < len(buf) {
+			if j := bytes.IndexByte(buf[s.noLF:], '\n'); j >= 0 {
+				i = s.noLF + j
+				seg = buf[:i]
+			}
+		}
+		if i < 0 {
+			s.noLF = len(buf)
+		} else {
+			s.noLF = i
 		}
 		end, adv := i, i+1
 		if j := bytes.IndexByte(seg, '\r'); j >= 0 {
@@ -151,7 +163,7 @@ func (s *sseReader) line() ([]byte, error) {
 				return nil, errEventTooLarge
 			}
 			s.long = append(s.long, buf...)
-			s.br.Discard(len(buf))
+			s.discard(len(buf))
 			continue
 		}
 		line := buf[:end]
@@ -164,7 +176,13 @@ func (s *sseReader) line() ([]byte, error) {
 		}
 		// Discard only moves the read position; the bytes of line stay
 		// in place until the next read.
-		s.br.Discard(adv)
+		s.discard(adv)
 		return line, nil
 	}
+}
+
+// discard skips n buffered bytes.
+func (s *sseReader) discard(n int) {
+	s.br.Discard(n)
+	s.noLF = max(0, s.noLF-n)
 }

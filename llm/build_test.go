@@ -1,0 +1,104 @@
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// TestRequestGolden checks the request body built for each Request against
+// testdata/request_*.json. Run with -update to rewrite them.
+func TestRequestGolden(t *testing.T) {
+	temp := 0.2
+	conv := []Message{
+		{Role: User, Content: []Block{Text{Text: "What is 1+2?"}}},
+		{Role: Assistant, Content: []Block{
+			Thinking{Thinking: "add", Signature: "sig"},
+			RawBlock{Type: "redacted_thinking", JSON: json.RawMessage(`{"type":"redacted_thinking","data":"RD"}`)},
+			ToolUse{ID: "toolu_1", Name: "add", Input: json.RawMessage(`{"a":1,"b":2}`)},
+		}},
+		{Role: User, Content: []Block{ToolResult{ToolUseID: "toolu_1", Content: []Block{Text{Text: "3"}}}}},
+	}
+	tools := []ToolSpec{
+		{Name: "add", Description: "Adds.", InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"}}}`)},
+		{Name: "now"},
+	}
+	tests := []struct {
+		name string
+		req  Request
+	}{
+		{"minimal", Request{Model: "claude-x", Messages: conv[:1]}},
+		{"full", Request{
+			Model: "claude-x", MaxTokens: 1000, System: "Be brief.", Messages: conv, Tools: tools,
+			ToolChoice: &ToolChoice{Type: "any", DisableParallel: true}, Thinking: &ThinkingConfig{BudgetTokens: 500},
+			StopSequences: []string{"END"}, UserID: "u1", Temperature: &temp,
+			Extra: map[string]any{"service_tier": "auto", "context_management": map[string]any{"edits": []any{}}},
+		}},
+		{"cache", Request{Model: "claude-x", System: "sys", Messages: conv, Tools: tools, Cache: true}},
+		{"cache_last_block_thinking", Request{Model: "claude-x", Messages: conv[:2], Cache: true,
+			ToolChoice: &ToolChoice{Type: "tool", Name: "add"}, Thinking: &ThinkingConfig{Adaptive: true}}},
+		{"tool_choice_none", Request{Model: "claude-x", Messages: conv[:1], ToolChoice: &ToolChoice{Type: "none"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := messageParams(tt.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, err := json.Marshal(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got bytes.Buffer
+			if err := json.Indent(&got, raw, "", "  "); err != nil {
+				t.Fatal(err)
+			}
+			got.WriteByte('\n')
+			golden := filepath.Join("testdata", "request_"+tt.name+".json")
+			if *update {
+				if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			// Compared as values: the SDK writes extra fields in map order.
+			var wantV, gotV any
+			if err := json.Unmarshal(want, &wantV); err != nil {
+				t.Fatal(err)
+			}
+			json.Unmarshal(got.Bytes(), &gotV)
+			if diff := cmp.Diff(wantV, gotV); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", golden, diff)
+			}
+			for _, banned := range []string{"top_p", "top_k"} {
+				if strings.Contains(got.String(), banned) {
+					t.Errorf("%s sent though never set", banned)
+				}
+			}
+		})
+	}
+}
+
+func TestRequestErrors(t *testing.T) {
+	for name, req := range map[string]Request{
+		"no model":  {Messages: []Message{{Role: User, Content: []Block{Text{Text: "x"}}}}},
+		"nil block": {Model: "m", Messages: []Message{{Role: User, Content: []Block{nil}}}},
+		"bad raw":   {Model: "m", Messages: []Message{{Role: User, Content: []Block{RawBlock{Type: "x", JSON: json.RawMessage("{")}}}}},
+		"no name":   {Model: "m", Tools: []ToolSpec{{}}},
+	} {
+		if _, err := messageParams(req); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
