@@ -216,14 +216,24 @@ func (d *decoder) blockStop(data []byte) (Event, error) {
 }
 
 func (d *decoder) blockStart(data []byte) (Event, error) {
-	var w struct {
-		Index        *int            `json:"index"`
-		ContentBlock json.RawMessage `json:"content_block"`
+	// Scanned rather than unmarshalled: a block that arrives whole, such
+	// as a web search result, can be tens of kilobytes.
+	var index int
+	var block []byte
+	haveIndex := false
+	sc := scanObject(data)
+	for k, v, ok := sc.next(&d.keyBuf); ok; k, v, ok = sc.next(&d.keyBuf) {
+		switch string(k) {
+		case "index":
+			index, haveIndex = atoi(v)
+		case "content_block":
+			block = v
+		}
 	}
-	if err := json.Unmarshal(data, &w); err != nil || w.Index == nil || len(w.ContentBlock) == 0 {
+	if sc.err() || !haveIndex || block == nil {
 		return nil, malformed("content_block_start", data)
 	}
-	evs, err := d.startEvents(*w.Index, w.ContentBlock)
+	evs, err := d.startEvents(index, block)
 	if err != nil {
 		return nil, malformed("content_block_start", data)
 	}
@@ -234,7 +244,26 @@ func (d *decoder) blockStart(data []byte) (Event, error) {
 // startEvents returns the events that open the block raw at index: its
 // start event, then deltas for any text the start already carries, so that
 // a consumer needs no special case for it.
-func (d *decoder) startEvents(index int, raw json.RawMessage) ([]Event, error) {
+func (d *decoder) startEvents(index int, raw []byte) ([]Event, error) {
+	var typ []byte
+	sc := scanObject(raw)
+	for k, v, ok := sc.next(&d.keyBuf); ok; k, v, ok = sc.next(&d.keyBuf) {
+		if string(k) == "type" {
+			typ, _ = d.rawString(v, &d.typeBuf)
+			break
+		}
+	}
+	switch string(typ) {
+	case "text", "thinking", "tool_use":
+	case "":
+		return nil, errors.New("no type")
+	default:
+		// Kept verbatim, so only checked, not decoded.
+		if !json.Valid(raw) {
+			return nil, errors.New("invalid JSON")
+		}
+		return []Event{BlockStart{Index: index, Type: string(typ), Raw: bytes.Clone(bytes.TrimSpace(raw))}}, nil
+	}
 	var b struct {
 		Type      string            `json:"type"`
 		ID        string            `json:"id"`
@@ -248,7 +277,7 @@ func (d *decoder) startEvents(index int, raw json.RawMessage) ([]Event, error) {
 	if err := json.Unmarshal(raw, &b); err != nil {
 		return nil, err
 	}
-	switch b.Type {
+	switch string(typ) {
 	case "text":
 		evs := []Event{TextStart{Index: index, Text: b.Text}}
 		for _, c := range b.Citations {
@@ -264,12 +293,8 @@ func (d *decoder) startEvents(index int, raw json.RawMessage) ([]Event, error) {
 			evs = append(evs, SignatureDelta{Index: index, Signature: b.Signature})
 		}
 		return evs, nil
-	case "tool_use":
+	default: // tool_use
 		return []Event{ToolUseStart{Index: index, ID: b.ID, Name: b.Name, Input: b.Input}}, nil
-	case "":
-		return nil, errors.New("no type")
-	default:
-		return []Event{BlockStart{Index: index, Type: b.Type, Raw: bytes.Clone(bytes.TrimSpace(raw))}}, nil
 	}
 }
 

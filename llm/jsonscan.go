@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"bytes"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -95,23 +96,29 @@ func skipSpace(b []byte, i int) int {
 }
 
 // scanString returns the index just past the string starting at b[i], and
-// whether it holds escapes, or -1 if there is no well-formed string there.
+// whether it holds escapes, or -1 if the string does not end. It jumps from
+// quote to quote with bytes.IndexByte, since tool input strings run to
+// megabytes; a quote preceded by an odd run of backslashes is escaped.
+// Raw control characters, which JSON forbids in strings, are tolerated.
 func scanString(b []byte, i int) (end int, esc bool) {
 	if i >= len(b) || b[i] != '"' {
 		return -1, false
 	}
-	for j := i + 1; j < len(b); j++ {
-		switch c := b[j]; {
-		case c == '"':
-			return j + 1, esc
-		case c == '\\':
-			esc = true
-			j++
-		case c < 0x20:
+	for j := i + 1; ; {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
 			return -1, false
 		}
+		q := j + k
+		n := 0
+		for p := q - 1; p > i && b[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q + 1, n > 0 || bytes.IndexByte(b[i+1:q], '\\') >= 0
+		}
+		j = q + 1
 	}
-	return -1, false
 }
 
 // skipValue returns the index just past the value starting at b[i], or -1.
@@ -185,12 +192,18 @@ func unescape(q []byte, dst []byte) ([]byte, bool) {
 	}
 	s := q[1 : len(q)-1]
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '\\' {
-			dst = append(dst, c)
-			continue
+		// Copy the run up to the next escape in one go. Runs are short
+		// in escape-dense text (JSON inside JSON), so a plain loop beats
+		// a call to bytes.IndexByte.
+		j := i
+		for j < len(s) && s[j] != '\\' {
+			j++
 		}
-		i++
+		dst = append(dst, s[i:j]...)
+		if j == len(s) {
+			return dst, true
+		}
+		i = j + 1
 		if i >= len(s) {
 			return dst, false
 		}
