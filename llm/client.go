@@ -102,7 +102,10 @@ func New(cfg Config) *Client {
 	}
 	switch {
 	case cfg.APIKey != "":
-		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+		// The API documents x-api-key for keys. option.WithAPIKey of SDK
+		// v2.15 sends the key as a bearer token instead, so set the
+		// header ourselves.
+		opts = append(opts, option.WithHeader("x-api-key", cfg.APIKey))
 	case cfg.AuthToken != "":
 		opts = append(opts, option.WithAuthToken(cfg.AuthToken))
 	}

@@ -187,8 +187,8 @@ func TestFakeServerRequest(t *testing.T) {
 			t.Errorf("header %s = %q, want %q", k, got, want)
 		}
 	}
-	if !strings.Contains(r.Header.Get("Authorization")+r.Header.Get("X-Api-Key"), "sk-test") {
-		t.Errorf("no credential in headers %v", r.Header)
+	if r.Header.Get("X-Api-Key") != "sk-test" || r.Header.Get("Authorization") != "" {
+		t.Errorf("the key was not sent as x-api-key alone: %v", r.Header)
 	}
 	if n := strings.Count(string(r.Body), `"cache_control"`); n != 3 {
 		t.Errorf("%d cache breakpoints, want 3 (tool, system, last message)", n)

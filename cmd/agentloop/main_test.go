@@ -162,11 +162,9 @@ func TestHappyPath(t *testing.T) {
 	if err := reqs[0].Check(); err != nil {
 		t.Errorf("request breaks the API's rules: %v", err)
 	}
-	// The contract says x-api-key. SDK v2.15.0's option.WithAPIKey sends
-	// the key as a bearer token instead, and llm uses it, so both are
-	// accepted here until llm sets the header itself.
-	if hdr := reqs[0].Header; hdr.Get("X-Api-Key") != testKey && hdr.Get("Authorization") != "Bearer "+testKey {
-		t.Errorf("the key from ANTHROPIC_API_KEY was not sent: x-api-key %q, authorization %q",
+	// The contract says x-api-key, and never a bearer token for a key.
+	if hdr := reqs[0].Header; hdr.Get("X-Api-Key") != testKey || hdr.Get("Authorization") != "" {
+		t.Errorf("the key from ANTHROPIC_API_KEY was not sent as x-api-key: x-api-key %q, authorization %q",
 			hdr.Get("X-Api-Key"), hdr.Get("Authorization"))
 	}
 	p, err := reqs[0].Params()
