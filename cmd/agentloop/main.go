@@ -53,6 +53,19 @@ func isTerminal(f any) bool {
 	return ok && term.IsTerminal(int(file.Fd()))
 }
 
+// sameFile reports whether a and b are *os.Files open on the same file or
+// pipe, as after 2>&1, where a stderr line must not land mid-answer either.
+func sameFile(a, b any) bool {
+	fa, ok1 := a.(*os.File)
+	fb, ok2 := b.(*os.File)
+	if !ok1 || !ok2 {
+		return false
+	}
+	sa, err1 := fa.Stat()
+	sb, err2 := fb.Stat()
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
+}
+
 // main runs the command and turns its error into a message on stderr and an
 // exit status. It is the one place where errors become exit statuses.
 func (c *cli) main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -111,6 +112,40 @@ func TestShorten(t *testing.T) {
 	} {
 		if got := shorten(tc.in, tc.n); got != tc.want {
 			t.Errorf("shorten(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}
+
+func TestSameFile(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	r2, w2, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	defer w2.Close()
+	other, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	for _, tc := range []struct {
+		name string
+		a, b any
+		want bool
+	}{
+		{"one pipe twice, as after 2>&1", w, w, true},
+		{"two different pipes", w, w2, false},
+		{"a pipe and a file", w, other, false},
+		{"not files", &strings.Builder{}, w, false},
+	} {
+		if got := sameFile(tc.a, tc.b); got != tc.want {
+			t.Errorf("%s: sameFile = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

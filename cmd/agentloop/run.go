@@ -435,7 +435,7 @@ func (c *cli) newRenderer(o *options, stdout, stderr io.Writer, lesson bool) ren
 		return newJSONRenderer(stdout, stderr)
 	}
 	outTerm, errTerm := c.isTerminal(stdout), c.isTerminal(stderr)
-	return newTextRenderer(stdout, stderr, c.newStyle(stderr), errTerm, outTerm && errTerm, lesson)
+	return newTextRenderer(stdout, stderr, c.newStyle(stderr), errTerm, (outTerm && errTerm) || sameFile(stdout, stderr), lesson)
 }
 
 // newStyle returns the colours for w: none unless w is a terminal, and
