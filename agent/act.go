@@ -29,13 +29,19 @@ const (
 	invalidText = "not run: your input for this call is not valid JSON: %.200q. Call the tool again with a JSON object."
 )
 
-// startCall starts call under ctx, the turn's context, unless the repeat
-// check or the approval hook stops it. Both run here, on the goroutine
-// reading the stream, so that they see calls in tool_use order and the
-// approval hook may ask a person. rep is the turn's copy of the repeat
-// state: it is kept only if the turn is.
-func (r *run) startCall(ctx context.Context, rep *repeats, call tool.Call) pending {
+// startCall reports the call of tu and starts it under ctx, the turn's
+// context, unless this is the final, tool-less turn, its input is not JSON,
+// or the repeat check or the approval hook stops it. The checks run here,
+// on the goroutine reading the stream, so that they see calls in tool_use
+// order and the approval hook may ask a person. rep is the turn's copy of
+// the repeat state: it is kept only if the turn is.
+func (r *run) startCall(ctx context.Context, rep *repeats, tu llm.ToolUse, final bool) pending {
+	call := tool.Call{ID: tu.ID, Name: tu.Name, Input: tu.Input}
+	r.emit(ToolCall{ID: call.ID, Name: call.Name, Input: call.Input})
 	p := pending{call: call, began: time.Now()}
+	if final {
+		return p.done(finalText)
+	}
 	if raw, bad := llm.InvalidInput(llm.ToolUse{Input: call.Input}); bad {
 		return p.done(fmt.Sprintf(invalidText, raw))
 	}

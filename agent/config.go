@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentloop/agentloop/llm"
@@ -114,10 +115,16 @@ type Agent struct {
 	log   *slog.Logger
 	// retryDelay is the wait before retrying a turn; tests shorten it.
 	retryDelay func(attempt int, err error) time.Duration
+	busy       atomic.Bool // a run is in progress
 }
 
-// ErrNoModel is returned by [New] when [Config.Model] is nil.
-var ErrNoModel = errors.New("agent: Config.Model is required")
+var (
+	// ErrNoModel is returned by [New] when [Config.Model] is nil.
+	ErrNoModel = errors.New("agent: Config.Model is required")
+	// ErrBusy is yielded by [Agent.Stream] when another run of the same
+	// Agent is in progress: the two would interleave in one history.
+	ErrBusy = errors.New("agent: another run of this Agent is in progress")
+)
 
 // New returns an Agent for cfg, with defaults filled in. It returns an
 // error if cfg is invalid, such as a negative limit.
@@ -139,16 +146,16 @@ func New(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("agent: Config.%s is negative (%d)", lim.name, lim.v)
 		}
 	}
-	if cfg.Thinking != nil && !cfg.Thinking.Adaptive && cfg.Thinking.BudgetTokens > 0 &&
-		cfg.MaxTokens > 0 && cfg.Thinking.BudgetTokens >= cfg.MaxTokens {
-		return nil, fmt.Errorf("agent: Config.Thinking.BudgetTokens (%d) must be below MaxTokens (%d)",
-			cfg.Thinking.BudgetTokens, cfg.MaxTokens)
-	}
 	if cfg.ModelName == "" {
 		cfg.ModelName = DefaultModel
 	}
 	if cfg.MaxTokens == 0 {
 		cfg.MaxTokens = DefaultMaxTokens
+	}
+	if th := cfg.Thinking; th != nil && !th.Adaptive && th.BudgetTokens >= cfg.MaxTokens {
+		// The API's rule: the thinking budget is part of max_tokens.
+		return nil, fmt.Errorf("agent: Config.Thinking.BudgetTokens (%d) must be below MaxTokens (%d)",
+			th.BudgetTokens, cfg.MaxTokens)
 	}
 	if cfg.MaxIterations == 0 {
 		cfg.MaxIterations = DefaultMaxIterations

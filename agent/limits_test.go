@@ -125,11 +125,18 @@ func TestCancel(t *testing.T) {
 		a := newAgent(t, client, Config{Tools: tt.reg})
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
-		go func() {
-			<-tt.started
-			cancel()
-		}()
-		_, res, err := collect(t, a.Stream(ctx, "hi"))
+		var res Result
+		var err error
+		for ev, e := range a.Stream(ctx, "hi") {
+			switch ev := ev.(type) {
+			case Usage:
+				// The turn is over and its call is running: cancel it.
+				<-tt.started
+				cancel()
+			case Done:
+				res, err = ev.Result, e
+			}
+		}
 		if res.State != Cancelled || !errors.Is(err, context.Canceled) {
 			t.Errorf("result = %+v, %v; want cancelled with context.Canceled", res, err)
 		}
@@ -267,5 +274,23 @@ func TestMiddleware(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"sys"}, seen); diff != "" {
 		t.Errorf("middleware saw (-want +got):\n%s", diff)
+	}
+}
+
+func TestBusy(t *testing.T) {
+	_, client := fake(t, at.NewStream().Text("first").Stop("end_turn"))
+	a := newAgent(t, client, Config{})
+	for range a.Stream(t.Context(), "one") {
+		_, res, err := collect(t, a.Stream(t.Context(), "two"))
+		if !errors.Is(err, ErrBusy) || res.State != Failed {
+			t.Errorf("overlapping run: %+v, %v; want ErrBusy", res, err)
+		}
+		break
+	}
+	// The first run is over (the caller stopped it): the agent is free.
+	_, client = fake(t, at.NewStream().Text("again").Stop("end_turn"))
+	a.model = client
+	if res, err := a.Run(t.Context(), "three"); err != nil || res.Text != "again" {
+		t.Errorf("run after: %+v, %v", res, err)
 	}
 }

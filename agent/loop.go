@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"time"
 
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
@@ -30,6 +29,11 @@ import (
 // valid, and no goroutine the run started outlives it.
 func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
+		if !a.busy.CompareAndSwap(false, true) {
+			yield(Done{Result: Result{State: Failed}, Error: ErrBusy.Error()}, ErrBusy)
+			return
+		}
+		defer a.busy.Store(false)
 		parent := ctx
 		ctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
@@ -233,15 +237,7 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 		case llm.BlockStop:
 			if tu, ok := block.(llm.ToolUse); ok && stopped {
 				// Complete at its stop: start it now, eagerly.
-				call := tool.Call{ID: tu.ID, Name: tu.Name, Input: tu.Input}
-				r.emit(ToolCall{ID: call.ID, Name: call.Name, Input: call.Input})
-				p := pending{call: call, began: time.Now()}
-				if final {
-					p = p.done(finalText)
-				} else {
-					p = r.startCall(ctx, &t.repeats, call)
-				}
-				t.calls = append(t.calls, p)
+				t.calls = append(t.calls, r.startCall(ctx, &t.repeats, tu, final))
 			}
 		}
 		if r.stopped {

@@ -1,0 +1,88 @@
+package agent
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	at "github.com/agentloop/agentloop/anthropictest"
+	"github.com/agentloop/agentloop/llm"
+)
+
+func TestNew(t *testing.T) {
+	model := &scripted{}
+	tests := []struct {
+		name string
+		cfg  Config
+		err  string // a substring of the error; empty for none
+	}{
+		{"zero value with a model", Config{Model: model}, ""},
+		{"no model", Config{}, "Model is required"},
+		{"negative MaxIterations", Config{Model: model, MaxIterations: -1}, "MaxIterations is negative"},
+		{"negative MaxTokens", Config{Model: model, MaxTokens: -5}, "MaxTokens is negative"},
+		{"negative MaxDuration", Config{Model: model, MaxDuration: -time.Second}, "MaxDuration is negative"},
+		{"negative MaxTotalTokens", Config{Model: model, MaxTotalTokens: -1}, "MaxTotalTokens is negative"},
+		{"negative MaxAttempts", Config{Model: model, MaxAttempts: -1}, "MaxAttempts is negative"},
+		{"thinking budget over MaxTokens", Config{Model: model, MaxTokens: 1000, Thinking: &llm.ThinkingConfig{BudgetTokens: 1000}}, "BudgetTokens"},
+		{"thinking budget over the default MaxTokens", Config{Model: model, Thinking: &llm.ThinkingConfig{BudgetTokens: DefaultMaxTokens}}, "BudgetTokens"},
+		{"adaptive thinking needs no budget", Config{Model: model, MaxTokens: 1000, Thinking: &llm.ThinkingConfig{Adaptive: true}}, ""},
+		{"middleware returning nil", Config{Model: model, Middleware: func(Model) Model { return nil }}, "nil Model"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := New(tt.cfg)
+			if tt.err == "" {
+				if err != nil {
+					t.Fatalf("New: %v", err)
+				}
+				c := a.cfg
+				if c.ModelName != DefaultModel || c.MaxIterations != DefaultMaxIterations || c.RepeatLimit != DefaultRepeatLimit ||
+					c.MaxAttempts != DefaultMaxAttempts || a.History() == nil || c.Pricing == nil || a.log == nil {
+					t.Errorf("defaults not filled: %+v", c)
+				}
+				if tt.cfg.MaxTokens == 0 && c.MaxTokens != DefaultMaxTokens {
+					t.Errorf("MaxTokens = %d", c.MaxTokens)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("New error = %v, want one containing %q", err, tt.err)
+			}
+		})
+	}
+	if _, err := New(Config{}); !errors.Is(err, ErrNoModel) {
+		t.Errorf("New(Config{}) = %v, want ErrNoModel", err)
+	}
+}
+
+// TestRequestShape checks what the config puts in the request: caching on
+// by default, thinking, and the history sent as it is.
+func TestRequestShape(t *testing.T) {
+	for _, disable := range []bool{false, true} {
+		srv, client := fake(t, at.NewStream().Text("ok").Stop("end_turn"))
+		a := newAgent(t, client, Config{
+			ModelName:    "claude-haiku-4-5",
+			System:       "sys",
+			MaxTokens:    4000,
+			Thinking:     &llm.ThinkingConfig{BudgetTokens: 1024},
+			DisableCache: disable,
+			Tools:        newTools(t).reg,
+		})
+		if _, err := a.Run(t.Context(), "hi"); err != nil {
+			t.Fatal(err)
+		}
+		r := srv.Requests()[0]
+		p, err := r.Params()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Model != "claude-haiku-4-5" || p.MaxTokens != 4000 || len(p.Tools) != 3 ||
+			!strings.Contains(string(p.Thinking), `"budget_tokens":1024`) || !strings.Contains(string(p.System), "sys") {
+			t.Errorf("params = %+v", p)
+		}
+		if cached := strings.Contains(string(r.Body), "cache_control"); cached == disable {
+			t.Errorf("DisableCache=%v: cache_control in the body = %v", disable, cached)
+		}
+	}
+}
