@@ -220,7 +220,8 @@ type Result struct {
 	Text string `json:"text"`
 	// State says how the run ended.
 	State State `json:"state"`
-	// Iterations counts the model calls of the run, retries not included.
+	// Iterations counts the model calls of the run: retries not included,
+	// the FinalAnswer call included.
 	Iterations int `json:"iterations"`
 	// Usage sums token use over the run's model calls, retries included.
 	Usage llm.Usage `json:"usage"`

@@ -123,10 +123,8 @@ func (r *run) loop(input string) (State, error) {
 		if err != nil {
 			return Failed, err
 		}
-		state, next, err := r.observe(t)
+		state, next := r.observe(t)
 		switch {
-		case err != nil:
-			return Failed, err
 		case state == Refused, !final && !next:
 			return state, nil
 		case final:
@@ -276,19 +274,19 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 
 // observe applies the turn's stop reason. It returns the state the run ends
 // in, if it ends, and whether the loop goes on.
-func (r *run) observe(t *turn) (State, bool, error) {
+func (r *run) observe(t *turn) (State, bool) {
 	h := r.cfg.History
 	switch {
 	case t.stop == llm.Refusal:
 		// The refused turn is dropped, as the API asks, so that the next
 		// run starts from a history the classifier did not stop.
 		t.discard()
-		return Refused, false, nil
+		return Refused, false
 	case len(t.calls) > 0:
 		// Whatever the stop reason (tool_use, or max_tokens cutting a later
 		// block), answered calls keep the history valid and the model going.
 		r.act(t)
-		return "", true, nil
+		return "", true
 	}
 	defer t.cancel()
 	if len(t.msg.Content) > 0 {
@@ -298,12 +296,12 @@ func (r *run) observe(t *turn) (State, bool, error) {
 	case llm.PauseTurn:
 		// The server paused a long server-tool turn: sending it back as
 		// the last message lets the model resume it.
-		return "", true, nil
+		return "", true
 	case llm.MaxTokens:
-		return MaxTokens, false, nil
+		return MaxTokens, false
 	case llm.EndTurn, llm.StopSequence:
 	default:
 		r.log.Warn("agent: unknown stop reason; treating it as end_turn", "stop_reason", t.stop)
 	}
-	return Finished, false, nil
+	return Finished, false
 }
