@@ -34,9 +34,13 @@ const DefaultModel = "claude-sonnet-5-5"
 
 // Defaults for the zero values of [Config].
 const (
-	DefaultMaxTokens     = 8192
+	// DefaultMaxTokens is the output cap of each turn.
+	DefaultMaxTokens = 8192
+	// DefaultMaxIterations is the cap on the model calls of one run.
 	DefaultMaxIterations = 20
-	DefaultRepeatLimit   = 3
+	// DefaultRepeatLimit is how many identical calls in a row are allowed
+	// to reach the limit: the third is not run.
+	DefaultRepeatLimit = 3
 	// DefaultMaxAttempts matches the llm client's default retry budget:
 	// one attempt and two retries.
 	DefaultMaxAttempts = 3
