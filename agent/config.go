@@ -38,8 +38,8 @@ const (
 	DefaultMaxTokens = 8192
 	// DefaultMaxIterations is the cap on the model calls of one run.
 	DefaultMaxIterations = 20
-	// DefaultRepeatLimit is how many identical calls in a row are allowed
-	// to reach the limit: the third is not run.
+	// DefaultRepeatLimit is the default Config.RepeatLimit: the third
+	// identical call in a row is not run.
 	DefaultRepeatLimit = 3
 	// DefaultMaxAttempts matches the llm client's default retry budget:
 	// one attempt and two retries.
