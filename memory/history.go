@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"iter"
 	"log/slog"
+	"strings"
 
 	"github.com/agentloop/agentloop/llm"
 )
@@ -218,19 +219,36 @@ func (h *History) AppendUserText(text string) { h.AppendUser(llm.Text{Text: text
 // answer a request made of exactly [History.Messages] as they were before
 // the call; a zero usage (a fake model, a lost message_delta) only adds an
 // estimate.
+//
+// A turn that used server tools (web search, code execution, MCP, or any
+// block named server_tool_use, mcp_tool_use or *_tool_result) is the
+// exception: the server sampled several times within it, and its usage sums
+// the input of every sampling, so it can be many times the real prompt
+// (404,500 tokens for a 2,479-token prompt in one recorded pause_turn). Such
+// a usage is billed, but it is not a context size: the count stays the
+// previous exact count plus an estimate of what was added.
 func (h *History) AppendAssistant(msg llm.Message, usage llm.Usage) {
 	msg = cloneMessage(msg)
 	msg.Role = llm.Assistant
 	h.addUsage(h.cfg.Model, usage)
-	input := usage.InputTokens + usage.CacheCreationInputTokens + usage.CacheReadInputTokens
-	if input > 0 {
-		h.learn(int(input))
-	}
 	e := entry{msg: msg, usage: usage, model: h.cfg.Model}
-	if input > 0 {
+	if input := usage.InputTokens + usage.CacheCreationInputTokens + usage.CacheReadInputTokens; input > 0 && !usedServerTools(msg) {
+		h.learn(int(input))
 		e.exact = int(usage.Context())
 	}
 	h.push(e)
+}
+
+// usedServerTools reports whether m holds a block of a tool the API ran
+// itself, whose usage the server summed over its own sampling iterations.
+func usedServerTools(m llm.Message) bool {
+	for _, b := range m.Content {
+		if r, ok := b.(llm.RawBlock); ok &&
+			(r.Type == "server_tool_use" || r.Type == "mcp_tool_use" || strings.HasSuffix(r.Type, "_tool_result")) {
+			return true
+		}
+	}
+	return false
 }
 
 // AppendToolResults appends one user message answering the previous

@@ -9,9 +9,12 @@ import (
 	"image"
 	"image/png"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/agentloop/agentloop/anthropictest"
 	"github.com/agentloop/agentloop/llm"
 )
 
@@ -91,6 +94,22 @@ func TestTokens(t *testing.T) {
 			h.Repair() // drops the cut-off turn
 			return 205 + est(blockOverhead+len("t1")+blockOverhead+1+blockOverhead, h.Ratio())
 		}},
+		{"a server-tool turn's summed usage is billing, not the context", func(h *History) int {
+			h.AppendUserText(prompt)
+			h.AppendAssistant(asst(text("ok")), llm.Usage{InputTokens: 200, OutputTokens: 5})
+			h.AppendUserText("search")
+			search := asst(
+				llm.RawBlock{Type: "server_tool_use", JSON: []byte(`{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{}}`)},
+				llm.RawBlock{Type: "web_search_tool_result", JSON: []byte(`{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[]}`)},
+				text("found"))
+			h.AppendAssistant(search, llm.Usage{InputTokens: 404_500, OutputTokens: 943})
+			if got := h.Usage().InputTokens; got != 404_700 {
+				t.Errorf("billed input = %d, want both turns summed", got)
+			}
+			tail, _ := measure(user(text("search")))
+			turn, _ := measure(search)
+			return 205 + est(tail+turn, h.Ratio())
+		}},
 		{"overflow marks the reported count", func(h *History) int {
 			h.AppendUserText(prompt)
 			h.MarkOverflow(errors.New(`llm: 400 invalid_request_error: prompt is too long: 215439 tokens > 200000 maximum`))
@@ -126,6 +145,65 @@ func TestNeedsCompactionDefaults(t *testing.T) {
 	h.AppendUserText("one more")
 	if !h.NeedsCompaction() {
 		t.Error("NeedsCompaction false above the limit")
+	}
+}
+
+// TestServerToolTurnRecorded feeds a real recorded web-search turn that
+// ended in pause_turn: its message_delta reports 404,500 input tokens,
+// summed over the server's sampling iterations, for a 2,479-token prompt.
+// The history must not take that for its size, or every later request
+// would try to compact.
+func TestServerToolTurnRecorded(t *testing.T) {
+	dir := fixtures(t)
+	rec, err := anthropictest.ReplayFile(filepath.Join(dir, "pyd_pause_turn_web_search_real.sse"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := anthropictest.NewServer(rec)
+	defer srv.Close()
+	client := llm.New(llm.Config{BaseURL: srv.URL, APIKey: "test", MaxAttempts: 1})
+	var asm llm.Assembler
+	for ev, err := range client.Stream(t.Context(), llm.Request{Model: "claude-sonnet-4-5", MaxTokens: 1024,
+		Messages: []llm.Message{user(text("What is the weather in San Francisco?"))}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		asm.Add(ev)
+	}
+	if u := asm.Usage(); asm.StopReason() != llm.PauseTurn || u.InputTokens != 404_500 {
+		t.Fatalf("fixture changed: stop %q, usage %+v", asm.StopReason(), u)
+	}
+
+	h := New(Config{Model: "claude-sonnet-4-5"})
+	h.AppendUserText("What is the weather in San Francisco?")
+	h.AppendAssistant(asm.Message(), asm.Usage())
+	if h.NeedsCompaction() || h.Tokens() >= 100_000 {
+		t.Errorf("Tokens = %d, NeedsCompaction = %v after a 2,479-token prompt; want an estimate far below the limit %d",
+			h.Tokens(), h.NeedsCompaction(), h.Config().ContextLimit)
+	}
+	if h.Ratio() != defaultRatio {
+		t.Errorf("ratio learned from a summed usage: %v", h.Ratio())
+	}
+	if got := h.Usage(); got != asm.Usage() {
+		t.Errorf("billed usage = %+v, want the turn's %+v", got, asm.Usage())
+	}
+}
+
+// fixtures returns the directory of recorded streams, found by walking up
+// from the package, or skips the test.
+func fixtures(t *testing.T) string {
+	t.Helper()
+	dir, _ := filepath.Abs(".")
+	for {
+		d := filepath.Join(dir, "shared", "fixtures", "anthropic-sse")
+		if _, err := os.Stat(d); err == nil {
+			return d
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Skip("no shared/fixtures/anthropic-sse above the package; skipping recorded streams")
+		}
+		dir = parent
 	}
 }
 
