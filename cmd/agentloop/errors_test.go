@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/anthropictest"
 )
 
@@ -25,6 +26,9 @@ func TestUsageErrors(t *testing.T) {
 		{"unknown tool", []string{"--tools", "calculator,abacus", "hi"}, nil, "", []string{`"abacus"`, "calculator"}},
 		{"no prompt", nil, nil, " \n", []string{"no prompt"}},
 		{"zero iterations", []string{"--max-iterations", "0", "hi"}, nil, "", []string{"--max-iterations"}},
+		{"negative duration", []string{"--max-duration", "-1s", "hi"}, nil, "", []string{"--max-duration"}},
+		{"duration without unit", []string{"--max-duration", "90", "hi"}, nil, "", []string{"max-duration"}},
+		{"negative token limit", []string{"--max-total-tokens", "-5", "hi"}, nil, "", []string{"--max-total-tokens"}},
 		{"thinking above max tokens", []string{"--thinking", "9000", "--max-tokens", "4096", "hi"}, nil, "", []string{"BudgetTokens"}},
 		{"demo with a prompt", []string{"demo", "please"}, nil, "", []string{"demo takes no prompt"}},
 	} {
@@ -71,7 +75,16 @@ func TestRunErrors(t *testing.T) {
 			anthropictest.NewStream().Text("A long ans").Stop("max_tokens"),
 			exitOK, "A long ans\n", []string{"cut off at --max-tokens 100"}},
 		{"iteration limit", []string{"--tools", "calculator", "--max-iterations", "2", "hi"},
-			loop, exitIterations, "", []string{"iteration limit"}},
+			loop, exitLimit, "", []string{"iteration limit", "2 model turns"}},
+		// The fake API never answers, so only the deadline can end the run.
+		{"time limit", []string{"--max-duration", "1ms", "hi"},
+			anthropictest.Hang(), exitLimit, "", []string{"time limit", "--max-duration 1ms"}},
+		// 15 tokens a turn: the second turn reaches 30 of 20, and the
+		// check before the third stops the run.
+		{"token limit", []string{"--tools", "calculator", "--max-total-tokens", "20", "hi"},
+			anthropictest.Repeat(anthropictest.NewStream().Usage(10, 0).
+				ToolUse("toolu_x", "calculator", `{"a":1,"b":1,"operation":"add"}`).StopUsage("tool_use", 5)),
+			exitLimit, "", []string{"token limit", "30 tokens used of --max-total-tokens 20"}},
 		{"retried turn", []string{"hi"},
 			anthropictest.Repeat(anthropictest.ReplyFunc(func(r *anthropictest.Request) anthropictest.Reply {
 				if r.N == 1 {
@@ -121,6 +134,32 @@ func TestInterruptSetup(t *testing.T) {
 	h.run(pr).check(t, exitInterrupted)
 	if n := len(h.srv.Requests()); n != 0 {
 		t.Errorf("%d requests sent after an interrupt", n)
+	}
+}
+
+// TestOutcome checks the exit status of every state a run can end in,
+// with the error the agent returns alongside it.
+func TestOutcome(t *testing.T) {
+	for _, tc := range []struct {
+		state agent.State
+		err   error
+		want  int
+	}{
+		{agent.Finished, nil, exitOK},
+		{agent.Refused, nil, exitOK},
+		{agent.MaxTokens, nil, exitOK},
+		{agent.MaxIterations, nil, exitLimit},
+		{agent.Timeout, nil, exitLimit},
+		{agent.TokenLimit, nil, exitLimit},
+		{agent.Cancelled, context.Canceled, exitInterrupted},
+		{agent.Failed, io.ErrUnexpectedEOF, exitFailure},
+		{agent.Failed, agent.ErrBusy, exitFailure},
+		{"a_state_from_the_future", nil, exitFailure},
+	} {
+		s := &session{o: &options{}, render: newTextRenderer(io.Discard, io.Discard, style{}, false, false, false)}
+		if got := exitCode(s.outcome(agent.Result{State: tc.state}, tc.err)); got != tc.want {
+			t.Errorf("state %q, error %v: exit status %d, want %d", tc.state, tc.err, got, tc.want)
+		}
 	}
 }
 

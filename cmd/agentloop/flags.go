@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"time"
 )
 
 // usage is the --help text. It is written by hand, not generated, because it
@@ -32,6 +33,12 @@ Flags:
   --model NAME        the model (default $ANTHROPIC_MODEL, else %s)
   --max-tokens N      the output cap of one model turn (default %d)
   --max-iterations N  model turns per prompt before giving up (default %d)
+  --max-duration D    give up on a prompt after D of wall time, such as 90s
+                      or 5m (default 0: no limit)
+  --max-total-tokens N
+                      give up on a prompt, before its next model turn, once
+                      its turns have used N tokens: input, cached or not,
+                      and output, summed over the turns (default 0: no limit)
   --context-limit N   compact the history when it exceeds N tokens (default
                       the context window less --max-tokens and a margin:
                       %d with the default --max-tokens)
@@ -69,7 +76,8 @@ Exit status:
        and the request id)
   2    a usage or configuration error, such as no API key or a --session
        file that cannot be read (it is left untouched)
-  3    the iteration limit was reached
+  3    a limit was reached: --max-iterations ("iteration limit"),
+       --max-duration ("time limit") or --max-total-tokens ("token limit")
   130  interrupted by Ctrl-C
 `
 
@@ -87,6 +95,8 @@ type options struct {
 	model         string
 	maxTokens     int
 	maxIterations int
+	maxDuration   time.Duration
+	maxTotal      int64 // --max-total-tokens
 	contextLimit  int
 	system        string
 	tools         []string
@@ -141,6 +151,10 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		return nil, usageError("--max-tokens must be positive")
 	case o.maxIterations < 1:
 		return nil, usageError("--max-iterations must be at least 1")
+	case o.maxDuration < 0:
+		return nil, usageError("--max-duration must be 0 (no limit) or positive")
+	case o.maxTotal < 0:
+		return nil, usageError("--max-total-tokens must be 0 (no limit) or positive")
 	case o.contextLimit < 0:
 		return nil, usageError("--context-limit must be positive")
 	case o.thinking < 0:
@@ -179,6 +193,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.model, "model", "", "")
 	fs.IntVar(&o.maxTokens, "max-tokens", defaultMaxTokens, "")
 	fs.IntVar(&o.maxIterations, "max-iterations", defaultMaxIterations, "")
+	fs.DurationVar(&o.maxDuration, "max-duration", 0, "")
+	fs.Int64Var(&o.maxTotal, "max-total-tokens", 0, "")
 	fs.IntVar(&o.contextLimit, "context-limit", 0, "")
 	fs.StringVar(&o.system, "system", "", "")
 	fs.IntVar(&o.thinking, "thinking", 0, "")

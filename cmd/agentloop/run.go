@@ -201,14 +201,16 @@ func (c *cli) newSession(ctx context.Context, o *options, model agent.Model, log
 		return nil, err
 	}
 	s.cfg = agent.Config{
-		Model:         model,
-		ModelName:     o.model,
-		System:        o.system,
-		MaxTokens:     o.maxTokens,
-		Tools:         reg,
-		History:       history,
-		MaxIterations: o.maxIterations,
-		Logger:        logger,
+		Model:          model,
+		ModelName:      o.model,
+		System:         o.system,
+		MaxTokens:      o.maxTokens,
+		Tools:          reg,
+		History:        history,
+		MaxIterations:  o.maxIterations,
+		MaxDuration:    o.maxDuration,
+		MaxTotalTokens: o.maxTotal,
+		Logger:         logger,
 	}
 	if o.verbose {
 		s.cfg.Middleware = logModel(logger)
@@ -361,31 +363,49 @@ func (s *session) drive(ctx context.Context, input string) error {
 	return outcome
 }
 
-// outcome maps how a run ended to an error with its exit status.
+// outcome maps how a run ended to an error with its exit status: every
+// state the agent can end in is named here, and exitCode turns the error
+// into the status.
 func (s *session) outcome(res agent.Result, err error) error {
 	switch {
 	case res.State == agent.Cancelled || errors.Is(err, context.Canceled):
 		return errInterrupted
 	case err != nil:
+		// Failed, with the error. agent.ErrBusy lands here too, though the
+		// command never overlaps two runs of one agent: a turn returns
+		// only once its run has ended, or when the command exits.
 		s.render.fail(err)
 		return &exitError{code: exitFailure, err: describeError(err)}
 	}
 	switch res.State {
+	case agent.Finished:
+		return nil
 	case agent.Refused:
 		s.render.note("the model declined to answer (stop reason: refusal)")
 		return nil
 	case agent.MaxTokens:
 		s.render.note("the answer was cut off at --max-tokens %d", s.o.maxTokens)
 		return nil
+	// The three limits stop a run that has not produced a final answer, so
+	// a script must be able to tell them from one that has: each exits 3.
 	case agent.MaxIterations:
-		return &exitError{code: exitIterations, err: fmt.Errorf(
-			"iteration limit reached: %d model turns without a final answer (raise --max-iterations)", res.Iterations)}
-	case agent.Finished:
-		return nil
+		return limitError("iteration limit reached: %d model turns without a final answer (raise --max-iterations)",
+			res.Iterations)
+	case agent.Timeout:
+		return limitError("time limit reached: no final answer within --max-duration %v (%d model turns)",
+			s.o.maxDuration, res.Iterations)
+	case agent.TokenLimit:
+		return limitError("token limit reached: %d tokens used of --max-total-tokens %d, without a final answer",
+			res.Usage.Context(), s.o.maxTotal)
 	default:
-		// States the CLI sets no limit for, or that a later agent adds.
+		// A state a later version of package agent adds.
 		return &exitError{code: exitFailure, err: fmt.Errorf("the run ended with state %q", res.State)}
 	}
+}
+
+// limitError returns an error that exits with status 3.
+func limitError(format string, args ...any) error {
+	return &exitError{code: exitLimit, err: fmt.Errorf(format, args...)}
 }
 
 // describeError returns err as a user should read it: for an API error,
