@@ -47,10 +47,8 @@ var ErrDuplicate = errors.New("duplicate tool name")
 type Registry struct {
 	cfg Config
 	log *slog.Logger
-	// sem caps the calls in progress across Run and Start. It is a
-	// semaphore rather than errgroup.SetLimit because the cap must be
-	// shared by every batch and by Start, and because waiting for a slot
-	// must end when ctx does: errgroup's Go blocks with no context.
+	// sem caps the calls in progress across Run and Start; Run says why
+	// it is not errgroup.SetLimit.
 	sem *semaphore.Weighted // nil means no cap
 
 	mu     sync.Mutex
@@ -152,6 +150,13 @@ type Call struct {
 // returns. That is the one goroutine Run can leave behind, and only for a
 // tool that does not honour ctx.
 func (r *Registry) Run(ctx context.Context, calls []Call) []llm.ToolResult {
+	// Not errgroup with SetLimit, for three reasons. The cap is the
+	// registry's, shared with calls the agent Starts while the model
+	// streams, so a per-batch limit would not bound them. Start must be
+	// called in call order on one goroutine, which is what queues a
+	// sequential tool's calls in order. And errgroup's Go blocks for a
+	// slot with no context, while a queued call must give up when ctx
+	// ends. Start covers all three; Run only starts and collects.
 	waits := make([]func() llm.ToolResult, len(calls))
 	for i, c := range calls {
 		waits[i] = r.Start(ctx, c)
