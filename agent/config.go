@@ -62,7 +62,9 @@ type Config struct {
 	// Tools are the tools the model may call. Default nil: no tools.
 	Tools *tool.Registry
 	// History is the conversation, which persists across runs of the same
-	// Agent. Default a new memory.New(memory.Config{}).
+	// Agent. Default a new memory.New(memory.Config{}) for ModelName and
+	// MaxTokens. A History whose Config has no Model gets ModelName (see
+	// [memory.History.SetDefaultModel]), so that its summaries name one.
 	History *memory.History
 
 	// MaxIterations caps the model calls of one run. Default
@@ -173,6 +175,7 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.History == nil {
 		cfg.History = memory.New(memory.Config{Model: cfg.ModelName, MaxTokens: cfg.MaxTokens})
 	}
+	cfg.History.SetDefaultModel(cfg.ModelName) // summaries need a model
 	if cfg.Pricing == nil {
 		cfg.Pricing = memory.DefaultPricing
 	}

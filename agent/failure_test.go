@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 
 	at "github.com/agentloop/agentloop/anthropictest"
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/memory"
 )
 
 // TestMidStreamFailure checks that a turn that fails after output arrived
@@ -199,5 +201,33 @@ func TestCompactBeforeRequest(t *testing.T) {
 	// The summary call's usage counts in the run's.
 	if res.Usage.InputTokens != 20 {
 		t.Errorf("usage = %+v, want two calls' input", res.Usage)
+	}
+}
+
+// TestSummaryUsesAgentModel checks that a caller's History configured
+// without a model summarises with the agent's ModelName, rather than
+// sending a summary call with no model and falling back to a hard cut.
+func TestSummaryUsesAgentModel(t *testing.T) {
+	const model = "claude-haiku-4-5"
+	srv, client := fake(t, summarising(at.NewStream().Text("ok").Stop("end_turn")))
+	h := fill(memory.New(memory.Config{ContextWindow: 20_000, MaxTokens: 1000, KeepRecent: 1}), 25)
+	a := newAgent(t, client, Config{ModelName: model, History: h})
+	evs, res, err := collect(t, a.Stream(t.Context(), "go on"))
+	if err != nil || res.State != Finished {
+		t.Fatalf("result %+v, %v", res, err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 || !isSummary(reqs[0]) {
+		t.Fatalf("%d requests, want summary, turn", len(reqs))
+	}
+	if p, err := reqs[0].Params(); err != nil || p.Model != model {
+		t.Errorf("summary request model = %+v, %v; want %q", p, err, model)
+	}
+	c := eventsOf[Compaction](evs)
+	if len(c) != 1 || !slices.ContainsFunc(c[0].Steps, func(s string) bool { return strings.HasPrefix(s, "summarised") }) {
+		t.Errorf("compactions = %+v, want one that summarised", c)
+	}
+	if !strings.HasPrefix(llm.TextOf(h.Messages()[0].Content), "[This conversation was compacted") {
+		t.Errorf("history starts with %q, want the summary", llm.TextOf(h.Messages()[0].Content))
 	}
 }

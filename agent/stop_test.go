@@ -43,7 +43,11 @@ func isSummary(r *at.Request) bool {
 // longHistory returns a history with n earlier exchanges, each large
 // enough that compaction has something to do, with a small context window.
 func longHistory(n int) *memory.History {
-	h := memory.New(memory.Config{Model: DefaultModel, ContextWindow: 20_000, MaxTokens: 1000, KeepRecent: 1})
+	return fill(memory.New(memory.Config{Model: DefaultModel, ContextWindow: 20_000, MaxTokens: 1000, KeepRecent: 1}), n)
+}
+
+// fill appends n large exchanges to h and returns it.
+func fill(h *memory.History, n int) *memory.History {
 	for i := range n {
 		h.AppendUserText(strings.Repeat("question ", 200) + string(rune('a'+i)))
 		h.AppendAssistant(llm.Message{Role: llm.Assistant, Content: []llm.Block{llm.Text{Text: strings.Repeat("answer ", 200)}}}, llm.Usage{})

@@ -174,6 +174,27 @@ func New(cfg Config) *History {
 // Config returns the configuration with defaults filled in.
 func (h *History) Config() Config { return h.cfg }
 
+// SetDefaultModel makes model the model of the main turns when
+// Config.Model is empty, and the model of summaries when
+// Config.SummaryModel is empty too, so that summaries and count_tokens
+// requests name a model. An agent calls it with its own model, so that a
+// History made without one still compacts by summary. It changes nothing
+// when Config.Model is set.
+func (h *History) SetDefaultModel(model string) {
+	if h.cfg.Model != "" || model == "" {
+		return
+	}
+	h.cfg.Model = model
+	if h.cfg.SummaryModel == "" {
+		h.cfg.SummaryModel = model
+	}
+	// Turns appended so far were priced under no model: they were this one.
+	if u, ok := h.byModel[""]; ok {
+		delete(h.byModel, "")
+		h.byModel[model] = h.byModel[model].Add(u)
+	}
+}
+
 // Len returns the number of messages.
 func (h *History) Len() int { return len(h.entries) }
 

@@ -301,3 +301,31 @@ func TestHistoryCost(t *testing.T) {
 		t.Errorf("Usage = %+v, want %+v", h.Usage(), want)
 	}
 }
+
+func TestSetDefaultModel(t *testing.T) {
+	tests := []struct {
+		name                string
+		cfg                 Config
+		wantModel, wantSumm string
+	}{
+		{"fills both when unset", Config{}, "claude-haiku-4-5", "claude-haiku-4-5"},
+		{"keeps a set summary model", Config{SummaryModel: "claude-sonnet-4-5"}, "claude-haiku-4-5", "claude-sonnet-4-5"},
+		{"changes nothing when Model is set", Config{Model: "claude-opus-4-1"}, "claude-opus-4-1", "claude-opus-4-1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := New(tt.cfg)
+			h.AppendUserText("hi")
+			h.AppendAssistant(asst(text("ok")), llm.Usage{InputTokens: 1_000_000})
+			h.SetDefaultModel("claude-haiku-4-5")
+			if got := h.Config(); got.Model != tt.wantModel || got.SummaryModel != tt.wantSumm {
+				t.Errorf("Model, SummaryModel = %q, %q; want %q, %q", got.Model, got.SummaryModel, tt.wantModel, tt.wantSumm)
+			}
+			// The turn appended before is priced as the model that ran it.
+			want, _ := DefaultPricing.Cost(tt.wantModel, llm.Usage{InputTokens: 1_000_000})
+			if usd, ok := h.Cost(); !ok || usd != want {
+				t.Errorf("Cost = %v, %v; want %v, true", usd, ok, want)
+			}
+		})
+	}
+}
