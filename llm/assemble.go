@@ -54,8 +54,7 @@ type partial struct {
 	buf       []byte // text, thinking, or tool input fragments
 	sig       []byte
 	citations []json.RawMessage
-	id, name  string
-	input     json.RawMessage // the start's own tool input
+	tool      ToolUseStart    // a tool_use block's start
 	raw       json.RawMessage // a raw block's JSON
 	rawType   string
 	hasInput  bool       // a raw block got input fragments
@@ -86,7 +85,7 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 		a.start(ev.Index, "thinking")
 	case ToolUseStart:
 		if p := a.start(ev.Index, "tool_use"); p != nil {
-			p.id, p.name, p.input = ev.ID, ev.Name, ev.Input
+			p.tool = ev
 		}
 	case BlockStart:
 		if p := a.start(ev.Index, "raw"); p != nil {
@@ -179,7 +178,8 @@ func (p *partial) finish() Block {
 	case "thinking":
 		return Thinking{Thinking: string(p.buf), Signature: string(p.sig)}
 	case "tool_use":
-		return ToolUse{ID: p.id, Name: p.name, Input: toolInput(p.input, p.buf)}
+		t := p.tool
+		return ToolUse{ID: t.ID, Name: t.Name, Input: toolInput(t.Input, p.buf), Caller: t.Caller, ToolsetName: t.ToolsetName}
 	default:
 		raw := p.raw
 		if p.hasInput {

@@ -75,6 +75,13 @@ func TestAssembler(t *testing.T) {
 			RawBlock{Type: "compaction", JSON: raw(`{"type":"compaction","content":"summary","encrypted_content":"E1"}`)},
 		},
 	}, {
+		name: "tool_use keeps its caller and toolset",
+		events: []Event{
+			ToolUseStart{Index: 0, ID: "t", Name: "f", Input: raw(`{"p":1}`), Caller: raw(`{"type":"code_execution_20250825","tool_id":"s"}`), ToolsetName: "dice"},
+			BlockStop{Index: 0},
+		},
+		completed: []Block{ToolUse{ID: "t", Name: "f", Input: raw(`{"p":1}`), Caller: raw(`{"type":"code_execution_20250825","tool_id":"s"}`), ToolsetName: "dice"}},
+	}, {
 		name: "second message start restarts",
 		events: []Event{MessageStart{ID: "1"}, TextStart{}, TextDelta{Text: "old"}, BlockStop{},
 			MessageStart{ID: "2"}, TextStart{}, TextDelta{Text: "new"}, BlockStop{}},

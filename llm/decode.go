@@ -265,14 +265,16 @@ func (d *decoder) startEvents(index int, raw []byte) ([]Event, error) {
 		return []Event{BlockStart{Index: index, Type: string(typ), Raw: bytes.Clone(bytes.TrimSpace(raw))}}, nil
 	}
 	var b struct {
-		Type      string            `json:"type"`
-		ID        string            `json:"id"`
-		Name      string            `json:"name"`
-		Input     json.RawMessage   `json:"input"`
-		Text      string            `json:"text"`
-		Thinking  string            `json:"thinking"`
-		Signature string            `json:"signature"`
-		Citations []json.RawMessage `json:"citations"`
+		Type        string            `json:"type"`
+		ID          string            `json:"id"`
+		Name        string            `json:"name"`
+		Input       json.RawMessage   `json:"input"`
+		Caller      json.RawMessage   `json:"caller"`
+		ToolsetName string            `json:"toolset_name"`
+		Text        string            `json:"text"`
+		Thinking    string            `json:"thinking"`
+		Signature   string            `json:"signature"`
+		Citations   []json.RawMessage `json:"citations"`
 	}
 	if err := json.Unmarshal(raw, &b); err != nil {
 		return nil, err
@@ -294,7 +296,11 @@ func (d *decoder) startEvents(index int, raw []byte) ([]Event, error) {
 		}
 		return evs, nil
 	default: // tool_use
-		return []Event{ToolUseStart{Index: index, ID: b.ID, Name: b.Name, Input: b.Input}}, nil
+		if string(b.Caller) == "null" {
+			b.Caller = nil
+		}
+		return []Event{ToolUseStart{Index: index, ID: b.ID, Name: b.Name, Input: b.Input,
+			Caller: b.Caller, ToolsetName: b.ToolsetName}}, nil
 	}
 }
 

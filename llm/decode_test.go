@@ -108,6 +108,20 @@ func TestDecode(t *testing.T) {
 		want: []Event{MessageStart{ID: "msg_2", Model: "m"}, ToolUseStart{ID: "t", Name: "roll", Input: json.RawMessage(`{"p":2}`)}, BlockStop{},
 			MessageDelta{StopReason: ToolUseStop}, MessageStop{}},
 	}, {
+		name: "tool_use caller and toolset_name kept, streamed and in message_start",
+		in: sseStart +
+			"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"roll\",\"input\":{\"p\":1},\"caller\":{\"type\":\"code_execution_20250825\",\"tool_id\":\"srvtoolu_1\"},\"toolset_name\":\"dice\"}}\n\n" +
+			"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
+			"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_2\",\"model\":\"m\",\"content\":[{\"type\":\"tool_use\",\"id\":\"t2\",\"name\":\"roll\",\"input\":{},\"caller\":{\"type\":\"direct\"}}],\"usage\":{}}}\n\n",
+		want: []Event{evStart,
+			ToolUseStart{ID: "t1", Name: "roll", Input: json.RawMessage(`{"p":1}`),
+				Caller: json.RawMessage(`{"type":"code_execution_20250825","tool_id":"srvtoolu_1"}`), ToolsetName: "dice"},
+			BlockStop{},
+			MessageStart{ID: "msg_2", Model: "m"},
+			ToolUseStart{ID: "t2", Name: "roll", Input: json.RawMessage(`{}`), Caller: json.RawMessage(`{"type":"direct"}`)},
+			BlockStop{}},
+		wantErr: ErrIncompleteStream,
+	}, {
 		name:    "ends without message_stop",
 		in:      sseStart,
 		want:    []Event{evStart},

@@ -50,12 +50,15 @@ type SignatureDelta struct {
 
 // ToolUseStart opens a client tool call. Input is the start's own input: the
 // placeholder {} in almost every stream, but complete when a call arrives
-// whole with no deltas (programmatic tool calling).
+// whole with no deltas (programmatic tool calling). Caller and ToolsetName
+// are the block's fields of those names, as [ToolUse] keeps them.
 type ToolUseStart struct {
-	Index int
-	ID    string
-	Name  string
-	Input json.RawMessage
+	Index       int
+	ID          string
+	Name        string
+	Input       json.RawMessage
+	Caller      json.RawMessage
+	ToolsetName string
 }
 
 // ToolInputDelta carries a fragment of the JSON input of the tool_use or

@@ -84,6 +84,16 @@ func TestFakeServer(t *testing.T) {
 				RawBlock{Type: "web_search_tool_result", JSON: raw(`{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[]}`)},
 				Text{Text: "Go", Citations: []json.RawMessage{raw(`{"type":"char_location","cited_text":"Go"}`)}},
 			}, Stop: StopSequence}},
+		{name: "programmatic tool call keeps its caller", replies: []anthropictest.Reply{
+			S().Text("Rolling.").
+				Block(`{"type":"server_tool_use","id":"srvtoolu_1","name":"code_execution","input":{"code":"roll()"},"caller":{"type":"direct"}}`).
+				Block(`{"type":"tool_use","id":"toolu_5","name":"rollDie","input":{"player":"p1"},"caller":{"type":"code_execution_20250825","tool_id":"srvtoolu_1"}}`).
+				Stop("tool_use")},
+			want: turn{Blocks: []Block{
+				Text{Text: "Rolling."},
+				RawBlock{Type: "server_tool_use", JSON: raw(`{"type":"server_tool_use","id":"srvtoolu_1","name":"code_execution","input":{"code":"roll()"},"caller":{"type":"direct"}}`)},
+				ToolUse{ID: "toolu_5", Name: "rollDie", Input: raw(`{"player":"p1"}`), Caller: raw(`{"type":"code_execution_20250825","tool_id":"srvtoolu_1"}`)},
+			}, Stop: ToolUseStop}},
 		{name: "unknown event, CRLF and data-only framing", replies: []anthropictest.Reply{
 			S().Event("future_event", `{"type":"future_event"}`).
 				Raw("event: content_block_start\r\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\r\n\r\n").

@@ -56,10 +56,18 @@ type RedactedThinking struct {
 
 // ToolUse is the model's request to call a client tool. Input is a JSON
 // object; an empty streamed input means {}.
+//
+// Caller says who made the call, as raw JSON: {"type":"direct"} for the
+// model itself, or the code execution tool that made it (programmatic tool
+// calling). ToolsetName names the toolset of a toolset member. Both are kept
+// only so that the block goes back to the API as it came; they are empty
+// when the API sent none.
 type ToolUse struct {
-	ID    string          `json:"id"`
-	Name  string          `json:"name"`
-	Input json.RawMessage `json:"input"`
+	ID          string          `json:"id"`
+	Name        string          `json:"name"`
+	Input       json.RawMessage `json:"input"`
+	Caller      json.RawMessage `json:"caller,omitempty"`
+	ToolsetName string          `json:"toolset_name,omitempty"`
 }
 
 // ToolResult answers the [ToolUse] whose ID is ToolUseID. Content holds

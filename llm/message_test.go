@@ -1,0 +1,74 @@
+package llm
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestMessageRoundTrip checks that every block the API sends comes back
+// out of UnmarshalBlock and MarshalJSON with every field it had: a history
+// is sent back to the API, saved and loaded through these.
+func TestMessageRoundTrip(t *testing.T) {
+	tests := []struct {
+		name string
+		wire string
+		want Block
+		back string // the JSON sent back; "" means wire itself
+	}{
+		{"text", `{"type":"text","text":"hi"}`, Text{Text: "hi"}, ""},
+		{"text with citations", `{"type":"text","text":"hi","citations":[{"type":"char_location","cited_text":"h"}]}`,
+			Text{Text: "hi", Citations: []json.RawMessage{json.RawMessage(`{"type":"char_location","cited_text":"h"}`)}}, ""},
+		{"thinking", `{"type":"thinking","thinking":"hm","signature":"sig"}`, Thinking{Thinking: "hm", Signature: "sig"}, ""},
+		{"redacted thinking", `{"type":"redacted_thinking","data":"RD"}`, RedactedThinking{Data: "RD"}, ""},
+		{"tool_use", `{"type":"tool_use","id":"t","name":"f","input":{"a":1}}`,
+			ToolUse{ID: "t", Name: "f", Input: json.RawMessage(`{"a":1}`)}, ""},
+		{"tool_use without input", `{"type":"tool_use","id":"t","name":"f"}`,
+			ToolUse{ID: "t", Name: "f"}, `{"type":"tool_use","id":"t","name":"f","input":{}}`},
+		{"tool_use called from code", `{"type":"tool_use","id":"t","name":"f","input":{},"caller":{"type":"code_execution_20250825","tool_id":"srvtoolu_1"},"toolset_name":"dice"}`,
+			ToolUse{ID: "t", Name: "f", Input: json.RawMessage(`{}`),
+				Caller: json.RawMessage(`{"type":"code_execution_20250825","tool_id":"srvtoolu_1"}`), ToolsetName: "dice"}, ""},
+		{"tool_result string content", `{"type":"tool_result","tool_use_id":"t","content":"3"}`,
+			ToolResult{ToolUseID: "t", Content: []Block{Text{Text: "3"}}},
+			`{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"3"}]}`},
+		{"tool_result error", `{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"no"}],"is_error":true}`,
+			ToolResult{ToolUseID: "t", Content: []Block{Text{Text: "no"}}, IsError: true}, ""},
+		{"image", `{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA=="}}`,
+			Image{MediaType: "image/png", Data: "AA=="}, ""},
+		{"image by url", `{"type":"image","source":{"type":"url","url":"https://x/y.png"}}`,
+			RawBlock{Type: "image", JSON: json.RawMessage(`{"type":"image","source":{"type":"url","url":"https://x/y.png"}}`)}, ""},
+		{"server block", `{"type":"server_tool_use","id":"s","name":"web_search","input":{"q":1}}`,
+			RawBlock{Type: "server_tool_use", JSON: json.RawMessage(`{"type":"server_tool_use","id":"s","name":"web_search","input":{"q":1}}`)}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := UnmarshalBlock([]byte(tt.wire))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("UnmarshalBlock (-want +got):\n%s", diff)
+			}
+			back, err := json.Marshal(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tt.back
+			if want == "" {
+				want = tt.wire
+			}
+			var wantV, gotV any
+			json.Unmarshal([]byte(want), &wantV)
+			if err := json.Unmarshal(back, &gotV); err != nil {
+				t.Fatalf("%s: %v", back, err)
+			}
+			if diff := cmp.Diff(wantV, gotV); diff != "" {
+				t.Errorf("marshalled back (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if _, err := UnmarshalBlock([]byte(`{"text":"no type"}`)); err == nil {
+		t.Error("a block without a type decoded")
+	}
+}
