@@ -16,6 +16,11 @@
 //		log.Print(err) // some tools were skipped; the others are registered
 //	}
 //
+// A schema the local validator cannot use, such as a draft-04 schema or
+// one with a remote $ref, does not cost the tool: it is registered with its
+// input checked only for being a JSON object (see [tool.NewRaw]), since the
+// server validates its own input.
+//
 // A call is forwarded with its context, so cancelling the run cancels the
 // call on the server. The result maps onto a tool result: text as text,
 // PNG, JPEG, GIF and WebP images as images, and other content (audio,

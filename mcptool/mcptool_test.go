@@ -294,24 +294,73 @@ func TestCleanName(t *testing.T) {
 	}
 }
 
-// TestRegisterSkipsBadTool checks that one tool this package cannot take
-// costs only that tool.
+// TestRegisterSkipsBadTool checks that one tool this package cannot
+// register costs only that tool: here both its name and its namespaced
+// name are taken.
 func TestRegisterSkipsBadTool(t *testing.T) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "odd", Version: "v1"}, nil)
 	ok := func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "fine"}}}, nil
 	}
 	srv.AddTool(&mcp.Tool{Name: "good", InputSchema: json.RawMessage(`{"type":"object"}`)}, ok)
-	srv.AddTool(&mcp.Tool{Name: "bad", InputSchema: json.RawMessage(`{"type":"object","properties":{"x":{"$ref":"#/$defs/missing"}}}`)}, ok)
+	srv.AddTool(&mcp.Tool{Name: "taken", InputSchema: json.RawMessage(`{"type":"object"}`)}, ok)
 	s := connectInMemory(t, srv, nil)
 	reg := tool.NewRegistry(tool.Config{})
+	for _, name := range []string{"taken", "odd__taken"} {
+		tl, err := tool.NewRaw(name, "", json.RawMessage(`{"type":"object"}`),
+			func(context.Context, json.RawMessage) (tool.Output, error) { return tool.Output{}, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := reg.Register(tl); err != nil {
+			t.Fatal(err)
+		}
+	}
 	err := s.Register(t.Context(), reg)
-	if err == nil || !strings.Contains(err.Error(), `server "odd": tool "bad"`) {
-		t.Errorf("Register error = %v, want one naming the bad tool", err)
+	if err == nil || !strings.Contains(err.Error(), `server "odd": tool "odd__taken"`) || !errors.Is(err, tool.ErrDuplicate) {
+		t.Errorf("Register error = %v, want a duplicate error naming the server and the tool", err)
 	}
 	got := reg.Run(t.Context(), []tool.Call{{ID: "1", Name: "good", Input: json.RawMessage(`{}`)}})
 	if diff := cmp.Diff([]llm.ToolResult{{ToolUseID: "1", Content: []llm.Block{llm.Text{Text: "fine"}}}}, got); diff != "" {
 		t.Errorf("the good tool (-want +got):\n%s", diff)
+	}
+}
+
+// TestRegisterUnvalidatableSchema checks that a tool whose schema the
+// local validator cannot use (a remote $ref, draft-04) is registered all
+// the same, with its schema passed through, and that its input reaches the
+// server, which validates it itself.
+func TestRegisterUnvalidatableSchema(t *testing.T) {
+	schemas := map[string]string{
+		"remote_ref": `{"type":"object","properties":{"n":{"$ref":"https://example.com/n.json"}},"required":["n"]}`,
+		"draft_04": `{"$schema":"http://json-schema.org/draft-04/schema#","type":"object",` +
+			`"properties":{"n":{"type":"integer","minimum":0,"exclusiveMinimum":true}},"required":["n"]}`,
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "odd", Version: "v1"}, nil)
+	echo := func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "server got " + string(req.Params.Arguments)}}}, nil
+	}
+	for name, schema := range schemas {
+		srv.AddTool(&mcp.Tool{Name: name, InputSchema: json.RawMessage(schema)}, echo)
+	}
+	reg := registered(t, connectInMemory(t, srv, nil))
+	for name, schema := range schemas {
+		tl, ok := reg.Lookup(name)
+		if !ok {
+			t.Errorf("tool %s was not registered", name)
+			continue
+		}
+		var got, want any
+		json.Unmarshal(tl.Spec().InputSchema, &got)
+		json.Unmarshal([]byte(schema), &want)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s schema (-server +registered):\n%s", name, diff)
+		}
+		res := reg.Run(t.Context(), []tool.Call{{ID: "1", Name: name, Input: json.RawMessage(`{"n":"not checked here"}`)}})
+		wantRes := []llm.ToolResult{{ToolUseID: "1", Content: []llm.Block{llm.Text{Text: `server got {"n":"not checked here"}`}}}}
+		if diff := cmp.Diff(wantRes, res); diff != "" {
+			t.Errorf("%s call (-want +got):\n%s", name, diff)
+		}
 	}
 }
 

@@ -26,6 +26,8 @@
 // same; it is maintained at Google alongside that SDK; and, unlike
 // invopop/jsonschema, it validates as well as generates, so one library both
 // describes the input to the model and checks what the model sends back.
+// A raw schema it cannot use (draft-04, a remote $ref) still makes a tool,
+// with its input checked only for being a JSON object; see [NewRaw].
 //
 // # Failures are data
 //

@@ -88,7 +88,9 @@ func NewRegistry(cfg Config) *Registry {
 
 // Register adds tools to the registry. It adds all of them or, if any is
 // invalid (nil, not built by a constructor, a name the API rejects) or its
-// name is already taken, none, and says which and why.
+// name is already taken, none, and says which and why. It logs a warning
+// for each tool whose inputs cannot be validated against its schema (see
+// [NewRaw]).
 func (r *Registry) Register(tools ...*Tool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -106,6 +108,10 @@ func (r *Registry) Register(tools ...*Tool) error {
 	for _, t := range tools {
 		r.byName[t.spec.Name] = t
 		r.order = append(r.order, t)
+		if t.unvalidated != nil {
+			r.log.Warn("tool inputs are checked only for being a JSON object, not against its schema",
+				"tool", t.spec.Name, "reason", t.unvalidated)
+		}
 	}
 	return nil
 }

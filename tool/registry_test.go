@@ -316,7 +316,7 @@ func TestConstructorErrors(t *testing.T) {
 		{"untyped schema", raw("t", `{"properties":{}}`), `tool "t": the input schema must have type "object", not none`},
 		{"schema not JSON", raw("t", `{"type":`), `tool "t": the input schema is not a JSON schema object`},
 		{"schema a string", raw("t", `"object"`), `tool "t": the input schema is not a JSON schema object`},
-		{"bad ref", raw("t", `{"type":"object","properties":{"a":{"$ref":"#/$defs/missing"}}}`), `tool "t": resolving the input schema`},
+		{"schema null", raw("t", `null`), `tool "t": the input schema is not a JSON schema object: it is null`},
 		{"nil raw func", func() error { _, err := NewRaw("t", "", json.RawMessage(`{"type":"object"}`), nil); return err }(), `tool "t": nil function`},
 		{"In not a struct", func() error {
 			_, err := New("t", "", func(context.Context, int) (string, error) { return "", nil })
@@ -375,27 +375,66 @@ func TestSpecsAndLookup(t *testing.T) {
 	}
 }
 
-func TestRawUnsupportedDraftSkipsValidation(t *testing.T) {
-	schema := `{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`
-	tl := mustTool(NewRaw("old", "", json.RawMessage(schema), func(ctx context.Context, in json.RawMessage) (Output, error) {
-		return Output{Content: []llm.Block{llm.Text{Text: "handler saw " + string(in)}}}, nil
-	}))
-	r := NewRegistry(Config{})
+// TestRawUnvalidatable checks that a raw schema the validator cannot use
+// still makes a tool: its input is checked only for being an object, the
+// handler sees the rest as sent, and Register logs why.
+func TestRawUnvalidatable(t *testing.T) {
+	tests := []struct {
+		name, schema, reason string
+	}{
+		{"draft-04", `{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`,
+			"the validator supports draft-07 and 2020-12 only"},
+		{"draft-04 boolean exclusiveMinimum", `{"type":"object","properties":{"n":{"type":"integer","minimum":0,"exclusiveMinimum":true}},"required":["n"]}`,
+			"the validator cannot read the schema"},
+		{"remote ref", `{"type":"object","properties":{"n":{"$ref":"https://example.com/n.json"}},"required":["n"]}`,
+			"the validator cannot resolve the schema"},
+		{"missing local ref", `{"type":"object","properties":{"n":{"$ref":"#/$defs/missing"}},"required":["n"]}`,
+			"the validator cannot resolve the schema"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tl := mustTool(NewRaw("odd", "", json.RawMessage(tt.schema), func(ctx context.Context, in json.RawMessage) (Output, error) {
+				return Output{Content: []llm.Block{llm.Text{Text: "handler saw " + string(in)}}}, nil
+			}))
+			var logs bytes.Buffer
+			r := NewRegistry(Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			if err := r.Register(tl); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "tool=odd") ||
+				!strings.Contains(logs.String(), tt.reason) {
+				t.Errorf("Register logged %q, want a warning naming the tool and saying %q", logs.String(), tt.reason)
+			}
+			got := r.Run(t.Context(), []Call{
+				{ID: "1", Name: "odd", Input: json.RawMessage(`{"n": "x"}`)},
+				{ID: "2", Name: "odd", Input: json.RawMessage(`[]`)},
+			})
+			want := []llm.ToolResult{
+				textResult("1", `handler saw {"n": "x"}`),
+				errorResult("2", `invalid input for tool "odd": the input must be a JSON object, not an array`),
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("Run mismatch (-want +got):\n%s", diff)
+			}
+			if string(tl.Spec().InputSchema) != tt.schema {
+				t.Errorf("raw schema not kept as given: %s", tl.Spec().InputSchema)
+			}
+		})
+	}
+
+	// A schema the validator can use is validated, and nothing is logged.
+	var logs bytes.Buffer
+	r := NewRegistry(Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	tl := mustTool(NewRaw("fine", "", json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`),
+		func(context.Context, json.RawMessage) (Output, error) { return Output{}, nil }))
 	if err := r.Register(tl); err != nil {
 		t.Fatal(err)
 	}
-	got := r.Run(t.Context(), []Call{
-		{ID: "1", Name: "old", Input: json.RawMessage(`{"n": "x"}`)},
-		{ID: "2", Name: "old", Input: json.RawMessage(`[]`)},
-	})
-	want := []llm.ToolResult{
-		textResult("1", `handler saw {"n": "x"}`),
-		errorResult("2", `invalid input for tool "old": the input must be a JSON object, not an array`),
+	if logs.Len() != 0 {
+		t.Errorf("Register logged %q for a schema it validates", logs.String())
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Run mismatch (-want +got):\n%s", diff)
-	}
-	if string(tl.Spec().InputSchema) != schema {
-		t.Errorf("raw schema not kept as given: %s", tl.Spec().InputSchema)
+	got := r.Run(t.Context(), []Call{{ID: "1", Name: "fine", Input: json.RawMessage(`{"n": "x"}`)}})
+	if !got[0].IsError {
+		t.Errorf("input breaking a usable schema was not rejected: %+v", got[0])
 	}
 }

@@ -32,11 +32,12 @@ type Tool struct {
 
 	spec llm.ToolSpec
 	// schema validates inputs before the handler runs. It is nil for a raw
-	// schema written in a JSON Schema draft that jsonschema-go cannot
-	// validate (draft-04, for instance); such inputs are checked only for
-	// being a JSON object, and the handler must validate them itself.
-	schema  *jsonschema.Resolved
-	handler func(ctx context.Context, input json.RawMessage) (Output, error)
+	// schema the validator cannot use (see NewRaw); unvalidated says why,
+	// inputs are checked only for being a JSON object, and the handler
+	// must validate them itself.
+	schema      *jsonschema.Resolved
+	unvalidated error
+	handler     func(ctx context.Context, input json.RawMessage) (Output, error)
 }
 
 // Output is what a raw handler returns: the content of the tool result and
@@ -129,41 +130,62 @@ func NewWithSchema[In, Out any](name, description string, schema *jsonschema.Sch
 	return t, nil
 }
 
-// NewRaw makes a tool from a hand-written JSON schema and a handler that
-// receives the raw JSON input. The schema must be a JSON object with
-// "type": "object". Inputs are validated against it before fn runs, unless
-// it declares a "$schema" draft other than draft-07 or 2020-12, which the
-// validator does not support; fn must then check its input itself.
+// NewRaw makes a tool from a hand-written or foreign JSON schema, such as
+// an MCP server's, and a handler that receives the raw JSON input. The
+// schema must be a JSON object with "type": "object"; it is sent to the
+// model exactly as given.
+//
+// Inputs are validated against the schema before fn runs when the
+// validator can: jsonschema-go supports draft-07 and 2020-12, and resolves
+// no remote $ref. A schema it cannot use (another "$schema" draft, draft-04
+// keywords it cannot read, a $ref it cannot resolve) does not lose the
+// tool: inputs are then checked only for being a JSON object, fn must check
+// them itself, and [Registry.Register] logs a warning saying why. An MCP
+// server, for one, validates its own input.
 //
 // A non-nil error from fn becomes an is_error result carrying err.Error().
 func NewRaw(name, description string, schema json.RawMessage, fn func(ctx context.Context, input json.RawMessage) (Output, error)) (*Tool, error) {
 	if fn == nil {
 		return nil, fmt.Errorf("tool %q: nil function", name)
 	}
-	var s jsonschema.Schema
-	if err := json.Unmarshal(schema, &s); err != nil {
+	// Only what the API itself requires is checked here, loosely, so that
+	// a schema the validator cannot read is still accepted.
+	var top map[string]any
+	if err := json.Unmarshal(schema, &top); err != nil {
 		return nil, fmt.Errorf("tool %q: the input schema is not a JSON schema object: %w", name, err)
 	}
-	if s.Type != "object" {
-		return nil, fmt.Errorf("tool %q: the input schema must have type \"object\", not %s", name, schemaTypeString(&s))
+	if top == nil {
+		return nil, fmt.Errorf("tool %q: the input schema is not a JSON schema object: it is null", name)
 	}
-	var resolved *jsonschema.Resolved
-	if validatable(s.Schema) {
-		r, err := s.Resolve(nil)
-		if err != nil {
-			return nil, fmt.Errorf("tool %q: resolving the input schema: %w", name, err)
-		}
-		resolved = r
+	if top["type"] != "object" {
+		return nil, fmt.Errorf("tool %q: the input schema must have type \"object\", not %s", name, jsonTypeString(top["type"]))
 	}
 	t := &Tool{
 		spec:    llm.ToolSpec{Name: name, Description: description, InputSchema: append(json.RawMessage(nil), schema...)},
-		schema:  resolved,
 		handler: fn,
 	}
+	t.schema, t.unvalidated = resolveRaw(schema)
 	if err := t.check(); err != nil {
 		return nil, err
 	}
 	return t, nil
+}
+
+// resolveRaw readies a raw schema for validation. If the validator cannot
+// use it, it returns why instead.
+func resolveRaw(schema json.RawMessage) (*jsonschema.Resolved, error) {
+	var s jsonschema.Schema
+	if err := json.Unmarshal(schema, &s); err != nil {
+		return nil, fmt.Errorf("the validator cannot read the schema: %w", err)
+	}
+	if !validatable(s.Schema) {
+		return nil, fmt.Errorf("the schema declares $schema %q; the validator supports draft-07 and 2020-12 only", s.Schema)
+	}
+	r, err := s.Resolve(nil)
+	if err != nil {
+		return nil, fmt.Errorf("the validator cannot resolve the schema: %w", err)
+	}
+	return r, nil
 }
 
 // validatable reports whether jsonschema-go validates schemas that declare
@@ -175,6 +197,15 @@ func validatable(draft string) bool {
 		return true
 	}
 	return false
+}
+
+// jsonTypeString describes the "type" of a schema decoded as any.
+func jsonTypeString(v any) string {
+	if v == nil {
+		return "none"
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 func schemaTypeString(s *jsonschema.Schema) string {
