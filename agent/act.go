@@ -11,12 +11,19 @@ import (
 	"github.com/agentloop/agentloop/tool"
 )
 
-// A pending call is a tool call started while its turn streams. wait
-// returns its result; it may be called more than once.
+// A pending call is a tool call started while its turn streams. res and
+// took are set before done is closed.
 type pending struct {
-	call  tool.Call
-	began time.Time
-	wait  func() llm.ToolResult
+	call tool.Call
+	done chan struct{}
+	res  llm.ToolResult
+	took time.Duration // from start to finish, not to collection
+}
+
+// result waits for the call to finish and returns its result.
+func (p *pending) result() llm.ToolResult {
+	<-p.done
+	return p.res
 }
 
 // Texts of the results the loop writes itself, rather than a tool.
@@ -35,35 +42,44 @@ const (
 // on the goroutine reading the stream, so that they see calls in tool_use
 // order and the approval hook may ask a person. rep is the turn's copy of
 // the repeat state: it is kept only if the turn is.
-func (r *run) startCall(ctx context.Context, rep *repeats, tu llm.ToolUse, final bool) pending {
+func (r *run) startCall(ctx context.Context, rep *repeats, tu llm.ToolUse, final bool) *pending {
 	call := tool.Call{ID: tu.ID, Name: tu.Name, Input: tu.Input}
 	r.emit(ToolCall{ID: call.ID, Name: call.Name, Input: call.Input})
-	p := pending{call: call, began: time.Now()}
 	if final {
-		return p.done(finalText)
+		return notRun(call, finalText)
 	}
 	if raw, bad := llm.InvalidInput(llm.ToolUse{Input: call.Input}); bad {
-		return p.done(fmt.Sprintf(invalidText, raw))
+		return notRun(call, fmt.Sprintf(invalidText, raw))
 	}
 	if n := rep.see(call); r.cfg.RepeatLimit > 0 && n >= r.cfg.RepeatLimit {
-		return p.done(fmt.Sprintf(repeatingText, n))
+		return notRun(call, fmt.Sprintf(repeatingText, n))
 	}
 	if r.cfg.Approve != nil {
 		if err := r.cfg.Approve(ctx, call); err != nil {
-			return p.done("denied: " + err.Error())
+			return notRun(call, "denied: "+err.Error())
 		}
 	}
 	if r.cfg.Tools == nil {
-		return p.done(fmt.Sprintf("unknown tool %q: no tools are available", call.Name))
+		return notRun(call, fmt.Sprintf("unknown tool %q: no tools are available", call.Name))
 	}
-	p.wait = r.cfg.Tools.Start(ctx, call)
+	p := &pending{call: call, done: make(chan struct{})}
+	began, wait := time.Now(), r.cfg.Tools.Start(ctx, call)
+	// Waiting here, not when the loop collects the result, times the call
+	// itself rather than the rest of the model's stream. wait returns
+	// promptly once ctx is cancelled, so this goroutine cannot leak.
+	go func() {
+		p.res = wait()
+		p.took = time.Since(began)
+		close(p.done)
+	}()
 	return p
 }
 
-// done makes p a call that was not run and whose is_error result says why.
-func (p pending) done(why string) pending {
-	res := llm.ToolResult{ToolUseID: p.call.ID, Content: []llm.Block{llm.Text{Text: why}}, IsError: true}
-	p.wait = func() llm.ToolResult { return res }
+// notRun returns a call that was not run, whose is_error result says why.
+func notRun(call tool.Call, why string) *pending {
+	p := &pending{call: call, done: make(chan struct{}),
+		res: llm.ToolResult{ToolUseID: call.ID, Content: []llm.Block{llm.Text{Text: why}}, IsError: true}}
+	close(p.done)
 	return p
 }
 
@@ -102,13 +118,13 @@ func (r *run) act(t *turn) {
 	r.repeats = t.repeats
 	results := make([]llm.ToolResult, len(t.calls))
 	for i, p := range t.calls {
-		results[i] = p.wait()
+		results[i] = p.result()
 		r.emit(ToolResult{
 			ID:       p.call.ID,
 			Name:     p.call.Name,
 			Content:  llm.TextOf(results[i].Content),
 			IsError:  results[i].IsError,
-			Duration: time.Since(p.began),
+			Duration: p.took,
 		})
 	}
 	h.AppendToolResults(results)

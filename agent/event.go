@@ -58,9 +58,9 @@ type ToolCall struct {
 
 // ToolResult is the outcome of call ID as it is sent back to the model.
 // Content is the text of the result. IsError marks a failed, denied or
-// refused call; the model sees it and may correct itself. Duration runs
-// from the call's start to the moment the loop collected its result, in
-// tool_use order, so a fast call behind a slow one shows the slow one's.
+// refused call; the model sees it and may correct itself. Duration is the
+// call's own running time, from its start to its finish, even when the
+// model was still streaming then; a call that was not run took 0.
 type ToolResult struct {
 	ID       string        `json:"id"`
 	Name     string        `json:"name"`

@@ -139,9 +139,9 @@ type turn struct {
 	msg     llm.Message
 	stop    llm.StopReason
 	usage   llm.Usage
-	calls   []pending // in tool_use order
-	repeats repeats   // the repeat state after this turn's calls
-	yielded bool      // the model yielded at least one event
+	calls   []*pending // in tool_use order
+	repeats repeats    // the repeat state after this turn's calls
+	yielded bool       // the model yielded at least one event
 	cancel  context.CancelFunc
 }
 
@@ -150,7 +150,7 @@ type turn struct {
 func (t *turn) discard() {
 	t.cancel()
 	for _, p := range t.calls {
-		p.wait()
+		p.result()
 	}
 }
 
@@ -262,8 +262,7 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 		case llm.ToolUse:
 			b.Input = json.RawMessage("{}")
 			t.msg.Content = append(t.msg.Content, b)
-			p := pending{call: tool.Call{ID: b.ID, Name: b.Name, Input: b.Input}}
-			t.calls = append(t.calls, p.done(cutOffText))
+			t.calls = append(t.calls, notRun(tool.Call{ID: b.ID, Name: b.Name, Input: b.Input}, cutOffText))
 		}
 	}
 	r.text = llm.TextOf(t.msg.Content)

@@ -2,15 +2,18 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
+	"iter"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	at "github.com/agentloop/agentloop/anthropictest"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
+	"github.com/agentloop/agentloop/tool"
 )
 
 func TestTextTurn(t *testing.T) {
@@ -144,4 +147,59 @@ func TestRunIsStreamDrained(t *testing.T) {
 	}
 }
 
-var _ = json.Marshal
+// TestToolDuration checks that a ToolResult's Duration is the call's own
+// running time, not the time until the loop collected it: the tool takes
+// one second, the model streams ten more seconds after the call started.
+// Time is synctest's fake clock, so the durations are exact.
+func TestToolDuration(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		slow, err := tool.New("slow", "Take a second.", func(ctx context.Context, in struct{}) (string, error) {
+			select {
+			case <-time.After(time.Second): // the tool's own work, on the fake clock
+				return "ok", nil
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg := tool.NewRegistry(tool.Config{})
+		if err := reg.Register(slow); err != nil {
+			t.Fatal(err)
+		}
+		model := new(scripted).
+			add(nil,
+				llm.MessageStart{ID: "msg_1"},
+				llm.ToolUseStart{Index: 0, ID: "toolu_1", Name: "slow"},
+				llm.BlockStop{Index: 0},
+				llm.TextStart{Index: 1},
+				llm.TextDelta{Index: 1, Text: "Still writing."},
+				llm.BlockStop{Index: 1},
+				llm.MessageDelta{StopReason: llm.ToolUseStop},
+				llm.MessageStop{}).
+			add(nil, textTurn("done", llm.EndTurn)...)
+		// The model keeps streaming for ten seconds after the call started.
+		slowModel := ModelFunc(func(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
+			return func(yield func(llm.Event, error) bool) {
+				for ev, err := range model.Stream(ctx, req) {
+					if _, ok := ev.(llm.TextStart); ok {
+						<-time.After(10 * time.Second)
+					}
+					if !yield(ev, err) {
+						return
+					}
+				}
+			}
+		})
+		a := newAgent(t, slowModel, Config{Tools: reg})
+		evs, _, err := collect(t, a.Stream(t.Context(), "go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := eventsOf[ToolResult](evs)
+		if len(res) != 1 || res[0].Content != "ok" || res[0].Duration != time.Second {
+			t.Errorf("tool results = %+v, want one \"ok\" that took exactly 1s", res)
+		}
+	})
+}
