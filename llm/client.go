@@ -41,7 +41,8 @@ type Config struct {
 	// included. Zero means 3; 1 turns retries off.
 	MaxAttempts int
 	// IdleTimeout aborts a stream that sends nothing, not even a ping,
-	// for this long. Zero means 90 seconds; negative means never.
+	// for this long. Time the caller spends between events does not
+	// count. Zero means 90 seconds; negative means never.
 	IdleTimeout time.Duration
 	// MaxRetryWait caps the wait a server may ask for with retry-after.
 	// A longer request ends the retries and returns the error. Zero means
@@ -158,11 +159,12 @@ func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Event, error
 func (c *Client) streamOnce(ctx context.Context, params anthropic.MessageNewParams, yielded *bool, yield func(Event, error) bool) error {
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	var body io.Reader
+	// The idle timer runs only while this attempt waits for the server:
+	// until the response headers, then during each read of the body.
+	// Time the consumer spends between events is not the server's
+	// silence, and must not abort the stream.
 	var idle *time.Timer
 	if c.idleTimeout > 0 {
-		// Started before the request, so that a server that never
-		// answers at all is caught too.
 		idle = time.AfterFunc(c.idleTimeout, func() { cancel(ErrIdleTimeout) })
 		defer idle.Stop()
 	}
@@ -171,9 +173,9 @@ func (c *Client) streamOnce(ctx context.Context, params anthropic.MessageNewPara
 		return c.attemptErr(ctx, actx, err)
 	}
 	defer resp.Body.Close()
-	body = resp.Body
+	var body io.Reader = resp.Body
 	if idle != nil {
-		idle.Reset(c.idleTimeout)
+		idle.Stop()
 		body = &idleReader{r: resp.Body, t: idle, d: c.idleTimeout}
 	}
 	dec := newDecoder(body, c.log)
@@ -218,7 +220,9 @@ func (c *Client) attemptErr(ctx, actx context.Context, err error) error {
 	return err
 }
 
-// idleReader pushes the idle deadline back on every read that brings data.
+// idleReader arms the idle timer for the length of each read, so that it
+// fires only when the server has sent nothing for its whole duration.
+// Reads are per buffer fill, not per event, so this costs little.
 type idleReader struct {
 	r io.Reader
 	t *time.Timer
@@ -226,10 +230,9 @@ type idleReader struct {
 }
 
 func (r *idleReader) Read(p []byte) (int, error) {
+	r.t.Reset(r.d)
 	n, err := r.r.Read(p)
-	if n > 0 {
-		r.t.Reset(r.d)
-	}
+	r.t.Stop()
 	return n, err
 }
 

@@ -58,16 +58,6 @@ func reset(body string) step {
 	}
 }
 
-// stall writes body, then sends nothing until the client goes away.
-func stall(body string) step {
-	return func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, body)
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-	}
-}
-
 // scripted serves steps in order, one per request, and fails the test on
 // an extra request.
 func scripted(t *testing.T, steps ...step) (*httptest.Server, *atomic.Int32) {
@@ -158,8 +148,6 @@ func TestStreamRetry(t *testing.T) {
 		{name: "connection reset", steps: []step{reset(textBegun)}, wantErr: "message_stop", retryable: true},
 		{name: "reset before content retried", steps: []step{reset(""), sse(textStream)},
 			wantText: "Hello", waits: []time.Duration{500 * time.Millisecond}},
-		{name: "idle timeout", cfg: Config{IdleTimeout: 20 * time.Millisecond, MaxAttempts: 1}, steps: []step{stall(textBegun)},
-			wantErr: "idle timeout", retryable: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -52,7 +52,8 @@ func runTurn(t *testing.T, c *Client, req Request) turn {
 	return got
 }
 
-// TestFakeServer runs Stream against every reply and fault of anthropictest.
+// TestFakeServer runs Stream against every reply and fault of anthropictest
+// but the stalls, which TestIdleTimeout plays on a fake clock.
 func TestFakeServer(t *testing.T) {
 	S := anthropictest.NewStream
 	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
@@ -117,11 +118,6 @@ func TestFakeServer(t *testing.T) {
 			want: turn{Incomplete: []Block{Text{Text: "Hel"}}, Err: "llm: stream ended before message_stop", Retryable: true}},
 		{name: "end without stop", replies: []anthropictest.Reply{S().Text("Hel").EndWithoutStop()},
 			want: turn{Incomplete: []Block{Text{Text: "Hel"}}, Err: "llm: stream ended before message_stop", Retryable: true}},
-		{name: "stall after message_start is retried", cfg: Config{IdleTimeout: 50 * time.Millisecond},
-			replies: []anthropictest.Reply{S().Stall(), anthropictest.Hang(), S().Text("Hello").Stop("end_turn")},
-			want:    turn{Blocks: hello, Stop: EndTurn}, waits: []time.Duration{500 * time.Millisecond, time.Second}},
-		{name: "stall mid-block", cfg: Config{IdleTimeout: 50 * time.Millisecond}, replies: []anthropictest.Reply{S().Text("Hel").Stall()},
-			want: turn{Incomplete: []Block{Text{Text: "Hel"}}, Err: "llm: stream idle timeout", Retryable: true}},
 		{name: "paced stream within the idle timeout", cfg: Config{IdleTimeout: 10 * time.Second},
 			replies: []anthropictest.Reply{S().Pace(time.Millisecond).Text("Hel", "lo").Stop("end_turn")},
 			want:    turn{Blocks: hello, Stop: EndTurn}},
