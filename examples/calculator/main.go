@@ -74,18 +74,34 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	fmt.Fprintf(out, "Q: %s\n\n", q)
 
 	var res agent.Result
+	inputs := map[string]string{} // call ID → input, to label its result
+	midLine := false              // the answer's last line is unfinished
+	newline := func() {
+		if midLine {
+			fmt.Fprintln(out)
+			midLine = false
+		}
+	}
 	for ev, err := range a.Stream(ctx, q) {
 		switch ev := ev.(type) {
 		case agent.TextDelta: // think: the model's words, as they stream
 			fmt.Fprint(out, ev.Text)
-		case agent.ToolCall: // act: the input is assembled; the tool runs
-			fmt.Fprintf(out, "\n  [%s %s]", ev.Name, ev.Input)
-		case agent.ToolResult: // observe: the result goes back to the model
-			if ev.IsError {
-				fmt.Fprintf(out, " error: %s\n", ev.Content)
-			} else {
-				fmt.Fprintf(out, " = %s\n", ev.Content)
+			if ev.Text != "" {
+				midLine = !strings.HasSuffix(ev.Text, "\n")
 			}
+		case agent.ToolCall: // act: the input is assembled; the tool runs
+			newline()
+			inputs[ev.ID] = string(ev.Input)
+			fmt.Fprintf(out, "  act:     %s %s\n", ev.Name, ev.Input)
+		case agent.ToolResult: // observe: the result goes back to the model
+			// Parallel calls finish in any order, so each result line
+			// names its call.
+			newline()
+			verb := "="
+			if ev.IsError {
+				verb = "error:"
+			}
+			fmt.Fprintf(out, "  observe: %s %s %s %s\n", ev.Name, inputs[ev.ID], verb, ev.Content)
 		case agent.Done:
 			res = ev.Result
 		}
@@ -93,8 +109,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 			return err
 		}
 	}
-	fmt.Fprintf(out, "\n\n%s after %d model calls; %d input and %d output tokens, $%.4f\n",
-		res.State, res.Iterations, res.Usage.InputTokens, res.Usage.OutputTokens, res.CostUSD)
+	newline()
+	u := res.Usage
+	fmt.Fprintf(out, "\n%s after %d model calls; %d input tokens (%d of them read from the cache) and %d output tokens, $%.4f\n",
+		res.State, res.Iterations, u.InputTokens+u.CacheReadInputTokens+u.CacheCreationInputTokens,
+		u.CacheReadInputTokens, u.OutputTokens, res.CostUSD)
 	if res.State != agent.Finished {
 		return fmt.Errorf("the run ended with state %q", res.State)
 	}

@@ -10,11 +10,13 @@ import (
 )
 
 // TestRun runs the example against a fake API that plays a model using the
-// calculator twice, and checks the tool results that reach it.
+// calculator three times, twice in parallel, and checks what is printed and
+// the tool results that reach the model.
 func TestRun(t *testing.T) {
 	srv := anthropictest.NewServer(
-		anthropictest.NewStream().Text("First 3 + 5.").
-			ToolUse("toolu_1", "calculator", `{"a": 3, "b`, `": 5, "operation": "add"}`).Stop("tool_use"),
+		anthropictest.NewStream().Text("First 3 + 5, and 2 × 6 for later.").
+			ToolUse("toolu_1", "calculator", `{"a": 3, "b`, `": 5, "operation": "add"}`).
+			ToolUse("toolu_0", "calculator", `{"a": 2, "b": 6, "operation": "multiply"}`).Stop("tool_use"),
 		anthropictest.NewStream().Text("Then × 12.").
 			ToolUse("toolu_2", "calculator", `{"a": 8, "b": 12, "operation": "multiply"}`).Stop("tool_use"),
 		anthropictest.NewStream().Text("96.").Stop("end_turn"),
@@ -27,10 +29,12 @@ func TestRun(t *testing.T) {
 	}
 	for _, want := range []string{
 		"Q: What is (3 + 5) × 12?",
-		`[calculator {"a": 3, "b": 5, "operation": "add"}] = 8`,
-		`[calculator {"a": 8, "b": 12, "operation": "multiply"}] = 96`,
-		"96.",
-		"finished after 3 model calls",
+		"First 3 + 5, and 2 × 6 for later.\n  act:     calculator",
+		`  observe: calculator {"a": 3, "b": 5, "operation": "add"} = 8` + "\n",
+		`  observe: calculator {"a": 2, "b": 6, "operation": "multiply"} = 12` + "\n",
+		`  observe: calculator {"a": 8, "b": 12, "operation": "multiply"} = 96` + "\n",
+		"Then × 12.\n",
+		"96.\n\nfinished after 3 model calls",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
@@ -42,7 +46,7 @@ func TestRun(t *testing.T) {
 			got = append(got, b.Content[0].Text)
 		}
 	}
-	if diff := cmp.Diff([]string{"8", "96"}, got); diff != "" {
+	if diff := cmp.Diff([]string{"8", "12", "96"}, got); diff != "" {
 		t.Errorf("tool results sent to the model (-want +got):\n%s", diff)
 	}
 }
