@@ -67,7 +67,7 @@ func benchStreams(b *testing.B) []benchStream {
 		{"text100k", text(100_000)},
 		{"tool5MiB", tool},
 	}
-	if dir := fixtureDirOrEmpty(); dir != "" {
+	if dir, ok := findFixtureDir(); ok {
 		for _, f := range []string{"pyd_pause_turn_web_search_real.sse", "pyd_thinking_then_web_search_citations_real.sse"} {
 			s = append(s, benchStream{"real_" + strings.TrimSuffix(strings.TrimSuffix(f, ".sse"), "_real"), readFixture(b, dir, filepath.Base(f))})
 		}

@@ -76,9 +76,10 @@ func scripted(t *testing.T, steps ...step) (*httptest.Server, *atomic.Int32) {
 	return srv, &n
 }
 
-// testClient returns a client for srv whose waits are recorded, not slept.
-func testClient(srv *httptest.Server, cfg Config) (*Client, *[]time.Duration) {
-	cfg.BaseURL = srv.URL
+// testClient returns a client for baseURL whose retry waits are recorded,
+// not slept, with no jitter and a fixed clock.
+func testClient(baseURL string, cfg Config) (*Client, *[]time.Duration) {
+	cfg.BaseURL = baseURL
 	c := New(cfg)
 	var waits []time.Duration
 	c.sleep = func(ctx context.Context, d time.Duration) error {
@@ -152,7 +153,7 @@ func TestStreamRetry(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, _ := scripted(t, tt.steps...)
-			c, waits := testClient(srv, tt.cfg)
+			c, waits := testClient(srv.URL, tt.cfg)
 			text, _, err := collect(c, t.Context())
 			if text != tt.wantText && tt.wantErr == "" {
 				t.Errorf("text = %q, want %q", text, tt.wantText)
@@ -192,7 +193,7 @@ func TestStreamCancelDuringWait(t *testing.T) {
 
 func TestStreamStopEarly(t *testing.T) {
 	srv, _ := scripted(t, sse(textStream))
-	c, _ := testClient(srv, Config{})
+	c, _ := testClient(srv.URL, Config{})
 	s := c.Stream(t.Context(), testReq)
 	for ev, err := range s {
 		if err != nil {
@@ -220,7 +221,7 @@ func TestCountTokens(t *testing.T) {
 		}
 		fmt.Fprint(w, `{"input_tokens": 42}`)
 	})
-	c, _ := testClient(srv, Config{})
+	c, _ := testClient(srv.URL, Config{})
 	req := testReq
 	req.MaxTokens, req.System, req.Extra = 100, "sys", map[string]any{"x": 1}
 	n, err := c.CountTokens(t.Context(), req)

@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -12,20 +11,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// fakeClient returns a client for srv whose retry waits are recorded
-// rather than slept.
+// fakeClient is testClient for srv, closed when the test ends.
 func fakeClient(t *testing.T, srv *anthropictest.Server, cfg Config) (*Client, *[]time.Duration) {
-	t.Helper()
 	t.Cleanup(srv.Close)
-	cfg.BaseURL = srv.URL
-	c := New(cfg)
-	var waits []time.Duration
-	c.sleep = func(ctx context.Context, d time.Duration) error {
-		waits = append(waits, d)
-		return ctx.Err()
-	}
-	c.jitter = func(int64) int64 { return 0 }
-	return c, &waits
+	return testClient(srv.URL, cfg)
 }
 
 // turn is what one Stream produced.
@@ -109,9 +98,9 @@ func TestFakeServer(t *testing.T) {
 			S().ErrorEvent("overloaded_error", "Overloaded"), S().Text("Hello").Stop("end_turn")},
 			want: turn{Blocks: hello, Stop: EndTurn}, waits: []time.Duration{500 * time.Millisecond}},
 		{name: "error event after content", replies: []anthropictest.Reply{S().Text("Hel").ErrorEvent("overloaded_error", "Overloaded")},
-			want: turn{Incomplete: []Block{Text{Text: "Hel"}}, Err: "llm: overloaded_error: Overloaded", Retryable: true}},
+			want: turn{Incomplete: []Block{Text{Text: "Hel"}}, Err: "llm: overloaded_error: Overloaded (request req_anthropictest0000000001)", Retryable: true}},
 		{name: "invalid_request_error event is final", replies: []anthropictest.Reply{S().ErrorEvent("invalid_request_error", "no")},
-			want: turn{Err: "llm: invalid_request_error: no"}},
+			want: turn{Err: "llm: invalid_request_error: no (request req_anthropictest0000000001)"}},
 		{name: "reset before content is retried", replies: []anthropictest.Reply{S().Reset(), S().Text("Hello").Stop("end_turn")},
 			want: turn{Blocks: hello, Stop: EndTurn}, waits: []time.Duration{500 * time.Millisecond}},
 		{name: "reset after content", replies: []anthropictest.Reply{S().Text("Hel").Reset()},

@@ -15,26 +15,33 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// fixtureDir finds the shared recorded streams by walking up from the
-// package directory, and skips the test when they are absent. They are
-// never copied into the repository.
-func fixtureDir(tb testing.TB) string {
-	tb.Helper()
+// findFixtureDir finds the shared recorded streams by walking up from the
+// package directory. They are never copied into the repository.
+func findFixtureDir() (string, bool) {
 	wd, err := os.Getwd()
 	if err != nil {
-		tb.Fatal(err)
+		return "", false
 	}
-	for dir := wd; ; {
+	for dir := wd; ; dir = filepath.Dir(dir) {
 		p := filepath.Join(dir, "shared", "fixtures", "anthropic-sse")
 		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-			return p
+			return p, true
 		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			tb.Skipf("no shared/fixtures/anthropic-sse above %s; skipping", wd)
+		if filepath.Dir(dir) == dir {
+			return "", false
 		}
-		dir = parent
 	}
+}
+
+// fixtureDir is findFixtureDir for a test that needs the recorded streams:
+// it skips, saying why, when they are absent.
+func fixtureDir(tb testing.TB) string {
+	tb.Helper()
+	dir, ok := findFixtureDir()
+	if !ok {
+		tb.Skip("no shared/fixtures/anthropic-sse above the package directory; skipping")
+	}
+	return dir
 }
 
 func readFixture(tb testing.TB, dir, name string) []byte {
