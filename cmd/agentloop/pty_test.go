@@ -114,7 +114,8 @@ func (p *ptyCommand) wait() int {
 }
 
 // TestPTY runs the REPL on a real pseudo-terminal: the terminal check, a
-// conversation, Ctrl-C interrupting a turn, and a second Ctrl-C exiting.
+// conversation, the spinner, Ctrl-C interrupting a turn, and a second
+// Ctrl-C exiting.
 func TestPTY(t *testing.T) {
 	arrived := make(chan struct{})
 	srv := anthropictest.NewServer(
@@ -133,6 +134,8 @@ func TestPTY(t *testing.T) {
 	at = p.expect(at, "> ")
 	p.send("think forever\r")
 	<-arrived
+	// On a terminal the spinner shows while the model thinks.
+	at = p.expect(at, "thinking…")
 	p.send("\x03") // Ctrl-C: the terminal sends SIGINT
 	at = p.expect(at, "(interrupted)")
 	at = p.expect(at, "> ")
