@@ -129,3 +129,12 @@ func (r *run) act(t *turn) {
 	}
 	h.AppendToolResults(results)
 }
+
+// discard cancels the calls t started and waits for them to return, which
+// they do promptly once cancelled. Nothing of t reaches the history.
+func (t *turn) discard() {
+	t.cancel()
+	for _, p := range t.calls {
+		p.result()
+	}
+}

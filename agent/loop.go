@@ -13,7 +13,8 @@ import (
 )
 
 // This file is the whole loop: Stream → loop → turn (think, with retries)
-// → observe → act. Events, config and the helpers of act live elsewhere.
+// → observe → act. Only plumbing lives elsewhere: events, config, building
+// the request (request.go) and starting and collecting calls (act.go).
 
 // Stream runs the loop on input and yields its events. It appends input to
 // the history as a user message, then repeats: think (stream a model turn,
@@ -58,9 +59,7 @@ func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error
 		case err != nil:
 			state, err = Failed, fmt.Errorf("agent: iteration %d: %w", r.iter, err)
 		}
-		res := Result{Text: r.text, State: state, Iterations: r.iter, Usage: r.usage}
-		res.CostUSD, _ = a.cfg.Pricing.Cost(a.cfg.ModelName, r.usage)
-		done := Done{Result: res}
+		done := Done{Result: Result{Text: r.text, State: state, Iterations: r.iter, Usage: r.usage, CostUSD: r.cost()}}
 		if err != nil {
 			done.Error = err.Error()
 		}
@@ -91,12 +90,17 @@ type run struct {
 
 // emit yields e unless the caller has stopped reading. When the caller
 // stops, emit cancels the run, which unwinds promptly.
-func (r *run) emit(e Event) bool {
+func (r *run) emit(e Event) {
 	if !r.stopped && !r.yield(e, nil) {
 		r.stopped = true
 		r.cancel(errors.New("agent: the caller stopped reading the stream"))
 	}
-	return !r.stopped
+}
+
+// cost prices the run's usage so far.
+func (r *run) cost() float64 {
+	usd, _ := r.cfg.Pricing.Cost(r.cfg.ModelName, r.usage)
+	return usd
 }
 
 // loop is the think → act → observe cycle. It returns how the run ended;
@@ -145,15 +149,6 @@ type turn struct {
 	cancel  context.CancelFunc
 }
 
-// discard cancels the calls t started and waits for them to return, which
-// they do promptly once cancelled. Nothing of t reaches the history.
-func (t *turn) discard() {
-	t.cancel()
-	for _, p := range t.calls {
-		p.result()
-	}
-}
-
 // turn streams one model turn, retrying it when it fails in a way that may
 // pass: a transient error after the model already yielded output (before
 // that, the llm client retries by itself), up to Config.MaxAttempts tries;
@@ -168,7 +163,9 @@ func (r *run) turn(final bool) (*turn, error) {
 		}
 		r.emit(TurnStart{Iteration: r.iter})
 		t, err := r.think(req, final)
+		r.usage = r.usage.Add(t.usage)
 		if err == nil {
+			r.emit(Usage{Turn: t.usage, Total: r.usage, CostUSD: r.cost()})
 			return t, nil
 		}
 		switch {
@@ -200,13 +197,13 @@ func (r *run) turn(final bool) (*turn, error) {
 func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 	ctx, cancel := context.WithCancel(r.ctx)
 	t = &turn{cancel: cancel, repeats: r.repeats}
+	var asm llm.Assembler
 	defer func() {
+		t.usage = asm.Usage() // a failed attempt is billed too
 		if err != nil {
 			t.discard()
 		}
 	}()
-	var asm llm.Assembler
-	defer func() { r.usage = r.usage.Add(asm.Usage()) }()
 	ids := make(map[int]string) // tool_use block index → call id
 	for ev, err := range r.model.Stream(ctx, req) {
 		if err != nil {
@@ -245,7 +242,7 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 	if !asm.Done() {
 		return t, llm.ErrIncompleteStream
 	}
-	t.msg, t.stop, t.usage = asm.Message(), asm.StopReason(), asm.Usage()
+	t.msg, t.stop = asm.Message(), asm.StopReason()
 	if t.stop == llm.ModelContextWindowExceeded {
 		// The turn ran out of room: turn compacts and asks again.
 		return t, errContextWindow
@@ -266,15 +263,12 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 		}
 	}
 	r.text = llm.TextOf(t.msg.Content)
-	cost, _ := r.cfg.Pricing.Cost(r.cfg.ModelName, r.usage.Add(t.usage))
-	r.emit(Usage{Turn: t.usage, Total: r.usage.Add(t.usage), CostUSD: cost})
 	return t, nil
 }
 
 // observe applies the turn's stop reason. It returns the state the run ends
 // in, if it ends, and whether the loop goes on.
 func (r *run) observe(t *turn) (State, bool) {
-	h := r.cfg.History
 	switch {
 	case t.stop == llm.Refusal:
 		// The refused turn is dropped, as the API asks, so that the next
@@ -289,7 +283,7 @@ func (r *run) observe(t *turn) (State, bool) {
 	}
 	defer t.cancel()
 	if len(t.msg.Content) > 0 {
-		h.AppendAssistant(t.msg, t.usage)
+		r.cfg.History.AppendAssistant(t.msg, t.usage)
 	}
 	switch t.stop {
 	case llm.PauseTurn:
