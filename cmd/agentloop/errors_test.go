@@ -31,6 +31,8 @@ func TestUsageErrors(t *testing.T) {
 		{"negative token limit", []string{"--max-total-tokens", "-5", "hi"}, nil, "", []string{"--max-total-tokens"}},
 		{"thinking above max tokens", []string{"--thinking", "9000", "--max-tokens", "4096", "hi"}, nil, "", []string{"BudgetTokens"}},
 		{"demo with a prompt", []string{"demo", "please"}, nil, "", []string{"demo takes no prompt"}},
+		{"demo with a session", []string{"--session", "x.jsonl", "demo"}, nil, "", []string{"--session"}},
+		{"demo with an MCP server", []string{"--mcp-url", "http://example.com/mcp", "demo"}, nil, "", []string{"--mcp-url"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)

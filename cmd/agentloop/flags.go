@@ -177,6 +177,11 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		if dfs.NArg() > 0 {
 			return nil, usageError("demo takes no prompt, got %q", strings.Join(dfs.Args(), " "))
 		}
+		// The demo is a fixed script, offline: another conversation or
+		// other servers' tools would break the script or the promise.
+		if o.session != "" || len(o.mcp) > 0 || len(o.mcpURL) > 0 {
+			return nil, usageError("demo runs a fixed script offline: it takes no --session, --mcp or --mcp-url")
+		}
 		return o, nil
 	}
 	if len(rest) > 0 {
