@@ -146,6 +146,26 @@ func workRegistry(b *testing.B, sequential bool) *tool.Registry {
 	return reg
 }
 
+// wholeTurn streams one turn to its end, as a loop without eager tools
+// does, and returns its tool calls.
+func wholeTurn(b *testing.B, client *llm.Client) []tool.Call {
+	var asm llm.Assembler
+	req := llm.Request{Model: DefaultModel, Messages: []llm.Message{{Role: llm.User, Content: []llm.Block{llm.Text{Text: "go"}}}}}
+	for ev, err := range client.Stream(b.Context(), req) {
+		if err != nil {
+			b.Fatal(err)
+		}
+		asm.Add(ev)
+	}
+	var calls []tool.Call
+	for _, blk := range asm.Message().Content {
+		if tu, ok := blk.(llm.ToolUse); ok {
+			calls = append(calls, tool.Call{ID: tu.ID, Name: tu.Name, Input: tu.Input})
+		}
+	}
+	return calls
+}
+
 // BenchmarkEagerTools compares the wall time from the request to the last
 // tool result for one turn whose three 200 ms tools stream over 600 ms:
 // the agent, which starts each call at its block's stop, against waiting
@@ -182,21 +202,7 @@ func BenchmarkEagerTools(b *testing.B) {
 			var total time.Duration
 			for b.Loop() {
 				start := time.Now()
-				var asm llm.Assembler
-				req := llm.Request{Model: DefaultModel, Messages: []llm.Message{{Role: llm.User, Content: []llm.Block{llm.Text{Text: "go"}}}}}
-				for ev, err := range client.Stream(b.Context(), req) {
-					if err != nil {
-						b.Fatal(err)
-					}
-					asm.Add(ev)
-				}
-				var calls []tool.Call
-				for _, blk := range asm.Message().Content {
-					if tu, ok := blk.(llm.ToolUse); ok {
-						calls = append(calls, tool.Call{ID: tu.ID, Name: tu.Name, Input: tu.Input})
-					}
-				}
-				for _, r := range reg.Run(b.Context(), calls) {
+				for _, r := range reg.Run(b.Context(), wholeTurn(b, client)) {
 					if r.IsError {
 						b.Fatalf("tool failed: %+v", r)
 					}
@@ -213,17 +219,9 @@ func BenchmarkEagerTools(b *testing.B) {
 			var total time.Duration
 			for b.Loop() {
 				start := time.Now()
-				var asm llm.Assembler
-				req := llm.Request{Model: DefaultModel, Messages: []llm.Message{{Role: llm.User, Content: []llm.Block{llm.Text{Text: "go"}}}}}
-				for ev, err := range client.Stream(b.Context(), req) {
-					if err != nil {
-						b.Fatal(err)
-					}
-					asm.Add(ev)
-				}
-				for _, blk := range asm.Message().Content {
-					if tu, ok := blk.(llm.ToolUse); ok {
-						reg.Run(b.Context(), []tool.Call{{ID: tu.ID, Name: tu.Name, Input: tu.Input}})
+				for _, call := range wholeTurn(b, client) {
+					if r := reg.Run(b.Context(), []tool.Call{call})[0]; r.IsError {
+						b.Fatalf("tool failed: %+v", r)
 					}
 				}
 				total += time.Since(start)
