@@ -135,22 +135,27 @@ func (d *decoder) rawString(v []byte, buf *[]byte) ([]byte, bool) {
 	return s, ok
 }
 
-// blockDelta reads a content_block_delta. This is the hot path: one
-// allocation for the string, one for the event.
-func (d *decoder) blockDelta(data []byte) (Event, error) {
-	var index int
-	var delta []byte
+// indexed reads the "index" of a content_block_* event and the raw value
+// of its field key, which must be present unless key is "".
+func (d *decoder) indexed(data []byte, key string) (index int, val []byte, ok bool) {
 	haveIndex := false
 	sc := scanObject(data)
-	for k, v, ok := sc.next(&d.keyBuf); ok; k, v, ok = sc.next(&d.keyBuf) {
+	for k, v, more := sc.next(&d.keyBuf); more; k, v, more = sc.next(&d.keyBuf) {
 		switch string(k) {
 		case "index":
 			index, haveIndex = atoi(v)
-		case "delta":
-			delta = v
+		case key:
+			val = v
 		}
 	}
-	if sc.err() || !haveIndex || delta == nil {
+	return index, val, !sc.err() && haveIndex && (key == "" || val != nil)
+}
+
+// blockDelta reads a content_block_delta. This is the hot path: one
+// allocation for the string, one for the event.
+func (d *decoder) blockDelta(data []byte) (Event, error) {
+	index, delta, ok := d.indexed(data, "delta")
+	if !ok {
 		return nil, malformed("content_block_delta", data)
 	}
 	var typ, payload []byte
@@ -202,14 +207,8 @@ func (d *decoder) blockDelta(data []byte) (Event, error) {
 }
 
 func (d *decoder) blockStop(data []byte) (Event, error) {
-	sc := scanObject(data)
-	index, haveIndex := 0, false
-	for k, v, ok := sc.next(&d.keyBuf); ok; k, v, ok = sc.next(&d.keyBuf) {
-		if string(k) == "index" {
-			index, haveIndex = atoi(v)
-		}
-	}
-	if sc.err() || !haveIndex {
+	index, _, ok := d.indexed(data, "")
+	if !ok {
 		return nil, malformed("content_block_stop", data)
 	}
 	return BlockStop{Index: index}, nil
@@ -218,19 +217,8 @@ func (d *decoder) blockStop(data []byte) (Event, error) {
 func (d *decoder) blockStart(data []byte) (Event, error) {
 	// Scanned rather than unmarshalled: a block that arrives whole, such
 	// as a web search result, can be tens of kilobytes.
-	var index int
-	var block []byte
-	haveIndex := false
-	sc := scanObject(data)
-	for k, v, ok := sc.next(&d.keyBuf); ok; k, v, ok = sc.next(&d.keyBuf) {
-		switch string(k) {
-		case "index":
-			index, haveIndex = atoi(v)
-		case "content_block":
-			block = v
-		}
-	}
-	if sc.err() || !haveIndex || block == nil {
+	index, block, ok := d.indexed(data, "content_block")
+	if !ok {
 		return nil, malformed("content_block_start", data)
 	}
 	evs, err := d.startEvents(index, block)
