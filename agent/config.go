@@ -195,29 +195,29 @@ func New(cfg Config) (*Agent, error) {
 // History returns the agent's conversation history.
 func (a *Agent) History() *memory.History { return a.cfg.History }
 
-// State says how a run ended.
+// A State says how a run ended.
 type State string
 
 // The states a run can end in.
 const (
-	// Finished: the model ended its turn (end_turn, stop_sequence, or an
-	// unknown stop reason).
+	// Finished means the model ended its turn: end_turn, stop_sequence, or
+	// an unknown stop reason.
 	Finished State = "finished"
-	// Refused: the model's safety classifiers stopped the turn. The refused
-	// turn is not kept in the history.
+	// Refused means the model's safety classifiers stopped the turn. The
+	// refused turn is not kept in the history.
 	Refused State = "refused"
-	// MaxIterations: the run hit Config.MaxIterations.
+	// MaxIterations means the run hit Config.MaxIterations.
 	MaxIterations State = "max_iterations"
-	// MaxTokens: the answer was cut off by Config.MaxTokens.
+	// MaxTokens means the answer was cut off by Config.MaxTokens.
 	MaxTokens State = "max_tokens"
-	// Cancelled: the context was cancelled, or the caller stopped reading
-	// the stream.
+	// Cancelled means the context was cancelled, or the caller stopped
+	// reading the stream.
 	Cancelled State = "cancelled"
-	// Failed: an error ended the run; it is returned alongside.
+	// Failed means an error ended the run; it is returned alongside.
 	Failed State = "error"
-	// Timeout: the run hit Config.MaxDuration.
+	// Timeout means the run hit Config.MaxDuration.
 	Timeout State = "max_duration"
-	// TokenLimit: the run hit Config.MaxTotalTokens.
+	// TokenLimit means the run hit Config.MaxTotalTokens.
 	TokenLimit State = "max_total_tokens"
 )
 
