@@ -231,3 +231,31 @@ func TestSummaryUsesAgentModel(t *testing.T) {
 		t.Errorf("history starts with %q, want the summary", llm.TextOf(h.Messages()[0].Content))
 	}
 }
+
+// TestCompactionReportedWhenStillTooLong checks that a compaction that
+// rewrote the history but could not bring it under the limit (the newest
+// message alone is too large) is still reported, and the request is sent
+// anyway for the API to judge.
+func TestCompactionReportedWhenStillTooLong(t *testing.T) {
+	srv, client := fake(t, summarising(at.NewStream().Text("ok").Stop("end_turn")))
+	h := memory.New(memory.Config{Model: DefaultModel, ContextWindow: 20_000, MaxTokens: 1000, KeepRecent: 1})
+	h.AppendUserText("Read the file.")
+	h.AppendAssistant(llm.Message{Role: llm.Assistant, Content: []llm.Block{
+		llm.ToolUse{ID: "toolu_1", Name: "echo", Input: []byte(`{"text":"x"}`)}}}, llm.Usage{})
+	h.AppendToolResults([]llm.ToolResult{{ToolUseID: "toolu_1", Content: []llm.Block{llm.Text{Text: strings.Repeat("file ", 2000)}}}})
+	h.AppendAssistant(llm.Message{Role: llm.Assistant, Content: []llm.Block{llm.Text{Text: "Read it."}}}, llm.Usage{})
+	a := newAgent(t, client, Config{History: h})
+	evs, res, err := collect(t, a.Stream(t.Context(), strings.Repeat("huge ", 20_000)))
+	if err != nil || res.State != Finished {
+		t.Fatalf("result %+v, %v", res, err)
+	}
+	if diff := cmp.Diff([]string{"compaction", "turn_start", "done"}, kinds(evs, false)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if c := eventsOf[Compaction](evs); len(c) == 1 && (c[0].After >= c[0].Before || len(c[0].Steps) == 0) {
+		t.Errorf("compaction = %+v, want steps that shrank the history", c[0])
+	}
+	if n := len(srv.Requests()); n < 2 {
+		t.Errorf("%d requests, want summaries and the turn", n)
+	}
+}

@@ -19,9 +19,10 @@ func (r *run) request(final bool) (llm.Request, error) {
 		r.log.Warn("agent: repaired the history", "fixes", fixes)
 	}
 	if h.NeedsCompaction() {
-		// The count may be an overestimate (server tools inflate a turn's
-		// usage), so a history that cannot shrink is sent anyway: the API
-		// has the last word, and a 400 comes back to turn.
+		// Past the last exact count the figure is an estimate, which may be
+		// high (an image of unknown size counts as the largest), so a
+		// history that cannot shrink is sent anyway: the API has the last
+		// word, and a 400 comes back to turn, which compacts once more.
 		if err := r.compact(); errors.Is(err, memory.ErrCannotCompact) {
 			r.log.Warn("agent: sending a history over the context limit", "err", err)
 		} else if err != nil {
@@ -44,17 +45,17 @@ func (r *run) request(final bool) (llm.Request, error) {
 	return req, nil
 }
 
-// compact compacts the history and reports it. The summary calls it makes
-// count in the run's usage.
+// compact compacts the history and reports it, also when it could not get
+// under the limit but changed the history on the way. The summary calls it
+// makes count in the run's usage.
 func (r *run) compact() error {
 	c, err := r.cfg.History.Compact(r.ctx, r.model)
 	r.usage = r.usage.Add(c.Usage)
-	if err != nil {
-		return err
+	if err == nil || len(c.Steps) > 0 {
+		r.log.Info("agent: compacted the history", slog.Int("before", c.Before), slog.Int("after", c.After), slog.Any("err", err))
+		r.emit(Compaction{Before: c.Before, After: c.After, Steps: c.Steps})
 	}
-	r.log.Info("agent: compacted the history", slog.Int("before", c.Before), slog.Int("after", c.After))
-	r.emit(Compaction{Before: c.Before, After: c.After, Steps: c.Steps})
-	return nil
+	return err
 }
 
 // sleep waits for d or until ctx is done.
