@@ -207,7 +207,7 @@ func (h *History) summarise(ctx context.Context, m Model, keep int) (int, llm.Us
 	for end > 0 && transcriptLen(h.entries[:end]) > budget {
 		end = h.prevAssistant(end)
 	}
-	if end < 2 || end == 1 && h.entries[0].summary {
+	if end < 2 { // nothing before the first kept turn but its request
 		return 0, llm.Usage{}, nil
 	}
 	req := llm.Request{
