@@ -95,13 +95,26 @@ type RawBlock struct {
 	JSON json.RawMessage
 }
 
-func (Text) BlockType() string             { return "text" }
-func (Thinking) BlockType() string         { return "thinking" }
+// BlockType returns "text".
+func (Text) BlockType() string { return "text" }
+
+// BlockType returns "thinking".
+func (Thinking) BlockType() string { return "thinking" }
+
+// BlockType returns "redacted_thinking".
 func (RedactedThinking) BlockType() string { return "redacted_thinking" }
-func (ToolUse) BlockType() string          { return "tool_use" }
-func (ToolResult) BlockType() string       { return "tool_result" }
-func (Image) BlockType() string            { return "image" }
-func (b RawBlock) BlockType() string       { return b.Type }
+
+// BlockType returns "tool_use".
+func (ToolUse) BlockType() string { return "tool_use" }
+
+// BlockType returns "tool_result".
+func (ToolResult) BlockType() string { return "tool_result" }
+
+// BlockType returns "image".
+func (Image) BlockType() string { return "image" }
+
+// BlockType returns the block's Type.
+func (b RawBlock) BlockType() string { return b.Type }
 
 func (Text) isBlock()             {}
 func (Thinking) isBlock()         {}
@@ -145,20 +158,21 @@ func (b ToolResult) MarshalJSON() ([]byte, error) {
 	return marshalTyped("tool_result", wire(b))
 }
 
-// MarshalJSON writes the block in the API's wire shape: a base64 source.
-func (b Image) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Type   string `json:"type"`
-		Source struct {
-			Type      string `json:"type"`
-			MediaType string `json:"media_type"`
-			Data      string `json:"data"`
-		} `json:"source"`
-	}{Type: "image", Source: struct {
+// imageWire is an image block as the API has it.
+type imageWire struct {
+	Type   string `json:"type"`
+	Source struct {
 		Type      string `json:"type"`
 		MediaType string `json:"media_type"`
 		Data      string `json:"data"`
-	}{"base64", b.MediaType, b.Data}})
+	} `json:"source"`
+}
+
+// MarshalJSON writes the block in the API's wire shape: a base64 source.
+func (b Image) MarshalJSON() ([]byte, error) {
+	w := imageWire{Type: "image"}
+	w.Source.Type, w.Source.MediaType, w.Source.Data = "base64", b.MediaType, b.Data
+	return json.Marshal(w)
 }
 
 // MarshalJSON writes the block's JSON unchanged.
@@ -264,33 +278,17 @@ func UnmarshalBlock(data []byte) (Block, error) {
 	case "":
 		return nil, errors.New(`llm: content block has no "type"`)
 	case "text":
-		var b Text
-		err := json.Unmarshal(data, &b)
-		return b, err
+		return decodeAs[Text](data)
 	case "thinking":
-		var b Thinking
-		err := json.Unmarshal(data, &b)
-		return b, err
+		return decodeAs[Thinking](data)
 	case "redacted_thinking":
-		var b RedactedThinking
-		err := json.Unmarshal(data, &b)
-		return b, err
+		return decodeAs[RedactedThinking](data)
 	case "tool_use":
-		var b ToolUse
-		err := json.Unmarshal(data, &b)
-		return b, err
+		return decodeAs[ToolUse](data)
 	case "tool_result":
-		var b ToolResult
-		err := json.Unmarshal(data, &b)
-		return b, err
+		return decodeAs[ToolResult](data)
 	case "image":
-		var w struct {
-			Source struct {
-				Type      string `json:"type"`
-				MediaType string `json:"media_type"`
-				Data      string `json:"data"`
-			} `json:"source"`
-		}
+		var w imageWire
 		if err := json.Unmarshal(data, &w); err != nil {
 			return nil, err
 		}
@@ -302,6 +300,13 @@ func UnmarshalBlock(data []byte) (Block, error) {
 	default:
 		return RawBlock{Type: head.Type, JSON: bytes.Clone(data)}, nil
 	}
+}
+
+// decodeAs unmarshals data into a block of type B.
+func decodeAs[B Block](data []byte) (Block, error) {
+	var b B
+	err := json.Unmarshal(data, &b)
+	return b, err
 }
 
 // TextOf returns the concatenated text of the [Text] blocks in blocks.
