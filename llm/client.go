@@ -157,15 +157,13 @@ func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Event, error
 
 // streamOnce makes one attempt at a streamed turn.
 func (c *Client) streamOnce(ctx context.Context, params anthropic.MessageNewParams, yielded *bool, yield func(Event, error) bool) error {
-	actx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	// The idle timer runs only while this attempt waits for the server:
 	// until the response headers, then during each read of the body.
 	// Time the consumer spends between events is not the server's
 	// silence, and must not abort the stream.
-	var idle *time.Timer
-	if c.idleTimeout > 0 {
-		idle = time.AfterFunc(c.idleTimeout, func() { cancel(ErrIdleTimeout) })
+	actx, cancel, idle := c.idleContext(ctx)
+	defer cancel(nil)
+	if idle != nil {
 		defer idle.Stop()
 	}
 	resp, err := c.post(actx, "v1/messages", params, option.WithJSONSet("stream", true))
@@ -206,6 +204,17 @@ func (c *Client) streamOnce(ctx context.Context, params anthropic.MessageNewPara
 			return nil
 		}
 	}
+}
+
+// idleContext returns the context of one attempt, which the returned timer
+// cancels with ErrIdleTimeout when it fires. The timer is nil when
+// IdleTimeout is off. The caller must call cancel and stop the timer.
+func (c *Client) idleContext(ctx context.Context) (context.Context, context.CancelCauseFunc, *time.Timer) {
+	actx, cancel := context.WithCancelCause(ctx)
+	if c.idleTimeout <= 0 {
+		return actx, cancel, nil
+	}
+	return actx, cancel, time.AfterFunc(c.idleTimeout, func() { cancel(ErrIdleTimeout) })
 }
 
 // attemptErr names the real cause of an attempt's failure: the caller's
@@ -313,8 +322,10 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 // CountTokens returns the number of input tokens req would use, by the
-// API's count_tokens endpoint. It retries like Stream. Request.Extra,
-// MaxTokens, StopSequences and sampling settings are not sent.
+// API's count_tokens endpoint. It retries like Stream, and an attempt whose
+// answer takes longer than IdleTimeout fails like a stalled stream.
+// Request.Extra, MaxTokens, StopSequences and sampling settings are not
+// sent.
 func (c *Client) CountTokens(ctx context.Context, req Request) (int, error) {
 	params, err := countParams(req)
 	if err != nil {
@@ -322,15 +333,21 @@ func (c *Client) CountTokens(ctx context.Context, req Request) (int, error) {
 	}
 	var n int
 	err = c.retry(ctx, func() bool { return false }, func(ctx context.Context) error {
-		resp, err := c.post(ctx, "v1/messages/count_tokens", params)
+		// The answer is small, so the timer covers the whole exchange.
+		actx, cancel, idle := c.idleContext(ctx)
+		defer cancel(nil)
+		if idle != nil {
+			defer idle.Stop()
+		}
+		resp, err := c.post(actx, "v1/messages/count_tokens", params)
 		if err != nil {
-			return err
+			return c.attemptErr(ctx, actx, err)
 		}
 		defer resp.Body.Close()
 		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
+			if actx.Err() != nil {
+				return c.attemptErr(ctx, actx, err)
 			}
 			return fmt.Errorf("%w: reading count_tokens response: %w", ErrConnection, err)
 		}

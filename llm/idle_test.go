@@ -172,3 +172,23 @@ func TestIdleTimeout(t *testing.T) {
 		})
 	}
 }
+
+// TestCountTokensIdleTimeout checks that a count_tokens call whose server
+// never answers ends with ErrIdleTimeout after its retries, rather than
+// hanging for as long as the caller's context allows.
+func TestCountTokensIdleTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := New(Config{BaseURL: "http://anthropic.invalid", IdleTimeout: 10 * time.Second,
+			HTTPClient: &http.Client{Transport: &memServer{replies: make([]func(context.Context, io.Writer), 3)}}})
+		c.jitter = func(int64) int64 { return 0 }
+		start := time.Now()
+		_, err := c.CountTokens(t.Context(), testReq)
+		if !errors.Is(err, ErrIdleTimeout) {
+			t.Fatalf("err = %v, want ErrIdleTimeout", err)
+		}
+		// Three attempts of 10 s, with 0.5 s and 1 s of backoff between.
+		if got, want := time.Since(start), 31500*time.Millisecond; got != want {
+			t.Errorf("gave up after %v on the fake clock, want %v", got, want)
+		}
+	})
+}
