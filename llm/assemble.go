@@ -270,9 +270,7 @@ func (a *Assembler) merge(p *partial, delta json.RawMessage) {
 				continue
 			}
 		}
-		{
-			m.isStr, m.str, m.val = false, nil, slices.Clone(v)
-		}
+		m.isStr, m.str, m.val = false, nil, slices.Clone(v)
 	}
 }
 
