@@ -204,7 +204,7 @@ const (
 	// an unknown stop reason.
 	Finished State = "finished"
 	// Refused means the model's safety classifiers stopped the turn. The
-	// refused turn is not kept in the history.
+	// run's prompt and turns are taken back out of the history.
 	Refused State = "refused"
 	// MaxIterations means the run hit Config.MaxIterations.
 	MaxIterations State = "max_iterations"

@@ -29,7 +29,8 @@
 //
 // end_turn and stop_sequence finish the run. tool_use acts. pause_turn
 // sends the turn back as it is and goes on. refusal ends the run in state
-// [Refused] and leaves the refused turn out of the history.
+// [Refused] and takes the refused exchange (the run's prompt and turns)
+// back out of the history, so that it is not sent again with the next one.
 // model_context_window_exceeded, like a 400 "prompt is too long", compacts
 // the history once and asks again. An unknown stop reason is end_turn,
 // with a log line.

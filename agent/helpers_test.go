@@ -132,7 +132,9 @@ func eventsOf[E Event](evs []Event) []E {
 // validHistory fails the test if h breaks the API's rules.
 func validHistory(t testing.TB, h *memory.History) {
 	t.Helper()
-	if err := h.Validate(); err != nil {
+	// An empty history is where a refused first prompt leaves it: nothing
+	// to send, and the next prompt starts a valid one.
+	if err := h.Validate(); err != nil && h.Len() > 0 {
 		t.Errorf("history invalid: %v", err)
 	}
 }

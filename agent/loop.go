@@ -86,6 +86,8 @@ type run struct {
 	usage   llm.Usage // summed over every model call, retries included
 	text    string    // text of the latest turn
 	repeats repeats
+	start   int  // history length before this run's input
+	reshape bool // compaction rewrote the history during this run
 }
 
 // emit yields e unless the caller has stopped reading. When the caller
@@ -108,6 +110,7 @@ func (r *run) cost() float64 {
 func (r *run) loop(input string) (State, error) {
 	h := r.cfg.History
 	h.SetPrefix(r.cfg.System, r.specs)
+	r.start = h.Len()
 	h.AppendUserText(input)
 	for {
 		if err := r.ctx.Err(); err != nil {
@@ -271,9 +274,9 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 func (r *run) observe(t *turn) (State, bool) {
 	switch {
 	case t.stop == llm.Refusal:
-		// The refused turn is dropped, as the API asks, so that the next
-		// run starts from a history the classifier did not stop.
+		// Take the refused exchange back, as the API asks.
 		t.discard()
+		r.takeBack()
 		return Refused, false
 	case len(t.calls) > 0:
 		// Whatever the stop reason (tool_use, or max_tokens cutting a later

@@ -52,10 +52,21 @@ func (r *run) compact() error {
 	c, err := r.cfg.History.Compact(r.ctx, r.model)
 	r.usage = r.usage.Add(c.Usage)
 	if err == nil || len(c.Steps) > 0 {
+		r.reshape = true
 		r.log.Info("agent: compacted the history", slog.Int("before", c.Before), slog.Int("after", c.After), slog.Any("err", err))
 		r.emit(Compaction{Before: c.Before, After: c.After, Steps: c.Steps})
 	}
 	return err
+}
+
+// takeBack removes this run's input and every turn after it from the
+// history, so that a refused prompt is not sent again with the next one.
+// After a compaction the run's messages may be merged into a summary; then
+// only the refused turn itself, never appended, is left out.
+func (r *run) takeBack() {
+	if !r.reshape {
+		r.cfg.History.Truncate(r.start)
+	}
 }
 
 // sleep waits for d or until ctx is done.

@@ -136,17 +136,32 @@ func TestStopReasons(t *testing.T) {
 			}
 		},
 	}, {
-		name:     "refusal drops the refused turn",
+		name:     "refusal takes the refused exchange back",
 		replies:  []at.Reply{at.NewStream().Text("I can").Stop("refusal")},
 		state:    Refused,
 		text:     "I can",
 		requests: 1,
 		events:   []string{"turn_start", "done"},
 		check: func(t *testing.T, reqs []*at.Request, h *memory.History) {
-			for _, m := range h.Messages() {
-				if m.Role == llm.Assistant {
-					t.Errorf("refused turn kept: %+v", m)
-				}
+			if msgs := h.Messages(); len(msgs) != 0 {
+				t.Errorf("history after a refused first prompt = %+v, want it empty", msgs)
+			}
+		},
+	}, {
+		name: "refusal after a tool turn keeps only the earlier conversation",
+		replies: []at.Reply{
+			at.NewStream().ToolUse("toolu_1", "echo", `{"text":"x"}`).Stop("tool_use"),
+			at.NewStream().Text("no").Stop("refusal"),
+		},
+		history:  fill(memory.New(memory.Config{Model: DefaultModel}), 1),
+		state:    Refused,
+		text:     "no",
+		requests: 2,
+		events:   []string{"turn_start", "tool_call_start", "tool_call", "tool_result", "turn_start", "done"},
+		check: func(t *testing.T, reqs []*at.Request, h *memory.History) {
+			msgs := h.Messages()
+			if len(msgs) != 2 || !strings.HasPrefix(llm.TextOf(msgs[0].Content), "question") {
+				t.Errorf("history after the refusal = %d messages, want the 2 from before the run", len(msgs))
 			}
 		},
 	}, {

@@ -227,6 +227,18 @@ func (h *History) AppendUser(blocks ...llm.Block) {
 	h.push(entry{msg: llm.Message{Role: llm.User, Content: kept}})
 }
 
+// Truncate drops message n and every message after it, as when a refused
+// exchange is taken back. The prefix that stays is unchanged, so its exact
+// token count still holds; usage already recorded stays billed.
+func (h *History) Truncate(n int) {
+	n = max(n, 0)
+	if n >= len(h.entries) {
+		return
+	}
+	clear(h.entries[n:])
+	h.entries = h.entries[:n]
+}
+
 // AppendUserText appends a user message holding text.
 func (h *History) AppendUserText(text string) { h.AppendUser(llm.Text{Text: text}) }
 

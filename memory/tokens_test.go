@@ -329,3 +329,33 @@ func TestSetDefaultModel(t *testing.T) {
 		})
 	}
 }
+
+func TestTruncate(t *testing.T) {
+	h := New(Config{Model: "m"})
+	h.AppendUserText("first")
+	h.AppendAssistant(llm.Message{Role: llm.Assistant, Content: []llm.Block{llm.Text{Text: "one"}}},
+		llm.Usage{InputTokens: 10, OutputTokens: 5})
+	exact := h.Tokens()
+	h.AppendUserText("refused prompt")
+	h.AppendAssistant(llm.Message{Role: llm.Assistant, Content: []llm.Block{llm.Text{Text: "no"}}},
+		llm.Usage{InputTokens: 30, OutputTokens: 1})
+
+	h.Truncate(2)
+	if h.Len() != 2 {
+		t.Fatalf("Len = %d after Truncate(2), want 2", h.Len())
+	}
+	if got := llm.TextOf(h.Messages()[1].Content); got != "one" {
+		t.Errorf("last message = %q, want the kept turn", got)
+	}
+	if got := h.Tokens(); got != exact {
+		t.Errorf("Tokens = %d after Truncate, want the kept prefix's exact %d", got, exact)
+	}
+	if got := h.Usage().InputTokens; got != 40 {
+		t.Errorf("billed input = %d, want 40: taken-back turns stay billed", got)
+	}
+	h.Truncate(5) // past the end: nothing to do
+	h.Truncate(-1)
+	if h.Len() != 0 {
+		t.Errorf("Len = %d after Truncate(-1), want 0", h.Len())
+	}
+}
