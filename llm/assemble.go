@@ -26,8 +26,9 @@ import (
 // recognises it, and the caller should answer it with an error result.
 //
 // Empty text blocks are dropped, since the API rejects them when they are
-// sent back. Blocks of other types (server tool calls and results,
-// redacted thinking, types newer than this package) become [RawBlock]s
+// sent back. Redacted thinking becomes [RedactedThinking]. Blocks of
+// other types (server tool calls and results, types newer than this
+// package) become [RawBlock]s
 // holding their JSON, with any streamed input or unknown deltas merged in.
 //
 // A second MessageStart (a proxy that spliced two responses) starts the
@@ -200,6 +201,14 @@ func (p *partial) finish() Block {
 				val, _ = json.Marshal(string(s))
 			}
 			raw = setField(raw, m.key, val)
+		}
+		if p.rawType == "redacted_thinking" {
+			// The same type UnmarshalBlock gives, so that a streamed turn
+			// and a reloaded one switch alike.
+			var b RedactedThinking
+			if json.Unmarshal(raw, &b) == nil {
+				return b
+			}
 		}
 		return RawBlock{Type: p.rawType, JSON: raw}
 	}

@@ -70,7 +70,7 @@ func TestAssembler(t *testing.T) {
 		},
 		completed: []Block{
 			RawBlock{Type: "server_tool_use", JSON: raw(`{"type":"server_tool_use","id":"s","name":"web_search","input":{"query":"go"}}`)},
-			RawBlock{Type: "redacted_thinking", JSON: raw(`{"type":"redacted_thinking","data":"x"}`)},
+			RedactedThinking{Data: "x"},
 			Text{Text: "cited", Citations: []json.RawMessage{raw(`{"a":1}`), raw(`{"b":2}`)}},
 			RawBlock{Type: "compaction", JSON: raw(`{"type":"compaction","content":"summary","encrypted_content":"E1"}`)},
 		},

@@ -69,7 +69,7 @@ func TestFakeServer(t *testing.T) {
 				Text("Go").Citation(`{"type":"char_location","cited_text":"Go"}`).StopSequence("END")},
 			want: turn{Blocks: []Block{
 				Thinking{Thinking: "hmm", Signature: "sig"},
-				RawBlock{Type: "redacted_thinking", JSON: raw(`{"type":"redacted_thinking","data":"RD"}`)},
+				RedactedThinking{Data: "RD"},
 				RawBlock{Type: "server_tool_use", JSON: raw(`{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{"query":"go"}}`)},
 				RawBlock{Type: "web_search_tool_result", JSON: raw(`{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[]}`)},
 				Text{Text: "Go", Citations: []json.RawMessage{raw(`{"type":"char_location","cited_text":"Go"}`)}},
