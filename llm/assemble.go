@@ -28,8 +28,8 @@ import (
 // Empty text blocks are dropped, since the API rejects them when they are
 // sent back. Redacted thinking becomes [RedactedThinking]. Blocks of
 // other types (server tool calls and results, types newer than this
-// package) become [RawBlock]s
-// holding their JSON, with any streamed input or unknown deltas merged in.
+// package) become [RawBlock]s holding their JSON, with any streamed input
+// or unknown deltas merged in.
 //
 // A second MessageStart (a proxy that spliced two responses) starts the
 // message over. The zero value is ready to use.
