@@ -25,7 +25,8 @@ type decoder struct {
 	header http.Header // of the response, for error events
 
 	usage   Usage   // the turn's usage so far; message_delta overwrites fields
-	queue   []Event // events made from one message_start, handed out in turn
+	queue   []Event // events made from one start event, handed out in turn
+	head    int     // queue[head:] are still to be handed out
 	done    bool    // message_stop was seen
 	keyBuf  []byte  // scratch for an escaped key
 	typeBuf []byte  // scratch for an escaped type
@@ -44,9 +45,14 @@ func newDecoder(r io.Reader, log *slog.Logger) *decoder {
 // ErrIncompleteStream; an error event gives an *APIError.
 func (d *decoder) next() (Event, error) {
 	for {
-		if len(d.queue) > 0 {
-			ev := d.queue[0]
-			d.queue = d.queue[1:]
+		if d.head < len(d.queue) {
+			ev := d.queue[d.head]
+			d.queue[d.head] = nil
+			d.head++
+			if d.head == len(d.queue) {
+				// Reuse the array: most starts make one or two events.
+				d.queue, d.head = d.queue[:0], 0
+			}
 			return ev, nil
 		}
 		if d.done {
@@ -221,75 +227,149 @@ func (d *decoder) blockStart(data []byte) (Event, error) {
 	if !ok {
 		return nil, malformed("content_block_start", data)
 	}
-	evs, err := d.startEvents(index, block)
-	if err != nil {
+	if err := d.startEvents(index, block); err != nil {
 		return nil, malformed("content_block_start", data)
 	}
-	d.queue = append(d.queue, evs[1:]...)
-	return evs[0], nil
+	return nil, nil // next hands out the queued events
 }
 
-// startEvents returns the events that open the block raw at index: its
+// startEvents queues the events that open the block raw at index: its
 // start event, then deltas for any text the start already carries, so that
 // a consumer needs no special case for it.
-func (d *decoder) startEvents(index int, raw []byte) ([]Event, error) {
-	var typ []byte
+//
+// The block is read with the scanner, not encoding/json: starts are one
+// event in six of a real stream, and an Unmarshal costs a dozen
+// allocations where the scanner costs one per string that is not empty.
+// What is kept raw (a tool's input, citations, unknown blocks) is checked
+// with json.Valid, since the scanner only skips over it.
+func (d *decoder) startEvents(index int, raw []byte) error {
+	var (
+		typ                       []byte
+		id, name, toolset         []byte
+		text, thinking, signature []byte
+		input, caller, citations  []byte
+	)
 	sc := scanObject(raw)
 	for k, v, ok := sc.next(&d.keyBuf); ok; k, v, ok = sc.next(&d.keyBuf) {
-		if string(k) == "type" {
+		switch string(k) {
+		case "type":
 			typ, _ = d.rawString(v, &d.typeBuf)
-			break
+		case "id":
+			id = v
+		case "name":
+			name = v
+		case "toolset_name":
+			toolset = v
+		case "text":
+			text = v
+		case "thinking":
+			thinking = v
+		case "signature":
+			signature = v
+		case "input":
+			input = v
+		case "caller":
+			caller = v
+		case "citations":
+			citations = v
 		}
 	}
-	switch string(typ) {
-	case "text", "thinking", "tool_use":
-	case "":
-		return nil, errors.New("no type")
-	default:
-		// Kept verbatim, so only checked, not decoded.
-		if !json.Valid(raw) {
-			return nil, errors.New("invalid JSON")
+	if sc.err() {
+		return errors.New("invalid JSON")
+	}
+	queued := len(d.queue)
+	// str is the value of an optional string field: absent and null
+	// give "".
+	bad := false
+	str := func(v []byte) string {
+		if v == nil || string(v) == "null" {
+			return ""
 		}
-		return []Event{BlockStart{Index: index, Type: string(typ), Raw: bytes.Clone(bytes.TrimSpace(raw))}}, nil
-	}
-	var b struct {
-		Type        string            `json:"type"`
-		ID          string            `json:"id"`
-		Name        string            `json:"name"`
-		Input       json.RawMessage   `json:"input"`
-		Caller      json.RawMessage   `json:"caller"`
-		ToolsetName string            `json:"toolset_name"`
-		Text        string            `json:"text"`
-		Thinking    string            `json:"thinking"`
-		Signature   string            `json:"signature"`
-		Citations   []json.RawMessage `json:"citations"`
-	}
-	if err := json.Unmarshal(raw, &b); err != nil {
-		return nil, err
+		s, ok := unquote(v, &d.strBuf)
+		bad = bad || !ok
+		return s
 	}
 	switch string(typ) {
 	case "text":
-		evs := []Event{TextStart{Index: index, Text: b.Text}}
-		for _, c := range b.Citations {
-			evs = append(evs, CitationDelta{Index: index, Citation: c})
+		d.queue = append(d.queue, TextStart{Index: index, Text: str(text)})
+		if len(citations) > 0 && string(citations) != "null" && string(citations) != "[]" {
+			// Rare: a text block that opens with citations. Let
+			// encoding/json split and check the array.
+			var cs []json.RawMessage
+			if err := json.Unmarshal(citations, &cs); err != nil {
+				return err
+			}
+			for _, c := range cs {
+				d.queue = append(d.queue, CitationDelta{Index: index, Citation: c})
+			}
 		}
-		return evs, nil
 	case "thinking":
-		evs := []Event{ThinkingStart{Index: index}}
-		if b.Thinking != "" {
-			evs = append(evs, ThinkingDelta{Index: index, Thinking: b.Thinking})
+		d.queue = append(d.queue, ThinkingStart{Index: index})
+		if s := str(thinking); s != "" {
+			d.queue = append(d.queue, ThinkingDelta{Index: index, Thinking: s})
 		}
-		if b.Signature != "" {
-			evs = append(evs, SignatureDelta{Index: index, Signature: b.Signature})
+		if s := str(signature); s != "" {
+			d.queue = append(d.queue, SignatureDelta{Index: index, Signature: s})
 		}
-		return evs, nil
-	default: // tool_use
-		if string(b.Caller) == "null" {
-			b.Caller = nil
+	case "tool_use":
+		ev := ToolUseStart{Index: index, ID: str(id), Name: str(name), ToolsetName: str(toolset)}
+		if input != nil {
+			if !json.Valid(input) {
+				return errors.New("invalid input")
+			}
+			ev.Input = bytes.Clone(input)
 		}
-		return []Event{ToolUseStart{Index: index, ID: b.ID, Name: b.Name, Input: b.Input,
-			Caller: b.Caller, ToolsetName: b.ToolsetName}}, nil
+		if caller != nil && string(caller) != "null" {
+			if !json.Valid(caller) {
+				return errors.New("invalid caller")
+			}
+			ev.Caller = bytes.Clone(caller)
+		}
+		d.queue = append(d.queue, ev)
+	case "":
+		return errors.New("no type")
+	default:
+		// Kept verbatim, so only checked, not decoded.
+		if !json.Valid(raw) {
+			return errors.New("invalid JSON")
+		}
+		d.queue = append(d.queue, BlockStart{Index: index, Type: blockTypeName(typ), Raw: bytes.Clone(bytes.TrimSpace(raw))})
 	}
+	if bad {
+		d.queue = d.queue[:queued]
+		return errors.New("invalid string")
+	}
+	return nil
+}
+
+// blockTypeName returns typ as a string, without allocating for the block
+// types the API sends today. The switch on string(typ) does not allocate.
+func blockTypeName(typ []byte) string {
+	switch string(typ) {
+	case "server_tool_use":
+		return "server_tool_use"
+	case "web_search_tool_result":
+		return "web_search_tool_result"
+	case "web_fetch_tool_result":
+		return "web_fetch_tool_result"
+	case "code_execution_tool_result":
+		return "code_execution_tool_result"
+	case "bash_code_execution_tool_result":
+		return "bash_code_execution_tool_result"
+	case "text_editor_code_execution_tool_result":
+		return "text_editor_code_execution_tool_result"
+	case "tool_search_tool_result":
+		return "tool_search_tool_result"
+	case "mcp_tool_use":
+		return "mcp_tool_use"
+	case "mcp_tool_result":
+		return "mcp_tool_result"
+	case "container_upload":
+		return "container_upload"
+	case "redacted_thinking":
+		return "redacted_thinking"
+	}
+	return string(typ)
 }
 
 // wireUsage is usage as sent; a nil field was absent and must not
@@ -336,11 +416,9 @@ func (d *decoder) messageStart(data []byte) (Event, error) {
 	// no block events (programmatic tool calling). Hand the blocks out as
 	// if they had been streamed, so that consumers see one shape.
 	for i, raw := range m.Content {
-		evs, err := d.startEvents(i, raw)
-		if err != nil {
+		if err := d.startEvents(i, raw); err != nil {
 			return nil, malformed("message_start content", data)
 		}
-		d.queue = append(d.queue, evs...)
 		d.queue = append(d.queue, BlockStop{Index: i})
 	}
 	if m.StopReason != nil {
