@@ -224,7 +224,7 @@ func toolInput(start json.RawMessage, frags []byte) json.RawMessage {
 			return json.RawMessage("{}")
 		}
 	}
-	if in[0] == '{' && json.Valid(in) {
+	if in[0] == '{' && validJSON(in) {
 		return slices.Clip(in)
 	}
 	out, _ := json.Marshal(struct {

@@ -199,12 +199,12 @@ func (d *decoder) blockDelta(data []byte) (Event, error) {
 		s, err := str()
 		return SignatureDelta{Index: index, Signature: s}, err
 	case "citations_delta":
-		if !json.Valid(payload) {
+		if !validJSON(payload) {
 			return nil, malformed("citations_delta", data)
 		}
 		return CitationDelta{Index: index, Citation: bytes.Clone(payload)}, nil
 	default:
-		if !json.Valid(delta) {
+		if !validJSON(delta) {
 			return nil, malformed("content_block_delta", data)
 		}
 		d.log.Debug("llm: unknown delta type passed on raw", "type", string(t), "index", index)
@@ -314,13 +314,13 @@ func (d *decoder) startEvents(index int, raw []byte) error {
 	case "tool_use":
 		ev := ToolUseStart{Index: index, ID: str(id), Name: str(name), ToolsetName: str(toolset)}
 		if input != nil {
-			if !json.Valid(input) {
+			if !validJSON(input) {
 				return errors.New("invalid input")
 			}
 			ev.Input = bytes.Clone(input)
 		}
 		if caller != nil && string(caller) != "null" {
-			if !json.Valid(caller) {
+			if !validJSON(caller) {
 				return errors.New("invalid caller")
 			}
 			ev.Caller = bytes.Clone(caller)
@@ -330,7 +330,7 @@ func (d *decoder) startEvents(index int, raw []byte) error {
 		return errors.New("no type")
 	default:
 		// Kept verbatim, so only checked, not decoded.
-		if !json.Valid(raw) {
+		if !validJSON(raw) {
 			return errors.New("invalid JSON")
 		}
 		d.queue = append(d.queue, BlockStart{Index: index, Type: blockTypeName(typ), Raw: bytes.Clone(bytes.TrimSpace(raw))})
