@@ -136,6 +136,25 @@ func TestDecode(t *testing.T) {
 		in:      sseStart + "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"x}}\n\n",
 		want:    []Event{evStart},
 		wantErr: ErrMalformedEvent,
+	}, {
+		name:    "malformed usage",
+		in:      sseStart + "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{},\"usage\":{\"output_tokens\":\"7\"}}\n\n",
+		want:    []Event{evStart},
+		wantErr: ErrMalformedEvent,
+	}, {
+		name:    "malformed stop reason",
+		in:      sseStart + "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":7}}\n\n",
+		want:    []Event{evStart},
+		wantErr: ErrMalformedEvent,
+	}, {
+		name:    "malformed message_start",
+		in:      "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":1}}\n\n",
+		wantErr: ErrMalformedEvent,
+	}, {
+		name:    "malformed tool_use start",
+		in:      sseStart + "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"n\",\"input\":{\"a\":}}}\n\n",
+		want:    []Event{evStart},
+		wantErr: ErrMalformedEvent,
 	}}
 	for _, tt := range tests {
 		for rname, r := range readers(tt.in) {
