@@ -177,6 +177,7 @@ func (c *Client) streamOnce(ctx context.Context, params anthropic.MessageNewPara
 		body = &idleReader{r: resp.Body, t: idle, d: c.idleTimeout}
 	}
 	dec := newDecoder(body, c.log)
+	defer dec.release()
 	dec.status, dec.header = resp.StatusCode, resp.Header
 
 	var pending Event // a MessageStart not yet yielded

@@ -30,10 +30,11 @@ var errEventTooLarge = fmt.Errorf("%w: event larger than %d bytes", ErrMalformed
 // once.
 type sseReader struct {
 	br     *bufio.Reader
-	long   []byte // a line longer than br's buffer, assembled here
-	skipLF bool   // the last line ended in CR; a LF right after it is part of that end
-	noLF   int    // how many buffered bytes are known to hold no LF, so none is scanned twice
-	bom    bool   // the byte-order mark check is done
+	own    *bufio.Reader // the buffer reset gives br, kept from stream to stream
+	long   []byte        // a line longer than br's buffer, assembled here
+	skipLF bool          // the last line ended in CR; a LF right after it is part of that end
+	noLF   int           // how many buffered bytes are known to hold no LF, so none is scanned twice
+	bom    bool          // the byte-order mark check is done
 
 	name []byte // the event field of the pending event
 	data []byte // the joined data lines of the pending event, each ending in LF
@@ -41,11 +42,32 @@ type sseReader struct {
 }
 
 func newSSEReader(r io.Reader) *sseReader {
-	br, ok := r.(*bufio.Reader)
-	if !ok {
-		br = bufio.NewReaderSize(r, 64<<10)
+	s := new(sseReader)
+	s.reset(r)
+	return s
+}
+
+// reset makes s read r from the start, keeping its buffers for reuse. A
+// *bufio.Reader is read as it is, which lets tests use small buffers;
+// anything else is read through s's own 64 KiB buffer.
+func (s *sseReader) reset(r io.Reader) {
+	*s = sseReader{own: s.own, long: s.long[:0], name: s.name[:0], data: s.data[:0]}
+	if r == nil {
+		if s.own != nil {
+			s.own.Reset(nil) // let go of the last stream's body
+		}
+		return
 	}
-	return &sseReader{br: br}
+	if br, ok := r.(*bufio.Reader); ok {
+		s.br = br
+		return
+	}
+	if s.own == nil {
+		s.own = bufio.NewReaderSize(r, 64<<10)
+	} else {
+		s.own.Reset(r)
+	}
+	s.br = s.own
 }
 
 // next returns the next event's name and data, without the final LF. Both
