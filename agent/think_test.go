@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	at "github.com/agentloop/agentloop/anthropictest"
+	"github.com/agentloop/agentloop/internal/testenv"
 	"github.com/agentloop/agentloop/llm"
 )
 
@@ -192,7 +192,7 @@ func TestToolInputs(t *testing.T) {
 // first turn: whatever they hold, the loop must finish and every request it
 // sends must be valid.
 func TestRecordedStreams(t *testing.T) {
-	dir := fixtures(t)
+	dir := testenv.Fixtures(t)
 	files, _ := filepath.Glob(filepath.Join(dir, "*.sse"))
 	for _, f := range files {
 		name := filepath.Base(f)
@@ -217,23 +217,5 @@ func TestRecordedStreams(t *testing.T) {
 			}
 			validHistory(t, a.History())
 		})
-	}
-}
-
-// fixtures returns the directory of recorded streams, found by walking up
-// from the package, or skips the test.
-func fixtures(t *testing.T) string {
-	t.Helper()
-	dir, _ := filepath.Abs(".")
-	for {
-		d := filepath.Join(dir, "shared", "fixtures", "anthropic-sse")
-		if _, err := os.Stat(d); err == nil {
-			return d
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("no shared/fixtures/anthropic-sse above the package; skipping recorded streams")
-		}
-		dir = parent
 	}
 }

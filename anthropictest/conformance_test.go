@@ -14,29 +14,9 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
-)
 
-// fixtureDir finds the shared folder of recorded streams by walking up from
-// the package directory. The recordings are read in place and never copied
-// into the repository; without them the tests skip.
-func fixtureDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		d := filepath.Join(dir, "shared", "fixtures", "anthropic-sse")
-		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
-			return d
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("shared/fixtures/anthropic-sse not found above the package directory; skipping the recorded-stream tests")
-		}
-		dir = parent
-	}
-}
+	"github.com/agentloop/agentloop/internal/testenv"
+)
 
 func fixtures(t *testing.T, dir, ext string) []string {
 	t.Helper()
@@ -60,7 +40,7 @@ func fixtures(t *testing.T, dir, ext string) []string {
 // server and checks the client receives it byte for byte, with the API's
 // streaming headers.
 func TestConformanceReplay(t *testing.T) {
-	dir := fixtureDir(t)
+	dir := testenv.Fixtures(t)
 	files := fixtures(t, dir, ".sse")
 	replies := make([]Reply, len(files))
 	for i, f := range files {
@@ -100,7 +80,7 @@ func TestConformanceReplay(t *testing.T) {
 // official SDK, which must accumulate each into a message, showing that
 // Replay changes nothing a client can see.
 func TestConformanceRealStreamsThroughSDK(t *testing.T) {
-	dir := fixtureDir(t)
+	dir := testenv.Fixtures(t)
 	for _, f := range fixtures(t, dir, "_real.sse") {
 		name, _ := filepath.Rel(dir, f)
 		t.Run(name, func(t *testing.T) {
@@ -138,7 +118,7 @@ func TestConformanceRealStreamsThroughSDK(t *testing.T) {
 // error body byte for byte, against the recorded bodies that have the
 // API's full shape.
 func TestHTTPErrorMatchesRecordedBodies(t *testing.T) {
-	dir := fixtureDir(t)
+	dir := testenv.Fixtures(t)
 	checked := 0
 	for _, f := range fixtures(t, filepath.Join(dir, "http_errors"), ".json") {
 		raw, err := os.ReadFile(f)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/agentloop/agentloop/anthropictest"
+	"github.com/agentloop/agentloop/internal/testenv"
 	anthropic "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 )
@@ -67,7 +68,7 @@ func benchStreams(b *testing.B) []benchStream {
 		{"text100k", text(100_000)},
 		{"tool5MiB", tool},
 	}
-	if dir, ok := findFixtureDir(); ok {
+	if dir, ok := testenv.FindFixtures(); ok {
 		for _, f := range []string{"pyd_pause_turn_web_search_real.sse", "pyd_thinking_then_web_search_citations_real.sse"} {
 			s = append(s, benchStream{"real_" + strings.TrimSuffix(strings.TrimSuffix(f, ".sse"), "_real"), readFixture(b, dir, filepath.Base(f))})
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentloop/agentloop/anthropictest"
+	"github.com/agentloop/agentloop/internal/testenv"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -194,7 +195,7 @@ func TestFakeServerRequest(t *testing.T) {
 }
 
 func TestHTTPErrorFixtures(t *testing.T) {
-	dir := fixtureDir(t)
+	dir := testenv.Fixtures(t)
 	tests := []struct {
 		file      string
 		status    int

@@ -13,36 +13,9 @@ import (
 	anthropic "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentloop/agentloop/internal/testenv"
 )
-
-// findFixtureDir finds the shared recorded streams by walking up from the
-// package directory. They are never copied into the repository.
-func findFixtureDir() (string, bool) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", false
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		p := filepath.Join(dir, "shared", "fixtures", "anthropic-sse")
-		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-			return p, true
-		}
-		if filepath.Dir(dir) == dir {
-			return "", false
-		}
-	}
-}
-
-// fixtureDir is findFixtureDir for a test that needs the recorded streams:
-// it skips, saying why, when they are absent.
-func fixtureDir(tb testing.TB) string {
-	tb.Helper()
-	dir, ok := findFixtureDir()
-	if !ok {
-		tb.Skip("no shared/fixtures/anthropic-sse above the package directory; skipping")
-	}
-	return dir
-}
 
 func readFixture(tb testing.TB, dir, name string) []byte {
 	tb.Helper()
@@ -54,7 +27,7 @@ func readFixture(tb testing.TB, dir, name string) []byte {
 }
 
 func fixtureFiles(tb testing.TB) []string {
-	dir := fixtureDir(tb)
+	dir := testenv.Fixtures(tb)
 	files, _ := filepath.Glob(filepath.Join(dir, "*.sse"))
 	more, _ := filepath.Glob(filepath.Join(dir, "schematic", "*.sse"))
 	return append(files, more...)
@@ -183,7 +156,7 @@ func TestDifferential(t *testing.T) {
 // malformed-event error. The schematic doc examples are left out: they hold
 // "..." and comments in place of JSON.
 func TestFixturesDecode(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(fixtureDir(t), "*.sse"))
+	files, _ := filepath.Glob(filepath.Join(testenv.Fixtures(t), "*.sse"))
 	for _, path := range files {
 		name := filepath.Base(path)
 		t.Run(name, func(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentloop/agentloop/internal/testenv"
 )
 
 // FuzzDecode feeds arbitrary bytes to the SSE reader and event decoder, and
@@ -20,7 +22,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte("\xEF\xBB\xBFevent: message_stop\r\n\r\n"))
 	f.Add([]byte("event: content_block_delta\r\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"\\ud83d\\ude00\"}}\r\r"))
 	f.Add([]byte("event: content_block_start\ndata: {\"index\":0,\"content_block\":{\"type\":\"server_tool_use\",\"input\":{}}}\n\nevent: content_block_delta\ndata: {\"index\":0,\"delta\":{\"type\":\"x_delta\",\"input\":\"a\",\"k\":[1]}}\n\nevent: content_block_stop\ndata: {\"index\":0}\n\n"))
-	if dir, ok := findFixtureDir(); ok {
+	if dir, ok := testenv.FindFixtures(); ok {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.sse"))
 		for _, p := range files {
 			f.Add(readFixture(f, dir, filepath.Base(p)))

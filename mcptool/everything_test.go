@@ -2,48 +2,20 @@ package mcptool
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/agentloop/agentloop/internal/testenv"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
 	"github.com/google/go-cmp/cmp"
 )
 
-// everythingServer returns the command line that starts the reference MCP
-// server @modelcontextprotocol/server-everything over stdio, as .ci/run
-// installs it (npm install --prefix .ci), or "" if it is not installed.
-// The bin is mcp-server-everything; with no argument, or "stdio", it serves
-// stdio.
-func everythingServer(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		bin := filepath.Join(dir, ".ci", "node_modules", ".bin", "mcp-server-everything")
-		if _, err := os.Stat(bin); err == nil {
-			return bin + " stdio"
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
-}
-
 // TestEverythingServer drives the reference server from npm over stdio:
 // the real thing, with a schema generator, content types and a process
 // tree this package did not write.
 func TestEverythingServer(t *testing.T) {
-	line := everythingServer(t)
-	if line == "" {
-		t.Skip("mcp-server-everything is not installed: run npm install --prefix .ci @modelcontextprotocol/server-everything (.ci/run does)")
-	}
+	line := testenv.EverythingServer(t)
 	s, err := ConnectCommand(t.Context(), line, nil)
 	if err != nil {
 		t.Fatal(err)

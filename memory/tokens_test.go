@@ -9,12 +9,12 @@ import (
 	"image"
 	"image/png"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/agentloop/agentloop/anthropictest"
+	"github.com/agentloop/agentloop/internal/testenv"
 	"github.com/agentloop/agentloop/llm"
 )
 
@@ -154,7 +154,7 @@ func TestNeedsCompactionDefaults(t *testing.T) {
 // The history must not take that for its size, or every later request
 // would try to compact.
 func TestServerToolTurnRecorded(t *testing.T) {
-	dir := fixtures(t)
+	dir := testenv.Fixtures(t)
 	rec, err := anthropictest.ReplayFile(filepath.Join(dir, "pyd_pause_turn_web_search_real.sse"))
 	if err != nil {
 		t.Fatal(err)
@@ -186,24 +186,6 @@ func TestServerToolTurnRecorded(t *testing.T) {
 	}
 	if got := h.Usage(); got != asm.Usage() {
 		t.Errorf("billed usage = %+v, want the turn's %+v", got, asm.Usage())
-	}
-}
-
-// fixtures returns the directory of recorded streams, found by walking up
-// from the package, or skips the test.
-func fixtures(t *testing.T) string {
-	t.Helper()
-	dir, _ := filepath.Abs(".")
-	for {
-		d := filepath.Join(dir, "shared", "fixtures", "anthropic-sse")
-		if _, err := os.Stat(d); err == nil {
-			return d
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("no shared/fixtures/anthropic-sse above the package; skipping recorded streams")
-		}
-		dir = parent
 	}
 }
 

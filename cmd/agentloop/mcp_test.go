@@ -13,38 +13,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentloop/agentloop/anthropictest"
+	"github.com/agentloop/agentloop/internal/testenv"
 )
-
-// everythingServer returns the command line that starts the reference MCP
-// server @modelcontextprotocol/server-everything over stdio, as .ci/run
-// installs it under <repo>/.ci/node_modules, or "" when it is not installed.
-func everythingServer(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		bin := filepath.Join(dir, ".ci", "node_modules", ".bin", "mcp-server-everything")
-		if _, err := os.Stat(bin); err == nil {
-			return bin + " stdio"
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
-}
 
 // TestMCPEverything drives the CLI with --mcp against the reference MCP
 // server from npm: the scripted model calls the server's echo tool, and the
 // server's real answer must come back to the model as the tool_result.
 func TestMCPEverything(t *testing.T) {
-	line := everythingServer(t)
-	if line == "" {
-		t.Skip("mcp-server-everything is not installed: npm install --prefix .ci @modelcontextprotocol/server-everything (.ci/run does)")
-	}
+	line := testenv.EverythingServer(t)
 	// Children inherit this marker, so that any server process left behind
 	// can be found afterwards.
 	marker := "agentloop-mcp-test-" + strconv.Itoa(os.Getpid())

@@ -1,0 +1,67 @@
+// Package testenv finds what this module's tests read from outside its
+// packages: the shared recorded streams, which are read in place and never
+// copied into the repository, and the reference MCP server that .ci/run
+// installs. A test that needs one and does not find it skips, saying why.
+//
+//	dir := testenv.Fixtures(t) // shared/fixtures/anthropic-sse, or t.Skip
+//
+// It is internal because it serves only this module's tests.
+package testenv
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FindFixtures returns the directory shared/fixtures/anthropic-sse, found by
+// walking up from the working directory (a test's is its package's), and
+// whether it was found. Benchmarks and fuzz seeds use it to take the
+// recordings when they are there and go on without them when not.
+func FindFixtures() (string, bool) {
+	return findUp(filepath.Join("shared", "fixtures", "anthropic-sse"))
+}
+
+// Fixtures is FindFixtures for a test that needs the recordings: it skips
+// tb, saying why, when they are absent.
+func Fixtures(tb testing.TB) string {
+	tb.Helper()
+	dir, ok := FindFixtures()
+	if !ok {
+		tb.Skip("no shared/fixtures/anthropic-sse above the package directory; skipping the recorded-stream test")
+	}
+	return dir
+}
+
+// EverythingServer returns the command line that starts the reference MCP
+// server @modelcontextprotocol/server-everything over stdio, as .ci/run
+// installs it under <repo>/.ci/node_modules, or skips tb, saying how to
+// install it.
+func EverythingServer(tb testing.TB) string {
+	tb.Helper()
+	bin, ok := findUp(filepath.Join(".ci", "node_modules", ".bin", "mcp-server-everything"))
+	if !ok {
+		tb.Skip("mcp-server-everything is not installed: npm install --prefix .ci @modelcontextprotocol/server-everything (.ci/run does)")
+	}
+	return bin + " stdio"
+}
+
+// findUp returns the first dir/rel that exists, for dir the working
+// directory and each of its parents.
+func findUp(rel string) (string, bool) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", false
+	}
+	for {
+		p := filepath.Join(dir, rel)
+		if _, err := os.Stat(p); err == nil {
+			return p, true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", false
+		}
+		dir = parent
+	}
+}
