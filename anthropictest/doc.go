@@ -27,6 +27,10 @@
 // headers, Replay sends recorded bytes verbatim, and ReplyFunc computes a
 // reply from the request.
 //
+// The server also answers POST /v1/messages/count_tokens, with a count set by
+// Server.SetCountTokens, recording those requests in Server.CountRequests
+// without using the script.
+//
 // CheckRequest reports every way a request body breaks the Messages API's
 // structural rules, such as a tool_use left without its tool_result.
 //

@@ -6,9 +6,11 @@ import (
 	"strings"
 )
 
-// A Request is one recorded POST /v1/messages.
+// A Request is one recorded POST /v1/messages or, in
+// Server.CountRequests, POST /v1/messages/count_tokens.
 type Request struct {
-	// N is the request's position in arrival order, starting at 1.
+	// N is the request's position in arrival order, starting at 1;
+	// count_tokens requests are numbered on their own.
 	N int
 	// Method, Path and Query are from the request line; Query is the raw
 	// query, such as "beta=true".

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -15,6 +16,12 @@ import (
 // order. When the queue is empty the server answers 500 api_error, with a
 // message saying no reply was scripted for that request and
 // x-should-retry: false, so that a client fails fast instead of retrying.
+//
+// POST /v1/messages/count_tokens is answered {"input_tokens":N}, with N from
+// the function given to SetCountTokens. Those requests are recorded apart,
+// in CountRequests, and never take a reply from the queue, so a client that
+// counts tokens between turns does not shift the script or Requests.
+//
 // Any other method or path gets 404 not_found_error and is neither recorded
 // nor counted.
 //
@@ -28,9 +35,11 @@ type Server struct {
 	done      chan struct{} // closed by Close, to end stalls and pacing
 	closeOnce sync.Once
 
-	mu    sync.Mutex
-	queue []Reply
-	reqs  []*Request
+	mu     sync.Mutex
+	queue  []Reply
+	reqs   []*Request
+	counts []*Request           // count_tokens requests
+	count  func(r *Request) int // nil means estimateTokens
 
 	hooks hooks
 }
@@ -80,6 +89,29 @@ func (s *Server) Requests() []*Request {
 	return append([]*Request(nil), s.reqs...)
 }
 
+// CountRequests returns every request to POST /v1/messages/count_tokens so
+// far, in arrival order, numbered from 1 apart from Requests. The slice is a
+// copy; the Requests are shared and must not be modified.
+func (s *Server) CountRequests() []*Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*Request(nil), s.counts...)
+}
+
+// SetCountTokens sets the function that computes the input_tokens answered
+// to a count_tokens request from the recorded request. f may be called from
+// several goroutines at once. A nil f, the default, estimates len(Body)/4,
+// at least 1: about what the real count is for English text and JSON, and
+// enough for tests that only need a plausible number.
+func (s *Server) SetCountTokens(f func(r *Request) int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.count = f
+}
+
+// estimateTokens is the default count: about four bytes a token.
+func estimateTokens(r *Request) int { return max(1, len(r.Body)/4) }
+
 // Pending reports how many scripted replies have not been used yet. A test
 // can assert it is 0 at the end to check the client made every call the
 // script expected. A Repeat reply counts as one.
@@ -90,10 +122,14 @@ func (s *Server) Pending() int {
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost && r.URL.Path == "/v1/messages/count_tokens" {
+		s.serveCount(w, r)
+		return
+	}
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
 		c := &call{id: "req_anthropictest_notfound"}
 		HTTPError(http.StatusNotFound, "not_found_error",
-			fmt.Sprintf("anthropictest: only POST /v1/messages is served, not %s %s", r.Method, r.URL.Path)).serve(w, c)
+			fmt.Sprintf("anthropictest: only POST /v1/messages and /v1/messages/count_tokens are served, not %s %s", r.Method, r.URL.Path)).serve(w, c)
 		return
 	}
 	body, err := io.ReadAll(r.Body)
@@ -135,6 +171,37 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("anthropictest: no reply was scripted for request %d", req.N)).ShouldRetry(false)
 	}
 	reply.serve(w, c)
+}
+
+// serveCount answers a count_tokens request as the API does: 200
+// application/json, a request-id header, and {"input_tokens":N}.
+func (s *Server) serveCount(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return // the client went away mid-body
+	}
+	s.mu.Lock()
+	req := &Request{
+		N:      len(s.counts) + 1,
+		Method: r.Method,
+		Path:   r.URL.Path,
+		Query:  r.URL.RawQuery,
+		Header: r.Header.Clone(),
+		Body:   body,
+	}
+	s.counts = append(s.counts, req)
+	count := s.count
+	s.mu.Unlock()
+	if count == nil {
+		count = estimateTokens
+	}
+	out := fmt.Appendf(nil, `{"input_tokens":%d}`, count(req))
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Request-Id", fmt.Sprintf("req_anthropictest_count%010d", req.N))
+	h.Set("Content-Length", strconv.Itoa(len(out)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(out)
 }
 
 // A call is one request being answered: what a Reply needs from the server.

@@ -3,6 +3,7 @@ package llm
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -225,5 +226,45 @@ func TestHTTPErrorFixtures(t *testing.T) {
 	var ae *APIError
 	if errors.As(error(newHTTPError(502, nil, []byte("<html>bad gateway</html>"), time.Now())), &ae); ae.Type != "http_error" || !ae.Retryable {
 		t.Errorf("502 HTML: %+v", ae)
+	}
+}
+
+// TestCountTokensFake checks CountTokens against the fake server: the body
+// carries what takes up context and nothing of generation, and the answer
+// is the server's count.
+func TestCountTokensFake(t *testing.T) {
+	srv := anthropictest.NewServer()
+	srv.SetCountTokens(func(r *anthropictest.Request) int { return 1000 + len(r.Messages()) })
+	c, _ := fakeClient(t, srv, Config{APIKey: "sk-test"})
+	req := Request{
+		Model: "claude-x", System: "be brief", MaxTokens: 100, Extra: map[string]any{"container": "container_1"},
+		Tools:    []ToolSpec{{Name: "add", InputSchema: json.RawMessage(`{"type":"object"}`)}},
+		Messages: []Message{{Role: User, Content: []Block{Text{Text: "add"}}}},
+	}
+	n, err := c.CountTokens(t.Context(), req)
+	if err != nil || n != 1001 {
+		t.Fatalf("CountTokens = %d, %v; want 1001", n, err)
+	}
+	if got := len(srv.Requests()); got != 0 {
+		t.Errorf("%d messages requests, want 0", got)
+	}
+	counts := srv.CountRequests()
+	if len(counts) != 1 {
+		t.Fatalf("%d count_tokens requests, want 1", len(counts))
+	}
+	var body map[string]json.RawMessage
+	if err := counts[0].Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for k := range body {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	if diff := cmp.Diff([]string{"messages", "model", "system", "tools"}, keys); diff != "" {
+		t.Errorf("body keys (-want +got):\n%s\nbody: %s", diff, counts[0].Body)
+	}
+	if r := counts[0]; r.Header.Get("X-Api-Key") != "sk-test" || r.Header.Get("Anthropic-Version") == "" {
+		t.Errorf("headers %v", r.Header)
 	}
 }

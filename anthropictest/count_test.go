@@ -1,0 +1,106 @@
+package anthropictest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestCountTokens checks the count_tokens endpoint: its answer and
+// headers, its recording, and that it leaves the messages script alone.
+func TestCountTokens(t *testing.T) {
+	const body = `{"model":"m","messages":[{"role":"user","content":"What is 1+1?"}]}`
+	tests := []struct {
+		name  string
+		count func(r *Request) int
+		want  int
+	}{
+		{name: "default estimate", want: len(body) / 4},
+		{name: "function of the request", count: func(r *Request) int {
+			return len(r.Messages()) * 1000
+		}, want: 1000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := NewServer(NewStream().Text("2").Stop("end_turn"))
+			defer srv.Close()
+			if tt.count != nil {
+				srv.SetCountTokens(tt.count)
+			}
+			client := newClient(t)
+			for i := range 2 {
+				req, _ := http.NewRequest("POST", srv.URL+"/v1/messages/count_tokens?beta=true", strings.NewReader(body))
+				req.Header.Set("X-Api-Key", "test")
+				resp, err := client.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				raw, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				var got struct {
+					InputTokens int `json:"input_tokens"`
+				}
+				if err := json.Unmarshal(raw, &got); err != nil || got.InputTokens != tt.want {
+					t.Errorf("count %d: body %s, want input_tokens %d", i+1, raw, tt.want)
+				}
+				wantHeader := map[string]string{
+					"Status":       "200",
+					"Content-Type": "application/json",
+					"Request-Id":   fmt.Sprintf("req_anthropictest_count%010d", i+1),
+				}
+				gotHeader := map[string]string{
+					"Status":       resp.Status[:3],
+					"Content-Type": resp.Header.Get("Content-Type"),
+					"Request-Id":   resp.Header.Get("Request-Id"),
+				}
+				if diff := cmp.Diff(wantHeader, gotHeader); diff != "" {
+					t.Errorf("count %d: response (-want +got):\n%s", i+1, diff)
+				}
+			}
+			if n, p := len(srv.Requests()), srv.Pending(); n != 0 || p != 1 {
+				t.Errorf("after counting: %d messages requests, %d pending; want 0, 1", n, p)
+			}
+			counts := srv.CountRequests()
+			if len(counts) != 2 {
+				t.Fatalf("%d count requests recorded, want 2", len(counts))
+			}
+			c := counts[1]
+			if c.N != 2 || c.Path != "/v1/messages/count_tokens" || c.Query != "beta=true" ||
+				string(c.Body) != body || c.Header.Get("X-Api-Key") != "test" {
+				t.Errorf("recorded %+v", c)
+			}
+			// The scripted reply is still there for the next turn.
+			resp, err := client.Post(srv.URL+"/v1/messages", "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			evs, err := readEvents(resp.Body)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != 200 || len(evs) == 0 || evs[0].name != "message_start" {
+				t.Errorf("messages after counting: status %d, %d events, %v", resp.StatusCode, len(evs), err)
+			}
+			if r := srv.Requests(); len(r) != 1 || r[0].N != 1 || len(srv.CountRequests()) != 2 {
+				t.Errorf("after the turn: %d requests (first N %d), %d counts", len(r), r[0].N, len(srv.CountRequests()))
+			}
+		})
+	}
+}
+
+// TestCountTokensNotFound checks that only POST reaches count_tokens.
+func TestCountTokensNotFound(t *testing.T) {
+	srv := NewServer()
+	defer srv.Close()
+	resp, err := newClient(t).Get(srv.URL + "/v1/messages/count_tokens")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 || len(srv.CountRequests()) != 0 {
+		t.Errorf("GET: status %d, %d recorded; want 404, 0", resp.StatusCode, len(srv.CountRequests()))
+	}
+}
