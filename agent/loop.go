@@ -86,8 +86,9 @@ type run struct {
 	usage   llm.Usage // summed over every model call, retries included
 	text    string    // text of the latest turn
 	repeats repeats
-	start   int  // history length before this run's input
-	reshape bool // compaction rewrote the history during this run
+	start   int    // history length before this run's input
+	reshape bool   // compaction rewrote the history during this run
+	cont    string // latest code execution container id; see keepContainer
 }
 
 // emit yields e unless the caller has stopped reading. When the caller
@@ -203,6 +204,7 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 	var asm llm.Assembler
 	defer func() {
 		t.usage = asm.Usage() // a failed attempt is billed too
+		r.keepContainer(asm.Container())
 		if err != nil {
 			t.discard()
 		}

@@ -203,3 +203,37 @@ func TestToolDuration(t *testing.T) {
 		}
 	})
 }
+
+// TestContainer checks that the code execution container a turn reports
+// is sent back, as the top-level container, in every later request of the
+// run, until a turn reports another.
+func TestContainer(t *testing.T) {
+	srv, client := fake(t,
+		at.NewStream().ToolUse("toolu_1", "echo", `{"text":"a"}`).Container("container_1").Stop("tool_use"),
+		at.NewStream().ToolUse("toolu_2", "echo", `{"text":"b"}`).Stop("tool_use"),
+		at.NewStream().ToolUse("toolu_3", "echo", `{"text":"c"}`).Container("container_2").Stop("tool_use"),
+		at.NewStream().Text("done").Stop("end_turn"),
+	)
+	a := newAgent(t, client, Config{Tools: newTools(t).reg})
+	if _, _, err := collect(t, a.Stream(t.Context(), "go")); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range srv.Requests() {
+		var body struct {
+			Container *string `json:"container"`
+		}
+		if err := r.Decode(&body); err != nil {
+			t.Fatal(err)
+		}
+		if body.Container == nil {
+			got = append(got, "(none)")
+		} else {
+			got = append(got, *body.Container)
+		}
+	}
+	want := []string{"(none)", "container_1", "container_1", "container_2"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("container sent per request (-want +got):\n%s", diff)
+	}
+}

@@ -37,12 +37,25 @@ func (r *run) request(final bool) (llm.Request, error) {
 		Tools:     r.specs,
 		Thinking:  r.cfg.Thinking,
 		Cache:     !r.cfg.DisableCache,
+		Container: r.cont,
 	}
 	if final && len(r.specs) > 0 {
 		// The tools stay listed, since the history holds calls of them.
 		req.ToolChoice = &llm.ToolChoice{Type: "none"}
 	}
 	return req, nil
+}
+
+// keepContainer remembers id, the code execution container a turn ran in,
+// for the run's later requests: a turn that ran code (programmatic tool
+// calling in particular) can only go on in the same container, and the
+// API knows which only if the request names it. A turn that reports none
+// leaves the last one in place. Even a failed attempt's container is kept,
+// since its retry may continue there.
+func (r *run) keepContainer(id string) {
+	if id != "" {
+		r.cont = id
+	}
 }
 
 // compact compacts the history and reports it, also when it could not get

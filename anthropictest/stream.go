@@ -41,6 +41,7 @@ type Stream struct {
 	outTok   int
 	cacheW   int
 	cacheR   int
+	contID   string // message_delta's container id; "" sends none
 	nextIdx  int
 	open     bool // a block is open (started and not yet stopped)
 	hasTool  bool // the script has a client tool_use block
@@ -160,6 +161,17 @@ func (s *Stream) Cache(creation, read int) *Stream {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.cacheW, s.cacheR, s.plan = creation, read, nil
+	return s
+}
+
+// Container puts a code execution container in message_delta,
+// "container":{"id":id,"expires_at":"…"}, as the API reports the container
+// a turn ran code in. The client must send the id back as the next
+// request's top-level "container".
+func (s *Stream) Container(id string) *Stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.contID, s.plan = id, nil
 	return s
 }
 

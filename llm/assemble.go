@@ -35,6 +35,7 @@ import (
 // message over. The zero value is ready to use.
 type Assembler struct {
 	id, model  string
+	container  string
 	stop       StopReason
 	stopSeq    string
 	usage      Usage
@@ -77,7 +78,7 @@ type rawMerge struct {
 func (a *Assembler) Add(ev Event) (Block, bool) {
 	switch ev := ev.(type) {
 	case MessageStart:
-		*a = Assembler{id: ev.ID, model: ev.Model, usage: ev.Usage, keyScratch: a.keyScratch}
+		*a = Assembler{id: ev.ID, model: ev.Model, usage: ev.Usage, container: ev.Container, keyScratch: a.keyScratch}
 	case TextStart:
 		if p := a.start(ev.Index, "text"); p != nil {
 			p.buf = append(p.buf, ev.Text...)
@@ -132,6 +133,9 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 		}
 		a.stopSeq = ev.StopSequence
 		a.usage = ev.Usage
+		if ev.Container != "" {
+			a.container = ev.Container
+		}
 	case MessageStop:
 		a.done = true
 	}
@@ -355,6 +359,11 @@ func (a *Assembler) ID() string { return a.id }
 
 // Model returns the model that answered, from MessageStart.
 func (a *Assembler) Model() string { return a.model }
+
+// Container returns the id of the code execution container the turn used,
+// the latest that MessageStart or MessageDelta reported, or "" if none.
+// Send it as the next [Request].Container.
+func (a *Assembler) Container() string { return a.container }
 
 // StopReason returns the stop reason, or "" if none arrived.
 func (a *Assembler) StopReason() StopReason { return a.stop }

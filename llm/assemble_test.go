@@ -160,3 +160,30 @@ func TestAssemblerLinear(t *testing.T) {
 		t.Errorf("%v allocations for 100k deltas; want amortised appends", allocs)
 	}
 }
+
+// TestAssemblerContainer checks that the Assembler keeps the latest
+// container id a turn reports, and that a restarted turn starts over.
+func TestAssemblerContainer(t *testing.T) {
+	tests := []struct {
+		name   string
+		events []Event
+		want   string
+	}{
+		{"none", []Event{MessageStart{ID: "m"}, MessageDelta{StopReason: EndTurn}, MessageStop{}}, ""},
+		{"from message_delta", []Event{MessageStart{ID: "m"}, MessageDelta{StopReason: ToolUseStop, Container: "container_1"}}, "container_1"},
+		{"from message_start", []Event{MessageStart{ID: "m", Container: "container_1"}, MessageDelta{StopReason: ToolUseStop}}, "container_1"},
+		{"latest wins", []Event{MessageStart{ID: "m", Container: "container_1"}, MessageDelta{Container: "container_2"}}, "container_2"},
+		{"restart forgets", []Event{MessageStart{ID: "m"}, MessageDelta{Container: "container_1"}, MessageStart{ID: "m2"}}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var a Assembler
+			for _, ev := range tt.events {
+				a.Add(ev)
+			}
+			if got := a.Container(); got != tt.want {
+				t.Errorf("Container() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

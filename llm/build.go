@@ -109,6 +109,9 @@ func messageParams(r Request) (anthropic.MessageNewParams, error) {
 	for _, t := range b.tools {
 		p.Tools = append(p.Tools, param.Override[anthropic.ToolUnionParam](t))
 	}
+	if r.Container != "" {
+		p.Container.OfString = param.NewOpt(r.Container)
+	}
 	if r.UserID != "" {
 		p.Metadata = anthropic.MetadataParam{UserID: param.NewOpt(r.UserID)}
 	}

@@ -46,6 +46,7 @@ func TestRequestGolden(t *testing.T) {
 		{"cache_last_block_thinking", Request{Model: "claude-x", Messages: conv[:2], Cache: true,
 			ToolChoice: &ToolChoice{Type: "tool", Name: "add"}, Thinking: &ThinkingConfig{Adaptive: true}}},
 		{"tool_choice_none", Request{Model: "claude-x", Messages: conv[:1], ToolChoice: &ToolChoice{Type: "none"}}},
+		{"container", Request{Model: "claude-x", Messages: conv[:1], Container: "container_011CWHPPTDTn1XufeRB9uHeH"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -85,9 +85,9 @@ func (d *decoder) messageStart(data []byte) (Event, error) {
 		return nil, malformed("message_start", data)
 	}
 	var (
-		id, model, content, usage []byte
-		md                        MessageDelta
-		stopped                   bool // stop_reason is not null
+		id, model, content, usage, container []byte
+		md                                   MessageDelta
+		stopped                              bool // stop_reason is not null
 	)
 	bad := false
 	sc = scanObject(msg)
@@ -101,6 +101,8 @@ func (d *decoder) messageStart(data []byte) (Event, error) {
 			content = v
 		case "usage":
 			usage = v
+		case "container":
+			container = v
 		case "stop_reason":
 			stopped = string(v) != "null"
 			bad = bad || !d.stopField(k, v, &md)
@@ -109,13 +111,14 @@ func (d *decoder) messageStart(data []byte) (Event, error) {
 		}
 	}
 	ms := MessageStart{}
-	var ok1, ok2 bool
+	var ok1, ok2, ok3 bool
 	ms.ID, ok1 = optString(id, &d.strBuf)
 	ms.Model, ok2 = optString(model, &d.strBuf)
+	ms.Container, ok3 = d.containerID(container)
 	// A second message_start restarts the turn (a proxy spliced two
 	// responses); usage starts over with it.
 	d.usage = Usage{}
-	if sc.err() || bad || !ok1 || !ok2 || !d.mergeUsage(usage, &d.usage) {
+	if sc.err() || bad || !ok1 || !ok2 || !ok3 || !d.mergeUsage(usage, &d.usage) {
 		return nil, malformed("message_start", data)
 	}
 	ms.Usage = d.usage
@@ -136,10 +139,31 @@ func (d *decoder) messageStart(data []byte) (Event, error) {
 		}
 	}
 	if stopped {
-		md.Usage = d.usage
+		md.Usage, md.Container = d.usage, ms.Container
 		d.queue = append(d.queue, md)
 	}
 	return ms, nil
+}
+
+// containerID reads the id of v, a container object such as
+// {"id":"container_…","expires_at":"…"}. Absent and null give "". The
+// expiry is not kept: the API renews it with every use, and a request that
+// names an expired container gets a clear error.
+func (d *decoder) containerID(v []byte) (string, bool) {
+	if v == nil || string(v) == "null" {
+		return "", true
+	}
+	var id []byte
+	sc := scanObject(v)
+	for k, f, ok := sc.next(&d.keyBuf); ok; k, f, ok = sc.next(&d.keyBuf) {
+		if string(k) == "id" {
+			id = f
+		}
+	}
+	if sc.err() {
+		return "", false
+	}
+	return optString(id, &d.strBuf)
 }
 
 // optString is the value of an optional string field: absent and null
@@ -167,8 +191,13 @@ func (d *decoder) messageDelta(data []byte) (Event, error) {
 	if delta != nil && string(delta) != "null" {
 		ds := scanObject(delta)
 		for k, v, ok := ds.next(&d.keyBuf); ok; k, v, ok = ds.next(&d.keyBuf) {
-			if string(k) == "stop_reason" || string(k) == "stop_sequence" {
+			switch string(k) {
+			case "stop_reason", "stop_sequence":
 				bad = bad || !d.stopField(k, v, &md)
+			case "container":
+				var ok bool
+				md.Container, ok = d.containerID(v)
+				bad = bad || !ok
 			}
 		}
 		bad = bad || ds.err()

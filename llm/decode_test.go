@@ -122,6 +122,26 @@ func TestDecode(t *testing.T) {
 			BlockStop{}},
 		wantErr: ErrIncompleteStream,
 	}, {
+		// Shapes of vercel_ptc_step1_… and vercel_ptc_step2_… in the
+		// shared recordings: the container in message_delta, then in a
+		// message_start that carries the whole turn.
+		name: "container in message_delta and message_start",
+		in: sseStart + "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\",\"stop_sequence\":null,\"container\":{\"id\":\"container_011CWHPPTDTn1XufeRB9uHeH\",\"expires_at\":\"2025-12-20T05:33:35.789626Z\"}},\"usage\":{\"output_tokens\":725,\"server_tool_use\":{\"web_search_requests\":0}}}\n\n" +
+			"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_2\",\"model\":\"m\",\"content\":[],\"container\":{\"id\":\"container_2\",\"expires_at\":\"2025-12-20T05:33:37.969567Z\"},\"stop_reason\":\"tool_use\",\"stop_sequence\":null,\"usage\":{\"input_tokens\":0,\"output_tokens\":0}}}\n\n" +
+			"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"container\":null},\"usage\":{\"output_tokens\":3}}\n\n",
+		want: []Event{evStart,
+			MessageDelta{StopReason: ToolUseStop, Container: "container_011CWHPPTDTn1XufeRB9uHeH",
+				Usage: Usage{InputTokens: 10, OutputTokens: 725, CacheReadInputTokens: 5}},
+			MessageStart{ID: "msg_2", Model: "m", Container: "container_2"},
+			MessageDelta{StopReason: ToolUseStop, Container: "container_2"},
+			MessageDelta{StopReason: EndTurn, Usage: Usage{OutputTokens: 3}}},
+		wantErr: ErrIncompleteStream,
+	}, {
+		name:    "malformed container",
+		in:      sseStart + "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"container\":{\"id\":7}}}\n\n",
+		want:    []Event{evStart},
+		wantErr: ErrMalformedEvent,
+	}, {
 		name:    "ends without message_stop",
 		in:      sseStart,
 		want:    []Event{evStart},

@@ -11,11 +11,14 @@ import "encoding/json"
 // message content.
 type Event interface{ isEvent() }
 
-// MessageStart opens a turn.
+// MessageStart opens a turn. Container is as in [MessageDelta]; the API
+// sets it here when a turn resumes in a container (programmatic tool
+// calling).
 type MessageStart struct {
-	ID    string
-	Model string
-	Usage Usage
+	ID        string
+	Model     string
+	Usage     Usage
+	Container string
 }
 
 // TextStart opens a text block. Text is usually empty; deltas follow.
@@ -102,10 +105,17 @@ type BlockStop struct {
 
 // MessageDelta carries the stop reason. Usage is cumulative for the turn:
 // the decoder has already merged it with MessageStart's usage.
+//
+// Container is the id of the code execution container the turn ran code
+// in, from the delta's container object; empty when the turn used none.
+// The next request must send it back, as [Request].Container, for the
+// model to go on in the same container: programmatic tool calling cannot
+// continue without it.
 type MessageDelta struct {
 	StopReason   StopReason
 	StopSequence string
 	Usage        Usage
+	Container    string
 }
 
 // MessageStop ends a turn successfully. A stream that ends without it is

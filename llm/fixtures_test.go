@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -171,5 +172,36 @@ func TestFixturesDecode(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFixturesContainer checks that the container id of every recorded
+// code execution stream reaches Assembler.Container: the last one the
+// stream names, as the next request must send it.
+func TestFixturesContainer(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(testenv.Fixtures(t), "*.sse"))
+	idRE := regexp.MustCompile(`"container":\{"id":"([^"]+)"`)
+	found := 0
+	for _, path := range files {
+		name := filepath.Base(path)
+		stream := readFixture(t, filepath.Dir(path), name)
+		ids := idRE.FindAllSubmatch(stream, -1)
+		if ids == nil {
+			continue
+		}
+		found++
+		t.Run(name, func(t *testing.T) {
+			evs, _ := decodeAll(bytes.NewReader(stream))
+			var a Assembler
+			for _, ev := range evs {
+				a.Add(ev)
+			}
+			if want := string(ids[len(ids)-1][1]); a.Container() != want {
+				t.Errorf("Container() = %q, want %q", a.Container(), want)
+			}
+		})
+	}
+	if found == 0 {
+		t.Error("no recorded stream names a container")
 	}
 }

@@ -28,6 +28,10 @@ type Request struct {
 	// prompt and the last message, so that each call of a loop reads the
 	// previous call's prefix from the prompt cache.
 	Cache bool
+	// Container is sent as container: the id of a code execution container
+	// to reuse, as the previous turn's [MessageDelta].Container reported.
+	// Empty sends none. count_tokens does not take it.
+	Container string
 	// Temperature, when non-nil, is sent as temperature.
 	Temperature *float64
 	// Extra holds top-level fields to send as they are, so that new API
