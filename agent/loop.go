@@ -252,11 +252,9 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 		// The turn ran out of room: turn compacts and asks again.
 		return t, errContextWindow
 	}
-	// Only the last block can be cut short, by max_tokens. Cut text is kept
-	// as it is. A cut tool_use is never run: it stays in the turn with
-	// input {} and gets an is_error result saying it was cut off, so that
-	// the model can write it again. Other cut blocks (unsigned thinking, a
-	// server tool call) cannot be sent back and are dropped.
+	// Only the last block can be cut, by max_tokens. Cut text is kept. A
+	// cut tool_use is never run: it keeps input {} and gets an is_error
+	// result, so the model writes it again. Other cut blocks are dropped.
 	for _, b := range asm.Incomplete() {
 		switch b := b.(type) {
 		case llm.Text:
@@ -292,12 +290,11 @@ func (r *run) observe(t *turn) (State, bool) {
 	}
 	switch t.stop {
 	case llm.PauseTurn:
-		// The server paused a long server-tool turn: sending it back as
-		// the last message lets the model resume it.
+		// Sent back as the last message, the paused turn resumes.
 		return "", true
 	case llm.MaxTokens:
 		return MaxTokens, false
-	case llm.EndTurn, llm.StopSequence:
+	case llm.EndTurn, llm.StopSequence, llm.ToolUseStop: // tool_use: only server tools ran
 	default:
 		r.log.Warn("agent: unknown stop reason; treating it as end_turn", "stop_reason", t.stop)
 	}

@@ -195,6 +195,16 @@ func TestStopReasons(t *testing.T) {
 			}
 		},
 	}, {
+		name: "tool_use with only server tools finishes quietly",
+		replies: []at.Reply{at.NewStream().
+			ServerToolUse("srvtoolu_1", "web_search", `{"query":"go"}`).
+			Block(`{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[]}`).
+			Text("Nothing found.").Stop("tool_use")},
+		state:    Finished,
+		text:     "Nothing found.",
+		requests: 1,
+		events:   []string{"turn_start", "done"},
+	}, {
 		name:     "unknown stop reason is end_turn",
 		replies:  []at.Reply{at.NewStream().Text("hm").Stop("brand_new_reason")},
 		state:    Finished,
@@ -239,6 +249,9 @@ func TestStopReasons(t *testing.T) {
 			validHistory(t, a.History())
 			if tt.check != nil {
 				tt.check(t, reqs, a.History())
+			}
+			if strings.HasSuffix(tt.name, "finishes quietly") && strings.Contains(logs.String(), "unknown stop reason") {
+				t.Errorf("a known stop reason was logged as unknown; logs:\n%s", logs.String())
 			}
 			if tt.name == "unknown stop reason is end_turn" && !strings.Contains(logs.String(), "brand_new_reason") {
 				t.Errorf("no log line for the unknown stop reason; logs:\n%s", logs.String())
