@@ -137,14 +137,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return // the client went away mid-body
 	}
 	s.mu.Lock()
-	req := &Request{
-		N:      len(s.reqs) + 1,
-		Method: r.Method,
-		Path:   r.URL.Path,
-		Query:  r.URL.RawQuery,
-		Header: r.Header.Clone(),
-		Body:   body,
-	}
+	req := newRequest(r, len(s.reqs)+1, body)
 	s.reqs = append(s.reqs, req)
 	var reply Reply
 	if len(s.queue) > 0 {
@@ -173,6 +166,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	reply.serve(w, c)
 }
 
+// newRequest records r, whose body was read as body, as the n-th request
+// of its kind.
+func newRequest(r *http.Request, n int, body []byte) *Request {
+	return &Request{N: n, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body}
+}
+
 // serveCount answers a count_tokens request as the API does: 200
 // application/json, a request-id header, and {"input_tokens":N}.
 func (s *Server) serveCount(w http.ResponseWriter, r *http.Request) {
@@ -181,14 +180,7 @@ func (s *Server) serveCount(w http.ResponseWriter, r *http.Request) {
 		return // the client went away mid-body
 	}
 	s.mu.Lock()
-	req := &Request{
-		N:      len(s.counts) + 1,
-		Method: r.Method,
-		Path:   r.URL.Path,
-		Query:  r.URL.RawQuery,
-		Header: r.Header.Clone(),
-		Body:   body,
-	}
+	req := newRequest(r, len(s.counts)+1, body)
 	s.counts = append(s.counts, req)
 	count := s.count
 	s.mu.Unlock()
