@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -14,28 +13,11 @@ import (
 	"github.com/agentloop/agentloop/tool"
 )
 
-// A Model streams one model turn. [*llm.Client] satisfies it; a fake for
-// tests is a function that yields scripted [llm.Event]s.
-type Model interface {
-	Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error]
-}
-
-// ModelFunc adapts a function to the [Model] interface, which keeps a
-// [Config.Middleware] a few lines long.
-type ModelFunc func(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error]
-
-// Stream calls f(ctx, req).
-func (f ModelFunc) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
-	return f(ctx, req)
-}
-
 // DefaultModel is the model name used when [Config.ModelName] is empty.
 const DefaultModel = "claude-sonnet-5-5"
 
 // Defaults for the zero values of [Config].
 const (
-	// DefaultMaxTokens is the output cap of each turn.
-	DefaultMaxTokens = 8192
 	// DefaultMaxIterations is the cap on the model calls of one run.
 	DefaultMaxIterations = 20
 	// DefaultRepeatLimit is the default Config.RepeatLimit: the third
@@ -50,12 +32,12 @@ const (
 // every other field has a sensible default, documented on the field.
 type Config struct {
 	// Model streams model turns. Required. An [*llm.Client] in production.
-	Model Model
+	Model llm.Model
 	// ModelName is the model to call. Default [DefaultModel].
 	ModelName string
 	// System is the system prompt. Default none.
 	System string
-	// MaxTokens caps each turn's output. Default [DefaultMaxTokens].
+	// MaxTokens caps each turn's output. Default [llm.DefaultMaxTokens].
 	MaxTokens int
 	// Thinking turns on extended thinking. Default nil: off.
 	Thinking *llm.ThinkingConfig
@@ -98,7 +80,7 @@ type Config struct {
 	// result "denied: <error>". Default nil: every call is approved.
 	Approve func(ctx context.Context, call tool.Call) error
 	// Middleware wraps Model, for logging and tracing. Default nil.
-	Middleware func(Model) Model
+	Middleware func(llm.Model) llm.Model
 	// RepeatLimit is how many times in a row the same tool may be called
 	// with the same input. The call that reaches the limit is not run; the
 	// model gets an is_error result saying it is repeating itself. Default
@@ -117,7 +99,7 @@ type Config struct {
 // many conversations, make many Agents, which are cheap.
 type Agent struct {
 	cfg   Config
-	model Model
+	model llm.Model
 	log   *slog.Logger
 	// retryDelay is the wait before retrying a turn; tests shorten it.
 	retryDelay func(attempt int, err error) time.Duration
@@ -156,7 +138,7 @@ func New(cfg Config) (*Agent, error) {
 		cfg.ModelName = DefaultModel
 	}
 	if cfg.MaxTokens == 0 {
-		cfg.MaxTokens = DefaultMaxTokens
+		cfg.MaxTokens = llm.DefaultMaxTokens
 	}
 	if th := cfg.Thinking; th != nil && !th.Adaptive && th.BudgetTokens >= cfg.MaxTokens {
 		// The API's rule: the thinking budget is part of max_tokens.
@@ -179,7 +161,7 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Pricing == nil {
 		cfg.Pricing = memory.DefaultPricing
 	}
-	a := &Agent{cfg: cfg, model: cfg.Model, log: cfg.Logger, retryDelay: backoff}
+	a := &Agent{cfg: cfg, model: cfg.Model, log: cfg.Logger, retryDelay: llm.Backoff}
 	if cfg.Middleware != nil {
 		a.model = cfg.Middleware(cfg.Model)
 		if a.model == nil {

@@ -25,9 +25,9 @@ func TestNew(t *testing.T) {
 		{"negative MaxTotalTokens", Config{Model: model, MaxTotalTokens: -1}, "MaxTotalTokens is negative"},
 		{"negative MaxAttempts", Config{Model: model, MaxAttempts: -1}, "MaxAttempts is negative"},
 		{"thinking budget over MaxTokens", Config{Model: model, MaxTokens: 1000, Thinking: &llm.ThinkingConfig{BudgetTokens: 1000}}, "BudgetTokens"},
-		{"thinking budget over the default MaxTokens", Config{Model: model, Thinking: &llm.ThinkingConfig{BudgetTokens: DefaultMaxTokens}}, "BudgetTokens"},
+		{"thinking budget over the default MaxTokens", Config{Model: model, Thinking: &llm.ThinkingConfig{BudgetTokens: llm.DefaultMaxTokens}}, "BudgetTokens"},
 		{"adaptive thinking needs no budget", Config{Model: model, MaxTokens: 1000, Thinking: &llm.ThinkingConfig{Adaptive: true}}, ""},
-		{"middleware returning nil", Config{Model: model, Middleware: func(Model) Model { return nil }}, "nil Model"},
+		{"middleware returning nil", Config{Model: model, Middleware: func(llm.Model) llm.Model { return nil }}, "nil Model"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -41,7 +41,7 @@ func TestNew(t *testing.T) {
 					c.MaxAttempts != DefaultMaxAttempts || a.History() == nil || c.Pricing == nil || a.log == nil {
 					t.Errorf("defaults not filled: %+v", c)
 				}
-				if tt.cfg.MaxTokens == 0 && c.MaxTokens != DefaultMaxTokens {
+				if tt.cfg.MaxTokens == 0 && c.MaxTokens != llm.DefaultMaxTokens {
 					t.Errorf("MaxTokens = %d", c.MaxTokens)
 				}
 				return

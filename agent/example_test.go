@@ -8,9 +8,9 @@ import (
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/anthropictest"
-	"github.com/agentloop/agentloop/examples/calculator/calculator"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
+	"github.com/agentloop/agentloop/tools/calculator"
 )
 
 // The calculator loop, against the in-process fake server: the model asks

@@ -15,10 +15,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agentloop/agentloop/anthropictest"
-	"github.com/agentloop/agentloop/examples/calculator/calculator"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/tool"
+	"github.com/agentloop/agentloop/tools/calculator"
 )
 
 func TestMain(m *testing.M) {
@@ -53,7 +53,7 @@ func fake(t testing.TB, replies ...anthropictest.Reply) (*anthropictest.Server, 
 
 // newAgent returns an agent over model with cfg, failing the test on error.
 // Retries do not wait.
-func newAgent(t testing.TB, model Model, cfg Config) *Agent {
+func newAgent(t testing.TB, model llm.Model, cfg Config) *Agent {
 	t.Helper()
 	cfg.Model = model
 	a, err := New(cfg)

@@ -262,8 +262,8 @@ func TestMiddleware(t *testing.T) {
 	var seen []string
 	a := newAgent(t, client, Config{
 		System: "sys",
-		Middleware: func(next Model) Model {
-			return ModelFunc(func(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
+		Middleware: func(next llm.Model) llm.Model {
+			return llm.ModelFunc(func(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
 				seen = append(seen, req.System)
 				return next.Stream(ctx, req)
 			})

@@ -37,7 +37,7 @@ func TestTextTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Model != DefaultModel || p.MaxTokens != DefaultMaxTokens || !p.Stream {
+	if p.Model != DefaultModel || p.MaxTokens != llm.DefaultMaxTokens || !p.Stream {
 		t.Errorf("request params = %+v", p)
 	}
 	msgs := a.History().Messages()
@@ -180,7 +180,7 @@ func TestToolDuration(t *testing.T) {
 				llm.MessageStop{}).
 			add(nil, textTurn("done", llm.EndTurn)...)
 		// The model keeps streaming for ten seconds after the call started.
-		slowModel := ModelFunc(func(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
+		slowModel := llm.ModelFunc(func(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
 			return func(yield func(llm.Event, error) bool) {
 				for ev, err := range model.Stream(ctx, req) {
 					if _, ok := ev.(llm.TextStart); ok {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"math/rand/v2"
 	"time"
 
 	"github.com/agentloop/agentloop/llm"
@@ -95,16 +94,4 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
-}
-
-// backoff is the wait before attempt+1 of a turn that failed with err: the
-// server's retry-after when it sent one (up to a minute), else the official
-// SDKs' schedule, 0.5 s doubling to at most 8 s, less up to 25% of jitter so
-// that many agents do not retry in step.
-func backoff(attempt int, err error) time.Duration {
-	if ae, ok := errors.AsType[*llm.APIError](err); ok && ae.RetryAfter > 0 && ae.RetryAfter <= time.Minute {
-		return ae.RetryAfter
-	}
-	d := min(500*time.Millisecond<<(attempt-1), 8*time.Second)
-	return d - time.Duration(rand.Int64N(int64(d)/4+1))
 }

@@ -31,8 +31,8 @@ func TestEagerToolStart(t *testing.T) {
 	)
 	tt := newTools(t)
 	var order []string // what happened, in order
-	hold := func(next Model) Model {
-		return ModelFunc(func(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
+	hold := func(next llm.Model) llm.Model {
+		return llm.ModelFunc(func(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
 			return func(yield func(llm.Event, error) bool) {
 				for ev, err := range next.Stream(ctx, req) {
 					if !yield(ev, err) {

@@ -10,8 +10,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 )
 
-// defaultMaxTokens is sent when Request.MaxTokens is zero.
-const defaultMaxTokens = 4096
+// DefaultMaxTokens is sent when Request.MaxTokens is zero.
 
 // cacheControl is the breakpoint Request.Cache places.
 const cacheControl = `"cache_control":{"type":"ephemeral"}`
@@ -104,7 +103,7 @@ func messageParams(r Request) (anthropic.MessageNewParams, error) {
 		StopSequences: r.StopSequences,
 	}
 	if p.MaxTokens <= 0 {
-		p.MaxTokens = defaultMaxTokens
+		p.MaxTokens = DefaultMaxTokens
 	}
 	for _, t := range b.tools {
 		p.Tools = append(p.Tools, param.Override[anthropic.ToolUnionParam](t))

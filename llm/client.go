@@ -283,31 +283,17 @@ func (c *Client) retry(ctx context.Context, committed func() bool, attempt func(
 		if committed() || !IsRetryable(err) || n >= c.maxAttempts {
 			return err
 		}
-		wait := c.backoff(n)
-		if ae, ok := errors.AsType[*APIError](err); ok && ae.RetryAfter > 0 {
-			if ae.RetryAfter > c.maxRetryWait {
-				c.log.Info("llm: server asks to wait longer than MaxRetryWait; giving up",
-					"retry_after", ae.RetryAfter, "max", c.maxRetryWait, "err", err)
-				return err
-			}
-			wait = ae.RetryAfter
+		if ae, ok := errors.AsType[*APIError](err); ok && ae.RetryAfter > c.maxRetryWait {
+			c.log.Info("llm: server asks to wait longer than MaxRetryWait; giving up",
+				"retry_after", ae.RetryAfter, "max", c.maxRetryWait, "err", err)
+			return err
 		}
+		wait := backoff(n, err, c.jitter)
 		c.log.Info("llm: retrying", "attempt", n+1, "of", c.maxAttempts, "wait", wait, "err", err)
 		if err := c.sleep(ctx, wait); err != nil {
 			return err
 		}
 	}
-}
-
-// backoff is the wait before attempt n+1 when the server asked for none:
-// 0.5 s·2ⁿ⁻¹, capped at 8 s, less up to a quarter of jitter so that many
-// clients do not come back in step.
-func (c *Client) backoff(n int) time.Duration {
-	d := 8 * time.Second
-	if n < 5 {
-		d = 500 * time.Millisecond << (n - 1)
-	}
-	return d - time.Duration(c.jitter(int64(d/4)))
 }
 
 // sleepCtx waits for d or until ctx is done.

@@ -176,7 +176,7 @@ func TestFakeServerRequest(t *testing.T) {
 		t.Error(err)
 	}
 	p, err := r.Params()
-	if err != nil || !p.Stream || p.MaxTokens != defaultMaxTokens || p.Model != "claude-x" {
+	if err != nil || !p.Stream || p.MaxTokens != DefaultMaxTokens || p.Model != "claude-x" {
 		t.Errorf("params %+v, %v", p, err)
 	}
 	for k, want := range map[string]string{"Anthropic-Version": "2026-10-21", "Anthropic-Beta": "b1"} {

@@ -8,7 +8,7 @@ import "encoding/json"
 type Request struct {
 	// Model is the model name, for example "claude-sonnet-5-5". Required.
 	Model string
-	// MaxTokens caps the output. Zero means 4096.
+	// MaxTokens caps the output. Zero means [DefaultMaxTokens].
 	MaxTokens int
 	// System is the system prompt. Empty means none.
 	System string

@@ -60,7 +60,7 @@ type Compaction struct {
 // step 3, except for a cancelled ctx. After Config.MaxCompactionSteps steps,
 // or when nothing more can be removed, Compact returns an error wrapping
 // [ErrCannotCompact] if the history is still over the limit.
-func (h *History) Compact(ctx context.Context, m Model) (Compaction, error) {
+func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) {
 	c := Compaction{Before: h.Tokens()}
 	if fixes := h.Repair(); fixes != nil {
 		c.Steps = append(c.Steps, "repaired: "+strings.Join(fixes, ", "))
@@ -198,7 +198,7 @@ func (h *History) clearOld(keep int) (results, images int) {
 // summarise replaces the messages before the newest keep turns with a
 // summary written by m, and returns how many messages it replaced (zero
 // when there is nothing worth summarising) and the call's usage.
-func (h *History) summarise(ctx context.Context, m Model, keep int) (int, llm.Usage, error) {
+func (h *History) summarise(ctx context.Context, m llm.Model, keep int) (int, llm.Usage, error) {
 	end := h.cutIndex(keep)
 	// The transcript must fit the summariser's own window, with a 10%
 	// margin for the estimate.
@@ -292,7 +292,7 @@ func (h *History) cutHead() entry {
 }
 
 // collectText runs one call and returns its text and usage.
-func collectText(ctx context.Context, m Model, req llm.Request) (string, llm.Usage, error) {
+func collectText(ctx context.Context, m llm.Model, req llm.Request) (string, llm.Usage, error) {
 	var b strings.Builder
 	var u llm.Usage
 	stopped := false

@@ -137,7 +137,7 @@ func TestCompactSummarises(t *testing.T) {
 func TestCompactHardCut(t *testing.T) {
 	tests := []struct {
 		name      string
-		model     Model
+		model     llm.Model
 		wantSteps []string // prefixes
 	}{
 		{"no model", nil, []string{"cleared", "dropped"}},

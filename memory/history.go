@@ -3,18 +3,11 @@ package memory
 import (
 	"context"
 	"encoding/json"
-	"iter"
 	"log/slog"
 	"strings"
 
 	"github.com/agentloop/agentloop/llm"
 )
-
-// Model streams one model turn. *llm.Client satisfies it; [History.Compact]
-// uses it for the summarisation call.
-type Model interface {
-	Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error]
-}
 
 // TokenCounter counts the input tokens of a request exactly, with the API's
 // count_tokens endpoint. *llm.Client satisfies it.
@@ -35,7 +28,7 @@ type Config struct {
 	ContextWindow int
 
 	// MaxTokens is the max_tokens of the main turns: room the reply needs
-	// inside the window. Default: 4096 (llm's default).
+	// inside the window. Default: [llm.DefaultMaxTokens].
 	MaxTokens int
 
 	// ContextLimit is the compaction threshold in tokens: NeedsCompaction
@@ -87,7 +80,7 @@ func (cfg Config) withDefaults() Config {
 		cfg.ContextWindow = 200_000
 	}
 	if cfg.MaxTokens <= 0 {
-		cfg.MaxTokens = 4096
+		cfg.MaxTokens = llm.DefaultMaxTokens
 	}
 	if cfg.ContextLimit <= 0 {
 		cfg.ContextLimit = max(1, cfg.ContextWindow-cfg.MaxTokens-cfg.ContextWindow/20)

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/agentloop/agentloop/anthropictest"
-	"github.com/agentloop/agentloop/examples/calculator/calculator"
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/tools/calculator"
 )
 
 // demoPrompt is the question of the demo's scripted session.

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/llm"
 )
 
@@ -133,9 +132,9 @@ func httpClient(log *slog.Logger, verbose bool) *http.Client {
 
 // logModel wraps the model for -v: a line per model call and per finished
 // turn, with sizes and usage but not the content.
-func logModel(log *slog.Logger) func(agent.Model) agent.Model {
-	return func(m agent.Model) agent.Model {
-		return agent.ModelFunc(func(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
+func logModel(log *slog.Logger) func(llm.Model) llm.Model {
+	return func(m llm.Model) llm.Model {
+		return llm.ModelFunc(func(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
 			return func(yield func(llm.Event, error) bool) {
 				log.Debug("model call", "model", req.Model, "messages", len(req.Messages), "tools", len(req.Tools),
 					"max_tokens", req.MaxTokens, "thinking", req.Thinking != nil, "cache", req.Cache)

@@ -11,18 +11,18 @@ import (
 	"strings"
 
 	"github.com/agentloop/agentloop/agent"
-	"github.com/agentloop/agentloop/examples/calculator/calculator"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/mcptool"
 	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/tool"
+	"github.com/agentloop/agentloop/tools/calculator"
 )
 
 // Defaults shown in --help. They are the library's own, so that the CLI
 // and a program using the packages behave alike.
 const (
 	defaultModel         = agent.DefaultModel
-	defaultMaxTokens     = agent.DefaultMaxTokens
+	defaultMaxTokens     = llm.DefaultMaxTokens
 	defaultMaxIterations = agent.DefaultMaxIterations
 )
 
@@ -171,7 +171,7 @@ type session struct {
 // newSession builds the agent: tools, MCP servers, history.
 //
 // lesson turns on the demo's commentary in the renderer.
-func (c *cli) newSession(ctx context.Context, o *options, model agent.Model, logger *slog.Logger, stdout, stderr io.Writer, lesson bool) (*session, error) {
+func (c *cli) newSession(ctx context.Context, o *options, model llm.Model, logger *slog.Logger, stdout, stderr io.Writer, lesson bool) (*session, error) {
 	s := &session{o: o, stderr: stderr, log: logger}
 	s.render = c.newRenderer(o, stdout, stderr, lesson)
 

@@ -20,9 +20,9 @@ import (
 	"strings"
 
 	"github.com/agentloop/agentloop/agent"
-	"github.com/agentloop/agentloop/examples/calculator/calculator"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
+	"github.com/agentloop/agentloop/tools/calculator"
 )
 
 // question is asked when the command line gives none.

@@ -7,9 +7,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/agentloop/agentloop/examples/calculator/calculator"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
+	"github.com/agentloop/agentloop/tools/calculator"
 )
 
 func TestCalculator(t *testing.T) {
