@@ -119,7 +119,7 @@ func (r *run) act(t *turn) {
 	results := make([]llm.ToolResult, len(t.calls))
 	for i, p := range t.calls {
 		results[i] = p.result()
-		r.emit(ToolResult{
+		r.emit(ToolDone{
 			ID:       p.call.ID,
 			Name:     p.call.Name,
 			Content:  llm.TextOf(results[i].Content),

@@ -186,7 +186,7 @@ func BenchmarkEagerTools(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					if r, ok := ev.(ToolResult); ok {
+					if r, ok := ev.(ToolDone); ok {
 						if r.IsError {
 							b.Fatalf("tool failed: %+v", r)
 						}

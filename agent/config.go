@@ -188,19 +188,19 @@ const (
 	// Refused means the model's safety classifiers stopped the turn. The
 	// run's prompt and turns are taken back out of the history.
 	Refused State = "refused"
-	// MaxIterations means the run hit Config.MaxIterations.
-	MaxIterations State = "max_iterations"
-	// MaxTokens means the answer was cut off by Config.MaxTokens.
-	MaxTokens State = "max_tokens"
+	// IterationLimit means the run hit Config.IterationLimit.
+	IterationLimit State = "iteration_limit"
+	// Truncated means the answer was cut off by Config.Truncated.
+	Truncated State = "truncated"
 	// Cancelled means the context was cancelled, or the caller stopped
 	// reading the stream.
 	Cancelled State = "cancelled"
 	// Failed means an error ended the run; it is returned alongside.
-	Failed State = "error"
-	// Timeout means the run hit Config.MaxDuration.
-	Timeout State = "max_duration"
+	Failed State = "failed"
+	// TimeLimit means the run hit Config.MaxDuration.
+	TimeLimit State = "time_limit"
 	// TokenLimit means the run hit Config.MaxTotalTokens.
-	TokenLimit State = "max_total_tokens"
+	TokenLimit State = "token_limit"
 )
 
 // Result is the outcome of a run.

@@ -36,7 +36,7 @@
 // with a log line.
 //
 // max_tokens can cut only the last block of a turn. Cut text ends the run
-// in state [MaxTokens], with the text kept. A cut tool_use is never run: it
+// in state [Truncated], with the text kept. A cut tool_use is never run: it
 // stays in the history with input {} and gets an is_error result telling
 // the model its output was cut off, and the loop goes on, so the model can
 // write the call again, shorter. The other calls of the turn, complete,

@@ -52,7 +52,7 @@ func Example() {
 			fmt.Printf("text: %s\n", ev.Text)
 		case agent.ToolCall:
 			fmt.Printf("call: %s %s\n", ev.Name, ev.Input)
-		case agent.ToolResult:
+		case agent.ToolDone:
 			fmt.Printf("result: %s\n", ev.Content)
 		case agent.Done:
 			fmt.Printf("-- %s after %d turns: %s\n", ev.Result.State, ev.Result.Iterations, ev.Result.Text)

@@ -150,7 +150,7 @@ func TestPromptTooLong(t *testing.T) {
 		if err != nil || res.State != Finished || res.Text != "fits now" {
 			t.Fatalf("result %+v, %v", res, err)
 		}
-		want := []string{"turn_start", "compaction", "retry", "turn_start", "done"}
+		want := []string{"turn_start", "compacted", "retry", "turn_start", "done"}
 		if diff := cmp.Diff(want, kinds(evs, false)); diff != "" {
 			t.Errorf("events (-want +got):\n%s", diff)
 		}
@@ -187,11 +187,11 @@ func TestCompactBeforeRequest(t *testing.T) {
 	if err != nil || res.State != Finished {
 		t.Fatalf("result %+v, %v", res, err)
 	}
-	want := []string{"compaction", "turn_start", "done"}
+	want := []string{"compacted", "turn_start", "done"}
 	if diff := cmp.Diff(want, kinds(evs, false)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
-	c := eventsOf[Compaction](evs)[0]
+	c := eventsOf[Compacted](evs)[0]
 	if c.After >= c.Before || len(c.Steps) == 0 {
 		t.Errorf("compaction = %+v", c)
 	}
@@ -223,7 +223,7 @@ func TestSummaryUsesAgentModel(t *testing.T) {
 	if p, err := reqs[0].Params(); err != nil || p.Model != model {
 		t.Errorf("summary request model = %+v, %v; want %q", p, err, model)
 	}
-	c := eventsOf[Compaction](evs)
+	c := eventsOf[Compacted](evs)
 	if len(c) != 1 || !slices.ContainsFunc(c[0].Steps, func(s string) bool { return strings.HasPrefix(s, "summarised") }) {
 		t.Errorf("compactions = %+v, want one that summarised", c)
 	}
@@ -249,10 +249,10 @@ func TestCompactionReportedWhenStillTooLong(t *testing.T) {
 	if err != nil || res.State != Finished {
 		t.Fatalf("result %+v, %v", res, err)
 	}
-	if diff := cmp.Diff([]string{"compaction", "turn_start", "done"}, kinds(evs, false)); diff != "" {
+	if diff := cmp.Diff([]string{"compacted", "turn_start", "done"}, kinds(evs, false)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
-	if c := eventsOf[Compaction](evs); len(c) == 1 && (c[0].After >= c[0].Before || len(c[0].Steps) == 0) {
+	if c := eventsOf[Compacted](evs); len(c) == 1 && (c[0].After >= c[0].Before || len(c[0].Steps) == 0) {
 		t.Errorf("compaction = %+v, want steps that shrank the history", c[0])
 	}
 	if n := len(srv.Requests()); n < 2 {

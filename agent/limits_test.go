@@ -40,9 +40,9 @@ func TestMaxIterations(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := Result{State: MaxIterations, Iterations: 3}
+			want := Result{State: IterationLimit, Iterations: 3}
 			if final {
-				want = Result{State: MaxIterations, Iterations: 4, Text: "Best effort: 42."}
+				want = Result{State: IterationLimit, Iterations: 4, Text: "Best effort: 42."}
 			}
 			if res.State != want.State || res.Iterations != want.Iterations || res.Text != want.Text {
 				t.Errorf("result = %+v, want %+v", res, want)
@@ -87,8 +87,8 @@ func TestMaxDuration(t *testing.T) {
 			_, client := fake(t, reply)
 			a := newAgent(t, client, Config{Tools: newTools(t).reg, MaxDuration: 50 * time.Millisecond})
 			_, res, err := collect(t, a.Stream(t.Context(), "slow"))
-			if err != nil || res.State != Timeout {
-				t.Errorf("result = %+v, %v; want state %q and no error", res, err, Timeout)
+			if err != nil || res.State != TimeLimit {
+				t.Errorf("result = %+v, %v; want state %q and no error", res, err, TimeLimit)
 			}
 			validHistory(t, a.History())
 		})
@@ -129,7 +129,7 @@ func TestCancel(t *testing.T) {
 		var err error
 		for ev, e := range a.Stream(ctx, "hi") {
 			switch ev := ev.(type) {
-			case Usage:
+			case UsageUpdate:
 				// The turn is over and its call is running: cancel it.
 				<-tt.started
 				cancel()
@@ -169,7 +169,7 @@ func TestCancel(t *testing.T) {
 		for ev := range a.Stream(t.Context(), "hi") {
 			// Stop once the tool is running: the turn has ended, and the
 			// loop waits for the result.
-			if _, ok := ev.(Usage); ok {
+			if _, ok := ev.(UsageUpdate); ok {
 				<-tt.started
 				break
 			}
@@ -242,7 +242,7 @@ func TestRepeatLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []bool
-	for _, r := range eventsOf[ToolResult](evs) {
+	for _, r := range eventsOf[ToolDone](evs) {
 		got = append(got, r.IsError)
 		if r.IsError && !strings.Contains(r.Content, "repeating yourself") {
 			t.Errorf("result %+v does not say the model repeats itself", r)

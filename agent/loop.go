@@ -53,7 +53,7 @@ func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error
 		case r.stopped:
 			return
 		case err != nil && context.Cause(ctx) == errMaxDuration:
-			state, err = Timeout, nil
+			state, err = TimeLimit, nil
 		case err != nil && parent.Err() != nil:
 			state, err = Cancelled, parent.Err()
 		case err != nil:
@@ -124,7 +124,7 @@ func (r *run) loop(input string) (State, error) {
 		// one more call with tools disabled.
 		final := r.iter >= r.cfg.MaxIterations
 		if final && !r.cfg.FinalAnswer {
-			return MaxIterations, nil
+			return IterationLimit, nil
 		}
 		r.iter++
 		t, err := r.turn(final)
@@ -136,7 +136,7 @@ func (r *run) loop(input string) (State, error) {
 		case state == Refused, !final && !next:
 			return state, nil
 		case final:
-			return MaxIterations, nil
+			return IterationLimit, nil
 		}
 	}
 }
@@ -169,7 +169,7 @@ func (r *run) turn(final bool) (*turn, error) {
 		t, err := r.think(req, final)
 		r.usage = r.usage.Add(t.usage)
 		if err == nil {
-			r.emit(Usage{Turn: t.usage, Total: r.usage, CostUSD: r.cost()})
+			r.emit(UsageUpdate{Turn: t.usage, Total: r.usage, CostUSD: r.cost()})
 			return t, nil
 		}
 		switch {
@@ -293,7 +293,7 @@ func (r *run) observe(t *turn) (State, bool) {
 		// Sent back as the last message, the paused turn resumes.
 		return "", true
 	case llm.MaxTokens:
-		return MaxTokens, false
+		return Truncated, false
 	case llm.EndTurn, llm.StopSequence, llm.ToolUseStop: // tool_use: only server tools ran
 	default:
 		r.log.Warn("agent: unknown stop reason; treating it as end_turn", "stop_reason", t.stop)

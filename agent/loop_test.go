@@ -23,7 +23,7 @@ func TestTextTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"turn_start", "text_delta", "text_delta", "usage", "done"}
+	want := []string{"turn_start", "text_delta", "text_delta", "usage_update", "done"}
 	if diff := cmp.Diff(want, kinds(evs, true)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
@@ -58,7 +58,7 @@ func TestToolLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"turn_start", "tool_call_start", "tool_call", "tool_result", "turn_start", "done"}
+	want := []string{"turn_start", "tool_call_start", "tool_call", "tool_done", "turn_start", "done"}
 	if diff := cmp.Diff(want, kinds(evs, false)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
@@ -70,7 +70,7 @@ func TestToolLoop(t *testing.T) {
 	if call.ID != "toolu_1" || call.Name != "calculator" || string(call.Input) != `{"a": 3, "b": 5, "operation": "add"}` {
 		t.Errorf("tool call = %+v", call)
 	}
-	if r := eventsOf[ToolResult](evs)[0]; r.Content != "8" || r.IsError || r.ID != "toolu_1" || r.Name != "calculator" {
+	if r := eventsOf[ToolDone](evs)[0]; r.Content != "8" || r.IsError || r.ID != "toolu_1" || r.Name != "calculator" {
 		t.Errorf("tool result = %+v", r)
 	}
 	if res.State != Finished || res.Text != "3 + 5 = 8" || res.Iterations != 2 {
@@ -197,7 +197,7 @@ func TestToolDuration(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res := eventsOf[ToolResult](evs)
+		res := eventsOf[ToolDone](evs)
 		if len(res) != 1 || res[0].Content != "ok" || res[0].Duration != time.Second {
 			t.Errorf("tool results = %+v, want one \"ok\" that took exactly 1s", res)
 		}

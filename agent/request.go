@@ -66,7 +66,7 @@ func (r *run) compact() error {
 	if err == nil || len(c.Steps) > 0 {
 		r.reshape = true
 		r.log.Info("agent: compacted the history", slog.Int("before", c.Before), slog.Int("after", c.After), slog.Any("err", err))
-		r.emit(Compaction{Before: c.Before, After: c.After, Steps: c.Steps})
+		r.emit(Compacted{Before: c.Before, After: c.After, Steps: c.Steps})
 	}
 	return err
 }

@@ -77,7 +77,7 @@ func TestStopReasons(t *testing.T) {
 	}, {
 		name:     "max_tokens on text stops with its text kept",
 		replies:  []at.Reply{at.NewStream().Text("A long answer that was cu").Stop("max_tokens")},
-		state:    MaxTokens,
+		state:    Truncated,
 		text:     "A long answer that was cu",
 		requests: 1,
 		events:   []string{"turn_start", "done"},
@@ -99,7 +99,7 @@ func TestStopReasons(t *testing.T) {
 		state:    Finished,
 		text:     "I will retry shorter.",
 		requests: 2,
-		events:   []string{"turn_start", "tool_call_start", "tool_call", "tool_call_start", "tool_result", "tool_result", "turn_start", "done"},
+		events:   []string{"turn_start", "tool_call_start", "tool_call", "tool_call_start", "tool_done", "tool_done", "turn_start", "done"},
 		check: func(t *testing.T, reqs []*at.Request, h *memory.History) {
 			msgs := reqs[1].Messages()
 			asst := msgs[len(msgs)-2]
@@ -157,7 +157,7 @@ func TestStopReasons(t *testing.T) {
 		state:    Refused,
 		text:     "no",
 		requests: 2,
-		events:   []string{"turn_start", "tool_call_start", "tool_call", "tool_result", "turn_start", "done"},
+		events:   []string{"turn_start", "tool_call_start", "tool_call", "tool_done", "turn_start", "done"},
 		check: func(t *testing.T, reqs []*at.Request, h *memory.History) {
 			msgs := h.Messages()
 			if len(msgs) != 2 || !strings.HasPrefix(llm.TextOf(msgs[0].Content), "question") {
@@ -183,7 +183,7 @@ func TestStopReasons(t *testing.T) {
 		state:    Finished,
 		text:     "after compaction",
 		requests: 3, // turn, summary, turn
-		events:   []string{"turn_start", "compaction", "retry", "turn_start", "done"},
+		events:   []string{"turn_start", "compacted", "retry", "turn_start", "done"},
 		check: func(t *testing.T, reqs []*at.Request, h *memory.History) {
 			for _, m := range h.Messages() {
 				if strings.Contains(llm.TextOf(m.Content), "partial") {

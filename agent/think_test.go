@@ -54,10 +54,10 @@ func TestEagerToolStart(t *testing.T) {
 	a := newAgent(t, client, Config{Tools: tt.reg, Middleware: hold})
 	released := false
 	for ev, err := range a.Stream(t.Context(), "go") {
-		if _, ok := ev.(ToolResult); ok && !released {
+		if _, ok := ev.(ToolDone); ok && !released {
 			t.Fatal("a result arrived before the tools were released")
 		}
-		if _, ok := ev.(Usage); ok && !released {
+		if _, ok := ev.(UsageUpdate); ok && !released {
 			close(tt.release) // the turn is over: let the tools finish
 			released = true
 		}
@@ -180,7 +180,7 @@ func TestToolInputs(t *testing.T) {
 			if compactJSON(t, sent.Input) != compactJSON(t, []byte(tt.wantInput)) {
 				t.Errorf("input sent back = %s, want %s", sent.Input, tt.wantInput)
 			}
-			res := eventsOf[ToolResult](evs)[0]
+			res := eventsOf[ToolDone](evs)[0]
 			if res.IsError != tt.isError || !strings.Contains(res.Content, tt.result) {
 				t.Errorf("result = %+v, want is_error %v containing %q", res, tt.isError, tt.result)
 			}
@@ -211,7 +211,7 @@ func TestRecordedStreams(t *testing.T) {
 				t.Fatalf("%v (after %d requests)", err, len(srv.Requests()))
 			}
 			switch res.State {
-			case Finished, Refused, MaxTokens:
+			case Finished, Refused, Truncated:
 			default:
 				t.Errorf("state %q", res.State)
 			}

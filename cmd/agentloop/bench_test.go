@@ -23,8 +23,8 @@ func benchEvents() []agent.Event {
 	}
 	evs = append(evs,
 		agent.ToolCall{ID: "t1", Name: "calculator", Input: json.RawMessage(`{"a":1,"b":2,"operation":"add"}`)},
-		agent.ToolResult{ID: "t1", Name: "calculator", Content: "3"},
-		agent.Usage{}, agent.Done{Result: agent.Result{State: agent.Finished}})
+		agent.ToolDone{ID: "t1", Name: "calculator", Content: "3"},
+		agent.UsageUpdate{}, agent.Done{Result: agent.Result{State: agent.Finished}})
 	return evs
 }
 

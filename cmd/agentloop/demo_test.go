@@ -46,7 +46,7 @@ func TestDemoJSON(t *testing.T) {
 	types := jsonTypes(t, r.stdout)
 	n := 0
 	for _, ty := range types {
-		if ty == "tool_result" {
+		if ty == "tool_done" {
 			n++
 		}
 	}

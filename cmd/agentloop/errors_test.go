@@ -149,9 +149,9 @@ func TestOutcome(t *testing.T) {
 	}{
 		{agent.Finished, nil, exitOK},
 		{agent.Refused, nil, exitOK},
-		{agent.MaxTokens, nil, exitOK},
-		{agent.MaxIterations, nil, exitLimit},
-		{agent.Timeout, nil, exitLimit},
+		{agent.Truncated, nil, exitOK},
+		{agent.IterationLimit, nil, exitLimit},
+		{agent.TimeLimit, nil, exitLimit},
 		{agent.TokenLimit, nil, exitLimit},
 		{agent.Cancelled, context.Canceled, exitInterrupted},
 		{agent.Failed, io.ErrUnexpectedEOF, exitFailure},

@@ -280,7 +280,7 @@ func TestJSON(t *testing.T) {
 	r := h.run(strings.NewReader(""), "--json", "--tools", "calculator", "add")
 	r.check(t, 0)
 	types := jsonTypes(t, r.stdout)
-	for _, want := range []string{"turn_start", "text_delta", "tool_call_start", "tool_input_delta", "tool_call", "tool_result", "usage", "done"} {
+	for _, want := range []string{"turn_start", "text_delta", "tool_call_start", "tool_input_delta", "tool_call", "tool_done", "usage_update", "done"} {
 		if !contains(types, want) {
 			t.Errorf("no %q event in %v", want, types)
 		}

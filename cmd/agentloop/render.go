@@ -41,11 +41,14 @@ func newJSONRenderer(stdout, stderr io.Writer) *jsonRenderer {
 }
 
 func (r *jsonRenderer) event(ev agent.Event) {
-	// Every agent event marshals itself with its "type"; an error here
-	// would be a bug in package agent, so it is reported, not hidden.
-	if err := r.enc.Encode(ev); err != nil {
-		fmt.Fprintf(r.errw, "agentloop: cannot encode %s event: %v\n", agent.EventType(ev), err)
+	// An error here would be a bug in an event's fields, so it is
+	// reported, not hidden.
+	b, err := marshalEvent(ev)
+	if err != nil {
+		fmt.Fprintf(r.errw, "agentloop: cannot encode %s event: %v\n", eventType(ev), err)
+		return
 	}
+	r.out.Write(append(b, '\n'))
 }
 
 func (r *jsonRenderer) fail(err error) {
@@ -148,7 +151,7 @@ func (r *textRenderer) event(ev agent.Event) {
 			r.line(r.style.tool("→ "+label) + " " + compactJSON(ev.Input, 100))
 		}
 		r.spinLocked("running " + ev.Name)
-	case agent.ToolResult:
+	case agent.ToolDone:
 		r.stopSpin()
 		r.running = max(0, r.running-1)
 		label := r.label(ev.ID, ev.Name)
@@ -168,13 +171,13 @@ func (r *textRenderer) event(ev agent.Event) {
 		} else {
 			r.spinLocked("thinking")
 		}
-	case agent.Usage:
+	case agent.UsageUpdate:
 		if r.lesson {
 			r.stopSpin()
 			r.line(r.style.dim(fmt.Sprintf("        usage: %d input tokens, %d output tokens this turn",
 				ev.Turn.InputTokens+ev.Turn.CacheReadInputTokens+ev.Turn.CacheCreationInputTokens, ev.Turn.OutputTokens)))
 		}
-	case agent.Compaction:
+	case agent.Compacted:
 		r.stopSpin()
 		msg := fmt.Sprintf("compacted the history from about %d to %d tokens", ev.Before, ev.After)
 		if len(ev.Steps) > 0 {

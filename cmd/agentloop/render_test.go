@@ -23,7 +23,7 @@ func TestTextRenderer(t *testing.T) {
 		agent.ToolInputDelta{ID: "t1", PartialJSON: `{"a":`},
 		agent.ToolInputDelta{ID: "t1", PartialJSON: `1}`},
 		agent.ToolCall{ID: "t1", Name: "calc", Input: json.RawMessage(`{"a": 1}`)},
-		agent.ToolResult{ID: "t1", Name: "calc", Content: "one\n  line", Duration: time.Millisecond},
+		agent.ToolDone{ID: "t1", Name: "calc", Content: "one\n  line", Duration: time.Millisecond},
 		agent.TurnStart{Iteration: 2},
 		agent.TextDelta{Text: "Done"},
 		agent.Done{Result: agent.Result{State: agent.Finished, Iterations: 2}},
@@ -79,7 +79,7 @@ func TestTextRenderer(t *testing.T) {
 		},
 		{
 			name:   "compaction",
-			events: []agent.Event{agent.Compaction{Before: 190000, After: 60000, Steps: []string{"summarised 40 messages"}}},
+			events: []agent.Event{agent.Compacted{Before: 190000, After: 60000, Steps: []string{"summarised 40 messages"}}},
 			stderr: "compacted the history from about 190000 to 60000 tokens (summarised 40 messages)\n",
 		},
 	} {

@@ -383,15 +383,15 @@ func (s *session) outcome(res agent.Result, err error) error {
 	case agent.Refused:
 		s.render.note("the model declined to answer (stop reason: refusal)")
 		return nil
-	case agent.MaxTokens:
+	case agent.Truncated:
 		s.render.note("the answer was cut off at --max-tokens %d", s.o.maxTokens)
 		return nil
 	// The three limits stop a run that has not produced a final answer, so
 	// a script must be able to tell them from one that has: each exits 3.
-	case agent.MaxIterations:
+	case agent.IterationLimit:
 		return limitError("iteration limit reached: %d model turns without a final answer (raise --max-iterations)",
 			res.Iterations)
-	case agent.Timeout:
+	case agent.TimeLimit:
 		return limitError("time limit reached: no final answer within --max-duration %v (%d model turns)",
 			s.o.maxDuration, res.Iterations)
 	case agent.TokenLimit:

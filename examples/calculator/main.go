@@ -93,7 +93,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 			newline()
 			inputs[ev.ID] = string(ev.Input)
 			fmt.Fprintf(out, "  act:     %s %s\n", ev.Name, ev.Input)
-		case agent.ToolResult: // observe: the result goes back to the model
+		case agent.ToolDone: // observe: the result goes back to the model
 			// Parallel calls finish in any order, so each result line
 			// names its call.
 			newline()

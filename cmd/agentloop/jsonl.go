@@ -1,0 +1,63 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/agentloop/agentloop/agent"
+)
+
+// eventType names ev in the --json output: its Go type in snake_case, such
+// as "tool_call". Encoding events is the CLI's business, not the agent's,
+// so the names live here.
+func eventType(ev agent.Event) string {
+	switch ev.(type) {
+	case agent.TurnStart:
+		return "turn_start"
+	case agent.TextDelta:
+		return "text_delta"
+	case agent.ThinkingDelta:
+		return "thinking_delta"
+	case agent.ToolCallStart:
+		return "tool_call_start"
+	case agent.ToolInputDelta:
+		return "tool_input_delta"
+	case agent.ToolCall:
+		return "tool_call"
+	case agent.ToolDone:
+		return "tool_done"
+	case agent.UsageUpdate:
+		return "usage_update"
+	case agent.Compacted:
+		return "compacted"
+	case agent.Retry:
+		return "retry"
+	case agent.Done:
+		return "done"
+	}
+	return fmt.Sprintf("%T", ev) // a new event type the switch does not know yet
+}
+
+// marshalEvent writes ev as one JSON object whose first field, "type",
+// names it, so that a reader can switch on it before decoding the rest.
+func marshalEvent(ev agent.Event) ([]byte, error) {
+	if tc, ok := ev.(agent.ToolCall); ok && len(tc.Input) == 0 {
+		tc.Input = json.RawMessage("{}") // as the API saw it
+		ev = tc
+	}
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return nil, err
+	}
+	typ, err := json.Marshal(eventType(ev))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(body)+len(typ)+10)
+	out = append(out, `{"type":`...)
+	out = append(out, typ...)
+	if len(body) > 2 {
+		out = append(out, ',')
+	}
+	return append(out, body[1:]...), nil
+}
