@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -77,7 +78,7 @@ func TestMidStreamFailure(t *testing.T) {
 	}, {
 		name: "an HTTP error before the stream is retried by the client alone",
 		replies: []at.Reply{
-			at.HTTPError(529, "overloaded_error", "Overloaded").RetryAfterMs(1),
+			at.HTTPError{Status: 529, Type: "overloaded_error", Message: "Overloaded", RetryAfter: time.Millisecond},
 			at.NewStream().Text("The answer is 42.").Stop("end_turn"),
 		},
 		state:    Finished,
@@ -141,7 +142,7 @@ func TestMidStreamFailure(t *testing.T) {
 // history once and sends the turn again, and that a second one fails.
 func TestPromptTooLong(t *testing.T) {
 	tooLong := func() at.Reply {
-		return at.HTTPError(400, "invalid_request_error", "prompt is too long: 25000 tokens > 20000 maximum")
+		return at.HTTPError{Status: 400, Type: "invalid_request_error", Message: "prompt is too long: 25000 tokens > 20000 maximum"}
 	}
 	t.Run("compact and retry", func(t *testing.T) {
 		srv, client := fake(t, summarising(tooLong(), at.NewStream().Text("fits now").Stop("end_turn")))

@@ -38,7 +38,7 @@ func fake(t testing.TB, replies ...anthropictest.Reply) (*anthropictest.Server, 
 		srv.Close()
 		tr.CloseIdleConnections()
 		for _, r := range srv.Requests() {
-			if err := r.Check(); err != nil {
+			if err := anthropictest.CheckRequest(r.Body); err != nil {
 				t.Errorf("request %d would be rejected by the API: %v\nbody: %s", r.N, err, r.Body)
 			}
 		}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"iter"
 	"testing"
@@ -125,7 +126,7 @@ func TestParallelTools(t *testing.T) {
 }
 
 func TestErrorWrapsAPIError(t *testing.T) {
-	_, client := fake(t, at.HTTPError(401, "authentication_error", "invalid x-api-key"))
+	_, client := fake(t, at.HTTPError{Status: 401, Type: "authentication_error", Message: "invalid x-api-key"})
 	a := newAgent(t, client, Config{})
 	_, res, err := collect(t, a.Stream(t.Context(), "Hi"))
 	var ae *llm.APIError
@@ -223,7 +224,7 @@ func TestContainer(t *testing.T) {
 		var body struct {
 			Container *string `json:"container"`
 		}
-		if err := r.Decode(&body); err != nil {
+		if err := json.Unmarshal(r.Body, &body); err != nil {
 			t.Fatal(err)
 		}
 		if body.Container == nil {

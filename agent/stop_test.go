@@ -92,7 +92,7 @@ func TestStopReasons(t *testing.T) {
 		replies: []at.Reply{
 			at.NewStream().Text("Two calls.").
 				ToolUse("toolu_ok", "echo", `{"text":"whole"}`).
-				ToolUse("toolu_cut", "echo", `{"text":"this input never e`).LeaveOpen().
+				ToolUse("toolu_cut", "echo", `{"text":"this input never e`).
 				Stop("max_tokens"),
 			at.NewStream().Text("I will retry shorter.").Stop("end_turn"),
 		},
@@ -116,7 +116,7 @@ func TestStopReasons(t *testing.T) {
 		name: "pause_turn sends the turn back as the last message",
 		replies: []at.Reply{
 			at.NewStream().Text("Searching.").
-				ServerToolUse("srvtoolu_1", "web_search", `{"query":"go 1.26"}`).
+				Block(at.Block{Type: "server_tool_use", ID: "srvtoolu_1", Name: "web_search"}, `{"query":"go 1.26"}`).
 				Stop("pause_turn"),
 			at.NewStream().Text("Found it.").Stop("end_turn"),
 		},
@@ -197,8 +197,8 @@ func TestStopReasons(t *testing.T) {
 	}, {
 		name: "tool_use with only server tools finishes quietly",
 		replies: []at.Reply{at.NewStream().
-			ServerToolUse("srvtoolu_1", "web_search", `{"query":"go"}`).
-			Block(`{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[]}`).
+			Block(at.Block{Type: "server_tool_use", ID: "srvtoolu_1", Name: "web_search"}, `{"query":"go"}`).
+			Block(at.Block{Raw: []byte(`{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[]}`)}).
 			Text("Nothing found.").Stop("tool_use")},
 		state:    Finished,
 		text:     "Nothing found.",

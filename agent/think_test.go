@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -83,11 +84,11 @@ func TestBlocksVerbatim(t *testing.T) {
 	const citation = `{"type":"char_location","cited_text":"Go","document_index":0,"document_title":null,"start_char_index":0,"end_char_index":2}`
 	srv, client := fake(t,
 		at.NewStream().
-			Thinking("sig_abc", "Let me ", "think.").
-			RedactedThinking("ENCRYPTED==").
-			ServerToolUse("srvtoolu_1", "web_search", `{"query":`, `"go"}`).
-			Block(result).
-			Text("Go is ").Citation(citation).
+			Block(at.Block{Type: "thinking", Signature: "sig_abc"}, "Let me ", "think.").
+			Block(at.Block{Type: "redacted_thinking", Data: "ENCRYPTED=="}).
+			Block(at.Block{Type: "server_tool_use", ID: "srvtoolu_1", Name: "web_search"}, `{"query":`, `"go"}`).
+			Block(at.Block{Raw: []byte(result)}).
+			Text("Go is ").Delta(`{"type":"citations_delta","citation":`+citation+`}`).
 			ToolUse("toolu_1", "echo", `{"text":"hi"}`).
 			Stop("tool_use"),
 		at.NewStream().Text("ok").Stop("end_turn"),
@@ -155,7 +156,7 @@ func TestToolInputs(t *testing.T) {
 		{"no arguments means {}", at.NewStream().ToolUse("toolu_1", "echo"), true, `{}`, true, "text"},
 		{"split in an escape", at.NewStream().ToolUse("toolu_1", "echo", at.Split(`{"text":"a\"b\\c\u00e9"}`, 2)...), true,
 			`{"text":"a\"b\\c\u00e9"}`, false, `a"b\cé`},
-		{"whole input in the start", at.NewStream().ToolUseWhole("toolu_1", "echo", `{"text":"whole"}`), true, `{"text":"whole"}`, false, "whole"},
+		{"whole input in the start", at.NewStream().Block(at.Block{Type: "tool_use", ID: "toolu_1", Name: "echo", Input: []byte(`{"text":"whole"}`)}), true, `{"text":"whole"}`, false, "whole"},
 		{"not JSON", at.NewStream().ToolUse("toolu_1", "echo", `{"text": "unterminated`), true,
 			`{"INVALID_JSON":"{\"text\": \"unterminated"}`, true, "not valid JSON"},
 		{"unknown tool", at.NewStream().ToolUse("toolu_1", "nope", `{}`), true, `{}`, true, "nope"},
@@ -200,10 +201,11 @@ func TestRecordedStreams(t *testing.T) {
 			continue // failures are covered by TestMidStreamFailure
 		}
 		t.Run(name, func(t *testing.T) {
-			rec, err := at.ReplayFile(f)
+			sse, err := os.ReadFile(f)
 			if err != nil {
 				t.Fatal(err)
 			}
+			rec := at.Replay(sse)
 			srv, client := fake(t, rec, at.Repeat(at.NewStream().Text("ok").Stop("end_turn")))
 			a := newAgent(t, client, Config{Tools: newTools(t).reg, MaxAttempts: 1})
 			_, res, err := collect(t, a.Stream(t.Context(), "go"))

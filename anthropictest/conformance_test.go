@@ -44,10 +44,11 @@ func TestConformanceReplay(t *testing.T) {
 	files := fixtures(t, dir, ".sse")
 	replies := make([]Reply, len(files))
 	for i, f := range files {
-		r, err := ReplayFile(f)
+		sse, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
+		r := Replay(sse)
 		replies[i] = r
 	}
 	srv := NewServer(replies...)
@@ -84,15 +85,16 @@ func TestConformanceRealStreamsThroughSDK(t *testing.T) {
 	for _, f := range fixtures(t, dir, "_real.sse") {
 		name, _ := filepath.Rel(dir, f)
 		t.Run(name, func(t *testing.T) {
-			r, err := ReplayFile(f)
+			sse, err := os.ReadFile(f)
 			if err != nil {
 				t.Fatal(err)
 			}
+			r := Replay(sse)
 			srv := NewServer(r)
 			defer srv.Close()
 			client := anthropic.NewClient(option.WithBaseURL(srv.URL), option.WithAPIKey("test"), option.WithMaxRetries(0))
 			stream := client.Messages.NewStreaming(context.Background(), anthropic.MessageNewParams{
-				Model: "claude-sonnet-4-5", MaxTokens: 1024,
+				Model: "claude-sonnet-5-5", MaxTokens: 1024,
 				Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))},
 			})
 			defer stream.Close()
@@ -139,7 +141,7 @@ func TestHTTPErrorMatchesRecordedBodies(t *testing.T) {
 		json.Compact(&want, raw)
 		status, _ := strconv.Atoi(filepath.Base(f)[:3])
 
-		srv := NewServer(HTTPError(status, rec.Error.Type, rec.Error.Message).RequestID(*rec.RequestID))
+		srv := NewServer(HTTPError{Status: status, Type: rec.Error.Type, Message: rec.Error.Message, RequestID: *rec.RequestID})
 		resp := post(t, context.Background(), newClient(t), srv.URL)
 		got, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()

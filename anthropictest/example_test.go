@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/agentloop/agentloop/anthropictest"
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -22,7 +23,7 @@ func Example() {
 
 	client := anthropic.NewClient(option.WithBaseURL(srv.URL), option.WithAPIKey("test"))
 	stream := client.Messages.NewStreaming(context.Background(), anthropic.MessageNewParams{
-		Model:     "claude-sonnet-4-5",
+		Model:     "claude-sonnet-5-5",
 		MaxTokens: 1024,
 		Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Say hello"))},
 	})
@@ -36,7 +37,7 @@ func Example() {
 	fmt.Println(msg.Content[0].Text, msg.StopReason)
 
 	req := srv.Requests()[0]
-	fmt.Println(req.Messages()[0].Text(), req.Check())
+	fmt.Println(req.Messages()[0].Text(), anthropictest.CheckRequest(req.Body))
 	// Output:
 	// Hello, world end_turn
 	// Say hello <nil>
@@ -44,12 +45,12 @@ func Example() {
 
 // Stream.Bytes shows the exact wire format the server sends.
 func ExampleStream_Bytes() {
-	s := anthropictest.NewStream().Message("msg_1", "claude-haiku-4-5").Usage(5, 1).
+	s := anthropictest.NewStream().Message("msg_1", "claude-haiku-5-5").Usage(5, 1).
 		ToolUse("toolu_1", "get_time", `{"tz":"U`, `TC"}`).Stop("tool_use")
 	fmt.Print(string(s.Bytes()))
 	// Output:
 	// event: message_start
-	// data: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1,"service_tier":"standard"}}}
+	// data: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-haiku-5-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1,"service_tier":"standard"}}}
 	//
 	// event: content_block_start
 	// data: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"get_time","input":{}}}
@@ -98,14 +99,14 @@ func ExampleReplyFunc() {
 			`,{"role":"user","content":[{"type":"tool_result","tool_use_id":"` + id + `","content":"ok"}]}`
 	}
 	last := srv.Requests()[len(srv.Requests())-1]
-	fmt.Println(len(srv.Requests()), "requests; last is valid:", last.Check() == nil)
+	fmt.Println(len(srv.Requests()), "requests; last is valid:", anthropictest.CheckRequest(last.Body) == nil)
 	// Output: 3 requests; last is valid: true
 }
 
 // HTTPError answers with the API's error body and retry headers.
 func ExampleHTTPError() {
 	srv := anthropictest.NewServer(
-		anthropictest.HTTPError(529, "overloaded_error", "Overloaded").RetryAfter(2).ShouldRetry(true),
+		anthropictest.HTTPError{Status: 529, Type: "overloaded_error", Message: "Overloaded", RetryAfter: 2 * time.Second, ShouldRetry: "true"},
 	)
 	defer srv.Close()
 	resp, _ := http.Post(srv.URL+"/v1/messages", "application/json", strings.NewReader(`{}`))

@@ -68,7 +68,7 @@ func TestReset(t *testing.T) {
 func TestStallEndsWhenClientLeaves(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	served := make(chan int, 2)
-	srv := newServer(hooks{served: func(n int) { served <- n }}, NewStream().Text("x").Stall(), Hang())
+	srv := newServer(hooks{served: func(n int) { served <- n }}, NewStream().Text("x").Stall(), Replay(nil).Stall())
 	defer srv.Close()
 	client := newClient(t)
 
@@ -121,7 +121,7 @@ func TestPace(t *testing.T) {
 	waits := make(chan time.Duration)
 	release := make(chan time.Time)
 	srv := newServer(hooks{after: func(d time.Duration) <-chan time.Time { waits <- d; return release }},
-		NewStream().Text("a").Pace(50*time.Millisecond).Text("b").Pace(0).Ping())
+		NewStream().Text("a").Pace(50*time.Millisecond).Text("b").Pace(0).Event("ping", `{"type": "ping"}`))
 	defer srv.Close()
 	resp := post(t, context.Background(), newClient(t), srv.URL)
 	defer resp.Body.Close()

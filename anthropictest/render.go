@@ -32,7 +32,7 @@ func (s *Stream) compile() *plan {
 	for _, it := range s.items {
 		size += len(it.a) + len(it.b) + 128 // the longest fixed part is ~110 bytes
 		switch it.kind {
-		case kTextDelta, kThinkingDelta, kSignatureDelta, kInputDelta, kCitationDelta:
+		case kTextDelta, kThinkingDelta, kSignatureDelta, kInputDelta, kDelta:
 			deltas++
 		}
 	}
@@ -40,14 +40,16 @@ func (s *Stream) compile() *plan {
 	p.ends = make([]int, 0, len(s.items)+4)
 	b := p.body
 
-	b = append(b, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":"...)
-	b = appendJSONString(b, s.id)
-	b = append(b, `,"type":"message","role":"assistant","model":`...)
-	b = appendJSONString(b, s.model)
-	b = append(b, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":`...)
-	b = s.appendUsage(b, s.outTok, true)
-	b = append(b, "}}\n\n"...)
-	p.ends = append(p.ends, len(b))
+	if !s.noStart {
+		b = append(b, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":"...)
+		b = appendJSONString(b, s.id)
+		b = append(b, `,"type":"message","role":"assistant","model":`...)
+		b = appendJSONString(b, s.model)
+		b = append(b, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":`...)
+		b = s.appendUsage(b, s.outTok, true)
+		b = append(b, "}}\n\n"...)
+		p.ends = append(p.ends, len(b))
+	}
 
 	var tail []item
 	if s.ending == endNone {
@@ -92,18 +94,16 @@ func (s *Stream) render(p *plan, b []byte, it item, deltas int) []byte {
 		b = appendDelta(b, it.index, `{"type":"signature_delta","signature":`, it.a)
 	case kInputDelta:
 		b = appendDelta(b, it.index, `{"type":"input_json_delta","partial_json":`, it.a)
-	case kCitationDelta:
+	case kDelta:
 		b = append(b, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":"...)
 		b = strconv.AppendInt(b, int64(it.index), 10)
-		b = append(b, `,"delta":{"type":"citations_delta","citation":`...)
+		b = append(b, `,"delta":`...)
 		b = append(b, it.a...)
-		b = append(b, "}}\n\n"...)
+		b = append(b, "}\n\n"...)
 	case kBlockStop:
 		b = append(b, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":"...)
 		b = strconv.AppendInt(b, int64(it.index), 10)
 		b = append(b, "}\n\n"...)
-	case kPing:
-		b = append(b, "event: ping\ndata: {\"type\": \"ping\"}\n\n"...)
 	case kEvent:
 		b = append(b, "event: "...)
 		b = append(b, it.a...)
@@ -206,6 +206,9 @@ func (s *Stream) serve(w http.ResponseWriter, c *call) {
 	case endReset:
 		resetConn(w)
 	case endStall:
+		if f != nil {
+			f.Flush() // the headers, when no event was sent
+		}
 		c.stall()
 	}
 }

@@ -2,15 +2,17 @@ package anthropictest
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"net/http"
-	"os"
 	"strconv"
+	"time"
 )
 
-// A Reply is how the Server answers one request: a *Stream, an *ErrorReply,
-// Replay of recorded bytes, Hang, or a ReplyFunc or Repeat wrapping another
-// Reply. The interface is sealed; those are the only implementations.
+// A Reply is how the Server answers one request: a *Stream (built with
+// NewStream or Replay), an HTTPError, or a ReplyFunc or Repeat wrapping
+// another Reply. The interface is sealed; those are the only
+// implementations.
 type Reply interface {
 	serve(w http.ResponseWriter, c *call)
 }
@@ -26,7 +28,7 @@ type replyFunc func(r *Request) Reply
 func (f replyFunc) serve(w http.ResponseWriter, c *call) {
 	r := f(c.req)
 	if r == nil {
-		r = HTTPError(http.StatusInternalServerError, "api_error", "anthropictest: ReplyFunc returned nil").ShouldRetry(false)
+		r = HTTPError{Message: "anthropictest: ReplyFunc returned nil", ShouldRetry: "false"}
 	}
 	r.serve(w, c)
 }
@@ -40,130 +42,52 @@ type repeat struct{ r Reply }
 
 func (r *repeat) serve(w http.ResponseWriter, c *call) { r.r.serve(w, c) }
 
-// Replay returns a Reply that sends sse verbatim as a 200 text/event-stream
-// body, flushing at each blank line so that events arrive one by one. sse is
-// copied.
-func Replay(sse []byte) Reply {
-	p := &plan{body: bytes.Clone(sse)}
-	for i := 0; ; {
-		j := bytes.Index(p.body[i:], []byte("\n\n"))
-		if j < 0 {
-			if i < len(p.body) {
-				p.ends = append(p.ends, len(p.body))
-			}
-			break
-		}
-		i += j + 2
-		p.ends = append(p.ends, i)
-	}
-	return replay{p}
+// An HTTPError is an HTTP error response, as the API sends before a stream
+// starts. Its zero value is 500 api_error. The body is the API's,
+// {"type":"error","error":{"type":…,"message":…},"request_id":"req_…"},
+// with request_id matching the request-id header:
+//
+//	anthropictest.HTTPError{Status: 529, Message: "Overloaded", RetryAfter: 2 * time.Second}
+type HTTPError struct {
+	// Status is the HTTP status. Default 500.
+	Status int
+	// Type is the error type, such as "rate_limit_error". Default: the
+	// API's type for Status ("overloaded_error" for 529, "api_error" for
+	// a status the API does not document).
+	Type string
+	// Message is the error message.
+	Message string
+	// RequestID is the request-id header and the body's request_id.
+	// Default: req_anthropictest followed by the request's number.
+	RequestID string
+	// RetryAfter, if positive, is sent as retry-after in seconds when it is
+	// a whole number of seconds, as the API does, and as retry-after-ms
+	// otherwise (the official SDKs read both, preferring retry-after-ms).
+	RetryAfter time.Duration
+	// ShouldRetry, if "true" or "false", is sent as x-should-retry, which
+	// overrides the official SDKs' own choice to retry.
+	ShouldRetry string
+	// Header holds any other response headers, such as
+	// anthropic-ratelimit-*. They are set last, so they override the rest.
+	Header http.Header
+	// Body, if not nil, replaces the response body verbatim, for bodies that
+	// do not have the API's shape, such as Cloudflare's 413.
+	Body []byte
 }
 
-// ReplayFile returns Replay of the file at path, such as a recorded .sse
-// stream.
-func ReplayFile(path string) (Reply, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return Replay(b), nil
+// errorTypes are the API's error types by HTTP status.
+var errorTypes = map[int]string{
+	400: "invalid_request_error", 401: "authentication_error", 402: "billing_error",
+	403: "permission_error", 404: "not_found_error", 413: "request_too_large",
+	429: "rate_limit_error", 500: "api_error", 504: "timeout_error", 529: "overloaded_error",
 }
 
-type replay struct{ p *plan }
-
-func (r replay) serve(w http.ResponseWriter, c *call) {
-	writeStreamHeader(w, c)
-	f, _ := w.(http.Flusher)
-	start := 0
-	for _, end := range r.p.ends {
-		if _, err := w.Write(r.p.body[start:end]); err != nil {
-			return
-		}
-		if f != nil {
-			f.Flush()
-		}
-		start = end
-	}
-}
-
-// Hang returns a Reply that sends the 200 text/event-stream headers and
-// then nothing, not even message_start, until the client goes away or the
-// server closes.
-func Hang() Reply { return hang{} }
-
-type hang struct{}
-
-func (hang) serve(w http.ResponseWriter, c *call) {
-	writeStreamHeader(w, c)
-	if f, ok := w.(http.Flusher); ok {
-		f.Flush()
-	}
-	c.stall()
-}
-
-// An ErrorReply is an HTTP error response, as the API sends before a stream
-// starts. Its setters return the ErrorReply so they chain.
-type ErrorReply struct {
-	status    int
-	errType   string
-	message   string
-	requestID string
-	header    http.Header
-	body      []byte
-}
-
-// HTTPError returns a Reply with the given status and the API's error body,
-// {"type":"error","error":{"type":errType,"message":message},"request_id":"req_…"},
-// where request_id matches the request-id header.
-func HTTPError(status int, errType, message string) *ErrorReply {
-	return &ErrorReply{status: status, errType: errType, message: message, header: http.Header{}}
-}
-
-// RetryAfter sets the retry-after header, in seconds.
-func (e *ErrorReply) RetryAfter(seconds int) *ErrorReply {
-	return e.Header("Retry-After", strconv.Itoa(seconds))
-}
-
-// RetryAfterMs sets the retry-after-ms header, in milliseconds, which the
-// official SDKs prefer over retry-after.
-func (e *ErrorReply) RetryAfterMs(ms int) *ErrorReply {
-	return e.Header("Retry-After-Ms", strconv.Itoa(ms))
-}
-
-// ShouldRetry sets the x-should-retry header, which overrides the official
-// SDKs' own choice to retry.
-func (e *ErrorReply) ShouldRetry(retry bool) *ErrorReply {
-	return e.Header("X-Should-Retry", strconv.FormatBool(retry))
-}
-
-// RequestID sets the request-id header and the body's request_id, which are
-// otherwise req_anthropictest followed by the request's number.
-func (e *ErrorReply) RequestID(id string) *ErrorReply {
-	e.requestID = id
-	return e
-}
-
-// Header sets any other response header, such as an
-// anthropic-ratelimit-* header.
-func (e *ErrorReply) Header(key, value string) *ErrorReply {
-	e.header.Set(key, value)
-	return e
-}
-
-// Body replaces the response body with raw, verbatim, for bodies that do
-// not have the API's shape, such as Cloudflare's 413.
-func (e *ErrorReply) Body(raw []byte) *ErrorReply {
-	e.body = bytes.Clone(raw)
-	return e
-}
-
-func (e *ErrorReply) serve(w http.ResponseWriter, c *call) {
-	id := c.id
-	if e.requestID != "" {
-		id = e.requestID
-	}
-	body := e.body
+func (e HTTPError) serve(w http.ResponseWriter, c *call) {
+	status := cmp.Or(e.Status, http.StatusInternalServerError)
+	id := cmp.Or(e.RequestID, c.id)
+	body := e.Body
 	if body == nil {
+		typ := cmp.Or(e.Type, errorTypes[status], "api_error")
 		// A struct, not a map, so the keys keep the API's order.
 		type apiError struct {
 			Type    string `json:"type"`
@@ -176,16 +100,26 @@ func (e *ErrorReply) serve(w http.ResponseWriter, c *call) {
 			Type      string   `json:"type"`
 			Error     apiError `json:"error"`
 			RequestID string   `json:"request_id"`
-		}{"error", apiError{e.errType, e.message}, id})
+		}{"error", apiError{typ, e.Message}, id})
 		body = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Request-Id", id)
 	h.Set("Content-Length", strconv.Itoa(len(body)))
-	for k, v := range e.header {
+	switch d := e.RetryAfter; {
+	case d <= 0:
+	case d%time.Second == 0:
+		h.Set("Retry-After", strconv.FormatInt(int64(d/time.Second), 10))
+	default:
+		h.Set("Retry-After-Ms", strconv.FormatInt(d.Milliseconds(), 10))
+	}
+	if e.ShouldRetry != "" {
+		h.Set("X-Should-Retry", e.ShouldRetry)
+	}
+	for k, v := range e.Header {
 		h[k] = v
 	}
-	w.WriteHeader(e.status)
+	w.WriteHeader(status)
 	w.Write(body)
 }

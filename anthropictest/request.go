@@ -21,9 +21,6 @@ type Request struct {
 	Body []byte
 }
 
-// Decode unmarshals the body into v.
-func (r *Request) Decode(v any) error { return json.Unmarshal(r.Body, v) }
-
 // Params decodes the body's main fields.
 func (r *Request) Params() (*Params, error) {
 	var p Params
@@ -59,12 +56,9 @@ func (r *Request) ToolResults() []Block {
 	return out
 }
 
-// Check reports whether the body obeys the Messages API's structural rules;
-// see CheckRequest.
-func (r *Request) Check() error { return CheckRequest(r.Body) }
-
 // Params holds the main fields of a Messages API request body. Fields this
-// package does not model stay in the body; use Request.Decode for them.
+// package does not model stay in the body; json.Unmarshal(r.Body, &v)
+// decodes them.
 type Params struct {
 	Model     string `json:"model"`
 	MaxTokens int    `json:"max_tokens"`

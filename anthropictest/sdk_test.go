@@ -48,7 +48,7 @@ func viaSDK(t *testing.T, reply Reply) (message, error) {
 	defer srv.Close()
 	client := anthropic.NewClient(option.WithBaseURL(srv.URL), option.WithAPIKey("test"), option.WithMaxRetries(0))
 	stream := client.Messages.NewStreaming(context.Background(), anthropic.MessageNewParams{
-		Model:     "claude-sonnet-4-5",
+		Model:     "claude-sonnet-5-5",
 		MaxTokens: 1024,
 		Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))},
 	})
@@ -87,7 +87,7 @@ func viaSDK(t *testing.T, reply Reply) (message, error) {
 func TestSDKAssemblesScript(t *testing.T) {
 	const cite = `{"type":"char_location","cited_text":"sky","document_index":0,"document_title":"doc","start_char_index":0,"end_char_index":3}`
 	const search = `{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[{"type":"web_search_result","title":"T","url":"https://example.com","encrypted_content":"abc","page_age":null}]}`
-	base := message{ID: DefaultMessageID, Model: DefaultModel, In: 10}
+	base := message{ID: defaultMessageID, Model: defaultModel, In: 10}
 	with := func(m message, f func(*message)) message { f(&m); return m }
 
 	tests := []struct {
@@ -96,7 +96,7 @@ func TestSDKAssemblesScript(t *testing.T) {
 		want   message
 	}{{
 		name:   "text deltas, pings and an unknown event",
-		stream: NewStream().Ping().Text("Hel", "", "lo, ", "wörld\n\t\"<&>\"\u2028").Ping().Event("brand_new_event", `{"type":"brand_new_event","x":1}`).Stop("end_turn"),
+		stream: NewStream().Event("ping", `{"type": "ping"}`).Text("Hel", "", "lo, ", "wörld\n\t\"<&>\"\u2028").Event("ping", `{"type": "ping"}`).Event("brand_new_event", `{"type":"brand_new_event","x":1}`).Stop("end_turn"),
 		want: with(base, func(m *message) {
 			m.StopReason, m.Out = "end_turn", 4
 			m.Content = []block{{Type: "text", Text: "Hello, wörld\n\t\"<&>\"\u2028"}}
@@ -125,7 +125,7 @@ func TestSDKAssemblesScript(t *testing.T) {
 		}),
 	}, {
 		name:   "tool input whole in the start",
-		stream: NewStream().ToolUseWhole("toolu_w", "player", `{"player":"player1"}`),
+		stream: NewStream().Block(Block{Type: "tool_use", ID: "toolu_w", Name: "player", Input: []byte(`{"player":"player1"}`)}),
 		want: with(base, func(m *message) {
 			m.StopReason, m.Out = "tool_use", 1
 			m.Content = []block{{Type: "tool_use", ID: "toolu_w", Name: "player", Input: `{"player":"player1"}`}}
@@ -133,7 +133,7 @@ func TestSDKAssemblesScript(t *testing.T) {
 	}, {
 		name: "thinking, redacted thinking, then text; message and usage set",
 		stream: NewStream().Message("msg_42", "claude-opus-4-6").Usage(321, 3).Cache(7, 55096).
-			Thinking("sig==", "Let me ", "think.").RedactedThinking("EmwKAhgBEgy").Text("Done.").StopUsage("end_turn", 99),
+			Block(Block{Type: "thinking", Signature: "sig=="}, "Let me ", "think.").Block(Block{Type: "redacted_thinking", Data: "EmwKAhgBEgy"}).Text("Done.").StopUsage("end_turn", 99),
 		want: message{ID: "msg_42", Model: "claude-opus-4-6", StopReason: "end_turn", In: 321, Out: 99, CacheW: 7, CacheR: 55096,
 			Content: []block{
 				{Type: "thinking", Thinking: "Let me think.", Signature: "sig=="},
@@ -142,8 +142,8 @@ func TestSDKAssemblesScript(t *testing.T) {
 			}},
 	}, {
 		name: "server tool, its result block, text with citations",
-		stream: NewStream().ServerToolUse("srvtoolu_1", "web_search", `{"query": "t`, `ech news"}`).Block(search).
-			Text("The ", "sky").Citation(cite).Citation(cite).Stop("pause_turn"),
+		stream: NewStream().Block(Block{Type: "server_tool_use", ID: "srvtoolu_1", Name: "web_search"}, `{"query": "t`, `ech news"}`).Block(Block{Raw: []byte(search)}).
+			Text("The ", "sky").Delta(`{"type":"citations_delta","citation":` + cite + `}`).Delta(`{"type":"citations_delta","citation":` + cite + `}`).Stop("pause_turn"),
 		want: with(base, func(m *message) {
 			m.StopReason, m.Out = "pause_turn", 7
 			m.Content = []block{
@@ -161,7 +161,7 @@ func TestSDKAssemblesScript(t *testing.T) {
 		}),
 	}, {
 		name:   "refusal with no blocks",
-		stream: NewStream().Ping().Stop("refusal"),
+		stream: NewStream().Event("ping", `{"type": "ping"}`).Stop("refusal"),
 		want:   with(base, func(m *message) { m.StopReason, m.Out = "refusal", 1 }),
 	}, {
 		name:   "a stop_reason no client knows yet",
@@ -200,7 +200,7 @@ func TestSDKSeesFaults(t *testing.T) {
 		}
 	})
 	t.Run("HTTP error", func(t *testing.T) {
-		_, err := viaSDK(t, HTTPError(529, "overloaded_error", "Overloaded").RequestID("req_011CUdge").ShouldRetry(false))
+		_, err := viaSDK(t, HTTPError{Status: 529, Type: "overloaded_error", Message: "Overloaded", RequestID: "req_011CUdge", ShouldRetry: "false"})
 		var apiErr *anthropic.Error
 		if !errors.As(err, &apiErr) {
 			t.Fatalf("err = %v, want *anthropic.Error", err)

@@ -128,8 +128,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
 		c := &call{id: "req_anthropictest_notfound"}
-		HTTPError(http.StatusNotFound, "not_found_error",
-			fmt.Sprintf("anthropictest: only POST /v1/messages and /v1/messages/count_tokens are served, not %s %s", r.Method, r.URL.Path)).serve(w, c)
+		HTTPError{Status: http.StatusNotFound,
+			Message: fmt.Sprintf("anthropictest: only POST /v1/messages and /v1/messages/count_tokens are served, not %s %s", r.Method, r.URL.Path)}.serve(w, c)
 		return
 	}
 	body, err := io.ReadAll(r.Body)
@@ -160,8 +160,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		defer s.hooks.served(req.N)
 	}
 	if reply == nil {
-		reply = HTTPError(http.StatusInternalServerError, "api_error",
-			fmt.Sprintf("anthropictest: no reply was scripted for request %d", req.N)).ShouldRetry(false)
+		reply = HTTPError{Message: fmt.Sprintf("anthropictest: no reply was scripted for request %d", req.N), ShouldRetry: "false"}
 	}
 	reply.serve(w, c)
 }

@@ -86,7 +86,7 @@ func eventNames(evs []sse) []string {
 }
 
 func TestStreamWireFormat(t *testing.T) {
-	srv := NewServer(NewStream().Text("Hel", "lo").Ping().ToolUse("toolu_1", "add", `{"a":`, `1}`).Stop("tool_use"))
+	srv := NewServer(NewStream().Text("Hel", "lo").Event("ping", `{"type": "ping"}`).ToolUse("toolu_1", "add", `{"a":`, `1}`).Stop("tool_use"))
 	defer srv.Close()
 	resp := post(t, context.Background(), newClient(t), srv.URL)
 	defer resp.Body.Close()
@@ -101,7 +101,7 @@ func TestStreamWireFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "event: message_start\n" +
-		`data: {"type":"message_start","message":{"id":"msg_01AnthropicTestMessage0001","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1,"service_tier":"standard"}}}` + "\n\n" +
+		`data: {"type":"message_start","message":{"id":"msg_01AnthropicTestMessage0001","type":"message","role":"assistant","model":"claude-sonnet-5-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1,"service_tier":"standard"}}}` + "\n\n" +
 		"event: content_block_start\n" + `data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}` + "\n\n" +
 		"event: content_block_delta\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}}` + "\n\n" +
 		"event: content_block_delta\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"lo"}}` + "\n\n" +
@@ -146,10 +146,10 @@ func waitFor[T any](t *testing.T, ch <-chan T, what string) T {
 func TestHTTPError(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	srv := NewServer(
-		HTTPError(429, "rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit").
-			RetryAfter(7).RetryAfterMs(6500).ShouldRetry(true).Header("Anthropic-Ratelimit-Requests-Remaining", "0"),
-		HTTPError(529, "overloaded_error", "Overloaded").RequestID("req_011CUdgeEaEXcfa9PDdxrNMk"),
-		HTTPError(413, "request_too_large", "ignored").Body([]byte(`{"error":{"type":"request_too_large","message":"Request exceeds the maximum allowed number of bytes."}}`)),
+		HTTPError{Status: 429, Type: "rate_limit_error", Message: "Number of request tokens has exceeded your per-minute rate limit",
+			RetryAfter: 7 * time.Second, ShouldRetry: "true", Header: http.Header{"Retry-After-Ms": {"6500"}, "Anthropic-Ratelimit-Requests-Remaining": {"0"}}},
+		HTTPError{Status: 529, Type: "overloaded_error", Message: "Overloaded", RequestID: "req_011CUdgeEaEXcfa9PDdxrNMk"},
+		HTTPError{Status: 413, Type: "request_too_large", Message: "ignored", Body: []byte(`{"error":{"type":"request_too_large","message":"Request exceeds the maximum allowed number of bytes."}}`)},
 	)
 	defer srv.Close()
 	client := newClient(t)
@@ -302,11 +302,11 @@ func TestRecording(t *testing.T) {
 	if string(msgs[1].Content[1].Raw) != `{"type":"tool_use","id":"toolu_1","name":"add","input":{"a":1,"b":1}}` {
 		t.Errorf("Raw = %s", msgs[1].Content[1].Raw)
 	}
-	if err := r.Check(); err != nil {
+	if err := CheckRequest(r.Body); err != nil {
 		t.Errorf("Check: %v", err)
 	}
 	var v map[string]any
-	if err := r.Decode(&v); err != nil || v["system"] != "be brief" {
+	if err := json.Unmarshal(r.Body, &v); err != nil || v["system"] != "be brief" {
 		t.Errorf("Decode: %v, %v", v, err)
 	}
 }

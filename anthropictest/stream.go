@@ -1,6 +1,9 @@
 package anthropictest
 
 import (
+	"bytes"
+	"cmp"
+	"encoding/json"
 	"slices"
 	"sync"
 	"time"
@@ -16,13 +19,13 @@ import (
 //	NewStream().Text("Hel", "lo").ToolUse("toolu_1", "add", `{"a":`, `1}`).Stop("tool_use")
 //
 // Block indexes are assigned automatically, in call order, starting at 0.
-// A block stays open after its builder returns, so that Citation and Ping can
-// still land inside it and a fault can cut it off mid-block; it is closed
+// A block stays open after its builder returns, so that a Delta or an Event
+// can still land inside it and a fault can cut it off mid-block; it is closed
 // (content_block_stop) when the next block starts, at Stop, or by EndBlock.
 //
 // If the script has neither Stop nor a fault, the stream ends as the API ends
 // a normal turn: the open block is closed, then message_delta with stop_reason
-// "tool_use" if the script has a ToolUse block and "end_turn" otherwise, then
+// "tool_use" if the script has a tool_use block and "end_turn" otherwise, then
 // message_stop.
 //
 // The wire bytes are rendered once, when the Stream is first served, and
@@ -30,11 +33,12 @@ import (
 // may be served any number of times (see Repeat).
 //
 // Builder methods panic when called after a terminal fault (ErrorEvent,
-// Reset, EndWithoutStop, Stall), or when Citation has no open block: those
+// Reset, EndWithoutStop, Stall), or when Delta has no open block: those
 // are mistakes in the test, not in the code under test.
 type Stream struct {
 	mu       sync.Mutex
 	items    []item
+	noStart  bool // Replay: no implicit message_start
 	id       string
 	model    string
 	inTok    int
@@ -44,6 +48,7 @@ type Stream struct {
 	contID   string // message_delta's container id; "" sends none
 	nextIdx  int
 	open     bool // a block is open (started and not yet stopped)
+	openTool bool // the open block streams tool input
 	hasTool  bool // the script has a client tool_use block
 	ending   ending
 	buffered bool
@@ -70,9 +75,8 @@ const (
 	kThinkingDelta                  // a: thinking
 	kSignatureDelta                 // a: signature
 	kInputDelta                     // a: partial_json
-	kCitationDelta                  // a: citation JSON
+	kDelta                          // a: delta JSON, verbatim
 	kBlockStop
-	kPing
 	kEvent // a: event name, b: data
 	kRaw   // a: bytes, verbatim
 	kStop  // a: stop_reason, b: stop_sequence (if seq), n: output tokens or -1
@@ -94,16 +98,33 @@ type item struct {
 
 // Defaults of the message_start event, which Stream.Message overrides.
 const (
-	// DefaultMessageID is the message id a Stream sends by default.
-	DefaultMessageID = "msg_01AnthropicTestMessage0001"
-	// DefaultModel is the model a Stream reports by default.
-	DefaultModel = "claude-sonnet-4-5"
+	defaultMessageID = "msg_01AnthropicTestMessage0001"
+	defaultModel     = "claude-sonnet-5-5"
 )
 
-// NewStream returns an empty script whose message_start carries
-// DefaultMessageID, DefaultModel and usage of 10 input and 1 output tokens.
+// NewStream returns an empty script whose message_start carries the id
+// msg_01AnthropicTestMessage0001, the model claude-sonnet-5-5 and usage of
+// 10 input and 1 output tokens.
 func NewStream() *Stream {
-	return &Stream{id: DefaultMessageID, model: DefaultModel, inTok: 10, outTok: 1}
+	return &Stream{id: defaultMessageID, model: defaultModel, inTok: 10, outTok: 1}
+}
+
+// Replay returns a Stream that sends sse verbatim, such as a recorded .sse
+// file, as a 200 text/event-stream body, flushing at each blank line so that
+// events arrive one by one. It has no implicit message_start and no default
+// stop; builder methods append to it, so that Replay(nil).Stall() sends the
+// headers and then nothing. sse is copied.
+func Replay(sse []byte) *Stream {
+	s := &Stream{noStart: true, ending: endStop}
+	for len(sse) > 0 {
+		i := bytes.Index(sse, []byte("\n\n"))
+		if i < 0 {
+			i = len(sse) - 2
+		}
+		s.items = append(s.items, item{kind: kRaw, a: string(sse[:i+2])})
+		sse = sse[i+2:]
+	}
+	return s
 }
 
 func (s *Stream) add(it item) *Stream {
@@ -119,16 +140,6 @@ func (s *Stream) addLocked(it item) {
 	}
 	s.plan = nil
 	s.items = append(s.items, it)
-}
-
-// startBlock closes the open block, if any, and starts a new one.
-func (s *Stream) startBlock(contentBlock string) int {
-	s.closeOpen()
-	i := s.nextIdx
-	s.nextIdx++
-	s.addLocked(item{kind: kBlockStart, index: i, a: contentBlock})
-	s.open = true
-	return i
 }
 
 func (s *Stream) closeOpen() {
@@ -177,57 +188,7 @@ func (s *Stream) Container(id string) *Stream {
 
 // Text starts a text block, {"type":"text","text":""}, and sends one
 // text_delta per argument.
-func (s *Stream) Text(deltas ...string) *Stream {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	i := s.startBlock(`{"type":"text","text":""}`)
-	s.items = slices.Grow(s.items, len(deltas))
-	for _, d := range deltas {
-		s.addLocked(item{kind: kTextDelta, index: i, a: d})
-	}
-	return s
-}
-
-// Citation sends a citations_delta carrying the citation object rawJSON
-// (for example {"type":"char_location",...}) on the open block, which should
-// be a text block.
-func (s *Stream) Citation(rawJSON string) *Stream {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.open {
-		panic("anthropictest: Citation needs an open text block")
-	}
-	s.addLocked(item{kind: kCitationDelta, index: s.nextIdx - 1, a: rawJSON})
-	return s
-}
-
-// Thinking starts a thinking block, {"type":"thinking","thinking":"","signature":""},
-// sends one thinking_delta per delta, then an empty thinking_delta and a
-// signature_delta, as real streams do. An empty signature sends no
-// signature_delta, for testing clients that must cope with its absence.
-func (s *Stream) Thinking(signature string, deltas ...string) *Stream {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	i := s.startBlock(`{"type":"thinking","thinking":"","signature":""}`)
-	s.items = slices.Grow(s.items, len(deltas)+2)
-	for _, d := range deltas {
-		s.addLocked(item{kind: kThinkingDelta, index: i, a: d})
-	}
-	s.addLocked(item{kind: kThinkingDelta, index: i})
-	if signature != "" {
-		s.addLocked(item{kind: kSignatureDelta, index: i, a: signature})
-	}
-	return s
-}
-
-// RedactedThinking sends a redacted_thinking block. Like the API, it arrives
-// whole in content_block_start, with no deltas.
-func (s *Stream) RedactedThinking(data string) *Stream {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.startBlock(string(appendJSONString([]byte(`{"type":"redacted_thinking","data":`), data)) + "}")
-	return s
-}
+func (s *Stream) Text(deltas ...string) *Stream { return s.Block(Block{Type: "text"}, deltas...) }
 
 // ToolUse starts a client tool_use block whose start carries the placeholder
 // input {}, then sends an input_json_delta with partial_json "" (the API
@@ -236,60 +197,84 @@ func (s *Stream) RedactedThinking(data string) *Stream {
 // inside keys, inside values, inside escape sequences (see Split). With no
 // fragments the block has the API's shape for a tool without arguments.
 func (s *Stream) ToolUse(id, name string, fragments ...string) *Stream {
-	return s.toolUse("tool_use", id, name, fragments)
+	return s.Block(Block{Type: "tool_use", ID: id, Name: name}, fragments...)
 }
 
-// ServerToolUse is ToolUse for a server_tool_use block, such as a
-// web_search call that the API runs itself. Its result arrives as a separate
-// block; send that with Block.
-func (s *Stream) ServerToolUse(id, name string, fragments ...string) *Stream {
-	return s.toolUse("server_tool_use", id, name, fragments)
-}
-
-func (s *Stream) toolUse(typ, id, name string, fragments []string) *Stream {
+// Block starts a content block of b's type and streams deltas into it, as
+// the API streams that type:
+//
+//   - "text": {"type":"text","text":""}, then a text_delta per delta.
+//   - "thinking": {"type":"thinking","thinking":"","signature":""}, a
+//     thinking_delta per delta, an empty thinking_delta, then a
+//     signature_delta of b.Signature unless it is empty.
+//   - "tool_use", "server_tool_use" and "mcp_tool_use": b.ID, b.Name and
+//     b.Input, {} if nil, then an input_json_delta per delta, led by an
+//     empty one when b.Input is nil (see ToolUse).
+//   - any other type, such as "redacted_thinking", arrives whole, as the
+//     JSON of b's fields; deltas are not allowed.
+//
+// If b.Raw is set, it is sent verbatim as the content_block instead, for
+// block types this package does not model (web_search_tool_result,
+// compaction…); the deltas still follow b.Type, and Delta sends any other
+// kind.
+func (s *Stream) Block(b Block, deltas ...string) *Stream {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if typ == "tool_use" {
-		s.hasTool = true
+	var start []byte
+	var kind itemKind
+	switch b.Type {
+	case "text":
+		start, kind = []byte(`{"type":"text","text":""}`), kTextDelta
+	case "thinking":
+		start, kind = []byte(`{"type":"thinking","thinking":"","signature":""}`), kThinkingDelta
+	case "tool_use", "server_tool_use", "mcp_tool_use":
+		start = append([]byte(`{"type":"`+b.Type+`","id":`), appendJSONString(nil, b.ID)...)
+		start = append(append(start, `,"name":`...), appendJSONString(nil, b.Name)...)
+		start = append(append(append(start, `,"input":`...), cmp.Or(string(b.Input), "{}")...), '}')
+		kind = kInputDelta
+	default:
+		if len(deltas) > 0 {
+			panic("anthropictest: Block of type " + b.Type + " takes no deltas; use Delta")
+		}
+		start, _ = json.Marshal(b)
 	}
-	b := []byte(`{"type":"` + typ + `","id":`)
-	b = appendJSONString(b, id)
-	b = append(b, `,"name":`...)
-	b = appendJSONString(b, name)
-	b = append(b, `,"input":{}}`...)
-	i := s.startBlock(string(b))
-	s.addLocked(item{kind: kInputDelta, index: i})
-	s.items = slices.Grow(s.items, len(fragments))
-	for _, f := range fragments {
-		s.addLocked(item{kind: kInputDelta, index: i, a: f})
+	if b.Raw != nil {
+		start = b.Raw
+	}
+	s.closeOpen()
+	i := s.nextIdx
+	s.nextIdx++
+	s.addLocked(item{kind: kBlockStart, index: i, a: string(start)})
+	s.open = true
+	s.openTool = kind == kInputDelta
+	s.hasTool = s.hasTool || b.Type == "tool_use"
+	s.items = slices.Grow(s.items, len(deltas)+2)
+	if kind == kInputDelta && b.Input == nil {
+		s.addLocked(item{kind: kInputDelta, index: i})
+	}
+	for _, d := range deltas {
+		s.addLocked(item{kind: kind, index: i, a: d})
+	}
+	if kind == kThinkingDelta {
+		s.addLocked(item{kind: kThinkingDelta, index: i})
+		if b.Signature != "" {
+			s.addLocked(item{kind: kSignatureDelta, index: i, a: b.Signature})
+		}
 	}
 	return s
 }
 
-// ToolUseWhole sends a client tool_use block whose content_block_start
-// already carries the complete input, with no deltas, as the API does for
-// programmatic tool calls.
-func (s *Stream) ToolUseWhole(id, name, inputJSON string) *Stream {
+// Delta sends a content_block_delta on the open block carrying the delta
+// object rawJSON verbatim, for kinds Block does not send itself, such as
+// {"type":"citations_delta","citation":{…}} on a text block or a
+// compaction_delta.
+func (s *Stream) Delta(rawJSON string) *Stream {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.hasTool = true
-	b := []byte(`{"type":"tool_use","id":`)
-	b = appendJSONString(b, id)
-	b = append(b, `,"name":`...)
-	b = appendJSONString(b, name)
-	b = append(b, `,"input":`...)
-	b = append(b, inputJSON...)
-	s.startBlock(string(append(b, '}')))
-	return s
-}
-
-// Block sends a block that arrives whole in content_block_start, such as a
-// web_search_tool_result, an mcp_tool_result or a block type no client has
-// seen yet. rawJSON is the content_block object, sent verbatim.
-func (s *Stream) Block(rawJSON string) *Stream {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.startBlock(rawJSON)
+	if !s.open {
+		panic("anthropictest: Delta needs an open block")
+	}
+	s.addLocked(item{kind: kDelta, index: s.nextIdx - 1, a: rawJSON})
 	return s
 }
 
@@ -302,34 +287,24 @@ func (s *Stream) EndBlock() *Stream {
 	return s
 }
 
-// LeaveOpen forgets the open block without sending its content_block_stop,
-// as the API does when max_tokens cuts a streaming tool call short.
-func (s *Stream) LeaveOpen() *Stream {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.open = false
-	return s
-}
-
-// Ping sends {"type": "ping"} (with the space the API puts there). The API
-// sends pings anywhere, any number of times.
-func (s *Stream) Ping() *Stream { return s.add(item{kind: kPing}) }
-
-// Event sends one event with the given name and data, verbatim, for event
-// types the client has never seen or for hand-made malformed events. It does
+// Event sends one event with the given name and data, verbatim: a ping,
+// Event("ping", `{"type": "ping"}`), which the API sends anywhere, an event
+// type the client has never seen, or a hand-made malformed event. It does
 // not touch block indexes.
 func (s *Stream) Event(name, dataJSON string) *Stream {
 	return s.add(item{kind: kEvent, a: name, b: dataJSON})
 }
 
-// Raw sends sse verbatim as one write, for framing the helpers cannot
-// express, such as comment lines, data-only events or CRLF line endings.
+// Raw sends sse verbatim as one write, for framing Event cannot express,
+// such as comment lines, data-only events or CRLF line endings.
 func (s *Stream) Raw(sse string) *Stream { return s.add(item{kind: kRaw, a: sse}) }
 
 // Stop closes the open block and sends message_delta with the stop_reason
 // and usage, then message_stop. The output token count in message_delta
 // defaults to the number of deltas in the script (at least 1); StopUsage sets
-// it.
+// it. Stop("max_tokens") leaves an open tool_use block without its
+// content_block_stop, as the API does when the limit cuts a streamed tool
+// call short; call EndBlock first for a complete one.
 func (s *Stream) Stop(reason string) *Stream { return s.stop(item{kind: kStop, a: reason, n: -1}) }
 
 // StopUsage is Stop with the output token count of message_delta.
@@ -346,6 +321,9 @@ func (s *Stream) StopSequence(sequence string) *Stream {
 func (s *Stream) stop(it item) *Stream {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if it.a == "max_tokens" && s.openTool {
+		s.open = false
+	}
 	s.closeOpen()
 	s.addLocked(it)
 	if s.ending == endNone {
@@ -392,8 +370,8 @@ func (s *Stream) EndWithoutStop() *Stream { return s.terminal(endClean) }
 
 // Stall sends the events scripted so far and then nothing, keeping the
 // connection open until the client goes away or the server closes. Call it
-// right after NewStream for a stream that stalls after message_start; see
-// Hang for one that stalls before any event.
+// right after NewStream for a stream that stalls after message_start, or
+// after Replay(nil) for one that stalls before any event.
 func (s *Stream) Stall() *Stream { return s.terminal(endStall) }
 
 func (s *Stream) terminal(e ending) *Stream {

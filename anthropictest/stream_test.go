@@ -82,7 +82,7 @@ func events(t *testing.T, s *Stream) []string {
 }
 
 func TestStreamShapes(t *testing.T) {
-	const start = `message_start {"type":"message_start","message":{"id":"msg_01AnthropicTestMessage0001","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1,"service_tier":"standard"}}}`
+	const start = `message_start {"type":"message_start","message":{"id":"msg_01AnthropicTestMessage0001","type":"message","role":"assistant","model":"claude-sonnet-5-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1,"service_tier":"standard"}}}`
 	delta := func(reason string, out string) string {
 		return `message_delta {"type":"message_delta","delta":{"stop_reason":"` + reason + `","stop_sequence":null},"usage":{"input_tokens":10,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":` + out + `}}`
 	}
@@ -105,7 +105,7 @@ func TestStreamShapes(t *testing.T) {
 			delta("tool_use", "1"), stop},
 	}, {
 		name:   "thinking: deltas, empty delta, signature",
-		stream: NewStream().Thinking("c2ln", "hm").Stop("end_turn"),
+		stream: NewStream().Block(Block{Type: "thinking", Signature: "c2ln"}, "hm").Stop("end_turn"),
 		want: []string{start,
 			`content_block_start {"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`,
 			`content_block_delta {"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}`,
@@ -115,7 +115,7 @@ func TestStreamShapes(t *testing.T) {
 			delta("end_turn", "3"), stop},
 	}, {
 		name:   "thinking without signature sends no signature_delta",
-		stream: NewStream().Thinking("").Stop("end_turn"),
+		stream: NewStream().Block(Block{Type: "thinking", Signature: ""}).Stop("end_turn"),
 		want: []string{start,
 			`content_block_start {"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`,
 			`content_block_delta {"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":""}}`,
@@ -123,7 +123,7 @@ func TestStreamShapes(t *testing.T) {
 			delta("end_turn", "1"), stop},
 	}, {
 		name:   "redacted thinking and a whole block, no deltas",
-		stream: NewStream().RedactedThinking("EmwK").Block(`{"type":"fallback"}`).Stop("end_turn"),
+		stream: NewStream().Block(Block{Type: "redacted_thinking", Data: "EmwK"}).Block(Block{Raw: []byte(`{"type":"fallback"}`)}).Stop("end_turn"),
 		want: []string{start,
 			`content_block_start {"type":"content_block_start","index":0,"content_block":{"type":"redacted_thinking","data":"EmwK"}}`,
 			`content_block_stop {"type":"content_block_stop","index":0}`,
@@ -132,7 +132,7 @@ func TestStreamShapes(t *testing.T) {
 			delta("end_turn", "1"), stop},
 	}, {
 		name:   "max_tokens cuts a tool call: no content_block_stop",
-		stream: NewStream().ToolUse("toolu_1", "write", `{"text":"ab`).LeaveOpen().Stop("max_tokens"),
+		stream: NewStream().ToolUse("toolu_1", "write", `{"text":"ab`).Stop("max_tokens"),
 		want: []string{start,
 			`content_block_start {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"write","input":{}}}`,
 			`content_block_delta {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":""}}`,
@@ -140,7 +140,7 @@ func TestStreamShapes(t *testing.T) {
 			delta("max_tokens", "2"), stop},
 	}, {
 		name:   "unknown events and pings between blocks",
-		stream: NewStream().Text("a").EndBlock().Ping().Event("future_event", `{"type":"future_event"}`).Text().Stop("end_turn"),
+		stream: NewStream().Text("a").EndBlock().Event("ping", `{"type": "ping"}`).Event("future_event", `{"type":"future_event"}`).Text().Stop("end_turn"),
 		want: []string{start,
 			`content_block_start {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
 			`content_block_delta {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a"}}`,
@@ -193,11 +193,11 @@ func TestStreamRerendersAfterChange(t *testing.T) {
 func TestStreamPanics(t *testing.T) {
 	tests := map[string]func(){
 		"builder after ErrorEvent":     func() { NewStream().ErrorEvent("api_error", "x").Text("y") },
-		"builder after Reset":          func() { NewStream().Reset().Ping() },
+		"builder after Reset":          func() { NewStream().Reset().Event("ping", `{"type": "ping"}`) },
 		"builder after EndWithoutStop": func() { NewStream().EndWithoutStop().Stop("end_turn") },
 		"two terminal faults":          func() { NewStream().Stall().Reset() },
-		"citation without a block":     func() { NewStream().Citation(`{}`) },
-		"citation after the block":     func() { NewStream().Text("a").EndBlock().Citation(`{}`) },
+		"citation without a block":     func() { NewStream().Delta(`{"type":"citations_delta","citation":{}}`) },
+		"citation after the block":     func() { NewStream().Text("a").EndBlock().Delta(`{"type":"citations_delta","citation":{}}`) },
 	}
 	for name, f := range tests {
 		t.Run(name, func(t *testing.T) {

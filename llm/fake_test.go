@@ -56,19 +56,19 @@ func TestFakeServer(t *testing.T) {
 		want    turn
 		waits   []time.Duration
 	}{
-		{name: "text with pings", replies: []anthropictest.Reply{S().Ping().Text("Hel", "lo").Ping().Stop("end_turn")},
+		{name: "text with pings", replies: []anthropictest.Reply{S().Event("ping", `{"type": "ping"}`).Text("Hel", "lo").Event("ping", `{"type": "ping"}`).Stop("end_turn")},
 			want: turn{Blocks: hello, Stop: EndTurn}},
 		{name: "tool use split anywhere", replies: []anthropictest.Reply{
 			S().Text("Let me add.").ToolUse("toolu_1", "add", anthropictest.Split(`{"a":1,"s":"x\"y\u00e9"}`, 3)...).Stop("tool_use")},
 			want: turn{Blocks: []Block{Text{Text: "Let me add."}, ToolUse{ID: "toolu_1", Name: "add", Input: raw(`{"a":1,"s":"x\"y\u00e9"}`)}}, Stop: ToolUseStop}},
 		{name: "tool without arguments", replies: []anthropictest.Reply{S().ToolUse("toolu_2", "now").Stop("tool_use")},
 			want: turn{Blocks: []Block{ToolUse{ID: "toolu_2", Name: "now", Input: raw(`{}`)}}, Stop: ToolUseStop}},
-		{name: "whole tool input", replies: []anthropictest.Reply{S().ToolUseWhole("toolu_3", "roll", `{"p":2}`).Stop("tool_use")},
+		{name: "whole tool input", replies: []anthropictest.Reply{S().Block(anthropictest.Block{Type: "tool_use", ID: "toolu_3", Name: "roll", Input: []byte(`{"p":2}`)}).Stop("tool_use")},
 			want: turn{Blocks: []Block{ToolUse{ID: "toolu_3", Name: "roll", Input: raw(`{"p":2}`)}}, Stop: ToolUseStop}},
 		{name: "thinking, redacted, server tool, result, citation", replies: []anthropictest.Reply{
-			S().Thinking("sig", "hm", "m").RedactedThinking("RD").ServerToolUse("srvtoolu_1", "web_search", `{"query":`, `"go"}`).
-				Block(`{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[]}`).
-				Text("Go").Citation(`{"type":"char_location","cited_text":"Go"}`).StopSequence("END")},
+			S().Block(anthropictest.Block{Type: "thinking", Signature: "sig"}, "hm", "m").Block(anthropictest.Block{Type: "redacted_thinking", Data: "RD"}).Block(anthropictest.Block{Type: "server_tool_use", ID: "srvtoolu_1", Name: "web_search"}, `{"query":`, `"go"}`).
+				Block(anthropictest.Block{Raw: []byte(`{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[]}`)}).
+				Text("Go").Delta(`{"type":"citations_delta","citation":{"type":"char_location","cited_text":"Go"}}`).StopSequence("END")},
 			want: turn{Blocks: []Block{
 				Thinking{Thinking: "hmm", Signature: "sig"},
 				RedactedThinking{Data: "RD"},
@@ -78,8 +78,8 @@ func TestFakeServer(t *testing.T) {
 			}, Stop: StopSequence}},
 		{name: "programmatic tool call keeps its caller", replies: []anthropictest.Reply{
 			S().Text("Rolling.").
-				Block(`{"type":"server_tool_use","id":"srvtoolu_1","name":"code_execution","input":{"code":"roll()"},"caller":{"type":"direct"}}`).
-				Block(`{"type":"tool_use","id":"toolu_5","name":"rollDie","input":{"player":"p1"},"caller":{"type":"code_execution_20250825","tool_id":"srvtoolu_1"}}`).
+				Block(anthropictest.Block{Raw: []byte(`{"type":"server_tool_use","id":"srvtoolu_1","name":"code_execution","input":{"code":"roll()"},"caller":{"type":"direct"}}`)}).
+				Block(anthropictest.Block{Raw: []byte(`{"type":"tool_use","id":"toolu_5","name":"rollDie","input":{"player":"p1"},"caller":{"type":"code_execution_20250825","tool_id":"srvtoolu_1"}}`)}).
 				Stop("tool_use")},
 			want: turn{Blocks: []Block{
 				Text{Text: "Rolling."},
@@ -93,7 +93,7 @@ func TestFakeServer(t *testing.T) {
 				Raw(": comment\n\nevent: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n").Stop("end_turn")},
 			want: turn{Blocks: hello, Stop: EndTurn}},
 		{name: "max_tokens cuts a tool call", replies: []anthropictest.Reply{
-			S().Text("Writing").ToolUse("toolu_4", "write", `{"path":"a`).LeaveOpen().Stop("max_tokens")},
+			S().Text("Writing").ToolUse("toolu_4", "write", `{"path":"a`).Stop("max_tokens")},
 			want: turn{Blocks: []Block{Text{Text: "Writing"}}, Stop: MaxTokens,
 				Incomplete: []Block{ToolUse{ID: "toolu_4", Name: "write", Input: raw(`{"INVALID_JSON":"{\"path\":\"a"}`)}}}},
 		{name: "error event before content is retried", replies: []anthropictest.Reply{
@@ -113,15 +113,15 @@ func TestFakeServer(t *testing.T) {
 			replies: []anthropictest.Reply{S().Pace(time.Millisecond).Text("Hel", "lo").Stop("end_turn")},
 			want:    turn{Blocks: hello, Stop: EndTurn}},
 		{name: "retry-after-ms", replies: []anthropictest.Reply{
-			anthropictest.HTTPError(429, "rate_limit_error", "slow").RetryAfterMs(250), S().Text("Hello").Stop("end_turn")},
+			anthropictest.HTTPError{Status: 429, Type: "rate_limit_error", Message: "slow", RetryAfter: 250 * time.Millisecond}, S().Text("Hello").Stop("end_turn")},
 			want: turn{Blocks: hello, Stop: EndTurn}, waits: []time.Duration{250 * time.Millisecond}},
 		{name: "retry-after", replies: []anthropictest.Reply{
-			anthropictest.HTTPError(529, "overloaded_error", "busy").RetryAfter(2), S().Text("Hello").Stop("end_turn")},
+			anthropictest.HTTPError{Status: 529, Type: "overloaded_error", Message: "busy", RetryAfter: 2 * time.Second}, S().Text("Hello").Stop("end_turn")},
 			want: turn{Blocks: hello, Stop: EndTurn}, waits: []time.Duration{2 * time.Second}},
-		{name: "should-retry false", replies: []anthropictest.Reply{anthropictest.HTTPError(529, "overloaded_error", "busy").ShouldRetry(false).RequestID("req_x")},
+		{name: "should-retry false", replies: []anthropictest.Reply{anthropictest.HTTPError{Status: 529, Type: "overloaded_error", Message: "busy", ShouldRetry: "false", RequestID: "req_x"}},
 			want: turn{Err: "llm: 529 overloaded_error: busy (request req_x)"}},
 		{name: "cloudflare 413", replies: []anthropictest.Reply{
-			anthropictest.HTTPError(413, "", "").Body([]byte(`{"error":{"type":"request_too_large","message":"Request exceeds the maximum size"}}`)).RequestID("")},
+			anthropictest.HTTPError{Status: 413, Body: []byte(`{"error":{"type":"request_too_large","message":"Request exceeds the maximum size"}}`)}},
 			want: turn{Err: "llm: 413 request_too_large: Request exceeds the maximum size"}},
 		{name: "reply func", replies: []anthropictest.Reply{anthropictest.ReplyFunc(func(r *anthropictest.Request) anthropictest.Reply {
 			return S().Text(r.Messages()[0].Text()).Stop("end_turn")
@@ -145,7 +145,7 @@ func TestFakeServer(t *testing.T) {
 				t.Errorf("%d replies unused", srv.Pending())
 			}
 			for _, r := range srv.Requests() {
-				if err := r.Check(); err != nil {
+				if err := anthropictest.CheckRequest(r.Body); err != nil {
 					t.Errorf("request %d: %v", r.N, err)
 				}
 			}
@@ -172,7 +172,7 @@ func TestFakeServerRequest(t *testing.T) {
 		t.Fatal(got.Err)
 	}
 	r := srv.Requests()[0]
-	if err := r.Check(); err != nil {
+	if err := anthropictest.CheckRequest(r.Body); err != nil {
 		t.Error(err)
 	}
 	p, err := r.Params()
@@ -253,7 +253,7 @@ func TestCountTokensFake(t *testing.T) {
 		t.Fatalf("%d count_tokens requests, want 1", len(counts))
 	}
 	var body map[string]json.RawMessage
-	if err := counts[0].Decode(&body); err != nil {
+	if err := json.Unmarshal(counts[0].Body, &body); err != nil {
 		t.Fatal(err)
 	}
 	var keys []string

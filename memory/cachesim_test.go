@@ -115,7 +115,7 @@ func isSummaryRequest(r *anthropictest.Request) bool {
 func (c *cacheSim) toolReply(r *anthropictest.Request, n int) anthropictest.Reply {
 	in, w, rd, err := c.usage(r)
 	if err != nil {
-		return anthropictest.HTTPError(400, "invalid_request_error", err.Error())
+		return anthropictest.HTTPError{Status: 400, Type: "invalid_request_error", Message: err.Error()}
 	}
 	input, _ := json.Marshal(map[string]string{"path": fmt.Sprintf("/data/file%03d.txt", n)})
 	return anthropictest.NewStream().Usage(in, 1).Cache(w, rd).
@@ -128,7 +128,7 @@ func (c *cacheSim) toolReply(r *anthropictest.Request, n int) anthropictest.Repl
 func (c *cacheSim) finalReply(r *anthropictest.Request) anthropictest.Reply {
 	in, w, rd, err := c.usage(r)
 	if err != nil {
-		return anthropictest.HTTPError(400, "invalid_request_error", err.Error())
+		return anthropictest.HTTPError{Status: 400, Type: "invalid_request_error", Message: err.Error()}
 	}
 	return anthropictest.NewStream().Usage(in, 1).Cache(w, rd).Text("The total is 1234.").StopUsage("end_turn", 10)
 }

@@ -110,7 +110,7 @@ func runSession(tb testing.TB, sc sessionConfig) sessionStats {
 func checkAll(t *testing.T, reqs []*anthropictest.Request) {
 	t.Helper()
 	for _, r := range reqs {
-		if err := r.Check(); err != nil {
+		if err := anthropictest.CheckRequest(r.Body); err != nil {
 			t.Errorf("request %d breaks the API's rules: %v", r.N, err)
 		}
 	}
@@ -166,7 +166,7 @@ func TestScenarioCompaction(t *testing.T) {
 func TestScenarioPromptTooLong(t *testing.T) {
 	sim := newCacheSim()
 	srv := anthropictest.NewServer(
-		anthropictest.HTTPError(400, "invalid_request_error", "prompt is too long: 205000 tokens > 200000 maximum"),
+		anthropictest.HTTPError{Status: 400, Type: "invalid_request_error", Message: "prompt is too long: 205000 tokens > 200000 maximum"},
 		anthropictest.Repeat(anthropictest.ReplyFunc(func(r *anthropictest.Request) anthropictest.Reply {
 			if isSummaryRequest(r) {
 				return sim.summaryReply(r)

@@ -9,6 +9,7 @@ import (
 	"image"
 	"image/png"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -155,10 +156,11 @@ func TestNeedsCompactionDefaults(t *testing.T) {
 // would try to compact.
 func TestServerToolTurnRecorded(t *testing.T) {
 	dir := testenv.Fixtures(t)
-	rec, err := anthropictest.ReplayFile(filepath.Join(dir, "pyd_pause_turn_web_search_real.sse"))
+	sse, err := os.ReadFile(filepath.Join(dir, "pyd_pause_turn_web_search_real.sse"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	rec := anthropictest.Replay(sse)
 	srv := anthropictest.NewServer(rec)
 	defer srv.Close()
 	client := llm.New(llm.Config{BaseURL: srv.URL, APIKey: "test", MaxAttempts: 1})

@@ -79,8 +79,7 @@ func demoReply(r *anthropictest.Request, pace bool) anthropictest.Reply {
 				text.WriteString(c.Text)
 			}
 			if b.IsError {
-				return anthropictest.HTTPError(400, "invalid_request_error",
-					fmt.Sprintf("demo script: tool call %s failed: %s", b.ToolUseID, text.String()))
+				return anthropictest.HTTPError{Status: 400, Type: "invalid_request_error", Message: fmt.Sprintf("demo script: tool call %s failed: %s", b.ToolUseID, text.String())}
 			}
 			results[b.ToolUseID] = text.String()
 		}
@@ -105,7 +104,7 @@ func demoReply(r *anthropictest.Request, pace bool) anthropictest.Reply {
 		s.Pace(fragPace).ToolUse(id, calculator.Name, anthropictest.Split(string(in), 7)...)
 	}
 	fail := func(err error) anthropictest.Reply {
-		return anthropictest.HTTPError(400, "invalid_request_error", err.Error())
+		return anthropictest.HTTPError{Status: 400, Type: "invalid_request_error", Message: err.Error()}
 	}
 
 	switch len(results) {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/anthropictest"
@@ -65,10 +66,10 @@ func TestRunErrors(t *testing.T) {
 		stderr []string
 	}{
 		{"api error", []string{"hi"},
-			anthropictest.HTTPError(400, "invalid_request_error", "max_tokens: too large").RequestID("req_0123abc"),
+			anthropictest.HTTPError{Status: 400, Type: "invalid_request_error", Message: "max_tokens: too large", RequestID: "req_0123abc"},
 			exitFailure, "", []string{"max_tokens: too large", "req_0123abc", "400", "invalid_request_error"}},
 		{"overloaded after retries", []string{"hi"},
-			anthropictest.Repeat(anthropictest.HTTPError(529, "overloaded_error", "Overloaded").RequestID("req_529").RetryAfterMs(1)),
+			anthropictest.Repeat(anthropictest.HTTPError{Status: 529, Type: "overloaded_error", Message: "Overloaded", RequestID: "req_529", RetryAfter: time.Millisecond}),
 			exitFailure, "", []string{"Overloaded", "req_529"}},
 		{"refusal", []string{"hi"},
 			anthropictest.NewStream().Text("I can't").Stop("refusal"),
@@ -80,7 +81,7 @@ func TestRunErrors(t *testing.T) {
 			loop, exitLimit, "", []string{"iteration limit", "2 model turns"}},
 		// The fake API never answers, so only the deadline can end the run.
 		{"time limit", []string{"--max-duration", "1ms", "hi"},
-			anthropictest.Hang(), exitLimit, "", []string{"time limit", "--max-duration 1ms"}},
+			anthropictest.Replay(nil).Stall(), exitLimit, "", []string{"time limit", "--max-duration 1ms"}},
 		// 15 tokens a turn: the second turn reaches 30 of 20, and the
 		// check before the third stops the run.
 		{"token limit", []string{"--tools", "calculator", "--max-total-tokens", "20", "hi"},
@@ -116,7 +117,7 @@ func TestInterrupt(t *testing.T) {
 	arrived := make(chan struct{})
 	h := newHarness(t, anthropictest.ReplyFunc(func(*anthropictest.Request) anthropictest.Reply {
 		close(arrived)
-		return anthropictest.Hang()
+		return anthropictest.Replay(nil).Stall()
 	}))
 	go func() {
 		<-arrived

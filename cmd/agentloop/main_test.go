@@ -159,7 +159,7 @@ func TestHappyPath(t *testing.T) {
 	if len(reqs) != 1 {
 		t.Fatalf("%d requests, want 1", len(reqs))
 	}
-	if err := reqs[0].Check(); err != nil {
+	if err := anthropictest.CheckRequest(reqs[0].Body); err != nil {
 		t.Errorf("request breaks the API's rules: %v", err)
 	}
 	// The contract says x-api-key, and never a bearer token for a key.
@@ -218,7 +218,7 @@ func TestFlagsReachRequest(t *testing.T) {
 			BudgetTokens int    `json:"budget_tokens"`
 		} `json:"thinking"`
 	}
-	if err := h.srv.Requests()[0].Decode(&body); err != nil {
+	if err := json.Unmarshal(h.srv.Requests()[0].Body, &body); err != nil {
 		t.Fatal(err)
 	}
 	if body.MaxTokens != 3000 || body.Thinking.Type != "enabled" || body.Thinking.BudgetTokens != 1024 ||
@@ -290,7 +290,7 @@ func TestJSON(t *testing.T) {
 	}
 
 	// An error ends with an "error" line after "done".
-	h.srv.Enqueue(anthropictest.HTTPError(401, "authentication_error", "invalid x-api-key").RequestID("req_401"))
+	h.srv.Enqueue(anthropictest.HTTPError{Status: 401, Type: "authentication_error", Message: "invalid x-api-key", RequestID: "req_401"})
 	r = h.run(strings.NewReader(""), "--json", "hi")
 	r.check(t, exitFailure)
 	types = jsonTypes(t, r.stdout)
@@ -374,7 +374,7 @@ func TestSecrets(t *testing.T) {
 	h := newHarness(t,
 		anthropictest.NewStream().ToolUse("toolu_1", "calculator", `{"a":1,"b":2,"operation":"add"}`).Stop("tool_use"),
 		text("3"),
-		anthropictest.HTTPError(401, "authentication_error", "invalid x-api-key").RequestID("req_1"),
+		anthropictest.HTTPError{Status: 401, Type: "authentication_error", Message: "invalid x-api-key", RequestID: "req_1"},
 	)
 	h.env["ANTHROPIC_AUTH_TOKEN"] = token
 	var all strings.Builder

@@ -122,7 +122,7 @@ func TestPTY(t *testing.T) {
 		text("Hello from the fake API."),
 		anthropictest.ReplyFunc(func(*anthropictest.Request) anthropictest.Reply {
 			close(arrived)
-			return anthropictest.Hang()
+			return anthropictest.Replay(nil).Stall()
 		}),
 	)
 	defer srv.Close()

@@ -49,7 +49,7 @@ func TestREPLInterrupt(t *testing.T) {
 	h := newHarness(t,
 		anthropictest.ReplyFunc(func(*anthropictest.Request) anthropictest.Reply {
 			close(arrived)
-			return anthropictest.Hang()
+			return anthropictest.Replay(nil).Stall()
 		}),
 		text("Still here."),
 	)
@@ -71,7 +71,7 @@ func TestREPLInterrupt(t *testing.T) {
 		t.Errorf("the session did not go on after the interrupt:\n%s", r.stdout)
 	}
 	// The interrupted turn left a history the API accepts.
-	if err := h.srv.Requests()[1].Check(); err != nil {
+	if err := anthropictest.CheckRequest(h.srv.Requests()[1].Body); err != nil {
 		t.Errorf("the request after an interrupt breaks the API's rules: %v", err)
 	}
 }
@@ -102,7 +102,7 @@ func TestREPLDoubleInterrupt(t *testing.T) {
 		arrived := make(chan struct{})
 		h := newHarness(t, anthropictest.ReplyFunc(func(*anthropictest.Request) anthropictest.Reply {
 			close(arrived)
-			return anthropictest.Hang()
+			return anthropictest.Replay(nil).Stall()
 		}))
 		h.terminals["stdin"] = true
 		pr, pw := io.Pipe()
