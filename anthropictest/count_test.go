@@ -30,7 +30,7 @@ func TestCountTokens(t *testing.T) {
 			srv := NewServer(NewStream().Text("2").Stop("end_turn"))
 			defer srv.Close()
 			if tt.count != nil {
-				srv.SetCountTokens(tt.count)
+				srv.CountTokens = tt.count
 			}
 			client := newClient(t)
 			for i := range 2 {

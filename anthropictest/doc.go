@@ -12,23 +12,27 @@
 //	client := anthropic.NewClient(option.WithBaseURL(srv.URL), option.WithAPIKey("test"))
 //	// ... run the agent loop, then:
 //	for _, r := range srv.Requests() {
-//		if err := r.Check(); err != nil {
+//		if err := anthropictest.CheckRequest(r.Body); err != nil {
 //			t.Error(err) // the real API would have answered 400
 //		}
 //	}
 //
-// Streams are built with NewStream and its chainable methods, which write
-// the events exactly as the API does (`event: X\ndata: {json}\n\n`, one
-// flush per event) and number content blocks automatically. The same
-// builder scripts faults: an error event mid-stream (Stream.ErrorEvent), a
-// reset connection (Stream.Reset), a stream that ends without message_stop
-// (Stream.EndWithoutStop), a stall (Stream.Stall, Hang) and slow pacing
-// (Stream.Pace). HTTPError answers with the API's error body and retry
-// headers, Replay sends recorded bytes verbatim, and ReplyFunc computes a
-// reply from the request.
+// A Reply is one of three things:
+//   - a *Stream, built with NewStream and its chainable methods, which write
+//     the events exactly as the API does (`event: X\ndata: {json}\n\n`, one
+//     flush per event) and number content blocks automatically. Text and
+//     ToolUse send the common blocks; Block sends any other, given as a
+//     Block value, and Delta and Event any other delta or event. The same
+//     builder scripts faults: an error event mid-stream (ErrorEvent), a
+//     reset connection (Reset), a stream that ends without message_stop
+//     (EndWithoutStop), a stall (Stall) and slow pacing (Pace). Replay
+//     makes a Stream of recorded bytes, sent verbatim.
+//   - an HTTPError, a struct literal: the API's error body and headers.
+//   - a ReplyFunc, which computes the reply from the request, or a Repeat,
+//     which answers every request from then on.
 //
-// The server also answers POST /v1/messages/count_tokens, with a count set by
-// Server.SetCountTokens, recording those requests in Server.CountRequests
+// The server also answers POST /v1/messages/count_tokens, with a count from
+// Server.CountTokens, recording those requests in Server.CountRequests
 // without using the script.
 //
 // CheckRequest reports every way a request body breaks the Messages API's

@@ -74,6 +74,34 @@ func ExampleStream_Bytes() {
 	// data: {"type":"message_stop"}
 }
 
+// Stream.Block sends any block kind as a Block value, and Delta any delta
+// into the open block: here a thinking block, a redacted one, and a text
+// block with a citation.
+func ExampleStream_Block() {
+	s := anthropictest.NewStream().
+		Block(anthropictest.Block{Type: "thinking", Signature: "sig"}, "Hm.").
+		Block(anthropictest.Block{Type: "redacted_thinking", Data: "RD=="}).
+		Text("Go.").Delta(`{"type":"citations_delta","citation":{"type":"char_location","cited_text":"Go"}}`).
+		Stop("end_turn")
+	for _, line := range strings.Split(string(s.Bytes()), "\n") {
+		if data, ok := strings.CutPrefix(line, "data: "); ok && !strings.Contains(data, "message") {
+			fmt.Println(data)
+		}
+	}
+	// Output:
+	// {"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}
+	// {"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Hm."}}
+	// {"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":""}}
+	// {"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"sig"}}
+	// {"type":"content_block_stop","index":0}
+	// {"type":"content_block_start","index":1,"content_block":{"type":"redacted_thinking","data":"RD=="}}
+	// {"type":"content_block_stop","index":1}
+	// {"type":"content_block_start","index":2,"content_block":{"type":"text","text":""}}
+	// {"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"Go."}}
+	// {"type":"content_block_delta","index":2,"delta":{"type":"citations_delta","citation":{"type":"char_location","cited_text":"Go"}}}
+	// {"type":"content_block_stop","index":2}
+}
+
 // A ReplyFunc computes the reply from the request, here to drive a tool
 // loop for as long as the client keeps answering tool calls.
 func ExampleReplyFunc() {
@@ -103,10 +131,11 @@ func ExampleReplyFunc() {
 	// Output: 3 requests; last is valid: true
 }
 
-// HTTPError answers with the API's error body and retry headers.
+// HTTPError answers with the API's error body and retry headers; the error
+// type follows from the status.
 func ExampleHTTPError() {
 	srv := anthropictest.NewServer(
-		anthropictest.HTTPError{Status: 529, Type: "overloaded_error", Message: "Overloaded", RetryAfter: 2 * time.Second, ShouldRetry: "true"},
+		anthropictest.HTTPError{Status: 529, Message: "Overloaded", RetryAfter: 2 * time.Second, ShouldRetry: "true"},
 	)
 	defer srv.Close()
 	resp, _ := http.Post(srv.URL+"/v1/messages", "application/json", strings.NewReader(`{}`))

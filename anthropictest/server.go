@@ -18,7 +18,7 @@ import (
 // x-should-retry: false, so that a client fails fast instead of retrying.
 //
 // POST /v1/messages/count_tokens is answered {"input_tokens":N}, with N from
-// the function given to SetCountTokens. Those requests are recorded apart,
+// CountTokens. Those requests are recorded apart,
 // in CountRequests, and never take a reply from the queue, so a client that
 // counts tokens between turns does not shift the script or Requests.
 //
@@ -31,6 +31,14 @@ type Server struct {
 	// trailing /v1: the SDK adds "/v1/messages" itself.
 	URL string
 
+	// CountTokens computes the input_tokens answered to a count_tokens
+	// request from the recorded request. Set it before the requests it
+	// should answer; it may be called from several goroutines at once. If
+	// nil, the default, the count is len(Body)/4, at least 1: about what the
+	// real count is for English text and JSON, and enough for tests that
+	// only need a plausible number.
+	CountTokens func(r *Request) int
+
 	ts        *httptest.Server
 	done      chan struct{} // closed by Close, to end stalls and pacing
 	closeOnce sync.Once
@@ -38,8 +46,7 @@ type Server struct {
 	mu     sync.Mutex
 	queue  []Reply
 	reqs   []*Request
-	counts []*Request           // count_tokens requests
-	count  func(r *Request) int // nil means estimateTokens
+	counts []*Request // count_tokens requests
 
 	hooks hooks
 }
@@ -96,17 +103,6 @@ func (s *Server) CountRequests() []*Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]*Request(nil), s.counts...)
-}
-
-// SetCountTokens sets the function that computes the input_tokens answered
-// to a count_tokens request from the recorded request. f may be called from
-// several goroutines at once. A nil f, the default, estimates len(Body)/4,
-// at least 1: about what the real count is for English text and JSON, and
-// enough for tests that only need a plausible number.
-func (s *Server) SetCountTokens(f func(r *Request) int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.count = f
 }
 
 // estimateTokens is the default count: about four bytes a token.
@@ -181,8 +177,8 @@ func (s *Server) serveCount(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	req := newRequest(r, len(s.counts)+1, body)
 	s.counts = append(s.counts, req)
-	count := s.count
 	s.mu.Unlock()
+	count := s.CountTokens
 	if count == nil {
 		count = estimateTokens
 	}

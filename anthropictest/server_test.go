@@ -150,6 +150,8 @@ func TestHTTPError(t *testing.T) {
 			RetryAfter: 7 * time.Second, ShouldRetry: "true", Header: http.Header{"Retry-After-Ms": {"6500"}, "Anthropic-Ratelimit-Requests-Remaining": {"0"}}},
 		HTTPError{Status: 529, Type: "overloaded_error", Message: "Overloaded", RequestID: "req_011CUdgeEaEXcfa9PDdxrNMk"},
 		HTTPError{Status: 413, Type: "request_too_large", Message: "ignored", Body: []byte(`{"error":{"type":"request_too_large","message":"Request exceeds the maximum allowed number of bytes."}}`)},
+		HTTPError{Status: 429, RetryAfter: 1500 * time.Millisecond},
+		HTTPError{},
 	)
 	defer srv.Close()
 	client := newClient(t)
@@ -161,7 +163,7 @@ func TestHTTPError(t *testing.T) {
 		Body                                       string
 	}
 	var got []result
-	for range 3 {
+	for range 5 {
 		resp := post(t, context.Background(), client, srv.URL)
 		body, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
@@ -182,6 +184,12 @@ func TestHTTPError(t *testing.T) {
 	}, {
 		Status: 413, RequestID: "req_anthropictest0000000003", ContentType: "application/json",
 		Body: `{"error":{"type":"request_too_large","message":"Request exceeds the maximum allowed number of bytes."}}`,
+	}, {
+		Status: 429, RequestID: "req_anthropictest0000000004", RetryAfterMs: "1500", ContentType: "application/json",
+		Body: `{"type":"error","error":{"type":"rate_limit_error","message":""},"request_id":"req_anthropictest0000000004"}`,
+	}, {
+		Status: 500, RequestID: "req_anthropictest0000000005", ContentType: "application/json",
+		Body: `{"type":"error","error":{"type":"api_error","message":""},"request_id":"req_anthropictest0000000005"}`,
 	}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("responses mismatch (-want +got):\n%s", diff)

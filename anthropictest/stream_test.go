@@ -115,7 +115,7 @@ func TestStreamShapes(t *testing.T) {
 			delta("end_turn", "3"), stop},
 	}, {
 		name:   "thinking without signature sends no signature_delta",
-		stream: NewStream().Block(Block{Type: "thinking", Signature: ""}).Stop("end_turn"),
+		stream: NewStream().Block(Block{Type: "thinking"}).Stop("end_turn"),
 		want: []string{start,
 			`content_block_start {"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`,
 			`content_block_delta {"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":""}}`,
@@ -130,6 +130,40 @@ func TestStreamShapes(t *testing.T) {
 			`content_block_start {"type":"content_block_start","index":1,"content_block":{"type":"fallback"}}`,
 			`content_block_stop {"type":"content_block_stop","index":1}`,
 			delta("end_turn", "1"), stop},
+	}, {
+		name: "whole tool input, streamed server tool input, and a compaction block with its delta",
+		stream: NewStream().Block(Block{Type: "tool_use", ID: "toolu_1", Name: "roll", Input: []byte(`{"p":2}`)}).
+			Block(Block{Type: "server_tool_use", ID: "srvtoolu_1", Name: "web_search"}, `{"q":1}`).
+			Block(Block{Raw: []byte(`{"type":"compaction","content":null}`)}).Delta(`{"type":"compaction_delta","content":"sum"}`),
+		want: []string{start,
+			`content_block_start {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"roll","input":{"p":2}}}`,
+			`content_block_stop {"type":"content_block_stop","index":0}`,
+			`content_block_start {"type":"content_block_start","index":1,"content_block":{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{}}}`,
+			`content_block_delta {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":""}}`,
+			`content_block_delta {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"q\":1}"}}`,
+			`content_block_stop {"type":"content_block_stop","index":1}`,
+			`content_block_start {"type":"content_block_start","index":2,"content_block":{"type":"compaction","content":null}}`,
+			`content_block_delta {"type":"content_block_delta","index":2,"delta":{"type":"compaction_delta","content":"sum"}}`,
+			`content_block_stop {"type":"content_block_stop","index":2}`,
+			delta("tool_use", "3"), stop},
+	}, {
+		name:   "max_tokens closes a text block but not a tool call, unless EndBlock did",
+		stream: NewStream().ToolUse("toolu_1", "a", `{}`).EndBlock().Text("b").Stop("max_tokens"),
+		want: []string{start,
+			`content_block_start {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"a","input":{}}}`,
+			`content_block_delta {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":""}}`,
+			`content_block_delta {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{}"}}`,
+			`content_block_stop {"type":"content_block_stop","index":0}`,
+			`content_block_start {"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}`,
+			`content_block_delta {"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"b"}}`,
+			`content_block_stop {"type":"content_block_stop","index":1}`,
+			delta("max_tokens", "3"), stop},
+	}, {
+		name:   "Replay sends its bytes with no message_start, then what the builder adds",
+		stream: Replay([]byte("event: ping\ndata: {}\n\nevent: x\ndata: {}\n\n")).Text("a"),
+		want: []string{`ping {}`, `x {}`,
+			`content_block_start {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+			`content_block_delta {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a"}}`},
 	}, {
 		name:   "max_tokens cuts a tool call: no content_block_stop",
 		stream: NewStream().ToolUse("toolu_1", "write", `{"text":"ab`).Stop("max_tokens"),
@@ -196,8 +230,9 @@ func TestStreamPanics(t *testing.T) {
 		"builder after Reset":          func() { NewStream().Reset().Event("ping", `{"type": "ping"}`) },
 		"builder after EndWithoutStop": func() { NewStream().EndWithoutStop().Stop("end_turn") },
 		"two terminal faults":          func() { NewStream().Stall().Reset() },
-		"citation without a block":     func() { NewStream().Delta(`{"type":"citations_delta","citation":{}}`) },
-		"citation after the block":     func() { NewStream().Text("a").EndBlock().Delta(`{"type":"citations_delta","citation":{}}`) },
+		"delta without a block":        func() { NewStream().Delta(`{"type":"citations_delta","citation":{}}`) },
+		"delta after the block":        func() { NewStream().Text("a").EndBlock().Delta(`{"type":"citations_delta","citation":{}}`) },
+		"deltas for a whole block":     func() { NewStream().Block(Block{Type: "redacted_thinking"}, "x") },
 	}
 	for name, f := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -234,7 +234,7 @@ func TestHTTPErrorFixtures(t *testing.T) {
 // is the server's count.
 func TestCountTokensFake(t *testing.T) {
 	srv := anthropictest.NewServer()
-	srv.SetCountTokens(func(r *anthropictest.Request) int { return 1000 + len(r.Messages()) })
+	srv.CountTokens = func(r *anthropictest.Request) int { return 1000 + len(r.Messages()) }
 	c, _ := fakeClient(t, srv, Config{APIKey: "sk-test"})
 	req := Request{
 		Model: "claude-x", System: "be brief", MaxTokens: 100, Extra: map[string]any{"container": "container_1"},
