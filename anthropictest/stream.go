@@ -33,8 +33,9 @@ import (
 // may be served any number of times (see Repeat).
 //
 // Builder methods panic when called after a terminal fault (ErrorEvent,
-// Reset, EndWithoutStop, Stall), or when Delta has no open block: those
-// are mistakes in the test, not in the code under test.
+// Reset, EndWithoutStop, Stall), when Delta has no open block, or when Block
+// gets deltas for a type that arrives whole: those are mistakes in the
+// test, not in the code under test.
 type Stream struct {
 	mu       sync.Mutex
 	items    []item
