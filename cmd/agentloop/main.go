@@ -29,6 +29,8 @@ func main() {
 		getenv:     os.Getenv,
 		isTerminal: isTerminal,
 		interrupts: interrupts,
+		editor:     newEditor,
+		termSize:   termSize,
 	}
 	os.Exit(c.main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
@@ -45,12 +47,28 @@ type cli struct {
 	isTerminal func(f any) bool
 	// interrupts delivers Ctrl-C. Nil means no interrupts ever arrive.
 	interrupts <-chan os.Signal
+	// termSize returns the columns and rows of the terminal f is on, or
+	// zeros. Nil means unknown.
+	termSize func(f any) (cols, rows int)
+	// editor makes the REPL's line editor for the process's own terminal.
+	// Nil means plain lines, as tests in-process read them.
+	editor func() lineReader
 }
 
 // isTerminal reports whether f is an *os.File open on a terminal.
 func isTerminal(f any) bool {
 	file, ok := f.(*os.File)
 	return ok && term.IsTerminal(int(file.Fd()))
+}
+
+// termSize returns the size of the terminal f is on, or zeros.
+func termSize(f any) (cols, rows int) {
+	if file, ok := f.(*os.File); ok {
+		if c, r, err := term.GetSize(int(file.Fd())); err == nil {
+			return c, r
+		}
+	}
+	return 0, 0
 }
 
 // sameFile reports whether a and b are *os.Files open on the same file or
