@@ -89,6 +89,8 @@ func TestRunErrors(t *testing.T) {
 			exitOK, "A long ans\n", []string{"cut off at --max-tokens 100"}},
 		{"iteration limit", []string{"--tools", "calculator", "--max-iterations", "2", "hi"},
 			loop, exitLimit, "", []string{"iteration limit", "2 model turns"}},
+		{"iteration limit of one", []string{"--tools", "calculator", "--max-iterations", "1", "hi"},
+			loop, exitLimit, "", []string{"iteration limit reached: 1 model turn without"}},
 		// The fake API never answers, so only the deadline can end the run.
 		{"time limit", []string{"--max-duration", "1ms", "hi"},
 			anthropictest.Hang(), exitLimit, "", []string{"time limit", "--max-duration 1ms"}},
@@ -105,7 +107,7 @@ func TestRunErrors(t *testing.T) {
 				}
 				return text("Whole.")
 			})),
-			exitOK, "Whole.\n", []string{"retrying the turn (attempt 2)", "partial output is discarded"}},
+			exitOK, "Whole.\n", []string{"retrying the turn (attempt 2): overloaded_error: Overloaded (request req_anthropictest0000000001); its partial output is discarded\n"}},
 		// The llm client retries before any output; each retry is one
 		// line on stderr, without -v.
 		{"retried request", []string{"hi"},

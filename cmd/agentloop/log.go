@@ -196,7 +196,7 @@ const retryMessage = "llm: retrying"
 // the spinner or in the middle of the answer.
 type notices struct {
 	mu   sync.Mutex
-	w    io.Writer                          // until show is set
+	w    io.Writer                        // until show is set
 	show func(format string, args ...any) // the renderer's note
 }
 

@@ -213,7 +213,7 @@ func (r *textRenderer) event(ev agent.Event) {
 	case agent.Retry:
 		r.stopSpin()
 		r.closeErrLine()
-		msg := fmt.Sprintf("retrying the turn (attempt %d): %s", ev.Attempt, shorten(ev.Error, 160))
+		msg := fmt.Sprintf("retrying the turn (attempt %d): %s", ev.Attempt, shorten(strings.TrimPrefix(ev.Error, "llm: "), 100))
 		if ev.Discard {
 			r.discard()
 			msg += "; its partial output is discarded"

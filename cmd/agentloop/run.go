@@ -237,9 +237,11 @@ func (c *cli) newSession(ctx context.Context, o *options, model llm.Model, logge
 	if tc, ok := model.(memory.TokenCounter); ok {
 		s.memCfg.Counter = tc
 	}
-	history, err := s.loadHistory()
-	if err == nil && o.session != "" {
-		err = checkWritable(o.session)
+	// Found now, before a request is paid for, not at the first save.
+	var history *memory.History
+	err := checkWritable(o.session)
+	if err == nil {
+		history, err = s.loadHistory()
 	}
 	if err != nil {
 		s.close()
@@ -307,7 +309,7 @@ func (s *session) loadHistory() (*memory.History, error) {
 	case err != nil:
 		// Starting afresh would overwrite the file at the first save, so a
 		// damaged transcript stops the command instead.
-		return nil, usageError("cannot resume session %s: %s; move it aside, or pass another --session, to start afresh",
+		return nil, usageError("--session %s cannot be resumed: %s; move it aside, or pass another --session, to start afresh",
 			s.o.session, describeLoadError(err))
 	}
 	return h, nil

@@ -38,6 +38,9 @@ func describeLoadError(err error) string {
 // file; and an existing file must be writable, since a read-only transcript
 // is its owner's way of saying it is not to change.
 func checkWritable(path string) error {
+	if path == "" {
+		return nil
+	}
 	fail := func(err error) error {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
