@@ -203,3 +203,28 @@ func TestPTYDiscardErased(t *testing.T) {
 		t.Errorf("exit status %d, want 0", code)
 	}
 }
+
+// TestPTYResumedHistory checks that in a resumed --session, Up recalls the
+// prompts of the earlier runs.
+func TestPTYResumedHistory(t *testing.T) {
+	path := t.TempDir() + "/chat.jsonl"
+	h := newHarness(t, text("Noted."))
+	h.run(strings.NewReader(""), "--session", path, "remember the number 42").check(t, 0)
+
+	srv := anthropictest.NewServer(text("It was 42."))
+	defer srv.Close()
+	p := startPTY(t, map[string]string{"ANTHROPIC_API_KEY": testKey, "ANTHROPIC_BASE_URL": srv.URL}, "--session", path)
+	at := p.expect(0, "resuming")
+	at = p.expect(at, "> ")
+	p.send("\x1b[A\r")
+	at = p.expect(at, "It was 42.")
+	p.expect(at, "> ")
+	p.send("\x04") // Ctrl-D ends the session
+	if code := p.wait(); code != 0 {
+		t.Errorf("exit status %d, want 0", code)
+	}
+	msgs := srv.Requests()[0].Messages()
+	if got := msgs[len(msgs)-1].Text(); got != "remember the number 42" {
+		t.Errorf("Up recalled %q, want the resumed session's prompt", got)
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"strings"
 	"sync"
-	"time"
 	"unicode/utf8"
 
 	"github.com/agentloop/agentloop/agent"
@@ -180,6 +179,11 @@ func (r *textRenderer) event(ev agent.Event) {
 		r.running = max(0, r.running-1)
 		label := r.label(ev.ID, ev.Name)
 		content := shorten(ev.Content, 200)
+		if content == "" {
+			// A result without text, such as an image alone, is not
+			// nothing; a blank would look like a glitch.
+			content = "(no text)"
+		}
 		switch {
 		case r.lesson && ev.IsError:
 			r.line(r.style.phase("observe") + " " + r.style.tool(label) + " " + r.style.err("error: "+content) + r.style.dim(" (sent back as an is_error tool_result)"))
@@ -412,76 +416,6 @@ func (s style) fragment(t string) string { return s.wrap("1;32", t) }
 // phase labels a step of the loop, padded so that the lines align.
 func (s style) phase(name string) string {
 	return s.wrap("1;35", fmt.Sprintf("%-7s", name))
-}
-
-// spinner animates one line on stderr while the user waits. It shares the
-// renderer's mutex, so a frame is never drawn in the middle of another
-// write.
-type spinner struct {
-	w     io.Writer
-	mu    *sync.Mutex
-	style style
-
-	label   string
-	running bool
-	drawn   bool
-	stopc   chan struct{}
-	frame   int
-}
-
-var spinFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
-
-func newSpinner(w io.Writer, mu *sync.Mutex, st style) *spinner {
-	return &spinner{w: w, mu: mu, style: st}
-}
-
-// start shows label, starting the animation if it is not running. The
-// caller holds the mutex.
-func (s *spinner) start(label string) {
-	s.label = label
-	if s.running {
-		return
-	}
-	s.running = true
-	s.stopc = make(chan struct{})
-	go s.loop(s.stopc)
-}
-
-// stop stops the animation and clears its line. The caller holds the mutex.
-func (s *spinner) stop() {
-	if !s.running {
-		return
-	}
-	s.running = false
-	close(s.stopc)
-	if s.drawn {
-		io.WriteString(s.w, "\r\x1b[K")
-		s.drawn = false
-	}
-}
-
-func (s *spinner) loop(stop chan struct{}) {
-	// The first frame waits a moment, so that fast steps do not flicker.
-	t := time.NewTicker(120 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
-		s.mu.Lock()
-		select {
-		case <-stop:
-			s.mu.Unlock()
-			return
-		default:
-		}
-		s.frame = (s.frame + 1) % len(spinFrames)
-		io.WriteString(s.w, "\r\x1b[K"+s.style.tool(spinFrames[s.frame])+" "+s.style.dim(s.label+"…"))
-		s.drawn = true
-		s.mu.Unlock()
-	}
 }
 
 // plural returns n and the noun for it: "1 model turn", "2 model turns".

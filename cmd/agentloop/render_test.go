@@ -125,6 +125,14 @@ func TestTextRenderer(t *testing.T) {
 			stdout: "Kept\n",
 		},
 		{
+			name: "a result without text",
+			events: []agent.Event{
+				agent.ToolCall{ID: "t1", Name: "screenshot", Input: json.RawMessage(`{}`)},
+				agent.ToolDone{ID: "t1", Name: "screenshot"},
+			},
+			stderr: "→ screenshot#1 {}\n← screenshot#1 (no text)\n",
+		},
+		{
 			name:   "compaction",
 			events: []agent.Event{agent.Compacted{Before: 190000, After: 60000, Steps: []string{"summarised 40 messages"}}},
 			stderr: "compacted the history from about 190000 to 60000 tokens (summarised 40 messages)\n",

@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"net/http"
 	"os"
 	"strings"
 
@@ -435,54 +434,6 @@ func (s *session) outcome(res agent.Result, err error) error {
 // limitError returns an error that exits with status 3.
 func limitError(format string, args ...any) error {
 	return &exitError{code: exitLimit, err: fmt.Errorf(format, args...)}
-}
-
-// describeError returns err as a user should read it: for an API error,
-// the API's own message, its type and status, and the request id that
-// support will ask for. An error event inside a stream came with status
-// 200, which would mislead, so it shows the type alone.
-func describeError(err error) error {
-	var apiErr *llm.APIError
-	if !errors.As(err, &apiErr) {
-		return err
-	}
-	var b strings.Builder
-	b.WriteString("API error")
-	if apiErr.StatusCode != 0 && apiErr.StatusCode != http.StatusOK {
-		fmt.Fprintf(&b, " %d", apiErr.StatusCode)
-	}
-	if apiErr.Type != "" {
-		fmt.Fprintf(&b, " %s", apiErr.Type)
-	}
-	if apiErr.Message != "" {
-		fmt.Fprintf(&b, ": %s", apiErr.Message)
-	}
-	if apiErr.RequestID != "" {
-		fmt.Fprintf(&b, " (request id %s)", apiErr.RequestID)
-	} else {
-		b.WriteString(" (no request id)")
-	}
-	return errors.New(b.String())
-}
-
-// errorRecord is the JSON line --json writes for the error that ended a
-// run. Like every event's line it opens with its "type".
-type errorRecord struct {
-	Type      string `json:"type"` // "error"
-	Message   string `json:"message"`
-	Status    int    `json:"status,omitempty"`
-	ErrorType string `json:"error_type,omitempty"`
-	RequestID string `json:"request_id,omitempty"`
-}
-
-// newErrorRecord returns the record of err.
-func newErrorRecord(err error) errorRecord {
-	rec := errorRecord{Type: "error", Message: err.Error()}
-	var apiErr *llm.APIError
-	if errors.As(err, &apiErr) {
-		rec.Message, rec.Status, rec.ErrorType, rec.RequestID = apiErr.Message, apiErr.StatusCode, apiErr.Type, apiErr.RequestID
-	}
-	return rec
 }
 
 // newRenderer picks the renderer for the flags and the terminals at hand.

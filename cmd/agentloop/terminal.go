@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/mattn/go-runewidth"
@@ -104,4 +106,74 @@ type trackingWriter struct {
 func (t trackingWriter) Write(p []byte) (int, error) {
 	t.scr.track(string(p))
 	return t.w.Write(p)
+}
+
+// spinner animates one line on stderr while the user waits. It shares the
+// renderer's mutex, so a frame is never drawn in the middle of another
+// write.
+type spinner struct {
+	w     io.Writer
+	mu    *sync.Mutex
+	style style
+
+	label   string
+	running bool
+	drawn   bool
+	stopc   chan struct{}
+	frame   int
+}
+
+var spinFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+func newSpinner(w io.Writer, mu *sync.Mutex, st style) *spinner {
+	return &spinner{w: w, mu: mu, style: st}
+}
+
+// start shows label, starting the animation if it is not running. The
+// caller holds the mutex.
+func (s *spinner) start(label string) {
+	s.label = label
+	if s.running {
+		return
+	}
+	s.running = true
+	s.stopc = make(chan struct{})
+	go s.loop(s.stopc)
+}
+
+// stop stops the animation and clears its line. The caller holds the mutex.
+func (s *spinner) stop() {
+	if !s.running {
+		return
+	}
+	s.running = false
+	close(s.stopc)
+	if s.drawn {
+		io.WriteString(s.w, "\r\x1b[K")
+		s.drawn = false
+	}
+}
+
+func (s *spinner) loop(stop chan struct{}) {
+	// The first frame waits a moment, so that fast steps do not flicker.
+	t := time.NewTicker(120 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		select {
+		case <-stop:
+			s.mu.Unlock()
+			return
+		default:
+		}
+		s.frame = (s.frame + 1) % len(spinFrames)
+		io.WriteString(s.w, "\r\x1b[K"+s.style.tool(spinFrames[s.frame])+" "+s.style.dim(s.label+"…"))
+		s.drawn = true
+		s.mu.Unlock()
+	}
 }
