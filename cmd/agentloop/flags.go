@@ -73,6 +73,7 @@ Commands:
                       loopback: no key, no network. It shows think, act and
                       observe, and tool input JSON arriving in fragments.
                       --fast skips the pacing meant for human eyes.
+  help                this text, as --help
 
 Environment:
   ANTHROPIC_API_KEY     the API key, sent as x-api-key
@@ -86,8 +87,9 @@ Exit status:
        a note on stderr)
   1    an API or runtime error after retries (stderr has the API's message
        and the request id)
-  2    a usage or configuration error, such as no API key or a --session
-       file that cannot be read (it is left untouched)
+  2    a usage or configuration error, naming the flag or variable: a
+       blank prompt, no API key, a --session file that cannot be read (it
+       is left untouched) or saved; found before any request is sent
   3    a limit was reached: --max-iterations ("iteration limit"),
        --max-duration ("time limit") or --max-total-tokens ("token limit")
   130  interrupted by Ctrl-C

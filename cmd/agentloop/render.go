@@ -306,8 +306,13 @@ func (r *textRenderer) fail(err error) {
 func (r *textRenderer) note(format string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// A note can come mid-turn (a retry's): the spinner goes on after it.
+	spinning := r.spin != nil && r.spin.running
 	r.stopSpin()
 	r.line(r.style.warn(fmt.Sprintf(format, args...)))
+	if spinning {
+		r.spinLocked(r.spin.label)
+	}
 }
 
 func (r *textRenderer) close() {

@@ -446,7 +446,7 @@ func (c *cli) newRenderer(o *options, stdout, stderr io.Writer, lesson bool) ren
 	if outTerm {
 		scr = &screen{}
 		if c.termSize != nil {
-			scr.cols, scr.rows = c.termSize(stdout)
+			scr.size = func() (int, int) { return c.termSize(stdout) }
 		}
 	}
 	return newTextRenderer(stdout, stderr, c.newStyle(stderr), errTerm, (outTerm && errTerm) || sameFile(stdout, stderr), lesson, scr)

@@ -16,6 +16,9 @@ import (
 // It knows only what the renderer wrote, which is all there is while a turn
 // streams (the REPL reads no input then).
 type screen struct {
+	// size returns the terminal's size, read again at each mark since
+	// the window may have been resized. Nil keeps cols and rows.
+	size       func() (cols, rows int)
 	cols, rows int // the terminal's size; 0 when unknown
 	down       int // rows the cursor moved down since the mark
 	col        int // the cursor's column
@@ -23,7 +26,12 @@ type screen struct {
 }
 
 // mark remembers where the cursor is.
-func (s *screen) mark() { s.down, s.markCol = 0, s.col }
+func (s *screen) mark() {
+	s.down, s.markCol = 0, s.col
+	if s.size != nil {
+		s.cols, s.rows = s.size()
+	}
+}
 
 // track follows the cursor through p. Escape sequences (colours, the
 // spinner's line clearing) move it nowhere but to the line's start.
