@@ -43,6 +43,10 @@ type redactor struct{ secrets []string }
 
 const redacted = "[REDACTED]"
 
+// longSecret is the length from which a secret is redacted even inside a
+// word. API keys and tokens are far longer.
+const longSecret = 20
+
 // credentialKeys are attribute keys and header names whose values are
 // never logged, whatever they hold.
 var credentialKeys = []string{"authorization", "x-api-key", "api_key", "apikey", "auth_token", "token", "cookie", "proxy-authorization"}
@@ -94,9 +98,14 @@ func redactHeader(h http.Header) http.Header {
 
 // scrub replaces each secret in s where it stands as a word: not preceded
 // or followed by a letter, digit, '-' or '_', the characters keys are made
-// of.
+// of. A secret as long as a real key is replaced wherever it is, since no
+// unrelated text holds it by chance.
 func (r redactor) scrub(s string) string {
 	for _, secret := range r.secrets {
+		if len(secret) >= longSecret {
+			s = strings.ReplaceAll(s, secret, redacted)
+			continue
+		}
 		var b strings.Builder
 		rest := s
 		for {

@@ -53,10 +53,11 @@ func TestLoggerRedactsOnlySecrets(t *testing.T) {
 		{"a credential header", []any{"header", http.Header{"X-Api-Key": {"test"}, "Request-Id": {"req_test_1"}}},
 			"header=\"map[Request-Id:[req_test_1] X-Api-Key:[[REDACTED]]]\"", ""},
 		{"a word that contains it", []any{"word", "testing contest"}, "word=\"testing contest\"", ""},
+		{"a long key, even inside a word", []any{"v", "x" + testKey + "y"}, "v=x[REDACTED]y", testKey},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			newLogger(&buf, true, "test").Debug("m", tc.args...)
+			newLogger(&buf, true, "test", testKey).Debug("m", tc.args...)
 			if !strings.Contains(buf.String(), tc.want) {
 				t.Errorf("log = %q, want it to hold %q", buf.String(), tc.want)
 			}

@@ -52,6 +52,10 @@ func checkWritable(path string) error {
 	switch {
 	case err == nil && fi.IsDir():
 		return fail(errors.New("it is a directory"))
+	case err == nil && !fi.Mode().IsRegular():
+		// A pipe or a device: opening it could block, and a rename would
+		// replace it with a file.
+		return fail(errors.New("it is not a regular file"))
 	case err == nil:
 		f, err := os.OpenFile(path, os.O_WRONLY, 0)
 		if err != nil {

@@ -86,6 +86,7 @@ func TestSessionUnwritable(t *testing.T) {
 		{"a file for a directory", filepath.Join(file, "chat.jsonl"), "not a directory"},
 		{"a missing directory", filepath.Join(dir, "missing", "chat.jsonl"), "no such file or directory"},
 		{"a directory", dir, "is a directory"},
+		{"a device", os.DevNull, "not a regular file"},
 		{"a read-only file", readOnly, "permission denied"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
