@@ -116,6 +116,13 @@ func (t trackingWriter) Write(p []byte) (int, error) {
 	return t.w.Write(p)
 }
 
+// WriteString is Write without a copy, for io.WriteString, which is how the
+// renderer writes.
+func (t trackingWriter) WriteString(s string) (int, error) {
+	t.scr.track(s)
+	return io.WriteString(t.w, s)
+}
+
 // spinner animates one line on stderr while the user waits. It shares the
 // renderer's mutex, so a frame is never drawn in the middle of another
 // write.
