@@ -61,8 +61,7 @@ Flags:
   --mcp-url URL       connect to an MCP server over streamable HTTP and offer
                       its tools (repeatable)
   --session FILE      a JSONL transcript: loaded if it exists, so the
-                      conversation continues, and saved after every prompt
-                      that does not fail (a failed one leaves it untouched)
+                      conversation continues, and saved after every turn
   --json              write the agent's events to stdout as JSON Lines, one
                       event per line, each with a "type" field
   -v                  write a debug log to stderr (keys are never printed)
@@ -86,7 +85,7 @@ Exit status:
   0    finished, or the model refused or was cut off by --max-tokens (with
        a note on stderr)
   1    an API or runtime error after retries (stderr has the API's message
-       and the request id)
+       and the request id); the --session file is left as it was
   2    a usage or configuration error, naming the flag or variable: a
        blank prompt, no API key, a --session file that cannot be read (it
        is left untouched) or saved; found before any request is sent
@@ -167,9 +166,8 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		}
 		o.tools = append(o.tools, t)
 	}
-	maxTokens := o.maxTokens
-	if maxTokens == 0 {
-		maxTokens = defaultMaxTokens
+	if err := checkThinking(o.thinking, o.maxTokens); err != nil {
+		return nil, err
 	}
 	switch {
 	case o.maxTokens < 0:
@@ -184,13 +182,6 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		return nil, usageError("--context-limit must be positive")
 	case o.thinking < 0:
 		return nil, usageError("--thinking must be 0 (off) or a budget in tokens")
-	case o.thinking > 0 && o.thinking < minThinking:
-		return nil, usageError("--thinking %d is below the API's minimum budget of %d tokens (0 turns thinking off)",
-			o.thinking, minThinking)
-	case o.thinking > 0 && o.thinking >= maxTokens:
-		// The API counts the thinking budget as part of max_tokens.
-		return nil, usageError("--thinking %d must be below --max-tokens %d, which caps thinking and answer together",
-			o.thinking, maxTokens)
 	}
 
 	rest := fs.Args()
@@ -253,6 +244,27 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.help, "help", false, "")
 	fs.BoolVar(&o.help, "h", false, "")
 	return fs
+}
+
+// checkThinking checks a --thinking budget against the API's rules, in
+// the flags' terms: at least minThinking, and below --max-tokens, which
+// counts thinking and answer together. 0 (off) and negative values, which
+// parseFlags reports, pass.
+func checkThinking(thinking, maxTokens int) error {
+	if maxTokens <= 0 {
+		maxTokens = defaultMaxTokens
+	}
+	switch {
+	case thinking <= 0:
+		return nil
+	case thinking < minThinking:
+		return usageError("--thinking %d is below the API's minimum budget of %d tokens (0 turns thinking off)",
+			thinking, minThinking)
+	case thinking >= maxTokens:
+		return usageError("--thinking %d must be below --max-tokens %d, which caps thinking and answer together",
+			thinking, maxTokens)
+	}
+	return nil
 }
 
 // checkBaseURL checks ANTHROPIC_BASE_URL, which the SDK would otherwise
