@@ -106,7 +106,7 @@ func (c *cli) lineReader(stdin io.Reader, stdout, stderr io.Writer) lineReader {
 // while the REPL waits at its prompt; none is read during a turn, when the
 // terminal is the turn's.
 func (s *session) repl(ctx context.Context, lr lineReader, interrupts <-chan os.Signal) error {
-	fmt.Fprintf(s.stderr, "agentloop %s · /help lists the commands · Ctrl-C interrupts a turn, twice exits\n", s.o.model)
+	fmt.Fprintf(s.stderr, "agentloop %s · /help for the commands · Ctrl-C interrupts a turn\n", s.o.model)
 	if n := s.agent.History().Len(); n > 0 {
 		fmt.Fprintf(s.stderr, "resuming %s: %s\n", s.o.session, plural(n, "message", "messages"))
 		for _, m := range s.agent.History().Messages() {
