@@ -43,13 +43,13 @@ func benchmarkRenderer(b *testing.B, newR func() renderer) {
 
 func BenchmarkRenderText(b *testing.B) {
 	benchmarkRenderer(b, func() renderer {
-		return newTextRenderer(io.Discard, io.Discard, style{}, false, false, false)
+		return newTextRenderer(io.Discard, io.Discard, style{}, false, false, false, nil)
 	})
 }
 
 func BenchmarkRenderLesson(b *testing.B) {
 	benchmarkRenderer(b, func() renderer {
-		return newTextRenderer(io.Discard, io.Discard, style{color: true}, false, true, true)
+		return newTextRenderer(io.Discard, io.Discard, style{color: true}, false, true, true, &screen{cols: 200, rows: 50})
 	})
 }
 

@@ -57,8 +57,8 @@ func (c *cli) demo(ctx context.Context, o *options, stdout, stderr io.Writer) er
 	}
 	err = s.turn(ctx, demoPrompt, c.interrupts)
 	if err == nil && !o.json {
-		fmt.Fprintf(stderr, "\nThat was think → act → observe, %d times over. For real: export ANTHROPIC_API_KEY=sk-ant-...\n"+
-			"then agentloop --tools calculator %q\n", len(srv.Requests()), demoPrompt)
+		fmt.Fprintf(stderr, "\nThat was think → act → observe, %s over. For real: export ANTHROPIC_API_KEY=sk-ant-...\n"+
+			"then agentloop --tools calculator %q\n", plural(len(srv.Requests()), "time", "times"), demoPrompt)
 	}
 	return err
 }

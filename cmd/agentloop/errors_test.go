@@ -30,7 +30,18 @@ func TestUsageErrors(t *testing.T) {
 		{"negative duration", []string{"--max-duration", "-1s", "hi"}, nil, "", []string{"--max-duration"}},
 		{"duration without unit", []string{"--max-duration", "90", "hi"}, nil, "", []string{"max-duration"}},
 		{"negative token limit", []string{"--max-total-tokens", "-5", "hi"}, nil, "", []string{"--max-total-tokens"}},
-		{"thinking above max tokens", []string{"--thinking", "9000", "--max-tokens", "4096", "hi"}, nil, "", []string{"BudgetTokens"}},
+		{"thinking above max tokens", []string{"--thinking", "9000", "--max-tokens", "4096", "hi"}, nil, "",
+			[]string{"--thinking 9000 must be below --max-tokens 4096"}},
+		{"thinking at the default max tokens", []string{"--thinking", "8192", "hi"}, nil, "",
+			[]string{"--thinking 8192 must be below --max-tokens 8192"}},
+		{"thinking below the API's minimum", []string{"--thinking", "500", "hi"}, nil, "", []string{"--thinking 500", "1024"}},
+		{"a tool twice", []string{"--tools", "calculator,calculator", "hi"}, nil, "", []string{"--tools", "calculator twice"}},
+		{"a tool twice over two flags", []string{"--tools", "calculator", "--tools", " calculator", "hi"}, nil, "",
+			[]string{"--tools", "calculator twice"}},
+		{"base URL without a scheme", []string{"hi"}, map[string]string{"ANTHROPIC_BASE_URL": "localhost:8080"}, "",
+			[]string{"ANTHROPIC_BASE_URL", `"localhost:8080"`, "https://"}},
+		{"blank prompt argument", []string{" ", "\t"}, nil, "", []string{"prompt is blank"}},
+		{"empty prompt argument", []string{""}, nil, "piped input", []string{"prompt is blank"}},
 		{"demo with a prompt", []string{"demo", "please"}, nil, "", []string{"demo takes no prompt"}},
 		{"demo with a session", []string{"--session", "x.jsonl", "demo"}, nil, "", []string{"--session"}},
 		{"demo with an MCP server", []string{"--mcp-url", "http://example.com/mcp", "demo"}, nil, "", []string{"--mcp-url"}},
@@ -79,6 +90,8 @@ func TestRunErrors(t *testing.T) {
 			exitOK, "A long ans\n", []string{"cut off at --max-tokens 100"}},
 		{"iteration limit", []string{"--tools", "calculator", "--max-iterations", "2", "hi"},
 			loop, exitLimit, "", []string{"iteration limit", "2 model turns"}},
+		{"iteration limit of one", []string{"--tools", "calculator", "--max-iterations", "1", "hi"},
+			loop, exitLimit, "", []string{"iteration limit reached: 1 model turn without"}},
 		// The fake API never answers, so only the deadline can end the run.
 		{"time limit", []string{"--max-duration", "1ms", "hi"},
 			anthropictest.Replay(nil).Stall(), exitLimit, "", []string{"time limit", "--max-duration 1ms"}},
@@ -95,7 +108,23 @@ func TestRunErrors(t *testing.T) {
 				}
 				return text("Whole.")
 			})),
-			exitOK, "Parti\nWhole.\n", []string{"retrying, attempt 2", "discarded the partial output"}},
+			exitOK, "Whole.\n", []string{"retrying the turn (attempt 2): overloaded_error: Overloaded (request req_anthropictest0000000001); its partial output is discarded\n"}},
+		// The llm client retries before any output; each retry is one
+		// line on stderr, without -v.
+		{"retried request", []string{"hi"},
+			anthropictest.Repeat(anthropictest.ReplyFunc(func(r *anthropictest.Request) anthropictest.Reply {
+				if r.N < 3 {
+					return anthropictest.HTTPError(529, "overloaded_error", "Overloaded").RequestID("req_529").RetryAfterMs(1)
+				}
+				return text("Whole.")
+			})),
+			exitOK, "Whole.\n", []string{
+				"retrying in 1ms (attempt 2 of 3): API error 529 overloaded_error: Overloaded (request id req_529)\n",
+				"retrying in 1ms (attempt 3 of 3): API error 529"}},
+		// An error event inside a 200 stream is named for what it was.
+		{"error event", []string{"hi"},
+			anthropictest.Repeat(anthropictest.NewStream().Text("Parti").ErrorEvent("overloaded_error", "Overloaded")),
+			exitFailure, "", []string{"agentloop: API error overloaded_error: Overloaded (request id req_"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, tc.reply)
@@ -108,6 +137,9 @@ func TestRunErrors(t *testing.T) {
 				if !strings.Contains(r.stderr, want) {
 					t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 				}
+			}
+			if strings.Contains(r.stderr, " 200") {
+				t.Errorf("stderr reports a status 200 for an error:\n%s", r.stderr)
 			}
 		})
 	}
@@ -159,7 +191,7 @@ func TestOutcome(t *testing.T) {
 		{agent.Failed, agent.ErrBusy, exitFailure},
 		{"a_state_from_the_future", nil, exitFailure},
 	} {
-		s := &session{o: &options{}, render: newTextRenderer(io.Discard, io.Discard, style{}, false, false, false)}
+		s := &session{o: &options{}, render: newTextRenderer(io.Discard, io.Discard, style{}, false, false, false, nil)}
 		if got := exitCode(s.outcome(agent.Result{State: tc.state}, tc.err)); got != tc.want {
 			t.Errorf("state %q, error %v: exit status %d, want %d", tc.state, tc.err, got, tc.want)
 		}

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -16,18 +17,26 @@ import (
 const usage = `Usage:
   agentloop [flags] [prompt...]
   agentloop [flags] demo [--fast]
+  agentloop help
 
 agentloop runs an agent loop on the Anthropic Messages API: the model thinks,
 calls tools, observes their results and answers.
 
-The prompt is the arguments joined by spaces. With no arguments the prompt is
-read from stdin, and when stdin is a terminal an interactive session starts:
-the conversation carries across turns, /exit ends it, /clear starts afresh,
-/usage shows the tokens and cost so far, Ctrl-C interrupts the current turn
-and a second Ctrl-C exits. Flags go before the prompt.
+The prompt is the arguments joined by spaces. When stdin is piped as well,
+it is attached to the prompt as a document, so git diff | agentloop "review
+this" sends both. With no arguments the prompt is read from stdin, and when
+stdin is a terminal an interactive session starts: the conversation carries
+across turns, with line editing and history (arrow keys, Ctrl-R); /help lists
+the commands, /exit ends it, /clear starts a new conversation (with --session,
+the old transcript is kept beside the new one), /usage shows the tokens and
+cost so far, Ctrl-C interrupts the current turn and a second Ctrl-C exits.
+Flags go before the prompt.
 
-The answer streams to stdout. Tool calls and their results, retries and
-history compaction are reported on stderr.
+The answer streams to stdout. When stdout is not a terminal, each model
+turn's text is written once the turn is complete, so that the partial text of
+a turn that failed and was retried never reaches it; on a terminal that text
+is erased. Tool calls and their results, retries and history compaction are
+reported on stderr.
 
 Flags:
   --model NAME        the model (default $ANTHROPIC_MODEL, else %s)
@@ -43,8 +52,10 @@ Flags:
                       the context window less --max-tokens and a margin:
                       %d with the default --max-tokens)
   --system TEXT       the system prompt
-  --tools LIST        comma-separated built-in tools to offer: %s
-  --thinking N        the extended-thinking budget in tokens; 0 is off
+  --tools LIST        comma-separated built-in tools to offer (repeatable):
+                      %s
+  --thinking N        the extended-thinking budget in tokens, at least 1024
+                      and below --max-tokens; 0 is off
   --mcp 'CMD ARGS'    start an MCP server over stdio and offer its tools
                       (repeatable)
   --mcp-url URL       connect to an MCP server over streamable HTTP and offer
@@ -61,6 +72,7 @@ Commands:
                       loopback: no key, no network. It shows think, act and
                       observe, and tool input JSON arriving in fragments.
                       --fast skips the pacing meant for human eyes.
+  help                this text, as --help
 
 Environment:
   ANTHROPIC_API_KEY     the API key, sent as x-api-key
@@ -73,13 +85,17 @@ Exit status:
   0    finished, or the model refused or was cut off by --max-tokens (with
        a note on stderr)
   1    an API or runtime error after retries (stderr has the API's message
-       and the request id)
-  2    a usage or configuration error, such as no API key or a --session
-       file that cannot be read (it is left untouched)
+       and the request id); the --session file is left as it was
+  2    a usage or configuration error, naming the flag or variable: a
+       blank prompt, no API key, a --session file that cannot be read (it
+       is left untouched) or saved; found before any request is sent
   3    a limit was reached: --max-iterations ("iteration limit"),
        --max-duration ("time limit") or --max-total-tokens ("token limit")
   130  interrupted by Ctrl-C
 `
+
+// minThinking is the smallest extended-thinking budget the API accepts.
+const minThinking = 1024
 
 // builtinTools are the tools --tools can name.
 var builtinTools = []string{"calculator"}
@@ -126,8 +142,8 @@ func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	o := &options{}
 	fs := newFlagSet(o)
-	var tools string
-	fs.StringVar(&tools, "tools", "", "")
+	var tools listFlag
+	fs.Var(&tools, "tools", "")
 	if err := fs.Parse(args); err != nil {
 		return nil, usageError("%v (see agentloop --help)", err)
 	}
@@ -137,14 +153,21 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	if o.model == "" {
 		o.model = defaultModel
 	}
-	for t := range strings.SplitSeq(tools, ",") {
+	for t := range strings.SplitSeq(strings.Join(tools, ","), ",") {
 		if t = strings.TrimSpace(t); t == "" {
 			continue
 		}
 		if !isBuiltinTool(t) {
 			return nil, usageError("unknown tool %q in --tools: the built-in tools are %s", t, strings.Join(builtinTools, ", "))
 		}
+		// Offering one tool twice is a mistake the API would reject.
+		if slices.Contains(o.tools, t) {
+			return nil, usageError("--tools names %s twice", t)
+		}
 		o.tools = append(o.tools, t)
+	}
+	if err := checkThinking(o.thinking, o.maxTokens); err != nil {
+		return nil, err
 	}
 	switch {
 	case o.maxTokens < 0:
@@ -184,8 +207,17 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		}
 		return o, nil
 	}
+	// "agentloop help", alone, is --help: a prompt of one word "help" is
+	// more likely a user looking for the flags than a question.
+	if len(rest) == 1 && rest[0] == "help" && !dashed {
+		o.help = true
+		return o, nil
+	}
 	if len(rest) > 0 {
 		o.prompt, o.promptGiven = strings.Join(rest, " "), true
+		if strings.TrimSpace(o.prompt) == "" {
+			return nil, usageError("the prompt is blank: pass some text (see agentloop --help)")
+		}
 	}
 	return o, nil
 }
@@ -212,6 +244,41 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.help, "help", false, "")
 	fs.BoolVar(&o.help, "h", false, "")
 	return fs
+}
+
+// checkThinking checks a --thinking budget against the API's rules, in
+// the flags' terms: at least minThinking, and below --max-tokens, which
+// counts thinking and answer together. 0 (off) and negative values, which
+// parseFlags reports, pass.
+func checkThinking(thinking, maxTokens int) error {
+	if maxTokens <= 0 {
+		maxTokens = defaultMaxTokens
+	}
+	switch {
+	case thinking <= 0:
+		return nil
+	case thinking < minThinking:
+		return usageError("--thinking %d is below the API's minimum budget of %d tokens (0 turns thinking off)",
+			thinking, minThinking)
+	case thinking >= maxTokens:
+		return usageError("--thinking %d must be below --max-tokens %d, which caps thinking and answer together",
+			thinking, maxTokens)
+	}
+	return nil
+}
+
+// checkBaseURL checks ANTHROPIC_BASE_URL, which the SDK would otherwise
+// take as a path ("localhost:8080" has no scheme) and fail on at the first
+// request.
+func checkBaseURL(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usageError("ANTHROPIC_BASE_URL %q is not an http:// or https:// URL with a host, such as https://api.anthropic.com", raw)
+	}
+	return nil
 }
 
 func isBuiltinTool(name string) bool { return slices.Contains(builtinTools, name) }

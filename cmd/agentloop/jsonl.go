@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/llm"
 )
 
 // eventType names ev in the --json output: its Go type in snake_case, such
@@ -60,4 +62,24 @@ func marshalEvent(ev agent.Event) ([]byte, error) {
 		out = append(out, ',')
 	}
 	return append(out, body[1:]...), nil
+}
+
+// errorRecord is the JSON line --json writes for the error that ended a
+// run. Like every event's line it opens with its "type".
+type errorRecord struct {
+	Type      string `json:"type"` // "error"
+	Message   string `json:"message"`
+	Status    int    `json:"status,omitempty"`
+	ErrorType string `json:"error_type,omitempty"`
+	RequestID string `json:"request_id,omitempty"`
+}
+
+// newErrorRecord returns the record of err.
+func newErrorRecord(err error) errorRecord {
+	rec := errorRecord{Type: "error", Message: err.Error()}
+	var apiErr *llm.APIError
+	if errors.As(err, &apiErr) {
+		rec.Message, rec.Status, rec.ErrorType, rec.RequestID = apiErr.Message, apiErr.StatusCode, apiErr.Type, apiErr.RequestID
+	}
+	return rec
 }

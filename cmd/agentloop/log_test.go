@@ -36,3 +36,49 @@ func TestLoggerRedacts(t *testing.T) {
 		t.Errorf("a quiet logger wrote %q", buf.String())
 	}
 }
+
+// TestLoggerRedactsOnlySecrets checks that a short key is redacted where it
+// stands as a word, and not inside unrelated text such as a request id.
+func TestLoggerRedactsOnlySecrets(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		args      []any
+		want      string
+		forbidden string
+	}{
+		{"request id", []any{"request_id", "req_anthropictest0000000001"}, "request_id=req_anthropictest0000000001", ""},
+		{"word in a message", []any{"err", "the key test was refused"}, `err="the key [REDACTED] was refused"`, " test "},
+		{"the whole value", []any{"value", "test"}, "value=[REDACTED]", "=test"},
+		{"in a URL", []any{"url", "http://x/?key=test&a=1"}, "url=\"http://x/?key=[REDACTED]&a=1\"", "=test&"},
+		{"a credential header", []any{"header", http.Header{"X-Api-Key": {"test"}, "Request-Id": {"req_test_1"}}},
+			"header=\"map[Request-Id:[req_test_1] X-Api-Key:[[REDACTED]]]\"", ""},
+		{"a word that contains it", []any{"word", "testing contest"}, "word=\"testing contest\"", ""},
+		{"a long key, even inside a word", []any{"v", "x" + testKey + "y"}, "v=x[REDACTED]y", testKey},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			newLogger(&buf, true, "test", testKey).Debug("m", tc.args...)
+			if !strings.Contains(buf.String(), tc.want) {
+				t.Errorf("log = %q, want it to hold %q", buf.String(), tc.want)
+			}
+			if tc.forbidden != "" && strings.Contains(buf.String(), tc.forbidden) {
+				t.Errorf("log = %q holds %q", buf.String(), tc.forbidden)
+			}
+		})
+	}
+}
+
+// TestVerboseRequestIDs runs the command with -v and a short key: the
+// request ids it logs stay readable, and the key is never printed.
+func TestVerboseRequestIDs(t *testing.T) {
+	h := newHarness(t, text("ok"))
+	h.env["ANTHROPIC_API_KEY"] = "test"
+	r := h.run(strings.NewReader(""), "-v", "hi")
+	r.check(t, 0)
+	if !strings.Contains(r.stderr, "request_id=req_anthropictest0000000001") {
+		t.Errorf("the request id is not logged whole:\n%s", r.stderr)
+	}
+	if strings.Contains(r.stderr, "[REDACTED]0") {
+		t.Errorf("the log mangles a request id:\n%s", r.stderr)
+	}
+}

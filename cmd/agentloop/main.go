@@ -16,10 +16,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 
 	"golang.org/x/term"
+
+	"github.com/agentloop/agentloop/llm"
 )
 
 func main() {
@@ -29,6 +33,8 @@ func main() {
 		getenv:     os.Getenv,
 		isTerminal: isTerminal,
 		interrupts: interrupts,
+		editor:     newEditor,
+		termSize:   termSize,
 	}
 	os.Exit(c.main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
@@ -45,12 +51,28 @@ type cli struct {
 	isTerminal func(f any) bool
 	// interrupts delivers Ctrl-C. Nil means no interrupts ever arrive.
 	interrupts <-chan os.Signal
+	// termSize returns the columns and rows of the terminal f is on, or
+	// zeros. Nil means unknown.
+	termSize func(f any) (cols, rows int)
+	// editor makes the REPL's line editor for the process's own terminal.
+	// Nil means plain lines, as tests in-process read them.
+	editor func() lineReader
 }
 
 // isTerminal reports whether f is an *os.File open on a terminal.
 func isTerminal(f any) bool {
 	file, ok := f.(*os.File)
 	return ok && term.IsTerminal(int(file.Fd()))
+}
+
+// termSize returns the size of the terminal f is on, or zeros.
+func termSize(f any) (cols, rows int) {
+	if file, ok := f.(*os.File); ok {
+		if c, r, err := term.GetSize(int(file.Fd())); err == nil {
+			return c, r
+		}
+	}
+	return 0, 0
 }
 
 // sameFile reports whether a and b are *os.Files open on the same file or
@@ -121,4 +143,32 @@ func exitCode(err error) int {
 	default:
 		return exitFailure
 	}
+}
+
+// describeError returns err as a user should read it: for an API error,
+// the API's own message, its type and status, and the request id that
+// support will ask for. An error event inside a stream came with status
+// 200, which would mislead, so it shows the type alone.
+func describeError(err error) error {
+	var apiErr *llm.APIError
+	if !errors.As(err, &apiErr) {
+		return err
+	}
+	var b strings.Builder
+	b.WriteString("API error")
+	if apiErr.StatusCode != 0 && apiErr.StatusCode != http.StatusOK {
+		fmt.Fprintf(&b, " %d", apiErr.StatusCode)
+	}
+	if apiErr.Type != "" {
+		fmt.Fprintf(&b, " %s", apiErr.Type)
+	}
+	if apiErr.Message != "" {
+		fmt.Fprintf(&b, ": %s", apiErr.Message)
+	}
+	if apiErr.RequestID != "" {
+		fmt.Fprintf(&b, " (request id %s)", apiErr.RequestID)
+	} else {
+		b.WriteString(" (no request id)")
+	}
+	return errors.New(b.String())
 }

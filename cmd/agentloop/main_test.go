@@ -297,6 +297,11 @@ func TestJSON(t *testing.T) {
 	if got := types[len(types)-1]; got != "error" {
 		t.Errorf("last line is %q, want error", got)
 	}
+	// Shaped like every other line: "type" first.
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, `{"type":"error","message":"invalid x-api-key","status":401,`) {
+		t.Errorf("the error line is %s, want it to open with its type", last)
+	}
 	if !strings.Contains(r.stdout, "req_401") || !strings.Contains(r.stderr, "req_401") {
 		t.Errorf("the request id is missing:\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentloop/agentloop/anthropictest"
 )
@@ -138,7 +139,7 @@ func TestPTY(t *testing.T) {
 	at = p.expect(at, "thinking…")
 	p.send("\x03") // Ctrl-C: the terminal sends SIGINT
 	at = p.expect(at, "(interrupted)")
-	at = p.expect(at, "> ")
+	p.expect(at, "> ")
 	p.send("\x03")
 	if code := p.wait(); code != exitInterrupted {
 		t.Errorf("exit status %d, want %d", code, exitInterrupted)
@@ -147,5 +148,83 @@ func TestPTY(t *testing.T) {
 	defer p.mu.Unlock()
 	if strings.Contains(p.out.String(), testKey) {
 		t.Error("the key was printed")
+	}
+}
+
+// TestPTYLineEditing checks the REPL's line editing on a real terminal:
+// Left moves the cursor, Up recalls the last prompt, Ctrl-R searches the
+// earlier ones, and no escape code reaches the model.
+func TestPTYLineEditing(t *testing.T) {
+	srv := anthropictest.NewServer(text("one"), text("two"), text("three"), text("four"))
+	defer srv.Close()
+	p := startPTY(t, map[string]string{"ANTHROPIC_API_KEY": testKey, "ANTHROPIC_BASE_URL": srv.URL})
+	at := p.expect(0, "> ")
+	p.send("helo\x1b[Dl\r") // Left, then the missing l
+	at = p.expect(at, "one")
+	at = p.expect(at, "> ")
+	p.send("\x1b[A\r") // Up: the last prompt again
+	at = p.expect(at, "two")
+	at = p.expect(at, "> ")
+	p.send("another\r")
+	at = p.expect(at, "three")
+	at = p.expect(at, "> ")
+	p.send("\x12hel\r") // Ctrl-R: the last prompt with "hel" in it
+	at = p.expect(at, "four")
+	p.expect(at, "> ")
+	p.send("/exit\r")
+	if code := p.wait(); code != 0 {
+		t.Errorf("exit status %d, want 0", code)
+	}
+	var got []string
+	for _, r := range srv.Requests() {
+		msgs := r.Messages()
+		got = append(got, msgs[len(msgs)-1].Text())
+	}
+	if diff := cmp.Diff([]string{"hello", "hello", "another", "hello"}, got); diff != "" {
+		t.Errorf("prompts sent (-want +got):\n%s", diff)
+	}
+}
+
+// TestPTYDiscardErased checks that on a terminal the partial text of a turn
+// that failed mid-stream and was retried is erased before the retry's
+// text: the cursor goes back to where the turn began and the screen is
+// cleared from there.
+func TestPTYDiscardErased(t *testing.T) {
+	srv := anthropictest.NewServer(
+		anthropictest.NewStream().Text("Parti").ErrorEvent("overloaded_error", "Overloaded"),
+		text("Whole."),
+	)
+	defer srv.Close()
+	p := startPTY(t, map[string]string{"ANTHROPIC_API_KEY": testKey, "ANTHROPIC_BASE_URL": srv.URL}, "hi")
+	at := p.expect(0, "Parti")
+	at = p.expect(at, "\r\x1b[J")
+	p.expect(at, "Whole.")
+	if code := p.wait(); code != 0 {
+		t.Errorf("exit status %d, want 0", code)
+	}
+}
+
+// TestPTYResumedHistory checks that in a resumed --session, Up recalls the
+// prompts of the earlier runs.
+func TestPTYResumedHistory(t *testing.T) {
+	path := t.TempDir() + "/chat.jsonl"
+	h := newHarness(t, text("Noted."))
+	h.run(strings.NewReader(""), "--session", path, "remember the number 42").check(t, 0)
+
+	srv := anthropictest.NewServer(text("It was 42."))
+	defer srv.Close()
+	p := startPTY(t, map[string]string{"ANTHROPIC_API_KEY": testKey, "ANTHROPIC_BASE_URL": srv.URL}, "--session", path)
+	at := p.expect(0, "resuming")
+	at = p.expect(at, "> ")
+	p.send("\x1b[A\r")
+	at = p.expect(at, "It was 42.")
+	p.expect(at, "> ")
+	p.send("\x04") // Ctrl-D ends the session
+	if code := p.wait(); code != 0 {
+		t.Errorf("exit status %d, want 0", code)
+	}
+	msgs := srv.Requests()[0].Messages()
+	if got := msgs[len(msgs)-1].Text(); got != "remember the number 42" {
+		t.Errorf("Up recalled %q, want the resumed session's prompt", got)
 	}
 }

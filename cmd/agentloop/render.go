@@ -7,7 +7,6 @@ import (
 	"io"
 	"strings"
 	"sync"
-	"time"
 	"unicode/utf8"
 
 	"github.com/agentloop/agentloop/agent"
@@ -52,7 +51,7 @@ func (r *jsonRenderer) event(ev agent.Event) {
 }
 
 func (r *jsonRenderer) fail(err error) {
-	r.enc.Encode(errorRecord(err))
+	r.enc.Encode(newErrorRecord(err))
 }
 
 func (r *jsonRenderer) note(format string, args ...any) {
@@ -64,6 +63,11 @@ func (r *jsonRenderer) close() {}
 // textRenderer shows a run to a person: the answer on stdout as it streams,
 // everything else on stderr. On a terminal it adds colour (unless NO_COLOR)
 // and a spinner; otherwise it prints plain lines and nothing that moves.
+//
+// A model turn the agent discards (see agent.Retry) must not stay in the
+// answer. Off a terminal, where nothing can be taken back, each turn's text
+// is held until the turn is complete; on a terminal it streams, and is
+// erased if the turn is discarded.
 type textRenderer struct {
 	out, errw io.Writer
 	style     style
@@ -83,13 +87,28 @@ type textRenderer struct {
 	labels  map[string]string // call id → name#n
 	ncalls  int
 	running int // calls started and not yet finished
+
+	// screen follows stdout's terminal, to erase a discarded turn; nil
+	// when stdout is not a terminal. rawOut is stdout untracked.
+	screen *screen
+	rawOut io.Writer
+	// held is the current turn's text, when stdout is not a terminal.
+	held strings.Builder
 }
 
-func newTextRenderer(stdout, stderr io.Writer, st style, stderrTerm, sameScreen, lesson bool) *textRenderer {
-	r := &textRenderer{out: stdout, errw: stderr, style: st, sameScreen: sameScreen, lesson: lesson,
-		labels: map[string]string{}}
+// newTextRenderer returns a renderer. outTerm, when stdout is a terminal,
+// holds its size (zero when unknown); nil means stdout is not one.
+func newTextRenderer(stdout, stderr io.Writer, st style, stderrTerm, sameScreen, lesson bool, outTerm *screen) *textRenderer {
+	r := &textRenderer{out: stdout, errw: stderr, rawOut: stdout, style: st, sameScreen: sameScreen, lesson: lesson,
+		labels: map[string]string{}, screen: outTerm}
+	if outTerm != nil {
+		r.out = trackingWriter{stdout, outTerm}
+		if sameScreen {
+			r.errw = trackingWriter{stderr, outTerm}
+		}
+	}
 	if stderrTerm {
-		r.spin = newSpinner(stderr, &r.mu, st)
+		r.spin = newSpinner(r.errw, &r.mu, st)
 	}
 	return r
 }
@@ -108,6 +127,9 @@ func (r *textRenderer) event(ev agent.Event) {
 		if r.lesson {
 			r.line(r.style.phase("think") + r.style.dim(fmt.Sprintf(" model turn %d: the model streams its reply", ev.Iteration)))
 		}
+		if r.screen != nil {
+			r.screen.mark()
+		}
 		r.spinLocked("thinking")
 	case agent.ThinkingDelta:
 		r.stopSpin()
@@ -118,12 +140,13 @@ func (r *textRenderer) event(ev agent.Event) {
 		}
 		io.WriteString(r.errw, r.style.dim(ev.Thinking))
 	case agent.TextDelta:
+		if r.screen == nil {
+			r.held.WriteString(ev.Text)
+			return
+		}
 		r.stopSpin()
 		r.closeErrLine()
-		io.WriteString(r.out, ev.Text)
-		if ev.Text != "" {
-			r.midLine = !strings.HasSuffix(ev.Text, "\n")
-		}
+		r.write(ev.Text)
 	case agent.ToolCallStart:
 		r.stopSpin()
 		label := r.label(ev.ID, ev.Name)
@@ -156,6 +179,11 @@ func (r *textRenderer) event(ev agent.Event) {
 		r.running = max(0, r.running-1)
 		label := r.label(ev.ID, ev.Name)
 		content := shorten(ev.Content, 200)
+		if content == "" {
+			// A result without text, such as an image alone, is not
+			// nothing; a blank would look like a glitch.
+			content = "(no text)"
+		}
 		switch {
 		case r.lesson && ev.IsError:
 			r.line(r.style.phase("observe") + " " + r.style.tool(label) + " " + r.style.err("error: "+content) + r.style.dim(" (sent back as an is_error tool_result)"))
@@ -172,6 +200,8 @@ func (r *textRenderer) event(ev agent.Event) {
 			r.spinLocked("thinking")
 		}
 	case agent.UsageUpdate:
+		// The turn is complete: its text can no longer be discarded.
+		r.flush()
 		if r.lesson {
 			r.stopSpin()
 			r.line(r.style.dim(fmt.Sprintf("        usage: %d input tokens, %d output tokens this turn",
@@ -186,24 +216,72 @@ func (r *textRenderer) event(ev agent.Event) {
 		r.line(r.style.dim(msg))
 	case agent.Retry:
 		r.stopSpin()
-		r.line(r.style.warn(fmt.Sprintf("retrying, attempt %d: %s", ev.Attempt, ev.Error)))
+		r.closeErrLine()
+		msg := fmt.Sprintf("retrying the turn (attempt %d): %s", ev.Attempt, shorten(strings.TrimPrefix(ev.Error, "llm: "), 100))
 		if ev.Discard {
-			r.line(r.style.warn("discarded the partial output of this turn above; it is being generated again"))
+			r.discard()
+			msg += "; its partial output is discarded"
 		}
+		r.line(r.style.warn(msg))
 		r.spinLocked("thinking")
 	case agent.Done:
 		r.stopSpin()
 		r.closeErrLine()
+		// An interrupted turn's text stays: the history keeps it too. A
+		// failed run's last turn never completed.
+		if ev.Result.State != agent.Failed {
+			r.flush()
+		}
+		r.held.Reset()
 		if r.midLine {
 			io.WriteString(r.out, "\n")
 			r.midLine = false
 		}
 		if r.lesson {
 			res := ev.Result
-			r.line(r.style.phase("done") + r.style.dim(fmt.Sprintf(" %s after %d model turns: %d input and %d output tokens",
-				res.State, res.Iterations, res.Usage.InputTokens+res.Usage.CacheReadInputTokens+res.Usage.CacheCreationInputTokens, res.Usage.OutputTokens)))
+			r.line(r.style.phase("done") + r.style.dim(fmt.Sprintf(" %s after %s: %d input and %d output tokens",
+				res.State, plural(res.Iterations, "model turn", "model turns"), res.Usage.InputTokens+res.Usage.CacheReadInputTokens+res.Usage.CacheCreationInputTokens, res.Usage.OutputTokens)))
 		}
 	}
+}
+
+// write writes text of the answer to stdout.
+func (r *textRenderer) write(text string) {
+	io.WriteString(r.out, text)
+	if text != "" {
+		r.midLine = !strings.HasSuffix(text, "\n")
+	}
+}
+
+// flush writes the text held for the current turn.
+func (r *textRenderer) flush() {
+	if r.held.Len() == 0 {
+		return
+	}
+	r.closeErrLine()
+	r.write(r.held.String())
+	r.held.Reset()
+}
+
+// discard takes back the current turn's text: the held text off a
+// terminal; on one, all the turn wrote, erased. When the start of the turn
+// has scrolled off the screen, a struck-through line says that the text
+// above it is void.
+func (r *textRenderer) discard() {
+	if r.screen == nil {
+		r.held.Reset()
+		return
+	}
+	if seq, ok := r.screen.erase(); ok {
+		io.WriteString(r.rawOut, seq)
+		r.midLine = false
+		return
+	}
+	if r.midLine {
+		io.WriteString(r.out, "\n")
+	}
+	io.WriteString(r.out, r.style.strike("the answer above was cut off and is being generated again")+"\n")
+	r.midLine = false
 }
 
 // label returns the short name of call id, name#n, numbering the calls of
@@ -228,8 +306,13 @@ func (r *textRenderer) fail(err error) {
 func (r *textRenderer) note(format string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// A note can come mid-turn (a retry's): the spinner goes on after it.
+	spinning := r.spin != nil && r.spin.running
 	r.stopSpin()
 	r.line(r.style.warn(fmt.Sprintf(format, args...)))
+	if spinning {
+		r.spinLocked(r.spin.label)
+	}
 }
 
 func (r *textRenderer) close() {
@@ -323,6 +406,15 @@ func (s style) tool(t string) string { return s.wrap("36", t) }
 func (s style) err(t string) string  { return s.wrap("31", t) }
 func (s style) warn(t string) string { return s.wrap("33", t) }
 
+// strike marks text as void: struck through, or between rules without
+// colour.
+func (s style) strike(t string) string {
+	if !s.color {
+		return "~~ " + t + " ~~"
+	}
+	return s.wrap("9;2", t)
+}
+
 // fragment highlights one streamed input fragment.
 func (s style) fragment(t string) string { return s.wrap("1;32", t) }
 
@@ -331,72 +423,10 @@ func (s style) phase(name string) string {
 	return s.wrap("1;35", fmt.Sprintf("%-7s", name))
 }
 
-// spinner animates one line on stderr while the user waits. It shares the
-// renderer's mutex, so a frame is never drawn in the middle of another
-// write.
-type spinner struct {
-	w     io.Writer
-	mu    *sync.Mutex
-	style style
-
-	label   string
-	running bool
-	drawn   bool
-	stopc   chan struct{}
-	frame   int
-}
-
-var spinFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
-
-func newSpinner(w io.Writer, mu *sync.Mutex, st style) *spinner {
-	return &spinner{w: w, mu: mu, style: st}
-}
-
-// start shows label, starting the animation if it is not running. The
-// caller holds the mutex.
-func (s *spinner) start(label string) {
-	s.label = label
-	if s.running {
-		return
+// plural returns n and the noun for it: "1 model turn", "2 model turns".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
 	}
-	s.running = true
-	s.stopc = make(chan struct{})
-	go s.loop(s.stopc)
-}
-
-// stop stops the animation and clears its line. The caller holds the mutex.
-func (s *spinner) stop() {
-	if !s.running {
-		return
-	}
-	s.running = false
-	close(s.stopc)
-	if s.drawn {
-		io.WriteString(s.w, "\r\x1b[K")
-		s.drawn = false
-	}
-}
-
-func (s *spinner) loop(stop chan struct{}) {
-	// The first frame waits a moment, so that fast steps do not flicker.
-	t := time.NewTicker(120 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
-		s.mu.Lock()
-		select {
-		case <-stop:
-			s.mu.Unlock()
-			return
-		default:
-		}
-		s.frame = (s.frame + 1) % len(spinFrames)
-		io.WriteString(s.w, "\r\x1b[K"+s.style.tool(spinFrames[s.frame])+" "+s.style.dim(s.label+"…"))
-		s.drawn = true
-		s.mu.Unlock()
-	}
+	return fmt.Sprintf("%d %s", n, many)
 }

@@ -32,11 +32,14 @@ func TestTextRenderer(t *testing.T) {
 		name               string
 		events             []agent.Event
 		sameScreen, lesson bool
-		stdout, stderr     string
+		// term is stdout's terminal; nil means it is not one.
+		term           *screen
+		stdout, stderr string
 	}{
 		{
 			name:   "tool call, separate streams",
 			events: call,
+			term:   &screen{},
 			stdout: "Adding.\nDone\n",
 			stderr: "→ calc#1 {\"a\":1}\n← calc#1 one line\n",
 		},
@@ -46,6 +49,7 @@ func TestTextRenderer(t *testing.T) {
 			name:       "tool call, one screen",
 			events:     call,
 			sameScreen: true,
+			term:       &screen{},
 			stdout:     "Adding.\nDone\n",
 			stderr:     "→ calc#1 {\"a\":1}\n← calc#1 one line\n",
 		},
@@ -68,14 +72,65 @@ func TestTextRenderer(t *testing.T) {
 			stderr: "Let me think.\n",
 		},
 		{
-			name: "a discarded turn is called out",
+			// Off a terminal a turn's text waits for the turn to complete,
+			// so a discarded one never reaches stdout.
+			name: "a discarded turn never reaches a pipe",
 			events: []agent.Event{
+				agent.TurnStart{Iteration: 1},
 				agent.TextDelta{Text: "Partial"},
 				agent.Retry{Attempt: 2, Error: "overloaded", Discard: true},
-				agent.TextDelta{Text: "Whole."}, agent.Done{},
+				agent.TurnStart{Iteration: 1},
+				agent.TextDelta{Text: "Whole."}, agent.UsageUpdate{}, agent.Done{},
 			},
-			stdout: "PartialWhole.\n",
-			stderr: "retrying, attempt 2: overloaded\ndiscarded the partial output of this turn above; it is being generated again\n",
+			stdout: "Whole.\n",
+			stderr: "retrying the turn (attempt 2): overloaded; its partial output is discarded\n",
+		},
+		{
+			// On a terminal it streams, and is erased: the cursor goes
+			// back up the rows the turn wrote (here "ab\ncdefgh" on 4
+			// columns: 3 rows down) and clears to the end of the screen.
+			name: "a discarded turn is erased from a terminal",
+			events: []agent.Event{
+				agent.TurnStart{Iteration: 1},
+				agent.TextDelta{Text: "ab\ncdefgh"},
+				agent.Retry{Attempt: 2, Error: "overloaded", Discard: true},
+				agent.TurnStart{Iteration: 1},
+				agent.TextDelta{Text: "Whole."}, agent.UsageUpdate{}, agent.Done{},
+			},
+			term:   &screen{cols: 4, rows: 24},
+			stdout: "ab\ncdefgh\r\x1b[2A\x1b[JWhole.\n",
+			stderr: "retrying the turn (attempt 2): overloaded; its partial output is discarded\n",
+		},
+		{
+			name: "a discarded turn taller than the terminal is struck",
+			events: []agent.Event{
+				agent.TurnStart{Iteration: 1},
+				agent.TextDelta{Text: "1\n2\n3\n4"},
+				agent.Retry{Attempt: 2, Error: "overloaded", Discard: true},
+			},
+			term:   &screen{cols: 80, rows: 3},
+			stdout: "1\n2\n3\n4\n~~ the answer above was cut off and is being generated again ~~\n",
+			stderr: "retrying the turn (attempt 2): overloaded; its partial output is discarded\n",
+		},
+		{
+			name: "an interrupted turn's text stays, a failed one's goes",
+			events: []agent.Event{
+				agent.TurnStart{Iteration: 1},
+				agent.TextDelta{Text: "Kept"},
+				agent.Done{Result: agent.Result{State: agent.Cancelled}},
+				agent.TurnStart{Iteration: 1},
+				agent.TextDelta{Text: "Lost"},
+				agent.Done{Result: agent.Result{State: agent.Failed}},
+			},
+			stdout: "Kept\n",
+		},
+		{
+			name: "a result without text",
+			events: []agent.Event{
+				agent.ToolCall{ID: "t1", Name: "screenshot", Input: json.RawMessage(`{}`)},
+				agent.ToolDone{ID: "t1", Name: "screenshot"},
+			},
+			stderr: "→ screenshot#1 {}\n← screenshot#1 (no text)\n",
 		},
 		{
 			name:   "compaction",
@@ -85,7 +140,7 @@ func TestTextRenderer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errw strings.Builder
-			r := newTextRenderer(&out, &errw, style{}, false, tc.sameScreen, tc.lesson)
+			r := newTextRenderer(&out, &errw, style{}, false, tc.sameScreen, tc.lesson, tc.term)
 			for _, ev := range tc.events {
 				r.event(ev)
 			}

@@ -3,83 +3,191 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
-	"github.com/agentloop/agentloop/agent"
+	"github.com/peterh/liner"
+
+	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 )
 
-// replHelp is printed when the REPL starts and on an unknown command.
-const replHelp = "/exit ends the session, /clear starts afresh, /usage shows tokens and cost; " +
-	"Ctrl-C interrupts a turn, a second Ctrl-C exits"
+// replHelp is what /help prints.
+const replHelp = `/help   this list
+/usage  the tokens and cost so far, and how full the context is
+/clear  start a new conversation (with --session, the old transcript is kept)
+/exit   end the session (also /quit, or Ctrl-D)
+Up and Down recall earlier prompts, Ctrl-R searches them. Ctrl-C interrupts a
+turn; a second Ctrl-C exits.
+`
+
+// errPromptInterrupt is a lineReader's answer to Ctrl-C at the prompt.
+var errPromptInterrupt = errors.New("interrupted at the prompt")
+
+// A lineReader reads the REPL's input, a line at a time.
+type lineReader interface {
+	// readLine shows prompt and returns the line typed, without its end.
+	// It returns errPromptInterrupt on Ctrl-C and io.EOF at the end of
+	// the input.
+	readLine(prompt string) (string, error)
+	// remember adds line to the history that Up and Ctrl-R recall.
+	remember(line string)
+	// close gives the terminal back as it was.
+	close()
+}
+
+// editor is the lineReader of a real terminal: line editing, history and
+// reverse search, by github.com/peterh/liner. liner works on the process's
+// own stdin and stdout, so it is used only when both are terminals.
+type editor struct{ st *liner.State }
+
+func newEditor() lineReader {
+	st := liner.NewLiner()
+	st.SetCtrlCAborts(true)
+	return editor{st}
+}
+
+func (e editor) readLine(prompt string) (string, error) {
+	l, err := e.st.Prompt(prompt)
+	if errors.Is(err, liner.ErrPromptAborted) {
+		return "", errPromptInterrupt
+	}
+	return l, err
+}
+
+func (e editor) remember(line string) { e.st.AppendHistory(line) }
+func (e editor) close()               { e.st.Close() }
+
+// scanner is the lineReader of anything else: plain lines, the prompt on
+// stderr. Ctrl-C at its prompt arrives as an interrupt, not from here.
+type scanner struct {
+	sc     *bufio.Scanner
+	prompt io.Writer
+}
+
+func newScanner(stdin io.Reader, stderr io.Writer) lineReader {
+	sc := bufio.NewScanner(stdin)
+	sc.Buffer(make([]byte, 0, 64*1024), 16<<20)
+	return &scanner{sc: sc, prompt: stderr}
+}
+
+func (s *scanner) readLine(prompt string) (string, error) {
+	io.WriteString(s.prompt, prompt)
+	if s.sc.Scan() {
+		return s.sc.Text(), nil
+	}
+	if err := s.sc.Err(); err != nil {
+		return "", err
+	}
+	return "", io.EOF
+}
+
+func (s *scanner) remember(string) {}
+func (s *scanner) close()          {}
+
+// lineReader returns the REPL's line reader: the editor when the command
+// runs on the process's own terminal, else a scanner of stdin.
+func (c *cli) lineReader(stdin io.Reader, stdout, stderr io.Writer) lineReader {
+	if c.editor != nil && stdin == os.Stdin && stdout == os.Stdout && c.isTerminal(stdin) && c.isTerminal(stdout) {
+		return c.editor()
+	}
+	return newScanner(stdin, stderr)
+}
 
 // repl runs the interactive session: one turn per line of input, the
 // conversation carrying across turns. It returns nil on /exit or end of
 // input, and errInterrupted on two Ctrl-C in a row with nothing typed in
 // between.
 //
-// Lines are read on their own goroutine, so that an interrupt is noticed
-// while the REPL waits at its prompt.
-func (s *session) repl(ctx context.Context, stdin io.Reader, interrupts <-chan os.Signal) error {
-	lines := make(chan string)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(stdin)
-		sc.Buffer(make([]byte, 0, 64*1024), 16<<20)
-		for sc.Scan() {
-			select {
-			case lines <- sc.Text():
-			case <-ctx.Done():
-				return
+// Each line is read on its own goroutine, so that an interrupt is noticed
+// while the REPL waits at its prompt; none is read during a turn, when the
+// terminal is the turn's.
+func (s *session) repl(ctx context.Context, lr lineReader, interrupts <-chan os.Signal) error {
+	fmt.Fprintf(s.stderr, "agentloop %s · /help for the commands · Ctrl-C interrupts a turn\n", s.o.model)
+	if n := s.agent.History().Len(); n > 0 {
+		fmt.Fprintf(s.stderr, "resuming %s: %s\n", s.o.session, plural(n, "message", "messages"))
+		for _, m := range s.agent.History().Messages() {
+			// The earlier prompts, for Up to recall as if typed here.
+			if t := llm.TextOf(m.Content); m.Role == llm.User && t != "" && !strings.Contains(t, "\n") {
+				lr.remember(t)
 			}
 		}
-	}()
-
-	fmt.Fprintf(s.stderr, "agentloop %s · %s\n", s.o.model, replHelp)
-	if n := s.agent.History().Len(); n > 0 {
-		fmt.Fprintf(s.stderr, "resuming %s: %d messages\n", s.o.session, n)
 	}
-	strikes := 0 // Ctrl-C presses since the last line typed
+	type read struct {
+		line string
+		err  error
+	}
+	var pending chan read // the line being read, if any
+	strikes := 0          // Ctrl-C presses since the last line typed
+	strike := func() bool {
+		strikes++
+		if strikes >= 2 {
+			io.WriteString(s.stderr, "\n")
+			return true
+		}
+		io.WriteString(s.stderr, "\n(Ctrl-C again or /exit to quit)\n")
+		return false
+	}
 	for {
-		io.WriteString(s.stderr, "> ")
-		var line string
+		if pending == nil {
+			pending = make(chan read, 1)
+			go func(c chan<- read) {
+				l, err := lr.readLine("> ")
+				c <- read{l, err}
+			}(pending)
+		}
+		var r read
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-interrupts:
-			strikes++
-			if strikes >= 2 {
-				io.WriteString(s.stderr, "\n")
+			// The read goes on; the scanner's prompt is shown again.
+			if strike() {
 				return errInterrupted
 			}
-			io.WriteString(s.stderr, "\n(Ctrl-C again or /exit to quit)\n")
+			io.WriteString(s.stderr, "> ")
 			continue
-		case l, ok := <-lines:
-			if !ok {
-				io.WriteString(s.stderr, "\n")
-				return nil
+		case r = <-pending:
+			pending = nil
+		}
+		switch {
+		case errors.Is(r.err, errPromptInterrupt):
+			if strike() {
+				return errInterrupted
 			}
-			line = strings.TrimSpace(l)
+			continue
+		case errors.Is(r.err, io.EOF):
+			io.WriteString(s.stderr, "\n")
+			return nil
+		case r.err != nil:
+			return fmt.Errorf("reading the prompt: %w", r.err)
 		}
 		strikes = 0
-		switch {
-		case line == "":
+		line := strings.TrimSpace(r.line)
+		if line == "" {
 			continue
-		case line == "/exit" || line == "/quit":
+		}
+		lr.remember(line)
+		switch line {
+		case "/exit", "/quit":
 			return nil
-		case line == "/clear":
+		case "/help":
+			io.WriteString(s.stderr, replHelp)
+			continue
+		case "/clear":
 			if err := s.clear(); err != nil {
 				reportError(s.stderr, err)
 			}
 			continue
-		case line == "/usage":
+		case "/usage":
 			s.showUsage()
 			continue
-		case strings.HasPrefix(line, "/"):
-			fmt.Fprintf(s.stderr, "unknown command %s: %s\n", line, replHelp)
+		}
+		if strings.HasPrefix(line, "/") {
+			fmt.Fprintf(s.stderr, "unknown command %s; /help lists the commands\n", line)
 			continue
 		}
 		err := s.turn(ctx, line, interrupts)
@@ -97,25 +205,18 @@ func (s *session) repl(ctx context.Context, stdin io.Reader, interrupts <-chan o
 	}
 }
 
-// clear starts a new conversation with the same settings.
-func (s *session) clear() error {
-	cfg := s.cfg
-	cfg.History = memory.New(s.memCfg)
-	a, err := agent.New(cfg)
-	if err != nil {
-		return err
-	}
-	s.agent = a
-	fmt.Fprintln(s.stderr, "(conversation cleared)")
-	return s.save()
-}
-
 // showUsage prints the session's token use and cost so far.
 func (s *session) showUsage() {
 	u := s.usage
-	fmt.Fprintf(s.stderr, "%d runs: %d input tokens (%d read from cache, %d written to it), %d output tokens, $%.4f\n",
-		s.turns, u.InputTokens+u.CacheReadInputTokens+u.CacheCreationInputTokens,
-		u.CacheReadInputTokens, u.CacheCreationInputTokens, u.OutputTokens, s.costUSD)
+	cost := "cost unknown"
+	// The agent prices runs by memory's table; a model it lacks costs 0
+	// there, which is not the same as free.
+	if _, ok := memory.DefaultPricing.Lookup(s.o.model); ok {
+		cost = fmt.Sprintf("$%.4f", s.costUSD)
+	}
+	fmt.Fprintf(s.stderr, "%s: %d input tokens (%d read from cache, %d written to it), %d output tokens, %s\n",
+		plural(s.turns, "run", "runs"), u.InputTokens+u.CacheReadInputTokens+u.CacheCreationInputTokens,
+		u.CacheReadInputTokens, u.CacheCreationInputTokens, u.OutputTokens, cost)
 	h := s.agent.History()
 	fmt.Fprintf(s.stderr, "context: about %d tokens of the %d that trigger compaction\n", h.Tokens(), h.Config().ContextLimit)
 }

@@ -17,13 +17,14 @@ import (
 func TestREPL(t *testing.T) {
 	h := newHarness(t, text("Hi Ada."), text("You are Ada."), text("Fresh start."))
 	h.terminals["stdin"] = true
-	in := "my name is Ada\n\n/usage\nwho am I?\n/clear\nhello\n/bogus\n/exit\nnever sent\n"
+	in := "my name is Ada\n\n/usage\nwho am I?\n/clear\nhello\n/bogus\n/help\n/exit\nnever sent\n"
 	r := h.run(strings.NewReader(in), "--context-limit", "5000")
 	r.check(t, 0)
 	if diff := cmp.Diff("Hi Ada.\nYou are Ada.\nFresh start.\n", r.stdout); diff != "" {
 		t.Errorf("stdout (-want +got):\n%s", diff)
 	}
-	for _, want := range []string{"/exit", "1 runs:", "of the 5000 that trigger compaction", "conversation cleared", "unknown command /bogus"} {
+	for _, want := range []string{"/help for the commands", "1 run: ", "$0.0001", "of the 5000 that trigger compaction",
+		"conversation cleared", "unknown command /bogus", "/exit   end the session"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 		}

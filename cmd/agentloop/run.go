@@ -53,6 +53,9 @@ func (c *cli) run(ctx context.Context, args []string, stdin io.Reader, stdout, s
 		return usageError("no API key: set ANTHROPIC_API_KEY (export ANTHROPIC_API_KEY=sk-ant-...), " +
 			"or ANTHROPIC_AUTH_TOKEN for a bearer token; `agentloop demo` runs without one")
 	}
+	if err := checkBaseURL(c.getenv("ANTHROPIC_BASE_URL")); err != nil {
+		return err
+	}
 	// Until the first turn starts, Ctrl-C abandons the setup: reading the
 	// prompt and starting MCP servers may both hang.
 	setupCtx, endSetup := c.watchInterrupts(ctx)
@@ -68,7 +71,9 @@ func (c *cli) run(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	}
 	defer s.close()
 	if s.interactive {
-		return s.repl(ctx, stdin, c.interrupts)
+		lr := c.lineReader(stdin, stdout, stderr)
+		defer lr.close()
+		return s.repl(ctx, lr, c.interrupts)
 	}
 	return s.turn(ctx, o.prompt, c.interrupts)
 }
@@ -78,7 +83,8 @@ func (c *cli) setup(ctx context.Context, o *options, key, token string, stdin io
 	// The prompt is read before connecting to anything, so that a missing
 	// prompt fails fast.
 	interactive := !o.promptGiven && c.isTerminal(stdin)
-	if !o.promptGiven && !interactive {
+	switch {
+	case !o.promptGiven && !interactive:
 		b, err := readAll(ctx, stdin)
 		if err != nil {
 			return nil, fmt.Errorf("reading the prompt from stdin: %w", err)
@@ -87,8 +93,17 @@ func (c *cli) setup(ctx context.Context, o *options, key, token string, stdin io
 		if o.prompt == "" {
 			return nil, usageError("no prompt: pass it as arguments or on stdin (see agentloop --help)")
 		}
+	case o.promptGiven && c.piped(stdin):
+		// git diff | agentloop "review this": the argument says what to
+		// do, stdin is what to do it to.
+		b, err := readAll(ctx, stdin)
+		if err != nil {
+			return nil, fmt.Errorf("reading stdin: %w", err)
+		}
+		o.prompt = attachStdin(o.prompt, string(b))
 	}
-	logger := newLogger(stderr, o.verbose, key, token)
+	n := &notices{w: stderr}
+	logger := slog.New(noticeHandler{newLogger(stderr, o.verbose, key, token).Handler(), n})
 	client := llm.New(llm.Config{
 		APIKey:     key,
 		AuthToken:  token,
@@ -101,7 +116,33 @@ func (c *cli) setup(ctx context.Context, o *options, key, token string, stdin io
 		return nil, err
 	}
 	s.interactive = interactive
+	n.setShow(s.render.note)
 	return s, nil
+}
+
+// piped reports whether stdin brings input of its own: a pipe or a file,
+// not a terminal, nor /dev/null or another device, from which a read could
+// wait forever.
+func (c *cli) piped(stdin io.Reader) bool {
+	if c.isTerminal(stdin) {
+		return false
+	}
+	f, ok := stdin.(*os.File)
+	if !ok {
+		return true
+	}
+	fi, err := f.Stat()
+	return err == nil && (fi.Mode().IsRegular() || fi.Mode()&(fs.ModeNamedPipe|fs.ModeSocket) != 0)
+}
+
+// attachStdin returns prompt with the text piped on stdin attached as a
+// document after it, in the tags the model's documentation recommends for
+// long inputs. Blank input attaches nothing.
+func attachStdin(prompt, input string) string {
+	if strings.TrimSpace(input) == "" {
+		return prompt
+	}
+	return prompt + "\n\n<document source=\"stdin\">\n" + strings.TrimRight(input, "\n") + "\n</document>"
 }
 
 // watchInterrupts returns a context cancelled by the first interrupt, and
@@ -195,7 +236,12 @@ func (c *cli) newSession(ctx context.Context, o *options, model llm.Model, logge
 	if tc, ok := model.(memory.TokenCounter); ok {
 		s.memCfg.Counter = tc
 	}
-	history, err := s.loadHistory()
+	// Found now, before a request is paid for, not at the first save.
+	var history *memory.History
+	err := checkWritable(o.session)
+	if err == nil {
+		history, err = s.loadHistory()
+	}
 	if err != nil {
 		s.close()
 		return nil, err
@@ -262,35 +308,10 @@ func (s *session) loadHistory() (*memory.History, error) {
 	case err != nil:
 		// Starting afresh would overwrite the file at the first save, so a
 		// damaged transcript stops the command instead.
-		return nil, usageError("cannot resume session %s: %s; move it aside, or pass another --session, to start afresh",
+		return nil, usageError("--session %s cannot be resumed: %s; move it aside, or pass another --session, to start afresh",
 			s.o.session, describeLoadError(err))
 	}
 	return h, nil
-}
-
-// describeLoadError says what is wrong with a session file: the first bad
-// line and how many more there are, rather than every one of them.
-func describeLoadError(err error) string {
-	var le *memory.LineError
-	if !errors.As(err, &le) {
-		return err.Error()
-	}
-	msg := fmt.Sprintf("line %d is not a valid message (%v)", le.Line, le.Err)
-	if j, ok := err.(interface{ Unwrap() []error }); ok && len(j.Unwrap()) > 1 {
-		msg += fmt.Sprintf(", nor are %d more lines", len(j.Unwrap())-1)
-	}
-	return msg
-}
-
-// save writes the --session file, if there is one.
-func (s *session) save() error {
-	if s.o.session == "" {
-		return nil
-	}
-	if err := s.agent.History().Save(s.o.session); err != nil {
-		return fmt.Errorf("saving session: %w", err)
-	}
-	return nil
 }
 
 // close shuts the MCP servers down and stops the renderer.
@@ -352,6 +373,13 @@ func (s *session) drive(ctx context.Context, input string) error {
 	s.costUSD += res.CostUSD
 	s.turns++
 	outcome := s.outcome(res, runErr)
+	// A failed run leaves the history as it was before it (package agent
+	// rolls it back), so the file is not rewritten either: a run that
+	// failed changes nothing. An interrupted run is saved, with the
+	// partial answer the agent kept.
+	if exitCode(outcome) == exitFailure {
+		return outcome
+	}
 	if err := s.save(); err != nil {
 		s.render.fail(err)
 		if outcome == nil {
@@ -389,11 +417,11 @@ func (s *session) outcome(res agent.Result, err error) error {
 	// The three limits stop a run that has not produced a final answer, so
 	// a script must be able to tell them from one that has: each exits 3.
 	case agent.IterationLimit:
-		return limitError("iteration limit reached: %d model turns without a final answer (raise --max-iterations)",
-			res.Iterations)
+		return limitError("iteration limit reached: %s without a final answer (raise --max-iterations)",
+			plural(res.Iterations, "model turn", "model turns"))
 	case agent.TimeLimit:
-		return limitError("time limit reached: no final answer within --max-duration %v (%d model turns)",
-			s.o.maxDuration, res.Iterations)
+		return limitError("time limit reached: no final answer within --max-duration %v (%s)",
+			s.o.maxDuration, plural(res.Iterations, "model turn", "model turns"))
 	case agent.TokenLimit:
 		return limitError("token limit reached: %d tokens used of --max-total-tokens %d, without a final answer",
 			res.Usage.Context(), s.o.maxTotal)
@@ -408,54 +436,20 @@ func limitError(format string, args ...any) error {
 	return &exitError{code: exitLimit, err: fmt.Errorf(format, args...)}
 }
 
-// describeError returns err as a user should read it: for an API error,
-// the API's own message, its type and status, and the request id that
-// support will ask for.
-func describeError(err error) error {
-	var apiErr *llm.APIError
-	if !errors.As(err, &apiErr) {
-		return err
-	}
-	var b strings.Builder
-	b.WriteString("API error")
-	if apiErr.StatusCode != 0 {
-		fmt.Fprintf(&b, " %d", apiErr.StatusCode)
-	}
-	if apiErr.Type != "" {
-		fmt.Fprintf(&b, " %s", apiErr.Type)
-	}
-	if apiErr.Message != "" {
-		fmt.Fprintf(&b, ": %s", apiErr.Message)
-	}
-	if apiErr.RequestID != "" {
-		fmt.Fprintf(&b, " (request id %s)", apiErr.RequestID)
-	} else {
-		b.WriteString(" (no request id)")
-	}
-	return errors.New(b.String())
-}
-
-// errorRecord is the JSON line --json writes for the error that ended a
-// run.
-func errorRecord(err error) map[string]any {
-	rec := map[string]any{"type": "error", "message": err.Error()}
-	var apiErr *llm.APIError
-	if errors.As(err, &apiErr) {
-		rec["message"] = apiErr.Message
-		rec["status"] = apiErr.StatusCode
-		rec["error_type"] = apiErr.Type
-		rec["request_id"] = apiErr.RequestID
-	}
-	return rec
-}
-
 // newRenderer picks the renderer for the flags and the terminals at hand.
 func (c *cli) newRenderer(o *options, stdout, stderr io.Writer, lesson bool) renderer {
 	if o.json {
 		return newJSONRenderer(stdout, stderr)
 	}
 	outTerm, errTerm := c.isTerminal(stdout), c.isTerminal(stderr)
-	return newTextRenderer(stdout, stderr, c.newStyle(stderr), errTerm, (outTerm && errTerm) || sameFile(stdout, stderr), lesson)
+	var scr *screen
+	if outTerm {
+		scr = &screen{}
+		if c.termSize != nil {
+			scr.size = func() (int, int) { return c.termSize(stdout) }
+		}
+	}
+	return newTextRenderer(stdout, stderr, c.newStyle(stderr), errTerm, (outTerm && errTerm) || sameFile(stdout, stderr), lesson, scr)
 }
 
 // newStyle returns the colours for w: none unless w is a terminal, and
