@@ -114,7 +114,7 @@ func TestRunErrors(t *testing.T) {
 		{"retried request", []string{"hi"},
 			anthropictest.Repeat(anthropictest.ReplyFunc(func(r *anthropictest.Request) anthropictest.Reply {
 				if r.N < 3 {
-					return anthropictest.HTTPError(529, "overloaded_error", "Overloaded").RequestID("req_529").RetryAfterMs(1)
+					return anthropictest.HTTPError{Status: 529, Type: "overloaded_error", Message: "Overloaded", RequestID: "req_529", RetryAfter: time.Millisecond}
 				}
 				return text("Whole.")
 			})),

@@ -15,7 +15,7 @@ import (
 func TestFailedRunLeavesSession(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "chat.jsonl")
 	h := newHarness(t, text("Hello, Ada."),
-		anthropictest.HTTPError(400, "invalid_request_error", "prompt is too long: 300000 tokens > 200000 maximum").RequestID("req_400"))
+		anthropictest.HTTPError{Status: 400, Type: "invalid_request_error", Message: "prompt is too long: 300000 tokens > 200000 maximum", RequestID: "req_400"})
 	h.run(strings.NewReader(""), "--session", path, "I am Ada").check(t, 0)
 	if err := os.Chmod(path, 0o644); err != nil {
 		t.Fatal(err)
