@@ -239,7 +239,7 @@ func TestSummaryUsesAgentModel(t *testing.T) {
 func TestCompactionReportedWhenStillTooLong(t *testing.T) {
 	srv, client := fake(t, summarising(at.NewStream().Text("ok").Stop("end_turn")))
 	h := memory.New(memory.Config{Model: DefaultModel, ContextWindow: 20_000, MaxTokens: 1000, KeepRecent: 1})
-	h.AppendUserText("Read the file.")
+	h.AppendUser(llm.Text{Text: "Read the file."})
 	h.AppendAssistant(llm.Message{Role: llm.Assistant, Content: []llm.Block{
 		llm.ToolUse{ID: "toolu_1", Name: "echo", Input: []byte(`{"text":"x"}`)}}}, llm.Usage{})
 	h.AppendToolResults([]llm.ToolResult{{ToolUseID: "toolu_1", Content: []llm.Block{llm.Text{Text: strings.Repeat("file ", 2000)}}}})

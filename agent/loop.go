@@ -112,7 +112,7 @@ func (r *run) loop(input string) (State, error) {
 	h := r.cfg.History
 	h.SetPrefix(r.cfg.System, r.specs)
 	r.start = h.Len()
-	h.AppendUserText(input)
+	h.AppendUser(llm.Text{Text: input})
 	for {
 		if err := r.ctx.Err(); err != nil {
 			return Cancelled, err

@@ -49,7 +49,7 @@ func longHistory(n int) *memory.History {
 // fill appends n large exchanges to h and returns it.
 func fill(h *memory.History, n int) *memory.History {
 	for i := range n {
-		h.AppendUserText(strings.Repeat("question ", 200) + string(rune('a'+i)))
+		h.AppendUser(llm.Text{Text: strings.Repeat("question ", 200) + string(rune('a'+i))})
 		h.AppendAssistant(llm.Message{Role: llm.Assistant, Content: []llm.Block{llm.Text{Text: strings.Repeat("answer ", 200)}}}, llm.Usage{})
 	}
 	return h

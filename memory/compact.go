@@ -5,8 +5,10 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
+	"github.com/agentloop/agentloop/internal/apirules"
 	"github.com/agentloop/agentloop/llm"
 )
 
@@ -119,16 +121,6 @@ func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) 
 	return c, nil
 }
 
-// recount is Recount without its error: a failed count_tokens call leaves
-// the estimate, which is good enough to decide the next step.
-func (h *History) recount(ctx context.Context) int {
-	n, err := h.Recount(ctx)
-	if err != nil {
-		h.cfg.Logger.Warn("memory: count_tokens failed; using the estimate", "err", err)
-	}
-	return n
-}
-
 // cutIndex returns the index of the keep-th assistant message from the end:
 // the first message compaction keeps. It returns 0 when there is no such
 // message after the first.
@@ -163,6 +155,8 @@ func (h *History) clearOld(keep int) (results, images int) {
 				if len(b.Content) == 1 && llm.TextOf(b.Content) == clearedResult {
 					break
 				}
+				// Copied, not added to: a checkpoint may share the map.
+				e.original = maps.Clone(e.original)
 				if e.original == nil {
 					e.original = map[string][]llm.Block{}
 				}
@@ -223,7 +217,7 @@ func (h *History) summarise(ctx context.Context, m llm.Model, keep int) (int, ll
 	if err != nil {
 		return 0, u, fmt.Errorf("memory: summarise: %w", err)
 	}
-	if isBlank(summary) {
+	if apirules.IsBlank(summary) {
 		return 0, u, errors.New("memory: summarise: the model returned no text")
 	}
 	e := entry{msg: llm.Message{Role: llm.User, Content: []llm.Block{llm.Text{Text: summaryHeader + strings.TrimSpace(summary)}}},
@@ -282,7 +276,7 @@ func (h *History) cutHead() entry {
 	}
 	note := cutHeader
 	if len(h.entries) > 0 {
-		if task := llm.TextOf(h.entries[0].msg.Content); !isBlank(task) {
+		if task := llm.TextOf(h.entries[0].msg.Content); !apirules.IsBlank(task) {
 			note += "\n\nThe conversation began with this request:\n\n" + truncate(task, 2000)
 		}
 	}

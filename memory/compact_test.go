@@ -18,7 +18,7 @@ const task = "Please add up the numbers in every file under /data and report the
 // results of the last turn), as the agent has it just before a request.
 func toolSession(cfg Config, n, resultChars int) *History {
 	h := New(cfg)
-	h.AppendUserText(task)
+	h.AppendUser(llm.Text{Text: task})
 	for i := range n {
 		id := fmt.Sprintf("toolu_%02d", i)
 		h.AppendAssistant(asst(text(fmt.Sprintf("Reading file %d.", i)), use(id)), llm.Usage{})
@@ -87,7 +87,7 @@ func TestCompactSummarises(t *testing.T) {
 	if req.Tools != nil || req.System != summaryPrompt || req.Model != "claude-sonnet-4-5" || req.MaxTokens != 4096 {
 		t.Errorf("summary request: tools %v, model %q, max %d, system %.40q", req.Tools, req.Model, req.MaxTokens, req.System)
 	}
-	if err := ValidateMessages(req.Messages); err != nil {
+	if err := validateMessages(req.Messages); err != nil {
 		t.Errorf("summary request invalid: %v", err)
 	}
 	tr := llm.TextOf(req.Messages[0].Content)
@@ -148,7 +148,7 @@ func TestCompactHardCut(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			// Assistant texts are large, so clearing results is not enough.
 			h := New(Config{ContextLimit: 3000, KeepRecent: 2})
-			h.AppendUserText(task)
+			h.AppendUser(llm.Text{Text: task})
 			for i := range 20 {
 				id := fmt.Sprintf("toolu_%02d", i)
 				h.AppendAssistant(asst(text(strings.Repeat("w", 800)), use(id)), llm.Usage{})
@@ -181,7 +181,7 @@ func TestCompactHardCut(t *testing.T) {
 
 func TestCompactCannot(t *testing.T) {
 	h := New(Config{ContextLimit: 1000})
-	h.AppendUserText(task)
+	h.AppendUser(llm.Text{Text: task})
 	h.AppendAssistant(asst(use("toolu_1")), llm.Usage{})
 	h.AppendToolResults([]llm.ToolResult{result("toolu_1", strings.Repeat("z", 10_000))})
 	m := &fakeModel{summary: "s"}
@@ -235,7 +235,7 @@ func TestCompactAfterOverflow(t *testing.T) {
 func TestCompactSummaryFitsItsWindow(t *testing.T) {
 	cfg := Config{ContextWindow: 6000, MaxTokens: 500, SummaryMaxTokens: 500, KeepRecent: 2, MaxCompactionSteps: 8}
 	h := New(cfg)
-	h.AppendUserText(task)
+	h.AppendUser(llm.Text{Text: task})
 	for i := range 40 {
 		id := fmt.Sprintf("toolu_%02d", i)
 		h.AppendAssistant(asst(text(strings.Repeat("w", 1000)), use(id)), llm.Usage{})

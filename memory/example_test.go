@@ -12,7 +12,7 @@ import (
 // result; Repair answers it so the next request is valid.
 func Example() {
 	h := memory.New(memory.Config{Model: "claude-sonnet-4-5"})
-	h.AppendUserText("What is 2+3?")
+	h.AppendUser(llm.Text{Text: "What is 2+3?"})
 	h.AppendAssistant(llm.Message{Role: llm.Assistant, Content: []llm.Block{
 		llm.ToolUse{ID: "toolu_1", Name: "add", Input: json.RawMessage(`{"a":2,"b":3}`)},
 	}}, llm.Usage{InputTokens: 400, OutputTokens: 30})

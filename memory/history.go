@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 
+	"github.com/agentloop/agentloop/internal/apirules"
 	"github.com/agentloop/agentloop/llm"
 )
 
@@ -18,13 +21,13 @@ type TokenCounter interface {
 // Config configures a [History]. The zero value works: every field has a
 // default, documented on the field.
 type Config struct {
-	// Model is the model of the main turns. It names the prices in
-	// [History.Cost] and the model of count_tokens requests. Default: none
-	// (Cost reports false, Recount never asks the API).
+	// Model is the model of the main turns, of count_tokens requests and,
+	// by default, of summaries; [llm.Models] prices it in [History.Cost].
+	// An agent sends its turns to this model. Default: [llm.DefaultModel].
 	Model string
 
-	// ContextWindow is the model's context window in tokens.
-	// Default: 200_000.
+	// ContextWindow is the model's context window in tokens. Default: the
+	// model's in [llm.Models], or 200_000 for a model it does not know.
 	ContextWindow int
 
 	// MaxTokens is the max_tokens of the main turns: room the reply needs
@@ -59,16 +62,13 @@ type Config struct {
 	// looping. Default: 6.
 	MaxCompactionSteps int
 
-	// Counter, when set, lets [History.Recount] ask the API for an exact
-	// count near the limit. Default: nil (estimates only).
+	// Counter, when set, lets Compact ask the API for an exact count near
+	// the limit. Default: nil (estimates only).
 	Counter TokenCounter
 
-	// CountFrom is the token estimate from which Recount asks Counter.
+	// CountFrom is the token estimate from which Compact asks Counter.
 	// Default: 90% of ContextLimit.
 	CountFrom int
-
-	// Pricing prices the turns in [History.Cost]. Default: [DefaultPricing].
-	Pricing Pricing
 
 	// Logger receives compaction and repair reports. Default: discard.
 	Logger *slog.Logger
@@ -76,8 +76,14 @@ type Config struct {
 
 // withDefaults returns cfg with every zero field set to its default.
 func (cfg Config) withDefaults() Config {
+	if cfg.Model == "" {
+		cfg.Model = llm.DefaultModel
+	}
 	if cfg.ContextWindow <= 0 {
 		cfg.ContextWindow = 200_000
+		if m, ok := llm.LookupModel(cfg.Model); ok {
+			cfg.ContextWindow = m.ContextWindow
+		}
 	}
 	if cfg.MaxTokens <= 0 {
 		cfg.MaxTokens = llm.DefaultMaxTokens
@@ -102,9 +108,6 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.CountFrom <= 0 {
 		cfg.CountFrom = cfg.ContextLimit * 9 / 10
-	}
-	if cfg.Pricing == nil {
-		cfg.Pricing = DefaultPricing
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -167,27 +170,6 @@ func New(cfg Config) *History {
 // Config returns the configuration with defaults filled in.
 func (h *History) Config() Config { return h.cfg }
 
-// SetDefaultModel makes model the model of the main turns when
-// Config.Model is empty, and the model of summaries when
-// Config.SummaryModel is empty too, so that summaries and count_tokens
-// requests name a model. An agent calls it with its own model, so that a
-// History made without one still compacts by summary. It changes nothing
-// when Config.Model is set.
-func (h *History) SetDefaultModel(model string) {
-	if h.cfg.Model != "" || model == "" {
-		return
-	}
-	h.cfg.Model = model
-	if h.cfg.SummaryModel == "" {
-		h.cfg.SummaryModel = model
-	}
-	// Turns appended so far were priced under no model: they were this one.
-	if u, ok := h.byModel[""]; ok {
-		delete(h.byModel, "")
-		h.byModel[model] = h.byModel[model].Add(u)
-	}
-}
-
 // Len returns the number of messages.
 func (h *History) Len() int { return len(h.entries) }
 
@@ -209,7 +191,7 @@ func (h *History) Messages() []llm.Message {
 func (h *History) AppendUser(blocks ...llm.Block) {
 	var kept []llm.Block
 	for _, b := range blocks {
-		if t, ok := b.(llm.Text); ok && isBlank(t.Text) {
+		if t, ok := b.(llm.Text); ok && apirules.IsBlank(t.Text) {
 			continue
 		}
 		kept = append(kept, cloneBlock(b))
@@ -220,20 +202,20 @@ func (h *History) AppendUser(blocks ...llm.Block) {
 	h.push(entry{msg: llm.Message{Role: llm.User, Content: kept}})
 }
 
-// Truncate drops message n and every message after it, as when a refused
-// exchange is taken back. The prefix that stays is unchanged, so its exact
-// token count still holds; usage already recorded stays billed.
-func (h *History) Truncate(n int) {
-	n = max(n, 0)
-	if n >= len(h.entries) {
-		return
+// Checkpoint records the history as it is now and returns a function that
+// puts it back exactly so: messages, counts and usage. The agent takes one
+// before each run and rolls back a run that fails or is refused, so that
+// such a run changes nothing.
+func (h *History) Checkpoint() (rollback func()) {
+	saved := *h
+	saved.entries = slices.Clone(h.entries)
+	saved.byModel = maps.Clone(h.byModel)
+	return func() {
+		*h = saved
+		h.entries = slices.Clone(saved.entries)
+		h.byModel = maps.Clone(saved.byModel)
 	}
-	clear(h.entries[n:])
-	h.entries = h.entries[:n]
 }
-
-// AppendUserText appends a user message holding text.
-func (h *History) AppendUserText(text string) { h.AppendUser(llm.Text{Text: text}) }
 
 // AppendAssistant appends a finished assistant turn, every block verbatim,
 // with the usage of the turn that produced it.
@@ -307,23 +289,14 @@ func (h *History) SetPrefix(system string, tools []llm.ToolSpec) {
 // and every summarisation call.
 func (h *History) Usage() llm.Usage { return h.usage }
 
-// TurnUsage returns the usage of the turn that produced message i, or a
-// zero Usage for a message no model call produced.
-func (h *History) TurnUsage(i int) llm.Usage {
-	if i < 0 || i >= len(h.entries) {
-		return llm.Usage{}
-	}
-	return h.entries[i].usage
-}
-
-// Cost returns the run's cost in USD from Config.Pricing. ok is false when
-// a model that was used has no price, and then usd covers only the priced
-// models.
+// Cost returns the cost in USD of the usage in the history, at the prices
+// of [llm.Models]. ok is false when a model that was used has no price, and
+// then usd covers only the priced models.
 func (h *History) Cost() (usd float64, ok bool) {
 	ok = true
 	for model, u := range h.byModel {
-		c, priced := h.cfg.Pricing.Cost(model, u)
-		usd += c
+		m, priced := llm.LookupModel(model)
+		usd += m.Price.Cost(u)
 		ok = ok && priced
 	}
 	return usd, ok

@@ -13,10 +13,7 @@ import (
 	"github.com/agentloop/agentloop/llm"
 )
 
-// ErrCorrupt is matched (with errors.Is) by every [*LineError].
-var ErrCorrupt = errors.New("memory: corrupt history file")
-
-// A LineError reports a line of a history file that could not be read.
+// A LineError reports a line of a history file that [Load] could not use.
 type LineError struct {
 	Path string
 	Line int // 1-based
@@ -28,9 +25,6 @@ func (e *LineError) Error() string { return fmt.Sprintf("memory: %s:%d: %v", e.P
 
 // Unwrap returns the underlying error.
 func (e *LineError) Unwrap() error { return e.Err }
-
-// Is reports whether target is [ErrCorrupt].
-func (e *LineError) Is(target error) bool { return target == ErrCorrupt }
 
 // line is one line of a history file: a message in the API's wire shape,
 // plus what we know about it.
@@ -52,8 +46,13 @@ type line struct {
 // usage, so a run can be resumed or inspected with line tools. It writes a
 // temporary file in the same directory, syncs it and renames it over path,
 // so that a crash leaves either the old file or the new one, never a torn
-// one. The file's mode is 0600: transcripts hold whatever the tools read.
+// one. A file that exists keeps its mode; a new one gets 0600, since
+// transcripts hold whatever the tools read.
 func (h *History) Save(path string) (err error) {
+	mode := os.FileMode(0o600)
+	if fi, err := os.Stat(path); err == nil {
+		mode = fi.Mode().Perm()
+	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("memory: save: %w", err)
@@ -83,7 +82,7 @@ func (h *History) Save(path string) (err error) {
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	if err := f.Chmod(0o600); err != nil {
+	if err := f.Chmod(mode); err != nil {
 		return err
 	}
 	if err := f.Sync(); err != nil {
@@ -107,10 +106,11 @@ func (h *History) Save(path string) (err error) {
 // Load reads a history that [History.Save] wrote, configured by cfg, and
 // repairs it (see [History.Repair]).
 //
-// A line that cannot be read (a truncated last line after a crash, a
-// corrupted byte) is skipped and reported as a [*LineError] naming the file
-// and line; Load then returns the history of every valid line, repaired,
-// together with the error (all bad lines joined). Exact token counts are
+// A line that cannot be used (a truncated last line after a crash, a
+// corrupted byte, an assistant message before the first user message) is
+// skipped and reported as a [*LineError] naming the file and line; Load
+// then returns the history of every usable line, repaired, together with
+// the error (all bad lines joined). Exact token counts are
 // kept only up to the first bad line. Usage is that of the messages still in
 // the file; calls whose messages a compaction removed are not in it. If the
 // file cannot be opened, Load returns a nil history and the error.
@@ -127,6 +127,9 @@ func Load(path string, cfg Config) (*History, error) {
 		b, rerr := r.ReadBytes('\n')
 		if len(bytes.TrimSpace(b)) > 0 {
 			e, err := decodeLine(b)
+			if err == nil && len(h.entries) == 0 && e.msg.Role != llm.User {
+				err = errors.New("the history must start with a user message")
+			}
 			if err != nil {
 				errs = append(errs, &LineError{Path: path, Line: n, Err: err})
 			} else {

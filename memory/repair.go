@@ -3,7 +3,10 @@ package memory
 import (
 	"fmt"
 	"slices"
+	"strings"
+	"unicode"
 
+	"github.com/agentloop/agentloop/internal/apirules"
 	"github.com/agentloop/agentloop/llm"
 )
 
@@ -17,27 +20,28 @@ type slot struct {
 
 // Repair fixes what can be fixed so that [History.Validate] passes, and
 // returns one line for each kind of fix it made. The agent calls it before
-// every request and after loading a transcript. In order, it:
+// every request and after every run; [Load] calls it too. In order, it:
 //
 //   - drops messages with an unknown role, and blocks the API rejects: blank
 //     text, unsigned thinking, blocks in the wrong role's message, tool_use
-//     blocks with a bad or duplicate id, raw blocks of invalid JSON;
+//     blocks with a bad or duplicate id, blocks without a type;
 //   - drops a trailing incomplete assistant turn: one left empty, or whose
 //     tool input is not a JSON object (cut off by max_tokens or a crash);
 //     elsewhere such an input becomes {};
-//   - drops leading assistant messages, so the first message is a user's;
-//   - merges two user messages in a row, tool results first;
+//   - merges consecutive messages of one role, tool results first;
 //   - drops tool results that answer no tool_use of the message before them,
 //     and second results for the same call;
 //   - answers every unanswered tool_use with a synthetic is_error result,
-//     [Interrupted], in a new user message if needed;
-//   - merges two assistant messages in a row, and drops messages left empty.
+//     "not executed: interrupted", in a new user message if needed;
+//   - drops messages left empty, and assistant messages before the first
+//     user message;
+//   - trims the whitespace that ends a final assistant message.
 //
 // An empty history stays empty: there is nothing to repair it with.
 func (h *History) Repair() []string {
 	// The agent calls Repair before every request, and the history is
 	// almost always valid: check first, cheaply.
-	if len(h.entries) == 0 || h.Validate() == nil {
+	if len(h.violations()) == 0 {
 		return nil
 	}
 	var did []string
@@ -61,10 +65,11 @@ func (h *History) Repair() []string {
 		s = cleanBlocks(s, note)
 		s = dropTrailingIncomplete(s, note)
 		s = mergeRuns(s, llm.User, note)
+		s = mergeRuns(s, llm.Assistant, note)
 		s = pairResults(s, note)
 		s = dropEmpty(s, note)
 		s = dropLeadingAssistant(s, note)
-		s = mergeRuns(s, llm.Assistant, note)
+		s = trimFinal(s, note)
 		if sum(count) == before {
 			break
 		}
@@ -142,47 +147,50 @@ func cleanBlocks(s []slot, note func(string)) []slot {
 
 // cleanBlock returns b fixed, whether to keep it, and what it did.
 func cleanBlock(role llm.Role, b llm.Block, ids map[string]bool, last bool) (llm.Block, bool, string) {
+	rb := ruleBlock(b)
+	switch {
+	case rb.Type == "":
+		return nil, false, "dropped blocks without a type"
+	case !apirules.AllowedIn(string(role), rb.Type):
+		return nil, false, "dropped " + rb.Type + " blocks from " + string(role) + " messages"
+	}
 	switch b := b.(type) {
-	case nil:
-		return nil, false, "dropped nil blocks"
-	case llm.ToolUse:
-		if role != llm.Assistant {
-			return nil, false, "dropped tool_use blocks from user messages"
+	case llm.Text:
+		if apirules.IsBlank(b.Text) {
+			return nil, false, "dropped blank text"
 		}
-		if !validID(b.ID) || ids[b.ID] || b.Name == "" {
+	case llm.Thinking, llm.RedactedThinking:
+		if rb.Signature == "" && rb.Data == "" {
+			return nil, false, "dropped unsigned thinking"
+		}
+	case llm.ToolUse:
+		if !apirules.ValidID(b.ID) || ids[b.ID] || b.Name == "" {
 			return nil, false, "dropped tool_use blocks with a bad or duplicate id or no name"
 		}
 		ids[b.ID] = true
-		if !isObject(b.Input) {
+		if !apirules.IsObject(rb.Input) {
 			if last {
 				return b, true, "" // dropTrailingIncomplete drops the turn
 			}
 			b.Input = []byte("{}")
 			return b, true, "replaced tool inputs that were not JSON objects with {}"
 		}
-		return b, true, ""
 	case llm.ToolResult:
-		if role != llm.User {
-			return nil, false, "dropped tool_result blocks from assistant messages"
-		}
-		var kept []llm.Block
-		for _, c := range b.Content {
-			if checkBlock(llm.User, c) != nil {
-				continue
+		kept := slices.DeleteFunc(slices.Clone(b.Content), func(c llm.Block) bool {
+			switch c := c.(type) {
+			case llm.Text:
+				return apirules.IsBlank(c.Text)
+			case llm.Image:
+				return false
+			case llm.RawBlock:
+				return ruleBlock(c).Type == ""
 			}
-			switch c.(type) {
-			case llm.Text, llm.Image, llm.RawBlock:
-				kept = append(kept, c)
-			}
-		}
+			return true
+		})
 		if len(kept) != len(b.Content) {
 			b.Content = kept
 			return b, true, "dropped blank or misplaced content from tool results"
 		}
-		return b, true, ""
-	}
-	if err := checkBlock(role, b); err != nil {
-		return nil, false, "dropped blocks the API rejects (" + err.Error() + ")"
 	}
 	return b, true, ""
 }
@@ -210,7 +218,7 @@ func dropTrailingIncomplete(s []slot, note func(string)) []slot {
 	}
 	incomplete := len(last.Content) == 0
 	for _, b := range last.Content {
-		if u, ok := b.(llm.ToolUse); ok && !isObject(u.Input) {
+		if u, ok := b.(llm.ToolUse); ok && !apirules.IsObject(ruleBlock(u).Input) {
 			incomplete = true
 		}
 	}
@@ -278,9 +286,9 @@ func pairResults(s []slot, note func(string)) []slot {
 	for i := 0; i < len(s); i++ {
 		sl := s[i]
 		if sl.e.msg.Role == llm.User {
-			var uses map[string]bool
+			var uses []string
 			if n := len(out); n > 0 && out[n-1].e.msg.Role == llm.Assistant {
-				uses = toolUseIDs(out[n-1].e.msg)
+				uses = toolUses(out[n-1].e.msg)
 			}
 			sl = keepAnswers(sl, uses, note)
 		}
@@ -288,12 +296,12 @@ func pairResults(s []slot, note func(string)) []slot {
 		if sl.e.msg.Role != llm.Assistant {
 			continue
 		}
-		order := toolUseOrder(sl.e.msg)
+		order := toolUses(sl.e.msg)
 		if len(order) == 0 {
 			continue
 		}
 		if i+1 < len(s) && s[i+1].e.msg.Role == llm.User {
-			next := keepAnswers(s[i+1], toolUseIDs(sl.e.msg), note)
+			next := keepAnswers(s[i+1], order, note)
 			var missing []llm.Block
 			for _, id := range order {
 				if !hasResult(next.e.msg, id) {
@@ -321,13 +329,13 @@ func pairResults(s []slot, note func(string)) []slot {
 
 // keepAnswers drops from a user message the tool results that answer
 // nothing in uses, or answer twice, and puts the rest first.
-func keepAnswers(sl slot, uses map[string]bool, note func(string)) slot {
+func keepAnswers(sl slot, uses []string, note func(string)) slot {
 	seen := map[string]bool{}
 	kept := make([]llm.Block, 0, len(sl.e.msg.Content))
 	dropped := false
 	for _, b := range sl.e.msg.Content {
 		if r, ok := b.(llm.ToolResult); ok {
-			if !uses[r.ToolUseID] || seen[r.ToolUseID] {
+			if !slices.Contains(uses, r.ToolUseID) || seen[r.ToolUseID] {
 				dropped = true
 				continue
 			}
@@ -352,7 +360,7 @@ func keepAnswers(sl slot, uses map[string]bool, note func(string)) slot {
 func sameKind(a, b llm.Block) bool { return a.BlockType() == b.BlockType() }
 
 func interrupted(id string) llm.Block {
-	return llm.ToolResult{ToolUseID: id, IsError: true, Content: []llm.Block{llm.Text{Text: Interrupted}}}
+	return llm.ToolResult{ToolUseID: id, IsError: true, Content: []llm.Block{llm.Text{Text: interruptedResult}}}
 }
 
 func dropEmpty(s []slot, note func(string)) []slot {
@@ -365,4 +373,43 @@ func dropEmpty(s []slot, note func(string)) []slot {
 		out = append(out, sl)
 	}
 	return out
+}
+
+// trimFinal trims the whitespace that ends a final assistant message, which
+// the API rejects in the message it resumes (a paused turn).
+func trimFinal(s []slot, note func(string)) []slot {
+	if len(s) == 0 {
+		return s
+	}
+	sl := &s[len(s)-1]
+	c := sl.e.msg.Content
+	if sl.e.msg.Role != llm.Assistant || len(c) == 0 {
+		return s
+	}
+	t, ok := c[len(c)-1].(llm.Text)
+	if trimmed := strings.TrimRightFunc(t.Text, unicode.IsSpace); ok && trimmed != t.Text {
+		t.Text = trimmed
+		sl.e.msg = llm.Message{Role: llm.Assistant, Content: append(slices.Clone(c[:len(c)-1]), t)}
+		sl.orig = -1
+		note("trimmed whitespace ending the final assistant message")
+	}
+	return s
+}
+
+// toolUses returns the tool_use ids of m, in order.
+func toolUses(m llm.Message) []string {
+	var ids []string
+	for _, b := range m.Content {
+		if u, ok := b.(llm.ToolUse); ok {
+			ids = append(ids, u.ID)
+		}
+	}
+	return ids
+}
+
+func hasResult(m llm.Message, id string) bool {
+	return slices.ContainsFunc(m.Content, func(b llm.Block) bool {
+		r, ok := b.(llm.ToolResult)
+		return ok && r.ToolUseID == id
+	})
 }

@@ -44,6 +44,7 @@ const (
 	RuleEmptyContent      = "empty-content"       // only a final assistant message may be empty
 	RuleEmptyText         = "empty-text"          // text blocks hold visible text, in tool results too
 	RuleTrailingSpace     = "trailing-whitespace" // a final assistant message does not end in whitespace
+	RuleBlockType         = "block-type"          // every block has a type
 	RuleBlockRole         = "block-role"          // a block sits in a message of a role that may hold it
 	RuleToolUseID         = "tool-use-id"         // tool_use ids match ^[a-zA-Z0-9_-]+$, are unique, and name a tool
 	RuleToolInput         = "tool-input"          // tool_use input is a JSON object
@@ -120,7 +121,10 @@ var (
 )
 
 func (c *checker) block(i, j int, role string, b Block, ids map[string]int) {
-	if assistantOnly[b.Type] && role == "user" || userOnly[b.Type] && role == "assistant" {
+	switch {
+	case b.Type == "":
+		c.add(RuleBlockType, i, j, "type", "a content block needs a type")
+	case !AllowedIn(role, b.Type):
 		c.add(RuleBlockRole, i, j, "type", "a %s block cannot be in a %s message", b.Type, role)
 	}
 	switch b.Type {
@@ -159,6 +163,13 @@ func (c *checker) block(i, j int, role string, b Block, ids map[string]int) {
 			c.add(RuleThinkingSignature, i, j, "data", "redacted_thinking blocks must keep their data")
 		}
 	}
+}
+
+// AllowedIn reports whether a message of role may hold a block of type
+// typ: tool_use and thinking only the assistant's, tool_result, image and
+// document only the user's.
+func AllowedIn(role, typ string) bool {
+	return !(assistantOnly[typ] && role == "user" || userOnly[typ] && role == "assistant")
 }
 
 func (c *checker) text(i, j, k int, text string) {
