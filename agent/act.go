@@ -59,11 +59,8 @@ func (r *run) startCall(ctx context.Context, rep *repeats, tu llm.ToolUse, final
 			return notRun(call, "denied: "+err.Error())
 		}
 	}
-	if r.cfg.Tools == nil {
-		return notRun(call, fmt.Sprintf("unknown tool %q: no tools are available", call.Name))
-	}
 	p := &pending{call: call, done: make(chan struct{})}
-	began, wait := time.Now(), r.cfg.Tools.Start(ctx, call)
+	began, wait := time.Now(), r.cfg.Registry.Start(ctx, call)
 	// Waiting here, not when the loop collects the result, times the call
 	// itself rather than the rest of the model's stream. wait returns
 	// promptly once ctx is cancelled, so this goroutine cannot leak.
@@ -115,6 +112,7 @@ func (r *run) act(t *turn) {
 	defer t.cancel()
 	h := r.cfg.History
 	h.AppendAssistant(t.msg, t.usage)
+	r.awaiting = false
 	r.repeats = t.repeats
 	results := make([]llm.ToolResult, len(t.calls))
 	for i, p := range t.calls {
@@ -128,6 +126,7 @@ func (r *run) act(t *turn) {
 		})
 	}
 	h.AppendToolResults(results)
+	r.awaiting = true
 }
 
 // discard cancels the calls t started and waits for them to return, which

@@ -12,7 +12,6 @@ import (
 
 	at "github.com/agentloop/agentloop/anthropictest"
 	"github.com/agentloop/agentloop/llm"
-	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/tool"
 )
 
@@ -29,7 +28,8 @@ func TestTextTurn(t *testing.T) {
 	}
 	wantRes := Result{Text: "Hello", State: Finished, Iterations: 1,
 		Usage: llm.Usage{InputTokens: 12, OutputTokens: 2}}
-	wantRes.CostUSD, _ = memory.DefaultPricing.Cost(DefaultModel, wantRes.Usage)
+	m, _ := llm.LookupModel(llm.DefaultModel)
+	wantRes.CostUSD = m.Price.Cost(wantRes.Usage)
 	if diff := cmp.Diff(wantRes, res); diff != "" {
 		t.Errorf("result (-want +got):\n%s", diff)
 	}
@@ -37,7 +37,7 @@ func TestTextTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Model != DefaultModel || p.MaxTokens != llm.DefaultMaxTokens || !p.Stream {
+	if p.Model != llm.DefaultModel || p.MaxTokens != llm.DefaultMaxTokens || !p.Stream {
 		t.Errorf("request params = %+v", p)
 	}
 	msgs := a.History().Messages()
@@ -53,7 +53,7 @@ func TestToolLoop(t *testing.T) {
 		at.NewStream().Text("3 + 5 = 8").Stop("end_turn"),
 	)
 	tt := newTools(t)
-	a := newAgent(t, client, Config{Tools: tt.reg})
+	a := newAgent(t, client, Config{Registry: tt.reg})
 	evs, res, err := collect(t, a.Stream(t.Context(), "What is 3 + 5?"))
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +100,7 @@ func TestParallelTools(t *testing.T) {
 		at.NewStream().Text("done").Stop("end_turn"),
 	)
 	tt := newTools(t)
-	a := newAgent(t, client, Config{Tools: tt.reg})
+	a := newAgent(t, client, Config{Registry: tt.reg})
 	_, _, err := collect(t, a.Stream(t.Context(), "go"))
 	if err != nil {
 		t.Fatal(err)
@@ -192,7 +192,7 @@ func TestToolDuration(t *testing.T) {
 				}
 			}
 		})
-		a := newAgent(t, slowModel, Config{Tools: reg})
+		a := newAgent(t, slowModel, Config{Registry: reg})
 		evs, _, err := collect(t, a.Stream(t.Context(), "go"))
 		if err != nil {
 			t.Fatal(err)
@@ -214,7 +214,7 @@ func TestContainer(t *testing.T) {
 		at.NewStream().ToolUse("toolu_3", "echo", `{"text":"c"}`).Container("container_2").Stop("tool_use"),
 		at.NewStream().Text("done").Stop("end_turn"),
 	)
-	a := newAgent(t, client, Config{Tools: newTools(t).reg})
+	a := newAgent(t, client, Config{Registry: newTools(t).reg})
 	if _, _, err := collect(t, a.Stream(t.Context(), "go")); err != nil {
 		t.Fatal(err)
 	}
