@@ -24,17 +24,16 @@ type slot struct {
 //
 //   - drops messages with an unknown role, and blocks the API rejects: blank
 //     text, unsigned thinking, blocks in the wrong role's message, tool_use
-//     blocks with a bad or duplicate id, blocks without a type;
-//   - drops a trailing incomplete assistant turn: one left empty, or whose
-//     tool input is not a JSON object (cut off by max_tokens or a crash);
-//     elsewhere such an input becomes {};
-//   - merges consecutive messages of one role, tool results first;
-//   - drops tool results that answer no tool_use of the message before them,
-//     and second results for the same call;
-//   - answers every unanswered tool_use with a synthetic is_error result,
-//     "not executed: interrupted", in a new user message if needed;
-//   - drops messages left empty, and assistant messages before the first
-//     user message;
+//     blocks with a bad or duplicate id, blocks without a type; then
+//     messages left empty;
+//   - drops a trailing assistant turn cut off inside a tool input (by
+//     max_tokens or a crash); elsewhere such an input becomes {};
+//   - merges consecutive messages of one role, and drops assistant
+//     messages before the first user message;
+//   - keeps, of the tool results that open each user turn, those that
+//     answer the assistant turn before it, once each, and answers every
+//     other tool_use of that turn with a synthetic is_error result, "not
+//     executed: interrupted", in a new user message if needed;
 //   - trims the whitespace that ends a final assistant message.
 //
 // An empty history stays empty: there is nothing to repair it with.
@@ -52,28 +51,9 @@ func (h *History) Repair() []string {
 		}
 		count[what]++
 	}
-	s := make([]slot, len(h.entries))
-	for i, e := range h.entries {
-		s[i] = slot{e, i}
-	}
-	// Each pass can expose work for the next (an emptied message makes two
-	// of the same role meet), so repeat until nothing changes.
-	// Every pass that notes a fix removes or merges something or completes
-	// a pairing, so the loop ends; the bound is a guard.
-	for range len(s) + 4 {
-		before := sum(count)
-		s = cleanBlocks(s, note)
-		s = dropTrailingIncomplete(s, note)
-		s = mergeRuns(s, llm.User, note)
-		s = mergeRuns(s, llm.Assistant, note)
-		s = pairResults(s, note)
-		s = dropEmpty(s, note)
-		s = dropLeadingAssistant(s, note)
-		s = trimFinal(s, note)
-		if sum(count) == before {
-			break
-		}
-	}
+	s := pair(merge(clean(h.entries, note), note), note)
+	trimFinal(s, note)
+
 	changedAt := len(s)
 	for i, sl := range s {
 		if sl.orig != i {
@@ -100,52 +80,51 @@ func (h *History) Repair() []string {
 	return out
 }
 
-func sum(m map[string]int) int {
-	n := 0
-	for _, v := range m {
-		n += v
-	}
-	return n
-}
-
-// cleanBlocks drops unknown roles and rejected blocks. A tool_use whose
-// input is not an object is kept but marked, by a nil Input of "invalid",
-// for dropTrailingIncomplete; elsewhere it becomes {}.
-func cleanBlocks(s []slot, note func(string)) []slot {
-	out := s[:0]
+// clean drops unknown roles, rejected blocks, messages left empty, and a
+// final assistant turn cut off inside a tool input.
+func clean(es []entry, note func(string)) []slot {
+	var out []slot
 	ids := map[string]bool{}
-	for i, sl := range s {
-		m := sl.e.msg
+	for i, e := range es {
+		m := e.msg
 		if m.Role != llm.User && m.Role != llm.Assistant {
 			note("dropped messages with an unknown role")
 			continue
 		}
-		var kept []llm.Block
-		changed := false
+		sl := slot{e, i}
+		kept := make([]llm.Block, 0, len(m.Content))
 		for _, b := range m.Content {
-			nb, ok, what := cleanBlock(m.Role, b, ids, i == len(s)-1)
+			nb, ok, what := cleanBlock(m.Role, b, ids, i == len(es)-1)
 			if what != "" {
 				note(what)
+				sl.orig = -1
 			}
-			if !ok {
-				changed = true
-				continue
+			if ok {
+				kept = append(kept, nb)
 			}
-			if !blockEqual(nb, b) {
-				changed = true
-			}
-			kept = append(kept, nb)
 		}
-		if changed {
+		if sl.orig < 0 {
 			sl.e.msg = llm.Message{Role: m.Role, Content: kept}
-			sl.orig = -1
+		}
+		if len(kept) == 0 {
+			note("dropped empty messages")
+			continue
 		}
 		out = append(out, sl)
+	}
+	if n := len(out); n > 0 && out[n-1].e.msg.Role == llm.Assistant && slices.ContainsFunc(out[n-1].e.msg.Content, func(b llm.Block) bool {
+		u, ok := b.(llm.ToolUse)
+		return ok && !apirules.IsObject(ruleBlock(u).Input)
+	}) {
+		note("dropped a trailing incomplete assistant turn")
+		out = out[:n-1]
 	}
 	return out
 }
 
-// cleanBlock returns b fixed, whether to keep it, and what it did.
+// cleanBlock returns b fixed, whether to keep it, and what it did, if
+// anything. A tool_use whose input is not an object is kept unchanged in
+// the last message, for clean to drop the turn.
 func cleanBlock(role llm.Role, b llm.Block, ids map[string]bool, last bool) (llm.Block, bool, string) {
 	rb := ruleBlock(b)
 	switch {
@@ -168,10 +147,7 @@ func cleanBlock(role llm.Role, b llm.Block, ids map[string]bool, last bool) (llm
 			return nil, false, "dropped tool_use blocks with a bad or duplicate id or no name"
 		}
 		ids[b.ID] = true
-		if !apirules.IsObject(rb.Input) {
-			if last {
-				return b, true, "" // dropTrailingIncomplete drops the turn
-			}
+		if !apirules.IsObject(rb.Input) && !last {
 			b.Input = []byte("{}")
 			return b, true, "replaced tool inputs that were not JSON objects with {}"
 		}
@@ -180,9 +156,7 @@ func cleanBlock(role llm.Role, b llm.Block, ids map[string]bool, last bool) (llm
 			switch c := c.(type) {
 			case llm.Text:
 				return apirules.IsBlank(c.Text)
-			case llm.Image:
-				return false
-			case llm.RawBlock:
+			case llm.Image, llm.RawBlock:
 				return ruleBlock(c).Type == ""
 			}
 			return true
@@ -195,197 +169,126 @@ func cleanBlock(role llm.Role, b llm.Block, ids map[string]bool, last bool) (llm
 	return b, true, ""
 }
 
-func blockEqual(a, b llm.Block) bool {
-	switch a := a.(type) {
-	case llm.ToolUse:
-		bb, ok := b.(llm.ToolUse)
-		return ok && a.ID == bb.ID && string(a.Input) == string(bb.Input)
-	case llm.ToolResult:
-		bb, ok := b.(llm.ToolResult)
-		return ok && len(a.Content) == len(bb.Content)
-	}
-	return true
-}
-
-// dropTrailingIncomplete drops a final assistant turn that never finished.
-func dropTrailingIncomplete(s []slot, note func(string)) []slot {
-	if len(s) == 0 {
-		return s
-	}
-	last := s[len(s)-1].e.msg
-	if last.Role != llm.Assistant {
-		return s
-	}
-	incomplete := len(last.Content) == 0
-	for _, b := range last.Content {
-		if u, ok := b.(llm.ToolUse); ok && !apirules.IsObject(ruleBlock(u).Input) {
-			incomplete = true
-		}
-	}
-	if !incomplete {
-		return s
-	}
-	note("dropped a trailing incomplete assistant turn")
-	return s[:len(s)-1]
-}
-
-func dropLeadingAssistant(s []slot, note func(string)) []slot {
-	n := 0
-	for n < len(s) && s[n].e.msg.Role != llm.User {
-		n++
-	}
-	if n > 0 {
-		note("dropped assistant messages before the first user message")
-	}
-	return s[n:]
-}
-
-// mergeRuns merges consecutive messages of role into one. For user
-// messages, tool results move to the front.
-func mergeRuns(s []slot, role llm.Role, note func(string)) []slot {
+// merge merges consecutive messages of one role, as the API would, and
+// drops assistant messages before the first user message.
+func merge(s []slot, note func(string)) []slot {
 	out := s[:0]
 	for _, sl := range s {
-		if n := len(out); n > 0 && sl.e.msg.Role == role && out[n-1].e.msg.Role == role {
-			prev := &out[n-1]
-			content := append(slices.Clip(prev.e.msg.Content), sl.e.msg.Content...)
-			if role == llm.User {
-				content = resultsFirst(content)
-			}
-			prev.e.msg = llm.Message{Role: role, Content: content}
-			prev.e.usage = prev.e.usage.Add(sl.e.usage)
-			prev.e.summary = prev.e.summary || sl.e.summary
-			prev.orig = -1
-			note("merged consecutive " + string(role) + " messages")
-			continue
-		}
-		out = append(out, sl)
-	}
-	return out
-}
-
-// resultsFirst moves tool_result blocks to the front, keeping order.
-func resultsFirst(bs []llm.Block) []llm.Block {
-	out := make([]llm.Block, 0, len(bs))
-	for _, b := range bs {
-		if _, ok := b.(llm.ToolResult); ok {
-			out = append(out, b)
-		}
-	}
-	for _, b := range bs {
-		if _, ok := b.(llm.ToolResult); !ok {
-			out = append(out, b)
+		switch n := len(out); {
+		case n == 0 && sl.e.msg.Role == llm.Assistant:
+			note("dropped assistant messages before the first user message")
+		case n > 0 && out[n-1].e.msg.Role == sl.e.msg.Role:
+			mergeInto(&out[n-1], sl, note)
+		default:
+			out = append(out, sl)
 		}
 	}
 	return out
 }
 
-// pairResults makes every tool_use answered exactly once in the next
-// message, and every tool_result answer the message before it.
-func pairResults(s []slot, note func(string)) []slot {
-	out := make([]slot, 0, len(s)+1)
-	for i := 0; i < len(s); i++ {
-		sl := s[i]
-		if sl.e.msg.Role == llm.User {
-			var uses []string
-			if n := len(out); n > 0 && out[n-1].e.msg.Role == llm.Assistant {
-				uses = toolUses(out[n-1].e.msg)
-			}
-			sl = keepAnswers(sl, uses, note)
-		}
-		out = append(out, sl)
-		if sl.e.msg.Role != llm.Assistant {
-			continue
-		}
-		order := toolUses(sl.e.msg)
-		if len(order) == 0 {
-			continue
-		}
-		if i+1 < len(s) && s[i+1].e.msg.Role == llm.User {
-			next := keepAnswers(s[i+1], order, note)
-			var missing []llm.Block
-			for _, id := range order {
-				if !hasResult(next.e.msg, id) {
-					missing = append(missing, interrupted(id))
-				}
-			}
-			if len(missing) > 0 {
-				note("answered interrupted tool calls")
-				next.e.msg = llm.Message{Role: llm.User, Content: resultsFirst(append(missing, next.e.msg.Content...))}
-				next.orig = -1
-			}
-			out = append(out, next)
-			i++
-			continue
-		}
-		content := make([]llm.Block, len(order))
-		for k, id := range order {
-			content[k] = interrupted(id)
-		}
-		note("answered interrupted tool calls")
-		out = append(out, slot{entry{msg: llm.Message{Role: llm.User, Content: content}}, -1})
+func mergeInto(prev *slot, sl slot, note func(string)) {
+	role := sl.e.msg.Role
+	content := append(slices.Clip(prev.e.msg.Content), sl.e.msg.Content...)
+	if role == llm.User {
+		content = resultsFirst(content)
 	}
-	return out
+	prev.e.msg = llm.Message{Role: role, Content: content}
+	prev.e.usage = prev.e.usage.Add(sl.e.usage)
+	prev.e.summary = prev.e.summary || sl.e.summary
+	prev.orig = -1
+	note("merged consecutive " + string(role) + " messages")
 }
 
-// keepAnswers drops from a user message the tool results that answer
-// nothing in uses, or answer twice, and puts the rest first.
-func keepAnswers(sl slot, uses []string, note func(string)) slot {
-	seen := map[string]bool{}
-	kept := make([]llm.Block, 0, len(sl.e.msg.Content))
-	dropped := false
-	for _, b := range sl.e.msg.Content {
-		if r, ok := b.(llm.ToolResult); ok {
-			if !slices.Contains(uses, r.ToolUseID) || seen[r.ToolUseID] {
-				dropped = true
+// pair makes each user turn open with exactly one result for every
+// tool_use of the assistant turn before it, and no other result. It takes
+// alternating turns, and keeps them alternating and user-first: a user turn
+// left empty is dropped, and the assistant turns around it merged, or the
+// one after it dropped if it was the first.
+func pair(s []slot, note func(string)) []slot {
+	out := s[:0]
+	var uses []string // the tool_use ids of the last assistant turn kept
+	for _, sl := range s {
+		n := len(out)
+		if sl.e.msg.Role == llm.Assistant {
+			switch {
+			case n == 0: // the user turn before it was emptied
+				note("dropped assistant messages before the first user message")
 				continue
+			case out[n-1].e.msg.Role == llm.Assistant:
+				mergeInto(&out[n-1], sl, note)
+			default:
+				out = append(out, sl)
 			}
+			uses = toolUses(out[len(out)-1].e.msg)
+			continue
+		}
+		if sl = answer(sl, uses, note); len(sl.e.msg.Content) == 0 {
+			note("dropped empty messages")
+			continue
+		}
+		out, uses = append(out, sl), nil
+	}
+	if len(uses) > 0 {
+		out = append(out, answer(slot{entry{msg: llm.Message{Role: llm.User}}, -1}, uses, note))
+	}
+	return out
+}
+
+// answer returns the user turn sl with the results it holds for uses, once
+// each and first, a synthetic result for each use it lacks, and no other
+// result.
+func answer(sl slot, uses []string, note func(string)) slot {
+	var results, rest []llm.Block
+	seen := map[string]bool{}
+	for _, b := range sl.e.msg.Content {
+		r, ok := b.(llm.ToolResult)
+		switch {
+		case !ok:
+			rest = append(rest, b)
+		case !slices.Contains(uses, r.ToolUseID) || seen[r.ToolUseID]:
+			note("dropped orphan tool results")
+		default:
 			seen[r.ToolUseID] = true
+			results = append(results, b)
 		}
-		kept = append(kept, b)
 	}
-	ordered := resultsFirst(kept)
-	if dropped {
-		note("dropped orphan tool results")
-	}
-	if dropped || !slices.EqualFunc(ordered, kept, func(a, b llm.Block) bool { return sameKind(a, b) }) {
-		if !dropped {
-			note("moved tool results before other content")
+	for _, id := range uses {
+		if !seen[id] {
+			note("answered interrupted tool calls")
+			results = append(results, llm.ToolResult{ToolUseID: id, IsError: true, Content: []llm.Block{llm.Text{Text: interruptedResult}}})
 		}
-		sl.e.msg = llm.Message{Role: llm.User, Content: ordered}
+	}
+	content := append(results, rest...)
+	if !slices.EqualFunc(content, sl.e.msg.Content, func(a, b llm.Block) bool { return blockID(a) == blockID(b) }) {
+		sl.e.msg = llm.Message{Role: llm.User, Content: content}
 		sl.orig = -1
 	}
 	return sl
 }
 
-func sameKind(a, b llm.Block) bool { return a.BlockType() == b.BlockType() }
-
-func interrupted(id string) llm.Block {
-	return llm.ToolResult{ToolUseID: id, IsError: true, Content: []llm.Block{llm.Text{Text: interruptedResult}}}
+// blockID tells blocks apart well enough for answer to see a change.
+func blockID(b llm.Block) string {
+	if r, ok := b.(llm.ToolResult); ok {
+		return "tool_result " + r.ToolUseID
+	}
+	return b.BlockType()
 }
 
-func dropEmpty(s []slot, note func(string)) []slot {
-	out := s[:0]
-	for _, sl := range s {
-		if len(sl.e.msg.Content) == 0 {
-			note("dropped empty messages")
-			continue
-		}
-		out = append(out, sl)
-	}
-	return out
+// resultsFirst moves tool_result blocks to the front, keeping order.
+func resultsFirst(bs []llm.Block) []llm.Block {
+	isResult := func(b llm.Block) bool { _, ok := b.(llm.ToolResult); return ok }
+	out := slices.DeleteFunc(slices.Clone(bs), func(b llm.Block) bool { return !isResult(b) })
+	return append(out, slices.DeleteFunc(slices.Clone(bs), isResult)...)
 }
 
 // trimFinal trims the whitespace that ends a final assistant message, which
 // the API rejects in the message it resumes (a paused turn).
-func trimFinal(s []slot, note func(string)) []slot {
-	if len(s) == 0 {
-		return s
+func trimFinal(s []slot, note func(string)) {
+	if len(s) == 0 || s[len(s)-1].e.msg.Role != llm.Assistant {
+		return
 	}
 	sl := &s[len(s)-1]
 	c := sl.e.msg.Content
-	if sl.e.msg.Role != llm.Assistant || len(c) == 0 {
-		return s
-	}
 	t, ok := c[len(c)-1].(llm.Text)
 	if trimmed := strings.TrimRightFunc(t.Text, unicode.IsSpace); ok && trimmed != t.Text {
 		t.Text = trimmed
@@ -393,7 +296,6 @@ func trimFinal(s []slot, note func(string)) []slot {
 		sl.orig = -1
 		note("trimmed whitespace ending the final assistant message")
 	}
-	return s
 }
 
 // toolUses returns the tool_use ids of m, in order.
@@ -405,11 +307,4 @@ func toolUses(m llm.Message) []string {
 		}
 	}
 	return ids
-}
-
-func hasResult(m llm.Message, id string) bool {
-	return slices.ContainsFunc(m.Content, func(b llm.Block) bool {
-		r, ok := b.(llm.ToolResult)
-		return ok && r.ToolUseID == id
-	})
 }

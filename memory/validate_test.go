@@ -108,7 +108,7 @@ func TestRepair(t *testing.T) {
 		{
 			name: "partly answered turn is completed, real results kept first",
 			in:   []llm.Message{user(text("a")), asst(use("t1"), use("t2")), user(result("t2", "x"), text("more"))},
-			want: []llm.Message{user(text("a")), asst(use("t1"), use("t2")), user(interrupted("t1"), result("t2", "x"), text("more"))},
+			want: []llm.Message{user(text("a")), asst(use("t1"), use("t2")), user(result("t2", "x"), interrupted("t1"), text("more"))},
 			did:  []string{"answered interrupted tool calls"},
 		},
 		{
@@ -127,13 +127,13 @@ func TestRepair(t *testing.T) {
 			name: "orphan results dropped, leading assistant dropped",
 			in:   []llm.Message{asst(text("x")), user(result("t1", "x"), text("hello"))},
 			want: []llm.Message{user(text("hello"))},
-			did:  []string{"dropped orphan tool results", "dropped assistant messages before the first user message"},
+			did:  []string{"dropped assistant messages before the first user message", "dropped orphan tool results"},
 		},
 		{
 			name: "blank text and empty message dropped, users merged",
 			in:   []llm.Message{user(text("a")), user(text("  ")), user(text("b"))},
 			want: []llm.Message{user(text("a"), text("b"))},
-			did:  []string{"dropped blank text", "merged consecutive user messages"},
+			did:  []string{"dropped blank text", "dropped empty messages", "merged consecutive user messages"},
 		},
 		{
 			// Sent back as the final message to resume it, a paused turn
@@ -223,4 +223,9 @@ func TestAppendUserDropsBlank(t *testing.T) {
 	if diff := cmp.Diff([]llm.Message{user(text("x"))}, h.Messages()); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
+}
+
+// interrupted is the synthetic result Repair gives call id.
+func interrupted(id string) llm.Block {
+	return llm.ToolResult{ToolUseID: id, IsError: true, Content: []llm.Block{llm.Text{Text: interruptedResult}}}
 }
