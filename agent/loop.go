@@ -121,7 +121,7 @@ type run struct {
 	modelName string          // the history's model, which the turns go to
 	awaiting  bool            // the history ends in a user message the model has not answered
 	shown     strings.Builder // text the current attempt has shown, for an interrupted run
-	cont      string          // latest code execution container id; see keepContainer
+	cont      string          // latest code execution container id, for the next request
 }
 
 // emit yields e unless the caller has stopped reading. When the caller
@@ -238,7 +238,13 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 	var asm llm.Assembler
 	defer func() {
 		t.usage = asm.Usage() // a failed attempt is billed too
-		r.keepContainer(asm.Container())
+		// A turn that ran code (programmatic tool calling in particular)
+		// can only go on in the same container, and the API knows which
+		// only if the request names it. Even a failed attempt's container
+		// is kept, since its retry may continue there.
+		if id := asm.Container(); id != "" {
+			r.cont = id
+		}
 		if err != nil {
 			t.discard()
 		}

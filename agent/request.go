@@ -45,18 +45,6 @@ func (r *run) request(final bool) (llm.Request, error) {
 	return req, nil
 }
 
-// keepContainer remembers id, the code execution container a turn ran in,
-// for the run's later requests: a turn that ran code (programmatic tool
-// calling in particular) can only go on in the same container, and the
-// API knows which only if the request names it. A turn that reports none
-// leaves the last one in place. Even a failed attempt's container is kept,
-// since its retry may continue there.
-func (r *run) keepContainer(id string) {
-	if id != "" {
-		r.cont = id
-	}
-}
-
 // compact compacts the history and reports it, also when it could not get
 // under the limit but changed the history on the way. The summary calls it
 // makes count in the run's usage.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentloop/agentloop/internal/apirules"
 	"github.com/agentloop/agentloop/llm"
@@ -287,41 +288,27 @@ func (h *History) cutHead() entry {
 
 // collectText runs one call and returns its text and usage.
 func collectText(ctx context.Context, m llm.Model, req llm.Request) (string, llm.Usage, error) {
-	var b strings.Builder
-	var u llm.Usage
-	stopped := false
+	var asm llm.Assembler
 	for ev, err := range m.Stream(ctx, req) {
 		if err != nil {
-			return b.String(), u, err
+			return "", asm.Usage(), err
 		}
-		switch ev := ev.(type) {
-		case llm.MessageStart:
-			u = ev.Usage
-		case llm.TextStart:
-			b.WriteString(ev.Text)
-		case llm.TextDelta:
-			b.WriteString(ev.Text)
-		case llm.MessageDelta:
-			u = ev.Usage
-		case llm.MessageStop:
-			stopped = true
-		}
+		asm.Add(ev)
 	}
-	if !stopped {
-		return b.String(), u, errors.New("stream ended before message_stop")
+	if !asm.Done() {
+		return "", asm.Usage(), llm.ErrIncompleteStream
 	}
-	return b.String(), u, nil
+	return llm.TextOf(asm.Message().Content), asm.Usage(), nil
 }
 
+// truncate cuts s to about n bytes, on a rune boundary, saying how much
+// it cut.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	cut := n
-	for cut > 0 && !utf8Start(s[cut]) {
-		cut--
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
-	return s[:cut] + fmt.Sprintf("… [%d more bytes]", len(s)-cut)
+	return s[:n] + fmt.Sprintf("… [%d more bytes]", len(s)-n)
 }
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }

@@ -62,13 +62,10 @@ type Config struct {
 	// looping. Default: 6.
 	MaxCompactionSteps int
 
-	// Counter, when set, lets Compact ask the API for an exact count near
-	// the limit. Default: nil (estimates only).
+	// Counter, when set, lets Compact ask the API for an exact count once
+	// the estimate reaches 90% of ContextLimit. Default: nil (estimates
+	// only).
 	Counter TokenCounter
-
-	// CountFrom is the token estimate from which Compact asks Counter.
-	// Default: 90% of ContextLimit.
-	CountFrom int
 
 	// Logger receives compaction and repair reports. Default: discard.
 	Logger *slog.Logger
@@ -105,9 +102,6 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.MaxCompactionSteps <= 0 {
 		cfg.MaxCompactionSteps = 6
-	}
-	if cfg.CountFrom <= 0 {
-		cfg.CountFrom = cfg.ContextLimit * 9 / 10
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -56,13 +56,13 @@ func (h *History) NeedsCompaction() bool { return h.Tokens() > h.cfg.ContextLimi
 
 // recount returns [History.Tokens], first replacing the estimate with an
 // exact count from Config.Counter when one is configured, part of the count
-// is estimated and the estimate has reached Config.CountFrom. The count
+// is estimated and the estimate has reached 90% of the limit. The count
 // also refines the learned ratio. A failed count leaves the estimate, which
 // is good enough to decide the next compaction step.
 func (h *History) recount(ctx context.Context) int {
 	n := h.Tokens()
 	c := h.cfg.Counter
-	if c == nil || len(h.entries) == 0 || n < h.cfg.CountFrom || h.lastExact() == len(h.entries)-1 {
+	if c == nil || len(h.entries) == 0 || n < h.cfg.ContextLimit*9/10 || h.lastExact() == len(h.entries)-1 {
 		return n
 	}
 	exact, err := c.CountTokens(ctx, llm.Request{

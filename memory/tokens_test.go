@@ -211,7 +211,7 @@ func TestRecount(t *testing.T) {
 		t.Fatalf("recount far from the limit = %d with %d calls; want no call", n, ctr.calls)
 	}
 	h.AppendAssistant(asst(text("go on")), llm.Usage{})
-	h.AppendUser(llm.Text{Text: strings.Repeat("y", 3500)}) // estimate ≈ 1050, past CountFrom (900)
+	h.AppendUser(llm.Text{Text: strings.Repeat("y", 3500)}) // estimate ≈ 1050, past 90% of the limit
 	n := h.recount(context.Background())
 	if n != 950 || ctr.calls != 1 {
 		t.Fatalf("recount near the limit = %d with %d calls; want 950 from one call", n, ctr.calls)
