@@ -14,14 +14,22 @@ import (
 )
 
 // ErrCannotCompact means Compact could not bring the history under
-// Config.ContextLimit within Config.MaxCompactionSteps steps: typically the
-// newest turn alone is too large.
+// Config.ContextLimit within its steps: typically the newest turn alone is
+// too large.
 var ErrCannotCompact = errors.New("memory: cannot compact the history under the context limit")
 
 // summaryPrompt is the system prompt of the summarisation call.
 //
 //go:embed summary_prompt.md
 var summaryPrompt string
+
+// Bounds of compaction: the summary call's max_tokens, and the steps one
+// Compact takes, so that a history that cannot shrink fails with
+// [ErrCannotCompact] instead of looping.
+const (
+	summaryMaxTokens   = 4096
+	maxCompactionSteps = 6
+)
 
 // Texts compaction writes into the history.
 const (
@@ -42,8 +50,8 @@ type Compaction struct {
 	Usage llm.Usage
 }
 
-// Compact shrinks the history below Config.CompactTarget, in escalating
-// steps, counting again after each and stopping as soon as it is below:
+// Compact shrinks the history below 60% of Config.ContextLimit, in
+// escalating steps, counting again after each and stopping as soon as it is below:
 //
 //  1. Clear old tool results: outside the newest Config.KeepRecent turns,
 //     tool result contents and images become a short placeholder. The
@@ -60,7 +68,7 @@ type Compaction struct {
 // Every cut falls before an assistant message, so it is between complete
 // turns: no tool_use loses its result and the first message stays a user
 // message. A nil m skips step 2. A failed summary call falls through to
-// step 3, except for a cancelled ctx. After Config.MaxCompactionSteps steps,
+// step 3, except for a cancelled ctx. After six steps,
 // or when nothing more can be removed, Compact returns an error wrapping
 // [ErrCannotCompact] if the history is still over the limit.
 func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) {
@@ -68,11 +76,12 @@ func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) 
 	if fixes := h.Repair(); fixes != nil {
 		c.Steps = append(c.Steps, "repaired: "+strings.Join(fixes, ", "))
 	}
-	target, limit := h.cfg.CompactTarget, h.cfg.ContextLimit
+	limit := h.cfg.ContextLimit
+	target := max(1, limit*6/10)
 	tokens := h.recount(ctx)
 	steps := 0
 
-	if tokens > target && steps < h.cfg.MaxCompactionSteps {
+	if tokens > target && steps < maxCompactionSteps {
 		if n, imgs := h.clearOld(h.cfg.KeepRecent); n+imgs > 0 {
 			steps++
 			c.Steps = append(c.Steps, fmt.Sprintf("cleared %d tool results and %d images", n, imgs))
@@ -81,7 +90,7 @@ func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) 
 	}
 
 	keep := h.cfg.KeepRecent
-	for m != nil && tokens > target && steps < h.cfg.MaxCompactionSteps {
+	for m != nil && tokens > target && steps < maxCompactionSteps {
 		n, u, err := h.summarise(ctx, m, keep)
 		c.Usage = c.Usage.Add(u)
 		if err != nil {
@@ -106,7 +115,7 @@ func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) 
 		keep = max(1, keep/2) // if still too large, the next summary takes more
 	}
 
-	if tokens > limit && steps < h.cfg.MaxCompactionSteps {
+	if tokens > limit && steps < maxCompactionSteps {
 		if n := h.hardCut(target, limit); n > 0 {
 			steps++
 			c.Steps = append(c.Steps, fmt.Sprintf("dropped %d messages", n))
@@ -198,7 +207,7 @@ func (h *History) summarise(ctx context.Context, m llm.Model, keep int) (int, ll
 	// The transcript must fit the summariser's own window, with a 10%
 	// margin for the estimate.
 	promptTokens := int(float64(len(summaryPrompt)) / h.ratio)
-	budget := int(float64(h.cfg.ContextWindow-h.cfg.SummaryMaxTokens-promptTokens) * 0.9 * h.ratio)
+	budget := int(float64(h.cfg.ContextWindow-summaryMaxTokens-promptTokens) * 0.9 * h.ratio)
 	for end > 0 && transcriptLen(h.entries[:end]) > budget {
 		end = h.prevAssistant(end)
 	}
@@ -207,7 +216,7 @@ func (h *History) summarise(ctx context.Context, m llm.Model, keep int) (int, ll
 	}
 	req := llm.Request{
 		Model:     h.cfg.SummaryModel,
-		MaxTokens: h.cfg.SummaryMaxTokens,
+		MaxTokens: summaryMaxTokens,
 		System:    summaryPrompt,
 		Messages: []llm.Message{{Role: llm.User, Content: []llm.Block{llm.Text{
 			Text: "<transcript>\n" + transcript(h.entries[:end]) + "</transcript>\n\nWrite the summary of this transcript now.",

@@ -58,8 +58,8 @@ func TestCompactClearsToolResultsFirst(t *testing.T) {
 	if diff := cmp.Diff([]string{"cleared 18 tool results and 0 images"}, c.Steps); diff != "" {
 		t.Errorf("steps (-want +got):\n%s", diff)
 	}
-	if c.Before <= 4000 || c.After > h.Config().CompactTarget || c.After != h.Tokens() {
-		t.Errorf("Before %d After %d Tokens %d, target %d", c.Before, c.After, h.Tokens(), h.Config().CompactTarget)
+	if c.Before <= 4000 || c.After > h.Config().ContextLimit*6/10 || c.After != h.Tokens() {
+		t.Errorf("Before %d After %d Tokens %d, target %d", c.Before, c.After, h.Tokens(), h.Config().ContextLimit*6/10)
 	}
 	checkCompacted(t, h, before, 2)
 	if got := llm.TextOf(h.Messages()[2].Content[0].(llm.ToolResult).Content); got != clearedResult {
@@ -112,8 +112,8 @@ func TestCompactSummarises(t *testing.T) {
 	if c.Usage != m.usage || h.Usage() != m.usage {
 		t.Errorf("summary usage: compaction %+v, run %+v; want %+v", c.Usage, h.Usage(), m.usage)
 	}
-	if h.Tokens() > h.Config().CompactTarget {
-		t.Errorf("Tokens %d above target %d", h.Tokens(), h.Config().CompactTarget)
+	if h.Tokens() > h.Config().ContextLimit*6/10 {
+		t.Errorf("Tokens %d above target %d", h.Tokens(), h.Config().ContextLimit*6/10)
 	}
 
 	// A second compaction summarises the summary with the newer turns.
@@ -189,7 +189,7 @@ func TestCompactCannot(t *testing.T) {
 	if !errors.Is(err, ErrCannotCompact) {
 		t.Fatalf("Compact = %v, want ErrCannotCompact", err)
 	}
-	if c.After <= 1000 || len(m.requests()) > h.Config().MaxCompactionSteps {
+	if c.After <= 1000 || len(m.requests()) > maxCompactionSteps {
 		t.Errorf("After = %d, %d model calls", c.After, len(m.requests()))
 	}
 	if err := h.Validate(); err != nil {
@@ -233,10 +233,10 @@ func TestCompactAfterOverflow(t *testing.T) {
 // than the window (after a "prompt is too long"), it summarises the oldest
 // part that fits, and again, within the step bound.
 func TestCompactSummaryFitsItsWindow(t *testing.T) {
-	cfg := Config{ContextWindow: 6000, MaxTokens: 500, SummaryMaxTokens: 500, KeepRecent: 2, MaxCompactionSteps: 8}
+	cfg := Config{ContextWindow: 12_000, MaxTokens: 500, KeepRecent: 2}
 	h := New(cfg)
 	h.AppendUser(llm.Text{Text: task})
-	for i := range 40 {
+	for i := range 80 {
 		id := fmt.Sprintf("toolu_%02d", i)
 		h.AppendAssistant(asst(text(strings.Repeat("w", 1000)), use(id)), llm.Usage{})
 		h.AppendToolResults([]llm.ToolResult{result(id, "ok")})
@@ -252,7 +252,7 @@ func TestCompactSummaryFitsItsWindow(t *testing.T) {
 	}
 	for i, r := range reqs {
 		n := len(summaryPrompt) + len(llm.TextOf(r.Messages[0].Content))
-		if tokens := int(float64(n) / defaultRatio); tokens > cfg.ContextWindow-cfg.SummaryMaxTokens {
+		if tokens := int(float64(n) / defaultRatio); tokens > cfg.ContextWindow-summaryMaxTokens {
 			t.Errorf("summary call %d sends ~%d tokens, window %d", i, tokens, cfg.ContextWindow)
 		}
 	}

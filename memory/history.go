@@ -35,15 +35,11 @@ type Config struct {
 	MaxTokens int
 
 	// ContextLimit is the compaction threshold in tokens: NeedsCompaction
-	// reports true above it. Default: ContextWindow − MaxTokens − a 5%
-	// margin of ContextWindow, the margin absorbing estimate error.
+	// reports true above it, and Compact aims at 60% of it, so as not to
+	// compact again on the next turn and throw the prompt cache away each
+	// time. Default: ContextWindow − MaxTokens − a 5% margin of
+	// ContextWindow, the margin absorbing estimate error.
 	ContextLimit int
-
-	// CompactTarget is what Compact aims for, in tokens. Compacting to just
-	// under the limit would compact again on the next turn and throw the
-	// prompt cache away each time, so the target is well below it.
-	// Default: 60% of ContextLimit.
-	CompactTarget int
 
 	// KeepRecent is how many recent assistant turns (each with the user
 	// message that answers it) compaction keeps verbatim. Default: 4.
@@ -52,15 +48,6 @@ type Config struct {
 	// SummaryModel is the model of the summarisation call.
 	// Default: Model.
 	SummaryModel string
-
-	// SummaryMaxTokens is max_tokens of the summarisation call.
-	// Default: 4096.
-	SummaryMaxTokens int
-
-	// MaxCompactionSteps bounds the steps of one Compact call, so that a
-	// history that cannot shrink fails with [ErrCannotCompact] instead of
-	// looping. Default: 6.
-	MaxCompactionSteps int
 
 	// Counter, when set, lets Compact ask the API for an exact count once
 	// the estimate reaches 90% of ContextLimit. Default: nil (estimates
@@ -88,20 +75,11 @@ func (cfg Config) withDefaults() Config {
 	if cfg.ContextLimit <= 0 {
 		cfg.ContextLimit = max(1, cfg.ContextWindow-cfg.MaxTokens-cfg.ContextWindow/20)
 	}
-	if cfg.CompactTarget <= 0 || cfg.CompactTarget > cfg.ContextLimit {
-		cfg.CompactTarget = max(1, cfg.ContextLimit*6/10)
-	}
 	if cfg.KeepRecent <= 0 {
 		cfg.KeepRecent = 4
 	}
 	if cfg.SummaryModel == "" {
 		cfg.SummaryModel = cfg.Model
-	}
-	if cfg.SummaryMaxTokens <= 0 {
-		cfg.SummaryMaxTokens = 4096
-	}
-	if cfg.MaxCompactionSteps <= 0 {
-		cfg.MaxCompactionSteps = 6
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -26,20 +26,19 @@ func (e *LineError) Error() string { return fmt.Sprintf("memory: %s:%d: %v", e.P
 // Unwrap returns the underlying error.
 func (e *LineError) Unwrap() error { return e.Err }
 
-// line is one line of a history file: a message in the API's wire shape,
-// plus what we know about it.
+// A line is one line of a history file: a message in the API's wire
+// shape, plus what we know about it.
 type line struct {
 	Role    llm.Role    `json:"role"`
 	Content []llm.Block `json:"content"`
-	// Usage is the usage of the call that produced the message.
-	Usage *llm.Usage `json:"usage,omitempty"`
-	// Model is the model that Usage is priced by.
-	Model string `json:"model,omitempty"`
-	// Tokens is the exact token count of the conversation through this
-	// message, when it was known at save time.
-	Tokens int `json:"tokens,omitempty"`
-	// Summary marks the message a compaction wrote.
-	Summary bool `json:"summary,omitempty"`
+	meta
+}
+
+type meta struct {
+	Usage   *llm.Usage `json:"usage,omitempty"`   // of the call that produced the message
+	Model   string     `json:"model,omitempty"`   // that Usage is priced by
+	Tokens  int        `json:"tokens,omitempty"`  // the exact count through this message, if known
+	Summary bool       `json:"summary,omitempty"` // a compaction wrote the message
 }
 
 // Save writes the history to path as JSONL, one message per line with its
@@ -66,11 +65,9 @@ func (h *History) Save(path string) (err error) {
 	}()
 	w := bufio.NewWriter(f)
 	for _, e := range h.entries {
-		l := line{Role: e.msg.Role, Content: e.msg.Content, Model: e.model, Tokens: e.exact, Summary: e.summary}
+		l := line{e.msg.Role, e.msg.Content, meta{Tokens: e.exact, Summary: e.summary}}
 		if e.usage != (llm.Usage{}) {
-			l.Usage = &e.usage
-		} else {
-			l.Model = ""
+			l.Usage, l.Model = &e.usage, e.model
 		}
 		b, err := json.Marshal(l)
 		if err != nil {
@@ -164,18 +161,13 @@ func decodeLine(b []byte) (entry, error) {
 	if m.Role != llm.User && m.Role != llm.Assistant {
 		return entry{}, fmt.Errorf("role %q is neither user nor assistant", m.Role)
 	}
-	var meta struct {
-		Usage   *llm.Usage `json:"usage"`
-		Model   string     `json:"model"`
-		Tokens  int        `json:"tokens"`
-		Summary bool       `json:"summary"`
-	}
-	if err := json.Unmarshal(b, &meta); err != nil {
+	var mt meta
+	if err := json.Unmarshal(b, &mt); err != nil {
 		return entry{}, err
 	}
-	e := entry{msg: m, model: meta.Model, exact: max(meta.Tokens, 0), summary: meta.Summary}
-	if meta.Usage != nil {
-		e.usage = *meta.Usage
+	e := entry{msg: m, model: mt.Model, exact: max(mt.Tokens, 0), summary: mt.Summary}
+	if mt.Usage != nil {
+		e.usage = *mt.Usage
 	}
 	return e, nil
 }
