@@ -64,20 +64,13 @@ var Models = map[string]ModelInfo{
 	"claude-3-haiku":    {200_000, 4096, Price{0.25, 1.25, 0.30, 0.03}},
 }
 
-// LookupModel returns what [Models] knows of model: its own entry, or else
-// that of the longest name that is model up to a "-", so that a dated name
-// such as "claude-haiku-4-5-20251001" finds "claude-haiku-4-5". ok is false
-// for a model the table does not know.
+// LookupModel returns what [Models] knows of model, by its name or, for a
+// dated name such as "claude-haiku-4-5-20251001", by the name without the
+// date. ok is false for a model the table does not know.
 func LookupModel(model string) (info ModelInfo, ok bool) {
-	if info, ok := Models[model]; ok {
-		return info, true
+	if i := strings.LastIndexByte(model, '-'); i >= 0 && len(model)-i == 9 && strings.Trim(model[i+1:], "0123456789") == "" {
+		model = model[:i]
 	}
-	best := ""
-	for k := range Models {
-		if len(k) > len(best) && strings.HasPrefix(model, k+"-") {
-			best = k
-		}
-	}
-	info, ok = Models[best]
+	info, ok = Models[model]
 	return info, ok
 }
