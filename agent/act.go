@@ -112,7 +112,6 @@ func (r *run) act(t *turn) {
 	defer t.cancel()
 	h := r.cfg.History
 	h.AppendAssistant(t.msg, t.usage)
-	r.awaiting = false
 	r.repeats = t.repeats
 	results := make([]llm.ToolResult, len(t.calls))
 	for i, p := range t.calls {
@@ -126,7 +125,6 @@ func (r *run) act(t *turn) {
 		})
 	}
 	h.AppendToolResults(results)
-	r.awaiting = true
 }
 
 // discard cancels the calls t started and waits for them to return, which

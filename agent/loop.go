@@ -89,7 +89,7 @@ const interruptedText = "[interrupted]"
 // far, marked as interrupted, unless the last message already answers the
 // user's.
 func (r *run) interrupted() {
-	if !r.awaiting {
+	if msgs := r.cfg.History.Messages(); len(msgs) == 0 || msgs[len(msgs)-1].Role != llm.User {
 		return
 	}
 	var blocks []llm.Block
@@ -103,6 +103,7 @@ func (r *run) interrupted() {
 // is, to the loop, a prompt that is too long.
 var (
 	errMaxDuration   = errors.New("agent: Config.MaxDuration exceeded")
+	errNoPrompt      = errors.New("agent: the prompt is empty")
 	errContextWindow = fmt.Errorf("agent: stop_reason model_context_window_exceeded: %w", llm.ErrPromptTooLong)
 )
 
@@ -119,7 +120,6 @@ type run struct {
 	text      string    // text of the latest turn
 	repeats   repeats
 	modelName string          // the history's model, which the turns go to
-	awaiting  bool            // the history ends in a user message the model has not answered
 	shown     strings.Builder // text the current attempt has shown, for an interrupted run
 	cont      string          // latest code execution container id, for the next request
 }
@@ -142,10 +142,12 @@ func (r *run) cost() float64 {
 // loop is the think → act → observe cycle. It returns how the run ended;
 // Stream turns an error into a state.
 func (r *run) loop(input string) (State, error) {
+	if strings.TrimSpace(input) == "" {
+		return Failed, errNoPrompt
+	}
 	h := r.cfg.History
 	h.SetPrefix(r.cfg.System, r.specs)
 	h.AppendUser(llm.Text{Text: input})
-	r.awaiting = true
 	for {
 		if err := r.ctx.Err(); err != nil {
 			return Cancelled, err
@@ -326,7 +328,6 @@ func (r *run) observe(t *turn) (State, bool) {
 	defer t.cancel()
 	if len(t.msg.Content) > 0 {
 		r.cfg.History.AppendAssistant(t.msg, t.usage)
-		r.awaiting = false
 	}
 	switch t.stop {
 	case llm.PauseTurn:

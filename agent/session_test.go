@@ -220,3 +220,14 @@ func TestToolsGivenDirectly(t *testing.T) {
 		t.Errorf("specs = %+v, want the calculator alone", specs)
 	}
 }
+
+// TestBlankPrompt checks that a blank prompt fails before any request, and
+// changes nothing.
+func TestBlankPrompt(t *testing.T) {
+	m := &scripted{}
+	a := newAgent(t, m, Config{})
+	_, res, err := collect(t, a.Stream(t.Context(), " \n\t"))
+	if res.State != Failed || err == nil || !strings.Contains(err.Error(), "prompt is empty") || len(m.reqs) != 0 || a.History().Len() != 0 {
+		t.Errorf("blank prompt: %+v, %v, %d requests, %d messages", res, err, len(m.reqs), a.History().Len())
+	}
+}
