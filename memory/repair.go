@@ -52,7 +52,7 @@ func (h *History) Repair() []string {
 		count[what]++
 	}
 	s := pair(merge(clean(h.entries, note), note), note)
-	trimFinal(s, note)
+	trimmed := trimFinal(s, note)
 
 	changedAt := len(s)
 	for i, sl := range s {
@@ -61,7 +61,7 @@ func (h *History) Repair() []string {
 			break
 		}
 	}
-	if changedAt == len(s) && len(s) == len(h.entries) {
+	if changedAt == len(s) && len(s) == len(h.entries) && !trimmed {
 		return nil
 	}
 	h.entries = h.entries[:0:0]
@@ -282,10 +282,11 @@ func resultsFirst(bs []llm.Block) []llm.Block {
 }
 
 // trimFinal trims the whitespace that ends a final assistant message, which
-// the API rejects in the message it resumes (a paused turn).
-func trimFinal(s []slot, note func(string)) {
+// the API rejects in the message it resumes (a paused turn). The message's
+// exact count stays: whitespace is a token at most.
+func trimFinal(s []slot, note func(string)) bool {
 	if len(s) == 0 || s[len(s)-1].e.msg.Role != llm.Assistant {
-		return
+		return false
 	}
 	sl := &s[len(s)-1]
 	c := sl.e.msg.Content
@@ -293,9 +294,10 @@ func trimFinal(s []slot, note func(string)) {
 	if trimmed := strings.TrimRightFunc(t.Text, unicode.IsSpace); ok && trimmed != t.Text {
 		t.Text = trimmed
 		sl.e.msg = llm.Message{Role: llm.Assistant, Content: append(slices.Clone(c[:len(c)-1]), t)}
-		sl.orig = -1
 		note("trimmed whitespace ending the final assistant message")
+		return true
 	}
+	return false
 }
 
 // toolUses returns the tool_use ids of m, in order.

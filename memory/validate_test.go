@@ -229,3 +229,14 @@ func TestAppendUserDropsBlank(t *testing.T) {
 func interrupted(id string) llm.Block {
 	return llm.ToolResult{ToolUseID: id, IsError: true, Content: []llm.Block{llm.Text{Text: interruptedResult}}}
 }
+
+// TestRepairTrimKeepsExactCount checks that trimming the whitespace that
+// ends an answer keeps the exact count the API gave for it.
+func TestRepairTrimKeepsExactCount(t *testing.T) {
+	h := New(Config{})
+	h.AppendUser(text("hi"))
+	h.AppendAssistant(asst(text("hello\n")), llm.Usage{InputTokens: 500, OutputTokens: 20})
+	if did := h.Repair(); len(did) != 1 || h.Tokens() != 520 || llm.TextOf(h.Messages()[1].Content) != "hello" {
+		t.Errorf("Repair = %q, Tokens = %d, text %q; want one trim, 520, %q", did, h.Tokens(), llm.TextOf(h.Messages()[1].Content), "hello")
+	}
+}
