@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -157,35 +158,27 @@ func (h *History) clearOld(keep int) (results, images int) {
 		if e.msg.Role != llm.User {
 			continue
 		}
-		var content []llm.Block
-		for j, b := range e.msg.Content {
-			nb, changed := b, false
+		content, changed := slices.Clone(e.msg.Content), false
+		for j, b := range content {
 			switch b := b.(type) {
 			case llm.ToolResult:
 				if len(b.Content) == 1 && llm.TextOf(b.Content) == clearedResult {
-					break
+					continue
 				}
 				// Copied, not added to: a checkpoint may share the map.
-				e.original = maps.Clone(e.original)
-				if e.original == nil {
+				if e.original = maps.Clone(e.original); e.original == nil {
 					e.original = map[string][]llm.Block{}
 				}
 				e.original[b.ToolUseID] = b.Content
 				b.Content = []llm.Block{llm.Text{Text: clearedResult}}
-				nb, changed = b, true
+				content[j], changed = b, true
 				results++
 			case llm.Image:
-				nb, changed = llm.Text{Text: clearedImage}, true
+				content[j], changed = llm.Text{Text: clearedImage}, true
 				images++
 			}
-			if changed && content == nil {
-				content = append([]llm.Block(nil), e.msg.Content...)
-			}
-			if content != nil {
-				content[j] = nb
-			}
 		}
-		if content != nil {
+		if changed {
 			e.msg = llm.Message{Role: llm.User, Content: content}
 			e.chars, e.imageTokens = measure(e.msg)
 			if first < 0 {

@@ -38,21 +38,21 @@ type Block struct {
 
 // The rules, named as violations report them.
 const (
-	RuleNoMessages        = "no-messages"         // there is at least one message
-	RuleRole              = "role"                // every role is user or assistant
-	RuleFirstUser         = "first-user"          // the first message is the user's
-	RuleEmptyContent      = "empty-content"       // only a final assistant message may be empty
-	RuleEmptyText         = "empty-text"          // text blocks hold visible text, in tool results too
-	RuleTrailingSpace     = "trailing-whitespace" // a final assistant message does not end in whitespace
-	RuleBlockType         = "block-type"          // every block has a type
-	RuleBlockRole         = "block-role"          // a block sits in a message of a role that may hold it
-	RuleToolUseID         = "tool-use-id"         // tool_use ids match ^[a-zA-Z0-9_-]+$, are unique, and name a tool
-	RuleToolInput         = "tool-input"          // tool_use input is a JSON object
-	RuleToolUnanswered    = "tool-unanswered"     // every tool_use is answered in the next user turn
-	RuleToolResultFirst   = "tool-result-first"   // tool_results open their user turn
-	RuleToolResultOnce    = "tool-result-once"    // no tool_use is answered twice
-	RuleToolResultOrphan  = "tool-result-orphan"  // every tool_result answers the assistant turn before it
-	RuleThinkingSignature = "thinking-signature"  // thinking keeps its signature, redacted_thinking its data
+	ruleNoMessages        = "no-messages"         // there is at least one message
+	ruleRole              = "role"                // every role is user or assistant
+	ruleFirstUser         = "first-user"          // the first message is the user's
+	ruleEmptyContent      = "empty-content"       // only a final assistant message may be empty
+	ruleEmptyText         = "empty-text"          // text blocks hold visible text, in tool results too
+	ruleTrailingSpace     = "trailing-whitespace" // a final assistant message does not end in whitespace
+	ruleBlockType         = "block-type"          // every block has a type
+	ruleBlockRole         = "block-role"          // a block sits in a message of a role that may hold it
+	ruleToolUseID         = "tool-use-id"         // tool_use ids match ^[a-zA-Z0-9_-]+$, are unique, and name a tool
+	ruleToolInput         = "tool-input"          // tool_use input is a JSON object
+	ruleToolUnanswered    = "tool-unanswered"     // every tool_use is answered in the next user turn
+	ruleToolResultFirst   = "tool-result-first"   // tool_results open their user turn
+	ruleToolResultOnce    = "tool-result-once"    // no tool_use is answered twice
+	ruleToolResultOrphan  = "tool-result-orphan"  // every tool_result answers the assistant turn before it
+	ruleThinkingSignature = "thinking-signature"  // thinking keeps its signature, redacted_thinking its data
 )
 
 // A Violation is one way messages break a rule. Message, Block and Item
@@ -76,27 +76,27 @@ type Violation struct {
 func Check(msgs []Message) []Violation {
 	var c checker
 	if len(msgs) == 0 {
-		c.add(RuleNoMessages, -1, -1, "", "at least one message is required")
+		c.add(ruleNoMessages, -1, -1, "", "at least one message is required")
 		return c.vs
 	}
 	if msgs[0].Role != "user" {
-		c.add(RuleFirstUser, 0, -1, "role", "the first message must be a user message, not %q", msgs[0].Role)
+		c.add(ruleFirstUser, 0, -1, "role", "the first message must be a user message, not %q", msgs[0].Role)
 	}
 	ids := map[string]int{} // tool_use id → message of its first use
 	for i, m := range msgs {
 		last := i == len(msgs)-1
 		if m.Role != "user" && m.Role != "assistant" {
-			c.add(RuleRole, i, -1, "role", "unknown role %q: use user or assistant (system goes in the system field)", m.Role)
+			c.add(ruleRole, i, -1, "role", "unknown role %q: use user or assistant (system goes in the system field)", m.Role)
 		}
 		if len(m.Content) == 0 && !(last && m.Role == "assistant") {
-			c.add(RuleEmptyContent, i, -1, "content", "empty content: only a final assistant message may be empty")
+			c.add(ruleEmptyContent, i, -1, "content", "empty content: only a final assistant message may be empty")
 		}
 		for j, b := range m.Content {
 			c.block(i, j, m.Role, b, ids)
 		}
 		if n := len(m.Content); last && m.Role == "assistant" && n > 0 && m.Content[n-1].Type == "text" {
 			if t := m.Content[n-1].Text; t != strings.TrimRightFunc(t, unicode.IsSpace) {
-				c.add(RuleTrailingSpace, i, n-1, "", "a final assistant message cannot end with whitespace")
+				c.add(ruleTrailingSpace, i, n-1, "", "a final assistant message cannot end with whitespace")
 			}
 		}
 	}
@@ -123,9 +123,9 @@ var (
 func (c *checker) block(i, j int, role string, b Block, ids map[string]int) {
 	switch {
 	case b.Type == "":
-		c.add(RuleBlockType, i, j, "type", "a content block needs a type")
+		c.add(ruleBlockType, i, j, "type", "a content block needs a type")
 	case !AllowedIn(role, b.Type):
-		c.add(RuleBlockRole, i, j, "type", "a %s block cannot be in a %s message", b.Type, role)
+		c.add(ruleBlockRole, i, j, "type", "a %s block cannot be in a %s message", b.Type, role)
 	}
 	switch b.Type {
 	case "text":
@@ -133,11 +133,11 @@ func (c *checker) block(i, j int, role string, b Block, ids map[string]int) {
 	case "tool_use":
 		switch first, seen := ids[b.ID]; {
 		case !ValidID(b.ID):
-			c.add(RuleToolUseID, i, j, "id", "tool_use id %q must match ^[a-zA-Z0-9_-]+$", b.ID)
+			c.add(ruleToolUseID, i, j, "id", "tool_use id %q must match ^[a-zA-Z0-9_-]+$", b.ID)
 		case seen:
-			c.add(RuleToolUseID, i, j, "id", "tool_use id %q is already used in message %d", b.ID, first)
+			c.add(ruleToolUseID, i, j, "id", "tool_use id %q is already used in message %d", b.ID, first)
 		case b.Name == "":
-			c.add(RuleToolUseID, i, j, "name", "tool_use %q names no tool", b.ID)
+			c.add(ruleToolUseID, i, j, "name", "tool_use %q names no tool", b.ID)
 		default:
 			ids[b.ID] = i
 		}
@@ -146,7 +146,7 @@ func (c *checker) block(i, j int, role string, b Block, ids map[string]int) {
 			if b.Input != nil {
 				got = fmt.Sprintf("%.40s", bytes.TrimSpace(b.Input))
 			}
-			c.add(RuleToolInput, i, j, "input", "tool_use input must be a JSON object, got %s", got)
+			c.add(ruleToolInput, i, j, "input", "tool_use input must be a JSON object, got %s", got)
 		}
 	case "tool_result":
 		for k, x := range b.Content {
@@ -156,11 +156,11 @@ func (c *checker) block(i, j int, role string, b Block, ids map[string]int) {
 		}
 	case "thinking":
 		if b.Signature == "" {
-			c.add(RuleThinkingSignature, i, j, "signature", "thinking blocks must keep their signature")
+			c.add(ruleThinkingSignature, i, j, "signature", "thinking blocks must keep their signature")
 		}
 	case "redacted_thinking":
 		if b.Data == "" {
-			c.add(RuleThinkingSignature, i, j, "data", "redacted_thinking blocks must keep their data")
+			c.add(ruleThinkingSignature, i, j, "data", "redacted_thinking blocks must keep their data")
 		}
 	}
 }
@@ -174,7 +174,7 @@ func AllowedIn(role, typ string) bool {
 
 func (c *checker) text(i, j, k int, text string) {
 	if IsBlank(text) {
-		c.addItem(RuleEmptyText, i, j, k, "", "text content blocks must contain non-whitespace text")
+		c.addItem(ruleEmptyText, i, j, k, "", "text content blocks must contain non-whitespace text")
 	}
 }
 
@@ -224,11 +224,11 @@ func (c *checker) pairs(msgs []Message) {
 				}
 				switch n := count[u.b.ID]; {
 				case next == nil:
-					c.add(RuleToolUnanswered, u.msg, u.blk, "", "tool_use %q has no tool_result: no user message follows", u.b.ID)
+					c.add(ruleToolUnanswered, u.msg, u.blk, "", "tool_use %q has no tool_result: no user message follows", u.b.ID)
 				case n == 0:
-					c.add(RuleToolUnanswered, u.msg, u.blk, "", "tool_use %q has no tool_result in the next user message", u.b.ID)
+					c.add(ruleToolUnanswered, u.msg, u.blk, "", "tool_use %q has no tool_result in the next user message", u.b.ID)
 				case n > 1:
-					c.add(RuleToolResultOnce, u.msg, u.blk, "", "tool_use %q is answered by %d tool_results; it needs exactly one", u.b.ID, n)
+					c.add(ruleToolResultOnce, u.msg, u.blk, "", "tool_use %q is answered by %d tool_results; it needs exactly one", u.b.ID, n)
 				}
 			}
 		case "user":
@@ -247,9 +247,9 @@ func (c *checker) pairs(msgs []Message) {
 					continue
 				}
 				if !asked[l.b.ToolUseID] {
-					c.add(RuleToolResultOrphan, l.msg, l.blk, "", "tool_result for %q answers no tool_use of the assistant message before it", l.b.ToolUseID)
+					c.add(ruleToolResultOrphan, l.msg, l.blk, "", "tool_result for %q answers no tool_use of the assistant message before it", l.b.ToolUseID)
 				} else if !leading {
-					c.add(RuleToolResultFirst, l.msg, l.blk, "", "tool_result for %q must come before any other block of the user message", l.b.ToolUseID)
+					c.add(ruleToolResultFirst, l.msg, l.blk, "", "tool_result for %q must come before any other block of the user message", l.b.ToolUseID)
 				}
 			}
 		}
