@@ -46,8 +46,7 @@ type Compaction struct {
 	Before, After int
 	// Steps says what each step did, such as "cleared 12 tool results".
 	Steps []string
-	// Usage is the usage of the summarisation calls; [History.Usage]
-	// includes it too.
+	// Usage is the usage of the summarisation calls.
 	Usage llm.Usage
 }
 
@@ -216,7 +215,6 @@ func (h *History) summarise(ctx context.Context, m llm.Model, keep int) (int, ll
 		}}}},
 	}
 	summary, u, err := collectText(ctx, m, req)
-	h.addUsage(h.cfg.SummaryModel, u)
 	if err != nil {
 		return 0, u, fmt.Errorf("memory: summarise: %w", err)
 	}

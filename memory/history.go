@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"maps"
 	"slices"
 	"strings"
 
@@ -101,10 +100,7 @@ type History struct {
 	tools       []llm.ToolSpec
 	prefixChars int // characters of system and tools, for estimates
 
-	ratio float64   // learned characters per token
-	usage llm.Usage // summed over the run, summaries included
-	// byModel sums usage per model, for Cost.
-	byModel map[string]llm.Usage
+	ratio float64 // learned characters per token
 }
 
 // An entry is one message with what we know about it.
@@ -136,7 +132,7 @@ const defaultRatio = 3.5
 
 // New returns an empty history.
 func New(cfg Config) *History {
-	return &History{cfg: cfg.withDefaults(), ratio: defaultRatio, byModel: map[string]llm.Usage{}}
+	return &History{cfg: cfg.withDefaults(), ratio: defaultRatio}
 }
 
 // Config returns the configuration with defaults filled in.
@@ -175,17 +171,15 @@ func (h *History) AppendUser(blocks ...llm.Block) {
 }
 
 // Checkpoint records the history as it is now and returns a function that
-// puts it back exactly so: messages, counts and usage. The agent takes one
+// puts it back exactly so: messages and counts. The agent takes one
 // before each run and rolls back a run that fails or is refused, so that
 // such a run changes nothing.
 func (h *History) Checkpoint() (rollback func()) {
 	saved := *h
 	saved.entries = slices.Clone(h.entries)
-	saved.byModel = maps.Clone(h.byModel)
 	return func() {
 		*h = saved
 		h.entries = slices.Clone(saved.entries)
-		h.byModel = maps.Clone(saved.byModel)
 	}
 }
 
@@ -210,7 +204,6 @@ func (h *History) Checkpoint() (rollback func()) {
 func (h *History) AppendAssistant(msg llm.Message, usage llm.Usage) {
 	msg = cloneMessage(msg)
 	msg.Role = llm.Assistant
-	h.addUsage(h.cfg.Model, usage)
 	e := entry{msg: msg, usage: usage, model: h.cfg.Model}
 	if input := usage.InputTokens + usage.CacheCreationInputTokens + usage.CacheReadInputTokens; input > 0 && !usedServerTools(msg) {
 		h.learn(int(input))
@@ -255,31 +248,6 @@ func (h *History) SetPrefix(system string, tools []llm.ToolSpec) {
 		n += len(t.Name) + len(t.Description) + len(t.InputSchema) + blockOverhead
 	}
 	h.prefixChars = n
-}
-
-// Usage returns the usage summed over the run: every main turn appended
-// and every summarisation call.
-func (h *History) Usage() llm.Usage { return h.usage }
-
-// Cost returns the cost in USD of the usage in the history, at the prices
-// of [llm.Models]. ok is false when a model that was used has no price, and
-// then usd covers only the priced models.
-func (h *History) Cost() (usd float64, ok bool) {
-	ok = true
-	for model, u := range h.byModel {
-		m, priced := llm.LookupModel(model)
-		usd += m.Price.Cost(u)
-		ok = ok && priced
-	}
-	return usd, ok
-}
-
-func (h *History) addUsage(model string, u llm.Usage) {
-	if u == (llm.Usage{}) {
-		return
-	}
-	h.usage = h.usage.Add(u)
-	h.byModel[model] = h.byModel[model].Add(u)
 }
 
 // push appends e after measuring it.

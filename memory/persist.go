@@ -107,10 +107,9 @@ func (h *History) Save(path string) (err error) {
 // corrupted byte, an assistant message before the first user message) is
 // skipped and reported as a [*LineError] naming the file and line; Load
 // then returns the history of every usable line, repaired, together with
-// the error (all bad lines joined). Exact token counts are
-// kept only up to the first bad line. Usage is that of the messages still in
-// the file; calls whose messages a compaction removed are not in it. If the
-// file cannot be opened, Load returns a nil history and the error.
+// the error (all bad lines joined). Exact token counts are kept only up to
+// the first bad line. If the file cannot be opened, Load returns a nil
+// history and the error.
 func Load(path string, cfg Config) (*History, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -133,10 +132,6 @@ func Load(path string, cfg Config) (*History, error) {
 				if len(errs) > 0 {
 					e.exact = 0 // the prefix it measured is not all here
 				}
-				if e.model == "" {
-					e.model = h.cfg.Model
-				}
-				h.addUsage(e.model, e.usage)
 				e.chars, e.imageTokens = measure(e.msg)
 				h.entries = append(h.entries, e)
 			}

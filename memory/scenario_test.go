@@ -152,12 +152,6 @@ func TestScenarioCompaction(t *testing.T) {
 	if err := st.history.Validate(); err != nil {
 		t.Error(err)
 	}
-	if u := st.history.Usage(); u.OutputTokens == 0 || u.CacheReadInputTokens == 0 {
-		t.Errorf("run usage %+v lacks output or cache reads", u)
-	}
-	if usd, ok := st.history.Cost(); !ok || usd <= 0 {
-		t.Errorf("Cost = %v, %v", usd, ok)
-	}
 }
 
 // TestScenarioPromptTooLong recovers from a 400 "prompt is too long": the

@@ -104,8 +104,8 @@ func TestTokens(t *testing.T) {
 				llm.RawBlock{Type: "web_search_tool_result", JSON: []byte(`{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[]}`)},
 				text("found"))
 			h.AppendAssistant(search, llm.Usage{InputTokens: 404_500, OutputTokens: 943})
-			if got := h.Usage().InputTokens; got != 404_700 {
-				t.Errorf("billed input = %d, want both turns summed", got)
+			if got := h.entries[3].usage.InputTokens; got != 404_500 {
+				t.Errorf("recorded input = %d, want the turn's, billed as it came", got)
 			}
 			tail, _ := measure(user(text("search")))
 			turn, _ := measure(search)
@@ -185,8 +185,8 @@ func TestServerToolTurnRecorded(t *testing.T) {
 	if h.ratio != defaultRatio {
 		t.Errorf("ratio learned from a summed usage: %v", h.ratio)
 	}
-	if got := h.Usage(); got != asm.Usage() {
-		t.Errorf("billed usage = %+v, want the turn's %+v", got, asm.Usage())
+	if got := h.entries[1].usage; got != asm.Usage() {
+		t.Errorf("recorded usage = %+v, want the turn's %+v", got, asm.Usage())
 	}
 }
 
@@ -225,21 +225,6 @@ func TestRecount(t *testing.T) {
 	}
 }
 
-func TestHistoryCost(t *testing.T) {
-	h := New(Config{Model: "claude-sonnet-4-5", SummaryModel: "claude-haiku-4-5"})
-	h.AppendUser(llm.Text{Text: "hi"})
-	h.AppendAssistant(asst(text("ok")), llm.Usage{InputTokens: 1_000_000, OutputTokens: 100_000})
-	h.addUsage(h.cfg.SummaryModel, llm.Usage{InputTokens: 1_000_000})
-	usd, ok := h.Cost()
-	if !ok || math.Abs(usd-(3+1.5+1)) > 1e-9 {
-		t.Errorf("Cost = %v, %v; want 5.5, true", usd, ok)
-	}
-	want := llm.Usage{InputTokens: 2_000_000, OutputTokens: 100_000}
-	if h.Usage() != want {
-		t.Errorf("Usage = %+v, want %+v", h.Usage(), want)
-	}
-}
-
 // The model table gives the window: 1M for Sonnet 5.5 (the default model),
 // 200k for a 4.x model and for a model it does not know.
 func TestConfigDefaultsFromModelTable(t *testing.T) {
@@ -270,7 +255,7 @@ func TestCheckpoint(t *testing.T) {
 	h.AppendAssistant(asst(llm.ToolUse{ID: "t1", Name: "read", Input: []byte(`{}`)}), llm.Usage{InputTokens: 10, OutputTokens: 5})
 	h.AppendToolResults([]llm.ToolResult{{ToolUseID: "t1", Content: []llm.Block{llm.Text{Text: strings.Repeat("data ", 400)}}}})
 	h.AppendAssistant(asst(text("one")), llm.Usage{InputTokens: 600, OutputTokens: 5})
-	before, tokens, usage := h.Messages(), h.Tokens(), h.Usage()
+	before, tokens := h.Messages(), h.Tokens()
 	var saved bytes.Buffer
 	save := func(w *bytes.Buffer) {
 		path := filepath.Join(t.TempDir(), "h.jsonl")
@@ -293,8 +278,8 @@ func TestCheckpoint(t *testing.T) {
 	if diff := cmp.Diff(before, h.Messages()); diff != "" {
 		t.Errorf("messages after rollback (-want +got):\n%s", diff)
 	}
-	if h.Tokens() != tokens || h.Usage() != usage {
-		t.Errorf("after rollback Tokens, Usage = %d, %+v; want %d, %+v", h.Tokens(), h.Usage(), tokens, usage)
+	if h.Tokens() != tokens {
+		t.Errorf("after rollback Tokens = %d, want %d", h.Tokens(), tokens)
 	}
 	var again bytes.Buffer
 	save(&again)

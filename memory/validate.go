@@ -10,9 +10,6 @@ import (
 	"github.com/agentloop/agentloop/llm"
 )
 
-// ErrInvalid is wrapped by the errors of [History.Validate].
-var ErrInvalid = errors.New("memory: history breaks the API's rules")
-
 // interruptedResult is the content of the synthetic result that
 // [History.Repair] gives a tool call that never got one.
 const interruptedResult = "not executed: interrupted"
@@ -20,7 +17,7 @@ const interruptedResult = "not executed: interrupted"
 // Validate checks the history, as the next request would send it, against
 // the Messages API's rules: the same rules anthropictest.CheckRequest
 // enforces, so that a valid history is never answered with a 400 for its
-// structure. The error wraps [ErrInvalid] and lists every violation.
+// structure. The error lists every violation.
 //
 // In short: the first message is the user's; no message is empty and no
 // text block blank; blocks sit in a message of a role that may hold them;
@@ -42,7 +39,7 @@ func (h *History) Validate() error {
 			ps[i] = fmt.Sprintf("message %d, block %d: %s [%s]", v.Message, v.Block, v.Msg, v.Rule)
 		}
 	}
-	return fmt.Errorf("%w: %s", ErrInvalid, strings.Join(ps, "; "))
+	return errors.New("memory: history breaks the API's rules: " + strings.Join(ps, "; "))
 }
 
 func (h *History) violations() []apirules.Violation {
