@@ -121,7 +121,7 @@ func TestCancel(t *testing.T) {
 		validHistory(t, a.History())
 	})
 	t.Run("mid-tool", func(t *testing.T) {
-		_, client := fake(t, at.NewStream().ToolUse("toolu_1", "block", `{"n":1}`).Stop("tool_use"))
+		_, client := fake(t, at.NewStream().Text("Let me wait.").ToolUse("toolu_1", "block", `{"n":1}`).Stop("tool_use"))
 		tt := newTools(t)
 		a := newAgent(t, client, Config{Registry: tt.reg})
 		ctx, cancel := context.WithCancel(t.Context())
@@ -142,8 +142,9 @@ func TestCancel(t *testing.T) {
 			t.Errorf("result = %+v, %v; want cancelled with context.Canceled", res, err)
 		}
 		// The call stays in the history, answered, and the turn that did
-		// not come is marked as interrupted.
-		want := []string{"user: hi", "assistant: ", "user: cancelled: the tool call did not finish (context canceled)", "assistant: [interrupted]"}
+		// not come is marked as interrupted, without repeating the text
+		// of the turn that did.
+		want := []string{"user: hi", "assistant: Let me wait.", "user: cancelled: the tool call did not finish (context canceled)", "assistant: [interrupted]"}
 		if diff := cmp.Diff(want, texts(a.History())); diff != "" {
 			t.Errorf("history (-want +got):\n%s", diff)
 		}

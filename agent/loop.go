@@ -205,6 +205,7 @@ func (r *run) turn(final bool) (*turn, error) {
 		t, err := r.think(req, final)
 		r.usage = r.usage.Add(t.usage)
 		if err == nil {
+			r.shown.Reset() // the turn goes into the history whole
 			r.emit(UsageUpdate{Turn: t.usage, Total: r.usage, CostUSD: r.cost()})
 			return t, nil
 		}
