@@ -20,9 +20,9 @@ type TokenCounter interface {
 // Config configures a [History]. The zero value works: every field has a
 // default, documented on the field.
 type Config struct {
-	// Model is the model of the main turns, of count_tokens requests and,
-	// by default, of summaries; [llm.Models] prices it in [History.Cost].
-	// An agent sends its turns to this model. Default: [llm.DefaultModel].
+	// Model is the model of the main turns (an agent sends its turns to
+	// it), of count_tokens requests and, by default, of summaries.
+	// Default: [llm.DefaultModel].
 	Model string
 
 	// ContextWindow is the model's context window in tokens. Default: the
@@ -86,9 +86,9 @@ func (cfg Config) withDefaults() Config {
 	return cfg
 }
 
-// A History is the conversation of one agent run: the messages to send, the
-// usage of every turn, and the token count of what the next request would
-// send.
+// A History is the conversation of an agent: the messages to send, with
+// the usage of the turns that wrote them, and the token count of what the
+// next request would send.
 //
 // A History is safe for use by one goroutine at a time; the agent loop owns
 // it. Its methods never share internal slices with callers.
