@@ -8,7 +8,8 @@ const DefaultModel = "claude-sonnet-5-5"
 
 // ModelInfo is what the module knows about a model: its limits and its
 // price. It is the one place code asks what a model accepts, so a new
-// capability becomes a new field here.
+// capability becomes a new field here (the table's rows name their fields,
+// and a zero field must mean the conservative choice).
 type ModelInfo struct {
 	// ContextWindow is the most tokens one request may hold, the reply
 	// included.
@@ -39,29 +40,29 @@ func (p Price) Cost(u Usage) float64 {
 // prompt-length tiers (its lower tier is listed) are not modelled. A program
 // may add or change entries before it makes its first request.
 var Models = map[string]ModelInfo{
-	"claude-fable-5-1":  {1_000_000, 128_000, Price{10, 50, 12.50, 0.25}},
-	"claude-mythos-5-1": {1_000_000, 128_000, Price{10, 50, 12.50, 0.25}},
-	"claude-fable-5":    {1_000_000, 128_000, Price{10, 50, 12.50, 1}},
-	"claude-mythos-5":   {1_000_000, 128_000, Price{10, 50, 12.50, 1}},
-	"claude-opus-5-5":   {1_000_000, 128_000, Price{4, 20, 5, 0.20}},
-	"claude-opus-5":     {1_000_000, 128_000, Price{5, 25, 6.25, 0.50}},
-	"claude-sonnet-5-5": {1_000_000, 128_000, Price{2, 10, 2.50, 0.10}},
-	"claude-sonnet-5":   {1_000_000, 128_000, Price{2, 10, 2.50, 0.20}},
-	"claude-haiku-5-5":  {1_000_000, 128_000, Price{0.10, 0.50, 0.125, 0.01}},
-	"claude-opus-4-8":   {200_000, 64_000, Price{5, 25, 6.25, 0.50}},
-	"claude-opus-4-7":   {200_000, 64_000, Price{5, 25, 6.25, 0.50}},
-	"claude-opus-4-6":   {200_000, 64_000, Price{5, 25, 6.25, 0.50}},
-	"claude-opus-4-5":   {200_000, 64_000, Price{5, 25, 6.25, 0.50}},
-	"claude-opus-4-1":   {200_000, 32_000, Price{15, 75, 18.75, 1.50}},
-	"claude-opus-4-0":   {200_000, 32_000, Price{15, 75, 18.75, 1.50}},
-	"claude-opus-4":     {200_000, 32_000, Price{15, 75, 18.75, 1.50}},
-	"claude-sonnet-4-6": {200_000, 64_000, Price{3, 15, 3.75, 0.30}},
-	"claude-sonnet-4-5": {200_000, 64_000, Price{3, 15, 3.75, 0.30}},
-	"claude-sonnet-4-0": {200_000, 64_000, Price{3, 15, 3.75, 0.30}},
-	"claude-sonnet-4":   {200_000, 64_000, Price{3, 15, 3.75, 0.30}},
-	"claude-haiku-4-5":  {200_000, 64_000, Price{1, 5, 1.25, 0.10}},
-	"claude-3-5-haiku":  {200_000, 8192, Price{0.80, 4, 1, 0.08}},
-	"claude-3-haiku":    {200_000, 4096, Price{0.25, 1.25, 0.30, 0.03}},
+	"claude-fable-5-1":  {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 0.25}},
+	"claude-mythos-5-1": {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 0.25}},
+	"claude-fable-5":    {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 1}},
+	"claude-mythos-5":   {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 1}},
+	"claude-opus-5-5":   {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{4, 20, 5, 0.20}},
+	"claude-opus-5":     {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{5, 25, 6.25, 0.50}},
+	"claude-sonnet-5-5": {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{2, 10, 2.50, 0.10}},
+	"claude-sonnet-5":   {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{2, 10, 2.50, 0.20}},
+	"claude-haiku-5-5":  {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{0.10, 0.50, 0.125, 0.01}},
+	"claude-opus-4-8":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}},
+	"claude-opus-4-7":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}},
+	"claude-opus-4-6":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}},
+	"claude-opus-4-5":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}},
+	"claude-opus-4-1":   {ContextWindow: 200_000, MaxOutput: 32_000, Price: Price{15, 75, 18.75, 1.50}},
+	"claude-opus-4-0":   {ContextWindow: 200_000, MaxOutput: 32_000, Price: Price{15, 75, 18.75, 1.50}},
+	"claude-opus-4":     {ContextWindow: 200_000, MaxOutput: 32_000, Price: Price{15, 75, 18.75, 1.50}},
+	"claude-sonnet-4-6": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}},
+	"claude-sonnet-4-5": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}},
+	"claude-sonnet-4-0": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}},
+	"claude-sonnet-4":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}},
+	"claude-haiku-4-5":  {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{1, 5, 1.25, 0.10}},
+	"claude-3-5-haiku":  {ContextWindow: 200_000, MaxOutput: 8192, Price: Price{0.80, 4, 1, 0.08}},
+	"claude-3-haiku":    {ContextWindow: 200_000, MaxOutput: 4096, Price: Price{0.25, 1.25, 0.30, 0.03}},
 }
 
 // LookupModel returns what [Models] knows of model, by its name or, for a
