@@ -59,11 +59,8 @@ func (r *run) startCall(ctx context.Context, rep *repeats, tu llm.ToolUse, final
 			return notRun(call, "denied: "+err.Error())
 		}
 	}
-	if r.cfg.Tools == nil {
-		return notRun(call, fmt.Sprintf("unknown tool %q: no tools are available", call.Name))
-	}
 	p := &pending{call: call, done: make(chan struct{})}
-	began, wait := time.Now(), r.cfg.Tools.Start(ctx, call)
+	began, wait := time.Now(), r.cfg.Registry.Start(ctx, call)
 	// Waiting here, not when the loop collects the result, times the call
 	// itself rather than the rest of the model's stream. wait returns
 	// promptly once ctx is cancelled, so this goroutine cannot leak.

@@ -97,7 +97,7 @@ func BenchmarkLoopOverhead(b *testing.B) {
 	reg := echoRegistry(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		a, err := New(Config{Model: model, Tools: reg})
+		a, err := New(Config{Model: model, Registry: reg})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -150,7 +150,7 @@ func workRegistry(b *testing.B, sequential bool) *tool.Registry {
 // does, and returns its tool calls.
 func wholeTurn(b *testing.B, client *llm.Client) []tool.Call {
 	var asm llm.Assembler
-	req := llm.Request{Model: DefaultModel, Messages: []llm.Message{{Role: llm.User, Content: []llm.Block{llm.Text{Text: "go"}}}}}
+	req := llm.Request{Model: llm.DefaultModel, Messages: []llm.Message{{Role: llm.User, Content: []llm.Block{llm.Text{Text: "go"}}}}}
 	for ev, err := range client.Stream(b.Context(), req) {
 		if err != nil {
 			b.Fatal(err)
@@ -179,7 +179,7 @@ func BenchmarkEagerTools(b *testing.B) {
 			_, client := fake(b, at.Repeat(eagerTurn()))
 			var total time.Duration
 			for b.Loop() {
-				a, _ := New(Config{Model: client, Tools: reg, MaxIterations: 1})
+				a, _ := New(Config{Model: client, Registry: reg, MaxIterations: 1})
 				start := time.Now()
 				var last time.Duration
 				for ev, err := range a.Stream(b.Context(), "go") {
@@ -288,8 +288,8 @@ func BenchmarkConcurrentAgents(b *testing.B) {
 		start := time.Now()
 		var wg sync.WaitGroup
 		for i := range agents {
-			hs[i] = memory.New(memory.Config{Model: DefaultModel})
-			a, err := New(Config{Model: client, Tools: reg, History: hs[i]})
+			hs[i] = memory.New(memory.Config{Model: llm.DefaultModel})
+			a, err := New(Config{Model: client, Registry: reg, History: hs[i]})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -13,52 +13,42 @@ import (
 	"github.com/agentloop/agentloop/tool"
 )
 
-// DefaultModel is the model name used when [Config.ModelName] is empty.
-const DefaultModel = "claude-sonnet-5-5"
-
-// Defaults for the zero values of [Config].
-const (
-	// DefaultMaxIterations is the cap on the model calls of one run.
-	DefaultMaxIterations = 20
-	// DefaultRepeatLimit is the default Config.RepeatLimit: the third
-	// identical call in a row is not run.
-	DefaultRepeatLimit = 3
-	// DefaultMaxAttempts matches the llm client's default retry budget:
-	// one attempt and two retries.
-	DefaultMaxAttempts = 3
-)
+// DefaultMaxIterations is the default cap on the model calls of one run.
+const DefaultMaxIterations = 20
 
 // Config configures an [Agent]. Only Model is required; the zero value of
 // every other field has a sensible default, documented on the field.
 type Config struct {
 	// Model streams model turns. Required. An [*llm.Client] in production.
 	Model llm.Model
-	// ModelName is the model to call. Default [DefaultModel].
-	ModelName string
 	// System is the system prompt. Default none.
 	System string
-	// MaxTokens caps each turn's output. Default [llm.DefaultMaxTokens].
-	MaxTokens int
 	// Thinking turns on extended thinking. Default nil: off.
 	Thinking *llm.ThinkingConfig
-	// Tools are the tools the model may call. Default nil: no tools.
-	Tools *tool.Registry
+	// Tools are the tools the model may call. Default none.
+	Tools []*tool.Tool
+	// Registry runs the calls, and is needed only for its options
+	// (concurrency, timeouts, output caps) or to share tools between
+	// agents: Tools are added to it. Default: a tool.NewRegistry with
+	// default options.
+	Registry *tool.Registry
 	// History is the conversation, which persists across runs of the same
-	// Agent. Default a new memory.New(memory.Config{}) for ModelName and
-	// MaxTokens. A History whose Config has no Model gets ModelName (see
-	// [memory.History.SetDefaultModel]), so that its summaries name one.
+	// Agent. Its Config names the model the turns go to and their
+	// max_tokens, which also price and size the history: they are set
+	// there, once. Default: memory.New(memory.Config{}), the default model
+	// ([llm.DefaultModel]) with [llm.DefaultMaxTokens].
 	History *memory.History
 
 	// MaxIterations caps the model calls of one run. Default
 	// [DefaultMaxIterations]. A run that hits it ends with state
-	// [MaxIterations].
+	// [IterationLimit].
 	MaxIterations int
 	// FinalAnswer, when the iteration limit is hit, makes one last call
 	// with tools disabled, so that the run ends with a best-effort answer
 	// rather than a tool result.
 	FinalAnswer bool
 	// MaxDuration caps the wall time of one run. Default 0: no limit. A run
-	// that hits it ends with state [Timeout].
+	// that hits it ends with state [TimeLimit].
 	MaxDuration time.Duration
 	// MaxTotalTokens caps the tokens one run may use, summed over its model
 	// turns: input (cached or not) and output. Default 0: no limit. It is
@@ -68,7 +58,9 @@ type Config struct {
 	// MaxAttempts is how many times one model turn is tried when its stream
 	// fails after output arrived, the failure is transient (see
 	// [llm.IsRetryable]) and the llm client no longer retries it itself.
-	// Default [DefaultMaxAttempts]; 1 turns the retry off.
+	// Retries wait by [llm.Backoff], and not at all for a server asking
+	// to wait longer than [llm.DefaultMaxRetryWait]. Default 3, as the llm
+	// client's; 1 turns the retry off.
 	MaxAttempts int
 	// DisableCache turns off prompt caching, which is on by default: each
 	// call then reads the previous call's prefix from the cache.
@@ -84,11 +76,8 @@ type Config struct {
 	// RepeatLimit is how many times in a row the same tool may be called
 	// with the same input. The call that reaches the limit is not run; the
 	// model gets an is_error result saying it is repeating itself. Default
-	// [DefaultRepeatLimit]; a negative value turns the check off.
+	// 3; a negative value turns the check off.
 	RepeatLimit int
-	// Pricing prices token use for [Result.CostUSD]. Default
-	// memory.DefaultPricing.
-	Pricing memory.Pricing
 	// Logger receives a line for each unusual event: retries, unknown stop
 	// reasons, compactions. Default: discard.
 	Logger *slog.Logger
@@ -115,7 +104,7 @@ var (
 )
 
 // New returns an Agent for cfg, with defaults filled in. It returns an
-// error if cfg is invalid, such as a negative limit.
+// error naming the field if cfg is invalid, such as a negative limit.
 func New(cfg Config) (*Agent, error) {
 	if cfg.Model == nil {
 		return nil, ErrNoModel
@@ -124,7 +113,6 @@ func New(cfg Config) (*Agent, error) {
 		name string
 		v    int64
 	}{
-		{"MaxTokens", int64(cfg.MaxTokens)},
 		{"MaxIterations", int64(cfg.MaxIterations)},
 		{"MaxDuration", int64(cfg.MaxDuration)},
 		{"MaxTotalTokens", cfg.MaxTotalTokens},
@@ -134,32 +122,33 @@ func New(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("agent: Config.%s is negative (%d)", lim.name, lim.v)
 		}
 	}
-	if cfg.ModelName == "" {
-		cfg.ModelName = DefaultModel
+	if cfg.History == nil {
+		cfg.History = memory.New(memory.Config{})
 	}
-	if cfg.MaxTokens == 0 {
-		cfg.MaxTokens = llm.DefaultMaxTokens
-	}
-	if th := cfg.Thinking; th != nil && !th.Adaptive && th.BudgetTokens >= cfg.MaxTokens {
+	if th, max := cfg.Thinking, cfg.History.Config().MaxTokens; th != nil && !th.Adaptive && th.BudgetTokens >= max {
 		// The API's rule: the thinking budget is part of max_tokens.
-		return nil, fmt.Errorf("agent: Config.Thinking.BudgetTokens (%d) must be below MaxTokens (%d)",
-			th.BudgetTokens, cfg.MaxTokens)
+		return nil, fmt.Errorf("agent: Config.Thinking.BudgetTokens (%d) must be below the history's MaxTokens (%d)",
+			th.BudgetTokens, max)
 	}
 	if cfg.MaxIterations == 0 {
 		cfg.MaxIterations = DefaultMaxIterations
 	}
 	if cfg.MaxAttempts == 0 {
-		cfg.MaxAttempts = DefaultMaxAttempts
+		cfg.MaxAttempts = 3
 	}
 	if cfg.RepeatLimit == 0 {
-		cfg.RepeatLimit = DefaultRepeatLimit
+		cfg.RepeatLimit = 3
 	}
-	if cfg.History == nil {
-		cfg.History = memory.New(memory.Config{Model: cfg.ModelName, MaxTokens: cfg.MaxTokens})
+	if cfg.Registry == nil {
+		cfg.Registry = tool.NewRegistry(tool.Config{Logger: cfg.Logger})
 	}
-	cfg.History.SetDefaultModel(cfg.ModelName) // summaries need a model
-	if cfg.Pricing == nil {
-		cfg.Pricing = memory.DefaultPricing
+	for _, t := range cfg.Tools {
+		if got, ok := cfg.Registry.Lookup(t.Name()); ok && got == t {
+			continue // shared with another agent
+		}
+		if err := cfg.Registry.Register(t); err != nil {
+			return nil, fmt.Errorf("agent: Config.Tools: %w", err)
+		}
 	}
 	a := &Agent{cfg: cfg, model: cfg.Model, log: cfg.Logger, retryDelay: llm.Backoff}
 	if cfg.Middleware != nil {
@@ -186,16 +175,19 @@ const (
 	// an unknown stop reason.
 	Finished State = "finished"
 	// Refused means the model's safety classifiers stopped the turn. The
-	// run's prompt and turns are taken back out of the history.
+	// history is as it was before the run: the refused exchange is taken
+	// back out of it.
 	Refused State = "refused"
-	// IterationLimit means the run hit Config.IterationLimit.
+	// IterationLimit means the run hit Config.MaxIterations.
 	IterationLimit State = "iteration_limit"
-	// Truncated means the answer was cut off by Config.Truncated.
+	// Truncated means the answer was cut off by the history's MaxTokens.
 	Truncated State = "truncated"
 	// Cancelled means the context was cancelled, or the caller stopped
-	// reading the stream.
+	// reading the stream. The prompt and the answer shown so far stay in
+	// the history, the answer marked as interrupted.
 	Cancelled State = "cancelled"
-	// Failed means an error ended the run; it is returned alongside.
+	// Failed means an error ended the run; it is returned alongside. The
+	// history is as it was before the run.
 	Failed State = "failed"
 	// TimeLimit means the run hit Config.MaxDuration.
 	TimeLimit State = "time_limit"
@@ -214,7 +206,8 @@ type Result struct {
 	Iterations int `json:"iterations"`
 	// Usage sums token use over the run's model calls, retries included.
 	Usage llm.Usage `json:"usage"`
-	// CostUSD prices Usage with Config.Pricing.
+	// CostUSD prices Usage at the model's price in [llm.Models]; zero for
+	// a model the table does not know.
 	CostUSD float64 `json:"cost_usd"`
 }
 

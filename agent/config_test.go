@@ -8,6 +8,9 @@ import (
 
 	at "github.com/agentloop/agentloop/anthropictest"
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/memory"
+	"github.com/agentloop/agentloop/tool"
+	"github.com/agentloop/agentloop/tools/calculator"
 )
 
 func TestNew(t *testing.T) {
@@ -20,13 +23,13 @@ func TestNew(t *testing.T) {
 		{"zero value with a model", Config{Model: model}, ""},
 		{"no model", Config{}, "Model is required"},
 		{"negative MaxIterations", Config{Model: model, MaxIterations: -1}, "MaxIterations is negative"},
-		{"negative MaxTokens", Config{Model: model, MaxTokens: -5}, "MaxTokens is negative"},
 		{"negative MaxDuration", Config{Model: model, MaxDuration: -time.Second}, "MaxDuration is negative"},
 		{"negative MaxTotalTokens", Config{Model: model, MaxTotalTokens: -1}, "MaxTotalTokens is negative"},
 		{"negative MaxAttempts", Config{Model: model, MaxAttempts: -1}, "MaxAttempts is negative"},
-		{"thinking budget over MaxTokens", Config{Model: model, MaxTokens: 1000, Thinking: &llm.ThinkingConfig{BudgetTokens: 1000}}, "BudgetTokens"},
+		{"thinking budget over MaxTokens", Config{Model: model, History: memory.New(memory.Config{MaxTokens: 1000}), Thinking: &llm.ThinkingConfig{BudgetTokens: 1000}}, "BudgetTokens"},
 		{"thinking budget over the default MaxTokens", Config{Model: model, Thinking: &llm.ThinkingConfig{BudgetTokens: llm.DefaultMaxTokens}}, "BudgetTokens"},
-		{"adaptive thinking needs no budget", Config{Model: model, MaxTokens: 1000, Thinking: &llm.ThinkingConfig{Adaptive: true}}, ""},
+		{"adaptive thinking needs no budget", Config{Model: model, History: memory.New(memory.Config{MaxTokens: 1000}), Thinking: &llm.ThinkingConfig{Adaptive: true}}, ""},
+		{"a tool twice", Config{Model: model, Tools: []*tool.Tool{calculator.New(), calculator.New()}}, "duplicate tool name"},
 		{"middleware returning nil", Config{Model: model, Middleware: func(llm.Model) llm.Model { return nil }}, "nil Model"},
 	}
 	for _, tt := range tests {
@@ -37,12 +40,9 @@ func TestNew(t *testing.T) {
 					t.Fatalf("New: %v", err)
 				}
 				c := a.cfg
-				if c.ModelName != DefaultModel || c.MaxIterations != DefaultMaxIterations || c.RepeatLimit != DefaultRepeatLimit ||
-					c.MaxAttempts != DefaultMaxAttempts || a.History() == nil || c.Pricing == nil || a.log == nil {
+				if c.MaxIterations != DefaultMaxIterations || c.RepeatLimit != 3 || c.MaxAttempts != 3 ||
+					a.History() == nil || c.Registry == nil || a.log == nil {
 					t.Errorf("defaults not filled: %+v", c)
-				}
-				if tt.cfg.MaxTokens == 0 && c.MaxTokens != llm.DefaultMaxTokens {
-					t.Errorf("MaxTokens = %d", c.MaxTokens)
 				}
 				return
 			}
@@ -62,12 +62,11 @@ func TestRequestShape(t *testing.T) {
 	for _, disable := range []bool{false, true} {
 		srv, client := fake(t, at.NewStream().Text("ok").Stop("end_turn"))
 		a := newAgent(t, client, Config{
-			ModelName:    "claude-haiku-4-5",
+			History:      memory.New(memory.Config{Model: "claude-haiku-4-5", MaxTokens: 4000}),
 			System:       "sys",
-			MaxTokens:    4000,
 			Thinking:     &llm.ThinkingConfig{BudgetTokens: 1024},
 			DisableCache: disable,
-			Tools:        newTools(t).reg,
+			Registry:     newTools(t).reg,
 		})
 		if _, err := a.Run(t.Context(), "hi"); err != nil {
 			t.Fatal(err)

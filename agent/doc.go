@@ -8,7 +8,7 @@
 //
 //	a, err := agent.New(agent.Config{
 //		Model: llm.New(llm.Config{APIKey: key}),
-//		Tools: tools, // a *tool.Registry
+//		Tools: []*tool.Tool{weather},
 //	})
 //	for ev, err := range a.Stream(ctx, "What is 3 + 5?") {
 //		switch ev := ev.(type) {
@@ -29,8 +29,8 @@
 //
 // end_turn and stop_sequence finish the run. tool_use acts. pause_turn
 // sends the turn back as it is and goes on. refusal ends the run in state
-// [Refused] and takes the refused exchange (the run's prompt and turns)
-// back out of the history, so that it is not sent again with the next one.
+// [Refused] and rolls the history back to where it was before the run, so
+// that the refused exchange is not sent again with the next prompt.
 // model_context_window_exceeded, like a 400 "prompt is too long", compacts
 // the history once and asks again. An unknown stop reason is end_turn,
 // with a log line.
@@ -50,11 +50,13 @@
 // [Config.MaxAttempts], if the error is transient ([llm.IsRetryable]). A
 // [Retry] event with Discard set tells the caller to throw away what it
 // showed of the failed attempt; calls that attempt started are cancelled,
-// and nothing of it reaches the history, error text included.
+// and nothing of it reaches the history. A run that fails for good leaves
+// the history exactly as it was before the run.
 //
 // # Cancellation
 //
 // Cancelling the context, or stopping the range over Stream, returns
-// promptly: the model stream and running tools are cancelled, and the
-// history is repaired so that the next run can continue from it.
+// promptly: the model stream and running tools are cancelled. The history
+// keeps the prompt and the answer shown so far, marked "[interrupted]",
+// so that the next run continues from a complete exchange.
 package agent

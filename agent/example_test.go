@@ -13,11 +13,39 @@ import (
 	"github.com/agentloop/agentloop/tools/calculator"
 )
 
-// The calculator loop, against the in-process fake server: the model asks
-// for two calculations, one turn each, then answers. Each tool call starts
-// as soon as its input is complete; its result goes back in the next
-// request.
+// The shortest real program: one custom tool, and an agent that calls it.
+// The fake API plays the model's two turns; against the real one, drop srv
+// and give llm.Config an APIKey.
 func Example() {
+	srv := anthropictest.NewServer(
+		anthropictest.NewStream().ToolUse("toolu_1", "weather", `{"city": "Oslo"}`).Stop("tool_use"),
+		anthropictest.NewStream().Text("It is 4 °C in Oslo.").Stop("end_turn"),
+	)
+	defer srv.Close()
+
+	type place struct {
+		City string `json:"city"`
+	}
+	weather, err := tool.New("weather", "Today's temperature in a city.", func(ctx context.Context, p place) (string, error) {
+		return "4 °C in " + p.City, nil
+	})
+	if err != nil {
+		panic(err)
+	}
+	a, err := agent.New(agent.Config{Model: llm.New(llm.Config{BaseURL: srv.URL}), Tools: []*tool.Tool{weather}})
+	if err != nil {
+		panic(err)
+	}
+	res, err := a.Run(context.Background(), "How warm is it in Oslo?")
+	fmt.Println(res.Text, err)
+	// Output:
+	// It is 4 °C in Oslo. <nil>
+}
+
+// The calculator loop, streamed: the model asks for two calculations, one
+// turn each, then answers. Each tool call starts as soon as its input is
+// complete; its result goes back in the next request.
+func ExampleAgent_Stream() {
 	// The fake server plays the model's three turns. The tool input
 	// arrives in fragments, as the real API sends it.
 	srv := anthropictest.NewServer(
@@ -32,13 +60,9 @@ func Example() {
 	)
 	defer srv.Close()
 
-	tools := tool.NewRegistry(tool.Config{})
-	if err := tools.Register(calculator.New()); err != nil {
-		panic(err)
-	}
 	a, err := agent.New(agent.Config{
 		Model: llm.New(llm.Config{BaseURL: srv.URL, APIKey: "test"}),
-		Tools: tools,
+		Tools: []*tool.Tool{calculator.New()},
 	})
 	if err != nil {
 		panic(err)
@@ -82,12 +106,9 @@ func ExampleAgent_Run() {
 		anthropictest.NewStream().Text("I was not allowed to calculate.").Stop("end_turn"),
 	)
 	defer srv.Close()
-	tools := tool.NewRegistry(tool.Config{})
-	tools.Register(calculator.New())
-
 	a, _ := agent.New(agent.Config{
 		Model: llm.New(llm.Config{BaseURL: srv.URL, HTTPClient: &http.Client{}}),
-		Tools: tools,
+		Tools: []*tool.Tool{calculator.New()},
 		Approve: func(ctx context.Context, call tool.Call) error {
 			return errors.New("read-only session")
 		},

@@ -89,7 +89,7 @@ func TestMidStreamFailure(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, client := fake(t, tt.replies...)
 			tools := newTools(t)
-			a := newAgent(t, client, Config{Tools: tools.reg})
+			a := newAgent(t, client, Config{Registry: tools.reg})
 			evs, res, err := collect(t, a.Stream(t.Context(), "What is the answer?"))
 			if diff := cmp.Diff(tt.events, kinds(evs, false)); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
@@ -118,17 +118,17 @@ func TestMidStreamFailure(t *testing.T) {
 			if n := len(srv.Requests()); n != tt.requests {
 				t.Errorf("%d requests, want %d", n, tt.requests)
 			}
-			// The history holds the user's message and, on success, the
-			// final turn: no partial turn, no error text, no tool call of
-			// a failed attempt.
+			// On success the history holds the user's message and the final
+			// turn: no partial turn, no error text, no tool call of a failed
+			// attempt. A failed run leaves it as it was: empty.
 			msgs := a.History().Messages()
 			var roles []string
 			for _, m := range msgs {
 				roles = append(roles, fmt.Sprintf("%s:%s", m.Role, llm.TextOf(m.Content)))
 			}
-			want := []string{"user:What is the answer?"}
+			var want []string
 			if tt.state == Finished {
-				want = append(want, "assistant:The answer is 42.")
+				want = []string{"user:What is the answer?", "assistant:The answer is 42."}
 			}
 			if diff := cmp.Diff(want, roles); diff != "" {
 				t.Errorf("history (-want +got):\n%s", diff)
@@ -205,14 +205,13 @@ func TestCompactBeforeRequest(t *testing.T) {
 	}
 }
 
-// TestSummaryUsesAgentModel checks that a caller's History configured
-// without a model summarises with the agent's ModelName, rather than
-// sending a summary call with no model and falling back to a hard cut.
-func TestSummaryUsesAgentModel(t *testing.T) {
+// TestSummaryUsesHistoryModel checks that the model named once, in the
+// history's Config, is the model of the turns and of the summaries.
+func TestSummaryUsesHistoryModel(t *testing.T) {
 	const model = "claude-haiku-4-5"
 	srv, client := fake(t, summarising(at.NewStream().Text("ok").Stop("end_turn")))
-	h := fill(memory.New(memory.Config{ContextWindow: 20_000, MaxTokens: 1000, KeepRecent: 1}), 25)
-	a := newAgent(t, client, Config{ModelName: model, History: h})
+	h := fill(memory.New(memory.Config{Model: model, ContextWindow: 20_000, MaxTokens: 1000, KeepRecent: 1}), 25)
+	a := newAgent(t, client, Config{History: h})
 	evs, res, err := collect(t, a.Stream(t.Context(), "go on"))
 	if err != nil || res.State != Finished {
 		t.Fatalf("result %+v, %v", res, err)
@@ -221,8 +220,10 @@ func TestSummaryUsesAgentModel(t *testing.T) {
 	if len(reqs) != 2 || !isSummary(reqs[0]) {
 		t.Fatalf("%d requests, want summary, turn", len(reqs))
 	}
-	if p, err := reqs[0].Params(); err != nil || p.Model != model {
-		t.Errorf("summary request model = %+v, %v; want %q", p, err, model)
+	for i, r := range reqs {
+		if p, err := r.Params(); err != nil || p.Model != model {
+			t.Errorf("request %d model = %+v, %v; want %q", i, p, err, model)
+		}
 	}
 	c := eventsOf[Compacted](evs)
 	if len(c) != 1 || !slices.ContainsFunc(c[0].Steps, func(s string) bool { return strings.HasPrefix(s, "summarised") }) {
@@ -239,8 +240,8 @@ func TestSummaryUsesAgentModel(t *testing.T) {
 // anyway for the API to judge.
 func TestCompactionReportedWhenStillTooLong(t *testing.T) {
 	srv, client := fake(t, summarising(at.NewStream().Text("ok").Stop("end_turn")))
-	h := memory.New(memory.Config{Model: DefaultModel, ContextWindow: 20_000, MaxTokens: 1000, KeepRecent: 1})
-	h.AppendUserText("Read the file.")
+	h := memory.New(memory.Config{Model: llm.DefaultModel, ContextWindow: 20_000, MaxTokens: 1000, KeepRecent: 1})
+	h.AppendUser(llm.Text{Text: "Read the file."})
 	h.AppendAssistant(llm.Message{Role: llm.Assistant, Content: []llm.Block{
 		llm.ToolUse{ID: "toolu_1", Name: "echo", Input: []byte(`{"text":"x"}`)}}}, llm.Usage{})
 	h.AppendToolResults([]llm.ToolResult{{ToolUseID: "toolu_1", Content: []llm.Block{llm.Text{Text: strings.Repeat("file ", 2000)}}}})

@@ -272,3 +272,22 @@ func snake(name string) string {
 	}
 	return b.String()
 }
+
+// texts returns each message of h as "role: text", the text of its blocks
+// (tool results' included) joined by "|".
+func texts(h *memory.History) []string {
+	var out []string
+	for _, m := range h.Messages() {
+		var parts []string
+		for _, b := range m.Content {
+			switch b := b.(type) {
+			case llm.Text:
+				parts = append(parts, b.Text)
+			case llm.ToolResult:
+				parts = append(parts, llm.TextOf(b.Content))
+			}
+		}
+		out = append(out, string(m.Role)+": "+strings.Join(parts, "|"))
+	}
+	return out
+}

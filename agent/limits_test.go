@@ -35,7 +35,7 @@ func TestMaxIterations(t *testing.T) {
 	for _, final := range []bool{false, true} {
 		t.Run(fmt.Sprint("FinalAnswer=", final), func(t *testing.T) {
 			srv, client := fake(t, toolForever())
-			a := newAgent(t, client, Config{Tools: newTools(t).reg, MaxIterations: 3, FinalAnswer: final})
+			a := newAgent(t, client, Config{Registry: newTools(t).reg, MaxIterations: 3, FinalAnswer: final})
 			_, res, err := collect(t, a.Stream(t.Context(), "loop"))
 			if err != nil {
 				t.Fatal(err)
@@ -64,7 +64,7 @@ func TestMaxIterations(t *testing.T) {
 
 func TestMaxTotalTokens(t *testing.T) {
 	srv, client := fake(t, toolForever())
-	a := newAgent(t, client, Config{Tools: newTools(t).reg, MaxTotalTokens: 1500})
+	a := newAgent(t, client, Config{Registry: newTools(t).reg, MaxTotalTokens: 1500})
 	_, res, err := collect(t, a.Stream(t.Context(), "loop"))
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +85,7 @@ func TestMaxDuration(t *testing.T) {
 				reply = at.NewStream().ToolUse("toolu_1", "block", `{"n":1}`).Stop("tool_use")
 			}
 			_, client := fake(t, reply)
-			a := newAgent(t, client, Config{Tools: newTools(t).reg, MaxDuration: 50 * time.Millisecond})
+			a := newAgent(t, client, Config{Registry: newTools(t).reg, MaxDuration: 50 * time.Millisecond})
 			_, res, err := collect(t, a.Stream(t.Context(), "slow"))
 			if err != nil || res.State != TimeLimit {
 				t.Errorf("result = %+v, %v; want state %q and no error", res, err, TimeLimit)
@@ -114,15 +114,16 @@ func TestCancel(t *testing.T) {
 		if res.State != Cancelled || !errors.Is(err, context.Canceled) {
 			t.Errorf("result = %+v, %v; want cancelled with context.Canceled", res, err)
 		}
-		if n := len(a.History().Messages()); n != 1 {
-			t.Errorf("history has %d messages, want the user's only", n)
+		// The prompt stays, and so does the answer the user saw, marked.
+		if diff := cmp.Diff([]string{"user: hi", "assistant: partial|[interrupted]"}, texts(a.History())); diff != "" {
+			t.Errorf("history (-want +got):\n%s", diff)
 		}
 		validHistory(t, a.History())
 	})
 	t.Run("mid-tool", func(t *testing.T) {
-		_, client := fake(t, at.NewStream().ToolUse("toolu_1", "block", `{"n":1}`).Stop("tool_use"))
+		_, client := fake(t, at.NewStream().Text("Let me wait.").ToolUse("toolu_1", "block", `{"n":1}`).Stop("tool_use"))
 		tt := newTools(t)
-		a := newAgent(t, client, Config{Tools: tt.reg})
+		a := newAgent(t, client, Config{Registry: tt.reg})
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		var res Result
@@ -140,10 +141,12 @@ func TestCancel(t *testing.T) {
 		if res.State != Cancelled || !errors.Is(err, context.Canceled) {
 			t.Errorf("result = %+v, %v; want cancelled with context.Canceled", res, err)
 		}
-		// The call stays in the history, answered.
-		msgs := a.History().Messages()
-		if len(msgs) != 3 {
-			t.Errorf("history = %+v, want user, tool call, result", msgs)
+		// The call stays in the history, answered, and the turn that did
+		// not come is marked as interrupted, without repeating the text
+		// of the turn that did.
+		want := []string{"user: hi", "assistant: Let me wait.", "user: cancelled: the tool call did not finish (context canceled)", "assistant: [interrupted]"}
+		if diff := cmp.Diff(want, texts(a.History())); diff != "" {
+			t.Errorf("history (-want +got):\n%s", diff)
 		}
 		validHistory(t, a.History())
 	})
@@ -160,12 +163,15 @@ func TestCancel(t *testing.T) {
 		if _, ok := last.(TextDelta); !ok {
 			t.Errorf("last event %T", last)
 		}
+		if diff := cmp.Diff([]string{"user: hi", "assistant: partial|[interrupted]"}, texts(a.History())); diff != "" {
+			t.Errorf("history (-want +got):\n%s", diff)
+		}
 		validHistory(t, a.History())
 	})
 	t.Run("caller stops reading mid-tool", func(t *testing.T) {
 		_, client := fake(t, at.NewStream().ToolUse("toolu_1", "block", `{"n":1}`).Stop("tool_use"))
 		tt := newTools(t)
-		a := newAgent(t, client, Config{Tools: tt.reg})
+		a := newAgent(t, client, Config{Registry: tt.reg})
 		for ev := range a.Stream(t.Context(), "hi") {
 			// Stop once the tool is running: the turn has ended, and the
 			// loop waits for the result.
@@ -199,7 +205,7 @@ func TestApprove(t *testing.T) {
 	tt := newTools(t)
 	var asked []string
 	a := newAgent(t, client, Config{
-		Tools: tt.reg,
+		Registry: tt.reg,
 		Approve: func(ctx context.Context, call tool.Call) error {
 			asked = append(asked, call.ID)
 			if call.Name == "calculator" {
@@ -236,7 +242,7 @@ func TestRepeatLimit(t *testing.T) {
 		at.NewStream().Text("ok").Stop("end_turn"),
 	)
 	tt := newTools(t)
-	a := newAgent(t, client, Config{Tools: tt.reg})
+	a := newAgent(t, client, Config{Registry: tt.reg})
 	evs, _, err := collect(t, a.Stream(t.Context(), "go"))
 	if err != nil {
 		t.Fatal(err)

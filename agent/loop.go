@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strings"
 
 	"github.com/agentloop/agentloop/llm"
-	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/tool"
 )
 
@@ -26,8 +26,15 @@ import (
 // error when the run ended in any state but [Failed] and [Cancelled]. On a
 // failure it comes with the error, which wraps any [*llm.APIError]; on
 // cancellation, with ctx.Err(). If the caller stops reading early, the run
-// is cancelled and no Done is sent. In every case the history is left
-// valid, and no goroutine the run started outlives it.
+// is cancelled and no Done is sent. No goroutine the run started outlives
+// it.
+//
+// The history is always left valid. A run that fails, or is refused,
+// leaves it exactly as it was before the run, compactions included, so
+// that nothing of it is sent again. A run cut short (cancelled, stopped,
+// out of time) keeps its prompt, the turns it completed, and the answer
+// shown so far as an assistant turn marked "[interrupted]", so that the
+// next prompt follows a complete exchange.
 func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		if !a.busy.CompareAndSwap(false, true) {
@@ -43,21 +50,29 @@ func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error
 			ctx, stop = context.WithTimeoutCause(ctx, a.cfg.MaxDuration, errMaxDuration)
 			defer stop()
 		}
-		r := &run{Agent: a, ctx: ctx, cancel: cancel, yield: yield}
-		if a.cfg.Tools != nil {
-			r.specs = a.cfg.Tools.Specs()
-		}
+		h := a.cfg.History
+		r := &run{Agent: a, ctx: ctx, cancel: cancel, yield: yield, specs: a.cfg.Registry.Specs(), modelName: h.Config().Model}
+		rollback := h.Checkpoint()
 		state, err := r.loop(input)
-		a.cfg.History.Repair() // whatever happened, leave a history the API accepts
 		switch {
 		case r.stopped:
-			return
+			state = Cancelled
 		case err != nil && context.Cause(ctx) == errMaxDuration:
 			state, err = TimeLimit, nil
 		case err != nil && parent.Err() != nil:
 			state, err = Cancelled, parent.Err()
 		case err != nil:
 			state, err = Failed, fmt.Errorf("agent: iteration %d: %w", r.iter, err)
+		}
+		switch {
+		case state == Failed || state == Refused:
+			rollback()
+		case state == Cancelled || state == TimeLimit:
+			r.interrupted()
+		}
+		h.Repair() // whatever happened, leave a history the API accepts
+		if r.stopped {
+			return
 		}
 		done := Done{Result: Result{Text: r.text, State: state, Iterations: r.iter, Usage: r.usage, CostUSD: r.cost()}}
 		if err != nil {
@@ -67,28 +82,46 @@ func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error
 	}
 }
 
-// Errors the loop makes for itself. errContextWindow reads as a prompt
-// that is too long to memory.IsPromptTooLong, which it is.
+// interruptedText marks an assistant turn that a cancellation cut short.
+const interruptedText = "[interrupted]"
+
+// interrupted ends the history of a run cut short with the answer shown so
+// far, marked as interrupted, unless the last message already answers the
+// user's.
+func (r *run) interrupted() {
+	if msgs := r.cfg.History.Messages(); len(msgs) == 0 || msgs[len(msgs)-1].Role != llm.User {
+		return
+	}
+	var blocks []llm.Block
+	if shown := r.shown.String(); strings.TrimSpace(shown) != "" {
+		blocks = append(blocks, llm.Text{Text: shown})
+	}
+	r.cfg.History.AppendAssistant(llm.Message{Role: llm.Assistant, Content: append(blocks, llm.Text{Text: interruptedText})}, llm.Usage{})
+}
+
+// Errors the loop makes for itself. A turn that ran out of context window
+// is, to the loop, a prompt that is too long.
 var (
 	errMaxDuration   = errors.New("agent: Config.MaxDuration exceeded")
-	errContextWindow = errors.New("agent: stop_reason model_context_window_exceeded")
+	errNoPrompt      = errors.New("agent: the prompt is empty")
+	errContextWindow = fmt.Errorf("agent: stop_reason model_context_window_exceeded: %w", llm.ErrPromptTooLong)
 )
 
 // A run is the state of one call of Stream.
 type run struct {
 	*Agent
-	ctx     context.Context // cancelled when the caller stops reading or MaxDuration passes
-	cancel  context.CancelCauseFunc
-	yield   func(Event, error) bool
-	stopped bool // the caller stopped reading
-	specs   []llm.ToolSpec
-	iter    int       // model calls so far
-	usage   llm.Usage // summed over every model call, retries included
-	text    string    // text of the latest turn
-	repeats repeats
-	start   int    // history length before this run's input
-	reshape bool   // compaction rewrote the history during this run
-	cont    string // latest code execution container id; see keepContainer
+	ctx       context.Context // cancelled when the caller stops reading or MaxDuration passes
+	cancel    context.CancelCauseFunc
+	yield     func(Event, error) bool
+	stopped   bool // the caller stopped reading
+	specs     []llm.ToolSpec
+	iter      int       // model calls so far
+	usage     llm.Usage // summed over every model call, retries included
+	text      string    // text of the latest turn
+	repeats   repeats
+	modelName string          // the history's model, which the turns go to
+	shown     strings.Builder // text the current attempt has shown, for an interrupted run
+	cont      string          // latest code execution container id, for the next request
 }
 
 // emit yields e unless the caller has stopped reading. When the caller
@@ -102,17 +135,19 @@ func (r *run) emit(e Event) {
 
 // cost prices the run's usage so far.
 func (r *run) cost() float64 {
-	usd, _ := r.cfg.Pricing.Cost(r.cfg.ModelName, r.usage)
-	return usd
+	m, _ := llm.LookupModel(r.modelName)
+	return m.Price.Cost(r.usage)
 }
 
 // loop is the think → act → observe cycle. It returns how the run ended;
 // Stream turns an error into a state.
 func (r *run) loop(input string) (State, error) {
+	if strings.TrimSpace(input) == "" {
+		return Failed, errNoPrompt
+	}
 	h := r.cfg.History
 	h.SetPrefix(r.cfg.System, r.specs)
-	r.start = h.Len()
-	h.AppendUserText(input)
+	h.AppendUser(llm.Text{Text: input})
 	for {
 		if err := r.ctx.Err(); err != nil {
 			return Cancelled, err
@@ -166,22 +201,24 @@ func (r *run) turn(final bool) (*turn, error) {
 			return nil, err
 		}
 		r.emit(TurnStart{Iteration: r.iter})
+		r.shown.Reset()
 		t, err := r.think(req, final)
 		r.usage = r.usage.Add(t.usage)
 		if err == nil {
+			r.shown.Reset() // the turn goes into the history whole
 			r.emit(UsageUpdate{Turn: t.usage, Total: r.usage, CostUSD: r.cost()})
 			return t, nil
 		}
 		switch {
 		case r.ctx.Err() != nil:
 			return nil, context.Cause(r.ctx)
-		case !compacted && memory.IsPromptTooLong(err):
+		case !compacted && errors.Is(err, llm.ErrPromptTooLong):
 			compacted = true
 			r.cfg.History.MarkOverflow(err)
 			if cerr := r.compact(); cerr != nil {
 				return nil, fmt.Errorf("%w (compacting after it: %v)", err, cerr)
 			}
-		case t.yielded && attempt < r.cfg.MaxAttempts && llm.IsRetryable(err):
+		case t.yielded && attempt < r.cfg.MaxAttempts && llm.IsRetryable(err) && !tooLongToWait(err):
 			r.log.Warn("agent: model turn failed mid-stream; retrying", "attempt", attempt, "err", err)
 			if err := sleep(r.ctx, r.retryDelay(attempt, err)); err != nil {
 				return nil, err
@@ -204,7 +241,13 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 	var asm llm.Assembler
 	defer func() {
 		t.usage = asm.Usage() // a failed attempt is billed too
-		r.keepContainer(asm.Container())
+		// A turn that ran code (programmatic tool calling in particular)
+		// can only go on in the same container, and the API knows which
+		// only if the request names it. Even a failed attempt's container
+		// is kept, since its retry may continue there.
+		if id := asm.Container(); id != "" {
+			r.cont = id
+		}
 		if err != nil {
 			t.discard()
 		}
@@ -219,10 +262,10 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 		switch ev := ev.(type) {
 		case llm.TextStart:
 			if ev.Text != "" {
-				r.emit(TextDelta{Text: ev.Text})
+				r.showText(ev.Text)
 			}
 		case llm.TextDelta:
-			r.emit(TextDelta{Text: ev.Text})
+			r.showText(ev.Text)
 		case llm.ThinkingDelta:
 			if ev.Thinking != "" {
 				r.emit(ThinkingDelta{Thinking: ev.Thinking})
@@ -274,9 +317,8 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 func (r *run) observe(t *turn) (State, bool) {
 	switch {
 	case t.stop == llm.Refusal:
-		// Take the refused exchange back, as the API asks.
+		// Stream takes the refused exchange back, as the API asks.
 		t.discard()
-		r.takeBack()
 		return Refused, false
 	case len(t.calls) > 0:
 		// Whatever the stop reason (tool_use, or max_tokens cutting a later

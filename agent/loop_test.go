@@ -13,7 +13,6 @@ import (
 
 	at "github.com/agentloop/agentloop/anthropictest"
 	"github.com/agentloop/agentloop/llm"
-	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/tool"
 )
 
@@ -30,7 +29,8 @@ func TestTextTurn(t *testing.T) {
 	}
 	wantRes := Result{Text: "Hello", State: Finished, Iterations: 1,
 		Usage: llm.Usage{InputTokens: 12, OutputTokens: 2}}
-	wantRes.CostUSD, _ = memory.DefaultPricing.Cost(DefaultModel, wantRes.Usage)
+	m, _ := llm.LookupModel(llm.DefaultModel)
+	wantRes.CostUSD = m.Price.Cost(wantRes.Usage)
 	if diff := cmp.Diff(wantRes, res); diff != "" {
 		t.Errorf("result (-want +got):\n%s", diff)
 	}
@@ -38,7 +38,7 @@ func TestTextTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Model != DefaultModel || p.MaxTokens != llm.DefaultMaxTokens || !p.Stream {
+	if p.Model != llm.DefaultModel || p.MaxTokens != llm.DefaultMaxTokens || !p.Stream {
 		t.Errorf("request params = %+v", p)
 	}
 	msgs := a.History().Messages()
@@ -54,7 +54,7 @@ func TestToolLoop(t *testing.T) {
 		at.NewStream().Text("3 + 5 = 8").Stop("end_turn"),
 	)
 	tt := newTools(t)
-	a := newAgent(t, client, Config{Tools: tt.reg})
+	a := newAgent(t, client, Config{Registry: tt.reg})
 	evs, res, err := collect(t, a.Stream(t.Context(), "What is 3 + 5?"))
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func TestParallelTools(t *testing.T) {
 		at.NewStream().Text("done").Stop("end_turn"),
 	)
 	tt := newTools(t)
-	a := newAgent(t, client, Config{Tools: tt.reg})
+	a := newAgent(t, client, Config{Registry: tt.reg})
 	_, _, err := collect(t, a.Stream(t.Context(), "go"))
 	if err != nil {
 		t.Fatal(err)
@@ -193,7 +193,7 @@ func TestToolDuration(t *testing.T) {
 				}
 			}
 		})
-		a := newAgent(t, slowModel, Config{Tools: reg})
+		a := newAgent(t, slowModel, Config{Registry: reg})
 		evs, _, err := collect(t, a.Stream(t.Context(), "go"))
 		if err != nil {
 			t.Fatal(err)
@@ -215,7 +215,7 @@ func TestContainer(t *testing.T) {
 		at.NewStream().ToolUse("toolu_3", "echo", `{"text":"c"}`).Container("container_2").Stop("tool_use"),
 		at.NewStream().Text("done").Stop("end_turn"),
 	)
-	a := newAgent(t, client, Config{Tools: newTools(t).reg})
+	a := newAgent(t, client, Config{Registry: newTools(t).reg})
 	if _, _, err := collect(t, a.Stream(t.Context(), "go")); err != nil {
 		t.Fatal(err)
 	}

@@ -29,8 +29,8 @@ func (r *run) request(final bool) (llm.Request, error) {
 		}
 	}
 	req := llm.Request{
-		Model:     r.cfg.ModelName,
-		MaxTokens: r.cfg.MaxTokens,
+		Model:     r.modelName,
+		MaxTokens: h.Config().MaxTokens,
 		System:    r.cfg.System,
 		Messages:  h.Messages(),
 		Tools:     r.specs,
@@ -45,18 +45,6 @@ func (r *run) request(final bool) (llm.Request, error) {
 	return req, nil
 }
 
-// keepContainer remembers id, the code execution container a turn ran in,
-// for the run's later requests: a turn that ran code (programmatic tool
-// calling in particular) can only go on in the same container, and the
-// API knows which only if the request names it. A turn that reports none
-// leaves the last one in place. Even a failed attempt's container is kept,
-// since its retry may continue there.
-func (r *run) keepContainer(id string) {
-	if id != "" {
-		r.cont = id
-	}
-}
-
 // compact compacts the history and reports it, also when it could not get
 // under the limit but changed the history on the way. The summary calls it
 // makes count in the run's usage.
@@ -64,21 +52,23 @@ func (r *run) compact() error {
 	c, err := r.cfg.History.Compact(r.ctx, r.model)
 	r.usage = r.usage.Add(c.Usage)
 	if err == nil || len(c.Steps) > 0 {
-		r.reshape = true
 		r.log.Info("agent: compacted the history", slog.Int("before", c.Before), slog.Int("after", c.After), slog.Any("err", err))
 		r.emit(Compacted{Before: c.Before, After: c.After, Steps: c.Steps})
 	}
 	return err
 }
 
-// takeBack removes this run's input and every turn after it from the
-// history, so that a refused prompt is not sent again with the next one.
-// After a compaction the run's messages may be merged into a summary; then
-// only the refused turn itself, never appended, is left out.
-func (r *run) takeBack() {
-	if !r.reshape {
-		r.cfg.History.Truncate(r.start)
-	}
+// showText shows text to the caller, and keeps it for an interrupted run.
+func (r *run) showText(text string) {
+	r.shown.WriteString(text)
+	r.emit(TextDelta{Text: text})
+}
+
+// tooLongToWait reports whether the server asked to wait longer before a
+// retry than the llm client would wait: then the turn fails at once.
+func tooLongToWait(err error) bool {
+	ae, ok := errors.AsType[*llm.APIError](err)
+	return ok && ae.RetryAfter > llm.DefaultMaxRetryWait
 }
 
 // sleep waits for d or until ctx is done.

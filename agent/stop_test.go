@@ -43,13 +43,13 @@ func isSummary(r *at.Request) bool {
 // longHistory returns a history with n earlier exchanges, each large
 // enough that compaction has something to do, with a small context window.
 func longHistory(n int) *memory.History {
-	return fill(memory.New(memory.Config{Model: DefaultModel, ContextWindow: 20_000, MaxTokens: 1000, KeepRecent: 1}), n)
+	return fill(memory.New(memory.Config{Model: llm.DefaultModel, ContextWindow: 20_000, MaxTokens: 1000, KeepRecent: 1}), n)
 }
 
 // fill appends n large exchanges to h and returns it.
 func fill(h *memory.History, n int) *memory.History {
 	for i := range n {
-		h.AppendUserText(strings.Repeat("question ", 200) + string(rune('a'+i)))
+		h.AppendUser(llm.Text{Text: strings.Repeat("question ", 200) + string(rune('a'+i))})
 		h.AppendAssistant(llm.Message{Role: llm.Assistant, Content: []llm.Block{llm.Text{Text: strings.Repeat("answer ", 200)}}}, llm.Usage{})
 	}
 	return h
@@ -153,7 +153,7 @@ func TestStopReasons(t *testing.T) {
 			at.NewStream().ToolUse("toolu_1", "echo", `{"text":"x"}`).Stop("tool_use"),
 			at.NewStream().Text("no").Stop("refusal"),
 		},
-		history:  fill(memory.New(memory.Config{Model: DefaultModel}), 1),
+		history:  fill(memory.New(memory.Config{Model: llm.DefaultModel}), 1),
 		state:    Refused,
 		text:     "no",
 		requests: 2,
@@ -228,9 +228,9 @@ func TestStopReasons(t *testing.T) {
 			srv, client := fake(t, tt.replies...)
 			var logs bytes.Buffer
 			a := newAgent(t, client, Config{
-				Tools:   newTools(t).reg,
-				History: tt.history,
-				Logger:  slog.New(slog.NewTextHandler(&logs, nil)),
+				Registry: newTools(t).reg,
+				History:  tt.history,
+				Logger:   slog.New(slog.NewTextHandler(&logs, nil)),
 			})
 			evs, res, err := collect(t, a.Stream(t.Context(), "go"))
 			if err != nil {

@@ -52,7 +52,7 @@ func TestEagerToolStart(t *testing.T) {
 			}
 		})
 	}
-	a := newAgent(t, client, Config{Tools: tt.reg, Middleware: hold})
+	a := newAgent(t, client, Config{Registry: tt.reg, Middleware: hold})
 	released := false
 	for ev, err := range a.Stream(t.Context(), "go") {
 		if _, ok := ev.(ToolDone); ok && !released {
@@ -93,7 +93,7 @@ func TestBlocksVerbatim(t *testing.T) {
 			Stop("tool_use"),
 		at.NewStream().Text("ok").Stop("end_turn"),
 	)
-	a := newAgent(t, client, Config{Tools: newTools(t).reg, Thinking: &llm.ThinkingConfig{BudgetTokens: 2048}})
+	a := newAgent(t, client, Config{Registry: newTools(t).reg, Thinking: &llm.ThinkingConfig{BudgetTokens: 2048}})
 	evs, _, err := collect(t, a.Stream(t.Context(), "go"))
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +167,7 @@ func TestToolInputs(t *testing.T) {
 			srv, client := fake(t, tt.stream.Stop("tool_use"), at.NewStream().Text("ok").Stop("end_turn"))
 			cfg := Config{}
 			if tt.tools {
-				cfg.Tools = newTools(t).reg
+				cfg.Registry = newTools(t).reg
 			}
 			a := newAgent(t, client, cfg)
 			evs, _, err := collect(t, a.Stream(t.Context(), "go"))
@@ -207,7 +207,7 @@ func TestRecordedStreams(t *testing.T) {
 			}
 			rec := at.Replay(sse)
 			srv, client := fake(t, rec, at.Repeat(at.NewStream().Text("ok").Stop("end_turn")))
-			a := newAgent(t, client, Config{Tools: newTools(t).reg, MaxAttempts: 1})
+			a := newAgent(t, client, Config{Registry: newTools(t).reg, MaxAttempts: 1})
 			_, res, err := collect(t, a.Stream(t.Context(), "go"))
 			if err != nil {
 				t.Fatalf("%v (after %d requests)", err, len(srv.Requests()))

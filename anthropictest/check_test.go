@@ -25,7 +25,7 @@ func TestCheckRequest(t *testing.T) {
 	tests := []struct {
 		name string
 		body string
-		want []Rule // nil: the request is valid
+		want []string // nil: the request is valid
 	}{
 		// Valid requests.
 		{"one user message", body(user), nil},
@@ -44,44 +44,46 @@ func TestCheckRequest(t *testing.T) {
 		{"unknown block types pass", body(`{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBO"}},{"type":"brand_new","x":1}]}`), nil},
 
 		// One failing case per rule.
-		{"not JSON", `{"messages":`, []Rule{RuleJSON}},
-		{"content of the wrong type", body(`{"role":"user","content":42}`), []Rule{RuleJSON}},
-		{"model and max_tokens missing", `{"messages":[` + user + `]}`, []Rule{RuleRequired, RuleRequired}},
-		{"no messages", body(``), []Rule{RuleNoMessages}},
-		{"first message from the assistant", body(final + `,` + user), []Rule{RuleFirstUser}},
-		{"system role in messages", body(user + `,{"role":"system","content":"be nice"}`), []Rule{RuleRole}},
-		{"empty string content", body(`{"role":"user","content":""}`), []Rule{RuleEmptyContent}},
-		{"empty content before the end", body(user + `,{"role":"assistant","content":[]},` + user), []Rule{RuleEmptyContent}},
-		{"empty text block", body(`{"role":"user","content":[{"type":"text","text":""}]}`), []Rule{RuleEmptyText}},
-		{"whitespace-only text", body(`{"role":"user","content":[{"type":"text","text":" \n"},{"type":"text","text":"hi"}]}`), []Rule{RuleEmptyText}},
-		{"whitespace-only string content", body(`{"role":"user","content":"  "}`), []Rule{RuleEmptyText}},
-		{"empty text inside a tool result", body(user + `,` + askAdd + `,{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_a","content":[{"type":"text","text":""}]}]}`), []Rule{RuleEmptyText}},
-		{"final assistant ends in whitespace", body(user + `,{"role":"assistant","content":"The answer is "}`), []Rule{RuleTrailingSpace}},
-		{"tool input is an array", body(user + `,{"role":"assistant","content":[{"type":"tool_use","id":"toolu_a","name":"add","input":[2,3]}]},` + answerAdd), []Rule{RuleToolInput}},
-		{"tool input is a JSON string", body(user + `,{"role":"assistant","content":[{"type":"tool_use","id":"toolu_a","name":"add","input":"{\"a\":2}"}]},` + answerAdd), []Rule{RuleToolInput}},
-		{"tool input missing", body(user + `,{"role":"assistant","content":[{"type":"tool_use","id":"toolu_a","name":"add"}]},` + answerAdd), []Rule{RuleToolInput}},
-		{"tool input null", body(user + `,{"role":"assistant","content":[{"type":"tool_use","id":"toolu_a","name":"add","input":null}]},` + answerAdd), []Rule{RuleToolInput}},
-		{"tool id with bad characters", body(user + `,{"role":"assistant","content":[{"type":"tool_use","id":"call.1","name":"add","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"call.1","content":"5"}]}`), []Rule{RuleToolUseID}},
-		{"tool id missing", body(user + `,{"role":"assistant","content":[{"type":"tool_use","name":"add","input":{}}]},` + user), []Rule{RuleToolUseID}},
-		{"tool id reused in a later turn", body(user + `,` + askAdd + `,` + answerAdd + `,` + askAdd + `,` + answerAdd), []Rule{RuleToolUseID}},
-		{"tool use answered by text", body(user + `,` + askAdd + `,` + user), []Rule{RuleToolUnanswered}},
-		{"tool use is the last message", body(user + `,` + askAdd), []Rule{RuleToolUnanswered}},
-		{"one of two parallel tools unanswered", body(user + `,` + askBoth + `,` + answerAdd), []Rule{RuleToolUnanswered}},
-		{"tool use answered a turn late", body(user + `,` + askAdd + `,` + user + `,` + final + `,` + answerAdd), []Rule{RuleToolUnanswered, RuleToolResultOrphan}},
-		{"tool result after text", body(user + `,` + askAdd + `,{"role":"user","content":[{"type":"text","text":"here:"},{"type":"tool_result","tool_use_id":"toolu_a","content":"5"}]}`), []Rule{RuleToolResultFirst}},
-		{"tool result after a merged text message", body(user + `,` + askAdd + `,` + user + `,` + answerAdd), []Rule{RuleToolResultFirst}},
-		{"tool answered twice", body(user + `,` + askAdd + `,{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_a","content":"5"},{"type":"tool_result","tool_use_id":"toolu_a","content":"5"}]}`), []Rule{RuleToolResultOnce}},
-		{"tool result without tool use", body(user + `,` + final + `,` + answerAdd), []Rule{RuleToolResultOrphan}},
-		{"tool result in the first message", body(answerAdd), []Rule{RuleToolResultOrphan}},
-		{"tool result in an assistant message", body(user + `,{"role":"assistant","content":[{"type":"tool_result","tool_use_id":"toolu_a","content":"5"}]}`), []Rule{RuleToolResultOrphan}},
-		{"thinking without signature", body(user + `,{"role":"assistant","content":[{"type":"thinking","thinking":"hmm"},{"type":"text","text":"ok"}]},` + user), []Rule{RuleThinkingSignature}},
-		{"thinking with empty signature", body(user + `,{"role":"assistant","content":[{"type":"thinking","thinking":"hmm","signature":""},{"type":"text","text":"ok"}]},` + user), []Rule{RuleThinkingSignature}},
-		{"redacted thinking without data", body(user + `,{"role":"assistant","content":[{"type":"redacted_thinking"},{"type":"text","text":"ok"}]},` + user), []Rule{RuleThinkingSignature}},
+		{"not JSON", `{"messages":`, []string{"json"}},
+		{"content of the wrong type", body(`{"role":"user","content":42}`), []string{"json"}},
+		{"model and max_tokens missing", `{"messages":[` + user + `]}`, []string{"required", "required"}},
+		{"no messages", body(``), []string{"no-messages"}},
+		{"first message from the assistant", body(final + `,` + user), []string{"first-user"}},
+		{"system role in messages", body(user + `,{"role":"system","content":"be nice"}`), []string{"role"}},
+		{"empty string content", body(`{"role":"user","content":""}`), []string{"empty-content"}},
+		{"empty content before the end", body(user + `,{"role":"assistant","content":[]},` + user), []string{"empty-content"}},
+		{"empty text block", body(`{"role":"user","content":[{"type":"text","text":""}]}`), []string{"empty-text"}},
+		{"whitespace-only text", body(`{"role":"user","content":[{"type":"text","text":" \n"},{"type":"text","text":"hi"}]}`), []string{"empty-text"}},
+		{"whitespace-only string content", body(`{"role":"user","content":"  "}`), []string{"empty-text"}},
+		{"empty text inside a tool result", body(user + `,` + askAdd + `,{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_a","content":[{"type":"text","text":""}]}]}`), []string{"empty-text"}},
+		{"final assistant ends in whitespace", body(user + `,{"role":"assistant","content":"The answer is "}`), []string{"trailing-whitespace"}},
+		{"tool input is an array", body(user + `,{"role":"assistant","content":[{"type":"tool_use","id":"toolu_a","name":"add","input":[2,3]}]},` + answerAdd), []string{"tool-input"}},
+		{"tool input is a JSON string", body(user + `,{"role":"assistant","content":[{"type":"tool_use","id":"toolu_a","name":"add","input":"{\"a\":2}"}]},` + answerAdd), []string{"tool-input"}},
+		{"tool input missing", body(user + `,{"role":"assistant","content":[{"type":"tool_use","id":"toolu_a","name":"add"}]},` + answerAdd), []string{"tool-input"}},
+		{"tool input null", body(user + `,{"role":"assistant","content":[{"type":"tool_use","id":"toolu_a","name":"add","input":null}]},` + answerAdd), []string{"tool-input"}},
+		{"tool id with bad characters", body(user + `,{"role":"assistant","content":[{"type":"tool_use","id":"call.1","name":"add","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"call.1","content":"5"}]}`), []string{"tool-use-id"}},
+		{"tool id missing", body(user + `,{"role":"assistant","content":[{"type":"tool_use","name":"add","input":{}}]},` + user), []string{"tool-use-id"}},
+		{"tool id reused in a later turn", body(user + `,` + askAdd + `,` + answerAdd + `,` + askAdd + `,` + answerAdd), []string{"tool-use-id"}},
+		{"tool use answered by text", body(user + `,` + askAdd + `,` + user), []string{"tool-unanswered"}},
+		{"tool use is the last message", body(user + `,` + askAdd), []string{"tool-unanswered"}},
+		{"one of two parallel tools unanswered", body(user + `,` + askBoth + `,` + answerAdd), []string{"tool-unanswered"}},
+		{"tool use answered a turn late", body(user + `,` + askAdd + `,` + user + `,` + final + `,` + answerAdd), []string{"tool-unanswered", "tool-result-orphan"}},
+		{"tool result after text", body(user + `,` + askAdd + `,{"role":"user","content":[{"type":"text","text":"here:"},{"type":"tool_result","tool_use_id":"toolu_a","content":"5"}]}`), []string{"tool-result-first"}},
+		{"tool result after a merged text message", body(user + `,` + askAdd + `,` + user + `,` + answerAdd), []string{"tool-result-first"}},
+		{"tool answered twice", body(user + `,` + askAdd + `,{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_a","content":"5"},{"type":"tool_result","tool_use_id":"toolu_a","content":"5"}]}`), []string{"tool-result-once"}},
+		{"tool result without tool use", body(user + `,` + final + `,` + answerAdd), []string{"tool-result-orphan"}},
+		{"tool result in the first message", body(answerAdd), []string{"tool-result-orphan"}},
+		{"tool result in an assistant message", body(user + `,{"role":"assistant","content":[{"type":"tool_result","tool_use_id":"toolu_a","content":"5"}]}`), []string{"block-role"}},
+		{"tool use in a user message", body(`{"role":"user","content":[{"type":"tool_use","id":"toolu_a","name":"add","input":{}}]}`), []string{"block-role"}},
+		{"paused turn ending in whitespace", body(user + `,{"role":"assistant","content":[{"type":"text","text":"Searching. "},{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{}},{"type":"text","text":"Found it.\n"}]}`), []string{"trailing-whitespace"}},
+		{"thinking without signature", body(user + `,{"role":"assistant","content":[{"type":"thinking","thinking":"hmm"},{"type":"text","text":"ok"}]},` + user), []string{"thinking-signature"}},
+		{"thinking with empty signature", body(user + `,{"role":"assistant","content":[{"type":"thinking","thinking":"hmm","signature":""},{"type":"text","text":"ok"}]},` + user), []string{"thinking-signature"}},
+		{"redacted thinking without data", body(user + `,{"role":"assistant","content":[{"type":"redacted_thinking"},{"type":"text","text":"ok"}]},` + user), []string{"thinking-signature"}},
 
 		// Every violation is reported, not just the first.
 		{"many at once", body(final + `,{"role":"user","content":[{"type":"text","text":""},{"type":"tool_result","tool_use_id":"toolu_x","content":"?"}]},` +
 			`{"role":"assistant","content":[{"type":"thinking","thinking":"t"},{"type":"tool_use","id":"toolu_b","name":"f","input":[]}]}`),
-			[]Rule{RuleFirstUser, RuleEmptyText, RuleThinkingSignature, RuleToolInput, RuleToolResultOrphan, RuleToolUnanswered}},
+			[]string{"first-user", "empty-text", "thinking-signature", "tool-input", "tool-result-orphan", "tool-unanswered"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,7 +98,11 @@ func TestCheckRequest(t *testing.T) {
 			if !errors.As(err, &ce) {
 				t.Fatalf("CheckRequest = %v, want a *CheckError", err)
 			}
-			if diff := cmp.Diff(tt.want, ce.Rules()); diff != "" {
+			var rules []string
+			for _, v := range ce.Violations {
+				rules = append(rules, v.Rule)
+			}
+			if diff := cmp.Diff(tt.want, rules); diff != "" {
 				t.Errorf("rules (-want +got):\n%s\nerror: %v", diff, err)
 			}
 			// The message names every violation.

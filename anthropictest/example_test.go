@@ -158,6 +158,6 @@ func ExampleCheckRequest() {
 	// Output:
 	// anthropictest: request breaks the Messages API's rules (3):
 	//	messages.1.content.0.input: tool_use input must be a JSON object, got "{}" [tool-input]
-	//	messages.2.content.0: text content blocks must be non-empty [empty-text]
+	//	messages.2.content.0: text content blocks must contain non-whitespace text [empty-text]
 	//	messages.1.content.0: tool_use "toolu_1" has no tool_result in the next user message [tool-unanswered]
 }

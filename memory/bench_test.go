@@ -36,7 +36,7 @@ func BenchmarkSession(b *testing.B) {
 func bigHistory(n int) *memory.History {
 	h := memory.New(memory.Config{})
 	h.SetPrefix(system, tools)
-	h.AppendUserText(task)
+	h.AppendUser(llm.Text{Text: task})
 	for i := range n {
 		id := fmt.Sprintf("toolu_%03d", i)
 		h.AppendAssistant(llm.Message{Role: llm.Assistant, Content: []llm.Block{

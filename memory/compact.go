@@ -5,20 +5,32 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
+	"github.com/agentloop/agentloop/internal/apirules"
 	"github.com/agentloop/agentloop/llm"
 )
 
 // ErrCannotCompact means Compact could not bring the history under
-// Config.ContextLimit within Config.MaxCompactionSteps steps: typically the
-// newest turn alone is too large.
+// Config.ContextLimit within its steps: typically the newest turn alone is
+// too large.
 var ErrCannotCompact = errors.New("memory: cannot compact the history under the context limit")
 
 // summaryPrompt is the system prompt of the summarisation call.
 //
 //go:embed summary_prompt.md
 var summaryPrompt string
+
+// Bounds of compaction: the summary call's max_tokens, and the steps one
+// Compact takes, so that a history that cannot shrink fails with
+// [ErrCannotCompact] instead of looping.
+const (
+	summaryMaxTokens   = 4096
+	maxCompactionSteps = 6
+)
 
 // Texts compaction writes into the history.
 const (
@@ -34,13 +46,12 @@ type Compaction struct {
 	Before, After int
 	// Steps says what each step did, such as "cleared 12 tool results".
 	Steps []string
-	// Usage is the usage of the summarisation calls; [History.Usage]
-	// includes it too.
+	// Usage is the usage of the summarisation calls.
 	Usage llm.Usage
 }
 
-// Compact shrinks the history below Config.CompactTarget, in escalating
-// steps, counting again after each and stopping as soon as it is below:
+// Compact shrinks the history below 60% of Config.ContextLimit, in
+// escalating steps, counting again after each and stopping as soon as it is below:
 //
 //  1. Clear old tool results: outside the newest Config.KeepRecent turns,
 //     tool result contents and images become a short placeholder. The
@@ -57,7 +68,7 @@ type Compaction struct {
 // Every cut falls before an assistant message, so it is between complete
 // turns: no tool_use loses its result and the first message stays a user
 // message. A nil m skips step 2. A failed summary call falls through to
-// step 3, except for a cancelled ctx. After Config.MaxCompactionSteps steps,
+// step 3, except for a cancelled ctx. After six steps,
 // or when nothing more can be removed, Compact returns an error wrapping
 // [ErrCannotCompact] if the history is still over the limit.
 func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) {
@@ -65,11 +76,12 @@ func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) 
 	if fixes := h.Repair(); fixes != nil {
 		c.Steps = append(c.Steps, "repaired: "+strings.Join(fixes, ", "))
 	}
-	target, limit := h.cfg.CompactTarget, h.cfg.ContextLimit
+	limit := h.cfg.ContextLimit
+	target := max(1, limit*6/10)
 	tokens := h.recount(ctx)
 	steps := 0
 
-	if tokens > target && steps < h.cfg.MaxCompactionSteps {
+	if tokens > target && steps < maxCompactionSteps {
 		if n, imgs := h.clearOld(h.cfg.KeepRecent); n+imgs > 0 {
 			steps++
 			c.Steps = append(c.Steps, fmt.Sprintf("cleared %d tool results and %d images", n, imgs))
@@ -78,7 +90,7 @@ func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) 
 	}
 
 	keep := h.cfg.KeepRecent
-	for m != nil && tokens > target && steps < h.cfg.MaxCompactionSteps {
+	for m != nil && tokens > target && steps < maxCompactionSteps {
 		n, u, err := h.summarise(ctx, m, keep)
 		c.Usage = c.Usage.Add(u)
 		if err != nil {
@@ -103,7 +115,7 @@ func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) 
 		keep = max(1, keep/2) // if still too large, the next summary takes more
 	}
 
-	if tokens > limit && steps < h.cfg.MaxCompactionSteps {
+	if tokens > limit && steps < maxCompactionSteps {
 		if n := h.hardCut(target, limit); n > 0 {
 			steps++
 			c.Steps = append(c.Steps, fmt.Sprintf("dropped %d messages", n))
@@ -117,16 +129,6 @@ func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) 
 		return c, fmt.Errorf("%w: %d tokens after %d steps, limit %d", ErrCannotCompact, tokens, steps, limit)
 	}
 	return c, nil
-}
-
-// recount is Recount without its error: a failed count_tokens call leaves
-// the estimate, which is good enough to decide the next step.
-func (h *History) recount(ctx context.Context) int {
-	n, err := h.Recount(ctx)
-	if err != nil {
-		h.cfg.Logger.Warn("memory: count_tokens failed; using the estimate", "err", err)
-	}
-	return n
 }
 
 // cutIndex returns the index of the keep-th assistant message from the end:
@@ -155,33 +157,27 @@ func (h *History) clearOld(keep int) (results, images int) {
 		if e.msg.Role != llm.User {
 			continue
 		}
-		var content []llm.Block
-		for j, b := range e.msg.Content {
-			nb, changed := b, false
+		content, changed := slices.Clone(e.msg.Content), false
+		for j, b := range content {
 			switch b := b.(type) {
 			case llm.ToolResult:
 				if len(b.Content) == 1 && llm.TextOf(b.Content) == clearedResult {
-					break
+					continue
 				}
-				if e.original == nil {
+				// Copied, not added to: a checkpoint may share the map.
+				if e.original = maps.Clone(e.original); e.original == nil {
 					e.original = map[string][]llm.Block{}
 				}
 				e.original[b.ToolUseID] = b.Content
 				b.Content = []llm.Block{llm.Text{Text: clearedResult}}
-				nb, changed = b, true
+				content[j], changed = b, true
 				results++
 			case llm.Image:
-				nb, changed = llm.Text{Text: clearedImage}, true
+				content[j], changed = llm.Text{Text: clearedImage}, true
 				images++
 			}
-			if changed && content == nil {
-				content = append([]llm.Block(nil), e.msg.Content...)
-			}
-			if content != nil {
-				content[j] = nb
-			}
 		}
-		if content != nil {
+		if changed {
 			e.msg = llm.Message{Role: llm.User, Content: content}
 			e.chars, e.imageTokens = measure(e.msg)
 			if first < 0 {
@@ -203,7 +199,7 @@ func (h *History) summarise(ctx context.Context, m llm.Model, keep int) (int, ll
 	// The transcript must fit the summariser's own window, with a 10%
 	// margin for the estimate.
 	promptTokens := int(float64(len(summaryPrompt)) / h.ratio)
-	budget := int(float64(h.cfg.ContextWindow-h.cfg.SummaryMaxTokens-promptTokens) * 0.9 * h.ratio)
+	budget := int(float64(h.cfg.ContextWindow-summaryMaxTokens-promptTokens) * 0.9 * h.ratio)
 	for end > 0 && transcriptLen(h.entries[:end]) > budget {
 		end = h.prevAssistant(end)
 	}
@@ -212,18 +208,17 @@ func (h *History) summarise(ctx context.Context, m llm.Model, keep int) (int, ll
 	}
 	req := llm.Request{
 		Model:     h.cfg.SummaryModel,
-		MaxTokens: h.cfg.SummaryMaxTokens,
+		MaxTokens: summaryMaxTokens,
 		System:    summaryPrompt,
 		Messages: []llm.Message{{Role: llm.User, Content: []llm.Block{llm.Text{
 			Text: "<transcript>\n" + transcript(h.entries[:end]) + "</transcript>\n\nWrite the summary of this transcript now.",
 		}}}},
 	}
 	summary, u, err := collectText(ctx, m, req)
-	h.addUsage(h.cfg.SummaryModel, u)
 	if err != nil {
 		return 0, u, fmt.Errorf("memory: summarise: %w", err)
 	}
-	if isBlank(summary) {
+	if apirules.IsBlank(summary) {
 		return 0, u, errors.New("memory: summarise: the model returned no text")
 	}
 	e := entry{msg: llm.Message{Role: llm.User, Content: []llm.Block{llm.Text{Text: summaryHeader + strings.TrimSpace(summary)}}},
@@ -282,7 +277,7 @@ func (h *History) cutHead() entry {
 	}
 	note := cutHeader
 	if len(h.entries) > 0 {
-		if task := llm.TextOf(h.entries[0].msg.Content); !isBlank(task) {
+		if task := llm.TextOf(h.entries[0].msg.Content); !apirules.IsBlank(task) {
 			note += "\n\nThe conversation began with this request:\n\n" + truncate(task, 2000)
 		}
 	}
@@ -293,41 +288,27 @@ func (h *History) cutHead() entry {
 
 // collectText runs one call and returns its text and usage.
 func collectText(ctx context.Context, m llm.Model, req llm.Request) (string, llm.Usage, error) {
-	var b strings.Builder
-	var u llm.Usage
-	stopped := false
+	var asm llm.Assembler
 	for ev, err := range m.Stream(ctx, req) {
 		if err != nil {
-			return b.String(), u, err
+			return "", asm.Usage(), err
 		}
-		switch ev := ev.(type) {
-		case llm.MessageStart:
-			u = ev.Usage
-		case llm.TextStart:
-			b.WriteString(ev.Text)
-		case llm.TextDelta:
-			b.WriteString(ev.Text)
-		case llm.MessageDelta:
-			u = ev.Usage
-		case llm.MessageStop:
-			stopped = true
-		}
+		asm.Add(ev)
 	}
-	if !stopped {
-		return b.String(), u, errors.New("stream ended before message_stop")
+	if !asm.Done() {
+		return "", asm.Usage(), llm.ErrIncompleteStream
 	}
-	return b.String(), u, nil
+	return llm.TextOf(asm.Message().Content), asm.Usage(), nil
 }
 
+// truncate cuts s to about n bytes, on a rune boundary, saying how much
+// it cut.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	cut := n
-	for cut > 0 && !utf8Start(s[cut]) {
-		cut--
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
-	return s[:cut] + fmt.Sprintf("… [%d more bytes]", len(s)-cut)
+	return s[:n] + fmt.Sprintf("… [%d more bytes]", len(s)-n)
 }
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }

@@ -18,7 +18,7 @@ const task = "Please add up the numbers in every file under /data and report the
 // results of the last turn), as the agent has it just before a request.
 func toolSession(cfg Config, n, resultChars int) *History {
 	h := New(cfg)
-	h.AppendUserText(task)
+	h.AppendUser(llm.Text{Text: task})
 	for i := range n {
 		id := fmt.Sprintf("toolu_%02d", i)
 		h.AppendAssistant(asst(text(fmt.Sprintf("Reading file %d.", i)), use(id)), llm.Usage{})
@@ -58,8 +58,8 @@ func TestCompactClearsToolResultsFirst(t *testing.T) {
 	if diff := cmp.Diff([]string{"cleared 18 tool results and 0 images"}, c.Steps); diff != "" {
 		t.Errorf("steps (-want +got):\n%s", diff)
 	}
-	if c.Before <= 4000 || c.After > h.Config().CompactTarget || c.After != h.Tokens() {
-		t.Errorf("Before %d After %d Tokens %d, target %d", c.Before, c.After, h.Tokens(), h.Config().CompactTarget)
+	if c.Before <= 4000 || c.After > h.Config().ContextLimit*6/10 || c.After != h.Tokens() {
+		t.Errorf("Before %d After %d Tokens %d, target %d", c.Before, c.After, h.Tokens(), h.Config().ContextLimit*6/10)
 	}
 	checkCompacted(t, h, before, 2)
 	if got := llm.TextOf(h.Messages()[2].Content[0].(llm.ToolResult).Content); got != clearedResult {
@@ -87,7 +87,7 @@ func TestCompactSummarises(t *testing.T) {
 	if req.Tools != nil || req.System != summaryPrompt || req.Model != "claude-sonnet-4-5" || req.MaxTokens != 4096 {
 		t.Errorf("summary request: tools %v, model %q, max %d, system %.40q", req.Tools, req.Model, req.MaxTokens, req.System)
 	}
-	if err := ValidateMessages(req.Messages); err != nil {
+	if err := validateMessages(req.Messages); err != nil {
 		t.Errorf("summary request invalid: %v", err)
 	}
 	tr := llm.TextOf(req.Messages[0].Content)
@@ -109,11 +109,11 @@ func TestCompactSummarises(t *testing.T) {
 	if len(msgs) != 5 || !strings.Contains(llm.TextOf(msgs[0].Content), task) || !strings.HasPrefix(llm.TextOf(msgs[0].Content), summaryHeader) {
 		t.Errorf("after summary: %d messages, first %q", len(msgs), llm.TextOf(msgs[0].Content))
 	}
-	if c.Usage != m.usage || h.Usage() != m.usage {
-		t.Errorf("summary usage: compaction %+v, run %+v; want %+v", c.Usage, h.Usage(), m.usage)
+	if c.Usage != m.usage || h.entries[0].usage != m.usage {
+		t.Errorf("summary usage: compaction %+v, summary message %+v; want %+v", c.Usage, h.entries[0].usage, m.usage)
 	}
-	if h.Tokens() > h.Config().CompactTarget {
-		t.Errorf("Tokens %d above target %d", h.Tokens(), h.Config().CompactTarget)
+	if h.Tokens() > h.Config().ContextLimit*6/10 {
+		t.Errorf("Tokens %d above target %d", h.Tokens(), h.Config().ContextLimit*6/10)
 	}
 
 	// A second compaction summarises the summary with the newer turns.
@@ -148,7 +148,7 @@ func TestCompactHardCut(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			// Assistant texts are large, so clearing results is not enough.
 			h := New(Config{ContextLimit: 3000, KeepRecent: 2})
-			h.AppendUserText(task)
+			h.AppendUser(llm.Text{Text: task})
 			for i := range 20 {
 				id := fmt.Sprintf("toolu_%02d", i)
 				h.AppendAssistant(asst(text(strings.Repeat("w", 800)), use(id)), llm.Usage{})
@@ -181,7 +181,7 @@ func TestCompactHardCut(t *testing.T) {
 
 func TestCompactCannot(t *testing.T) {
 	h := New(Config{ContextLimit: 1000})
-	h.AppendUserText(task)
+	h.AppendUser(llm.Text{Text: task})
 	h.AppendAssistant(asst(use("toolu_1")), llm.Usage{})
 	h.AppendToolResults([]llm.ToolResult{result("toolu_1", strings.Repeat("z", 10_000))})
 	m := &fakeModel{summary: "s"}
@@ -189,7 +189,7 @@ func TestCompactCannot(t *testing.T) {
 	if !errors.Is(err, ErrCannotCompact) {
 		t.Fatalf("Compact = %v, want ErrCannotCompact", err)
 	}
-	if c.After <= 1000 || len(m.requests()) > h.Config().MaxCompactionSteps {
+	if c.After <= 1000 || len(m.requests()) > maxCompactionSteps {
 		t.Errorf("After = %d, %d model calls", c.After, len(m.requests()))
 	}
 	if err := h.Validate(); err != nil {
@@ -233,10 +233,10 @@ func TestCompactAfterOverflow(t *testing.T) {
 // than the window (after a "prompt is too long"), it summarises the oldest
 // part that fits, and again, within the step bound.
 func TestCompactSummaryFitsItsWindow(t *testing.T) {
-	cfg := Config{ContextWindow: 6000, MaxTokens: 500, SummaryMaxTokens: 500, KeepRecent: 2, MaxCompactionSteps: 8}
+	cfg := Config{ContextWindow: 12_000, MaxTokens: 500, KeepRecent: 2}
 	h := New(cfg)
-	h.AppendUserText(task)
-	for i := range 40 {
+	h.AppendUser(llm.Text{Text: task})
+	for i := range 80 {
 		id := fmt.Sprintf("toolu_%02d", i)
 		h.AppendAssistant(asst(text(strings.Repeat("w", 1000)), use(id)), llm.Usage{})
 		h.AppendToolResults([]llm.ToolResult{result(id, "ok")})
@@ -252,7 +252,7 @@ func TestCompactSummaryFitsItsWindow(t *testing.T) {
 	}
 	for i, r := range reqs {
 		n := len(summaryPrompt) + len(llm.TextOf(r.Messages[0].Content))
-		if tokens := int(float64(n) / defaultRatio); tokens > cfg.ContextWindow-cfg.SummaryMaxTokens {
+		if tokens := int(float64(n) / defaultRatio); tokens > cfg.ContextWindow-summaryMaxTokens {
 			t.Errorf("summary call %d sends ~%d tokens, window %d", i, tokens, cfg.ContextWindow)
 		}
 	}

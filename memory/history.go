@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"strings"
 
+	"github.com/agentloop/agentloop/internal/apirules"
 	"github.com/agentloop/agentloop/llm"
 )
 
@@ -18,13 +20,13 @@ type TokenCounter interface {
 // Config configures a [History]. The zero value works: every field has a
 // default, documented on the field.
 type Config struct {
-	// Model is the model of the main turns. It names the prices in
-	// [History.Cost] and the model of count_tokens requests. Default: none
-	// (Cost reports false, Recount never asks the API).
+	// Model is the model of the main turns (an agent sends its turns to
+	// it), of count_tokens requests and, by default, of summaries.
+	// Default: [llm.DefaultModel].
 	Model string
 
-	// ContextWindow is the model's context window in tokens.
-	// Default: 200_000.
+	// ContextWindow is the model's context window in tokens. Default: the
+	// model's in [llm.Models], or 200_000 for a model it does not know.
 	ContextWindow int
 
 	// MaxTokens is the max_tokens of the main turns: room the reply needs
@@ -32,15 +34,11 @@ type Config struct {
 	MaxTokens int
 
 	// ContextLimit is the compaction threshold in tokens: NeedsCompaction
-	// reports true above it. Default: ContextWindow − MaxTokens − a 5%
-	// margin of ContextWindow, the margin absorbing estimate error.
+	// reports true above it, and Compact aims at 60% of it, so as not to
+	// compact again on the next turn and throw the prompt cache away each
+	// time. Default: ContextWindow − MaxTokens − a 5% margin of
+	// ContextWindow, the margin absorbing estimate error.
 	ContextLimit int
-
-	// CompactTarget is what Compact aims for, in tokens. Compacting to just
-	// under the limit would compact again on the next turn and throw the
-	// prompt cache away each time, so the target is well below it.
-	// Default: 60% of ContextLimit.
-	CompactTarget int
 
 	// KeepRecent is how many recent assistant turns (each with the user
 	// message that answers it) compaction keeps verbatim. Default: 4.
@@ -50,25 +48,10 @@ type Config struct {
 	// Default: Model.
 	SummaryModel string
 
-	// SummaryMaxTokens is max_tokens of the summarisation call.
-	// Default: 4096.
-	SummaryMaxTokens int
-
-	// MaxCompactionSteps bounds the steps of one Compact call, so that a
-	// history that cannot shrink fails with [ErrCannotCompact] instead of
-	// looping. Default: 6.
-	MaxCompactionSteps int
-
-	// Counter, when set, lets [History.Recount] ask the API for an exact
-	// count near the limit. Default: nil (estimates only).
+	// Counter, when set, lets Compact ask the API for an exact count once
+	// the estimate reaches 90% of ContextLimit. Default: nil (estimates
+	// only).
 	Counter TokenCounter
-
-	// CountFrom is the token estimate from which Recount asks Counter.
-	// Default: 90% of ContextLimit.
-	CountFrom int
-
-	// Pricing prices the turns in [History.Cost]. Default: [DefaultPricing].
-	Pricing Pricing
 
 	// Logger receives compaction and repair reports. Default: discard.
 	Logger *slog.Logger
@@ -76,8 +59,14 @@ type Config struct {
 
 // withDefaults returns cfg with every zero field set to its default.
 func (cfg Config) withDefaults() Config {
+	if cfg.Model == "" {
+		cfg.Model = llm.DefaultModel
+	}
 	if cfg.ContextWindow <= 0 {
 		cfg.ContextWindow = 200_000
+		if m, ok := llm.LookupModel(cfg.Model); ok {
+			cfg.ContextWindow = m.ContextWindow
+		}
 	}
 	if cfg.MaxTokens <= 0 {
 		cfg.MaxTokens = llm.DefaultMaxTokens
@@ -85,26 +74,11 @@ func (cfg Config) withDefaults() Config {
 	if cfg.ContextLimit <= 0 {
 		cfg.ContextLimit = max(1, cfg.ContextWindow-cfg.MaxTokens-cfg.ContextWindow/20)
 	}
-	if cfg.CompactTarget <= 0 || cfg.CompactTarget > cfg.ContextLimit {
-		cfg.CompactTarget = max(1, cfg.ContextLimit*6/10)
-	}
 	if cfg.KeepRecent <= 0 {
 		cfg.KeepRecent = 4
 	}
 	if cfg.SummaryModel == "" {
 		cfg.SummaryModel = cfg.Model
-	}
-	if cfg.SummaryMaxTokens <= 0 {
-		cfg.SummaryMaxTokens = 4096
-	}
-	if cfg.MaxCompactionSteps <= 0 {
-		cfg.MaxCompactionSteps = 6
-	}
-	if cfg.CountFrom <= 0 {
-		cfg.CountFrom = cfg.ContextLimit * 9 / 10
-	}
-	if cfg.Pricing == nil {
-		cfg.Pricing = DefaultPricing
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -112,9 +86,9 @@ func (cfg Config) withDefaults() Config {
 	return cfg
 }
 
-// A History is the conversation of one agent run: the messages to send, the
-// usage of every turn, and the token count of what the next request would
-// send.
+// A History is the conversation of an agent: the messages to send, with
+// the usage of the turns that wrote them, and the token count of what the
+// next request would send.
 //
 // A History is safe for use by one goroutine at a time; the agent loop owns
 // it. Its methods never share internal slices with callers.
@@ -126,10 +100,7 @@ type History struct {
 	tools       []llm.ToolSpec
 	prefixChars int // characters of system and tools, for estimates
 
-	ratio float64   // learned characters per token
-	usage llm.Usage // summed over the run, summaries included
-	// byModel sums usage per model, for Cost.
-	byModel map[string]llm.Usage
+	ratio float64 // learned characters per token
 }
 
 // An entry is one message with what we know about it.
@@ -161,32 +132,11 @@ const defaultRatio = 3.5
 
 // New returns an empty history.
 func New(cfg Config) *History {
-	return &History{cfg: cfg.withDefaults(), ratio: defaultRatio, byModel: map[string]llm.Usage{}}
+	return &History{cfg: cfg.withDefaults(), ratio: defaultRatio}
 }
 
 // Config returns the configuration with defaults filled in.
 func (h *History) Config() Config { return h.cfg }
-
-// SetDefaultModel makes model the model of the main turns when
-// Config.Model is empty, and the model of summaries when
-// Config.SummaryModel is empty too, so that summaries and count_tokens
-// requests name a model. An agent calls it with its own model, so that a
-// History made without one still compacts by summary. It changes nothing
-// when Config.Model is set.
-func (h *History) SetDefaultModel(model string) {
-	if h.cfg.Model != "" || model == "" {
-		return
-	}
-	h.cfg.Model = model
-	if h.cfg.SummaryModel == "" {
-		h.cfg.SummaryModel = model
-	}
-	// Turns appended so far were priced under no model: they were this one.
-	if u, ok := h.byModel[""]; ok {
-		delete(h.byModel, "")
-		h.byModel[model] = h.byModel[model].Add(u)
-	}
-}
 
 // Len returns the number of messages.
 func (h *History) Len() int { return len(h.entries) }
@@ -209,7 +159,7 @@ func (h *History) Messages() []llm.Message {
 func (h *History) AppendUser(blocks ...llm.Block) {
 	var kept []llm.Block
 	for _, b := range blocks {
-		if t, ok := b.(llm.Text); ok && isBlank(t.Text) {
+		if t, ok := b.(llm.Text); ok && apirules.IsBlank(t.Text) {
 			continue
 		}
 		kept = append(kept, cloneBlock(b))
@@ -220,20 +170,18 @@ func (h *History) AppendUser(blocks ...llm.Block) {
 	h.push(entry{msg: llm.Message{Role: llm.User, Content: kept}})
 }
 
-// Truncate drops message n and every message after it, as when a refused
-// exchange is taken back. The prefix that stays is unchanged, so its exact
-// token count still holds; usage already recorded stays billed.
-func (h *History) Truncate(n int) {
-	n = max(n, 0)
-	if n >= len(h.entries) {
-		return
+// Checkpoint records the history as it is now and returns a function that
+// puts it back exactly so: messages and counts. The agent takes one
+// before each run and rolls back a run that fails or is refused, so that
+// such a run changes nothing.
+func (h *History) Checkpoint() (rollback func()) {
+	saved := *h
+	saved.entries = slices.Clone(h.entries)
+	return func() {
+		*h = saved
+		h.entries = slices.Clone(saved.entries)
 	}
-	clear(h.entries[n:])
-	h.entries = h.entries[:n]
 }
-
-// AppendUserText appends a user message holding text.
-func (h *History) AppendUserText(text string) { h.AppendUser(llm.Text{Text: text}) }
 
 // AppendAssistant appends a finished assistant turn, every block verbatim,
 // with the usage of the turn that produced it.
@@ -256,7 +204,6 @@ func (h *History) AppendUserText(text string) { h.AppendUser(llm.Text{Text: text
 func (h *History) AppendAssistant(msg llm.Message, usage llm.Usage) {
 	msg = cloneMessage(msg)
 	msg.Role = llm.Assistant
-	h.addUsage(h.cfg.Model, usage)
 	e := entry{msg: msg, usage: usage, model: h.cfg.Model}
 	if input := usage.InputTokens + usage.CacheCreationInputTokens + usage.CacheReadInputTokens; input > 0 && !usedServerTools(msg) {
 		h.learn(int(input))
@@ -301,40 +248,6 @@ func (h *History) SetPrefix(system string, tools []llm.ToolSpec) {
 		n += len(t.Name) + len(t.Description) + len(t.InputSchema) + blockOverhead
 	}
 	h.prefixChars = n
-}
-
-// Usage returns the usage summed over the run: every main turn appended
-// and every summarisation call.
-func (h *History) Usage() llm.Usage { return h.usage }
-
-// TurnUsage returns the usage of the turn that produced message i, or a
-// zero Usage for a message no model call produced.
-func (h *History) TurnUsage(i int) llm.Usage {
-	if i < 0 || i >= len(h.entries) {
-		return llm.Usage{}
-	}
-	return h.entries[i].usage
-}
-
-// Cost returns the run's cost in USD from Config.Pricing. ok is false when
-// a model that was used has no price, and then usd covers only the priced
-// models.
-func (h *History) Cost() (usd float64, ok bool) {
-	ok = true
-	for model, u := range h.byModel {
-		c, priced := h.cfg.Pricing.Cost(model, u)
-		usd += c
-		ok = ok && priced
-	}
-	return usd, ok
-}
-
-func (h *History) addUsage(model string, u llm.Usage) {
-	if u == (llm.Usage{}) {
-		return
-	}
-	h.usage = h.usage.Add(u)
-	h.byModel[model] = h.byModel[model].Add(u)
 }
 
 // push appends e after measuring it.

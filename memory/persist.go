@@ -13,10 +13,7 @@ import (
 	"github.com/agentloop/agentloop/llm"
 )
 
-// ErrCorrupt is matched (with errors.Is) by every [*LineError].
-var ErrCorrupt = errors.New("memory: corrupt history file")
-
-// A LineError reports a line of a history file that could not be read.
+// A LineError reports a line of a history file that [Load] could not use.
 type LineError struct {
 	Path string
 	Line int // 1-based
@@ -29,31 +26,32 @@ func (e *LineError) Error() string { return fmt.Sprintf("memory: %s:%d: %v", e.P
 // Unwrap returns the underlying error.
 func (e *LineError) Unwrap() error { return e.Err }
 
-// Is reports whether target is [ErrCorrupt].
-func (e *LineError) Is(target error) bool { return target == ErrCorrupt }
-
-// line is one line of a history file: a message in the API's wire shape,
-// plus what we know about it.
+// A line is one line of a history file: a message in the API's wire
+// shape, plus what we know about it.
 type line struct {
 	Role    llm.Role    `json:"role"`
 	Content []llm.Block `json:"content"`
-	// Usage is the usage of the call that produced the message.
-	Usage *llm.Usage `json:"usage,omitempty"`
-	// Model is the model that Usage is priced by.
-	Model string `json:"model,omitempty"`
-	// Tokens is the exact token count of the conversation through this
-	// message, when it was known at save time.
-	Tokens int `json:"tokens,omitempty"`
-	// Summary marks the message a compaction wrote.
-	Summary bool `json:"summary,omitempty"`
+	meta
+}
+
+type meta struct {
+	Usage   *llm.Usage `json:"usage,omitempty"`   // of the call that produced the message
+	Model   string     `json:"model,omitempty"`   // that Usage is priced by
+	Tokens  int        `json:"tokens,omitempty"`  // the exact count through this message, if known
+	Summary bool       `json:"summary,omitempty"` // a compaction wrote the message
 }
 
 // Save writes the history to path as JSONL, one message per line with its
 // usage, so a run can be resumed or inspected with line tools. It writes a
 // temporary file in the same directory, syncs it and renames it over path,
 // so that a crash leaves either the old file or the new one, never a torn
-// one. The file's mode is 0600: transcripts hold whatever the tools read.
+// one. A file that exists keeps its mode; a new one gets 0600, since
+// transcripts hold whatever the tools read.
 func (h *History) Save(path string) (err error) {
+	mode := os.FileMode(0o600)
+	if fi, err := os.Stat(path); err == nil {
+		mode = fi.Mode().Perm()
+	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("memory: save: %w", err)
@@ -67,11 +65,9 @@ func (h *History) Save(path string) (err error) {
 	}()
 	w := bufio.NewWriter(f)
 	for _, e := range h.entries {
-		l := line{Role: e.msg.Role, Content: e.msg.Content, Model: e.model, Tokens: e.exact, Summary: e.summary}
+		l := line{e.msg.Role, e.msg.Content, meta{Tokens: e.exact, Summary: e.summary}}
 		if e.usage != (llm.Usage{}) {
-			l.Usage = &e.usage
-		} else {
-			l.Model = ""
+			l.Usage, l.Model = &e.usage, e.model
 		}
 		b, err := json.Marshal(l)
 		if err != nil {
@@ -83,7 +79,7 @@ func (h *History) Save(path string) (err error) {
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	if err := f.Chmod(0o600); err != nil {
+	if err := f.Chmod(mode); err != nil {
 		return err
 	}
 	if err := f.Sync(); err != nil {
@@ -107,13 +103,13 @@ func (h *History) Save(path string) (err error) {
 // Load reads a history that [History.Save] wrote, configured by cfg, and
 // repairs it (see [History.Repair]).
 //
-// A line that cannot be read (a truncated last line after a crash, a
-// corrupted byte) is skipped and reported as a [*LineError] naming the file
-// and line; Load then returns the history of every valid line, repaired,
-// together with the error (all bad lines joined). Exact token counts are
-// kept only up to the first bad line. Usage is that of the messages still in
-// the file; calls whose messages a compaction removed are not in it. If the
-// file cannot be opened, Load returns a nil history and the error.
+// A line that cannot be used (a truncated last line after a crash, a
+// corrupted byte, an assistant message before the first user message) is
+// skipped and reported as a [*LineError] naming the file and line; Load
+// then returns the history of every usable line, repaired, together with
+// the error (all bad lines joined). Exact token counts are kept only up to
+// the first bad line. If the file cannot be opened, Load returns a nil
+// history and the error.
 func Load(path string, cfg Config) (*History, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -127,16 +123,15 @@ func Load(path string, cfg Config) (*History, error) {
 		b, rerr := r.ReadBytes('\n')
 		if len(bytes.TrimSpace(b)) > 0 {
 			e, err := decodeLine(b)
+			if err == nil && len(h.entries) == 0 && e.msg.Role != llm.User {
+				err = errors.New("the history must start with a user message")
+			}
 			if err != nil {
 				errs = append(errs, &LineError{Path: path, Line: n, Err: err})
 			} else {
 				if len(errs) > 0 {
 					e.exact = 0 // the prefix it measured is not all here
 				}
-				if e.model == "" {
-					e.model = h.cfg.Model
-				}
-				h.addUsage(e.model, e.usage)
 				e.chars, e.imageTokens = measure(e.msg)
 				h.entries = append(h.entries, e)
 			}
@@ -161,18 +156,13 @@ func decodeLine(b []byte) (entry, error) {
 	if m.Role != llm.User && m.Role != llm.Assistant {
 		return entry{}, fmt.Errorf("role %q is neither user nor assistant", m.Role)
 	}
-	var meta struct {
-		Usage   *llm.Usage `json:"usage"`
-		Model   string     `json:"model"`
-		Tokens  int        `json:"tokens"`
-		Summary bool       `json:"summary"`
-	}
-	if err := json.Unmarshal(b, &meta); err != nil {
+	var mt meta
+	if err := json.Unmarshal(b, &mt); err != nil {
 		return entry{}, err
 	}
-	e := entry{msg: m, model: meta.Model, exact: max(meta.Tokens, 0), summary: meta.Summary}
-	if meta.Usage != nil {
-		e.usage = *meta.Usage
+	e := entry{msg: m, model: mt.Model, exact: max(mt.Tokens, 0), summary: mt.Summary}
+	if mt.Usage != nil {
+		e.usage = *mt.Usage
 	}
 	return e, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/agentloop/agentloop/anthropictest"
 	"github.com/agentloop/agentloop/llm"
 )
 
@@ -35,9 +36,9 @@ func (s *script) step() {
 	switch op {
 	case 0: // user prompt, sometimes blank
 		if s.byte()%5 == 0 {
-			s.h.AppendUserText(" ")
+			s.h.AppendUser(llm.Text{Text: " "})
 		} else {
-			s.h.AppendUserText(fmt.Sprintf("prompt %d %s", s.next, pad(int(s.byte()))))
+			s.h.AppendUser(llm.Text{Text: fmt.Sprintf("prompt %d %s", s.next, pad(int(s.byte())))})
 		}
 	case 1, 2: // assistant turn with 0-3 tool calls, maybe thinking
 		var blocks []llm.Block
@@ -46,6 +47,9 @@ func (s *script) step() {
 		}
 		if b := s.byte(); b%4 != 0 {
 			blocks = append(blocks, text(fmt.Sprintf("answer %d %s", s.next, pad(int(b)))))
+		}
+		if s.byte()%3 == 0 { // a paused turn ending in whitespace, as a server tool leaves it
+			blocks = append(blocks, text("searching \n"))
 		}
 		s.lastID = nil
 		for k := range int(s.byte() % 4) {
@@ -101,6 +105,15 @@ func (s *script) check(when string) {
 	if s.h.Messages()[0].Role != llm.User {
 		s.t.Fatalf("%s: first message is not a user message", when)
 	}
+	// The same rules, as the fake API applies them to the request that
+	// would be sent now.
+	body, err := json.Marshal(map[string]any{"model": "m", "max_tokens": 1, "messages": s.h.Messages()})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if err := anthropictest.CheckRequest(body); err != nil {
+		s.t.Fatalf("%s (op byte %d): %v", when, s.next, err)
+	}
 }
 
 func pad(n int) string {
@@ -112,7 +125,8 @@ func pad(n int) string {
 }
 
 // FuzzHistory checks the central promise: whatever happened, after Repair
-// (and after a successful Compact) the history passes Validate.
+// (and after a successful Compact) the history passes Validate and the
+// request it makes passes anthropictest.CheckRequest.
 func FuzzHistory(f *testing.F) {
 	f.Add([]byte{0, 1, 1, 0, 2, 3, 1, 3, 0, 4, 1, 3})
 	f.Add([]byte{1, 1, 0, 2, 1, 2, 5, 6, 0, 7})

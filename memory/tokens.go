@@ -3,14 +3,12 @@ package memory
 import (
 	"context"
 	"encoding/base64"
-	"fmt"
 	"image"
 	_ "image/gif" // image.DecodeConfig reads their sizes for the estimate
 	_ "image/jpeg"
 	_ "image/png"
 	"math"
 	"strings"
-	"unicode"
 
 	"github.com/agentloop/agentloop/llm"
 )
@@ -56,16 +54,16 @@ func (h *History) Tokens() int {
 // Config.ContextLimit.
 func (h *History) NeedsCompaction() bool { return h.Tokens() > h.cfg.ContextLimit }
 
-// Recount returns [History.Tokens], first replacing the estimate with an
-// exact count from Config.Counter when one is configured, Config.Model is
-// set, part of the count is estimated and the estimate has reached
-// Config.CountFrom. The count also refines the learned ratio. On a counter
-// error it returns the estimate and the error.
-func (h *History) Recount(ctx context.Context) (int, error) {
+// recount returns [History.Tokens], first replacing the estimate with an
+// exact count from Config.Counter when one is configured, part of the count
+// is estimated and the estimate has reached 90% of the limit. The count
+// also refines the learned ratio. A failed count leaves the estimate, which
+// is good enough to decide the next compaction step.
+func (h *History) recount(ctx context.Context) int {
 	n := h.Tokens()
 	c := h.cfg.Counter
-	if c == nil || h.cfg.Model == "" || len(h.entries) == 0 || n < h.cfg.CountFrom || h.lastExact() == len(h.entries)-1 {
-		return n, nil
+	if c == nil || len(h.entries) == 0 || n < h.cfg.ContextLimit*9/10 || h.lastExact() == len(h.entries)-1 {
+		return n
 	}
 	exact, err := c.CountTokens(ctx, llm.Request{
 		Model:     h.cfg.Model,
@@ -75,18 +73,16 @@ func (h *History) Recount(ctx context.Context) (int, error) {
 		Messages:  h.Messages(),
 	})
 	if err != nil {
-		return n, fmt.Errorf("memory: count tokens: %w", err)
+		h.cfg.Logger.Warn("memory: count_tokens failed; using the estimate", "err", err)
+		return n
 	}
 	if exact <= 0 {
-		return n, nil
+		return n
 	}
 	h.learn(exact)
 	h.entries[len(h.entries)-1].exact = exact
-	return exact, nil
+	return exact
 }
-
-// Ratio returns the characters-per-token ratio the estimates use.
-func (h *History) Ratio() float64 { return h.ratio }
 
 func (h *History) lastExact() int {
 	for i := len(h.entries) - 1; i >= 0; i-- {
@@ -158,17 +154,17 @@ func measureBlock(b llm.Block) (chars, imageTokens int) {
 			imageTokens += ct
 		}
 	case llm.Image:
-		return blockOverhead, ImageTokens(b)
+		return blockOverhead, imageCost(b)
 	case llm.RawBlock:
 		chars = len(b.JSON)
 	}
 	return chars + blockOverhead, imageTokens
 }
 
-// ImageTokens estimates what an image costs, by the API's documented rule,
+// imageCost estimates what an image costs, by the API's documented rule,
 // from the dimensions in its header. An image whose header it cannot read
 // counts as the largest image would.
-func ImageTokens(img llm.Image) int {
+func imageCost(img llm.Image) int {
 	cfg, _, err := image.DecodeConfig(base64.NewDecoder(base64.StdEncoding, strings.NewReader(img.Data)))
 	if err != nil || cfg.Width <= 0 || cfg.Height <= 0 {
 		return imageFallback
@@ -182,10 +178,4 @@ func ImageTokens(img llm.Image) int {
 		w, hgt = w*s, hgt*s
 	}
 	return max(1, int(math.Ceil(w*hgt/750)))
-}
-
-// isBlank reports whether s has no visible text; the API rejects such text
-// blocks.
-func isBlank(s string) bool {
-	return strings.IndexFunc(s, func(r rune) bool { return !unicode.IsSpace(r) }) < 0
 }

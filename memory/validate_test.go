@@ -2,7 +2,6 @@ package memory
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 
@@ -22,11 +21,13 @@ func result(id, s string) llm.ToolResult {
 	return llm.ToolResult{ToolUseID: id, Content: []llm.Block{text(s)}}
 }
 
-func TestValidateMessages(t *testing.T) {
+// Validate reports every violation, each named by its rule, the same rules
+// anthropictest.CheckRequest enforces.
+func TestValidate(t *testing.T) {
 	tests := []struct {
 		name string
 		msgs []llm.Message
-		want []string // substrings of the error, one per expected problem; nil means valid
+		want []string // rules, one per expected problem; nil means valid
 	}{
 		{"valid text", []llm.Message{user(text("hi")), asst(text("hello"))}, nil},
 		{"valid tool round", []llm.Message{
@@ -41,40 +42,44 @@ func TestValidateMessages(t *testing.T) {
 				llm.RawBlock{Type: "server_tool_use", JSON: json.RawMessage(`{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{}}`)},
 				text("a")),
 		}, nil},
-		{"empty", nil, []string{"no messages"}},
-		{"first is assistant", []llm.Message{asst(text("x")), user(text("y"))}, []string{"first message must be a user"}},
-		{"two users", []llm.Message{user(text("a")), user(text("b"))}, []string{"two user messages in a row"}},
-		{"unknown role", []llm.Message{user(text("a")), {Role: "system", Content: []llm.Block{text("x")}}}, []string{`unknown role "system"`}},
-		{"empty content", []llm.Message{user()}, []string{"empty content"}},
-		{"blank text", []llm.Message{user(text(" \n"))}, []string{"blank text"}},
-		{"unanswered at end", []llm.Message{user(text("a")), asst(use("t1"))}, []string{`"t1" is not answered: no message follows`}},
-		{"unanswered in middle", []llm.Message{user(text("a")), asst(use("t1"), use("t2")), user(result("t1", "x"))}, []string{`"t2" is not answered in the next message`}},
-		{"orphan result", []llm.Message{user(result("t9", "x"))}, []string{`"t9" answers no tool_use`}},
-		{"result after text", []llm.Message{user(text("a")), asst(use("t1")), user(text("b"), result("t1", "x"))}, []string{"tool results must come first"}},
-		{"duplicate result", []llm.Message{user(text("a")), asst(use("t1")), user(result("t1", "x"), result("t1", "y"))}, []string{`second tool_result for "t1"`}},
-		{"duplicate id", []llm.Message{user(text("a")), asst(use("t1")), user(result("t1", "x")), asst(use("t1")), user(result("t1", "y"))}, []string{`duplicate tool_use id "t1"`}},
-		{"bad id", []llm.Message{user(text("a")), asst(llm.ToolUse{ID: "t 1", Name: "n"}), user(result("t 1", "x"))}, []string{"is not [a-zA-Z0-9_-]+"}},
-		{"input not object", []llm.Message{user(text("a")), asst(llm.ToolUse{ID: "t1", Name: "n", Input: json.RawMessage(`{"x":`)}), user(result("t1", "x"))}, []string{"input is not a JSON object"}},
-		{"unsigned thinking", []llm.Message{user(text("a")), asst(llm.Thinking{Thinking: "x"}, text("y"))}, []string{"thinking without its signature"}},
-		{"wrong roles", []llm.Message{user(use("t1"), llm.Thinking{Thinking: "x", Signature: "s"}), asst(llm.Image{MediaType: "image/png", Data: "AA=="}, result("t1", "x"))}, []string{
-			"tool_use in a user message", "thinking in a user message", "image in an assistant message", "tool_result in an assistant message",
-		}},
+		{"empty history", nil, nil},
+		{"two users merge", []llm.Message{user(text("a")), user(text("b"))}, nil},
+		{"first is assistant", []llm.Message{asst(text("x")), user(text("y"))}, []string{"first-user"}},
+		{"unknown role", []llm.Message{user(text("a")), {Role: "system", Content: []llm.Block{text("x")}}}, []string{"role"}},
+		{"empty content", []llm.Message{user()}, []string{"empty-content"}},
+		{"blank text", []llm.Message{user(text(" \n"))}, []string{"empty-text"}},
+		{"paused turn ending in whitespace", []llm.Message{user(text("a")), asst(text("searching "))}, []string{"trailing-whitespace"}},
+		{"unanswered at end", []llm.Message{user(text("a")), asst(use("t1"))}, []string{"tool-unanswered"}},
+		{"unanswered in middle", []llm.Message{user(text("a")), asst(use("t1"), use("t2")), user(result("t1", "x"))}, []string{"tool-unanswered"}},
+		{"orphan result", []llm.Message{user(result("t9", "x"))}, []string{"tool-result-orphan"}},
+		{"result after text", []llm.Message{user(text("a")), asst(use("t1")), user(text("b"), result("t1", "x"))}, []string{"tool-result-first"}},
+		{"duplicate result", []llm.Message{user(text("a")), asst(use("t1")), user(result("t1", "x"), result("t1", "y"))}, []string{"tool-result-once"}},
+		{"duplicate id", []llm.Message{user(text("a")), asst(use("t1")), user(result("t1", "x")), asst(use("t1")), user(result("t1", "y"))}, []string{"tool-use-id"}},
+		{"bad id", []llm.Message{user(text("a")), asst(llm.ToolUse{ID: "t 1", Name: "n"}), user(result("t 1", "x"))}, []string{"tool-use-id"}},
+		{"input not object", []llm.Message{user(text("a")), asst(llm.ToolUse{ID: "t1", Name: "n", Input: json.RawMessage(`{"x":`)}), user(result("t1", "x"))}, []string{"tool-input"}},
+		{"unsigned thinking", []llm.Message{user(text("a")), asst(llm.Thinking{Thinking: "x"}, text("y"))}, []string{"thinking-signature"}},
+		{"nil block", []llm.Message{user(text("a"), nil)}, []string{"block-type"}},
+		{"wrong roles", []llm.Message{user(text("a")), asst(llm.Image{MediaType: "image/png", Data: "AA=="}, use("t1")), user(result("t1", "x"), llm.Thinking{Thinking: "x", Signature: "s"})},
+			[]string{"block-role", "block-role"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := ValidateMessages(tt.msgs)
+			err := validateMessages(tt.msgs)
 			if tt.want == nil {
 				if err != nil {
-					t.Fatalf("ValidateMessages = %v, want nil", err)
+					t.Fatalf("Validate = %v, want nil", err)
 				}
 				return
 			}
-			if !errors.Is(err, ErrInvalid) {
-				t.Fatalf("ValidateMessages = %v, want ErrInvalid", err)
+			if err == nil {
+				t.Fatal("Validate = nil, want an error")
+			}
+			if got := strings.Count(err.Error(), "]; ") + 1; got != len(tt.want) {
+				t.Errorf("%d problems, want %d: %v", got, len(tt.want), err)
 			}
 			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q lacks %q", err, w)
+				if !strings.Contains(err.Error(), "["+w+"]") {
+					t.Errorf("error %q lacks [%s]", err, w)
 				}
 			}
 		})
@@ -102,7 +107,7 @@ func TestRepair(t *testing.T) {
 		{
 			name: "partly answered turn is completed, real results kept first",
 			in:   []llm.Message{user(text("a")), asst(use("t1"), use("t2")), user(result("t2", "x"), text("more"))},
-			want: []llm.Message{user(text("a")), asst(use("t1"), use("t2")), user(interrupted("t1"), result("t2", "x"), text("more"))},
+			want: []llm.Message{user(text("a")), asst(use("t1"), use("t2")), user(result("t2", "x"), interrupted("t1"), text("more"))},
 			did:  []string{"answered interrupted tool calls"},
 		},
 		{
@@ -121,13 +126,21 @@ func TestRepair(t *testing.T) {
 			name: "orphan results dropped, leading assistant dropped",
 			in:   []llm.Message{asst(text("x")), user(result("t1", "x"), text("hello"))},
 			want: []llm.Message{user(text("hello"))},
-			did:  []string{"dropped orphan tool results", "dropped assistant messages before the first user message"},
+			did:  []string{"dropped assistant messages before the first user message", "dropped orphan tool results"},
 		},
 		{
 			name: "blank text and empty message dropped, users merged",
 			in:   []llm.Message{user(text("a")), user(text("  ")), user(text("b"))},
 			want: []llm.Message{user(text("a"), text("b"))},
-			did:  []string{"dropped blocks the API rejects", "merged consecutive user messages"},
+			did:  []string{"dropped blank text", "dropped empty messages", "merged consecutive user messages"},
+		},
+		{
+			// Sent back as the final message to resume it, a paused turn
+			// may not end in whitespace.
+			name: "paused turn ending in whitespace trimmed",
+			in:   []llm.Message{user(text("a")), asst(text("found it"), llm.RawBlock{Type: "server_tool_use", JSON: json.RawMessage(`{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{}}`)}, text("searching \n"))},
+			want: []llm.Message{user(text("a")), asst(text("found it"), llm.RawBlock{Type: "server_tool_use", JSON: json.RawMessage(`{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{}}`)}, text("searching"))},
+			did:  []string{"trimmed whitespace ending the final assistant message"},
 		},
 		{
 			name: "assistant after emptied user merges",
@@ -136,10 +149,10 @@ func TestRepair(t *testing.T) {
 			did:  []string{"dropped orphan tool results", "dropped empty messages", "merged consecutive assistant messages"},
 		},
 		{
-			name: "assistant tool turns in a row get results between",
+			name: "assistant tool turns in a row merge, then get results",
 			in:   []llm.Message{user(text("a")), asst(use("t1")), asst(text("b"))},
-			want: []llm.Message{user(text("a")), asst(use("t1")), user(interrupted("t1")), asst(text("b"))},
-			did:  []string{"answered interrupted tool calls"},
+			want: []llm.Message{user(text("a")), asst(use("t1"), text("b")), user(interrupted("t1"))},
+			did:  []string{"merged consecutive assistant messages", "answered interrupted tool calls"},
 		},
 		{
 			name: "duplicate tool_use id dropped with its result",
@@ -151,7 +164,7 @@ func TestRepair(t *testing.T) {
 			name: "unsigned thinking dropped",
 			in:   []llm.Message{user(text("a")), asst(llm.Thinking{Thinking: "x"}, text("y"))},
 			want: []llm.Message{user(text("a")), asst(text("y"))},
-			did:  []string{"dropped blocks the API rejects (thinking without its signature)"},
+			did:  []string{"dropped unsigned thinking"},
 		},
 	}
 	for _, tt := range tests {
@@ -185,7 +198,7 @@ func TestRepair(t *testing.T) {
 
 func TestMessagesIsACopy(t *testing.T) {
 	h := New(Config{})
-	h.AppendUserText("hi")
+	h.AppendUser(llm.Text{Text: "hi"})
 	h.AppendAssistant(asst(use("t1")), llm.Usage{})
 	h.AppendToolResults([]llm.ToolResult{result("t1", "x")})
 	msgs := h.Messages()
@@ -201,12 +214,28 @@ func TestMessagesIsACopy(t *testing.T) {
 
 func TestAppendUserDropsBlank(t *testing.T) {
 	h := New(Config{})
-	h.AppendUserText("   ")
+	h.AppendUser(llm.Text{Text: "   "})
 	if h.Len() != 0 {
 		t.Fatalf("blank user text appended a message")
 	}
 	h.AppendUser(text(""), text("x"))
 	if diff := cmp.Diff([]llm.Message{user(text("x"))}, h.Messages()); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// interrupted is the synthetic result Repair gives call id.
+func interrupted(id string) llm.Block {
+	return llm.ToolResult{ToolUseID: id, IsError: true, Content: []llm.Block{llm.Text{Text: interruptedResult}}}
+}
+
+// TestRepairTrimKeepsExactCount checks that trimming the whitespace that
+// ends an answer keeps the exact count the API gave for it.
+func TestRepairTrimKeepsExactCount(t *testing.T) {
+	h := New(Config{})
+	h.AppendUser(text("hi"))
+	h.AppendAssistant(asst(text("hello\n")), llm.Usage{InputTokens: 500, OutputTokens: 20})
+	if did := h.Repair(); len(did) != 1 || h.Tokens() != 520 || llm.TextOf(h.Messages()[1].Content) != "hello" {
+		t.Errorf("Repair = %q, Tokens = %d, text %q; want one trim, 520, %q", did, h.Tokens(), llm.TextOf(h.Messages()[1].Content), "hello")
 	}
 }

@@ -21,14 +21,15 @@ import (
 // Defaults shown in --help. They are the library's own, so that the CLI
 // and a program using the packages behave alike.
 const (
-	defaultModel         = agent.DefaultModel
+	defaultModel         = llm.DefaultModel
 	defaultMaxTokens     = llm.DefaultMaxTokens
 	defaultMaxIterations = agent.DefaultMaxIterations
 )
 
-// defaultContextLimit is memory's default threshold for the default
-// max-tokens: the context window less room for the reply and a margin.
-var defaultContextLimit = memory.New(memory.Config{MaxTokens: defaultMaxTokens}).Config().ContextLimit
+// defaultContextLimit is memory's default threshold for the default model
+// and max-tokens: the model's context window in llm.Models, less room for
+// the reply and a margin.
+var defaultContextLimit = memory.New(memory.Config{Model: defaultModel, MaxTokens: defaultMaxTokens}).Config().ContextLimit
 
 // run is the whole command. Its error decides the exit status (see
 // exitCode); main prints it.
@@ -248,10 +249,8 @@ func (c *cli) newSession(ctx context.Context, o *options, model llm.Model, logge
 	}
 	s.cfg = agent.Config{
 		Model:          model,
-		ModelName:      o.model,
 		System:         o.system,
-		MaxTokens:      o.maxTokens,
-		Tools:          reg,
+		Registry:       reg,
 		History:        history,
 		MaxIterations:  o.maxIterations,
 		MaxDuration:    o.maxDuration,

@@ -21,6 +21,7 @@ import (
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/tool"
 	"github.com/agentloop/agentloop/tools/calculator"
 )
@@ -49,19 +50,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	// The reasoning engine: one streamed model turn at a time, with retries.
 	client := llm.New(llm.Config{APIKey: key, AuthToken: token, BaseURL: getenv("ANTHROPIC_BASE_URL")})
 
-	// The action system: the calculator is a typed Go function whose JSON
-	// schema is generated from its input struct.
-	tools := tool.NewRegistry(tool.Config{})
-	if err := tools.Register(calculator.New()); err != nil {
-		return err
-	}
-
-	// The orchestrator: think → act → observe until the model answers.
+	// The orchestrator: think → act → observe until the model answers. The
+	// action system is the calculator, a typed Go function whose JSON
+	// schema is generated from its input struct. The memory is a history
+	// with the model to call (empty: llm.DefaultModel).
 	a, err := agent.New(agent.Config{
-		Model:     client,
-		ModelName: getenv("ANTHROPIC_MODEL"), // empty: agent.DefaultModel
-		System:    "You are a careful assistant. Use the calculator for all arithmetic.",
-		Tools:     tools,
+		Model:   client,
+		History: memory.New(memory.Config{Model: getenv("ANTHROPIC_MODEL")}),
+		System:  "You are a careful assistant. Use the calculator for all arithmetic.",
+		Tools:   []*tool.Tool{calculator.New()},
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,36 @@
+package llm
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+)
+
+// ErrPromptTooLong is matched by the API's errors that say so, through any
+// wrapping, and by nothing else, whatever its text.
+func TestErrPromptTooLong(t *testing.T) {
+	tests := []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("turn 3: %w", &APIError{StatusCode: 400, Type: "invalid_request_error", Message: "prompt is too long: 201000 tokens > 200000 maximum"}), true},
+		{&APIError{StatusCode: 413, Type: "request_too_large", Message: "Request exceeds the maximum allowed number of bytes."}, true},
+		{&APIError{StatusCode: 400, Type: "invalid_request_error", Message: "messages.1: tool_use ids must be unique"}, false},
+		{&APIError{StatusCode: 529, Type: "overloaded_error", Message: "Overloaded"}, false},
+		{errors.New("llm: 400 invalid_request_error: prompt is too long: 215439 tokens > 200000 maximum"), false},
+		{nil, false},
+	}
+	for _, tt := range tests {
+		if got := errors.Is(tt.err, ErrPromptTooLong); got != tt.want {
+			t.Errorf("errors.Is(%v, ErrPromptTooLong) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
+}
+
+// The client's default cap on a server's retry-after is the module's one,
+// which the agent loop applies to its own retries too.
+func TestDefaultMaxRetryWait(t *testing.T) {
+	if got := New(Config{}).maxRetryWait; got != DefaultMaxRetryWait {
+		t.Errorf("the client waits up to %v for a retry-after, the agent up to %v", got, DefaultMaxRetryWait)
+	}
+}
