@@ -37,9 +37,11 @@ func saved(t *testing.T, h *memory.History) string {
 // history, and so the session file, exactly as before it: its prompt is not
 // merged into the next one, and a compaction it made is not kept.
 func TestFailedRunChangesNothing(t *testing.T) {
-	badRequest := func() at.Reply { return at.HTTPError(400, "invalid_request_error", "something about the request") }
+	badRequest := func() at.Reply {
+		return at.HTTPError{Status: 400, Type: "invalid_request_error", Message: "something about the request"}
+	}
 	tooLong := func() at.Reply {
-		return at.HTTPError(400, "invalid_request_error", "prompt is too long: 25000 tokens > 20000 maximum")
+		return at.HTTPError{Status: 400, Type: "invalid_request_error", Message: "prompt is too long: 25000 tokens > 20000 maximum"}
 	}
 	tests := []struct {
 		name    string

@@ -12,7 +12,6 @@ import (
 	"github.com/peterh/liner"
 
 	"github.com/agentloop/agentloop/llm"
-	"github.com/agentloop/agentloop/memory"
 )
 
 // replHelp is what /help prints.
@@ -209,9 +208,9 @@ func (s *session) repl(ctx context.Context, lr lineReader, interrupts <-chan os.
 func (s *session) showUsage() {
 	u := s.usage
 	cost := "cost unknown"
-	// The agent prices runs by memory's table; a model it lacks costs 0
+	// The agent prices runs by llm's model table; a model it lacks costs 0
 	// there, which is not the same as free.
-	if _, ok := memory.DefaultPricing.Lookup(s.o.model); ok {
+	if _, ok := llm.LookupModel(s.o.model); ok {
 		cost = fmt.Sprintf("$%.4f", s.costUSD)
 	}
 	fmt.Fprintf(s.stderr, "%s: %d input tokens (%d read from cache, %d written to it), %d output tokens, %s\n",
