@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"time"
 
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
@@ -27,7 +28,10 @@ import (
 // failure it comes with the error, which wraps any [*llm.APIError]; on
 // cancellation, with ctx.Err(). If the caller stops reading early, the run
 // is cancelled and no Done is sent. In every case the history is left
-// valid, and no goroutine the run started outlives it.
+// valid, and no goroutine the run started outlives it: the run ends only
+// when every tool handler has returned. A handler that ignores its
+// cancelled context gets toolGrace (5s) to return; one still running after
+// that is logged as a warning that names the call, and the run ends.
 func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		if !a.busy.CompareAndSwap(false, true) {
@@ -49,6 +53,14 @@ func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error
 		}
 		state, err := r.loop(input)
 		a.cfg.History.Repair() // whatever happened, leave a history the API accepts
+		if a.cfg.Tools != nil {
+			// Every call's context has been cancelled by now.
+			grace, stop := context.WithTimeout(context.WithoutCancel(ctx), toolGrace)
+			if err := a.cfg.Tools.Wait(grace); err != nil {
+				r.log.Warn("agent: a tool handler ignored its cancelled context", "err", err)
+			}
+			stop()
+		}
 		switch {
 		case r.stopped:
 			return
@@ -66,6 +78,10 @@ func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error
 		yield(done, err)
 	}
 }
+
+// toolGrace is how long a run waits, at its end, for tool handlers that
+// ignore their cancelled context.
+const toolGrace = 5 * time.Second
 
 // Errors the loop makes for itself. errContextWindow reads as a prompt
 // that is too long to memory.IsPromptTooLong, which it is.

@@ -34,7 +34,7 @@ func BenchmarkDirect(b *testing.B) {
 // BenchmarkPrepare measures input checking alone: JSON parse and schema
 // validation.
 func BenchmarkPrepare(b *testing.B) {
-	t := mustTool(New("add", "Add.", benchAdd))
+	t := Must(New("add", "Add.", benchAdd))
 	for b.Loop() {
 		if _, err := prepare(t, benchCall.Input); err != nil {
 			b.Fatal(err)
@@ -46,7 +46,7 @@ func BenchmarkPrepare(b *testing.B) {
 // validation, decoding, the goroutines, the timeout, result shaping.
 func BenchmarkDispatch(b *testing.B) {
 	r := NewRegistry(Config{})
-	if err := r.Register(mustTool(New("add", "Add.", benchAdd))); err != nil {
+	if err := r.Register(Must(New("add", "Add.", benchAdd))); err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
@@ -61,7 +61,7 @@ func BenchmarkDispatch(b *testing.B) {
 // BenchmarkDispatch8 runs 8 trivial calls per Run; ns/op is for all 8.
 func BenchmarkDispatch8(b *testing.B) {
 	r := NewRegistry(Config{})
-	if err := r.Register(mustTool(New("add", "Add.", benchAdd))); err != nil {
+	if err := r.Register(Must(New("add", "Add.", benchAdd))); err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
@@ -77,7 +77,7 @@ func BenchmarkDispatch8(b *testing.B) {
 // benchSleep runs 8 calls that each take 200 ms and reports the wall time
 // of the batch.
 func benchSleep(b *testing.B, sequential bool) {
-	sleep := mustTool(New("sleep", "Work for 200 ms.", func(ctx context.Context, in struct{}) (string, error) {
+	sleep := Must(New("sleep", "Work for 200 ms.", func(ctx context.Context, in struct{}) (string, error) {
 		select {
 		case <-time.After(200 * time.Millisecond): // simulated work
 			return "done", nil

@@ -43,11 +43,11 @@
 // Calls run concurrently, up to [Config.MaxConcurrency] at once across the
 // whole registry. A tool marked [Tool.Sequential] runs its calls one at a
 // time, in the order they were started. Each call runs in its own goroutine
-// under its own timeout; if the call's context ends first, the registry
-// stops waiting and reports a timeout or "cancelled" result. A tool that
-// ignores its context is therefore abandoned, not waited for: its goroutine
-// keeps running until the function returns, and its result is dropped. The
-// abandoned call gives up its concurrency slot and its sequential turn, so
-// that one stuck tool cannot stall the agent; the price is that it may still
-// be running beside later calls. Tools should honour ctx.
+// under its own timeout; if the call's context ends first, the model gets a
+// timeout or "cancelled" result at once. The handler, though, keeps its
+// concurrency slot and its sequential turn until it has really returned, so
+// that a handler that ignores its context never runs beside the calls the
+// limits keep it from; later calls wait for it, as long as their own
+// context lets them. [Registry.Wait] waits for such handlers, with a
+// deadline, and names those still running. Tools should honour ctx.
 package tool

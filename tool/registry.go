@@ -58,6 +58,10 @@ type Registry struct {
 	// most recently started call has finished. The next call waits on it,
 	// which keeps the calls one at a time and in the order of Start.
 	queues map[*Tool]chan struct{}
+	// running holds the calls whose goroutine has not returned, for Wait;
+	// idle is closed whenever running is empty.
+	running map[*task]bool
+	idle    chan struct{}
 }
 
 // NewRegistry returns an empty registry configured by cfg.
@@ -72,11 +76,14 @@ func NewRegistry(cfg Config) *Registry {
 		cfg.MaxOutputBytes = 100_000
 	}
 	r := &Registry{
-		cfg:    cfg,
-		log:    cfg.Logger,
-		byName: make(map[string]*Tool),
-		queues: make(map[*Tool]chan struct{}),
+		cfg:     cfg,
+		log:     cfg.Logger,
+		byName:  make(map[string]*Tool),
+		queues:  make(map[*Tool]chan struct{}),
+		running: make(map[*task]bool),
+		idle:    make(chan struct{}),
 	}
+	close(r.idle)
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -151,10 +158,8 @@ type Call struct {
 // is_error result that tells the model what happened.
 //
 // Run returns promptly when ctx is cancelled: unfinished calls get a
-// "cancelled" result. A tool that ignores its context is not waited for;
-// its goroutine is abandoned and finishes, unobserved, whenever the tool
-// returns. That is the one goroutine Run can leave behind, and only for a
-// tool that does not honour ctx.
+// "cancelled" result. A handler that ignores its context may still be
+// running when Run returns; [Registry.Wait] waits for it.
 func (r *Registry) Run(ctx context.Context, calls []Call) []llm.ToolResult {
 	// Not errgroup with SetLimit, for three reasons. The cap is the
 	// registry's, shared with calls the agent Starts while the model
@@ -181,7 +186,9 @@ func (r *Registry) Run(ctx context.Context, calls []Call) []llm.ToolResult {
 // Calls started with Start share the registry's concurrency cap with Run,
 // and calls of a [Tool.Sequential] tool run one at a time in the order
 // Start was called. The wait function returns promptly once ctx is
-// cancelled, as [Registry.Run] does; it may be called more than once.
+// cancelled or the call times out, as [Registry.Run] does; it may be called
+// more than once. The call keeps its slot and its turn until its handler
+// has returned; see [Registry.Wait].
 func (r *Registry) Start(ctx context.Context, call Call) (wait func() llm.ToolResult) {
 	t, ok := r.Lookup(call.Name)
 	if !ok {
@@ -196,20 +203,56 @@ func (r *Registry) Start(ctx context.Context, call Call) (wait func() llm.ToolRe
 	if err != nil {
 		return done(r.errorResult(call, err.Error()))
 	}
+	k := &task{call: call, done: make(chan struct{})}
+	r.mu.Lock()
 	var prev, mine chan struct{}
 	if t.Sequential {
 		mine = make(chan struct{})
-		r.mu.Lock()
 		prev = r.queues[t]
 		r.queues[t] = mine
-		r.mu.Unlock()
 	}
-	finished := make(chan struct{})
-	var res llm.ToolResult
-	go func() {
-		res = r.run(ctx, t, call, input, prev)
-		close(finished)
-		if mine != nil {
+	if len(r.running) == 0 {
+		r.idle = make(chan struct{})
+	}
+	r.running[k] = true
+	r.mu.Unlock()
+	go r.run(ctx, t, k, input, prev, mine)
+	return func() llm.ToolResult {
+		<-k.done
+		return k.res
+	}
+}
+
+// A task is one started call and its result, which is delivered once: by
+// the handler's return, or earlier by a timeout or cancellation.
+type task struct {
+	call Call
+	once sync.Once
+	done chan struct{} // closed once res is set
+	res  llm.ToolResult
+}
+
+func (k *task) deliver(res llm.ToolResult) {
+	k.once.Do(func() {
+		k.res = res
+		close(k.done)
+	})
+}
+
+func done(res llm.ToolResult) func() llm.ToolResult {
+	return func() llm.ToolResult { return res }
+}
+
+// run runs call k of t, on its own goroutine: it waits for t's turn (prev)
+// and a slot, then runs the handler under the call's timeout. If the
+// call's context ends first, k's result is delivered at once, but the turn
+// and the slot are given back only when the handler has returned, so that
+// a handler that ignores its context never runs beside the calls
+// Sequential and MaxConcurrency keep it from.
+func (r *Registry) run(ctx context.Context, t *Tool, k *task, input json.RawMessage, prev, mine chan struct{}) {
+	defer r.finish(k)
+	if mine != nil {
+		defer func() {
 			// Even a call that never ran (cancelled while queued) hands
 			// its turn on only after every earlier call has finished, so
 			// that later calls cannot overtake them.
@@ -217,50 +260,28 @@ func (r *Registry) Start(ctx context.Context, call Call) (wait func() llm.ToolRe
 				<-prev
 			}
 			close(mine)
-		}
-	}()
-	return func() llm.ToolResult {
-		<-finished
-		return res
+		}()
 	}
-}
-
-func done(res llm.ToolResult) func() llm.ToolResult {
-	return func() llm.ToolResult { return res }
-}
-
-// run executes one call of t and shapes its result. It returns promptly
-// once ctx is done.
-func (r *Registry) run(ctx context.Context, t *Tool, call Call, input json.RawMessage, prev <-chan struct{}) llm.ToolResult {
+	cancelled := func() { k.deliver(r.errorResult(k.call, cancelledText(ctx))) }
 	if prev != nil {
 		select {
 		case <-prev:
 		case <-ctx.Done():
-			return r.errorResult(call, cancelledText(ctx))
+			cancelled()
+			return
 		}
 	}
 	if r.sem != nil {
 		if err := r.sem.Acquire(ctx, 1); err != nil {
-			return r.errorResult(call, cancelledText(ctx))
+			cancelled()
+			return
 		}
 		defer r.sem.Release(1)
 	}
 	if ctx.Err() != nil {
-		return r.errorResult(call, cancelledText(ctx))
+		cancelled()
+		return
 	}
-	start := time.Now()
-	out := r.invoke(ctx, t, call, input)
-	res := llm.ToolResult{ToolUseID: call.ID, Content: r.shape(out.Content, out.IsError), IsError: out.IsError}
-	r.log.LogAttrs(ctx, slog.LevelDebug, "tool call", slog.String("tool", call.Name), slog.String("id", call.ID),
-		slog.Duration("duration", time.Since(start)), slog.Bool("is_error", out.IsError))
-	return res
-}
-
-// invoke runs t's handler in its own goroutine, under the call's timeout,
-// and turns a panic into an error result. If the context ends first, it
-// returns without waiting for the handler: a handler that ignores its
-// context must not hold up the agent.
-func (r *Registry) invoke(ctx context.Context, t *Tool, call Call, input json.RawMessage) Output {
 	timeout := t.Timeout
 	if timeout == 0 {
 		timeout = r.cfg.Timeout
@@ -270,37 +291,73 @@ func (r *Registry) invoke(ctx context.Context, t *Tool, call Call, input json.Ra
 		callCtx, cancel = context.WithTimeout(ctx, timeout)
 	}
 	defer cancel()
-
-	// Buffered, so that an abandoned handler can still send and exit.
-	ch := make(chan Output, 1)
-	go func() {
-		defer func() {
-			if v := recover(); v != nil {
-				r.log.Error("tool panicked", "tool", call.Name, "id", call.ID, "panic", v, "stack", string(debug.Stack()))
-				ch <- errorOutput(fmt.Sprintf("tool %q panicked: %v", call.Name, v))
-			}
-		}()
-		out, err := t.handler(callCtx, input)
-		if err != nil {
-			out = errorOutput(err.Error())
-		}
-		ch <- out
-	}()
-
-	select {
-	case out := <-ch:
-		return settle(ctx, callCtx, call.Name, timeout, out)
-	case <-callCtx.Done():
-		select {
-		case out := <-ch: // it finished just in time: keep its result
-			return settle(ctx, callCtx, call.Name, timeout, out)
-		default:
-		}
+	stop := context.AfterFunc(callCtx, func() {
 		if ctx.Err() == nil {
-			r.log.Warn("tool call timed out; abandoning its goroutine", "tool", call.Name, "id", call.ID, "timeout", timeout)
+			r.log.Warn("tool call timed out; its handler keeps its slot until it returns",
+				"tool", k.call.Name, "id", k.call.ID, "timeout", timeout)
 		}
-		return settle(ctx, callCtx, call.Name, timeout, Output{IsError: true})
+		k.deliver(r.result(k.call, settle(ctx, callCtx, k.call.Name, timeout, Output{IsError: true})))
+	})
+	start := time.Now()
+	out := r.invoke(callCtx, t, k.call, input)
+	stop()
+	k.deliver(r.result(k.call, settle(ctx, callCtx, k.call.Name, timeout, out)))
+	r.log.LogAttrs(ctx, slog.LevelDebug, "tool call", slog.String("tool", k.call.Name), slog.String("id", k.call.ID),
+		slog.Duration("duration", time.Since(start)), slog.Bool("is_error", out.IsError))
+}
+
+// finish records that k's goroutine is done, for Wait.
+func (r *Registry) finish(k *task) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.running, k)
+	if len(r.running) == 0 {
+		close(r.idle)
 	}
+}
+
+// Wait waits until no call of the registry is running: every result has
+// been delivered and, unlike the wait functions of Start, every handler has
+// returned, which one that ignores its context may do long after its
+// timeout or cancellation. If ctx ends first, Wait returns an error that
+// names the calls still running and wraps context.Cause(ctx). An agent
+// calls it at the end of a run, with a grace period, so that no goroutine
+// of the run outlives it unnoticed.
+func (r *Registry) Wait(ctx context.Context) error {
+	r.mu.Lock()
+	idle := r.idle
+	r.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+	}
+	r.mu.Lock()
+	var names []string
+	for k := range r.running {
+		names = append(names, fmt.Sprintf("%s (%s)", k.call.Name, k.call.ID))
+	}
+	r.mu.Unlock()
+	if len(names) == 0 {
+		return nil
+	}
+	slices.Sort(names)
+	return fmt.Errorf("tool: %d call(s) still running: %s: %w", len(names), strings.Join(names, ", "), context.Cause(ctx))
+}
+
+// invoke runs t's handler and turns a panic into an error result.
+func (r *Registry) invoke(ctx context.Context, t *Tool, call Call, input json.RawMessage) (out Output) {
+	defer func() {
+		if v := recover(); v != nil {
+			r.log.Error("tool panicked", "tool", call.Name, "id", call.ID, "panic", v, "stack", string(debug.Stack()))
+			out = errorOutput(fmt.Sprintf("tool %q panicked: %v", call.Name, v))
+		}
+	}()
+	out, err := t.handler(ctx, input)
+	if err != nil {
+		return errorOutput(err.Error())
+	}
+	return out
 }
 
 // settle decides what the model sees when a call ends. A successful result
@@ -346,5 +403,10 @@ func errorOutput(msg string) Output {
 
 func (r *Registry) errorResult(call Call, msg string) llm.ToolResult {
 	r.log.Debug("tool call failed", "tool", call.Name, "id", call.ID, "error", msg)
-	return llm.ToolResult{ToolUseID: call.ID, Content: r.shape([]llm.Block{llm.Text{Text: msg}}, true), IsError: true}
+	return r.result(call, errorOutput(msg))
+}
+
+// result makes the tool result answering call from out.
+func (r *Registry) result(call Call, out Output) llm.ToolResult {
+	return llm.ToolResult{ToolUseID: call.ID, Content: r.shape(out.Content, out.IsError), IsError: out.IsError}
 }

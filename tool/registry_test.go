@@ -29,13 +29,6 @@ type pointInput struct {
 	Tags []string `json:"tags,omitempty"`
 }
 
-func mustTool(t *Tool, err error) *Tool {
-	if err != nil {
-		panic(err)
-	}
-	return t
-}
-
 func textResult(id, text string) llm.ToolResult {
 	return llm.ToolResult{ToolUseID: id, Content: []llm.Block{llm.Text{Text: text}}}
 }
@@ -47,67 +40,67 @@ func errorResult(id, text string) llm.ToolResult {
 // tools returns the tools of TestRun. release unblocks the tool that
 // ignores its context, so that the bubble can end.
 func testTools(release <-chan struct{}) []*Tool {
-	point := mustTool(New("point", "Echo a point.", func(ctx context.Context, in pointInput) (string, error) {
+	point := Must(New("point", "Echo a point.", func(ctx context.Context, in pointInput) (string, error) {
 		return fmt.Sprintf("(%v, %v)", in.X, in.Y), nil
 	}))
 	type sum struct {
 		Sum float64 `json:"sum"`
 	}
-	add := mustTool(New("add", "Add.", func(ctx context.Context, in pointInput) (sum, error) {
+	add := Must(New("add", "Add.", func(ctx context.Context, in pointInput) (sum, error) {
 		return sum{in.X + in.Y}, nil
 	}))
-	fail := mustTool(New("fail", "Fail.", func(ctx context.Context, in struct{}) (string, error) {
+	fail := Must(New("fail", "Fail.", func(ctx context.Context, in struct{}) (string, error) {
 		return "", errors.New("disk full")
 	}))
-	failEmpty := mustTool(New("fail_empty", "Fail silently.", func(ctx context.Context, in struct{}) (string, error) {
+	failEmpty := Must(New("fail_empty", "Fail silently.", func(ctx context.Context, in struct{}) (string, error) {
 		return "", errors.New("")
 	}))
-	empty := mustTool(New("empty", "Say nothing.", func(ctx context.Context, in struct{}) (string, error) {
+	empty := Must(New("empty", "Say nothing.", func(ctx context.Context, in struct{}) (string, error) {
 		return "", nil
 	}))
-	boom := mustTool(New("boom", "Panic.", func(ctx context.Context, in struct{}) (string, error) {
+	boom := Must(New("boom", "Panic.", func(ctx context.Context, in struct{}) (string, error) {
 		panic("boom")
 	}))
-	nilDeref := mustTool(New("nil_deref", "Crash.", func(ctx context.Context, in struct{}) (string, error) {
+	nilDeref := Must(New("nil_deref", "Crash.", func(ctx context.Context, in struct{}) (string, error) {
 		var m map[string]*int
 		return fmt.Sprint(*m["x"]), nil
 	}))
-	image := mustTool(New("image", "Draw.", func(ctx context.Context, in struct{}) ([]llm.Block, error) {
+	image := Must(New("image", "Draw.", func(ctx context.Context, in struct{}) ([]llm.Block, error) {
 		return []llm.Block{llm.Text{Text: "a dot"}, llm.Text{}, llm.Image{MediaType: "image/png", Data: "iVBORw0KGgo="}}, nil
 	}))
-	soft := mustTool(New("soft_error", "Report a tool-level error.", func(ctx context.Context, in struct{}) (Output, error) {
+	soft := Must(New("soft_error", "Report a tool-level error.", func(ctx context.Context, in struct{}) (Output, error) {
 		return Output{Content: []llm.Block{llm.Text{Text: "no such file"}}, IsError: true}, nil
 	}))
-	slow := mustTool(New("slow", "Honour the context.", func(ctx context.Context, in struct{}) (string, error) {
+	slow := Must(New("slow", "Honour the context.", func(ctx context.Context, in struct{}) (string, error) {
 		<-ctx.Done()
 		return "", ctx.Err()
 	}))
 	slow.Timeout = 2 * time.Second
-	stubborn := mustTool(New("stubborn", "Ignore the context.", func(ctx context.Context, in struct{}) (string, error) {
+	stubborn := Must(New("stubborn", "Ignore the context.", func(ctx context.Context, in struct{}) (string, error) {
 		<-release
 		return "too late", nil
 	}))
 	stubborn.Timeout = time.Second
-	patient := mustTool(New("patient", "Take 90 s, with no timeout.", func(ctx context.Context, in struct{}) (string, error) {
+	patient := Must(New("patient", "Take 90 s, with no timeout.", func(ctx context.Context, in struct{}) (string, error) {
 		time.Sleep(90 * time.Second) // longer than the registry's default timeout
 		return "done", nil
 	}))
 	patient.Timeout = -1
-	dflt := mustTool(New("default_timeout", "Wait for the default timeout.", func(ctx context.Context, in struct{}) (string, error) {
+	dflt := Must(New("default_timeout", "Wait for the default timeout.", func(ctx context.Context, in struct{}) (string, error) {
 		<-ctx.Done()
 		return "", ctx.Err()
 	}))
-	big := mustTool(New("big", "Talk a lot.", func(ctx context.Context, in struct{}) (string, error) {
+	big := Must(New("big", "Talk a lot.", func(ctx context.Context, in struct{}) (string, error) {
 		return strings.Repeat("ab", 100) + "é" + strings.Repeat("z", 40), nil // é is bytes 200 and 201
 	}))
-	raw := mustTool(NewRaw("raw", "Raw echo.", json.RawMessage(`{"type":"object","properties":{"q":{"type":"string","minLength":2}},"required":["q"]}`),
+	raw := Must(NewRaw("raw", "Raw echo.", json.RawMessage(`{"type":"object","properties":{"q":{"type":"string","minLength":2}},"required":["q"]}`),
 		func(ctx context.Context, input json.RawMessage) (Output, error) {
 			return Output{Content: []llm.Block{llm.Text{Text: string(input)}}}, nil
 		}))
 	op := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{
 		"op": {Type: "string", Enum: []any{"up", "down"}},
 	}, Required: []string{"op"}}
-	enum := mustTool(NewWithSchema("enum", "Pick.", op, func(ctx context.Context, in struct {
+	enum := Must(NewWithSchema("enum", "Pick.", op, func(ctx context.Context, in struct {
 		Op string `json:"op"`
 	}) (string, error) {
 		return in.Op, nil
@@ -195,7 +188,7 @@ func (b *syncBuffer) String() string {
 func TestPanicStackGoesToLogger(t *testing.T) {
 	var logs syncBuffer
 	r := NewRegistry(Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	boom := mustTool(New("boom", "Panic.", func(ctx context.Context, in struct{}) (string, error) {
+	boom := Must(New("boom", "Panic.", func(ctx context.Context, in struct{}) (string, error) {
 		panic(fmt.Errorf("wrapped %w", errors.New("cause")))
 	}))
 	if err := r.Register(boom); err != nil {
@@ -251,7 +244,7 @@ func TestTruncate(t *testing.T) {
 
 func TestRegisterErrors(t *testing.T) {
 	ok := func(name string) *Tool {
-		return mustTool(NewRaw(name, "", json.RawMessage(`{"type":"object"}`), func(context.Context, json.RawMessage) (Output, error) {
+		return Must(NewRaw(name, "", json.RawMessage(`{"type":"object"}`), func(context.Context, json.RawMessage) (Output, error) {
 			return Output{}, nil
 		}))
 	}
@@ -349,7 +342,7 @@ func TestSpecsAndLookup(t *testing.T) {
 	var want []string
 	for _, n := range []string{"zeta", "alpha", "mid"} {
 		want = append(want, n)
-		if err := r.Register(mustTool(New(n, "Tool "+n+".", func(context.Context, pointInput) (string, error) { return "", nil }))); err != nil {
+		if err := r.Register(Must(New(n, "Tool "+n+".", func(context.Context, pointInput) (string, error) { return "", nil }))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -393,7 +386,7 @@ func TestRawUnvalidatable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tl := mustTool(NewRaw("odd", "", json.RawMessage(tt.schema), func(ctx context.Context, in json.RawMessage) (Output, error) {
+			tl := Must(NewRaw("odd", "", json.RawMessage(tt.schema), func(ctx context.Context, in json.RawMessage) (Output, error) {
 				return Output{Content: []llm.Block{llm.Text{Text: "handler saw " + string(in)}}}, nil
 			}))
 			var logs bytes.Buffer
@@ -425,7 +418,7 @@ func TestRawUnvalidatable(t *testing.T) {
 	// A schema the validator can use is validated, and nothing is logged.
 	var logs bytes.Buffer
 	r := NewRegistry(Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	tl := mustTool(NewRaw("fine", "", json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`),
+	tl := Must(NewRaw("fine", "", json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`),
 		func(context.Context, json.RawMessage) (Output, error) { return Output{}, nil }))
 	if err := r.Register(tl); err != nil {
 		t.Fatal(err)

@@ -83,6 +83,18 @@ func New[In, Out any](name, description string, fn func(ctx context.Context, in 
 	return NewWithSchema(name, description, s, fn)
 }
 
+// Must returns t, or panics if err is not nil. It is for a typed tool
+// whose schema is known to be good, such as one built at start-up from a
+// struct type:
+//
+//	var add = tool.Must(tool.New("add", "Add two numbers.", addFunc))
+func Must(t *Tool, err error) *Tool {
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
 // NewWithSchema is like [New] but takes the input schema instead of
 // generating it. The usual way to build one is to generate it with
 // jsonschema.For[In] and then refine it, for example by setting Enum on a
