@@ -192,7 +192,7 @@ func TestSequentialStartOrder(t *testing.T) {
 		}
 		want := []llm.ToolResult{
 			textResult("seq_0", "0"),
-			errorResult("seq_1", `invalid input for tool "seq": field "n": type: one has type "string", want "integer"`),
+			errorResult("seq_1", `invalid input for tool "seq": field "n": got string, want integer`),
 			textResult("seq_2", "2"),
 			textResult("seq_3", "3"),
 		}

@@ -35,5 +35,5 @@ func Example() {
 	// Output:
 	// {"type":"object","properties":{"a":{"type":"number","description":"the first addend"},"b":{"type":"number","description":"the second addend"}},"required":["a","b"],"additionalProperties":false}
 	// toolu_1 false 8
-	// toolu_2 true invalid input for tool "add": missing required field(s) "b"
+	// toolu_2 true invalid input for tool "add": missing required field "b"
 }

@@ -3,32 +3,50 @@ package tool
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	jsv "github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 
 	"github.com/agentloop/agentloop/llm"
 )
 
 // prepare checks a call's input before the handler sees it: JSON, an
 // object, and valid against the tool's schema. Its errors are written for
-// the model, which reads them and retries with corrected input.
+// the model, which reads them and retries with corrected input, so a
+// schema violation lists every problem of the call, not only the first.
 func prepare(t *Tool, input json.RawMessage) (json.RawMessage, error) {
 	if len(bytes.TrimSpace(input)) == 0 {
 		input = json.RawMessage("{}") // an empty streamed input means {}
 	}
-	var v any
-	if err := json.Unmarshal(input, &v); err != nil {
+	// Numbers stay json.Number, so that a number no float64 holds, such as
+	// 1e400, is valid JSON here; whether it fits is the handler's business.
+	v, err := jsv.UnmarshalJSON(bytes.NewReader(input))
+	if err != nil {
 		return nil, fmt.Errorf("invalid input for tool %q: the input is not valid JSON: %v", t.spec.Name, err)
 	}
 	if _, ok := v.(map[string]any); !ok {
 		return nil, fmt.Errorf("invalid input for tool %q: the input must be a JSON object, not %s", t.spec.Name, jsonKind(v))
 	}
-	if t.schema != nil {
-		if err := t.schema.Validate(v); err != nil {
-			return nil, fmt.Errorf("invalid input for tool %q: %s", t.spec.Name, describeValidation(err))
+	if t.schema == nil {
+		return input, nil
+	}
+	var verr *jsv.ValidationError
+	if err := t.schema.Validate(v); errors.As(err, &verr) {
+		ps := problems(v, verr)
+		if len(ps) == 1 {
+			return nil, fmt.Errorf("invalid input for tool %q: %s", t.spec.Name, ps[0])
 		}
+		return nil, fmt.Errorf("invalid input for tool %q (%d problems):\n- %s", t.spec.Name, len(ps), strings.Join(ps, "\n- "))
+	} else if err != nil {
+		return nil, fmt.Errorf("invalid input for tool %q: %v", t.spec.Name, err)
 	}
 	return input, nil
 }
@@ -39,7 +57,7 @@ func jsonKind(v any) string {
 		return "null"
 	case bool:
 		return "a boolean"
-	case float64:
+	case json.Number:
 		return "a number"
 	case string:
 		return "a string"
@@ -49,100 +67,80 @@ func jsonKind(v any) string {
 	return "an object"
 }
 
-// describeValidation rewrites a jsonschema-go validation error so that it
-// names the input field rather than the schema location. The library
-// reports, for example,
-//
-//	validating root: validating /properties/a: type: x has type "string", want "number"
-//
-// which becomes
-//
-//	field "a": type: x has type "string", want "number"
-//
-// An error of another shape is returned as it is, which is still readable.
-func describeValidation(err error) string {
-	msg := err.Error()
-	path := ""
-	for {
-		rest, ok := strings.CutPrefix(msg, "validating ")
-		if !ok {
-			break
-		}
-		loc, tail, ok := strings.Cut(rest, ": ")
-		if !ok {
-			break
-		}
-		path, msg = loc, tail
-	}
-	field := fieldOf(path)
-	if missing, ok := strings.CutPrefix(msg, "required: missing properties: "); ok {
-		msg = "missing required field(s) " + qualify(field, missing)
-		return msg
-	}
-	if extra, ok := strings.CutPrefix(msg, "unexpected additional properties "); ok {
-		msg = "unknown field(s) " + qualify(field, extra) + "; use only the fields in the input schema"
-		return msg
-	}
-	if field == "" {
-		return msg
-	}
-	return fmt.Sprintf("field %q: %s", field, msg)
-}
+// printer words the validator's messages.
+var printer = message.NewPrinter(language.English)
 
-// qualify rewrites a list of names as the library prints it, Go-quoted as
-// in ["a" "b"], into "a", "b", each prefixed with the field path of the
-// object that holds them: "x" becomes "obj.x".
-func qualify(field, list string) string {
-	rest, ok := strings.CutPrefix(list, "[")
-	if !ok {
-		return list
-	}
-	var names []string
-	for {
-		rest = strings.TrimLeft(rest, " ")
-		q, err := strconv.QuotedPrefix(rest)
-		if err != nil {
-			break
+// problems lists what is wrong with input v, one line per failed keyword,
+// each naming the field, in a stable order. The validator's error is a
+// tree whose leaves are the failed keywords; the inner nodes (the root,
+// $ref, allOf) only group them.
+func problems(v any, err *jsv.ValidationError) []string {
+	var out []string
+	var walk func(e *jsv.ValidationError)
+	walk = func(e *jsv.ValidationError) {
+		for _, c := range e.Causes {
+			walk(c)
 		}
-		name, _ := strconv.Unquote(q)
-		if field != "" {
-			name = field + "." + name
+		if len(e.Causes) > 0 {
+			return
 		}
-		names = append(names, strconv.Quote(name))
-		rest = rest[len(q):]
-	}
-	if rest != "]" || len(names) == 0 {
-		return list // not the expected shape: show it as it is
-	}
-	return strings.Join(names, ", ")
-}
-
-// fieldOf turns a schema location such as /properties/a/items/properties/b
-// into the input path a[].b. Keywords that do not name a field (allOf/0,
-// $defs/x) are skipped.
-func fieldOf(loc string) string {
-	if loc == "root" || !strings.HasPrefix(loc, "/") {
-		return ""
-	}
-	parts := strings.Split(loc[1:], "/")
-	var b strings.Builder
-	for i := 0; i < len(parts); i++ {
-		switch parts[i] {
-		case "properties":
-			if i+1 < len(parts) {
-				i++
-				if b.Len() > 0 {
-					b.WriteByte('.')
-				}
-				b.WriteString(strings.NewReplacer("~1", "/", "~0", "~").Replace(parts[i]))
+		at := fieldPath(v, e.InstanceLocation)
+		switch k := e.ErrorKind.(type) {
+		case *kind.Required:
+			out = append(out, "missing required "+fields(at, k.Missing))
+		case *kind.AdditionalProperties:
+			out = append(out, "unknown "+fields(at, k.Properties)+"; use only the fields in the input schema")
+		default:
+			msg := k.LocalizedString(printer)
+			if at != "" {
+				msg = fmt.Sprintf("field %q: %s", at, msg)
 			}
-		case "items", "prefixItems", "additionalItems":
-			b.WriteString("[]")
-		case "additionalProperties", "patternProperties":
-			b.WriteString(".*")
+			out = append(out, msg)
+		}
+	}
+	walk(err)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// fieldPath names the value at loc, a JSON pointer's tokens, within v as
+// the model wrote it: tags[1].name. Looking into v tells array indexes from
+// property names.
+func fieldPath(v any, loc []string) string {
+	var b strings.Builder
+	for _, tok := range loc {
+		if a, ok := v.([]any); ok {
+			fmt.Fprintf(&b, "[%s]", tok)
+			if i, err := strconv.Atoi(tok); err == nil && i < len(a) {
+				v = a[i]
+			}
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(tok)
+		if m, ok := v.(map[string]any); ok {
+			v = m[tok]
 		}
 	}
 	return b.String()
+}
+
+// fields names the properties names of the object at path at: field "a",
+// or fields "at.a", "at.b".
+func fields(at string, names []string) string {
+	names = slices.Sorted(slices.Values(names))
+	for i, n := range names {
+		if at != "" {
+			n = at + "." + n
+		}
+		names[i] = strconv.Quote(n)
+	}
+	if len(names) == 1 {
+		return "field " + names[0]
+	}
+	return "fields " + strings.Join(names, ", ")
 }
 
 // shape makes content fit to send: empty text blocks, which the API

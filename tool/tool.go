@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	jsv "github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/agentloop/agentloop/llm"
 )
@@ -35,7 +37,7 @@ type Tool struct {
 	// schema the validator cannot use (see NewRaw); unvalidated says why,
 	// inputs are checked only for being a JSON object, and the handler
 	// must validate them itself.
-	schema      *jsonschema.Resolved
+	schema      *jsv.Schema
 	unvalidated error
 	handler     func(ctx context.Context, input json.RawMessage) (Output, error)
 }
@@ -114,16 +116,21 @@ func NewWithSchema[In, Out any](name, description string, schema *jsonschema.Sch
 	if err != nil {
 		return nil, fmt.Errorf("tool %q: encoding the input schema: %w", name, err)
 	}
-	resolved, err := schema.Resolve(nil)
+	compiled, err := compile(raw)
 	if err != nil {
-		return nil, fmt.Errorf("tool %q: resolving the input schema: %w", name, err)
+		return nil, fmt.Errorf("tool %q: the input schema: %w", name, err)
 	}
 	handler := func(ctx context.Context, input json.RawMessage) (Output, error) {
 		var in In
 		if err := json.Unmarshal(input, &in); err != nil {
-			// The schema passed, so In and the schema disagree; tell the
-			// model what failed all the same.
-			return Output{}, fmt.Errorf("invalid input: %v", err)
+			// The schema passed, so the value does not fit its Go type (a
+			// number out of range, such as 1e400 for a float64), or In and
+			// the schema disagree.
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				return Output{}, fmt.Errorf("invalid input for tool %q: field %q: %s does not fit in a Go %s", name, te.Field, te.Value, te.Type)
+			}
+			return Output{}, fmt.Errorf("invalid input for tool %q: %v", name, err)
 		}
 		out, err := fn(ctx, in)
 		if err != nil {
@@ -133,7 +140,7 @@ func NewWithSchema[In, Out any](name, description string, schema *jsonschema.Sch
 	}
 	t := &Tool{
 		spec:    llm.ToolSpec{Name: name, Description: description, InputSchema: raw},
-		schema:  resolved,
+		schema:  compiled,
 		handler: handler,
 	}
 	if err := t.check(); err != nil {
@@ -148,12 +155,12 @@ func NewWithSchema[In, Out any](name, description string, schema *jsonschema.Sch
 // model exactly as given.
 //
 // Inputs are validated against the schema before fn runs when the
-// validator can: jsonschema-go supports draft-07 and 2020-12, and resolves
-// no remote $ref. A schema it cannot use (another "$schema" draft, draft-04
-// keywords it cannot read, a $ref it cannot resolve) does not lose the
-// tool: inputs are then checked only for being a JSON object, fn must check
-// them itself, and [Registry.Register] logs a warning saying why. An MCP
-// server, for one, validates its own input.
+// validator can: it reads drafts 4 to 2020-12 (2020-12 when "$schema" is
+// absent) and fetches nothing. A schema it cannot use (an unknown
+// "$schema", a keyword of the wrong draft, a $ref out of the schema) does
+// not lose the tool: inputs are then checked only for being a JSON object,
+// fn must check them itself, and [Registry.Register] logs a warning saying
+// why. An MCP server, for one, validates its own input.
 //
 // A non-nil error from fn becomes an is_error result carrying err.Error().
 func NewRaw(name, description string, schema json.RawMessage, fn func(ctx context.Context, input json.RawMessage) (Output, error)) (*Tool, error) {
@@ -176,39 +183,38 @@ func NewRaw(name, description string, schema json.RawMessage, fn func(ctx contex
 		spec:    llm.ToolSpec{Name: name, Description: description, InputSchema: append(json.RawMessage(nil), schema...)},
 		handler: fn,
 	}
-	t.schema, t.unvalidated = resolveRaw(schema)
+	if t.schema, t.unvalidated = compile(schema); t.unvalidated != nil {
+		t.unvalidated = fmt.Errorf("the validator cannot use the schema: %w", t.unvalidated)
+	}
 	if err := t.check(); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
-// resolveRaw readies a raw schema for validation. If the validator cannot
-// use it, it returns why instead.
-func resolveRaw(schema json.RawMessage) (*jsonschema.Resolved, error) {
-	var s jsonschema.Schema
-	if err := json.Unmarshal(schema, &s); err != nil {
-		return nil, fmt.Errorf("the validator cannot read the schema: %w", err)
-	}
-	if !validatable(s.Schema) {
-		return nil, fmt.Errorf("the schema declares $schema %q; the validator supports draft-07 and 2020-12 only", s.Schema)
-	}
-	r, err := s.Resolve(nil)
+// compile readies a schema, as sent to the model, for validating inputs.
+// Any draft from 4 to 2020-12 works; one without "$schema" is read as
+// 2020-12, as MCP says. It loads nothing: a $ref out of the schema, to a
+// file or over the network, fails to compile.
+func compile(schema json.RawMessage) (*jsv.Schema, error) {
+	doc, err := jsv.UnmarshalJSON(bytes.NewReader(schema))
 	if err != nil {
-		return nil, fmt.Errorf("the validator cannot resolve the schema: %w", err)
+		return nil, err
 	}
-	return r, nil
+	const url = "https://agentloop.invalid/input.json" // a name for the schema; never fetched
+	c := jsv.NewCompiler()
+	c.UseLoader(noLoader{})
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, err
+	}
+	return c.Compile(url)
 }
 
-// validatable reports whether jsonschema-go validates schemas that declare
-// the given "$schema" (it validates draft-07 and 2020-12 only).
-func validatable(draft string) bool {
-	switch draft {
-	case "", "https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2020-12/schema#",
-		"http://json-schema.org/draft-07/schema#", "https://json-schema.org/draft-07/schema#":
-		return true
-	}
-	return false
+// noLoader refuses every schema the compiler would fetch.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("not loading %s: a tool's schema must be self-contained", url)
 }
 
 // jsonTypeString describes the "type" of a schema decoded as any.
