@@ -158,8 +158,8 @@ func TestToolsPassSchemaThrough(t *testing.T) {
 	var names []string
 	var dotted *tool.Tool
 	for _, tt := range tools {
-		names = append(names, tt.Name())
-		if tt.Name() == "dotted_name" {
+		names = append(names, tt.Spec().Name)
+		if tt.Spec().Name == "dotted_name" {
 			dotted = tt
 		}
 	}

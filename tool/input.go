@@ -33,74 +33,49 @@ func prepare(t *Tool, input json.RawMessage) (json.RawMessage, error) {
 		return nil, fmt.Errorf("invalid input for tool %q: the input is not valid JSON: %v", t.spec.Name, err)
 	}
 	if _, ok := v.(map[string]any); !ok {
-		return nil, fmt.Errorf("invalid input for tool %q: the input must be a JSON object, not %s", t.spec.Name, jsonKind(v))
+		return nil, fmt.Errorf("invalid input for tool %q: the input must be a JSON object, got %.40s", t.spec.Name, bytes.TrimSpace(input))
 	}
 	if t.schema == nil {
 		return input, nil
 	}
 	var verr *jsv.ValidationError
 	if err := t.schema.Validate(v); errors.As(err, &verr) {
-		ps := problems(v, verr)
-		if len(ps) == 1 {
-			return nil, fmt.Errorf("invalid input for tool %q: %s", t.spec.Name, ps[0])
+		ps := slices.Sorted(slices.Values(problems(v, verr, nil)))
+		ps = slices.Compact(ps)
+		msg := ps[0]
+		if len(ps) > 1 {
+			msg = fmt.Sprintf("%d problems:\n- %s", len(ps), strings.Join(ps, "\n- "))
 		}
-		return nil, fmt.Errorf("invalid input for tool %q (%d problems):\n- %s", t.spec.Name, len(ps), strings.Join(ps, "\n- "))
-	} else if err != nil {
-		return nil, fmt.Errorf("invalid input for tool %q: %v", t.spec.Name, err)
+		return nil, fmt.Errorf("invalid input for tool %q: %s", t.spec.Name, msg)
 	}
 	return input, nil
-}
-
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case json.Number:
-		return "a number"
-	case string:
-		return "a string"
-	case []any:
-		return "an array"
-	}
-	return "an object"
 }
 
 // printer words the validator's messages.
 var printer = message.NewPrinter(language.English)
 
-// problems lists what is wrong with input v, one line per failed keyword,
-// each naming the field, in a stable order. The validator's error is a
-// tree whose leaves are the failed keywords; the inner nodes (the root,
-// $ref, allOf) only group them.
-func problems(v any, err *jsv.ValidationError) []string {
-	var out []string
-	var walk func(e *jsv.ValidationError)
-	walk = func(e *jsv.ValidationError) {
-		for _, c := range e.Causes {
-			walk(c)
-		}
-		if len(e.Causes) > 0 {
-			return
-		}
-		at := fieldPath(v, e.InstanceLocation)
-		switch k := e.ErrorKind.(type) {
-		case *kind.Required:
-			out = append(out, "missing required "+fields(at, k.Missing))
-		case *kind.AdditionalProperties:
-			out = append(out, "unknown "+fields(at, k.Properties)+"; use only the fields in the input schema")
-		default:
-			msg := k.LocalizedString(printer)
-			if at != "" {
-				msg = fmt.Sprintf("field %q: %s", at, msg)
-			}
-			out = append(out, msg)
-		}
+// problems appends what is wrong with input v to out, one line per failed
+// keyword, each naming its field. The validator's error is a tree whose
+// leaves are the failed keywords; the inner nodes (the root, $ref, allOf)
+// only group them.
+func problems(v any, e *jsv.ValidationError, out []string) []string {
+	for _, c := range e.Causes {
+		out = problems(v, c, out)
 	}
-	walk(err)
-	slices.Sort(out)
-	return slices.Compact(out)
+	if len(e.Causes) > 0 {
+		return out
+	}
+	at := fieldPath(v, e.InstanceLocation)
+	switch k := e.ErrorKind.(type) {
+	case *kind.Required:
+		return append(out, "missing required "+fields(at, k.Missing))
+	case *kind.AdditionalProperties:
+		return append(out, "unknown "+fields(at, k.Properties)+"; use only the fields in the input schema")
+	}
+	if at == "" {
+		return append(out, e.ErrorKind.LocalizedString(printer))
+	}
+	return append(out, fmt.Sprintf("field %q: %s", at, e.ErrorKind.LocalizedString(printer)))
 }
 
 // fieldPath names the value at loc, a JSON pointer's tokens, within v as
@@ -143,78 +118,29 @@ func fields(at string, names []string) string {
 	return "fields " + strings.Join(names, ", ")
 }
 
-// shape makes content fit to send: empty text blocks, which the API
-// rejects, are dropped; text beyond MaxOutputBytes is cut with a note; an
-// error gets a message even if the tool gave none.
+// shape makes content fit to send: nil blocks and empty text, which the
+// API rejects, are dropped; text beyond MaxOutputBytes is cut, on a UTF-8
+// boundary, with a note saying how much was dropped; an error gets a
+// message even if the tool gave none. Images are kept and not counted.
 func (r *Registry) shape(content []llm.Block, isError bool) []llm.Block {
-	if fits(content, r.cfg.MaxOutputBytes) {
-		return content // the common case: nothing to change, nothing to copy
-	}
-	out := make([]llm.Block, 0, len(content)+1)
-	total := 0
+	max := r.cfg.MaxOutputBytes
+	out := make([]llm.Block, 0, len(content))
+	total, budget := 0, max
 	for _, b := range content {
-		if t, ok := b.(llm.Text); ok {
-			if t.Text == "" {
-				continue
-			}
-			total += len(t.Text)
-		}
-		if b != nil {
-			out = append(out, b)
-		}
-	}
-	if max := r.cfg.MaxOutputBytes; max > 0 && total > max {
-		out = truncate(out, max, total)
-	}
-	if len(out) == 0 {
-		if isError {
-			return []llm.Block{llm.Text{Text: "the tool failed without saying why"}}
-		}
-		return nil
-	}
-	return out
-}
-
-// fits reports whether content can be sent as it is: non-empty, with no
-// nil block or empty text, and text within max bytes.
-func fits(content []llm.Block, max int) bool {
-	total := 0
-	for _, b := range content {
-		switch b := b.(type) {
-		case nil:
-			return false
-		case llm.Text:
-			if b.Text == "" {
-				return false
-			}
-			total += len(b.Text)
-		}
-	}
-	return len(content) > 0 && (max < 0 || total <= max)
-}
-
-// truncate keeps the first max bytes of text in blocks, cut on a UTF-8
-// boundary, and appends a note saying how much was dropped. Non-text blocks
-// are kept.
-func truncate(blocks []llm.Block, max, total int) []llm.Block {
-	out := blocks[:0]
-	budget := max
-	for _, b := range blocks {
 		t, ok := b.(llm.Text)
 		if !ok {
-			out = append(out, b)
+			if b != nil {
+				out = append(out, b)
+			}
 			continue
 		}
-		if budget == 0 {
-			continue
-		}
-		if len(t.Text) > budget {
+		total += len(t.Text)
+		if max >= 0 && len(t.Text) > budget {
 			cut := budget
 			for cut > 0 && !utf8.RuneStart(t.Text[cut]) {
 				cut--
 			}
-			t.Text = t.Text[:cut]
-			budget = 0
+			t.Text, budget = t.Text[:cut], 0 // nothing after a cut
 		} else {
 			budget -= len(t.Text)
 		}
@@ -222,6 +148,14 @@ func truncate(blocks []llm.Block, max, total int) []llm.Block {
 			out = append(out, t)
 		}
 	}
-	note := fmt.Sprintf("[output truncated: the tool returned %d bytes of text; only the first %d are shown]", total, max)
-	return append(out, llm.Text{Text: note})
+	if max >= 0 && total > max {
+		out = append(out, llm.Text{Text: fmt.Sprintf("[output truncated: the tool returned %d bytes of text; only the first %d are shown]", total, max)})
+	}
+	switch {
+	case len(out) > 0:
+		return out
+	case isError:
+		return []llm.Block{llm.Text{Text: "the tool failed without saying why"}}
+	}
+	return nil
 }

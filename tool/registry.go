@@ -33,8 +33,8 @@ type Config struct {
 	// means no cap. Images are not counted: the API limits them itself.
 	MaxOutputBytes int
 
-	// Logger receives the stack of each panic, each abandoned call, and a
-	// debug line per call. Nil discards everything.
+	// Logger receives the stack of each panic, a warning for each call
+	// that times out, and a debug line per call. Nil discards everything.
 	Logger *slog.Logger
 }
 
@@ -47,20 +47,16 @@ var ErrDuplicate = errors.New("duplicate tool name")
 type Registry struct {
 	cfg Config
 	log *slog.Logger
-	// sem caps the calls in progress across Run and Start; Run says why
-	// it is not errgroup.SetLimit.
-	sem *semaphore.Weighted // nil means no cap
+	sem *semaphore.Weighted // the MaxConcurrency slots; nil means no cap
 
-	mu     sync.Mutex
-	byName map[string]*Tool
-	order  []*Tool
+	mu    sync.Mutex
+	tools []*Tool // in registration order
 	// queues holds, for each sequential tool, a channel closed once its
-	// most recently started call has finished. The next call waits on it,
-	// which keeps the calls one at a time and in the order of Start.
+	// latest call has finished; the next call waits on it.
 	queues map[*Tool]chan struct{}
 	// running holds the calls whose goroutine has not returned, for Wait;
 	// idle is closed whenever running is empty.
-	running map[*task]bool
+	running map[*Call]bool
 	idle    chan struct{}
 }
 
@@ -78,9 +74,8 @@ func NewRegistry(cfg Config) *Registry {
 	r := &Registry{
 		cfg:     cfg,
 		log:     cfg.Logger,
-		byName:  make(map[string]*Tool),
 		queues:  make(map[*Tool]chan struct{}),
-		running: make(map[*task]bool),
+		running: make(map[*Call]bool),
 		idle:    make(chan struct{}),
 	}
 	close(r.idle)
@@ -101,20 +96,17 @@ func NewRegistry(cfg Config) *Registry {
 func (r *Registry) Register(tools ...*Tool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	seen := make(map[string]bool, len(tools))
-	for _, t := range tools {
+	for i, t := range tools {
 		if err := t.check(); err != nil {
 			return err
 		}
-		name := t.spec.Name
-		if _, ok := r.byName[name]; ok || seen[name] {
-			return fmt.Errorf("tool %q: %w", name, ErrDuplicate)
+		named := func(u *Tool) bool { return u.spec.Name == t.spec.Name }
+		if slices.ContainsFunc(r.tools, named) || slices.ContainsFunc(tools[:i], named) {
+			return fmt.Errorf("tool %q: %w", t.spec.Name, ErrDuplicate)
 		}
-		seen[name] = true
 	}
+	r.tools = append(r.tools, tools...)
 	for _, t := range tools {
-		r.byName[t.spec.Name] = t
-		r.order = append(r.order, t)
 		if t.unvalidated != nil {
 			r.log.Warn("tool inputs are checked only for being a JSON object, not against its schema",
 				"tool", t.spec.Name, "reason", t.unvalidated)
@@ -127,8 +119,11 @@ func (r *Registry) Register(tools ...*Tool) error {
 func (r *Registry) Lookup(name string) (*Tool, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	t, ok := r.byName[name]
-	return t, ok
+	i := slices.IndexFunc(r.tools, func(t *Tool) bool { return t.spec.Name == name })
+	if i < 0 {
+		return nil, false
+	}
+	return r.tools[i], true
 }
 
 // Specs returns the tools' descriptions for [llm.Request.Tools], in
@@ -137,8 +132,8 @@ func (r *Registry) Lookup(name string) (*Tool, bool) {
 func (r *Registry) Specs() []llm.ToolSpec {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	specs := make([]llm.ToolSpec, len(r.order))
-	for i, t := range r.order {
+	specs := make([]llm.ToolSpec, len(r.tools))
+	for i, t := range r.tools {
 		specs[i] = t.spec
 	}
 	return specs
@@ -157,17 +152,11 @@ type Call struct {
 // bad input, an error, a panic, a timeout or cancellation each become an
 // is_error result that tells the model what happened.
 //
-// Run returns promptly when ctx is cancelled: unfinished calls get a
-// "cancelled" result. A handler that ignores its context may still be
-// running when Run returns; [Registry.Wait] waits for it.
+// Run returns promptly when ctx is cancelled, with a "cancelled" result
+// for each unfinished call; [Registry.Wait] waits for their handlers.
 func (r *Registry) Run(ctx context.Context, calls []Call) []llm.ToolResult {
-	// Not errgroup with SetLimit, for three reasons. The cap is the
-	// registry's, shared with calls the agent Starts while the model
-	// streams, so a per-batch limit would not bound them. Start must be
-	// called in call order on one goroutine, which is what queues a
-	// sequential tool's calls in order. And errgroup's Go blocks for a
-	// slot with no context, while a queued call must give up when ctx
-	// ends. Start covers all three; Run only starts and collects.
+	// Not errgroup.SetLimit: the cap is the registry's, shared with the
+	// calls an agent Starts, and a queued call must give up when ctx ends.
 	waits := make([]func() llm.ToolResult, len(calls))
 	for i, c := range calls {
 		waits[i] = r.Start(ctx, c)
@@ -180,30 +169,30 @@ func (r *Registry) Run(ctx context.Context, calls []Call) []llm.ToolResult {
 }
 
 // Start starts one call now and returns a function that waits for its
-// result. An agent uses it to start each tool call as soon as the model has
-// streamed it, while the rest of the turn is still arriving.
-//
-// Calls started with Start share the registry's concurrency cap with Run,
-// and calls of a [Tool.Sequential] tool run one at a time in the order
-// Start was called. The wait function returns promptly once ctx is
-// cancelled or the call times out, as [Registry.Run] does; it may be called
-// more than once. The call keeps its slot and its turn until its handler
-// has returned; see [Registry.Wait].
+// result, so that an agent can start each call the moment the model has
+// streamed it. Calls share the registry's cap with Run, and a
+// [Tool.Sequential] tool's calls run in the order Start was called. The
+// wait function, which may be called more than once, returns promptly once
+// ctx is cancelled or the call times out, as Run does.
 func (r *Registry) Start(ctx context.Context, call Call) (wait func() llm.ToolResult) {
 	t, ok := r.Lookup(call.Name)
 	if !ok {
 		return done(r.errorResult(call, r.unknownTool(call.Name)))
 	}
-	if ctx.Err() != nil {
-		return done(r.errorResult(call, cancelledText(ctx)))
-	}
-	// Checking the input here, not in the call's goroutine, answers a bad
-	// call at once and costs the caller only microseconds.
+	// Checked here, not on the call's goroutine, bad input is answered at once.
 	input, err := prepare(t, call.Input)
 	if err != nil {
 		return done(r.errorResult(call, err.Error()))
 	}
-	k := &task{call: call, done: make(chan struct{})}
+	// The first result delivered wins: the handler's, or a timeout's.
+	ch := make(chan llm.ToolResult, 1)
+	deliver := func(res llm.ToolResult) {
+		select {
+		case ch <- res:
+		default:
+		}
+	}
+	c := &call
 	r.mu.Lock()
 	var prev, mine chan struct{}
 	if t.Sequential {
@@ -214,43 +203,22 @@ func (r *Registry) Start(ctx context.Context, call Call) (wait func() llm.ToolRe
 	if len(r.running) == 0 {
 		r.idle = make(chan struct{})
 	}
-	r.running[k] = true
+	r.running[c] = true
 	r.mu.Unlock()
-	go r.run(ctx, t, k, input, prev, mine)
-	return func() llm.ToolResult {
-		<-k.done
-		return k.res
-	}
-}
-
-// A task is one started call and its result, which is delivered once: by
-// the handler's return, or earlier by a timeout or cancellation.
-type task struct {
-	call Call
-	once sync.Once
-	done chan struct{} // closed once res is set
-	res  llm.ToolResult
-}
-
-func (k *task) deliver(res llm.ToolResult) {
-	k.once.Do(func() {
-		k.res = res
-		close(k.done)
-	})
+	go r.run(ctx, t, c, input, prev, mine, deliver)
+	return sync.OnceValue(func() llm.ToolResult { return <-ch })
 }
 
 func done(res llm.ToolResult) func() llm.ToolResult {
 	return func() llm.ToolResult { return res }
 }
 
-// run runs call k of t, on its own goroutine: it waits for t's turn (prev)
+// run runs call c of t on its own goroutine: it waits for t's turn (prev)
 // and a slot, then runs the handler under the call's timeout. If the
-// call's context ends first, k's result is delivered at once, but the turn
-// and the slot are given back only when the handler has returned, so that
-// a handler that ignores its context never runs beside the calls
-// Sequential and MaxConcurrency keep it from.
-func (r *Registry) run(ctx context.Context, t *Tool, k *task, input json.RawMessage, prev, mine chan struct{}) {
-	defer r.finish(k)
+// call's context ends first, the result is delivered at once, but the turn
+// and the slot are given back only when the handler has returned.
+func (r *Registry) run(ctx context.Context, t *Tool, c *Call, input json.RawMessage, prev, mine chan struct{}, deliver func(llm.ToolResult)) {
+	defer r.finish(c)
 	if mine != nil {
 		defer func() {
 			// Even a call that never ran (cancelled while queued) hands
@@ -262,24 +230,17 @@ func (r *Registry) run(ctx context.Context, t *Tool, k *task, input json.RawMess
 			close(mine)
 		}()
 	}
-	cancelled := func() { k.deliver(r.errorResult(k.call, cancelledText(ctx))) }
 	if prev != nil {
 		select {
 		case <-prev:
 		case <-ctx.Done():
-			cancelled()
-			return
 		}
 	}
-	if r.sem != nil {
-		if err := r.sem.Acquire(ctx, 1); err != nil {
-			cancelled()
-			return
-		}
+	if r.sem != nil && ctx.Err() == nil && r.sem.Acquire(ctx, 1) == nil {
 		defer r.sem.Release(1)
 	}
-	if ctx.Err() != nil {
-		cancelled()
+	if ctx.Err() != nil { // cancelled while queued: the handler never runs
+		deliver(r.errorResult(*c, cancelledText(ctx)))
 		return
 	}
 	timeout := t.Timeout
@@ -291,38 +252,47 @@ func (r *Registry) run(ctx context.Context, t *Tool, k *task, input json.RawMess
 		callCtx, cancel = context.WithTimeout(ctx, timeout)
 	}
 	defer cancel()
+	// ended is what the model reads when the call's context ends first.
+	ended := func() Output {
+		if ctx.Err() != nil {
+			return errorOutput(cancelledText(ctx))
+		}
+		return errorOutput(fmt.Sprintf("tool %q timed out after %v", c.Name, timeout))
+	}
 	stop := context.AfterFunc(callCtx, func() {
 		if ctx.Err() == nil {
 			r.log.Warn("tool call timed out; its handler keeps its slot until it returns",
-				"tool", k.call.Name, "id", k.call.ID, "timeout", timeout)
+				"tool", c.Name, "id", c.ID, "timeout", timeout)
 		}
-		k.deliver(r.result(k.call, settle(ctx, callCtx, k.call.Name, timeout, Output{IsError: true})))
+		deliver(r.result(*c, ended()))
 	})
 	start := time.Now()
-	out := r.invoke(callCtx, t, k.call, input)
-	stop()
-	k.deliver(r.result(k.call, settle(ctx, callCtx, k.call.Name, timeout, out)))
-	r.log.LogAttrs(ctx, slog.LevelDebug, "tool call", slog.String("tool", k.call.Name), slog.String("id", k.call.ID),
+	out := r.invoke(callCtx, t, *c, input)
+	if stop(); out.IsError && callCtx.Err() != nil {
+		// Most likely "context deadline exceeded", and the handler may
+		// have lost the race with ended: say what happened, not that.
+		out = ended()
+	}
+	deliver(r.result(*c, out))
+	r.log.LogAttrs(ctx, slog.LevelDebug, "tool call", slog.String("tool", c.Name), slog.String("id", c.ID),
 		slog.Duration("duration", time.Since(start)), slog.Bool("is_error", out.IsError))
 }
 
-// finish records that k's goroutine is done, for Wait.
-func (r *Registry) finish(k *task) {
+// finish records that c's goroutine is done, for Wait.
+func (r *Registry) finish(c *Call) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.running, k)
+	delete(r.running, c)
 	if len(r.running) == 0 {
 		close(r.idle)
 	}
 }
 
-// Wait waits until no call of the registry is running: every result has
-// been delivered and, unlike the wait functions of Start, every handler has
-// returned, which one that ignores its context may do long after its
-// timeout or cancellation. If ctx ends first, Wait returns an error that
-// names the calls still running and wraps context.Cause(ctx). An agent
-// calls it at the end of a run, with a grace period, so that no goroutine
-// of the run outlives it unnoticed.
+// Wait waits until no call of the registry is running: not only has every
+// result been delivered, every handler has returned, which one ignoring
+// its context may do long after its timeout. If ctx ends first, Wait
+// returns an error naming the calls still running and wrapping
+// context.Cause(ctx). An agent calls it, with a grace period, as a run ends.
 func (r *Registry) Wait(ctx context.Context) error {
 	r.mu.Lock()
 	idle := r.idle
@@ -334,8 +304,8 @@ func (r *Registry) Wait(ctx context.Context) error {
 	}
 	r.mu.Lock()
 	var names []string
-	for k := range r.running {
-		names = append(names, fmt.Sprintf("%s (%s)", k.call.Name, k.call.ID))
+	for c := range r.running {
+		names = append(names, fmt.Sprintf("%s (%s)", c.Name, c.ID))
 	}
 	r.mu.Unlock()
 	if len(names) == 0 {
@@ -360,36 +330,15 @@ func (r *Registry) invoke(ctx context.Context, t *Tool, call Call, input json.Ra
 	return out
 }
 
-// settle decides what the model sees when a call ends. A successful result
-// always stands. A failure after the context ended is reported as the
-// cancellation or timeout that most likely caused it.
-func settle(ctx, callCtx context.Context, name string, timeout time.Duration, out Output) Output {
-	if !out.IsError {
-		return out
-	}
-	if ctx.Err() != nil {
-		return errorOutput(cancelledText(ctx))
-	}
-	if callCtx.Err() != nil {
-		// The tool's own message is dropped: it is usually just "context
-		// deadline exceeded", and the handler may not have returned yet,
-		// so keeping it would make the result depend on a race.
-		return errorOutput(fmt.Sprintf("tool %q timed out after %v", name, timeout))
-	}
-	return out
-}
-
 func cancelledText(ctx context.Context) string {
 	return fmt.Sprintf("cancelled: the tool call did not finish (%v)", context.Cause(ctx))
 }
 
 func (r *Registry) unknownTool(name string) string {
-	r.mu.Lock()
-	names := make([]string, len(r.order))
-	for i, t := range r.order {
-		names[i] = t.spec.Name
+	var names []string
+	for _, s := range r.Specs() {
+		names = append(names, s.Name)
 	}
-	r.mu.Unlock()
 	if len(names) == 0 {
 		return fmt.Sprintf("unknown tool %q: no tools are available", name)
 	}

@@ -129,8 +129,8 @@ func TestRun(t *testing.T) {
 		{"unknown tool", `{}`, "nope", errorResult("id", `unknown tool "nope"; the available tools are: `+
 			"add, big, boom, default_timeout, empty, enum, fail, fail_empty, image, nil_deref, patient, point, raw, slow, soft_error, stubborn")},
 		{"bad json", `{"x": 1,`, "point", errorResult("id", `invalid input for tool "point": the input is not valid JSON: unexpected EOF`)},
-		{"not an object", `[1, 2]`, "point", errorResult("id", `invalid input for tool "point": the input must be a JSON object, not an array`)},
-		{"null", `null`, "point", errorResult("id", `invalid input for tool "point": the input must be a JSON object, not null`)},
+		{"not an object", `[1, 2]`, "point", errorResult("id", `invalid input for tool "point": the input must be a JSON object, got [1, 2]`)},
+		{"null", `null`, "point", errorResult("id", `invalid input for tool "point": the input must be a JSON object, got null`)},
 		{"missing field", `{"x": 1}`, "point", errorResult("id", `invalid input for tool "point": missing required field "y"`)},
 		{"wrong type", `{"x": "one", "y": 2}`, "point", errorResult("id", `invalid input for tool "point": field "x": got string, want number`)},
 		{"unknown field", `{"x": 1, "y": 2, "z": 3}`, "point", errorResult("id", `invalid input for tool "point": unknown field "z"; use only the fields in the input schema`)},
@@ -253,11 +253,11 @@ func TestRegisterErrors(t *testing.T) {
 		tools   []*Tool
 		wantErr string
 	}{
-		{"nil", []*Tool{nil}, "tool: nil *Tool"},
-		{"zero Tool", []*Tool{{}}, `tool "": not built with New, NewWithSchema or NewRaw`},
+		{"nil", []*Tool{nil}, "tool: a nil *Tool, or one not built with New, NewWithSchema or NewRaw"},
+		{"zero Tool", []*Tool{{}}, "tool: a nil *Tool, or one not built with New, NewWithSchema or NewRaw"},
 		{"duplicate of registered", []*Tool{ok("taken")}, `tool "taken": duplicate tool name`},
 		{"duplicate in batch", []*Tool{ok("x1"), ok("x1")}, `tool "x1": duplicate tool name`},
-		{"batch with a bad tool", []*Tool{ok("fine"), nil}, "tool: nil *Tool"},
+		{"batch with a bad tool", []*Tool{ok("fine"), nil}, "tool: a nil *Tool, or one not built with New, NewWithSchema or NewRaw"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -309,16 +309,16 @@ func TestConstructorErrors(t *testing.T) {
 		{"untyped schema", raw("t", `{"properties":{}}`), `tool "t": the input schema must have type "object", not none`},
 		{"schema not JSON", raw("t", `{"type":`), `tool "t": the input schema is not a JSON schema object`},
 		{"schema a string", raw("t", `"object"`), `tool "t": the input schema is not a JSON schema object`},
-		{"schema null", raw("t", `null`), `tool "t": the input schema is not a JSON schema object: it is null`},
+		{"schema null", raw("t", `null`), `tool "t": the input schema is not a JSON schema object: null`},
 		{"nil raw func", func() error { _, err := NewRaw("t", "", json.RawMessage(`{"type":"object"}`), nil); return err }(), `tool "t": nil function`},
 		{"In not a struct", func() error {
 			_, err := New("t", "", func(context.Context, int) (string, error) { return "", nil })
 			return err
-		}(), `tool "t": the input schema must have type "object", not "integer" (make In a struct)`},
+		}(), `tool "t": the input schema must have type "object", not "integer" (with New, make In a struct)`},
 		{"In a pointer", func() error {
 			_, err := New("t", "", func(context.Context, *pointInput) (string, error) { return "", nil })
 			return err
-		}(), `tool "t": the input schema must have type "object", not ["null" "object"] (make In a struct)`},
+		}(), `tool "t": the input schema must have type "object", not ["null","object"] (with New, make In a struct)`},
 		{"In unsupported", func() error {
 			_, err := New("t", "", func(context.Context, struct{ C chan int }) (string, error) { return "", nil })
 			return err
@@ -360,7 +360,7 @@ func TestSpecsAndLookup(t *testing.T) {
 		t.Errorf("description = %q", specs[1].Description)
 	}
 	tl, ok := r.Lookup("mid")
-	if !ok || tl.Name() != "mid" || tl.Spec().Name != "mid" {
+	if !ok || tl.Spec().Name != "mid" {
 		t.Errorf("Lookup(mid) = %v, %v", tl, ok)
 	}
 	if _, ok := r.Lookup("nope"); ok {
@@ -406,7 +406,7 @@ func TestRawUnvalidatable(t *testing.T) {
 			})
 			want := []llm.ToolResult{
 				textResult("1", `handler saw {"n": "x"}`),
-				errorResult("2", `invalid input for tool "odd": the input must be a JSON object, not an array`),
+				errorResult("2", `invalid input for tool "odd": the input must be a JSON object, got []`),
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("Run mismatch (-want +got):\n%s", diff)
