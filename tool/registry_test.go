@@ -128,7 +128,7 @@ func TestRun(t *testing.T) {
 		{"empty error", `{}`, "fail_empty", errorResult("id", "the tool failed without saying why")},
 		{"unknown tool", `{}`, "nope", errorResult("id", `unknown tool "nope"; the available tools are: `+
 			"add, big, boom, default_timeout, empty, enum, fail, fail_empty, image, nil_deref, patient, point, raw, slow, soft_error, stubborn")},
-		{"bad json", `{"x": 1,`, "point", errorResult("id", `invalid input for tool "point": the input is not valid JSON: unexpected EOF`)},
+		{"bad json", `{"x": 1,`, "point", errorResult("id", `invalid input for tool "point": the input is not valid JSON: unexpected end of JSON input`)},
 		{"not an object", `[1, 2]`, "point", errorResult("id", `invalid input for tool "point": the input must be a JSON object, got [1, 2]`)},
 		{"null", `null`, "point", errorResult("id", `invalid input for tool "point": the input must be a JSON object, got null`)},
 		{"missing field", `{"x": 1}`, "point", errorResult("id", `invalid input for tool "point": missing required field "y"`)},

@@ -38,7 +38,7 @@ func TestCalculator(t *testing.T) {
 		{"a is a string", `{"a": "3", "b": 5, "operation": "add"}`, `invalid input for tool "calculator": field "a": got string, want number`, true},
 		{"operation is a number", `{"a": 3, "b": 5, "operation": 1}`, `invalid input for tool "calculator": field "operation": got number, want string`, true},
 		{"extra field", `{"a": 3, "b": 5, "operation": "add", "c": 1}`, `invalid input for tool "calculator": unknown field "c"; use only the fields in the input schema`, true},
-		{"not JSON", `{"a": 3,`, `invalid input for tool "calculator": the input is not valid JSON: unexpected EOF`, true},
+		{"not JSON", `{"a": 3,`, `invalid input for tool "calculator": the input is not valid JSON: unexpected end of JSON input`, true},
 	}
 	r := tool.NewRegistry(tool.Config{})
 	if err := r.Register(calculator.New()); err != nil {
