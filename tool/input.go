@@ -29,10 +29,8 @@ func prepare(t *Tool, input json.RawMessage) (json.RawMessage, error) {
 	var v any
 	var te *json.UnmarshalTypeError
 	if err := json.Unmarshal(input, &v); errors.As(err, &te) {
-		// A number no float64 holds, such as 1e400, is valid JSON: read
-		// numbers as written (a json.Decoder, 3× the garbage of Unmarshal
-		// on a 5 MiB input, so only here); whether it fits is the handler's
-		// business.
+		// 1e400 is valid JSON: keep numbers as written (a Decoder, 3× the
+		// garbage of Unmarshal, so only here) and let the handler judge.
 		v, _ = jsv.UnmarshalJSON(bytes.NewReader(input)) // valid JSON, as Unmarshal found
 	} else if err != nil {
 		return nil, fmt.Errorf("invalid input for tool %q: the input is not valid JSON: %v", t.spec.Name, err)
@@ -129,7 +127,7 @@ func fields(at string, names []string) string {
 // message even if the tool gave none. Images are kept and not counted.
 func (r *Registry) shape(content []llm.Block, isError bool) []llm.Block {
 	max := r.cfg.MaxOutputBytes
-	out := make([]llm.Block, 0, len(content))
+	var out []llm.Block // nil if nothing is left
 	total, budget := 0, max
 	for _, b := range content {
 		t, ok := b.(llm.Text)
@@ -156,11 +154,8 @@ func (r *Registry) shape(content []llm.Block, isError bool) []llm.Block {
 	if max >= 0 && total > max {
 		out = append(out, llm.Text{Text: fmt.Sprintf("[output truncated: the tool returned %d bytes of text; only the first %d are shown]", total, max)})
 	}
-	switch {
-	case len(out) > 0:
-		return out
-	case isError:
+	if len(out) == 0 && isError {
 		return []llm.Block{llm.Text{Text: "the tool failed without saying why"}}
 	}
-	return nil
+	return out
 }

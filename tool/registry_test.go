@@ -433,3 +433,20 @@ func TestRawUnvalidatable(t *testing.T) {
 		t.Errorf("input breaking a usable schema was not rejected: %+v", got[0])
 	}
 }
+
+// TestMust checks that Must passes a good tool through and panics with the
+// constructor's error, unchanged, otherwise.
+func TestMust(t *testing.T) {
+	good := func(context.Context, pointInput) (string, error) { return "", nil }
+	if tl := Must(New("good", "Fine.", good)); tl == nil || tl.Spec().Name != "good" {
+		t.Errorf("Must(New(good)) = %v, want the tool", tl)
+	}
+	_, want := New("bad name", "Bad.", good)
+	defer func() {
+		if got, ok := recover().(error); !ok || got.Error() != want.Error() {
+			t.Errorf("Must panicked with %v, want the constructor's error %v", got, want)
+		}
+	}()
+	Must(New("bad name", "Bad.", good))
+	t.Error("Must did not panic")
+}
