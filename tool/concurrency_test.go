@@ -423,3 +423,48 @@ func TestWait(t *testing.T) {
 		}
 	})
 }
+
+// TestStuckSequentialCall checks that a call queued behind a handler that
+// timed out and ignores its context waits for it no longer than its own
+// timeout, and is then not run, so that one stuck handler cannot hang the
+// agent; once the handler returns, the tool runs again.
+func TestStuckSequentialCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g gauge
+		release := make(chan struct{})
+		stuck := Must(New("stuck", "Ignore ctx.", func(ctx context.Context, in idInput) (string, error) {
+			g.enter()
+			defer g.leave()
+			if in.N == 0 {
+				<-release
+			}
+			return "ran", nil
+		}))
+		stuck.Sequential = true
+		stuck.Timeout = time.Second
+		r := NewRegistry(Config{})
+		if err := r.Register(stuck); err != nil {
+			t.Fatal(err)
+		}
+		cs := calls("stuck", 3)
+		start := time.Now()
+		got := r.Run(t.Context(), cs[:2])
+		want := []llm.ToolResult{
+			errorResult("stuck_0", `tool "stuck" timed out after 1s`),
+			errorResult("stuck_1", `not run: tool "stuck" is still running an earlier call that timed out; try again later`),
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("results (-want +got):\n%s", diff)
+		}
+		if elapsed := time.Since(start); elapsed != 2*time.Second {
+			t.Errorf("Run took %v, want 2s: the timeout, then the second call's own timeout", elapsed)
+		}
+		if p := g.peak.Load(); p != 1 {
+			t.Errorf("peak concurrency %d, want 1", p)
+		}
+		close(release)
+		if got := r.Run(t.Context(), cs[2:]); !cmp.Equal(got, []llm.ToolResult{textResult("stuck_2", "ran")}) {
+			t.Errorf("after the handler returned, Run = %+v, want the tool to run", got)
+		}
+	})
+}

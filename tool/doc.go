@@ -14,8 +14,7 @@
 //
 //	reg := tool.NewRegistry(tool.Config{})
 //	err := reg.Register(add)
-//	req.Tools = reg.Specs()
-//	...
+//	req.Tools = reg.Specs() // ...and when the model calls them:
 //	results := reg.Run(ctx, calls) // one llm.ToolResult per call, in order
 //
 // # Schemas
@@ -45,7 +44,8 @@
 // order they were started. If a call's context ends first, the model gets
 // a timeout or "cancelled" result at once, but the handler keeps its slot
 // and its turn until it really returns, so that one ignoring its context
-// never runs beside the calls the limits keep it from; later calls wait
-// for it while their own context lasts. [Registry.Wait] waits for such
-// handlers. Tools should honour ctx.
+// never runs beside the calls the limits keep it from. A later call of a
+// Sequential tool waits for such a handler no longer than its own timeout,
+// and is then not run. [Registry.Wait] waits for such handlers. Tools
+// should honour ctx.
 package tool

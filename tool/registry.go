@@ -33,8 +33,8 @@ type Config struct {
 	// means no cap. Images are not counted: the API limits them itself.
 	MaxOutputBytes int
 
-	// Logger receives the stack of each panic, a warning for each call
-	// that times out, and a debug line per call. Nil discards everything.
+	// Logger receives the stack of each panic and a warning for each call
+	// that times out. Nil discards everything.
 	Logger *slog.Logger
 }
 
@@ -49,15 +49,11 @@ type Registry struct {
 	log *slog.Logger
 	sem *semaphore.Weighted // the MaxConcurrency slots; nil means no cap
 
-	mu    sync.Mutex
-	tools []*Tool // in registration order
-	// queues holds, for each sequential tool, a channel closed once its
-	// latest call has finished; the next call waits on it.
-	queues map[*Tool]chan struct{}
-	// running holds the calls whose goroutine has not returned, for Wait;
-	// idle is closed whenever running is empty.
-	running map[*Call]bool
-	idle    chan struct{}
+	mu      sync.Mutex
+	tools   []*Tool         // in registration order
+	queues  map[*Tool]*turn // each sequential tool's latest call; the next waits on it
+	running map[*Call]bool  // the calls whose goroutine has not returned, for Wait
+	idle    chan struct{}   // closed whenever running is empty
 }
 
 // NewRegistry returns an empty registry configured by cfg.
@@ -74,7 +70,7 @@ func NewRegistry(cfg Config) *Registry {
 	r := &Registry{
 		cfg:     cfg,
 		log:     cfg.Logger,
-		queues:  make(map[*Tool]chan struct{}),
+		queues:  make(map[*Tool]*turn),
 		running: make(map[*Call]bool),
 		idle:    make(chan struct{}),
 	}
@@ -177,28 +173,22 @@ func (r *Registry) Run(ctx context.Context, calls []Call) []llm.ToolResult {
 func (r *Registry) Start(ctx context.Context, call Call) (wait func() llm.ToolResult) {
 	t, ok := r.Lookup(call.Name)
 	if !ok {
-		return done(r.errorResult(call, r.unknownTool(call.Name)))
+		return done(r.result(call, errorOutput(r.unknownTool(call.Name))))
 	}
 	// Checked here, not on the call's goroutine, bad input is answered at once.
 	input, err := prepare(t, call.Input)
 	if err != nil {
-		return done(r.errorResult(call, err.Error()))
+		return done(r.result(call, errorOutput(err.Error())))
 	}
 	// The first result delivered wins: the handler's, or a timeout's.
-	ch := make(chan llm.ToolResult, 1)
-	deliver := func(res llm.ToolResult) {
-		select {
-		case ch <- res:
-		default:
-		}
-	}
-	c := &call
+	c, mine := &call, &turn{delivered: make(chan struct{}), finished: make(chan struct{})}
+	var once sync.Once
+	var res llm.ToolResult
+	deliver := func(out Output) { once.Do(func() { res = r.result(call, out); close(mine.delivered) }) }
 	r.mu.Lock()
-	var prev, mine chan struct{}
+	var prev *turn
 	if t.Sequential {
-		mine = make(chan struct{})
-		prev = r.queues[t]
-		r.queues[t] = mine
+		prev, r.queues[t] = r.queues[t], mine
 	}
 	if len(r.running) == 0 {
 		r.idle = make(chan struct{})
@@ -206,7 +196,16 @@ func (r *Registry) Start(ctx context.Context, call Call) (wait func() llm.ToolRe
 	r.running[c] = true
 	r.mu.Unlock()
 	go r.run(ctx, t, c, input, prev, mine, deliver)
-	return sync.OnceValue(func() llm.ToolResult { return <-ch })
+	return func() llm.ToolResult {
+		<-mine.delivered
+		return res
+	}
+}
+
+// A turn is a sequential call's place in its tool's queue.
+type turn struct {
+	delivered chan struct{} // closed when its result is out
+	finished  chan struct{} // closed when it and every earlier call have returned
 }
 
 func done(res llm.ToolResult) func() llm.ToolResult {
@@ -217,35 +216,48 @@ func done(res llm.ToolResult) func() llm.ToolResult {
 // and a slot, then runs the handler under the call's timeout. If the
 // call's context ends first, the result is delivered at once, but the turn
 // and the slot are given back only when the handler has returned.
-func (r *Registry) run(ctx context.Context, t *Tool, c *Call, input json.RawMessage, prev, mine chan struct{}, deliver func(llm.ToolResult)) {
+func (r *Registry) run(ctx context.Context, t *Tool, c *Call, input json.RawMessage, prev, mine *turn, deliver func(Output)) {
 	defer r.finish(c)
-	if mine != nil {
+	if t.Sequential {
 		defer func() {
-			// Even a call that never ran (cancelled while queued) hands
-			// its turn on only after every earlier call has finished, so
-			// that later calls cannot overtake them.
+			// Even a call that never ran hands its turn on only after every
+			// earlier call has finished, so that later calls cannot overtake.
 			if prev != nil {
-				<-prev
+				<-prev.finished
 			}
-			close(mine)
+			close(mine.finished)
 		}()
+	}
+	timeout := t.Timeout
+	if timeout == 0 {
+		timeout = r.cfg.Timeout
 	}
 	if prev != nil {
 		select {
-		case <-prev:
+		case <-prev.finished:
 		case <-ctx.Done():
+		case <-prev.delivered:
+			// Its result is out, its handler still running: it ignores its
+			// context. Wait for it no longer than this call's own timeout.
+			var overdue <-chan time.Time
+			if timeout > 0 {
+				overdue = time.After(timeout)
+			}
+			select {
+			case <-prev.finished:
+			case <-ctx.Done():
+			case <-overdue:
+				deliver(errorOutput(fmt.Sprintf("not run: tool %q is still running an earlier call that timed out; try again later", c.Name)))
+				return
+			}
 		}
 	}
 	if r.sem != nil && ctx.Err() == nil && r.sem.Acquire(ctx, 1) == nil {
 		defer r.sem.Release(1)
 	}
 	if ctx.Err() != nil { // cancelled while queued: the handler never runs
-		deliver(r.errorResult(*c, cancelledText(ctx)))
+		deliver(errorOutput(cancelledText(ctx)))
 		return
-	}
-	timeout := t.Timeout
-	if timeout == 0 {
-		timeout = r.cfg.Timeout
 	}
 	callCtx, cancel := ctx, context.CancelFunc(func() {})
 	if timeout > 0 {
@@ -264,18 +276,14 @@ func (r *Registry) run(ctx context.Context, t *Tool, c *Call, input json.RawMess
 			r.log.Warn("tool call timed out; its handler keeps its slot until it returns",
 				"tool", c.Name, "id", c.ID, "timeout", timeout)
 		}
-		deliver(r.result(*c, ended()))
+		deliver(ended())
 	})
-	start := time.Now()
 	out := r.invoke(callCtx, t, *c, input)
 	if stop(); out.IsError && callCtx.Err() != nil {
-		// Most likely "context deadline exceeded", and the handler may
-		// have lost the race with ended: say what happened, not that.
+		// Most likely "context deadline exceeded": say what happened.
 		out = ended()
 	}
-	deliver(r.result(*c, out))
-	r.log.LogAttrs(ctx, slog.LevelDebug, "tool call", slog.String("tool", c.Name), slog.String("id", c.ID),
-		slog.Duration("duration", time.Since(start)), slog.Bool("is_error", out.IsError))
+	deliver(out)
 }
 
 // finish records that c's goroutine is done, for Wait.
@@ -348,11 +356,6 @@ func (r *Registry) unknownTool(name string) string {
 
 func errorOutput(msg string) Output {
 	return Output{Content: []llm.Block{llm.Text{Text: msg}}, IsError: true}
-}
-
-func (r *Registry) errorResult(call Call, msg string) llm.ToolResult {
-	r.log.Debug("tool call failed", "tool", call.Name, "id", call.ID, "error", msg)
-	return r.result(call, errorOutput(msg))
 }
 
 // result makes the tool result answering call from out.

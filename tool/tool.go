@@ -37,17 +37,15 @@ type Tool struct {
 	handler     func(ctx context.Context, input json.RawMessage) (Output, error)
 }
 
-// Output is what a raw handler returns, and a typed one may: the content
-// of the tool result ([llm.Text] and [llm.Image] blocks) and whether it
-// reports a failure the model should see and correct, such as an MCP tool
-// error.
+// Output is what a raw handler returns, and a typed one may: the result's
+// content ([llm.Text] and [llm.Image] blocks) and whether it is a failure
+// for the model to see and correct, such as an MCP tool error.
 type Output struct {
 	Content []llm.Block
 	IsError bool
 }
 
-// namePattern is the tool-name rule of the Anthropic Messages API
-// (https://platform.claude.com/docs/en/agents-and-tools/tool-use/implement-tool-use).
+// namePattern is the Messages API's rule for tool names.
 var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // New makes a tool from a typed Go function.
