@@ -237,8 +237,8 @@ func (r *Registry) run(ctx context.Context, t *Tool, c *Call, input json.RawMess
 		case <-prev.finished:
 		case <-ctx.Done():
 		case <-prev.delivered:
-			// Its result is out, its handler still running: it ignores its
-			// context. Wait for it no longer than this call's own timeout.
+			// Its result is out; a handler still running after that ignores
+			// its context: wait for it no longer than this call's timeout.
 			var overdue <-chan time.Time
 			if timeout > 0 {
 				overdue = time.After(timeout)
