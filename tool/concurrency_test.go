@@ -262,7 +262,7 @@ func TestCancel(t *testing.T) {
 	if n := ran.Load(); n != 3 {
 		t.Errorf("%d tools ran, want 3: queued calls must not start after cancellation", n)
 	}
-	close(release) // the abandoned stubborn tool, if it ran, can now return
+	close(release) // the stubborn tool can now return, and the goroutine check pass
 }
 
 func TestCancelledBeforeRun(t *testing.T) {
