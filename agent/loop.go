@@ -29,9 +29,9 @@ import (
 // cancellation, with ctx.Err(). If the caller stops reading early, the run
 // is cancelled and no Done is sent. In every case the history is left
 // valid, and no goroutine the run started outlives it: the run ends only
-// when every tool handler has returned. A handler that ignores its
-// cancelled context gets toolGrace (5s) to return; one still running after
-// that is logged as a warning that names the call, and the run ends.
+// when every tool handler it started has returned. A handler that ignores
+// its cancelled context gets toolGrace (5s) to return; one still running
+// after that is logged as a warning that names the call, and the run ends.
 func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		if !a.busy.CompareAndSwap(false, true) {

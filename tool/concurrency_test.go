@@ -388,23 +388,33 @@ func TestTimeoutKeepsSlot(t *testing.T) {
 	}
 }
 
-// TestWait checks that Wait waits for handlers, not results: a handler
-// that ignores its context is still running after its timeout result, Wait
-// names it when its context ends, and returns nil once the handler has
-// returned.
+// TestWait checks that Wait waits for the handlers that outlive their
+// results: one that ignores its context is still running after its timeout
+// result, Wait names it when its context ends, and returns nil once the
+// handler has returned. A call still working toward its result, perhaps
+// another agent's, is not waited for.
 func TestWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		release := make(chan struct{})
+		release, done := make(chan struct{}), make(chan struct{})
 		stuck := Must(New("stuck", "Ignore ctx.", func(ctx context.Context, in idInput) (string, error) {
 			<-release
 			return "late", nil
 		}))
+		busy := Must(New("busy", "Work until done.", func(ctx context.Context, in idInput) (string, error) {
+			<-done
+			return "done", nil
+		}))
+		busy.Timeout = -1
 		r := NewRegistry(Config{Timeout: time.Second})
-		if err := r.Register(stuck); err != nil {
+		if err := r.Register(stuck, busy); err != nil {
 			t.Fatal(err)
 		}
 		if err := r.Wait(t.Context()); err != nil {
 			t.Errorf("Wait on an idle registry: %v", err)
+		}
+		working := r.Start(t.Context(), calls("busy", 1)[0])
+		if err := r.Wait(t.Context()); err != nil {
+			t.Errorf("Wait with a call still working toward its result: %v", err)
 		}
 		got := r.Run(t.Context(), calls("stuck", 1))
 		if want := []llm.ToolResult{errorResult("stuck_0", `tool "stuck" timed out after 1s`)}; !cmp.Equal(want, got) {
@@ -421,6 +431,8 @@ func TestWait(t *testing.T) {
 		if err := r.Wait(t.Context()); err != nil {
 			t.Errorf("Wait after the handler returned: %v", err)
 		}
+		close(done)
+		working()
 	})
 }
 

@@ -52,8 +52,7 @@ type Registry struct {
 	mu      sync.Mutex
 	tools   []*Tool         // in registration order
 	queues  map[*Tool]*turn // each sequential tool's latest call; the next waits on it
-	running map[*Call]bool  // the calls whose goroutine has not returned, for Wait
-	idle    chan struct{}   // closed whenever running is empty
+	running map[*Call]*turn // the calls whose goroutine has not returned, for Wait
 }
 
 // NewRegistry returns an empty registry configured by cfg.
@@ -71,10 +70,8 @@ func NewRegistry(cfg Config) *Registry {
 		cfg:     cfg,
 		log:     cfg.Logger,
 		queues:  make(map[*Tool]*turn),
-		running: make(map[*Call]bool),
-		idle:    make(chan struct{}),
+		running: make(map[*Call]*turn),
 	}
-	close(r.idle)
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -190,10 +187,7 @@ func (r *Registry) Start(ctx context.Context, call Call) (wait func() llm.ToolRe
 	if t.Sequential {
 		prev, r.queues[t] = r.queues[t], mine
 	}
-	if len(r.running) == 0 {
-		r.idle = make(chan struct{})
-	}
-	r.running[c] = true
+	r.running[c] = mine
 	r.mu.Unlock()
 	go r.run(ctx, t, c, input, prev, mine, deliver)
 	return func() llm.ToolResult {
@@ -202,10 +196,11 @@ func (r *Registry) Start(ctx context.Context, call Call) (wait func() llm.ToolRe
 	}
 }
 
-// A turn is a sequential call's place in its tool's queue.
+// A turn is a call's progress and, for a sequential tool, its place in the
+// queue: the next call waits for finished.
 type turn struct {
 	delivered chan struct{} // closed when its result is out
-	finished  chan struct{} // closed when it and every earlier call have returned
+	finished  chan struct{} // closed when its goroutine returns, after every earlier call's
 }
 
 func done(res llm.ToolResult) func() llm.ToolResult {
@@ -218,16 +213,14 @@ func done(res llm.ToolResult) func() llm.ToolResult {
 // and the slot are given back only when the handler has returned.
 func (r *Registry) run(ctx context.Context, t *Tool, c *Call, input json.RawMessage, prev, mine *turn, deliver func(Output)) {
 	defer r.finish(c)
-	if t.Sequential {
-		defer func() {
-			// Even a call that never ran hands its turn on only after every
-			// earlier call has finished, so that later calls cannot overtake.
-			if prev != nil {
-				<-prev.finished
-			}
-			close(mine.finished)
-		}()
-	}
+	defer func() {
+		// Even a call that never ran hands its turn on only after every
+		// earlier call has finished, so that later calls cannot overtake.
+		if prev != nil {
+			<-prev.finished
+		}
+		close(mine.finished)
+	}()
 	timeout := t.Timeout
 	if timeout == 0 {
 		timeout = r.cfg.Timeout
@@ -291,31 +284,37 @@ func (r *Registry) finish(c *Call) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.running, c)
-	if len(r.running) == 0 {
-		close(r.idle)
-	}
 }
 
-// Wait waits until no call of the registry is running: not only has every
-// result been delivered, every handler has returned, which one ignoring
-// its context may do long after its timeout. If ctx ends first, Wait
-// returns an error naming the calls still running and wrapping
-// context.Cause(ctx). An agent calls it, with a grace period, as a run ends.
+// Wait waits for the handlers that outlive their results: calls whose
+// timeout or cancellation result is out while the handler, ignoring its
+// context, still runs. Calls still working toward a result are not waited
+// for, so that agents sharing a registry can each call Wait as a run ends.
+// If ctx ends first, Wait returns an error naming the handlers still
+// running and wrapping context.Cause(ctx).
 func (r *Registry) Wait(ctx context.Context) error {
 	r.mu.Lock()
-	idle := r.idle
-	r.mu.Unlock()
-	select {
-	case <-idle:
-		return nil
-	case <-ctx.Done():
+	late := make(map[*Call]*turn)
+	for c, k := range r.running {
+		select {
+		case <-k.delivered:
+			late[c] = k
+		default:
+		}
 	}
-	r.mu.Lock()
+	r.mu.Unlock()
 	var names []string
-	for c := range r.running {
-		names = append(names, fmt.Sprintf("%s (%s)", c.Name, c.ID))
+	for c, k := range late {
+		select {
+		case <-k.finished:
+		case <-ctx.Done():
+			select {
+			case <-k.finished:
+			default:
+				names = append(names, fmt.Sprintf("%s (%s)", c.Name, c.ID))
+			}
+		}
 	}
-	r.mu.Unlock()
 	if len(names) == 0 {
 		return nil
 	}
