@@ -143,7 +143,7 @@ func New(cfg Config) (*Agent, error) {
 		cfg.Registry = tool.NewRegistry(tool.Config{Logger: cfg.Logger})
 	}
 	for _, t := range cfg.Tools {
-		if got, ok := cfg.Registry.Lookup(t.Name()); ok && got == t {
+		if got, ok := cfg.Registry.Lookup(t.Spec().Name); ok && got == t {
 			continue // shared with another agent
 		}
 		if err := cfg.Registry.Register(t); err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"strings"
+	"time"
 
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
@@ -27,7 +28,10 @@ import (
 // failure it comes with the error, which wraps any [*llm.APIError]; on
 // cancellation, with ctx.Err(). If the caller stops reading early, the run
 // is cancelled and no Done is sent. No goroutine the run started outlives
-// it.
+// it: the run ends only when every tool handler it started has returned. A
+// handler that ignores its cancelled context gets toolGrace (5s) to return;
+// one still running after that is logged as a warning that names the call,
+// and the run ends.
 //
 // The history is always left valid. A run that fails, or is refused,
 // leaves it exactly as it was before the run, compactions included, so
@@ -54,6 +58,12 @@ func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error
 		r := &run{Agent: a, ctx: ctx, cancel: cancel, yield: yield, specs: a.cfg.Registry.Specs(), modelName: h.Config().Model}
 		rollback := h.Checkpoint()
 		state, err := r.loop(input)
+		// Every call's context has been cancelled by now.
+		grace, stopGrace := context.WithTimeout(context.WithoutCancel(ctx), toolGrace)
+		if err := a.cfg.Registry.Wait(grace); err != nil {
+			r.log.Warn("agent: a tool handler ignored its cancelled context", "err", err)
+		}
+		stopGrace()
 		switch {
 		case r.stopped:
 			state = Cancelled
@@ -98,6 +108,10 @@ func (r *run) interrupted() {
 	}
 	r.cfg.History.AppendAssistant(llm.Message{Role: llm.Assistant, Content: append(blocks, llm.Text{Text: interruptedText})}, llm.Usage{})
 }
+
+// toolGrace is how long a run waits, at its end, for tool handlers that
+// ignore their cancelled context.
+const toolGrace = 5 * time.Second
 
 // Errors the loop makes for itself. A turn that ran out of context window
 // is, to the loop, a prompt that is too long.

@@ -158,8 +158,8 @@ func TestToolsPassSchemaThrough(t *testing.T) {
 	var names []string
 	var dotted *tool.Tool
 	for _, tt := range tools {
-		names = append(names, tt.Name())
-		if tt.Name() == "dotted_name" {
+		names = append(names, tt.Spec().Name)
+		if tt.Spec().Name == "dotted_name" {
 			dotted = tt
 		}
 	}
@@ -333,7 +333,7 @@ func TestRegisterSkipsBadTool(t *testing.T) {
 func TestRegisterUnvalidatableSchema(t *testing.T) {
 	schemas := map[string]string{
 		"remote_ref": `{"type":"object","properties":{"n":{"$ref":"https://example.com/n.json"}},"required":["n"]}`,
-		"draft_04": `{"$schema":"http://json-schema.org/draft-04/schema#","type":"object",` +
+		"draft_04": `{"type":"object",` + // draft-04 keywords, read as 2020-12 for want of "$schema"
 			`"properties":{"n":{"type":"integer","minimum":0,"exclusiveMinimum":true}},"required":["n"]}`,
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "odd", Version: "v1"}, nil)

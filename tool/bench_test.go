@@ -3,6 +3,7 @@ package tool
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 )
@@ -34,7 +35,7 @@ func BenchmarkDirect(b *testing.B) {
 // BenchmarkPrepare measures input checking alone: JSON parse and schema
 // validation.
 func BenchmarkPrepare(b *testing.B) {
-	t := mustTool(New("add", "Add.", benchAdd))
+	t := Must(New("add", "Add.", benchAdd))
 	for b.Loop() {
 		if _, err := prepare(t, benchCall.Input); err != nil {
 			b.Fatal(err)
@@ -46,7 +47,7 @@ func BenchmarkPrepare(b *testing.B) {
 // validation, decoding, the goroutines, the timeout, result shaping.
 func BenchmarkDispatch(b *testing.B) {
 	r := NewRegistry(Config{})
-	if err := r.Register(mustTool(New("add", "Add.", benchAdd))); err != nil {
+	if err := r.Register(Must(New("add", "Add.", benchAdd))); err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
@@ -61,7 +62,7 @@ func BenchmarkDispatch(b *testing.B) {
 // BenchmarkDispatch8 runs 8 trivial calls per Run; ns/op is for all 8.
 func BenchmarkDispatch8(b *testing.B) {
 	r := NewRegistry(Config{})
-	if err := r.Register(mustTool(New("add", "Add.", benchAdd))); err != nil {
+	if err := r.Register(Must(New("add", "Add.", benchAdd))); err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
@@ -77,7 +78,7 @@ func BenchmarkDispatch8(b *testing.B) {
 // benchSleep runs 8 calls that each take 200 ms and reports the wall time
 // of the batch.
 func benchSleep(b *testing.B, sequential bool) {
-	sleep := mustTool(New("sleep", "Work for 200 ms.", func(ctx context.Context, in struct{}) (string, error) {
+	sleep := Must(New("sleep", "Work for 200 ms.", func(ctx context.Context, in struct{}) (string, error) {
 		select {
 		case <-time.After(200 * time.Millisecond): // simulated work
 			return "done", nil
@@ -108,3 +109,62 @@ func benchSleep(b *testing.B, sequential bool) {
 
 func BenchmarkEightCallsOf200ms(b *testing.B)           { benchSleep(b, false) }
 func BenchmarkEightCallsOf200msSequential(b *testing.B) { benchSleep(b, true) }
+
+// writeInput is the input of a file-writing tool, the big-payload case: a
+// model writes a whole file as one 5 MiB string.
+type writeInput struct {
+	Path    string `json:"path" jsonschema:"the file to write"`
+	Content string `json:"content" jsonschema:"the whole new content"`
+}
+
+func benchWrite(ctx context.Context, in writeInput) (string, error) { return "wrote " + in.Path, nil }
+
+// bigCall is a call of write with 5 MiB of JSON-escaped text: newlines,
+// quotes and some non-ASCII, as source code has.
+var bigCall = func() Call {
+	line := `	fmt.Println("héllo, wörld") // a line of code` + "\n"
+	content := strings.Repeat(line, 5<<20/len(line))
+	input, _ := json.Marshal(writeInput{Path: "main.go", Content: content})
+	return Call{ID: "toolu_1", Name: "write", Input: input}
+}()
+
+// BenchmarkBigDirect is the floor for the 5 MiB input: decoding it into
+// the tool's struct by hand, which any tool must do.
+func BenchmarkBigDirect(b *testing.B) {
+	b.SetBytes(int64(len(bigCall.Input)))
+	for b.Loop() {
+		var in writeInput
+		if err := json.Unmarshal(bigCall.Input, &in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBigPrepare is input checking alone (parse and validate) for the
+// 5 MiB input.
+func BenchmarkBigPrepare(b *testing.B) {
+	t := Must(New("write", "Write a file.", benchWrite))
+	b.SetBytes(int64(len(bigCall.Input)))
+	for b.Loop() {
+		if _, err := prepare(t, bigCall.Input); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBigDispatch is the 5 MiB call through Run: validation, the
+// typed decode and the call.
+func BenchmarkBigDispatch(b *testing.B) {
+	r := NewRegistry(Config{})
+	if err := r.Register(Must(New("write", "Write a file.", benchWrite))); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	calls := []Call{bigCall}
+	b.SetBytes(int64(len(bigCall.Input)))
+	for b.Loop() {
+		if res := r.Run(ctx, calls); res[0].IsError {
+			b.Fatal(res)
+		}
+	}
+}

@@ -69,7 +69,7 @@ func TestConcurrencyLimit(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var g gauge
-				work := mustTool(New("work", "Work for 200 ms.", func(ctx context.Context, in idInput) (int, error) {
+				work := Must(New("work", "Work for 200 ms.", func(ctx context.Context, in idInput) (int, error) {
 					g.enter()
 					defer g.leave()
 					time.Sleep(200 * time.Millisecond) // simulated work, on the bubble's fake clock
@@ -104,7 +104,7 @@ func TestSequential(t *testing.T) {
 		var seqGauge, allGauge gauge
 		var mu sync.Mutex
 		var order []int
-		seq := mustTool(New("seq", "Append.", func(ctx context.Context, in idInput) (string, error) {
+		seq := Must(New("seq", "Append.", func(ctx context.Context, in idInput) (string, error) {
 			seqGauge.enter()
 			allGauge.enter()
 			defer seqGauge.leave()
@@ -116,7 +116,7 @@ func TestSequential(t *testing.T) {
 			return "ok", nil
 		}))
 		seq.Sequential = true
-		par := mustTool(New("par", "Work.", func(ctx context.Context, in idInput) (string, error) {
+		par := Must(New("par", "Work.", func(ctx context.Context, in idInput) (string, error) {
 			allGauge.enter()
 			defer allGauge.leave()
 			time.Sleep(100 * time.Millisecond)
@@ -165,7 +165,7 @@ func TestSequentialStartOrder(t *testing.T) {
 		var mu sync.Mutex
 		started := map[int]time.Duration{}
 		t0 := time.Now()
-		seq := mustTool(New("seq", "Record.", func(ctx context.Context, in idInput) (int, error) {
+		seq := Must(New("seq", "Record.", func(ctx context.Context, in idInput) (int, error) {
 			mu.Lock()
 			started[in.N] = time.Since(t0)
 			mu.Unlock()
@@ -192,7 +192,7 @@ func TestSequentialStartOrder(t *testing.T) {
 		}
 		want := []llm.ToolResult{
 			textResult("seq_0", "0"),
-			errorResult("seq_1", `invalid input for tool "seq": field "n": type: one has type "string", want "integer"`),
+			errorResult("seq_1", `invalid input for tool "seq": field "n": got string, want integer`),
 			textResult("seq_2", "2"),
 			textResult("seq_3", "3"),
 		}
@@ -215,19 +215,19 @@ func TestCancel(t *testing.T) {
 	release := make(chan struct{})
 	running := make(chan string, 16)
 	var ran atomic.Int32
-	honest := mustTool(New("honest", "Wait for ctx.", func(ctx context.Context, in idInput) (string, error) {
+	honest := Must(New("honest", "Wait for ctx.", func(ctx context.Context, in idInput) (string, error) {
 		ran.Add(1)
 		running <- "honest"
 		<-ctx.Done()
 		return "", ctx.Err()
 	}))
-	stubborn := mustTool(New("stubborn", "Ignore ctx.", func(ctx context.Context, in idInput) (string, error) {
+	stubborn := Must(New("stubborn", "Ignore ctx.", func(ctx context.Context, in idInput) (string, error) {
 		ran.Add(1)
 		running <- "stubborn"
 		<-release
 		return "finished anyway", nil
 	}))
-	seq := mustTool(New("seq", "Wait for ctx, one at a time.", func(ctx context.Context, in idInput) (string, error) {
+	seq := Must(New("seq", "Wait for ctx, one at a time.", func(ctx context.Context, in idInput) (string, error) {
 		ran.Add(1)
 		running <- "seq"
 		<-ctx.Done()
@@ -262,12 +262,12 @@ func TestCancel(t *testing.T) {
 	if n := ran.Load(); n != 3 {
 		t.Errorf("%d tools ran, want 3: queued calls must not start after cancellation", n)
 	}
-	close(release) // the abandoned stubborn tool, if it ran, can now return
+	close(release) // the stubborn tool can now return, and the goroutine check pass
 }
 
 func TestCancelledBeforeRun(t *testing.T) {
 	var ran atomic.Bool
-	tl := mustTool(New("t", "Run.", func(ctx context.Context, in struct{}) (string, error) {
+	tl := Must(New("t", "Run.", func(ctx context.Context, in struct{}) (string, error) {
 		ran.Store(true)
 		return "ran", nil
 	}))
@@ -309,7 +309,7 @@ func TestConcurrentUse(t *testing.T) {
 	for i := range 8 {
 		wg.Go(func() {
 			name := fmt.Sprintf("t%d", i)
-			tl := mustTool(New(name, "Echo.", func(ctx context.Context, in idInput) (int, error) { return in.N, nil }))
+			tl := Must(New(name, "Echo.", func(ctx context.Context, in idInput) (int, error) { return in.N, nil }))
 			tl.Sequential = i%2 == 0
 			if err := r.Register(tl); err != nil {
 				t.Error(err)
@@ -326,4 +326,157 @@ func TestConcurrentUse(t *testing.T) {
 	if n := len(r.Specs()); n != 8 {
 		t.Errorf("%d tools registered, want 8", n)
 	}
+}
+
+// TestTimeoutKeepsSlot checks that a call whose handler ignores its
+// context gets its timeout result at once, but keeps its sequential turn or
+// its concurrency slot until the handler has really returned: no two
+// handlers ever run at once.
+func TestTimeoutKeepsSlot(t *testing.T) {
+	tests := []struct {
+		name       string
+		sequential bool
+		cfg        Config
+	}{
+		{"Sequential", true, Config{MaxConcurrency: -1, Timeout: time.Second}},
+		{"MaxConcurrency 1", false, Config{MaxConcurrency: 1, Timeout: time.Second}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var g gauge
+				release := make(chan struct{})
+				stuck := Must(New("stuck", "Ignore ctx.", func(ctx context.Context, in idInput) (string, error) {
+					g.enter()
+					defer g.leave()
+					<-release
+					return "late", nil
+				}))
+				stuck.Sequential = tt.sequential
+				r := NewRegistry(tt.cfg)
+				if err := r.Register(stuck); err != nil {
+					t.Fatal(err)
+				}
+				start := time.Now()
+				var waits []func() llm.ToolResult
+				for _, c := range calls("stuck", 3) {
+					waits = append(waits, r.Start(t.Context(), c))
+					synctest.Wait() // so that the calls take the slot in order
+				}
+				got := waits[0]()
+				if elapsed := time.Since(start); elapsed != time.Second {
+					t.Errorf("the timeout result came after %v, want 1s", elapsed)
+				}
+				if want := errorResult("stuck_0", `tool "stuck" timed out after 1s`); !cmp.Equal(want, got) {
+					t.Errorf("result 0 = %+v, want %+v", got, want)
+				}
+				synctest.Wait()
+				if n := g.now.Load(); n != 1 {
+					t.Errorf("%d handlers run after the first call timed out, want 1 (the timed-out one, still holding its slot)", n)
+				}
+				close(release)
+				for i, wait := range waits[1:] {
+					if got, want := wait(), textResult(fmt.Sprintf("stuck_%d", i+1), "late"); !cmp.Equal(want, got) {
+						t.Errorf("result %d = %+v, want %+v", i+1, got, want)
+					}
+				}
+				if p := g.peak.Load(); p != 1 {
+					t.Errorf("peak concurrency %d, want 1", p)
+				}
+			})
+		})
+	}
+}
+
+// TestWait checks that Wait waits for the handlers that outlive their
+// results: one that ignores its context is still running after its timeout
+// result, Wait names it when its context ends, and returns nil once the
+// handler has returned. A call still working toward its result, perhaps
+// another agent's, is not waited for.
+func TestWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release, done := make(chan struct{}), make(chan struct{})
+		stuck := Must(New("stuck", "Ignore ctx.", func(ctx context.Context, in idInput) (string, error) {
+			<-release
+			return "late", nil
+		}))
+		busy := Must(New("busy", "Work until done.", func(ctx context.Context, in idInput) (string, error) {
+			<-done
+			return "done", nil
+		}))
+		busy.Timeout = -1
+		r := NewRegistry(Config{Timeout: time.Second})
+		if err := r.Register(stuck, busy); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Wait(t.Context()); err != nil {
+			t.Errorf("Wait on an idle registry: %v", err)
+		}
+		working := r.Start(t.Context(), calls("busy", 1)[0])
+		if err := r.Wait(t.Context()); err != nil {
+			t.Errorf("Wait with a call still working toward its result: %v", err)
+		}
+		got := r.Run(t.Context(), calls("stuck", 1))
+		if want := []llm.ToolResult{errorResult("stuck_0", `tool "stuck" timed out after 1s`)}; !cmp.Equal(want, got) {
+			t.Errorf("Run = %+v, want %+v", got, want)
+		}
+		grace, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		err := r.Wait(grace)
+		const want = "tool: 1 call(s) still running: stuck (stuck_0): context deadline exceeded"
+		if err == nil || err.Error() != want || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Wait with a handler still running = %v, want %q wrapping context.DeadlineExceeded", err, want)
+		}
+		close(release)
+		if err := r.Wait(t.Context()); err != nil {
+			t.Errorf("Wait after the handler returned: %v", err)
+		}
+		close(done)
+		working()
+	})
+}
+
+// TestStuckSequentialCall checks that a call queued behind a handler that
+// timed out and ignores its context waits for it no longer than its own
+// timeout, and is then not run, so that one stuck handler cannot hang the
+// agent; once the handler returns, the tool runs again.
+func TestStuckSequentialCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g gauge
+		release := make(chan struct{})
+		stuck := Must(New("stuck", "Ignore ctx.", func(ctx context.Context, in idInput) (string, error) {
+			g.enter()
+			defer g.leave()
+			if in.N == 0 {
+				<-release
+			}
+			return "ran", nil
+		}))
+		stuck.Sequential = true
+		stuck.Timeout = time.Second
+		r := NewRegistry(Config{})
+		if err := r.Register(stuck); err != nil {
+			t.Fatal(err)
+		}
+		cs := calls("stuck", 3)
+		start := time.Now()
+		got := r.Run(t.Context(), cs[:2])
+		want := []llm.ToolResult{
+			errorResult("stuck_0", `tool "stuck" timed out after 1s`),
+			errorResult("stuck_1", `not run: tool "stuck" is still running an earlier call that timed out; try again later`),
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("results (-want +got):\n%s", diff)
+		}
+		if elapsed := time.Since(start); elapsed != 2*time.Second {
+			t.Errorf("Run took %v, want 2s: the timeout, then the second call's own timeout", elapsed)
+		}
+		if p := g.peak.Load(); p != 1 {
+			t.Errorf("peak concurrency %d, want 1", p)
+		}
+		close(release)
+		if got := r.Run(t.Context(), cs[2:]); !cmp.Equal(got, []llm.ToolResult{textResult("stuck_2", "ran")}) {
+			t.Errorf("after the handler returned, Run = %+v, want the tool to run", got)
+		}
+	})
 }

@@ -14,11 +14,8 @@ func Example() {
 		A float64 `json:"a" jsonschema:"the first addend"`
 		B float64 `json:"b" jsonschema:"the second addend"`
 	}
-	add, err := tool.New("add", "Add two numbers.",
-		func(ctx context.Context, in addInput) (float64, error) { return in.A + in.B, nil })
-	if err != nil {
-		panic(err)
-	}
+	add := tool.Must(tool.New("add", "Add two numbers.",
+		func(ctx context.Context, in addInput) (float64, error) { return in.A + in.B, nil }))
 	reg := tool.NewRegistry(tool.Config{})
 	if err := reg.Register(add); err != nil {
 		panic(err)
@@ -28,6 +25,7 @@ func Example() {
 	results := reg.Run(context.Background(), []tool.Call{
 		{ID: "toolu_1", Name: "add", Input: json.RawMessage(`{"a": 3, "b": 5}`)},
 		{ID: "toolu_2", Name: "add", Input: json.RawMessage(`{"a": 3}`)},
+		{ID: "toolu_3", Name: "add", Input: json.RawMessage(`{"a": "3", "c": 1}`)},
 	})
 	for _, r := range results {
 		fmt.Println(r.ToolUseID, r.IsError, llm.TextOf(r.Content))
@@ -35,5 +33,9 @@ func Example() {
 	// Output:
 	// {"type":"object","properties":{"a":{"type":"number","description":"the first addend"},"b":{"type":"number","description":"the second addend"}},"required":["a","b"],"additionalProperties":false}
 	// toolu_1 false 8
-	// toolu_2 true invalid input for tool "add": missing required field(s) "b"
+	// toolu_2 true invalid input for tool "add": missing required field "b"
+	// toolu_3 true invalid input for tool "add": 3 problems:
+	// - field "a": got string, want number
+	// - missing required field "b"
+	// - unknown field "c"; use only the fields in the input schema
 }

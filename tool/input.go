@@ -3,220 +3,147 @@ package tool
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	jsv "github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 
 	"github.com/agentloop/agentloop/llm"
 )
 
 // prepare checks a call's input before the handler sees it: JSON, an
 // object, and valid against the tool's schema. Its errors are written for
-// the model, which reads them and retries with corrected input.
+// the model, which reads them and retries with corrected input, so a
+// schema violation lists every problem of the call, not only the first.
 func prepare(t *Tool, input json.RawMessage) (json.RawMessage, error) {
 	if len(bytes.TrimSpace(input)) == 0 {
 		input = json.RawMessage("{}") // an empty streamed input means {}
 	}
 	var v any
-	if err := json.Unmarshal(input, &v); err != nil {
+	var te *json.UnmarshalTypeError
+	if err := json.Unmarshal(input, &v); errors.As(err, &te) {
+		// 1e400 is valid JSON: keep numbers as written (a Decoder, 3× the
+		// garbage of Unmarshal, so only here) and let the handler judge.
+		v, _ = jsv.UnmarshalJSON(bytes.NewReader(input)) // valid JSON, as Unmarshal found
+	} else if err != nil {
 		return nil, fmt.Errorf("invalid input for tool %q: the input is not valid JSON: %v", t.spec.Name, err)
 	}
 	if _, ok := v.(map[string]any); !ok {
-		return nil, fmt.Errorf("invalid input for tool %q: the input must be a JSON object, not %s", t.spec.Name, jsonKind(v))
+		return nil, fmt.Errorf("invalid input for tool %q: the input must be a JSON object, got %.40s", t.spec.Name, bytes.TrimSpace(input))
 	}
-	if t.schema != nil {
-		if err := t.schema.Validate(v); err != nil {
-			return nil, fmt.Errorf("invalid input for tool %q: %s", t.spec.Name, describeValidation(err))
+	if t.schema == nil {
+		return input, nil
+	}
+	var verr *jsv.ValidationError
+	if err := t.schema.Validate(v); errors.As(err, &verr) {
+		ps := slices.Sorted(slices.Values(problems(v, verr, nil)))
+		ps = slices.Compact(ps)
+		msg := ps[0]
+		if len(ps) > 1 {
+			msg = fmt.Sprintf("%d problems:\n- %s", len(ps), strings.Join(ps, "\n- "))
 		}
+		return nil, fmt.Errorf("invalid input for tool %q: %s", t.spec.Name, msg)
 	}
 	return input, nil
 }
 
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case float64:
-		return "a number"
-	case string:
-		return "a string"
-	case []any:
-		return "an array"
+// printer words the validator's messages.
+var printer = message.NewPrinter(language.English)
+
+// problems appends what is wrong with input v to out, one line per failed
+// keyword, each naming its field. The validator's error is a tree whose
+// leaves are the failed keywords; the inner nodes (the root, $ref, allOf)
+// only group them.
+func problems(v any, e *jsv.ValidationError, out []string) []string {
+	for _, c := range e.Causes {
+		out = problems(v, c, out)
 	}
-	return "an object"
+	if len(e.Causes) > 0 {
+		return out
+	}
+	at := fieldPath(v, e.InstanceLocation)
+	switch k := e.ErrorKind.(type) {
+	case *kind.Required:
+		return append(out, "missing required "+fields(at, k.Missing))
+	case *kind.AdditionalProperties:
+		return append(out, "unknown "+fields(at, k.Properties)+"; use only the fields in the input schema")
+	}
+	if at == "" {
+		return append(out, e.ErrorKind.LocalizedString(printer))
+	}
+	return append(out, fmt.Sprintf("field %q: %s", at, e.ErrorKind.LocalizedString(printer)))
 }
 
-// describeValidation rewrites a jsonschema-go validation error so that it
-// names the input field rather than the schema location. The library
-// reports, for example,
-//
-//	validating root: validating /properties/a: type: x has type "string", want "number"
-//
-// which becomes
-//
-//	field "a": type: x has type "string", want "number"
-//
-// An error of another shape is returned as it is, which is still readable.
-func describeValidation(err error) string {
-	msg := err.Error()
-	path := ""
-	for {
-		rest, ok := strings.CutPrefix(msg, "validating ")
-		if !ok {
-			break
-		}
-		loc, tail, ok := strings.Cut(rest, ": ")
-		if !ok {
-			break
-		}
-		path, msg = loc, tail
-	}
-	field := fieldOf(path)
-	if missing, ok := strings.CutPrefix(msg, "required: missing properties: "); ok {
-		msg = "missing required field(s) " + qualify(field, missing)
-		return msg
-	}
-	if extra, ok := strings.CutPrefix(msg, "unexpected additional properties "); ok {
-		msg = "unknown field(s) " + qualify(field, extra) + "; use only the fields in the input schema"
-		return msg
-	}
-	if field == "" {
-		return msg
-	}
-	return fmt.Sprintf("field %q: %s", field, msg)
-}
-
-// qualify rewrites a list of names as the library prints it, Go-quoted as
-// in ["a" "b"], into "a", "b", each prefixed with the field path of the
-// object that holds them: "x" becomes "obj.x".
-func qualify(field, list string) string {
-	rest, ok := strings.CutPrefix(list, "[")
-	if !ok {
-		return list
-	}
-	var names []string
-	for {
-		rest = strings.TrimLeft(rest, " ")
-		q, err := strconv.QuotedPrefix(rest)
-		if err != nil {
-			break
-		}
-		name, _ := strconv.Unquote(q)
-		if field != "" {
-			name = field + "." + name
-		}
-		names = append(names, strconv.Quote(name))
-		rest = rest[len(q):]
-	}
-	if rest != "]" || len(names) == 0 {
-		return list // not the expected shape: show it as it is
-	}
-	return strings.Join(names, ", ")
-}
-
-// fieldOf turns a schema location such as /properties/a/items/properties/b
-// into the input path a[].b. Keywords that do not name a field (allOf/0,
-// $defs/x) are skipped.
-func fieldOf(loc string) string {
-	if loc == "root" || !strings.HasPrefix(loc, "/") {
-		return ""
-	}
-	parts := strings.Split(loc[1:], "/")
+// fieldPath names the value at loc, a JSON pointer's tokens, within v as
+// the model wrote it: tags[1].name. Looking into v tells array indexes from
+// property names.
+func fieldPath(v any, loc []string) string {
 	var b strings.Builder
-	for i := 0; i < len(parts); i++ {
-		switch parts[i] {
-		case "properties":
-			if i+1 < len(parts) {
-				i++
-				if b.Len() > 0 {
-					b.WriteByte('.')
-				}
-				b.WriteString(strings.NewReplacer("~1", "/", "~0", "~").Replace(parts[i]))
+	for _, tok := range loc {
+		if a, ok := v.([]any); ok {
+			fmt.Fprintf(&b, "[%s]", tok)
+			if i, err := strconv.Atoi(tok); err == nil && i < len(a) {
+				v = a[i]
 			}
-		case "items", "prefixItems", "additionalItems":
-			b.WriteString("[]")
-		case "additionalProperties", "patternProperties":
-			b.WriteString(".*")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(tok)
+		if m, ok := v.(map[string]any); ok {
+			v = m[tok]
 		}
 	}
 	return b.String()
 }
 
-// shape makes content fit to send: empty text blocks, which the API
-// rejects, are dropped; text beyond MaxOutputBytes is cut with a note; an
-// error gets a message even if the tool gave none.
+// fields names the properties names of the object at path at: field "a",
+// or fields "at.a", "at.b".
+func fields(at string, names []string) string {
+	names = slices.Sorted(slices.Values(names))
+	for i, n := range names {
+		if at != "" {
+			n = at + "." + n
+		}
+		names[i] = strconv.Quote(n)
+	}
+	if len(names) == 1 {
+		return "field " + names[0]
+	}
+	return "fields " + strings.Join(names, ", ")
+}
+
+// shape makes content fit to send: nil blocks and empty text, which the
+// API rejects, are dropped; text beyond MaxOutputBytes is cut, on a UTF-8
+// boundary, with a note saying how much was dropped; an error gets a
+// message even if the tool gave none. Images are kept and not counted.
 func (r *Registry) shape(content []llm.Block, isError bool) []llm.Block {
-	if fits(content, r.cfg.MaxOutputBytes) {
-		return content // the common case: nothing to change, nothing to copy
-	}
-	out := make([]llm.Block, 0, len(content)+1)
-	total := 0
+	max := r.cfg.MaxOutputBytes
+	var out []llm.Block // nil if nothing is left
+	total, budget := 0, max
 	for _, b := range content {
-		if t, ok := b.(llm.Text); ok {
-			if t.Text == "" {
-				continue
-			}
-			total += len(t.Text)
-		}
-		if b != nil {
-			out = append(out, b)
-		}
-	}
-	if max := r.cfg.MaxOutputBytes; max > 0 && total > max {
-		out = truncate(out, max, total)
-	}
-	if len(out) == 0 {
-		if isError {
-			return []llm.Block{llm.Text{Text: "the tool failed without saying why"}}
-		}
-		return nil
-	}
-	return out
-}
-
-// fits reports whether content can be sent as it is: non-empty, with no
-// nil block or empty text, and text within max bytes.
-func fits(content []llm.Block, max int) bool {
-	total := 0
-	for _, b := range content {
-		switch b := b.(type) {
-		case nil:
-			return false
-		case llm.Text:
-			if b.Text == "" {
-				return false
-			}
-			total += len(b.Text)
-		}
-	}
-	return len(content) > 0 && (max < 0 || total <= max)
-}
-
-// truncate keeps the first max bytes of text in blocks, cut on a UTF-8
-// boundary, and appends a note saying how much was dropped. Non-text blocks
-// are kept.
-func truncate(blocks []llm.Block, max, total int) []llm.Block {
-	out := blocks[:0]
-	budget := max
-	for _, b := range blocks {
 		t, ok := b.(llm.Text)
 		if !ok {
-			out = append(out, b)
+			if b != nil {
+				out = append(out, b)
+			}
 			continue
 		}
-		if budget == 0 {
-			continue
-		}
-		if len(t.Text) > budget {
+		total += len(t.Text)
+		if max >= 0 && len(t.Text) > budget {
 			cut := budget
 			for cut > 0 && !utf8.RuneStart(t.Text[cut]) {
 				cut--
 			}
-			t.Text = t.Text[:cut]
-			budget = 0
+			t.Text, budget = t.Text[:cut], 0 // nothing after a cut
 		} else {
 			budget -= len(t.Text)
 		}
@@ -224,6 +151,11 @@ func truncate(blocks []llm.Block, max, total int) []llm.Block {
 			out = append(out, t)
 		}
 	}
-	note := fmt.Sprintf("[output truncated: the tool returned %d bytes of text; only the first %d are shown]", total, max)
-	return append(out, llm.Text{Text: note})
+	if max >= 0 && total > max {
+		out = append(out, llm.Text{Text: fmt.Sprintf("[output truncated: the tool returned %d bytes of text; only the first %d are shown]", total, max)})
+	}
+	if len(out) == 0 && isError {
+		return []llm.Block{llm.Text{Text: "the tool failed without saying why"}}
+	}
+	return out
 }

@@ -33,8 +33,8 @@ type Config struct {
 	// means no cap. Images are not counted: the API limits them itself.
 	MaxOutputBytes int
 
-	// Logger receives the stack of each panic, each abandoned call, and a
-	// debug line per call. Nil discards everything.
+	// Logger receives the stack of each panic and a warning for each call
+	// that times out. Nil discards everything.
 	Logger *slog.Logger
 }
 
@@ -47,17 +47,12 @@ var ErrDuplicate = errors.New("duplicate tool name")
 type Registry struct {
 	cfg Config
 	log *slog.Logger
-	// sem caps the calls in progress across Run and Start; Run says why
-	// it is not errgroup.SetLimit.
-	sem *semaphore.Weighted // nil means no cap
+	sem *semaphore.Weighted // the MaxConcurrency slots; nil means no cap
 
-	mu     sync.Mutex
-	byName map[string]*Tool
-	order  []*Tool
-	// queues holds, for each sequential tool, a channel closed once its
-	// most recently started call has finished. The next call waits on it,
-	// which keeps the calls one at a time and in the order of Start.
-	queues map[*Tool]chan struct{}
+	mu      sync.Mutex
+	tools   []*Tool         // in registration order
+	queues  map[*Tool]*turn // each sequential tool's latest call; the next waits on it
+	running map[*Call]*turn // the calls whose goroutine has not returned, for Wait
 }
 
 // NewRegistry returns an empty registry configured by cfg.
@@ -72,10 +67,10 @@ func NewRegistry(cfg Config) *Registry {
 		cfg.MaxOutputBytes = 100_000
 	}
 	r := &Registry{
-		cfg:    cfg,
-		log:    cfg.Logger,
-		byName: make(map[string]*Tool),
-		queues: make(map[*Tool]chan struct{}),
+		cfg:     cfg,
+		log:     cfg.Logger,
+		queues:  make(map[*Tool]*turn),
+		running: make(map[*Call]*turn),
 	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
@@ -94,20 +89,17 @@ func NewRegistry(cfg Config) *Registry {
 func (r *Registry) Register(tools ...*Tool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	seen := make(map[string]bool, len(tools))
-	for _, t := range tools {
+	for i, t := range tools {
 		if err := t.check(); err != nil {
 			return err
 		}
-		name := t.spec.Name
-		if _, ok := r.byName[name]; ok || seen[name] {
-			return fmt.Errorf("tool %q: %w", name, ErrDuplicate)
+		named := func(u *Tool) bool { return u.spec.Name == t.spec.Name }
+		if slices.ContainsFunc(r.tools, named) || slices.ContainsFunc(tools[:i], named) {
+			return fmt.Errorf("tool %q: %w", t.spec.Name, ErrDuplicate)
 		}
-		seen[name] = true
 	}
+	r.tools = append(r.tools, tools...)
 	for _, t := range tools {
-		r.byName[t.spec.Name] = t
-		r.order = append(r.order, t)
 		if t.unvalidated != nil {
 			r.log.Warn("tool inputs are checked only for being a JSON object, not against its schema",
 				"tool", t.spec.Name, "reason", t.unvalidated)
@@ -120,8 +112,11 @@ func (r *Registry) Register(tools ...*Tool) error {
 func (r *Registry) Lookup(name string) (*Tool, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	t, ok := r.byName[name]
-	return t, ok
+	i := slices.IndexFunc(r.tools, func(t *Tool) bool { return t.spec.Name == name })
+	if i < 0 {
+		return nil, false
+	}
+	return r.tools[i], true
 }
 
 // Specs returns the tools' descriptions for [llm.Request.Tools], in
@@ -130,8 +125,8 @@ func (r *Registry) Lookup(name string) (*Tool, bool) {
 func (r *Registry) Specs() []llm.ToolSpec {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	specs := make([]llm.ToolSpec, len(r.order))
-	for i, t := range r.order {
+	specs := make([]llm.ToolSpec, len(r.tools))
+	for i, t := range r.tools {
 		specs[i] = t.spec
 	}
 	return specs
@@ -150,19 +145,11 @@ type Call struct {
 // bad input, an error, a panic, a timeout or cancellation each become an
 // is_error result that tells the model what happened.
 //
-// Run returns promptly when ctx is cancelled: unfinished calls get a
-// "cancelled" result. A tool that ignores its context is not waited for;
-// its goroutine is abandoned and finishes, unobserved, whenever the tool
-// returns. That is the one goroutine Run can leave behind, and only for a
-// tool that does not honour ctx.
+// Run returns promptly when ctx is cancelled, with a "cancelled" result
+// for each unfinished call; [Registry.Wait] waits for their handlers.
 func (r *Registry) Run(ctx context.Context, calls []Call) []llm.ToolResult {
-	// Not errgroup with SetLimit, for three reasons. The cap is the
-	// registry's, shared with calls the agent Starts while the model
-	// streams, so a per-batch limit would not bound them. Start must be
-	// called in call order on one goroutine, which is what queues a
-	// sequential tool's calls in order. And errgroup's Go blocks for a
-	// slot with no context, while a queued call must give up when ctx
-	// ends. Start covers all three; Run only starts and collects.
+	// Not errgroup.SetLimit: the cap is the registry's, shared with the
+	// calls an agent Starts, and a queued call must give up when ctx ends.
 	waits := make([]func() llm.ToolResult, len(calls))
 	for i, c := range calls {
 		waits[i] = r.Start(ctx, c)
@@ -175,149 +162,177 @@ func (r *Registry) Run(ctx context.Context, calls []Call) []llm.ToolResult {
 }
 
 // Start starts one call now and returns a function that waits for its
-// result. An agent uses it to start each tool call as soon as the model has
-// streamed it, while the rest of the turn is still arriving.
-//
-// Calls started with Start share the registry's concurrency cap with Run,
-// and calls of a [Tool.Sequential] tool run one at a time in the order
-// Start was called. The wait function returns promptly once ctx is
-// cancelled, as [Registry.Run] does; it may be called more than once.
+// result, so that an agent can start each call the moment the model has
+// streamed it. Calls share the registry's cap with Run, and a
+// [Tool.Sequential] tool's calls run in the order Start was called. The
+// wait function, which may be called more than once, returns promptly once
+// ctx is cancelled or the call times out, as Run does.
 func (r *Registry) Start(ctx context.Context, call Call) (wait func() llm.ToolResult) {
 	t, ok := r.Lookup(call.Name)
 	if !ok {
-		return done(r.errorResult(call, r.unknownTool(call.Name)))
+		return done(r.result(call, errorOutput(r.unknownTool(call.Name))))
 	}
-	if ctx.Err() != nil {
-		return done(r.errorResult(call, cancelledText(ctx)))
-	}
-	// Checking the input here, not in the call's goroutine, answers a bad
-	// call at once and costs the caller only microseconds.
+	// Checked here, not on the call's goroutine, bad input is answered at once.
 	input, err := prepare(t, call.Input)
 	if err != nil {
-		return done(r.errorResult(call, err.Error()))
+		return done(r.result(call, errorOutput(err.Error())))
 	}
-	var prev, mine chan struct{}
-	if t.Sequential {
-		mine = make(chan struct{})
-		r.mu.Lock()
-		prev = r.queues[t]
-		r.queues[t] = mine
-		r.mu.Unlock()
-	}
-	finished := make(chan struct{})
+	// The first result delivered wins: the handler's, or a timeout's.
+	c, mine := &call, &turn{delivered: make(chan struct{}), finished: make(chan struct{})}
+	var once sync.Once
 	var res llm.ToolResult
-	go func() {
-		res = r.run(ctx, t, call, input, prev)
-		close(finished)
-		if mine != nil {
-			// Even a call that never ran (cancelled while queued) hands
-			// its turn on only after every earlier call has finished, so
-			// that later calls cannot overtake them.
-			if prev != nil {
-				<-prev
-			}
-			close(mine)
-		}
-	}()
+	deliver := func(out Output) { once.Do(func() { res = r.result(call, out); close(mine.delivered) }) }
+	r.mu.Lock()
+	var prev *turn
+	if t.Sequential {
+		prev, r.queues[t] = r.queues[t], mine
+	}
+	r.running[c] = mine
+	r.mu.Unlock()
+	go r.run(ctx, t, c, input, prev, mine, deliver)
 	return func() llm.ToolResult {
-		<-finished
+		<-mine.delivered
 		return res
 	}
+}
+
+// A turn is a call's progress and, for a sequential tool, its place in the
+// queue: the next call waits for finished.
+type turn struct {
+	delivered chan struct{} // closed when its result is out
+	finished  chan struct{} // closed when its goroutine returns, after every earlier call's
 }
 
 func done(res llm.ToolResult) func() llm.ToolResult {
 	return func() llm.ToolResult { return res }
 }
 
-// run executes one call of t and shapes its result. It returns promptly
-// once ctx is done.
-func (r *Registry) run(ctx context.Context, t *Tool, call Call, input json.RawMessage, prev <-chan struct{}) llm.ToolResult {
-	if prev != nil {
-		select {
-		case <-prev:
-		case <-ctx.Done():
-			return r.errorResult(call, cancelledText(ctx))
+// run runs call c of t on its own goroutine: it waits for t's turn (prev)
+// and a slot, then runs the handler under the call's timeout. If the
+// call's context ends first, the result is delivered at once, but the turn
+// and the slot are given back only when the handler has returned.
+func (r *Registry) run(ctx context.Context, t *Tool, c *Call, input json.RawMessage, prev, mine *turn, deliver func(Output)) {
+	defer r.finish(c)
+	defer func() {
+		// Even a call that never ran hands its turn on only after every
+		// earlier call has finished, so that later calls cannot overtake.
+		if prev != nil {
+			<-prev.finished
 		}
-	}
-	if r.sem != nil {
-		if err := r.sem.Acquire(ctx, 1); err != nil {
-			return r.errorResult(call, cancelledText(ctx))
-		}
-		defer r.sem.Release(1)
-	}
-	if ctx.Err() != nil {
-		return r.errorResult(call, cancelledText(ctx))
-	}
-	start := time.Now()
-	out := r.invoke(ctx, t, call, input)
-	res := llm.ToolResult{ToolUseID: call.ID, Content: r.shape(out.Content, out.IsError), IsError: out.IsError}
-	r.log.LogAttrs(ctx, slog.LevelDebug, "tool call", slog.String("tool", call.Name), slog.String("id", call.ID),
-		slog.Duration("duration", time.Since(start)), slog.Bool("is_error", out.IsError))
-	return res
-}
-
-// invoke runs t's handler in its own goroutine, under the call's timeout,
-// and turns a panic into an error result. If the context ends first, it
-// returns without waiting for the handler: a handler that ignores its
-// context must not hold up the agent.
-func (r *Registry) invoke(ctx context.Context, t *Tool, call Call, input json.RawMessage) Output {
+		close(mine.finished)
+	}()
 	timeout := t.Timeout
 	if timeout == 0 {
 		timeout = r.cfg.Timeout
+	}
+	if prev != nil {
+		select {
+		case <-prev.finished:
+		case <-ctx.Done():
+		case <-prev.delivered:
+			// Its result is out; a handler still running after that ignores
+			// its context: wait for it no longer than this call's timeout.
+			var overdue <-chan time.Time
+			if timeout > 0 {
+				overdue = time.After(timeout)
+			}
+			select {
+			case <-prev.finished:
+			case <-ctx.Done():
+			case <-overdue:
+				deliver(errorOutput(fmt.Sprintf("not run: tool %q is still running an earlier call that timed out; try again later", c.Name)))
+				return
+			}
+		}
+	}
+	if r.sem != nil && ctx.Err() == nil && r.sem.Acquire(ctx, 1) == nil {
+		defer r.sem.Release(1)
+	}
+	if ctx.Err() != nil { // cancelled while queued: the handler never runs
+		deliver(errorOutput(cancelledText(ctx)))
+		return
 	}
 	callCtx, cancel := ctx, context.CancelFunc(func() {})
 	if timeout > 0 {
 		callCtx, cancel = context.WithTimeout(ctx, timeout)
 	}
 	defer cancel()
-
-	// Buffered, so that an abandoned handler can still send and exit.
-	ch := make(chan Output, 1)
-	go func() {
-		defer func() {
-			if v := recover(); v != nil {
-				r.log.Error("tool panicked", "tool", call.Name, "id", call.ID, "panic", v, "stack", string(debug.Stack()))
-				ch <- errorOutput(fmt.Sprintf("tool %q panicked: %v", call.Name, v))
-			}
-		}()
-		out, err := t.handler(callCtx, input)
-		if err != nil {
-			out = errorOutput(err.Error())
+	// ended is what the model reads when the call's context ends first.
+	ended := func() Output {
+		if ctx.Err() != nil {
+			return errorOutput(cancelledText(ctx))
 		}
-		ch <- out
-	}()
-
-	select {
-	case out := <-ch:
-		return settle(ctx, callCtx, call.Name, timeout, out)
-	case <-callCtx.Done():
-		select {
-		case out := <-ch: // it finished just in time: keep its result
-			return settle(ctx, callCtx, call.Name, timeout, out)
-		default:
-		}
-		if ctx.Err() == nil {
-			r.log.Warn("tool call timed out; abandoning its goroutine", "tool", call.Name, "id", call.ID, "timeout", timeout)
-		}
-		return settle(ctx, callCtx, call.Name, timeout, Output{IsError: true})
+		return errorOutput(fmt.Sprintf("tool %q timed out after %v", c.Name, timeout))
 	}
+	stop := context.AfterFunc(callCtx, func() {
+		if ctx.Err() == nil {
+			r.log.Warn("tool call timed out; its handler keeps its slot until it returns",
+				"tool", c.Name, "id", c.ID, "timeout", timeout)
+		}
+		deliver(ended())
+	})
+	out := r.invoke(callCtx, t, *c, input)
+	if stop(); out.IsError && callCtx.Err() != nil {
+		// Most likely "context deadline exceeded": say what happened.
+		out = ended()
+	}
+	deliver(out)
 }
 
-// settle decides what the model sees when a call ends. A successful result
-// always stands. A failure after the context ended is reported as the
-// cancellation or timeout that most likely caused it.
-func settle(ctx, callCtx context.Context, name string, timeout time.Duration, out Output) Output {
-	if !out.IsError {
-		return out
+// finish records that c's goroutine is done, for Wait.
+func (r *Registry) finish(c *Call) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.running, c)
+}
+
+// Wait waits for the handlers that outlive their results: calls whose
+// timeout or cancellation result is out while the handler, ignoring its
+// context, still runs. Calls still working toward a result are not waited
+// for, so that agents sharing a registry can each call Wait as a run ends.
+// If ctx ends first, Wait returns an error naming the handlers still
+// running and wrapping context.Cause(ctx).
+func (r *Registry) Wait(ctx context.Context) error {
+	r.mu.Lock()
+	late := make(map[*Call]*turn)
+	for c, k := range r.running {
+		select {
+		case <-k.delivered:
+			late[c] = k
+		default:
+		}
 	}
-	if ctx.Err() != nil {
-		return errorOutput(cancelledText(ctx))
+	r.mu.Unlock()
+	var names []string
+	for c, k := range late {
+		select {
+		case <-k.finished:
+		case <-ctx.Done():
+			select {
+			case <-k.finished:
+			default:
+				names = append(names, fmt.Sprintf("%s (%s)", c.Name, c.ID))
+			}
+		}
 	}
-	if callCtx.Err() != nil {
-		// The tool's own message is dropped: it is usually just "context
-		// deadline exceeded", and the handler may not have returned yet,
-		// so keeping it would make the result depend on a race.
-		return errorOutput(fmt.Sprintf("tool %q timed out after %v", name, timeout))
+	if len(names) == 0 {
+		return nil
+	}
+	slices.Sort(names)
+	return fmt.Errorf("tool: %d call(s) still running: %s: %w", len(names), strings.Join(names, ", "), context.Cause(ctx))
+}
+
+// invoke runs t's handler and turns a panic into an error result.
+func (r *Registry) invoke(ctx context.Context, t *Tool, call Call, input json.RawMessage) (out Output) {
+	defer func() {
+		if v := recover(); v != nil {
+			r.log.Error("tool panicked", "tool", call.Name, "id", call.ID, "panic", v, "stack", string(debug.Stack()))
+			out = errorOutput(fmt.Sprintf("tool %q panicked: %v", call.Name, v))
+		}
+	}()
+	out, err := t.handler(ctx, input)
+	if err != nil {
+		return errorOutput(err.Error())
 	}
 	return out
 }
@@ -327,12 +342,10 @@ func cancelledText(ctx context.Context) string {
 }
 
 func (r *Registry) unknownTool(name string) string {
-	r.mu.Lock()
-	names := make([]string, len(r.order))
-	for i, t := range r.order {
-		names[i] = t.spec.Name
+	var names []string
+	for _, s := range r.Specs() {
+		names = append(names, s.Name)
 	}
-	r.mu.Unlock()
 	if len(names) == 0 {
 		return fmt.Sprintf("unknown tool %q: no tools are available", name)
 	}
@@ -344,7 +357,7 @@ func errorOutput(msg string) Output {
 	return Output{Content: []llm.Block{llm.Text{Text: msg}}, IsError: true}
 }
 
-func (r *Registry) errorResult(call Call, msg string) llm.ToolResult {
-	r.log.Debug("tool call failed", "tool", call.Name, "id", call.ID, "error", msg)
-	return llm.ToolResult{ToolUseID: call.ID, Content: r.shape([]llm.Block{llm.Text{Text: msg}}, true), IsError: true}
+// result makes the tool result answering call from out.
+func (r *Registry) result(call Call, out Output) llm.ToolResult {
+	return llm.ToolResult{ToolUseID: call.ID, Content: r.shape(out.Content, out.IsError), IsError: out.IsError}
 }

@@ -29,13 +29,6 @@ type pointInput struct {
 	Tags []string `json:"tags,omitempty"`
 }
 
-func mustTool(t *Tool, err error) *Tool {
-	if err != nil {
-		panic(err)
-	}
-	return t
-}
-
 func textResult(id, text string) llm.ToolResult {
 	return llm.ToolResult{ToolUseID: id, Content: []llm.Block{llm.Text{Text: text}}}
 }
@@ -47,67 +40,67 @@ func errorResult(id, text string) llm.ToolResult {
 // tools returns the tools of TestRun. release unblocks the tool that
 // ignores its context, so that the bubble can end.
 func testTools(release <-chan struct{}) []*Tool {
-	point := mustTool(New("point", "Echo a point.", func(ctx context.Context, in pointInput) (string, error) {
+	point := Must(New("point", "Echo a point.", func(ctx context.Context, in pointInput) (string, error) {
 		return fmt.Sprintf("(%v, %v)", in.X, in.Y), nil
 	}))
 	type sum struct {
 		Sum float64 `json:"sum"`
 	}
-	add := mustTool(New("add", "Add.", func(ctx context.Context, in pointInput) (sum, error) {
+	add := Must(New("add", "Add.", func(ctx context.Context, in pointInput) (sum, error) {
 		return sum{in.X + in.Y}, nil
 	}))
-	fail := mustTool(New("fail", "Fail.", func(ctx context.Context, in struct{}) (string, error) {
+	fail := Must(New("fail", "Fail.", func(ctx context.Context, in struct{}) (string, error) {
 		return "", errors.New("disk full")
 	}))
-	failEmpty := mustTool(New("fail_empty", "Fail silently.", func(ctx context.Context, in struct{}) (string, error) {
+	failEmpty := Must(New("fail_empty", "Fail silently.", func(ctx context.Context, in struct{}) (string, error) {
 		return "", errors.New("")
 	}))
-	empty := mustTool(New("empty", "Say nothing.", func(ctx context.Context, in struct{}) (string, error) {
+	empty := Must(New("empty", "Say nothing.", func(ctx context.Context, in struct{}) (string, error) {
 		return "", nil
 	}))
-	boom := mustTool(New("boom", "Panic.", func(ctx context.Context, in struct{}) (string, error) {
+	boom := Must(New("boom", "Panic.", func(ctx context.Context, in struct{}) (string, error) {
 		panic("boom")
 	}))
-	nilDeref := mustTool(New("nil_deref", "Crash.", func(ctx context.Context, in struct{}) (string, error) {
+	nilDeref := Must(New("nil_deref", "Crash.", func(ctx context.Context, in struct{}) (string, error) {
 		var m map[string]*int
 		return fmt.Sprint(*m["x"]), nil
 	}))
-	image := mustTool(New("image", "Draw.", func(ctx context.Context, in struct{}) ([]llm.Block, error) {
+	image := Must(New("image", "Draw.", func(ctx context.Context, in struct{}) ([]llm.Block, error) {
 		return []llm.Block{llm.Text{Text: "a dot"}, llm.Text{}, llm.Image{MediaType: "image/png", Data: "iVBORw0KGgo="}}, nil
 	}))
-	soft := mustTool(New("soft_error", "Report a tool-level error.", func(ctx context.Context, in struct{}) (Output, error) {
+	soft := Must(New("soft_error", "Report a tool-level error.", func(ctx context.Context, in struct{}) (Output, error) {
 		return Output{Content: []llm.Block{llm.Text{Text: "no such file"}}, IsError: true}, nil
 	}))
-	slow := mustTool(New("slow", "Honour the context.", func(ctx context.Context, in struct{}) (string, error) {
+	slow := Must(New("slow", "Honour the context.", func(ctx context.Context, in struct{}) (string, error) {
 		<-ctx.Done()
 		return "", ctx.Err()
 	}))
 	slow.Timeout = 2 * time.Second
-	stubborn := mustTool(New("stubborn", "Ignore the context.", func(ctx context.Context, in struct{}) (string, error) {
+	stubborn := Must(New("stubborn", "Ignore the context.", func(ctx context.Context, in struct{}) (string, error) {
 		<-release
 		return "too late", nil
 	}))
 	stubborn.Timeout = time.Second
-	patient := mustTool(New("patient", "Take 90 s, with no timeout.", func(ctx context.Context, in struct{}) (string, error) {
+	patient := Must(New("patient", "Take 90 s, with no timeout.", func(ctx context.Context, in struct{}) (string, error) {
 		time.Sleep(90 * time.Second) // longer than the registry's default timeout
 		return "done", nil
 	}))
 	patient.Timeout = -1
-	dflt := mustTool(New("default_timeout", "Wait for the default timeout.", func(ctx context.Context, in struct{}) (string, error) {
+	dflt := Must(New("default_timeout", "Wait for the default timeout.", func(ctx context.Context, in struct{}) (string, error) {
 		<-ctx.Done()
 		return "", ctx.Err()
 	}))
-	big := mustTool(New("big", "Talk a lot.", func(ctx context.Context, in struct{}) (string, error) {
+	big := Must(New("big", "Talk a lot.", func(ctx context.Context, in struct{}) (string, error) {
 		return strings.Repeat("ab", 100) + "é" + strings.Repeat("z", 40), nil // é is bytes 200 and 201
 	}))
-	raw := mustTool(NewRaw("raw", "Raw echo.", json.RawMessage(`{"type":"object","properties":{"q":{"type":"string","minLength":2}},"required":["q"]}`),
+	raw := Must(NewRaw("raw", "Raw echo.", json.RawMessage(`{"type":"object","properties":{"q":{"type":"string","minLength":2}},"required":["q"]}`),
 		func(ctx context.Context, input json.RawMessage) (Output, error) {
 			return Output{Content: []llm.Block{llm.Text{Text: string(input)}}}, nil
 		}))
 	op := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{
 		"op": {Type: "string", Enum: []any{"up", "down"}},
 	}, Required: []string{"op"}}
-	enum := mustTool(NewWithSchema("enum", "Pick.", op, func(ctx context.Context, in struct {
+	enum := Must(NewWithSchema("enum", "Pick.", op, func(ctx context.Context, in struct {
 		Op string `json:"op"`
 	}) (string, error) {
 		return in.Op, nil
@@ -136,16 +129,16 @@ func TestRun(t *testing.T) {
 		{"unknown tool", `{}`, "nope", errorResult("id", `unknown tool "nope"; the available tools are: `+
 			"add, big, boom, default_timeout, empty, enum, fail, fail_empty, image, nil_deref, patient, point, raw, slow, soft_error, stubborn")},
 		{"bad json", `{"x": 1,`, "point", errorResult("id", `invalid input for tool "point": the input is not valid JSON: unexpected end of JSON input`)},
-		{"not an object", `[1, 2]`, "point", errorResult("id", `invalid input for tool "point": the input must be a JSON object, not an array`)},
-		{"null", `null`, "point", errorResult("id", `invalid input for tool "point": the input must be a JSON object, not null`)},
-		{"missing field", `{"x": 1}`, "point", errorResult("id", `invalid input for tool "point": missing required field(s) "y"`)},
-		{"wrong type", `{"x": "one", "y": 2}`, "point", errorResult("id", `invalid input for tool "point": field "x": type: one has type "string", want "number"`)},
-		{"unknown field", `{"x": 1, "y": 2, "z": 3}`, "point", errorResult("id", `invalid input for tool "point": unknown field(s) "z"; use only the fields in the input schema`)},
-		{"nested field", `{"x": 1, "y": 2, "inner": {"n": 1.5}}`, "point", errorResult("id", `invalid input for tool "point": field "inner.n": type: 1.5 has type "number", want "integer"`)},
-		{"nested missing", `{"x": 1, "y": 2, "inner": {}}`, "point", errorResult("id", `invalid input for tool "point": missing required field(s) "inner.n"`)},
-		{"array item", `{"x": 1, "y": 2, "tags": ["a", 7]}`, "point", errorResult("id", `invalid input for tool "point": field "tags[]": type: 7 has type "integer", want "string"`)},
-		{"enum", `{"op": "left"}`, "enum", errorResult("id", `invalid input for tool "enum": field "op": enum: left does not equal any of: [up down]`)},
-		{"raw schema", `{"q": "h"}`, "raw", errorResult("id", `invalid input for tool "raw": field "q": minLength: "h" contains 1 Unicode code points, fewer than 2`)},
+		{"not an object", `[1, 2]`, "point", errorResult("id", `invalid input for tool "point": the input must be a JSON object, got [1, 2]`)},
+		{"null", `null`, "point", errorResult("id", `invalid input for tool "point": the input must be a JSON object, got null`)},
+		{"missing field", `{"x": 1}`, "point", errorResult("id", `invalid input for tool "point": missing required field "y"`)},
+		{"wrong type", `{"x": "one", "y": 2}`, "point", errorResult("id", `invalid input for tool "point": field "x": got string, want number`)},
+		{"unknown field", `{"x": 1, "y": 2, "z": 3}`, "point", errorResult("id", `invalid input for tool "point": unknown field "z"; use only the fields in the input schema`)},
+		{"nested field", `{"x": 1, "y": 2, "inner": {"n": 1.5}}`, "point", errorResult("id", `invalid input for tool "point": field "inner.n": got number, want integer`)},
+		{"nested missing", `{"x": 1, "y": 2, "inner": {}}`, "point", errorResult("id", `invalid input for tool "point": missing required field "inner.n"`)},
+		{"array item", `{"x": 1, "y": 2, "tags": ["a", 7]}`, "point", errorResult("id", `invalid input for tool "point": field "tags[1]": got number, want string`)},
+		{"enum", `{"op": "left"}`, "enum", errorResult("id", `invalid input for tool "enum": field "op": value must be one of 'up', 'down'`)},
+		{"raw schema", `{"q": "h"}`, "raw", errorResult("id", `invalid input for tool "raw": field "q": minLength: got 1, want 2`)},
 		{"panic", `{}`, "boom", errorResult("id", `tool "boom" panicked: boom`)},
 		{"runtime panic", `{}`, "nil_deref", errorResult("id", `tool "nil_deref" panicked: runtime error: invalid memory address or nil pointer dereference`)},
 		{"timeout", `{}`, "slow", errorResult("id", `tool "slow" timed out after 2s`)},
@@ -195,7 +188,7 @@ func (b *syncBuffer) String() string {
 func TestPanicStackGoesToLogger(t *testing.T) {
 	var logs syncBuffer
 	r := NewRegistry(Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	boom := mustTool(New("boom", "Panic.", func(ctx context.Context, in struct{}) (string, error) {
+	boom := Must(New("boom", "Panic.", func(ctx context.Context, in struct{}) (string, error) {
 		panic(fmt.Errorf("wrapped %w", errors.New("cause")))
 	}))
 	if err := r.Register(boom); err != nil {
@@ -251,7 +244,7 @@ func TestTruncate(t *testing.T) {
 
 func TestRegisterErrors(t *testing.T) {
 	ok := func(name string) *Tool {
-		return mustTool(NewRaw(name, "", json.RawMessage(`{"type":"object"}`), func(context.Context, json.RawMessage) (Output, error) {
+		return Must(NewRaw(name, "", json.RawMessage(`{"type":"object"}`), func(context.Context, json.RawMessage) (Output, error) {
 			return Output{}, nil
 		}))
 	}
@@ -260,11 +253,11 @@ func TestRegisterErrors(t *testing.T) {
 		tools   []*Tool
 		wantErr string
 	}{
-		{"nil", []*Tool{nil}, "tool: nil *Tool"},
-		{"zero Tool", []*Tool{{}}, `tool "": not built with New, NewWithSchema or NewRaw`},
+		{"nil", []*Tool{nil}, "tool: a nil *Tool, or one not built with New, NewWithSchema or NewRaw"},
+		{"zero Tool", []*Tool{{}}, "tool: a nil *Tool, or one not built with New, NewWithSchema or NewRaw"},
 		{"duplicate of registered", []*Tool{ok("taken")}, `tool "taken": duplicate tool name`},
 		{"duplicate in batch", []*Tool{ok("x1"), ok("x1")}, `tool "x1": duplicate tool name`},
-		{"batch with a bad tool", []*Tool{ok("fine"), nil}, "tool: nil *Tool"},
+		{"batch with a bad tool", []*Tool{ok("fine"), nil}, "tool: a nil *Tool, or one not built with New, NewWithSchema or NewRaw"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -316,16 +309,16 @@ func TestConstructorErrors(t *testing.T) {
 		{"untyped schema", raw("t", `{"properties":{}}`), `tool "t": the input schema must have type "object", not none`},
 		{"schema not JSON", raw("t", `{"type":`), `tool "t": the input schema is not a JSON schema object`},
 		{"schema a string", raw("t", `"object"`), `tool "t": the input schema is not a JSON schema object`},
-		{"schema null", raw("t", `null`), `tool "t": the input schema is not a JSON schema object: it is null`},
+		{"schema null", raw("t", `null`), `tool "t": the input schema is not a JSON schema object: null`},
 		{"nil raw func", func() error { _, err := NewRaw("t", "", json.RawMessage(`{"type":"object"}`), nil); return err }(), `tool "t": nil function`},
 		{"In not a struct", func() error {
 			_, err := New("t", "", func(context.Context, int) (string, error) { return "", nil })
 			return err
-		}(), `tool "t": the input schema must have type "object", not "integer" (make In a struct)`},
+		}(), `tool "t": the input schema must have type "object", not "integer" (with New, make In a struct)`},
 		{"In a pointer", func() error {
 			_, err := New("t", "", func(context.Context, *pointInput) (string, error) { return "", nil })
 			return err
-		}(), `tool "t": the input schema must have type "object", not ["null" "object"] (make In a struct)`},
+		}(), `tool "t": the input schema must have type "object", not ["null","object"] (with New, make In a struct)`},
 		{"In unsupported", func() error {
 			_, err := New("t", "", func(context.Context, struct{ C chan int }) (string, error) { return "", nil })
 			return err
@@ -349,7 +342,7 @@ func TestSpecsAndLookup(t *testing.T) {
 	var want []string
 	for _, n := range []string{"zeta", "alpha", "mid"} {
 		want = append(want, n)
-		if err := r.Register(mustTool(New(n, "Tool "+n+".", func(context.Context, pointInput) (string, error) { return "", nil }))); err != nil {
+		if err := r.Register(Must(New(n, "Tool "+n+".", func(context.Context, pointInput) (string, error) { return "", nil }))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -367,7 +360,7 @@ func TestSpecsAndLookup(t *testing.T) {
 		t.Errorf("description = %q", specs[1].Description)
 	}
 	tl, ok := r.Lookup("mid")
-	if !ok || tl.Name() != "mid" || tl.Spec().Name != "mid" {
+	if !ok || tl.Spec().Name != "mid" {
 		t.Errorf("Lookup(mid) = %v, %v", tl, ok)
 	}
 	if _, ok := r.Lookup("nope"); ok {
@@ -382,18 +375,20 @@ func TestRawUnvalidatable(t *testing.T) {
 	tests := []struct {
 		name, schema, reason string
 	}{
-		{"draft-04", `{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`,
-			"the validator supports draft-07 and 2020-12 only"},
-		{"draft-04 boolean exclusiveMinimum", `{"type":"object","properties":{"n":{"type":"integer","minimum":0,"exclusiveMinimum":true}},"required":["n"]}`,
-			"the validator cannot read the schema"},
+		{"unknown draft", `{"$schema":"https://example.com/my-draft","type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`,
+			"not loading https://example.com/my-draft: a tool's schema must be self-contained"},
+		{"draft-04 boolean exclusiveMinimum without $schema", `{"type":"object","properties":{"n":{"type":"integer","minimum":0,"exclusiveMinimum":true}},"required":["n"]}`,
+			"is not valid against metaschema"},
 		{"remote ref", `{"type":"object","properties":{"n":{"$ref":"https://example.com/n.json"}},"required":["n"]}`,
-			"the validator cannot resolve the schema"},
+			"not loading https://example.com/n.json: a tool's schema must be self-contained"},
+		{"file ref", `{"type":"object","properties":{"n":{"$ref":"file:///etc/passwd"}},"required":["n"]}`,
+			"not loading file:///etc/passwd"},
 		{"missing local ref", `{"type":"object","properties":{"n":{"$ref":"#/$defs/missing"}},"required":["n"]}`,
-			"the validator cannot resolve the schema"},
+			"not found"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tl := mustTool(NewRaw("odd", "", json.RawMessage(tt.schema), func(ctx context.Context, in json.RawMessage) (Output, error) {
+			tl := Must(NewRaw("odd", "", json.RawMessage(tt.schema), func(ctx context.Context, in json.RawMessage) (Output, error) {
 				return Output{Content: []llm.Block{llm.Text{Text: "handler saw " + string(in)}}}, nil
 			}))
 			var logs bytes.Buffer
@@ -411,7 +406,7 @@ func TestRawUnvalidatable(t *testing.T) {
 			})
 			want := []llm.ToolResult{
 				textResult("1", `handler saw {"n": "x"}`),
-				errorResult("2", `invalid input for tool "odd": the input must be a JSON object, not an array`),
+				errorResult("2", `invalid input for tool "odd": the input must be a JSON object, got []`),
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("Run mismatch (-want +got):\n%s", diff)
@@ -425,7 +420,7 @@ func TestRawUnvalidatable(t *testing.T) {
 	// A schema the validator can use is validated, and nothing is logged.
 	var logs bytes.Buffer
 	r := NewRegistry(Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	tl := mustTool(NewRaw("fine", "", json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`),
+	tl := Must(NewRaw("fine", "", json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`),
 		func(context.Context, json.RawMessage) (Output, error) { return Output{}, nil }))
 	if err := r.Register(tl); err != nil {
 		t.Fatal(err)
@@ -437,4 +432,21 @@ func TestRawUnvalidatable(t *testing.T) {
 	if !got[0].IsError {
 		t.Errorf("input breaking a usable schema was not rejected: %+v", got[0])
 	}
+}
+
+// TestMust checks that Must passes a good tool through and panics with the
+// constructor's error, unchanged, otherwise.
+func TestMust(t *testing.T) {
+	good := func(context.Context, pointInput) (string, error) { return "", nil }
+	if tl := Must(New("good", "Fine.", good)); tl == nil || tl.Spec().Name != "good" {
+		t.Errorf("Must(New(good)) = %v, want the tool", tl)
+	}
+	_, want := New("bad name", "Bad.", good)
+	defer func() {
+		if got, ok := recover().(error); !ok || got.Error() != want.Error() {
+			t.Errorf("Must panicked with %v, want the constructor's error %v", got, want)
+		}
+	}()
+	Must(New("bad name", "Bad.", good))
+	t.Error("Must did not panic")
 }

@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,21 +10,19 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	jsv "github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/agentloop/agentloop/llm"
 )
 
 // A Tool is a function the model can call: a name, a description, an input
 // schema and a handler. Build one with [New], [NewWithSchema] or [NewRaw],
-// set the exported fields if needed, then add it to a [Registry].
-//
-// A Tool is immutable once registered; set Sequential and Timeout before
-// calling [Registry.Register].
+// set Sequential and Timeout if needed, then [Registry.Register] it, after
+// which it must not change.
 type Tool struct {
 	// Sequential makes calls of this tool run one at a time, in the order
 	// they were started, for tools with side effects on shared state (a
 	// file, a shell session). Calls of other tools still run alongside.
-	// The default, false, lets calls of the tool run concurrently.
 	Sequential bool
 
 	// Timeout bounds each call of this tool. Zero means the registry's
@@ -31,29 +30,22 @@ type Tool struct {
 	Timeout time.Duration
 
 	spec llm.ToolSpec
-	// schema validates inputs before the handler runs. It is nil for a raw
-	// schema the validator cannot use (see NewRaw); unvalidated says why,
-	// inputs are checked only for being a JSON object, and the handler
-	// must validate them itself.
-	schema      *jsonschema.Resolved
+	// schema validates inputs; it is nil for a raw schema the validator
+	// cannot use, and unvalidated says why (see NewRaw).
+	schema      *jsv.Schema
 	unvalidated error
 	handler     func(ctx context.Context, input json.RawMessage) (Output, error)
 }
 
-// Output is what a raw handler returns: the content of the tool result and
-// whether it reports a failure. Content holds [llm.Text] and [llm.Image]
-// blocks. IsError marks a failure the model should see and correct, such as
-// an MCP tool error.
-//
-// A typed tool built with [New] may also return an Output, to set IsError
-// or to mix text and images.
+// Output is what a raw handler returns, and a typed one may: the result's
+// content ([llm.Text] and [llm.Image] blocks) and whether it is a failure
+// for the model to see and correct, such as an MCP tool error.
 type Output struct {
 	Content []llm.Block
 	IsError bool
 }
 
-// namePattern is the tool-name rule of the Anthropic Messages API
-// (https://platform.claude.com/docs/en/agents-and-tools/tool-use/implement-tool-use).
+// namePattern is the Messages API's rule for tool names.
 var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // New makes a tool from a typed Go function.
@@ -83,6 +75,15 @@ func New[In, Out any](name, description string, fn func(ctx context.Context, in 
 	return NewWithSchema(name, description, s, fn)
 }
 
+// Must returns t, or panics if err is not nil, for a typed tool whose
+// schema is known to be good: tool.Must(tool.New("add", "Add.", add)).
+func Must(t *Tool, err error) *Tool {
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
 // NewWithSchema is like [New] but takes the input schema instead of
 // generating it. The usual way to build one is to generate it with
 // jsonschema.For[In] and then refine it, for example by setting Enum on a
@@ -92,42 +93,28 @@ func NewWithSchema[In, Out any](name, description string, schema *jsonschema.Sch
 	if fn == nil {
 		return nil, fmt.Errorf("tool %q: nil function", name)
 	}
-	if schema == nil {
-		return nil, fmt.Errorf("tool %q: nil schema", name)
-	}
-	if schema.Type != "object" {
-		return nil, fmt.Errorf("tool %q: the input schema must have type \"object\", not %s (make In a struct)", name, schemaTypeString(schema))
-	}
-	raw, err := json.Marshal(schema)
-	if err != nil {
-		return nil, fmt.Errorf("tool %q: encoding the input schema: %w", name, err)
-	}
-	resolved, err := schema.Resolve(nil)
-	if err != nil {
-		return nil, fmt.Errorf("tool %q: resolving the input schema: %w", name, err)
-	}
-	handler := func(ctx context.Context, input json.RawMessage) (Output, error) {
+	raw, _ := json.Marshal(schema) // nil, or a failure, leaves null or nothing: newTool rejects both
+	t, err := newTool(name, description, raw, func(ctx context.Context, input json.RawMessage) (Output, error) {
 		var in In
 		if err := json.Unmarshal(input, &in); err != nil {
-			// The schema passed, so In and the schema disagree; tell the
-			// model what failed all the same.
-			return Output{}, fmt.Errorf("invalid input: %v", err)
+			// The schema passed, so a value does not fit its Go type (1e400
+			// for a float64), or In and the schema disagree.
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				return Output{}, fmt.Errorf("invalid input for tool %q: field %q: %s does not fit in a Go %s", name, te.Field, te.Value, te.Type)
+			}
+			return Output{}, fmt.Errorf("invalid input for tool %q: %v", name, err)
 		}
 		out, err := fn(ctx, in)
 		if err != nil {
 			return Output{}, err
 		}
 		return toOutput(out)
+	})
+	if err == nil && t.unvalidated != nil {
+		return nil, fmt.Errorf("tool %q: %w", name, t.unvalidated) // a typed tool's schema must be usable
 	}
-	t := &Tool{
-		spec:    llm.ToolSpec{Name: name, Description: description, InputSchema: raw},
-		schema:  resolved,
-		handler: handler,
-	}
-	if err := t.check(); err != nil {
-		return nil, err
-	}
-	return t, nil
+	return t, err
 }
 
 // NewRaw makes a tool from a hand-written or foreign JSON schema, such as
@@ -135,106 +122,77 @@ func NewWithSchema[In, Out any](name, description string, schema *jsonschema.Sch
 // schema must be a JSON object with "type": "object"; it is sent to the
 // model exactly as given.
 //
-// Inputs are validated against the schema before fn runs when the
-// validator can: jsonschema-go supports draft-07 and 2020-12, and resolves
-// no remote $ref. A schema it cannot use (another "$schema" draft, draft-04
-// keywords it cannot read, a $ref it cannot resolve) does not lose the
-// tool: inputs are then checked only for being a JSON object, fn must check
-// them itself, and [Registry.Register] logs a warning saying why. An MCP
-// server, for one, validates its own input.
-//
-// A non-nil error from fn becomes an is_error result carrying err.Error().
+// Inputs are validated against the schema before fn runs, if the
+// validator can use it (see the package doc). If not, the tool is made all the
+// same: inputs are then checked only for being a JSON object, fn must
+// check them itself (as an MCP server does), and [Registry.Register] logs
+// why. A non-nil error from fn becomes an is_error result carrying
+// err.Error().
 func NewRaw(name, description string, schema json.RawMessage, fn func(ctx context.Context, input json.RawMessage) (Output, error)) (*Tool, error) {
 	if fn == nil {
 		return nil, fmt.Errorf("tool %q: nil function", name)
 	}
-	// Only what the API itself requires is checked here, loosely, so that
-	// a schema the validator cannot read is still accepted.
+	return newTool(name, description, append(json.RawMessage(nil), schema...), fn)
+}
+
+// newTool makes a tool. Only what the API requires of the schema is an
+// error; a schema the validator cannot use is noted in unvalidated.
+func newTool(name, description string, schema json.RawMessage, handler func(context.Context, json.RawMessage) (Output, error)) (*Tool, error) {
 	var top map[string]any
-	if err := json.Unmarshal(schema, &top); err != nil {
-		return nil, fmt.Errorf("tool %q: the input schema is not a JSON schema object: %w", name, err)
+	if err := json.Unmarshal(schema, &top); err != nil || top == nil {
+		return nil, fmt.Errorf("tool %q: the input schema is not a JSON schema object: %.40s", name, schema)
 	}
-	if top == nil {
-		return nil, fmt.Errorf("tool %q: the input schema is not a JSON schema object: it is null", name)
+	if typ, ok := top["type"]; typ != "object" {
+		b, _ := json.Marshal(typ)
+		if !ok {
+			b = []byte("none")
+		}
+		return nil, fmt.Errorf("tool %q: the input schema must have type \"object\", not %s (with New, make In a struct)", name, b)
 	}
-	if top["type"] != "object" {
-		return nil, fmt.Errorf("tool %q: the input schema must have type \"object\", not %s", name, jsonTypeString(top["type"]))
+	t := &Tool{spec: llm.ToolSpec{Name: name, Description: description, InputSchema: schema}, handler: handler}
+	if t.schema, t.unvalidated = compile(schema); t.unvalidated != nil {
+		t.unvalidated = fmt.Errorf("the validator cannot use the schema: %w", t.unvalidated)
 	}
-	t := &Tool{
-		spec:    llm.ToolSpec{Name: name, Description: description, InputSchema: append(json.RawMessage(nil), schema...)},
-		handler: fn,
-	}
-	t.schema, t.unvalidated = resolveRaw(schema)
 	if err := t.check(); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
-// resolveRaw readies a raw schema for validation. If the validator cannot
-// use it, it returns why instead.
-func resolveRaw(schema json.RawMessage) (*jsonschema.Resolved, error) {
-	var s jsonschema.Schema
-	if err := json.Unmarshal(schema, &s); err != nil {
-		return nil, fmt.Errorf("the validator cannot read the schema: %w", err)
-	}
-	if !validatable(s.Schema) {
-		return nil, fmt.Errorf("the schema declares $schema %q; the validator supports draft-07 and 2020-12 only", s.Schema)
-	}
-	r, err := s.Resolve(nil)
+// compile readies a schema, as sent to the model, for validating inputs.
+// It loads nothing: a $ref to a file or a URL fails to compile.
+func compile(schema json.RawMessage) (*jsv.Schema, error) {
+	doc, err := jsv.UnmarshalJSON(bytes.NewReader(schema))
 	if err != nil {
-		return nil, fmt.Errorf("the validator cannot resolve the schema: %w", err)
+		return nil, err
 	}
-	return r, nil
+	const url = "https://agentloop.invalid/input.json" // a name for the schema; never fetched
+	c := jsv.NewCompiler()
+	c.UseLoader(noLoader{})
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, err
+	}
+	return c.Compile(url)
 }
 
-// validatable reports whether jsonschema-go validates schemas that declare
-// the given "$schema" (it validates draft-07 and 2020-12 only).
-func validatable(draft string) bool {
-	switch draft {
-	case "", "https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2020-12/schema#",
-		"http://json-schema.org/draft-07/schema#", "https://json-schema.org/draft-07/schema#":
-		return true
-	}
-	return false
-}
+// noLoader refuses every schema the compiler would fetch.
+type noLoader struct{}
 
-// jsonTypeString describes the "type" of a schema decoded as any.
-func jsonTypeString(v any) string {
-	if v == nil {
-		return "none"
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
-}
-
-func schemaTypeString(s *jsonschema.Schema) string {
-	switch {
-	case s.Type != "":
-		return fmt.Sprintf("%q", s.Type)
-	case len(s.Types) > 0:
-		return fmt.Sprintf("%q", s.Types)
-	}
-	return "none"
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("not loading %s: a tool's schema must be self-contained", url)
 }
 
 // check reports whether t can be registered: built by a constructor, with a
 // name the API accepts.
 func (t *Tool) check() error {
-	if t == nil {
-		return errors.New("tool: nil *Tool")
-	}
-	if t.handler == nil {
-		return fmt.Errorf("tool %q: not built with New, NewWithSchema or NewRaw", t.spec.Name)
+	if t == nil || t.handler == nil {
+		return errors.New("tool: a nil *Tool, or one not built with New, NewWithSchema or NewRaw")
 	}
 	if !namePattern.MatchString(t.spec.Name) {
 		return fmt.Errorf("tool %q: invalid name: the API requires 1 to 64 letters, digits, '_' or '-' (%s)", t.spec.Name, namePattern)
 	}
 	return nil
 }
-
-// Name returns the tool's name, as the model calls it.
-func (t *Tool) Name() string { return t.spec.Name }
 
 // Spec returns the tool's description for the model, to send in
 // [llm.Request.Tools]. The schema bytes are shared; do not modify them.

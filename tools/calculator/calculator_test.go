@@ -32,12 +32,12 @@ func TestCalculator(t *testing.T) {
 		{"division by zero", `{"a": 1, "b": 0, "operation": "divide"}`, "division by zero", true},
 		{"overflow", `{"a": 1e308, "b": 10, "operation": "multiply"}`, "the result of multiply on 1e+308 and 10 is too large for a 64-bit float", true},
 		{"unknown operation", `{"a": 1, "b": 2, "operation": "power"}`,
-			`invalid input for tool "calculator": field "operation": enum: power does not equal any of: [add subtract multiply divide]`, true},
-		{"missing b", `{"a": 1, "operation": "add"}`, `invalid input for tool "calculator": missing required field(s) "b"`, true},
-		{"missing all", `{}`, `invalid input for tool "calculator": missing required field(s) "a", "b", "operation"`, true},
-		{"a is a string", `{"a": "3", "b": 5, "operation": "add"}`, `invalid input for tool "calculator": field "a": type: 3 has type "string", want "number"`, true},
-		{"operation is a number", `{"a": 3, "b": 5, "operation": 1}`, `invalid input for tool "calculator": field "operation": type: 1 has type "integer", want "string"`, true},
-		{"extra field", `{"a": 3, "b": 5, "operation": "add", "c": 1}`, `invalid input for tool "calculator": unknown field(s) "c"; use only the fields in the input schema`, true},
+			`invalid input for tool "calculator": field "operation": value must be one of 'add', 'subtract', 'multiply', 'divide'`, true},
+		{"missing b", `{"a": 1, "operation": "add"}`, `invalid input for tool "calculator": missing required field "b"`, true},
+		{"missing all", `{}`, `invalid input for tool "calculator": missing required fields "a", "b", "operation"`, true},
+		{"a is a string", `{"a": "3", "b": 5, "operation": "add"}`, `invalid input for tool "calculator": field "a": got string, want number`, true},
+		{"operation is a number", `{"a": 3, "b": 5, "operation": 1}`, `invalid input for tool "calculator": field "operation": got number, want string`, true},
+		{"extra field", `{"a": 3, "b": 5, "operation": "add", "c": 1}`, `invalid input for tool "calculator": unknown field "c"; use only the fields in the input schema`, true},
 		{"not JSON", `{"a": 3,`, `invalid input for tool "calculator": the input is not valid JSON: unexpected end of JSON input`, true},
 	}
 	r := tool.NewRegistry(tool.Config{})
