@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"time"
 )
@@ -42,8 +41,30 @@ Flags:
   --context-limit N   compact the history when it exceeds N tokens (default
                       the context window less --max-tokens and a margin:
                       %d with the default --max-tokens)
-  --system TEXT       the system prompt
-  --tools LIST        comma-separated built-in tools to offer: %s
+  --system TEXT       the system prompt, replacing the default one, which
+                      names the working directory, the tools and the rules
+  --append-system TEXT
+                      text to add to the end of the system prompt
+  --tools LIST        comma-separated built-in tools to offer, by name (%s)
+                      or group: files (read_file, write_file, edit_file,
+                      glob, grep), shell (bash), web (web_fetch), all (the
+                      three groups) or none (default %s)
+  --add-dir DIR       let the file tools use DIR too, besides the working
+                      directory (repeatable); bash is not confined
+  --allow RULE        run the calls RULE matches without asking (repeatable):
+                      a tool, as in edit_file, or a tool and its command,
+                      URL or path, exact as in 'bash(git status)' or a
+                      prefix as in 'bash(go test:*)'. read_file, glob, grep
+                      and MCP tools run freely; write_file, edit_file, bash
+                      and web_fetch ask on the terminal (yes, no, or always
+                      for the session) and are denied without one
+  --deny RULE         never run the calls RULE matches (repeatable); deny
+                      rules win over --allow and --yes
+  --yes               run every tool call without asking, except those a
+                      --deny rule matches
+  --secret-env NAME   leave the variable NAME, or every variable a pattern
+                      such as 'AWS_*' matches, out of bash's environment
+                      (repeatable); ANTHROPIC_* is always left out
   --thinking N        the extended-thinking budget in tokens; 0 is off
   --mcp 'CMD ARGS'    start an MCP server over stdio and offer its tools
                       (repeatable)
@@ -81,13 +102,10 @@ Exit status:
   130  interrupted by Ctrl-C
 `
 
-// builtinTools are the tools --tools can name.
-var builtinTools = []string{"calculator"}
-
 // helpText returns usage with its defaults filled in.
 func helpText() string {
 	return fmt.Sprintf(usage, defaultModel, defaultMaxTokens, defaultMaxIterations,
-		defaultContextLimit, strings.Join(builtinTools, ", "))
+		defaultContextLimit, strings.Join(builtinTools, ", "), defaultTools)
 }
 
 // options are the parsed command line.
@@ -104,6 +122,7 @@ type options struct {
 	mcp           []string
 	mcpURL        []string
 	session       string
+	builtin       builtinOptions // the built-in tools' flags (builtin.go)
 	json          bool
 	verbose       bool
 	version       bool
@@ -127,9 +146,12 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	o := &options{}
 	fs := newFlagSet(o)
 	var tools string
-	fs.StringVar(&tools, "tools", "", "")
+	fs.StringVar(&tools, "tools", defaultTools, "")
 	if err := fs.Parse(args); err != nil {
 		return nil, usageError("%v (see agentloop --help)", err)
+	}
+	if err := o.builtin.check(); err != nil {
+		return nil, err
 	}
 	if o.model == "" {
 		o.model = getenv("ANTHROPIC_MODEL")
@@ -137,14 +159,9 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	if o.model == "" {
 		o.model = defaultModel
 	}
-	for t := range strings.SplitSeq(tools, ",") {
-		if t = strings.TrimSpace(t); t == "" {
-			continue
-		}
-		if !isBuiltinTool(t) {
-			return nil, usageError("unknown tool %q in --tools: the built-in tools are %s", t, strings.Join(builtinTools, ", "))
-		}
-		o.tools = append(o.tools, t)
+	var err error
+	if o.tools, err = parseTools(tools); err != nil {
+		return nil, err
 	}
 	switch {
 	case o.maxTokens < 0:
@@ -206,6 +223,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Var((*listFlag)(&o.mcp), "mcp", "")
 	fs.Var((*listFlag)(&o.mcpURL), "mcp-url", "")
 	fs.StringVar(&o.session, "session", "", "")
+	defineBuiltinFlags(fs, &o.builtin)
 	fs.BoolVar(&o.json, "json", false, "")
 	fs.BoolVar(&o.verbose, "v", false, "")
 	fs.BoolVar(&o.version, "version", false, "")
@@ -213,8 +231,6 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.help, "h", false, "")
 	return fs
 }
-
-func isBuiltinTool(name string) bool { return slices.Contains(builtinTools, name) }
 
 // version is the release, set with -ldflags "-X main.version=v1.2.3". When
 // unset it comes from the build info, which go install fills in.

@@ -25,6 +25,7 @@ const replHelp = "/exit ends the session, /clear starts afresh, /usage shows tok
 // while the REPL waits at its prompt.
 func (s *session) repl(ctx context.Context, stdin io.Reader, interrupts <-chan os.Signal) error {
 	lines := make(chan string)
+	s.builtins.shareLines(lines) // permission questions read their answers here
 	go func() {
 		defer close(lines)
 		sc := bufio.NewScanner(stdin)

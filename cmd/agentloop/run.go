@@ -15,7 +15,6 @@ import (
 	"github.com/agentloop/agentloop/mcptool"
 	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/tool"
-	"github.com/agentloop/agentloop/tools/calculator"
 )
 
 // Defaults shown in --help. They are the library's own, so that the CLI
@@ -101,6 +100,7 @@ func (c *cli) setup(ctx context.Context, o *options, key, token string, stdin io
 		return nil, err
 	}
 	s.interactive = interactive
+	s.builtins.ask(c, stdin, stderr, s.render)
 	return s, nil
 }
 
@@ -158,7 +158,9 @@ type session struct {
 	render  renderer
 	stderr  io.Writer
 	servers []*mcptool.Server
-	log     *slog.Logger
+	// builtins are the built-in tools and their permissions (builtin.go).
+	builtins *builtins
+	log      *slog.Logger
 	// interactive is whether the session is a REPL.
 	interactive bool
 
@@ -176,13 +178,9 @@ func (c *cli) newSession(ctx context.Context, o *options, model llm.Model, logge
 	s.render = c.newRenderer(o, stdout, stderr, lesson)
 
 	reg := tool.NewRegistry(tool.Config{Logger: logger})
-	for _, name := range o.tools {
-		switch name {
-		case "calculator":
-			if err := reg.Register(calculator.New()); err != nil {
-				return nil, err
-			}
-		}
+	var err error
+	if s.builtins, err = registerBuiltins(o, reg); err != nil {
+		return nil, err
 	}
 	s.connectMCP(ctx, o, reg)
 
@@ -203,9 +201,10 @@ func (c *cli) newSession(ctx context.Context, o *options, model llm.Model, logge
 	s.cfg = agent.Config{
 		Model:          model,
 		ModelName:      o.model,
-		System:         o.system,
+		System:         s.builtins.system(o),
 		MaxTokens:      o.maxTokens,
 		Tools:          reg,
+		Approve:        s.builtins.approve(reg),
 		History:        history,
 		MaxIterations:  o.maxIterations,
 		MaxDuration:    o.maxDuration,
@@ -301,6 +300,7 @@ func (s *session) close() {
 		}
 	}
 	s.servers = nil
+	s.builtins.close()
 	s.render.close()
 }
 
