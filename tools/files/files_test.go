@@ -165,6 +165,16 @@ func TestReadFile(t *testing.T) {
 			t.Errorf("got %d bytes %.80q…, want the line cut and the next one whole", len(got), got)
 		}
 	})
+	t.Run("a 32 MB file reads its first lines only", func(t *testing.T) {
+		e := newEnv(t, nil)
+		line := strings.Repeat("0123456789", 10) + "\n"
+		os.WriteFile(filepath.Join(e.dir, "huge.txt"), []byte(strings.Repeat(line, 32<<20/len(line))), 0o644)
+		got, isErr := e.text("read_file", in{"path": "huge.txt", "offset": 100, "limit": 10000})
+		if isErr || !strings.HasPrefix(got, "   100\t0123") || len(got) > maxOutputBytes+2*len(line)+200 ||
+			!strings.Contains(got, "call read_file with offset ") {
+			t.Errorf("got %d bytes: %.100q … %q", len(got), got, got[max(0, len(got)-150):])
+		}
+	})
 	t.Run("image", func(t *testing.T) {
 		res := e.call("read_file", in{"path": "img.png"})
 		img, ok := res.Content[0].(llm.Image)
@@ -247,6 +257,15 @@ func TestEditFile(t *testing.T) {
 			}
 		})
 	}
+	t.Run("too large", func(t *testing.T) {
+		e := newEnv(t, nil)
+		os.WriteFile(filepath.Join(e.dir, "big"), nil, 0o644)
+		os.Truncate(filepath.Join(e.dir, "big"), maxEditBytes+1) // sparse: no disk used
+		got, isErr := e.text("edit_file", in{"path": "big", "old_string": "a", "new_string": "b"})
+		if !isErr || got != "big has 16777217 bytes, more than edit_file loads (16777216); use bash, for example sed" {
+			t.Errorf("got %q", got)
+		}
+	})
 	t.Run("missing file", func(t *testing.T) {
 		e := newEnv(t, nil)
 		got, isErr := e.text("edit_file", in{"path": "nope", "old_string": "a", "new_string": "b"})

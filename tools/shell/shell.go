@@ -97,6 +97,9 @@ func New(cfg Config) *tool.Tool {
 	// The tool keeps its own timeout, which the call may raise; the
 	// registry's would abandon the command instead of killing it.
 	t.Timeout = -1
+	// The model expects the commands of one turn to run in the order it
+	// wrote them, as in a terminal.
+	t.Sequential = true
 	return t
 }
 
