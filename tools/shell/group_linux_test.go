@@ -113,4 +113,3 @@ func TestBackgroundKilled(t *testing.T) {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
-
