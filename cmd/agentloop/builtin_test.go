@@ -265,3 +265,30 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("stdout = %q", r.stdout)
 	}
 }
+
+// TestBashEnvironment: bash does not see the API key, nor the variables
+// --secret-env names.
+func TestBashEnvironment(t *testing.T) {
+	t.Chdir(t.TempDir())
+	t.Setenv("ANTHROPIC_API_KEY", testKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "aws-SECRET")
+	t.Setenv("DEPLOY_TOKEN", "deploy-SECRET")
+	t.Setenv("HARMLESS", "visible")
+	h := newHarness(t,
+		anthropictest.NewStream().Usage(10, 0).ToolUse("toolu_1", "bash", `{"command":"env"}`).StopUsage("tool_use", 5),
+		text("done"))
+	h.run(strings.NewReader(""), "--yes", "--secret-env", "AWS_*", "--secret-env", "DEPLOY_TOKEN", "show the environment").check(t, 0)
+	res := h.srv.Requests()[1].ToolResults()
+	if len(res) != 1 || res[0].IsError {
+		t.Fatalf("tool_results %+v", res)
+	}
+	out := res[0].Content[0].Text
+	if !strings.Contains(out, "HARMLESS=visible") {
+		t.Errorf("bash's environment lacks HARMLESS:\n%s", out)
+	}
+	for _, secret := range []string{testKey, "aws-SECRET", "deploy-SECRET", "ANTHROPIC_"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("bash's environment has %q:\n%s", secret, out)
+		}
+	}
+}

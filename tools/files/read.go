@@ -23,7 +23,7 @@ type ReadInput struct {
 	Limit  int    `json:"limit,omitempty" jsonschema:"how many lines to return (default 2000)"`
 }
 
-const readDescription = `Read a file inside the working directory (or a directory added with --add-dir).
+const readDescription = `Read a file inside the working directory or an added directory (paths outside them are refused).
 Returns the lines numbered like cat -n: the line number, a tab, then the line. At most 2000 lines are returned by default, and lines longer than 2000 bytes are cut; when the output is cut, a note at the end says where to continue with offset.
 Use offset and limit to read part of a long file. PNG, JPEG, GIF and WebP images are returned as images. Other binary files are refused.
 Read a file before you edit it with edit_file, and copy old_string from what this tool shows, without the line-number prefix.`

@@ -35,11 +35,11 @@ type GrepInput struct {
 	MaxResults int    `json:"max_results,omitempty" jsonschema:"the most matching lines to return (default 100)"`
 }
 
-const globDescription = `Find files by name inside the working directory (or a directory added with --add-dir).
+const globDescription = `Find files by name inside the working directory or an added directory (paths outside them are refused).
 Returns matching file paths, newest first (by modification time), one per line, at most 100; a note says when there are more. Files ignored by .gitignore, and .git directories, are skipped.
 Use it to find files by name or extension, for example **/*_test.go. To search file contents, use grep.`
 
-const grepDescription = `Search file contents with a regular expression (Go RE2 syntax) inside the working directory (or a directory added with --add-dir).
+const grepDescription = `Search file contents with a regular expression (Go RE2 syntax) inside the working directory or an added directory (paths outside them are refused).
 Returns matching lines as path:line:text, like grep -n, with context lines as path-line-text and -- between groups. Files ignored by .gitignore, .git directories and binary files are skipped. At most max_results matching lines are returned (default 100); a note says when it stops.
 Use glob to restrict the files searched, for example *.go.`
 

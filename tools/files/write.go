@@ -30,11 +30,11 @@ type EditInput struct {
 	ReplaceAll bool   `json:"replace_all,omitempty" jsonschema:"replace every occurrence of old_string, not just one (default false)"`
 }
 
-const writeDescription = `Write a file inside the working directory (or a directory added with --add-dir), replacing it if it exists.
+const writeDescription = `Write a file inside the working directory or an added directory (paths outside them are refused), replacing it if it exists.
 Creates missing parent directories. The write is atomic: the content goes to a temporary file that is then renamed over the target, so the file is never left half-written. An existing file keeps its permissions.
 Prefer edit_file to change part of an existing file; use write_file for new files or complete rewrites.`
 
-const editDescription = `Replace text in a file inside the working directory (or a directory added with --add-dir).
+const editDescription = `Replace text in a file inside the working directory or an added directory (paths outside them are refused).
 old_string must match the file's text exactly, whitespace and indentation included, and must occur exactly once unless replace_all is true; otherwise the edit is refused and the error says how many times it matched, so add surrounding lines to make it unique. Read the file with read_file first and copy the text without the line-number prefix.
 The file's line endings (LF or CRLF) and permissions are kept. The write is atomic.`
 
