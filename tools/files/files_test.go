@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -340,6 +341,32 @@ func TestGlob(t *testing.T) {
 			}
 		})
 	}
+	t.Run("ignore files above the working directory", func(t *testing.T) {
+		// The working directory is a subdirectory of a work tree whose
+		// top .gitignore and .git/info/exclude apply to it.
+		top := t.TempDir()
+		for name, content := range map[string]string{
+			".gitignore":        "node_modules/\n/sub/anchored.txt\n",
+			".git/info/exclude": "*.tmp\n",
+			"sub/.gitignore":    "local.txt\n",
+			"sub/a.txt":         "", "sub/anchored.txt": "", "sub/local.txt": "", "sub/x.tmp": "",
+			"sub/node_modules/m.txt": "", "sub/deep/anchored.txt": "",
+		} {
+			os.MkdirAll(filepath.Dir(filepath.Join(top, name)), 0o755)
+			os.WriteFile(filepath.Join(top, name), []byte(content), 0o644)
+		}
+		ws, err := Open(Config{Dir: filepath.Join(top, "sub")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ws.Close()
+		got, err := ws.glob(t.Context(), GlobInput{Pattern: "**/*.{txt,tmp}"})
+		lines := strings.Fields(got)
+		slices.Sort(lines)
+		if diff := cmp.Diff([]string{"a.txt", "deep/anchored.txt"}, lines); diff != "" || err != nil {
+			t.Errorf("err %v; (-want +got):\n%s", err, diff)
+		}
+	})
 	t.Run("bad pattern", func(t *testing.T) {
 		if got, isErr := e.text("glob", in{"pattern": "[a"}); !isErr || !strings.Contains(got, "invalid pattern") {
 			t.Errorf("got %q", got)

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -212,15 +214,19 @@ func (g *grepper) file(name string, f io.Reader) error {
 }
 
 // walk calls fn for each regular file under dir, a path relative to r, in
-// lexical order. It skips .git directories and whatever the .gitignore
-// files of dir, its parents within r, and its subdirectories ignore.
+// lexical order. It skips .git directories and whatever the repository's
+// ignore rules ignore: the .gitignore files of dir, of its parents up to
+// the top of the git work tree (which may lie above the root), and of its
+// subdirectories, and .git/info/exclude.
 func walk(ctx context.Context, r *root, dir string, fn func(p string, d fs.DirEntry) error) error {
 	fsys := r.r.FS()
 	dir = pathOf(dir)
-	var ps []gitignore.Pattern
+	// Paths are matched relative to the work tree's top: prefix is the
+	// root's path from there.
+	prefix, ps := outerIgnores(r.path)
 	parts := splitSlash(dir)
 	for i := 0; i <= len(parts); i++ {
-		ps = append(ps, readIgnore(fsys, parts[:i])...)
+		ps = append(ps, readIgnore(fsys, parts[:i], prefix)...)
 	}
 	return fs.WalkDir(fsys, dir, func(p string, d fs.DirEntry, err error) error {
 		if ctx.Err() != nil {
@@ -236,12 +242,12 @@ func walk(ctx context.Context, r *root, dir string, fn func(p string, d fs.DirEn
 			return nil
 		}
 		parts := splitSlash(p)
-		ignored := gitignore.NewMatcher(ps).Match(parts, d.IsDir())
+		ignored := gitignore.NewMatcher(ps).Match(append(slices.Clone(prefix), parts...), d.IsDir())
 		switch {
 		case d.IsDir() && (d.Name() == ".git" || ignored):
 			return fs.SkipDir
 		case d.IsDir():
-			ps = append(ps, readIgnore(fsys, parts)...)
+			ps = append(ps, readIgnore(fsys, parts, prefix)...)
 			return nil
 		case ignored || !d.Type().IsRegular():
 			return nil
@@ -250,20 +256,61 @@ func walk(ctx context.Context, r *root, dir string, fn func(p string, d fs.DirEn
 	})
 }
 
-// readIgnore reads the patterns of the .gitignore file in the directory
-// whose path components are dir, if it has one.
-func readIgnore(fsys fs.FS, dir []string) []gitignore.Pattern {
+// outerIgnores finds the top of the git work tree that holds dir, and
+// returns dir's path components from there and the ignore patterns of
+// .git/info/exclude and of the .gitignore files above dir. These files lie
+// outside the root, but only their rules are read, never shown. Outside a
+// work tree it returns nothing.
+func outerIgnores(dir string) (prefix []string, ps []gitignore.Pattern) {
+	top := dir
+	for {
+		if _, err := os.Stat(filepath.Join(top, ".git")); err == nil {
+			break
+		}
+		up := filepath.Dir(top)
+		if up == top {
+			return nil, nil // not in a work tree
+		}
+		top = up
+	}
+	rel, _ := filepath.Rel(top, dir)
+	prefix = splitSlash(filepath.ToSlash(rel))
+	ps = parseIgnore(filepath.Join(top, ".git", "info", "exclude"), nil)
+	for i := range prefix {
+		ps = append(ps, parseIgnore(filepath.Join(top, filepath.Join(prefix[:i]...), ".gitignore"), prefix[:i])...)
+	}
+	return prefix, ps
+}
+
+// readIgnore reads the patterns of the .gitignore file in the root's
+// directory whose path components are dir, if it has one.
+func readIgnore(fsys fs.FS, dir, prefix []string) []gitignore.Pattern {
 	b, err := fs.ReadFile(fsys, path.Join(append(slices.Clone(dir), ".gitignore")...))
 	if err != nil {
 		return nil
 	}
+	return parsePatterns(b, append(slices.Clone(prefix), dir...))
+}
+
+// parseIgnore reads the patterns of the ignore file at path, if it exists.
+func parseIgnore(path string, domain []string) []gitignore.Pattern {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	return parsePatterns(b, domain)
+}
+
+// parsePatterns parses the lines of an ignore file whose patterns apply
+// under domain.
+func parsePatterns(b []byte, domain []string) []gitignore.Pattern {
 	var ps []gitignore.Pattern
 	for line := range strings.SplitSeq(string(b), "\n") {
 		line = strings.TrimSuffix(line, "\r")
 		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		ps = append(ps, gitignore.ParsePattern(line, slices.Clone(dir)))
+		ps = append(ps, gitignore.ParsePattern(line, slices.Clone(domain)))
 	}
 	return ps
 }
