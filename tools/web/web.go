@@ -7,6 +7,7 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"unicode/utf8"
 
 	htmltomarkdown "github.com/JohannesKaufmann/html-to-markdown/v2"
+	"golang.org/x/net/html/charset"
 
 	"github.com/agentloop/agentloop/tool"
 )
@@ -125,6 +127,15 @@ func fetch(ctx context.Context, cfg Config, raw string) (string, error) {
 		ctype = http.DetectContentType(body)
 	}
 	mt, _, _ := mime.ParseMediaType(ctype)
+	if strings.HasPrefix(mt, "text/") || strings.Contains(mt, "html") {
+		// Pages in another encoding (ISO-8859-1, Shift JIS) become UTF-8,
+		// as the header or a <meta charset> says.
+		if r, err := charset.NewReader(bytes.NewReader(body), ctype); err == nil {
+			if utf, err := io.ReadAll(r); err == nil {
+				body = utf
+			}
+		}
+	}
 	var text string
 	switch {
 	case mt == "text/html" || mt == "application/xhtml+xml":

@@ -30,6 +30,8 @@ func TestFetch(t *testing.T) {
 	mux.Handle("/page", page("text/html; charset=utf-8",
 		`<html><head><title>T</title><script>evil()</script></head><body><h1>Title</h1><p>Some <b>bold</b> and a <a href="/x">link</a>.</p><ul><li>one</li><li>two</li></ul></body></html>`, 200))
 	mux.Handle("/text", page("text/plain", "just text\n", 200))
+	mux.Handle("/latin1", page("text/html; charset=iso-8859-1", "<p>caf\xe9</p>", 200))
+	mux.Handle("/meta", page("text/html", "<html><head><meta charset=\"iso-8859-1\"></head><body><p>na\xefve</p></body></html>", 200))
 	mux.Handle("/json", page("application/json", `{"a":1}`, 200))
 	mux.Handle("/image", page("image/png", "\x89PNG\r\n\x1a\n", 200))
 	mux.Handle("/missing", page("text/html", "<p>not here</p>", 404))
@@ -51,6 +53,8 @@ func TestFetch(t *testing.T) {
 		{"HTML to Markdown", srv.URL + "/page", "# Title\n\nSome **bold** and a [link](/x).\n\n- one\n- two", false},
 		{"text", srv.URL + "/text", "just text\n", false},
 		{"JSON", srv.URL + "/json", `{"a":1}`, false},
+		{"Latin-1 by header", srv.URL + "/latin1", "café", false},
+		{"Latin-1 by meta", srv.URL + "/meta", "naïve", false},
 		{"redirect", srv.URL + "/redirect", "(redirected to " + srv.URL + "/text)\n\njust text\n", false},
 		{"output cut on a character boundary", srv.URL + "/big", strings.Repeat("é", 500) + "\n\n[cut: the page has 2000 bytes of text; only the first 1001 are shown]", false},
 		{"body cut", srv.URL + "/huge", "", false},
