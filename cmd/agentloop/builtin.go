@@ -151,7 +151,10 @@ func registerBuiltins(o *options, reg *tool.Registry) (*builtins, error) {
 		Allow:    o.builtin.allowRules,
 		Deny:     o.builtin.denyRules,
 		AllowAll: o.builtin.yes,
-		Dir:      dir,
+		Dir:      b.dir,
+	}
+	if b.ws != nil {
+		b.policy.Path = b.ws.Resolve // a link cannot dodge a rule
 	}
 	return b, nil
 }

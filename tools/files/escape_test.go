@@ -149,3 +149,17 @@ func TestSymlinkSwap(t *testing.T) {
 		})
 	}
 }
+
+func TestResolve(t *testing.T) {
+	e := newEnv(t, map[string]string{"secrets/k": "k\n"})
+	os.Symlink("secrets", filepath.Join(e.dir, "innocent"))
+	want := filepath.Join(e.ws.Dir(), "secrets", "k")
+	for _, p := range []string{"secrets/k", "innocent/k", "./x/../innocent/k", filepath.Join(e.dir, "innocent/k")} {
+		if got := e.ws.Resolve(p); got != want {
+			t.Errorf("Resolve(%q) = %q, want %q", p, got, want)
+		}
+	}
+	if got := e.ws.Resolve("new/file"); got != filepath.Join(e.ws.Dir(), "new/file") {
+		t.Errorf("Resolve of a new file = %q", got)
+	}
+}

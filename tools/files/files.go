@@ -138,6 +138,21 @@ func (w *Workspace) Tools() []*tool.Tool {
 	return []*tool.Tool{w.ReadFile(), w.WriteFile(), w.EditFile(), w.Glob(), w.Grep()}
 }
 
+// Resolve returns path as the tools would use it: absolute, against the
+// working directory, with its symbolic links resolved. It is for
+// permission rules (permission.Policy.Path), so that a link cannot dodge
+// one; a path that cannot be resolved is returned absolute and clean.
+func (w *Workspace) Resolve(path string) string {
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(w.dir, path)
+	}
+	path = filepath.Clean(path)
+	if real, err := resolveLinks(path); err == nil {
+		return real
+	}
+	return path
+}
+
 // testHookLocated, when set by a test, runs after a path has been checked
 // and before it is used: the window a symlink swap would exploit.
 var testHookLocated func()

@@ -131,6 +131,11 @@ type Policy struct {
 	// edit_file(docs/:*) matches both docs/a.md and its absolute path.
 	// Default "": paths are compared as written.
 	Dir string
+	// Path, when set, turns each path of a call or a rule into the form
+	// they are compared in, instead of Dir. files.Workspace.Resolve
+	// resolves symbolic links too, so that a link cannot dodge a deny
+	// rule. Default nil.
+	Path func(string) string
 
 	askMu   sync.Mutex // one question at a time
 	mu      sync.Mutex
@@ -141,7 +146,7 @@ type Policy struct {
 // reads, saying why not. It has the signature of agent.Config.Approve.
 func (p *Policy) Approve(ctx context.Context, call tool.Call) error {
 	key, subj := subject(call)
-	if key == "path" && p.Dir != "" {
+	if key == "path" {
 		subj = p.abs(subj)
 	}
 	for _, r := range p.Deny {
@@ -245,11 +250,11 @@ func (p *Policy) denies(r Rule, name, key, subj string) bool {
 // argMatches matches a URL or a path against r.
 func (p *Policy) argMatches(r Rule, key, subj string) bool {
 	arg := r.Arg
-	if key == "path" && p.Dir != "" {
+	if key == "path" {
 		dirOnly := strings.HasSuffix(arg, "/")
 		arg = p.abs(arg)
 		if dirOnly {
-			arg += string(filepath.Separator)
+			arg = strings.TrimRight(arg, string(filepath.Separator)) + string(filepath.Separator)
 		}
 	}
 	if r.Prefix {
@@ -258,7 +263,14 @@ func (p *Policy) argMatches(r Rule, key, subj string) bool {
 	return subj == arg
 }
 
+// abs returns path in the form rules are compared in.
 func (p *Policy) abs(path string) string {
+	if p.Path != nil {
+		return p.Path(path)
+	}
+	if p.Dir == "" {
+		return path
+	}
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(p.Dir, path)
 	}

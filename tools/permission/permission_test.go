@@ -101,6 +101,9 @@ func TestApprove(t *testing.T) {
 		{"path prefix, relative and absolute", &Policy{Dir: "/w", Allow: rules(t, "edit_file(docs/:*)")}, call("edit_file", `{"path":"/w/docs/a.md"}`), allowed},
 		{"path prefix is a directory", &Policy{Dir: "/w", Allow: rules(t, "edit_file(docs/:*)")}, call("edit_file", `{"path":"docs2/a.md"}`), noOne},
 		{"path deny through dot-dot", &Policy{Dir: "/w", AllowAll: true, Deny: rules(t, "write_file(secrets/:*)")}, call("write_file", `{"path":"x/../secrets/k"}`), denied},
+		{"Path resolves a link", &Policy{AllowAll: true, Deny: rules(t, "edit_file(secrets/:*)"),
+			Path: func(p string) string { return strings.Replace("/w/"+p, "/w/innocent/", "/w/secrets/", 1) }},
+			call("edit_file", `{"path":"innocent/k"}`), denied},
 		{"ReadOnly overrides the default", &Policy{ReadOnly: []string{}}, call("read_file", `{"path":"a"}`), noOne},
 		{"an MCP tool asks", &Policy{}, call("some_mcp_tool", `{}`), noOne},
 	}
