@@ -45,10 +45,10 @@ Flags:
                       names the working directory, the tools and the rules
   --append-system TEXT
                       text to add to the end of the system prompt
-  --tools LIST        comma-separated built-in tools to offer, by name (%s)
-                      or group: files (read_file, write_file, edit_file,
-                      glob, grep), shell (bash), web (web_fetch), all (the
-                      three groups) or none (default %s)
+  --tools LIST        comma-separated built-in tools to offer, by name or
+                      group (default %s): files (read_file, write_file,
+                      edit_file, glob, grep), shell (bash), web (web_fetch),
+                      all (the three groups), none, and calculator
   --add-dir DIR       let the file tools use DIR too, besides the working
                       directory (repeatable); bash is not confined
   --allow RULE        run the calls RULE matches without asking (repeatable):
@@ -105,7 +105,7 @@ Exit status:
 // helpText returns usage with its defaults filled in.
 func helpText() string {
 	return fmt.Sprintf(usage, defaultModel, defaultMaxTokens, defaultMaxIterations,
-		defaultContextLimit, strings.Join(builtinTools, ", "), defaultTools)
+		defaultContextLimit, defaultTools)
 }
 
 // options are the parsed command line.
