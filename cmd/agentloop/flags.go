@@ -46,9 +46,10 @@ Flags:
   --append-system TEXT
                       text to add to the end of the system prompt
   --tools LIST        comma-separated built-in tools to offer, by name or
-                      group (default %s): files (read_file, write_file,
-                      edit_file, glob, grep), shell (bash), web (web_fetch),
-                      all (the three groups), none, and calculator
+                      group (default %s): files (read_file,
+                      write_file, edit_file, glob, grep), shell (bash), web
+                      (web_fetch), all (the three groups), none, and
+                      calculator
   --add-dir DIR       let the file tools use DIR too, besides the working
                       directory (repeatable); bash is not confined
   --allow RULE        run the calls RULE matches without asking (repeatable):
