@@ -160,17 +160,22 @@ func registerBuiltins(o *options, reg *tool.Registry) (*builtins, error) {
 }
 
 // approve returns the agent's Approve hook. Every tool in reg but the
-// mutating built-ins runs without asking.
+// mutating built-ins runs without asking, and a call of a tool that does
+// not exist is let through for the registry to answer, rather than asked
+// about.
 func (b *builtins) approve(reg *tool.Registry) func(context.Context, tool.Call) error {
+	b.policy.ReadOnly = []string{}
 	for _, spec := range reg.Specs() {
 		if !slices.Contains(mutatingTools, spec.Name) {
 			b.policy.ReadOnly = append(b.policy.ReadOnly, spec.Name)
 		}
 	}
-	if b.policy.ReadOnly == nil {
-		b.policy.ReadOnly = []string{}
+	return func(ctx context.Context, call tool.Call) error {
+		if _, ok := reg.Lookup(call.Name); !ok {
+			return nil // the registry says it is unknown
+		}
+		return b.policy.Approve(ctx, call)
 	}
-	return b.policy.Approve
 }
 
 // close releases the workspace.

@@ -173,10 +173,21 @@ func TestPermissionWithoutTerminal(t *testing.T) {
 		{"--yes", []string{"--yes"}, true, "edited f.txt", false},
 		{"--deny wins over --yes", []string{"--yes", "--deny", "edit_file"}, false, "denied: the user's rule edit_file forbids this call", true},
 		{"--deny wins over --allow", []string{"--allow", "edit_file", "--deny", "edit_file(f.txt)"}, false, "forbids", true},
+		{"--deny through a link", []string{"--yes", "--deny", "edit_file(real.txt)"}, false, "forbids", true},
+		{"without file tools", []string{"--tools", "shell"}, false, `unknown tool "edit_file"`, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Chdir(t.TempDir())
 			os.WriteFile("f.txt", []byte("hello\n"), 0o644)
+			if strings.Contains(tc.name, "link") {
+				os.Rename("f.txt", "real.txt")
+				os.Symlink("real.txt", "f.txt")
+				defer func() {
+					if b, _ := os.ReadFile("real.txt"); string(b) != "hello\n" {
+						t.Errorf("real.txt = %q", b)
+					}
+				}()
+			}
 			h := newHarness(t, editReply(), text("done"))
 			h.run(strings.NewReader(""), append(tc.args, "edit it")...).check(t, 0)
 			b, _ := os.ReadFile("f.txt")

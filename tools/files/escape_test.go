@@ -105,6 +105,11 @@ func TestRoots(t *testing.T) {
 	if got, isErr := e.text("glob", in{"pattern": "*", "path": "../extra"}); isErr || got != filepath.Join(extra, "e.txt")+"\n" {
 		t.Errorf("glob of the added root: %q", got)
 	}
+	os.Symlink("loop2", filepath.Join(e.dir, "loop1"))
+	os.Symlink("loop1", filepath.Join(e.dir, "loop2"))
+	if got, isErr := e.text("write_file", in{"path": "loop1/x", "content": "x"}); !isErr || got != "resolving loop1/x: too many levels of symbolic links" {
+		t.Errorf("a link loop: %q", got)
+	}
 	_, err := Open(Config{Dir: e.dir, AddDirs: []string{"missing"}})
 	if err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Errorf("Open with a missing directory: %v", err)
