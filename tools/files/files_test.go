@@ -2,6 +2,7 @@ package files
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -433,6 +434,16 @@ func TestGrep(t *testing.T) {
 		got, _ := e.text("grep", in{"pattern": "match", "path": "big", "max_results": 100000})
 		if len(got) > maxOutputBytes+200 || !strings.HasSuffix(got, "[stopped: the output is too long; narrow the pattern, path or glob]\n") {
 			t.Errorf("got %d bytes ending %q", len(got), got[len(got)-100:])
+		}
+	})
+	t.Run("a file over 8 MB is streamed", func(t *testing.T) {
+		e := newEnv(t, nil)
+		line := strings.Repeat("filler ", 15) + "\n"
+		n := (wholeFileBytes / len(line)) + 10
+		e.write("big.txt", strings.Repeat(line, n)+"the NEEDLE\n")
+		got, _ := e.text("grep", in{"pattern": "NEEDLE"})
+		if want := fmt.Sprintf("big.txt:%d:the NEEDLE\n", n+1); got != want {
+			t.Errorf("got %q, want %q", got, want)
 		}
 	})
 	t.Run("bad pattern", func(t *testing.T) {

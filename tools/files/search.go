@@ -2,6 +2,7 @@ package files
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -117,7 +118,7 @@ func (w *Workspace) grep(ctx context.Context, in GrepInput) (string, error) {
 		return "", err
 	}
 	start = pathOf(start)
-	g := &grepper{re: re, context: in.Context, left: limit}
+	g := newGrepper(re, in.Context, limit)
 	search := func(p string) error {
 		if g.left == 0 || g.out.Len() > maxOutputBytes {
 			return fs.SkipAll
@@ -159,29 +160,57 @@ func (w *Workspace) grep(ctx context.Context, in GrepInput) (string, error) {
 	return g.out.String(), nil
 }
 
-// A grepper searches files one by one, writing what it finds.
+// wholeFileBytes is the largest file grep reads whole, to look for the
+// pattern's literal prefix in one pass before it splits the file in lines.
+const wholeFileBytes = 8 << 20
+
+// A grepper searches files one by one, writing what it finds. Its buffers
+// are reused from file to file.
 type grepper struct {
 	re      *regexp.Regexp
+	prefix  []byte // what every match contains, if the pattern starts with a literal
 	context int
 	left    int // matching lines still to report
 	matches int
 	out     strings.Builder
+	data    bytes.Buffer
+	lines   []byte
+}
+
+func newGrepper(re *regexp.Regexp, context, limit int) *grepper {
+	g := &grepper{re: re, context: context, left: limit, lines: make([]byte, 64<<10)}
+	if p, _ := re.LiteralPrefix(); p != "" {
+		g.prefix = []byte(p)
+	}
+	return g
 }
 
 // file searches one file, unless it is binary.
 func (g *grepper) file(name string, f io.Reader) error {
-	br := bufio.NewReaderSize(f, 64<<10)
-	if head, _ := br.Peek(sniffBytes); binary(head) {
+	g.data.Reset()
+	n, err := g.data.ReadFrom(io.LimitReader(f, wholeFileBytes+1))
+	if err != nil {
+		return nil // unreadable: skip it
+	}
+	data := g.data.Bytes()
+	if binary(data[:min(len(data), sniffBytes)]) {
 		return nil
 	}
-	sc := bufio.NewScanner(br)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	var r io.Reader = bytes.NewReader(data)
+	switch {
+	case n > wholeFileBytes:
+		r = io.MultiReader(r, f) // too big to hold: stream the rest
+	case g.prefix != nil && !bytes.Contains(data, g.prefix):
+		return nil // no line can match: most files end here
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(g.lines, 1<<20)
 	var before []string // the last lines, for context
 	lastShown, after := 0, 0
 	for n := 1; sc.Scan() && g.left > 0 && g.out.Len() <= maxOutputBytes; n++ {
-		line := strings.TrimSuffix(sc.Text(), "\r")
+		line := bytes.TrimSuffix(sc.Bytes(), []byte("\r"))
 		switch {
-		case g.re.MatchString(line):
+		case g.re.Match(line):
 			if lastShown > 0 && n-len(before) > lastShown+1 {
 				g.out.WriteString("--\n")
 			}
@@ -189,19 +218,19 @@ func (g *grepper) file(name string, f io.Reader) error {
 				fmt.Fprintf(&g.out, "%s-%d-%s\n", name, n-len(before)+i, cutLine([]byte(l)))
 			}
 			before = before[:0]
-			fmt.Fprintf(&g.out, "%s:%d:%s\n", name, n, cutLine([]byte(line)))
+			fmt.Fprintf(&g.out, "%s:%d:%s\n", name, n, cutLine(line))
 			g.matches++
 			g.left--
 			lastShown, after = n, g.context
 		case after > 0:
-			fmt.Fprintf(&g.out, "%s-%d-%s\n", name, n, cutLine([]byte(line)))
+			fmt.Fprintf(&g.out, "%s-%d-%s\n", name, n, cutLine(line))
 			lastShown = n
 			after--
 		case g.context > 0:
 			if len(before) == g.context {
 				before = before[1:]
 			}
-			before = append(before, line)
+			before = append(before, string(line))
 		}
 	}
 	if lastShown > 0 && g.context > 0 {
