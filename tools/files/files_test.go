@@ -1,7 +1,9 @@
 package files
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -451,4 +453,16 @@ func TestGrep(t *testing.T) {
 			t.Errorf("got %q", got)
 		}
 	})
+}
+
+func TestCancelled(t *testing.T) {
+	e := newEnv(t, map[string]string{"a.txt": "a\n", "b/c.txt": "c\n"})
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := e.ws.grep(ctx, GrepInput{Pattern: "a"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("grep: err = %v, want context.Canceled", err)
+	}
+	if _, err := e.ws.glob(ctx, GlobInput{Pattern: "**"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("glob: err = %v, want context.Canceled", err)
+	}
 }

@@ -130,7 +130,7 @@ func (w *Workspace) grep(ctx context.Context, in GrepInput) (string, error) {
 		defer f.Close()
 		return g.file(w.display(r, p), f)
 	}
-	if fi, err := r.r.Stat(start); err == nil && !fi.IsDir() {
+	if fi, serr := r.r.Stat(start); serr == nil && !fi.IsDir() {
 		err = search(start)
 	} else {
 		err = walk(ctx, r, start, func(p string, d fs.DirEntry) error {
