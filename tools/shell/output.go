@@ -50,7 +50,7 @@ func (h *headTail) Len() int64 { return h.total }
 func (h *headTail) String() string {
 	tail := append(append([]byte(nil), h.tail[h.next:]...), h.tail[:h.next]...)
 	if h.total <= int64(h.max) {
-		return string(h.head) + string(tail)
+		return strings.ToValidUTF8(string(h.head)+string(tail), "\uFFFD")
 	}
 	head := h.head
 	// Cut on character boundaries.
