@@ -24,22 +24,42 @@ type terminalAsker struct {
 	ws     *files.Workspace // for the diffs; nil without file tools
 	dir    string
 
-	once  sync.Once
-	lines <-chan string // the lines typed; closed at the end of input
+	// readLine returns the next line typed. Default: a reader of its own
+	// on stdin, started at the first question. The REPL replaces it with
+	// one that reads the REPL's own input (see shareLines), since two
+	// readers of one terminal would race for each line.
+	readLine func(context.Context) (string, error)
+	once     sync.Once
 }
 
 // shareLines makes the asker read the REPL's lines instead of starting
-// its own reader on stdin, which would race the REPL's for each line.
-func (a *terminalAsker) shareLines(lines <-chan string) { a.lines = lines }
+// its own reader on stdin.
+func (a *terminalAsker) shareLines(lines <-chan string) { a.readLine = fromLines(lines) }
+
+// fromLines returns a readLine that receives from lines, closed at the end
+// of input.
+func fromLines(lines <-chan string) func(context.Context) (string, error) {
+	return func(ctx context.Context) (string, error) {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				return "", io.EOF
+			}
+			return l, nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+}
 
 // next returns the next line typed.
 func (a *terminalAsker) next(ctx context.Context) (string, error) {
 	a.once.Do(func() {
-		if a.lines != nil {
+		if a.readLine != nil {
 			return
 		}
 		ch := make(chan string)
-		a.lines = ch
+		a.readLine = fromLines(ch)
 		// This reader lives as long as stdin is open: a read from a
 		// terminal cannot be abandoned, only left to end with the process.
 		go func() {
@@ -50,15 +70,7 @@ func (a *terminalAsker) next(ctx context.Context) (string, error) {
 			}
 		}()
 	})
-	select {
-	case l, ok := <-a.lines:
-		if !ok {
-			return "", io.EOF
-		}
-		return l, nil
-	case <-ctx.Done():
-		return "", ctx.Err()
-	}
+	return a.readLine(ctx)
 }
 
 // ask is the policy's AskFunc.
