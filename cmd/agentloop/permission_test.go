@@ -3,6 +3,9 @@
 package main
 
 import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -19,8 +22,16 @@ func TestPermissionPTY(t *testing.T) {
 		ToolUse("toolu_1", "edit_file", `{"path":"f.txt","old_string":"hello","new_string":"goodbye"}`).
 		ToolUse("toolu_2", "write_file", `{"path":"g.txt","content":"new\n"}`).
 		ToolUse("toolu_3", "edit_file", `{"path":"f.txt","old_string":"world","new_string":"moon"}`).StopUsage("tool_use", 5)
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, "<h1>Fetched</h1>")
+	}))
+	defer page.Close()
+	fetch := anthropictest.NewStream().Usage(10, 0).
+		ToolUse("toolu_w", "web_fetch", fmt.Sprintf(`{"url":%q}`, page.URL)).StopUsage("tool_use", 5)
 	for _, tc := range []struct {
 		name    string
+		args    []string
 		replies []anthropictest.Reply
 		// dialogue alternates what to wait for and what to type.
 		dialogue []string
@@ -28,16 +39,19 @@ func TestPermissionPTY(t *testing.T) {
 		results  []string // a part of each tool_result of the second request
 		errors   []bool
 	}{
-		{"yes", []anthropictest.Reply{editReply(), text("done")},
+		{"yes", nil, []anthropictest.Reply{editReply(), text("done")},
 			[]string{"edit_file wants to change f.txt:", "", "-hello", "", "+goodbye", "", "Allow?", "y\r"},
 			"goodbye\nworld\n", []string{"edited f.txt"}, []bool{false}},
-		{"no", []anthropictest.Reply{editReply(), text("done")},
+		{"no", nil, []anthropictest.Reply{editReply(), text("done")},
 			[]string{"edit_file wants to change f.txt:", "", "Allow?", "n\r"},
 			"hello\nworld\n", []string{"denied: the user said no"}, []bool{true}},
-		{"a command", []anthropictest.Reply{bash, text("done")},
+		{"a command", nil, []anthropictest.Reply{bash, text("done")},
 			[]string{"bash wants to run a command in ", "", "$ echo from-bash", "", "this exact command", "yes\r"},
 			"hello\nworld\n", []string{"from-bash\n[exit status 0]"}, []bool{false}},
-		{"always", []anthropictest.Reply{twoEdits, text("done")},
+		{"a URL", []string{"--tools", "web"}, []anthropictest.Reply{fetch, text("done")},
+			[]string{"web_fetch wants to fetch " + page.URL, "", "every web_fetch call", "y\r"},
+			"hello\nworld\n", []string{"# Fetched"}, []bool{false}},
+		{"always", nil, []anthropictest.Reply{twoEdits, text("done")},
 			// The first edit is asked about, the write too (another tool);
 			// the second edit is not.
 			[]string{"every edit_file call", "a\r", "write_file wants to change g.txt:", "", "+new", "", "Allow?", "y\r"},
@@ -48,7 +62,7 @@ func TestPermissionPTY(t *testing.T) {
 			os.WriteFile("f.txt", []byte("hello\nworld\n"), 0o644)
 			srv := anthropictest.NewServer(tc.replies...)
 			defer srv.Close()
-			p := startPTY(t, map[string]string{"ANTHROPIC_API_KEY": testKey, "ANTHROPIC_BASE_URL": srv.URL}, "do it")
+			p := startPTY(t, map[string]string{"ANTHROPIC_API_KEY": testKey, "ANTHROPIC_BASE_URL": srv.URL}, append(tc.args, "do it")...)
 			at := 0
 			for i := 0; i < len(tc.dialogue); i += 2 {
 				at = p.expect(at, tc.dialogue[i])
@@ -111,5 +125,26 @@ func TestPermissionREPL(t *testing.T) {
 	}
 	if got := srv.Requests()[2].Messages(); len(got) != 5 || got[4].Text() != "and now?" {
 		t.Errorf("the third request's messages: %+v", got)
+	}
+}
+
+// TestPermissionInterrupt: Ctrl-C at the question ends the run, and the
+// call does not run.
+func TestPermissionInterrupt(t *testing.T) {
+	t.Chdir(t.TempDir())
+	os.WriteFile("f.txt", []byte("hello\nworld\n"), 0o644)
+	srv := anthropictest.NewServer(editReply(), text("done"))
+	defer srv.Close()
+	p := startPTY(t, map[string]string{"ANTHROPIC_API_KEY": testKey, "ANTHROPIC_BASE_URL": srv.URL}, "do it")
+	p.expect(0, "Allow?")
+	p.send("\x03")
+	if code := p.wait(); code != exitInterrupted {
+		t.Errorf("exit status %d, want %d", code, exitInterrupted)
+	}
+	if b, _ := os.ReadFile("f.txt"); string(b) != "hello\nworld\n" {
+		t.Errorf("f.txt = %q", b)
+	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Errorf("%d requests, want 1", n)
 	}
 }
