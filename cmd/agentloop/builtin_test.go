@@ -303,3 +303,30 @@ func TestBashEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// TestAddDir: the file tools refuse a path outside the working directory
+// until --add-dir names its directory.
+func TestAddDir(t *testing.T) {
+	base := t.TempDir()
+	os.MkdirAll(filepath.Join(base, "work"), 0o755)
+	os.MkdirAll(filepath.Join(base, "docs"), 0o755)
+	os.WriteFile(filepath.Join(base, "docs", "d.md"), []byte("docs\n"), 0o644)
+	t.Chdir(filepath.Join(base, "work"))
+	for _, tc := range []struct {
+		args    []string
+		want    string
+		isError bool
+	}{
+		{nil, "refused: ../docs/d.md is outside the working directory", true},
+		{[]string{"--add-dir", "../docs"}, "     1\tdocs\n", false},
+	} {
+		h := newHarness(t,
+			anthropictest.NewStream().Usage(10, 0).ToolUse("toolu_1", "read_file", `{"path":"../docs/d.md"}`).StopUsage("tool_use", 5),
+			text("done"))
+		h.run(strings.NewReader(""), append(tc.args, "read the docs")...).check(t, 0)
+		res := h.srv.Requests()[1].ToolResults()
+		if len(res) != 1 || res[0].IsError != tc.isError || !strings.HasPrefix(res[0].Content[0].Text, tc.want) {
+			t.Errorf("%q: tool_result %+v, want %q", tc.args, res, tc.want)
+		}
+	}
+}
