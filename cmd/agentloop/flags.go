@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/url"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"time"
 )
@@ -51,9 +50,31 @@ Flags:
   --context-limit N   compact the history when it exceeds N tokens (default
                       the context window less --max-tokens and a margin:
                       %d with the default --max-tokens)
-  --system TEXT       the system prompt
-  --tools LIST        comma-separated built-in tools to offer (repeatable):
-                      %s
+  --system TEXT       the system prompt, replacing the default one, which
+                      names the working directory, the tools and the rules
+  --append-system TEXT
+                      text to add to the end of the system prompt
+  --tools LIST        comma-separated built-in tools to offer, by name or
+                      group (default %s): files (read_file,
+                      write_file, edit_file, glob, grep), shell (bash), web
+                      (web_fetch), all (the three groups), none, and
+                      calculator
+  --add-dir DIR       let the file tools use DIR too, besides the working
+                      directory (repeatable); bash is not confined
+  --allow RULE        run the calls RULE matches without asking (repeatable):
+                      a tool, as in edit_file, or a tool and its command,
+                      URL or path, exact as in 'bash(git status)' or a
+                      prefix as in 'bash(go test:*)'. read_file, glob, grep
+                      and MCP tools run freely; write_file, edit_file, bash
+                      and web_fetch ask on the terminal (yes, no, or always
+                      for the session) and are denied without one
+  --deny RULE         never run the calls RULE matches (repeatable); deny
+                      rules win over --allow and --yes
+  --yes               run every tool call without asking, except those a
+                      --deny rule matches
+  --secret-env NAME   leave the variable NAME, or every variable a pattern
+                      such as 'AWS_*' matches, out of bash's environment
+                      (repeatable); ANTHROPIC_* is always left out
   --thinking N        the extended-thinking budget in tokens, at least 1024
                       and below --max-tokens; 0 is off
   --mcp 'CMD ARGS'    start an MCP server over stdio and offer its tools
@@ -97,13 +118,10 @@ Exit status:
 // minThinking is the smallest extended-thinking budget the API accepts.
 const minThinking = 1024
 
-// builtinTools are the tools --tools can name.
-var builtinTools = []string{"calculator"}
-
 // helpText returns usage with its defaults filled in.
 func helpText() string {
 	return fmt.Sprintf(usage, defaultModel, defaultMaxTokens, defaultMaxIterations,
-		defaultContextLimit, strings.Join(builtinTools, ", "))
+		defaultContextLimit, defaultTools)
 }
 
 // options are the parsed command line.
@@ -120,6 +138,7 @@ type options struct {
 	mcp           []string
 	mcpURL        []string
 	session       string
+	builtin       builtinOptions // the built-in tools' flags (builtin.go)
 	json          bool
 	verbose       bool
 	version       bool
@@ -147,24 +166,21 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, usageError("%v (see agentloop --help)", err)
 	}
+	if err := o.builtin.check(); err != nil {
+		return nil, err
+	}
 	if o.model == "" {
 		o.model = getenv("ANTHROPIC_MODEL")
 	}
 	if o.model == "" {
 		o.model = defaultModel
 	}
-	for t := range strings.SplitSeq(strings.Join(tools, ","), ",") {
-		if t = strings.TrimSpace(t); t == "" {
-			continue
-		}
-		if !isBuiltinTool(t) {
-			return nil, usageError("unknown tool %q in --tools: the built-in tools are %s", t, strings.Join(builtinTools, ", "))
-		}
-		// Offering one tool twice is a mistake the API would reject.
-		if slices.Contains(o.tools, t) {
-			return nil, usageError("--tools names %s twice", t)
-		}
-		o.tools = append(o.tools, t)
+	var err error
+	if len(tools) == 0 {
+		tools = listFlag{defaultTools}
+	}
+	if o.tools, err = parseTools(strings.Join(tools, ",")); err != nil {
+		return nil, err
 	}
 	if err := checkThinking(o.thinking, o.maxTokens); err != nil {
 		return nil, err
@@ -238,6 +254,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Var((*listFlag)(&o.mcp), "mcp", "")
 	fs.Var((*listFlag)(&o.mcpURL), "mcp-url", "")
 	fs.StringVar(&o.session, "session", "", "")
+	defineBuiltinFlags(fs, &o.builtin)
 	fs.BoolVar(&o.json, "json", false, "")
 	fs.BoolVar(&o.verbose, "v", false, "")
 	fs.BoolVar(&o.version, "version", false, "")
@@ -280,8 +297,6 @@ func checkBaseURL(raw string) error {
 	}
 	return nil
 }
-
-func isBuiltinTool(name string) bool { return slices.Contains(builtinTools, name) }
 
 // version is the release, set with -ldflags "-X main.version=v1.2.3". When
 // unset it comes from the build info, which go install fills in.

@@ -96,6 +96,46 @@ func (c *cli) lineReader(stdin io.Reader, stdout, stderr io.Writer) lineReader {
 	return newScanner(stdin, stderr)
 }
 
+// read is a line read, or the error that ended the read.
+type read struct {
+	line string
+	err  error
+}
+
+// lines hands out the lines of one lineReader to the REPL, between turns,
+// and to the permission questions asked during a turn, so that only one
+// read of the terminal is ever in progress: a read a question gave up on
+// is the one the next prompt takes.
+type lines struct {
+	lr      lineReader
+	pending chan read // the read in progress, if any
+}
+
+// start begins reading a line, showing prompt, unless a read is already in
+// progress, and returns the channel its result comes on.
+func (l *lines) start(prompt string) <-chan read {
+	if l.pending == nil {
+		c := make(chan read, 1)
+		go func() {
+			line, err := l.lr.readLine(prompt)
+			c <- read{line, err}
+		}()
+		l.pending = c
+	}
+	return l.pending
+}
+
+// answer reads the answer to a permission question asked with prompt.
+func (l *lines) answer(ctx context.Context, prompt string) (string, error) {
+	select {
+	case r := <-l.start(prompt):
+		l.pending = nil
+		return r.line, r.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
 // repl runs the interactive session: one turn per line of input, the
 // conversation carrying across turns. It returns nil on /exit or end of
 // input, and errInterrupted on two Ctrl-C in a row with nothing typed in
@@ -115,12 +155,9 @@ func (s *session) repl(ctx context.Context, lr lineReader, interrupts <-chan os.
 			}
 		}
 	}
-	type read struct {
-		line string
-		err  error
-	}
-	var pending chan read // the line being read, if any
-	strikes := 0          // Ctrl-C presses since the last line typed
+	in := &lines{lr: lr}
+	s.builtins.shareLines(in) // permission questions read their answers here
+	strikes := 0              // Ctrl-C presses since the last line typed
 	strike := func() bool {
 		strikes++
 		if strikes >= 2 {
@@ -131,13 +168,6 @@ func (s *session) repl(ctx context.Context, lr lineReader, interrupts <-chan os.
 		return false
 	}
 	for {
-		if pending == nil {
-			pending = make(chan read, 1)
-			go func(c chan<- read) {
-				l, err := lr.readLine("> ")
-				c <- read{l, err}
-			}(pending)
-		}
 		var r read
 		select {
 		case <-ctx.Done():
@@ -149,8 +179,8 @@ func (s *session) repl(ctx context.Context, lr lineReader, interrupts <-chan os.
 			}
 			io.WriteString(s.stderr, "> ")
 			continue
-		case r = <-pending:
-			pending = nil
+		case r = <-in.start("> "):
+			in.pending = nil
 		}
 		switch {
 		case errors.Is(r.err, errPromptInterrupt):

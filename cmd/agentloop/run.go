@@ -15,7 +15,6 @@ import (
 	"github.com/agentloop/agentloop/mcptool"
 	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/tool"
-	"github.com/agentloop/agentloop/tools/calculator"
 )
 
 // Defaults shown in --help. They are the library's own, so that the CLI
@@ -118,6 +117,7 @@ func (c *cli) setup(ctx context.Context, o *options, key, token string, stdin io
 	}
 	s.interactive = interactive
 	n.setShow(s.render.note)
+	s.builtins.ask(c, stdin, stderr, s.render)
 	return s, nil
 }
 
@@ -200,7 +200,9 @@ type session struct {
 	render  renderer
 	stderr  io.Writer
 	servers []*mcptool.Server
-	log     *slog.Logger
+	// builtins are the built-in tools and their permissions (builtin.go).
+	builtins *builtins
+	log      *slog.Logger
 	// interactive is whether the session is a REPL.
 	interactive bool
 
@@ -218,13 +220,9 @@ func (c *cli) newSession(ctx context.Context, o *options, model llm.Model, logge
 	s.render = c.newRenderer(o, stdout, stderr, lesson)
 
 	reg := tool.NewRegistry(tool.Config{Logger: logger})
-	for _, name := range o.tools {
-		switch name {
-		case "calculator":
-			if err := reg.Register(calculator.New()); err != nil {
-				return nil, err
-			}
-		}
+	var err error
+	if s.builtins, err = registerBuiltins(o, reg); err != nil {
+		return nil, err
 	}
 	s.connectMCP(ctx, o, reg)
 
@@ -239,7 +237,7 @@ func (c *cli) newSession(ctx context.Context, o *options, model llm.Model, logge
 	}
 	// Found now, before a request is paid for, not at the first save.
 	var history *memory.History
-	err := checkWritable(o.session)
+	err = checkWritable(o.session)
 	if err == nil {
 		history, err = s.loadHistory()
 	}
@@ -249,8 +247,9 @@ func (c *cli) newSession(ctx context.Context, o *options, model llm.Model, logge
 	}
 	s.cfg = agent.Config{
 		Model:          model,
-		System:         o.system,
+		System:         s.builtins.system(o),
 		Registry:       reg,
+		Approve:        s.builtins.approve(reg),
 		History:        history,
 		MaxIterations:  o.maxIterations,
 		MaxDuration:    o.maxDuration,
@@ -321,6 +320,7 @@ func (s *session) close() {
 		}
 	}
 	s.servers = nil
+	s.builtins.close()
 	s.render.close()
 }
 

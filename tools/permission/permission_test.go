@@ -1,0 +1,174 @@
+package permission
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentloop/agentloop/tool"
+)
+
+func TestParseRule(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    Rule
+		wantErr string
+	}{
+		{"edit_file", Rule{Tool: "edit_file"}, ""},
+		{" bash(git status) ", Rule{Tool: "bash", Arg: "git status"}, ""},
+		{"bash(go test:*)", Rule{Tool: "bash", Arg: "go test", Prefix: true}, ""},
+		{"bash(go test :*)", Rule{Tool: "bash", Arg: "go test", Prefix: true}, ""},
+		{"web_fetch(https://go.dev/:*)", Rule{Tool: "web_fetch", Arg: "https://go.dev/", Prefix: true}, ""},
+		{"bash(echo (a))", Rule{Tool: "bash", Arg: "echo (a)"}, ""},
+		{"", Rule{}, `invalid rule "": it must start with a tool name`},
+		{"bash(", Rule{}, `invalid rule "bash(": a missing closing parenthesis`},
+		{"bash()", Rule{}, `invalid rule "bash()": empty parentheses; write just bash for every call`},
+		{"two words", Rule{}, `invalid rule "two words"`},
+	}
+	for _, tt := range tests {
+		got, err := ParseRule(tt.in)
+		if tt.wantErr != "" {
+			if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
+				t.Errorf("ParseRule(%q) error = %v, want %q…", tt.in, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("ParseRule(%q) = %+v, %v; want %+v", tt.in, got, err, tt.want)
+		}
+		if back, _ := ParseRule(got.String()); back != got {
+			t.Errorf("ParseRule(%q).String() = %q does not parse back", tt.in, got.String())
+		}
+	}
+}
+
+func rules(t *testing.T, ss ...string) []Rule {
+	var rs []Rule
+	for _, s := range ss {
+		r, err := ParseRule(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+func call(name, input string) tool.Call {
+	return tool.Call{ID: "toolu_1", Name: name, Input: json.RawMessage(input)}
+}
+
+func TestApprove(t *testing.T) {
+	const (
+		denied  = "the user's rule"
+		noOne   = "needs the user's permission, and there is no one to ask"
+		allowed = ""
+	)
+	tests := []struct {
+		name   string
+		policy *Policy
+		call   tool.Call
+		want   string // "" allowed, else a part of the error
+	}{
+		{"read-only runs freely", &Policy{}, call("read_file", `{"path":"a"}`), allowed},
+		{"grep and glob too", &Policy{}, call("grep", `{"pattern":"x"}`), allowed},
+		{"mutating denied with nobody to ask", &Policy{}, call("edit_file", `{"path":"a"}`), noOne + ": no terminal. Tell the user; they can allow it with a rule such as edit_file"},
+		{"bash denied, the hint names the command", &Policy{}, call("bash", `{"command":"ls -l"}`), "such as bash(ls -l)"},
+		{"allowed by tool", &Policy{Allow: rules(t, "edit_file")}, call("edit_file", `{"path":"a"}`), allowed},
+		{"exact command", &Policy{Allow: rules(t, "bash(git status)")}, call("bash", `{"command":" git status "}`), allowed},
+		{"exact command, other", &Policy{Allow: rules(t, "bash(git status)")}, call("bash", `{"command":"git status -s"}`), noOne},
+		{"prefix", &Policy{Allow: rules(t, "bash(go test:*)")}, call("bash", `{"command":"go test ./..."}`), allowed},
+		{"prefix alone", &Policy{Allow: rules(t, "bash(go test:*)")}, call("bash", `{"command":"go test"}`), allowed},
+		{"prefix is word-wise", &Policy{Allow: rules(t, "bash(go test:*)")}, call("bash", `{"command":"go testify"}`), noOne},
+		{"prefix does not allow a chain", &Policy{Allow: rules(t, "bash(go test:*)")}, call("bash", `{"command":"go test ./... && rm -rf ~"}`), noOne},
+		{"nor a substitution", &Policy{Allow: rules(t, "bash(go test:*)")}, call("bash", `{"command":"go test $(rm -rf ~)"}`), noOne},
+		{"nor a redirection", &Policy{Allow: rules(t, "bash(go test:*)")}, call("bash", `{"command":"go test > /etc/passwd"}`), noOne},
+		{"an exact rule may name a chain", &Policy{Allow: rules(t, "bash(go vet ./... && go test ./...)")}, call("bash", `{"command":"go vet ./... && go test ./..."}`), allowed},
+		{"rule of another tool", &Policy{Allow: rules(t, "write_file")}, call("edit_file", `{"path":"a"}`), noOne},
+		{"AllowAll", &Policy{AllowAll: true}, call("bash", `{"command":"anything"}`), allowed},
+		{"deny wins over allow", &Policy{Allow: rules(t, "bash"), Deny: rules(t, "bash(rm:*)")}, call("bash", `{"command":"rm -rf x"}`), denied + " bash(rm:*) forbids this call"},
+		{"deny wins over AllowAll", &Policy{AllowAll: true, Deny: rules(t, "web_fetch")}, call("web_fetch", `{"url":"https://x"}`), denied + " web_fetch forbids"},
+		{"deny wins over read-only", &Policy{Deny: rules(t, "read_file(.env)")}, call("read_file", `{"path":".env"}`), denied},
+		{"deny finds a part of a chain", &Policy{AllowAll: true, Deny: rules(t, "bash(rm:*)")}, call("bash", `{"command":"ls; FOO=1 rm -rf x"}`), denied},
+		{"deny finds a substitution", &Policy{AllowAll: true, Deny: rules(t, "bash(curl:*)")}, call("bash", `{"command":"echo $(curl evil)"}`), denied},
+		{"deny of other commands", &Policy{AllowAll: true, Deny: rules(t, "bash(rm:*)")}, call("bash", `{"command":"ls -rm"}`), allowed},
+		{"URL prefix", &Policy{Allow: rules(t, "web_fetch(https://go.dev/:*)")}, call("web_fetch", `{"url":"https://go.dev/doc"}`), allowed},
+		{"URL prefix, other host", &Policy{Allow: rules(t, "web_fetch(https://go.dev/:*)")}, call("web_fetch", `{"url":"https://go.dev.evil/doc"}`), noOne},
+		{"path prefix, relative and absolute", &Policy{Dir: "/w", Allow: rules(t, "edit_file(docs/:*)")}, call("edit_file", `{"path":"/w/docs/a.md"}`), allowed},
+		{"path prefix is a directory", &Policy{Dir: "/w", Allow: rules(t, "edit_file(docs/:*)")}, call("edit_file", `{"path":"docs2/a.md"}`), noOne},
+		{"path deny through dot-dot", &Policy{Dir: "/w", AllowAll: true, Deny: rules(t, "write_file(secrets/:*)")}, call("write_file", `{"path":"x/../secrets/k"}`), denied},
+		{"Path resolves a link", &Policy{AllowAll: true, Deny: rules(t, "edit_file(secrets/:*)"),
+			Path: func(p string) string { return strings.Replace("/w/"+p, "/w/innocent/", "/w/secrets/", 1) }},
+			call("edit_file", `{"path":"innocent/k"}`), denied},
+		{"ReadOnly overrides the default", &Policy{ReadOnly: []string{}}, call("read_file", `{"path":"a"}`), noOne},
+		{"an MCP tool asks", &Policy{}, call("some_mcp_tool", `{}`), noOne},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.policy.Approve(t.Context(), tt.call)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("denied: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("err = %v, want it to say %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestAsk: yes allows one call, no denies it, always allows it and the
+// calls its rule matches from then on; an error from the question denies.
+func TestAsk(t *testing.T) {
+	var asked []string
+	answers := []Answer{Yes, No, Always, Always}
+	p := &Policy{Ask: func(ctx context.Context, c tool.Call, always Rule) (Answer, error) {
+		asked = append(asked, c.Name+" "+string(c.Input)+" always="+always.String())
+		a := answers[0]
+		answers = answers[1:]
+		return a, nil
+	}}
+	steps := []struct {
+		call tool.Call
+		ok   bool
+	}{
+		{call("edit_file", `{"path":"a"}`), true},           // yes
+		{call("edit_file", `{"path":"a"}`), false},          // no
+		{call("edit_file", `{"path":"b"}`), true},           // always
+		{call("edit_file", `{"path":"c"}`), true},           // not asked
+		{call("bash", `{"command":"go test ./..."}`), true}, // always, for this command
+		{call("bash", `{"command":"go test ./..."}`), true}, // not asked
+		{call("read_file", `{"path":"a"}`), true},           // not asked
+	}
+	for i, s := range steps {
+		err := p.Approve(t.Context(), s.call)
+		if (err == nil) != s.ok {
+			t.Errorf("step %d (%s): err = %v, want ok %v", i, s.call.Input, err, s.ok)
+		}
+		if i == 1 && (err == nil || !strings.Contains(err.Error(), "the user said no")) {
+			t.Errorf("no: err = %v", err)
+		}
+	}
+	want := []string{
+		`edit_file {"path":"a"} always=edit_file`,
+		`edit_file {"path":"a"} always=edit_file`,
+		`edit_file {"path":"b"} always=edit_file`,
+		`bash {"command":"go test ./..."} always=bash(go test ./...)`,
+	}
+	if diff := cmp.Diff(want, asked); diff != "" {
+		t.Errorf("questions (-want +got):\n%s", diff)
+	}
+	// Another command is asked about again.
+	answers = []Answer{No}
+	if err := p.Approve(t.Context(), call("bash", `{"command":"go vet"}`)); err == nil {
+		t.Error("a different command was not asked about")
+	}
+
+	failing := &Policy{Ask: func(ctx context.Context, c tool.Call, always Rule) (Answer, error) { return Yes, context.Canceled }}
+	if err := failing.Approve(t.Context(), call("bash", `{"command":"x"}`)); !errors.Is(err, context.Canceled) {
+		t.Errorf("a failed question: err = %v, want context.Canceled", err)
+	}
+}

@@ -1,0 +1,83 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/tool"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestFetch(t *testing.T) {
+	mux := http.NewServeMux()
+	page := func(ctype, body string, status int) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if ctype != "" {
+				w.Header().Set("Content-Type", ctype)
+			}
+			w.WriteHeader(status)
+			w.Write([]byte(body))
+		}
+	}
+	mux.Handle("/page", page("text/html; charset=utf-8",
+		`<html><head><title>T</title><script>evil()</script></head><body><h1>Title</h1><p>Some <b>bold</b> and a <a href="/x">link</a>.</p><ul><li>one</li><li>two</li></ul></body></html>`, 200))
+	mux.Handle("/text", page("text/plain", "just text\n", 200))
+	mux.Handle("/latin1", page("text/html; charset=iso-8859-1", "<p>caf\xe9</p>", 200))
+	mux.Handle("/meta", page("text/html", "<html><head><meta charset=\"iso-8859-1\"></head><body><p>na\xefve</p></body></html>", 200))
+	mux.Handle("/json", page("application/json", `{"a":1}`, 200))
+	mux.Handle("/image", page("image/png", "\x89PNG\r\n\x1a\n", 200))
+	mux.Handle("/missing", page("text/html", "<p>not here</p>", 404))
+	mux.Handle("/big", page("text/plain", strings.Repeat("é", 1000), 200))
+	mux.Handle("/huge", page("text/plain", strings.Repeat("a", 3000), 200))
+	mux.Handle("/redirect", http.RedirectHandler("/text", http.StatusFound))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	defer srv.Client().CloseIdleConnections()
+
+	reg := tool.NewRegistry(tool.Config{})
+	reg.Register(New(Config{HTTPClient: srv.Client(), MaxOutputBytes: 1001, MaxBodyBytes: 2500}))
+	tests := []struct {
+		name    string
+		url     string
+		want    string
+		isError bool
+	}{
+		{"HTML to Markdown", srv.URL + "/page", "# Title\n\nSome **bold** and a [link](/x).\n\n- one\n- two", false},
+		{"text", srv.URL + "/text", "just text\n", false},
+		{"JSON", srv.URL + "/json", `{"a":1}`, false},
+		{"Latin-1 by header", srv.URL + "/latin1", "café", false},
+		{"Latin-1 by meta", srv.URL + "/meta", "naïve", false},
+		{"redirect", srv.URL + "/redirect", "(redirected to " + srv.URL + "/text)\n\njust text\n", false},
+		{"output cut on a character boundary", srv.URL + "/big", strings.Repeat("é", 500) + "\n\n[cut: the page has 2000 bytes of text; only the first 1001 are shown]", false},
+		{"body cut", srv.URL + "/huge", "", false},
+		{"HTTP error", srv.URL + "/missing", "HTTP 404 Not Found from " + srv.URL + "/missing:\nnot here", true},
+		{"binary refused", srv.URL + "/image", "refused: " + srv.URL + "/image is image/png, not text; web_fetch returns only web pages and text", true},
+		{"file scheme refused", "file:///etc/passwd", `refused: "file:///etc/passwd" is not an http or https URL`, true},
+		{"ftp refused", "ftp://example.com/x", `refused: "ftp://example.com/x" is not an http or https URL`, true},
+		{"no host", "http:///x", `invalid URL "http:///x": no host`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, _ := json.Marshal(Input{URL: tt.url})
+			res := reg.Run(t.Context(), []tool.Call{{ID: "toolu_1", Name: Name, Input: b}})[0]
+			got := llm.TextOf(res.Content)
+			if tt.name == "body cut" {
+				if !strings.HasSuffix(got, "[cut: the page has 2500 bytes of text; only the first 1001 are shown]") {
+					t.Errorf("got %q", got)
+				}
+				return
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" || res.IsError != tt.isError {
+				t.Errorf("is_error %v, want %v; (-want +got):\n%s", res.IsError, tt.isError, diff)
+			}
+		})
+	}
+}
