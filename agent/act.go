@@ -62,6 +62,7 @@ func (r *run) startCall(ctx context.Context, rep *repeats, tu llm.ToolUse, final
 	if r.cfg.Tools == nil {
 		return notRun(call, fmt.Sprintf("unknown tool %q: no tools are available", call.Name))
 	}
+	ctx, span := r.startTool(ctx, call) // otel hook: the execute_tool span
 	p := &pending{call: call, done: make(chan struct{})}
 	began, wait := time.Now(), r.cfg.Tools.Start(ctx, call)
 	// Waiting here, not when the loop collects the result, times the call
@@ -70,6 +71,7 @@ func (r *run) startCall(ctx context.Context, rep *repeats, tu llm.ToolUse, final
 	go func() {
 		p.res = wait()
 		p.took = time.Since(began)
+		r.endTool(span, p.res) // otel hook
 		close(p.done)
 	}()
 	return p
@@ -119,6 +121,7 @@ func (r *run) act(t *turn) {
 	results := make([]llm.ToolResult, len(t.calls))
 	for i, p := range t.calls {
 		results[i] = p.result()
+		r.traceNotRun(p) // otel hook
 		r.emit(ToolDone{
 			ID:       p.call.ID,
 			Name:     p.call.Name,

@@ -92,6 +92,19 @@ type Config struct {
 	// Logger receives a line for each unusual event: retries, unknown stop
 	// reasons, compactions. Default: discard.
 	Logger *slog.Logger
+
+	// otel hook: the three fields below.
+
+	// Name names the agent in traces: gen_ai.agent.name, and the span
+	// name "invoke_agent {Name}". Default none: the span is "invoke_agent".
+	Name string
+	// ConversationID is the gen_ai.conversation.id of the runs' spans,
+	// such as a session's id. Default none.
+	ConversationID string
+	// Telemetry says where the spans of runs, tool calls and compactions
+	// go; an *llm.Client's own Telemetry says where its model calls' go.
+	// Default: the global OpenTelemetry providers.
+	Telemetry llm.Telemetry
 }
 
 // An Agent runs the think → act → observe loop over one conversation. Runs

@@ -43,12 +43,14 @@ func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error
 			ctx, stop = context.WithTimeoutCause(ctx, a.cfg.MaxDuration, errMaxDuration)
 			defer stop()
 		}
+		ctx, span := a.startRun(ctx, input) // otel hook: the invoke_agent span
+		defer span.End()
 		r := &run{Agent: a, ctx: ctx, cancel: cancel, yield: yield}
 		if a.cfg.Tools != nil {
 			r.specs = a.cfg.Tools.Specs()
 		}
 		state, err := r.loop(input)
-		a.cfg.History.Repair() // whatever happened, leave a history the API accepts
+		r.traceRepair(a.cfg.History.Repair()) // whatever happened, leave a history the API accepts (otel hook)
 		switch {
 		case r.stopped:
 			return
@@ -63,6 +65,7 @@ func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error
 		if err != nil {
 			done.Error = err.Error()
 		}
+		a.endRun(span, done.Result, err) // otel hook
 		yield(done, err)
 	}
 }
@@ -190,6 +193,7 @@ func (r *run) turn(final bool) (*turn, error) {
 			return nil, err
 		}
 		r.emit(Retry{Attempt: attempt + 1, Error: err.Error(), Discard: t.yielded})
+		r.traceRetry(attempt+1, err, t.yielded) // otel hook
 	}
 }
 

@@ -48,6 +48,9 @@ type Config struct {
 	// A longer request ends the retries and returns the error. Zero means
 	// 60 seconds.
 	MaxRetryWait time.Duration
+	// Telemetry says where the spans and metrics of each attempt go.
+	// Default: the global OpenTelemetry providers.
+	Telemetry Telemetry // otel hook
 }
 
 // A Client calls the Messages API. It is safe for concurrent use.
@@ -57,6 +60,7 @@ type Client struct {
 	maxAttempts  int
 	idleTimeout  time.Duration
 	maxRetryWait time.Duration
+	tel          *instruments // otel hook
 
 	// Seams for tests: time and randomness.
 	sleep  func(ctx context.Context, d time.Duration) error
@@ -116,6 +120,7 @@ func New(cfg Config) *Client {
 		}
 	}
 	c.sdk = anthropic.NewClient(opts...)
+	c.tel = newTelemetry(cfg.Telemetry, cfg.BaseURL) // otel hook
 	return c
 }
 
@@ -147,7 +152,10 @@ func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Event, error
 		}
 		yielded := false
 		err = c.retry(ctx, func() bool { return yielded }, func(ctx context.Context) error {
-			return c.streamOnce(ctx, params, &yielded, yield)
+			at := c.tel.startChat(ctx, req) // otel hook: a chat span per attempt
+			err := c.streamOnce(at.ctx, params, &yielded, at.observe(yield))
+			at.end(err)
+			return err
 		})
 		if err != nil && err != errStop {
 			yield(nil, err)
@@ -290,6 +298,7 @@ func (c *Client) retry(ctx context.Context, committed func() bool, attempt func(
 		}
 		wait := backoff(n, err, c.jitter)
 		c.log.Info("llm: retrying", "attempt", n+1, "of", c.maxAttempts, "wait", wait, "err", err)
+		retrying(ctx, n+1, wait, err) // otel hook
 		if err := c.sleep(ctx, wait); err != nil {
 			return err
 		}
