@@ -99,8 +99,9 @@ type attempt struct {
 
 // startChat starts the span of one attempt at req.
 func (t *instruments) startChat(ctx context.Context, req Request) *attempt {
-	kvs := append([]attribute.KeyValue{semconv.GenAIOperationNameChat, semconv.GenAIProviderNameAnthropic,
-		semconv.GenAIRequestModel(req.Model)}, t.server...)
+	kvs := append(make([]attribute.KeyValue, 0, 5), semconv.GenAIOperationNameChat, semconv.GenAIProviderNameAnthropic,
+		semconv.GenAIRequestModel(req.Model))
+	kvs = append(kvs, t.server...)
 	ctx, span := t.tracer.Start(ctx, "chat "+req.Model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(kvs...))
 	a := &attempt{t: t, ctx: ctx, span: span, req: req, start: time.Now(), metrics: t.duration.Enabled(ctx)}
 	if !span.IsRecording() {
@@ -160,8 +161,12 @@ func (a *attempt) observe(yield func(Event, error) bool) func(Event, error) bool
 
 // end ends the attempt with its outcome and records its metrics.
 func (a *attempt) end(err error) {
+	defer a.span.End()
+	if !a.metrics && !a.span.IsRecording() {
+		return
+	}
 	failed := err != nil && err != errStop // a consumer that stops reading is no failure
-	kvs := []attribute.KeyValue{semconv.GenAIRequestModel(a.req.Model)}
+	kvs := append(make([]attribute.KeyValue, 0, 5), semconv.GenAIRequestModel(a.req.Model))
 	if a.model != "" {
 		kvs = append(kvs, semconv.GenAIResponseModel(a.model))
 	}
@@ -204,7 +209,6 @@ func (a *attempt) end(err error) {
 			span.SetStatus(codes.Error, err.Error())
 		}
 	}
-	a.span.End()
 }
 
 // inputTokens is the conventions' Anthropic rule: the input counts every

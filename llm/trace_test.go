@@ -133,3 +133,18 @@ func TestErrorType(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkAttemptOff measures what telemetry adds to one attempt of a
+// model call when no provider is installed: the span and metric checks
+// around the stream, and one event through observe.
+func BenchmarkAttemptOff(b *testing.B) {
+	tel := newTelemetry(Telemetry{}, "")
+	req := Request{Model: "claude-test", Messages: []Message{{Role: User, Content: []Block{Text{Text: "hi"}}}}}
+	yield := func(Event, error) bool { return true }
+	b.ReportAllocs()
+	for b.Loop() {
+		a := tel.startChat(context.Background(), req)
+		a.observe(yield)(MessageStop{}, nil)
+		a.end(nil)
+	}
+}
