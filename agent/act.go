@@ -62,7 +62,7 @@ func (r *run) startCall(ctx context.Context, rep *repeats, tu llm.ToolUse, final
 	if r.cfg.Tools == nil {
 		return notRun(call, fmt.Sprintf("unknown tool %q: no tools are available", call.Name))
 	}
-	ctx, span := r.startTool(ctx, call) // otel hook: the execute_tool span
+	ctx, span := r.otel.StartTool(ctx, call.Name, call.ID, call.Input) // otel hook: the execute_tool span
 	p := &pending{call: call, done: make(chan struct{})}
 	began, wait := time.Now(), r.cfg.Tools.Start(ctx, call)
 	// Waiting here, not when the loop collects the result, times the call
@@ -71,7 +71,7 @@ func (r *run) startCall(ctx context.Context, rep *repeats, tu llm.ToolUse, final
 	go func() {
 		p.res = wait()
 		p.took = time.Since(began)
-		r.endTool(span, p.res) // otel hook
+		r.otel.EndTool(span, p.res.IsError, llm.TextOf(p.res.Content)) // otel hook
 		close(p.done)
 	}()
 	return p

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentloop/agentloop/internal/telemetry" // otel hook
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/tool"
@@ -116,7 +117,8 @@ type Agent struct {
 	log   *slog.Logger
 	// retryDelay is the wait before retrying a turn; tests shorten it.
 	retryDelay func(attempt int, err error) time.Duration
-	busy       atomic.Bool // a run is in progress
+	busy       atomic.Bool            // a run is in progress
+	otel       *telemetry.Instruments // otel hook
 }
 
 var (
@@ -175,6 +177,7 @@ func New(cfg Config) (*Agent, error) {
 		cfg.Pricing = memory.DefaultPricing
 	}
 	a := &Agent{cfg: cfg, model: cfg.Model, log: cfg.Logger, retryDelay: llm.Backoff}
+	a.otel = instruments(cfg.Telemetry) // otel hook
 	if cfg.Middleware != nil {
 		a.model = cfg.Middleware(cfg.Model)
 		if a.model == nil {

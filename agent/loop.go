@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 
+	"github.com/agentloop/agentloop/internal/telemetry" // otel hook
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/tool"
@@ -50,7 +51,7 @@ func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error
 			r.specs = a.cfg.Tools.Specs()
 		}
 		state, err := r.loop(input)
-		r.traceRepair(a.cfg.History.Repair()) // whatever happened, leave a history the API accepts (otel hook)
+		telemetry.Repaired(r.ctx, a.cfg.History.Repair()) // whatever happened, leave a history the API accepts (otel hook)
 		switch {
 		case r.stopped:
 			return
@@ -193,7 +194,7 @@ func (r *run) turn(final bool) (*turn, error) {
 			return nil, err
 		}
 		r.emit(Retry{Attempt: attempt + 1, Error: err.Error(), Discard: t.yielded})
-		r.traceRetry(attempt+1, err, t.yielded) // otel hook
+		telemetry.Retry(r.ctx, attempt+1, 0, llm.ErrorType(err), t.yielded) // otel hook
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	at "github.com/agentloop/agentloop/anthropictest"
+	"github.com/agentloop/agentloop/internal/telemetry"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
 	"github.com/agentloop/agentloop/tools/calculator"
@@ -96,10 +97,9 @@ func BenchmarkRunSpansOff(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		ctx, span := a.startRun(context.Background(), "hi")
-		r := &run{Agent: a, ctx: ctx}
-		_, ts := r.startTool(ctx, call)
-		r.endTool(ts, llm.ToolResult{})
-		r.traceRetry(2, context.Canceled, true)
+		_, ts := a.otel.StartTool(ctx, call.Name, call.ID, call.Input)
+		a.otel.EndTool(ts, false, "")
+		telemetry.Retry(ctx, 2, 0, "overloaded_error", true)
 		a.endRun(span, Result{}, nil)
 		span.End()
 	}

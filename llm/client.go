@@ -15,6 +15,8 @@ import (
 
 	anthropic "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/agentloop/agentloop/internal/telemetry" // otel hook
 )
 
 // Config configures a [Client]. The zero value works against the public
@@ -60,7 +62,7 @@ type Client struct {
 	maxAttempts  int
 	idleTimeout  time.Duration
 	maxRetryWait time.Duration
-	tel          *instruments // otel hook
+	tel          *telemetry.Instruments // otel hook
 
 	// Seams for tests: time and randomness.
 	sleep  func(ctx context.Context, d time.Duration) error
@@ -120,7 +122,8 @@ func New(cfg Config) *Client {
 		}
 	}
 	c.sdk = anthropic.NewClient(opts...)
-	c.tel = newTelemetry(cfg.Telemetry, cfg.BaseURL) // otel hook
+	c.tel = telemetry.New("github.com/agentloop/agentloop/llm", cfg.Telemetry.TracerProvider, // otel hook
+		cfg.Telemetry.MeterProvider, cfg.Telemetry.CaptureContent, cfg.BaseURL)
 	return c
 }
 
@@ -152,7 +155,7 @@ func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Event, error
 		}
 		yielded := false
 		err = c.retry(ctx, func() bool { return yielded }, func(ctx context.Context) error {
-			at := c.tel.startChat(ctx, req) // otel hook: a chat span per attempt
+			at := startChat(c.tel, ctx, req) // otel hook: a chat span per attempt
 			err := c.streamOnce(at.ctx, params, &yielded, at.observe(yield))
 			at.end(err)
 			return err

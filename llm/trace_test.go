@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/agentloop/agentloop/anthropictest"
+	"github.com/agentloop/agentloop/internal/telemetry"
 )
 
 // TestClientMetrics checks the gen_ai.client.* metrics of one model call
@@ -86,13 +87,13 @@ func TestClientMetrics(t *testing.T) {
 	ok := base("gen_ai.response.model", anthropictest.DefaultModel)
 	want := map[string][]point{
 		"gen_ai.client.operation.duration": {
-			{base("error.type", "overloaded_error"), 1, 0, secondsBuckets},
-			{ok, 1, 0, secondsBuckets},
+			{base("error.type", "overloaded_error"), 1, 0, telemetry.SecondsBuckets},
+			{ok, 1, 0, telemetry.SecondsBuckets},
 		},
-		"gen_ai.client.operation.time_to_first_chunk": {{ok, 1, 0, secondsBuckets}},
+		"gen_ai.client.operation.time_to_first_chunk": {{ok, 1, 0, telemetry.SecondsBuckets}},
 		"gen_ai.client.token.usage": {
-			{base("gen_ai.response.model", anthropictest.DefaultModel, "gen_ai.token.type", "input"), 1, 180, tokenBuckets},
-			{base("gen_ai.response.model", anthropictest.DefaultModel, "gen_ai.token.type", "output"), 1, 20, tokenBuckets},
+			{base("gen_ai.response.model", anthropictest.DefaultModel, "gen_ai.token.type", "input"), 1, 180, telemetry.TokenBuckets},
+			{base("gen_ai.response.model", anthropictest.DefaultModel, "gen_ai.token.type", "output"), 1, 20, telemetry.TokenBuckets},
 		},
 	}
 	sortPoints := cmp.Transformer("sort", func(ps []point) map[string]point {
@@ -138,12 +139,12 @@ func TestErrorType(t *testing.T) {
 // model call when no provider is installed: the span and metric checks
 // around the stream, and one event through observe.
 func BenchmarkAttemptOff(b *testing.B) {
-	tel := newTelemetry(Telemetry{}, "")
+	tel := telemetry.New("test", nil, nil, false, "")
 	req := Request{Model: "claude-test", Messages: []Message{{Role: User, Content: []Block{Text{Text: "hi"}}}}}
 	yield := func(Event, error) bool { return true }
 	b.ReportAllocs()
 	for b.Loop() {
-		a := tel.startChat(context.Background(), req)
+		a := startChat(tel, context.Background(), req)
 		a.observe(yield)(MessageStop{}, nil)
 		a.end(nil)
 	}
