@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentloop/agentloop/internal/telemetry"
@@ -17,7 +16,7 @@ import (
 // instruments returns the instruments of an agent with t: spans only, as
 // the client metrics are the model calls', which the *llm.Client records.
 func instruments(t llm.Telemetry) *telemetry.Instruments {
-	return telemetry.New("github.com/agentloop/agentloop/agent", t.TracerProvider, noop.NewMeterProvider(), t.CaptureContent, "")
+	return telemetry.Spans("github.com/agentloop/agentloop/agent", t.TracerProvider, t.CaptureContent)
 }
 
 // startRun starts the span of a run on input.

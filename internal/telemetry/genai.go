@@ -60,6 +60,15 @@ func New(scope string, tp trace.TracerProvider, mp metric.MeterProvider, capture
 	return in
 }
 
+// Spans returns instruments that make only spans, from tp or, when nil,
+// the global provider.
+func Spans(scope string, tp trace.TracerProvider, capture bool) *Instruments {
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	return &Instruments{Tracer: tp.Tracer(scope), Capture: capture}
+}
+
 // A ChatRequest is what the chat span records of a request.
 type ChatRequest struct {
 	Model         string
