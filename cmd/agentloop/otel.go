@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -96,14 +97,19 @@ func (c *cli) startTelemetry(ctx context.Context, stderr io.Writer) (llm.Telemet
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	// Export failures are reported once, at exit, rather than by the SDK's
 	// default handler, which writes to the process's stderr mid-answer.
-	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(error) {}))
+	var lost atomic.Pointer[error]
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { lost.Store(&err) }))
 	// The trace context goes with calls to other processes, MCP servers
 	// among them, in W3C headers.
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	shutdown := func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
 		defer cancel()
-		if err := tp.Shutdown(ctx); err != nil {
+		err := tp.Shutdown(ctx)
+		if p := lost.Load(); err == nil && p != nil {
+			err = *p
+		}
+		if err != nil {
 			fmt.Fprintf(stderr, "agentloop: traces were not all exported to %s: %v\n", traces, err)
 		}
 	}
