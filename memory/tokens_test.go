@@ -134,7 +134,7 @@ func TestTokens(t *testing.T) {
 
 func TestNeedsCompactionDefaults(t *testing.T) {
 	h := New(Config{})
-	if got, want := h.Config().ContextLimit, 200_000-4096-10_000; got != want {
+	if got, want := h.Config().ContextLimit, 200_000-llm.DefaultMaxTokens-10_000; got != want {
 		t.Errorf("default ContextLimit = %d, want %d", got, want)
 	}
 	h.AppendUserText("hi")
