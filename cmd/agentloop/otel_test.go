@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -28,9 +29,43 @@ import (
 // every export request: decoded, and as the bytes that came over the wire.
 type collector struct {
 	coltracepb.UnimplementedTraceServiceServer
-	mu   sync.Mutex
-	raw  [][]byte
-	reqs []*coltracepb.ExportTraceServiceRequest
+	mu      sync.Mutex
+	raw     [][]byte
+	reqs    []*coltracepb.ExportTraceServiceRequest
+	metrics []*colmetricspb.ExportMetricsServiceRequest
+}
+
+// metricsService is the collector's gRPC metrics service.
+type metricsService struct {
+	colmetricspb.UnimplementedMetricsServiceServer
+	c *collector
+}
+
+func (m metricsService) Export(_ context.Context, req *colmetricspb.ExportMetricsServiceRequest) (*colmetricspb.ExportMetricsServiceResponse, error) {
+	raw, _ := proto.Marshal(req)
+	m.c.mu.Lock()
+	defer m.c.mu.Unlock()
+	m.c.raw = append(m.c.raw, raw)
+	m.c.metrics = append(m.c.metrics, req)
+	return &colmetricspb.ExportMetricsServiceResponse{}, nil
+}
+
+// metricNames returns the names of the exported metrics.
+func (c *collector) metricNames() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var names []string
+	for _, req := range c.metrics {
+		for _, rm := range req.ResourceMetrics {
+			for _, sm := range rm.ScopeMetrics {
+				for _, m := range sm.Metrics {
+					names = append(names, m.Name)
+				}
+			}
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 func (c *collector) keep(raw []byte, req *coltracepb.ExportTraceServiceRequest) {
@@ -40,16 +75,36 @@ func (c *collector) keep(raw []byte, req *coltracepb.ExportTraceServiceRequest) 
 	c.reqs = append(c.reqs, req)
 }
 
-// ServeHTTP answers POST /v1/traces, the OTLP/HTTP path, in protobuf.
+// ServeHTTP answers POST /v1/traces and /v1/metrics, the OTLP/HTTP paths,
+// in protobuf.
 func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
-	req := &coltracepb.ExportTraceServiceRequest{}
-	if r.URL.Path != "/v1/traces" || r.Header.Get("Content-Type") != "application/x-protobuf" || err != nil || proto.Unmarshal(body, req) != nil {
+	if r.Header.Get("Content-Type") != "application/x-protobuf" || err != nil {
 		http.Error(w, "bad export", http.StatusBadRequest)
 		return
 	}
-	c.keep(body, req)
-	out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+	var out []byte
+	switch r.URL.Path {
+	case "/v1/traces":
+		req := &coltracepb.ExportTraceServiceRequest{}
+		if proto.Unmarshal(body, req) != nil {
+			http.Error(w, "bad export", http.StatusBadRequest)
+			return
+		}
+		c.keep(body, req)
+		out, _ = proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+	case "/v1/metrics":
+		req := &colmetricspb.ExportMetricsServiceRequest{}
+		if proto.Unmarshal(body, req) != nil {
+			http.Error(w, "bad export", http.StatusBadRequest)
+			return
+		}
+		metricsService{c: c}.Export(r.Context(), req)
+		out, _ = proto.Marshal(&colmetricspb.ExportMetricsServiceResponse{})
+	default:
+		http.NotFound(w, r)
+		return
+	}
 	w.Header().Set("Content-Type", "application/x-protobuf")
 	w.Write(out)
 }
@@ -99,6 +154,7 @@ func startGRPCCollector(t *testing.T) (*collector, string) {
 	}
 	srv := grpc.NewServer()
 	coltracepb.RegisterTraceServiceServer(srv, c)
+	colmetricspb.RegisterMetricsServiceServer(srv, metricsService{c: c})
 	go srv.Serve(lis)
 	t.Cleanup(srv.Stop)
 	return c, "http://" + lis.Addr().String()
@@ -201,6 +257,13 @@ func TestOTLPExport(t *testing.T) {
 			if got := attrMap(first.Attributes)["gen_ai.usage.input_tokens"]; got != int64(150) {
 				t.Errorf("first chat span's gen_ai.usage.input_tokens = %v, want 150", got)
 			}
+			wantMetrics := []string{"gen_ai.client.operation.duration", "gen_ai.client.operation.time_to_first_chunk", "gen_ai.client.token.usage"}
+			if diff := cmp.Diff(wantMetrics, col.metricNames()); diff != "" {
+				t.Errorf("metrics (-want +got):\n%s", diff)
+			}
+			if strings.Contains(stderr, "not all exported") {
+				t.Errorf("stderr: %s", stderr)
+			}
 			raw := col.bytes()
 			for _, secret := range []string{"PROMPT-MARKER", "ANSWER-MARKER", `"add"`, testKey} {
 				if bytes.Contains(raw, []byte(secret)) {
@@ -301,7 +364,7 @@ func TestOTLPUnreachable(t *testing.T) {
 	if took := time.Since(began); took > flushTimeout+5*time.Second {
 		t.Errorf("the run took %v with a silent collector; the bound is %v", took, flushTimeout)
 	}
-	if !strings.Contains(stderr, "traces were not all exported") {
+	if !strings.Contains(stderr, "telemetry was not all exported") {
 		t.Errorf("stderr does not report the lost spans:\n%s", stderr)
 	}
 }
@@ -317,7 +380,7 @@ func TestTelemetryConfig(t *testing.T) {
 	}{
 		{"none", map[string]string{}, ""},
 		{"disabled", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_SDK_DISABLED": "true"}, ""},
-		{"exporter none", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_TRACES_EXPORTER": "none"}, ""},
+		{"exporters none", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_TRACES_EXPORTER": "none", "OTEL_METRICS_EXPORTER": "none"}, ""},
 		{"protocol", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, "OTEL_EXPORTER_OTLP_PROTOCOL"},
 		{"endpoint", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "127.0.0.1:4318"}, "not an http:// or https:// URL"},
 		{"capture", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "maybe"}, "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"},
@@ -327,7 +390,7 @@ func TestTelemetryConfig(t *testing.T) {
 			c := &cli{getenv: func(k string) string { return tt.env[k] }}
 			tel, flush, err := c.startTelemetry(t.Context(), io.Discard)
 			switch {
-			case tt.err == "" && (err != nil || tel.TracerProvider != nil):
+			case tt.err == "" && (err != nil || tel.TracerProvider != nil || tel.MeterProvider != nil):
 				t.Errorf("telemetry %+v, %v; want none", tel, err)
 			case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err) || exitCode(err) != exitUsage):
 				t.Errorf("error %v; want a usage error naming %q", err, tt.err)
