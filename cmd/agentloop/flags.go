@@ -70,7 +70,7 @@ Environment:
   ANTHROPIC_BASE_URL    the API's base URL, for any compatible server
   ANTHROPIC_MODEL       the default for --model
   NO_COLOR              when set, no colour
-  OTEL_EXPORTER_OTLP_ENDPOINT  export traces over OTLP; OpenTelemetry's other
+  OTEL_EXPORTER_OTLP_ENDPOINT  export traces and metrics over OTLP; the other
                         OTEL_* variables apply, and
                         OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true
                         records prompts and answers in them
