@@ -1,7 +1,11 @@
-// Package telemetry holds what packages llm and agent share to follow the
-// OpenTelemetry GenAI semantic conventions: agentloop's own span event and
-// attribute names, for what the conventions do not name, and content as
-// the structured attribute values the conventions ask for.
+// Package telemetry is agentloop's mapping onto the OpenTelemetry GenAI
+// semantic conventions, shared by packages llm and agent, which call it
+// from small hooks: the chat, invoke_agent, execute_tool and
+// compact_history spans, the gen_ai.client.* metrics with the conventions'
+// buckets, content as the structured attribute values the conventions ask
+// for, agentloop's own event and attribute names for what the conventions
+// do not name, and the trace context of an MCP request's _meta. It uses
+// only the OpenTelemetry API; the SDK is the program's choice.
 package telemetry
 
 import (
