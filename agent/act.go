@@ -59,6 +59,7 @@ func (r *run) startCall(ctx context.Context, rep *repeats, tu llm.ToolUse, final
 			return notRun(call, "denied: "+err.Error())
 		}
 	}
+	ctx, span := r.otel.StartTool(ctx, call.Name, call.ID, call.Input) // otel hook: the execute_tool span
 	p := &pending{call: call, done: make(chan struct{})}
 	began, wait := time.Now(), r.cfg.Registry.Start(ctx, call)
 	// Waiting here, not when the loop collects the result, times the call
@@ -67,6 +68,7 @@ func (r *run) startCall(ctx context.Context, rep *repeats, tu llm.ToolUse, final
 	go func() {
 		p.res = wait()
 		p.took = time.Since(began)
+		r.otel.EndTool(span, p.res.IsError, llm.TextOf(p.res.Content)) // otel hook
 		close(p.done)
 	}()
 	return p
@@ -116,6 +118,7 @@ func (r *run) act(t *turn) {
 	results := make([]llm.ToolResult, len(t.calls))
 	for i, p := range t.calls {
 		results[i] = p.result()
+		r.traceNotRun(p) // otel hook
 		r.emit(ToolDone{
 			ID:       p.call.ID,
 			Name:     p.call.Name,

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentloop/agentloop/internal/telemetry" // otel hook
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/tool"
@@ -81,6 +82,19 @@ type Config struct {
 	// Logger receives a line for each unusual event: retries, unknown stop
 	// reasons, compactions. Default: discard.
 	Logger *slog.Logger
+
+	// otel hook: the three fields below.
+
+	// Name names the agent in traces: gen_ai.agent.name, and the span
+	// name "invoke_agent {Name}". Default none: the span is "invoke_agent".
+	Name string
+	// ConversationID is the gen_ai.conversation.id of the runs' spans,
+	// such as a session's id. Default none.
+	ConversationID string
+	// Telemetry says where the spans of runs, tool calls and compactions
+	// go; an *llm.Client's own Telemetry says where its model calls' go.
+	// Default: the global OpenTelemetry providers.
+	Telemetry llm.Telemetry
 }
 
 // An Agent runs the think → act → observe loop over one conversation. Runs
@@ -92,7 +106,8 @@ type Agent struct {
 	log   *slog.Logger
 	// retryDelay is the wait before retrying a turn; tests shorten it.
 	retryDelay func(attempt int, err error) time.Duration
-	busy       atomic.Bool // a run is in progress
+	busy       atomic.Bool            // a run is in progress
+	otel       *telemetry.Instruments // otel hook
 }
 
 var (
@@ -151,6 +166,7 @@ func New(cfg Config) (*Agent, error) {
 		}
 	}
 	a := &Agent{cfg: cfg, model: cfg.Model, log: cfg.Logger, retryDelay: llm.Backoff}
+	a.otel = instruments(cfg.Telemetry) // otel hook
 	if cfg.Middleware != nil {
 		a.model = cfg.Middleware(cfg.Model)
 		if a.model == nil {

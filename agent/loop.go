@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentloop/agentloop/internal/telemetry" // otel hook
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
 )
@@ -54,6 +55,8 @@ func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error
 			ctx, stop = context.WithTimeoutCause(ctx, a.cfg.MaxDuration, errMaxDuration)
 			defer stop()
 		}
+		ctx, span := a.startRun(ctx, input) // otel hook: the invoke_agent span
+		defer span.End()
 		h := a.cfg.History
 		r := &run{Agent: a, ctx: ctx, cancel: cancel, yield: yield, specs: a.cfg.Registry.Specs(), modelName: h.Config().Model}
 		rollback := h.Checkpoint()
@@ -80,7 +83,7 @@ func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error
 		case state == Cancelled || state == TimeLimit:
 			r.interrupted()
 		}
-		h.Repair() // whatever happened, leave a history the API accepts
+		telemetry.Repaired(r.ctx, h.Repair()) // whatever happened, leave a history the API accepts (otel hook)
 		if r.stopped {
 			return
 		}
@@ -88,6 +91,7 @@ func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error
 		if err != nil {
 			done.Error = err.Error()
 		}
+		a.endRun(span, done.Result, err) // otel hook
 		yield(done, err)
 	}
 }
@@ -241,6 +245,7 @@ func (r *run) turn(final bool) (*turn, error) {
 			return nil, err
 		}
 		r.emit(Retry{Attempt: attempt + 1, Error: err.Error(), Discard: t.yielded})
+		telemetry.Retry(r.ctx, attempt+1, 0, llm.ErrorType(err), t.yielded) // otel hook
 	}
 }
 

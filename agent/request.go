@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/agentloop/agentloop/internal/telemetry" // otel hook
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 )
@@ -16,6 +17,7 @@ func (r *run) request(final bool) (llm.Request, error) {
 	h := r.cfg.History
 	if fixes := h.Repair(); len(fixes) > 0 {
 		r.log.Warn("agent: repaired the history", "fixes", fixes)
+		telemetry.Repaired(r.ctx, fixes) // otel hook
 	}
 	if h.NeedsCompaction() {
 		// Past the last exact count the figure is an estimate, which may be
@@ -49,7 +51,9 @@ func (r *run) request(final bool) (llm.Request, error) {
 // under the limit but changed the history on the way. The summary calls it
 // makes count in the run's usage.
 func (r *run) compact() error {
-	c, err := r.cfg.History.Compact(r.ctx, r.model)
+	ctx, span := r.otel.StartCompact(r.ctx, r.cfg.ConversationID) // otel hook: the compact_history span
+	c, err := r.cfg.History.Compact(ctx, r.model)                 // otel hook: ctx, was r.ctx
+	r.endCompact(span, c, err)                                    // otel hook
 	r.usage = r.usage.Add(c.Usage)
 	if err == nil || len(c.Steps) > 0 {
 		r.log.Info("agent: compacted the history", slog.Int("before", c.Before), slog.Int("after", c.After), slog.Any("err", err))

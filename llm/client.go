@@ -15,6 +15,8 @@ import (
 
 	anthropic "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/agentloop/agentloop/internal/telemetry" // otel hook
 )
 
 // Config configures a [Client]. The zero value works against the public
@@ -48,6 +50,9 @@ type Config struct {
 	// A longer request ends the retries and returns the error. Zero means
 	// 60 seconds.
 	MaxRetryWait time.Duration
+	// Telemetry says where the spans and metrics of each attempt go.
+	// Default: the global OpenTelemetry providers.
+	Telemetry Telemetry // otel hook
 }
 
 // A Client calls the Messages API. It is safe for concurrent use.
@@ -57,6 +62,7 @@ type Client struct {
 	maxAttempts  int
 	idleTimeout  time.Duration
 	maxRetryWait time.Duration
+	tel          *telemetry.Instruments // otel hook
 
 	// Seams for tests: time and randomness.
 	sleep  func(ctx context.Context, d time.Duration) error
@@ -116,6 +122,8 @@ func New(cfg Config) *Client {
 		}
 	}
 	c.sdk = anthropic.NewClient(opts...)
+	c.tel = telemetry.New("github.com/agentloop/agentloop/llm", cfg.Telemetry.TracerProvider, // otel hook
+		cfg.Telemetry.MeterProvider, cfg.Telemetry.CaptureContent, cfg.BaseURL)
 	return c
 }
 
@@ -147,7 +155,10 @@ func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Event, error
 		}
 		yielded := false
 		err = c.retry(ctx, func() bool { return yielded }, func(ctx context.Context) error {
-			return c.streamOnce(ctx, params, &yielded, yield)
+			at := startChat(c.tel, ctx, req) // otel hook: a chat span per attempt
+			err := c.streamOnce(at.ctx, params, &yielded, at.observe(yield))
+			at.end(err)
+			return err
 		})
 		if err != nil && err != errStop {
 			yield(nil, err)
@@ -290,6 +301,7 @@ func (c *Client) retry(ctx context.Context, committed func() bool, attempt func(
 		}
 		wait := backoff(n, err, c.jitter)
 		c.log.Info("llm: retrying", "attempt", n+1, "of", c.maxAttempts, "wait", wait, "err", err)
+		retrying(ctx, n+1, wait, err) // otel hook
 		if err := c.sleep(ctx, wait); err != nil {
 			return err
 		}

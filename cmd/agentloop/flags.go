@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/agentloop/agentloop/llm" // otel hook
 )
 
 // usage is the --help text. It is written by hand, not generated, because it
@@ -101,6 +103,10 @@ Environment:
   ANTHROPIC_BASE_URL    the API's base URL, for any compatible server
   ANTHROPIC_MODEL       the default for --model
   NO_COLOR              when set, no colour
+  OTEL_EXPORTER_OTLP_ENDPOINT  export traces and metrics over OTLP; the other
+                        OTEL_* variables apply, and
+                        OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true
+                        records prompts and answers in them
 
 Exit status:
   0    finished, or the model refused or was cut off by --max-tokens (with
@@ -143,6 +149,7 @@ type options struct {
 	verbose       bool
 	version       bool
 	help          bool
+	telemetry     llm.Telemetry // otel hook: set by run from OTEL_* (see otel.go)
 
 	demo   bool // the demo command
 	fast   bool // demo --fast

@@ -48,6 +48,13 @@ func (c *cli) run(ctx context.Context, args []string, stdin io.Reader, stdout, s
 		return c.demo(ctx, o, stdout, stderr)
 	}
 
+	tel, flush, err := c.startTelemetry(ctx, stderr) // otel hook
+	if err != nil {
+		return err
+	}
+	defer flush()
+	o.telemetry = tel
+
 	key, token := c.getenv("ANTHROPIC_API_KEY"), c.getenv("ANTHROPIC_AUTH_TOKEN")
 	if key == "" && token == "" {
 		return usageError("no API key: set ANTHROPIC_API_KEY (export ANTHROPIC_API_KEY=sk-ant-...), " +
@@ -110,6 +117,7 @@ func (c *cli) setup(ctx context.Context, o *options, key, token string, stdin io
 		BaseURL:    c.getenv("ANTHROPIC_BASE_URL"),
 		HTTPClient: httpClient(logger, o.verbose),
 		Logger:     logger,
+		Telemetry:  o.telemetry, // otel hook
 	})
 	s, err := c.newSession(ctx, o, client, logger, stdout, stderr, false)
 	if err != nil {
@@ -255,6 +263,9 @@ func (c *cli) newSession(ctx context.Context, o *options, model llm.Model, logge
 		MaxDuration:    o.maxDuration,
 		MaxTotalTokens: o.maxTotal,
 		Logger:         logger,
+		Name:           "agentloop",       // otel hook
+		ConversationID: conversationID(o), // otel hook
+		Telemetry:      o.telemetry,       // otel hook
 	}
 	if o.verbose {
 		s.cfg.Middleware = logModel(logger)

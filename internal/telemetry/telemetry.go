@@ -1,0 +1,152 @@
+// Package telemetry is agentloop's mapping onto the OpenTelemetry GenAI
+// semantic conventions, shared by packages llm and agent, which call it
+// from small hooks: the chat, invoke_agent, execute_tool and
+// compact_history spans, the gen_ai.client.* metrics with the conventions'
+// buckets, content as the structured attribute values the conventions ask
+// for, agentloop's own event and attribute names for what the conventions
+// do not name, and the trace context of an MCP request's _meta. It uses
+// only the OpenTelemetry API; the SDK is the program's choice.
+package telemetry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+)
+
+// Span events for what the conventions have no name for. A retry and a
+// repair go on the span of the operation that retried or repaired: the
+// run's invoke_agent span, or the compaction span around a summary call.
+const (
+	// EventRetry: a model call failed and is sent again.
+	EventRetry = "agentloop.retry"
+	// EventDiscarded: a failed turn's partial output was thrown away.
+	EventDiscarded = "agentloop.turn.discarded"
+	// EventRepaired: the history broke an API rule and was repaired.
+	EventRepaired = "agentloop.history.repaired"
+	// EventNotRun: the loop answered a tool call itself without running
+	// it (denied, repeated, cut off, invalid input, unknown tool).
+	EventNotRun = "agentloop.tool.not_run"
+)
+
+// Attributes for what the conventions have no name for.
+const (
+	// Attempt is the number of the attempt about to start: 2 for the first
+	// retry.
+	Attempt = attribute.Key("agentloop.attempt")
+	// RetryWait is the wait before the retry, in seconds.
+	RetryWait = attribute.Key("agentloop.retry.wait")
+	// Repairs lists what a repair fixed.
+	Repairs = attribute.Key("agentloop.history.repairs")
+	// State is how a run ended, as agent.State names it.
+	State = attribute.Key("agentloop.state")
+	// Iterations counts a run's model calls.
+	Iterations = attribute.Key("agentloop.iterations")
+	// TokensBefore and TokensAfter are a compaction's estimates.
+	TokensBefore = attribute.Key("agentloop.compaction.tokens_before")
+	TokensAfter  = attribute.Key("agentloop.compaction.tokens_after")
+	// Steps lists what a compaction did.
+	Steps = attribute.Key("agentloop.compaction.steps")
+)
+
+// JSON returns raw JSON as a structured attribute value: objects become
+// maps, with their keys sorted so that equal JSON gives equal values, and
+// arrays slices. Bytes that are not JSON are kept as a string.
+func JSON(raw []byte) attribute.Value {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		return attribute.StringValue(string(raw))
+	}
+	return value(v)
+}
+
+// Text returns a tool's text output as an attribute value: structured when
+// it is a JSON object or array, as the conventions prefer, else the string.
+func Text(s string) attribute.Value {
+	if t := strings.TrimSpace(s); strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") {
+		if json.Valid([]byte(t)) {
+			return JSON([]byte(t))
+		}
+	}
+	return attribute.StringValue(s)
+}
+
+// Map returns the pairs as a map value, leaving out empty values.
+func Map(kvs ...attribute.KeyValue) attribute.Value {
+	return attribute.MapValue(slices.DeleteFunc(kvs, func(kv attribute.KeyValue) bool {
+		return kv.Value.Type() == attribute.EMPTY || kv.Value.Type() == attribute.STRING && kv.Value.AsString() == ""
+	})...)
+}
+
+// value converts what encoding/json decodes into an attribute value.
+func value(v any) attribute.Value {
+	switch v := v.(type) {
+	case string:
+		return attribute.StringValue(v)
+	case bool:
+		return attribute.BoolValue(v)
+	case json.Number:
+		if n, err := v.Int64(); err == nil {
+			return attribute.Int64Value(n)
+		}
+		f, _ := v.Float64()
+		return attribute.Float64Value(f)
+	case []any:
+		vs := make([]attribute.Value, len(v))
+		for i, e := range v {
+			vs[i] = value(e)
+		}
+		return attribute.SliceValue(vs...)
+	case map[string]any:
+		kvs := make([]attribute.KeyValue, 0, len(v))
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			kvs = append(kvs, attribute.KeyValue{Key: attribute.Key(k), Value: value(v[k])})
+		}
+		return attribute.MapValue(kvs...)
+	}
+	return attribute.Value{} // null
+}
+
+// Message is one message of the conventions' input and output message
+// schemas. finish, the stop reason, belongs to output messages only.
+func Message(role, finish string, parts ...attribute.Value) attribute.Value {
+	return Map(attribute.String("role", role), attribute.KeyValue{Key: "parts", Value: attribute.SliceValue(parts...)},
+		attribute.String("finish_reason", finish))
+}
+
+// Part is one part of a message: its type, then its fields.
+func Part(typ string, kvs ...attribute.KeyValue) attribute.Value {
+	return Map(append([]attribute.KeyValue{attribute.String("type", typ)}, kvs...)...)
+}
+
+// TextPart is a text part.
+func TextPart(text string) attribute.Value {
+	return Part("text", attribute.String("content", text))
+}
+
+// Meta returns the W3C trace context of ctx's span as the entries of an MCP
+// request's params._meta, as the conventions ask an MCP client to send it
+// ("traceparent", and "tracestate" when there is one), or nil when ctx
+// carries no span. Package mcptool puts them in each tools/call request,
+// whose ctx holds the execute_tool span, so that the server's spans join
+// the run's trace.
+func Meta(ctx context.Context) map[string]any {
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, carrier)
+	if len(carrier) == 0 {
+		return nil
+	}
+	meta := make(map[string]any, len(carrier))
+	for k, v := range carrier {
+		meta[k] = v
+	}
+	return meta
+}

@@ -1,0 +1,51 @@
+package telemetry
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
+
+func TestJSON(t *testing.T) {
+	tests := []struct {
+		in   string
+		want attribute.Value
+	}{
+		{`{"b":1,"a":[true,1.5,null,"x"]}`, attribute.MapValue(
+			attribute.KeyValue{Key: "a", Value: attribute.SliceValue(attribute.BoolValue(true), attribute.Float64Value(1.5), attribute.Value{}, attribute.StringValue("x"))},
+			attribute.Int64("b", 1))},
+		{`"text"`, attribute.StringValue("text")},
+		{`not json`, attribute.StringValue("not json")},
+		{`{} {}`, attribute.StringValue("{} {}")},
+	}
+	for _, tt := range tests {
+		if got := JSON([]byte(tt.in)); got.Emit() != tt.want.Emit() || got.Type() != tt.want.Type() {
+			t.Errorf("JSON(%s) = %s, want %s", tt.in, got.Emit(), tt.want.Emit())
+		}
+	}
+	if got := Text("8"); got.Type() != attribute.STRING {
+		t.Errorf("Text(8) is a %v, want a string", got.Type())
+	}
+	if got := Text(` {"ok":true}`); got.Type() != attribute.MAP {
+		t.Errorf("Text of an object is a %v, want a map", got.Type())
+	}
+}
+
+func TestMeta(t *testing.T) {
+	if m := Meta(context.Background()); m != nil {
+		t.Errorf("Meta without a span = %v, want nil", m)
+	}
+	tp := sdktrace.NewTracerProvider()
+	defer tp.Shutdown(context.Background())
+	ctx, span := tp.Tracer("test").Start(context.Background(), "execute_tool x")
+	defer span.End()
+	m := Meta(ctx)
+	want := "00-" + span.SpanContext().TraceID().String() + "-" + span.SpanContext().SpanID().String() + "-01"
+	if diff := cmp.Diff(map[string]any{"traceparent": want}, m); diff != "" || !strings.HasPrefix(want, "00-") {
+		t.Errorf("Meta (-want +got):\n%s", diff)
+	}
+}

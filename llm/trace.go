@@ -1,0 +1,153 @@
+package llm
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/agentloop/agentloop/internal/telemetry"
+)
+
+// Telemetry says where traces and metrics go. They follow OpenTelemetry's
+// GenAI semantic conventions: here, a "chat {model}" span and the
+// gen_ai.client.* metrics for each attempt of a model call; in package
+// agent, the invoke_agent and execute_tool spans around them. The zero
+// value uses the global providers, which record nothing until a program
+// installs an SDK, and then cost next to nothing.
+type Telemetry struct {
+	// TracerProvider makes the spans. Nil means otel.GetTracerProvider().
+	TracerProvider trace.TracerProvider
+	// MeterProvider makes the metrics. Nil means otel.GetMeterProvider().
+	MeterProvider metric.MeterProvider
+	// CaptureContent records content on the spans: the system prompt, the
+	// messages sent and received, the tool names offered, and tool
+	// arguments and results. Default false, since content is large and
+	// often sensitive. Credentials are never recorded.
+	CaptureContent bool
+}
+
+// An attempt is the telemetry of one attempt of a model call.
+type attempt struct {
+	*telemetry.Chat
+	ctx context.Context // carries the span
+	asm *Assembler      // the output, when content is recorded
+}
+
+// startChat starts the telemetry of an attempt at req.
+func startChat(in *telemetry.Instruments, ctx context.Context, req Request) *attempt {
+	tools := make([]string, len(req.Tools))
+	for i, ts := range req.Tools {
+		tools[i] = ts.Name
+	}
+	ch := in.StartChat(ctx, telemetry.ChatRequest{Model: req.Model, MaxTokens: cmp.Or(req.MaxTokens, DefaultMaxTokens),
+		Temperature: req.Temperature, StopSequences: req.StopSequences, System: req.System, Tools: tools,
+		Messages: func() attribute.Value {
+			msgs := make([]attribute.Value, len(req.Messages))
+			for i, m := range req.Messages {
+				msgs[i] = messageValue(m.Role, m.Content, "")
+			}
+			return attribute.SliceValue(msgs...)
+		}})
+	a := &attempt{Chat: ch, ctx: ch.Ctx}
+	if in.Capture && ch.Active() {
+		a.asm = new(Assembler)
+	}
+	return a
+}
+
+// observe returns yield, wrapped to watch the events when anything records
+// them. The first chunk is the first event yielded, which comes with the
+// turn's first content (see Stream).
+func (a *attempt) observe(yield func(Event, error) bool) func(Event, error) bool {
+	if !a.Active() {
+		return yield
+	}
+	return func(ev Event, err error) bool {
+		a.Chunk()
+		switch ev := ev.(type) {
+		case MessageStart:
+			a.Response(ev.ID, ev.Model)
+			a.Usage(ev.Usage.InputTokens, ev.Usage.OutputTokens, ev.Usage.CacheReadInputTokens, ev.Usage.CacheCreationInputTokens)
+		case MessageDelta:
+			a.Finish(string(ev.StopReason))
+			a.Usage(ev.Usage.InputTokens, ev.Usage.OutputTokens, ev.Usage.CacheReadInputTokens, ev.Usage.CacheCreationInputTokens)
+		}
+		if a.asm != nil {
+			a.asm.Add(ev)
+		}
+		return yield(ev, err)
+	}
+}
+
+// end ends the attempt. A consumer that stopped reading is no failure.
+func (a *attempt) end(err error) {
+	if err == errStop {
+		err = nil
+	}
+	a.End(err, ErrorType(err), func() attribute.Value {
+		if a.asm == nil || !a.asm.Done() {
+			return attribute.Value{}
+		}
+		return attribute.SliceValue(messageValue(Assistant, a.asm.Message().Content, a.asm.StopReason()))
+	})
+}
+
+// retrying records on ctx's span that a call is sent again after err.
+func retrying(ctx context.Context, attempt int, wait time.Duration, err error) {
+	telemetry.Retry(ctx, attempt, wait, ErrorType(err), false)
+}
+
+// ErrorType names the class of err as OpenTelemetry's error.type attribute
+// wants it, low in cardinality: the API's error type for an [*APIError]
+// (such as "overloaded_error" or "rate_limit_error"), "timeout" for
+// [ErrIdleTimeout] or a passed deadline, "cancelled", "connection_error",
+// "incomplete_stream", "malformed_event", and "_OTHER" for the rest.
+func ErrorType(err error) string {
+	ae, isAPI := errors.AsType[*APIError](err)
+	switch {
+	case isAPI && ae.Type != "":
+		return ae.Type
+	case errors.Is(err, ErrIdleTimeout), errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	case errors.Is(err, ErrConnection):
+		return "connection_error"
+	case errors.Is(err, ErrIncompleteStream):
+		return "incomplete_stream"
+	case errors.Is(err, ErrMalformedEvent):
+		return "malformed_event"
+	}
+	return "_OTHER"
+}
+
+// messageValue is one message of the conventions' schemas; finish is set
+// only on output messages.
+func messageValue(role Role, content []Block, finish StopReason) attribute.Value {
+	parts := make([]attribute.Value, len(content))
+	for i, b := range content {
+		switch b := b.(type) {
+		case Text:
+			parts[i] = telemetry.TextPart(b.Text)
+		case Thinking:
+			parts[i] = telemetry.Part("reasoning", attribute.String("content", b.Thinking))
+		case ToolUse:
+			parts[i] = telemetry.Part("tool_call", attribute.String("id", b.ID), attribute.String("name", b.Name),
+				attribute.KeyValue{Key: "arguments", Value: telemetry.JSON(b.Input)})
+		case ToolResult:
+			parts[i] = telemetry.Part("tool_call_response", attribute.String("id", b.ToolUseID),
+				attribute.KeyValue{Key: "response", Value: telemetry.Text(TextOf(b.Content))})
+		case Image:
+			parts[i] = telemetry.Part("blob", attribute.String("modality", "image"),
+				attribute.String("mime_type", b.MediaType), attribute.String("content", b.Data))
+		default: // the schemas have no part for it: its type alone
+			parts[i] = telemetry.Part(b.BlockType())
+		}
+	}
+	return telemetry.Message(string(role), string(finish), parts...)
+}

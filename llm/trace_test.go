@@ -1,0 +1,152 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/agentloop/agentloop/anthropictest"
+	"github.com/agentloop/agentloop/internal/telemetry"
+)
+
+// TestClientMetrics checks the gen_ai.client.* metrics of one model call
+// that the client retried once: their names, units, the conventions'
+// bucket boundaries, their attributes, and the Anthropic rule that input
+// tokens include the cached ones.
+func TestClientMetrics(t *testing.T) {
+	srv := anthropictest.NewServer(
+		anthropictest.HTTPError{Status: 529, Type: "overloaded_error", Message: "Overloaded", RetryAfter: time.Millisecond},
+		anthropictest.NewStream().Usage(100, 20).Cache(30, 50).Text("hi").StopUsage("end_turn", 20),
+	)
+	defer srv.Close()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	c := New(Config{BaseURL: srv.URL, HTTPClient: &http.Client{Transport: tr}, Telemetry: Telemetry{MeterProvider: mp}})
+	for _, err := range c.Stream(t.Context(), Request{Model: "claude-test", Messages: []Message{{Role: User, Content: []Block{Text{Text: "hi"}}}}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(t.Context(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	type point struct {
+		Attrs  map[string]any
+		Count  uint64
+		Sum    float64
+		Bounds []float64
+	}
+	got := map[string][]point{}
+	units := map[string]string{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			units[m.Name] = m.Unit
+			add := func(set attribute.Set, count uint64, sum float64, bounds []float64) {
+				attrs := map[string]any{}
+				for _, kv := range set.ToSlice() {
+					if kv.Key != "server.port" {
+						attrs[string(kv.Key)] = kv.Value.AsInterface()
+					}
+				}
+				if m.Unit == "s" {
+					sum = 0 // measured, not scripted
+				}
+				got[m.Name] = append(got[m.Name], point{attrs, count, sum, bounds})
+			}
+			switch d := m.Data.(type) {
+			case metricdata.Histogram[int64]:
+				for _, p := range d.DataPoints {
+					add(p.Attributes, p.Count, float64(p.Sum), p.Bounds)
+				}
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					add(p.Attributes, p.Count, p.Sum, p.Bounds)
+				}
+			}
+		}
+	}
+	base := func(extra ...any) map[string]any {
+		m := map[string]any{"gen_ai.operation.name": "chat", "gen_ai.provider.name": "anthropic",
+			"gen_ai.request.model": "claude-test", "server.address": "127.0.0.1"}
+		for i := 0; i+1 < len(extra); i += 2 {
+			m[extra[i].(string)] = extra[i+1]
+		}
+		return m
+	}
+	ok := base("gen_ai.response.model", "claude-sonnet-5-5")
+	want := map[string][]point{
+		"gen_ai.client.operation.duration": {
+			{base("error.type", "overloaded_error"), 1, 0, telemetry.SecondsBuckets},
+			{ok, 1, 0, telemetry.SecondsBuckets},
+		},
+		"gen_ai.client.operation.time_to_first_chunk": {{ok, 1, 0, telemetry.SecondsBuckets}},
+		"gen_ai.client.token.usage": {
+			{base("gen_ai.response.model", "claude-sonnet-5-5", "gen_ai.token.type", "input"), 1, 180, telemetry.TokenBuckets},
+			{base("gen_ai.response.model", "claude-sonnet-5-5", "gen_ai.token.type", "output"), 1, 20, telemetry.TokenBuckets},
+		},
+	}
+	sortPoints := cmp.Transformer("sort", func(ps []point) map[string]point {
+		out := map[string]point{}
+		for _, p := range ps {
+			out[fmt.Sprint(p.Attrs)] = p
+		}
+		return out
+	})
+	if diff := cmp.Diff(want, got, sortPoints); diff != "" {
+		t.Errorf("metrics (-want +got):\n%s", diff)
+	}
+	wantUnits := map[string]string{"gen_ai.client.operation.duration": "s",
+		"gen_ai.client.operation.time_to_first_chunk": "s", "gen_ai.client.token.usage": "{token}"}
+	if diff := cmp.Diff(wantUnits, units); diff != "" {
+		t.Errorf("units (-want +got):\n%s", diff)
+	}
+}
+
+func TestErrorType(t *testing.T) {
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{&APIError{StatusCode: 429, Type: "rate_limit_error"}, "rate_limit_error"},
+		{errors.Join(errors.New("x"), &APIError{Type: "overloaded_error"}), "overloaded_error"},
+		{ErrIdleTimeout, "timeout"},
+		{context.DeadlineExceeded, "timeout"},
+		{context.Canceled, "cancelled"},
+		{ErrConnection, "connection_error"},
+		{ErrIncompleteStream, "incomplete_stream"},
+		{ErrMalformedEvent, "malformed_event"},
+		{errors.New("something else"), "_OTHER"},
+	}
+	for _, tt := range tests {
+		if got := ErrorType(tt.err); got != tt.want {
+			t.Errorf("ErrorType(%v) = %q, want %q", tt.err, got, tt.want)
+		}
+	}
+}
+
+// BenchmarkAttemptOff measures what telemetry adds to one attempt of a
+// model call when no provider is installed: the span and metric checks
+// around the stream, and one event through observe.
+func BenchmarkAttemptOff(b *testing.B) {
+	tel := telemetry.New("test", nil, nil, false, "")
+	req := Request{Model: "claude-test", Messages: []Message{{Role: User, Content: []Block{Text{Text: "hi"}}}}}
+	yield := func(Event, error) bool { return true }
+	b.ReportAllocs()
+	for b.Loop() {
+		a := startChat(tel, context.Background(), req)
+		a.observe(yield)(MessageStop{}, nil)
+		a.end(nil)
+	}
+}
