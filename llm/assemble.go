@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"slices"
 )
 
@@ -34,16 +35,15 @@ import (
 // A second MessageStart (a proxy that spliced two responses) starts the
 // message over. The zero value is ready to use.
 type Assembler struct {
-	id, model  string
-	container  string
-	stop       StopReason
-	stopSeq    string
-	usage      Usage
-	done       bool
-	blocks     []*partial // in start order
-	byIndex    map[int]*partial
-	last       *partial // the block that received the last event
-	keyScratch []byte
+	id, model string
+	container string
+	stop      StopReason
+	stopSeq   string
+	usage     Usage
+	done      bool
+	blocks    []*partial // in start order
+	byIndex   map[int]*partial
+	last      *partial // the block that received the last event
 }
 
 // partial is a block being assembled.
@@ -78,7 +78,7 @@ type rawMerge struct {
 func (a *Assembler) Add(ev Event) (Block, bool) {
 	switch ev := ev.(type) {
 	case MessageStart:
-		*a = Assembler{id: ev.ID, model: ev.Model, usage: ev.Usage, container: ev.Container, keyScratch: a.keyScratch}
+		*a = Assembler{id: ev.ID, model: ev.Model, usage: ev.Usage, container: ev.Container}
 	case TextStart:
 		if p := a.start(ev.Index, "text"); p != nil {
 			p.buf = append(p.buf, ev.Text...)
@@ -187,24 +187,8 @@ func (p *partial) finish() Block {
 		return ToolUse{ID: t.ID, Name: t.Name, Input: toolInput(t.Input, p.buf), Caller: t.Caller, ToolsetName: t.ToolsetName}
 	default:
 		raw := p.raw
-		if p.hasInput {
-			var scratch []byte
-			cur, _ := field(raw, "input", &scratch)
-			raw = setField(raw, "input", toolInput(cur, p.buf))
-		}
-		for _, m := range p.merges {
-			val := m.val
-			if m.isStr {
-				var scratch []byte
-				s := m.str
-				if cur, ok := field(raw, m.key, &scratch); ok && len(cur) > 0 && cur[0] == '"' {
-					if prev, ok := unescape(cur, nil); ok {
-						s = append(prev, s...)
-					}
-				}
-				val, _ = json.Marshal(string(s))
-			}
-			raw = setField(raw, m.key, val)
+		if p.hasInput || len(p.merges) > 0 {
+			raw = p.rebuild()
 		}
 		if p.rawType == "redacted_thinking" {
 			// The same type UnmarshalBlock gives, so that a streamed turn
@@ -218,6 +202,70 @@ func (p *partial) finish() Block {
 	}
 }
 
+// rebuild returns the raw block's JSON with its streamed input and the
+// fields of its unknown deltas set, every other member kept in its place.
+func (p *partial) rebuild() json.RawMessage {
+	keys, vals, err := members(p.raw)
+	if err != nil {
+		return p.raw
+	}
+	set := func(k string, v json.RawMessage) {
+		if i := slices.Index(keys, k); i >= 0 {
+			vals[i] = v
+		} else {
+			keys, vals = append(keys, k), append(vals, v)
+		}
+	}
+	get := func(k string) json.RawMessage {
+		if i := slices.Index(keys, k); i >= 0 {
+			return vals[i]
+		}
+		return nil
+	}
+	if p.hasInput {
+		set("input", toolInput(get("input"), p.buf))
+	}
+	for _, m := range p.merges {
+		val := m.val
+		if m.isStr {
+			var prev string
+			json.Unmarshal(get(m.key), &prev) // "" unless it is a string
+			val, _ = json.Marshal(prev + string(m.str))
+		}
+		set(m.key, val)
+	}
+	out := []byte{'{'}
+	for i, k := range keys {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		kq, _ := json.Marshal(k)
+		out = append(append(append(out, kq...), ':'), vals[i]...)
+	}
+	return append(out, '}')
+}
+
+// members returns the keys and raw values of the JSON object obj, in
+// order.
+func members(obj []byte) (keys []string, vals []json.RawMessage, err error) {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, nil, errors.New("not a JSON object")
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return nil, nil, err
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, nil, err
+		}
+		keys, vals = append(keys, k.(string)), append(vals, v)
+	}
+	return keys, vals, nil
+}
+
 // toolInput is a tool call's input from its start's input and its
 // concatenated fragments.
 func toolInput(start json.RawMessage, frags []byte) json.RawMessage {
@@ -228,7 +276,7 @@ func toolInput(start json.RawMessage, frags []byte) json.RawMessage {
 			return json.RawMessage("{}")
 		}
 	}
-	if in[0] == '{' && validJSON(in) {
+	if in[0] == '{' && json.Valid(in) {
 		return slices.Clip(in)
 	}
 	out, _ := json.Marshal(struct {
@@ -262,63 +310,28 @@ const maxMergedFields = 32
 
 // merge records the fields of an unknown delta on a raw block.
 func (a *Assembler) merge(p *partial, delta json.RawMessage) {
-	sc := scanObject(delta)
-	for k, v, ok := sc.next(&a.keyScratch); ok; k, v, ok = sc.next(&a.keyScratch) {
-		if string(k) == "type" {
+	keys, vals, _ := members(delta)
+	for j, k := range keys {
+		if k == "type" {
 			continue
 		}
-		i := slices.IndexFunc(p.merges, func(m rawMerge) bool { return m.key == string(k) })
+		i := slices.IndexFunc(p.merges, func(m rawMerge) bool { return m.key == k })
 		if i < 0 && len(p.merges) >= maxMergedFields {
 			continue
 		}
 		if i < 0 {
-			p.merges = append(p.merges, rawMerge{key: string(k)})
+			p.merges = append(p.merges, rawMerge{key: k})
 			i = len(p.merges) - 1
 		}
-		m := &p.merges[i]
-		if len(v) > 0 && v[0] == '"' && (m.isStr || m.val == nil) {
-			if s, ok := unescape(v, nil); ok {
-				m.isStr = true
-				m.str = append(m.str, s...)
-				continue
-			}
+		m, v := &p.merges[i], vals[j]
+		var s string
+		if (m.isStr || m.val == nil) && v[0] == '"' && json.Unmarshal(v, &s) == nil {
+			m.isStr = true
+			m.str = append(m.str, s...)
+			continue
 		}
-		m.isStr, m.str, m.val = false, nil, slices.Clone(v)
+		m.isStr, m.str, m.val = false, nil, v
 	}
-}
-
-// field returns the raw value of key in the JSON object obj.
-func field(obj []byte, key string, scratch *[]byte) ([]byte, bool) {
-	sc := scanObject(obj)
-	for k, v, ok := sc.next(scratch); ok; k, v, ok = sc.next(scratch) {
-		if string(k) == key {
-			return v, true
-		}
-	}
-	return nil, false
-}
-
-// setField returns a copy of the JSON object obj with key set to val,
-// every other byte unchanged.
-func setField(obj []byte, key string, val []byte) json.RawMessage {
-	var scratch []byte
-	sc := scanObject(obj)
-	for k, v, ok := sc.next(&scratch); ok; k, v, ok = sc.next(&scratch) {
-		if string(k) == key {
-			start := sc.i - len(v)
-			return slices.Concat(obj[:start], val, obj[sc.i:])
-		}
-	}
-	obj = bytes.TrimSpace(obj)
-	if len(obj) < 2 {
-		return slices.Clone(obj)
-	}
-	kq, _ := json.Marshal(key)
-	sep := []byte(",")
-	if len(bytes.TrimSpace(obj[1:len(obj)-1])) == 0 {
-		sep = nil
-	}
-	return slices.Concat(obj[:len(obj)-1], sep, kq, []byte(":"), val, []byte("}"))
 }
 
 // Message returns the assistant message so far: every completed block,

@@ -213,12 +213,11 @@ func withCacheControl(obj []byte) []byte {
 	if len(obj) < 2 || obj[len(obj)-1] != '}' {
 		return obj
 	}
-	var scratch []byte
-	sc := scanObject(obj)
-	for k, _, ok := sc.next(&scratch); ok; k, _, ok = sc.next(&scratch) {
-		if string(k) == "cache_control" {
-			return obj
-		}
+	var has struct {
+		CacheControl json.RawMessage `json:"cache_control"`
+	}
+	if json.Unmarshal(obj, &has) != nil || has.CacheControl != nil {
+		return obj
 	}
 	out := make([]byte, 0, len(obj)+len(cacheControl)+1)
 	out = append(out, obj[:len(obj)-1]...)

@@ -342,7 +342,7 @@ func (c *Client) CountTokens(ctx context.Context, req Request) (int, error) {
 			InputTokens *int `json:"input_tokens"`
 		}
 		if err := json.Unmarshal(body, &w); err != nil || w.InputTokens == nil {
-			return malformed("count_tokens response", body)
+			return malformed("count_tokens response", body, err)
 		}
 		n = *w.InputTokens
 		return nil

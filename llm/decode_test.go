@@ -70,7 +70,7 @@ func TestDecode(t *testing.T) {
 		name: "CRLF, multi-line data, missing final blank line",
 		in: strings.ReplaceAll(sseStart, "\n", "\r\n") +
 			"event: content_block_start\r\ndata: {\"type\":\"content_block_start\",\r\ndata: \"index\":3,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"f\",\"input\":{}}}\r\n\r\n" +
-			"event: content_block_delta\rdata: {\"type\":\"content_block_delta\",\"index\":3,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"a\\\": \\\"x\\\\\"}}\r\r" +
+			"event: content_block_delta\r\ndata: {\"type\":\"content_block_delta\",\"index\":3,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"a\\\": \\\"x\\\\\"}}\r\n\r\n" +
 			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":3,\"delta\":{\"partial_json\":\"ny\\\"}\",\"type\":\"input_json_delta\"}}\n\n" +
 			"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":3}\n\n" +
 			"event: message_stop\ndata: {\"type\":\"message_stop\"}",
@@ -139,6 +139,11 @@ func TestDecode(t *testing.T) {
 	}, {
 		name:    "malformed container",
 		in:      sseStart + "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"container\":{\"id\":7}}}\n\n",
+		want:    []Event{evStart},
+		wantErr: ErrMalformedEvent,
+	}, {
+		name:    "a lone CR is refused, not misread",
+		in:      sseStart + "event: content_block_stop\rdata: {\"type\":\"content_block_stop\",\"index\":0}\r\r",
 		want:    []Event{evStart},
 		wantErr: ErrMalformedEvent,
 	}, {

@@ -112,34 +112,3 @@ func FuzzAssembler(f *testing.F) {
 		}
 	})
 }
-
-// validJSONCases are inputs on which validJSON and json.Valid must agree;
-// FuzzValidJSON starts from them.
-var validJSONCases = []string{
-	``, ` `, `null`, `nul`, `nulls`, `true`, `false`, `tru`, `0`, `-0`, `01`, `-`, `1.`, `1.5`, `.5`,
-	`1e5`, `1E+5`, `1e-`, `1e`, `-12.34e-56`, `""`, `"a\"b"`, `"\u00e9\ud83d\ude00"`, `"\u12"`, `"\x"`,
-	"\"a\tb\"", "\"\xff\xfe\"", `"unterminated`, `"\`, `{}`, ` { } `, `{"a":1}`, `{"a":1,}`, `{,}`,
-	`{"a"}`, `{"a":}`, `{1:2}`, `[]`, `[1,2,[3,{"x":[null]}]]`, `[1,]`, `[,1]`, `[1 2]`, `{"a":1}{}`,
-	`{"a":[}`, `[[[[[[[[[[]]]]]]]]]]`, strings.Repeat("[", 10001) + strings.Repeat("]", 10001),
-	strings.Repeat("[", 10000) + strings.Repeat("]", 10000),
-}
-
-func TestValidJSON(t *testing.T) {
-	for _, c := range validJSONCases {
-		if got, want := validJSON([]byte(c)), json.Valid([]byte(c)); got != want {
-			t.Errorf("validJSON(%.40q) = %v, json.Valid says %v", c, got, want)
-		}
-	}
-}
-
-// FuzzValidJSON holds validJSON to json.Valid's answers.
-func FuzzValidJSON(f *testing.F) {
-	for _, c := range validJSONCases {
-		f.Add([]byte(c))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		if got, want := validJSON(b), json.Valid(b); got != want {
-			t.Fatalf("validJSON(%q) = %v, json.Valid says %v", b, got, want)
-		}
-	})
-}
