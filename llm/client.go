@@ -178,7 +178,7 @@ func (c *Client) streamOnce(ctx context.Context, params anthropic.MessageNewPara
 	}
 	dec := newDecoder(body, c.log)
 	defer dec.release()
-	dec.status, dec.header = resp.StatusCode, resp.Header
+	dec.header = resp.Header
 
 	var pending Event // a MessageStart not yet yielded
 	for {

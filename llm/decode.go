@@ -28,7 +28,6 @@ import (
 type decoder struct {
 	sse    sseReader
 	log    *slog.Logger
-	status int         // of the response, for error events
 	header http.Header // of the response, for error events
 
 	usage Usage   // the turn's usage so far; message_delta overwrites fields
@@ -136,7 +135,7 @@ func newDecoder(r io.Reader, log *slog.Logger) *decoder {
 	}
 	d := decoderPool.Get().(*decoder)
 	d.sse.reset(r)
-	*d = decoder{sse: d.sse, log: log, status: http.StatusOK, queue: d.queue[:0], wire: d.wire}
+	*d = decoder{sse: d.sse, log: log, queue: d.queue[:0], wire: d.wire}
 	d.wire.reset()
 	return d
 }
@@ -206,7 +205,7 @@ func (d *decoder) next() (Event, error) {
 		case "ping":
 			continue
 		case "error":
-			return nil, newStreamError(data, d.status, d.header)
+			return nil, newStreamError(data, d.header)
 		default:
 			d.log.Debug("llm: unknown stream event ignored", "event", string(name))
 			continue

@@ -155,7 +155,7 @@ func TestDecode(t *testing.T) {
 		name:    "error event",
 		in:      sseStart + "event: error\ndata: {\"type\":\"error\",\"error\":{\"details\":null,\"type\":\"overloaded_error\",\"message\":\"Overloaded\"},\"request_id\":\"req_1\"}\n\n",
 		want:    []Event{evStart},
-		wantErr: &APIError{StatusCode: 200, Type: "overloaded_error", Message: "Overloaded", RequestID: "req_1", Retryable: true},
+		wantErr: &APIError{Type: "overloaded_error", Message: "Overloaded", RequestID: "req_1", Retryable: true},
 	}, {
 		name:    "malformed delta",
 		in:      sseStart + "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"x}}\n\n",

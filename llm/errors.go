@@ -34,8 +34,9 @@ var ErrMalformedEvent = errors.New("llm: malformed stream event")
 // An APIError is an error reported by the Messages API, either as an HTTP
 // error status or as an "error" event inside a 200 stream.
 type APIError struct {
-	// StatusCode is the HTTP status. It is 200 for an error event that
-	// arrived inside a stream.
+	// StatusCode is the HTTP error status. It is zero for an error event
+	// that arrived inside a stream, whose response had begun with 200:
+	// such an error is what its Type says, not an HTTP failure.
 	StatusCode int
 	// Type is the API's error type, such as "overloaded_error". When the
 	// body has none (a proxy's error page), it is derived from StatusCode.
@@ -55,11 +56,14 @@ type APIError struct {
 	RetryAfter time.Duration
 }
 
-// Error returns the status, type, message and request id.
+// Error returns the HTTP status if there was one, then the type, the
+// message, the error code if any and the request id, for example
+// "llm: overloaded_error: Overloaded (request req_…)" for an error event
+// mid-stream, or "llm: 529 overloaded_error: Overloaded (request req_…)".
 func (e *APIError) Error() string {
 	var b strings.Builder
 	b.WriteString("llm: ")
-	if e.StatusCode != 0 && e.StatusCode != http.StatusOK {
+	if e.StatusCode != 0 {
 		b.WriteString(strconv.Itoa(e.StatusCode))
 		b.WriteByte(' ')
 	}
@@ -186,8 +190,8 @@ func retryableStatus(status int, code string) bool {
 // newStreamError builds the APIError for an "error" event. Only overloaded
 // and internal API errors are transient; the connection closes after the
 // event, so the turn is lost either way.
-func newStreamError(data []byte, status int, h http.Header) *APIError {
-	e := &APIError{StatusCode: status, RequestID: h.Get("request-id")}
+func newStreamError(data []byte, h http.Header) *APIError {
+	e := &APIError{RequestID: h.Get("request-id")}
 	var w errorBody
 	if err := json.Unmarshal(data, &w); err != nil {
 		e.Type, e.Message = "malformed_error_event", string(data)
