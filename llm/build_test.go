@@ -50,11 +50,7 @@ func TestRequestGolden(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := messageParams(tt.req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			raw, err := json.Marshal(p)
+			raw, err := requestBody(tt.req, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,7 +69,7 @@ func TestRequestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v (run with -update to create it)", err)
 			}
-			// Compared as values: the SDK writes extra fields in map order.
+			// Compared as values: the order of fields is not the API's concern.
 			var wantV, gotV any
 			if err := json.Unmarshal(want, &wantV); err != nil {
 				t.Fatal(err)
@@ -98,7 +94,7 @@ func TestRequestErrors(t *testing.T) {
 		"bad raw":   {Model: "m", Messages: []Message{{Role: User, Content: []Block{RawBlock{Type: "x", JSON: json.RawMessage("{")}}}}},
 		"no name":   {Model: "m", Tools: []ToolSpec{{}}},
 	} {
-		if _, err := messageParams(req); err == nil {
+		if _, err := requestBody(req, false); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}

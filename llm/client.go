@@ -140,14 +140,14 @@ func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Event, error
 			yield(nil, errors.New("llm: a Stream can be ranged over only once"))
 			return
 		}
-		params, err := messageParams(req)
+		body, err := requestBody(req, false)
 		if err != nil {
 			yield(nil, err)
 			return
 		}
 		yielded := false
 		err = c.retry(ctx, func() bool { return yielded }, func(ctx context.Context) error {
-			return c.streamOnce(ctx, params, &yielded, yield)
+			return c.streamOnce(ctx, body, &yielded, yield)
 		})
 		if err != nil && err != errStop {
 			yield(nil, err)
@@ -156,7 +156,7 @@ func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Event, error
 }
 
 // streamOnce makes one attempt at a streamed turn.
-func (c *Client) streamOnce(ctx context.Context, params anthropic.MessageNewParams, yielded *bool, yield func(Event, error) bool) error {
+func (c *Client) streamOnce(ctx context.Context, body []byte, yielded *bool, yield func(Event, error) bool) error {
 	// The idle timer runs only while this attempt waits for the server:
 	// until the response headers, then during each read of the body.
 	// Time the consumer spends between events is not the server's
@@ -166,17 +166,17 @@ func (c *Client) streamOnce(ctx context.Context, params anthropic.MessageNewPara
 	if idle != nil {
 		defer idle.Stop()
 	}
-	resp, err := c.post(actx, "v1/messages", params, option.WithJSONSet("stream", true))
+	resp, err := c.post(actx, "v1/messages", body)
 	if err != nil {
 		return c.attemptErr(ctx, actx, err)
 	}
 	defer resp.Body.Close()
-	var body io.Reader = resp.Body
+	var r io.Reader = resp.Body
 	if idle != nil {
 		idle.Stop()
-		body = &idleReader{r: resp.Body, t: idle, d: c.idleTimeout}
+		r = &idleReader{r: resp.Body, t: idle, d: c.idleTimeout}
 	}
-	dec := newDecoder(body, c.log)
+	dec := newDecoder(r, c.log)
 	defer dec.release()
 	dec.header = resp.Header
 
@@ -247,10 +247,11 @@ func (r *idleReader) Read(p []byte) (int, error) {
 }
 
 // post sends one request through the SDK and returns the response with its
-// body unread, or the error as this package reports it.
-func (c *Client) post(ctx context.Context, path string, params any, opts ...option.RequestOption) (*http.Response, error) {
+// body unread, or the error as this package reports it. The SDK sends a
+// []byte body as it is.
+func (c *Client) post(ctx context.Context, path string, body []byte) (*http.Response, error) {
 	var resp *http.Response
-	err := c.sdk.Post(ctx, path, params, &resp, opts...)
+	err := c.sdk.Post(ctx, path, body, &resp)
 	if err != nil {
 		// For an error status the SDK has read the body into an error
 		// of its own, and left the bytes on resp.Body: build ours from
@@ -314,7 +315,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // Request.Extra, MaxTokens, StopSequences and sampling settings are not
 // sent.
 func (c *Client) CountTokens(ctx context.Context, req Request) (int, error) {
-	params, err := countParams(req)
+	body, err := requestBody(req, true)
 	if err != nil {
 		return 0, err
 	}
@@ -326,12 +327,12 @@ func (c *Client) CountTokens(ctx context.Context, req Request) (int, error) {
 		if idle != nil {
 			defer idle.Stop()
 		}
-		resp, err := c.post(actx, "v1/messages/count_tokens", params)
+		resp, err := c.post(actx, "v1/messages/count_tokens", body)
 		if err != nil {
 			return c.attemptErr(ctx, actx, err)
 		}
 		defer resp.Body.Close()
-		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		answer, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		if err != nil {
 			if actx.Err() != nil {
 				return c.attemptErr(ctx, actx, err)
@@ -341,8 +342,8 @@ func (c *Client) CountTokens(ctx context.Context, req Request) (int, error) {
 		var w struct {
 			InputTokens *int `json:"input_tokens"`
 		}
-		if err := json.Unmarshal(body, &w); err != nil || w.InputTokens == nil {
-			return malformed("count_tokens response", body, err)
+		if err := json.Unmarshal(answer, &w); err != nil || w.InputTokens == nil {
+			return malformed("count_tokens response", answer, err)
 		}
 		n = *w.InputTokens
 		return nil

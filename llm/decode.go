@@ -10,7 +10,7 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/go-json-experiment/json"
+	json2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -224,7 +224,7 @@ func (d *decoder) dataType(data []byte) []byte {
 	var w struct {
 		Type string `json:"type"`
 	}
-	json.Unmarshal(data, &w)
+	json2.Unmarshal(data, &w)
 	return []byte(w.Type)
 }
 
@@ -242,7 +242,7 @@ func malformed(what string, data []byte, err error) error {
 // it clears first, and requires an index when indexed is set.
 func (d *decoder) decode(what string, data []byte, indexed bool) error {
 	d.wire.reset()
-	if err := json.Unmarshal(data, &d.wire); err != nil {
+	if err := json2.Unmarshal(data, &d.wire); err != nil {
 		return malformed(what, data, err)
 	}
 	if indexed && d.wire.Index < 0 {
@@ -274,7 +274,7 @@ func (d *decoder) blockDelta(data []byte) (Event, error) {
 	var raw struct {
 		Delta jsontext.Value `json:"delta"`
 	}
-	json.Unmarshal(data, &raw) // valid: decode has checked data
+	json2.Unmarshal(data, &raw) // valid: decode has checked data
 	d.log.Debug("llm: unknown delta type passed on raw", "type", w.Type, "index", i)
 	return BlockDelta{Index: i, Type: string(w.Type), Raw: []byte(raw.Delta)}, nil
 }
@@ -318,7 +318,7 @@ type wireBlock struct {
 func (d *decoder) startEvents(index int, raw jsontext.Value) error {
 	d.block = wireBlock{} // reused only to save an allocation per start
 	b := &d.block
-	if err := json.Unmarshal(raw, b); err != nil {
+	if err := json2.Unmarshal(raw, b); err != nil {
 		return err
 	}
 	switch b.Type {
@@ -364,7 +364,7 @@ func (d *decoder) messageStart(data []byte) (Event, error) {
 			StopSequence string           `json:"stop_sequence"`
 		} `json:"message"`
 	}
-	if err := json.Unmarshal(data, &w); err != nil || w.Message == nil {
+	if err := json2.Unmarshal(data, &w); err != nil || w.Message == nil {
 		return nil, malformed("message_start", data, err)
 	}
 	m := w.Message
