@@ -289,7 +289,7 @@ func toolInput(start json.RawMessage, frags []byte) json.RawMessage {
 		}
 	}
 	if in[0] == '{' && jsontext.Value(in).IsValid(lenient) {
-		return slices.Clip(in)
+		return bytes.Clone(in) // exactly its size: the history keeps it
 	}
 	out, _ := json.Marshal(struct {
 		S string `json:"INVALID_JSON"`
