@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
-	"errors"
+	"maps"
 	"slices"
 
+	json2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -61,16 +62,15 @@ type partial struct {
 	tool      ToolUseStart    // a tool_use block's start
 	raw       json.RawMessage // a raw block's JSON
 	rawType   string
-	hasInput  bool       // a raw block got input fragments
-	merges    []rawMerge // a raw block's unknown deltas, by field
+	hasInput  bool                 // a raw block got input fragments
+	merges    map[string]*rawMerge // a raw block's unknown deltas, by field
 }
 
 // rawMerge is one field that unknown deltas set on a raw block.
 type rawMerge struct {
-	key   string
 	isStr bool
-	str   []byte          // the concatenated strings, when isStr
-	val   json.RawMessage // the last value, otherwise
+	str   []byte         // the concatenated strings, when isStr
+	val   jsontext.Value // the last value, otherwise
 }
 
 // Add applies ev. When ev is the BlockStop that completes a block, Add
@@ -85,13 +85,13 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 		if p := a.start(ev.Index, "text"); p != nil {
 			p.buf = grow(p.buf, ev.Text)
 		}
-	case ThinkingStart:
+	case thinkingStart:
 		a.start(ev.Index, "thinking")
 	case ToolUseStart:
 		if p := a.start(ev.Index, "tool_use"); p != nil {
 			p.tool = ev
 		}
-	case BlockStart:
+	case rawStart:
 		if p := a.start(ev.Index, "raw"); p != nil {
 			p.raw, p.rawType = ev.Raw, ev.Type
 		}
@@ -103,11 +103,11 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 		if p := a.open(ev.Index, "thinking"); p != nil {
 			p.buf = grow(p.buf, ev.Thinking)
 		}
-	case SignatureDelta:
+	case signatureDelta:
 		if p := a.open(ev.Index, "thinking"); p != nil {
 			p.sig = append(p.sig, ev.Signature...)
 		}
-	case CitationDelta:
+	case citationDelta:
 		if p := a.open(ev.Index, "text"); p != nil {
 			p.citations = append(p.citations, ev.Citation)
 		}
@@ -118,9 +118,9 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 			p.buf = grow(p.buf, ev.PartialJSON)
 			p.hasInput = true
 		}
-	case BlockDelta:
+	case rawDelta:
 		if p := a.open(ev.Index, "raw"); p != nil {
-			a.merge(p, ev.Raw)
+			p.merge(ev.Raw)
 		}
 	case BlockStop:
 		if p := a.open(ev.Index, ""); p != nil {
@@ -193,7 +193,7 @@ func (p *partial) finish() Block {
 			raw = p.rebuild()
 		}
 		if p.rawType == "redacted_thinking" {
-			// The same type UnmarshalBlock gives, so that a streamed turn
+			// The same type unmarshalBlock gives, so that a streamed turn
 			// and a reloaded one switch alike.
 			var b RedactedThinking
 			if json.Unmarshal(raw, &b) == nil {
@@ -205,67 +205,33 @@ func (p *partial) finish() Block {
 }
 
 // rebuild returns the raw block's JSON with its streamed input and the
-// fields of its unknown deltas set, every other member kept in its place.
+// fields of its unknown deltas set.
 func (p *partial) rebuild() json.RawMessage {
-	keys, vals, err := members(p.raw)
+	var fields map[string]jsontext.Value
+	if json2.Unmarshal(p.raw, &fields, lenient) != nil {
+		return p.raw
+	}
+	if p.hasInput {
+		fields["input"] = jsontext.Value(toolInput(json.RawMessage(fields["input"]), p.buf))
+	}
+	for k, m := range p.merges {
+		fields[k] = m.val
+		if m.isStr {
+			var prev string
+			json2.Unmarshal(fields[k], &prev) // "" unless it is a string
+			fields[k], _ = json2.Marshal(prev+string(m.str), lenient)
+		}
+	}
+	typ := fields["type"]
+	delete(fields, "type")
+	out, err := json2.Marshal(struct {
+		Type jsontext.Value            `json:"type"`
+		Rest map[string]jsontext.Value `json:",embed"`
+	}{typ, fields}, lenient, json2.Deterministic(true))
 	if err != nil {
 		return p.raw
 	}
-	set := func(k string, v json.RawMessage) {
-		if i := slices.Index(keys, k); i >= 0 {
-			vals[i] = v
-		} else {
-			keys, vals = append(keys, k), append(vals, v)
-		}
-	}
-	get := func(k string) json.RawMessage {
-		if i := slices.Index(keys, k); i >= 0 {
-			return vals[i]
-		}
-		return nil
-	}
-	if p.hasInput {
-		set("input", toolInput(get("input"), p.buf))
-	}
-	for _, m := range p.merges {
-		val := m.val
-		if m.isStr {
-			var prev string
-			json.Unmarshal(get(m.key), &prev) // "" unless it is a string
-			val, _ = json.Marshal(prev + string(m.str))
-		}
-		set(m.key, val)
-	}
-	out := []byte{'{'}
-	for i, k := range keys {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		kq, _ := json.Marshal(k)
-		out = append(append(append(out, kq...), ':'), vals[i]...)
-	}
-	return append(out, '}')
-}
-
-// members returns the keys and raw values of the JSON object obj, in
-// order.
-func members(obj []byte) (keys []string, vals []json.RawMessage, err error) {
-	dec := json.NewDecoder(bytes.NewReader(obj))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil, nil, errors.New("not a JSON object")
-	}
-	for dec.More() {
-		k, err := dec.Token()
-		if err != nil {
-			return nil, nil, err
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, nil, err
-		}
-		keys, vals = append(keys, k.(string)), append(vals, v)
-	}
-	return keys, vals, nil
+	return out
 }
 
 // grow appends s to b, at least doubling b's capacity when it must grow:
@@ -320,29 +286,29 @@ func InvalidInput(tu ToolUse) (string, bool) {
 // deltas carry one or two.
 const maxMergedFields = 32
 
-// merge records the fields of an unknown delta on a raw block.
-func (a *Assembler) merge(p *partial, delta json.RawMessage) {
-	keys, vals, _ := members(delta)
-	for j, k := range keys {
-		if k == "type" {
+// merge records the fields of an unknown delta on a raw block: strings are
+// appended, other values replaced.
+func (p *partial) merge(delta json.RawMessage) {
+	var fields map[string]jsontext.Value
+	json2.Unmarshal(delta, &fields, lenient) // the decoder has checked it
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		m, v := p.merges[k], fields[k]
+		if k == "type" || (m == nil && len(p.merges) >= maxMergedFields) {
 			continue
 		}
-		i := slices.IndexFunc(p.merges, func(m rawMerge) bool { return m.key == k })
-		if i < 0 && len(p.merges) >= maxMergedFields {
-			continue
+		if m == nil {
+			m = new(rawMerge)
+			if p.merges == nil {
+				p.merges = map[string]*rawMerge{}
+			}
+			p.merges[k] = m
 		}
-		if i < 0 {
-			p.merges = append(p.merges, rawMerge{key: k})
-			i = len(p.merges) - 1
-		}
-		m, v := &p.merges[i], vals[j]
 		var s string
-		if (m.isStr || m.val == nil) && v[0] == '"' && json.Unmarshal(v, &s) == nil {
-			m.isStr = true
-			m.str = append(m.str, s...)
-			continue
+		if (m.isStr || m.val == nil) && v.Kind() == '"' && json2.Unmarshal(v, &s) == nil {
+			m.isStr, m.str = true, append(m.str, s...)
+		} else {
+			m.isStr, m.str, m.val = false, nil, v
 		}
-		m.isStr, m.str, m.val = false, nil, v
 	}
 }
 

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,27 +12,22 @@ import (
 )
 
 // wireRequest is the body of a Messages API call, and of count_tokens,
-// which takes the fields marked "count". It is written here rather than
-// through the SDK's MessageNewParams: those copy a message's JSON four
-// times and validate it twice on the way to the wire, which for a 5 MiB
-// tool input sent back was most of the time a request took to build.
-// Only fields the caller set are present, so no sampling parameter is sent
-// unless asked for: API version 2026-10-21 rejects temperature, top_p and
-// top_k.
+// which takes all but MaxTokens, Container and Stream. It is written here
+// rather than through the SDK's MessageNewParams: those copy a message's
+// JSON four times and validate it twice on the way to the wire, which for
+// a 5 MiB tool input sent back was most of the time a request took to
+// build. Only fields the caller set are present: API version 2026-10-21
+// rejects temperature, top_p and top_k.
 type wireRequest struct {
-	Model         string          `json:"model"`                    // count
-	MaxTokens     int             `json:"max_tokens,omitzero"`      //
-	System        []wireSystem    `json:"system,omitempty"`         // count
-	Messages      []Message       `json:"messages"`                 // count
-	Tools         []wireTool      `json:"tools,omitempty"`          // count
-	ToolChoice    *wireToolChoice `json:"tool_choice,omitempty"`    // count
-	Thinking      *wireThinking   `json:"thinking,omitempty"`       // count
-	StopSequences []string        `json:"stop_sequences,omitempty"` //
-	Metadata      *wireMetadata   `json:"metadata,omitempty"`       //
-	Container     string          `json:"container,omitempty"`      //
-	Temperature   *float64        `json:"temperature,omitempty"`    //
-	Stream        bool            `json:"stream,omitzero"`          //
-	Extra         map[string]any  `json:",embed"`                   //
+	Model      string          `json:"model"`
+	MaxTokens  int             `json:"max_tokens,omitzero"`
+	System     []wireSystem    `json:"system,omitempty"`
+	Messages   []Message       `json:"messages"`
+	Tools      []wireTool      `json:"tools,omitempty"`
+	ToolChoice *wireToolChoice `json:"tool_choice,omitempty"`
+	Thinking   *wireThinking   `json:"thinking,omitempty"`
+	Container  string          `json:"container,omitempty"`
+	Stream     bool            `json:"stream,omitzero"`
 }
 
 type wireSystem struct {
@@ -46,18 +42,13 @@ type wireTool struct {
 }
 
 type wireToolChoice struct {
-	Type                   string `json:"type"`
-	Name                   string `json:"name,omitempty"`
-	DisableParallelToolUse bool   `json:"disable_parallel_tool_use,omitzero"`
+	Type string `json:"type"`
+	Name string `json:"name,omitempty"`
 }
 
 type wireThinking struct {
 	Type         string `json:"type"`
 	BudgetTokens int    `json:"budget_tokens,omitzero"`
-}
-
-type wireMetadata struct {
-	UserID string `json:"user_id"`
 }
 
 type cacheControl struct {
@@ -113,15 +104,9 @@ func requestBody(r Request, count bool) ([]byte, error) {
 		}
 	}
 	if tc := r.ToolChoice; tc != nil {
-		w.ToolChoice = &wireToolChoice{Type: tc.Type, DisableParallelToolUse: tc.DisableParallel}
-		switch tc.Type {
-		case "":
-			w.ToolChoice.Type = "auto"
-		case "tool":
+		w.ToolChoice = &wireToolChoice{Type: cmp.Or(tc.Type, "auto")}
+		if tc.Type == "tool" {
 			w.ToolChoice.Name = tc.Name
-		case "auto", "any":
-		default: // "none" and types newer than this package take no options
-			w.ToolChoice.DisableParallelToolUse = false
 		}
 	}
 	if th := r.Thinking; th != nil {
@@ -133,14 +118,10 @@ func requestBody(r Request, count bool) ([]byte, error) {
 		}
 	}
 	if !count {
-		w.MaxTokens, w.StopSequences, w.Container, w.Temperature = r.MaxTokens, r.StopSequences, r.Container, r.Temperature
+		w.MaxTokens, w.Container, w.Stream = r.MaxTokens, r.Container, true
 		if w.MaxTokens <= 0 {
 			w.MaxTokens = DefaultMaxTokens
 		}
-		if r.UserID != "" {
-			w.Metadata = &wireMetadata{UserID: r.UserID}
-		}
-		w.Stream = true
 	}
 	for i, m := range r.Messages {
 		for j, b := range m.Content {

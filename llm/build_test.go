@@ -38,9 +38,10 @@ func TestRequestGolden(t *testing.T) {
 		{"minimal", Request{Model: "claude-x", Messages: conv[:1]}},
 		{"full", Request{
 			Model: "claude-x", MaxTokens: 1000, System: "Be brief.", Messages: conv, Tools: tools,
-			ToolChoice: &ToolChoice{Type: "any", DisableParallel: true}, Thinking: &ThinkingConfig{BudgetTokens: 500},
-			StopSequences: []string{"END"}, UserID: "u1", Temperature: &temp,
-			Extra: map[string]any{"service_tier": "auto", "context_management": map[string]any{"edits": []any{}}},
+			ToolChoice: &ToolChoice{Type: "any"}, Thinking: &ThinkingConfig{BudgetTokens: 500},
+			Extra: map[string]any{"service_tier": "auto", "context_management": map[string]any{"edits": []any{}},
+				"temperature": temp, "stop_sequences": []string{"END"}, "metadata": map[string]string{"user_id": "u1"},
+				"tool_choice": map[string]any{"type": "any", "disable_parallel_tool_use": true}},
 		}},
 		{"cache", Request{Model: "claude-x", System: "sys", Messages: conv, Tools: tools, Cache: true}},
 		{"cache_last_block_thinking", Request{Model: "claude-x", Messages: conv[:2], Cache: true,

@@ -31,23 +31,17 @@ type Config struct {
 	// anthropic-beta. Nil means none.
 	Header http.Header
 	// HTTPClient sends the requests. Nil means http.DefaultClient. Leave
-	// its Timeout at zero: a turn may stream for many minutes, and
-	// IdleTimeout catches a stream that stalls.
+	// its Timeout at zero: a turn may stream for many minutes, and a
+	// stream that sends nothing, not even a ping, for 90 seconds is
+	// aborted as stalled.
 	HTTPClient *http.Client
 	// Logger receives a line per retry (Info) and per unknown event type
 	// (Debug). Nil discards everything.
 	Logger *slog.Logger
 	// MaxAttempts is how many times a request is tried, the first time
-	// included. Zero means 3; 1 turns retries off.
+	// included. Zero means 3; 1 turns retries off. A server that asks,
+	// with retry-after, for a wait over a minute ends the retries.
 	MaxAttempts int
-	// IdleTimeout aborts a stream that sends nothing, not even a ping,
-	// for this long. Time the caller spends between events does not
-	// count. Zero means 90 seconds; negative means never.
-	IdleTimeout time.Duration
-	// MaxRetryWait caps the wait a server may ask for with retry-after.
-	// A longer request ends the retries and returns the error. Zero means
-	// 60 seconds.
-	MaxRetryWait time.Duration
 }
 
 // A Client calls the Messages API. It is safe for concurrent use.
@@ -55,8 +49,8 @@ type Client struct {
 	sdk          anthropic.Client
 	log          *slog.Logger
 	maxAttempts  int
-	idleTimeout  time.Duration
-	maxRetryWait time.Duration
+	idleTimeout  time.Duration // of a stream's silence; time between events the caller spends does not count
+	maxRetryWait time.Duration // the longest retry-after waited for
 
 	// Seams for tests: time and randomness.
 	sleep  func(ctx context.Context, d time.Duration) error
@@ -69,8 +63,8 @@ func New(cfg Config) *Client {
 	c := &Client{
 		log:          cfg.Logger,
 		maxAttempts:  cfg.MaxAttempts,
-		idleTimeout:  cfg.IdleTimeout,
-		maxRetryWait: cfg.MaxRetryWait,
+		idleTimeout:  90 * time.Second,
+		maxRetryWait: time.Minute,
 		sleep:        sleepCtx,
 		now:          time.Now,
 		jitter:       rand.Int64N,
@@ -80,12 +74,6 @@ func New(cfg Config) *Client {
 	}
 	if c.maxAttempts <= 0 {
 		c.maxAttempts = 3
-	}
-	if c.idleTimeout == 0 {
-		c.idleTimeout = 90 * time.Second
-	}
-	if c.maxRetryWait <= 0 {
-		c.maxRetryWait = 60 * time.Second
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
@@ -163,21 +151,14 @@ func (c *Client) streamOnce(ctx context.Context, body []byte, yielded *bool, yie
 	// silence, and must not abort the stream.
 	actx, cancel, idle := c.idleContext(ctx)
 	defer cancel(nil)
-	if idle != nil {
-		defer idle.Stop()
-	}
+	defer idle.Stop()
 	resp, err := c.post(actx, "v1/messages", body)
 	if err != nil {
 		return c.attemptErr(ctx, actx, err)
 	}
 	defer resp.Body.Close()
-	var r io.Reader = resp.Body
-	if idle != nil {
-		idle.Stop()
-		r = &idleReader{r: resp.Body, t: idle, d: c.idleTimeout}
-	}
-	dec := newDecoder(r, c.log)
-	defer dec.release()
+	idle.Stop()
+	dec := newDecoder(&idleReader{r: resp.Body, t: idle, d: c.idleTimeout}, c.log)
 	dec.header = resp.Header
 
 	var pending Event // a MessageStart not yet yielded
@@ -208,14 +189,11 @@ func (c *Client) streamOnce(ctx context.Context, body []byte, yielded *bool, yie
 }
 
 // idleContext returns the context of one attempt, which the returned timer
-// cancels with ErrIdleTimeout when it fires. The timer is nil when
-// IdleTimeout is off. The caller must call cancel and stop the timer.
+// cancels with errIdleTimeout when it fires. The caller must call cancel
+// and stop the timer.
 func (c *Client) idleContext(ctx context.Context) (context.Context, context.CancelCauseFunc, *time.Timer) {
 	actx, cancel := context.WithCancelCause(ctx)
-	if c.idleTimeout <= 0 {
-		return actx, cancel, nil
-	}
-	return actx, cancel, time.AfterFunc(c.idleTimeout, func() { cancel(ErrIdleTimeout) })
+	return actx, cancel, time.AfterFunc(c.idleTimeout, func() { cancel(errIdleTimeout) })
 }
 
 // attemptErr names the real cause of an attempt's failure: the caller's
@@ -224,8 +202,8 @@ func (c *Client) attemptErr(ctx, actx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	if context.Cause(actx) == ErrIdleTimeout {
-		return fmt.Errorf("%w: nothing received for %v", ErrIdleTimeout, c.idleTimeout)
+	if context.Cause(actx) == errIdleTimeout {
+		return fmt.Errorf("%w: nothing received for %v", errIdleTimeout, c.idleTimeout)
 	}
 	return err
 }
@@ -264,7 +242,7 @@ func (c *Client) post(ctx context.Context, path string, body []byte) (*http.Resp
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("%w: %w", ErrConnection, err)
+		return nil, fmt.Errorf("%w: %w", errConnection, err)
 	}
 	return resp, nil
 }
@@ -285,7 +263,7 @@ func (c *Client) retry(ctx context.Context, committed func() bool, attempt func(
 			return err
 		}
 		if ae, ok := errors.AsType[*APIError](err); ok && ae.RetryAfter > c.maxRetryWait {
-			c.log.Info("llm: server asks to wait longer than MaxRetryWait; giving up",
+			c.log.Info("llm: server asks to wait longer than a minute; giving up",
 				"retry_after", ae.RetryAfter, "max", c.maxRetryWait, "err", err)
 			return err
 		}
@@ -311,9 +289,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // CountTokens returns the number of input tokens req would use, by the
 // API's count_tokens endpoint. It retries like Stream, and an attempt whose
-// answer takes longer than IdleTimeout fails like a stalled stream.
-// Request.Extra, MaxTokens, StopSequences and sampling settings are not
-// sent.
+// answer takes longer than 90 seconds fails like a stalled stream.
+// Request.Extra, MaxTokens and Container are not sent.
 func (c *Client) CountTokens(ctx context.Context, req Request) (int, error) {
 	body, err := requestBody(req, true)
 	if err != nil {
@@ -324,9 +301,7 @@ func (c *Client) CountTokens(ctx context.Context, req Request) (int, error) {
 		// The answer is small, so the timer covers the whole exchange.
 		actx, cancel, idle := c.idleContext(ctx)
 		defer cancel(nil)
-		if idle != nil {
-			defer idle.Stop()
-		}
+		defer idle.Stop()
 		resp, err := c.post(actx, "v1/messages/count_tokens", body)
 		if err != nil {
 			return c.attemptErr(ctx, actx, err)
@@ -337,7 +312,7 @@ func (c *Client) CountTokens(ctx context.Context, req Request) (int, error) {
 			if actx.Err() != nil {
 				return c.attemptErr(ctx, actx, err)
 			}
-			return fmt.Errorf("%w: reading count_tokens response: %w", ErrConnection, err)
+			return fmt.Errorf("%w: reading count_tokens response: %w", errConnection, err)
 		}
 		var w struct {
 			InputTokens *int `json:"input_tokens"`

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -8,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"sync"
 
 	json2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -116,41 +116,14 @@ func (w *wireEvent) reset() {
 		PartialJSON: d.PartialJSON[:0], Thinking: d.Thinking[:0], Signature: d.Signature[:0]}}
 }
 
-// decoderPool keeps decoders, with their 64 KiB read buffer and scratch
-// slices, from one stream to the next: allocating and zeroing them was
-// a third of the bytes a short real stream cost. Events never point into
-// a decoder's buffers (they copy what they keep), so a decoder can be
-// reused as soon as its stream ends.
-var decoderPool = sync.Pool{New: func() any { return new(decoder) }}
-
-// maxPooledScratch bounds the scratch a pooled decoder keeps, so that one
-// huge event does not pin megabytes for the life of the process.
-const maxPooledScratch = 1 << 20
-
-// newDecoder returns a decoder for r, from the pool. Call release when the
-// stream is done with it.
+// newDecoder returns a decoder for r.
 func newDecoder(r io.Reader, log *slog.Logger) *decoder {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	d := decoderPool.Get().(*decoder)
-	d.sse.reset(r)
-	*d = decoder{sse: d.sse, log: log, queue: d.queue[:0], wire: d.wire}
-	d.wire.reset()
+	d := &decoder{log: log}
+	d.sse.br = bufio.NewReaderSize(r, 64<<10)
 	return d
-}
-
-// release returns d to the pool. It must not be used afterwards.
-func (d *decoder) release() {
-	d.sse.reset(nil)
-	w := &d.wire.Delta
-	if max(cap(d.sse.long), cap(d.sse.data), cap(d.wire.ContentBlock), cap(w.Text), cap(w.PartialJSON),
-		cap(w.Thinking), cap(w.Signature)) > maxPooledScratch {
-		return // let the garbage collector have it
-	}
-	clear(d.queue[:cap(d.queue)]) // events of an abandoned stream
-	d.log, d.header = nil, nil
-	decoderPool.Put(d)
 }
 
 // next returns the next event. After MessageStop it returns io.EOF. A
@@ -173,7 +146,7 @@ func (d *decoder) next() (Event, error) {
 		name, data, err := d.sse.next()
 		if err != nil {
 			switch {
-			case errors.Is(err, ErrMalformedEvent):
+			case errors.Is(err, errMalformedEvent):
 				return nil, err
 			case err == io.EOF:
 				return nil, ErrIncompleteStream
@@ -233,9 +206,9 @@ func malformed(what string, data []byte, err error) error {
 		data = data[:200]
 	}
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v: %q", ErrMalformedEvent, what, err, data)
+		return fmt.Errorf("%w: %s: %v: %q", errMalformedEvent, what, err, data)
 	}
-	return fmt.Errorf("%w: %s: %q", ErrMalformedEvent, what, data)
+	return fmt.Errorf("%w: %s: %q", errMalformedEvent, what, data)
 }
 
 // decode unmarshals the data of an event of type what into d.wire, which
@@ -266,9 +239,9 @@ func (d *decoder) blockDelta(data []byte) (Event, error) {
 	case "thinking_delta":
 		return ThinkingDelta{Index: i, Thinking: string(w.Thinking)}, nil
 	case "signature_delta":
-		return SignatureDelta{Index: i, Signature: string(w.Signature)}, nil
+		return signatureDelta{Index: i, Signature: string(w.Signature)}, nil
 	case "citations_delta":
-		return CitationDelta{Index: i, Citation: []byte(w.Citation)}, nil
+		return citationDelta{Index: i, Citation: []byte(w.Citation)}, nil
 	}
 	// A delta this package does not model: the whole of it, raw.
 	var raw struct {
@@ -276,7 +249,7 @@ func (d *decoder) blockDelta(data []byte) (Event, error) {
 	}
 	json2.Unmarshal(data, &raw) // valid: decode has checked data
 	d.log.Debug("llm: unknown delta type passed on raw", "type", w.Type, "index", i)
-	return BlockDelta{Index: i, Type: string(w.Type), Raw: []byte(raw.Delta)}, nil
+	return rawDelta{Index: i, Type: string(w.Type), Raw: []byte(raw.Delta)}, nil
 }
 
 func (d *decoder) blockStop(data []byte) (Event, error) {
@@ -325,15 +298,15 @@ func (d *decoder) startEvents(index int, raw jsontext.Value) error {
 	case "text":
 		d.queue = append(d.queue, TextStart{Index: index, Text: b.Text})
 		for _, c := range b.Citations {
-			d.queue = append(d.queue, CitationDelta{Index: index, Citation: []byte(c)})
+			d.queue = append(d.queue, citationDelta{Index: index, Citation: []byte(c)})
 		}
 	case "thinking":
-		d.queue = append(d.queue, ThinkingStart{Index: index})
+		d.queue = append(d.queue, thinkingStart{Index: index})
 		if b.Thinking != "" {
 			d.queue = append(d.queue, ThinkingDelta{Index: index, Thinking: b.Thinking})
 		}
 		if b.Signature != "" {
-			d.queue = append(d.queue, SignatureDelta{Index: index, Signature: b.Signature})
+			d.queue = append(d.queue, signatureDelta{Index: index, Signature: b.Signature})
 		}
 	case "tool_use":
 		if string(b.Caller) == "null" {
@@ -345,7 +318,7 @@ func (d *decoder) startEvents(index int, raw jsontext.Value) error {
 		return errors.New("no type")
 	default:
 		// Kept verbatim.
-		d.queue = append(d.queue, BlockStart{Index: index, Type: b.Type, Raw: bytes.Clone(raw)})
+		d.queue = append(d.queue, rawStart{Index: index, Type: b.Type, Raw: bytes.Clone(raw)})
 	}
 	return nil
 }

@@ -10,26 +10,24 @@ import (
 	"time"
 )
 
-// Errors a stream can end with besides an [*APIError]. Each is retryable:
-// [IsRetryable] reports true for them and for anything that wraps them.
+// ErrIncompleteStream means the response ended, or the connection broke,
+// before message_stop: the turn is not complete. It is retryable.
+var ErrIncompleteStream = errors.New("llm: stream ended before message_stop")
+
+// The other errors a stream can end with besides an [*APIError]. Callers
+// classify them with IsRetryable, so they are not exported.
 var (
-	// ErrIncompleteStream means the response ended, or the connection
-	// broke, before message_stop. The turn is not complete.
-	ErrIncompleteStream = errors.New("llm: stream ended before message_stop")
-
-	// ErrIdleTimeout means the server sent nothing, not even a ping, for
-	// longer than Config.IdleTimeout.
-	ErrIdleTimeout = errors.New("llm: stream idle timeout")
-
-	// ErrConnection means the request could not be sent or no response
-	// arrived: a refused or reset connection, a DNS failure, a TLS error.
-	ErrConnection = errors.New("llm: connection failed")
+	// errIdleTimeout: the server sent nothing, not even a ping, for the
+	// idle timeout. Retryable.
+	errIdleTimeout = errors.New("llm: stream idle timeout")
+	// errConnection: the request could not be sent or no response
+	// arrived (a refused or reset connection, DNS, TLS). Retryable.
+	errConnection = errors.New("llm: connection failed")
+	// errMalformedEvent: the server sent an event this package cannot
+	// read. Not retryable: the same server would likely send the same
+	// bytes again.
+	errMalformedEvent = errors.New("llm: malformed stream event")
 )
-
-// ErrMalformedEvent means the server sent an event this package cannot
-// read, such as data that is not JSON. It is not retryable: the same server
-// would likely send the same bytes again.
-var ErrMalformedEvent = errors.New("llm: malformed stream event")
 
 // An APIError is an error reported by the Messages API, either as an HTTP
 // error status or as an "error" event inside a 200 stream.
@@ -43,17 +41,14 @@ type APIError struct {
 	Type string
 	// Message is the API's human-readable message.
 	Message string
-	// Code is error.details.error_code when the API sent one, such as
-	// "enforced_spend_limit_reached".
-	Code string
 	// RequestID is the request-id header or the body's request_id.
 	RequestID string
-	// Retryable reports whether sending the same request again may
-	// succeed.
-	Retryable bool
 	// RetryAfter is the wait the server asked for with retry-after-ms or
 	// retry-after; zero when it asked for none.
 	RetryAfter time.Duration
+
+	code      string // error.details.error_code, such as "enforced_spend_limit_reached"
+	retryable bool   // sending the same request again may succeed; see IsRetryable
 }
 
 // Error returns the HTTP status if there was one, then the type, the
@@ -72,9 +67,9 @@ func (e *APIError) Error() string {
 		b.WriteString(": ")
 		b.WriteString(e.Message)
 	}
-	if e.Code != "" {
+	if e.code != "" {
 		b.WriteString(" [")
-		b.WriteString(e.Code)
+		b.WriteString(e.code)
 		b.WriteByte(']')
 	}
 	if e.RequestID != "" {
@@ -86,8 +81,9 @@ func (e *APIError) Error() string {
 }
 
 // IsRetryable reports whether err is a transient failure worth sending the
-// same request again for: a retryable [*APIError], [ErrIncompleteStream],
-// [ErrIdleTimeout] or [ErrConnection]. A cancelled context is not.
+// same request again for: a retryable [*APIError] (overloaded, rate
+// limited, a server error), [ErrIncompleteStream], a stalled stream or a
+// failed connection. A cancelled context is not.
 //
 // [Client.Stream] retries such errors itself until it has yielded an event;
 // after that it returns them, and the caller decides.
@@ -96,9 +92,9 @@ func IsRetryable(err error) bool {
 		return false
 	}
 	if ae, ok := errors.AsType[*APIError](err); ok {
-		return ae.Retryable
+		return ae.retryable
 	}
-	return errors.Is(err, ErrIncompleteStream) || errors.Is(err, ErrIdleTimeout) || errors.Is(err, ErrConnection)
+	return errors.Is(err, ErrIncompleteStream) || errors.Is(err, errIdleTimeout) || errors.Is(err, errConnection)
 }
 
 // errorBody is the shape of an error response body and of an error event.
@@ -139,7 +135,7 @@ func newHTTPError(status int, h http.Header, body []byte, now time.Time) *APIErr
 	if json.Unmarshal(body, &w) == nil && (w.Error.Type != "" || w.Error.Message != "") {
 		e.Type, e.Message = w.Error.Type, w.Error.Message
 		if w.Error.Details != nil {
-			e.Code = w.Error.Details.ErrorCode
+			e.code = w.Error.Details.ErrorCode
 		}
 		if e.RequestID == "" && w.RequestID != nil {
 			e.RequestID = *w.RequestID
@@ -159,16 +155,16 @@ func newHTTPError(status int, h http.Header, body []byte, now time.Time) *APIErr
 			e.Type = "http_error"
 		}
 	}
-	e.Retryable = retryableStatus(status, e.Code)
+	e.retryable = retryableStatus(status, e.code)
 	// x-should-retry is the server's own verdict, so it overrides ours
 	// either way.
 	switch h.Get("x-should-retry") {
 	case "true":
-		e.Retryable = true
+		e.retryable = true
 	case "false":
-		e.Retryable = false
+		e.retryable = false
 	}
-	e.RetryAfter = retryAfter(h, now)
+	e.RetryAfter = parseRetryAfter(h, now)
 	return e
 }
 
@@ -198,7 +194,7 @@ func newStreamError(data []byte, h http.Header) *APIError {
 	} else {
 		e.Type, e.Message = w.Error.Type, w.Error.Message
 		if w.Error.Details != nil {
-			e.Code = w.Error.Details.ErrorCode
+			e.code = w.Error.Details.ErrorCode
 		}
 		if w.RequestID != nil && *w.RequestID != "" {
 			e.RequestID = *w.RequestID
@@ -209,7 +205,7 @@ func newStreamError(data []byte, h http.Header) *APIError {
 	}
 	switch e.Type {
 	case "overloaded_error", "api_error":
-		e.Retryable = true
+		e.retryable = true
 	}
 	return e
 }
@@ -217,7 +213,7 @@ func newStreamError(data []byte, h http.Header) *APIError {
 // retryAfter reads the wait the server asked for: retry-after-ms first,
 // then retry-after in seconds or as an HTTP date. It returns 0 for none, or
 // for a value that is not a positive duration.
-func retryAfter(h http.Header, now time.Time) time.Duration {
+func parseRetryAfter(h http.Header, now time.Time) time.Duration {
 	if v := h.Get("retry-after-ms"); v != "" {
 		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 && ms < 1e12 {
 			return time.Duration(ms * float64(time.Millisecond))

@@ -38,7 +38,7 @@ func TestAPIErrorString(t *testing.T) {
 			want: "llm: 529 overloaded_error: busy (request req_x)"},
 		{name: "error event inside a 200 stream", err: &APIError{Type: "overloaded_error", Message: "Overloaded", RequestID: "req_1"},
 			want: "llm: overloaded_error: Overloaded (request req_1)"},
-		{name: "error code", err: &APIError{StatusCode: 429, Type: "rate_limit_error", Message: "spent", Code: "enforced_spend_limit_reached"},
+		{name: "error code", err: &APIError{StatusCode: 429, Type: "rate_limit_error", Message: "spent", code: "enforced_spend_limit_reached"},
 			want: "llm: 429 rate_limit_error: spent [enforced_spend_limit_reached]"},
 		{name: "no message", err: &APIError{StatusCode: 502, Type: "http_error"}, want: "llm: 502 http_error"},
 		{name: "recorded error event, request id from the header", fixture: "doc_error_event_overloaded.sse",

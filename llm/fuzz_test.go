@@ -39,7 +39,7 @@ func FuzzDecode(f *testing.F) {
 		if err == nil && !stopped {
 			t.Fatal("stream without message_stop ended without error")
 		}
-		if err != nil && !IsRetryable(err) && !errors.Is(err, ErrMalformedEvent) {
+		if err != nil && !IsRetryable(err) && !errors.Is(err, errMalformedEvent) {
 			if _, ok := errors.AsType[*APIError](err); !ok {
 				t.Fatalf("unexpected error kind: %v", err)
 			}
@@ -87,15 +87,15 @@ func FuzzAssembler(f *testing.F) {
 			case 4:
 				ev = TextDelta{Index: index, Text: arg}
 			case 5:
-				ev = ThinkingStart{Index: index}
+				ev = thinkingStart{Index: index}
 			case 6:
-				ev = SignatureDelta{Index: index, Signature: arg}
+				ev = signatureDelta{Index: index, Signature: arg}
 			case 7:
-				ev = BlockStart{Index: index, Type: "server_tool_use", Raw: obj}
+				ev = rawStart{Index: index, Type: "server_tool_use", Raw: obj}
 			case 8:
-				ev = BlockDelta{Index: index, Type: "x_delta", Raw: obj}
+				ev = rawDelta{Index: index, Type: "x_delta", Raw: obj}
 			case 9:
-				ev = CitationDelta{Index: index, Citation: obj}
+				ev = citationDelta{Index: index, Citation: obj}
 			case 10:
 				ev = MessageDelta{StopReason: StopReason(arg)}
 			case 11:

@@ -266,7 +266,7 @@ func unmarshalContent(data json.RawMessage) ([]Block, error) {
 	}
 	blocks := make([]Block, 0, len(raws))
 	for i, r := range raws {
-		b, err := UnmarshalBlock(r)
+		b, err := unmarshalBlock(r)
 		if err != nil {
 			return nil, fmt.Errorf("llm: content block %d: %w", i, err)
 		}
@@ -275,9 +275,9 @@ func unmarshalContent(data json.RawMessage) ([]Block, error) {
 	return blocks, nil
 }
 
-// UnmarshalBlock decodes one content block from its wire JSON. Types this
+// unmarshalBlock decodes one content block from its wire JSON. Types this
 // package does not model become a [RawBlock] holding the exact input bytes.
-func UnmarshalBlock(data []byte) (Block, error) {
+func unmarshalBlock(data []byte) (Block, error) {
 	var head struct {
 		Type string `json:"type"`
 	}

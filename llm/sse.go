@@ -13,12 +13,12 @@ import (
 // megabytes. The official SDK allows 32 MiB; so do we.
 const maxEventSize = 32 << 20
 
-// errEventTooLarge is wrapped in ErrMalformedEvent when an event passes
+// errEventTooLarge is wrapped in errMalformedEvent when an event passes
 // maxEventSize.
-var errEventTooLarge = fmt.Errorf("%w: event larger than %d bytes", ErrMalformedEvent, maxEventSize)
+var errEventTooLarge = fmt.Errorf("%w: event larger than %d bytes", errMalformedEvent, maxEventSize)
 
 // errLoneCR is returned for a line that holds a CR not followed by LF.
-var errLoneCR = fmt.Errorf("%w: a lone CR as a line end is not supported", ErrMalformedEvent)
+var errLoneCR = fmt.Errorf("%w: a lone CR as a line end is not supported", errMalformedEvent)
 
 // sseReader splits a text/event-stream into events, as the MCP Go SDK's
 // scanEvents does but without a copy per line: a line starting with a colon
@@ -37,16 +37,6 @@ type sseReader struct {
 	data []byte // the joined data lines of the pending event, each ending in LF
 	name []byte // the event field of the pending event
 	bom  bool   // the byte-order mark check is done
-}
-
-// reset makes s read r from the start, keeping its buffers for reuse.
-func (s *sseReader) reset(r io.Reader) {
-	if s.br == nil {
-		s.br = bufio.NewReaderSize(r, 64<<10)
-	} else {
-		s.br.Reset(r) // nil lets go of the last stream's body
-	}
-	s.long, s.data, s.name, s.bom = s.long[:0], s.data[:0], s.name[:0], false
 }
 
 // next returns the next event's name and data, without the final LF. Both
