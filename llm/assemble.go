@@ -38,10 +38,8 @@ import (
 // A second MessageStart (a proxy that spliced two responses) starts the
 // message over. The zero value is ready to use.
 type Assembler struct {
-	id, model string
 	container string
 	stop      StopReason
-	stopSeq   string
 	usage     Usage
 	done      bool
 	blocks    []*partial // in start order
@@ -80,7 +78,7 @@ type rawMerge struct {
 func (a *Assembler) Add(ev Event) (Block, bool) {
 	switch ev := ev.(type) {
 	case MessageStart:
-		*a = Assembler{id: ev.ID, model: ev.Model, usage: ev.Usage, container: ev.Container}
+		*a = Assembler{usage: ev.Usage, container: ev.Container}
 	case TextStart:
 		if p := a.start(ev.Index, "text"); p != nil {
 			p.buf = grow(p.buf, ev.Text)
@@ -133,7 +131,6 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 		if ev.StopReason != "" {
 			a.stop = ev.StopReason
 		}
-		a.stopSeq = ev.StopSequence
 		a.usage = ev.Usage
 		if ev.Container != "" {
 			a.container = ev.Container
@@ -345,11 +342,7 @@ func (a *Assembler) sorted() []*partial {
 	return ps
 }
 
-// ID returns the message id from MessageStart.
-func (a *Assembler) ID() string { return a.id }
 
-// Model returns the model that answered, from MessageStart.
-func (a *Assembler) Model() string { return a.model }
 
 // Container returns the id of the code execution container the turn used,
 // the latest that MessageStart or MessageDelta reported, or "" if none.
@@ -359,8 +352,6 @@ func (a *Assembler) Container() string { return a.container }
 // StopReason returns the stop reason, or "" if none arrived.
 func (a *Assembler) StopReason() StopReason { return a.stop }
 
-// StopSequence returns the stop sequence that ended the turn, if any.
-func (a *Assembler) StopSequence() string { return a.stopSeq }
 
 // Usage returns the turn's usage so far.
 func (a *Assembler) Usage() Usage { return a.usage }

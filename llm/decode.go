@@ -76,7 +76,6 @@ type wireDelta struct {
 	Signature    wireText       `json:"signature"`
 	Citation     jsontext.Value `json:"citation"`
 	StopReason   string         `json:"stop_reason"`
-	StopSequence string         `json:"stop_sequence"`
 	Container    wireContainer  `json:"container"`
 }
 
@@ -334,7 +333,6 @@ func (d *decoder) messageStart(data []byte) (Event, error) {
 			Usage        wireUsage        `json:"usage"`
 			Container    wireContainer    `json:"container"`
 			StopReason   string           `json:"stop_reason"`
-			StopSequence string           `json:"stop_sequence"`
 		} `json:"message"`
 	}
 	if err := json2.Unmarshal(data, &w); err != nil || w.Message == nil {
@@ -353,8 +351,8 @@ func (d *decoder) messageStart(data []byte) (Event, error) {
 		d.queue = append(d.queue, BlockStop{Index: i})
 	}
 	if m.StopReason != "" {
-		d.queue = append(d.queue, MessageDelta{StopReason: StopReason(m.StopReason), StopSequence: m.StopSequence,
-			Usage: d.usage, Container: m.Container.ID})
+		d.queue = append(d.queue, MessageDelta{StopReason: StopReason(m.StopReason), Usage: d.usage,
+			Container: m.Container.ID})
 	}
 	return MessageStart{ID: m.ID, Model: m.Model, Usage: d.usage, Container: m.Container.ID}, nil
 }
@@ -365,6 +363,6 @@ func (d *decoder) messageDelta(data []byte) (Event, error) {
 	}
 	w := &d.wire.Delta
 	d.usage = d.wire.Usage.merge(d.usage)
-	return MessageDelta{StopReason: StopReason(w.StopReason), StopSequence: w.StopSequence,
-		Usage: d.usage, Container: w.Container.ID}, nil
+	return MessageDelta{StopReason: StopReason(w.StopReason), Usage: d.usage,
+		Container: w.Container.ID}, nil
 }

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -111,6 +112,23 @@ type errorBody struct {
 	RequestID *string `json:"request_id"`
 }
 
+// decode fills e from body, an error body or event, and reports whether it
+// was the API's JSON. Its request_id, when set, names the request.
+func (e *APIError) decode(body []byte) bool {
+	var w errorBody
+	if json.Unmarshal(body, &w) != nil || (w.Error.Type == "" && w.Error.Message == "") {
+		return false
+	}
+	e.Type, e.Message = w.Error.Type, w.Error.Message
+	if w.Error.Details != nil {
+		e.code = w.Error.Details.ErrorCode
+	}
+	if w.RequestID != nil && *w.RequestID != "" {
+		e.RequestID = *w.RequestID
+	}
+	return true
+}
+
 // statusTypes names the error type of a status when the body names none.
 var statusTypes = map[int]string{
 	400: "invalid_request_error",
@@ -131,16 +149,7 @@ var statusTypes = map[int]string{
 // current time, for a retry-after given as an HTTP date.
 func newHTTPError(status int, h http.Header, body []byte, now time.Time) *APIError {
 	e := &APIError{StatusCode: status, RequestID: h.Get("request-id")}
-	var w errorBody
-	if json.Unmarshal(body, &w) == nil && (w.Error.Type != "" || w.Error.Message != "") {
-		e.Type, e.Message = w.Error.Type, w.Error.Message
-		if w.Error.Details != nil {
-			e.code = w.Error.Details.ErrorCode
-		}
-		if e.RequestID == "" && w.RequestID != nil {
-			e.RequestID = *w.RequestID
-		}
-	} else {
+	if !e.decode(body) {
 		// Not the API's JSON: a proxy or load balancer answered. Keep the
 		// start of the body as the message; it is usually enough to tell.
 		msg := strings.TrimSpace(string(body))
@@ -188,21 +197,10 @@ func retryableStatus(status int, code string) bool {
 // event, so the turn is lost either way.
 func newStreamError(data []byte, h http.Header) *APIError {
 	e := &APIError{RequestID: h.Get("request-id")}
-	var w errorBody
-	if err := json.Unmarshal(data, &w); err != nil {
+	if !e.decode(data) {
 		e.Type, e.Message = "malformed_error_event", string(data)
-	} else {
-		e.Type, e.Message = w.Error.Type, w.Error.Message
-		if w.Error.Details != nil {
-			e.code = w.Error.Details.ErrorCode
-		}
-		if w.RequestID != nil && *w.RequestID != "" {
-			e.RequestID = *w.RequestID
-		}
 	}
-	if e.Type == "" {
-		e.Type = "api_error"
-	}
+	e.Type = cmp.Or(e.Type, "api_error")
 	switch e.Type {
 	case "overloaded_error", "api_error":
 		e.retryable = true

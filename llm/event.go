@@ -115,10 +115,9 @@ type BlockStop struct {
 // model to go on in the same container: programmatic tool calling cannot
 // continue without it.
 type MessageDelta struct {
-	StopReason   StopReason
-	StopSequence string
-	Usage        Usage
-	Container    string
+	StopReason StopReason
+	Usage      Usage
+	Container  string
 }
 
 // MessageStop ends a turn successfully. A stream that ends without it is

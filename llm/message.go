@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	json2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -321,17 +322,11 @@ func decodeAs[B Block](data []byte) (Block, error) {
 
 // TextOf returns the concatenated text of the [Text] blocks in blocks.
 func TextOf(blocks []Block) string {
-	var n int
-	for _, b := range blocks {
-		if t, ok := b.(Text); ok {
-			n += len(t.Text)
+	var b strings.Builder
+	for _, blk := range blocks {
+		if t, ok := blk.(Text); ok {
+			b.WriteString(t.Text)
 		}
 	}
-	buf := make([]byte, 0, n)
-	for _, b := range blocks {
-		if t, ok := b.(Text); ok {
-			buf = append(buf, t.Text...)
-		}
-	}
-	return string(buf)
+	return b.String()
 }
