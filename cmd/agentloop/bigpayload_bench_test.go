@@ -34,6 +34,9 @@ import (
 //
 //	go test ./cmd/agentloop -run '^$' -bench 'BigPayload|LongText' -benchtime 5x
 //
+// With AGENTLOOP_BENCH_BASELINE set to another agentloop binary, that one
+// runs too, as agentloop-baseline.
+//
 // ns/op is one whole round trip, process start included (a few
 // milliseconds for each client); peak-RSS-MiB is the largest maximum
 // resident set of the client over the runs, as GNU time reports it.
@@ -76,15 +79,23 @@ func longTextReplies() []anthropictest.Reply {
 type child struct {
 	name string
 	args func(url string, bodySize int) []string
+	bin  string // the binary, if not the one built as name
 }
 
 var (
-	floorChild = child{"floor", func(url string, n int) []string { return []string{"-url", url, "-body", strconv.Itoa(n)} }}
-	sdkChild   = child{"sdk", func(url string, _ int) []string { return []string{"-url", url} }}
+	floorChild = child{name: "floor", args: func(url string, n int) []string { return []string{"-url", url, "-body", strconv.Itoa(n)} }}
+	sdkChild   = child{name: "sdk", args: func(url string, _ int) []string { return []string{"-url", url} }}
 )
 
-func cliChild(args ...string) child {
-	return child{"agentloop", func(string, int) []string { return args }}
+// cliChildren returns the CLI run with args, preceded by the binary that
+// AGENTLOOP_BENCH_BASELINE names, if set, as agentloop-baseline: an earlier
+// build to compare with in the same run.
+func cliChildren(args ...string) []child {
+	c := child{name: "agentloop", args: func(string, int) []string { return args }}
+	if bin := os.Getenv("AGENTLOOP_BENCH_BASELINE"); bin != "" {
+		return []child{{"agentloop-baseline", c.args, bin}, c}
+	}
+	return []child{c}
 }
 
 // buildClients builds the client binaries into dir.
@@ -101,7 +112,11 @@ func buildClients(b *testing.B, dir string) {
 // cannot be used: Go starts a child with vfork, and Linux counts the
 // parent's resident set, this benchmark's, into the child's maximum.
 func (c child) command(dir, url string, bodySize int, rssFile string) *exec.Cmd {
-	args := append([]string{"-f", "%M", "-o", rssFile, filepath.Join(dir, c.name)}, c.args(url, bodySize)...)
+	bin := c.bin
+	if bin == "" {
+		bin = filepath.Join(dir, c.name)
+	}
+	args := append([]string{"-f", "%M", "-o", rssFile, bin}, c.args(url, bodySize)...)
 	cmd := exec.Command("/usr/bin/time", args...)
 	cmd.Env = []string{"ANTHROPIC_API_KEY=sk-ant-bench", "ANTHROPIC_BASE_URL=" + url, "HOME=" + dir}
 	return cmd
@@ -161,14 +176,14 @@ func runChildren(b *testing.B, replies func() []anthropictest.Reply, children ..
 func BenchmarkBigPayload(b *testing.B) {
 	input := bigInput()
 	runChildren(b, func() []anthropictest.Reply { return bigPayloadReplies(input) },
-		floorChild, sdkChild, cliChild("--tools", "calculator", "Write the file."))
+		append([]child{floorChild, sdkChild}, cliChildren("--tools", "calculator", "Write the file.")...)...)
 }
 
 // BenchmarkLongText streams an answer of 100,000 text deltas to the CLI,
 // whose memory must stay flat however long the answer; the floor reads
 // the same stream and discards it.
 func BenchmarkLongText(b *testing.B) {
-	runChildren(b, longTextReplies, floorChild, cliChild("Tell me a long story."))
+	runChildren(b, longTextReplies, append([]child{floorChild}, cliChildren("Tell me a long story.")...)...)
 }
 
 // BenchmarkBigPayloadInProcess is the agentloop round trip of
