@@ -342,8 +342,6 @@ func (a *Assembler) sorted() []*partial {
 	return ps
 }
 
-
-
 // Container returns the id of the code execution container the turn used,
 // the latest that MessageStart or MessageDelta reported, or "" if none.
 // Send it as the next [Request].Container.
@@ -351,7 +349,6 @@ func (a *Assembler) Container() string { return a.container }
 
 // StopReason returns the stop reason, or "" if none arrived.
 func (a *Assembler) StopReason() StopReason { return a.stop }
-
 
 // Usage returns the turn's usage so far.
 func (a *Assembler) Usage() Usage { return a.usage }

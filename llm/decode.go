@@ -69,14 +69,14 @@ func (w wireUsage) merge(u Usage) Usage {
 
 // wireDelta is the delta of a content_block_delta or a message_delta.
 type wireDelta struct {
-	Type         string         `json:"type"`
-	Text         wireText       `json:"text"`
-	PartialJSON  wireText       `json:"partial_json"`
-	Thinking     wireText       `json:"thinking"`
-	Signature    wireText       `json:"signature"`
-	Citation     jsontext.Value `json:"citation"`
-	StopReason   string         `json:"stop_reason"`
-	Container    wireContainer  `json:"container"`
+	Type        string         `json:"type"`
+	Text        wireText       `json:"text"`
+	PartialJSON wireText       `json:"partial_json"`
+	Thinking    wireText       `json:"thinking"`
+	Signature   wireText       `json:"signature"`
+	Citation    jsontext.Value `json:"citation"`
+	StopReason  string         `json:"stop_reason"`
+	Container   wireContainer  `json:"container"`
 }
 
 // wireContainer is a container object such as
@@ -327,12 +327,12 @@ func (d *decoder) startEvents(index int, raw jsontext.Value) error {
 func (d *decoder) messageStart(data []byte) (Event, error) {
 	var w struct {
 		Message *struct {
-			ID           string           `json:"id"`
-			Model        string           `json:"model"`
-			Content      []jsontext.Value `json:"content"`
-			Usage        wireUsage        `json:"usage"`
-			Container    wireContainer    `json:"container"`
-			StopReason   string           `json:"stop_reason"`
+			ID         string           `json:"id"`
+			Model      string           `json:"model"`
+			Content    []jsontext.Value `json:"content"`
+			Usage      wireUsage        `json:"usage"`
+			Container  wireContainer    `json:"container"`
+			StopReason string           `json:"stop_reason"`
 		} `json:"message"`
 	}
 	if err := json2.Unmarshal(data, &w); err != nil || w.Message == nil {
