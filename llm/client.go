@@ -79,8 +79,8 @@ func New(cfg Config) *Client {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	// The SDK builds requests, authenticates and names the API version.
-	// Its retries are off: this package has one policy, below.
+	// The SDK sends the requests, authenticates and names the API
+	// version. Its retries are off: this package has one policy, below.
 	opts := []option.RequestOption{
 		option.WithoutEnvironmentDefaults(),
 		option.WithHTTPClient(hc),
