@@ -55,10 +55,10 @@ type cacheControl struct {
 	Type string `json:"type"`
 }
 
-// lenient are the options for every JSON this package writes or keeps
-// raw: as encoding/json does, it accepts duplicate names, and replaces
-// invalid UTF-8 in a string (a tool's result read from a binary file) by
-// U+FFFD rather than failing the turn.
+// lenient are the options for every JSON this package reads or writes: as
+// encoding/json does, it accepts duplicate names, and replaces invalid
+// UTF-8 in a string (a tool's result read from a binary file, half of a
+// surrogate pair in a delta) by U+FFFD rather than failing the turn.
 var lenient = json2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 
 // ephemeral is the breakpoint Request.Cache places.

@@ -103,8 +103,10 @@ func (t *wireText) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	case v.Kind() != '"':
 		return fmt.Errorf("%s where a string belongs", v.Kind())
 	}
-	*t, err = jsontext.AppendUnquote((*t)[:0], v)
-	return err
+	// ReadValue has checked the syntax, so an error here can only report
+	// invalid UTF-8, which lenient allows and which is now U+FFFD.
+	*t, _ = jsontext.AppendUnquote((*t)[:0], v)
+	return nil
 }
 
 // reset clears w for the next event, keeping the buffers that nothing
@@ -196,7 +198,7 @@ func (d *decoder) dataType(data []byte) []byte {
 	var w struct {
 		Type string `json:"type"`
 	}
-	json2.Unmarshal(data, &w)
+	json2.Unmarshal(data, &w, lenient)
 	return []byte(w.Type)
 }
 
@@ -214,7 +216,7 @@ func malformed(what string, data []byte, err error) error {
 // it clears first, and requires an index when indexed is set.
 func (d *decoder) decode(what string, data []byte, indexed bool) error {
 	d.wire.reset()
-	if err := json2.Unmarshal(data, &d.wire); err != nil {
+	if err := json2.Unmarshal(data, &d.wire, lenient); err != nil {
 		return malformed(what, data, err)
 	}
 	if indexed && d.wire.Index < 0 {
@@ -246,7 +248,7 @@ func (d *decoder) blockDelta(data []byte) (Event, error) {
 	var raw struct {
 		Delta jsontext.Value `json:"delta"`
 	}
-	json2.Unmarshal(data, &raw) // valid: decode has checked data
+	json2.Unmarshal(data, &raw, lenient) // valid: decode has checked data
 	d.log.Debug("llm: unknown delta type passed on raw", "type", w.Type, "index", i)
 	return rawDelta{Index: i, Type: string(w.Type), Raw: []byte(raw.Delta)}, nil
 }
@@ -290,7 +292,7 @@ type wireBlock struct {
 func (d *decoder) startEvents(index int, raw jsontext.Value) error {
 	d.block = wireBlock{} // reused only to save an allocation per start
 	b := &d.block
-	if err := json2.Unmarshal(raw, b); err != nil {
+	if err := json2.Unmarshal(raw, b, lenient); err != nil {
 		return err
 	}
 	switch b.Type {
@@ -335,7 +337,7 @@ func (d *decoder) messageStart(data []byte) (Event, error) {
 			StopReason string           `json:"stop_reason"`
 		} `json:"message"`
 	}
-	if err := json2.Unmarshal(data, &w); err != nil || w.Message == nil {
+	if err := json2.Unmarshal(data, &w, lenient); err != nil || w.Message == nil {
 		return nil, malformed("message_start", data, err)
 	}
 	m := w.Message
