@@ -142,8 +142,8 @@ func TestDecode(t *testing.T) {
 		want:    []Event{evStart},
 		wantErr: errMalformedEvent,
 	}, {
-		name: "half a surrogate pair, invalid UTF-8 and a repeated name, as encoding/json reads them",
-		in: sseStart + "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\"a\\ud83d\xffb\"}}\n\n",
+		name:    "half a surrogate pair, invalid UTF-8 and a repeated name, as encoding/json reads them",
+		in:      sseStart + "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\"a\\ud83d\xffb\"}}\n\n",
 		want:    []Event{evStart, TextDelta{Index: 1, Text: "a\uFFFD\uFFFDb"}},
 		wantErr: ErrIncompleteStream,
 	}, {
