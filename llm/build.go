@@ -131,8 +131,11 @@ func requestBody(r Request, count bool) ([]byte, error) {
 		}
 	}
 	body, err := json2.Marshal(w, lenient, blockMarshalers)
-	if err != nil || count || len(r.Extra) == 0 {
-		return body, err
+	if err != nil {
+		return nil, fmt.Errorf("llm: writing the request: %w", err)
+	}
+	if count || len(r.Extra) == 0 {
+		return body, nil
 	}
 	// Extra overrides the fields above. This costs a copy of the body,
 	// so it is done only when there are extra fields.
