@@ -93,7 +93,8 @@ type Image struct {
 // RawBlock is any other block, kept verbatim: server_tool_use,
 // web_search_tool_result and the other server-tool blocks, and block types
 // newer than this package. JSON is the whole block, "type" included, and is
-// sent back to the API byte for byte.
+// sent back to the API as the same JSON value (compacted, as any JSON this
+// package writes).
 type RawBlock struct {
 	Type string
 	JSON json.RawMessage
@@ -147,7 +148,7 @@ func (b ToolResult) MarshalJSON() ([]byte, error) { return marshal(b) }
 // MarshalJSON writes the block in the API's wire shape: a base64 source.
 func (b Image) MarshalJSON() ([]byte, error) { return marshal(b) }
 
-// MarshalJSON writes the block's JSON unchanged.
+// MarshalJSON writes the block's JSON, checked and compacted.
 func (b RawBlock) MarshalJSON() ([]byte, error) { return marshal(b) }
 
 // marshal writes v with encoding/json/v2 (as github.com/go-json-experiment/
