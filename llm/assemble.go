@@ -204,6 +204,12 @@ func (p *partial) finish() Block {
 // rebuild returns the raw block's JSON with its streamed input and the
 // fields of its unknown deltas set.
 func (p *partial) rebuild() json.RawMessage {
+	if placeholder := []byte(`"input":{}}`); p.hasInput && p.merges == nil && bytes.HasSuffix(p.raw, placeholder) {
+		// The API's own shape, the empty input last: splice, every
+		// other byte as it came, for a few allocations where the general
+		// path below costs some twenty.
+		return slices.Concat(p.raw[:len(p.raw)-3], toolInput(nil, p.buf), []byte("}"))
+	}
 	var fields map[string]jsontext.Value
 	if json2.Unmarshal(p.raw, &fields, lenient) != nil {
 		return p.raw

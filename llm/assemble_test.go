@@ -67,12 +67,15 @@ func TestAssembler(t *testing.T) {
 			rawDelta{Index: 3, Type: "compaction_delta", Raw: raw(`{"type":"compaction_delta","content":"sum","encrypted_content":"E1"}`)},
 			rawDelta{Index: 3, Type: "compaction_delta", Raw: raw(`{"type":"compaction_delta","content":"mary"}`)},
 			BlockStop{Index: 3},
+			rawStart{Index: 4, Type: "server_tool_use", Raw: raw(`{"type":"server_tool_use","id":"c","name":"code_execution","input":{},"caller":{"type":"direct"}}`)},
+			ToolInputDelta{Index: 4, PartialJSON: `{"code":`}, ToolInputDelta{Index: 4, PartialJSON: `"x"}`}, BlockStop{Index: 4},
 		},
 		completed: []Block{
-			RawBlock{Type: "server_tool_use", JSON: raw(`{"type":"server_tool_use","id":"s","input":{"query":"go"},"name":"web_search"}`)},
+			RawBlock{Type: "server_tool_use", JSON: raw(`{"type":"server_tool_use","id":"s","name":"web_search","input":{"query":"go"}}`)},
 			RedactedThinking{Data: "x"},
 			Text{Text: "cited", Citations: []json.RawMessage{raw(`{"a":1}`), raw(`{"b":2}`)}},
 			RawBlock{Type: "compaction", JSON: raw(`{"type":"compaction","content":"summary","encrypted_content":"E1"}`)},
+			RawBlock{Type: "server_tool_use", JSON: raw(`{"type":"server_tool_use","caller":{"type":"direct"},"id":"c","input":{"code":"x"},"name":"code_execution"}`)},
 		},
 	}, {
 		name: "tool_use keeps its caller and toolset",

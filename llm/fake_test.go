@@ -72,7 +72,7 @@ func TestFakeServer(t *testing.T) {
 			want: turn{Blocks: []Block{
 				Thinking{Thinking: "hmm", Signature: "sig"},
 				RedactedThinking{Data: "RD"},
-				RawBlock{Type: "server_tool_use", JSON: raw(`{"type":"server_tool_use","id":"srvtoolu_1","input":{"query":"go"},"name":"web_search"}`)},
+				RawBlock{Type: "server_tool_use", JSON: raw(`{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{"query":"go"}}`)},
 				RawBlock{Type: "web_search_tool_result", JSON: raw(`{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[]}`)},
 				Text{Text: "Go", Citations: []json.RawMessage{raw(`{"type":"char_location","cited_text":"Go"}`)}},
 			}, Stop: StopSequence}},
