@@ -159,7 +159,7 @@ func TestPromptTooLongByErrorsIs(t *testing.T) {
 // overflowed and panicked past 35, and a retry-after longer than the llm
 // client would wait ends the retries at once.
 func TestRetryBackoff(t *testing.T) {
-	overloaded := &llm.APIError{StatusCode: 200, Type: "overloaded_error", Retryable: true}
+	overloaded := streamError(t, at.NewStream().Text("par").ErrorEvent("overloaded_error", "Overloaded"))
 	partial := func(m *scripted, err error, n int) *scripted {
 		for range n {
 			m.add(err, llm.MessageStart{ID: "msg_1"}, llm.TextStart{Index: 0}, llm.TextDelta{Index: 0, Text: "par"})
@@ -232,4 +232,21 @@ func TestBlankPrompt(t *testing.T) {
 	if res.State != Failed || err == nil || !strings.Contains(err.Error(), "prompt is empty") || len(m.reqs) != 0 || a.History().Len() != 0 {
 		t.Errorf("blank prompt: %+v, %v, %d requests, %d messages", res, err, len(m.reqs), a.History().Len())
 	}
+}
+
+// streamError returns the error an llm.Client yields for the stream s, such
+// as a retryable *llm.APIError, which only llm can make. It is made outside
+// any synctest bubble, since the fake server listens on a real socket.
+func streamError(t *testing.T, s *at.Stream) *llm.APIError {
+	t.Helper()
+	srv := at.NewServer(s)
+	defer srv.Close()
+	c := llm.New(llm.Config{BaseURL: srv.URL, APIKey: "test", MaxAttempts: 1})
+	for _, err := range c.Stream(t.Context(), llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.User, Content: []llm.Block{llm.Text{Text: "hi"}}}}}) {
+		if ae, ok := errors.AsType[*llm.APIError](err); ok {
+			return ae
+		}
+	}
+	t.Fatal("the stream gave no *llm.APIError")
+	return nil
 }

@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"maps"
 	"slices"
+
+	json2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // An Assembler builds the assistant [Message] of one turn from its events,
@@ -34,16 +38,13 @@ import (
 // A second MessageStart (a proxy that spliced two responses) starts the
 // message over. The zero value is ready to use.
 type Assembler struct {
-	id, model  string
-	container  string
-	stop       StopReason
-	stopSeq    string
-	usage      Usage
-	done       bool
-	blocks     []*partial // in start order
-	byIndex    map[int]*partial
-	last       *partial // the block that received the last event
-	keyScratch []byte
+	container string
+	stop      StopReason
+	usage     Usage
+	done      bool
+	blocks    []*partial // in start order
+	byIndex   map[int]*partial
+	last      *partial // the block that received the last event
 }
 
 // partial is a block being assembled.
@@ -59,16 +60,15 @@ type partial struct {
 	tool      ToolUseStart    // a tool_use block's start
 	raw       json.RawMessage // a raw block's JSON
 	rawType   string
-	hasInput  bool       // a raw block got input fragments
-	merges    []rawMerge // a raw block's unknown deltas, by field
+	hasInput  bool                 // a raw block got input fragments
+	merges    map[string]*rawMerge // a raw block's unknown deltas, by field
 }
 
 // rawMerge is one field that unknown deltas set on a raw block.
 type rawMerge struct {
-	key   string
 	isStr bool
-	str   []byte          // the concatenated strings, when isStr
-	val   json.RawMessage // the last value, otherwise
+	str   []byte         // the concatenated strings, when isStr
+	val   jsontext.Value // the last value, otherwise
 }
 
 // Add applies ev. When ev is the BlockStop that completes a block, Add
@@ -78,47 +78,47 @@ type rawMerge struct {
 func (a *Assembler) Add(ev Event) (Block, bool) {
 	switch ev := ev.(type) {
 	case MessageStart:
-		*a = Assembler{id: ev.ID, model: ev.Model, usage: ev.Usage, container: ev.Container, keyScratch: a.keyScratch}
+		*a = Assembler{usage: ev.Usage, container: ev.Container}
 	case TextStart:
 		if p := a.start(ev.Index, "text"); p != nil {
-			p.buf = append(p.buf, ev.Text...)
+			p.buf = grow(p.buf, ev.Text)
 		}
-	case ThinkingStart:
+	case thinkingStart:
 		a.start(ev.Index, "thinking")
 	case ToolUseStart:
 		if p := a.start(ev.Index, "tool_use"); p != nil {
 			p.tool = ev
 		}
-	case BlockStart:
+	case rawStart:
 		if p := a.start(ev.Index, "raw"); p != nil {
 			p.raw, p.rawType = ev.Raw, ev.Type
 		}
 	case TextDelta:
 		if p := a.open(ev.Index, "text"); p != nil {
-			p.buf = append(p.buf, ev.Text...)
+			p.buf = grow(p.buf, ev.Text)
 		}
 	case ThinkingDelta:
 		if p := a.open(ev.Index, "thinking"); p != nil {
-			p.buf = append(p.buf, ev.Thinking...)
+			p.buf = grow(p.buf, ev.Thinking)
 		}
-	case SignatureDelta:
+	case signatureDelta:
 		if p := a.open(ev.Index, "thinking"); p != nil {
 			p.sig = append(p.sig, ev.Signature...)
 		}
-	case CitationDelta:
+	case citationDelta:
 		if p := a.open(ev.Index, "text"); p != nil {
 			p.citations = append(p.citations, ev.Citation)
 		}
 	case ToolInputDelta:
 		if p := a.open(ev.Index, "tool_use"); p != nil {
-			p.buf = append(p.buf, ev.PartialJSON...)
+			p.buf = grow(p.buf, ev.PartialJSON)
 		} else if p := a.open(ev.Index, "raw"); p != nil {
-			p.buf = append(p.buf, ev.PartialJSON...)
+			p.buf = grow(p.buf, ev.PartialJSON)
 			p.hasInput = true
 		}
-	case BlockDelta:
+	case rawDelta:
 		if p := a.open(ev.Index, "raw"); p != nil {
-			a.merge(p, ev.Raw)
+			p.merge(ev.Raw)
 		}
 	case BlockStop:
 		if p := a.open(ev.Index, ""); p != nil {
@@ -131,7 +131,6 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 		if ev.StopReason != "" {
 			a.stop = ev.StopReason
 		}
-		a.stopSeq = ev.StopSequence
 		a.usage = ev.Usage
 		if ev.Container != "" {
 			a.container = ev.Container
@@ -187,27 +186,11 @@ func (p *partial) finish() Block {
 		return ToolUse{ID: t.ID, Name: t.Name, Input: toolInput(t.Input, p.buf), Caller: t.Caller, ToolsetName: t.ToolsetName}
 	default:
 		raw := p.raw
-		if p.hasInput {
-			var scratch []byte
-			cur, _ := field(raw, "input", &scratch)
-			raw = setField(raw, "input", toolInput(cur, p.buf))
-		}
-		for _, m := range p.merges {
-			val := m.val
-			if m.isStr {
-				var scratch []byte
-				s := m.str
-				if cur, ok := field(raw, m.key, &scratch); ok && len(cur) > 0 && cur[0] == '"' {
-					if prev, ok := unescape(cur, nil); ok {
-						s = append(prev, s...)
-					}
-				}
-				val, _ = json.Marshal(string(s))
-			}
-			raw = setField(raw, m.key, val)
+		if p.hasInput || len(p.merges) > 0 {
+			raw = p.rebuild()
 		}
 		if p.rawType == "redacted_thinking" {
-			// The same type UnmarshalBlock gives, so that a streamed turn
+			// The same type unmarshalBlock gives, so that a streamed turn
 			// and a reloaded one switch alike.
 			var b RedactedThinking
 			if json.Unmarshal(raw, &b) == nil {
@@ -216,6 +199,52 @@ func (p *partial) finish() Block {
 		}
 		return RawBlock{Type: p.rawType, JSON: raw}
 	}
+}
+
+// rebuild returns the raw block's JSON with its streamed input and the
+// fields of its unknown deltas set.
+func (p *partial) rebuild() json.RawMessage {
+	if placeholder := []byte(`"input":{}}`); p.hasInput && p.merges == nil && bytes.HasSuffix(p.raw, placeholder) {
+		// The API's own shape, the empty input last: splice, every
+		// other byte as it came, for a few allocations where the general
+		// path below costs some twenty.
+		return slices.Concat(p.raw[:len(p.raw)-3], toolInput(nil, p.buf), []byte("}"))
+	}
+	var fields map[string]jsontext.Value
+	if json2.Unmarshal(p.raw, &fields, lenient) != nil {
+		return p.raw
+	}
+	if p.hasInput {
+		fields["input"] = jsontext.Value(toolInput(json.RawMessage(fields["input"]), p.buf))
+	}
+	for k, m := range p.merges {
+		fields[k] = m.val
+		if m.isStr {
+			var prev string
+			json2.Unmarshal(fields[k], &prev) // "" unless it is a string
+			fields[k], _ = json2.Marshal(prev+string(m.str), lenient)
+		}
+	}
+	typ := fields["type"]
+	delete(fields, "type")
+	out, err := json2.Marshal(struct {
+		Type jsontext.Value            `json:"type"`
+		Rest map[string]jsontext.Value `json:",embed"`
+	}{typ, fields}, lenient, json2.Deterministic(true))
+	if err != nil {
+		return p.raw
+	}
+	return out
+}
+
+// grow appends s to b, at least doubling b's capacity when it must grow:
+// append grows a large slice by a quarter at a time, which for a 5 MiB
+// tool input arriving in 512-byte fragments allocated 25 MiB in all.
+func grow(b []byte, s string) []byte {
+	if cap(b)-len(b) < len(s) {
+		b = slices.Grow(b, max(len(s), len(b)))
+	}
+	return append(b, s...)
 }
 
 // toolInput is a tool call's input from its start's input and its
@@ -228,8 +257,8 @@ func toolInput(start json.RawMessage, frags []byte) json.RawMessage {
 			return json.RawMessage("{}")
 		}
 	}
-	if in[0] == '{' && validJSON(in) {
-		return slices.Clip(in)
+	if in[0] == '{' && jsontext.Value(in).IsValid(lenient) {
+		return bytes.Clone(in) // exactly its size: the history keeps it
 	}
 	out, _ := json.Marshal(struct {
 		S string `json:"INVALID_JSON"`
@@ -260,65 +289,30 @@ func InvalidInput(tu ToolUse) (string, bool) {
 // deltas carry one or two.
 const maxMergedFields = 32
 
-// merge records the fields of an unknown delta on a raw block.
-func (a *Assembler) merge(p *partial, delta json.RawMessage) {
-	sc := scanObject(delta)
-	for k, v, ok := sc.next(&a.keyScratch); ok; k, v, ok = sc.next(&a.keyScratch) {
-		if string(k) == "type" {
+// merge records the fields of an unknown delta on a raw block: strings are
+// appended, other values replaced.
+func (p *partial) merge(delta json.RawMessage) {
+	var fields map[string]jsontext.Value
+	json2.Unmarshal(delta, &fields, lenient) // the decoder has checked it
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		m, v := p.merges[k], fields[k]
+		if k == "type" || (m == nil && len(p.merges) >= maxMergedFields) {
 			continue
 		}
-		i := slices.IndexFunc(p.merges, func(m rawMerge) bool { return m.key == string(k) })
-		if i < 0 && len(p.merges) >= maxMergedFields {
-			continue
-		}
-		if i < 0 {
-			p.merges = append(p.merges, rawMerge{key: string(k)})
-			i = len(p.merges) - 1
-		}
-		m := &p.merges[i]
-		if len(v) > 0 && v[0] == '"' && (m.isStr || m.val == nil) {
-			if s, ok := unescape(v, nil); ok {
-				m.isStr = true
-				m.str = append(m.str, s...)
-				continue
+		if m == nil {
+			m = new(rawMerge)
+			if p.merges == nil {
+				p.merges = map[string]*rawMerge{}
 			}
+			p.merges[k] = m
 		}
-		m.isStr, m.str, m.val = false, nil, slices.Clone(v)
-	}
-}
-
-// field returns the raw value of key in the JSON object obj.
-func field(obj []byte, key string, scratch *[]byte) ([]byte, bool) {
-	sc := scanObject(obj)
-	for k, v, ok := sc.next(scratch); ok; k, v, ok = sc.next(scratch) {
-		if string(k) == key {
-			return v, true
+		var s string
+		if (m.isStr || m.val == nil) && v.Kind() == '"' && json2.Unmarshal(v, &s) == nil {
+			m.isStr, m.str = true, append(m.str, s...)
+		} else {
+			m.isStr, m.str, m.val = false, nil, v
 		}
 	}
-	return nil, false
-}
-
-// setField returns a copy of the JSON object obj with key set to val,
-// every other byte unchanged.
-func setField(obj []byte, key string, val []byte) json.RawMessage {
-	var scratch []byte
-	sc := scanObject(obj)
-	for k, v, ok := sc.next(&scratch); ok; k, v, ok = sc.next(&scratch) {
-		if string(k) == key {
-			start := sc.i - len(v)
-			return slices.Concat(obj[:start], val, obj[sc.i:])
-		}
-	}
-	obj = bytes.TrimSpace(obj)
-	if len(obj) < 2 {
-		return slices.Clone(obj)
-	}
-	kq, _ := json.Marshal(key)
-	sep := []byte(",")
-	if len(bytes.TrimSpace(obj[1:len(obj)-1])) == 0 {
-		sep = nil
-	}
-	return slices.Concat(obj[:len(obj)-1], sep, kq, []byte(":"), val, []byte("}"))
 }
 
 // Message returns the assistant message so far: every completed block,
@@ -354,12 +348,6 @@ func (a *Assembler) sorted() []*partial {
 	return ps
 }
 
-// ID returns the message id from MessageStart.
-func (a *Assembler) ID() string { return a.id }
-
-// Model returns the model that answered, from MessageStart.
-func (a *Assembler) Model() string { return a.model }
-
 // Container returns the id of the code execution container the turn used,
 // the latest that MessageStart or MessageDelta reported, or "" if none.
 // Send it as the next [Request].Container.
@@ -367,9 +355,6 @@ func (a *Assembler) Container() string { return a.container }
 
 // StopReason returns the stop reason, or "" if none arrived.
 func (a *Assembler) StopReason() StopReason { return a.stop }
-
-// StopSequence returns the stop sequence that ended the turn, if any.
-func (a *Assembler) StopSequence() string { return a.stopSeq }
 
 // Usage returns the turn's usage so far.
 func (a *Assembler) Usage() Usage { return a.usage }

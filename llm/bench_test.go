@@ -3,6 +3,7 @@ package llm
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/agentloop/agentloop/internal/testenv"
 	anthropic "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 )
 
 // The benchmarks run our Stream and the SDK's NewStreaming over the same
@@ -159,4 +161,64 @@ func BenchmarkStream(b *testing.B) {
 		b.Run(s.name+"/ours", run(false))
 		b.Run(s.name+"/ours+assemble", run(true))
 	}
+}
+
+// BenchmarkRequestBody writes the body of the request that sends a 5 MiB
+// tool input back, as the turn after a file-writing tool call does: ours,
+// and the SDK's MessageNewParams given the same message as its own JSON
+// (param.Override, as this package did before) or built from its own
+// types, each then marshalled by the SDK as Messages.New would.
+//
+//	go test ./llm -run '^$' -bench RequestBody -benchmem
+func BenchmarkRequestBody(b *testing.B) {
+	var in strings.Builder
+	in.WriteString(`{"path":"out.txt","content":"`)
+	for in.Len() < 5<<20 {
+		in.WriteString(`line with \"quotes\" and a tab\t and é\n`)
+	}
+	in.WriteString(`"}`)
+	input := json.RawMessage(in.String())
+	req := Request{Model: "m", Messages: []Message{
+		{Role: User, Content: []Block{Text{Text: "Write the file."}}},
+		{Role: Assistant, Content: []Block{ToolUse{ID: "toolu_1", Name: "write", Input: input}}},
+		{Role: User, Content: []Block{ToolResult{ToolUseID: "toolu_1", Content: []Block{Text{Text: "written"}}}}},
+	}}
+	b.Run("ours", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := requestBody(req, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("sdk-params-override", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var msgs []anthropic.MessageParam
+			for _, m := range req.Messages {
+				raw, err := json.Marshal(m)
+				if err != nil {
+					b.Fatal(err)
+				}
+				msgs = append(msgs, param.Override[anthropic.MessageParam](json.RawMessage(raw)))
+			}
+			p := anthropic.MessageNewParams{Model: "m", MaxTokens: DefaultMaxTokens, Messages: msgs}
+			if _, err := p.MarshalJSON(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("sdk-params", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			p := anthropic.MessageNewParams{Model: "m", MaxTokens: DefaultMaxTokens, Messages: []anthropic.MessageParam{
+				anthropic.NewUserMessage(anthropic.NewTextBlock("Write the file.")),
+				anthropic.NewAssistantMessage(anthropic.NewToolUseBlock("toolu_1", input, "write")),
+				anthropic.NewUserMessage(anthropic.NewToolResultBlock("toolu_1", "written", false)),
+			}}
+			if _, err := p.MarshalJSON(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -2,229 +2,170 @@ package llm
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 
-	anthropic "github.com/anthropics/anthropic-sdk-go/v2"
-	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
+	json2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
-// DefaultMaxTokens is sent when Request.MaxTokens is zero.
-
-// cacheControl is the breakpoint Request.Cache places.
-const cacheControl = `"cache_control":{"type":"ephemeral"}`
-
-// built is a Request in the SDK's terms, shared by Stream and CountTokens.
-type built struct {
-	messages   []anthropic.MessageParam
-	system     []anthropic.TextBlockParam
-	tools      []json.RawMessage
-	toolChoice anthropic.ToolChoiceUnionParam
-	thinking   anthropic.ThinkingConfigParamUnion
+// wireRequest is the body of a Messages API call, and of count_tokens,
+// which takes all but MaxTokens, Container and Stream. It is written here
+// rather than through the SDK's MessageNewParams: those copy a message's
+// JSON four times and validate it twice on the way to the wire, which for
+// a 5 MiB tool input sent back was most of the time a request took to
+// build. Only fields the caller set are present: API version 2026-10-21
+// rejects temperature, top_p and top_k.
+type wireRequest struct {
+	Model      string          `json:"model"`
+	MaxTokens  int             `json:"max_tokens,omitzero"`
+	System     []wireSystem    `json:"system,omitempty"`
+	Messages   []Message       `json:"messages"`
+	Tools      []wireTool      `json:"tools,omitempty"`
+	ToolChoice *wireToolChoice `json:"tool_choice,omitempty"`
+	Thinking   *wireThinking   `json:"thinking,omitempty"`
+	Container  string          `json:"container,omitempty"`
+	Stream     bool            `json:"stream,omitzero"`
 }
 
-// build converts the parts of r that every endpoint takes. Messages and
-// tools go through param.Override as their own wire JSON: Message already
-// marshals to the API's shape, and a second conversion into the SDK's
-// union types would be slower and could drop block types the SDK does not
-// know yet.
-func build(r Request) (built, error) {
-	var b built
+type wireSystem struct {
+	Type         string        `json:"type"`
+	Text         string        `json:"text"`
+	CacheControl *cacheControl `json:"cache_control,omitempty"`
+}
+
+type wireTool struct {
+	ToolSpec
+	CacheControl *cacheControl `json:"cache_control,omitempty"`
+}
+
+type wireToolChoice struct {
+	Type string `json:"type"`
+	Name string `json:"name,omitempty"`
+}
+
+type wireThinking struct {
+	Type         string `json:"type"`
+	BudgetTokens int    `json:"budget_tokens,omitzero"`
+}
+
+type cacheControl struct {
+	Type string `json:"type"`
+}
+
+// lenient are the options for every JSON this package reads or writes: as
+// encoding/json does, it accepts duplicate names, and replaces invalid
+// UTF-8 in a string (a tool's result read from a binary file, half of a
+// surrogate pair in a delta) by U+FFFD rather than failing the turn.
+var lenient = json2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+
+// ephemeral is the breakpoint Request.Cache places.
+var ephemeral = &cacheControl{Type: "ephemeral"}
+
+// requestBody writes the body of a Messages API call, or with count set
+// of a count_tokens call: the parts of the request that take up context.
+// Extra is not sent to count_tokens, since most extra fields concern
+// generation and count_tokens rejects unknown ones.
+func requestBody(r Request, count bool) ([]byte, error) {
 	if r.Model == "" {
-		return b, errors.New("llm: Request.Model is empty")
+		return nil, errors.New("llm: Request.Model is empty")
 	}
-	for i, m := range r.Messages {
-		raw, err := marshalMessage(m, r.Cache && i == len(r.Messages)-1)
-		if err != nil {
-			return b, fmt.Errorf("llm: message %d: %w", i, err)
-		}
-		b.messages = append(b.messages, param.Override[anthropic.MessageParam](json.RawMessage(raw)))
-	}
+	w := wireRequest{Model: r.Model, Messages: r.Messages}
 	if r.System != "" {
-		sys := anthropic.TextBlockParam{Text: r.System}
+		w.System = []wireSystem{{Type: "text", Text: r.System}}
 		if r.Cache {
-			sys.CacheControl = anthropic.NewCacheControlEphemeralParam()
+			w.System[0].CacheControl = ephemeral
 		}
-		b.system = []anthropic.TextBlockParam{sys}
 	}
 	for i, t := range r.Tools {
-		raw, err := marshalTool(t, r.Cache && i == len(r.Tools)-1)
-		if err != nil {
-			return b, fmt.Errorf("llm: tool %q: %w", t.Name, err)
+		if t.Name == "" {
+			return nil, fmt.Errorf("llm: tool %d has no name", i)
 		}
-		b.tools = append(b.tools, raw)
+		if len(bytes.TrimSpace(t.InputSchema)) == 0 {
+			t.InputSchema = json.RawMessage(`{"type":"object"}`) // takes no input
+		}
+		w.Tools = append(w.Tools, wireTool{ToolSpec: t})
+	}
+	if n := len(w.Tools); r.Cache && n > 0 {
+		w.Tools[n-1].CacheControl = ephemeral
+	}
+	if n := len(r.Messages); r.Cache && n > 0 {
+		// The last block that can carry a breakpoint gets one; thinking
+		// blocks cannot. The caller's message is not changed.
+		last := r.Messages[n-1]
+		for i := len(last.Content) - 1; i >= 0; i-- {
+			if t := last.Content[i]; t != nil && t.BlockType() != "thinking" && t.BlockType() != "redacted_thinking" {
+				last.Content = append(last.Content[:i:i], append([]Block{cached{t}}, last.Content[i+1:]...)...)
+				w.Messages = append(r.Messages[:n-1:n-1], last)
+				break
+			}
+		}
 	}
 	if tc := r.ToolChoice; tc != nil {
-		var dp param.Opt[bool]
-		if tc.DisableParallel {
-			dp = param.NewOpt(true)
-		}
-		switch tc.Type {
-		case "", "auto":
-			b.toolChoice.OfAuto = &anthropic.ToolChoiceAutoParam{DisableParallelToolUse: dp}
-		case "any":
-			b.toolChoice.OfAny = &anthropic.ToolChoiceAnyParam{DisableParallelToolUse: dp}
-		case "tool":
-			b.toolChoice.OfTool = &anthropic.ToolChoiceToolParam{Name: tc.Name, DisableParallelToolUse: dp}
-		case "none":
-			b.toolChoice.OfNone = &anthropic.ToolChoiceNoneParam{}
-		default:
-			raw, _ := json.Marshal(map[string]any{"type": tc.Type})
-			b.toolChoice = param.Override[anthropic.ToolChoiceUnionParam](json.RawMessage(raw))
+		w.ToolChoice = &wireToolChoice{Type: cmp.Or(tc.Type, "auto")}
+		if tc.Type == "tool" {
+			w.ToolChoice.Name = tc.Name
 		}
 	}
 	if th := r.Thinking; th != nil {
 		switch {
 		case th.Adaptive:
-			b.thinking.OfAdaptive = &anthropic.ThinkingConfigAdaptiveParam{}
+			w.Thinking = &wireThinking{Type: "adaptive"}
 		case th.BudgetTokens > 0:
-			b.thinking.OfEnabled = &anthropic.ThinkingConfigEnabledParam{BudgetTokens: int64(th.BudgetTokens)}
+			w.Thinking = &wireThinking{Type: "enabled", BudgetTokens: th.BudgetTokens}
 		}
 	}
-	return b, nil
-}
-
-// messageParams builds the body of a Messages API call. Only fields the
-// caller set are present, so no sampling parameter is sent unless asked
-// for: API version 2026-10-21 rejects temperature, top_p and top_k.
-func messageParams(r Request) (anthropic.MessageNewParams, error) {
-	b, err := build(r)
-	if err != nil {
-		return anthropic.MessageNewParams{}, err
+	if !count {
+		w.MaxTokens, w.Container, w.Stream = r.MaxTokens, r.Container, true
+		if w.MaxTokens <= 0 {
+			w.MaxTokens = DefaultMaxTokens
+		}
 	}
-	p := anthropic.MessageNewParams{
-		Model:         anthropic.Model(r.Model),
-		MaxTokens:     int64(r.MaxTokens),
-		Messages:      b.messages,
-		System:        b.system,
-		ToolChoice:    b.toolChoice,
-		Thinking:      b.thinking,
-		StopSequences: r.StopSequences,
-	}
-	if p.MaxTokens <= 0 {
-		p.MaxTokens = DefaultMaxTokens
-	}
-	for _, t := range b.tools {
-		p.Tools = append(p.Tools, param.Override[anthropic.ToolUnionParam](t))
-	}
-	if r.Container != "" {
-		p.Container.OfString = param.NewOpt(r.Container)
-	}
-	if r.UserID != "" {
-		p.Metadata = anthropic.MetadataParam{UserID: param.NewOpt(r.UserID)}
-	}
-	extra := map[string]any{}
-	if r.Temperature != nil {
-		extra["temperature"] = *r.Temperature
-	}
-	for k, v := range r.Extra {
-		extra[k] = v
-	}
-	if len(extra) > 0 {
-		p.SetExtraFields(extra)
-	}
-	return p, nil
-}
-
-// countParams builds the body of a count_tokens call: the parts of the
-// request that take up context. Extra is not sent, since most extra fields
-// concern generation and count_tokens rejects unknown ones.
-func countParams(r Request) (anthropic.MessageCountTokensParams, error) {
-	b, err := build(r)
-	if err != nil {
-		return anthropic.MessageCountTokensParams{}, err
-	}
-	p := anthropic.MessageCountTokensParams{
-		Model:      anthropic.Model(r.Model),
-		Messages:   b.messages,
-		ToolChoice: b.toolChoice,
-		Thinking:   b.thinking,
-	}
-	if b.system != nil {
-		p.System.OfTextBlockArray = b.system
-	}
-	for _, t := range b.tools {
-		p.Tools = append(p.Tools, param.Override[anthropic.MessageCountTokensToolUnionParam](t))
-	}
-	return p, nil
-}
-
-// marshalTool writes a tool definition, with a cache breakpoint if asked.
-// A tool without a schema takes no input: {"type":"object"}.
-func marshalTool(t ToolSpec, cache bool) (json.RawMessage, error) {
-	if t.Name == "" {
-		return nil, errors.New("tool has no name")
-	}
-	if len(bytes.TrimSpace(t.InputSchema)) == 0 {
-		t.InputSchema = json.RawMessage(`{"type":"object"}`)
-	}
-	raw, err := json.Marshal(t)
-	if err != nil {
-		return nil, err
-	}
-	if cache {
-		raw = withCacheControl(raw)
-	}
-	return raw, nil
-}
-
-// marshalMessage writes m in the wire shape. With cache set, the last block
-// that can carry a breakpoint gets one: thinking blocks cannot.
-func marshalMessage(m Message, cache bool) ([]byte, error) {
-	mark := -1
-	if cache {
-		for i := len(m.Content) - 1; i >= 0; i-- {
-			if t := m.Content[i].BlockType(); t != "thinking" && t != "redacted_thinking" {
-				mark = i
-				break
+	for i, m := range r.Messages {
+		for j, b := range m.Content {
+			if b == nil {
+				return nil, fmt.Errorf("llm: message %d: content block %d is nil", i, j)
 			}
 		}
 	}
-	var buf bytes.Buffer
-	buf.WriteString(`{"role":`)
-	role, _ := json.Marshal(m.Role)
-	buf.Write(role)
-	buf.WriteString(`,"content":[`)
-	for i, blk := range m.Content {
-		if blk == nil {
-			return nil, fmt.Errorf("content block %d is nil", i)
-		}
-		raw, err := json.Marshal(blk)
-		if err != nil {
-			return nil, err
-		}
-		if i == mark {
-			raw = withCacheControl(raw)
-		}
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		buf.Write(raw)
+	body, err := json2.Marshal(w, lenient, blockMarshalers)
+	if err != nil {
+		return nil, fmt.Errorf("llm: writing the request: %w", err)
 	}
-	buf.WriteString("]}")
-	return buf.Bytes(), nil
+	if count || len(r.Extra) == 0 {
+		return body, nil
+	}
+	// Extra overrides the fields above. This costs a copy of the body,
+	// so it is done only when there are extra fields.
+	var fields map[string]jsontext.Value
+	if err := json2.Unmarshal(body, &fields, lenient); err != nil {
+		return nil, err
+	}
+	for k, v := range r.Extra {
+		if fields[k], err = json2.Marshal(v, lenient); err != nil {
+			return nil, fmt.Errorf("llm: Request.Extra[%q]: %w", k, err)
+		}
+	}
+	return json2.Marshal(fields, lenient, json2.Deterministic(true))
 }
 
-// withCacheControl adds a cache breakpoint to the JSON object obj, unless
-// it has one already.
-func withCacheControl(obj []byte) []byte {
-	obj = bytes.TrimSpace(obj)
-	if len(obj) < 2 || obj[len(obj)-1] != '}' {
-		return obj
+// cached is a block with a cache breakpoint added to its JSON.
+type cached struct{ Block }
+
+// marshalCached writes c's block with "cache_control" added, unless it
+// has one already.
+var marshalCached = json2.MarshalToFunc(func(enc *jsontext.Encoder, c cached) error {
+	raw, err := json2.Marshal(c.Block, enc.Options())
+	if err != nil {
+		return err
 	}
-	var scratch []byte
-	sc := scanObject(obj)
-	for k, _, ok := sc.next(&scratch); ok; k, _, ok = sc.next(&scratch) {
-		if string(k) == "cache_control" {
-			return obj
-		}
+	var has struct {
+		CacheControl jsontext.Value `json:"cache_control"`
 	}
-	out := make([]byte, 0, len(obj)+len(cacheControl)+1)
-	out = append(out, obj[:len(obj)-1]...)
-	if len(bytes.TrimSpace(obj[1:len(obj)-1])) > 0 {
-		out = append(out, ',')
+	if json2.Unmarshal(raw, &has, lenient) == nil && has.CacheControl == nil && len(raw) > 2 {
+		raw = append(raw[:len(raw)-1], `,"cache_control":{"type":"ephemeral"}}`...)
 	}
-	out = append(out, cacheControl...)
-	return append(out, '}')
-}
+	return enc.WriteValue(raw)
+})

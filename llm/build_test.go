@@ -38,9 +38,10 @@ func TestRequestGolden(t *testing.T) {
 		{"minimal", Request{Model: "claude-x", Messages: conv[:1]}},
 		{"full", Request{
 			Model: "claude-x", MaxTokens: 1000, System: "Be brief.", Messages: conv, Tools: tools,
-			ToolChoice: &ToolChoice{Type: "any", DisableParallel: true}, Thinking: &ThinkingConfig{BudgetTokens: 500},
-			StopSequences: []string{"END"}, UserID: "u1", Temperature: &temp,
-			Extra: map[string]any{"service_tier": "auto", "context_management": map[string]any{"edits": []any{}}},
+			ToolChoice: &ToolChoice{Type: "any"}, Thinking: &ThinkingConfig{BudgetTokens: 500},
+			Extra: map[string]any{"service_tier": "auto", "context_management": map[string]any{"edits": []any{}},
+				"temperature": temp, "stop_sequences": []string{"END"}, "metadata": map[string]string{"user_id": "u1"},
+				"tool_choice": map[string]any{"type": "any", "disable_parallel_tool_use": true}},
 		}},
 		{"cache", Request{Model: "claude-x", System: "sys", Messages: conv, Tools: tools, Cache: true}},
 		{"cache_last_block_thinking", Request{Model: "claude-x", Messages: conv[:2], Cache: true,
@@ -50,11 +51,7 @@ func TestRequestGolden(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := messageParams(tt.req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			raw, err := json.Marshal(p)
+			raw, err := requestBody(tt.req, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,7 +70,7 @@ func TestRequestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v (run with -update to create it)", err)
 			}
-			// Compared as values: the SDK writes extra fields in map order.
+			// Compared as values: the order of fields is not the API's concern.
 			var wantV, gotV any
 			if err := json.Unmarshal(want, &wantV); err != nil {
 				t.Fatal(err)
@@ -98,7 +95,7 @@ func TestRequestErrors(t *testing.T) {
 		"bad raw":   {Model: "m", Messages: []Message{{Role: User, Content: []Block{RawBlock{Type: "x", JSON: json.RawMessage("{")}}}}},
 		"no name":   {Model: "m", Tools: []ToolSpec{{}}},
 	} {
-		if _, err := messageParams(req); err == nil {
+		if _, err := requestBody(req, false); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}

@@ -33,23 +33,17 @@ type Config struct {
 	// anthropic-beta. Nil means none.
 	Header http.Header
 	// HTTPClient sends the requests. Nil means http.DefaultClient. Leave
-	// its Timeout at zero: a turn may stream for many minutes, and
-	// IdleTimeout catches a stream that stalls.
+	// its Timeout at zero: a turn may stream for many minutes, and a
+	// stream that sends nothing, not even a ping, for 90 seconds is
+	// aborted as stalled.
 	HTTPClient *http.Client
 	// Logger receives a line per retry (Info) and per unknown event type
 	// (Debug). Nil discards everything.
 	Logger *slog.Logger
 	// MaxAttempts is how many times a request is tried, the first time
-	// included. Zero means 3; 1 turns retries off.
+	// included. Zero means 3; 1 turns retries off. A server that asks,
+	// with retry-after, for a wait over a minute ends the retries.
 	MaxAttempts int
-	// IdleTimeout aborts a stream that sends nothing, not even a ping,
-	// for this long. Time the caller spends between events does not
-	// count. Zero means 90 seconds; negative means never.
-	IdleTimeout time.Duration
-	// MaxRetryWait caps the wait a server may ask for with retry-after.
-	// A longer request ends the retries and returns the error. Zero means
-	// 60 seconds.
-	MaxRetryWait time.Duration
 	// Telemetry says where the spans and metrics of each attempt go.
 	// Default: the global OpenTelemetry providers.
 	Telemetry Telemetry // otel hook
@@ -60,8 +54,8 @@ type Client struct {
 	sdk          anthropic.Client
 	log          *slog.Logger
 	maxAttempts  int
-	idleTimeout  time.Duration
-	maxRetryWait time.Duration
+	idleTimeout  time.Duration // of a stream's silence; time between events the caller spends does not count
+	maxRetryWait time.Duration // the longest retry-after waited for
 	tel          *telemetry.Instruments // otel hook
 
 	// Seams for tests: time and randomness.
@@ -75,8 +69,8 @@ func New(cfg Config) *Client {
 	c := &Client{
 		log:          cfg.Logger,
 		maxAttempts:  cfg.MaxAttempts,
-		idleTimeout:  cfg.IdleTimeout,
-		maxRetryWait: cfg.MaxRetryWait,
+		idleTimeout:  90 * time.Second,
+		maxRetryWait: time.Minute,
 		sleep:        sleepCtx,
 		now:          time.Now,
 		jitter:       rand.Int64N,
@@ -87,18 +81,12 @@ func New(cfg Config) *Client {
 	if c.maxAttempts <= 0 {
 		c.maxAttempts = 3
 	}
-	if c.idleTimeout == 0 {
-		c.idleTimeout = 90 * time.Second
-	}
-	if c.maxRetryWait <= 0 {
-		c.maxRetryWait = 60 * time.Second
-	}
 	hc := cfg.HTTPClient
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	// The SDK builds requests, authenticates and names the API version.
-	// Its retries are off: this package has one policy, below.
+	// The SDK sends the requests, authenticates and names the API
+	// version. Its retries are off: this package has one policy, below.
 	opts := []option.RequestOption{
 		option.WithoutEnvironmentDefaults(),
 		option.WithHTTPClient(hc),
@@ -148,7 +136,7 @@ func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Event, error
 			yield(nil, errors.New("llm: a Stream can be ranged over only once"))
 			return
 		}
-		params, err := messageParams(req)
+		body, err := requestBody(req, false)
 		if err != nil {
 			yield(nil, err)
 			return
@@ -156,7 +144,7 @@ func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Event, error
 		yielded := false
 		err = c.retry(ctx, func() bool { return yielded }, func(ctx context.Context) error {
 			at := startChat(c.tel, ctx, req) // otel hook: a chat span per attempt
-			err := c.streamOnce(at.ctx, params, &yielded, at.observe(yield))
+			err := c.streamOnce(at.ctx, body, &yielded, at.observe(yield))
 			at.end(err)
 			return err
 		})
@@ -167,29 +155,22 @@ func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Event, error
 }
 
 // streamOnce makes one attempt at a streamed turn.
-func (c *Client) streamOnce(ctx context.Context, params anthropic.MessageNewParams, yielded *bool, yield func(Event, error) bool) error {
+func (c *Client) streamOnce(ctx context.Context, body []byte, yielded *bool, yield func(Event, error) bool) error {
 	// The idle timer runs only while this attempt waits for the server:
 	// until the response headers, then during each read of the body.
 	// Time the consumer spends between events is not the server's
 	// silence, and must not abort the stream.
 	actx, cancel, idle := c.idleContext(ctx)
 	defer cancel(nil)
-	if idle != nil {
-		defer idle.Stop()
-	}
-	resp, err := c.post(actx, "v1/messages", params, option.WithJSONSet("stream", true))
+	defer idle.Stop()
+	resp, err := c.post(actx, "v1/messages", body)
 	if err != nil {
 		return c.attemptErr(ctx, actx, err)
 	}
 	defer resp.Body.Close()
-	var body io.Reader = resp.Body
-	if idle != nil {
-		idle.Stop()
-		body = &idleReader{r: resp.Body, t: idle, d: c.idleTimeout}
-	}
-	dec := newDecoder(body, c.log)
-	defer dec.release()
-	dec.status, dec.header = resp.StatusCode, resp.Header
+	idle.Stop()
+	dec := newDecoder(&idleReader{r: resp.Body, t: idle, d: c.idleTimeout}, c.log)
+	dec.header = resp.Header
 
 	var pending Event // a MessageStart not yet yielded
 	for {
@@ -219,14 +200,11 @@ func (c *Client) streamOnce(ctx context.Context, params anthropic.MessageNewPara
 }
 
 // idleContext returns the context of one attempt, which the returned timer
-// cancels with ErrIdleTimeout when it fires. The timer is nil when
-// IdleTimeout is off. The caller must call cancel and stop the timer.
+// cancels with errIdleTimeout when it fires. The caller must call cancel
+// and stop the timer.
 func (c *Client) idleContext(ctx context.Context) (context.Context, context.CancelCauseFunc, *time.Timer) {
 	actx, cancel := context.WithCancelCause(ctx)
-	if c.idleTimeout <= 0 {
-		return actx, cancel, nil
-	}
-	return actx, cancel, time.AfterFunc(c.idleTimeout, func() { cancel(ErrIdleTimeout) })
+	return actx, cancel, time.AfterFunc(c.idleTimeout, func() { cancel(errIdleTimeout) })
 }
 
 // attemptErr names the real cause of an attempt's failure: the caller's
@@ -235,8 +213,8 @@ func (c *Client) attemptErr(ctx, actx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	if context.Cause(actx) == ErrIdleTimeout {
-		return fmt.Errorf("%w: nothing received for %v", ErrIdleTimeout, c.idleTimeout)
+	if context.Cause(actx) == errIdleTimeout {
+		return fmt.Errorf("%w: nothing received for %v", errIdleTimeout, c.idleTimeout)
 	}
 	return err
 }
@@ -258,10 +236,11 @@ func (r *idleReader) Read(p []byte) (int, error) {
 }
 
 // post sends one request through the SDK and returns the response with its
-// body unread, or the error as this package reports it.
-func (c *Client) post(ctx context.Context, path string, params any, opts ...option.RequestOption) (*http.Response, error) {
+// body unread, or the error as this package reports it. The SDK sends a
+// []byte body as it is.
+func (c *Client) post(ctx context.Context, path string, body []byte) (*http.Response, error) {
 	var resp *http.Response
-	err := c.sdk.Post(ctx, path, params, &resp, opts...)
+	err := c.sdk.Post(ctx, path, body, &resp)
 	if err != nil {
 		// For an error status the SDK has read the body into an error
 		// of its own, and left the bytes on resp.Body: build ours from
@@ -274,7 +253,7 @@ func (c *Client) post(ctx context.Context, path string, params any, opts ...opti
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("%w: %w", ErrConnection, err)
+		return nil, fmt.Errorf("%w: %w", errConnection, err)
 	}
 	return resp, nil
 }
@@ -295,7 +274,7 @@ func (c *Client) retry(ctx context.Context, committed func() bool, attempt func(
 			return err
 		}
 		if ae, ok := errors.AsType[*APIError](err); ok && ae.RetryAfter > c.maxRetryWait {
-			c.log.Info("llm: server asks to wait longer than MaxRetryWait; giving up",
+			c.log.Info("llm: server asks to wait longer than a minute; giving up",
 				"retry_after", ae.RetryAfter, "max", c.maxRetryWait, "err", err)
 			return err
 		}
@@ -322,11 +301,10 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // CountTokens returns the number of input tokens req would use, by the
 // API's count_tokens endpoint. It retries like Stream, and an attempt whose
-// answer takes longer than IdleTimeout fails like a stalled stream.
-// Request.Extra, MaxTokens, StopSequences and sampling settings are not
-// sent.
+// answer takes longer than 90 seconds fails like a stalled stream.
+// Request.Extra, MaxTokens and Container are not sent.
 func (c *Client) CountTokens(ctx context.Context, req Request) (int, error) {
-	params, err := countParams(req)
+	body, err := requestBody(req, true)
 	if err != nil {
 		return 0, err
 	}
@@ -335,26 +313,24 @@ func (c *Client) CountTokens(ctx context.Context, req Request) (int, error) {
 		// The answer is small, so the timer covers the whole exchange.
 		actx, cancel, idle := c.idleContext(ctx)
 		defer cancel(nil)
-		if idle != nil {
-			defer idle.Stop()
-		}
-		resp, err := c.post(actx, "v1/messages/count_tokens", params)
+		defer idle.Stop()
+		resp, err := c.post(actx, "v1/messages/count_tokens", body)
 		if err != nil {
 			return c.attemptErr(ctx, actx, err)
 		}
 		defer resp.Body.Close()
-		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		answer, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		if err != nil {
 			if actx.Err() != nil {
 				return c.attemptErr(ctx, actx, err)
 			}
-			return fmt.Errorf("%w: reading count_tokens response: %w", ErrConnection, err)
+			return fmt.Errorf("%w: reading count_tokens response: %w", errConnection, err)
 		}
 		var w struct {
 			InputTokens *int `json:"input_tokens"`
 		}
-		if err := json.Unmarshal(body, &w); err != nil || w.InputTokens == nil {
-			return malformed("count_tokens response", body)
+		if err := json.Unmarshal(answer, &w); err != nil || w.InputTokens == nil {
+			return malformed("count_tokens response", answer, err)
 		}
 		n = *w.InputTokens
 		return nil

@@ -228,7 +228,7 @@ func TestCountTokens(t *testing.T) {
 	if err != nil || n != 42 {
 		t.Fatalf("CountTokens = %d, %v", n, err)
 	}
-	want := `{"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],"model":"m","system":[{"text":"sys","type":"text"}]}`
+	want := `{"model":"m","system":[{"type":"text","text":"sys"}],"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}`
 	if body != want {
 		t.Errorf("body:\n%s\nwant:\n%s", body, want)
 	}

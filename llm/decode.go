@@ -1,75 +1,130 @@
 package llm
 
 import (
+	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"sync"
+
+	json2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // decoder turns the server-sent events of one response into [Event]s.
 //
 // Like the official SDKs it dispatches on the SSE event name; an event
 // without a name (seen only behind proxies) is dispatched on its data's
-// "type" instead of being dropped. Content deltas, the bulk of a stream,
-// are read by the scanner in jsonscan.go; the few other events by
-// encoding/json.
+// "type" instead of being dropped. Each event's data is decoded into the
+// small wire structs below by github.com/go-json-experiment/json, the
+// module that becomes encoding/json/v2 in Go 1.27: in one pass, where
+// encoding/json validates first and then decodes, which made a delta
+// 2–4× slower and cost 9 allocations instead of 2. What is kept raw (a
+// tool's input, citations, blocks of other types) is a jsontext.Value,
+// which Unmarshal has checked along with the rest.
 type decoder struct {
-	sse    *sseReader
+	sse    sseReader
 	log    *slog.Logger
-	status int         // of the response, for error events
 	header http.Header // of the response, for error events
 
-	usage   Usage   // the turn's usage so far; message_delta overwrites fields
-	queue   []Event // events made from one start event, handed out in turn
-	head    int     // queue[head:] are still to be handed out
-	done    bool    // message_stop was seen
-	keyBuf  []byte  // scratch for an escaped key
-	typeBuf []byte  // scratch for an escaped type
-	strBuf  []byte  // scratch for an escaped string value
+	usage Usage   // the turn's usage so far; message_delta overwrites fields
+	queue []Event // events made from one start event, handed out in turn
+	done  bool    // message_stop was seen
+	wire  wireEvent
+	block wireBlock
 }
 
-// decoderPool keeps decoders, with their 64 KiB read buffer and scratch
-// slices, from one stream to the next: allocating and zeroing them was
-// a third of the bytes a short real stream cost. Events never point into
-// a decoder's buffers (they copy what they keep), so a decoder can be
-// reused as soon as its stream ends.
-var decoderPool = sync.Pool{New: func() any { return &decoder{sse: new(sseReader)} }}
+// wireEvent is the data of every stream event but message_start: each
+// event type fills its own fields. It is reused from event to event, so
+// that a delta costs no allocation beyond its string.
+type wireEvent struct {
+	Index        int            `json:"index"` // -1 until the data sets it
+	Delta        wireDelta      `json:"delta"`
+	ContentBlock jsontext.Value `json:"content_block"`
+	Usage        wireUsage      `json:"usage"`
+}
 
-// maxPooledScratch bounds the scratch a pooled decoder keeps, so that one
-// huge event does not pin megabytes for the life of the process.
-const maxPooledScratch = 1 << 20
+// wireUsage is a usage object. Its fields are pointers because an absent
+// or null field must not overwrite what the turn already has.
+type wireUsage struct {
+	InputTokens              *int64 `json:"input_tokens"`
+	OutputTokens             *int64 `json:"output_tokens"`
+	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+}
 
-// newDecoder returns a decoder for r, from the pool. Call release when the
-// stream is done with it.
+// merge returns u with the fields w sets overwritten.
+func (w wireUsage) merge(u Usage) Usage {
+	for _, f := range []struct{ src, dst *int64 }{{w.InputTokens, &u.InputTokens}, {w.OutputTokens, &u.OutputTokens},
+		{w.CacheCreationInputTokens, &u.CacheCreationInputTokens}, {w.CacheReadInputTokens, &u.CacheReadInputTokens}} {
+		if f.src != nil {
+			*f.dst = *f.src
+		}
+	}
+	return u
+}
+
+// wireDelta is the delta of a content_block_delta or a message_delta.
+type wireDelta struct {
+	Type        string         `json:"type"`
+	Text        wireText       `json:"text"`
+	PartialJSON wireText       `json:"partial_json"`
+	Thinking    wireText       `json:"thinking"`
+	Signature   wireText       `json:"signature"`
+	Citation    jsontext.Value `json:"citation"`
+	StopReason  string         `json:"stop_reason"`
+	Container   wireContainer  `json:"container"`
+}
+
+// wireContainer is a container object such as
+// {"id":"container_…","expires_at":"…"}. The expiry is not kept: the API
+// renews it with every use, and a request that names an expired container
+// gets a clear error.
+type wireContainer struct {
+	ID string `json:"id"`
+}
+
+// wireText is a JSON string (or null, for "") unquoted into a buffer that
+// is kept from event to event, so that an escaped delta costs one
+// allocation, for the string it becomes, rather than two.
+type wireText []byte
+
+func (t *wireText) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	v, err := dec.ReadValue()
+	switch {
+	case err != nil:
+		return err
+	case v.Kind() == 'n':
+		*t = (*t)[:0]
+		return nil
+	case v.Kind() != '"':
+		return fmt.Errorf("%s where a string belongs", v.Kind())
+	}
+	// ReadValue has checked the syntax, so an error here can only report
+	// invalid UTF-8, which lenient allows and which is now U+FFFD.
+	*t, _ = jsontext.AppendUnquote((*t)[:0], v)
+	return nil
+}
+
+// reset clears w for the next event, keeping the buffers that nothing
+// handed out points into.
+func (w *wireEvent) reset() {
+	d := &w.Delta
+	*w = wireEvent{Index: -1, ContentBlock: w.ContentBlock[:0], Delta: wireDelta{Text: d.Text[:0],
+		PartialJSON: d.PartialJSON[:0], Thinking: d.Thinking[:0], Signature: d.Signature[:0]}}
+}
+
+// newDecoder returns a decoder for r.
 func newDecoder(r io.Reader, log *slog.Logger) *decoder {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	d := decoderPool.Get().(*decoder)
-	d.sse.reset(r)
-	*d = decoder{
-		sse: d.sse, log: log, status: http.StatusOK,
-		queue: d.queue[:0], keyBuf: d.keyBuf[:0], typeBuf: d.typeBuf[:0], strBuf: d.strBuf[:0],
-	}
+	d := &decoder{log: log}
+	d.sse.br = bufio.NewReaderSize(r, 64<<10)
 	return d
-}
-
-// release returns d to the pool. It must not be used afterwards.
-func (d *decoder) release() {
-	d.sse.reset(nil)
-	s := d.sse
-	if max(cap(s.long), cap(s.data), cap(d.strBuf)) > maxPooledScratch {
-		return // let the garbage collector have it
-	}
-	clear(d.queue[:cap(d.queue)]) // events of an abandoned stream
-	d.log, d.header = nil, nil
-	decoderPool.Put(d)
 }
 
 // next returns the next event. After MessageStop it returns io.EOF. A
@@ -77,13 +132,12 @@ func (d *decoder) release() {
 // ErrIncompleteStream; an error event gives an *APIError.
 func (d *decoder) next() (Event, error) {
 	for {
-		if d.head < len(d.queue) {
-			ev := d.queue[d.head]
-			d.queue[d.head] = nil
-			d.head++
-			if d.head == len(d.queue) {
-				// Reuse the array: most starts make one or two events.
-				d.queue, d.head = d.queue[:0], 0
+		if len(d.queue) > 0 {
+			ev := d.queue[0]
+			d.queue[0] = nil
+			d.queue = d.queue[1:]
+			if len(d.queue) == 0 {
+				d.queue = d.queue[:0:cap(d.queue)] // most starts make one or two events
 			}
 			return ev, nil
 		}
@@ -93,7 +147,7 @@ func (d *decoder) next() (Event, error) {
 		name, data, err := d.sse.next()
 		if err != nil {
 			switch {
-			case errors.Is(err, ErrMalformedEvent):
+			case errors.Is(err, errMalformedEvent):
 				return nil, err
 			case err == io.EOF:
 				return nil, ErrIncompleteStream
@@ -104,16 +158,15 @@ func (d *decoder) next() (Event, error) {
 				return nil, fmt.Errorf("%w: %w", ErrIncompleteStream, err)
 			}
 		}
-		typ := name
-		if len(typ) == 0 {
-			typ = d.dataType(data)
+		if len(name) == 0 {
+			name = d.dataType(data)
 		}
 		var ev Event
-		switch string(typ) {
+		switch string(name) {
 		case "content_block_delta":
 			ev, err = d.blockDelta(data)
 		case "content_block_start":
-			ev, err = d.blockStart(data)
+			err = d.blockStart(data)
 		case "content_block_stop":
 			ev, err = d.blockStop(data)
 		case "message_start":
@@ -126,9 +179,9 @@ func (d *decoder) next() (Event, error) {
 		case "ping":
 			continue
 		case "error":
-			return nil, newStreamError(data, d.status, d.header)
+			return nil, newStreamError(data, d.header)
 		default:
-			d.log.Debug("llm: unknown stream event ignored", "event", string(typ))
+			d.log.Debug("llm: unknown stream event ignored", "event", string(name))
 			continue
 		}
 		if err != nil {
@@ -140,266 +193,178 @@ func (d *decoder) next() (Event, error) {
 	}
 }
 
-func malformed(what string, data []byte) error {
+// dataType returns the "type" of an event that came without a name.
+func (d *decoder) dataType(data []byte) []byte {
+	var w struct {
+		Type string `json:"type"`
+	}
+	json2.Unmarshal(data, &w, lenient)
+	return []byte(w.Type)
+}
+
+func malformed(what string, data []byte, err error) error {
 	if len(data) > 200 {
 		data = data[:200]
 	}
-	return fmt.Errorf("%w: %s: %q", ErrMalformedEvent, what, data)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v: %q", errMalformedEvent, what, err, data)
+	}
+	return fmt.Errorf("%w: %s: %q", errMalformedEvent, what, data)
 }
 
-// dataType returns the "type" field of the object in data, or nil.
-func (d *decoder) dataType(data []byte) []byte {
-	sc := scanObject(data)
-	for k, v, ok := sc.next(&d.keyBuf); ok; k, v, ok = sc.next(&d.keyBuf) {
-		if string(k) == "type" {
-			t, _ := d.rawString(v, &d.typeBuf)
-			return t
-		}
+// decode unmarshals the data of an event of type what into d.wire, which
+// it clears first, and requires an index when indexed is set.
+func (d *decoder) decode(what string, data []byte, indexed bool) error {
+	d.wire.reset()
+	if err := json2.Unmarshal(data, &d.wire, lenient); err != nil {
+		return malformed(what, data, err)
+	}
+	if indexed && d.wire.Index < 0 {
+		return malformed(what, data, errors.New("no index"))
 	}
 	return nil
-}
-
-// rawString returns the contents of the raw JSON string v, undoing escapes
-// into *buf only when there are any. It does not allocate.
-func (d *decoder) rawString(v []byte, buf *[]byte) ([]byte, bool) {
-	if len(v) < 2 || v[0] != '"' {
-		return nil, false
-	}
-	if bytes.IndexByte(v, '\\') < 0 {
-		return v[1 : len(v)-1], true
-	}
-	s, ok := unescape(v, (*buf)[:0])
-	*buf = s
-	return s, ok
-}
-
-// indexed reads the "index" of a content_block_* event and the raw value
-// of its field key, which must be present unless key is "".
-func (d *decoder) indexed(data []byte, key string) (index int, val []byte, ok bool) {
-	haveIndex := false
-	sc := scanObject(data)
-	for k, v, more := sc.next(&d.keyBuf); more; k, v, more = sc.next(&d.keyBuf) {
-		switch string(k) {
-		case "index":
-			index, haveIndex = atoi(v)
-		case key:
-			val = v
-		}
-	}
-	return index, val, !sc.err() && haveIndex && (key == "" || val != nil)
 }
 
 // blockDelta reads a content_block_delta. This is the hot path: one
 // allocation for the string, one for the event.
 func (d *decoder) blockDelta(data []byte) (Event, error) {
-	index, delta, ok := d.indexed(data, "delta")
-	if !ok {
-		return nil, malformed("content_block_delta", data)
+	if err := d.decode("content_block_delta", data, true); err != nil {
+		return nil, err
 	}
-	var typ, payload []byte
-	ds := scanObject(delta)
-	for k, v, ok := ds.next(&d.keyBuf); ok; k, v, ok = ds.next(&d.keyBuf) {
-		switch string(k) {
-		case "type":
-			typ = v
-		case "text", "partial_json", "thinking", "signature", "citation":
-			payload = v
-		}
-	}
-	if ds.err() {
-		return nil, malformed("content_block_delta", data)
-	}
-	t, _ := d.rawString(typ, &d.typeBuf)
-	str := func() (string, error) {
-		s, ok := unquote(payload, &d.strBuf)
-		if !ok {
-			return "", malformed(string(t), data)
-		}
-		return s, nil
-	}
-	switch string(t) {
+	i, w := d.wire.Index, &d.wire.Delta
+	switch w.Type {
 	case "text_delta":
-		s, err := str()
-		return TextDelta{Index: index, Text: s}, err
+		return TextDelta{Index: i, Text: string(w.Text)}, nil
 	case "input_json_delta":
-		s, err := str()
-		return ToolInputDelta{Index: index, PartialJSON: s}, err
+		return ToolInputDelta{Index: i, PartialJSON: string(w.PartialJSON)}, nil
 	case "thinking_delta":
-		s, err := str()
-		return ThinkingDelta{Index: index, Thinking: s}, err
+		return ThinkingDelta{Index: i, Thinking: string(w.Thinking)}, nil
 	case "signature_delta":
-		s, err := str()
-		return SignatureDelta{Index: index, Signature: s}, err
+		return signatureDelta{Index: i, Signature: string(w.Signature)}, nil
 	case "citations_delta":
-		if !validJSON(payload) {
-			return nil, malformed("citations_delta", data)
-		}
-		return CitationDelta{Index: index, Citation: bytes.Clone(payload)}, nil
-	default:
-		if !validJSON(delta) {
-			return nil, malformed("content_block_delta", data)
-		}
-		d.log.Debug("llm: unknown delta type passed on raw", "type", string(t), "index", index)
-		return BlockDelta{Index: index, Type: string(t), Raw: bytes.Clone(delta)}, nil
+		return citationDelta{Index: i, Citation: []byte(w.Citation)}, nil
 	}
+	// A delta this package does not model: the whole of it, raw.
+	var raw struct {
+		Delta jsontext.Value `json:"delta"`
+	}
+	json2.Unmarshal(data, &raw, lenient) // valid: decode has checked data
+	d.log.Debug("llm: unknown delta type passed on raw", "type", w.Type, "index", i)
+	return rawDelta{Index: i, Type: string(w.Type), Raw: []byte(raw.Delta)}, nil
 }
 
 func (d *decoder) blockStop(data []byte) (Event, error) {
-	index, _, ok := d.indexed(data, "")
-	if !ok {
-		return nil, malformed("content_block_stop", data)
+	if err := d.decode("content_block_stop", data, true); err != nil {
+		return nil, err
 	}
-	return BlockStop{Index: index}, nil
+	return BlockStop{Index: d.wire.Index}, nil
 }
 
-func (d *decoder) blockStart(data []byte) (Event, error) {
-	// Scanned rather than unmarshalled: a block that arrives whole, such
-	// as a web search result, can be tens of kilobytes.
-	index, block, ok := d.indexed(data, "content_block")
-	if !ok {
-		return nil, malformed("content_block_start", data)
+func (d *decoder) blockStart(data []byte) error {
+	if err := d.decode("content_block_start", data, true); err != nil {
+		return err
 	}
-	if err := d.startEvents(index, block); err != nil {
-		return nil, malformed("content_block_start", data)
+	if err := d.startEvents(d.wire.Index, d.wire.ContentBlock); err != nil {
+		return malformed("content_block_start", data, err)
 	}
-	return nil, nil // next hands out the queued events
+	return nil // next hands out the queued events
+}
+
+// wireBlock is a content block as content_block_start and message_start
+// carry it.
+type wireBlock struct {
+	Type        string           `json:"type"`
+	ID          string           `json:"id"`
+	Name        string           `json:"name"`
+	Input       jsontext.Value   `json:"input"`
+	Caller      jsontext.Value   `json:"caller"`
+	ToolsetName string           `json:"toolset_name"`
+	Text        string           `json:"text"`
+	Thinking    string           `json:"thinking"`
+	Signature   string           `json:"signature"`
+	Citations   []jsontext.Value `json:"citations"`
 }
 
 // startEvents queues the events that open the block raw at index: its
 // start event, then deltas for any text the start already carries, so that
-// a consumer needs no special case for it.
-//
-// The block is read with the scanner, not encoding/json: starts are one
-// event in six of a real stream, and an Unmarshal costs a dozen
-// allocations where the scanner costs one per string that is not empty.
-// What is kept raw (a tool's input, citations, unknown blocks) is checked
-// with json.Valid, since the scanner only skips over it.
-func (d *decoder) startEvents(index int, raw []byte) error {
-	var (
-		typ                       []byte
-		id, name, toolset         []byte
-		text, thinking, signature []byte
-		input, caller, citations  []byte
-	)
-	sc := scanObject(raw)
-	for k, v, ok := sc.next(&d.keyBuf); ok; k, v, ok = sc.next(&d.keyBuf) {
-		switch string(k) {
-		case "type":
-			typ, _ = d.rawString(v, &d.typeBuf)
-		case "id":
-			id = v
-		case "name":
-			name = v
-		case "toolset_name":
-			toolset = v
-		case "text":
-			text = v
-		case "thinking":
-			thinking = v
-		case "signature":
-			signature = v
-		case "input":
-			input = v
-		case "caller":
-			caller = v
-		case "citations":
-			citations = v
-		}
+// a consumer needs no special case for it. raw has been checked to be
+// valid JSON by the Unmarshal that found it; it is copied if kept.
+func (d *decoder) startEvents(index int, raw jsontext.Value) error {
+	d.block = wireBlock{} // reused only to save an allocation per start
+	b := &d.block
+	if err := json2.Unmarshal(raw, b, lenient); err != nil {
+		return err
 	}
-	if sc.err() {
-		return errors.New("invalid JSON")
-	}
-	queued := len(d.queue)
-	// str is the value of an optional string field: absent and null
-	// give "".
-	bad := false
-	str := func(v []byte) string {
-		if v == nil || string(v) == "null" {
-			return ""
-		}
-		s, ok := unquote(v, &d.strBuf)
-		bad = bad || !ok
-		return s
-	}
-	switch string(typ) {
+	switch b.Type {
 	case "text":
-		d.queue = append(d.queue, TextStart{Index: index, Text: str(text)})
-		if len(citations) > 0 && string(citations) != "null" && string(citations) != "[]" {
-			// Rare: a text block that opens with citations. Let
-			// encoding/json split and check the array.
-			var cs []json.RawMessage
-			if err := json.Unmarshal(citations, &cs); err != nil {
-				return err
-			}
-			for _, c := range cs {
-				d.queue = append(d.queue, CitationDelta{Index: index, Citation: c})
-			}
+		d.queue = append(d.queue, TextStart{Index: index, Text: b.Text})
+		for _, c := range b.Citations {
+			d.queue = append(d.queue, citationDelta{Index: index, Citation: []byte(c)})
 		}
 	case "thinking":
-		d.queue = append(d.queue, ThinkingStart{Index: index})
-		if s := str(thinking); s != "" {
-			d.queue = append(d.queue, ThinkingDelta{Index: index, Thinking: s})
+		d.queue = append(d.queue, thinkingStart{Index: index})
+		if b.Thinking != "" {
+			d.queue = append(d.queue, ThinkingDelta{Index: index, Thinking: b.Thinking})
 		}
-		if s := str(signature); s != "" {
-			d.queue = append(d.queue, SignatureDelta{Index: index, Signature: s})
+		if b.Signature != "" {
+			d.queue = append(d.queue, signatureDelta{Index: index, Signature: b.Signature})
 		}
 	case "tool_use":
-		ev := ToolUseStart{Index: index, ID: str(id), Name: str(name), ToolsetName: str(toolset)}
-		if input != nil {
-			if !validJSON(input) {
-				return errors.New("invalid input")
-			}
-			ev.Input = bytes.Clone(input)
+		if string(b.Caller) == "null" {
+			b.Caller = nil
 		}
-		if caller != nil && string(caller) != "null" {
-			if !validJSON(caller) {
-				return errors.New("invalid caller")
-			}
-			ev.Caller = bytes.Clone(caller)
-		}
-		d.queue = append(d.queue, ev)
+		d.queue = append(d.queue, ToolUseStart{Index: index, ID: b.ID, Name: b.Name, Input: []byte(b.Input),
+			Caller: []byte(b.Caller), ToolsetName: b.ToolsetName})
 	case "":
 		return errors.New("no type")
 	default:
-		// Kept verbatim, so only checked, not decoded.
-		if !validJSON(raw) {
-			return errors.New("invalid JSON")
-		}
-		d.queue = append(d.queue, BlockStart{Index: index, Type: blockTypeName(typ), Raw: bytes.Clone(bytes.TrimSpace(raw))})
-	}
-	if bad {
-		d.queue = d.queue[:queued]
-		return errors.New("invalid string")
+		// Kept verbatim.
+		d.queue = append(d.queue, rawStart{Index: index, Type: b.Type, Raw: bytes.Clone(raw)})
 	}
 	return nil
 }
 
-// blockTypeName returns typ as a string, without allocating for the block
-// types the API sends today. The switch on string(typ) does not allocate.
-func blockTypeName(typ []byte) string {
-	switch string(typ) {
-	case "server_tool_use":
-		return "server_tool_use"
-	case "web_search_tool_result":
-		return "web_search_tool_result"
-	case "web_fetch_tool_result":
-		return "web_fetch_tool_result"
-	case "code_execution_tool_result":
-		return "code_execution_tool_result"
-	case "bash_code_execution_tool_result":
-		return "bash_code_execution_tool_result"
-	case "text_editor_code_execution_tool_result":
-		return "text_editor_code_execution_tool_result"
-	case "tool_search_tool_result":
-		return "tool_search_tool_result"
-	case "mcp_tool_use":
-		return "mcp_tool_use"
-	case "mcp_tool_result":
-		return "mcp_tool_result"
-	case "container_upload":
-		return "container_upload"
-	case "redacted_thinking":
-		return "redacted_thinking"
+// messageStart reads a message_start. A second one restarts the turn (a
+// proxy spliced two responses), and usage starts over with it.
+func (d *decoder) messageStart(data []byte) (Event, error) {
+	var w struct {
+		Message *struct {
+			ID         string           `json:"id"`
+			Model      string           `json:"model"`
+			Content    []jsontext.Value `json:"content"`
+			Usage      wireUsage        `json:"usage"`
+			Container  wireContainer    `json:"container"`
+			StopReason string           `json:"stop_reason"`
+		} `json:"message"`
 	}
-	return string(typ)
+	if err := json2.Unmarshal(data, &w, lenient); err != nil || w.Message == nil {
+		return nil, malformed("message_start", data, err)
+	}
+	m := w.Message
+	d.usage = m.Usage.merge(Usage{})
+	// A message can arrive with its content already in message_start and
+	// no block events (programmatic tool calling). Hand the blocks out as
+	// if they had been streamed, so that consumers see one shape.
+	for i, raw := range m.Content {
+		if err := d.startEvents(i, raw); err != nil {
+			d.queue = d.queue[:0]
+			return nil, malformed("message_start content", data, err)
+		}
+		d.queue = append(d.queue, BlockStop{Index: i})
+	}
+	if m.StopReason != "" {
+		d.queue = append(d.queue, MessageDelta{StopReason: StopReason(m.StopReason), Usage: d.usage,
+			Container: m.Container.ID})
+	}
+	return MessageStart{ID: m.ID, Model: m.Model, Usage: d.usage, Container: m.Container.ID}, nil
+}
+
+func (d *decoder) messageDelta(data []byte) (Event, error) {
+	if err := d.decode("message_delta", data, false); err != nil {
+		return nil, err
+	}
+	w := &d.wire.Delta
+	d.usage = d.wire.Usage.merge(d.usage)
+	return MessageDelta{StopReason: StopReason(w.StopReason), Usage: d.usage,
+		Container: w.Container.ID}, nil
 }

@@ -70,7 +70,7 @@ func TestDecode(t *testing.T) {
 		name: "CRLF, multi-line data, missing final blank line",
 		in: strings.ReplaceAll(sseStart, "\n", "\r\n") +
 			"event: content_block_start\r\ndata: {\"type\":\"content_block_start\",\r\ndata: \"index\":3,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"f\",\"input\":{}}}\r\n\r\n" +
-			"event: content_block_delta\rdata: {\"type\":\"content_block_delta\",\"index\":3,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"a\\\": \\\"x\\\\\"}}\r\r" +
+			"event: content_block_delta\r\ndata: {\"type\":\"content_block_delta\",\"index\":3,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"a\\\": \\\"x\\\\\"}}\r\n\r\n" +
 			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":3,\"delta\":{\"partial_json\":\"ny\\\"}\",\"type\":\"input_json_delta\"}}\n\n" +
 			"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":3}\n\n" +
 			"event: message_stop\ndata: {\"type\":\"message_stop\"}",
@@ -91,15 +91,15 @@ func TestDecode(t *testing.T) {
 			"event: future_event\ndata: {\"type\":\"future_event\"}\n\n" +
 			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"future_delta\",\"x\":1}}\n\n" +
 			"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n" + sseStop,
-		want: []Event{evStart, ThinkingStart{}, ThinkingDelta{Thinking: "hmm"}, SignatureDelta{Signature: "c2ln"}, BlockStop{},
-			BlockStart{Index: 1, Type: "redacted_thinking", Raw: json.RawMessage(`{"type":"redacted_thinking","data":"abc"}`)},
-			BlockDelta{Index: 1, Type: "future_delta", Raw: json.RawMessage(`{"type":"future_delta","x":1}`)},
+		want: []Event{evStart, thinkingStart{}, ThinkingDelta{Thinking: "hmm"}, signatureDelta{Signature: "c2ln"}, BlockStop{},
+			rawStart{Index: 1, Type: "redacted_thinking", Raw: json.RawMessage(`{"type":"redacted_thinking","data":"abc"}`)},
+			rawDelta{Index: 1, Type: "future_delta", Raw: json.RawMessage(`{"type":"future_delta","x":1}`)},
 			BlockStop{Index: 1}, evDelta, MessageStop{}},
 	}, {
 		name: "citation",
 		in: sseStart + "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"pre\"}}\n\n" +
 			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"citations_delta\",\"citation\":{\"type\":\"char_location\",\"cited_text\":\"x\"}}}\n\n",
-		want:    []Event{evStart, TextStart{Text: "pre"}, CitationDelta{Citation: json.RawMessage(`{"type":"char_location","cited_text":"x"}`)}},
+		want:    []Event{evStart, TextStart{Text: "pre"}, citationDelta{Citation: json.RawMessage(`{"type":"char_location","cited_text":"x"}`)}},
 		wantErr: ErrIncompleteStream,
 	}, {
 		name: "content in message_start",
@@ -140,7 +140,17 @@ func TestDecode(t *testing.T) {
 		name:    "malformed container",
 		in:      sseStart + "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"container\":{\"id\":7}}}\n\n",
 		want:    []Event{evStart},
-		wantErr: ErrMalformedEvent,
+		wantErr: errMalformedEvent,
+	}, {
+		name:    "half a surrogate pair, invalid UTF-8 and a repeated name, as encoding/json reads them",
+		in:      sseStart + "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\"a\\ud83d\xffb\"}}\n\n",
+		want:    []Event{evStart, TextDelta{Index: 1, Text: "a\uFFFD\uFFFDb"}},
+		wantErr: ErrIncompleteStream,
+	}, {
+		name:    "a lone CR is refused, not misread",
+		in:      sseStart + "event: content_block_stop\rdata: {\"type\":\"content_block_stop\",\"index\":0}\r\r",
+		want:    []Event{evStart},
+		wantErr: errMalformedEvent,
 	}, {
 		name:    "ends without message_stop",
 		in:      sseStart,
@@ -150,31 +160,31 @@ func TestDecode(t *testing.T) {
 		name:    "error event",
 		in:      sseStart + "event: error\ndata: {\"type\":\"error\",\"error\":{\"details\":null,\"type\":\"overloaded_error\",\"message\":\"Overloaded\"},\"request_id\":\"req_1\"}\n\n",
 		want:    []Event{evStart},
-		wantErr: &APIError{StatusCode: 200, Type: "overloaded_error", Message: "Overloaded", RequestID: "req_1", Retryable: true},
+		wantErr: &APIError{Type: "overloaded_error", Message: "Overloaded", RequestID: "req_1", retryable: true},
 	}, {
 		name:    "malformed delta",
 		in:      sseStart + "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"x}}\n\n",
 		want:    []Event{evStart},
-		wantErr: ErrMalformedEvent,
+		wantErr: errMalformedEvent,
 	}, {
 		name:    "malformed usage",
 		in:      sseStart + "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{},\"usage\":{\"output_tokens\":\"7\"}}\n\n",
 		want:    []Event{evStart},
-		wantErr: ErrMalformedEvent,
+		wantErr: errMalformedEvent,
 	}, {
 		name:    "malformed stop reason",
 		in:      sseStart + "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":7}}\n\n",
 		want:    []Event{evStart},
-		wantErr: ErrMalformedEvent,
+		wantErr: errMalformedEvent,
 	}, {
 		name:    "malformed message_start",
 		in:      "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":1}}\n\n",
-		wantErr: ErrMalformedEvent,
+		wantErr: errMalformedEvent,
 	}, {
 		name:    "malformed tool_use start",
 		in:      sseStart + "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"n\",\"input\":{\"a\":}}}\n\n",
 		want:    []Event{evStart},
-		wantErr: ErrMalformedEvent,
+		wantErr: errMalformedEvent,
 	}}
 	for _, tt := range tests {
 		for rname, r := range readers(tt.in) {
@@ -184,7 +194,7 @@ func TestDecode(t *testing.T) {
 					t.Errorf("events (-want +got):\n%s", diff)
 				}
 				if want, ok := tt.wantErr.(*APIError); ok {
-					if diff := cmp.Diff(want, err); diff != "" {
+					if diff := cmp.Diff(want, err, cmp.AllowUnexported(APIError{})); diff != "" {
 						t.Errorf("error (-want +got):\n%s", diff)
 					}
 				} else if !errors.Is(err, tt.wantErr) {
@@ -214,8 +224,8 @@ func TestDecodeLongLine(t *testing.T) {
 func TestDecodeTooLarge(t *testing.T) {
 	r := io.MultiReader(strings.NewReader("data: "), zeros{})
 	_, err := decodeAll(io.LimitReader(r, maxEventSize+1<<20))
-	if !errors.Is(err, ErrMalformedEvent) {
-		t.Fatalf("err = %v, want ErrMalformedEvent", err)
+	if !errors.Is(err, errMalformedEvent) {
+		t.Fatalf("err = %v, want errMalformedEvent", err)
 	}
 }
 

@@ -2,9 +2,11 @@
 // sequence of small, typed events.
 //
 // It is the reasoning engine of the agent loop: the seed's llm.py. The
-// official SDK builds the request, authenticates and names the API version;
-// this package reads the server-sent events itself, turns them into [Event]
-// values, and retries transient failures with one policy. An [Assembler]
+// official SDK sends the request, authenticates and names the API version;
+// this package writes the request's JSON and reads the server-sent events
+// itself (with bufio and github.com/go-json-experiment/json, which becomes
+// encoding/json/v2), turns them into [Event] values, and retries transient
+// failures with one policy. An [Assembler]
 // turns the events back into the assistant [Message], handing out each
 // block, such as a tool call, the moment it is complete.
 //

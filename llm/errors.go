@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,56 +11,55 @@ import (
 	"time"
 )
 
-// Errors a stream can end with besides an [*APIError]. Each is retryable:
-// [IsRetryable] reports true for them and for anything that wraps them.
+// ErrIncompleteStream means the response ended, or the connection broke,
+// before message_stop: the turn is not complete. It is retryable.
+var ErrIncompleteStream = errors.New("llm: stream ended before message_stop")
+
+// The other errors a stream can end with besides an [*APIError]. Callers
+// classify them with IsRetryable, so they are not exported.
 var (
-	// ErrIncompleteStream means the response ended, or the connection
-	// broke, before message_stop. The turn is not complete.
-	ErrIncompleteStream = errors.New("llm: stream ended before message_stop")
-
-	// ErrIdleTimeout means the server sent nothing, not even a ping, for
-	// longer than Config.IdleTimeout.
-	ErrIdleTimeout = errors.New("llm: stream idle timeout")
-
-	// ErrConnection means the request could not be sent or no response
-	// arrived: a refused or reset connection, a DNS failure, a TLS error.
-	ErrConnection = errors.New("llm: connection failed")
+	// errIdleTimeout: the server sent nothing, not even a ping, for the
+	// idle timeout. Retryable.
+	errIdleTimeout = errors.New("llm: stream idle timeout")
+	// errConnection: the request could not be sent or no response
+	// arrived (a refused or reset connection, DNS, TLS). Retryable.
+	errConnection = errors.New("llm: connection failed")
+	// errMalformedEvent: the server sent an event this package cannot
+	// read. Not retryable: the same server would likely send the same
+	// bytes again.
+	errMalformedEvent = errors.New("llm: malformed stream event")
 )
-
-// ErrMalformedEvent means the server sent an event this package cannot
-// read, such as data that is not JSON. It is not retryable: the same server
-// would likely send the same bytes again.
-var ErrMalformedEvent = errors.New("llm: malformed stream event")
 
 // An APIError is an error reported by the Messages API, either as an HTTP
 // error status or as an "error" event inside a 200 stream.
 type APIError struct {
-	// StatusCode is the HTTP status. It is 200 for an error event that
-	// arrived inside a stream.
+	// StatusCode is the HTTP error status. It is zero for an error event
+	// that arrived inside a stream, whose response had begun with 200:
+	// such an error is what its Type says, not an HTTP failure.
 	StatusCode int
 	// Type is the API's error type, such as "overloaded_error". When the
 	// body has none (a proxy's error page), it is derived from StatusCode.
 	Type string
 	// Message is the API's human-readable message.
 	Message string
-	// Code is error.details.error_code when the API sent one, such as
-	// "enforced_spend_limit_reached".
-	Code string
 	// RequestID is the request-id header or the body's request_id.
 	RequestID string
-	// Retryable reports whether sending the same request again may
-	// succeed.
-	Retryable bool
 	// RetryAfter is the wait the server asked for with retry-after-ms or
 	// retry-after; zero when it asked for none.
 	RetryAfter time.Duration
+
+	code      string // error.details.error_code, such as "enforced_spend_limit_reached"
+	retryable bool   // sending the same request again may succeed; see IsRetryable
 }
 
-// Error returns the status, type, message and request id.
+// Error returns the HTTP status if there was one, then the type, the
+// message, the error code if any and the request id, for example
+// "llm: overloaded_error: Overloaded (request req_…)" for an error event
+// mid-stream, or "llm: 529 overloaded_error: Overloaded (request req_…)".
 func (e *APIError) Error() string {
 	var b strings.Builder
 	b.WriteString("llm: ")
-	if e.StatusCode != 0 && e.StatusCode != http.StatusOK {
+	if e.StatusCode != 0 {
 		b.WriteString(strconv.Itoa(e.StatusCode))
 		b.WriteByte(' ')
 	}
@@ -68,9 +68,9 @@ func (e *APIError) Error() string {
 		b.WriteString(": ")
 		b.WriteString(e.Message)
 	}
-	if e.Code != "" {
+	if e.code != "" {
 		b.WriteString(" [")
-		b.WriteString(e.Code)
+		b.WriteString(e.code)
 		b.WriteByte(']')
 	}
 	if e.RequestID != "" {
@@ -82,8 +82,9 @@ func (e *APIError) Error() string {
 }
 
 // IsRetryable reports whether err is a transient failure worth sending the
-// same request again for: a retryable [*APIError], [ErrIncompleteStream],
-// [ErrIdleTimeout] or [ErrConnection]. A cancelled context is not.
+// same request again for: a retryable [*APIError] (overloaded, rate
+// limited, a server error), [ErrIncompleteStream], a stalled stream or a
+// failed connection. A cancelled context is not.
 //
 // [Client.Stream] retries such errors itself until it has yielded an event;
 // after that it returns them, and the caller decides.
@@ -92,9 +93,9 @@ func IsRetryable(err error) bool {
 		return false
 	}
 	if ae, ok := errors.AsType[*APIError](err); ok {
-		return ae.Retryable
+		return ae.retryable
 	}
-	return errors.Is(err, ErrIncompleteStream) || errors.Is(err, ErrIdleTimeout) || errors.Is(err, ErrConnection)
+	return errors.Is(err, ErrIncompleteStream) || errors.Is(err, errIdleTimeout) || errors.Is(err, errConnection)
 }
 
 // errorBody is the shape of an error response body and of an error event.
@@ -109,6 +110,23 @@ type errorBody struct {
 		} `json:"details"`
 	} `json:"error"`
 	RequestID *string `json:"request_id"`
+}
+
+// decode fills e from body, an error body or event, and reports whether it
+// was the API's JSON. Its request_id, when set, names the request.
+func (e *APIError) decode(body []byte) bool {
+	var w errorBody
+	if json.Unmarshal(body, &w) != nil || (w.Error.Type == "" && w.Error.Message == "") {
+		return false
+	}
+	e.Type, e.Message = w.Error.Type, w.Error.Message
+	if w.Error.Details != nil {
+		e.code = w.Error.Details.ErrorCode
+	}
+	if w.RequestID != nil && *w.RequestID != "" {
+		e.RequestID = *w.RequestID
+	}
+	return true
 }
 
 // statusTypes names the error type of a status when the body names none.
@@ -131,16 +149,7 @@ var statusTypes = map[int]string{
 // current time, for a retry-after given as an HTTP date.
 func newHTTPError(status int, h http.Header, body []byte, now time.Time) *APIError {
 	e := &APIError{StatusCode: status, RequestID: h.Get("request-id")}
-	var w errorBody
-	if json.Unmarshal(body, &w) == nil && (w.Error.Type != "" || w.Error.Message != "") {
-		e.Type, e.Message = w.Error.Type, w.Error.Message
-		if w.Error.Details != nil {
-			e.Code = w.Error.Details.ErrorCode
-		}
-		if e.RequestID == "" && w.RequestID != nil {
-			e.RequestID = *w.RequestID
-		}
-	} else {
+	if !e.decode(body) {
 		// Not the API's JSON: a proxy or load balancer answered. Keep the
 		// start of the body as the message; it is usually enough to tell.
 		msg := strings.TrimSpace(string(body))
@@ -155,16 +164,16 @@ func newHTTPError(status int, h http.Header, body []byte, now time.Time) *APIErr
 			e.Type = "http_error"
 		}
 	}
-	e.Retryable = retryableStatus(status, e.Code)
+	e.retryable = retryableStatus(status, e.code)
 	// x-should-retry is the server's own verdict, so it overrides ours
 	// either way.
 	switch h.Get("x-should-retry") {
 	case "true":
-		e.Retryable = true
+		e.retryable = true
 	case "false":
-		e.Retryable = false
+		e.retryable = false
 	}
-	e.RetryAfter = retryAfter(h, now)
+	e.RetryAfter = parseRetryAfter(h, now)
 	return e
 }
 
@@ -186,26 +195,15 @@ func retryableStatus(status int, code string) bool {
 // newStreamError builds the APIError for an "error" event. Only overloaded
 // and internal API errors are transient; the connection closes after the
 // event, so the turn is lost either way.
-func newStreamError(data []byte, status int, h http.Header) *APIError {
-	e := &APIError{StatusCode: status, RequestID: h.Get("request-id")}
-	var w errorBody
-	if err := json.Unmarshal(data, &w); err != nil {
+func newStreamError(data []byte, h http.Header) *APIError {
+	e := &APIError{RequestID: h.Get("request-id")}
+	if !e.decode(data) {
 		e.Type, e.Message = "malformed_error_event", string(data)
-	} else {
-		e.Type, e.Message = w.Error.Type, w.Error.Message
-		if w.Error.Details != nil {
-			e.Code = w.Error.Details.ErrorCode
-		}
-		if w.RequestID != nil && *w.RequestID != "" {
-			e.RequestID = *w.RequestID
-		}
 	}
-	if e.Type == "" {
-		e.Type = "api_error"
-	}
+	e.Type = cmp.Or(e.Type, "api_error")
 	switch e.Type {
 	case "overloaded_error", "api_error":
-		e.Retryable = true
+		e.retryable = true
 	}
 	return e
 }
@@ -213,7 +211,7 @@ func newStreamError(data []byte, status int, h http.Header) *APIError {
 // retryAfter reads the wait the server asked for: retry-after-ms first,
 // then retry-after in seconds or as an HTTP date. It returns 0 for none, or
 // for a value that is not a positive duration.
-func retryAfter(h http.Header, now time.Time) time.Duration {
+func parseRetryAfter(h http.Header, now time.Time) time.Duration {
 	if v := h.Get("retry-after-ms"); v != "" {
 		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 && ms < 1e12 {
 			return time.Duration(ms * float64(time.Millisecond))

@@ -2,8 +2,11 @@ package llm
 
 import "encoding/json"
 
-// An Event is one step of a streamed model turn. The set is sealed: it is
-// one of the types below, and a type switch over them covers every case.
+// An Event is one step of a streamed model turn: one of the exported types
+// below, or one of a few unexported ones (the starts of thinking and of
+// the blocks kept raw, signatures, citations, deltas of types this package
+// does not model) that only an [Assembler] needs. Switch on the events you
+// show, and give every event to an Assembler.
 //
 // A well-formed turn is MessageStart, then for each content block its start,
 // deltas and BlockStop, then MessageDelta and finally MessageStop. ping
@@ -33,8 +36,8 @@ type TextDelta struct {
 	Text  string
 }
 
-// ThinkingStart opens a thinking block.
-type ThinkingStart struct {
+// thinkingStart opens a thinking block.
+type thinkingStart struct {
 	Index int
 }
 
@@ -44,9 +47,9 @@ type ThinkingDelta struct {
 	Thinking string
 }
 
-// SignatureDelta carries the signature of the thinking block at Index. The
+// signatureDelta carries the signature of the thinking block at Index. The
 // API sends it just before the block stops.
-type SignatureDelta struct {
+type signatureDelta struct {
 	Index     int
 	Signature string
 }
@@ -72,26 +75,26 @@ type ToolInputDelta struct {
 	PartialJSON string
 }
 
-// CitationDelta adds one citation, as raw JSON, to the text block at Index.
-type CitationDelta struct {
+// citationDelta adds one citation, as raw JSON, to the text block at Index.
+type citationDelta struct {
 	Index    int
 	Citation json.RawMessage
 }
 
-// BlockStart opens any other block: redacted_thinking, server_tool_use, the
+// rawStart opens any other block: redacted_thinking, server_tool_use, the
 // *_tool_result blocks and types not yet invented. Raw is the block exactly
 // as it arrived, so it can be sent back verbatim.
-type BlockStart struct {
+type rawStart struct {
 	Index int
 	Type  string
 	Raw   json.RawMessage
 }
 
-// BlockDelta is a delta of a type this package does not model, such as
+// rawDelta is a delta of a type this package does not model, such as
 // compaction_delta, for the block at Index. Raw is the whole delta object.
 // [Assembler] merges its fields into the block's JSON: strings are
 // appended, other values replaced.
-type BlockDelta struct {
+type rawDelta struct {
 	Index int
 	Type  string
 	Raw   json.RawMessage
@@ -112,10 +115,9 @@ type BlockStop struct {
 // model to go on in the same container: programmatic tool calling cannot
 // continue without it.
 type MessageDelta struct {
-	StopReason   StopReason
-	StopSequence string
-	Usage        Usage
-	Container    string
+	StopReason StopReason
+	Usage      Usage
+	Container  string
 }
 
 // MessageStop ends a turn successfully. A stream that ends without it is
@@ -125,14 +127,14 @@ type MessageStop struct{}
 func (MessageStart) isEvent()   {}
 func (TextStart) isEvent()      {}
 func (TextDelta) isEvent()      {}
-func (ThinkingStart) isEvent()  {}
+func (thinkingStart) isEvent()  {}
 func (ThinkingDelta) isEvent()  {}
-func (SignatureDelta) isEvent() {}
+func (signatureDelta) isEvent() {}
 func (ToolUseStart) isEvent()   {}
 func (ToolInputDelta) isEvent() {}
-func (CitationDelta) isEvent()  {}
-func (BlockStart) isEvent()     {}
-func (BlockDelta) isEvent()     {}
+func (citationDelta) isEvent()  {}
+func (rawStart) isEvent()       {}
+func (rawDelta) isEvent()       {}
 func (BlockStop) isEvent()      {}
 func (MessageDelta) isEvent()   {}
 func (MessageStop) isEvent()    {}

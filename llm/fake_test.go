@@ -109,7 +109,7 @@ func TestFakeServer(t *testing.T) {
 			want: turn{Incomplete: []Block{Text{Text: "Hel"}}, Err: "llm: stream ended before message_stop", Retryable: true}},
 		{name: "end without stop", replies: []anthropictest.Reply{S().Text("Hel").EndWithoutStop()},
 			want: turn{Incomplete: []Block{Text{Text: "Hel"}}, Err: "llm: stream ended before message_stop", Retryable: true}},
-		{name: "paced stream within the idle timeout", cfg: Config{IdleTimeout: 10 * time.Second},
+		{name: "paced stream within the idle timeout",
 			replies: []anthropictest.Reply{S().Pace(time.Millisecond).Text("Hel", "lo").Stop("end_turn")},
 			want:    turn{Blocks: hello, Stop: EndTurn}},
 		{name: "retry-after-ms", replies: []anthropictest.Reply{
@@ -214,7 +214,7 @@ func TestHTTPErrorFixtures(t *testing.T) {
 		t.Run(tt.file, func(t *testing.T) {
 			body := readFixture(t, dir, "http_errors/"+tt.file)
 			got := newHTTPError(tt.status, nil, body, time.Now())
-			if got.Type != tt.want.Type || got.RequestID != tt.want.RequestID || got.Retryable != tt.retryable || got.Message == "" {
+			if got.Type != tt.want.Type || got.RequestID != tt.want.RequestID || got.retryable != tt.retryable || got.Message == "" {
 				t.Errorf("got %+v", got)
 			}
 			var err error = got
@@ -224,7 +224,7 @@ func TestHTTPErrorFixtures(t *testing.T) {
 		})
 	}
 	var ae *APIError
-	if errors.As(error(newHTTPError(502, nil, []byte("<html>bad gateway</html>"), time.Now())), &ae); ae.Type != "http_error" || !ae.Retryable {
+	if errors.As(error(newHTTPError(502, nil, []byte("<html>bad gateway</html>"), time.Now())), &ae); ae.Type != "http_error" || !ae.retryable {
 		t.Errorf("502 HTML: %+v", ae)
 	}
 }

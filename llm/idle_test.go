@@ -82,7 +82,7 @@ func send(pace time.Duration, stall bool, bodies ...[]byte) func(context.Context
 }
 
 // TestIdleTimeout checks, on a fake clock, that a stream is aborted after
-// exactly IdleTimeout of silence from the server, before or after its
+// exactly the idle timeout of silence from the server, before or after its
 // headers, and never because the server is slow but steady or because the
 // consumer takes its time between events.
 func TestIdleTimeout(t *testing.T) {
@@ -105,34 +105,31 @@ func TestIdleTimeout(t *testing.T) {
 	tests := []struct {
 		name        string
 		cfg         Config
+		idle        time.Duration // of the client; zero keeps the default
 		replies     []func(context.Context, io.Writer)
 		consumer    time.Duration // how long the consumer takes over each event
 		wantText    string
 		wantErr     error
 		wantElapsed time.Duration
 	}{
-		{name: "stall mid-block", cfg: Config{IdleTimeout: idle},
+		{name: "stall mid-block", idle: idle,
 			replies: []func(context.Context, io.Writer){send(0, true, S().Text("Hel").EndWithoutStop().Bytes())},
-			wantErr: ErrIdleTimeout, wantElapsed: idle},
+			wantErr: errIdleTimeout, wantElapsed: idle},
 		{name: "no headers, retried, default timeout", // 90 s, then 0.5 s of backoff
 			replies:  []func(context.Context, io.Writer){nil, send(0, false, hello)},
 			wantText: "Hello", wantElapsed: 90*time.Second + 500*time.Millisecond},
-		{name: "stall after message_start, retried", cfg: Config{IdleTimeout: idle},
+		{name: "stall after message_start, retried", idle: idle,
 			replies:  []func(context.Context, io.Writer){send(0, true, S().EndWithoutStop().Bytes()), send(0, false, hello)},
 			wantText: "Hello", wantElapsed: idle + 500*time.Millisecond},
-		{name: "every attempt stalls", cfg: Config{IdleTimeout: idle, MaxAttempts: 2},
+		{name: "every attempt stalls", idle: idle, cfg: Config{MaxAttempts: 2},
 			replies: []func(context.Context, io.Writer){nil, nil},
-			wantErr: ErrIdleTimeout, wantElapsed: 2*idle + 500*time.Millisecond},
-		{name: "slow but steady server", cfg: Config{IdleTimeout: idle},
+			wantErr: errIdleTimeout, wantElapsed: 2*idle + 500*time.Millisecond},
+		{name: "slow but steady server", idle: idle,
 			replies:  []func(context.Context, io.Writer){send(idle-time.Millisecond, false, helloEvents...)},
 			wantText: "Hello", wantElapsed: time.Duration(len(helloEvents)) * (idle - time.Millisecond)},
-		{name: "slow consumer", cfg: Config{IdleTimeout: idle}, consumer: 3 * idle,
+		{name: "slow consumer", idle: idle, consumer: 3 * idle,
 			replies:  []func(context.Context, io.Writer){send(0, false, helloEvents...)},
 			wantText: "Hello", wantElapsed: 6 * 3 * idle}, // six events reach the consumer
-		{name: "negative turns it off", cfg: Config{IdleTimeout: -1},
-			replies: []func(context.Context, io.Writer){send(0, true, S().Text("Hel").EndWithoutStop().Bytes())},
-			// Only the caller's deadline ends it.
-			wantErr: context.DeadlineExceeded, wantElapsed: time.Hour},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -142,6 +139,9 @@ func TestIdleTimeout(t *testing.T) {
 				cfg.HTTPClient = &http.Client{Transport: &memServer{replies: tt.replies}}
 				c := New(cfg)
 				c.jitter = func(int64) int64 { return 0 }
+				if tt.idle != 0 {
+					c.idleTimeout = tt.idle
+				}
 				ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
 				defer cancel()
 				start := time.Now()
@@ -162,7 +162,7 @@ func TestIdleTimeout(t *testing.T) {
 				if got := TextOf(a.Message().Content); got != tt.wantText {
 					t.Errorf("text = %q, want %q", got, tt.wantText)
 				}
-				if err != nil && IsRetryable(err) != errors.Is(err, ErrIdleTimeout) {
+				if err != nil && IsRetryable(err) != errors.Is(err, errIdleTimeout) {
 					t.Errorf("IsRetryable(%v) = %v", err, IsRetryable(err))
 				}
 				if diff := cmp.Diff(tt.wantElapsed, time.Since(start)); diff != "" {
@@ -174,17 +174,17 @@ func TestIdleTimeout(t *testing.T) {
 }
 
 // TestCountTokensIdleTimeout checks that a count_tokens call whose server
-// never answers ends with ErrIdleTimeout after its retries, rather than
+// never answers ends with errIdleTimeout after its retries, rather than
 // hanging for as long as the caller's context allows.
 func TestCountTokensIdleTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := New(Config{BaseURL: "http://anthropic.invalid", IdleTimeout: 10 * time.Second,
+		c := New(Config{BaseURL: "http://anthropic.invalid",
 			HTTPClient: &http.Client{Transport: &memServer{replies: make([]func(context.Context, io.Writer), 3)}}})
-		c.jitter = func(int64) int64 { return 0 }
+		c.jitter, c.idleTimeout = func(int64) int64 { return 0 }, 10*time.Second
 		start := time.Now()
 		_, err := c.CountTokens(t.Context(), testReq)
-		if !errors.Is(err, ErrIdleTimeout) {
-			t.Fatalf("err = %v, want ErrIdleTimeout", err)
+		if !errors.Is(err, errIdleTimeout) {
+			t.Fatalf("err = %v, want errIdleTimeout", err)
 		}
 		// Three attempts of 10 s, with 0.5 s and 1 s of backoff between.
 		if got, want := time.Since(start), 31500*time.Millisecond; got != want {

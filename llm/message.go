@@ -5,6 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+
+	json2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Role says who wrote a [Message].
@@ -76,7 +80,7 @@ type ToolUse struct {
 type ToolResult struct {
 	ToolUseID string  `json:"tool_use_id"`
 	Content   []Block `json:"content,omitempty"`
-	IsError   bool    `json:"is_error,omitempty"`
+	IsError   bool    `json:"is_error,omitzero"`
 }
 
 // Image is a base64-encoded image, as a user message or a tool result may
@@ -89,7 +93,8 @@ type Image struct {
 // RawBlock is any other block, kept verbatim: server_tool_use,
 // web_search_tool_result and the other server-tool blocks, and block types
 // newer than this package. JSON is the whole block, "type" included, and is
-// sent back to the API byte for byte.
+// sent back to the API as the same JSON value (compacted, as any JSON this
+// package writes).
 type RawBlock struct {
 	Type string
 	JSON json.RawMessage
@@ -125,80 +130,87 @@ func (Image) isBlock()            {}
 func (RawBlock) isBlock()         {}
 
 // MarshalJSON writes the block in the API's wire shape, with its "type".
-func (b Text) MarshalJSON() ([]byte, error) {
-	type wire Text
-	return marshalTyped("text", wire(b))
-}
+func (b Text) MarshalJSON() ([]byte, error) { return marshal(b) }
 
 // MarshalJSON writes the block in the API's wire shape, with its "type".
-func (b Thinking) MarshalJSON() ([]byte, error) {
-	type wire Thinking
-	return marshalTyped("thinking", wire(b))
-}
+func (b Thinking) MarshalJSON() ([]byte, error) { return marshal(b) }
 
 // MarshalJSON writes the block in the API's wire shape, with its "type".
-func (b RedactedThinking) MarshalJSON() ([]byte, error) {
-	type wire RedactedThinking
-	return marshalTyped("redacted_thinking", wire(b))
-}
+func (b RedactedThinking) MarshalJSON() ([]byte, error) { return marshal(b) }
 
 // MarshalJSON writes the block in the API's wire shape, with its "type".
 // A nil or empty Input is written as {}, which is what the API requires.
-func (b ToolUse) MarshalJSON() ([]byte, error) {
-	type wire ToolUse
-	if len(bytes.TrimSpace(b.Input)) == 0 {
-		b.Input = json.RawMessage("{}")
-	}
-	return marshalTyped("tool_use", wire(b))
-}
+func (b ToolUse) MarshalJSON() ([]byte, error) { return marshal(b) }
 
 // MarshalJSON writes the block in the API's wire shape, with its "type".
-func (b ToolResult) MarshalJSON() ([]byte, error) {
-	type wire ToolResult
-	return marshalTyped("tool_result", wire(b))
+func (b ToolResult) MarshalJSON() ([]byte, error) { return marshal(b) }
+
+// MarshalJSON writes the block in the API's wire shape: a base64 source.
+func (b Image) MarshalJSON() ([]byte, error) { return marshal(b) }
+
+// MarshalJSON writes the block's JSON, checked and compacted.
+func (b RawBlock) MarshalJSON() ([]byte, error) { return marshal(b) }
+
+// marshal writes v with encoding/json/v2 (as github.com/go-json-experiment/
+// json) and the block marshalers.
+func marshal(v any) ([]byte, error) { return json2.Marshal(v, lenient, blockMarshalers) }
+
+// blockMarshalers write each block type in the API's wire shape, "type"
+// first, straight into the encoder of the whole request. The MarshalJSON
+// methods are for encoding/json; through them, a block's JSON would be
+// written, checked and copied once more inside each enclosing value,
+// which for a 5 MiB tool input was most of the time a request took.
+var blockMarshalers = json2.WithMarshalers(json2.JoinMarshalers(
+	typed("text", func(b Text) textWire { return textWire(b) }),
+	typed("thinking", func(b Thinking) thinkingWire { return thinkingWire(b) }),
+	typed("redacted_thinking", func(b RedactedThinking) redactedWire { return redactedWire(b) }),
+	typed("tool_use", func(b ToolUse) toolUseWire {
+		if len(bytes.TrimSpace(b.Input)) == 0 {
+			b.Input = json.RawMessage("{}")
+		}
+		return toolUseWire(b)
+	}),
+	typed("tool_result", func(b ToolResult) toolResultWire { return toolResultWire(b) }),
+	typed("image", func(b Image) (w imageSource) {
+		w.Source.Type, w.Source.MediaType, w.Source.Data = "base64", b.MediaType, b.Data
+		return w
+	}),
+	json2.MarshalToFunc(func(enc *jsontext.Encoder, b RawBlock) error {
+		if err := enc.WriteValue(jsontext.Value(b.JSON)); err != nil {
+			return fmt.Errorf("llm: raw %q block holds invalid JSON: %w", b.Type, err)
+		}
+		return nil
+	}),
+	marshalCached,
+))
+
+// The blocks' fields without their methods, for typed.
+type (
+	textWire       Text
+	thinkingWire   Thinking
+	redactedWire   RedactedThinking
+	toolUseWire    ToolUse
+	toolResultWire ToolResult
+)
+
+// typed returns the marshaler of block type B: a "type" field, then the
+// fields of wire(b), a struct.
+func typed[B Block, W any](typ string, wire func(B) W) *json2.Marshalers {
+	return json2.MarshalToFunc(func(enc *jsontext.Encoder, b B) error {
+		return json2.MarshalEncode(enc, struct {
+			Type string `json:"type"`
+			V    W      `json:",embed"`
+		}{typ, wire(b)})
+	})
 }
 
-// imageWire is an image block as the API has it.
-type imageWire struct {
-	Type   string `json:"type"`
+// imageSource is the source of an image block as the API has it.
+type imageSource struct {
 	Source struct {
 		Type      string `json:"type"`
 		MediaType string `json:"media_type"`
 		Data      string `json:"data"`
 	} `json:"source"`
-}
-
-// MarshalJSON writes the block in the API's wire shape: a base64 source.
-func (b Image) MarshalJSON() ([]byte, error) {
-	w := imageWire{Type: "image"}
-	w.Source.Type, w.Source.MediaType, w.Source.Data = "base64", b.MediaType, b.Data
-	return json.Marshal(w)
-}
-
-// MarshalJSON writes the block's JSON unchanged.
-func (b RawBlock) MarshalJSON() ([]byte, error) {
-	if !json.Valid(b.JSON) {
-		return nil, fmt.Errorf("llm: raw %q block holds invalid JSON", b.Type)
-	}
-	return b.JSON, nil
-}
-
-// marshalTyped marshals v, an object, with "type" as its first field.
-func marshalTyped(typ string, v any) ([]byte, error) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var buf bytes.Buffer
-	buf.Grow(len(body) + len(typ) + 10)
-	buf.WriteString(`{"type":`)
-	tb, _ := json.Marshal(typ)
-	buf.Write(tb)
-	if len(body) > 2 {
-		buf.WriteByte(',')
-	}
-	buf.Write(body[1:])
-	return buf.Bytes(), nil
 }
 
 // UnmarshalJSON reads a message in the API's wire shape. Content may be a
@@ -256,7 +268,7 @@ func unmarshalContent(data json.RawMessage) ([]Block, error) {
 	}
 	blocks := make([]Block, 0, len(raws))
 	for i, r := range raws {
-		b, err := UnmarshalBlock(r)
+		b, err := unmarshalBlock(r)
 		if err != nil {
 			return nil, fmt.Errorf("llm: content block %d: %w", i, err)
 		}
@@ -265,9 +277,9 @@ func unmarshalContent(data json.RawMessage) ([]Block, error) {
 	return blocks, nil
 }
 
-// UnmarshalBlock decodes one content block from its wire JSON. Types this
+// unmarshalBlock decodes one content block from its wire JSON. Types this
 // package does not model become a [RawBlock] holding the exact input bytes.
-func UnmarshalBlock(data []byte) (Block, error) {
+func unmarshalBlock(data []byte) (Block, error) {
 	var head struct {
 		Type string `json:"type"`
 	}
@@ -288,7 +300,7 @@ func UnmarshalBlock(data []byte) (Block, error) {
 	case "tool_result":
 		return decodeAs[ToolResult](data)
 	case "image":
-		var w imageWire
+		var w imageSource
 		if err := json.Unmarshal(data, &w); err != nil {
 			return nil, err
 		}
@@ -311,17 +323,11 @@ func decodeAs[B Block](data []byte) (Block, error) {
 
 // TextOf returns the concatenated text of the [Text] blocks in blocks.
 func TextOf(blocks []Block) string {
-	var n int
-	for _, b := range blocks {
-		if t, ok := b.(Text); ok {
-			n += len(t.Text)
+	var b strings.Builder
+	for _, blk := range blocks {
+		if t, ok := blk.(Text); ok {
+			b.WriteString(t.Text)
 		}
 	}
-	buf := make([]byte, 0, n)
-	for _, b := range blocks {
-		if t, ok := b.(Text); ok {
-			buf = append(buf, t.Text...)
-		}
-	}
-	return string(buf)
+	return b.String()
 }

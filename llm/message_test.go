@@ -8,7 +8,7 @@ import (
 )
 
 // TestMessageRoundTrip checks that every block the API sends comes back
-// out of UnmarshalBlock and MarshalJSON with every field it had: a history
+// out of unmarshalBlock and MarshalJSON with every field it had: a history
 // is sent back to the API, saved and loaded through these.
 func TestMessageRoundTrip(t *testing.T) {
 	tests := []struct {
@@ -43,12 +43,12 @@ func TestMessageRoundTrip(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := UnmarshalBlock([]byte(tt.wire))
+			got, err := unmarshalBlock([]byte(tt.wire))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("UnmarshalBlock (-want +got):\n%s", diff)
+				t.Errorf("unmarshalBlock (-want +got):\n%s", diff)
 			}
 			back, err := json.Marshal(got)
 			if err != nil {
@@ -68,7 +68,7 @@ func TestMessageRoundTrip(t *testing.T) {
 			}
 		})
 	}
-	if _, err := UnmarshalBlock([]byte(`{"text":"no type"}`)); err == nil {
+	if _, err := unmarshalBlock([]byte(`{"text":"no type"}`)); err == nil {
 		t.Error("a block without a type decoded")
 	}
 }

@@ -34,7 +34,7 @@ const DefaultMaxTokens = 8192
 // schedule: the server's retry-after when it sent one, else 0.5 s doubling
 // to at most 8 s, less up to a quarter of jitter so that many clients do
 // not come back in step. Whether a retry-after is too long to wait for is
-// the caller's decision (see [Config.MaxRetryWait]).
+// the caller's decision (see [Config.MaxAttempts]).
 func Backoff(attempt int, err error) time.Duration {
 	return backoff(attempt, err, rand.Int64N)
 }

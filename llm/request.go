@@ -2,9 +2,9 @@ package llm
 
 import "encoding/json"
 
-// A Request is one Messages API call. Only fields the caller set are sent:
-// in particular no sampling parameter is sent unless set, because newer API
-// versions reject temperature, top_p and top_k.
+// A Request is one Messages API call. Only fields the caller set are sent.
+// Anything else the API takes (stop_sequences, metadata, service_tier, a
+// temperature for the models that still accept one) goes in Extra.
 type Request struct {
 	// Model is the model name, for example "claude-sonnet-5-5". Required.
 	Model string
@@ -20,10 +20,6 @@ type Request struct {
 	ToolChoice *ToolChoice
 	// Thinking turns on extended thinking. Nil means off.
 	Thinking *ThinkingConfig
-	// StopSequences are extra strings that stop generation.
-	StopSequences []string
-	// UserID is sent as metadata.user_id when set.
-	UserID string
 	// Cache puts cache_control breakpoints on the last tool, the system
 	// prompt and the last message, so that each call of a loop reads the
 	// previous call's prefix from the prompt cache.
@@ -32,8 +28,6 @@ type Request struct {
 	// to reuse, as the previous turn's [MessageDelta].Container reported.
 	// Empty sends none. count_tokens does not take it.
 	Container string
-	// Temperature, when non-nil, is sent as temperature.
-	Temperature *float64
 	// Extra holds top-level fields to send as they are, so that new API
 	// features need no release of this package. It overrides any field
 	// above with the same JSON name.
@@ -53,8 +47,6 @@ type ToolChoice struct {
 	Type string
 	// Name is the tool to call when Type is "tool".
 	Name string
-	// DisableParallel asks for at most one tool call per turn.
-	DisableParallel bool
 }
 
 // ThinkingConfig configures extended thinking.

@@ -45,7 +45,7 @@ func startChat(in *telemetry.Instruments, ctx context.Context, req Request) *att
 		tools[i] = ts.Name
 	}
 	ch := in.StartChat(ctx, telemetry.ChatRequest{Model: req.Model, MaxTokens: cmp.Or(req.MaxTokens, DefaultMaxTokens),
-		Temperature: req.Temperature, StopSequences: req.StopSequences, System: req.System, Tools: tools,
+		System: req.System, Tools: tools,
 		Messages: func() attribute.Value {
 			msgs := make([]attribute.Value, len(req.Messages))
 			for i, m := range req.Messages {
@@ -105,22 +105,22 @@ func retrying(ctx context.Context, attempt int, wait time.Duration, err error) {
 // ErrorType names the class of err as OpenTelemetry's error.type attribute
 // wants it, low in cardinality: the API's error type for an [*APIError]
 // (such as "overloaded_error" or "rate_limit_error"), "timeout" for
-// [ErrIdleTimeout] or a passed deadline, "cancelled", "connection_error",
+// an idle stream or a passed deadline, "cancelled", "connection_error",
 // "incomplete_stream", "malformed_event", and "_OTHER" for the rest.
 func ErrorType(err error) string {
 	ae, isAPI := errors.AsType[*APIError](err)
 	switch {
 	case isAPI && ae.Type != "":
 		return ae.Type
-	case errors.Is(err, ErrIdleTimeout), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, errIdleTimeout), errors.Is(err, context.DeadlineExceeded):
 		return "timeout"
 	case errors.Is(err, context.Canceled):
 		return "cancelled"
-	case errors.Is(err, ErrConnection):
+	case errors.Is(err, errConnection):
 		return "connection_error"
 	case errors.Is(err, ErrIncompleteStream):
 		return "incomplete_stream"
-	case errors.Is(err, ErrMalformedEvent):
+	case errors.Is(err, errMalformedEvent):
 		return "malformed_event"
 	}
 	return "_OTHER"

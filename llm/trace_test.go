@@ -121,12 +121,12 @@ func TestErrorType(t *testing.T) {
 	}{
 		{&APIError{StatusCode: 429, Type: "rate_limit_error"}, "rate_limit_error"},
 		{errors.Join(errors.New("x"), &APIError{Type: "overloaded_error"}), "overloaded_error"},
-		{ErrIdleTimeout, "timeout"},
+		{errIdleTimeout, "timeout"},
 		{context.DeadlineExceeded, "timeout"},
 		{context.Canceled, "cancelled"},
-		{ErrConnection, "connection_error"},
+		{errConnection, "connection_error"},
 		{ErrIncompleteStream, "incomplete_stream"},
-		{ErrMalformedEvent, "malformed_event"},
+		{errMalformedEvent, "malformed_event"},
 		{errors.New("something else"), "_OTHER"},
 	}
 	for _, tt := range tests {

@@ -71,10 +71,8 @@ func Spans(scope string, tp trace.TracerProvider, capture bool) *Instruments {
 
 // A ChatRequest is what the chat span records of a request.
 type ChatRequest struct {
-	Model         string
-	MaxTokens     int
-	Temperature   *float64
-	StopSequences []string
+	Model     string
+	MaxTokens int
 	// Content, recorded only when asked for: the system prompt, the names
 	// of the tools offered, and a function returning the input messages.
 	System   string
@@ -109,12 +107,6 @@ func (in *Instruments) StartChat(ctx context.Context, r ChatRequest) *Chat {
 		return c
 	}
 	span.SetAttributes(semconv.GenAIRequestMaxTokens(r.MaxTokens), semconv.GenAIRequestStream(true))
-	if r.Temperature != nil {
-		span.SetAttributes(semconv.GenAIRequestTemperature(*r.Temperature))
-	}
-	if len(r.StopSequences) > 0 {
-		span.SetAttributes(semconv.GenAIRequestStopSequences(r.StopSequences...))
-	}
 	if in.Capture {
 		setContent(span, semconv.GenAIInputMessagesKey, r.Messages())
 		if r.System != "" {
