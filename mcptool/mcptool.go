@@ -28,6 +28,13 @@ type Options struct {
 	// HTTPClient is the client [ConnectURL] uses. Nil means
 	// http.DefaultClient.
 	HTTPClient *http.Client
+	// Env adds variables, each "NAME=VALUE", to the environment of a
+	// server this package starts. Such a server does not inherit this
+	// process's environment, which holds API keys and cloud credentials:
+	// it gets only HOME, LOGNAME, PATH, SHELL, TERM and USER (on Windows,
+	// the system's equivalents), as the official TypeScript and Python
+	// SDKs do, and then these, which win over them. Nil adds nothing.
+	Env []string
 }
 
 func (o *Options) logger() *slog.Logger {
@@ -103,12 +110,25 @@ func ConnectCommand(ctx context.Context, commandLine string, opts *Options) (*Se
 // ConnectCmd is like [ConnectCommand] for a command the caller has built,
 // to set its environment or working directory. cmd must not have been
 // started, and its Stdin, Stdout and Stderr must be nil: the connection uses
-// them.
+// them. A nil cmd.Env means the environment [Options.Env] describes; a
+// non-nil one is the caller's choice and is used as it is, with
+// Options.Env added.
 func ConnectCmd(ctx context.Context, cmd *exec.Cmd, opts *Options) (*Server, error) {
 	line := cmd.String()
 	if cmd.Stdin != nil || cmd.Stdout != nil || cmd.Stderr != nil {
 		return nil, fmt.Errorf("mcptool: server command %q: Stdin, Stdout and Stderr must be nil", line)
 	}
+	var extra []string
+	if opts != nil {
+		extra = opts.Env
+	}
+	if err := checkEnv(extra); err != nil {
+		return nil, fmt.Errorf("mcptool: server command %q: %w", line, err)
+	}
+	if cmd.Env == nil {
+		cmd.Env = defaultEnv()
+	}
+	cmd.Env = append(cmd.Env, extra...)
 	base := filepath.Base(cmd.Path)
 	p := startProcess(cmd, opts.logger().With("mcp_command", base))
 	s, err := connect(ctx, &mcp.CommandTransport{Command: cmd}, opts, base)

@@ -375,7 +375,6 @@ func TestBlocksEdges(t *testing.T) {
 			llm.Text{Text: "[resource mem://z omitted: 2 bytes of application/zip]"}},
 		{&mcp.ImageContent{Data: []byte("?")}, llm.Text{Text: "[image omitted: 1 bytes of unknown type, a type the model cannot read]"}},
 		{&mcp.ResourceLink{URI: "https://x/y", Description: "the y"}, llm.Text{Text: `[resource link: https://x/y description="the y"]`}},
-		{&mcp.ToolUseContent{ID: "u", Name: "n"}, llm.Text{Text: `[MCP content this client does not read: {"type":"tool_use","id":"u","name":"n","input":{}}]`}},
 	}
 	for _, tt := range tests {
 		got := blocks([]mcp.Content{tt.in})

@@ -49,6 +49,10 @@ Flags:
                       (repeatable)
   --mcp-url URL       connect to an MCP server over streamable HTTP and offer
                       its tools (repeatable)
+  --mcp-env NAME=VALUE
+                      set a variable for the --mcp servers, or pass NAME
+                      through from this environment (repeatable); they get
+                      only HOME, LOGNAME, PATH, SHELL, TERM and USER besides
   --session FILE      a JSONL transcript: loaded if it exists, so the
                       conversation continues, and saved after every turn
   --json              write the agent's events to stdout as JSON Lines, one
@@ -103,6 +107,7 @@ type options struct {
 	thinking      int
 	mcp           []string
 	mcpURL        []string
+	mcpFlags      // the other MCP flags, in mcp.go
 	session       string
 	json          bool
 	verbose       bool
@@ -161,6 +166,10 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		return nil, usageError("--thinking must be 0 (off) or a budget in tokens")
 	}
 
+	if err := o.mcpFlags.check(getenv); err != nil {
+		return nil, err
+	}
+
 	rest := fs.Args()
 	// "--" ends the flags, so "agentloop -- demo" asks the model about "demo".
 	dashed := len(args) > len(rest) && args[len(args)-len(rest)-1] == "--"
@@ -205,6 +214,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.thinking, "thinking", 0, "")
 	fs.Var((*listFlag)(&o.mcp), "mcp", "")
 	fs.Var((*listFlag)(&o.mcpURL), "mcp-url", "")
+	o.mcpFlags.define(fs)
 	fs.StringVar(&o.session, "session", "", "")
 	fs.BoolVar(&o.json, "json", false, "")
 	fs.BoolVar(&o.verbose, "v", false, "")

@@ -226,30 +226,6 @@ func (c *cli) newSession(ctx context.Context, o *options, model llm.Model, logge
 	return s, nil
 }
 
-// connectMCP starts or connects to the MCP servers the flags name. A server
-// that fails is reported and skipped: the agent works on with the others.
-func (s *session) connectMCP(ctx context.Context, o *options, reg *tool.Registry) {
-	opts := &mcptool.Options{Logger: s.log, HTTPClient: httpClient(s.log, o.verbose)}
-	connect := func(what string, conn func() (*mcptool.Server, error)) {
-		srv, err := conn()
-		if err != nil {
-			s.render.note("MCP server %s is not available; continuing without its tools: %v", what, err)
-			return
-		}
-		s.servers = append(s.servers, srv)
-		// Register registers what it can and names what it could not.
-		if err := srv.Register(ctx, reg); err != nil {
-			s.render.note("MCP server %s: some of its tools are not available: %v", what, err)
-		}
-	}
-	for _, line := range o.mcp {
-		connect(fmt.Sprintf("%q", line), func() (*mcptool.Server, error) { return mcptool.ConnectCommand(ctx, line, opts) })
-	}
-	for _, u := range o.mcpURL {
-		connect(u, func() (*mcptool.Server, error) { return mcptool.ConnectURL(ctx, u, opts) })
-	}
-}
-
 // loadHistory loads the --session file if it exists, else starts afresh.
 func (s *session) loadHistory() (*memory.History, error) {
 	if s.o.session == "" {
