@@ -2,12 +2,15 @@ package mcptool
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
@@ -47,13 +50,46 @@ func (s *Server) Tools(ctx context.Context) ([]*tool.Tool, error) {
 // underscores, the tool's name). A tool that still cannot be registered is
 // skipped and named in the returned error; the others are registered all
 // the same, so the agent can work with what it has.
+//
+// When the server's list changes later (notifications/tools/list_changed),
+// its new tools are registered in reg too, so that the agent offers them
+// from its next run on, and a call to a tool the server no longer lists
+// gets an is_error result saying so.
 func (s *Server) Register(ctx context.Context, reg *tool.Registry) error {
 	list, err := s.list(ctx)
 	if err != nil {
 		return err
 	}
+	s.tools.mu.Lock()
+	defer s.tools.mu.Unlock()
+	s.tools.reg, s.tools.registered = reg, nil
+	return s.registerLocked(list)
+}
+
+// toolState is what list changes need: the registry Register used, and
+// the server's tools, registered and listed.
+type toolState struct {
+	mu         sync.Mutex
+	reg        *tool.Registry
+	registered map[string]bool // remote names registered in reg
+	listed     map[string]bool // remote names in the server's latest list; nil before Register
+	refreshing sync.WaitGroup
+}
+
+// registerLocked registers the tools of list not registered yet, and
+// records list as the server's.
+func (s *Server) registerLocked(list []*mcp.Tool) error {
+	if s.tools.registered == nil {
+		s.tools.registered = map[string]bool{}
+	}
+	s.tools.listed = map[string]bool{}
 	var errs []error
 	for _, t := range list {
+		s.tools.listed[t.Name] = true
+		if s.tools.registered[t.Name] {
+			continue
+		}
+		reg := s.tools.reg
 		name := cleanName(t.Name, "tool")
 		if _, taken := reg.Lookup(name); taken {
 			name = cleanName(s.name+"__"+name, "tool")
@@ -65,9 +101,49 @@ func (s *Server) Register(ctx context.Context, reg *tool.Registry) error {
 		}
 		if err := reg.Register(tt); err != nil {
 			errs = append(errs, fmt.Errorf("mcptool: server %q: %w", s.name, err))
+			continue
 		}
+		s.tools.registered[t.Name] = true
 	}
 	return errors.Join(errs...)
+}
+
+// toolsChanged handles notifications/tools/list_changed: it lists the
+// tools again, in the background, since the notification's handler must
+// not wait on the server.
+func (s *Server) toolsChanged() {
+	s.tools.mu.Lock()
+	registered := s.tools.reg != nil
+	if registered {
+		s.tools.refreshing.Add(1)
+	}
+	s.tools.mu.Unlock()
+	if !registered {
+		return
+	}
+	go func() {
+		defer s.tools.refreshing.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		list, err := s.list(ctx)
+		if err != nil {
+			s.logger.Warn("mcp server's tools changed, but listing them failed", "err", err)
+			return
+		}
+		s.tools.mu.Lock()
+		defer s.tools.mu.Unlock()
+		if err := s.registerLocked(list); err != nil {
+			s.logger.Warn("mcp server's tools changed; some cannot be registered", "err", err)
+		}
+		s.logger.Info("mcp server's tools changed", "tools", len(list))
+	}()
+}
+
+// withdrawn reports whether the server's latest list lacks remote.
+func (s *Server) withdrawn(remote string) bool {
+	s.tools.mu.Lock()
+	defer s.tools.mu.Unlock()
+	return s.tools.listed != nil && !s.tools.listed[remote]
 }
 
 // list returns every tool the server offers, across pages.
@@ -106,10 +182,20 @@ func (s *Server) newTool(name string, t *mcp.Tool) (*tool.Tool, error) {
 // cancellation becomes an is_error result naming the server, so a crashed
 // server costs the model one tool, not the run.
 func (s *Server) call(ctx context.Context, remote string, input json.RawMessage) (tool.Output, error) {
+	if s.withdrawn(remote) {
+		msg := fmt.Sprintf("mcp server %q no longer offers tool %q", s.name, remote)
+		return tool.Output{Content: []llm.Block{llm.Text{Text: msg}}, IsError: true}, nil
+	}
 	params := &mcp.CallToolParams{Name: remote}
 	if len(input) > 0 {
 		params.Arguments = input
 	}
+	// A progress token lets the server report progress, and names the
+	// call when it does.
+	token := rand.Text()
+	params.SetProgressToken(token)
+	s.calls.Store(token, remote)
+	defer s.calls.Delete(token)
 	res, err := s.session.CallTool(ctx, params)
 	if err != nil {
 		if ctx.Err() != nil {

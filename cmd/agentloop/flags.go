@@ -53,6 +53,22 @@ Flags:
                       set a variable for the --mcp servers, or pass NAME
                       through from this environment (repeatable); they get
                       only HOME, LOGNAME, PATH, SHELL, TERM and USER besides
+  --mcp-header 'NAME: VALUE'
+                      send a header to every --mcp-url server (repeatable)
+  --mcp-config FILE   start or connect to the servers of a Claude Code style
+                      .mcp.json: {"mcpServers": {NAME: {"command", "args",
+                      "env"} or {"type": "http", "url", "headers", "oauth"}}};
+                      values may use ${VAR}. A .mcp.json in the working
+                      directory is used only with this flag, or when you
+                      agree to it on a terminal
+  --mcp-timeout D     give up on an MCP server that has not completed its
+                      handshake within D (default 60s; time spent
+                      authorizing in the browser does not count)
+  --root DIR          offer DIR to the MCP servers as a root, besides the
+                      working directory (repeatable)
+  --mcp-sampling      let MCP servers use the model (sampling) without
+                      asking; on a terminal each request is asked about,
+                      elsewhere sampling is off without this flag
   --session FILE      a JSONL transcript: loaded if it exists, so the
                       conversation continues, and saved after every turn
   --json              write the agent's events to stdout as JSON Lines, one
@@ -66,12 +82,17 @@ Commands:
                       observe, and tool input JSON arriving in fragments.
                       --fast skips the pacing meant for human eyes.
 
+MCP servers over HTTP that require OAuth are authorized in the browser
+($BROWSER, else xdg-open or open; the URL is also printed), and their tokens
+are kept in the user config directory (agentloop/mcp-tokens, mode 0600).
+
 Environment:
   ANTHROPIC_API_KEY     the API key, sent as x-api-key
   ANTHROPIC_AUTH_TOKEN  a bearer token, used when ANTHROPIC_API_KEY is unset
   ANTHROPIC_BASE_URL    the API's base URL, for any compatible server
   ANTHROPIC_MODEL       the default for --model
   NO_COLOR              when set, no colour
+  BROWSER               the browser for MCP authorization
 
 Exit status:
   0    finished, or the model refused or was cut off by --max-tokens (with

@@ -88,6 +88,7 @@ func (c *cli) setup(ctx context.Context, o *options, key, token string, stdin io
 			return nil, usageError("no prompt: pass it as arguments or on stdin (see agentloop --help)")
 		}
 	}
+	o.attachTerminal(stdin, stderr, c.isTerminal(stdin) && c.isTerminal(stderr))
 	logger := newLogger(stderr, o.verbose, key, token)
 	client := llm.New(llm.Config{
 		APIKey:     key,
@@ -184,7 +185,7 @@ func (c *cli) newSession(ctx context.Context, o *options, model llm.Model, logge
 			}
 		}
 	}
-	s.connectMCP(ctx, o, reg)
+	s.connectMCP(ctx, o, reg, model)
 
 	s.memCfg = memory.Config{
 		Model:        o.model,

@@ -114,13 +114,35 @@ func configFor(serverURL, contextJSON string) (map[string]any, error) {
 	if err := json.Unmarshal([]byte(contextJSON), &c); err != nil {
 		return nil, fmt.Errorf("MCP_CONFORMANCE_CONTEXT: %w", err)
 	}
-	server := map[string]any{"type": "http", "url": serverURL}
+	// Secrets go through the environment, as a user's file would have
+	// them, not into the file.
+	str := func(k string) string { v, _ := c[k].(string); return v }
 	oauth := map[string]any{}
-	for _, k := range []string{"client_id", "client_secret", "private_key_pem", "signing_algorithm", "idp_issuer", "idp_client_id", "idp_id_token", "idp_token_endpoint"} {
-		if v, ok := c[k]; ok {
-			oauth[k] = v
-		}
+	if v := str("client_id"); v != "" {
+		oauth["clientId"] = v
 	}
+	if str("client_secret") != "" {
+		oauth["clientSecret"] = "${CONFORMANCE_CLIENT_SECRET}"
+		os.Setenv("CONFORMANCE_CLIENT_SECRET", str("client_secret"))
+	}
+	if str("private_key_pem") != "" {
+		oauth["privateKey"] = "${CONFORMANCE_PRIVATE_KEY}"
+		os.Setenv("CONFORMANCE_PRIVATE_KEY", str("private_key_pem"))
+	}
+	switch {
+	case str("idp_id_token") != "":
+		oauth["grant"] = "jwt_bearer"
+		oauth["idp"] = map[string]any{
+			"issuer":        str("idp_issuer"),
+			"tokenEndpoint": str("idp_token_endpoint"),
+			"clientId":      str("idp_client_id"),
+			"idToken":       "${CONFORMANCE_ID_TOKEN}",
+		}
+		os.Setenv("CONFORMANCE_ID_TOKEN", str("idp_id_token"))
+	case strings.HasPrefix(str("name"), "auth/client-credentials"):
+		oauth["grant"] = "client_credentials"
+	}
+	server := map[string]any{"type": "http", "url": serverURL}
 	if len(oauth) > 0 {
 		server["oauth"] = oauth
 	}
