@@ -68,7 +68,7 @@ func run(agentloop, serverURL, scenario, contextJSON string) (int, error) {
 	defer os.RemoveAll(dir)
 
 	args := []string{"--max-iterations", "4"}
-	cfg, err := configFor(serverURL, contextJSON)
+	cfg, err := configFor(serverURL, scenario, contextJSON)
 	if err != nil {
 		return 0, err
 	}
@@ -104,20 +104,25 @@ func run(agentloop, serverURL, scenario, contextJSON string) (int, error) {
 	return 0, err
 }
 
-// configFor returns the --mcp-config file for the scenario's context, or
-// nil when --mcp-url alone will do.
-func configFor(serverURL, contextJSON string) (map[string]any, error) {
-	if contextJSON == "" {
+// configFor returns the --mcp-config file for an authorization scenario,
+// with the credentials its context gives, or nil when --mcp-url alone will
+// do.
+func configFor(serverURL, scenario, contextJSON string) (map[string]any, error) {
+	if !strings.HasPrefix(scenario, "auth/") {
 		return nil, nil
 	}
-	var c map[string]any
-	if err := json.Unmarshal([]byte(contextJSON), &c); err != nil {
-		return nil, fmt.Errorf("MCP_CONFORMANCE_CONTEXT: %w", err)
+	c := map[string]any{}
+	if contextJSON != "" {
+		if err := json.Unmarshal([]byte(contextJSON), &c); err != nil {
+			return nil, fmt.Errorf("MCP_CONFORMANCE_CONTEXT: %w", err)
+		}
 	}
 	// Secrets go through the environment, as a user's file would have
 	// them, not into the file.
 	str := func(k string) string { v, _ := c[k].(string); return v }
-	oauth := map[string]any{}
+	// The suite's authorization servers take this client metadata
+	// document; a real one would be agentloop's own.
+	oauth := map[string]any{"clientMetadataUrl": "https://conformance-test.local/client-metadata.json"}
 	if v := str("client_id"); v != "" {
 		oauth["clientId"] = v
 	}
@@ -139,13 +144,10 @@ func configFor(serverURL, contextJSON string) (map[string]any, error) {
 			"idToken":       "${CONFORMANCE_ID_TOKEN}",
 		}
 		os.Setenv("CONFORMANCE_ID_TOKEN", str("idp_id_token"))
-	case strings.HasPrefix(str("name"), "auth/client-credentials"):
+	case strings.HasPrefix(scenario, "auth/client-credentials"):
 		oauth["grant"] = "client_credentials"
 	}
-	server := map[string]any{"type": "http", "url": serverURL}
-	if len(oauth) > 0 {
-		server["oauth"] = oauth
-	}
+	server := map[string]any{"type": "http", "url": serverURL, "oauth": oauth}
 	return map[string]any{"mcpServers": map[string]any{"conformance": server}}, nil
 }
 
