@@ -3,6 +3,7 @@ package mcptool
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -31,6 +32,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "starting")
 		fmt.Fprintln(os.Stderr, "fatal: no API token configured")
 		os.Exit(1)
+	case "mute":
+		// A server that never answers: it reads and ignores its input.
+		io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
 	case "grandchild":
 		helperGrandchild()
 	default:

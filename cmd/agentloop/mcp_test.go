@@ -4,6 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentloop/agentloop/anthropictest"
+	"github.com/agentloop/agentloop/internal/mcptest"
 	"github.com/agentloop/agentloop/internal/testenv"
 )
 
@@ -135,6 +141,31 @@ func crashServer() {
 			os.Exit(3)
 			return nil, nil, nil
 		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "ask_model", Description: "Asks the client's model, by sampling."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ none) (*mcp.CallToolResult, any, error) {
+			// Multi round-trip (SEP-2322): the first call asks for the
+			// completion; the client retries it with the answer.
+			answer, ok := req.Params.InputResponses["pong"]
+			if !ok {
+				//lint:ignore SA1019 sampling is what this tool tests.
+				return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"pong": &mcp.CreateMessageParams{
+					MaxTokens: 100,
+					Messages:  []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "Say pong."}}},
+				}}}, nil, nil
+			}
+			var said string
+			//lint:ignore SA1019 sampling is what this tool tests.
+			if res, ok := answer.(*mcp.CreateMessageWithToolsResult); ok && len(res.Content) == 1 {
+				if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+					said = tc.Text
+				}
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("model said: %s", said)}}}, nil, nil
+		})
+	if os.Getenv("AGENTLOOP_TEST_MCP_MUTE") != "" {
+		io.Copy(io.Discard, os.Stdin) // never answers the handshake
+		os.Exit(0)
+	}
 	if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		os.Exit(1)
 	}
@@ -235,5 +266,234 @@ func TestMCPEnvInvalid(t *testing.T) {
 		if n := len(h.srv.Requests()); n != 0 {
 			t.Errorf("--mcp-env %s: %d requests sent", arg, n)
 		}
+	}
+}
+
+// TestBrowserHelper is the browser of the OAuth tests: run as
+// "$BROWSER URL", it consents and follows the redirects back to the CLI.
+// In a normal test run it has no URL and skips.
+func TestBrowserHelper(t *testing.T) {
+	if flag.NArg() != 1 || !strings.HasPrefix(flag.Arg(0), "http") {
+		t.Skip("not run as a browser")
+	}
+	if err := mcptest.Browse(t.Context(), flag.Arg(0)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMCPOAuth drives the CLI against a real OAuth-protected server:
+// $BROWSER consents, the tool works, the token lands in the config
+// directory with mode 0600, and the next run reuses it without a browser.
+func TestMCPOAuth(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := mcptest.NewOAuthServer(t)
+	config := t.TempDir()
+	for run := 1; run <= 2; run++ {
+		h := newHarness(t,
+			anthropictest.NewStream().ToolUse("toolu_w", "whoami", `{}`).Stop("tool_use"),
+			text("You are authorized."),
+		)
+		h.env["XDG_CONFIG_HOME"] = config
+		h.env["BROWSER"] = exe + " -test.run=^TestBrowserHelper$"
+		r := h.run(strings.NewReader(""), "--mcp-url", srv.URL, "who am I?")
+		r.check(t, 0)
+		if res := h.srv.Requests()[1].ToolResults(); len(res) != 1 || res[0].IsError || res[0].Content[0].Text != "authorized" {
+			t.Fatalf("run %d: tool results = %+v", run, res)
+		}
+		printed := strings.Contains(r.stderr, srv.AuthURL+"/authorize?")
+		if run == 1 && !printed {
+			t.Errorf("run 1: the authorization URL is not on stderr:\n%s", r.stderr)
+		}
+		if run == 2 && (printed || srv.Count("authorize") != 1) {
+			t.Errorf("run 2 authorized again (%d authorizations):\n%s", srv.Count("authorize"), r.stderr)
+		}
+	}
+	dir := filepath.Join(config, "agentloop", "mcp-tokens")
+	files, _ := os.ReadDir(dir)
+	if len(files) != 1 {
+		t.Fatalf("token files in %s: %v", dir, files)
+	}
+	if st, err := os.Stat(filepath.Join(dir, files[0].Name())); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("token file mode = %v, %v; want 0600", st.Mode().Perm(), err)
+	}
+}
+
+// TestMCPHeader checks that --mcp-header reaches the server.
+func TestMCPHeader(t *testing.T) {
+	server := mcp.NewServer(&mcp.Implementation{Name: "keyed", Version: "v1"}, nil)
+	type none struct{}
+	mcp.AddTool(server, &mcp.Tool{Name: "ping", Description: "Pong."},
+		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "pong"}}}, nil, nil
+		})
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Api-Key") != "k-123" {
+			http.Error(w, "no key", http.StatusForbidden)
+			return
+		}
+		handler.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	h := newHarness(t,
+		anthropictest.NewStream().ToolUse("toolu_p", "ping", `{}`).Stop("tool_use"),
+		text("pong"),
+	)
+	r := h.run(strings.NewReader(""), "--mcp-url", ts.URL, "--mcp-header", "X-Api-Key: k-123", "ping")
+	r.check(t, 0)
+	if res := h.srv.Requests()[1].ToolResults(); len(res) != 1 || res[0].IsError {
+		t.Errorf("tool results = %+v\n%s", res, r.stderr)
+	}
+	r = newHarness(t).run(strings.NewReader(""), "--mcp-header", "no colon", "hi")
+	r.check(t, 2)
+}
+
+// writeConfig writes an .mcp.json into dir.
+func writeConfig(t *testing.T, dir, body string) string {
+	t.Helper()
+	path := filepath.Join(dir, ".mcp.json")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestMCPConfig checks --mcp-config: a stdio server with its env (a
+// ${VAR} from the environment), and bad entries reported by file and key,
+// without their values, while the good server works.
+func TestMCPConfig(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmdJSON, _ := json.Marshal(exe)
+	path := writeConfig(t, t.TempDir(), `{"mcpServers": {
+		"local": {"command": `+string(cmdJSON)+`, "args": [], "env": {"AGENTLOOP_TEST_MCP": "1", "TOKEN": "${MY_TOKEN}"}},
+		"typo": {"comand": "x"},
+		"unset": {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer ${NOT_SET_ANYWHERE}"}},
+		"wrongtype": {"command": "x", "args": "sk-SECRET"}
+	}}`)
+	h := newHarness(t,
+		anthropictest.NewStream().ToolUse("toolu_e", "env", `{}`).Stop("tool_use"),
+		text("done"),
+	)
+	h.env["MY_TOKEN"] = "tok-from-env"
+	r := h.run(strings.NewReader(""), "--mcp-config", path, "go")
+	r.check(t, 0)
+	for _, want := range []string{path + ": mcpServers.typo: unknown key \"comand\"", "mcpServers.unset: headers.Authorization: ${NOT_SET_ANYWHERE} is not set",
+		"mcpServers.wrongtype: args: want []string"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if strings.Contains(r.stderr, "sk-SECRET") {
+		t.Errorf("stderr shows a value from the file:\n%s", r.stderr)
+	}
+	res := h.srv.Requests()[1].ToolResults()
+	if len(res) != 1 || !strings.Contains(res[0].Content[0].Text, "\nTOKEN=tok-from-env") {
+		t.Errorf("the server's environment lacks its env: %+v", res)
+	}
+
+	// A file that is not JSON is named with the line of the error, and
+	// the run goes on.
+	bad := writeConfig(t, t.TempDir(), "{\n  \"mcpServers\": {,\n}")
+	r = newHarness(t, text("fine")).run(strings.NewReader(""), "--mcp-config", bad, "hi")
+	r.check(t, 0)
+	if !strings.Contains(r.stderr, bad+" is not valid JSON: line 2") {
+		t.Errorf("stderr:\n%s", r.stderr)
+	}
+}
+
+// TestMCPConfigInWorkingDirectory checks that a .mcp.json found in the
+// working directory starts nothing unless the user agrees on a terminal.
+func TestMCPConfigInWorkingDirectory(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cmdJSON, _ := json.Marshal(exe)
+	writeConfig(t, dir, `{"mcpServers": {"local": {"command": `+string(cmdJSON)+`, "env": {"AGENTLOOP_TEST_MCP": "1"}}}}`)
+	t.Chdir(dir)
+	for _, tc := range []struct {
+		name     string
+		terminal bool
+		answer   string
+		used     bool
+	}{
+		{"not a terminal", false, "", false},
+		{"declined", true, "n\n", false},
+		{"agreed", true, "y\n", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, text("ok"))
+			h.terminals["stdin"], h.terminals["stderr"] = tc.terminal, tc.terminal
+			r := h.run(strings.NewReader(tc.answer), "hi")
+			r.check(t, 0)
+			p, err := h.srv.Requests()[0].Params()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(p.Tools) > 0; got != tc.used {
+				t.Errorf("servers used = %v, want %v\n%s", got, tc.used, r.stderr)
+			}
+			if !tc.terminal && !strings.Contains(r.stderr, "--mcp-config .mcp.json") {
+				t.Errorf("no note about the unused .mcp.json:\n%s", r.stderr)
+			}
+		})
+	}
+}
+
+// TestMCPHandshakeTimeout checks that a server that never completes the
+// handshake is given up on after --mcp-timeout, named, and the run goes on.
+func TestMCPHandshakeTimeout(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, text("fine"))
+	r := h.run(strings.NewReader(""), "--mcp", exe, "--mcp-env", "AGENTLOOP_TEST_MCP=1", "--mcp-env", "AGENTLOOP_TEST_MCP_MUTE=1",
+		"--mcp-timeout", "200ms", "hi")
+	r.check(t, 0)
+	if !strings.Contains(r.stderr, "handshake timed out") || !strings.Contains(r.stderr, exe) {
+		t.Errorf("stderr:\n%s", r.stderr)
+	}
+}
+
+// TestMCPSampling checks that --mcp-sampling serves a server's sampling
+// request with the agent's model, and that without it (and no terminal)
+// sampling is off.
+func TestMCPSampling(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, on := range []bool{true, false} {
+		t.Run(fmt.Sprint(on), func(t *testing.T) {
+			replies := []anthropictest.Reply{anthropictest.NewStream().ToolUse("toolu_s", "ask_model", `{}`).Stop("tool_use")}
+			if on {
+				replies = append(replies, text("pong"))
+			}
+			replies = append(replies, text("done"))
+			h := newHarness(t, replies...)
+			args := []string{"--mcp", exe, "--mcp-env", "AGENTLOOP_TEST_MCP=1"}
+			if on {
+				args = append(args, "--mcp-sampling")
+			}
+			r := h.run(strings.NewReader(""), append(args, "go")...)
+			r.check(t, 0)
+			reqs := h.srv.Requests()
+			res := reqs[len(reqs)-1].ToolResults()
+			want := "model said: pong"
+			if !on {
+				want = "does not support CreateMessage"
+			}
+			if len(res) != 1 || !strings.Contains(res[0].Content[0].Text, want) {
+				t.Errorf("tool results = %+v, want %q\n%s", res, want, r.stderr)
+			}
+		})
 	}
 }
