@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -214,9 +215,11 @@ func (s *Server) call(ctx context.Context, remote string, input json.RawMessage)
 		return tool.Output{Content: []llm.Block{llm.Text{Text: msg}}, IsError: true}, nil
 	}
 	out := tool.Output{Content: blocks(res.Content), IsError: res.IsError}
-	if len(out.Content) == 0 && res.StructuredContent != nil {
+	if res.StructuredContent != nil && !hasJSON(res.Content, res.StructuredContent) {
+		// The spec asks servers to repeat it as text, but not all do: the
+		// model gets it either way.
 		if b, err := json.Marshal(res.StructuredContent); err == nil {
-			out.Content = []llm.Block{llm.Text{Text: string(b)}}
+			out.Content = append(out.Content, llm.Text{Text: string(b)})
 		}
 	}
 	return out, nil
@@ -227,6 +230,29 @@ func (s *Server) call(ctx context.Context, remote string, input json.RawMessage)
 // EOF).
 func lostConnection(err error) bool {
 	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// hasJSON reports whether a text block of content holds v as JSON.
+func hasJSON(content []mcp.Content, v any) bool {
+	want, err := json.Marshal(v)
+	if err != nil {
+		return false
+	}
+	var norm any
+	if json.Unmarshal(want, &norm) != nil {
+		return false
+	}
+	for _, c := range content {
+		t, ok := c.(*mcp.TextContent)
+		if !ok {
+			continue
+		}
+		var got any
+		if json.Unmarshal([]byte(t.Text), &got) == nil && reflect.DeepEqual(got, norm) {
+			return true
+		}
+	}
+	return false
 }
 
 // imageTypes are the media types the Messages API accepts for images.
@@ -248,7 +274,8 @@ func blocks(content []mcp.Content) []llm.Block {
 				out = append(out, llm.Text{Text: fmt.Sprintf("[image omitted: %d bytes of %s, a type the model cannot read]", len(c.Data), orUnknown(c.MIMEType))})
 			}
 		case *mcp.AudioContent:
-			out = append(out, llm.Text{Text: fmt.Sprintf("[audio omitted: %d bytes of %s]", len(c.Data), orUnknown(c.MIMEType))})
+			// The Messages API takes no audio.
+			out = append(out, llm.Text{Text: fmt.Sprintf("[audio omitted: %d bytes of %s, which the model cannot hear]", len(c.Data), orUnknown(c.MIMEType))})
 		case *mcp.ResourceLink:
 			out = append(out, llm.Text{Text: describeLink(c)})
 		case *mcp.EmbeddedResource:
@@ -286,6 +313,14 @@ func embedded(r *mcp.ResourceContents) llm.Block {
 		return llm.Text{Text: fmt.Sprintf("[resource %s]\n%s", r.URI, r.Text)}
 	case imageTypes[r.MIMEType]:
 		return llm.Image{MediaType: r.MIMEType, Data: base64.StdEncoding.EncodeToString(r.Blob)}
+	case r.MIMEType == "application/pdf":
+		// The API reads PDFs as document blocks, in tool results too.
+		b, _ := json.Marshal(map[string]any{
+			"type":   "document",
+			"source": map[string]string{"type": "base64", "media_type": "application/pdf", "data": base64.StdEncoding.EncodeToString(r.Blob)},
+			"title":  r.URI,
+		})
+		return llm.RawBlock{Type: "document", JSON: b}
 	default:
 		return llm.Text{Text: fmt.Sprintf("[resource %s omitted: %d bytes of %s]", r.URI, len(r.Blob), orUnknown(r.MIMEType))}
 	}
