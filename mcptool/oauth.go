@@ -1,12 +1,16 @@
 package mcptool
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -97,8 +101,9 @@ type oauthHandler struct {
 
 // newOAuthHandler returns the handler for the server at serverURL.
 func newOAuthHandler(o *OAuth, serverURL string, client *http.Client, logger *slog.Logger) (*oauthHandler, error) {
-	if client == nil {
-		client = http.DefaultClient
+	client, err := legacyIssuerClient(client, serverURL)
+	if err != nil {
+		return nil, err
 	}
 	h := &oauthHandler{o: o, key: serverURL, client: client, logger: logger}
 	var initial oauth2.TokenSource
@@ -316,4 +321,74 @@ func (p *persisting) save(t *oauth2.Token) {
 	if err := p.store.Save(p.key, &rec); err != nil {
 		p.logger.Warn("mcp: cannot save the OAuth token; the next run will authorize again", "err", err)
 	}
+}
+
+// legacyIssuerClient returns c for the authorization requests of the
+// server at serverURL, made to accept what a server of the 2025-03-26
+// specification may serve: with no protected resource metadata, its origin
+// is the authorization base URL, and the authorization server metadata
+// found there may name another issuer (that version did not apply RFC
+// 8414's issuer check). Such metadata, from the server's own origin and
+// only once the server has no protected resource metadata, is read with the
+// origin as its issuer. Everything else passes unchanged, so a server of a
+// later version gets the issuer check.
+func legacyIssuerClient(c *http.Client, serverURL string) (*http.Client, error) {
+	u, err := url.Parse(serverURL)
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		c = http.DefaultClient
+	}
+	next := c.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	cc := *c
+	cc.Transport = &legacyIssuer{next: next, origin: u.Scheme + "://" + u.Host}
+	return &cc, nil
+}
+
+type legacyIssuer struct {
+	next   http.RoundTripper
+	origin string
+
+	mu    sync.Mutex
+	noPRM bool // the origin's root protected resource metadata is not found
+}
+
+func (l *legacyIssuer) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := l.next.RoundTrip(req)
+	if err != nil || req.Method != http.MethodGet || req.URL.Scheme+"://"+req.URL.Host != l.origin {
+		return resp, err
+	}
+	switch req.URL.Path {
+	case "/.well-known/oauth-protected-resource":
+		l.mu.Lock()
+		l.noPRM = resp.StatusCode == http.StatusNotFound
+		l.mu.Unlock()
+	case "/.well-known/oauth-authorization-server", "/.well-known/openid-configuration":
+		l.mu.Lock()
+		legacy := l.noPRM
+		l.mu.Unlock()
+		if !legacy || resp.StatusCode != http.StatusOK {
+			return resp, nil
+		}
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		var meta map[string]any
+		if json.Unmarshal(body, &meta) == nil {
+			meta["issuer"] = l.origin
+			if b, err := json.Marshal(meta); err == nil {
+				body = b
+			}
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		resp.ContentLength = int64(len(body))
+		resp.Header.Del("Content-Length")
+	}
+	return resp, nil
 }

@@ -178,3 +178,30 @@ func TestHandshakeTimeout(t *testing.T) {
 		}
 	})
 }
+
+// TestOAuthIssuerMismatch checks that authorization server metadata whose
+// issuer is not the server it came from is refused (RFC 8414) when the
+// resource names its authorization server: only a 2025-03-26 server, with
+// no protected resource metadata, gets the old leniency.
+func TestOAuthIssuerMismatch(t *testing.T) {
+	as := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"issuer":"https://elsewhere.example","authorization_endpoint":"https://elsewhere.example/a",` +
+			`"token_endpoint":"https://elsewhere.example/t","response_types_supported":["code"],"code_challenge_methods_supported":["S256"]}`))
+	}))
+	defer as.Close()
+	guarded := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/.well-known/oauth-protected-resource/mcp" {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"resource":"http://` + r.Host + `/mcp","authorization_servers":["` + as.URL + `"]}`))
+			return
+		}
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	defer guarded.Close()
+	var opened atomic.Int32
+	_, err := ConnectURL(t.Context(), guarded.URL+"/mcp", &Options{OAuth: &OAuth{OpenURL: browser(&opened)}})
+	if !errors.Is(err, ErrAuthorization) || !strings.Contains(err.Error(), "does not match") || opened.Load() != 0 {
+		t.Errorf("err = %v (browser opened %d times), want the issuer mismatch refused", err, opened.Load())
+	}
+}
