@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // Options configures a connection to a server. The zero value, and a nil
@@ -63,6 +65,11 @@ type Options struct {
 	// Progress receives the progress notifications of tool calls. Nil
 	// logs them at Info.
 	Progress func(server, tool string, progress, total float64, message string)
+	// Propagator puts the trace context of a call's ctx into the call's
+	// _meta (traceparent, tracestate, baggage), so that the server's spans
+	// join the agent's trace. Nil means otel.GetTextMapPropagator(), which
+	// does nothing unless a program sets one.
+	Propagator propagation.TextMapPropagator
 }
 
 func (o *Options) logger() *slog.Logger {
@@ -81,6 +88,7 @@ type Server struct {
 	proc       *process // nil unless the server is a command this package started
 	onProgress func(server, tool string, progress, total float64, message string)
 	calls      sync.Map // progress token → the remote tool's name, for calls under way
+	propagator propagation.TextMapPropagator
 	tools      toolState
 
 	closeOnce sync.Once
@@ -201,8 +209,12 @@ func connect(ctx context.Context, t mcp.Transport, opts *Options, fallback strin
 	s := &Server{logger: opts.logger()}
 	co := s.clientOptions(opts)
 	client := mcp.NewClient(&mcp.Implementation{Name: "agentloop", Version: "v0"}, co)
+	s.propagator = otel.GetTextMapPropagator()
 	if opts != nil {
 		s.onProgress = opts.Progress
+		if opts.Propagator != nil {
+			s.propagator = opts.Propagator
+		}
 		if len(opts.Roots) > 0 {
 			if err := addRoots(client, opts.Roots); err != nil {
 				return nil, err

@@ -16,6 +16,7 @@ import (
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // Tools lists the server's tools and returns them ready to register, each
@@ -195,6 +196,11 @@ func (s *Server) call(ctx context.Context, remote string, input json.RawMessage)
 	// call when it does.
 	token := rand.Text()
 	params.SetProgressToken(token)
+	trace := propagation.MapCarrier{}
+	s.propagator.Inject(ctx, trace)
+	for k, v := range trace {
+		params.Meta[k] = v // the _meta convention for trace context
+	}
 	s.calls.Store(token, remote)
 	defer s.calls.Delete(token)
 	res, err := s.session.CallTool(ctx, params)
