@@ -58,6 +58,10 @@ type OAuth struct {
 	// Store keeps tokens between runs, so that the user authorizes once.
 	// Nil keeps them only for the connection's life.
 	Store TokenStore
+	// Refused, when set, is told that the server refused the token from
+	// Store (revoked, or expired past refreshing), just before the grant
+	// runs again; a program tells its user why they are asked again.
+	Refused func()
 }
 
 // IdP is an enterprise identity provider for cross-app access (the
@@ -193,11 +197,15 @@ func (h *oauthHandler) TokenSource(ctx context.Context) (oauth2.TokenSource, err
 // server answers 401 or 403.
 func (h *oauthHandler) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
 	h.mu.Lock()
-	if h.stored && resp.StatusCode == http.StatusUnauthorized {
-		h.logger.Warn("mcp: the server refused the saved OAuth token (revoked or expired); authorizing again")
-	}
+	refused := h.stored && resp.StatusCode == http.StatusUnauthorized
 	h.stored = false
 	h.mu.Unlock()
+	if refused {
+		h.logger.Warn("mcp: the server refused the saved OAuth token (revoked or expired); authorizing again")
+		if h.o.Refused != nil {
+			h.o.Refused()
+		}
+	}
 	var err error
 	if h.grant != nil {
 		err = h.grant.Authorize(ctx, req, resp)

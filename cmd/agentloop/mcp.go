@@ -220,6 +220,9 @@ func (s *session) mcpOptions(o *options, srv mcpServer, model llm.Model) *mcptoo
 			oauth = &mcptool.OAuth{}
 		}
 		oauth.OpenURL = func(ctx context.Context, u string) error { return s.openBrowser(o, srv.what, u) }
+		oauth.Refused = func() {
+			s.render.note("MCP server %s refused the saved authorization (revoked or expired); authorizing again", srv.what)
+		}
 		if o.tokenDir != "" {
 			oauth.Store = mcptool.DirStore(o.tokenDir)
 		}

@@ -162,6 +162,21 @@ func crashServer() {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("model said: %s", said)}}}, nil, nil
 		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "ask", Description: "Asks the user for their name and age."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ none) (*mcp.CallToolResult, any, error) {
+			answer, ok := req.Params.InputResponses["q"]
+			if !ok {
+				return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"q": &mcp.ElicitParams{
+					Message: "Who are you?",
+					RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
+						"name": map[string]any{"type": "string"},
+						"age":  map[string]any{"type": "integer", "default": 30},
+					}, "required": []any{"name"}},
+				}}}, nil, nil
+			}
+			b, _ := json.Marshal(answer)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil, nil
+		})
 	if os.Getenv("AGENTLOOP_TEST_MCP_MUTE") != "" {
 		io.Copy(io.Discard, os.Stdin) // never answers the handshake
 		os.Exit(0)
@@ -283,7 +298,8 @@ func TestBrowserHelper(t *testing.T) {
 
 // TestMCPOAuth drives the CLI against a real OAuth-protected server:
 // $BROWSER consents, the tool works, the token lands in the config
-// directory with mode 0600, and the next run reuses it without a browser.
+// directory with mode 0600, the next run reuses it without a browser, and
+// once it is revoked the run after says so and authorizes again.
 func TestMCPOAuth(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -291,7 +307,10 @@ func TestMCPOAuth(t *testing.T) {
 	}
 	srv := mcptest.NewOAuthServer(t)
 	config := t.TempDir()
-	for run := 1; run <= 2; run++ {
+	for run := 1; run <= 3; run++ {
+		if run == 3 {
+			srv.RevokeAll() // the user signed agentloop out at the server
+		}
 		h := newHarness(t,
 			anthropictest.NewStream().ToolUse("toolu_w", "whoami", `{}`).Stop("tool_use"),
 			text("You are authorized."),
@@ -309,6 +328,9 @@ func TestMCPOAuth(t *testing.T) {
 		}
 		if run == 2 && (printed || srv.Count("authorize") != 1) {
 			t.Errorf("run 2 authorized again (%d authorizations):\n%s", srv.Count("authorize"), r.stderr)
+		}
+		if run == 3 && (!printed || !strings.Contains(r.stderr, "refused the saved authorization")) {
+			t.Errorf("run 3, after revocation, did not say why it authorized again:\n%s", r.stderr)
 		}
 	}
 	dir := filepath.Join(config, "agentloop", "mcp-tokens")
@@ -493,6 +515,44 @@ func TestMCPSampling(t *testing.T) {
 			}
 			if len(res) != 1 || !strings.Contains(res[0].Content[0].Text, want) {
 				t.Errorf("tool results = %+v, want %q\n%s", res, want, r.stderr)
+			}
+		})
+	}
+}
+
+// TestMCPElicitation checks a server's form: asked on a terminal, field by
+// field, with a bad answer asked again and an empty one taking the
+// default; declined when not interactive and a required field has no
+// default.
+func TestMCPElicitation(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		terminal bool
+		input    string
+		want     string
+	}{
+		{"terminal", true, "y\nthirty\n\nGrace\n", `{"action":"accept","content":{"age":30,"name":"Grace"}}`},
+		{"terminal, declined", true, "n\n", `{"action":"decline"}`},
+		{"not interactive", false, "", `{"action":"decline"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t,
+				anthropictest.NewStream().ToolUse("toolu_a", "ask", `{}`).Stop("tool_use"),
+				text("done"),
+			)
+			h.terminals["stdin"], h.terminals["stderr"] = tc.terminal, tc.terminal
+			r := h.run(strings.NewReader(tc.input), "--mcp", exe, "--mcp-env", "AGENTLOOP_TEST_MCP=1", "go")
+			r.check(t, 0)
+			res := h.srv.Requests()[1].ToolResults()
+			if len(res) != 1 || res[0].Content[0].Text != tc.want {
+				t.Errorf("tool results = %+v, want %s\n%s", res, tc.want, r.stderr)
+			}
+			if tc.terminal && !strings.Contains(r.stderr, "Who are you?") {
+				t.Errorf("the question is not on stderr:\n%s", r.stderr)
 			}
 		})
 	}
