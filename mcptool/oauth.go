@@ -55,8 +55,10 @@ type OAuth struct {
 	// the loopback address, at most 5 minutes. Nil fails any flow that
 	// needs the user.
 	OpenURL func(ctx context.Context, url string) error
-	// Store keeps tokens between runs, so that the user authorizes once.
-	// Nil keeps them only for the connection's life.
+	// Store keeps the authorization code's tokens between runs, so that
+	// the user authorizes once. (The machine grants need no keeping: they
+	// get a new token unaided.) Nil keeps them only for the connection's
+	// life.
 	Store TokenStore
 	// Refused, when set, is told that the server refused the token from
 	// Store (revoked, or expired past refreshing), just before the grant
@@ -110,14 +112,16 @@ func newOAuthHandler(o *OAuth, serverURL string, client *http.Client, logger *sl
 		return nil, err
 	}
 	h := &oauthHandler{o: o, key: serverURL, client: client, logger: logger}
+	// Only the authorization code needs its token saved: the machine
+	// grants get a new one without anybody's help.
 	var initial oauth2.TokenSource
-	if o.Store != nil {
+	if o.Store != nil && (o.Grant == "" || o.Grant == "authorization_code") {
 		saved, err := o.Store.Load(serverURL)
 		if err != nil {
 			logger.Warn("mcp: cannot read the saved OAuth token; authorizing afresh", "err", err)
 		} else if saved != nil && saved.Token != nil {
 			h.stored = true
-			initial = h.persist(saved.config(), saved.Token, saved)
+			initial = savedSource{h.persist(saved.config(), saved.Token, saved)}
 		}
 	}
 	switch o.Grant {
@@ -171,12 +175,10 @@ func newOAuthHandler(o *OAuth, serverURL string, client *http.Client, logger *sl
 		if o.ClientID == "" || (o.ClientSecret == "") == (o.PrivateKeyPEM == "") {
 			return nil, errors.New("the client_credentials grant needs a client ID, and a client secret or a private key (one of them)")
 		}
-		h.tokens = initial
 	case "jwt_bearer":
 		if o.ClientID == "" || o.IdP == nil || o.IdP.Issuer == "" || o.IdP.ClientID == "" || o.IdP.IDToken == "" {
 			return nil, errors.New("the jwt_bearer grant needs a client ID and an IdP with its issuer, client ID and ID token")
 		}
-		h.tokens = initial
 	default:
 		return nil, fmt.Errorf("unknown OAuth grant %q: want authorization_code, client_credentials or jwt_bearer", o.Grant)
 	}
@@ -292,6 +294,24 @@ func (h *oauthHandler) persist(c *oauth2.Config, t *oauth2.Token, saved *SavedTo
 		p.last = t.AccessToken
 	}
 	return p
+}
+
+// savedSource is the token source of a saved token. When the token has
+// expired and cannot be refreshed (no refresh token, or the refresh
+// fails), it reports invalid_grant: the transport then sends the request
+// without a token, and the server's 401 starts the grant afresh, where a
+// refresh that failed would fail the request.
+type savedSource struct{ src oauth2.TokenSource }
+
+func (s savedSource) Token() (*oauth2.Token, error) {
+	t, err := s.src.Token()
+	if err != nil {
+		if re, ok := errors.AsType[*oauth2.RetrieveError](err); ok && re.ErrorCode == "invalid_grant" {
+			return nil, err
+		}
+		return nil, &oauth2.RetrieveError{ErrorCode: "invalid_grant", ErrorDescription: "the saved token cannot be refreshed: " + err.Error()}
+	}
+	return t, nil
 }
 
 // persisting is a token source that saves each new token.

@@ -98,6 +98,23 @@ func TestOAuthAuthorizationCode(t *testing.T) {
 		t.Errorf("an expired saved token was not refreshed (%d refreshes) or the browser opened (%d)",
 			srv.Count("token:refresh_token"), opened.Load())
 	}
+
+	// An expired token that cannot be refreshed starts the flow afresh
+	// instead of failing the connection.
+	saved, err := DirStore(dir).Load(srv.URL)
+	if err != nil || saved == nil {
+		t.Fatalf("Load: %v, %v", saved, err)
+	}
+	saved.Token.RefreshToken, saved.Token.Expiry = "", time.Now().Add(-time.Hour)
+	if err := DirStore(dir).Save(srv.URL, saved); err != nil {
+		t.Fatal(err)
+	}
+	if err := callWhoami(t, srv, oauth); err != nil {
+		t.Fatal(err)
+	}
+	if opened.Load() != 3 {
+		t.Errorf("an unrefreshable expired token: browser opened %d times in all, want 3", opened.Load())
+	}
 }
 
 // TestOAuthFailures checks the ways authorization fails: each is an error

@@ -46,16 +46,11 @@ func (h *oauthHandler) machineGrant(ctx context.Context, req *http.Request, resp
 	// Fetch the token now, so that a refusal is reported as such rather
 	// than as the next request's failure.
 	src = oauth2.ReuseTokenSource(nil, src)
-	t, err := src.Token()
-	if err != nil {
+	if _, err := src.Token(); err != nil {
 		return fmt.Errorf("token request to %s: %w", asm.TokenEndpoint, err)
 	}
-	c := &oauth2.Config{ClientID: h.o.ClientID, Endpoint: oauth2.Endpoint{TokenURL: asm.TokenEndpoint}}
-	p := &persisting{src: src, store: h.o.Store, key: h.key, logger: h.logger,
-		rec: SavedToken{ClientID: c.ClientID, TokenURL: c.Endpoint.TokenURL, Scopes: scopes}}
-	p.save(t)
 	h.mu.Lock()
-	h.tokens = p
+	h.tokens = src
 	h.mu.Unlock()
 	return nil
 }
