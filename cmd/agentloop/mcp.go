@@ -126,9 +126,17 @@ func (m *mcpFlags) attachTerminal(stdin io.Reader, stderr io.Writer, isTerminal 
 	}
 }
 
-// servers returns the servers the flags and config files name. What
+// mcpServers returns the servers the flags and config files name. What
 // cannot be read is noted and skipped.
 func (s *session) mcpServers(o *options) []mcpServer {
+	if o.demo {
+		// The demo is a fixed script, offline: no servers, and no
+		// question about a .mcp.json.
+		if o.mcpConfig != "" {
+			s.render.note("demo runs a fixed script offline: --mcp-config is not used")
+		}
+		return nil
+	}
 	var servers []mcpServer
 	for _, line := range o.mcp {
 		servers = append(servers, mcpServer{what: fmt.Sprintf("%q", line), command: line, env: o.mcpEnv})

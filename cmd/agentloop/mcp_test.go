@@ -557,3 +557,33 @@ func TestMCPElicitation(t *testing.T) {
 		})
 	}
 }
+
+// TestMCPAuthorizationServerDown checks that a server whose authorization
+// server is not running is reported with both named, and that the run goes
+// on with the other tools.
+func TestMCPAuthorizationServerDown(t *testing.T) {
+	down := httptest.NewServer(http.NotFoundHandler())
+	downURL := down.URL
+	down.Close()
+	guarded := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/.well-known/oauth-protected-resource/mcp" {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"resource":"http://%s/mcp","authorization_servers":[%q]}`, r.Host, downURL)
+			return
+		}
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	defer guarded.Close()
+	h := newHarness(t,
+		anthropictest.NewStream().ToolUse("toolu_1", "calculator", `{"a":2,"b":2,"operation":"add"}`).Stop("tool_use"),
+		text("4"),
+	)
+	h.env["XDG_CONFIG_HOME"] = t.TempDir()
+	r := h.run(strings.NewReader(""), "--tools", "calculator", "--mcp-url", guarded.URL+"/mcp", "2+2")
+	r.check(t, 0)
+	for _, want := range []string{"MCP server " + guarded.URL + "/mcp is not available", "authorization failed", downURL, "← calculator#1 4"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+}
