@@ -121,6 +121,9 @@ func ConnectURL(ctx context.Context, rawURL string, opts *Options) (*Server, err
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("mcptool: server URL %q is not an http or https URL", rawURL)
 	}
+	// Errors show the URL without its query and user info, where a key
+	// may be.
+	shown := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
 	t := &mcp.StreamableClientTransport{Endpoint: rawURL}
 	var (
 		oauth   *oauthHandler
@@ -131,7 +134,7 @@ func ConnectURL(ctx context.Context, rawURL string, opts *Options) (*Server, err
 		if opts.OAuth != nil {
 			oauth, err = newOAuthHandler(opts.OAuth, rawURL, opts.HTTPClient, opts.logger())
 			if err != nil {
-				return nil, fmt.Errorf("mcptool: server %s: OAuth: %w", rawURL, err)
+				return nil, fmt.Errorf("mcptool: server %s: OAuth: %w", shown, err)
 			}
 			t.OAuthHandler = oauth
 		}
@@ -143,7 +146,7 @@ func ConnectURL(ctx context.Context, rawURL string, opts *Options) (*Server, err
 		if oauth == nil && refused.Load() {
 			err = fmt.Errorf("%w (the server requires authorization, and none is configured)", err)
 		}
-		return nil, fmt.Errorf("mcptool: connect to server %s: %w", rawURL, err)
+		return nil, fmt.Errorf("mcptool: connect to server %s: %w", shown, err)
 	}
 	return s, nil
 }
@@ -169,7 +172,13 @@ func ConnectCommand(ctx context.Context, commandLine string, opts *Options) (*Se
 // non-nil one is the caller's choice and is used as it is, with
 // Options.Env added.
 func ConnectCmd(ctx context.Context, cmd *exec.Cmd, opts *Options) (*Server, error) {
+	// Errors name the server by Options.Name when there is one, else by
+	// its command line: the caller who named it may have put a secret in
+	// its arguments.
 	line := cmd.String()
+	if opts != nil && opts.Name != "" {
+		line = opts.Name
+	}
 	if cmd.Stdin != nil || cmd.Stdout != nil || cmd.Stderr != nil {
 		return nil, fmt.Errorf("mcptool: server command %q: Stdin, Stdout and Stderr must be nil", line)
 	}

@@ -150,7 +150,8 @@ func crashServer() {
 				//lint:ignore SA1019 sampling is what this tool tests.
 				return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"pong": &mcp.CreateMessageParams{
 					MaxTokens: 100,
-					Messages:  []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "Say pong."}}},
+					//lint:ignore SA1019 sampling is what this tool tests.
+					Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "Say pong."}}},
 				}}}, nil, nil
 			}
 			var said string
@@ -395,6 +396,7 @@ func TestMCPConfig(t *testing.T) {
 	path := writeConfig(t, t.TempDir(), `{"mcpServers": {
 		"local": {"command": `+string(cmdJSON)+`, "args": [], "env": {"AGENTLOOP_TEST_MCP": "1", "TOKEN": "${MY_TOKEN}"}},
 		"typo": {"comand": "x"},
+		"missing": {"command": "/nonexistent/mcp-server", "args": ["--token", "${MY_TOKEN}"]},
 		"unset": {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer ${NOT_SET_ANYWHERE}"}},
 		"wrongtype": {"command": "x", "args": "sk-SECRET"}
 	}}`)
@@ -411,8 +413,11 @@ func TestMCPConfig(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 		}
 	}
-	if strings.Contains(r.stderr, "sk-SECRET") {
-		t.Errorf("stderr shows a value from the file:\n%s", r.stderr)
+	if strings.Contains(r.stderr, "sk-SECRET") || strings.Contains(r.stderr, "tok-from-env") {
+		t.Errorf("stderr shows a value from the file or the environment:\n%s", r.stderr)
+	}
+	if !strings.Contains(r.stderr, `MCP server "missing" is not available`) {
+		t.Errorf("stderr does not name the server that failed:\n%s", r.stderr)
 	}
 	res := h.srv.Requests()[1].ToolResults()
 	if len(res) != 1 || !strings.Contains(res[0].Content[0].Text, "\nTOKEN=tok-from-env") {
