@@ -4,11 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,7 +15,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentloop/agentloop/anthropictest"
-	"github.com/agentloop/agentloop/internal/mcptest"
 	"github.com/agentloop/agentloop/internal/testenv"
 )
 
@@ -285,195 +281,6 @@ func TestMCPEnvInvalid(t *testing.T) {
 	}
 }
 
-// TestBrowserHelper is the browser of the OAuth tests: run as
-// "$BROWSER URL", it consents and follows the redirects back to the CLI.
-// In a normal test run it has no URL and skips.
-func TestBrowserHelper(t *testing.T) {
-	if flag.NArg() != 1 || !strings.HasPrefix(flag.Arg(0), "http") {
-		t.Skip("not run as a browser")
-	}
-	if err := mcptest.Browse(t.Context(), flag.Arg(0)); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestMCPOAuth drives the CLI against a real OAuth-protected server:
-// $BROWSER consents, the tool works, the token lands in the config
-// directory with mode 0600, the next run reuses it without a browser, and
-// once it is revoked the run after says so and authorizes again.
-func TestMCPOAuth(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := mcptest.NewOAuthServer(t)
-	config := t.TempDir()
-	for run := 1; run <= 3; run++ {
-		if run == 3 {
-			srv.RevokeAll() // the user signed agentloop out at the server
-		}
-		h := newHarness(t,
-			anthropictest.NewStream().ToolUse("toolu_w", "whoami", `{}`).Stop("tool_use"),
-			text("You are authorized."),
-		)
-		h.env["XDG_CONFIG_HOME"] = config
-		h.env["BROWSER"] = exe + " -test.run=^TestBrowserHelper$"
-		r := h.run(strings.NewReader(""), "--mcp-url", srv.URL, "who am I?")
-		r.check(t, 0)
-		if res := h.srv.Requests()[1].ToolResults(); len(res) != 1 || res[0].IsError || res[0].Content[0].Text != "authorized" {
-			t.Fatalf("run %d: tool results = %+v", run, res)
-		}
-		printed := strings.Contains(r.stderr, srv.AuthURL+"/authorize?")
-		if run == 1 && !printed {
-			t.Errorf("run 1: the authorization URL is not on stderr:\n%s", r.stderr)
-		}
-		if run == 2 && (printed || srv.Count("authorize") != 1) {
-			t.Errorf("run 2 authorized again (%d authorizations):\n%s", srv.Count("authorize"), r.stderr)
-		}
-		if run == 3 && (!printed || !strings.Contains(r.stderr, "refused the saved authorization")) {
-			t.Errorf("run 3, after revocation, did not say why it authorized again:\n%s", r.stderr)
-		}
-	}
-	dir := filepath.Join(config, "agentloop", "mcp-tokens")
-	files, _ := os.ReadDir(dir)
-	if len(files) != 1 {
-		t.Fatalf("token files in %s: %v", dir, files)
-	}
-	if st, err := os.Stat(filepath.Join(dir, files[0].Name())); err != nil || st.Mode().Perm() != 0o600 {
-		t.Errorf("token file mode = %v, %v; want 0600", st.Mode().Perm(), err)
-	}
-}
-
-// TestMCPHeader checks that --mcp-header reaches the server.
-func TestMCPHeader(t *testing.T) {
-	server := mcp.NewServer(&mcp.Implementation{Name: "keyed", Version: "v1"}, nil)
-	type none struct{}
-	mcp.AddTool(server, &mcp.Tool{Name: "ping", Description: "Pong."},
-		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "pong"}}}, nil, nil
-		})
-	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("X-Api-Key") != "k-123" {
-			http.Error(w, "no key", http.StatusForbidden)
-			return
-		}
-		handler.ServeHTTP(w, r)
-	}))
-	defer ts.Close()
-	h := newHarness(t,
-		anthropictest.NewStream().ToolUse("toolu_p", "ping", `{}`).Stop("tool_use"),
-		text("pong"),
-	)
-	r := h.run(strings.NewReader(""), "--mcp-url", ts.URL, "--mcp-header", "X-Api-Key: k-123", "ping")
-	r.check(t, 0)
-	if res := h.srv.Requests()[1].ToolResults(); len(res) != 1 || res[0].IsError {
-		t.Errorf("tool results = %+v\n%s", res, r.stderr)
-	}
-	r = newHarness(t).run(strings.NewReader(""), "--mcp-header", "no colon", "hi")
-	r.check(t, 2)
-}
-
-// writeConfig writes an .mcp.json into dir.
-func writeConfig(t *testing.T, dir, body string) string {
-	t.Helper()
-	path := filepath.Join(dir, ".mcp.json")
-	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// TestMCPConfig checks --mcp-config: a stdio server with its env (a
-// ${VAR} from the environment), and bad entries reported by file and key,
-// without their values, while the good server works.
-func TestMCPConfig(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmdJSON, _ := json.Marshal(exe)
-	path := writeConfig(t, t.TempDir(), `{"mcpServers": {
-		"local": {"command": `+string(cmdJSON)+`, "args": [], "env": {"AGENTLOOP_TEST_MCP": "1", "TOKEN": "${MY_TOKEN}"}},
-		"typo": {"comand": "x"},
-		"missing": {"command": "/nonexistent/mcp-server", "args": ["--token", "${MY_TOKEN}"]},
-		"unset": {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer ${NOT_SET_ANYWHERE}"}},
-		"wrongtype": {"command": "x", "args": "sk-SECRET"}
-	}}`)
-	h := newHarness(t,
-		anthropictest.NewStream().ToolUse("toolu_e", "env", `{}`).Stop("tool_use"),
-		text("done"),
-	)
-	h.env["MY_TOKEN"] = "tok-from-env"
-	r := h.run(strings.NewReader(""), "--mcp-config", path, "go")
-	r.check(t, 0)
-	for _, want := range []string{path + ": mcpServers.typo: unknown key \"comand\"", "mcpServers.unset: headers.Authorization: ${NOT_SET_ANYWHERE} is not set",
-		"mcpServers.wrongtype: args: want []string"} {
-		if !strings.Contains(r.stderr, want) {
-			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
-		}
-	}
-	if strings.Contains(r.stderr, "sk-SECRET") || strings.Contains(r.stderr, "tok-from-env") {
-		t.Errorf("stderr shows a value from the file or the environment:\n%s", r.stderr)
-	}
-	if !strings.Contains(r.stderr, `MCP server "missing" is not available`) {
-		t.Errorf("stderr does not name the server that failed:\n%s", r.stderr)
-	}
-	res := h.srv.Requests()[1].ToolResults()
-	if len(res) != 1 || !strings.Contains(res[0].Content[0].Text, "\nTOKEN=tok-from-env") {
-		t.Errorf("the server's environment lacks its env: %+v", res)
-	}
-
-	// A file that is not JSON is named with the line of the error, and
-	// the run goes on.
-	bad := writeConfig(t, t.TempDir(), "{\n  \"mcpServers\": {,\n}")
-	r = newHarness(t, text("fine")).run(strings.NewReader(""), "--mcp-config", bad, "hi")
-	r.check(t, 0)
-	if !strings.Contains(r.stderr, bad+" is not valid JSON: line 2") {
-		t.Errorf("stderr:\n%s", r.stderr)
-	}
-}
-
-// TestMCPConfigInWorkingDirectory checks that a .mcp.json found in the
-// working directory starts nothing unless the user agrees on a terminal.
-func TestMCPConfigInWorkingDirectory(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	cmdJSON, _ := json.Marshal(exe)
-	writeConfig(t, dir, `{"mcpServers": {"local": {"command": `+string(cmdJSON)+`, "env": {"AGENTLOOP_TEST_MCP": "1"}}}}`)
-	t.Chdir(dir)
-	for _, tc := range []struct {
-		name     string
-		terminal bool
-		answer   string
-		used     bool
-	}{
-		{"not a terminal", false, "", false},
-		{"declined", true, "n\n", false},
-		{"agreed", true, "y\n", true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, text("ok"))
-			h.terminals["stdin"], h.terminals["stderr"] = tc.terminal, tc.terminal
-			r := h.run(strings.NewReader(tc.answer), "hi")
-			r.check(t, 0)
-			p, err := h.srv.Requests()[0].Params()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := len(p.Tools) > 0; got != tc.used {
-				t.Errorf("servers used = %v, want %v\n%s", got, tc.used, r.stderr)
-			}
-			if !tc.terminal && !strings.Contains(r.stderr, "--mcp-config .mcp.json") {
-				t.Errorf("no note about the unused .mcp.json:\n%s", r.stderr)
-			}
-		})
-	}
-}
-
 // TestMCPHandshakeTimeout checks that a server that never completes the
 // handshake is given up on after --mcp-timeout, named, and the run goes on.
 func TestMCPHandshakeTimeout(t *testing.T) {
@@ -560,35 +367,5 @@ func TestMCPElicitation(t *testing.T) {
 				t.Errorf("the question is not on stderr:\n%s", r.stderr)
 			}
 		})
-	}
-}
-
-// TestMCPAuthorizationServerDown checks that a server whose authorization
-// server is not running is reported with both named, and that the run goes
-// on with the other tools.
-func TestMCPAuthorizationServerDown(t *testing.T) {
-	down := httptest.NewServer(http.NotFoundHandler())
-	downURL := down.URL
-	down.Close()
-	guarded := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/.well-known/oauth-protected-resource/mcp" {
-			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(w, `{"resource":"http://%s/mcp","authorization_servers":[%q]}`, r.Host, downURL)
-			return
-		}
-		w.WriteHeader(http.StatusUnauthorized)
-	}))
-	defer guarded.Close()
-	h := newHarness(t,
-		anthropictest.NewStream().ToolUse("toolu_1", "calculator", `{"a":2,"b":2,"operation":"add"}`).Stop("tool_use"),
-		text("4"),
-	)
-	h.env["XDG_CONFIG_HOME"] = t.TempDir()
-	r := h.run(strings.NewReader(""), "--tools", "calculator", "--mcp-url", guarded.URL+"/mcp", "2+2")
-	r.check(t, 0)
-	for _, want := range []string{"MCP server " + guarded.URL + "/mcp is not available", "authorization failed", downURL, "← calculator#1 4"} {
-		if !strings.Contains(r.stderr, want) {
-			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
-		}
 	}
 }
