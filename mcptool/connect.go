@@ -64,13 +64,14 @@ func (st *stallTimer) fired() bool {
 	return st.didFire
 }
 
-// stop ends the timer. The handshake's context is the caller's from then
-// on; it is not cancelled, since the transport may keep it.
+// stop ends the timer and releases the handshake's context, which bounds
+// only the handshake: the connection does not keep it.
 func (st *stallTimer) stop() {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.t.Stop()
 	st.paused++ // no reset after this
+	st.cancel()
 }
 
 // serverClient returns the client for requests to the server: c with
