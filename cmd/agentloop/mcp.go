@@ -296,6 +296,12 @@ func (s *session) openBrowser(o *options, what, u string) error {
 		go cmd.Wait() // reaped, not waited for: the flow waits for the redirect
 		return nil
 	}
+	if o.term == nil {
+		// Nobody is there to open the URL by hand: fail now rather than
+		// wait minutes for a redirect that cannot come.
+		return fmt.Errorf("no browser could be started to authorize in (set BROWSER, or run on a terminal and open the URL by hand): %w",
+			errors.Join(errs...))
+	}
 	// The URL is on stderr; the user can open it by hand.
 	s.log.Debug("no browser could be started", "err", errors.Join(errs...))
 	return nil

@@ -135,3 +135,18 @@ func TestMCPAuthorizationServerDown(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPOAuthNoBrowser checks that without a browser and without a
+// terminal, authorization fails at once, saying what to do, and the run
+// goes on without the server.
+func TestMCPOAuthNoBrowser(t *testing.T) {
+	srv := mcptest.NewOAuthServer(t)
+	h := newHarness(t, text("fine"))
+	h.env["XDG_CONFIG_HOME"] = t.TempDir()
+	h.env["BROWSER"] = "/nonexistent/browser"
+	r := h.run(strings.NewReader(""), "--mcp-url", srv.URL, "hi")
+	r.check(t, 0)
+	if !strings.Contains(r.stderr, "no browser could be started") || !strings.Contains(r.stderr, "MCP server "+srv.URL+" is not available") {
+		t.Errorf("stderr:\n%s", r.stderr)
+	}
+}
