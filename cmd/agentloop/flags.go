@@ -67,8 +67,9 @@ Flags:
   --root DIR          offer DIR to the MCP servers as a root, besides the
                       working directory (repeatable)
   --mcp-sampling      let MCP servers use the model (sampling) without
-                      asking; on a terminal each request is asked about,
-                      elsewhere sampling is off without this flag
+                      asking; without it, a one-prompt run on a terminal
+                      asks about each request, and elsewhere (the
+                      interactive session included) sampling is off
   --session FILE      a JSONL transcript: loaded if it exists, so the
                       conversation continues, and saved after every turn
   --json              write the agent's events to stdout as JSON Lines, one

@@ -33,8 +33,10 @@ type mcpFlags struct {
 	getenv   func(string) string
 	tokenDir string // where OAuth tokens are kept; empty: not kept
 	header   http.Header
-	// Set by attachTerminal: the terminal to ask the user on, if any.
-	term *terminal
+	// Set by attachTerminal: the terminal to ask the user on, if any, and
+	// whether it may be asked during a turn.
+	term           *terminal
+	askDuringTurns bool
 }
 
 // define defines the flags on fs.
@@ -119,10 +121,14 @@ func validEnvName(name string) bool {
 }
 
 // attachTerminal gives the MCP setup the terminal to ask the user on, when
-// stdin and stderr are one.
-func (m *mcpFlags) attachTerminal(stdin io.Reader, stderr io.Writer, isTerminal bool) {
+// stdin and stderr are one. The REPL reads stdin on a goroutine of its own
+// during turns, so with it only the question before it starts (using a
+// .mcp.json) is asked; forms and sampling requests, which come during
+// turns, are answered as without a terminal.
+func (m *mcpFlags) attachTerminal(stdin io.Reader, stderr io.Writer, isTerminal, repl bool) {
 	if isTerminal {
 		m.term = &terminal{in: stdin, out: stderr}
+		m.askDuringTurns = !repl
 	}
 }
 
@@ -236,10 +242,10 @@ func (s *session) mcpOptions(o *options, srv mcpServer, model llm.Model) *mcptoo
 		}
 		opts.OAuth = oauth
 	}
-	if o.term != nil {
+	if o.askDuringTurns {
 		opts.Elicit = o.term.elicit
 	}
-	if o.mcpSampling || o.term != nil {
+	if o.mcpSampling || o.askDuringTurns {
 		opts.Sampling = &mcptool.Sampling{Model: model, ModelName: o.model, MaxTokens: o.maxTokens}
 		if !o.mcpSampling {
 			opts.Sampling.Approve = o.term.approveSampling

@@ -88,7 +88,7 @@ func (c *cli) setup(ctx context.Context, o *options, key, token string, stdin io
 			return nil, usageError("no prompt: pass it as arguments or on stdin (see agentloop --help)")
 		}
 	}
-	o.attachTerminal(stdin, stderr, c.isTerminal(stdin) && c.isTerminal(stderr))
+	o.attachTerminal(stdin, stderr, c.isTerminal(stdin) && c.isTerminal(stderr), interactive)
 	logger := newLogger(stderr, o.verbose, key, token)
 	client := llm.New(llm.Config{
 		APIKey:     key,
