@@ -24,9 +24,11 @@ func defaultEnv() []string {
 	return env
 }
 
-// checkEnv reports the first entry of env that is not NAME=VALUE. The
-// error names the entry by its name only: a value may be a secret.
-func checkEnv(env []string) error {
+// CheckEnv reports the first entry of env, a list for [Options.Env], that
+// is not NAME=VALUE with a portable name (letters, digits and underscores,
+// not starting with a digit). The error shows the name only: a value may
+// be a secret.
+func CheckEnv(env []string) error {
 	for _, kv := range env {
 		name, _, ok := strings.Cut(kv, "=")
 		if !ok || !validEnvName(name) {

@@ -186,7 +186,7 @@ func ConnectCmd(ctx context.Context, cmd *exec.Cmd, opts *Options) (*Server, err
 	if opts != nil {
 		extra = opts.Env
 	}
-	if err := checkEnv(extra); err != nil {
+	if err := CheckEnv(extra); err != nil {
 		return nil, fmt.Errorf("mcptool: server command %q: %w", line, err)
 	}
 	if cmd.Env == nil {

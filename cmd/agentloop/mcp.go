@@ -56,8 +56,8 @@ func (m *mcpFlags) check(getenv func(string) string) error {
 	m.getenv = getenv
 	for i, kv := range m.mcpEnv {
 		name, _, hasValue := strings.Cut(kv, "=")
-		if !validEnvName(name) {
-			return usageError("--mcp-env %q: want NAME=VALUE or NAME, with a name of letters, digits and underscores", name)
+		if err := mcptool.CheckEnv([]string{name + "="}); err != nil {
+			return usageError("--mcp-env: %v: want NAME=VALUE or NAME, with a name of letters, digits and underscores", err)
 		}
 		if !hasValue {
 			v := getenv(name)
@@ -109,15 +109,6 @@ func userConfigDir(getenv func(string) string) string {
 		}
 	}
 	return ""
-}
-
-// validEnvName reports whether name is a portable environment variable
-// name: letters, digits and underscores, not starting with a digit.
-func validEnvName(name string) bool {
-	if name == "" || '0' <= name[0] && name[0] <= '9' {
-		return false
-	}
-	return strings.Trim(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == ""
 }
 
 // attachTerminal gives the MCP setup the terminal to ask the user on, when
