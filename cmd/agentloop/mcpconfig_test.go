@@ -109,3 +109,27 @@ func TestMCPConfigInWorkingDirectory(t *testing.T) {
 		})
 	}
 }
+
+// TestExpand checks the ${VAR} forms a config file may use.
+func TestExpand(t *testing.T) {
+	env := map[string]string{"TOKEN": "t0k", "EMPTY": ""}
+	for _, tc := range []struct{ in, want, err string }{
+		{"Bearer ${TOKEN}", "Bearer t0k", ""},
+		{"${MISSING:-fallback}/x", "fallback/x", ""},
+		{"${EMPTY:-used}", "used", ""},
+		{"$TOKEN and ${ not a ref", "$TOKEN and ${ not a ref", ""},
+		{"${MISSING}", "", "k: ${MISSING} is not set"},
+	} {
+		x := expander{getenv: func(k string) string { return env[k] }}
+		got := x.expand("k", tc.in)
+		if tc.err != "" {
+			if x.err == nil || !strings.Contains(x.err.Error(), tc.err) {
+				t.Errorf("expand(%q) error = %v, want %q", tc.in, x.err, tc.err)
+			}
+			continue
+		}
+		if got != tc.want || x.err != nil {
+			t.Errorf("expand(%q) = %q, %v; want %q", tc.in, got, x.err, tc.want)
+		}
+	}
+}
