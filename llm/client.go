@@ -54,8 +54,8 @@ type Client struct {
 	sdk          anthropic.Client
 	log          *slog.Logger
 	maxAttempts  int
-	idleTimeout  time.Duration // of a stream's silence; time between events the caller spends does not count
-	maxRetryWait time.Duration // the longest retry-after waited for
+	idleTimeout  time.Duration          // of a stream's silence; time between events the caller spends does not count
+	maxRetryWait time.Duration          // the longest retry-after waited for
 	tel          *telemetry.Instruments // otel hook
 
 	// Seams for tests: time and randomness.

@@ -21,11 +21,32 @@
 // input checked only for being a JSON object (see [tool.NewRaw]), since the
 // server validates its own input.
 //
+// A server started as a command does not inherit this process's
+// environment, which holds API keys: it gets HOME, LOGNAME, PATH, SHELL,
+// TERM and USER, as the official SDKs give, and what [Options.Env] adds.
+//
+// A server over HTTP that requires authorization is authorized as the MCP
+// specification describes when [Options.OAuth] is set: protected resource
+// and authorization server discovery (with the 2025-03-26 fallbacks),
+// dynamic registration, client ID metadata documents or a pre-registered
+// client, the authorization code with PKCE and the resource parameter
+// (the user consents in a browser; see [OAuth.OpenURL]), step-up on
+// insufficient_scope, refresh, and the client-credentials and cross-app
+// grants for machines. A [TokenStore], such as [DirStore], keeps the tokens
+// between runs.
+//
+// The client serves what servers may ask of it: elicitation (a form for
+// the user, or [ElicitDefaults]), roots ([Options.Roots]), sampling with the
+// agent's own model ([Sampling]), progress notifications, and tool list
+// changes, after which the new tools are registered too.
+//
 // A call is forwarded with its context, so cancelling the run cancels the
 // call on the server. The result maps onto a tool result: text as text,
-// PNG, JPEG, GIF and WebP images as images, and other content (audio,
-// resource links, embedded resources) as a line of text describing it,
-// rather than silently dropped. An MCP tool error becomes an is_error
+// PNG, JPEG, GIF and WebP images as images, PDF resources as documents,
+// structured content as its JSON (unless a text block already holds it),
+// and what the API cannot take (audio, resource links, other embedded
+// resources) as a line of text describing it, rather than silently
+// dropped. An MCP tool error becomes an is_error
 // result with the server's text. A server that crashes mid-run turns its
 // tools' calls into is_error results naming the server; the other tools
 // keep working.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log"
 	"log/slog"
+	"os"
+	"path/filepath"
 
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/mcptool"
@@ -68,4 +70,29 @@ func ExampleConnectCommand() {
 		}
 	}
 	// ... run the agent with reg ...
+}
+
+// This example connects to a remote server that requires OAuth: the user
+// authorizes once in the browser, and the token is kept for later runs.
+func ExampleConnectURL() {
+	ctx := context.Background()
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv, err := mcptool.ConnectURL(ctx, "https://mcp.example.com/mcp", &mcptool.Options{
+		OAuth: &mcptool.OAuth{
+			OpenURL: func(ctx context.Context, url string) error {
+				fmt.Fprintln(os.Stderr, "Authorize in your browser:", url)
+				return nil // the flow waits for the browser's redirect
+			},
+			Store: mcptool.DirStore(filepath.Join(dir, "myapp", "mcp-tokens")),
+		},
+	})
+	if err != nil {
+		log.Print(err) // errors.Is(err, mcptool.ErrAuthorization) if authorizing failed
+		return
+	}
+	defer srv.Close()
+	// ... srv.Register(ctx, reg) ...
 }

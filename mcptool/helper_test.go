@@ -3,10 +3,12 @@ package mcptool
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -30,6 +32,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "starting")
 		fmt.Fprintln(os.Stderr, "fatal: no API token configured")
 		os.Exit(1)
+	case "mute":
+		// A server that never answers: it reads and ignores its input.
+		io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
 	case "grandchild":
 		helperGrandchild()
 	default:
@@ -49,6 +55,7 @@ func helperCommand(t testing.TB, helper string) *exec.Cmd {
 // helperServer is an MCP server over stdio with tools to misbehave with:
 //
 //   - echo returns its message;
+//   - env returns the server's environment, one NAME=VALUE a line;
 //   - crash kills the server in the middle of the call;
 //   - spawn starts a grandchild process that ignores SIGTERM and never
 //     exits, hands it file descriptor 3 if the server has one, and returns
@@ -61,6 +68,10 @@ func helperServer() {
 			Message string `json:"message"`
 		}) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Message}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "env", Description: "Returns the server's environment, a line a variable."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Join(os.Environ(), "\n")}}}, nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Crashes the server."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {

@@ -61,6 +61,16 @@ func testServer(name string, started, cancelled chan<- struct{}) *mcp.Server {
 		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{StructuredContent: map[string]int{"answer": 42}}, nil
 		})
+	s.AddTool(&mcp.Tool{Name: "structured_too", Description: "Returns structured content and text.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			// The text repeats the structured content when asked to, as
+			// the spec recommends; else it is a summary.
+			text := "The answer is 42."
+			if string(req.Params.Arguments) == `{"repeat":true}` {
+				text = `{ "answer": 42 }`
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: map[string]int{"answer": 42}}, nil
+		})
 	s.AddTool(&mcp.Tool{Name: "dotted.name", Description: "Has a name the API rejects.", InputSchema: json.RawMessage(dottedSchema)},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(req.Params.Arguments)}}}, nil
@@ -128,13 +138,15 @@ func TestCall(t *testing.T) {
 		}}},
 		{"fail", `{}`, llm.ToolResult{Content: []llm.Block{llm.Text{Text: "the disk is full"}}, IsError: true}},
 		{"mixed", `{}`, llm.ToolResult{Content: []llm.Block{
-			llm.Text{Text: "[audio omitted: 4 bytes of audio/wav]"},
+			llm.Text{Text: "[audio omitted: 4 bytes of audio/wav, which the model cannot hear]"},
 			llm.Text{Text: `[resource link: file:///r.txt name="r.txt" type=text/plain]`},
 			llm.Text{Text: "[resource mem://note]\nnote body"},
 			llm.Image{MediaType: "image/png", Data: b64},
 			llm.Text{Text: "[image omitted: 6 bytes of image/svg+xml, a type the model cannot read]"},
 		}}},
 		{"structured", `{}`, llm.ToolResult{Content: []llm.Block{llm.Text{Text: `{"answer":42}`}}}},
+		{"structured_too", `{}`, llm.ToolResult{Content: []llm.Block{llm.Text{Text: "The answer is 42."}, llm.Text{Text: `{"answer":42}`}}}},
+		{"structured_too", `{"repeat":true}`, llm.ToolResult{Content: []llm.Block{llm.Text{Text: `{ "answer": 42 }`}}}},
 		// The model calls the cleaned name; the server gets its own.
 		{"dotted_name", `{"n":3}`, llm.ToolResult{Content: []llm.Block{llm.Text{Text: `{"n":3}`}}}},
 	}
@@ -163,7 +175,7 @@ func TestToolsPassSchemaThrough(t *testing.T) {
 			dotted = tt
 		}
 	}
-	want := []string{"dotted_name", "echo", "fail", "image", "mixed", "slow", "structured"}
+	want := []string{"dotted_name", "echo", "fail", "image", "mixed", "slow", "structured", "structured_too"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Fatalf("tool names (-want +got):\n%s", diff)
 	}
@@ -373,9 +385,10 @@ func TestBlocksEdges(t *testing.T) {
 		{&mcp.EmbeddedResource{}, llm.Text{Text: "[empty embedded resource]"}},
 		{&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "mem://z", MIMEType: "application/zip", Blob: []byte("PK")}},
 			llm.Text{Text: "[resource mem://z omitted: 2 bytes of application/zip]"}},
+		{&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "mem://doc.pdf", MIMEType: "application/pdf", Blob: []byte("%PDF")}},
+			llm.RawBlock{Type: "document", JSON: json.RawMessage(`{"source":{"data":"JVBERg==","media_type":"application/pdf","type":"base64"},"title":"mem://doc.pdf","type":"document"}`)}},
 		{&mcp.ImageContent{Data: []byte("?")}, llm.Text{Text: "[image omitted: 1 bytes of unknown type, a type the model cannot read]"}},
 		{&mcp.ResourceLink{URI: "https://x/y", Description: "the y"}, llm.Text{Text: `[resource link: https://x/y description="the y"]`}},
-		{&mcp.ToolUseContent{ID: "u", Name: "n"}, llm.Text{Text: `[MCP content this client does not read: {"type":"tool_use","id":"u","name":"n","input":{}}]`}},
 	}
 	for _, tt := range tests {
 		got := blocks([]mcp.Content{tt.in})

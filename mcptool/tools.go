@@ -2,16 +2,21 @@ package mcptool
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // Tools lists the server's tools and returns them ready to register, each
@@ -47,13 +52,46 @@ func (s *Server) Tools(ctx context.Context) ([]*tool.Tool, error) {
 // underscores, the tool's name). A tool that still cannot be registered is
 // skipped and named in the returned error; the others are registered all
 // the same, so the agent can work with what it has.
+//
+// When the server's list changes later (notifications/tools/list_changed),
+// its new tools are registered in reg too, so that the agent offers them
+// from its next run on, and a call to a tool the server no longer lists
+// gets an is_error result saying so.
 func (s *Server) Register(ctx context.Context, reg *tool.Registry) error {
 	list, err := s.list(ctx)
 	if err != nil {
 		return err
 	}
+	s.tools.mu.Lock()
+	defer s.tools.mu.Unlock()
+	s.tools.reg, s.tools.registered = reg, nil
+	return s.registerLocked(list)
+}
+
+// toolState is what list changes need: the registry Register used, and
+// the server's tools, registered and listed.
+type toolState struct {
+	mu         sync.Mutex
+	reg        *tool.Registry
+	registered map[string]bool // remote names registered in reg
+	listed     map[string]bool // remote names in the server's latest list; nil before Register
+	refreshing sync.WaitGroup
+}
+
+// registerLocked registers the tools of list not registered yet, and
+// records list as the server's.
+func (s *Server) registerLocked(list []*mcp.Tool) error {
+	if s.tools.registered == nil {
+		s.tools.registered = map[string]bool{}
+	}
+	s.tools.listed = map[string]bool{}
 	var errs []error
 	for _, t := range list {
+		s.tools.listed[t.Name] = true
+		if s.tools.registered[t.Name] {
+			continue
+		}
+		reg := s.tools.reg
 		name := cleanName(t.Name, "tool")
 		if _, taken := reg.Lookup(name); taken {
 			name = cleanName(s.name+"__"+name, "tool")
@@ -65,9 +103,49 @@ func (s *Server) Register(ctx context.Context, reg *tool.Registry) error {
 		}
 		if err := reg.Register(tt); err != nil {
 			errs = append(errs, fmt.Errorf("mcptool: server %q: %w", s.name, err))
+			continue
 		}
+		s.tools.registered[t.Name] = true
 	}
 	return errors.Join(errs...)
+}
+
+// toolsChanged handles notifications/tools/list_changed: it lists the
+// tools again, in the background, since the notification's handler must
+// not wait on the server.
+func (s *Server) toolsChanged() {
+	s.tools.mu.Lock()
+	registered := s.tools.reg != nil
+	if registered {
+		s.tools.refreshing.Add(1)
+	}
+	s.tools.mu.Unlock()
+	if !registered {
+		return
+	}
+	go func() {
+		defer s.tools.refreshing.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		list, err := s.list(ctx)
+		if err != nil {
+			s.logger.Warn("mcp server's tools changed, but listing them failed", "err", err)
+			return
+		}
+		s.tools.mu.Lock()
+		defer s.tools.mu.Unlock()
+		if err := s.registerLocked(list); err != nil {
+			s.logger.Warn("mcp server's tools changed; some cannot be registered", "err", err)
+		}
+		s.logger.Info("mcp server's tools changed", "tools", len(list))
+	}()
+}
+
+// withdrawn reports whether the server's latest list lacks remote.
+func (s *Server) withdrawn(remote string) bool {
+	s.tools.mu.Lock()
+	defer s.tools.mu.Unlock()
+	return s.tools.listed != nil && !s.tools.listed[remote]
 }
 
 // list returns every tool the server offers, across pages.
@@ -106,10 +184,25 @@ func (s *Server) newTool(name string, t *mcp.Tool) (*tool.Tool, error) {
 // cancellation becomes an is_error result naming the server, so a crashed
 // server costs the model one tool, not the run.
 func (s *Server) call(ctx context.Context, remote string, input json.RawMessage) (tool.Output, error) {
+	if s.withdrawn(remote) {
+		msg := fmt.Sprintf("mcp server %q no longer offers tool %q", s.name, remote)
+		return tool.Output{Content: []llm.Block{llm.Text{Text: msg}}, IsError: true}, nil
+	}
 	params := &mcp.CallToolParams{Name: remote}
 	if len(input) > 0 {
 		params.Arguments = input
 	}
+	// A progress token lets the server report progress, and names the
+	// call when it does.
+	token := rand.Text()
+	params.SetProgressToken(token)
+	trace := propagation.MapCarrier{}
+	s.propagator.Inject(ctx, trace)
+	for k, v := range trace {
+		params.Meta[k] = v // the _meta convention for trace context
+	}
+	s.calls.Store(token, remote)
+	defer s.calls.Delete(token)
 	res, err := s.session.CallTool(ctx, params)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -128,9 +221,11 @@ func (s *Server) call(ctx context.Context, remote string, input json.RawMessage)
 		return tool.Output{Content: []llm.Block{llm.Text{Text: msg}}, IsError: true}, nil
 	}
 	out := tool.Output{Content: blocks(res.Content), IsError: res.IsError}
-	if len(out.Content) == 0 && res.StructuredContent != nil {
+	if res.StructuredContent != nil && !hasJSON(res.Content, res.StructuredContent) {
+		// The spec asks servers to repeat it as text, but not all do: the
+		// model gets it either way.
 		if b, err := json.Marshal(res.StructuredContent); err == nil {
-			out.Content = []llm.Block{llm.Text{Text: string(b)}}
+			out.Content = append(out.Content, llm.Text{Text: string(b)})
 		}
 	}
 	return out, nil
@@ -141,6 +236,29 @@ func (s *Server) call(ctx context.Context, remote string, input json.RawMessage)
 // EOF).
 func lostConnection(err error) bool {
 	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// hasJSON reports whether a text block of content holds v as JSON.
+func hasJSON(content []mcp.Content, v any) bool {
+	want, err := json.Marshal(v)
+	if err != nil {
+		return false
+	}
+	var norm any
+	if json.Unmarshal(want, &norm) != nil {
+		return false
+	}
+	for _, c := range content {
+		t, ok := c.(*mcp.TextContent)
+		if !ok {
+			continue
+		}
+		var got any
+		if json.Unmarshal([]byte(t.Text), &got) == nil && reflect.DeepEqual(got, norm) {
+			return true
+		}
+	}
+	return false
 }
 
 // imageTypes are the media types the Messages API accepts for images.
@@ -162,7 +280,8 @@ func blocks(content []mcp.Content) []llm.Block {
 				out = append(out, llm.Text{Text: fmt.Sprintf("[image omitted: %d bytes of %s, a type the model cannot read]", len(c.Data), orUnknown(c.MIMEType))})
 			}
 		case *mcp.AudioContent:
-			out = append(out, llm.Text{Text: fmt.Sprintf("[audio omitted: %d bytes of %s]", len(c.Data), orUnknown(c.MIMEType))})
+			// The Messages API takes no audio.
+			out = append(out, llm.Text{Text: fmt.Sprintf("[audio omitted: %d bytes of %s, which the model cannot hear]", len(c.Data), orUnknown(c.MIMEType))})
 		case *mcp.ResourceLink:
 			out = append(out, llm.Text{Text: describeLink(c)})
 		case *mcp.EmbeddedResource:
@@ -200,6 +319,14 @@ func embedded(r *mcp.ResourceContents) llm.Block {
 		return llm.Text{Text: fmt.Sprintf("[resource %s]\n%s", r.URI, r.Text)}
 	case imageTypes[r.MIMEType]:
 		return llm.Image{MediaType: r.MIMEType, Data: base64.StdEncoding.EncodeToString(r.Blob)}
+	case r.MIMEType == "application/pdf":
+		// The API reads PDFs as document blocks, in tool results too.
+		b, _ := json.Marshal(map[string]any{
+			"type":   "document",
+			"source": map[string]string{"type": "base64", "media_type": "application/pdf", "data": base64.StdEncoding.EncodeToString(r.Blob)},
+			"title":  r.URI,
+		})
+		return llm.RawBlock{Type: "document", JSON: b}
 	default:
 		return llm.Text{Text: fmt.Sprintf("[resource %s omitted: %d bytes of %s]", r.URI, len(r.Blob), orUnknown(r.MIMEType))}
 	}

@@ -83,6 +83,27 @@ Flags:
                       (repeatable)
   --mcp-url URL       connect to an MCP server over streamable HTTP and offer
                       its tools (repeatable)
+  --mcp-env NAME=VALUE
+                      set a variable for the --mcp servers, or pass NAME
+                      through from this environment (repeatable); they get
+                      only HOME, LOGNAME, PATH, SHELL, TERM and USER besides
+  --mcp-header 'NAME: VALUE'
+                      send a header to every --mcp-url server (repeatable)
+  --mcp-config FILE   start or connect to the servers of a Claude Code style
+                      .mcp.json: {"mcpServers": {NAME: {"command", "args",
+                      "env"} or {"type": "http", "url", "headers", "oauth"}}};
+                      values may use ${VAR}. A .mcp.json in the working
+                      directory is used only with this flag, or when you
+                      agree to it on a terminal
+  --mcp-timeout D     give up on an MCP server that has not completed its
+                      handshake within D (default 60s; time spent
+                      authorizing in the browser does not count)
+  --root DIR          offer DIR to the MCP servers as a root, besides the
+                      working directory (repeatable)
+  --mcp-sampling      let MCP servers use the model (sampling) without
+                      asking; without it, a one-prompt run on a terminal
+                      asks about each request, and elsewhere (the
+                      interactive session included) sampling is off
   --session FILE      a JSONL transcript: loaded if it exists, so the
                       conversation continues, and saved after every turn
   --json              write the agent's events to stdout as JSON Lines, one
@@ -97,6 +118,10 @@ Commands:
                       --fast skips the pacing meant for human eyes.
   help                this text, as --help
 
+MCP servers over HTTP that require OAuth are authorized in the browser
+($BROWSER, else xdg-open or open; the URL is also printed), and their tokens
+are kept in the user config directory (agentloop/mcp-tokens, mode 0600).
+
 Environment:
   ANTHROPIC_API_KEY     the API key, sent as x-api-key
   ANTHROPIC_AUTH_TOKEN  a bearer token, used when ANTHROPIC_API_KEY is unset
@@ -107,6 +132,7 @@ Environment:
                         OTEL_* variables apply, and
                         OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true
                         records prompts and answers in them
+  BROWSER               the browser for MCP authorization
 
 Exit status:
   0    finished, or the model refused or was cut off by --max-tokens (with
@@ -143,6 +169,7 @@ type options struct {
 	thinking      int
 	mcp           []string
 	mcpURL        []string
+	mcpFlags      // the other MCP flags, in mcp.go
 	session       string
 	builtin       builtinOptions // the built-in tools' flags (builtin.go)
 	json          bool
@@ -207,6 +234,10 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		return nil, usageError("--thinking must be 0 (off) or a budget in tokens")
 	}
 
+	if err := o.mcpFlags.check(getenv); err != nil {
+		return nil, err
+	}
+
 	rest := fs.Args()
 	// "--" ends the flags, so "agentloop -- demo" asks the model about "demo".
 	dashed := len(args) > len(rest) && args[len(args)-len(rest)-1] == "--"
@@ -260,6 +291,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.thinking, "thinking", 0, "")
 	fs.Var((*listFlag)(&o.mcp), "mcp", "")
 	fs.Var((*listFlag)(&o.mcpURL), "mcp-url", "")
+	o.mcpFlags.define(fs)
 	fs.StringVar(&o.session, "session", "", "")
 	defineBuiltinFlags(fs, &o.builtin)
 	fs.BoolVar(&o.json, "json", false, "")

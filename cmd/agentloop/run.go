@@ -109,6 +109,7 @@ func (c *cli) setup(ctx context.Context, o *options, key, token string, stdin io
 		}
 		o.prompt = attachStdin(o.prompt, string(b))
 	}
+	o.attachTerminal(stdin, stderr, c.isTerminal(stdin) && c.isTerminal(stderr), interactive)
 	n := &notices{w: stderr}
 	logger := slog.New(noticeHandler{newLogger(stderr, o.verbose, key, token).Handler(), n})
 	client := llm.New(llm.Config{
@@ -232,7 +233,7 @@ func (c *cli) newSession(ctx context.Context, o *options, model llm.Model, logge
 	if s.builtins, err = registerBuiltins(o, reg); err != nil {
 		return nil, err
 	}
-	s.connectMCP(ctx, o, reg)
+	s.connectMCP(ctx, o, reg, model)
 
 	s.memCfg = memory.Config{
 		Model:        o.model,
@@ -279,30 +280,6 @@ func (c *cli) newSession(ctx context.Context, o *options, model llm.Model, logge
 		return nil, usageError("%v", err)
 	}
 	return s, nil
-}
-
-// connectMCP starts or connects to the MCP servers the flags name. A server
-// that fails is reported and skipped: the agent works on with the others.
-func (s *session) connectMCP(ctx context.Context, o *options, reg *tool.Registry) {
-	opts := &mcptool.Options{Logger: s.log, HTTPClient: httpClient(s.log, o.verbose)}
-	connect := func(what string, conn func() (*mcptool.Server, error)) {
-		srv, err := conn()
-		if err != nil {
-			s.render.note("MCP server %s is not available; continuing without its tools: %v", what, err)
-			return
-		}
-		s.servers = append(s.servers, srv)
-		// Register registers what it can and names what it could not.
-		if err := srv.Register(ctx, reg); err != nil {
-			s.render.note("MCP server %s: some of its tools are not available: %v", what, err)
-		}
-	}
-	for _, line := range o.mcp {
-		connect(fmt.Sprintf("%q", line), func() (*mcptool.Server, error) { return mcptool.ConnectCommand(ctx, line, opts) })
-	}
-	for _, u := range o.mcpURL {
-		connect(u, func() (*mcptool.Server, error) { return mcptool.ConnectURL(ctx, u, opts) })
-	}
 }
 
 // loadHistory loads the --session file if it exists, else starts afresh.

@@ -10,14 +10,12 @@ package telemetry
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"maps"
 	"slices"
 	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/propagation"
 )
 
 // Span events for what the conventions have no name for. A retry and a
@@ -130,23 +128,4 @@ func Part(typ string, kvs ...attribute.KeyValue) attribute.Value {
 // TextPart is a text part.
 func TextPart(text string) attribute.Value {
 	return Part("text", attribute.String("content", text))
-}
-
-// Meta returns the W3C trace context of ctx's span as the entries of an MCP
-// request's params._meta, as the conventions ask an MCP client to send it
-// ("traceparent", and "tracestate" when there is one), or nil when ctx
-// carries no span. Package mcptool puts them in each tools/call request,
-// whose ctx holds the execute_tool span, so that the server's spans join
-// the run's trace.
-func Meta(ctx context.Context) map[string]any {
-	carrier := propagation.MapCarrier{}
-	propagation.TraceContext{}.Inject(ctx, carrier)
-	if len(carrier) == 0 {
-		return nil
-	}
-	meta := make(map[string]any, len(carrier))
-	for k, v := range carrier {
-		meta[k] = v
-	}
-	return meta
 }

@@ -1,13 +1,9 @@
 package telemetry
 
 import (
-	"context"
-	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"go.opentelemetry.io/otel/attribute"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
 func TestJSON(t *testing.T) {
@@ -32,20 +28,5 @@ func TestJSON(t *testing.T) {
 	}
 	if got := Text(` {"ok":true}`); got.Type() != attribute.MAP {
 		t.Errorf("Text of an object is a %v, want a map", got.Type())
-	}
-}
-
-func TestMeta(t *testing.T) {
-	if m := Meta(context.Background()); m != nil {
-		t.Errorf("Meta without a span = %v, want nil", m)
-	}
-	tp := sdktrace.NewTracerProvider()
-	defer tp.Shutdown(context.Background())
-	ctx, span := tp.Tracer("test").Start(context.Background(), "execute_tool x")
-	defer span.End()
-	m := Meta(ctx)
-	want := "00-" + span.SpanContext().TraceID().String() + "-" + span.SpanContext().SpanID().String() + "-01"
-	if diff := cmp.Diff(map[string]any{"traceparent": want}, m); diff != "" || !strings.HasPrefix(want, "00-") {
-		t.Errorf("Meta (-want +got):\n%s", diff)
 	}
 }
