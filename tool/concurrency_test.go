@@ -206,6 +206,39 @@ func TestSequentialStartOrder(t *testing.T) {
 	})
 }
 
+// TestQueue checks that two tools sharing a Queue run their calls one at a
+// time, in the order they were started, and that a third tool outside the
+// queue runs alongside them.
+func TestQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		started := map[string]time.Duration{}
+		t0 := time.Now()
+		record := func(name string) *Tool {
+			return Must(New(name, "Record.", func(ctx context.Context, in idInput) (int, error) {
+				mu.Lock()
+				started[fmt.Sprintf("%s %d", name, in.N)] = time.Since(t0)
+				mu.Unlock()
+				time.Sleep(time.Second)
+				return in.N, nil
+			}))
+		}
+		write, edit, other := record("write"), record("edit"), record("other")
+		write.Queue, edit.Queue = "files", "files"
+		r := NewRegistry(Config{})
+		if err := r.Register(write, edit, other); err != nil {
+			t.Fatal(err)
+		}
+		cs := []Call{calls("edit", 1)[0], calls("write", 2)[1], calls("other", 3)[2]}
+		cs = append(cs, calls("edit", 4)[3])
+		r.Run(t.Context(), cs)
+		want := map[string]time.Duration{"edit 0": 0, "write 1": time.Second, "other 2": 0, "edit 3": 2 * time.Second}
+		if diff := cmp.Diff(want, started); diff != "" {
+			t.Errorf("start times (-want +got):\n%s", diff)
+		}
+	})
+}
+
 // TestCancel cancels a batch while calls run, wait for a slot, and wait
 // their sequential turn, one of them ignoring its context. Run must return
 // with a "cancelled" result for each, and no goroutine may remain once the

@@ -51,7 +51,7 @@ type Registry struct {
 
 	mu      sync.Mutex
 	tools   []*Tool         // in registration order
-	queues  map[*Tool]*turn // each sequential tool's latest call; the next waits on it
+	queues  map[any]*turn   // each queue's latest call, by *Tool or Queue name; the next waits on it
 	running map[*Call]*turn // the calls whose goroutine has not returned, for Wait
 }
 
@@ -69,7 +69,7 @@ func NewRegistry(cfg Config) *Registry {
 	r := &Registry{
 		cfg:     cfg,
 		log:     cfg.Logger,
-		queues:  make(map[*Tool]*turn),
+		queues:  make(map[any]*turn),
 		running: make(map[*Call]*turn),
 	}
 	if r.log == nil {
@@ -184,7 +184,9 @@ func (r *Registry) Start(ctx context.Context, call Call) (wait func() llm.ToolRe
 	deliver := func(out Output) { once.Do(func() { res = r.result(call, out); close(mine.delivered) }) }
 	r.mu.Lock()
 	var prev *turn
-	if t.Sequential {
+	if t.Queue != "" {
+		prev, r.queues[t.Queue] = r.queues[t.Queue], mine
+	} else if t.Sequential {
 		prev, r.queues[t] = r.queues[t], mine
 	}
 	r.running[c] = mine

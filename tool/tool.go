@@ -25,6 +25,12 @@ type Tool struct {
 	// file, a shell session). Calls of other tools still run alongside.
 	Sequential bool
 
+	// Queue, when set, puts this tool's calls in one queue with the calls
+	// of every tool of the same Queue: they run one at a time, in the
+	// order they were started, as one Sequential tool's calls do. A
+	// write and an edit of one file, say, must not interleave.
+	Queue string
+
 	// Timeout bounds each call of this tool. Zero means the registry's
 	// [Config.Timeout]; a negative value means no per-call timeout.
 	Timeout time.Duration

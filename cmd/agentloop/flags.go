@@ -219,9 +219,12 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	if err := checkThinking(o.thinking, o.maxTokens); err != nil {
 		return nil, err
 	}
-	switch {
-	case o.maxTokens < 0:
-		return nil, usageError("--max-tokens must be positive")
+	switch info, known := llm.LookupModel(o.model); {
+	case o.maxTokens < 1:
+		return nil, usageError("--max-tokens must be at least 1")
+	case known && o.maxTokens > info.MaxOutput:
+		// The API would answer 400, after the request was paid for in time.
+		return nil, usageError("--max-tokens %d is over the %d tokens %s can write in one turn", o.maxTokens, info.MaxOutput, o.model)
 	case o.maxIterations < 1:
 		return nil, usageError("--max-iterations must be at least 1")
 	case o.maxDuration < 0:

@@ -227,6 +227,10 @@ func (n *notices) setShow(show func(format string, args ...any)) {
 	n.show = show
 }
 
+// strayHandlerMessage is the agent's warning that a tool handler was still
+// running when its run ended.
+const strayHandlerMessage = "agent: a tool handler ignored its cancelled context"
+
 // noticeHandler is a slog.Handler that turns the records notices shows
 // into one short line each, and passes every record on to the -v log.
 type noticeHandler struct {
@@ -239,8 +243,20 @@ func (h noticeHandler) Enabled(ctx context.Context, l slog.Level) bool {
 }
 
 func (h noticeHandler) Handle(ctx context.Context, r slog.Record) error {
-	if r.Message == retryMessage {
+	switch r.Message {
+	case retryMessage:
 		h.n.note(retryLine(r))
+	case strayHandlerMessage:
+		// The run has ended, but a tool it started is still running: a
+		// person must hear of it without -v.
+		var cause string
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "err" {
+				cause = a.Value.String()
+			}
+			return true
+		})
+		h.n.note("a tool ignored the end of its run and may still be running: " + shorten(cause, 200))
 	}
 	if h.Handler.Enabled(ctx, r.Level) {
 		return h.Handler.Handle(ctx, r)

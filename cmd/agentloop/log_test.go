@@ -2,7 +2,11 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"log/slog"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -80,5 +84,24 @@ func TestVerboseRequestIDs(t *testing.T) {
 	}
 	if strings.Contains(r.stderr, "[REDACTED]0") {
 		t.Errorf("the log mangles a request id:\n%s", r.stderr)
+	}
+}
+
+// TestStrayHandlerNotice checks that the agent's warning about a tool still
+// running after its run reaches stderr without -v, and that the agent's
+// wording is the one the CLI listens for.
+func TestStrayHandlerNotice(t *testing.T) {
+	var stderr bytes.Buffer
+	logger := slog.New(noticeHandler{newLogger(&stderr, false).Handler(), &notices{w: &stderr}})
+	logger.Warn(strayHandlerMessage, "err", errors.New("tool: 1 call(s) still running: stuck (toolu_1)"))
+	if want := "a tool ignored the end of its run and may still be running: tool: 1 call(s) still running: stuck (toolu_1)\n"; stderr.String() != want {
+		t.Errorf("stderr = %q, want %q", stderr.String(), want)
+	}
+	src, err := os.ReadFile("../../agent/loop.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(src, []byte(strconv.Quote(strayHandlerMessage))) {
+		t.Errorf("agent/loop.go no longer logs %q", strayHandlerMessage)
 	}
 }

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/agentloop/agentloop/tool"
 	"github.com/agentloop/agentloop/tools/files"
@@ -74,10 +76,9 @@ func (a *terminalAsker) next(ctx context.Context, prompt string) (string, error)
 // ask is the policy's AskFunc.
 func (a *terminalAsker) ask(ctx context.Context, call tool.Call, always permission.Rule) (permission.Answer, error) {
 	what, body := a.describe(call)
-	a.render.note("%s", what)
-	if body != "" {
-		io.WriteString(a.w, body)
-	}
+	// The spinner must not draw over the question while it waits.
+	a.render.pause()
+	io.WriteString(a.w, a.style.warn(what)+"\n"+body)
 	scope := "every " + call.Name + " call"
 	if always.Arg != "" {
 		scope = "this exact command"
@@ -109,6 +110,9 @@ func (a *terminalAsker) describe(call tool.Call) (string, string) {
 		Path    string `json:"path"`
 	}
 	json.Unmarshal(call.Input, &in)
+	// What the model wrote is shown escaped, so that no control sequence in
+	// it can redraw the question into something else.
+	in.Command, in.URL, in.Path = printable(in.Command), printable(in.URL), printable(in.Path)
 	switch {
 	case call.Name == "bash":
 		return fmt.Sprintf("bash wants to run a command in %s:", a.dir), "  $ " + strings.ReplaceAll(in.Command, "\n", "\n    ") + "\n"
@@ -117,12 +121,27 @@ func (a *terminalAsker) describe(call tool.Call) (string, string) {
 	case a.ws != nil:
 		if diff, ok, err := a.ws.Preview(call.Name, call.Input); ok {
 			if err != nil {
-				return fmt.Sprintf("%s wants to change %s, but it will fail: %v", call.Name, in.Path, err), ""
+				return fmt.Sprintf("%s wants to change %s, but it will fail: %s", call.Name, in.Path, printable(err.Error())), ""
 			}
-			return fmt.Sprintf("%s wants to change %s:", call.Name, in.Path), a.colorDiff(diff)
+			return fmt.Sprintf("%s wants to change %s:", call.Name, in.Path), a.colorDiff(printable(diff))
 		}
 	}
 	return fmt.Sprintf("%s wants to run with input %s", call.Name, compactJSON(call.Input, 500)), ""
+}
+
+// printable returns s with every control character but newline and tab,
+// and every bidirectional override, written as an escape such as \x1b.
+func printable(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if (unicode.IsControl(r) && r != '\n' && r != '\t') || unicode.Is(unicode.Bidi_Control, r) {
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // colorDiff colours a unified diff's added and removed lines.

@@ -20,6 +20,9 @@ type renderer interface {
 	fail(err error)
 	// note shows a one-line remark, such as a refusal notice.
 	note(format string, args ...any)
+	// pause stops anything animating until the next event, so that a
+	// question can wait on the screen.
+	pause()
 	// close stops anything still animating.
 	close()
 }
@@ -58,6 +61,7 @@ func (r *jsonRenderer) note(format string, args ...any) {
 	fmt.Fprintf(r.errw, "agentloop: "+format+"\n", args...)
 }
 
+func (r *jsonRenderer) pause() {}
 func (r *jsonRenderer) close() {}
 
 // textRenderer shows a run to a person: the answer on stdout as it streams,
@@ -313,6 +317,14 @@ func (r *textRenderer) note(format string, args ...any) {
 	if spinning {
 		r.spinLocked(r.spin.label)
 	}
+}
+
+func (r *textRenderer) pause() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopSpin()
+	r.closeErrLine()
+	r.endOutLine()
 }
 
 func (r *textRenderer) close() {

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -201,6 +203,47 @@ func TestSameFile(t *testing.T) {
 	} {
 		if got := sameFile(tc.a, tc.b); got != tc.want {
 			t.Errorf("%s: sameFile = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestPauseStopsSpinner checks that pause stops the spinner and that only
+// the next event starts it again: a note, by contrast, resumes it, and a
+// spinner running under a permission question would draw over it.
+func TestPauseStopsSpinner(t *testing.T) {
+	var errw bytes.Buffer
+	r := newTextRenderer(io.Discard, &errw, style{}, true, false, false, nil)
+	running := func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.spin.running
+	}
+	r.event(agent.ToolCall{ID: "toolu_1", Name: "bash", Input: []byte(`{}`)})
+	r.note("a retry")
+	if !running() {
+		t.Fatal("no spinner after a tool call and a note")
+	}
+	r.pause()
+	if running() {
+		t.Error("the spinner still runs after pause")
+	}
+	r.event(agent.ToolDone{ID: "toolu_1", Name: "bash", Content: "ok"})
+	r.close()
+}
+
+// TestPrintable checks that what the model wrote cannot redraw a
+// permission question: control characters and bidirectional overrides are
+// escaped, newlines and tabs kept.
+func TestPrintable(t *testing.T) {
+	for in, want := range map[string]string{
+		"git status":                     "git status",
+		"touch EVIL #\r\x1b[K  $ ls -la": `touch EVIL #\r\x1b[K  $ ls -la`,
+		"a\tb\nc":                        "a\tb\nc",
+		"rm -rf \u202e/ fig.txt":         `rm -rf \u202e/ fig.txt`,
+		"é ü 日本":                         "é ü 日本",
+	} {
+		if got := printable(in); got != want {
+			t.Errorf("printable(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

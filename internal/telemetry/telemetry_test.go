@@ -19,8 +19,8 @@ func TestJSON(t *testing.T) {
 		{`{} {}`, attribute.StringValue("{} {}")},
 	}
 	for _, tt := range tests {
-		if got := JSON([]byte(tt.in)); got.Emit() != tt.want.Emit() || got.Type() != tt.want.Type() {
-			t.Errorf("JSON(%s) = %s, want %s", tt.in, got.Emit(), tt.want.Emit())
+		if got := JSON([]byte(tt.in)); got.String() != tt.want.String() || got.Type() != tt.want.Type() {
+			t.Errorf("JSON(%s) = %s, want %s", tt.in, got.String(), tt.want.String())
 		}
 	}
 	if got := Text("8"); got.Type() != attribute.STRING {

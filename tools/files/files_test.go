@@ -136,7 +136,7 @@ func TestReadFile(t *testing.T) {
 		{"binary", in{"path": "bin.dat"}, "bin.dat is a binary file (application/octet-stream, 12 bytes); read_file shows only text and images", false, true},
 		{"not UTF-8", in{"path": "latin.txt"}, "latin.txt is a binary file", true, true},
 		{"directory", in{"path": "dir"}, "dir is a directory; use glob to list its files", false, true},
-		{"missing", in{"path": "nope.txt"}, "reading nope.txt: openat nope.txt: no such file or directory", false, true},
+		{"missing", in{"path": "nope.txt"}, "reading nope.txt: statat nope.txt: no such file or directory", false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -464,5 +464,25 @@ func TestCancelled(t *testing.T) {
 	}
 	if _, err := e.ws.glob(ctx, GlobInput{Pattern: "**"}); !errors.Is(err, context.Canceled) {
 		t.Errorf("glob: err = %v, want context.Canceled", err)
+	}
+}
+
+// TestWriteThenEdit checks that a write and an edit of one file in one turn
+// both take effect, in the order the model wrote them.
+func TestWriteThenEdit(t *testing.T) {
+	for range 20 { // the race this guards against lost one call in three
+		e := newEnv(t, map[string]string{"race.txt": "zero\n"})
+		calls := []tool.Call{
+			{ID: "toolu_1", Name: "write_file", Input: json.RawMessage(`{"path": "race.txt", "content": "one two\n"}`)},
+			{ID: "toolu_2", Name: "edit_file", Input: json.RawMessage(`{"path": "race.txt", "old_string": "two", "new_string": "three"}`)},
+		}
+		for _, res := range e.reg.Run(t.Context(), calls) {
+			if res.IsError {
+				t.Fatalf("%s: %s", res.ToolUseID, llm.TextOf(res.Content))
+			}
+		}
+		if got := e.read("race.txt"); got != "one three\n" {
+			t.Fatalf("race.txt = %q, want the write, then the edit", got)
+		}
 	}
 }

@@ -44,18 +44,22 @@ func (w *Workspace) read(ctx context.Context, in ReadInput) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Stat before opening: opening a named pipe blocks until a writer
+	// comes, whatever the call's context says.
+	fi, err := r.r.Stat(rel)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("reading %s: %w", in.Path, err)
+	case fi.IsDir():
+		return nil, fmt.Errorf("%s is a directory; use glob to list its files", in.Path)
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("%s is not a regular file (%s); read_file reads only files", in.Path, fi.Mode().Type())
+	}
 	f, err := r.r.Open(rel)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", in.Path, err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", in.Path, err)
-	}
-	if fi.IsDir() {
-		return nil, fmt.Errorf("%s is a directory; use glob to list its files", in.Path)
-	}
 	br := bufio.NewReaderSize(f, 64<<10)
 	head, _ := br.Peek(sniffBytes)
 	if kind := http.DetectContentType(head); imageTypes[kind] {

@@ -38,6 +38,12 @@ const editDescription = `Replace text in a file inside the working directory or 
 old_string must match the file's text exactly, whitespace and indentation included, and must occur exactly once unless replace_all is true; otherwise the edit is refused and the error says how many times it matched, so add surrounding lines to make it unique. Read the file with read_file first and copy the text without the line-number prefix.
 The file's line endings (LF or CRLF) and permissions are kept. The write is atomic.`
 
+// writeQueue is the one queue of write_file and edit_file calls: each reads
+// a file and renames a new one in its place, so a write and an edit of one
+// file in one turn would otherwise race, and one of them be lost. Calls run
+// in the order the model wrote them.
+const writeQueue = "tools/files: writes"
+
 // WriteFile returns the write_file tool.
 func (w *Workspace) WriteFile() *tool.Tool {
 	t := must(tool.New("write_file", writeDescription, func(ctx context.Context, in WriteInput) (string, error) {
@@ -54,7 +60,7 @@ func (w *Workspace) WriteFile() *tool.Tool {
 		}
 		return fmt.Sprintf("%s %s (%d bytes)", verb, in.Path, len(in.Content)), nil
 	}))
-	t.Sequential = true // two writes of one file must not race
+	t.Queue = writeQueue
 	return t
 }
 
@@ -74,7 +80,7 @@ func (w *Workspace) EditFile() *tool.Tool {
 		}
 		return fmt.Sprintf("edited %s: replaced %d occurrence%s", in.Path, c.count, s), nil
 	}))
-	t.Sequential = true // an edit reads, then writes: edits must not interleave
+	t.Queue = writeQueue
 	return t
 }
 
@@ -104,6 +110,8 @@ func (w *Workspace) planWrite(in WriteInput) (*change, error) {
 		return nil, fmt.Errorf("writing %s: %w", in.Path, err)
 	case fi.IsDir():
 		return nil, fmt.Errorf("%s is a directory", in.Path)
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("%s is not a regular file (%s)", in.Path, fi.Mode().Type())
 	}
 	c.exists, c.mode = true, fi.Mode().Perm()
 	if fi.Size() <= maxEditBytes {
@@ -133,6 +141,8 @@ func (w *Workspace) planEdit(in EditInput) (*change, error) {
 		return nil, fmt.Errorf("editing %s: %w", in.Path, err)
 	case fi.IsDir():
 		return nil, fmt.Errorf("%s is a directory", in.Path)
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("%s is not a regular file (%s)", in.Path, fi.Mode().Type())
 	case fi.Size() > maxEditBytes:
 		return nil, fmt.Errorf("%s has %d bytes, more than edit_file loads (%d); use bash, for example sed", in.Path, fi.Size(), maxEditBytes)
 	}

@@ -105,8 +105,11 @@ func New(cfg Config) *tool.Tool {
 
 // Environ returns env without ANTHROPIC_* and the variables secrets name
 // (names or path.Match patterns).
+//
+// The result is never nil, even when nothing is left: exec.Cmd takes a nil
+// Env to mean "inherit the whole environment", the key included.
 func Environ(env, secrets []string) []string {
-	var out []string
+	out := make([]string, 0, len(env))
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
 		if !secret(name, secrets) {

@@ -83,6 +83,19 @@ func TestHeadTailUTF8(t *testing.T) {
 	}
 }
 
+// TestEmptyEnvironment checks that an environment with nothing left after
+// the filter stays empty, rather than becoming exec.Cmd's nil "inherit
+// everything", which would hand bash this process's real key.
+func TestEmptyEnvironment(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-FROM-THE-PARENT")
+	for _, env := range [][]string{{}, {"ANTHROPIC_API_KEY=x"}} {
+		got, _ := runBash(t.Context(), t, Config{Dir: t.TempDir(), Env: env}, map[string]any{"command": "echo \"[$ANTHROPIC_API_KEY]\""})
+		if want := "[]\n[exit status 0]"; got != want {
+			t.Errorf("Env %q: bash printed %q, want %q", env, got, want)
+		}
+	}
+}
+
 func TestEnviron(t *testing.T) {
 	got := Environ([]string{"A=1", "ANTHROPIC_AUTH_TOKEN=x", "GH_TOKEN=y", "GITHUB_TOKEN=z", "B=2"}, []string{"*_TOKEN"})
 	if diff := cmp.Diff([]string{"A=1", "B=2"}, got); diff != "" {
