@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agentloop/agentloop/llm"
@@ -119,12 +120,24 @@ func (r *run) act(t *turn) {
 		r.emit(ToolDone{
 			ID:       p.call.ID,
 			Name:     p.call.Name,
-			Content:  llm.TextOf(results[i].Content),
+			Content:  shownText(results[i].Content),
 			IsError:  results[i].IsError,
 			Duration: p.took,
 		})
 	}
 	h.AppendToolResults(results)
+}
+
+// shownText is a result's content as [ToolDone] shows it: its text, then
+// "[image]" for each image, so that an image-only result is not a blank.
+func shownText(content []llm.Block) string {
+	s := llm.TextOf(content)
+	for _, b := range content {
+		if _, ok := b.(llm.Image); ok {
+			s += " [image]"
+		}
+	}
+	return strings.TrimPrefix(s, " ")
 }
 
 // discard cancels the calls t started and waits for them to return, which

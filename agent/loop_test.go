@@ -238,3 +238,37 @@ func TestContainer(t *testing.T) {
 		t.Errorf("container sent per request (-want +got):\n%s", diff)
 	}
 }
+
+// TestToolDoneShowsImages checks that ToolDone.Content names the images of
+// a result, which have no text: an image-only result is "[image]", not a
+// blank.
+func TestToolDoneShowsImages(t *testing.T) {
+	png := llm.Image{MediaType: "image/png", Data: "iVBORw0KGgo="}
+	tests := []struct {
+		name    string
+		content []llm.Block
+		want    string
+	}{
+		{"image only", []llm.Block{png}, "[image]"},
+		{"text and image", []llm.Block{llm.Text{Text: "a dot"}, png}, "a dot [image]"},
+		{"two images", []llm.Block{png, png}, "[image] [image]"},
+		{"text only", []llm.Block{llm.Text{Text: "a dot"}}, "a dot"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			draw := tool.Must(tool.New("draw", "Draw.", func(context.Context, struct{}) ([]llm.Block, error) { return tt.content, nil }))
+			_, client := fake(t,
+				at.NewStream().ToolUse("toolu_1", "draw", `{}`).Stop("tool_use"),
+				at.NewStream().Text("done").Stop("end_turn"),
+			)
+			a := newAgent(t, client, Config{Tools: []*tool.Tool{draw}})
+			evs, _, err := collect(t, a.Stream(t.Context(), "Draw."))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := eventsOf[ToolDone](evs)[0].Content; got != tt.want {
+				t.Errorf("ToolDone.Content = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
