@@ -18,15 +18,6 @@ const interruptedResult = "not executed: interrupted"
 // the Messages API's rules: the same rules anthropictest.CheckRequest
 // enforces, so that a valid history is never answered with a 400 for its
 // structure. The error lists every violation.
-//
-// In short: the first message is the user's; no message is empty and no
-// text block blank; blocks sit in a message of a role that may hold them;
-// thinking keeps its signature; tool_use ids are valid and unique and their
-// inputs JSON objects; every tool_use is answered exactly once at the start
-// of the next user turn, and every tool_result answers the assistant turn
-// before it; a final assistant message (a paused turn, sent back to resume
-// it) does not end in whitespace. Consecutive messages of one role are
-// allowed: the API merges them.
 func (h *History) Validate() error {
 	vs := h.violations()
 	if len(vs) == 0 {
@@ -34,10 +25,10 @@ func (h *History) Validate() error {
 	}
 	ps := make([]string, len(vs))
 	for i, v := range vs {
-		ps[i] = fmt.Sprintf("message %d: %s [%s]", v.Message, v.Msg, v.Rule)
-		if v.Block >= 0 {
-			ps[i] = fmt.Sprintf("message %d, block %d: %s [%s]", v.Message, v.Block, v.Msg, v.Rule)
+		if ps[i] = fmt.Sprintf("message %d", v.Message); v.Block >= 0 {
+			ps[i] += fmt.Sprintf(", block %d", v.Block)
 		}
+		ps[i] += fmt.Sprintf(": %s [%s]", v.Msg, v.Rule)
 	}
 	return errors.New("memory: history breaks the API's rules: " + strings.Join(ps, "; "))
 }
@@ -48,14 +39,9 @@ func (h *History) violations() []apirules.Violation {
 	}
 	msgs := make([]apirules.Message, len(h.entries))
 	for i, e := range h.entries {
-		msgs[i] = ruleMessage(e.msg)
+		msgs[i] = apirules.Message{Role: string(e.msg.Role), Content: ruleBlocks(e.msg.Content)}
 	}
 	return apirules.Check(msgs)
-}
-
-// ruleMessage is m as the rules see it.
-func ruleMessage(m llm.Message) apirules.Message {
-	return apirules.Message{Role: string(m.Role), Content: ruleBlocks(m.Content)}
 }
 
 func ruleBlocks(bs []llm.Block) []apirules.Block {
