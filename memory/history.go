@@ -209,9 +209,12 @@ func (h *History) SetPrefix(system string, tools []llm.ToolSpec) {
 	h.prefixChars = n
 }
 
-func (h *History) push(e entry) {
+func (h *History) push(e entry) { h.entries = append(h.entries, measured(e)) }
+
+// measured returns e with its estimate's measures set.
+func measured(e entry) entry {
 	e.chars, e.imageTokens = measure(e.msg)
-	h.entries = append(h.entries, e)
+	return e
 }
 
 // changed records that messages from i on changed: their exact counts go.

@@ -132,8 +132,7 @@ func Load(path string, cfg Config) (*History, error) {
 				if len(errs) > 0 {
 					e.exact = 0 // the prefix it measured is not all here
 				}
-				e.chars, e.imageTokens = measure(e.msg)
-				h.entries = append(h.entries, e)
+				h.push(e)
 			}
 		}
 		if rerr == io.EOF {
