@@ -18,10 +18,9 @@ func (r *run) request(final bool) (llm.Request, error) {
 		r.log.Warn("agent: repaired the history", "fixes", fixes)
 	}
 	if h.NeedsCompaction() {
-		// Past the last exact count the figure is an estimate, which may be
-		// high (an image of unknown size counts as the largest), so a
-		// history that cannot shrink is sent anyway: the API has the last
-		// word, and a 400 comes back to turn, which compacts once more.
+		// The count may be a high estimate (an image of unknown size counts
+		// as the largest), so a history that cannot shrink is sent anyway:
+		// the API has the last word, and its 400 makes turn compact again.
 		if err := r.compact(); errors.Is(err, memory.ErrCannotCompact) {
 			r.log.Warn("agent: sending a history over the context limit", "err", err)
 		} else if err != nil {
@@ -45,9 +44,9 @@ func (r *run) request(final bool) (llm.Request, error) {
 	return req, nil
 }
 
-// compact compacts the history and reports it, also when it could not get
-// under the limit but changed the history on the way. The summary calls it
-// makes count in the run's usage.
+// compact compacts the history and reports it, also when it changed the
+// history but could not get under the limit. Summary calls count in the
+// run's usage.
 func (r *run) compact() error {
 	c, err := r.cfg.History.Compact(r.ctx, r.model)
 	r.usage = r.usage.Add(c.Usage)
@@ -64,8 +63,8 @@ func (r *run) showText(text string) {
 	r.emit(TextDelta{Text: text})
 }
 
-// tooLongToWait reports whether the server asked to wait longer before a
-// retry than the llm client would wait: then the turn fails at once.
+// tooLongToWait reports whether the server asked to wait longer than the
+// llm client would: then the turn fails at once.
 func tooLongToWait(err error) bool {
 	ae, ok := errors.AsType[*llm.APIError](err)
 	return ok && ae.RetryAfter > llm.DefaultMaxRetryWait

@@ -84,8 +84,8 @@ func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) 
 		}
 	}
 
-	keep := h.cfg.KeepRecent
-	for m != nil && tokens > target && steps < maxCompactionSteps {
+	// Each summary keeps fewer turns: if still too large, the next takes more.
+	for keep := h.cfg.KeepRecent; m != nil && tokens > target && steps < maxCompactionSteps; keep = max(1, keep/2) {
 		n, u, err := h.summarise(ctx, m, keep)
 		c.Usage = c.Usage.Add(u)
 		if err != nil {
@@ -97,15 +97,11 @@ func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) 
 			c.Steps = append(c.Steps, "summary failed: "+err.Error())
 			break
 		}
-		if n == 0 {
-			if keep == 1 {
-				break
-			}
-			keep = max(1, keep/2)
-			continue
+		if n > 0 {
+			did("summarised %d messages", n)
+		} else if keep == 1 {
+			break
 		}
-		did("summarised %d messages", n)
-		keep = max(1, keep/2) // if still too large, the next summary takes more
 	}
 
 	if tokens > limit && steps < maxCompactionSteps {
@@ -189,8 +185,10 @@ func (h *History) summarise(ctx context.Context, m llm.Model, keep int) (int, ll
 	// margin for the estimate.
 	promptTokens := int(float64(len(summaryPrompt)) / h.ratio)
 	budget := int(float64(h.cfg.ContextWindow-summaryMaxTokens-promptTokens) * 0.9 * h.ratio)
-	for end > 0 && transcriptLen(h.entries[:end]) > budget {
+	text := transcript(h.entries[:end])
+	for end > 0 && len(text) > budget {
 		end = h.assistantBefore(end, 1)
+		text = transcript(h.entries[:end])
 	}
 	if end < 2 { // nothing before the first kept turn but its request
 		return 0, llm.Usage{}, nil
@@ -199,7 +197,7 @@ func (h *History) summarise(ctx context.Context, m llm.Model, keep int) (int, ll
 		Model:     h.cfg.SummaryModel,
 		MaxTokens: summaryMaxTokens,
 		System:    summaryPrompt,
-		Messages:  []llm.Message{userText("<transcript>\n" + transcript(h.entries[:end]) + "</transcript>\n\nWrite the summary of this transcript now.")},
+		Messages:  []llm.Message{userText("<transcript>\n" + text + "</transcript>\n\nWrite the summary of this transcript now.")},
 	}
 	summary, u, err := collectText(ctx, m, req)
 	if err != nil {

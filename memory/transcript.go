@@ -35,22 +35,6 @@ func transcript(es []entry) string {
 	return b.String()
 }
 
-// transcriptLen returns len(transcript(es)) without building it twice for
-// long histories; it is an upper bound, close enough to size the call.
-func transcriptLen(es []entry) int {
-	n := 0
-	for _, e := range es {
-		n += e.chars + 20
-		for _, orig := range e.original {
-			for _, c := range orig {
-				cc, _ := measureBlock(c)
-				n += min(cc, maxResultChars)
-			}
-		}
-	}
-	return n
-}
-
 func writeBlock(b *strings.Builder, blk llm.Block, original map[string][]llm.Block) {
 	switch blk := blk.(type) {
 	case llm.Text:
