@@ -17,7 +17,7 @@ import (
 )
 
 func TestTextTurn(t *testing.T) {
-	srv, client := fake(t, at.NewStream().Usage(12, 1).Text("Hel", "lo").Stop("end_turn"))
+	srv, client := fake(t, at.NewStream().Usage(12, 1, 0, 0).Text("Hel", "lo").Stop("end_turn"))
 	a := newAgent(t, client, Config{System: "Be brief."})
 	evs, res, err := collect(t, a.Stream(t.Context(), "Hi"))
 	if err != nil {
@@ -209,10 +209,17 @@ func TestToolDuration(t *testing.T) {
 // is sent back, as the top-level container, in every later request of the
 // run, until a turn reports another.
 func TestContainer(t *testing.T) {
+	// inContainer ends a tool_use turn as code execution does, with the
+	// container in message_delta.
+	inContainer := func(s *at.Stream, id string) *at.Stream {
+		return s.EndBlock().Event("message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null,`+
+			`"container":{"id":"`+id+`","expires_at":"2026-01-01T00:00:00Z"}},"usage":{"output_tokens":5}}`).
+			Event("message_stop", `{"type":"message_stop"}`).EndWithoutStop()
+	}
 	srv, client := fake(t,
-		at.NewStream().ToolUse("toolu_1", "echo", `{"text":"a"}`).Container("container_1").Stop("tool_use"),
+		inContainer(at.NewStream().ToolUse("toolu_1", "echo", `{"text":"a"}`), "container_1"),
 		at.NewStream().ToolUse("toolu_2", "echo", `{"text":"b"}`).Stop("tool_use"),
-		at.NewStream().ToolUse("toolu_3", "echo", `{"text":"c"}`).Container("container_2").Stop("tool_use"),
+		inContainer(at.NewStream().ToolUse("toolu_3", "echo", `{"text":"c"}`), "container_2"),
 		at.NewStream().Text("done").Stop("end_turn"),
 	)
 	a := newAgent(t, client, Config{Registry: newTools(t).reg})

@@ -125,11 +125,6 @@ func (s *Stream) render(p *plan, b []byte, it item, deltas int) []byte {
 		} else {
 			b = append(b, "null"...)
 		}
-		if s.contID != "" {
-			b = append(b, `,"container":{"id":`...)
-			b = appendJSONString(b, s.contID)
-			b = append(b, `,"expires_at":"2026-01-01T00:00:00Z"}`...)
-		}
 		b = append(b, `},"usage":`...)
 		b = s.appendUsage(b, out, false)
 		b = append(b, "}\n\n"...)
