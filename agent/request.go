@@ -72,13 +72,8 @@ func tooLongToWait(err error) bool {
 
 // sleep waits for d or until ctx is done.
 func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-time.After(d):
 		return nil
 	case <-ctx.Done():
 		return context.Cause(ctx)

@@ -64,17 +64,15 @@ func (h *History) Save(path string) (err error) {
 		}
 	}()
 	w := bufio.NewWriter(f)
+	enc := json.NewEncoder(w)
 	for _, e := range h.entries {
 		l := line{e.msg.Role, e.msg.Content, meta{Tokens: e.exact, Summary: e.summary}}
 		if e.usage != (llm.Usage{}) {
 			l.Usage, l.Model = &e.usage, e.model
 		}
-		b, err := json.Marshal(l)
-		if err != nil {
+		if err := enc.Encode(l); err != nil {
 			return err
 		}
-		w.Write(b)
-		w.WriteByte('\n')
 	}
 	for _, step := range []func() error{w.Flush, func() error { return f.Chmod(mode) }, f.Sync, f.Close,
 		func() error { return os.Rename(f.Name(), path) }} {

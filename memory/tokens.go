@@ -3,11 +3,14 @@ package memory
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"image"
 	_ "image/gif" // image.DecodeConfig reads their sizes for the estimate
 	_ "image/jpeg"
 	_ "image/png"
 	"math"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/agentloop/agentloop/llm"
@@ -164,4 +167,32 @@ func imageCost(img llm.Image) int {
 		w, hgt = w*s, hgt*s
 	}
 	return max(1, int(math.Ceil(w*hgt/750)))
+}
+
+// tooLongRE reads the count in the API's "prompt is too long: 215439
+// tokens > 200000 maximum".
+var tooLongRE = regexp.MustCompile(`(\d+) tokens > (\d+)`)
+
+// MarkOverflow records that the API found the history too long for the
+// context window: err is the error that said so (one matching
+// [llm.ErrPromptTooLong], or a stop_reason of
+// model_context_window_exceeded). The count an API error reports, or else
+// the context window, becomes the exact count, so that the next
+// [History.Compact] does real work even when the estimate was too low.
+func (h *History) MarkOverflow(err error) {
+	if len(h.entries) == 0 {
+		return
+	}
+	n := 0
+	if ae, ok := errors.AsType[*llm.APIError](err); ok {
+		if m := tooLongRE.FindStringSubmatch(ae.Message); m != nil {
+			n, _ = strconv.Atoi(m[1])
+		}
+	}
+	if n > 0 {
+		h.learn(n)
+	} else {
+		n = max(h.Tokens(), h.cfg.ContextWindow)
+	}
+	h.entries[len(h.entries)-1].exact = max(n, h.cfg.ContextLimit+1)
 }
