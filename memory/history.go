@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"slices"
@@ -46,9 +47,7 @@ type Config struct {
 }
 
 func (cfg Config) withDefaults() Config {
-	if cfg.Model == "" {
-		cfg.Model = llm.DefaultModel
-	}
+	cfg.Model = cmp.Or(cfg.Model, llm.DefaultModel)
 	if cfg.ContextWindow <= 0 {
 		cfg.ContextWindow = 200_000
 		if m, ok := llm.LookupModel(cfg.Model); ok {
@@ -64,12 +63,8 @@ func (cfg Config) withDefaults() Config {
 	if cfg.KeepRecent <= 0 {
 		cfg.KeepRecent = 4
 	}
-	if cfg.SummaryModel == "" {
-		cfg.SummaryModel = cfg.Model
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.SummaryModel = cmp.Or(cfg.SummaryModel, cfg.Model)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	return cfg
 }
 
@@ -213,7 +208,7 @@ func (h *History) push(e entry) { h.entries = append(h.entries, measured(e)) }
 
 // measured returns e with its estimate's measures set.
 func measured(e entry) entry {
-	e.chars, e.imageTokens = measure(e.msg)
+	e.chars, e.imageTokens = measureBlocks(e.msg.Content)
 	return e
 }
 

@@ -112,14 +112,9 @@ func (h *History) learn(inputTokens int) {
 	h.ratio = min(max(float64(chars)/float64(text), 0.5), 12)
 }
 
-// measure returns the characters an estimate charges for m, and the tokens
-// of its images.
-func measure(m llm.Message) (chars, imageTokens int) {
-	return measureBlocks(m.Content)
-}
-
-// measureBlocks measures bs, with the overhead of the message or tool
-// result that holds them.
+// measureBlocks returns the characters an estimate charges for bs, with
+// the overhead of the message or tool result that holds them, and the
+// tokens of their images.
 func measureBlocks(bs []llm.Block) (chars, imageTokens int) {
 	chars = blockOverhead
 	for _, b := range bs {
