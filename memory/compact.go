@@ -136,7 +136,7 @@ func (h *History) assistantBefore(i, n int) int {
 // turns with placeholders, and reports how many of each it cleared.
 func (h *History) clearOld(keep int) (results, images int) {
 	end := h.assistantBefore(len(h.entries), keep)
-	first := -1
+	first := len(h.entries) // the first message changed
 	for i := range h.entries[:end] {
 		e := &h.entries[i]
 		if e.msg.Role != llm.User {
@@ -165,14 +165,10 @@ func (h *History) clearOld(keep int) (results, images int) {
 		if changed {
 			e.msg = llm.Message{Role: llm.User, Content: content}
 			*e = measured(*e)
-			if first < 0 {
-				first = i
-			}
+			first = min(first, i)
 		}
 	}
-	if first >= 0 {
-		h.changed(first)
-	}
+	h.changed(first)
 	return results, images
 }
 
