@@ -17,22 +17,20 @@ import (
 // returns one line for each kind of fix it made. The agent calls it before
 // every request and after every run; [Load] calls it too. In order, it:
 //
-//   - drops messages with an unknown role, and blocks the API rejects: blank
-//     text, unsigned thinking, blocks in the wrong role's message, tool_use
-//     blocks with a bad or duplicate id, blocks without a type; then
-//     messages left empty;
-//   - drops a trailing assistant turn cut off inside a tool input (by
+//   - drops unknown roles and the blocks the API rejects (blank text,
+//     unsigned thinking, blocks in the wrong role's message or without a
+//     type, tool_use with a bad or duplicate id), then empty messages;
+//   - drops a final assistant turn cut off inside a tool input (by
 //     max_tokens or a crash); elsewhere such an input becomes {};
-//   - merges consecutive messages of one role, and drops assistant
-//     messages before the first user message;
-//   - keeps, of the tool results that open each user turn, those that
-//     answer the assistant turn before it, once each, and answers every
-//     other tool_use of that turn with a synthetic is_error result, "not
-//     executed: interrupted", in a new user message if needed;
+//   - merges consecutive messages of one role, and drops assistant messages
+//     before the first user message;
+//   - keeps, of the results opening each user turn, one for each tool_use
+//     of the turn before, and answers the others with a synthetic is_error
+//     result, "not executed: interrupted";
 //   - trims the whitespace that ends a final assistant message.
 //
-// An empty history stays empty: there is nothing to repair it with. Exact
-// counts survive for the messages before the first it changed.
+// An empty history stays empty. Exact counts survive for the messages
+// before the first one it changed.
 func (h *History) Repair() []string {
 	// The agent calls Repair before every request, and the history is
 	// almost always valid: check first, cheaply.

@@ -1,12 +1,8 @@
 // Package apirules is the one statement of the Messages API's rules for a
-// request's messages: the rules the real API answers with 400
-// invalid_request_error. memory keeps its history within them (Validate,
-// Repair) and anthropictest rejects requests that break them
-// (CheckRequest), so the two cannot disagree.
-//
-// It imports no other package of the module, and works on its own small
-// view of a message, because anthropictest must not import llm: llm's own
-// tests use anthropictest.
+// request's messages, those the API answers with 400 when broken: memory
+// keeps its history within them, anthropictest rejects requests that break
+// them. It works on its own small view of a message, because anthropictest
+// must not import llm, whose own tests use anthropictest.
 package apirules
 
 import (
