@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agentloop/agentloop/llm"
@@ -12,12 +13,13 @@ import (
 )
 
 // A pending call is a tool call started while its turn streams. res and
-// took are set before done is closed.
+// took (from start to finish, not to collection) are set before done is
+// closed.
 type pending struct {
 	call tool.Call
 	done chan struct{}
 	res  llm.ToolResult
-	took time.Duration // from start to finish, not to collection
+	took time.Duration
 }
 
 // result waits for the call to finish and returns its result.
@@ -36,12 +38,12 @@ const (
 	invalidText = "not run: your input for this call is not valid JSON: %.200q. Call the tool again with a JSON object."
 )
 
-// startCall reports the call of tu and starts it under ctx, the turn's
-// context, unless this is the final, tool-less turn, its input is not JSON,
-// or the repeat check or the approval hook stops it. The checks run here,
-// on the goroutine reading the stream, so that they see calls in tool_use
-// order and the approval hook may ask a person. rep is the turn's copy of
-// the repeat state: it is kept only if the turn is.
+// startCall reports the call of tu and starts it under the turn's ctx,
+// unless the turn is the final, tool-less one, the input is not JSON, or
+// the repeat check or the approval hook stops it. The checks run on the
+// goroutine reading the stream, so that they see calls in order and the
+// hook may ask a person. rep is the turn's copy of the repeat state, kept
+// only if the turn is.
 func (r *run) startCall(ctx context.Context, rep *repeats, tu llm.ToolUse, final bool) *pending {
 	call := tool.Call{ID: tu.ID, Name: tu.Name, Input: tu.Input}
 	r.emit(ToolCall{ID: call.ID, Name: call.Name, Input: call.Input})
@@ -62,9 +64,8 @@ func (r *run) startCall(ctx context.Context, rep *repeats, tu llm.ToolUse, final
 	ctx, span := r.otel.StartTool(ctx, call.Name, call.ID, call.Input) // otel hook: the execute_tool span
 	p := &pending{call: call, done: make(chan struct{})}
 	began, wait := time.Now(), r.cfg.Registry.Start(ctx, call)
-	// Waiting here, not when the loop collects the result, times the call
-	// itself rather than the rest of the model's stream. wait returns
-	// promptly once ctx is cancelled, so this goroutine cannot leak.
+	// Waiting here times the call itself, not the rest of the stream. wait
+	// returns promptly once ctx is cancelled, so this cannot leak.
 	go func() {
 		p.res = wait()
 		p.took = time.Since(began)
@@ -82,16 +83,15 @@ func notRun(call tool.Call, why string) *pending {
 	return p
 }
 
-// repeats tracks the run's latest tool calls, for [Config.RepeatLimit]:
-// the last tool name and input, and how many times in a row they came.
+// repeats is the last tool call's name and input, and how many times in a
+// row it came, for [Config.RepeatLimit].
 type repeats struct {
-	name  string
-	input string
-	n     int
+	name, input string
+	n           int
 }
 
-// see records call and returns how many times in a row it has now come.
-// Inputs are compared after removing insignificant whitespace.
+// see records call and returns how many times in a row it has now come,
+// comparing inputs without insignificant whitespace.
 func (rp *repeats) see(call tool.Call) int {
 	var buf bytes.Buffer
 	input := string(call.Input)
@@ -106,10 +106,8 @@ func (rp *repeats) see(call tool.Call) int {
 	return rp.n
 }
 
-// act observes the tool calls of turn t: it appends the assistant turn to
-// the history, collects every result in tool_use order, and appends them as
-// one user message. The results come from calls started while the turn
-// streamed; most are done by now.
+// act appends turn t and the results of its calls, in tool_use order, to
+// the history. The calls started while the turn streamed.
 func (r *run) act(t *turn) {
 	defer t.cancel()
 	h := r.cfg.History
@@ -122,7 +120,7 @@ func (r *run) act(t *turn) {
 		r.emit(ToolDone{
 			ID:       p.call.ID,
 			Name:     p.call.Name,
-			Content:  llm.TextOf(results[i].Content),
+			Content:  shownText(results[i].Content),
 			IsError:  results[i].IsError,
 			Duration: p.took,
 		})
@@ -130,8 +128,19 @@ func (r *run) act(t *turn) {
 	h.AppendToolResults(results)
 }
 
-// discard cancels the calls t started and waits for them to return, which
-// they do promptly once cancelled. Nothing of t reaches the history.
+// shownText is a result's content as [ToolDone] shows it: its text, then
+// "[image]" for each image, so that an image-only result is not a blank.
+func shownText(content []llm.Block) string {
+	s := llm.TextOf(content)
+	for _, b := range content {
+		if _, ok := b.(llm.Image); ok {
+			s += " [image]"
+		}
+	}
+	return strings.TrimPrefix(s, " ")
+}
+
+// discard cancels the calls t started and waits for them to return.
 func (t *turn) discard() {
 	t.cancel()
 	for _, p := range t.calls {

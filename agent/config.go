@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,8 +18,8 @@ import (
 // DefaultMaxIterations is the default cap on the model calls of one run.
 const DefaultMaxIterations = 20
 
-// Config configures an [Agent]. Only Model is required; the zero value of
-// every other field has a sensible default, documented on the field.
+// Config configures an [Agent]. Only Model is required; every other field's
+// zero value has the default documented on it.
 type Config struct {
 	// Model streams model turns. Required. An [*llm.Client] in production.
 	Model llm.Model
@@ -33,11 +34,10 @@ type Config struct {
 	// agents: Tools are added to it. Default: a tool.NewRegistry with
 	// default options.
 	Registry *tool.Registry
-	// History is the conversation, which persists across runs of the same
-	// Agent. Its Config names the model the turns go to and their
-	// max_tokens, which also price and size the history: they are set
-	// there, once. Default: memory.New(memory.Config{}), the default model
-	// ([llm.DefaultModel]) with [llm.DefaultMaxTokens].
+	// History is the conversation, which persists across runs. Its Config
+	// names the model the turns go to and their max_tokens, set there once
+	// since they also price and size the history. Default:
+	// memory.New(memory.Config{}).
 	History *memory.History
 
 	// MaxIterations caps the model calls of one run. Default
@@ -51,33 +51,29 @@ type Config struct {
 	// MaxDuration caps the wall time of one run. Default 0: no limit. A run
 	// that hits it ends with state [TimeLimit].
 	MaxDuration time.Duration
-	// MaxTotalTokens caps the tokens one run may use, summed over its model
-	// turns: input (cached or not) and output. Default 0: no limit. It is
-	// checked before each model call; a run that hits it ends with state
-	// [TokenLimit].
+	// MaxTotalTokens caps the input (cached or not) and output tokens of one
+	// run, checked before each model call. Default 0: no limit. A run that
+	// hits it ends with state [TokenLimit].
 	MaxTotalTokens int64
-	// MaxAttempts is how many times one model turn is tried when its stream
-	// fails after output arrived, the failure is transient (see
-	// [llm.IsRetryable]) and the llm client no longer retries it itself.
-	// Retries wait by [llm.Backoff], and not at all for a server asking
-	// to wait longer than [llm.DefaultMaxRetryWait]. Default 3, as the llm
-	// client's; 1 turns the retry off.
+	// MaxAttempts is how many times a model turn is tried when its stream
+	// fails transiently ([llm.IsRetryable]) after output arrived, where the
+	// llm client no longer retries. Retries wait by [llm.Backoff]; a server
+	// asking for more than [llm.DefaultMaxRetryWait] gets none. Default 3;
+	// 1 turns the retry off.
 	MaxAttempts int
-	// DisableCache turns off prompt caching, which is on by default: each
-	// call then reads the previous call's prefix from the cache.
+	// DisableCache turns off prompt caching, which is on by default.
 	DisableCache bool
 
-	// Approve, when set, is consulted before each tool call, on the
-	// goroutine reading the model's stream, so it may block to ask a
-	// person. A non-nil error denies the call: the model gets the is_error
-	// result "denied: <error>". Default nil: every call is approved.
+	// Approve, when set, is asked before each tool call, on the goroutine
+	// reading the stream, so it may block to ask a person. An error denies
+	// the call: the model gets the is_error result "denied: <error>".
+	// Default nil: every call is approved.
 	Approve func(ctx context.Context, call tool.Call) error
 	// Middleware wraps Model, for logging and tracing. Default nil.
 	Middleware func(llm.Model) llm.Model
-	// RepeatLimit is how many times in a row the same tool may be called
-	// with the same input. The call that reaches the limit is not run; the
-	// model gets an is_error result saying it is repeating itself. Default
-	// 3; a negative value turns the check off.
+	// RepeatLimit is how many times in a row a tool may be called with the
+	// same input; the call that reaches it is not run, and the model is told
+	// it is repeating itself. Default 3; negative turns the check off.
 	RepeatLimit int
 	// Logger receives a line for each unusual event: retries, unknown stop
 	// reasons, compactions. Default: discard.
@@ -97,9 +93,8 @@ type Config struct {
 	Telemetry llm.Telemetry
 }
 
-// An Agent runs the think → act → observe loop over one conversation. Runs
-// of one Agent must not overlap, since they share its history; to serve
-// many conversations, make many Agents, which are cheap.
+// An Agent runs the think → act → observe loop over one conversation. Its
+// runs must not overlap, since they share its history; Agents are cheap.
 type Agent struct {
 	cfg   Config
 	model llm.Model
@@ -114,7 +109,7 @@ var (
 	// ErrNoModel is returned by [New] when [Config.Model] is nil.
 	ErrNoModel = errors.New("agent: Config.Model is required")
 	// ErrBusy is yielded by [Agent.Stream] when another run of the same
-	// Agent is in progress: the two would interleave in one history.
+	// Agent is in progress.
 	ErrBusy = errors.New("agent: another run of this Agent is in progress")
 )
 
@@ -145,15 +140,9 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("agent: Config.Thinking.BudgetTokens (%d) must be below the history's MaxTokens (%d)",
 			th.BudgetTokens, max)
 	}
-	if cfg.MaxIterations == 0 {
-		cfg.MaxIterations = DefaultMaxIterations
-	}
-	if cfg.MaxAttempts == 0 {
-		cfg.MaxAttempts = 3
-	}
-	if cfg.RepeatLimit == 0 {
-		cfg.RepeatLimit = 3
-	}
+	cfg.MaxIterations = cmp.Or(cfg.MaxIterations, DefaultMaxIterations)
+	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, 3)
+	cfg.RepeatLimit = cmp.Or(cfg.RepeatLimit, 3)
 	if cfg.Registry == nil {
 		cfg.Registry = tool.NewRegistry(tool.Config{Logger: cfg.Logger})
 	}
@@ -165,16 +154,12 @@ func New(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("agent: Config.Tools: %w", err)
 		}
 	}
-	a := &Agent{cfg: cfg, model: cfg.Model, log: cfg.Logger, retryDelay: llm.Backoff}
+	a := &Agent{cfg: cfg, model: cfg.Model, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)), retryDelay: llm.Backoff}
 	a.otel = instruments(cfg.Telemetry) // otel hook
 	if cfg.Middleware != nil {
-		a.model = cfg.Middleware(cfg.Model)
-		if a.model == nil {
+		if a.model = cfg.Middleware(cfg.Model); a.model == nil {
 			return nil, errors.New("agent: Config.Middleware returned a nil Model")
 		}
-	}
-	if a.log == nil {
-		a.log = slog.New(slog.DiscardHandler)
 	}
 	return a, nil
 }
@@ -187,23 +172,21 @@ type State string
 
 // The states a run can end in.
 const (
-	// Finished means the model ended its turn: end_turn, stop_sequence, or
+	// Finished means the model ended its turn: end_turn, stop_sequence or
 	// an unknown stop reason.
 	Finished State = "finished"
-	// Refused means the model's safety classifiers stopped the turn. The
-	// history is as it was before the run: the refused exchange is taken
-	// back out of it.
+	// Refused means safety classifiers stopped the turn; the history is as
+	// it was before the run.
 	Refused State = "refused"
 	// IterationLimit means the run hit Config.MaxIterations.
 	IterationLimit State = "iteration_limit"
-	// Truncated means the answer was cut off by the history's MaxTokens.
+	// Truncated means the history's MaxTokens cut the answer off.
 	Truncated State = "truncated"
-	// Cancelled means the context was cancelled, or the caller stopped
-	// reading the stream. The prompt and the answer shown so far stay in
-	// the history, the answer marked as interrupted.
+	// Cancelled means ctx was cancelled or the caller stopped reading; the
+	// history keeps the prompt and the answer shown, marked interrupted.
 	Cancelled State = "cancelled"
-	// Failed means an error ended the run; it is returned alongside. The
-	// history is as it was before the run.
+	// Failed means an error, returned alongside, ended the run; the history
+	// is as it was before the run.
 	Failed State = "failed"
 	// TimeLimit means the run hit Config.MaxDuration.
 	TimeLimit State = "time_limit"
@@ -213,31 +196,23 @@ const (
 
 // Result is the outcome of a run.
 type Result struct {
-	// Text is the text of the model's last turn.
-	Text string `json:"text"`
-	// State says how the run ended.
-	State State `json:"state"`
-	// Iterations counts the model calls of the run: retries not included,
-	// the FinalAnswer call included.
-	Iterations int `json:"iterations"`
-	// Usage sums token use over the run's model calls, retries included.
-	Usage llm.Usage `json:"usage"`
-	// CostUSD prices Usage at the model's price in [llm.Models]; zero for
-	// a model the table does not know.
+	Text  string `json:"text"`  // the text of the model's last turn
+	State State  `json:"state"` // how the run ended
+	// Iterations counts model calls: retries not included, FinalAnswer's
+	// included.
+	Iterations int       `json:"iterations"`
+	Usage      llm.Usage `json:"usage"` // summed over every model call, retries included
+	// CostUSD prices Usage at the model's price in [llm.Models]; zero for a
+	// model the table does not know.
 	CostUSD float64 `json:"cost_usd"`
 }
 
 // Run runs the loop on input and returns its result: [Agent.Stream],
 // drained. The error is non-nil exactly when Stream yields one.
-func (a *Agent) Run(ctx context.Context, input string) (Result, error) {
-	var res Result
-	var err error
+func (a *Agent) Run(ctx context.Context, input string) (res Result, err error) {
 	for ev, e := range a.Stream(ctx, input) {
 		if d, ok := ev.(Done); ok {
-			res = d.Result
-		}
-		if e != nil {
-			err = e
+			res, err = d.Result, e
 		}
 	}
 	return res, err

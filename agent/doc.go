@@ -21,42 +21,35 @@
 //		}
 //	}
 //
-// [Agent.Run] is the same loop without the events.
-//
-// The whole loop is in one file, loop.go, meant to be read in one sitting.
+// [Agent.Run] is the same loop without the events. The whole loop is in
+// loop.go, meant to be read in one sitting.
 //
 // # Stop reasons
 //
 // end_turn and stop_sequence finish the run. tool_use acts. pause_turn
 // sends the turn back as it is and goes on. refusal ends the run in state
-// [Refused] and rolls the history back to where it was before the run, so
-// that the refused exchange is not sent again with the next prompt.
-// model_context_window_exceeded, like a 400 "prompt is too long", compacts
-// the history once and asks again. An unknown stop reason is end_turn,
-// with a log line.
+// [Refused] with the history rolled back, so that the refused exchange is
+// not sent again. model_context_window_exceeded, like a 400 "prompt is too
+// long", compacts the history once and asks again. An unknown stop reason
+// is end_turn, with a log line.
 //
-// max_tokens can cut only the last block of a turn. Cut text ends the run
-// in state [Truncated], with the text kept. A cut tool_use is never run: it
-// stays in the history with input {} and gets an is_error result telling
-// the model its output was cut off, and the loop goes on, so the model can
-// write the call again, shorter. The other calls of the turn, complete,
-// run as usual. This keeps the history valid and lets the model recover by
-// itself, where stopping would lose the turn's work.
+// max_tokens cuts only the last block of a turn. Cut text ends the run in
+// state [Truncated], the text kept. A cut tool_use is never run: it keeps
+// input {} and gets an is_error result saying it was cut off, and the loop
+// goes on, so that the model writes the call again, shorter, where stopping
+// would lose the turn's work.
 //
 // # Failures
 //
-// A turn whose stream fails after output arrived (an overloaded error
-// event, a dropped connection) is retried whole, up to
-// [Config.MaxAttempts], if the error is transient ([llm.IsRetryable]). A
-// [Retry] event with Discard set tells the caller to throw away what it
-// showed of the failed attempt; calls that attempt started are cancelled,
-// and nothing of it reaches the history. A run that fails for good leaves
-// the history exactly as it was before the run.
+// A turn whose stream fails transiently after output arrived (an
+// overloaded error event, a dropped connection) is retried whole, up to
+// [Config.MaxAttempts]. A [Retry] event with Discard set tells the caller
+// to throw away what it showed of the failed attempt, whose calls are
+// cancelled. A run that fails for good leaves the history as it was.
 //
 // # Cancellation
 //
 // Cancelling the context, or stopping the range over Stream, returns
-// promptly: the model stream and running tools are cancelled. The history
-// keeps the prompt and the answer shown so far, marked "[interrupted]",
-// so that the next run continues from a complete exchange.
+// promptly. The history keeps the prompt and the answer shown so far,
+// marked "[interrupted]", so that the next run follows a complete exchange.
 package agent

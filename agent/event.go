@@ -7,12 +7,9 @@ import (
 	"github.com/agentloop/agentloop/llm"
 )
 
-// An Event is one step of a run, as [Agent.Stream] yields it. The set is
-// sealed: it is one of the types in this file, and a type switch over them
-// covers every case.
-//
-// The field tags give each event's JSON shape, for a program that prints a
-// run as JSON lines, as the CLI's --json does.
+// An Event is one step of a run, as [Agent.Stream] yields it: one of the
+// types in this file, a sealed set. The field tags give each event's JSON
+// shape, as the CLI's --json prints it.
 type Event interface{ isEvent() }
 
 // TurnStart opens a model turn. Iteration counts model calls from 1. A turn
@@ -38,9 +35,8 @@ type ToolCallStart struct {
 	Name string `json:"name"`
 }
 
-// ToolInputDelta is a fragment of the JSON input of the call ID, as the
-// model streams it. Fragments split anywhere; only [ToolCall] carries the
-// whole input.
+// ToolInputDelta is a fragment of the JSON input of the call ID, split
+// anywhere; [ToolCall] carries the whole input.
 type ToolInputDelta struct {
 	ID          string `json:"id"`
 	PartialJSON string `json:"partial_json"`
@@ -55,10 +51,9 @@ type ToolCall struct {
 }
 
 // ToolDone is the outcome of call ID as it is sent back to the model.
-// Content is the text of the result. IsError marks a failed, denied or
-// refused call; the model sees it and may correct itself. Duration is the
-// call's own running time, from its start to its finish, even when the
-// model was still streaming then; a call that was not run took 0.
+// Content is the result's text, with "[image]" for each image. IsError
+// marks a failed, denied or refused call. Duration is the call's own
+// running time, even while the model still streamed; 0 if it did not run.
 type ToolDone struct {
 	ID       string        `json:"id"`
 	Name     string        `json:"name"`
@@ -67,8 +62,8 @@ type ToolDone struct {
 	Duration time.Duration `json:"duration_ns"`
 }
 
-// UsageUpdate reports token use after each model turn: Turn for the turn alone,
-// Total for the run so far, and the run's cost so far in US dollars.
+// UsageUpdate reports token use after each model turn: the turn's, the
+// run's so far, and the run's cost so far in US dollars.
 type UsageUpdate struct {
 	Turn    llm.Usage `json:"turn"`
 	Total   llm.Usage `json:"total"`
@@ -83,19 +78,18 @@ type Compacted struct {
 	Steps  []string `json:"steps,omitempty"`
 }
 
-// Retry says the current model turn failed and is being sent again.
-// Attempt is the number of the attempt about to start (2 for the first
-// retry). When Discard is true, the caller must throw away everything it
-// received for the current turn since its [TurnStart]: text, thinking and
-// tool calls. None of it reached the history.
+// Retry says the current model turn failed and is sent again, as attempt
+// Attempt (2 for the first retry). When Discard is true, the caller must
+// throw away everything it received since the turn's [TurnStart]; none of
+// it reached the history.
 type Retry struct {
 	Attempt int    `json:"attempt"`
 	Error   string `json:"error"`
 	Discard bool   `json:"discard"`
 }
 
-// Done ends every stream, successful or not. Error repeats, as text, the
-// error yielded with it, so that a JSON transcript shows it too.
+// Done ends every stream. Error repeats, as text, the error yielded with
+// it, so that a JSON transcript shows it too.
 type Done struct {
 	Result Result `json:"result"`
 	Error  string `json:"error,omitempty"`

@@ -26,7 +26,7 @@ func toolForever() at.Reply {
 			return at.NewStream().Text("Best effort: 42.").Stop("end_turn")
 		}
 		i := n.Add(1)
-		return at.NewStream().Usage(1000, 1).
+		return at.NewStream().Usage(1000, 1, 0, 0).
 			ToolUse(fmt.Sprintf("toolu_%d", i), "echo", fmt.Sprintf(`{"text":"call %d"}`, i)).Stop("tool_use")
 	}))
 }

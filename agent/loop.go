@@ -15,31 +15,27 @@ import (
 )
 
 // This file is the whole loop: Stream → loop → turn (think, with retries)
-// → observe → act. Only plumbing lives elsewhere: events, config, building
-// the request (request.go) and starting and collecting calls (act.go).
+// → observe → act. Plumbing lives elsewhere: request.go builds requests,
+// act.go starts and collects calls.
 
 // Stream runs the loop on input and yields its events. It appends input to
-// the history as a user message, then repeats: think (stream a model turn,
-// starting each tool call the moment its input is complete), act (collect
-// the results), observe (append them to the history), until the model ends
-// its turn or a limit is hit.
+// the history, then repeats: think (stream a model turn, starting each tool
+// call the moment its input is complete), act (collect the results),
+// observe (append them to the history), until the model ends its turn or a
+// limit is hit.
 //
-// The last event is always [Done], with the [Result]. It comes with a nil
-// error when the run ended in any state but [Failed] and [Cancelled]. On a
-// failure it comes with the error, which wraps any [*llm.APIError]; on
-// cancellation, with ctx.Err(). If the caller stops reading early, the run
-// is cancelled and no Done is sent. No goroutine the run started outlives
-// it: the run ends only when every tool handler it started has returned. A
-// handler that ignores its cancelled context gets toolGrace (5s) to return;
-// one still running after that is logged as a warning that names the call,
-// and the run ends.
+// The last event is always [Done], with the [Result], and with a nil error
+// unless the run ended [Failed] (the error wraps any [*llm.APIError]) or
+// [Cancelled] (ctx.Err()). If the caller stops reading, the run is
+// cancelled and no Done is sent. The run ends only when every tool handler
+// it started has returned; one that ignores its cancelled context gets 5s
+// (toolGrace), then is logged as a warning naming the call.
 //
-// The history is always left valid. A run that fails, or is refused,
-// leaves it exactly as it was before the run, compactions included, so
-// that nothing of it is sent again. A run cut short (cancelled, stopped,
-// out of time) keeps its prompt, the turns it completed, and the answer
-// shown so far as an assistant turn marked "[interrupted]", so that the
-// next prompt follows a complete exchange.
+// The history is always left valid. A run that fails or is refused leaves
+// it exactly as it was, compactions included, so that nothing of it is sent
+// again. A run cut short (cancelled, stopped, out of time) keeps its prompt,
+// the turns it completed and the answer shown so far, marked
+// "[interrupted]", so that the next prompt follows a complete exchange.
 func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		if !a.busy.CompareAndSwap(false, true) {
@@ -100,8 +96,7 @@ func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error
 const interruptedText = "[interrupted]"
 
 // interrupted ends the history of a run cut short with the answer shown so
-// far, marked as interrupted, unless the last message already answers the
-// user's.
+// far, marked, unless the last message already answers the user's.
 func (r *run) interrupted() {
 	if msgs := r.cfg.History.Messages(); len(msgs) == 0 || msgs[len(msgs)-1].Role != llm.User {
 		return
@@ -142,8 +137,8 @@ type run struct {
 	cont      string          // latest code execution container id, for the next request
 }
 
-// emit yields e unless the caller has stopped reading. When the caller
-// stops, emit cancels the run, which unwinds promptly.
+// emit yields e unless the caller has stopped reading; when it stops, emit
+// cancels the run.
 func (r *run) emit(e Event) {
 	if !r.stopped && !r.yield(e, nil) {
 		r.stopped = true
@@ -173,8 +168,7 @@ func (r *run) loop(input string) (State, error) {
 		if lim := r.cfg.MaxTotalTokens; lim > 0 && r.usage.Context() >= lim {
 			return TokenLimit, nil
 		}
-		// On the last iteration, the best-effort answer, if asked for, is
-		// one more call with tools disabled.
+		// The best-effort answer, if asked for, is one more call without tools.
 		final := r.iter >= r.cfg.MaxIterations
 		if final && !r.cfg.FinalAnswer {
 			return IterationLimit, nil
@@ -206,11 +200,10 @@ type turn struct {
 	cancel  context.CancelFunc
 }
 
-// turn streams one model turn, retrying it when it fails in a way that may
-// pass: a transient error after the model already yielded output (before
-// that, the llm client retries by itself), up to Config.MaxAttempts tries;
-// and, once, after compacting the history, a prompt too long for the
-// context window or a turn that ran out of it.
+// turn streams one model turn, retrying it up to Config.MaxAttempts times
+// on a transient error after output arrived (before that, the llm client
+// retries by itself), and once, after compacting the history, on a prompt
+// too long for the context window or a turn that ran out of it.
 func (r *run) turn(final bool) (*turn, error) {
 	compacted := false
 	for attempt := 1; ; attempt++ {
@@ -249,21 +242,18 @@ func (r *run) turn(final bool) (*turn, error) {
 	}
 }
 
-// think streams one model turn. It turns the model's events into the
-// caller's, assembles the turn with an [llm.Assembler] and starts each tool
-// call at its block's stop, while later blocks still stream. On error the
-// started calls are cancelled and the partial turn is returned only to say
-// whether output had arrived.
+// think streams one model turn: it passes the model's events on, assembles
+// the turn and starts each tool call at its block's stop, while later
+// blocks still stream. On error the started calls are cancelled, and the
+// partial turn only says whether output had arrived.
 func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 	ctx, cancel := context.WithCancel(r.ctx)
 	t = &turn{cancel: cancel, repeats: r.repeats}
 	var asm llm.Assembler
 	defer func() {
 		t.usage = asm.Usage() // a failed attempt is billed too
-		// A turn that ran code (programmatic tool calling in particular)
-		// can only go on in the same container, and the API knows which
-		// only if the request names it. Even a failed attempt's container
-		// is kept, since its retry may continue there.
+		// A turn that ran code can only go on in the same container, which
+		// the next request must name; a retry may continue a failed one's.
 		if id := asm.Container(); id != "" {
 			r.cont = id
 		}
@@ -314,9 +304,8 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 		// The turn ran out of room: turn compacts and asks again.
 		return t, errContextWindow
 	}
-	// Only the last block can be cut, by max_tokens. Cut text is kept. A
-	// cut tool_use is never run: it keeps input {} and gets an is_error
-	// result, so the model writes it again. Other cut blocks are dropped.
+	// max_tokens cut the last block: text is kept, a tool_use keeps input {}
+	// and gets an is_error result (see the package doc), others are dropped.
 	for _, b := range asm.Incomplete() {
 		switch b := b.(type) {
 		case llm.Text:

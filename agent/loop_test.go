@@ -17,7 +17,7 @@ import (
 )
 
 func TestTextTurn(t *testing.T) {
-	srv, client := fake(t, at.NewStream().Usage(12, 1).Text("Hel", "lo").Stop("end_turn"))
+	srv, client := fake(t, at.NewStream().Usage(12, 1, 0, 0).Text("Hel", "lo").Stop("end_turn"))
 	a := newAgent(t, client, Config{System: "Be brief."})
 	evs, res, err := collect(t, a.Stream(t.Context(), "Hi"))
 	if err != nil {
@@ -209,10 +209,17 @@ func TestToolDuration(t *testing.T) {
 // is sent back, as the top-level container, in every later request of the
 // run, until a turn reports another.
 func TestContainer(t *testing.T) {
+	// inContainer ends a tool_use turn as code execution does, with the
+	// container in message_delta.
+	inContainer := func(s *at.Stream, id string) *at.Stream {
+		return s.EndBlock().Event("message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null,`+
+			`"container":{"id":"`+id+`","expires_at":"2026-01-01T00:00:00Z"}},"usage":{"output_tokens":5}}`).
+			Event("message_stop", `{"type":"message_stop"}`).EndWithoutStop()
+	}
 	srv, client := fake(t,
-		at.NewStream().ToolUse("toolu_1", "echo", `{"text":"a"}`).Container("container_1").Stop("tool_use"),
+		inContainer(at.NewStream().ToolUse("toolu_1", "echo", `{"text":"a"}`), "container_1"),
 		at.NewStream().ToolUse("toolu_2", "echo", `{"text":"b"}`).Stop("tool_use"),
-		at.NewStream().ToolUse("toolu_3", "echo", `{"text":"c"}`).Container("container_2").Stop("tool_use"),
+		inContainer(at.NewStream().ToolUse("toolu_3", "echo", `{"text":"c"}`), "container_2"),
 		at.NewStream().Text("done").Stop("end_turn"),
 	)
 	a := newAgent(t, client, Config{Registry: newTools(t).reg})
@@ -236,5 +243,39 @@ func TestContainer(t *testing.T) {
 	want := []string{"(none)", "container_1", "container_1", "container_2"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("container sent per request (-want +got):\n%s", diff)
+	}
+}
+
+// TestToolDoneShowsImages checks that ToolDone.Content names the images of
+// a result, which have no text: an image-only result is "[image]", not a
+// blank.
+func TestToolDoneShowsImages(t *testing.T) {
+	png := llm.Image{MediaType: "image/png", Data: "iVBORw0KGgo="}
+	tests := []struct {
+		name    string
+		content []llm.Block
+		want    string
+	}{
+		{"image only", []llm.Block{png}, "[image]"},
+		{"text and image", []llm.Block{llm.Text{Text: "a dot"}, png}, "a dot [image]"},
+		{"two images", []llm.Block{png, png}, "[image] [image]"},
+		{"text only", []llm.Block{llm.Text{Text: "a dot"}}, "a dot"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			draw := tool.Must(tool.New("draw", "Draw.", func(context.Context, struct{}) ([]llm.Block, error) { return tt.content, nil }))
+			_, client := fake(t,
+				at.NewStream().ToolUse("toolu_1", "draw", `{}`).Stop("tool_use"),
+				at.NewStream().Text("done").Stop("end_turn"),
+			)
+			a := newAgent(t, client, Config{Tools: []*tool.Tool{draw}})
+			evs, _, err := collect(t, a.Stream(t.Context(), "Draw."))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := eventsOf[ToolDone](evs)[0].Content; got != tt.want {
+				t.Errorf("ToolDone.Content = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

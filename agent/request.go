@@ -20,10 +20,9 @@ func (r *run) request(final bool) (llm.Request, error) {
 		telemetry.Repaired(r.ctx, fixes) // otel hook
 	}
 	if h.NeedsCompaction() {
-		// Past the last exact count the figure is an estimate, which may be
-		// high (an image of unknown size counts as the largest), so a
-		// history that cannot shrink is sent anyway: the API has the last
-		// word, and a 400 comes back to turn, which compacts once more.
+		// The count may be a high estimate (an image of unknown size counts
+		// as the largest), so a history that cannot shrink is sent anyway:
+		// the API has the last word, and its 400 makes turn compact again.
 		if err := r.compact(); errors.Is(err, memory.ErrCannotCompact) {
 			r.log.Warn("agent: sending a history over the context limit", "err", err)
 		} else if err != nil {
@@ -47,9 +46,9 @@ func (r *run) request(final bool) (llm.Request, error) {
 	return req, nil
 }
 
-// compact compacts the history and reports it, also when it could not get
-// under the limit but changed the history on the way. The summary calls it
-// makes count in the run's usage.
+// compact compacts the history and reports it, also when it changed the
+// history but could not get under the limit. Summary calls count in the
+// run's usage.
 func (r *run) compact() error {
 	ctx, span := r.otel.StartCompact(r.ctx, r.cfg.ConversationID) // otel hook: the compact_history span
 	c, err := r.cfg.History.Compact(ctx, r.model)                 // otel hook: ctx, was r.ctx
@@ -68,8 +67,8 @@ func (r *run) showText(text string) {
 	r.emit(TextDelta{Text: text})
 }
 
-// tooLongToWait reports whether the server asked to wait longer before a
-// retry than the llm client would wait: then the turn fails at once.
+// tooLongToWait reports whether the server asked to wait longer than the
+// llm client would: then the turn fails at once.
 func tooLongToWait(err error) bool {
 	ae, ok := errors.AsType[*llm.APIError](err)
 	return ok && ae.RetryAfter > llm.DefaultMaxRetryWait
@@ -77,13 +76,8 @@ func tooLongToWait(err error) bool {
 
 // sleep waits for d or until ctx is done.
 func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-time.After(d):
 		return nil
 	case <-ctx.Done():
 		return context.Cause(ctx)

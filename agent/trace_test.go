@@ -41,7 +41,7 @@ func TestSpanTree(t *testing.T) {
 	}{{
 		name: "tool_round_trip",
 		replies: []at.Reply{
-			at.NewStream().Usage(100, 20).Cache(30, 50).ToolUse("toolu_1", "calculator", `{"a":3,"b":5,`, `"operation":"add"}`).Stop("tool_use"),
+			at.NewStream().Usage(100, 20, 30, 50).ToolUse("toolu_1", "calculator", `{"a":3,"b":5,`, `"operation":"add"}`).Stop("tool_use"),
 			at.NewStream().Text("It is 8.").Stop("end_turn"),
 		},
 	}, {

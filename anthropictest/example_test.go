@@ -45,12 +45,12 @@ func Example() {
 
 // Stream.Bytes shows the exact wire format the server sends.
 func ExampleStream_Bytes() {
-	s := anthropictest.NewStream().Message("msg_1", "claude-haiku-5-5").Usage(5, 1).
+	s := anthropictest.NewStream().Usage(5, 1, 0, 0).
 		ToolUse("toolu_1", "get_time", `{"tz":"U`, `TC"}`).Stop("tool_use")
 	fmt.Print(string(s.Bytes()))
 	// Output:
 	// event: message_start
-	// data: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-haiku-5-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1,"service_tier":"standard"}}}
+	// data: {"type":"message_start","message":{"id":"msg_01AnthropicTestMessage0001","type":"message","role":"assistant","model":"claude-sonnet-5-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1,"service_tier":"standard"}}}
 	//
 	// event: content_block_start
 	// data: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"get_time","input":{}}}

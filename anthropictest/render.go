@@ -81,11 +81,7 @@ func (s *Stream) render(p *plan, b []byte, it item, deltas int) []byte {
 		p.pace = append(p.pace, paceMark{event: len(p.ends), d: it.d})
 		return b
 	case kBlockStart:
-		b = append(b, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":"...)
-		b = strconv.AppendInt(b, int64(it.index), 10)
-		b = append(b, `,"content_block":`...)
-		b = append(b, it.a...)
-		b = append(b, "}\n\n"...)
+		b = append(append(append(appendBlockEvent(b, "content_block_start", it.index), `,"content_block":`...), it.a...), "}\n\n"...)
 	case kTextDelta:
 		b = appendDelta(b, it.index, `{"type":"text_delta","text":`, it.a)
 	case kThinkingDelta:
@@ -95,15 +91,9 @@ func (s *Stream) render(p *plan, b []byte, it item, deltas int) []byte {
 	case kInputDelta:
 		b = appendDelta(b, it.index, `{"type":"input_json_delta","partial_json":`, it.a)
 	case kDelta:
-		b = append(b, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":"...)
-		b = strconv.AppendInt(b, int64(it.index), 10)
-		b = append(b, `,"delta":`...)
-		b = append(b, it.a...)
-		b = append(b, "}\n\n"...)
+		b = append(append(append(appendBlockEvent(b, "content_block_delta", it.index), `,"delta":`...), it.a...), "}\n\n"...)
 	case kBlockStop:
-		b = append(b, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":"...)
-		b = strconv.AppendInt(b, int64(it.index), 10)
-		b = append(b, "}\n\n"...)
+		b = append(appendBlockEvent(b, "content_block_stop", it.index), "}\n\n"...)
 	case kEvent:
 		b = append(b, "event: "...)
 		b = append(b, it.a...)
@@ -124,11 +114,6 @@ func (s *Stream) render(p *plan, b []byte, it item, deltas int) []byte {
 			b = appendJSONString(b, it.b)
 		} else {
 			b = append(b, "null"...)
-		}
-		if s.contID != "" {
-			b = append(b, `,"container":{"id":`...)
-			b = appendJSONString(b, s.contID)
-			b = append(b, `,"expires_at":"2026-01-01T00:00:00Z"}`...)
 		}
 		b = append(b, `},"usage":`...)
 		b = s.appendUsage(b, out, false)
@@ -162,12 +147,15 @@ func (s *Stream) appendUsage(b []byte, output int, start bool) []byte {
 }
 
 func appendDelta(b []byte, index int, prefix, value string) []byte {
-	b = append(b, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":"...)
-	b = strconv.AppendInt(b, int64(index), 10)
-	b = append(b, `,"delta":`...)
-	b = append(b, prefix...)
-	b = appendJSONString(b, value)
-	return append(b, "}}\n\n"...)
+	b = append(append(appendBlockEvent(b, "content_block_delta", index), `,"delta":`...), prefix...)
+	return append(appendJSONString(b, value), "}}\n\n"...)
+}
+
+// appendBlockEvent appends the opening of a content block event, up to
+// its index: `event: name\ndata: {"type":name,"index":N`.
+func appendBlockEvent(b []byte, name string, index int) []byte {
+	b = append(append(append(append(b, "event: "...), name...), "\ndata: {\"type\":\""...), name...)
+	return strconv.AppendInt(append(b, `","index":`...), int64(index), 10)
 }
 
 // serve writes the stream: the headers, then each event flushed on its own

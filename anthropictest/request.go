@@ -23,9 +23,23 @@ type Request struct {
 
 // Params decodes the body's main fields.
 func (r *Request) Params() (*Params, error) {
-	var p Params
-	if err := json.Unmarshal(r.Body, &p); err != nil {
+	var w struct {
+		Params
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(r.Body, &w); err != nil {
 		return nil, err
+	}
+	p := w.Params
+	for _, m := range w.Messages {
+		content, isString, err := decodeContent(m.Content)
+		if err != nil {
+			return nil, err
+		}
+		p.Messages = append(p.Messages, Message{Role: m.Role, Content: content, StringContent: isString})
 	}
 	return &p, nil
 }
@@ -66,7 +80,7 @@ type Params struct {
 	// System is the system prompt as sent: a string or an array of text
 	// blocks.
 	System   json.RawMessage `json:"system,omitempty"`
-	Messages []Message       `json:"messages"`
+	Messages []Message       `json:"-"`
 	// Tools, ToolChoice and Thinking are kept as sent.
 	Tools      []json.RawMessage `json:"tools,omitempty"`
 	ToolChoice json.RawMessage   `json:"tool_choice,omitempty"`
@@ -95,37 +109,41 @@ func (m Message) Text() string {
 	return b.String()
 }
 
-// UnmarshalJSON accepts content as a string or an array of blocks.
-func (m *Message) UnmarshalJSON(data []byte) error {
-	var w struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
-	}
-	if err := json.Unmarshal(data, &w); err != nil {
-		return err
-	}
-	m.Role = w.Role
-	var err error
-	m.Content, m.StringContent, err = decodeContent(w.Content)
-	return err
-}
-
+// decodeContent decodes a message's or tool result's content: a string,
+// as one text block (none if empty), or an array of blocks.
 func decodeContent(raw json.RawMessage) (blocks []Block, isString bool, err error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, false, nil
 	}
 	if raw[0] == '"' {
 		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
+		if err := json.Unmarshal(raw, &s); err != nil || s == "" {
 			return nil, true, err
-		}
-		if s == "" {
-			return nil, true, nil
 		}
 		return []Block{{Type: "text", Text: s}}, true, nil
 	}
-	err = json.Unmarshal(raw, &blocks)
-	return blocks, false, err
+	var raws []json.RawMessage
+	if err := json.Unmarshal(raw, &raws); err != nil {
+		return nil, false, err
+	}
+	for _, data := range raws {
+		var w struct {
+			Block
+			Content json.RawMessage `json:"content"`
+		}
+		if err := json.Unmarshal(data, &w); err != nil {
+			return nil, false, err
+		}
+		b := w.Block
+		b.Raw = data
+		if b.Type == "tool_result" {
+			if b.Content, b.StringContent, err = decodeContent(w.Content); err != nil {
+				return nil, false, err
+			}
+		}
+		blocks = append(blocks, b)
+	}
+	return blocks, false, nil
 }
 
 // A Block is one content block of a message. Only the fields of its Type
@@ -152,47 +170,4 @@ type Block struct {
 	Data      string `json:"data,omitempty"`
 	// Raw is the block's JSON as sent.
 	Raw json.RawMessage `json:"-"`
-
-	// has records which fields were present, for CheckRequest.
-	has presence
-}
-
-type presence struct{ input, signature, data bool }
-
-// UnmarshalJSON decodes any block type, keeping the raw bytes.
-func (b *Block) UnmarshalJSON(data []byte) error {
-	var w struct {
-		Type      string          `json:"type"`
-		Text      string          `json:"text"`
-		ID        string          `json:"id"`
-		Name      string          `json:"name"`
-		Input     json.RawMessage `json:"input"`
-		ToolUseID string          `json:"tool_use_id"`
-		Content   json.RawMessage `json:"content"`
-		IsError   bool            `json:"is_error"`
-		Thinking  string          `json:"thinking"`
-		Signature *string         `json:"signature"`
-		Data      *string         `json:"data"`
-	}
-	if err := json.Unmarshal(data, &w); err != nil {
-		return err
-	}
-	*b = Block{
-		Type: w.Type, Text: w.Text, ID: w.ID, Name: w.Name, Input: w.Input,
-		ToolUseID: w.ToolUseID, IsError: w.IsError, Thinking: w.Thinking,
-		Raw: append(json.RawMessage(nil), data...),
-		has: presence{input: w.Input != nil, signature: w.Signature != nil, data: w.Data != nil},
-	}
-	if w.Signature != nil {
-		b.Signature = *w.Signature
-	}
-	if w.Data != nil {
-		b.Data = *w.Data
-	}
-	if w.Type == "tool_result" {
-		var err error
-		b.Content, b.StringContent, err = decodeContent(w.Content)
-		return err
-	}
-	return nil
 }

@@ -131,10 +131,10 @@ func TestSDKAssemblesScript(t *testing.T) {
 			m.Content = []block{{Type: "tool_use", ID: "toolu_w", Name: "player", Input: `{"player":"player1"}`}}
 		}),
 	}, {
-		name: "thinking, redacted thinking, then text; message and usage set",
-		stream: NewStream().Message("msg_42", "claude-opus-4-6").Usage(321, 3).Cache(7, 55096).
-			Block(Block{Type: "thinking", Signature: "sig=="}, "Let me ", "think.").Block(Block{Type: "redacted_thinking", Data: "EmwKAhgBEgy"}).Text("Done.").StopUsage("end_turn", 99),
-		want: message{ID: "msg_42", Model: "claude-opus-4-6", StopReason: "end_turn", In: 321, Out: 99, CacheW: 7, CacheR: 55096,
+		name: "thinking, redacted thinking, then text; usage set",
+		stream: NewStream().Usage(321, 3, 7, 55096).
+			Block(Block{Type: "thinking", Signature: "sig=="}, "Let me ", "think.").Block(Block{Type: "redacted_thinking", Data: "EmwKAhgBEgy"}).Text("Done.").Stop("end_turn", 99),
+		want: message{ID: defaultMessageID, Model: defaultModel, StopReason: "end_turn", In: 321, Out: 99, CacheW: 7, CacheR: 55096,
 			Content: []block{
 				{Type: "thinking", Thinking: "Let me think.", Signature: "sig=="},
 				{Type: "redacted_thinking", Data: "EmwKAhgBEgy"},

@@ -79,14 +79,6 @@ func (s *Server) Close() {
 	s.ts.Close()
 }
 
-// Enqueue appends replies to the queue, to answer the requests that follow
-// those already scripted.
-func (s *Server) Enqueue(replies ...Reply) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.queue = append(s.queue, replies...)
-}
-
 // Requests returns every request to POST /v1/messages so far, in arrival
 // order. The slice is a copy; the Requests are shared and must not be
 // modified.
@@ -128,12 +120,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			Message: fmt.Sprintf("anthropictest: only POST /v1/messages and /v1/messages/count_tokens are served, not %s %s", r.Method, r.URL.Path)}.serve(w, c)
 		return
 	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		return // the client went away mid-body
+	req := read(r)
+	if req == nil {
+		return
 	}
 	s.mu.Lock()
-	req := newRequest(r, len(s.reqs)+1, body)
+	req.N = len(s.reqs) + 1
 	s.reqs = append(s.reqs, req)
 	var reply Reply
 	if len(s.queue) > 0 {
@@ -161,21 +153,25 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	reply.serve(w, c)
 }
 
-// newRequest records r, whose body was read as body, as the n-th request
-// of its kind.
-func newRequest(r *http.Request, n int, body []byte) *Request {
-	return &Request{N: n, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body}
+// read reads r and its body, or returns nil if the client went away
+// mid-body.
+func read(r *http.Request) *Request {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil
+	}
+	return &Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body}
 }
 
 // serveCount answers a count_tokens request as the API does: 200
 // application/json, a request-id header, and {"input_tokens":N}.
 func (s *Server) serveCount(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		return // the client went away mid-body
+	req := read(r)
+	if req == nil {
+		return
 	}
 	s.mu.Lock()
-	req := newRequest(r, len(s.counts)+1, body)
+	req.N = len(s.counts) + 1
 	s.counts = append(s.counts, req)
 	s.mu.Unlock()
 	count := s.CountTokens

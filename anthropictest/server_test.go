@@ -198,9 +198,8 @@ func TestHTTPError(t *testing.T) {
 
 func TestQueueOrderAndEmptyQueue(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	srv := NewServer(NewStream().Text("one"))
+	srv := NewServer(NewStream().Text("one"), NewStream().Text("two"))
 	defer srv.Close()
-	srv.Enqueue(NewStream().Text("two"))
 	client := newClient(t)
 	var texts []string
 	for range 2 {

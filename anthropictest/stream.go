@@ -46,7 +46,6 @@ type Stream struct {
 	outTok   int
 	cacheW   int
 	cacheR   int
-	contID   string // message_delta's container id; "" sends none
 	nextIdx  int
 	open     bool // a block is open (started and not yet stopped)
 	openTool bool // the open block streams tool input
@@ -97,7 +96,7 @@ type item struct {
 	d     time.Duration
 }
 
-// Defaults of the message_start event, which Stream.Message overrides.
+// Defaults of the message_start event.
 const (
 	defaultMessageID = "msg_01AnthropicTestMessage0001"
 	defaultModel     = "claude-sonnet-5-5"
@@ -150,40 +149,14 @@ func (s *Stream) closeOpen() {
 	}
 }
 
-// Message sets the id and model of message_start.
-func (s *Stream) Message(id, model string) *Stream {
+// Usage sets the usage of message_start: input_tokens, output_tokens,
+// cache_creation_input_tokens and cache_read_input_tokens (10, 1, 0 and 0
+// by default). The input and cache counts are repeated in message_delta, as
+// current API versions do.
+func (s *Stream) Usage(input, output, cacheCreation, cacheRead int) *Stream {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.id, s.model, s.plan = id, model, nil
-	return s
-}
-
-// Usage sets the input and output token counts of message_start. The input
-// count is repeated in message_delta, as current API versions do.
-func (s *Stream) Usage(input, output int) *Stream {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.inTok, s.outTok, s.plan = input, output, nil
-	return s
-}
-
-// Cache sets cache_creation_input_tokens and cache_read_input_tokens, in both
-// message_start and message_delta. They are 0 by default.
-func (s *Stream) Cache(creation, read int) *Stream {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.cacheW, s.cacheR, s.plan = creation, read, nil
-	return s
-}
-
-// Container puts a code execution container in message_delta,
-// "container":{"id":id,"expires_at":"…"}, as the API reports the container
-// a turn ran code in. The client must send the id back as the next
-// request's top-level "container".
-func (s *Stream) Container(id string) *Stream {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.contID, s.plan = id, nil
+	s.inTok, s.outTok, s.cacheW, s.cacheR, s.plan = input, output, cacheCreation, cacheRead, nil
 	return s
 }
 
@@ -301,16 +274,17 @@ func (s *Stream) Event(name, dataJSON string) *Stream {
 func (s *Stream) Raw(sse string) *Stream { return s.add(item{kind: kRaw, a: sse}) }
 
 // Stop closes the open block and sends message_delta with the stop_reason
-// and usage, then message_stop. The output token count in message_delta
-// defaults to the number of deltas in the script (at least 1); StopUsage sets
-// it. Stop("max_tokens") leaves an open tool_use block without its
+// and usage, then message_stop. The output token count in message_delta is
+// outputTokens if given, else the number of deltas in the script (at least
+// 1). Stop("max_tokens") leaves an open tool_use block without its
 // content_block_stop, as the API does when the limit cuts a streamed tool
 // call short; call EndBlock first for a complete one.
-func (s *Stream) Stop(reason string) *Stream { return s.stop(item{kind: kStop, a: reason, n: -1}) }
-
-// StopUsage is Stop with the output token count of message_delta.
-func (s *Stream) StopUsage(reason string, outputTokens int) *Stream {
-	return s.stop(item{kind: kStop, a: reason, n: outputTokens})
+func (s *Stream) Stop(reason string, outputTokens ...int) *Stream {
+	it := item{kind: kStop, a: reason, n: -1}
+	if len(outputTokens) > 0 {
+		it.n = outputTokens[0]
+	}
+	return s.stop(it)
 }
 
 // StopSequence is Stop with stop_reason "stop_sequence" and the matched

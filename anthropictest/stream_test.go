@@ -185,12 +185,6 @@ func TestStreamShapes(t *testing.T) {
 			`content_block_stop {"type":"content_block_stop","index":1}`,
 			delta("end_turn", "1"), stop},
 	}, {
-		name:   "container in message_delta, as code execution reports it",
-		stream: NewStream().Container("container_1").Stop("tool_use"),
-		want: []string{start,
-			`message_delta {"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null,"container":{"id":"container_1","expires_at":"2026-01-01T00:00:00Z"}},"usage":{"input_tokens":10,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1}}`,
-			stop},
-	}, {
 		name:   "stall after stop sends the whole message",
 		stream: NewStream().Stop("end_turn").Stall(),
 		want:   []string{start, delta("end_turn", "1"), stop},

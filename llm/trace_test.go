@@ -24,7 +24,7 @@ import (
 func TestClientMetrics(t *testing.T) {
 	srv := anthropictest.NewServer(
 		anthropictest.HTTPError{Status: 529, Type: "overloaded_error", Message: "Overloaded", RetryAfter: time.Millisecond},
-		anthropictest.NewStream().Usage(100, 20).Cache(30, 50).Text("hi").StopUsage("end_turn", 20),
+		anthropictest.NewStream().Usage(100, 20, 30, 50).Text("hi").Stop("end_turn", 20),
 	)
 	defer srv.Close()
 	reader := sdkmetric.NewManualReader()

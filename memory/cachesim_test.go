@@ -118,10 +118,10 @@ func (c *cacheSim) toolReply(r *anthropictest.Request, n int) anthropictest.Repl
 		return anthropictest.HTTPError{Status: 400, Type: "invalid_request_error", Message: err.Error()}
 	}
 	input, _ := json.Marshal(map[string]string{"path": fmt.Sprintf("/data/file%03d.txt", n)})
-	return anthropictest.NewStream().Usage(in, 1).Cache(w, rd).
+	return anthropictest.NewStream().Usage(in, 1, w, rd).
 		Text(fmt.Sprintf("Reading file %d to continue the task.", n)).
 		ToolUse(fmt.Sprintf("toolu_%03d", n), "read_file", string(input)).
-		StopUsage("tool_use", 40)
+		Stop("tool_use", 40)
 }
 
 // finalReply ends the session.
@@ -130,13 +130,13 @@ func (c *cacheSim) finalReply(r *anthropictest.Request) anthropictest.Reply {
 	if err != nil {
 		return anthropictest.HTTPError{Status: 400, Type: "invalid_request_error", Message: err.Error()}
 	}
-	return anthropictest.NewStream().Usage(in, 1).Cache(w, rd).Text("The total is 1234.").StopUsage("end_turn", 10)
+	return anthropictest.NewStream().Usage(in, 1, w, rd).Text("The total is 1234.").Stop("end_turn", 10)
 }
 
 // summaryReply answers a summarisation call.
 func (c *cacheSim) summaryReply(r *anthropictest.Request) anthropictest.Reply {
 	in, _, _, _ := c.usage(r)
-	return anthropictest.NewStream().Usage(in, 1).
+	return anthropictest.NewStream().Usage(in, 1, 0, 0).
 		Text("## Original task\nAdd up the numbers in every file under /data.\n## Key facts\nfiles read so far hold values 0..n.").
-		StopUsage("end_turn", 300)
+		Stop("end_turn", 300)
 }

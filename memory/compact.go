@@ -25,8 +25,8 @@ var ErrCannotCompact = errors.New("memory: cannot compact the history under the 
 var summaryPrompt string
 
 // Bounds of compaction: the summary call's max_tokens, and the steps one
-// Compact takes, so that a history that cannot shrink fails with
-// [ErrCannotCompact] instead of looping.
+// Compact takes, so that a history that cannot shrink fails instead of
+// looping.
 const (
 	summaryMaxTokens   = 4096
 	maxCompactionSteps = 6
@@ -42,35 +42,27 @@ const (
 
 // Compaction reports what one [History.Compact] call did.
 type Compaction struct {
-	// Before and After are the token counts around the compaction.
-	Before, After int
-	// Steps says what each step did, such as "cleared 12 tool results".
-	Steps []string
-	// Usage is the usage of the summarisation calls.
-	Usage llm.Usage
+	Before, After int       // the token counts around the compaction
+	Steps         []string  // what each step did, such as "summarised 12 messages"
+	Usage         llm.Usage // of the summarisation calls
 }
 
 // Compact shrinks the history below 60% of Config.ContextLimit, in
-// escalating steps, counting again after each and stopping as soon as it is below:
+// escalating steps, counting again after each and stopping once below:
 //
-//  1. Clear old tool results: outside the newest Config.KeepRecent turns,
-//     tool result contents and images become a short placeholder. The
-//     pairs stay, and no model call is needed.
-//  2. Summarise the older part with m: one call, no tools, a dedicated
-//     prompt, on a transcript of the turns before the newest KeepRecent.
-//     The summary, which keeps the original task and the key facts,
-//     replaces them as the first (user) message. If still too large it
-//     summarises again, keeping fewer turns.
-//  3. Only if the history is still over Config.ContextLimit: a hard cut
-//     that drops the oldest turns, keeping the summary or the start of the
-//     original task in a note.
+//  1. Outside the newest Config.KeepRecent turns, tool result contents and
+//     images become a short placeholder; no model call is needed.
+//  2. m summarises the turns before the newest KeepRecent, in one call
+//     without tools, and the summary, which keeps the original task and the
+//     key facts, replaces them as the first (user) message. If still too
+//     large, it summarises again, keeping fewer turns. A nil m skips this.
+//  3. Only if still over Config.ContextLimit, a hard cut drops the oldest
+//     turns, keeping the summary or the start of the original task.
 //
-// Every cut falls before an assistant message, so it is between complete
-// turns: no tool_use loses its result and the first message stays a user
-// message. A nil m skips step 2. A failed summary call falls through to
-// step 3, except for a cancelled ctx. After six steps,
-// or when nothing more can be removed, Compact returns an error wrapping
-// [ErrCannotCompact] if the history is still over the limit.
+// Every cut falls before an assistant message, between complete turns, so
+// no tool_use loses its result. A failed summary call falls through to step
+// 3, unless ctx is done. If after six steps the history is still over the
+// limit, the error wraps [ErrCannotCompact].
 func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) {
 	c := Compaction{Before: h.Tokens()}
 	if fixes := h.Repair(); fixes != nil {
@@ -80,17 +72,20 @@ func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) 
 	target := max(1, limit*6/10)
 	tokens := h.recount(ctx)
 	steps := 0
+	did := func(format string, args ...any) {
+		steps++
+		c.Steps = append(c.Steps, fmt.Sprintf(format, args...))
+		tokens = h.recount(ctx)
+	}
 
-	if tokens > target && steps < maxCompactionSteps {
+	if tokens > target {
 		if n, imgs := h.clearOld(h.cfg.KeepRecent); n+imgs > 0 {
-			steps++
-			c.Steps = append(c.Steps, fmt.Sprintf("cleared %d tool results and %d images", n, imgs))
-			tokens = h.recount(ctx)
+			did("cleared %d tool results and %d images", n, imgs)
 		}
 	}
 
-	keep := h.cfg.KeepRecent
-	for m != nil && tokens > target && steps < maxCompactionSteps {
+	// Each summary keeps fewer turns: if still too large, the next takes more.
+	for keep := h.cfg.KeepRecent; m != nil && tokens > target && steps < maxCompactionSteps; keep = max(1, keep/2) {
 		n, u, err := h.summarise(ctx, m, keep)
 		c.Usage = c.Usage.Add(u)
 		if err != nil {
@@ -102,24 +97,16 @@ func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) 
 			c.Steps = append(c.Steps, "summary failed: "+err.Error())
 			break
 		}
-		if n == 0 {
-			if keep == 1 {
-				break
-			}
-			keep = max(1, keep/2)
-			continue
+		if n > 0 {
+			did("summarised %d messages", n)
+		} else if keep == 1 {
+			break
 		}
-		steps++
-		c.Steps = append(c.Steps, fmt.Sprintf("summarised %d messages", n))
-		tokens = h.recount(ctx)
-		keep = max(1, keep/2) // if still too large, the next summary takes more
 	}
 
 	if tokens > limit && steps < maxCompactionSteps {
 		if n := h.hardCut(target, limit); n > 0 {
-			steps++
-			c.Steps = append(c.Steps, fmt.Sprintf("dropped %d messages", n))
-			tokens = h.recount(ctx)
+			did("dropped %d messages", n)
 		}
 	}
 
@@ -131,15 +118,13 @@ func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) 
 	return c, nil
 }
 
-// cutIndex returns the index of the keep-th assistant message from the end:
-// the first message compaction keeps. It returns 0 when there is no such
-// message after the first.
-func (h *History) cutIndex(keep int) int {
-	seen := 0
-	for i := len(h.entries) - 1; i >= 1; i-- {
+// assistantBefore returns the index of the n-th assistant message before
+// message i, counting back, or 0 if there is none after the first message.
+// assistantBefore(len, keep) is the first message compaction keeps.
+func (h *History) assistantBefore(i, n int) int {
+	for i--; i >= 1; i-- {
 		if h.entries[i].msg.Role == llm.Assistant {
-			seen++
-			if seen == keep {
+			if n--; n == 0 {
 				return i
 			}
 		}
@@ -150,8 +135,8 @@ func (h *History) cutIndex(keep int) int {
 // clearOld replaces tool result contents and images before the newest keep
 // turns with placeholders, and reports how many of each it cleared.
 func (h *History) clearOld(keep int) (results, images int) {
-	end := h.cutIndex(keep)
-	first := -1
+	end := h.assistantBefore(len(h.entries), keep)
+	first := len(h.entries) // the first message changed
 	for i := range h.entries[:end] {
 		e := &h.entries[i]
 		if e.msg.Role != llm.User {
@@ -179,15 +164,11 @@ func (h *History) clearOld(keep int) (results, images int) {
 		}
 		if changed {
 			e.msg = llm.Message{Role: llm.User, Content: content}
-			e.chars, e.imageTokens = measure(e.msg)
-			if first < 0 {
-				first = i
-			}
+			*e = measured(*e)
+			first = min(first, i)
 		}
 	}
-	if first >= 0 {
-		h.changed(first)
-	}
+	h.changed(first)
 	return results, images
 }
 
@@ -195,13 +176,15 @@ func (h *History) clearOld(keep int) (results, images int) {
 // summary written by m, and returns how many messages it replaced (zero
 // when there is nothing worth summarising) and the call's usage.
 func (h *History) summarise(ctx context.Context, m llm.Model, keep int) (int, llm.Usage, error) {
-	end := h.cutIndex(keep)
+	end := h.assistantBefore(len(h.entries), keep)
 	// The transcript must fit the summariser's own window, with a 10%
 	// margin for the estimate.
 	promptTokens := int(float64(len(summaryPrompt)) / h.ratio)
 	budget := int(float64(h.cfg.ContextWindow-summaryMaxTokens-promptTokens) * 0.9 * h.ratio)
-	for end > 0 && transcriptLen(h.entries[:end]) > budget {
-		end = h.prevAssistant(end)
+	text := transcript(h.entries[:end])
+	for end > 0 && len(text) > budget {
+		end = h.assistantBefore(end, 1)
+		text = transcript(h.entries[:end])
 	}
 	if end < 2 { // nothing before the first kept turn but its request
 		return 0, llm.Usage{}, nil
@@ -210,9 +193,7 @@ func (h *History) summarise(ctx context.Context, m llm.Model, keep int) (int, ll
 		Model:     h.cfg.SummaryModel,
 		MaxTokens: summaryMaxTokens,
 		System:    summaryPrompt,
-		Messages: []llm.Message{{Role: llm.User, Content: []llm.Block{llm.Text{
-			Text: "<transcript>\n" + transcript(h.entries[:end]) + "</transcript>\n\nWrite the summary of this transcript now.",
-		}}}},
+		Messages:  []llm.Message{userText("<transcript>\n" + text + "</transcript>\n\nWrite the summary of this transcript now.")},
 	}
 	summary, u, err := collectText(ctx, m, req)
 	if err != nil {
@@ -221,23 +202,10 @@ func (h *History) summarise(ctx context.Context, m llm.Model, keep int) (int, ll
 	if apirules.IsBlank(summary) {
 		return 0, u, errors.New("memory: summarise: the model returned no text")
 	}
-	e := entry{msg: llm.Message{Role: llm.User, Content: []llm.Block{llm.Text{Text: summaryHeader + strings.TrimSpace(summary)}}},
-		usage: u, model: h.cfg.SummaryModel, summary: true}
-	e.chars, e.imageTokens = measure(e.msg)
+	e := measured(entry{msg: userText(summaryHeader + strings.TrimSpace(summary)), usage: u, model: h.cfg.SummaryModel, summary: true})
 	h.entries = append([]entry{e}, h.entries[end:]...)
 	h.changed(0)
 	return end, u, nil
-}
-
-// prevAssistant returns the index of the last assistant message before i,
-// or 0.
-func (h *History) prevAssistant(i int) int {
-	for j := i - 1; j >= 1; j-- {
-		if h.entries[j].msg.Role == llm.Assistant {
-			return j
-		}
-	}
-	return 0
 }
 
 // hardCut drops the oldest turns, keeping the most that fit target (or, if
@@ -281,9 +249,12 @@ func (h *History) cutHead() entry {
 			note += "\n\nThe conversation began with this request:\n\n" + truncate(task, 2000)
 		}
 	}
-	e := entry{msg: llm.Message{Role: llm.User, Content: []llm.Block{llm.Text{Text: note}}}}
-	e.chars, e.imageTokens = measure(e.msg)
-	return e
+	return measured(entry{msg: userText(note)})
+}
+
+// userText is a user message of one text block.
+func userText(text string) llm.Message {
+	return llm.Message{Role: llm.User, Content: []llm.Block{llm.Text{Text: text}}}
 }
 
 // collectText runs one call and returns its text and usage.
@@ -311,4 +282,62 @@ func truncate(s string, n int) string {
 		n--
 	}
 	return s[:n] + fmt.Sprintf("… [%d more bytes]", len(s)-n)
+}
+
+// maxResultChars caps each tool result in a summary transcript: the
+// summary needs the gist of a result, and one huge result must not crowd
+// out the rest of the conversation.
+const maxResultChars = 4000
+
+// transcript renders es as plain text for the summarisation call. A plain
+// transcript, unlike the messages themselves, can be sent without tool
+// definitions and without the pairing rules. Tool results that compaction
+// cleared are rendered from the originals it kept.
+func transcript(es []entry) string {
+	var b strings.Builder
+	for _, e := range es {
+		switch {
+		case e.summary:
+			b.WriteString("[earlier summary]\n")
+		case e.msg.Role == llm.Assistant:
+			b.WriteString("[assistant]\n")
+		default:
+			b.WriteString("[user]\n")
+		}
+		for _, blk := range e.msg.Content {
+			writeBlock(&b, blk, e.original)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func writeBlock(b *strings.Builder, blk llm.Block, original map[string][]llm.Block) {
+	switch blk := blk.(type) {
+	case llm.Text:
+		b.WriteString(blk.Text)
+		b.WriteByte('\n')
+	case llm.Thinking, llm.RedactedThinking:
+		// Thinking is the model's scratch work, not a fact of the session.
+	case llm.ToolUse:
+		fmt.Fprintf(b, "[tool call %s %s: %s]\n", blk.ID, blk.Name, truncate(string(blk.Input), maxResultChars))
+	case llm.ToolResult:
+		content := blk.Content
+		if orig, ok := original[blk.ToolUseID]; ok {
+			content = orig
+		}
+		status := "result"
+		if blk.IsError {
+			status = "error"
+		}
+		var body strings.Builder
+		for _, c := range content {
+			writeBlock(&body, c, nil)
+		}
+		fmt.Fprintf(b, "[tool %s %s]\n%s\n", status, blk.ToolUseID, truncate(strings.TrimSpace(body.String()), maxResultChars))
+	case llm.Image:
+		fmt.Fprintf(b, "[image %s]\n", blk.MediaType)
+	case llm.RawBlock:
+		fmt.Fprintf(b, "[%s block: %s]\n", blk.Type, truncate(string(blk.JSON), 1000))
+	}
 }

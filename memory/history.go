@@ -1,8 +1,8 @@
 package memory
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"log/slog"
 	"slices"
 	"strings"
@@ -17,51 +17,37 @@ type TokenCounter interface {
 	CountTokens(ctx context.Context, req llm.Request) (int, error)
 }
 
-// Config configures a [History]. The zero value works: every field has a
-// default, documented on the field.
+// Config configures a [History]. Its zero value works.
 type Config struct {
 	// Model is the model of the main turns (an agent sends its turns to
 	// it), of count_tokens requests and, by default, of summaries.
 	// Default: [llm.DefaultModel].
 	Model string
-
 	// ContextWindow is the model's context window in tokens. Default: the
 	// model's in [llm.Models], or 200_000 for a model it does not know.
 	ContextWindow int
-
 	// MaxTokens is the max_tokens of the main turns: room the reply needs
 	// inside the window. Default: [llm.DefaultMaxTokens].
 	MaxTokens int
-
-	// ContextLimit is the compaction threshold in tokens: NeedsCompaction
-	// reports true above it, and Compact aims at 60% of it, so as not to
-	// compact again on the next turn and throw the prompt cache away each
-	// time. Default: ContextWindow − MaxTokens − a 5% margin of
-	// ContextWindow, the margin absorbing estimate error.
+	// ContextLimit is the compaction threshold in tokens. Compact aims at
+	// 60% of it, so as not to compact again on the next turn and throw the
+	// prompt cache away each time. Default: ContextWindow − MaxTokens − 5%
+	// of ContextWindow, the margin absorbing estimate error.
 	ContextLimit int
-
 	// KeepRecent is how many recent assistant turns (each with the user
 	// message that answers it) compaction keeps verbatim. Default: 4.
 	KeepRecent int
-
-	// SummaryModel is the model of the summarisation call.
-	// Default: Model.
+	// SummaryModel is the model of the summarisation call. Default: Model.
 	SummaryModel string
-
 	// Counter, when set, lets Compact ask the API for an exact count once
-	// the estimate reaches 90% of ContextLimit. Default: nil (estimates
-	// only).
+	// the estimate reaches 90% of ContextLimit. Default: nil, estimates only.
 	Counter TokenCounter
-
 	// Logger receives compaction and repair reports. Default: discard.
 	Logger *slog.Logger
 }
 
-// withDefaults returns cfg with every zero field set to its default.
 func (cfg Config) withDefaults() Config {
-	if cfg.Model == "" {
-		cfg.Model = llm.DefaultModel
-	}
+	cfg.Model = cmp.Or(cfg.Model, llm.DefaultModel)
 	if cfg.ContextWindow <= 0 {
 		cfg.ContextWindow = 200_000
 		if m, ok := llm.LookupModel(cfg.Model); ok {
@@ -77,63 +63,47 @@ func (cfg Config) withDefaults() Config {
 	if cfg.KeepRecent <= 0 {
 		cfg.KeepRecent = 4
 	}
-	if cfg.SummaryModel == "" {
-		cfg.SummaryModel = cfg.Model
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.SummaryModel = cmp.Or(cfg.SummaryModel, cfg.Model)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	return cfg
 }
 
-// A History is the conversation of an agent: the messages to send, with
-// the usage of the turns that wrote them, and the token count of what the
-// next request would send.
-//
-// A History is safe for use by one goroutine at a time; the agent loop owns
-// it. Its methods never share internal slices with callers.
+// A History is the conversation of an agent: the messages to send, with the
+// usage of the turns that wrote them. It is for one goroutine at a time (the
+// agent loop owns it), and never shares internal slices with callers.
 type History struct {
 	cfg     Config
 	entries []entry
 
 	system      string
 	tools       []llm.ToolSpec
-	prefixChars int // characters of system and tools, for estimates
-
-	ratio float64 // learned characters per token
+	prefixChars int     // characters of system and tools, for estimates
+	ratio       float64 // learned characters per token
 }
 
 // An entry is one message with what we know about it.
 type entry struct {
-	msg llm.Message
-	// usage is, for an assistant message, the usage of the turn that
-	// produced it; for a summary message, that of the summarisation call.
-	usage llm.Usage
-	// model is the model usage is priced by.
-	model string
-	// exact is the exact token count of the conversation through this
-	// message (system and tools included), when the API has told us and
-	// nothing before it has changed since; otherwise zero.
-	exact int
-	// chars is the estimate's character count, images excluded.
-	chars int
-	// imageTokens is the estimated token cost of the images in msg.
-	imageTokens int
+	msg   llm.Message
+	usage llm.Usage // of the turn (or summary call) that wrote msg
+	model string    // that usage is priced by
+	// exact is the exact token count through this message, system and tools
+	// included, when the API has told us and nothing before it has changed
+	// since; otherwise zero.
+	exact       int
+	chars       int // the estimate's character count, images excluded
+	imageTokens int // the estimated cost of msg's images
 	// original holds tool result contents that compaction cleared, by
-	// tool_use_id, so a later summary can still read them. Not saved.
+	// tool_use_id, so that a later summary can still read them. Not saved.
 	original map[string][]llm.Block
-	// summary marks the message that a compaction wrote.
-	summary bool
+	summary  bool // a compaction wrote msg
 }
 
-// defaultRatio is the starting characters-per-token ratio, before the API
-// has told us any count: about right for English prose and code.
+// defaultRatio is the characters per token until the API counts: about
+// right for English prose and code.
 const defaultRatio = 3.5
 
 // New returns an empty history.
-func New(cfg Config) *History {
-	return &History{cfg: cfg.withDefaults(), ratio: defaultRatio}
-}
+func New(cfg Config) *History { return &History{cfg: cfg.withDefaults(), ratio: defaultRatio} }
 
 // Config returns the configuration with defaults filled in.
 func (h *History) Config() Config { return h.cfg }
@@ -141,10 +111,8 @@ func (h *History) Config() Config { return h.cfg }
 // Len returns the number of messages.
 func (h *History) Len() int { return len(h.entries) }
 
-// Messages returns the messages to send. The slice and every content slice
-// are fresh copies, so appending to or assigning into them leaves h
-// unchanged; byte payloads (tool inputs, raw blocks) are shared and must not
-// be modified.
+// Messages returns the messages to send, as fresh slices; byte payloads
+// (tool inputs, raw blocks) are shared and must not be modified.
 func (h *History) Messages() []llm.Message {
 	out := make([]llm.Message, len(h.entries))
 	for i, e := range h.entries {
@@ -153,9 +121,8 @@ func (h *History) Messages() []llm.Message {
 	return out
 }
 
-// AppendUser appends a user message made of blocks. Blank text blocks are
-// dropped, since the API rejects them; a message left empty is not
-// appended.
+// AppendUser appends a user message made of blocks. Blank text blocks,
+// which the API rejects, are dropped; a message left empty is not appended.
 func (h *History) AppendUser(blocks ...llm.Block) {
 	var kept []llm.Block
 	for _, b := range blocks {
@@ -170,10 +137,9 @@ func (h *History) AppendUser(blocks ...llm.Block) {
 	h.push(entry{msg: llm.Message{Role: llm.User, Content: kept}})
 }
 
-// Checkpoint records the history as it is now and returns a function that
-// puts it back exactly so: messages and counts. The agent takes one
-// before each run and rolls back a run that fails or is refused, so that
-// such a run changes nothing.
+// Checkpoint returns a function that puts the history back exactly as it is
+// now, counts included. The agent rolls back a run that fails or is refused,
+// so that such a run changes nothing.
 func (h *History) Checkpoint() (rollback func()) {
 	saved := *h
 	saved.entries = slices.Clone(h.entries)
@@ -184,23 +150,16 @@ func (h *History) Checkpoint() (rollback func()) {
 }
 
 // AppendAssistant appends a finished assistant turn, every block verbatim,
-// with the usage of the turn that produced it.
+// with the usage of the turn that produced it. If msg answers a request of
+// exactly [History.Messages], that usage makes the count exact (its input
+// measured everything sent, its output msg) and teaches the estimator this
+// conversation's characters per token; a zero usage only adds an estimate.
 //
-// That usage makes the count exact: input, cache writes and cache reads
-// measure exactly the messages sent, so they and the output measure the
-// whole history through msg. It also teaches the estimator this
-// conversation's characters-per-token ratio. For this to hold, msg must
-// answer a request made of exactly [History.Messages] as they were before
-// the call; a zero usage (a fake model, a lost message_delta) only adds an
-// estimate.
-//
-// A turn that used server tools (web search, code execution, MCP, or any
-// block named server_tool_use, mcp_tool_use or *_tool_result) is the
-// exception: the server sampled several times within it, and its usage sums
-// the input of every sampling, so it can be many times the real prompt
-// (404,500 tokens for a 2,479-token prompt in one recorded pause_turn). Such
-// a usage is billed, but it is not a context size: the count stays the
-// previous exact count plus an estimate of what was added.
+// A turn that used server tools (server_tool_use, mcp_tool_use, any
+// *_tool_result) is the exception: its usage sums the input of the server's
+// every sampling, many times the real prompt (404,500 tokens for a
+// 2,479-token prompt in one recorded pause_turn). It is billed, but it is no
+// context size, so the count stays an estimate.
 func (h *History) AppendAssistant(msg llm.Message, usage llm.Usage) {
 	msg = cloneMessage(msg)
 	msg.Role = llm.Assistant
@@ -212,8 +171,7 @@ func (h *History) AppendAssistant(msg llm.Message, usage llm.Usage) {
 	h.push(e)
 }
 
-// usedServerTools reports whether m holds a block of a tool the API ran
-// itself, whose usage the server summed over its own sampling iterations.
+// usedServerTools reports whether m holds a block of a tool the API ran.
 func usedServerTools(m llm.Message) bool {
 	for _, b := range m.Content {
 		if r, ok := b.(llm.RawBlock); ok &&
@@ -224,18 +182,14 @@ func usedServerTools(m llm.Message) bool {
 	return false
 }
 
-// AppendToolResults appends one user message answering the previous
-// assistant turn: the tool_result blocks first, in order, as the API
-// requires.
+// AppendToolResults appends one user message of results, in order,
+// answering the previous assistant turn.
 func (h *History) AppendToolResults(results []llm.ToolResult) {
-	if len(results) == 0 {
-		return
-	}
 	blocks := make([]llm.Block, len(results))
 	for i, r := range results {
-		blocks[i] = cloneBlock(r)
+		blocks[i] = r
 	}
-	h.push(entry{msg: llm.Message{Role: llm.User, Content: blocks}})
+	h.AppendUser(blocks...)
 }
 
 // SetPrefix records the system prompt and tool specs that are sent with
@@ -250,14 +204,15 @@ func (h *History) SetPrefix(system string, tools []llm.ToolSpec) {
 	h.prefixChars = n
 }
 
-// push appends e after measuring it.
-func (h *History) push(e entry) {
-	e.chars, e.imageTokens = measure(e.msg)
-	h.entries = append(h.entries, e)
+func (h *History) push(e entry) { h.entries = append(h.entries, measured(e)) }
+
+// measured returns e with its estimate's measures set.
+func measured(e entry) entry {
+	e.chars, e.imageTokens = measureBlocks(e.msg.Content)
+	return e
 }
 
-// changed records that message i and what follows changed, so no exact
-// count from i on still holds.
+// changed records that messages from i on changed: their exact counts go.
 func (h *History) changed(i int) {
 	for j := max(i, 0); j < len(h.entries); j++ {
 		h.entries[j].exact = 0
@@ -277,12 +232,10 @@ func cloneMessage(m llm.Message) llm.Message {
 func cloneBlock(b llm.Block) llm.Block {
 	switch b := b.(type) {
 	case llm.ToolResult:
-		b.Content = append([]llm.Block(nil), b.Content...)
+		b.Content = slices.Clone(b.Content)
 		return b
 	case llm.Text:
-		if b.Citations != nil {
-			b.Citations = append([]json.RawMessage(nil), b.Citations...)
-		}
+		b.Citations = slices.Clone(b.Citations)
 		return b
 	}
 	return b

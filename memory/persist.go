@@ -13,10 +13,11 @@ import (
 	"github.com/agentloop/agentloop/llm"
 )
 
-// A LineError reports a line of a history file that [Load] could not use.
+// A LineError reports a line (from 1) of a history file that [Load] could
+// not use.
 type LineError struct {
 	Path string
-	Line int // 1-based
+	Line int
 	Err  error
 }
 
@@ -42,11 +43,10 @@ type meta struct {
 }
 
 // Save writes the history to path as JSONL, one message per line with its
-// usage, so a run can be resumed or inspected with line tools. It writes a
-// temporary file in the same directory, syncs it and renames it over path,
-// so that a crash leaves either the old file or the new one, never a torn
-// one. A file that exists keeps its mode; a new one gets 0600, since
-// transcripts hold whatever the tools read.
+// usage. It writes a temporary file, syncs it and renames it over path, so
+// that a crash leaves the old file or the new one, never a torn one. A file
+// that exists keeps its mode; a new one gets 0600, since transcripts hold
+// whatever the tools read.
 func (h *History) Save(path string) (err error) {
 	mode := os.FileMode(0o600)
 	if fi, err := os.Stat(path); err == nil {
@@ -64,32 +64,21 @@ func (h *History) Save(path string) (err error) {
 		}
 	}()
 	w := bufio.NewWriter(f)
+	enc := json.NewEncoder(w)
 	for _, e := range h.entries {
 		l := line{e.msg.Role, e.msg.Content, meta{Tokens: e.exact, Summary: e.summary}}
 		if e.usage != (llm.Usage{}) {
 			l.Usage, l.Model = &e.usage, e.model
 		}
-		b, err := json.Marshal(l)
-		if err != nil {
+		if err := enc.Encode(l); err != nil {
 			return err
 		}
-		w.Write(b)
-		w.WriteByte('\n')
 	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	if err := f.Chmod(mode); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return err
+	for _, step := range []func() error{w.Flush, func() error { return f.Chmod(mode) }, f.Sync, f.Close,
+		func() error { return os.Rename(f.Name(), path) }} {
+		if err := step(); err != nil {
+			return err
+		}
 	}
 	// Sync the directory so the rename itself survives a crash. Not every
 	// file system supports it; the data is safe either way.
@@ -101,15 +90,11 @@ func (h *History) Save(path string) (err error) {
 }
 
 // Load reads a history that [History.Save] wrote, configured by cfg, and
-// repairs it (see [History.Repair]).
-//
-// A line that cannot be used (a truncated last line after a crash, a
-// corrupted byte, an assistant message before the first user message) is
-// skipped and reported as a [*LineError] naming the file and line; Load
-// then returns the history of every usable line, repaired, together with
-// the error (all bad lines joined). Exact token counts are kept only up to
-// the first bad line. If the file cannot be opened, Load returns a nil
-// history and the error.
+// repairs it (see [History.Repair]). A line it cannot use (truncated by a
+// crash, corrupted, an assistant message first) is skipped and reported as
+// a [*LineError]: Load returns the history of every usable line with those
+// errors joined, keeping exact counts only up to the first bad line. If the
+// file cannot be opened, the history is nil.
 func Load(path string, cfg Config) (*History, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -132,8 +117,7 @@ func Load(path string, cfg Config) (*History, error) {
 				if len(errs) > 0 {
 					e.exact = 0 // the prefix it measured is not all here
 				}
-				e.chars, e.imageTokens = measure(e.msg)
-				h.entries = append(h.entries, e)
+				h.push(e)
 			}
 		}
 		if rerr == io.EOF {

@@ -1,7 +1,10 @@
 package memory
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"unicode"
@@ -10,33 +13,24 @@ import (
 	"github.com/agentloop/agentloop/llm"
 )
 
-// slot is an entry during repair. orig is the entry's index before repair,
-// or -1 once repair has changed it, so that exact counts survive for the
-// untouched prefix.
-type slot struct {
-	e    entry
-	orig int
-}
-
 // Repair fixes what can be fixed so that [History.Validate] passes, and
 // returns one line for each kind of fix it made. The agent calls it before
 // every request and after every run; [Load] calls it too. In order, it:
 //
-//   - drops messages with an unknown role, and blocks the API rejects: blank
-//     text, unsigned thinking, blocks in the wrong role's message, tool_use
-//     blocks with a bad or duplicate id, blocks without a type; then
-//     messages left empty;
-//   - drops a trailing assistant turn cut off inside a tool input (by
+//   - drops unknown roles and the blocks the API rejects (blank text,
+//     unsigned thinking, blocks in the wrong role's message or without a
+//     type, tool_use with a bad or duplicate id), then empty messages;
+//   - drops a final assistant turn cut off inside a tool input (by
 //     max_tokens or a crash); elsewhere such an input becomes {};
-//   - merges consecutive messages of one role, and drops assistant
-//     messages before the first user message;
-//   - keeps, of the tool results that open each user turn, those that
-//     answer the assistant turn before it, once each, and answers every
-//     other tool_use of that turn with a synthetic is_error result, "not
-//     executed: interrupted", in a new user message if needed;
+//   - merges consecutive messages of one role, and drops assistant messages
+//     before the first user message;
+//   - keeps, of the results opening each user turn, one for each tool_use
+//     of the turn before, and answers the others with a synthetic is_error
+//     result, "not executed: interrupted";
 //   - trims the whitespace that ends a final assistant message.
 //
-// An empty history stays empty: there is nothing to repair it with.
+// An empty history stays empty. Exact counts survive for the messages
+// before the first one it changed.
 func (h *History) Repair() []string {
 	// The agent calls Repair before every request, and the history is
 	// almost always valid: check first, cheaply.
@@ -46,32 +40,25 @@ func (h *History) Repair() []string {
 	var did []string
 	count := map[string]int{}
 	note := func(what string) {
-		if count[what] == 0 {
+		if count[what]++; count[what] == 1 {
 			did = append(did, what)
 		}
-		count[what]++
 	}
-	s := pair(merge(clean(h.entries, note), note), note)
-	trimmed := trimFinal(s, note)
-
-	changedAt := len(s)
-	for i, sl := range s {
-		if sl.orig != i {
-			changedAt = i
-			break
-		}
+	es := pair(merge(clean(slices.Clone(h.entries), note), note), note)
+	at := 0 // the first message repair changed
+	for at < min(len(es), len(h.entries)) && reflect.DeepEqual(es[at].msg, h.entries[at].msg) {
+		at++
 	}
-	if changedAt == len(s) && len(s) == len(h.entries) && !trimmed {
+	// A trimmed final message keeps its exact count: whitespace is a token
+	// at most.
+	if !trimFinal(es, note) && at == len(es) && at == len(h.entries) {
 		return nil
 	}
-	h.entries = h.entries[:0:0]
-	for _, sl := range s {
-		if sl.orig < 0 {
-			sl.e.chars, sl.e.imageTokens = measure(sl.e.msg)
-		}
-		h.entries = append(h.entries, sl.e)
+	for i := at; i < len(es); i++ {
+		es[i] = measured(es[i])
 	}
-	h.changed(changedAt)
+	h.entries = es
+	h.changed(at)
 	out := make([]string, len(did))
 	for i, what := range did {
 		out[i] = fmt.Sprintf("%s (%d)", what, count[what])
@@ -82,8 +69,8 @@ func (h *History) Repair() []string {
 
 // clean drops unknown roles, rejected blocks, messages left empty, and a
 // final assistant turn cut off inside a tool input.
-func clean(es []entry, note func(string)) []slot {
-	var out []slot
+func clean(es []entry, note func(string)) []entry {
+	out := es[:0]
 	ids := map[string]bool{}
 	for i, e := range es {
 		m := e.msg
@@ -91,28 +78,27 @@ func clean(es []entry, note func(string)) []slot {
 			note("dropped messages with an unknown role")
 			continue
 		}
-		sl := slot{e, i}
-		kept := make([]llm.Block, 0, len(m.Content))
+		kept, changed := make([]llm.Block, 0, len(m.Content)), false
 		for _, b := range m.Content {
 			nb, ok, what := cleanBlock(m.Role, b, ids, i == len(es)-1)
 			if what != "" {
 				note(what)
-				sl.orig = -1
+				changed = true
 			}
 			if ok {
 				kept = append(kept, nb)
 			}
 		}
-		if sl.orig < 0 {
-			sl.e.msg = llm.Message{Role: m.Role, Content: kept}
+		if changed {
+			e.msg = llm.Message{Role: m.Role, Content: kept}
 		}
 		if len(kept) == 0 {
 			note("dropped empty messages")
 			continue
 		}
-		out = append(out, sl)
+		out = append(out, e)
 	}
-	if n := len(out); n > 0 && out[n-1].e.msg.Role == llm.Assistant && slices.ContainsFunc(out[n-1].e.msg.Content, func(b llm.Block) bool {
+	if n := len(out); n > 0 && out[n-1].msg.Role == llm.Assistant && slices.ContainsFunc(out[n-1].msg.Content, func(b llm.Block) bool {
 		u, ok := b.(llm.ToolUse)
 		return ok && !apirules.IsObject(ruleBlock(u).Input)
 	}) {
@@ -171,31 +157,32 @@ func cleanBlock(role llm.Role, b llm.Block, ids map[string]bool, last bool) (llm
 
 // merge merges consecutive messages of one role, as the API would, and
 // drops assistant messages before the first user message.
-func merge(s []slot, note func(string)) []slot {
-	out := s[:0]
-	for _, sl := range s {
+func merge(es []entry, note func(string)) []entry {
+	out := es[:0]
+	for _, e := range es {
 		switch n := len(out); {
-		case n == 0 && sl.e.msg.Role == llm.Assistant:
+		case n == 0 && e.msg.Role == llm.Assistant:
 			note("dropped assistant messages before the first user message")
-		case n > 0 && out[n-1].e.msg.Role == sl.e.msg.Role:
-			mergeInto(&out[n-1], sl, note)
+		case n > 0 && out[n-1].msg.Role == e.msg.Role:
+			mergeInto(&out[n-1], e, note)
 		default:
-			out = append(out, sl)
+			out = append(out, e)
 		}
 	}
 	return out
 }
 
-func mergeInto(prev *slot, sl slot, note func(string)) {
-	role := sl.e.msg.Role
-	content := append(slices.Clip(prev.e.msg.Content), sl.e.msg.Content...)
-	if role == llm.User {
-		content = resultsFirst(content)
+func mergeInto(prev *entry, e entry, note func(string)) {
+	role := e.msg.Role
+	content := append(slices.Clip(prev.msg.Content), e.msg.Content...)
+	if role == llm.User { // tool results first, keeping order
+		isResult := func(b llm.Block) bool { _, ok := b.(llm.ToolResult); return ok }
+		content = append(slices.DeleteFunc(slices.Clone(content), func(b llm.Block) bool { return !isResult(b) }),
+			slices.DeleteFunc(content, isResult)...)
 	}
-	prev.e.msg = llm.Message{Role: role, Content: content}
-	prev.e.usage = prev.e.usage.Add(sl.e.usage)
-	prev.e.summary = prev.e.summary || sl.e.summary
-	prev.orig = -1
+	prev.msg = llm.Message{Role: role, Content: content}
+	prev.usage = prev.usage.Add(e.usage)
+	prev.summary = prev.summary || e.summary
 	note("merged consecutive " + string(role) + " messages")
 }
 
@@ -204,43 +191,43 @@ func mergeInto(prev *slot, sl slot, note func(string)) {
 // alternating turns, and keeps them alternating and user-first: a user turn
 // left empty is dropped, and the assistant turns around it merged, or the
 // one after it dropped if it was the first.
-func pair(s []slot, note func(string)) []slot {
-	out := s[:0]
+func pair(es []entry, note func(string)) []entry {
+	out := es[:0]
 	var uses []string // the tool_use ids of the last assistant turn kept
-	for _, sl := range s {
+	for _, e := range es {
 		n := len(out)
-		if sl.e.msg.Role == llm.Assistant {
+		if e.msg.Role == llm.Assistant {
 			switch {
 			case n == 0: // the user turn before it was emptied
 				note("dropped assistant messages before the first user message")
 				continue
-			case out[n-1].e.msg.Role == llm.Assistant:
-				mergeInto(&out[n-1], sl, note)
+			case out[n-1].msg.Role == llm.Assistant:
+				mergeInto(&out[n-1], e, note)
 			default:
-				out = append(out, sl)
+				out = append(out, e)
 			}
-			uses = toolUses(out[len(out)-1].e.msg)
+			uses = toolUses(out[len(out)-1].msg)
 			continue
 		}
-		if sl = answer(sl, uses, note); len(sl.e.msg.Content) == 0 {
+		if e = answer(e, uses, note); len(e.msg.Content) == 0 {
 			note("dropped empty messages")
 			continue
 		}
-		out, uses = append(out, sl), nil
+		out, uses = append(out, e), nil
 	}
 	if len(uses) > 0 {
-		out = append(out, answer(slot{entry{msg: llm.Message{Role: llm.User}}, -1}, uses, note))
+		out = append(out, answer(entry{msg: llm.Message{Role: llm.User}}, uses, note))
 	}
 	return out
 }
 
-// answer returns the user turn sl with the results it holds for uses, once
+// answer returns the user turn e with the results it holds for uses, once
 // each and first, a synthetic result for each use it lacks, and no other
 // result.
-func answer(sl slot, uses []string, note func(string)) slot {
+func answer(e entry, uses []string, note func(string)) entry {
 	var results, rest []llm.Block
 	seen := map[string]bool{}
-	for _, b := range sl.e.msg.Content {
+	for _, b := range e.msg.Content {
 		r, ok := b.(llm.ToolResult)
 		switch {
 		case !ok:
@@ -258,42 +245,23 @@ func answer(sl slot, uses []string, note func(string)) slot {
 			results = append(results, llm.ToolResult{ToolUseID: id, IsError: true, Content: []llm.Block{llm.Text{Text: interruptedResult}}})
 		}
 	}
-	content := append(results, rest...)
-	if !slices.EqualFunc(content, sl.e.msg.Content, func(a, b llm.Block) bool { return blockID(a) == blockID(b) }) {
-		sl.e.msg = llm.Message{Role: llm.User, Content: content}
-		sl.orig = -1
+	if content := append(results, rest...); !reflect.DeepEqual(content, e.msg.Content) {
+		e.msg = llm.Message{Role: llm.User, Content: content}
 	}
-	return sl
-}
-
-// blockID tells blocks apart well enough for answer to see a change.
-func blockID(b llm.Block) string {
-	if r, ok := b.(llm.ToolResult); ok {
-		return "tool_result " + r.ToolUseID
-	}
-	return b.BlockType()
-}
-
-// resultsFirst moves tool_result blocks to the front, keeping order.
-func resultsFirst(bs []llm.Block) []llm.Block {
-	isResult := func(b llm.Block) bool { _, ok := b.(llm.ToolResult); return ok }
-	out := slices.DeleteFunc(slices.Clone(bs), func(b llm.Block) bool { return !isResult(b) })
-	return append(out, slices.DeleteFunc(slices.Clone(bs), isResult)...)
+	return e
 }
 
 // trimFinal trims the whitespace that ends a final assistant message, which
-// the API rejects in the message it resumes (a paused turn). The message's
-// exact count stays: whitespace is a token at most.
-func trimFinal(s []slot, note func(string)) bool {
-	if len(s) == 0 || s[len(s)-1].e.msg.Role != llm.Assistant {
+// the API rejects in the message it resumes (a paused turn).
+func trimFinal(es []entry, note func(string)) bool {
+	if len(es) == 0 || es[len(es)-1].msg.Role != llm.Assistant {
 		return false
 	}
-	sl := &s[len(s)-1]
-	c := sl.e.msg.Content
-	t, ok := c[len(c)-1].(llm.Text)
-	if trimmed := strings.TrimRightFunc(t.Text, unicode.IsSpace); ok && trimmed != t.Text {
-		t.Text = trimmed
-		sl.e.msg = llm.Message{Role: llm.Assistant, Content: append(slices.Clone(c[:len(c)-1]), t)}
+	e := &es[len(es)-1]
+	c := e.msg.Content
+	if t, ok := c[len(c)-1].(llm.Text); ok && strings.TrimRightFunc(t.Text, unicode.IsSpace) != t.Text {
+		t.Text = strings.TrimRightFunc(t.Text, unicode.IsSpace)
+		e.msg = llm.Message{Role: llm.Assistant, Content: append(slices.Clone(c[:len(c)-1]), t)}
 		note("trimmed whitespace ending the final assistant message")
 		return true
 	}
@@ -309,4 +277,72 @@ func toolUses(m llm.Message) []string {
 		}
 	}
 	return ids
+}
+
+// interruptedResult is the content of the synthetic result that
+// [History.Repair] gives a tool call that never got one.
+const interruptedResult = "not executed: interrupted"
+
+// Validate checks the history, as the next request would send it, against
+// the Messages API's rules: the same rules anthropictest.CheckRequest
+// enforces, so that a valid history is never answered with a 400 for its
+// structure. The error lists every violation.
+func (h *History) Validate() error {
+	vs := h.violations()
+	if len(vs) == 0 {
+		return nil
+	}
+	ps := make([]string, len(vs))
+	for i, v := range vs {
+		if ps[i] = fmt.Sprintf("message %d", v.Message); v.Block >= 0 {
+			ps[i] += fmt.Sprintf(", block %d", v.Block)
+		}
+		ps[i] += fmt.Sprintf(": %s [%s]", v.Msg, v.Rule)
+	}
+	return errors.New("memory: history breaks the API's rules: " + strings.Join(ps, "; "))
+}
+
+func (h *History) violations() []apirules.Violation {
+	if len(h.entries) == 0 {
+		return nil // nothing to send yet; the next prompt starts a valid history
+	}
+	msgs := make([]apirules.Message, len(h.entries))
+	for i, e := range h.entries {
+		msgs[i] = apirules.Message{Role: string(e.msg.Role), Content: ruleBlocks(e.msg.Content)}
+	}
+	return apirules.Check(msgs)
+}
+
+func ruleBlocks(bs []llm.Block) []apirules.Block {
+	out := make([]apirules.Block, len(bs))
+	for i, b := range bs {
+		out[i] = ruleBlock(b)
+	}
+	return out
+}
+
+func ruleBlock(b llm.Block) apirules.Block {
+	switch b := b.(type) {
+	case llm.Text:
+		return apirules.Block{Type: "text", Text: b.Text}
+	case llm.ToolUse:
+		in := b.Input
+		if len(in) == 0 {
+			in = []byte("{}") // as llm marshals it
+		}
+		return apirules.Block{Type: "tool_use", ID: b.ID, Name: b.Name, Input: in}
+	case llm.ToolResult:
+		return apirules.Block{Type: "tool_result", ToolUseID: b.ToolUseID, Content: ruleBlocks(b.Content)}
+	case llm.Thinking:
+		return apirules.Block{Type: "thinking", Signature: b.Signature}
+	case llm.RedactedThinking:
+		return apirules.Block{Type: "redacted_thinking", Data: b.Data}
+	case llm.RawBlock:
+		if !json.Valid(b.JSON) {
+			return apirules.Block{} // no type: the rules reject it
+		}
+	case nil:
+		return apirules.Block{}
+	}
+	return apirules.Block{Type: b.BlockType()}
 }

@@ -3,11 +3,14 @@ package memory
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"image"
 	_ "image/gif" // image.DecodeConfig reads their sizes for the estimate
 	_ "image/jpeg"
 	_ "image/png"
 	"math"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/agentloop/agentloop/llm"
@@ -17,34 +20,23 @@ import (
 // framing (type, ids, role markers). The learned ratio absorbs the error.
 const blockOverhead = 12
 
-// Token counts from images follow the API's documented rule: an image is
-// scaled to fit 1568 pixels on its long edge and about 1.15 megapixels, and
-// then costs width×height/750 tokens.
+// The API's rule for images: scaled to fit 1568 pixels on the long edge and
+// 1.15 megapixels, an image costs width×height/750 tokens. One whose size
+// we cannot read (WebP, corrupt data) costs the most any image does.
 const (
 	imageMaxEdge   = 1568
 	imageMaxPixels = 1_150_000
-	// imageFallback is charged for an image whose size we cannot read
-	// (WebP, corrupt data): the most any image costs.
-	imageFallback = imageMaxPixels / 750
+	imageFallback  = imageMaxPixels / 750
 )
 
 // Tokens returns the token count of what the next request would send:
-// system prompt, tools and messages.
-//
-// The part the API has already measured is exact: the last assistant turn's
-// usage (input + cache writes + cache reads + output) counts everything
-// through that turn. Only messages added since are estimated, at a
-// characters-per-token ratio learned from the API's own counts (3.5 until
-// the first count), plus the documented cost of each image. After a
-// compaction or when no turn has reported usage, everything is estimated,
-// system prompt and tool schemas included.
-//
-// Thinking blocks count nothing in estimates: the API strips them from
-// earlier turns, and the latest turn's thinking is in its exact output
-// count.
+// system prompt, tools and messages. It is exact through the last turn
+// whose usage the API reported; what came after is estimated, at a
+// characters-per-token ratio learned from the API's counts, plus the
+// documented cost of each image. Thinking counts nothing in estimates: the
+// API strips it from earlier turns.
 func (h *History) Tokens() int {
-	last := h.lastExact()
-	if last >= 0 {
+	if last := h.lastExact(); last >= 0 {
 		return h.entries[last].exact + h.estimate(h.entries[last+1:], false)
 	}
 	return h.estimate(h.entries, true)
@@ -54,11 +46,9 @@ func (h *History) Tokens() int {
 // Config.ContextLimit.
 func (h *History) NeedsCompaction() bool { return h.Tokens() > h.cfg.ContextLimit }
 
-// recount returns [History.Tokens], first replacing the estimate with an
-// exact count from Config.Counter when one is configured, part of the count
-// is estimated and the estimate has reached 90% of the limit. The count
-// also refines the learned ratio. A failed count leaves the estimate, which
-// is good enough to decide the next compaction step.
+// recount returns [History.Tokens], made exact by Config.Counter, if any,
+// once an estimate reaches 90% of the limit. A failed count leaves the
+// estimate, good enough to decide the next compaction step.
 func (h *History) recount(ctx context.Context) int {
 	n := h.Tokens()
 	c := h.cfg.Counter
@@ -72,11 +62,8 @@ func (h *History) recount(ctx context.Context) int {
 		Tools:     h.tools,
 		Messages:  h.Messages(),
 	})
-	if err != nil {
-		h.cfg.Logger.Warn("memory: count_tokens failed; using the estimate", "err", err)
-		return n
-	}
-	if exact <= 0 {
+	if err != nil || exact <= 0 {
+		h.cfg.Logger.Warn("memory: count_tokens failed; using the estimate", "err", err, "count", exact)
 		return n
 	}
 	h.learn(exact)
@@ -96,26 +83,28 @@ func (h *History) lastExact() int {
 // estimate returns the estimated tokens of es, and of the system prompt and
 // tools when withPrefix is set.
 func (h *History) estimate(es []entry, withPrefix bool) int {
-	chars, img := 0, 0
+	chars, img := h.measures(es, withPrefix)
+	return int(math.Ceil(float64(chars)/h.ratio)) + img
+}
+
+// measures sums the characters and image tokens of es, and of the system
+// prompt and tools when withPrefix is set.
+func (h *History) measures(es []entry, withPrefix bool) (chars, imageTokens int) {
 	if withPrefix {
 		chars = h.prefixChars
 	}
 	for _, e := range es {
 		chars += e.chars
-		img += e.imageTokens
+		imageTokens += e.imageTokens
 	}
-	return int(math.Ceil(float64(chars)/h.ratio)) + img
+	return chars, imageTokens
 }
 
 // learn sets the ratio from an exact input count of the whole history as it
 // is now (system and tools included). Tiny samples are too noisy to learn
 // from, and the clamp guards against a count that measured something else.
 func (h *History) learn(inputTokens int) {
-	chars, img := h.prefixChars, 0
-	for _, e := range h.entries {
-		chars += e.chars
-		img += e.imageTokens
-	}
+	chars, img := h.measures(h.entries, true)
 	text := inputTokens - img
 	if text < 50 || chars < 200 {
 		return
@@ -123,11 +112,12 @@ func (h *History) learn(inputTokens int) {
 	h.ratio = min(max(float64(chars)/float64(text), 0.5), 12)
 }
 
-// measure returns the characters an estimate charges for m, and the tokens
-// of its images.
-func measure(m llm.Message) (chars, imageTokens int) {
+// measureBlocks returns the characters an estimate charges for bs, with
+// the overhead of the message or tool result that holds them, and the
+// tokens of their images.
+func measureBlocks(bs []llm.Block) (chars, imageTokens int) {
 	chars = blockOverhead
-	for _, b := range m.Content {
+	for _, b := range bs {
 		c, t := measureBlock(b)
 		chars += c
 		imageTokens += t
@@ -147,12 +137,8 @@ func measureBlock(b llm.Block) (chars, imageTokens int) {
 	case llm.ToolUse:
 		chars = len(b.ID) + len(b.Name) + len(b.Input)
 	case llm.ToolResult:
-		chars = len(b.ToolUseID)
-		for _, c := range b.Content {
-			cc, ct := measureBlock(c)
-			chars += cc
-			imageTokens += ct
-		}
+		chars, imageTokens = measureBlocks(b.Content)
+		chars += len(b.ToolUseID) - blockOverhead
 	case llm.Image:
 		return blockOverhead, imageCost(b)
 	case llm.RawBlock:
@@ -161,9 +147,7 @@ func measureBlock(b llm.Block) (chars, imageTokens int) {
 	return chars + blockOverhead, imageTokens
 }
 
-// imageCost estimates what an image costs, by the API's documented rule,
-// from the dimensions in its header. An image whose header it cannot read
-// counts as the largest image would.
+// imageCost estimates what an image costs from the size in its header.
 func imageCost(img llm.Image) int {
 	cfg, _, err := image.DecodeConfig(base64.NewDecoder(base64.StdEncoding, strings.NewReader(img.Data)))
 	if err != nil || cfg.Width <= 0 || cfg.Height <= 0 {
@@ -178,4 +162,32 @@ func imageCost(img llm.Image) int {
 		w, hgt = w*s, hgt*s
 	}
 	return max(1, int(math.Ceil(w*hgt/750)))
+}
+
+// tooLongRE reads the count in the API's "prompt is too long: 215439
+// tokens > 200000 maximum".
+var tooLongRE = regexp.MustCompile(`(\d+) tokens > (\d+)`)
+
+// MarkOverflow records that the API found the history too long for the
+// context window: err is the error that said so (one matching
+// [llm.ErrPromptTooLong], or a stop_reason of
+// model_context_window_exceeded). The count an API error reports, or else
+// the context window, becomes the exact count, so that the next
+// [History.Compact] does real work even when the estimate was too low.
+func (h *History) MarkOverflow(err error) {
+	if len(h.entries) == 0 {
+		return
+	}
+	n := 0
+	if ae, ok := errors.AsType[*llm.APIError](err); ok {
+		if m := tooLongRE.FindStringSubmatch(ae.Message); m != nil {
+			n, _ = strconv.Atoi(m[1])
+		}
+	}
+	if n > 0 {
+		h.learn(n)
+	} else {
+		n = max(h.Tokens(), h.cfg.ContextWindow)
+	}
+	h.entries[len(h.entries)-1].exact = max(n, h.cfg.ContextLimit+1)
 }

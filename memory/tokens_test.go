@@ -107,8 +107,8 @@ func TestTokens(t *testing.T) {
 			if got := h.entries[3].usage.InputTokens; got != 404_500 {
 				t.Errorf("recorded input = %d, want the turn's, billed as it came", got)
 			}
-			tail, _ := measure(user(text("search")))
-			turn, _ := measure(search)
+			tail, _ := measureBlocks(user(text("search")).Content)
+			turn, _ := measureBlocks(search.Content)
 			return 205 + est(tail+turn, h.ratio)
 		}},
 		{"overflow marks the reported count", func(h *History) int {

@@ -153,8 +153,8 @@ func TestSystemPrompt(t *testing.T) {
 
 // editReply asks for one edit of f.txt.
 func editReply() anthropictest.Reply {
-	return anthropictest.NewStream().Usage(10, 0).
-		ToolUse("toolu_e", "edit_file", `{"path":"f.txt","old_string":"hello","new_string":"goodbye"}`).StopUsage("tool_use", 5)
+	return anthropictest.NewStream().Usage(10, 0, 0, 0).
+		ToolUse("toolu_e", "edit_file", `{"path":"f.txt","old_string":"hello","new_string":"goodbye"}`).Stop("tool_use", 5)
 }
 
 // TestPermissionWithoutTerminal: off a terminal a mutating call is denied
@@ -229,7 +229,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}
 	step := func(id, name, input string) anthropictest.Reply {
-		return anthropictest.NewStream().Usage(10, 0).Text("Next.").ToolUse(id, name, input).StopUsage("tool_use", 5)
+		return anthropictest.NewStream().Usage(10, 0, 0, 0).Text("Next.").ToolUse(id, name, input).Stop("tool_use", 5)
 	}
 	h := newHarness(t,
 		step("toolu_1", "grep", `{"pattern":"func Sum"}`),
@@ -287,7 +287,7 @@ func TestBashEnvironment(t *testing.T) {
 	t.Setenv("DEPLOY_TOKEN", "deploy-SECRET")
 	t.Setenv("HARMLESS", "visible")
 	h := newHarness(t,
-		anthropictest.NewStream().Usage(10, 0).ToolUse("toolu_1", "bash", `{"command":"env"}`).StopUsage("tool_use", 5),
+		anthropictest.NewStream().Usage(10, 0, 0, 0).ToolUse("toolu_1", "bash", `{"command":"env"}`).Stop("tool_use", 5),
 		text("done"))
 	h.run(strings.NewReader(""), "--yes", "--secret-env", "AWS_*", "--secret-env", "DEPLOY_TOKEN", "show the environment").check(t, 0)
 	res := h.srv.Requests()[1].ToolResults()
@@ -322,7 +322,7 @@ func TestAddDir(t *testing.T) {
 		{[]string{"--add-dir", "../docs"}, "     1\tdocs\n", false},
 	} {
 		h := newHarness(t,
-			anthropictest.NewStream().Usage(10, 0).ToolUse("toolu_1", "read_file", `{"path":"../docs/d.md"}`).StopUsage("tool_use", 5),
+			anthropictest.NewStream().Usage(10, 0, 0, 0).ToolUse("toolu_1", "read_file", `{"path":"../docs/d.md"}`).Stop("tool_use", 5),
 			text("done"))
 		h.run(strings.NewReader(""), append(tc.args, "read the docs")...).check(t, 0)
 		res := h.srv.Requests()[1].ToolResults()

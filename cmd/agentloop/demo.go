@@ -91,7 +91,7 @@ func demoReply(r *anthropictest.Request, pace bool) anthropictest.Reply {
 		}
 		return strconv.ParseFloat(v, 64)
 	}
-	s := anthropictest.NewStream().Usage(420+180*len(results), 0)
+	s := anthropictest.NewStream().Usage(420+180*len(results), 0, 0, 0)
 	textPace, fragPace := time.Duration(0), time.Duration(0)
 	if pace {
 		textPace, fragPace = demoTextPace, demoFragmentPace
@@ -116,7 +116,7 @@ func demoReply(r *anthropictest.Request, pace bool) anthropictest.Reply {
 			`{"a": 1`, `2, "b"`, `: 7, "op`, `eration": "mul`, `tiply"}`)
 		s.Pace(fragPace).ToolUse("toolu_demo_2", calculator.Name,
 			`{"a": 14`, `4, "b": 1`, `2, "opera`, `tion": "di`, `vide"}`)
-		return s.Pace(textPace).StopUsage("tool_use", 96)
+		return s.Pace(textPace).Stop("tool_use", 96)
 	case 2:
 		x, err1 := num("toolu_demo_1")
 		y, err2 := num("toolu_demo_2")
@@ -125,7 +125,7 @@ func demoReply(r *anthropictest.Request, pace bool) anthropictest.Reply {
 		}
 		text(fmt.Sprintf("%s and %s. Now the sum.", fmtNum(x), fmtNum(y)))
 		call("toolu_demo_3", x, y, "add")
-		return s.Pace(textPace).StopUsage("tool_use", 58)
+		return s.Pace(textPace).Stop("tool_use", 58)
 	case 3:
 		sum, err := num("toolu_demo_3")
 		if err != nil {
@@ -133,7 +133,7 @@ func demoReply(r *anthropictest.Request, pace bool) anthropictest.Reply {
 		}
 		text(fmt.Sprintf("The sum is %s. Squaring it:", fmtNum(sum)))
 		call("toolu_demo_4", sum, sum, "multiply")
-		return s.Pace(textPace).StopUsage("tool_use", 52)
+		return s.Pace(textPace).Stop("tool_use", 52)
 	case 4:
 		x, _ := num("toolu_demo_1")
 		y, _ := num("toolu_demo_2")
@@ -144,7 +144,7 @@ func demoReply(r *anthropictest.Request, pace bool) anthropictest.Reply {
 		}
 		text(fmt.Sprintf("12 × 7 = %s and 144 ÷ 12 = %s, which add up to %s. Squared, that is %s.\n",
 			fmtNum(x), fmtNum(y), fmtNum(sum), fmtNum(sq)))
-		return s.Pace(textPace).StopUsage("end_turn", 40)
+		return s.Pace(textPace).Stop("end_turn", 40)
 	default:
 		return fail(fmt.Errorf("demo script: unexpected conversation with %d tool results", len(results)))
 	}

@@ -101,8 +101,8 @@ func TestRunErrors(t *testing.T) {
 		// 15 tokens a turn: the second turn reaches 30 of 20, and the
 		// check before the third stops the run.
 		{"token limit", []string{"--tools", "calculator", "--max-total-tokens", "20", "hi"},
-			anthropictest.Repeat(anthropictest.NewStream().Usage(10, 0).
-				ToolUse("toolu_x", "calculator", `{"a":1,"b":1,"operation":"add"}`).StopUsage("tool_use", 5)),
+			anthropictest.Repeat(anthropictest.NewStream().Usage(10, 0, 0, 0).
+				ToolUse("toolu_x", "calculator", `{"a":1,"b":1,"operation":"add"}`).Stop("tool_use", 5)),
 			exitLimit, "", []string{"token limit", "30 tokens used of --max-total-tokens 20"}},
 		{"retried turn", []string{"hi"},
 			anthropictest.Repeat(anthropictest.ReplyFunc(func(r *anthropictest.Request) anthropictest.Reply {

@@ -142,7 +142,7 @@ func (r result) check(t *testing.T, code int) {
 }
 
 func text(s ...string) anthropictest.Reply {
-	return anthropictest.NewStream().Usage(10, 0).Text(s...).StopUsage("end_turn", 5)
+	return anthropictest.NewStream().Usage(10, 0, 0, 0).Text(s...).Stop("end_turn", 5)
 }
 
 func TestHappyPath(t *testing.T) {
@@ -180,7 +180,7 @@ func TestHappyPath(t *testing.T) {
 }
 
 func TestEnvironment(t *testing.T) {
-	h := newHarness(t, text("ok"))
+	h := newHarness(t, text("ok"), text("ok"))
 	h.env["ANTHROPIC_API_KEY"] = ""
 	h.env["ANTHROPIC_AUTH_TOKEN"] = "bearer-SECRET-token"
 	h.env["ANTHROPIC_MODEL"] = "claude-from-env"
@@ -198,7 +198,6 @@ func TestEnvironment(t *testing.T) {
 	}
 
 	// The flag beats the environment.
-	h.srv.Enqueue(text("ok"))
 	h.run(strings.NewReader(""), "--model", "claude-from-flag", "--system", "be brief", "hi").check(t, 0)
 	p, _ = h.srv.Requests()[1].Params()
 	if p.Model != "claude-from-flag" {
@@ -276,6 +275,7 @@ func TestJSON(t *testing.T) {
 		anthropictest.NewStream().Text("Adding.").
 			ToolUse("toolu_1", "calculator", `{"a": 3, "b"`, `: 5, "operation": "add"}`).Stop("tool_use"),
 		text("8."),
+		anthropictest.HTTPError{Status: 401, Type: "authentication_error", Message: "invalid x-api-key", RequestID: "req_401"},
 	)
 	r := h.run(strings.NewReader(""), "--json", "--tools", "calculator", "add")
 	r.check(t, 0)
@@ -290,7 +290,6 @@ func TestJSON(t *testing.T) {
 	}
 
 	// An error ends with an "error" line after "done".
-	h.srv.Enqueue(anthropictest.HTTPError{Status: 401, Type: "authentication_error", Message: "invalid x-api-key", RequestID: "req_401"})
 	r = h.run(strings.NewReader(""), "--json", "hi")
 	r.check(t, exitFailure)
 	types = jsonTypes(t, r.stdout)

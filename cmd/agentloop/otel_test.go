@@ -176,7 +176,7 @@ func runCLI(t *testing.T, env map[string]string, interrupts chan os.Signal, repl
 // calcReplies is a tool round trip.
 func calcReplies() []anthropictest.Reply {
 	return []anthropictest.Reply{
-		anthropictest.NewStream().Usage(100, 20).Cache(0, 50).ToolUse("toolu_1", "calculator", `{"a":3,"b":5,"operation":"add"}`).Stop("tool_use"),
+		anthropictest.NewStream().Usage(100, 20, 0, 50).ToolUse("toolu_1", "calculator", `{"a":3,"b":5,"operation":"add"}`).Stop("tool_use"),
 		anthropictest.NewStream().Text("It is 8. ANSWER-MARKER").Stop("end_turn"),
 	}
 }

@@ -16,19 +16,19 @@ import (
 // TestPermissionPTY answers the permission question on a real terminal:
 // yes, no and always, with the diff or the command shown.
 func TestPermissionPTY(t *testing.T) {
-	bash := anthropictest.NewStream().Usage(10, 0).
-		ToolUse("toolu_b", "bash", `{"command":"echo from-bash"}`).StopUsage("tool_use", 5)
-	twoEdits := anthropictest.NewStream().Usage(10, 0).
+	bash := anthropictest.NewStream().Usage(10, 0, 0, 0).
+		ToolUse("toolu_b", "bash", `{"command":"echo from-bash"}`).Stop("tool_use", 5)
+	twoEdits := anthropictest.NewStream().Usage(10, 0, 0, 0).
 		ToolUse("toolu_1", "edit_file", `{"path":"f.txt","old_string":"hello","new_string":"goodbye"}`).
 		ToolUse("toolu_2", "write_file", `{"path":"g.txt","content":"new\n"}`).
-		ToolUse("toolu_3", "edit_file", `{"path":"f.txt","old_string":"world","new_string":"moon"}`).StopUsage("tool_use", 5)
+		ToolUse("toolu_3", "edit_file", `{"path":"f.txt","old_string":"world","new_string":"moon"}`).Stop("tool_use", 5)
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		fmt.Fprint(w, "<h1>Fetched</h1>")
 	}))
 	defer page.Close()
-	fetch := anthropictest.NewStream().Usage(10, 0).
-		ToolUse("toolu_w", "web_fetch", fmt.Sprintf(`{"url":%q}`, page.URL)).StopUsage("tool_use", 5)
+	fetch := anthropictest.NewStream().Usage(10, 0, 0, 0).
+		ToolUse("toolu_w", "web_fetch", fmt.Sprintf(`{"url":%q}`, page.URL)).Stop("tool_use", 5)
 	for _, tc := range []struct {
 		name    string
 		args    []string

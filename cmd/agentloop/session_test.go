@@ -46,7 +46,7 @@ func TestFailedRunLeavesSession(t *testing.T) {
 // user saw.
 func TestInterruptSavesSession(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "chat.jsonl")
-	h := newHarness(t, anthropictest.NewStream().Usage(10, 0).Text("Once upon a time").Stall())
+	h := newHarness(t, anthropictest.NewStream().Usage(10, 0, 0, 0).Text("Once upon a time").Stall())
 	h.terminals["stdout"] = true
 	var stdout, stderr syncBuffer
 	code := make(chan int, 1)
