@@ -38,6 +38,6 @@
 // CheckRequest reports every way a request body breaks the Messages API's
 // structural rules, such as a tool_use left without its tool_result.
 //
-// This package imports nothing else from agentloop, so that any project can
-// use it.
+// This package imports no layer of agentloop (only the internal package that
+// states the API's rules, which memory shares), so that any project can use it.
 package anthropictest

@@ -4,11 +4,13 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -215,12 +217,18 @@ func captureContent(v string) (bool, error) {
 	return false, usageError("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=%q: use true or false", v)
 }
 
-// conversationID names the conversation in traces: the --session file, so
-// that its runs share one id across invocations, else a random id for this
-// process's runs.
+// conversationID names the conversation in traces: a hash of the --session
+// file's absolute path, so that its runs share one id across invocations
+// without putting the path (and the user's home directory) in a trace, else
+// a random id for this process's runs.
 func conversationID(o *options) string {
 	if o.session != "" {
-		return o.session
+		p, err := filepath.Abs(o.session)
+		if err != nil {
+			p = o.session
+		}
+		sum := sha256.Sum256([]byte(p))
+		return hex.EncodeToString(sum[:16])
 	}
 	b := make([]byte, 16)
 	rand.Read(b)

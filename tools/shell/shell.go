@@ -8,6 +8,8 @@
 // call is cancelled, the whole group is killed, so that nothing it started
 // (a server, a sleep in a pipeline) is left running; when it ends, the
 // group is killed too, so that a backgrounded process does not outlive it.
+// A process that leaves the group on purpose (setsid, a detaching daemon)
+// is out of reach; a subreaper or a cgroup would be needed to follow it.
 //
 // The command is not confined: it can read and write anything the user
 // can. It gets the environment without ANTHROPIC_* and without the
@@ -69,7 +71,7 @@ type Input struct {
 
 const description = `Run a shell command with bash -c in the working directory and return its combined stdout and stderr, followed by its exit status.
 The command runs without a terminal and with stdin empty, so use non-interactive flags (git --no-pager, apt-get -y). Each call starts a new shell: cd and variables do not carry over to the next call; chain commands with && instead.
-The default timeout is 120 seconds (at most 600, set with timeout); on timeout the command and every process it started are killed. Processes left in the background are killed when the command ends.
+The default timeout is 120 seconds (at most 600, set with timeout); on timeout the command and every process it started are killed. Processes left in the background are killed when the command ends, unless they left the process group (setsid, nohup with a new session, daemons).
 Long output is cut in the middle, keeping its start and end; filter it (grep, head, tail) when you can.
 The command is NOT confined to the working directory: it runs with the user's permissions, so do not touch files outside the project. Prefer read_file, edit_file, glob and grep for files.`
 

@@ -41,6 +41,11 @@ func TestFetch(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	defer srv.Client().CloseIdleConnections()
+	// Another host (another port is another host to a URL): a redirect
+	// there is not followed, since the call was approved for srv's URL.
+	elsewhere := httptest.NewServer(http.RedirectHandler(srv.URL+"/text", http.StatusFound))
+	defer elsewhere.Close()
+	mux.Handle("/away", http.RedirectHandler(elsewhere.URL+"/secret", http.StatusFound))
 
 	reg := tool.NewRegistry(tool.Config{})
 	reg.Register(New(Config{HTTPClient: srv.Client(), MaxOutputBytes: 1001, MaxBodyBytes: 2500}))
@@ -56,6 +61,8 @@ func TestFetch(t *testing.T) {
 		{"Latin-1 by header", srv.URL + "/latin1", "café", false},
 		{"Latin-1 by meta", srv.URL + "/meta", "naïve", false},
 		{"redirect", srv.URL + "/redirect", "(redirected to " + srv.URL + "/text)\n\njust text\n", false},
+		{"redirect to another host", srv.URL + "/away", srv.URL + "/away redirects to another host, " + elsewhere.URL +
+			"/secret; not followed: fetch that URL with another call if you want it", true},
 		{"output cut on a character boundary", srv.URL + "/big", strings.Repeat("é", 500) + "\n\n[cut: the page has 2000 bytes of text; only the first 1001 are shown]", false},
 		{"body cut", srv.URL + "/huge", "", false},
 		{"HTTP error", srv.URL + "/missing", "HTTP 404 Not Found from " + srv.URL + "/missing:\nnot here", true},
