@@ -54,7 +54,7 @@ func BenchmarkRenderLesson(b *testing.B) {
 }
 
 func BenchmarkRenderJSON(b *testing.B) {
-	benchmarkRenderer(b, func() renderer { return newJSONRenderer(io.Discard, io.Discard) })
+	benchmarkRenderer(b, func() renderer { return newJSONRenderer(io.Discard, io.Discard, true) })
 }
 
 // BenchmarkDemo runs the whole demo unpaced: fake server, llm client,

@@ -42,12 +42,36 @@ func eventType(ev agent.Event) string {
 
 // marshalEvent writes ev as one JSON object whose first field, "type",
 // names it, so that a reader can switch on it before decoding the rest.
-func marshalEvent(ev agent.Event) ([]byte, error) {
-	if tc, ok := ev.(agent.ToolCall); ok && len(tc.Input) == 0 {
-		tc.Input = json.RawMessage("{}") // as the API saw it
-		ev = tc
+// Unless priced, a cost is written as null, not 0: a model without a
+// price is not free.
+func marshalEvent(ev agent.Event, priced bool) ([]byte, error) {
+	var v any = ev
+	switch e := ev.(type) {
+	case agent.ToolCall:
+		if len(e.Input) == 0 {
+			e.Input = json.RawMessage("{}") // as the API saw it
+			v = e
+		}
+	case agent.UsageUpdate:
+		if !priced {
+			v = struct {
+				agent.UsageUpdate
+				CostUSD *float64 `json:"cost_usd"` // shadows the embedded 0
+			}{UsageUpdate: e}
+		}
+	case agent.Done:
+		if !priced {
+			type unpriced struct {
+				agent.Result
+				CostUSD *float64 `json:"cost_usd"`
+			}
+			v = struct {
+				Result unpriced `json:"result"`
+				Error  string   `json:"error,omitempty"`
+			}{unpriced{Result: e.Result}, e.Error}
+		}
 	}
-	body, err := json.Marshal(ev)
+	body, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}

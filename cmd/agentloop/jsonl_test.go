@@ -38,7 +38,7 @@ func TestEventJSON(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(eventType(tt.ev), func(t *testing.T) {
-			got, err := marshalEvent(tt.ev)
+			got, err := marshalEvent(tt.ev, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -46,5 +46,24 @@ func TestEventJSON(t *testing.T) {
 				t.Errorf("marshalEvent(%#v)\n got %s\nwant %s", tt.ev, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestEventJSONUnpriced checks that a model without a price shows its cost
+// as null, not as a misleading 0.
+func TestEventJSONUnpriced(t *testing.T) {
+	for _, tt := range []struct {
+		ev   agent.Event
+		want string
+	}{
+		{agent.UsageUpdate{Turn: llm.Usage{InputTokens: 1}, CostUSD: 0},
+			`{"type":"usage_update","turn":{"input_tokens":1,"output_tokens":0},"total":{"input_tokens":0,"output_tokens":0},"cost_usd":null}`},
+		{agent.Done{Result: agent.Result{Text: "hi", State: agent.Finished, Iterations: 1}, Error: "x"},
+			`{"type":"done","result":{"text":"hi","state":"finished","iterations":1,"usage":{"input_tokens":0,"output_tokens":0},"cost_usd":null},"error":"x"}`},
+	} {
+		got, err := marshalEvent(tt.ev, false)
+		if err != nil || string(got) != tt.want {
+			t.Errorf("marshalEvent(%#v, false)\n got %s, %v\nwant %s", tt.ev, got, err, tt.want)
+		}
 	}
 }

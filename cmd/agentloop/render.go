@@ -34,18 +34,19 @@ type renderer interface {
 type jsonRenderer struct {
 	out, errw io.Writer
 	enc       *json.Encoder
+	priced    bool // the model has a price: costs are numbers, not null
 }
 
-func newJSONRenderer(stdout, stderr io.Writer) *jsonRenderer {
+func newJSONRenderer(stdout, stderr io.Writer, priced bool) *jsonRenderer {
 	enc := json.NewEncoder(stdout)
 	enc.SetEscapeHTML(false)
-	return &jsonRenderer{out: stdout, errw: stderr, enc: enc}
+	return &jsonRenderer{out: stdout, errw: stderr, enc: enc, priced: priced}
 }
 
 func (r *jsonRenderer) event(ev agent.Event) {
 	// An error here would be a bug in an event's fields, so it is
 	// reported, not hidden.
-	b, err := marshalEvent(ev)
+	b, err := marshalEvent(ev, r.priced)
 	if err != nil {
 		fmt.Fprintf(r.errw, "agentloop: cannot encode %s event: %v\n", eventType(ev), err)
 		return

@@ -65,17 +65,25 @@ func (e editor) close()               { e.st.Close() }
 type scanner struct {
 	sc     *bufio.Scanner
 	prompt io.Writer
+	// typed is set when a person types the lines on a terminal without
+	// line editing (stdout is piped): arrow keys then arrive as escape
+	// codes, which must not reach the model as if they were the prompt.
+	typed bool
 }
 
-func newScanner(stdin io.Reader, stderr io.Writer) lineReader {
+func newScanner(stdin io.Reader, stderr io.Writer, typed bool) lineReader {
 	sc := bufio.NewScanner(stdin)
 	sc.Buffer(make([]byte, 0, 64*1024), 16<<20)
-	return &scanner{sc: sc, prompt: stderr}
+	return &scanner{sc: sc, prompt: stderr, typed: typed}
 }
 
 func (s *scanner) readLine(prompt string) (string, error) {
 	io.WriteString(s.prompt, prompt)
-	if s.sc.Scan() {
+	for s.sc.Scan() {
+		if s.typed && strings.Contains(s.sc.Text(), "\x1b") {
+			io.WriteString(s.prompt, "(that line holds terminal escape codes, such as arrow keys: line editing needs stdout on the terminal too; type it again without them)\n"+prompt)
+			continue
+		}
 		return s.sc.Text(), nil
 	}
 	if err := s.sc.Err(); err != nil {
@@ -93,7 +101,7 @@ func (c *cli) lineReader(stdin io.Reader, stdout, stderr io.Writer) lineReader {
 	if c.editor != nil && stdin == os.Stdin && stdout == os.Stdout && c.isTerminal(stdin) && c.isTerminal(stdout) {
 		return c.editor()
 	}
-	return newScanner(stdin, stderr)
+	return newScanner(stdin, stderr, c.isTerminal(stdin))
 }
 
 // read is a line read, or the error that ended the read.

@@ -134,3 +134,22 @@ func TestREPLSession(t *testing.T) {
 		t.Errorf("second turn sent %d messages, want 3", n)
 	}
 }
+
+// TestScannerRefusesEscapes checks that a line typed on a terminal without
+// line editing, holding an arrow key's escape code, is asked for again
+// rather than sent to the model; piped input is taken as it is.
+func TestScannerRefusesEscapes(t *testing.T) {
+	in := "\x1b[A\x1b[Dhello\nworld\n"
+	var prompts strings.Builder
+	typed := newScanner(strings.NewReader(in), &prompts, true)
+	if line, err := typed.readLine("> "); line != "world" || err != nil {
+		t.Errorf("typed: readLine = %q, %v; want the second line", line, err)
+	}
+	if !strings.Contains(prompts.String(), "escape codes") {
+		t.Errorf("no word about the refused line: %q", prompts.String())
+	}
+	piped := newScanner(strings.NewReader(in), io.Discard, false)
+	if line, _ := piped.readLine("> "); line != "\x1b[A\x1b[Dhello" {
+		t.Errorf("piped: readLine = %q, want the line as it is", line)
+	}
+}

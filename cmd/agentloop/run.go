@@ -426,7 +426,8 @@ func limitError(format string, args ...any) error {
 // newRenderer picks the renderer for the flags and the terminals at hand.
 func (c *cli) newRenderer(o *options, stdout, stderr io.Writer, lesson bool) renderer {
 	if o.json {
-		return newJSONRenderer(stdout, stderr)
+		_, priced := llm.LookupModel(o.model)
+		return newJSONRenderer(stdout, stderr, priced)
 	}
 	outTerm, errTerm := c.isTerminal(stdout), c.isTerminal(stderr)
 	var scr *screen
