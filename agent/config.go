@@ -155,7 +155,8 @@ func New(cfg Config) (*Agent, error) {
 		}
 	}
 	a := &Agent{cfg: cfg, model: cfg.Model, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)), retryDelay: llm.Backoff}
-	a.otel = instruments(cfg.Telemetry) // otel hook
+	// otel hook: spans only; the model calls' metrics are the *llm.Client's.
+	a.otel = telemetry.Spans("github.com/agentloop/agentloop/agent", cfg.Telemetry.TracerProvider, cfg.Telemetry.CaptureContent)
 	if cfg.Middleware != nil {
 		if a.model = cfg.Middleware(cfg.Model); a.model == nil {
 			return nil, errors.New("agent: Config.Middleware returned a nil Model")
