@@ -3,7 +3,6 @@ package agent
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -83,27 +82,46 @@ func notRun(call tool.Call, why string) *pending {
 	return p
 }
 
-// repeats is the last tool call's name and input, and how many times in a
-// row it came, for [Config.RepeatLimit].
+// repeats is the last tool call, and how many times in a row it came, for
+// [Config.RepeatLimit]. It holds the input the history holds, not a copy.
 type repeats struct {
-	name, input string
-	n           int
+	call tool.Call
+	n    int
 }
 
-// see records call and returns how many times in a row it has now come,
-// comparing inputs without insignificant whitespace.
+// see records call and returns how many times in a row it has now come.
 func (rp *repeats) see(call tool.Call) int {
-	var buf bytes.Buffer
-	input := string(call.Input)
-	if json.Compact(&buf, call.Input) == nil {
-		input = buf.String()
-	}
-	if call.Name == rp.name && input == rp.input {
+	if rp.n > 0 && call.Name == rp.call.Name && sameJSON(call.Input, rp.call.Input) {
 		rp.n++
 	} else {
-		*rp = repeats{name: call.Name, input: input, n: 1}
+		*rp = repeats{call: call, n: 1}
 	}
 	return rp.n
+}
+
+// sameJSON reports whether JSON texts a and b are equal but for whitespace
+// outside strings. It stops at the first difference, so that a big input
+// (a written file's) costs next to nothing unless it is a repeat.
+func sameJSON(a, b []byte) bool {
+	inString, escaped := false, false
+	for {
+		if !inString {
+			a, b = bytes.TrimLeft(a, " \t\r\n"), bytes.TrimLeft(b, " \t\r\n")
+		}
+		switch {
+		case len(a) == 0 || len(b) == 0:
+			return len(a) == len(b)
+		case a[0] != b[0]:
+			return false
+		case escaped:
+			escaped = false
+		case a[0] == '\\':
+			escaped = inString
+		case a[0] == '"':
+			inString = !inString
+		}
+		a, b = a[1:], b[1:]
+	}
 }
 
 // act appends turn t and the results of its calls, in tool_use order, to

@@ -119,17 +119,10 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Model == nil {
 		return nil, ErrNoModel
 	}
-	for _, lim := range []struct {
-		name string
-		v    int64
-	}{
-		{"MaxIterations", int64(cfg.MaxIterations)},
-		{"MaxDuration", int64(cfg.MaxDuration)},
-		{"MaxTotalTokens", cfg.MaxTotalTokens},
-		{"MaxAttempts", int64(cfg.MaxAttempts)},
-	} {
-		if lim.v < 0 {
-			return nil, fmt.Errorf("agent: Config.%s is negative (%d)", lim.name, lim.v)
+	limits := []string{"MaxIterations", "MaxDuration", "MaxTotalTokens", "MaxAttempts"}
+	for i, v := range []int64{int64(cfg.MaxIterations), int64(cfg.MaxDuration), cfg.MaxTotalTokens, int64(cfg.MaxAttempts)} {
+		if v < 0 {
+			return nil, fmt.Errorf("agent: Config.%s is negative (%d)", limits[i], v)
 		}
 	}
 	if cfg.History == nil {
@@ -155,7 +148,8 @@ func New(cfg Config) (*Agent, error) {
 		}
 	}
 	a := &Agent{cfg: cfg, model: cfg.Model, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)), retryDelay: llm.Backoff}
-	a.otel = instruments(cfg.Telemetry) // otel hook
+	// otel hook: spans only; the model calls' metrics are the *llm.Client's.
+	a.otel = telemetry.Spans("github.com/agentloop/agentloop/agent", cfg.Telemetry.TracerProvider, cfg.Telemetry.CaptureContent)
 	if cfg.Middleware != nil {
 		if a.model = cfg.Middleware(cfg.Model); a.model == nil {
 			return nil, errors.New("agent: Config.Middleware returned a nil Model")

@@ -39,17 +39,11 @@
 // goes on, so that the model writes the call again, shorter, where stopping
 // would lose the turn's work.
 //
-// # Failures
+// # Failures and cancellation
 //
 // A turn whose stream fails transiently after output arrived (an
 // overloaded error event, a dropped connection) is retried whole, up to
-// [Config.MaxAttempts]. A [Retry] event with Discard set tells the caller
-// to throw away what it showed of the failed attempt, whose calls are
-// cancelled. A run that fails for good leaves the history as it was.
-//
-// # Cancellation
-//
-// Cancelling the context, or stopping the range over Stream, returns
-// promptly. The history keeps the prompt and the answer shown so far,
-// marked "[interrupted]", so that the next run follows a complete exchange.
+// [Config.MaxAttempts]; a [Retry] event with Discard set tells the caller
+// to throw away what it showed. [Agent.Stream] says what a failed, refused
+// or cancelled run leaves in the history.
 package agent

@@ -13,12 +13,6 @@ import (
 
 // Tracing by the GenAI semantic conventions: see internal/telemetry.
 
-// instruments returns the instruments of an agent with t: spans only, as
-// the client metrics are the model calls', which the *llm.Client records.
-func instruments(t llm.Telemetry) *telemetry.Instruments {
-	return telemetry.Spans("github.com/agentloop/agentloop/agent", t.TracerProvider, t.CaptureContent)
-}
-
 // startRun starts the span of a run on input.
 func (a *Agent) startRun(ctx context.Context, input string) (context.Context, trace.Span) {
 	hc := a.cfg.History.Config()

@@ -296,13 +296,10 @@ const maxResultChars = 4000
 func transcript(es []entry) string {
 	var b strings.Builder
 	for _, e := range es {
-		switch {
-		case e.summary:
+		if e.summary {
 			b.WriteString("[earlier summary]\n")
-		case e.msg.Role == llm.Assistant:
-			b.WriteString("[assistant]\n")
-		default:
-			b.WriteString("[user]\n")
+		} else {
+			b.WriteString("[" + string(e.msg.Role) + "]\n")
 		}
 		for _, blk := range e.msg.Content {
 			writeBlock(&b, blk, e.original)

@@ -95,7 +95,8 @@ type entry struct {
 	// original holds tool result contents that compaction cleared, by
 	// tool_use_id, so that a later summary can still read them. Not saved.
 	original map[string][]llm.Block
-	summary  bool // a compaction wrote msg
+	summary  bool             // a compaction wrote msg
+	rules    []apirules.Block // msg's blocks as the API's rules see them
 }
 
 // defaultRatio is the characters per token until the API counts: about
@@ -206,9 +207,13 @@ func (h *History) SetPrefix(system string, tools []llm.ToolSpec) {
 
 func (h *History) push(e entry) { h.entries = append(h.entries, measured(e)) }
 
-// measured returns e with its estimate's measures set.
+// measured returns e with what is derived from its message set: the
+// estimate's measures and the blocks the rules check. Their JSON is checked
+// here, once, not before every request: a big tool input (a written file's)
+// would cost a full scan each time.
 func measured(e entry) entry {
 	e.chars, e.imageTokens = measureBlocks(e.msg.Content)
+	e.rules = ruleBlocks(e.msg.Content)
 	return e
 }
 

@@ -262,6 +262,7 @@ func trimFinal(es []entry, note func(string)) bool {
 	if t, ok := c[len(c)-1].(llm.Text); ok && strings.TrimRightFunc(t.Text, unicode.IsSpace) != t.Text {
 		t.Text = strings.TrimRightFunc(t.Text, unicode.IsSpace)
 		e.msg = llm.Message{Role: llm.Assistant, Content: append(slices.Clone(c[:len(c)-1]), t)}
+		e.rules = ruleBlocks(e.msg.Content) // its measures stay: whitespace is a token at most
 		note("trimmed whitespace ending the final assistant message")
 		return true
 	}
@@ -308,7 +309,7 @@ func (h *History) violations() []apirules.Violation {
 	}
 	msgs := make([]apirules.Message, len(h.entries))
 	for i, e := range h.entries {
-		msgs[i] = apirules.Message{Role: string(e.msg.Role), Content: ruleBlocks(e.msg.Content)}
+		msgs[i] = apirules.Message{Role: string(e.msg.Role), Content: e.rules}
 	}
 	return apirules.Check(msgs)
 }
@@ -327,8 +328,8 @@ func ruleBlock(b llm.Block) apirules.Block {
 		return apirules.Block{Type: "text", Text: b.Text}
 	case llm.ToolUse:
 		in := b.Input
-		if len(in) == 0 {
-			in = []byte("{}") // as llm marshals it
+		if len(in) == 0 || apirules.IsObject(in) {
+			in = []byte("{}") // as llm marshals an empty one; a checked one needs no second check
 		}
 		return apirules.Block{Type: "tool_use", ID: b.ID, Name: b.Name, Input: in}
 	case llm.ToolResult:

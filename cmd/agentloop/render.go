@@ -1,13 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"strings"
 	"sync"
-	"unicode/utf8"
+	"unicode"
 
 	"github.com/agentloop/agentloop/agent"
 )
@@ -375,33 +375,74 @@ func (r *textRenderer) stopSpin() {
 	}
 }
 
-// compactJSON returns input as one line of compact JSON, cut to n runes.
+// compactJSON returns JSON input as one line of compact JSON, cut to n
+// runes. It reads only as much of input as it shows: a tool input can be
+// megabytes (a written file's), and this line is a glance at it. The agent's
+// inputs are always JSON (llm wraps one that is not in {"INVALID_JSON": …}).
 func compactJSON(input json.RawMessage, n int) string {
-	var buf bytes.Buffer
 	if len(input) == 0 {
 		return "{}"
 	}
-	if err := json.Compact(&buf, input); err != nil {
-		return shorten(string(input), n)
-	}
-	return shorten(buf.String(), n)
+	return shortenRunes(func(yield func(rune) bool) {
+		inString, escaped := false, false
+		for _, r := range string(input) {
+			switch {
+			case escaped:
+				escaped = false
+			case r == '\\':
+				escaped = inString
+			case r == '"':
+				inString = !inString
+			case !inString && unicode.IsSpace(r):
+				continue
+			}
+			if !yield(r) {
+				return
+			}
+		}
+	}, n)
 }
 
 // shorten returns s on one line, its runs of white space collapsed, cut to
 // n runes with an ellipsis.
 func shorten(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	i := 0
-	for j := range s {
-		if i == n-1 {
-			return s[:j] + "…"
+	return shortenRunes(func(yield func(rune) bool) {
+		for _, r := range s {
+			if !yield(r) {
+				return
+			}
 		}
-		i++
+	}, n)
+}
+
+// shortenRunes is shorten of the text that runes yields, reading no more
+// of it than the n runes it shows.
+func shortenRunes(runes iter.Seq[rune], n int) string {
+	var b strings.Builder
+	count, cut, space := 0, 0, false
+	// emit writes r, and reports true instead if the text is longer than n.
+	emit := func(r rune) bool {
+		if count == n-1 {
+			cut = b.Len()
+		}
+		if count == n {
+			return true
+		}
+		b.WriteRune(r)
+		count++
+		return false
 	}
-	return s
+	for r := range runes {
+		if unicode.IsSpace(r) {
+			space = count > 0
+			continue
+		}
+		if space && emit(' ') || emit(r) {
+			return b.String()[:cut] + "…"
+		}
+		space = false
+	}
+	return b.String()
 }
 
 // style colours text for a terminal. The zero style adds nothing.
