@@ -70,7 +70,7 @@ func New(cfg Config) *Client {
 		log:          cfg.Logger,
 		maxAttempts:  cfg.MaxAttempts,
 		idleTimeout:  90 * time.Second,
-		maxRetryWait: time.Minute,
+		maxRetryWait: DefaultMaxRetryWait,
 		sleep:        sleepCtx,
 		now:          time.Now,
 		jitter:       rand.Int64N,
