@@ -287,6 +287,28 @@ func (c *Client) retry(ctx context.Context, committed func() bool, attempt func(
 	}
 }
 
+// Backoff returns the wait before retry number attempt (1 for the first
+// retry) of a request that failed with err. It is the module's one retry
+// schedule: the server's retry-after when it sent one, else 0.5 s doubling
+// to at most 8 s, less up to a quarter of jitter so that many clients do
+// not come back in step. Whether a retry-after is too long to wait for is
+// the caller's decision (see [Config.MaxAttempts]).
+func Backoff(attempt int, err error) time.Duration {
+	return backoff(attempt, err, rand.Int64N)
+}
+
+// backoff is Backoff with the jitter source given, so that tests can pin it.
+func backoff(attempt int, err error, jitter func(n int64) int64) time.Duration {
+	if ae, ok := errors.AsType[*APIError](err); ok && ae.RetryAfter > 0 {
+		return ae.RetryAfter
+	}
+	d := 8 * time.Second
+	if attempt < 5 {
+		d = 500 * time.Millisecond << max(attempt-1, 0) // capped before the shift can overflow
+	}
+	return d - time.Duration(jitter(int64(d/4)))
+}
+
 // sleepCtx waits for d or until ctx is done.
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
