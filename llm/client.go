@@ -19,9 +19,9 @@ import (
 	"github.com/agentloop/agentloop/internal/telemetry" // otel hook
 )
 
-// Config configures a [Client]. The zero value works against the public
-// API without credentials, which suits a local fake server; set APIKey or
-// AuthToken for the real one. This package reads no environment variables.
+// Config configures a [Client]. The zero value works, without credentials,
+// which suits a local fake server. This package reads no environment
+// variables.
 type Config struct {
 	// APIKey authenticates requests. Empty means none.
 	APIKey string
@@ -33,19 +33,18 @@ type Config struct {
 	// anthropic-beta. Nil means none.
 	Header http.Header
 	// HTTPClient sends the requests. Nil means http.DefaultClient. Leave
-	// its Timeout at zero: a turn may stream for many minutes, and a
-	// stream that sends nothing, not even a ping, for 90 seconds is
-	// aborted as stalled.
+	// its Timeout at zero: a turn may stream for many minutes; a stream
+	// silent for 90 seconds, not even a ping, is aborted as stalled.
 	HTTPClient *http.Client
 	// Logger receives a line per retry (Info) and per unknown event type
 	// (Debug). Nil discards everything.
 	Logger *slog.Logger
 	// MaxAttempts is how many times a request is tried, the first time
-	// included. Zero means 3; 1 turns retries off. A server that asks,
-	// with retry-after, for a wait over a minute ends the retries.
+	// included. Zero means 3; 1 turns retries off. A retry-after over a
+	// minute ends the retries.
 	MaxAttempts int
-	// Telemetry says where the spans and metrics of each attempt go.
-	// Default: the global OpenTelemetry providers.
+	// Telemetry says where each attempt's spans and metrics go. Default:
+	// the global OpenTelemetry providers.
 	Telemetry Telemetry // otel hook
 }
 
@@ -115,20 +114,17 @@ func New(cfg Config) *Client {
 	return c
 }
 
-// errStop reports that the consumer stopped ranging over a stream.
-var errStop = errors.New("llm: consumer stopped")
+var errStop = errors.New("llm: consumer stopped") // ranging over a stream
 
 // Stream sends req and returns the model's turn as a stream of events,
 // ending with [MessageStop] or with an error.
 //
-// Transient failures are retried with backoff (see [IsRetryable]) as long
-// as nothing of the turn has been yielded; MessageStart is held back until
-// the first content event for that reason. Once an event has been yielded
-// an error ends the stream, and IsRetryable tells the caller whether the
-// whole turn is worth asking for again.
+// Transient failures (see [IsRetryable]) are retried with backoff as long
+// as nothing has been yielded; MessageStart is held back until the first
+// content event for that reason. After that an error ends the stream, and
+// IsRetryable tells the caller whether to ask for the whole turn again.
 //
-// The stream is single-use: ranging over it a second time yields an error.
-// Stopping the range early closes the connection.
+// The stream is single-use. Stopping the range early closes the connection.
 func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Event, error] {
 	var used atomic.Bool
 	return func(yield func(Event, error) bool) {
@@ -156,10 +152,8 @@ func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Event, error
 
 // streamOnce makes one attempt at a streamed turn.
 func (c *Client) streamOnce(ctx context.Context, body []byte, yielded *bool, yield func(Event, error) bool) error {
-	// The idle timer runs only while this attempt waits for the server:
-	// until the response headers, then during each read of the body.
-	// Time the consumer spends between events is not the server's
-	// silence, and must not abort the stream.
+	// The idle timer runs only while the attempt waits for the server:
+	// time the consumer spends between events is not the server's silence.
 	actx, cancel, idle := c.idleContext(ctx)
 	defer cancel(nil)
 	defer idle.Stop()
@@ -182,17 +176,11 @@ func (c *Client) streamOnce(ctx context.Context, body []byte, yielded *bool, yie
 			pending = ev
 			continue
 		}
-		if pending != nil {
-			*yielded = true
-			if !yield(pending, nil) {
-				return errStop
-			}
-			pending = nil
-		}
 		*yielded = true
-		if !yield(ev, nil) {
+		if pending != nil && !yield(pending, nil) || !yield(ev, nil) {
 			return errStop
 		}
+		pending = nil
 		if _, ok := ev.(MessageStop); ok {
 			return nil
 		}
@@ -219,9 +207,8 @@ func (c *Client) attemptErr(ctx, actx context.Context, err error) error {
 	return err
 }
 
-// idleReader arms the idle timer for the length of each read, so that it
-// fires only when the server has sent nothing for its whole duration.
-// Reads are per buffer fill, not per event, so this costs little.
+// idleReader arms the idle timer for the length of each read. Reads are per
+// buffer fill, not per event, so this costs little.
 type idleReader struct {
 	r io.Reader
 	t *time.Timer
@@ -235,16 +222,14 @@ func (r *idleReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// post sends one request through the SDK and returns the response with its
-// body unread, or the error as this package reports it. The SDK sends a
-// []byte body as it is.
+// post sends one request through the SDK, which sends a []byte body as it
+// is, and returns the response with its body unread.
 func (c *Client) post(ctx context.Context, path string, body []byte) (*http.Response, error) {
 	var resp *http.Response
 	err := c.sdk.Post(ctx, path, body, &resp)
 	if err != nil {
-		// For an error status the SDK has read the body into an error
-		// of its own, and left the bytes on resp.Body: build ours from
-		// them, since the SDK's needs a well-formed body.
+		// The SDK's error needs a well-formed body; it leaves the bytes on
+		// resp.Body, so build ours from them.
 		if resp != nil && resp.StatusCode >= 400 {
 			body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 			resp.Body.Close()
@@ -259,8 +244,7 @@ func (c *Client) post(ctx context.Context, path string, body []byte) (*http.Resp
 }
 
 // retry runs attempt until it succeeds, fails for good, or the attempts
-// run out. committed reports whether anything has reached the caller, after
-// which an error is returned rather than retried.
+// run out. Once committed reports true, an error is returned, not retried.
 func (c *Client) retry(ctx context.Context, committed func() bool, attempt func(context.Context) error) error {
 	for n := 1; ; n++ {
 		err := attempt(ctx)
@@ -322,9 +306,9 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 // CountTokens returns the number of input tokens req would use, by the
-// API's count_tokens endpoint. It retries like Stream, and an attempt whose
-// answer takes longer than 90 seconds fails like a stalled stream.
-// Request.Extra, MaxTokens and Container are not sent.
+// API's count_tokens endpoint. It retries like Stream; an answer that takes
+// over 90 seconds fails like a stalled stream. Request.Extra, MaxTokens and
+// Container are not sent.
 func (c *Client) CountTokens(ctx context.Context, req Request) (int, error) {
 	body, err := requestBody(req, true)
 	if err != nil {

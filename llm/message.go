@@ -217,17 +217,13 @@ type imageSource struct {
 // plain string, which becomes one [Text] block.
 func (m *Message) UnmarshalJSON(data []byte) error {
 	var w struct {
-		Role    Role            `json:"role"`
-		Content json.RawMessage `json:"content"`
+		Role    Role    `json:"role"`
+		Content content `json:"content"`
 	}
 	if err := json.Unmarshal(data, &w); err != nil {
 		return err
 	}
-	blocks, err := unmarshalContent(w.Content)
-	if err != nil {
-		return err
-	}
-	m.Role, m.Content = w.Role, blocks
+	*m = Message{w.Role, w.Content}
 	return nil
 }
 
@@ -235,46 +231,42 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 // a plain string, which becomes one [Text] block.
 func (b *ToolResult) UnmarshalJSON(data []byte) error {
 	var w struct {
-		ToolUseID string          `json:"tool_use_id"`
-		Content   json.RawMessage `json:"content"`
-		IsError   bool            `json:"is_error"`
+		ToolUseID string  `json:"tool_use_id"`
+		Content   content `json:"content"`
+		IsError   bool    `json:"is_error"`
 	}
 	if err := json.Unmarshal(data, &w); err != nil {
 		return err
 	}
-	blocks, err := unmarshalContent(w.Content)
-	if err != nil {
-		return err
-	}
-	*b = ToolResult{ToolUseID: w.ToolUseID, Content: blocks, IsError: w.IsError}
+	*b = ToolResult{w.ToolUseID, w.Content, w.IsError}
 	return nil
 }
 
-func unmarshalContent(data json.RawMessage) ([]Block, error) {
-	data = bytes.TrimSpace(data)
-	if len(data) == 0 || string(data) == "null" {
-		return nil, nil
+// content is the content of a message or a tool result on the wire.
+type content []Block
+
+func (c *content) UnmarshalJSON(data []byte) error {
+	if data = bytes.TrimSpace(data); len(data) == 0 || string(data) == "null" {
+		return nil
 	}
 	if data[0] == '"' {
 		var s string
-		if err := json.Unmarshal(data, &s); err != nil {
-			return nil, err
-		}
-		return []Block{Text{Text: s}}, nil
+		err := json.Unmarshal(data, &s)
+		*c = content{Text{Text: s}}
+		return err
 	}
 	var raws []json.RawMessage
 	if err := json.Unmarshal(data, &raws); err != nil {
-		return nil, fmt.Errorf("llm: content is neither a string nor an array: %w", err)
+		return fmt.Errorf("llm: content is neither a string nor an array: %w", err)
 	}
-	blocks := make([]Block, 0, len(raws))
+	*c = make(content, len(raws))
 	for i, r := range raws {
-		b, err := unmarshalBlock(r)
-		if err != nil {
-			return nil, fmt.Errorf("llm: content block %d: %w", i, err)
+		var err error
+		if (*c)[i], err = unmarshalBlock(r); err != nil {
+			return fmt.Errorf("llm: content block %d: %w", i, err)
 		}
-		blocks = append(blocks, b)
 	}
-	return blocks, nil
+	return nil
 }
 
 // unmarshalBlock decodes one content block from its wire JSON. Types this
