@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -66,7 +67,7 @@ type Client struct {
 // New returns a Client for cfg.
 func New(cfg Config) *Client {
 	c := &Client{
-		log:          cfg.Logger,
+		log:          cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
 		maxAttempts:  cfg.MaxAttempts,
 		idleTimeout:  90 * time.Second,
 		maxRetryWait: DefaultMaxRetryWait,
@@ -74,23 +75,13 @@ func New(cfg Config) *Client {
 		now:          time.Now,
 		jitter:       rand.Int64N,
 	}
-	if c.log == nil {
-		c.log = slog.New(slog.DiscardHandler)
-	}
 	if c.maxAttempts <= 0 {
 		c.maxAttempts = 3
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = http.DefaultClient
-	}
 	// The SDK sends the requests, authenticates and names the API
 	// version. Its retries are off: this package has one policy, below.
-	opts := []option.RequestOption{
-		option.WithoutEnvironmentDefaults(),
-		option.WithHTTPClient(hc),
-		option.WithMaxRetries(0),
-	}
+	opts := []option.RequestOption{option.WithoutEnvironmentDefaults(),
+		option.WithHTTPClient(cmp.Or(cfg.HTTPClient, http.DefaultClient)), option.WithMaxRetries(0)}
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
