@@ -255,7 +255,7 @@ func (c *Client) retry(ctx context.Context, committed func() bool, attempt func(
 		}
 		wait := backoff(n, err, c.jitter)
 		c.log.Info("llm: retrying", "attempt", n+1, "of", c.maxAttempts, "wait", wait, "err", err)
-		retrying(ctx, n+1, wait, err) // otel hook
+		telemetry.Retry(ctx, n+1, wait, ErrorType(err), false) // otel hook
 		if err := c.sleep(ctx, wait); err != nil {
 			return err
 		}

@@ -21,9 +21,8 @@ const (
 )
 
 // A Message is one turn of a conversation: a role and its content blocks.
-//
-// It marshals to and from the Messages API's wire shape, so a history can be
-// sent, saved and loaded without a second set of types.
+// It marshals to and from the API's wire shape, so that a history is sent,
+// saved and loaded without a second set of types.
 type Message struct {
 	Role    Role    `json:"role"`
 	Content []Block `json:"content"`
@@ -62,10 +61,9 @@ type RedactedThinking struct {
 // object; an empty streamed input means {}.
 //
 // Caller says who made the call, as raw JSON: {"type":"direct"} for the
-// model itself, or the code execution tool that made it (programmatic tool
-// calling). ToolsetName names the toolset of a toolset member. Both are kept
-// only so that the block goes back to the API as it came; they are empty
-// when the API sent none.
+// model, or the code execution tool that made it. ToolsetName names the
+// toolset of a toolset member. Both are kept only so that the block goes
+// back as it came; they are empty when the API sent none.
 type ToolUse struct {
 	ID          string          `json:"id"`
 	Name        string          `json:"name"`
@@ -90,11 +88,9 @@ type Image struct {
 	Data      string // base64, standard encoding
 }
 
-// RawBlock is any other block, kept verbatim: server_tool_use,
-// web_search_tool_result and the other server-tool blocks, and block types
-// newer than this package. JSON is the whole block, "type" included, and is
-// sent back to the API as the same JSON value (compacted, as any JSON this
-// package writes).
+// RawBlock is any other block, kept verbatim: the server-tool blocks and
+// types newer than this package. JSON is the whole block, "type" included,
+// and is sent back as the same JSON value, compacted.
 type RawBlock struct {
 	Type string
 	JSON json.RawMessage
@@ -151,8 +147,6 @@ func (b Image) MarshalJSON() ([]byte, error) { return marshal(b) }
 // MarshalJSON writes the block's JSON, checked and compacted.
 func (b RawBlock) MarshalJSON() ([]byte, error) { return marshal(b) }
 
-// marshal writes v with encoding/json/v2 (as github.com/go-json-experiment/
-// json) and the block marshalers.
 func marshal(v any) ([]byte, error) { return json2.Marshal(v, lenient, blockMarshalers) }
 
 // blockMarshalers write each block type in the API's wire shape, "type"
@@ -213,8 +207,8 @@ type imageSource struct {
 	} `json:"source"`
 }
 
-// UnmarshalJSON reads a message in the API's wire shape. Content may be a
-// plain string, which becomes one [Text] block.
+// UnmarshalJSON reads a message in the API's wire shape. A plain string
+// content becomes one [Text] block.
 func (m *Message) UnmarshalJSON(data []byte) error {
 	var w struct {
 		Role    Role    `json:"role"`
@@ -227,8 +221,8 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// UnmarshalJSON reads a tool result in the API's wire shape. Content may be
-// a plain string, which becomes one [Text] block.
+// UnmarshalJSON reads a tool result in the API's wire shape, as
+// [Message.UnmarshalJSON] does.
 func (b *ToolResult) UnmarshalJSON(data []byte) error {
 	var w struct {
 		ToolUseID string  `json:"tool_use_id"`
@@ -269,8 +263,8 @@ func (c *content) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// unmarshalBlock decodes one content block from its wire JSON. Types this
-// package does not model become a [RawBlock] holding the exact input bytes.
+// unmarshalBlock decodes one content block. Types this package does not
+// model become a [RawBlock] holding the exact input bytes.
 func unmarshalBlock(data []byte) (Block, error) {
 	var head struct {
 		Type string `json:"type"`

@@ -52,10 +52,8 @@ type ToolSpec struct {
 
 // ToolChoice constrains which tool the model calls.
 type ToolChoice struct {
-	// Type is "auto", "any", "tool" or "none".
-	Type string
-	// Name is the tool to call when Type is "tool".
-	Name string
+	Type string `json:"type"`           // "auto", "any", "tool" or "none"
+	Name string `json:"name,omitempty"` // the tool to call when Type is "tool"
 }
 
 // ThinkingConfig configures extended thinking.
@@ -76,40 +74,31 @@ type ThinkingConfig struct {
 // build. Only fields the caller set are present: API version 2026-10-21
 // rejects temperature, top_p and top_k.
 type wireRequest struct {
-	Model      string          `json:"model"`
-	MaxTokens  int             `json:"max_tokens,omitzero"`
-	System     []wireSystem    `json:"system,omitempty"`
-	Messages   []Message       `json:"messages"`
-	Tools      []wireTool      `json:"tools,omitempty"`
-	ToolChoice *wireToolChoice `json:"tool_choice,omitempty"`
-	Thinking   *wireThinking   `json:"thinking,omitempty"`
-	Container  string          `json:"container,omitempty"`
-	Stream     bool            `json:"stream,omitzero"`
+	Model      string        `json:"model"`
+	MaxTokens  int           `json:"max_tokens,omitzero"`
+	System     []wireSystem  `json:"system,omitempty"`
+	Messages   []Message     `json:"messages"`
+	Tools      []wireTool    `json:"tools,omitempty"`
+	ToolChoice *ToolChoice   `json:"tool_choice,omitempty"`
+	Thinking   *wireThinking `json:"thinking,omitempty"`
+	Container  string        `json:"container,omitempty"`
+	Stream     bool          `json:"stream,omitzero"`
 }
 
 type wireSystem struct {
-	Type         string        `json:"type"`
-	Text         string        `json:"text"`
-	CacheControl *cacheControl `json:"cache_control,omitempty"`
+	Type         string          `json:"type"`
+	Text         string          `json:"text"`
+	CacheControl json.RawMessage `json:"cache_control,omitempty"`
 }
 
 type wireTool struct {
 	ToolSpec
-	CacheControl *cacheControl `json:"cache_control,omitempty"`
-}
-
-type wireToolChoice struct {
-	Type string `json:"type"`
-	Name string `json:"name,omitempty"`
+	CacheControl json.RawMessage `json:"cache_control,omitempty"`
 }
 
 type wireThinking struct {
 	Type         string `json:"type"`
 	BudgetTokens int    `json:"budget_tokens,omitzero"`
-}
-
-type cacheControl struct {
-	Type string `json:"type"`
 }
 
 // lenient are the options for every JSON this package reads or writes: as
@@ -119,7 +108,7 @@ type cacheControl struct {
 var lenient = json2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 
 // ephemeral is the breakpoint Request.Cache places.
-var ephemeral = &cacheControl{Type: "ephemeral"}
+var ephemeral = json.RawMessage(`{"type":"ephemeral"}`)
 
 // requestBody writes the body of a Messages API call, or with count set
 // of a count_tokens call: the parts of the request that take up context.
@@ -161,7 +150,7 @@ func requestBody(r Request, count bool) ([]byte, error) {
 		}
 	}
 	if tc := r.ToolChoice; tc != nil {
-		w.ToolChoice = &wireToolChoice{Type: cmp.Or(tc.Type, "auto")}
+		w.ToolChoice = &ToolChoice{Type: cmp.Or(tc.Type, "auto")}
 		if tc.Type == "tool" {
 			w.ToolChoice.Name = tc.Name
 		}
