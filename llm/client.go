@@ -143,52 +143,49 @@ func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Event, error
 
 // streamOnce makes one attempt at a streamed turn.
 func (c *Client) streamOnce(ctx context.Context, body []byte, yielded *bool, yield func(Event, error) bool) error {
-	// The idle timer runs only while the attempt waits for the server:
-	// time the consumer spends between events is not the server's silence.
-	actx, cancel, idle := c.idleContext(ctx)
-	defer cancel(nil)
-	defer idle.Stop()
-	resp, err := c.post(actx, "v1/messages", body)
-	if err != nil {
-		return c.attemptErr(ctx, actx, err)
-	}
-	defer resp.Body.Close()
-	idle.Stop()
-	dec := newDecoder(&idleReader{r: resp.Body, t: idle, d: c.idleTimeout}, c.log)
-	dec.header = resp.Header
-
-	var pending Event // a MessageStart not yet yielded
-	for {
-		ev, err := dec.next()
-		if err != nil {
-			return c.attemptErr(ctx, actx, err)
+	return c.exchange(ctx, "v1/messages", body, func(resp *http.Response, idle *time.Timer) error {
+		// From here the idle timer runs only during each read: time the
+		// consumer spends between events is not the server's silence.
+		idle.Stop()
+		dec := newDecoder(&idleReader{r: resp.Body, t: idle, d: c.idleTimeout}, c.log)
+		dec.header = resp.Header
+		var pending Event // a MessageStart not yet yielded
+		for {
+			ev, err := dec.next()
+			if err != nil {
+				return err
+			}
+			if _, ok := ev.(MessageStart); ok && !*yielded {
+				pending = ev
+				continue
+			}
+			*yielded = true
+			if pending != nil && !yield(pending, nil) || !yield(ev, nil) {
+				return errStop
+			}
+			pending = nil
+			if _, ok := ev.(MessageStop); ok {
+				return nil
+			}
 		}
-		if _, ok := ev.(MessageStart); ok && !*yielded {
-			pending = ev
-			continue
-		}
-		*yielded = true
-		if pending != nil && !yield(pending, nil) || !yield(ev, nil) {
-			return errStop
-		}
-		pending = nil
-		if _, ok := ev.(MessageStop); ok {
-			return nil
-		}
-	}
+	})
 }
 
-// idleContext returns the context of one attempt, which the returned timer
-// cancels with errIdleTimeout when it fires. The caller must call cancel
-// and stop the timer.
-func (c *Client) idleContext(ctx context.Context) (context.Context, context.CancelCauseFunc, *time.Timer) {
+// exchange posts body to path and gives the response to read, while an idle
+// timer cancels the attempt if the server sends nothing for idleTimeout. Its
+// error names the real cause: the caller's context, or the idle timer.
+func (c *Client) exchange(ctx context.Context, path string, body []byte, read func(*http.Response, *time.Timer) error) error {
 	actx, cancel := context.WithCancelCause(ctx)
-	return actx, cancel, time.AfterFunc(c.idleTimeout, func() { cancel(errIdleTimeout) })
-}
-
-// attemptErr names the real cause of an attempt's failure: the caller's
-// context, or the idle timer that cancelled the attempt.
-func (c *Client) attemptErr(ctx, actx context.Context, err error) error {
+	defer cancel(nil)
+	idle := time.AfterFunc(c.idleTimeout, func() { cancel(errIdleTimeout) })
+	defer idle.Stop()
+	resp, err := c.post(actx, path, body)
+	if err == nil {
+		defer resp.Body.Close()
+		if err = read(resp, idle); err == nil || err == errStop {
+			return err
+		}
+	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -308,29 +305,20 @@ func (c *Client) CountTokens(ctx context.Context, req Request) (int, error) {
 	var n int
 	err = c.retry(ctx, func() bool { return false }, func(ctx context.Context) error {
 		// The answer is small, so the timer covers the whole exchange.
-		actx, cancel, idle := c.idleContext(ctx)
-		defer cancel(nil)
-		defer idle.Stop()
-		resp, err := c.post(actx, "v1/messages/count_tokens", body)
-		if err != nil {
-			return c.attemptErr(ctx, actx, err)
-		}
-		defer resp.Body.Close()
-		answer, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		if err != nil {
-			if actx.Err() != nil {
-				return c.attemptErr(ctx, actx, err)
+		return c.exchange(ctx, "v1/messages/count_tokens", body, func(resp *http.Response, _ *time.Timer) error {
+			answer, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+			if err != nil {
+				return fmt.Errorf("%w: reading count_tokens response: %w", errConnection, err)
 			}
-			return fmt.Errorf("%w: reading count_tokens response: %w", errConnection, err)
-		}
-		var w struct {
-			InputTokens *int `json:"input_tokens"`
-		}
-		if err := json.Unmarshal(answer, &w); err != nil || w.InputTokens == nil {
-			return malformed("count_tokens response", answer, err)
-		}
-		n = *w.InputTokens
-		return nil
+			var w struct {
+				InputTokens *int `json:"input_tokens"`
+			}
+			if err := json.Unmarshal(answer, &w); err != nil || w.InputTokens == nil {
+				return malformed("count_tokens response", answer, err)
+			}
+			n = *w.InputTokens
+			return nil
+		})
 	})
 	return n, err
 }
