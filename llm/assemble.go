@@ -255,18 +255,12 @@ func toolInput(start json.RawMessage, frags []byte) json.RawMessage {
 // InvalidInput reports whether an [Assembler] marked the input of tu as not
 // valid JSON, and returns the raw text the model sent.
 func InvalidInput(tu ToolUse) (string, bool) {
-	if !bytes.Contains(tu.Input, []byte(`"INVALID_JSON"`)) {
+	var m map[string]string // the mark is the only field, a string
+	if !bytes.Contains(tu.Input, []byte(`"INVALID_JSON"`)) || json.Unmarshal(tu.Input, &m) != nil || len(m) != 1 {
 		return "", false
 	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(tu.Input, &m) != nil || len(m) != 1 {
-		return "", false
-	}
-	var s string
-	if json.Unmarshal(m["INVALID_JSON"], &s) != nil {
-		return "", false
-	}
-	return s, true
+	s, ok := m["INVALID_JSON"]
+	return s, ok
 }
 
 // maxMergedFields bounds the fields unknown deltas may set on one block, so
