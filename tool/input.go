@@ -28,9 +28,8 @@ func prepare(t *Tool, input json.RawMessage) (json.RawMessage, error) {
 	if len(bytes.TrimSpace(input)) == 0 {
 		input = json.RawMessage("{}") // an empty streamed input means {}
 	}
-	// json/v2 parses in one pass, where encoding/json scans first: half
-	// the time for a 5 MiB input. Its rare failures are retold by
-	// encoding/json, whose wording the model is used to.
+	// json/v2 parses in one pass, where encoding/json scans first: half the
+	// time for a 5 MiB input. encoding/json words the rare failures.
 	var v any
 	if json2.Unmarshal(input, &v, lenient) != nil {
 		var te *json.UnmarshalTypeError
@@ -50,8 +49,7 @@ func prepare(t *Tool, input json.RawMessage) (json.RawMessage, error) {
 	}
 	var verr *jsv.ValidationError
 	if err := t.schema.Validate(v); errors.As(err, &verr) {
-		ps := slices.Sorted(slices.Values(problems(v, verr, nil)))
-		ps = slices.Compact(ps)
+		ps := slices.Compact(slices.Sorted(slices.Values(problems(v, verr, nil))))
 		msg := ps[0]
 		if len(ps) > 1 {
 			msg = fmt.Sprintf("%d problems:\n- %s", len(ps), strings.Join(ps, "\n- "))
@@ -61,8 +59,7 @@ func prepare(t *Tool, input json.RawMessage) (json.RawMessage, error) {
 	return input, nil
 }
 
-// lenient reads JSON as encoding/json does: the last of duplicate names
-// wins, and invalid UTF-8 becomes U+FFFD.
+// lenient reads JSON as encoding/json does (duplicate names, invalid UTF-8).
 var lenient = json2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 
 // printer words the validator's messages.
@@ -116,8 +113,8 @@ func fieldPath(v any, loc []string) string {
 	return b.String()
 }
 
-// fields names the properties names of the object at path at: field "a",
-// or fields "at.a", "at.b".
+// fields names properties of the object at path at: field "a", or fields
+// "at.a", "at.b".
 func fields(at string, names []string) string {
 	names = slices.Sorted(slices.Values(names))
 	for i, n := range names {
