@@ -65,8 +65,7 @@ func (s *sseReader) next() (name, data []byte, err error) {
 			}
 			s.data, seen = append(append(s.data, value...), '\n'), true
 		}
-		// Comments (an empty field), id, retry and other fields mean
-		// nothing to this API.
+		// Comments, id, retry and other fields mean nothing to this API.
 	}
 }
 
@@ -163,8 +162,7 @@ type wireDelta struct {
 }
 
 // wireContainer is a container object. Its expiry is not kept: the API
-// renews it with every use, and a request naming an expired container
-// gets a clear error.
+// renews it with every use.
 type wireContainer struct {
 	ID string `json:"id"`
 }
@@ -326,8 +324,7 @@ type wireBlock struct {
 }
 
 // startEvents queues the events that open the block raw at index: its
-// start, then deltas for any text the start already carries, so that a
-// consumer needs no special case for it.
+// start, then deltas for any text the start already carries.
 func (d *decoder) startEvents(index int, raw jsontext.Value) error {
 	d.block = wireBlock{} // reused only to save an allocation per start
 	b := &d.block

@@ -80,16 +80,13 @@ func LookupModel(model string) (info ModelInfo, ok bool) {
 	return info, ok
 }
 
-// A Model streams one model turn. [*Client] satisfies it; a fake for tests
-// is a [ModelFunc] that yields scripted events. It is defined here, once,
-// because every layer above llm (the loop, compaction's summary call)
-// needs the same thing.
+// A Model streams one model turn. [*Client] satisfies it, and so does a
+// [ModelFunc] that yields scripted events. Every layer above uses this one.
 type Model interface {
 	Stream(ctx context.Context, req Request) iter.Seq2[Event, error]
 }
 
-// ModelFunc adapts a function to the [Model] interface, which keeps a
-// middleware or a test fake a few lines long.
+// ModelFunc adapts a function, such as a middleware or a fake, to [Model].
 type ModelFunc func(ctx context.Context, req Request) iter.Seq2[Event, error]
 
 // Stream calls f(ctx, req).
