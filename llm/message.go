@@ -290,14 +290,12 @@ func unmarshalBlock(data []byte) (Block, error) {
 		if err := json.Unmarshal(data, &w); err != nil {
 			return nil, err
 		}
-		if w.Source.Type != "base64" {
-			// URL and file sources are kept verbatim rather than lost.
-			return RawBlock{Type: head.Type, JSON: bytes.Clone(data)}, nil
+		if w.Source.Type == "base64" {
+			return Image{MediaType: w.Source.MediaType, Data: w.Source.Data}, nil
 		}
-		return Image{MediaType: w.Source.MediaType, Data: w.Source.Data}, nil
-	default:
-		return RawBlock{Type: head.Type, JSON: bytes.Clone(data)}, nil
+		// URL and file sources are kept verbatim, as other types are.
 	}
+	return RawBlock{Type: head.Type, JSON: bytes.Clone(data)}, nil
 }
 
 // decodeAs unmarshals data into a block of type B.
