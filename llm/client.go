@@ -259,12 +259,11 @@ func (c *Client) retry(ctx context.Context, committed func() bool, attempt func(
 	}
 }
 
-// Backoff returns the wait before retry number attempt (1 for the first
-// retry) of a request that failed with err. It is the module's one retry
-// schedule: the server's retry-after when it sent one, else 0.5 s doubling
-// to at most 8 s, less up to a quarter of jitter so that many clients do
-// not come back in step. Whether a retry-after is too long to wait for is
-// the caller's decision (see [Config.MaxAttempts]).
+// Backoff returns the wait before retry number attempt (1 for the first)
+// of a request that failed with err: the module's one schedule. It is the
+// server's retry-after, else 0.5 s doubling to 8 s, less up to a quarter
+// of jitter so that clients do not come back in step. Whether a
+// retry-after is too long to wait for is the caller's decision.
 func Backoff(attempt int, err error) time.Duration {
 	return backoff(attempt, err, rand.Int64N)
 }

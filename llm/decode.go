@@ -101,13 +101,11 @@ func (s *sseReader) line() ([]byte, error) {
 
 // decoder turns the server-sent events of one response into [Event]s.
 //
-// Like the official SDKs it dispatches on the SSE event name; an event
-// without one (seen only behind proxies) is dispatched on its data's
-// "type". The data is decoded into the reused wire structs below by
-// go-json-experiment/json, which becomes encoding/json/v2: in one pass,
-// where encoding/json validates first, which made a delta 2–4× slower at
-// 9 allocations instead of 2. What is kept raw is a jsontext.Value, which
-// Unmarshal has checked along with the rest.
+// Like the official SDKs it dispatches on the SSE event name, or on the
+// data's "type" when a proxy dropped it. The data is decoded into reused
+// wire structs by go-json-experiment/json in one pass (encoding/json
+// validates first: 2–4× slower a delta, at 9 allocations instead of 2).
+// What is kept raw is a jsontext.Value, checked along with the rest.
 type decoder struct {
 	sse    sseReader
 	log    *slog.Logger

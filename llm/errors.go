@@ -59,10 +59,9 @@ type APIError struct {
 	retryable bool   // sending the same request again may succeed; see IsRetryable
 }
 
-// Error returns the HTTP status if there was one, then the type, the
-// message, the error code if any and the request id, for example
-// "llm: overloaded_error: Overloaded (request req_…)" for an error event
-// mid-stream, or "llm: 529 overloaded_error: Overloaded (request req_…)".
+// Error returns the HTTP status if any, the type, the message, the error
+// code if any and the request id: "llm: 529 overloaded_error: Overloaded
+// (request req_…)", without the 529 for an error event mid-stream.
 func (e *APIError) Error() string {
 	s := "llm: " + e.Type
 	if e.StatusCode != 0 {
@@ -91,10 +90,8 @@ func (e *APIError) Is(target error) bool {
 // IsRetryable reports whether err is a transient failure worth sending the
 // same request again for: a retryable [*APIError] (overloaded, rate
 // limited, a server error), [ErrIncompleteStream], a stalled stream or a
-// failed connection. A cancelled context is not.
-//
-// [Client.Stream] retries such errors itself until it has yielded an event;
-// after that it returns them, and the caller decides.
+// failed connection; not a cancelled context. [Client.Stream] retries them
+// itself until it has yielded an event; after that the caller decides.
 func IsRetryable(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false

@@ -66,13 +66,11 @@ type ThinkingConfig struct {
 	Adaptive bool
 }
 
-// wireRequest is the body of a Messages API call, and of count_tokens,
-// which takes all but MaxTokens, Container and Stream. It is written here
-// rather than through the SDK's MessageNewParams: those copy a message's
-// JSON four times and validate it twice on the way to the wire, which for
-// a 5 MiB tool input sent back was most of the time a request took to
-// build. Only fields the caller set are present: API version 2026-10-21
-// rejects temperature, top_p and top_k.
+// wireRequest is the body of a Messages API call, and of count_tokens
+// (without MaxTokens, Container and Stream). The SDK's MessageNewParams
+// copy a message's JSON four times and validate it twice, most of the time
+// a request echoing a 5 MiB tool input took. Only fields the caller set are
+// present: API version 2026-10-21 rejects temperature, top_p and top_k.
 type wireRequest struct {
 	Model      string        `json:"model"`
 	MaxTokens  int           `json:"max_tokens,omitzero"`
@@ -101,10 +99,9 @@ type wireThinking struct {
 	BudgetTokens int    `json:"budget_tokens,omitzero"`
 }
 
-// lenient are the options for every JSON this package reads or writes: as
-// encoding/json does, it accepts duplicate names, and replaces invalid
-// UTF-8 in a string (a tool's result read from a binary file, half of a
-// surrogate pair in a delta) by U+FFFD rather than failing the turn.
+// lenient are the options for all JSON here: as encoding/json does, it
+// accepts duplicate names, and replaces invalid UTF-8 (a binary file's
+// text, half a surrogate pair in a delta) by U+FFFD rather than failing.
 var lenient = json2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 
 // ephemeral is the breakpoint Request.Cache places.
