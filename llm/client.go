@@ -174,7 +174,8 @@ func (c *Client) streamOnce(ctx context.Context, body []byte, yielded *bool, yie
 // exchange posts body to path and gives the response to read, while an idle
 // timer cancels the attempt if the server sends nothing for idleTimeout. Its
 // error names the real cause: the caller's context, or the idle timer.
-func (c *Client) exchange(ctx context.Context, path string, body []byte, read func(*http.Response, *time.Timer) error) error {
+func (c *Client) exchange(ctx context.Context, path string, body []byte,
+	read func(*http.Response, *time.Timer) error) error {
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	idle := time.AfterFunc(c.idleTimeout, func() { cancel(errIdleTimeout) })
