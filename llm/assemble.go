@@ -12,31 +12,24 @@ import (
 )
 
 // An Assembler builds the assistant [Message] of one turn from its events,
-// in time linear in the stream's length.
+// in time linear in the stream's length. The zero value is ready to use.
 //
-// Feed it every event of a stream with Add. Add returns each block the
-// moment its BlockStop completes it, so that a tool call can start while
-// the model is still writing the rest of the turn. A block whose BlockStop
-// never arrived (a tool call cut off by max_tokens, or by an error) is
-// never returned by Add or Message: it is reported by Incomplete instead,
-// and must not be run.
+// Add returns each block the moment its BlockStop completes it, so that a
+// tool call can start while the model still writes. A block whose
+// BlockStop never arrived (cut off by max_tokens or an error) is reported
+// only by Incomplete, and must not be run.
 //
-// Tool input is assembled by the rules the API documents: the fragments
-// are concatenated raw and parsed only at BlockStop; an input that is
-// empty is {}; a start that carries a complete input and gets no
-// fragments keeps it. An input that is not a JSON object is wrapped as
-// {"INVALID_JSON": "<the raw text>"}, the shape the API's documentation
-// suggests, so that the block can still be sent back; [InvalidInput]
-// recognises it, and the caller should answer it with an error result.
+// Tool input follows the API's rules: fragments are concatenated and
+// parsed at BlockStop; an empty input is {}; a start's complete input
+// stands when no fragments come. An input that is not a JSON object is
+// wrapped as {"INVALID_JSON": "<the raw text>"}, as the API's docs
+// suggest, so that the block can still be sent back; [InvalidInput]
+// recognises it, and the call should get an error result.
 //
-// Empty text blocks are dropped, since the API rejects them when they are
-// sent back. Redacted thinking becomes [RedactedThinking]. Blocks of
-// other types (server tool calls and results, types newer than this
-// package) become [RawBlock]s holding their JSON, with any streamed input
-// or unknown deltas merged in.
-//
-// A second MessageStart (a proxy that spliced two responses) starts the
-// message over. The zero value is ready to use.
+// Empty text blocks are dropped, since the API rejects them. Blocks of
+// other types become [RawBlock]s, with any streamed input or unknown
+// deltas merged in. A second MessageStart (a proxy spliced two responses)
+// starts the message over.
 type Assembler struct {
 	container string
 	stop      StopReason
@@ -49,16 +42,14 @@ type Assembler struct {
 
 // partial is a block being assembled.
 type partial struct {
-	index int
-	kind  string // "text", "thinking", "tool_use" or "raw"
-	done  bool
-	block Block // when done; nil for a dropped empty text block
-
-	buf       []byte // text, thinking, or tool input fragments
-	sig       []byte
+	index     int
+	kind      string // "text", "thinking", "tool_use" or "raw"
+	done      bool
+	block     Block  // when done; nil for a dropped empty text block
+	buf, sig  []byte // text, thinking or input fragments; a signature
 	citations []json.RawMessage
-	tool      ToolUseStart    // a tool_use block's start
-	raw       json.RawMessage // a raw block's JSON
+	tool      ToolUseStart // a tool_use block's start
+	raw       json.RawMessage
 	rawType   string
 	hasInput  bool                 // a raw block got input fragments
 	merges    map[string]*rawMerge // a raw block's unknown deltas, by field
@@ -73,8 +64,7 @@ type rawMerge struct {
 
 // Add applies ev. When ev is the BlockStop that completes a block, Add
 // returns that block and true. It ignores events that do not fit, such as
-// a delta for a block that never started, as the stream's own decoder
-// already reported anything malformed.
+// a delta for a block that never started.
 func (a *Assembler) Add(ev Event) (Block, bool) {
 	switch ev := ev.(type) {
 	case MessageStart:
@@ -156,8 +146,7 @@ func (a *Assembler) start(index int, kind string) *partial {
 	return p
 }
 
-// open returns the still-open block at index if it is of kind (any kind
-// when kind is empty).
+// open returns the open block at index if it is of kind (or any, for "").
 func (a *Assembler) open(index int, kind string) *partial {
 	p := a.last
 	if p == nil || p.index != index {
@@ -170,8 +159,7 @@ func (a *Assembler) open(index int, kind string) *partial {
 	return p
 }
 
-// finish builds the block from what arrived. It returns nil for an empty
-// text block.
+// finish builds the block from what arrived; nil for an empty text block.
 func (p *partial) finish() Block {
 	switch p.kind {
 	case "text":
@@ -190,8 +178,7 @@ func (p *partial) finish() Block {
 			raw = p.rebuild()
 		}
 		if p.rawType == "redacted_thinking" {
-			// The same type unmarshalBlock gives, so that a streamed turn
-			// and a reloaded one switch alike.
+			// As unmarshalBlock gives it: a reloaded turn switches alike.
 			var b RedactedThinking
 			if json.Unmarshal(raw, &b) == nil {
 				return b
@@ -205,9 +192,8 @@ func (p *partial) finish() Block {
 // fields of its unknown deltas set.
 func (p *partial) rebuild() json.RawMessage {
 	if placeholder := []byte(`"input":{}}`); p.hasInput && p.merges == nil && bytes.HasSuffix(p.raw, placeholder) {
-		// The API's own shape, the empty input last: splice, every
-		// other byte as it came, for a few allocations where the general
-		// path below costs some twenty.
+		// The API's own shape, the empty input last: a splice costs a few
+		// allocations where the general path costs some twenty.
 		return slices.Concat(p.raw[:len(p.raw)-3], toolInput(nil, p.buf), []byte("}"))
 	}
 	var fields map[string]jsontext.Value
@@ -238,8 +224,8 @@ func (p *partial) rebuild() json.RawMessage {
 }
 
 // grow appends s to b, at least doubling b's capacity when it must grow:
-// append grows a large slice by a quarter at a time, which for a 5 MiB
-// tool input arriving in 512-byte fragments allocated 25 MiB in all.
+// append grows a large slice by a quarter, which for a 5 MiB tool input
+// in 512-byte fragments allocated 25 MiB in all.
 func grow(b []byte, s string) []byte {
 	if cap(b)-len(b) < len(s) {
 		b = slices.Grow(b, max(len(s), len(b)))
@@ -266,27 +252,19 @@ func toolInput(start json.RawMessage, frags []byte) json.RawMessage {
 	return out
 }
 
-// InvalidInput reports whether the input of tu is not valid JSON, as an
-// [Assembler] marks it, and returns the raw text the model sent. Answer
-// such a call with an error result rather than running it.
+// InvalidInput reports whether an [Assembler] marked the input of tu as not
+// valid JSON, and returns the raw text the model sent.
 func InvalidInput(tu ToolUse) (string, bool) {
-	if !bytes.Contains(tu.Input, []byte(`"INVALID_JSON"`)) {
+	var m map[string]string // the mark is the only field, a string
+	if !bytes.Contains(tu.Input, []byte(`"INVALID_JSON"`)) || json.Unmarshal(tu.Input, &m) != nil || len(m) != 1 {
 		return "", false
 	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(tu.Input, &m) != nil || len(m) != 1 {
-		return "", false
-	}
-	var s string
-	if json.Unmarshal(m["INVALID_JSON"], &s) != nil {
-		return "", false
-	}
-	return s, true
+	s, ok := m["INVALID_JSON"]
+	return s, ok
 }
 
-// maxMergedFields bounds the distinct fields unknown deltas may set on one
-// block, so that a hostile stream cannot make finish quadratic. Real
-// deltas carry one or two.
+// maxMergedFields bounds the fields unknown deltas may set on one block, so
+// that a hostile stream cannot make finish quadratic.
 const maxMergedFields = 32
 
 // merge records the fields of an unknown delta on a raw block: strings are
@@ -327,9 +305,8 @@ func (a *Assembler) Message() Message {
 	return m
 }
 
-// Incomplete returns, in index order, the blocks that started but never
-// got their BlockStop, with whatever arrived of them. A tool call among
-// them was cut off and must not be run.
+// Incomplete returns, in index order, the blocks that never got their
+// BlockStop, with what arrived of them. A tool call among them must not run.
 func (a *Assembler) Incomplete() []Block {
 	var out []Block
 	for _, p := range a.sorted() {
@@ -349,8 +326,7 @@ func (a *Assembler) sorted() []*partial {
 }
 
 // Container returns the id of the code execution container the turn used,
-// the latest that MessageStart or MessageDelta reported, or "" if none.
-// Send it as the next [Request].Container.
+// or "". Send it as the next [Request].Container.
 func (a *Assembler) Container() string { return a.container }
 
 // StopReason returns the stop reason, or "" if none arrived.

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,9 +20,9 @@ import (
 	"github.com/agentloop/agentloop/internal/telemetry" // otel hook
 )
 
-// Config configures a [Client]. The zero value works against the public
-// API without credentials, which suits a local fake server; set APIKey or
-// AuthToken for the real one. This package reads no environment variables.
+// Config configures a [Client]. The zero value works, without credentials,
+// which suits a local fake server. This package reads no environment
+// variables.
 type Config struct {
 	// APIKey authenticates requests. Empty means none.
 	APIKey string
@@ -33,19 +34,18 @@ type Config struct {
 	// anthropic-beta. Nil means none.
 	Header http.Header
 	// HTTPClient sends the requests. Nil means http.DefaultClient. Leave
-	// its Timeout at zero: a turn may stream for many minutes, and a
-	// stream that sends nothing, not even a ping, for 90 seconds is
-	// aborted as stalled.
+	// its Timeout at zero: a turn may stream for many minutes; a stream
+	// silent for 90 seconds, not even a ping, is aborted as stalled.
 	HTTPClient *http.Client
 	// Logger receives a line per retry (Info) and per unknown event type
 	// (Debug). Nil discards everything.
 	Logger *slog.Logger
 	// MaxAttempts is how many times a request is tried, the first time
-	// included. Zero means 3; 1 turns retries off. A server that asks,
-	// with retry-after, for a wait over a minute ends the retries.
+	// included. Zero means 3; 1 turns retries off. A retry-after over a
+	// minute ends the retries.
 	MaxAttempts int
-	// Telemetry says where the spans and metrics of each attempt go.
-	// Default: the global OpenTelemetry providers.
+	// Telemetry says where each attempt's spans and metrics go. Default:
+	// the global OpenTelemetry providers.
 	Telemetry Telemetry // otel hook
 }
 
@@ -67,31 +67,21 @@ type Client struct {
 // New returns a Client for cfg.
 func New(cfg Config) *Client {
 	c := &Client{
-		log:          cfg.Logger,
+		log:          cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
 		maxAttempts:  cfg.MaxAttempts,
 		idleTimeout:  90 * time.Second,
-		maxRetryWait: time.Minute,
+		maxRetryWait: DefaultMaxRetryWait,
 		sleep:        sleepCtx,
 		now:          time.Now,
 		jitter:       rand.Int64N,
 	}
-	if c.log == nil {
-		c.log = slog.New(slog.DiscardHandler)
-	}
 	if c.maxAttempts <= 0 {
 		c.maxAttempts = 3
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = http.DefaultClient
-	}
 	// The SDK sends the requests, authenticates and names the API
 	// version. Its retries are off: this package has one policy, below.
-	opts := []option.RequestOption{
-		option.WithoutEnvironmentDefaults(),
-		option.WithHTTPClient(hc),
-		option.WithMaxRetries(0),
-	}
+	opts := []option.RequestOption{option.WithoutEnvironmentDefaults(),
+		option.WithHTTPClient(cmp.Or(cfg.HTTPClient, http.DefaultClient)), option.WithMaxRetries(0)}
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
@@ -115,20 +105,17 @@ func New(cfg Config) *Client {
 	return c
 }
 
-// errStop reports that the consumer stopped ranging over a stream.
-var errStop = errors.New("llm: consumer stopped")
+var errStop = errors.New("llm: consumer stopped") // ranging over a stream
 
 // Stream sends req and returns the model's turn as a stream of events,
 // ending with [MessageStop] or with an error.
 //
-// Transient failures are retried with backoff (see [IsRetryable]) as long
-// as nothing of the turn has been yielded; MessageStart is held back until
-// the first content event for that reason. Once an event has been yielded
-// an error ends the stream, and IsRetryable tells the caller whether the
-// whole turn is worth asking for again.
+// Transient failures (see [IsRetryable]) are retried with backoff as long
+// as nothing has been yielded; MessageStart is held back until the first
+// content event for that reason. After that an error ends the stream, and
+// IsRetryable tells the caller whether to ask for the whole turn again.
 //
-// The stream is single-use: ranging over it a second time yields an error.
-// Stopping the range early closes the connection.
+// The stream is single-use. Stopping the range early closes the connection.
 func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Event, error] {
 	var used atomic.Bool
 	return func(yield func(Event, error) bool) {
@@ -156,60 +143,50 @@ func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Event, error
 
 // streamOnce makes one attempt at a streamed turn.
 func (c *Client) streamOnce(ctx context.Context, body []byte, yielded *bool, yield func(Event, error) bool) error {
-	// The idle timer runs only while this attempt waits for the server:
-	// until the response headers, then during each read of the body.
-	// Time the consumer spends between events is not the server's
-	// silence, and must not abort the stream.
-	actx, cancel, idle := c.idleContext(ctx)
-	defer cancel(nil)
-	defer idle.Stop()
-	resp, err := c.post(actx, "v1/messages", body)
-	if err != nil {
-		return c.attemptErr(ctx, actx, err)
-	}
-	defer resp.Body.Close()
-	idle.Stop()
-	dec := newDecoder(&idleReader{r: resp.Body, t: idle, d: c.idleTimeout}, c.log)
-	dec.header = resp.Header
-
-	var pending Event // a MessageStart not yet yielded
-	for {
-		ev, err := dec.next()
-		if err != nil {
-			return c.attemptErr(ctx, actx, err)
-		}
-		if _, ok := ev.(MessageStart); ok && !*yielded {
-			pending = ev
-			continue
-		}
-		if pending != nil {
+	return c.exchange(ctx, "v1/messages", body, func(resp *http.Response, idle *time.Timer) error {
+		// From here the idle timer runs only during each read: time the
+		// consumer spends between events is not the server's silence.
+		idle.Stop()
+		dec := newDecoder(&idleReader{r: resp.Body, t: idle, d: c.idleTimeout}, c.log)
+		dec.header = resp.Header
+		var pending Event // a MessageStart not yet yielded
+		for {
+			ev, err := dec.next()
+			if err != nil {
+				return err
+			}
+			if _, ok := ev.(MessageStart); ok && !*yielded {
+				pending = ev
+				continue
+			}
 			*yielded = true
-			if !yield(pending, nil) {
+			if pending != nil && !yield(pending, nil) || !yield(ev, nil) {
 				return errStop
 			}
 			pending = nil
+			if _, ok := ev.(MessageStop); ok {
+				return nil
+			}
 		}
-		*yielded = true
-		if !yield(ev, nil) {
-			return errStop
-		}
-		if _, ok := ev.(MessageStop); ok {
-			return nil
+	})
+}
+
+// exchange posts body to path and gives the response to read, while an idle
+// timer cancels the attempt if the server sends nothing for idleTimeout. Its
+// error names the real cause: the caller's context, or the idle timer.
+func (c *Client) exchange(ctx context.Context, path string, body []byte,
+	read func(*http.Response, *time.Timer) error) error {
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	idle := time.AfterFunc(c.idleTimeout, func() { cancel(errIdleTimeout) })
+	defer idle.Stop()
+	resp, err := c.post(actx, path, body)
+	if err == nil {
+		defer resp.Body.Close()
+		if err = read(resp, idle); err == nil || err == errStop {
+			return err
 		}
 	}
-}
-
-// idleContext returns the context of one attempt, which the returned timer
-// cancels with errIdleTimeout when it fires. The caller must call cancel
-// and stop the timer.
-func (c *Client) idleContext(ctx context.Context) (context.Context, context.CancelCauseFunc, *time.Timer) {
-	actx, cancel := context.WithCancelCause(ctx)
-	return actx, cancel, time.AfterFunc(c.idleTimeout, func() { cancel(errIdleTimeout) })
-}
-
-// attemptErr names the real cause of an attempt's failure: the caller's
-// context, or the idle timer that cancelled the attempt.
-func (c *Client) attemptErr(ctx, actx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -219,9 +196,8 @@ func (c *Client) attemptErr(ctx, actx context.Context, err error) error {
 	return err
 }
 
-// idleReader arms the idle timer for the length of each read, so that it
-// fires only when the server has sent nothing for its whole duration.
-// Reads are per buffer fill, not per event, so this costs little.
+// idleReader arms the idle timer for the length of each read. Reads are per
+// buffer fill, not per event, so this costs little.
 type idleReader struct {
 	r io.Reader
 	t *time.Timer
@@ -235,16 +211,14 @@ func (r *idleReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// post sends one request through the SDK and returns the response with its
-// body unread, or the error as this package reports it. The SDK sends a
-// []byte body as it is.
+// post sends one request through the SDK, which sends a []byte body as it
+// is, and returns the response with its body unread.
 func (c *Client) post(ctx context.Context, path string, body []byte) (*http.Response, error) {
 	var resp *http.Response
 	err := c.sdk.Post(ctx, path, body, &resp)
 	if err != nil {
-		// For an error status the SDK has read the body into an error
-		// of its own, and left the bytes on resp.Body: build ours from
-		// them, since the SDK's needs a well-formed body.
+		// The SDK's error needs a well-formed body; it leaves the bytes on
+		// resp.Body, so build ours from them.
 		if resp != nil && resp.StatusCode >= 400 {
 			body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 			resp.Body.Close()
@@ -259,8 +233,7 @@ func (c *Client) post(ctx context.Context, path string, body []byte) (*http.Resp
 }
 
 // retry runs attempt until it succeeds, fails for good, or the attempts
-// run out. committed reports whether anything has reached the caller, after
-// which an error is returned rather than retried.
+// run out. Once committed reports true, an error is returned, not retried.
 func (c *Client) retry(ctx context.Context, committed func() bool, attempt func(context.Context) error) error {
 	for n := 1; ; n++ {
 		err := attempt(ctx)
@@ -280,11 +253,32 @@ func (c *Client) retry(ctx context.Context, committed func() bool, attempt func(
 		}
 		wait := backoff(n, err, c.jitter)
 		c.log.Info("llm: retrying", "attempt", n+1, "of", c.maxAttempts, "wait", wait, "err", err)
-		retrying(ctx, n+1, wait, err) // otel hook
+		telemetry.Retry(ctx, n+1, wait, ErrorType(err), false) // otel hook
 		if err := c.sleep(ctx, wait); err != nil {
 			return err
 		}
 	}
+}
+
+// Backoff returns the wait before retry number attempt (1 for the first)
+// of a request that failed with err: the module's one schedule. It is the
+// server's retry-after, else 0.5 s doubling to 8 s, less up to a quarter
+// of jitter so that clients do not come back in step. Whether a
+// retry-after is too long to wait for is the caller's decision.
+func Backoff(attempt int, err error) time.Duration {
+	return backoff(attempt, err, rand.Int64N)
+}
+
+// backoff is Backoff with the jitter source given, so that tests can pin it.
+func backoff(attempt int, err error, jitter func(n int64) int64) time.Duration {
+	if ae, ok := errors.AsType[*APIError](err); ok && ae.RetryAfter > 0 {
+		return ae.RetryAfter
+	}
+	d := 8 * time.Second
+	if attempt < 5 {
+		d = 500 * time.Millisecond << max(attempt-1, 0) // capped before the shift can overflow
+	}
+	return d - time.Duration(jitter(int64(d/4)))
 }
 
 // sleepCtx waits for d or until ctx is done.
@@ -300,9 +294,9 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 // CountTokens returns the number of input tokens req would use, by the
-// API's count_tokens endpoint. It retries like Stream, and an attempt whose
-// answer takes longer than 90 seconds fails like a stalled stream.
-// Request.Extra, MaxTokens and Container are not sent.
+// API's count_tokens endpoint. It retries like Stream; an answer that takes
+// over 90 seconds fails like a stalled stream. Request.Extra, MaxTokens and
+// Container are not sent.
 func (c *Client) CountTokens(ctx context.Context, req Request) (int, error) {
 	body, err := requestBody(req, true)
 	if err != nil {
@@ -311,29 +305,20 @@ func (c *Client) CountTokens(ctx context.Context, req Request) (int, error) {
 	var n int
 	err = c.retry(ctx, func() bool { return false }, func(ctx context.Context) error {
 		// The answer is small, so the timer covers the whole exchange.
-		actx, cancel, idle := c.idleContext(ctx)
-		defer cancel(nil)
-		defer idle.Stop()
-		resp, err := c.post(actx, "v1/messages/count_tokens", body)
-		if err != nil {
-			return c.attemptErr(ctx, actx, err)
-		}
-		defer resp.Body.Close()
-		answer, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		if err != nil {
-			if actx.Err() != nil {
-				return c.attemptErr(ctx, actx, err)
+		return c.exchange(ctx, "v1/messages/count_tokens", body, func(resp *http.Response, _ *time.Timer) error {
+			answer, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+			if err != nil {
+				return fmt.Errorf("%w: reading count_tokens response: %w", errConnection, err)
 			}
-			return fmt.Errorf("%w: reading count_tokens response: %w", errConnection, err)
-		}
-		var w struct {
-			InputTokens *int `json:"input_tokens"`
-		}
-		if err := json.Unmarshal(answer, &w); err != nil || w.InputTokens == nil {
-			return malformed("count_tokens response", answer, err)
-		}
-		n = *w.InputTokens
-		return nil
+			var w struct {
+				InputTokens *int `json:"input_tokens"`
+			}
+			if err := json.Unmarshal(answer, &w); err != nil || w.InputTokens == nil {
+				return malformed("count_tokens response", answer, err)
+			}
+			n = *w.InputTokens
+			return nil
+		})
 	})
 	return n, err
 }

@@ -14,32 +14,112 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
+// maxEventSize bounds one server-sent event, so that a broken or hostile
+// server cannot make the reader buffer without end. A tool input sent
+// whole can reach megabytes; the official SDK allows 32 MiB, and so do we.
+const maxEventSize = 32 << 20
+
+var (
+	errEventTooLarge = fmt.Errorf("%w: event larger than %d bytes", errMalformedEvent, maxEventSize)
+	errLoneCR        = fmt.Errorf("%w: a lone CR as a line end is not supported", errMalformedEvent)
+)
+
+// sseReader splits a text/event-stream into events, as the MCP Go SDK's
+// scanEvents does but without a copy per line. An event still pending at
+// the end of the stream is delivered, so a missing final blank line loses
+// nothing.
+//
+// Lines end in LF or CRLF, as both official SDKs read them. A lone CR,
+// which the WHATWG standard also allows, is reported as malformed rather
+// than misread: no Anthropic endpoint or proxy sends one, and a CR cannot
+// occur inside a JSON value.
+type sseReader struct {
+	br   *bufio.Reader
+	long []byte // a line longer than br's buffer, assembled here
+	data []byte // the joined data lines of the pending event, each ending in LF
+	name []byte // the event field of the pending event
+	bom  bool   // the byte-order mark check is done
+}
+
+// next returns the next event's name and data, valid until the following
+// call. At the end of the stream it returns io.EOF.
+func (s *sseReader) next() (name, data []byte, err error) {
+	s.name, s.data = s.name[:0], s.data[:0]
+	seen := false // the pending event has an event or data field
+	for {
+		line, err := s.line()
+		if (err == io.EOF || err == nil && len(line) == 0) && seen {
+			return s.name, bytes.TrimSuffix(s.data, []byte("\n")), nil
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		field, value, _ := bytes.Cut(line, []byte(":"))
+		value = bytes.TrimPrefix(value, []byte(" "))
+		switch string(field) {
+		case "event":
+			s.name, seen = append(s.name[:0], value...), true
+		case "data":
+			if len(s.data)+len(value) >= maxEventSize {
+				return nil, nil, errEventTooLarge
+			}
+			s.data, seen = append(append(s.data, value...), '\n'), true
+		}
+		// Comments, id, retry and other fields mean nothing to this API.
+	}
+}
+
+// line returns the next line without its end, valid until the next call.
+// ReadSlice searches each buffered byte once, so a long line costs linear
+// time.
+func (s *sseReader) line() ([]byte, error) {
+	line, err := s.br.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		s.long = append(s.long[:0], line...)
+		for err == bufio.ErrBufferFull {
+			line, err = s.br.ReadSlice('\n')
+			if len(s.long)+len(line) > maxEventSize {
+				return nil, errEventTooLarge
+			}
+			s.long = append(s.long, line...)
+		}
+		line = s.long
+	}
+	if err != nil && (err != io.EOF || len(line) == 0) {
+		return nil, err
+	}
+	if !s.bom {
+		s.bom = true
+		line = bytes.TrimPrefix(line, []byte("\xEF\xBB\xBF"))
+	}
+	line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
+	if bytes.IndexByte(line, '\r') >= 0 {
+		return nil, errLoneCR
+	}
+	return line, nil
+}
+
 // decoder turns the server-sent events of one response into [Event]s.
 //
-// Like the official SDKs it dispatches on the SSE event name; an event
-// without a name (seen only behind proxies) is dispatched on its data's
-// "type" instead of being dropped. Each event's data is decoded into the
-// small wire structs below by github.com/go-json-experiment/json, the
-// module that becomes encoding/json/v2 in Go 1.27: in one pass, where
-// encoding/json validates first and then decodes, which made a delta
-// 2–4× slower and cost 9 allocations instead of 2. What is kept raw (a
-// tool's input, citations, blocks of other types) is a jsontext.Value,
-// which Unmarshal has checked along with the rest.
+// Like the official SDKs it dispatches on the SSE event name, or on the
+// data's "type" when a proxy dropped it. The data is decoded into reused
+// wire structs by go-json-experiment/json in one pass (encoding/json
+// validates first: 2–4× slower a delta, at 9 allocations instead of 2).
+// What is kept raw is a jsontext.Value, checked along with the rest.
 type decoder struct {
 	sse    sseReader
 	log    *slog.Logger
 	header http.Header // of the response, for error events
-
-	usage Usage   // the turn's usage so far; message_delta overwrites fields
-	queue []Event // events made from one start event, handed out in turn
-	done  bool    // message_stop was seen
-	wire  wireEvent
-	block wireBlock
+	usage  Usage       // the turn's so far; message_delta overwrites fields
+	queue  []Event     // the events of one start, handed out in turn from queue[qi]
+	qi     int
+	done   bool // message_stop was seen
+	wire   wireEvent
+	block  wireBlock
 }
 
-// wireEvent is the data of every stream event but message_start: each
-// event type fills its own fields. It is reused from event to event, so
-// that a delta costs no allocation beyond its string.
+// wireEvent is the data of every stream event but message_start. It is
+// reused, so that a delta costs no allocation beyond its string.
 type wireEvent struct {
 	Index        int            `json:"index"` // -1 until the data sets it
 	Delta        wireDelta      `json:"delta"`
@@ -79,17 +159,15 @@ type wireDelta struct {
 	Container   wireContainer  `json:"container"`
 }
 
-// wireContainer is a container object such as
-// {"id":"container_…","expires_at":"…"}. The expiry is not kept: the API
-// renews it with every use, and a request that names an expired container
-// gets a clear error.
+// wireContainer is a container object. Its expiry is not kept: the API
+// renews it with every use.
 type wireContainer struct {
 	ID string `json:"id"`
 }
 
-// wireText is a JSON string (or null, for "") unquoted into a buffer that
-// is kept from event to event, so that an escaped delta costs one
-// allocation, for the string it becomes, rather than two.
+// wireText is a JSON string (or null, for "") unquoted into a buffer kept
+// from event to event, so that an escaped delta costs one allocation, for
+// the string it becomes, rather than two.
 type wireText []byte
 
 func (t *wireText) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
@@ -103,8 +181,8 @@ func (t *wireText) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	case v.Kind() != '"':
 		return fmt.Errorf("%s where a string belongs", v.Kind())
 	}
-	// ReadValue has checked the syntax, so an error here can only report
-	// invalid UTF-8, which lenient allows and which is now U+FFFD.
+	// ReadValue has checked the syntax, so the only error left is invalid
+	// UTF-8, which lenient allows and which is now U+FFFD.
 	*t, _ = jsontext.AppendUnquote((*t)[:0], v)
 	return nil
 }
@@ -122,9 +200,7 @@ func newDecoder(r io.Reader, log *slog.Logger) *decoder {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	d := &decoder{log: log}
-	d.sse.br = bufio.NewReaderSize(r, 64<<10)
-	return d
+	return &decoder{log: log, sse: sseReader{br: bufio.NewReaderSize(r, 64<<10)}}
 }
 
 // next returns the next event. After MessageStop it returns io.EOF. A
@@ -132,106 +208,84 @@ func newDecoder(r io.Reader, log *slog.Logger) *decoder {
 // ErrIncompleteStream; an error event gives an *APIError.
 func (d *decoder) next() (Event, error) {
 	for {
-		if len(d.queue) > 0 {
-			ev := d.queue[0]
-			d.queue[0] = nil
-			d.queue = d.queue[1:]
-			if len(d.queue) == 0 {
-				d.queue = d.queue[:0:cap(d.queue)] // most starts make one or two events
-			}
-			return ev, nil
+		if d.qi < len(d.queue) {
+			d.qi++
+			return d.queue[d.qi-1], nil
 		}
+		d.queue, d.qi = d.queue[:0], 0
 		if d.done {
 			return nil, io.EOF
 		}
 		name, data, err := d.sse.next()
-		if err != nil {
-			switch {
-			case errors.Is(err, errMalformedEvent):
-				return nil, err
-			case err == io.EOF:
-				return nil, ErrIncompleteStream
-			case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-				return nil, err
-			default:
-				// A reset or a cut connection mid-stream.
-				return nil, fmt.Errorf("%w: %w", ErrIncompleteStream, err)
-			}
+		switch {
+		case err == io.EOF:
+			return nil, ErrIncompleteStream
+		case errors.Is(err, errMalformedEvent), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+			return nil, err
+		case err != nil: // a reset or a cut connection mid-stream
+			return nil, fmt.Errorf("%w: %w", ErrIncompleteStream, err)
 		}
 		if len(name) == 0 {
-			name = d.dataType(data)
+			var w struct {
+				Type string `json:"type"`
+			}
+			json2.Unmarshal(data, &w, lenient)
+			name = []byte(w.Type)
 		}
 		var ev Event
 		switch string(name) {
-		case "content_block_delta":
-			ev, err = d.blockDelta(data)
-		case "content_block_start":
-			err = d.blockStart(data)
-		case "content_block_stop":
-			ev, err = d.blockStop(data)
+		case "content_block_delta", "content_block_start", "content_block_stop", "message_delta":
+			ev, err = d.event(name, data)
 		case "message_start":
 			ev, err = d.messageStart(data)
-		case "message_delta":
-			ev, err = d.messageDelta(data)
 		case "message_stop":
 			d.done = true
 			return MessageStop{}, nil
 		case "ping":
-			continue
 		case "error":
 			return nil, newStreamError(data, d.header)
 		default:
 			d.log.Debug("llm: unknown stream event ignored", "event", string(name))
-			continue
 		}
-		if err != nil {
-			return nil, err
-		}
-		if ev != nil {
-			return ev, nil
+		if ev != nil || err != nil {
+			return ev, err
 		}
 	}
-}
-
-// dataType returns the "type" of an event that came without a name.
-func (d *decoder) dataType(data []byte) []byte {
-	var w struct {
-		Type string `json:"type"`
-	}
-	json2.Unmarshal(data, &w, lenient)
-	return []byte(w.Type)
 }
 
 func malformed(what string, data []byte, err error) error {
-	if len(data) > 200 {
-		data = data[:200]
-	}
+	data = data[:min(len(data), 200)]
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v: %q", errMalformedEvent, what, err, data)
 	}
 	return fmt.Errorf("%w: %s: %q", errMalformedEvent, what, data)
 }
 
-// decode unmarshals the data of an event of type what into d.wire, which
-// it clears first, and requires an index when indexed is set.
-func (d *decoder) decode(what string, data []byte, indexed bool) error {
+// event reads the events that share wireEvent. It returns no event for a
+// start, whose events it queues.
+func (d *decoder) event(what []byte, data []byte) (Event, error) {
 	d.wire.reset()
 	if err := json2.Unmarshal(data, &d.wire, lenient); err != nil {
-		return malformed(what, data, err)
-	}
-	if indexed && d.wire.Index < 0 {
-		return malformed(what, data, errors.New("no index"))
-	}
-	return nil
-}
-
-// blockDelta reads a content_block_delta. This is the hot path: one
-// allocation for the string, one for the event.
-func (d *decoder) blockDelta(data []byte) (Event, error) {
-	if err := d.decode("content_block_delta", data, true); err != nil {
-		return nil, err
+		return nil, malformed(string(what), data, err)
 	}
 	i, w := d.wire.Index, &d.wire.Delta
+	if i < 0 && string(what) != "message_delta" {
+		return nil, malformed(string(what), data, errors.New("no index"))
+	}
+	switch string(what) {
+	case "content_block_stop":
+		return BlockStop{Index: i}, nil
+	case "content_block_start":
+		if err := d.startEvents(i, d.wire.ContentBlock); err != nil {
+			return nil, malformed(string(what), data, err)
+		}
+		return nil, nil
+	case "message_delta":
+		d.usage = d.wire.Usage.merge(d.usage)
+		return MessageDelta{StopReason: StopReason(w.StopReason), Usage: d.usage, Container: w.Container.ID}, nil
+	}
+	// A content_block_delta, the hot path: an allocation for the string,
+	// one for the event.
 	switch w.Type {
 	case "text_delta":
 		return TextDelta{Index: i, Text: string(w.Text)}, nil
@@ -244,30 +298,12 @@ func (d *decoder) blockDelta(data []byte) (Event, error) {
 	case "citations_delta":
 		return citationDelta{Index: i, Citation: []byte(w.Citation)}, nil
 	}
-	// A delta this package does not model: the whole of it, raw.
 	var raw struct {
 		Delta jsontext.Value `json:"delta"`
 	}
-	json2.Unmarshal(data, &raw, lenient) // valid: decode has checked data
+	json2.Unmarshal(data, &raw, lenient) // valid: checked above
 	d.log.Debug("llm: unknown delta type passed on raw", "type", w.Type, "index", i)
-	return rawDelta{Index: i, Type: string(w.Type), Raw: []byte(raw.Delta)}, nil
-}
-
-func (d *decoder) blockStop(data []byte) (Event, error) {
-	if err := d.decode("content_block_stop", data, true); err != nil {
-		return nil, err
-	}
-	return BlockStop{Index: d.wire.Index}, nil
-}
-
-func (d *decoder) blockStart(data []byte) error {
-	if err := d.decode("content_block_start", data, true); err != nil {
-		return err
-	}
-	if err := d.startEvents(d.wire.Index, d.wire.ContentBlock); err != nil {
-		return malformed("content_block_start", data, err)
-	}
-	return nil // next hands out the queued events
+	return rawDelta{Index: i, Type: w.Type, Raw: []byte(raw.Delta)}, nil
 }
 
 // wireBlock is a content block as content_block_start and message_start
@@ -286,41 +322,40 @@ type wireBlock struct {
 }
 
 // startEvents queues the events that open the block raw at index: its
-// start event, then deltas for any text the start already carries, so that
-// a consumer needs no special case for it. raw has been checked to be
-// valid JSON by the Unmarshal that found it; it is copied if kept.
+// start, then deltas for any text the start already carries.
 func (d *decoder) startEvents(index int, raw jsontext.Value) error {
 	d.block = wireBlock{} // reused only to save an allocation per start
 	b := &d.block
 	if err := json2.Unmarshal(raw, b, lenient); err != nil {
 		return err
 	}
+	q := d.queue
 	switch b.Type {
 	case "text":
-		d.queue = append(d.queue, TextStart{Index: index, Text: b.Text})
+		q = append(q, TextStart{Index: index, Text: b.Text})
 		for _, c := range b.Citations {
-			d.queue = append(d.queue, citationDelta{Index: index, Citation: []byte(c)})
+			q = append(q, citationDelta{Index: index, Citation: []byte(c)})
 		}
 	case "thinking":
-		d.queue = append(d.queue, thinkingStart{Index: index})
+		q = append(q, thinkingStart{Index: index})
 		if b.Thinking != "" {
-			d.queue = append(d.queue, ThinkingDelta{Index: index, Thinking: b.Thinking})
+			q = append(q, ThinkingDelta{Index: index, Thinking: b.Thinking})
 		}
 		if b.Signature != "" {
-			d.queue = append(d.queue, signatureDelta{Index: index, Signature: b.Signature})
+			q = append(q, signatureDelta{Index: index, Signature: b.Signature})
 		}
 	case "tool_use":
 		if string(b.Caller) == "null" {
 			b.Caller = nil
 		}
-		d.queue = append(d.queue, ToolUseStart{Index: index, ID: b.ID, Name: b.Name, Input: []byte(b.Input),
+		q = append(q, ToolUseStart{Index: index, ID: b.ID, Name: b.Name, Input: []byte(b.Input),
 			Caller: []byte(b.Caller), ToolsetName: b.ToolsetName})
 	case "":
 		return errors.New("no type")
 	default:
-		// Kept verbatim.
-		d.queue = append(d.queue, rawStart{Index: index, Type: b.Type, Raw: bytes.Clone(raw)})
+		q = append(q, rawStart{Index: index, Type: b.Type, Raw: bytes.Clone(raw)})
 	}
+	d.queue = q
 	return nil
 }
 
@@ -357,14 +392,4 @@ func (d *decoder) messageStart(data []byte) (Event, error) {
 			Container: m.Container.ID})
 	}
 	return MessageStart{ID: m.ID, Model: m.Model, Usage: d.usage, Container: m.Container.ID}, nil
-}
-
-func (d *decoder) messageDelta(data []byte) (Event, error) {
-	if err := d.decode("message_delta", data, false); err != nil {
-		return nil, err
-	}
-	w := &d.wire.Delta
-	d.usage = d.wire.Usage.merge(d.usage)
-	return MessageDelta{StopReason: StopReason(w.StopReason), Usage: d.usage,
-		Container: w.Container.ID}, nil
 }

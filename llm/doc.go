@@ -6,24 +6,9 @@
 // this package writes the request's JSON and reads the server-sent events
 // itself (with bufio and github.com/go-json-experiment/json, which becomes
 // encoding/json/v2), turns them into [Event] values, and retries transient
-// failures with one policy. An [Assembler]
-// turns the events back into the assistant [Message], handing out each
-// block, such as a tool call, the moment it is complete.
-//
-//	c := llm.New(llm.Config{APIKey: key})
-//	var a llm.Assembler
-//	for ev, err := range c.Stream(ctx, req) {
-//		if err != nil {
-//			return err // llm.IsRetryable(err) says whether to try the turn again
-//		}
-//		if d, ok := ev.(llm.TextDelta); ok {
-//			fmt.Print(d.Text)
-//		}
-//		if b, ok := a.Add(ev); ok {
-//			_ = b // a complete block: a tool call can start now
-//		}
-//	}
-//	msg := a.Message()
+// failures with one policy. An [Assembler] turns the events back into the
+// assistant [Message], handing out each block, such as a tool call, the
+// moment it is complete: see the example of [Client.Stream].
 //
 // The conversation types ([Message] and its [Block]s) live here too, because
 // this is the layer that speaks the wire format; every other layer uses them.

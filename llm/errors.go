@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -15,18 +16,24 @@ import (
 // before message_stop: the turn is not complete. It is retryable.
 var ErrIncompleteStream = errors.New("llm: stream ended before message_stop")
 
-// The other errors a stream can end with besides an [*APIError]. Callers
-// classify them with IsRetryable, so they are not exported.
+// ErrPromptTooLong is matched, with errors.Is, by an [*APIError] saying
+// that the request does not fit the model's context window: a 413
+// request_too_large, or the API's 400 "prompt is too long". Either way the
+// cure is to shrink the history and send again. A [Model] of another kind
+// wraps it to say the same.
+var ErrPromptTooLong = errors.New("llm: prompt is too long for the context window")
+
+// DefaultMaxRetryWait is the longest retry-after a retry waits for unless
+// configured otherwise: a server asking for more is not worth waiting on,
+// so the error is returned instead. The client and the agent loop share it.
+const DefaultMaxRetryWait = 60 * time.Second
+
+// The other errors a stream can end with. Callers classify them with
+// IsRetryable, so they are not exported. A malformed event is not
+// retryable: the same server would likely send the same bytes again.
 var (
-	// errIdleTimeout: the server sent nothing, not even a ping, for the
-	// idle timeout. Retryable.
-	errIdleTimeout = errors.New("llm: stream idle timeout")
-	// errConnection: the request could not be sent or no response
-	// arrived (a refused or reset connection, DNS, TLS). Retryable.
-	errConnection = errors.New("llm: connection failed")
-	// errMalformedEvent: the server sent an event this package cannot
-	// read. Not retryable: the same server would likely send the same
-	// bytes again.
+	errIdleTimeout    = errors.New("llm: stream idle timeout") // not even a ping came
+	errConnection     = errors.New("llm: connection failed")   // a refused or reset connection, DNS, TLS
 	errMalformedEvent = errors.New("llm: malformed stream event")
 )
 
@@ -52,42 +59,39 @@ type APIError struct {
 	retryable bool   // sending the same request again may succeed; see IsRetryable
 }
 
-// Error returns the HTTP status if there was one, then the type, the
-// message, the error code if any and the request id, for example
-// "llm: overloaded_error: Overloaded (request req_…)" for an error event
-// mid-stream, or "llm: 529 overloaded_error: Overloaded (request req_…)".
+// Error returns the HTTP status if any, the type, the message, the error
+// code if any and the request id: "llm: 529 overloaded_error: Overloaded
+// (request req_…)", without the 529 for an error event mid-stream.
 func (e *APIError) Error() string {
-	var b strings.Builder
-	b.WriteString("llm: ")
+	s := "llm: " + e.Type
 	if e.StatusCode != 0 {
-		b.WriteString(strconv.Itoa(e.StatusCode))
-		b.WriteByte(' ')
+		s = fmt.Sprintf("llm: %d %s", e.StatusCode, e.Type)
 	}
-	b.WriteString(e.Type)
 	if e.Message != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Message)
+		s += ": " + e.Message
 	}
 	if e.code != "" {
-		b.WriteString(" [")
-		b.WriteString(e.code)
-		b.WriteByte(']')
+		s += " [" + e.code + "]"
 	}
 	if e.RequestID != "" {
-		b.WriteString(" (request ")
-		b.WriteString(e.RequestID)
-		b.WriteByte(')')
+		s += " (request " + e.RequestID + ")"
 	}
-	return b.String()
+	return s
+}
+
+// Is reports whether target is [ErrPromptTooLong] and e says so. The API
+// has no error code for it, so this is the one place that reads the API's
+// message to classify an error.
+func (e *APIError) Is(target error) bool {
+	return target == ErrPromptTooLong && (e.StatusCode == http.StatusRequestEntityTooLarge ||
+		e.Type == "request_too_large" || strings.Contains(strings.ToLower(e.Message), "prompt is too long"))
 }
 
 // IsRetryable reports whether err is a transient failure worth sending the
 // same request again for: a retryable [*APIError] (overloaded, rate
 // limited, a server error), [ErrIncompleteStream], a stalled stream or a
-// failed connection. A cancelled context is not.
-//
-// [Client.Stream] retries such errors itself until it has yielded an event;
-// after that it returns them, and the caller decides.
+// failed connection; not a cancelled context. [Client.Stream] retries them
+// itself until it has yielded an event; after that the caller decides.
 func IsRetryable(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
@@ -98,34 +102,25 @@ func IsRetryable(err error) bool {
 	return errors.Is(err, ErrIncompleteStream) || errors.Is(err, errIdleTimeout) || errors.Is(err, errConnection)
 }
 
-// errorBody is the shape of an error response body and of an error event.
-// Every field is optional: proxies (Cloudflare's 413) and older API
-// versions leave some out, and request_id may be null.
-type errorBody struct {
-	Error struct {
-		Type    string `json:"type"`
-		Message string `json:"message"`
-		Details *struct {
-			ErrorCode string `json:"error_code"`
-		} `json:"details"`
-	} `json:"error"`
-	RequestID *string `json:"request_id"`
-}
-
 // decode fills e from body, an error body or event, and reports whether it
-// was the API's JSON. Its request_id, when set, names the request.
+// was the API's JSON. Every field is optional: proxies (Cloudflare's 413)
+// and older API versions leave some out, and request_id may be null.
 func (e *APIError) decode(body []byte) bool {
-	var w errorBody
+	var w struct {
+		Error struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+			Details struct {
+				ErrorCode string `json:"error_code"`
+			} `json:"details"`
+		} `json:"error"`
+		RequestID string `json:"request_id"`
+	}
 	if json.Unmarshal(body, &w) != nil || (w.Error.Type == "" && w.Error.Message == "") {
 		return false
 	}
-	e.Type, e.Message = w.Error.Type, w.Error.Message
-	if w.Error.Details != nil {
-		e.code = w.Error.Details.ErrorCode
-	}
-	if w.RequestID != nil && *w.RequestID != "" {
-		e.RequestID = *w.RequestID
-	}
+	e.Type, e.Message, e.code = w.Error.Type, w.Error.Message, w.Error.Details.ErrorCode
+	e.RequestID = cmp.Or(w.RequestID, e.RequestID)
 	return true
 }
 
@@ -150,28 +145,16 @@ var statusTypes = map[int]string{
 func newHTTPError(status int, h http.Header, body []byte, now time.Time) *APIError {
 	e := &APIError{StatusCode: status, RequestID: h.Get("request-id")}
 	if !e.decode(body) {
-		// Not the API's JSON: a proxy or load balancer answered. Keep the
-		// start of the body as the message; it is usually enough to tell.
-		msg := strings.TrimSpace(string(body))
-		if len(msg) > 200 {
-			msg = msg[:200] + "…"
-		}
-		e.Message = msg
-	}
-	if e.Type == "" {
-		e.Type = statusTypes[status]
-		if e.Type == "" {
-			e.Type = "http_error"
+		// A proxy or load balancer answered: the start of its body usually tells.
+		if e.Message = strings.TrimSpace(string(body)); len(e.Message) > 200 {
+			e.Message = e.Message[:200] + "…"
 		}
 	}
+	e.Type = cmp.Or(e.Type, statusTypes[status], "http_error")
 	e.retryable = retryableStatus(status, e.code)
-	// x-should-retry is the server's own verdict, so it overrides ours
-	// either way.
-	switch h.Get("x-should-retry") {
-	case "true":
-		e.retryable = true
-	case "false":
-		e.retryable = false
+	// x-should-retry is the server's own verdict, so it overrides ours.
+	if v := h.Get("x-should-retry"); v == "true" || v == "false" {
+		e.retryable = v == "true"
 	}
 	e.RetryAfter = parseRetryAfter(h, now)
 	return e
@@ -208,7 +191,7 @@ func newStreamError(data []byte, h http.Header) *APIError {
 	return e
 }
 
-// retryAfter reads the wait the server asked for: retry-after-ms first,
+// parseRetryAfter reads the wait the server asked for: retry-after-ms first,
 // then retry-after in seconds or as an HTTP date. It returns 0 for none, or
 // for a value that is not a positive duration.
 func parseRetryAfter(h http.Header, now time.Time) time.Duration {

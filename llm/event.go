@@ -3,20 +3,16 @@ package llm
 import "encoding/json"
 
 // An Event is one step of a streamed model turn: one of the exported types
-// below, or one of a few unexported ones (the starts of thinking and of
-// the blocks kept raw, signatures, citations, deltas of types this package
-// does not model) that only an [Assembler] needs. Switch on the events you
-// show, and give every event to an Assembler.
+// below, or an unexported one that only an [Assembler] needs. Switch on the
+// events you show, and give every event to an Assembler.
 //
-// A well-formed turn is MessageStart, then for each content block its start,
-// deltas and BlockStop, then MessageDelta and finally MessageStop. ping
-// events are dropped. Every Index is the block's position in the final
-// message content.
+// A turn is MessageStart, then for each content block its start, deltas
+// and BlockStop, then MessageDelta and MessageStop. Every Index is the
+// block's position in the final message content.
 type Event interface{ isEvent() }
 
-// MessageStart opens a turn. Container is as in [MessageDelta]; the API
-// sets it here when a turn resumes in a container (programmatic tool
-// calling).
+// MessageStart opens a turn. Container is as in [MessageDelta], set when a
+// turn resumes in a container.
 type MessageStart struct {
 	ID        string
 	Model     string
@@ -47,17 +43,15 @@ type ThinkingDelta struct {
 	Thinking string
 }
 
-// signatureDelta carries the signature of the thinking block at Index. The
-// API sends it just before the block stops.
+// signatureDelta carries the signature of the thinking block at Index.
 type signatureDelta struct {
 	Index     int
 	Signature string
 }
 
 // ToolUseStart opens a client tool call. Input is the start's own input: the
-// placeholder {} in almost every stream, but complete when a call arrives
-// whole with no deltas (programmatic tool calling). Caller and ToolsetName
-// are the block's fields of those names, as [ToolUse] keeps them.
+// placeholder {}, or the whole input when a call arrives with no deltas
+// (programmatic tool calling). Caller and ToolsetName are as in [ToolUse].
 type ToolUseStart struct {
 	Index       int
 	ID          string
@@ -81,9 +75,8 @@ type citationDelta struct {
 	Citation json.RawMessage
 }
 
-// rawStart opens any other block: redacted_thinking, server_tool_use, the
-// *_tool_result blocks and types not yet invented. Raw is the block exactly
-// as it arrived, so it can be sent back verbatim.
+// rawStart opens any other block. Raw is the block as it arrived, so that
+// it can be sent back verbatim.
 type rawStart struct {
 	Index int
 	Type  string
@@ -91,9 +84,7 @@ type rawStart struct {
 }
 
 // rawDelta is a delta of a type this package does not model, such as
-// compaction_delta, for the block at Index. Raw is the whole delta object.
-// [Assembler] merges its fields into the block's JSON: strings are
-// appended, other values replaced.
+// compaction_delta. Raw is the whole delta object.
 type rawDelta struct {
 	Index int
 	Type  string
@@ -106,21 +97,19 @@ type BlockStop struct {
 	Index int
 }
 
-// MessageDelta carries the stop reason. Usage is cumulative for the turn:
-// the decoder has already merged it with MessageStart's usage.
+// MessageDelta carries the stop reason. Usage is cumulative for the turn,
+// MessageStart's included.
 //
 // Container is the id of the code execution container the turn ran code
-// in, from the delta's container object; empty when the turn used none.
-// The next request must send it back, as [Request].Container, for the
-// model to go on in the same container: programmatic tool calling cannot
-// continue without it.
+// in, or empty. The next request must send it back, as
+// [Request].Container: programmatic tool calling cannot continue without it.
 type MessageDelta struct {
 	StopReason StopReason
 	Usage      Usage
 	Container  string
 }
 
-// MessageStop ends a turn successfully. A stream that ends without it is
+// MessageStop ends a turn successfully; a stream that ends without it is
 // an error.
 type MessageStop struct{}
 
@@ -142,8 +131,7 @@ func (MessageStop) isEvent()    {}
 // StopReason says why the model stopped.
 type StopReason string
 
-// The stop reasons the API documents. Others may appear; treat an unknown
-// one as [EndTurn].
+// The stop reasons the API documents. Treat an unknown one as [EndTurn].
 const (
 	EndTurn                    StopReason = "end_turn"
 	MaxTokens                  StopReason = "max_tokens"
@@ -164,17 +152,12 @@ type Usage struct {
 
 // Add returns the field-by-field sum of u and v.
 func (u Usage) Add(v Usage) Usage {
-	return Usage{
-		InputTokens:              u.InputTokens + v.InputTokens,
-		OutputTokens:             u.OutputTokens + v.OutputTokens,
-		CacheCreationInputTokens: u.CacheCreationInputTokens + v.CacheCreationInputTokens,
-		CacheReadInputTokens:     u.CacheReadInputTokens + v.CacheReadInputTokens,
-	}
+	return Usage{u.InputTokens + v.InputTokens, u.OutputTokens + v.OutputTokens,
+		u.CacheCreationInputTokens + v.CacheCreationInputTokens, u.CacheReadInputTokens + v.CacheReadInputTokens}
 }
 
-// Context returns the size of the turn's context window use: every input
-// token, cached or not, plus the output. After a turn this is the exact
-// token count of the conversation so far.
+// Context returns every input token, cached or not, plus the output: after
+// a turn, the exact token count of the conversation so far.
 func (u Usage) Context() int64 {
 	return u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens + u.OutputTokens
 }

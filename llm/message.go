@@ -21,9 +21,8 @@ const (
 )
 
 // A Message is one turn of a conversation: a role and its content blocks.
-//
-// It marshals to and from the Messages API's wire shape, so a history can be
-// sent, saved and loaded without a second set of types.
+// It marshals to and from the API's wire shape, so that a history is sent,
+// saved and loaded without a second set of types.
 type Message struct {
 	Role    Role    `json:"role"`
 	Content []Block `json:"content"`
@@ -62,10 +61,9 @@ type RedactedThinking struct {
 // object; an empty streamed input means {}.
 //
 // Caller says who made the call, as raw JSON: {"type":"direct"} for the
-// model itself, or the code execution tool that made it (programmatic tool
-// calling). ToolsetName names the toolset of a toolset member. Both are kept
-// only so that the block goes back to the API as it came; they are empty
-// when the API sent none.
+// model, or the code execution tool that made it. ToolsetName names the
+// toolset of a toolset member. Both are kept only so that the block goes
+// back as it came; they are empty when the API sent none.
 type ToolUse struct {
 	ID          string          `json:"id"`
 	Name        string          `json:"name"`
@@ -90,11 +88,9 @@ type Image struct {
 	Data      string // base64, standard encoding
 }
 
-// RawBlock is any other block, kept verbatim: server_tool_use,
-// web_search_tool_result and the other server-tool blocks, and block types
-// newer than this package. JSON is the whole block, "type" included, and is
-// sent back to the API as the same JSON value (compacted, as any JSON this
-// package writes).
+// RawBlock is any other block, kept verbatim: the server-tool blocks and
+// types newer than this package. JSON is the whole block, "type" included,
+// and is sent back as the same JSON value, compacted.
 type RawBlock struct {
 	Type string
 	JSON json.RawMessage
@@ -151,8 +147,6 @@ func (b Image) MarshalJSON() ([]byte, error) { return marshal(b) }
 // MarshalJSON writes the block's JSON, checked and compacted.
 func (b RawBlock) MarshalJSON() ([]byte, error) { return marshal(b) }
 
-// marshal writes v with encoding/json/v2 (as github.com/go-json-experiment/
-// json) and the block marshalers.
 func marshal(v any) ([]byte, error) { return json2.Marshal(v, lenient, blockMarshalers) }
 
 // blockMarshalers write each block type in the API's wire shape, "type"
@@ -213,72 +207,64 @@ type imageSource struct {
 	} `json:"source"`
 }
 
-// UnmarshalJSON reads a message in the API's wire shape. Content may be a
-// plain string, which becomes one [Text] block.
+// UnmarshalJSON reads a message in the API's wire shape. A plain string
+// content becomes one [Text] block.
 func (m *Message) UnmarshalJSON(data []byte) error {
 	var w struct {
-		Role    Role            `json:"role"`
-		Content json.RawMessage `json:"content"`
+		Role    Role    `json:"role"`
+		Content content `json:"content"`
 	}
 	if err := json.Unmarshal(data, &w); err != nil {
 		return err
 	}
-	blocks, err := unmarshalContent(w.Content)
-	if err != nil {
-		return err
-	}
-	m.Role, m.Content = w.Role, blocks
+	*m = Message{w.Role, w.Content}
 	return nil
 }
 
-// UnmarshalJSON reads a tool result in the API's wire shape. Content may be
-// a plain string, which becomes one [Text] block.
+// UnmarshalJSON reads a tool result in the API's wire shape, as
+// [Message.UnmarshalJSON] does.
 func (b *ToolResult) UnmarshalJSON(data []byte) error {
 	var w struct {
-		ToolUseID string          `json:"tool_use_id"`
-		Content   json.RawMessage `json:"content"`
-		IsError   bool            `json:"is_error"`
+		ToolUseID string  `json:"tool_use_id"`
+		Content   content `json:"content"`
+		IsError   bool    `json:"is_error"`
 	}
 	if err := json.Unmarshal(data, &w); err != nil {
 		return err
 	}
-	blocks, err := unmarshalContent(w.Content)
-	if err != nil {
-		return err
-	}
-	*b = ToolResult{ToolUseID: w.ToolUseID, Content: blocks, IsError: w.IsError}
+	*b = ToolResult{w.ToolUseID, w.Content, w.IsError}
 	return nil
 }
 
-func unmarshalContent(data json.RawMessage) ([]Block, error) {
-	data = bytes.TrimSpace(data)
-	if len(data) == 0 || string(data) == "null" {
-		return nil, nil
+// content is the content of a message or a tool result on the wire.
+type content []Block
+
+func (c *content) UnmarshalJSON(data []byte) error {
+	if data = bytes.TrimSpace(data); len(data) == 0 || string(data) == "null" {
+		return nil
 	}
 	if data[0] == '"' {
 		var s string
-		if err := json.Unmarshal(data, &s); err != nil {
-			return nil, err
-		}
-		return []Block{Text{Text: s}}, nil
+		err := json.Unmarshal(data, &s)
+		*c = content{Text{Text: s}}
+		return err
 	}
 	var raws []json.RawMessage
 	if err := json.Unmarshal(data, &raws); err != nil {
-		return nil, fmt.Errorf("llm: content is neither a string nor an array: %w", err)
+		return fmt.Errorf("llm: content is neither a string nor an array: %w", err)
 	}
-	blocks := make([]Block, 0, len(raws))
+	*c = make(content, len(raws))
 	for i, r := range raws {
-		b, err := unmarshalBlock(r)
-		if err != nil {
-			return nil, fmt.Errorf("llm: content block %d: %w", i, err)
+		var err error
+		if (*c)[i], err = unmarshalBlock(r); err != nil {
+			return fmt.Errorf("llm: content block %d: %w", i, err)
 		}
-		blocks = append(blocks, b)
 	}
-	return blocks, nil
+	return nil
 }
 
-// unmarshalBlock decodes one content block from its wire JSON. Types this
-// package does not model become a [RawBlock] holding the exact input bytes.
+// unmarshalBlock decodes one content block. Types this package does not
+// model become a [RawBlock] holding the exact input bytes.
 func unmarshalBlock(data []byte) (Block, error) {
 	var head struct {
 		Type string `json:"type"`
@@ -304,14 +290,12 @@ func unmarshalBlock(data []byte) (Block, error) {
 		if err := json.Unmarshal(data, &w); err != nil {
 			return nil, err
 		}
-		if w.Source.Type != "base64" {
-			// URL and file sources are kept verbatim rather than lost.
-			return RawBlock{Type: head.Type, JSON: bytes.Clone(data)}, nil
+		if w.Source.Type == "base64" {
+			return Image{MediaType: w.Source.MediaType, Data: w.Source.Data}, nil
 		}
-		return Image{MediaType: w.Source.MediaType, Data: w.Source.Data}, nil
-	default:
-		return RawBlock{Type: head.Type, JSON: bytes.Clone(data)}, nil
+		// URL and file sources are kept verbatim, as other types are.
 	}
+	return RawBlock{Type: head.Type, JSON: bytes.Clone(data)}, nil
 }
 
 // decodeAs unmarshals data into a block of type B.

@@ -1,6 +1,10 @@
 package llm
 
-import "strings"
+import (
+	"context"
+	"iter"
+	"strings"
+)
 
 // DefaultModel is the model a request names when its caller names none,
 // in every layer above: one default for the whole module.
@@ -75,3 +79,21 @@ func LookupModel(model string) (info ModelInfo, ok bool) {
 	info, ok = Models[model]
 	return info, ok
 }
+
+// A Model streams one model turn. [*Client] satisfies it, and so does a
+// [ModelFunc] that yields scripted events. Every layer above uses this one.
+type Model interface {
+	Stream(ctx context.Context, req Request) iter.Seq2[Event, error]
+}
+
+// ModelFunc adapts a function, such as a middleware or a fake, to [Model].
+type ModelFunc func(ctx context.Context, req Request) iter.Seq2[Event, error]
+
+// Stream calls f(ctx, req).
+func (f ModelFunc) Stream(ctx context.Context, req Request) iter.Seq2[Event, error] {
+	return f(ctx, req)
+}
+
+// DefaultMaxTokens is the output cap of a turn whose max_tokens is not set,
+// here and in every layer above: one default for the whole module.
+const DefaultMaxTokens = 8192

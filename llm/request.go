@@ -1,6 +1,15 @@
 package llm
 
-import "encoding/json"
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	json2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
 
 // A Request is one Messages API call. Only fields the caller set are sent.
 // Anything else the API takes (stop_sequences, metadata, service_tier, a
@@ -43,10 +52,8 @@ type ToolSpec struct {
 
 // ToolChoice constrains which tool the model calls.
 type ToolChoice struct {
-	// Type is "auto", "any", "tool" or "none".
-	Type string
-	// Name is the tool to call when Type is "tool".
-	Name string
+	Type string `json:"type"`           // "auto", "any", "tool" or "none"
+	Name string `json:"name,omitempty"` // the tool to call when Type is "tool"
 }
 
 // ThinkingConfig configures extended thinking.
@@ -58,3 +65,150 @@ type ThinkingConfig struct {
 	// then ignored.
 	Adaptive bool
 }
+
+// wireRequest is the body of a Messages API call, and of count_tokens
+// (without MaxTokens, Container and Stream). The SDK's MessageNewParams
+// copy a message's JSON four times and validate it twice, most of the time
+// a request echoing a 5 MiB tool input took. Only fields the caller set are
+// present: API version 2026-10-21 rejects temperature, top_p and top_k.
+type wireRequest struct {
+	Model      string        `json:"model"`
+	MaxTokens  int           `json:"max_tokens,omitzero"`
+	System     []wireSystem  `json:"system,omitempty"`
+	Messages   []Message     `json:"messages"`
+	Tools      []wireTool    `json:"tools,omitempty"`
+	ToolChoice *ToolChoice   `json:"tool_choice,omitempty"`
+	Thinking   *wireThinking `json:"thinking,omitempty"`
+	Container  string        `json:"container,omitempty"`
+	Stream     bool          `json:"stream,omitzero"`
+}
+
+type wireSystem struct {
+	Type         string          `json:"type"`
+	Text         string          `json:"text"`
+	CacheControl json.RawMessage `json:"cache_control,omitempty"`
+}
+
+type wireTool struct {
+	ToolSpec
+	CacheControl json.RawMessage `json:"cache_control,omitempty"`
+}
+
+type wireThinking struct {
+	Type         string `json:"type"`
+	BudgetTokens int    `json:"budget_tokens,omitzero"`
+}
+
+// lenient are the options for all JSON here: as encoding/json does, it
+// accepts duplicate names, and replaces invalid UTF-8 (a binary file's
+// text, half a surrogate pair in a delta) by U+FFFD rather than failing.
+var lenient = json2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+
+// ephemeral is the breakpoint Request.Cache places.
+var ephemeral = json.RawMessage(`{"type":"ephemeral"}`)
+
+// requestBody writes the body of a Messages API call, or with count set
+// of a count_tokens call: the parts of the request that take up context.
+// Extra is not sent to count_tokens, since most extra fields concern
+// generation and count_tokens rejects unknown ones.
+func requestBody(r Request, count bool) ([]byte, error) {
+	if r.Model == "" {
+		return nil, errors.New("llm: Request.Model is empty")
+	}
+	w := wireRequest{Model: r.Model, Messages: r.Messages}
+	if r.System != "" {
+		w.System = []wireSystem{{Type: "text", Text: r.System}}
+		if r.Cache {
+			w.System[0].CacheControl = ephemeral
+		}
+	}
+	for i, t := range r.Tools {
+		if t.Name == "" {
+			return nil, fmt.Errorf("llm: tool %d has no name", i)
+		}
+		if len(bytes.TrimSpace(t.InputSchema)) == 0 {
+			t.InputSchema = json.RawMessage(`{"type":"object"}`) // takes no input
+		}
+		w.Tools = append(w.Tools, wireTool{ToolSpec: t})
+	}
+	if n := len(w.Tools); r.Cache && n > 0 {
+		w.Tools[n-1].CacheControl = ephemeral
+	}
+	if n := len(r.Messages); r.Cache && n > 0 {
+		// The last block that can carry a breakpoint gets one; thinking
+		// blocks cannot. The caller's message is not changed.
+		last := r.Messages[n-1]
+		for i := len(last.Content) - 1; i >= 0; i-- {
+			if t := last.Content[i]; t != nil && t.BlockType() != "thinking" && t.BlockType() != "redacted_thinking" {
+				last.Content = append(last.Content[:i:i], append([]Block{cached{t}}, last.Content[i+1:]...)...)
+				w.Messages = append(r.Messages[:n-1:n-1], last)
+				break
+			}
+		}
+	}
+	if tc := r.ToolChoice; tc != nil {
+		w.ToolChoice = &ToolChoice{Type: cmp.Or(tc.Type, "auto")}
+		if tc.Type == "tool" {
+			w.ToolChoice.Name = tc.Name
+		}
+	}
+	if th := r.Thinking; th != nil {
+		switch {
+		case th.Adaptive:
+			w.Thinking = &wireThinking{Type: "adaptive"}
+		case th.BudgetTokens > 0:
+			w.Thinking = &wireThinking{Type: "enabled", BudgetTokens: th.BudgetTokens}
+		}
+	}
+	if !count {
+		w.MaxTokens, w.Container, w.Stream = r.MaxTokens, r.Container, true
+		if w.MaxTokens <= 0 {
+			w.MaxTokens = DefaultMaxTokens
+		}
+	}
+	for i, m := range r.Messages {
+		for j, b := range m.Content {
+			if b == nil {
+				return nil, fmt.Errorf("llm: message %d: content block %d is nil", i, j)
+			}
+		}
+	}
+	body, err := json2.Marshal(w, lenient, blockMarshalers)
+	if err != nil {
+		return nil, fmt.Errorf("llm: writing the request: %w", err)
+	}
+	if count || len(r.Extra) == 0 {
+		return body, nil
+	}
+	// Extra overrides the fields above. This costs a copy of the body,
+	// so it is done only when there are extra fields.
+	var fields map[string]jsontext.Value
+	if err := json2.Unmarshal(body, &fields, lenient); err != nil {
+		return nil, err
+	}
+	for k, v := range r.Extra {
+		if fields[k], err = json2.Marshal(v, lenient); err != nil {
+			return nil, fmt.Errorf("llm: Request.Extra[%q]: %w", k, err)
+		}
+	}
+	return json2.Marshal(fields, lenient, json2.Deterministic(true))
+}
+
+// cached is a block with a cache breakpoint added to its JSON.
+type cached struct{ Block }
+
+// marshalCached writes c's block with "cache_control" added, unless it
+// has one already.
+var marshalCached = json2.MarshalToFunc(func(enc *jsontext.Encoder, c cached) error {
+	raw, err := json2.Marshal(c.Block, enc.Options())
+	if err != nil {
+		return err
+	}
+	var has struct {
+		CacheControl jsontext.Value `json:"cache_control"`
+	}
+	if json2.Unmarshal(raw, &has, lenient) == nil && has.CacheControl == nil && len(raw) > 2 {
+		raw = append(raw[:len(raw)-1], `,"cache_control":{"type":"ephemeral"}}`...)
+	}
+	return enc.WriteValue(raw)
+})

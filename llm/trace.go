@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -14,20 +13,18 @@ import (
 )
 
 // Telemetry says where traces and metrics go. They follow OpenTelemetry's
-// GenAI semantic conventions: here, a "chat {model}" span and the
-// gen_ai.client.* metrics for each attempt of a model call; in package
-// agent, the invoke_agent and execute_tool spans around them. The zero
-// value uses the global providers, which record nothing until a program
-// installs an SDK, and then cost next to nothing.
+// GenAI semantic conventions: a "chat {model}" span and the gen_ai.client.*
+// metrics for each attempt of a model call (package agent adds the spans
+// around them). The zero value uses the global providers, which record
+// nothing until a program installs an SDK.
 type Telemetry struct {
 	// TracerProvider makes the spans. Nil means otel.GetTracerProvider().
 	TracerProvider trace.TracerProvider
 	// MeterProvider makes the metrics. Nil means otel.GetMeterProvider().
 	MeterProvider metric.MeterProvider
 	// CaptureContent records content on the spans: the system prompt, the
-	// messages sent and received, the tool names offered, and tool
-	// arguments and results. Default false, since content is large and
-	// often sensitive. Credentials are never recorded.
+	// messages, the tool names, arguments and results. Default false, since
+	// content is large and often sensitive. Credentials are never recorded.
 	CaptureContent bool
 }
 
@@ -61,8 +58,7 @@ func startChat(in *telemetry.Instruments, ctx context.Context, req Request) *att
 }
 
 // observe returns yield, wrapped to watch the events when anything records
-// them. The first chunk is the first event yielded, which comes with the
-// turn's first content (see Stream).
+// them.
 func (a *attempt) observe(yield func(Event, error) bool) func(Event, error) bool {
 	if !a.Active() {
 		return yield
@@ -95,11 +91,6 @@ func (a *attempt) end(err error) {
 		}
 		return attribute.SliceValue(messageValue(Assistant, a.asm.Message().Content, a.asm.StopReason()))
 	})
-}
-
-// retrying records on ctx's span that a call is sent again after err.
-func retrying(ctx context.Context, attempt int, wait time.Duration, err error) {
-	telemetry.Retry(ctx, attempt, wait, ErrorType(err), false)
 }
 
 // ErrorType names the class of err as OpenTelemetry's error.type attribute

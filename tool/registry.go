@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,17 +23,14 @@ type Config struct {
 	// MaxConcurrency caps how many calls run at once, counted across every
 	// Run and Start of the registry. Zero means 8; negative means no cap.
 	MaxConcurrency int
-
 	// Timeout bounds each call of a tool whose own [Tool.Timeout] is zero.
 	// Zero means 60 seconds; negative means no timeout.
 	Timeout time.Duration
-
-	// MaxOutputBytes caps the text of each result, so that one runaway
-	// tool cannot fill the context window. Longer text is cut, on a UTF-8
-	// boundary, and a note says so. Zero means 100_000 bytes; negative
-	// means no cap. Images are not counted: the API limits them itself.
+	// MaxOutputBytes caps the text of each result, so that a runaway tool
+	// cannot fill the context window: the rest is cut on a UTF-8 boundary,
+	// with a note. Zero means 100_000 bytes; negative means no cap. Images
+	// are not counted: the API limits them itself.
 	MaxOutputBytes int
-
 	// Logger receives the stack of each panic and a warning for each call
 	// that times out. Nil discards everything.
 	Logger *slog.Logger
@@ -66,26 +64,18 @@ func NewRegistry(cfg Config) *Registry {
 	if cfg.MaxOutputBytes == 0 {
 		cfg.MaxOutputBytes = 100_000
 	}
-	r := &Registry{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		queues:  make(map[any]*turn),
-		running: make(map[*Call]*turn),
-	}
-	if r.log == nil {
-		r.log = slog.New(slog.DiscardHandler)
-	}
+	r := &Registry{cfg: cfg, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
+		queues: make(map[any]*turn), running: make(map[*Call]*turn)}
 	if cfg.MaxConcurrency > 0 {
 		r.sem = semaphore.NewWeighted(int64(cfg.MaxConcurrency))
 	}
 	return r
 }
 
-// Register adds tools to the registry. It adds all of them or, if any is
-// invalid (nil, not built by a constructor, a name the API rejects) or its
-// name is already taken, none, and says which and why. It logs a warning
-// for each tool whose inputs cannot be validated against its schema (see
-// [NewRaw]).
+// Register adds tools to the registry: all of them or, if any is invalid
+// (nil, not built by a constructor, a name the API rejects) or its name is
+// taken, none, and says which and why. It logs a warning for each tool
+// whose inputs cannot be validated against its schema (see [NewRaw]).
 func (r *Registry) Register(tools ...*Tool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -145,8 +135,8 @@ type Call struct {
 // bad input, an error, a panic, a timeout or cancellation each become an
 // is_error result that tells the model what happened.
 //
-// Run returns promptly when ctx is cancelled, with a "cancelled" result
-// for each unfinished call; [Registry.Wait] waits for their handlers.
+// Run returns promptly when ctx is cancelled, with a "cancelled" result for
+// each unfinished call; [Registry.Wait] waits for their handlers.
 func (r *Registry) Run(ctx context.Context, calls []Call) []llm.ToolResult {
 	// Not errgroup.SetLimit: the cap is the registry's, shared with the
 	// calls an agent Starts, and a queued call must give up when ctx ends.
@@ -164,9 +154,8 @@ func (r *Registry) Run(ctx context.Context, calls []Call) []llm.ToolResult {
 // Start starts one call now and returns a function that waits for its
 // result, so that an agent can start each call the moment the model has
 // streamed it. Calls share the registry's cap with Run, and a
-// [Tool.Sequential] tool's calls run in the order Start was called. The
-// wait function, which may be called more than once, returns promptly once
-// ctx is cancelled or the call times out, as Run does.
+// [Tool.Sequential] tool's calls run in the order Start was called. wait
+// may be called more than once, and returns promptly as Run does.
 func (r *Registry) Start(ctx context.Context, call Call) (wait func() llm.ToolResult) {
 	t, ok := r.Lookup(call.Name)
 	if !ok {
@@ -214,7 +203,6 @@ func done(res llm.ToolResult) func() llm.ToolResult {
 // call's context ends first, the result is delivered at once, but the turn
 // and the slot are given back only when the handler has returned.
 func (r *Registry) run(ctx context.Context, t *Tool, c *Call, input json.RawMessage, prev, mine *turn, deliver func(Output)) {
-	defer r.finish(c)
 	defer func() {
 		// Even a call that never ran hands its turn on only after every
 		// earlier call has finished, so that later calls cannot overtake.
@@ -222,6 +210,9 @@ func (r *Registry) run(ctx context.Context, t *Tool, c *Call, input json.RawMess
 			<-prev.finished
 		}
 		close(mine.finished)
+		r.mu.Lock()
+		delete(r.running, c) // for Wait
+		r.mu.Unlock()
 	}()
 	timeout := t.Timeout
 	if timeout == 0 {
@@ -281,19 +272,12 @@ func (r *Registry) run(ctx context.Context, t *Tool, c *Call, input json.RawMess
 	deliver(out)
 }
 
-// finish records that c's goroutine is done, for Wait.
-func (r *Registry) finish(c *Call) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.running, c)
-}
-
 // Wait waits for the handlers that outlive their results: calls whose
 // timeout or cancellation result is out while the handler, ignoring its
 // context, still runs. Calls still working toward a result are not waited
 // for, so that agents sharing a registry can each call Wait as a run ends.
-// If ctx ends first, Wait returns an error naming the handlers still
-// running and wrapping context.Cause(ctx).
+// If ctx ends first, the error names the handlers still running and wraps
+// context.Cause(ctx).
 func (r *Registry) Wait(ctx context.Context) error {
 	r.mu.Lock()
 	late := make(map[*Call]*turn)

@@ -24,22 +24,18 @@ type Tool struct {
 	// they were started, for tools with side effects on shared state (a
 	// file, a shell session). Calls of other tools still run alongside.
 	Sequential bool
-
 	// Queue, when set, puts this tool's calls in one queue with the calls
 	// of every tool of the same Queue: they run one at a time, in the
 	// order they were started, as one Sequential tool's calls do. A
 	// write and an edit of one file, say, must not interleave.
 	Queue string
-
 	// Timeout bounds each call of this tool. Zero means the registry's
 	// [Config.Timeout]; a negative value means no per-call timeout.
 	Timeout time.Duration
 
-	spec llm.ToolSpec
-	// schema validates inputs; it is nil for a raw schema the validator
-	// cannot use, and unvalidated says why (see NewRaw).
-	schema      *jsv.Schema
-	unvalidated error
+	spec        llm.ToolSpec
+	schema      *jsv.Schema // nil for a raw schema the validator cannot use,
+	unvalidated error       // and why (see NewRaw)
 	handler     func(ctx context.Context, input json.RawMessage) (Output, error)
 }
 
@@ -70,9 +66,9 @@ var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 // minimum), use [NewWithSchema].
 //
 // The result becomes the tool result's content: a string as text, an
-// [llm.Block] or []llm.Block as it is, an [Output] as it is, and any other
-// value as its JSON encoding. A non-nil error becomes an is_error result
-// carrying err.Error(), which the model reads.
+// [llm.Block], []llm.Block or [Output] as it is, and any other value as its
+// JSON encoding. A non-nil error becomes an is_error result carrying
+// err.Error(), which the model reads.
 func New[In, Out any](name, description string, fn func(ctx context.Context, in In) (Out, error)) (*Tool, error) {
 	s, err := jsonschema.For[In](nil)
 	if err != nil {
@@ -90,11 +86,10 @@ func Must(t *Tool, err error) *Tool {
 	return t
 }
 
-// NewWithSchema is like [New] but takes the input schema instead of
-// generating it. The usual way to build one is to generate it with
-// jsonschema.For[In] and then refine it, for example by setting Enum on a
-// property. Inputs are validated against schema and then decoded into In
-// with encoding/json, so the two must agree.
+// NewWithSchema is like [New] but takes the input schema, usually one from
+// jsonschema.For[In] refined, for example with an Enum. Inputs are
+// validated against schema and then decoded into In with encoding/json, so
+// the two must agree.
 func NewWithSchema[In, Out any](name, description string, schema *jsonschema.Schema, fn func(ctx context.Context, in In) (Out, error)) (*Tool, error) {
 	if fn == nil {
 		return nil, fmt.Errorf("tool %q: nil function", name)
@@ -128,12 +123,11 @@ func NewWithSchema[In, Out any](name, description string, schema *jsonschema.Sch
 // schema must be a JSON object with "type": "object"; it is sent to the
 // model exactly as given.
 //
-// Inputs are validated against the schema before fn runs, if the
-// validator can use it (see the package doc). If not, the tool is made all the
-// same: inputs are then checked only for being a JSON object, fn must
-// check them itself (as an MCP server does), and [Registry.Register] logs
-// why. A non-nil error from fn becomes an is_error result carrying
-// err.Error().
+// Inputs are validated against the schema before fn runs, if the validator
+// can use it (see the package doc). If not, inputs are checked only for
+// being a JSON object, fn must check them itself (as an MCP server does),
+// and [Registry.Register] logs why. A non-nil error from fn becomes an
+// is_error result carrying err.Error().
 func NewRaw(name, description string, schema json.RawMessage, fn func(ctx context.Context, input json.RawMessage) (Output, error)) (*Tool, error) {
 	if fn == nil {
 		return nil, fmt.Errorf("tool %q: nil function", name)
