@@ -78,6 +78,14 @@ func (st *stallTimer) stop() {
 // header added to every request, and each 401 or 403 answer counted in
 // refused, so that a failure can say that the server wants authorization.
 func serverClient(c *http.Client, header http.Header, refused *atomic.Bool) *http.Client {
+	return wrapTransport(c, func(next http.RoundTripper) http.RoundTripper {
+		return serverTransport{next: next, header: header, refused: refused}
+	})
+}
+
+// wrapTransport returns a copy of c (nil meaning http.DefaultClient) whose
+// transport is wrap of c's own, so that the caller's client settings hold.
+func wrapTransport(c *http.Client, wrap func(next http.RoundTripper) http.RoundTripper) *http.Client {
 	if c == nil {
 		c = http.DefaultClient
 	}
@@ -86,7 +94,7 @@ func serverClient(c *http.Client, header http.Header, refused *atomic.Bool) *htt
 		next = http.DefaultTransport
 	}
 	cc := *c
-	cc.Transport = serverTransport{next: next, header: header, refused: refused}
+	cc.Transport = wrap(next)
 	return &cc
 }
 

@@ -365,16 +365,9 @@ func legacyIssuerClient(c *http.Client, serverURL string) (*http.Client, error) 
 	if err != nil {
 		return nil, err
 	}
-	if c == nil {
-		c = http.DefaultClient
-	}
-	next := c.Transport
-	if next == nil {
-		next = http.DefaultTransport
-	}
-	cc := *c
-	cc.Transport = &legacyIssuer{next: next, origin: u.Scheme + "://" + u.Host}
-	return &cc, nil
+	return wrapTransport(c, func(next http.RoundTripper) http.RoundTripper {
+		return &legacyIssuer{next: next, origin: u.Scheme + "://" + u.Host}
+	}), nil
 }
 
 type legacyIssuer struct {

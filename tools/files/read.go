@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"strings"
 	"unicode/utf8"
@@ -44,16 +45,9 @@ func (w *Workspace) read(ctx context.Context, in ReadInput) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Stat before opening: opening a named pipe blocks until a writer
-	// comes, whatever the call's context says.
-	fi, err := r.r.Stat(rel)
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("reading %s: %w", in.Path, err)
-	case fi.IsDir():
-		return nil, fmt.Errorf("%s is a directory; use glob to list its files", in.Path)
-	case !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("%s is not a regular file (%s); read_file reads only files", in.Path, fi.Mode().Type())
+	fi, err := statFile(r, rel, in.Path, "reading")
+	if err != nil {
+		return nil, err
 	}
 	f, err := r.r.Open(rel)
 	if err != nil {
@@ -75,6 +69,23 @@ func (w *Workspace) read(ctx context.Context, in ReadInput) (any, error) {
 		return nil, fmt.Errorf("%s is a binary file (%s, %d bytes); read_file shows only text and images", in.Path, kind, fi.Size())
 	}
 	return readLines(br, in, fi.Size())
+}
+
+// statFile returns what a file tool (its verb "reading" or "editing")
+// needs to know of path before opening it, which must be a regular file.
+// It is checked first because opening a named pipe blocks until a writer
+// comes, whatever the call's context says.
+func statFile(r *root, rel, path, verb string) (fs.FileInfo, error) {
+	fi, err := r.r.Stat(rel)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s %s: %w", verb, path, err)
+	case fi.IsDir():
+		return nil, fmt.Errorf("%s is a directory; use glob to list its files", path)
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("%s is not a regular file (%s); the file tools work only on files", path, fi.Mode().Type())
+	}
+	return fi, nil
 }
 
 // readLines numbers lines offset to offset+limit of r.

@@ -135,14 +135,10 @@ func (w *Workspace) planEdit(in EditInput) (*change, error) {
 	if err != nil {
 		return nil, err
 	}
-	fi, err := r.r.Stat(rel)
+	fi, err := statFile(r, rel, in.Path, "editing")
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("editing %s: %w", in.Path, err)
-	case fi.IsDir():
-		return nil, fmt.Errorf("%s is a directory", in.Path)
-	case !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("%s is not a regular file (%s)", in.Path, fi.Mode().Type())
+		return nil, err
 	case fi.Size() > maxEditBytes:
 		return nil, fmt.Errorf("%s has %d bytes, more than edit_file loads (%d); use bash, for example sed", in.Path, fi.Size(), maxEditBytes)
 	}
