@@ -23,6 +23,7 @@ func (r *run) act(msg llm.Message, usage llm.Usage, uses []llm.ToolUse, cut map[
 	for i, tu := range uses {
 		call := tool.Call{ID: tu.ID, Name: tu.Name, Input: tu.Input}
 		if why, skip := r.check(&rep, call, cut[tu.ID], final); skip {
+			r.publish(Event{ToolCall: &call})
 			f, set := workflow.NewFuture(r.ctx)
 			set.Set(notRun(call, why), nil)
 			futures[i] = f
@@ -49,6 +50,7 @@ func (r *run) act(msg llm.Message, usage llm.Usage, uses []llm.ToolUse, cut map[
 		if err := f.Get(r.ctx, &results[i]); err != nil {
 			results[i] = notRun(tool.Call{ID: uses[i].ID}, "cancelled")
 		}
+		r.publish(Event{ToolDone: &results[i]})
 	}
 	r.h.AppendToolResults(results)
 }
@@ -92,6 +94,7 @@ func (r *run) call(ctx workflow.Context, call tool.Call, info ToolInfo) llm.Tool
 	if r.needsApproval(call.Name) {
 		a := &approval{call: call}
 		r.waiting = append(r.waiting, a)
+		r.publish(Event{ToolCall: &call, Waiting: true})
 		err := workflow.Await(ctx, func() bool { return a.decided })
 		r.waiting = slices.DeleteFunc(r.waiting, func(w *approval) bool { return w == a })
 		if err != nil {
@@ -115,6 +118,7 @@ func (r *run) call(ctx workflow.Context, call tool.Call, info ToolInfo) llm.Tool
 		HeartbeatTimeout:    r.in.Heartbeat,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: attempts},
 	})
+	r.publish(Event{ToolCall: &call})
 	var res llm.ToolResult
 	if err := workflow.ExecuteActivity(actx, activityCallTool, call).Get(ctx, &res); err != nil {
 		if ctx.Err() != nil {

@@ -78,12 +78,20 @@ func (a *Activities) Tools(ctx context.Context) ([]ToolInfo, error) {
 // ModelTurn streams one model turn and returns it assembled.
 func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, error) {
 	defer heartbeat(ctx)()
+	pub := newPublisher(ctx, in.Stream)
+	defer pub.close() // before the activity completes, so that the batches come first
 	var asm llm.Assembler
 	for ev, err := range a.cfg.Model.Stream(ctx, in.Request) {
 		if err != nil {
 			return TurnOutput{}, classify(err)
 		}
 		asm.Add(ev)
+		switch ev := ev.(type) {
+		case llm.TextStart:
+			pub.text(ev.Text)
+		case llm.TextDelta:
+			pub.text(ev.Text)
+		}
 	}
 	if !asm.Done() {
 		return TurnOutput{}, classify(llm.ErrIncompleteStream)

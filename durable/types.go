@@ -79,6 +79,11 @@ type Input struct {
 	// fails. Default 5. Tools in Config.AtMostOnce are tried once.
 	ToolAttempts int `json:"tool_attempts,omitempty"`
 
+	// Stream publishes the run's events for [Stream] to read. Each batch
+	// of text is a signal in the workflow history, so leave it off for
+	// runs that no one watches. Default off.
+	Stream bool `json:"stream,omitempty"`
+
 	// Resume is set by the workflow itself when it continues as new.
 	Resume *Resume `json:"resume,omitempty"`
 }
@@ -97,6 +102,8 @@ type Resume struct {
 	Tools     []ToolInfo    `json:"tools"`
 	Started   time.Time     `json:"started"`
 	Runs      int           `json:"runs"`
+	Seq       int           `json:"seq,omitempty"`    // of the last streamed event
+	Events    []Event       `json:"events,omitempty"` // the latest, for pollers that are behind
 }
 
 // Repeat is the state of repeat detection: the last call and how many
@@ -128,6 +135,8 @@ type Result struct {
 // TurnInput is the input of [Activities.ModelTurn].
 type TurnInput struct {
 	Request llm.Request `json:"request"`
+	// Stream signals the turn's text to the workflow as it streams.
+	Stream bool `json:"stream,omitempty"`
 }
 
 // TurnOutput is a model turn, assembled.

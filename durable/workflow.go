@@ -49,6 +49,7 @@ type run struct {
 	runs      int
 	timedOut  bool
 	waiting   []*approval // calls waiting for a decision, in the order they came
+	ev        events
 	log       interface{ Warn(string, ...any) }
 }
 
@@ -69,9 +70,18 @@ func start(ctx workflow.Context, in Input) (*run, error) {
 	defaults(&in)
 	r := &run{root: ctx, ctx: ctx, in: in, log: workflow.GetLogger(ctx)}
 	r.h = restore(in, in.History)
+	// Before anything blocks, so that an update that came with the first
+	// workflow task finds its handler.
+	if err := r.handlers(); err != nil {
+		return nil, err
+	}
+	if err := r.streamHandlers(); err != nil {
+		return nil, err
+	}
 	if res := in.Resume; res != nil {
 		r.before, r.iter, r.usage, r.text, r.rep = res.Before, res.Iteration, res.Usage, res.Text, res.Repeat
 		r.cont, r.tools, r.started, r.runs = res.Container, res.Tools, res.Started, res.Runs
+		r.ev.seq, r.ev.log = res.Seq, res.Events
 	} else {
 		if strings.TrimSpace(in.Prompt) == "" {
 			return nil, temporal.NewNonRetryableApplicationError(errEmptyPrompt.Error(), "Failed", nil)
@@ -88,9 +98,6 @@ func start(ctx workflow.Context, in Input) (*run, error) {
 	r.h.SetPrefix(in.System, r.specs)
 	if in.Resume == nil {
 		r.h.AppendUser(llm.Text{Text: in.Prompt})
-	}
-	if err := r.handlers(); err != nil {
-		return nil, err
 	}
 	if in.MaxDuration > 0 {
 		var cancel workflow.CancelFunc
@@ -237,6 +244,10 @@ func (r *run) finish(state agent.State, err error) (Result, error) {
 		}
 	}
 	r.h.Repair()
+	r.publish(Event{Done: state})
+	if err := r.closeStream(); err != nil {
+		return Result{}, err
+	}
 	if state == agent.Failed {
 		return Result{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("agent: iteration %d: %v", r.iter, err), "Failed", nil)
 	}
@@ -251,13 +262,14 @@ func (r *run) finish(state agent.State, err error) (Result, error) {
 // continueAsNew carries the run over to a new workflow run, once every
 // update handler has returned.
 func (r *run) continueAsNew() error {
-	if err := workflow.Await(r.root, func() bool { return workflow.AllHandlersFinished(r.root) }); err != nil {
+	if err := r.closeStream(); err != nil {
 		return err
 	}
 	next := r.in
 	next.History = r.h.Messages()
 	next.Resume = &Resume{Before: r.before, Iteration: r.iter, Usage: r.usage, Text: r.text, Repeat: r.rep,
-		Container: r.cont, Tools: r.tools, Started: r.started, Runs: r.runs + 1}
+		Container: r.cont, Tools: r.tools, Started: r.started, Runs: r.runs + 1, Seq: r.ev.seq,
+		Events: r.ev.log[max(0, len(r.ev.log)-carriedEvents):]}
 	return workflow.NewContinueAsNewError(r.root, WorkflowName, next)
 }
 
@@ -323,7 +335,7 @@ func (r *run) model(req llm.Request) (*TurnOutput, error) {
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second, MaximumAttempts: 5},
 	})
 	var out TurnOutput
-	if err := workflow.ExecuteActivity(ctx, activityModelTurn, TurnInput{Request: req}).Get(ctx, &out); err != nil {
+	if err := workflow.ExecuteActivity(ctx, activityModelTurn, TurnInput{Request: req, Stream: r.in.Stream}).Get(ctx, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

@@ -1,0 +1,230 @@
+package durable
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/tool"
+)
+
+// An Event is what a caller of [Stream] sees of a run: answer text as it
+// streams, in batches at most [StreamInterval] apart, and the tool calls.
+// Exactly one of its fields besides Seq is set.
+type Event struct {
+	// Seq numbers the run's events from 1, across continue-as-new.
+	Seq int `json:"seq"`
+	// Text is answer text that streamed since the previous batch.
+	Text string `json:"text,omitempty"`
+	// Discard says that the text of the current turn so far is void: the
+	// turn failed mid-stream and is being tried again.
+	Discard bool `json:"discard,omitempty"`
+	// ToolCall is a call that starts, or waits for approval when
+	// Waiting is set.
+	ToolCall *tool.Call `json:"tool_call,omitempty"`
+	Waiting  bool       `json:"waiting,omitempty"`
+	// ToolDone is the result of a call.
+	ToolDone *llm.ToolResult `json:"tool_done,omitempty"`
+	// Done is the state the run ended in; it is the last event.
+	Done agent.State `json:"done,omitempty"`
+}
+
+// carriedEvents is how many of the latest events a continue-as-new
+// carries over, for a poller that has not read them yet.
+const carriedEvents = 256
+
+// StreamInterval is the longest a streamed batch of text waits.
+const StreamInterval = 250 * time.Millisecond
+
+// Names of the streaming signal and update.
+const (
+	signalStream = "agentloop.stream"
+	UpdateEvents = "events"
+)
+
+// publisher batches a turn's text and signals it to the workflow, when the
+// run streams: at most StreamInterval apart, and once more at the end.
+type publisher struct {
+	ctx  context.Context
+	mu   sync.Mutex
+	buf  strings.Builder
+	err  error
+	stop func()
+}
+
+// newPublisher starts publishing for the activity of ctx; nil when the run
+// does not stream.
+func newPublisher(ctx context.Context, on bool) *publisher {
+	if !on {
+		return nil
+	}
+	p := &publisher{ctx: ctx}
+	if activity.GetInfo(ctx).Attempt > 1 {
+		p.send(Event{Discard: true})
+	}
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(StreamInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				p.flush()
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	p.stop = func() { close(done); <-exited }
+	return p
+}
+
+func (p *publisher) text(s string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.buf.WriteString(s)
+	p.mu.Unlock()
+}
+
+// close stops the ticker and sends what is left.
+func (p *publisher) close() {
+	if p == nil {
+		return
+	}
+	p.stop()
+	p.flush()
+}
+
+func (p *publisher) flush() {
+	p.mu.Lock()
+	s := p.buf.String()
+	p.buf.Reset()
+	p.mu.Unlock()
+	if s != "" {
+		p.send(Event{Text: s})
+	}
+}
+
+// send signals e to the workflow. A lost batch costs the caller some text,
+// not the run, so a failure is only kept for the log.
+func (p *publisher) send(e Event) {
+	info := activity.GetInfo(p.ctx)
+	err := activity.GetClient(p.ctx).SignalWorkflow(p.ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID, signalStream, e)
+	if err != nil && p.err == nil {
+		p.err = err
+		activity.GetLogger(p.ctx).Warn("durable: streaming to the caller failed", "err", err)
+	}
+}
+
+// events is the workflow's side of streaming: the run's events, and the
+// update that hands them out.
+type events struct {
+	seq     int
+	log     []Event
+	closing bool // the run ends or continues as new: pollers return now
+}
+
+// publish appends e to the run's events, if the run streams.
+func (r *run) publish(e Event) {
+	if !r.in.Stream {
+		return
+	}
+	r.ev.seq++
+	e.Seq = r.ev.seq
+	r.ev.log = append(r.ev.log, e)
+}
+
+// streamHandlers receives the model activity's batches and answers the
+// events update: the events after a sequence number, waiting until there
+// are some or the run ends.
+func (r *run) streamHandlers() error {
+	ch := workflow.GetSignalChannel(r.root, signalStream)
+	workflow.Go(r.root, func(ctx workflow.Context) {
+		for {
+			var e Event
+			if !ch.Receive(ctx, &e) {
+				return
+			}
+			r.publish(e)
+		}
+	})
+	return workflow.SetUpdateHandler(r.root, UpdateEvents, func(ctx workflow.Context, after int) ([]Event, error) {
+		if !r.in.Stream {
+			return nil, errNoStream
+		}
+		if err := workflow.Await(ctx, func() bool { return r.ev.seq > after || r.ev.closing }); err != nil {
+			return nil, err
+		}
+		var out []Event
+		for _, e := range r.ev.log {
+			if e.Seq > after {
+				out = append(out, e)
+			}
+		}
+		return out, nil
+	})
+}
+
+// closeStream lets every poller return before the run ends or continues as
+// new, draining the batches already signalled.
+func (r *run) closeStream() error {
+	ch := workflow.GetSignalChannel(r.root, signalStream)
+	for {
+		var e Event
+		if !ch.ReceiveAsync(&e) {
+			break
+		}
+		r.publish(e)
+	}
+	r.ev.closing = true
+	return workflow.Await(r.root, func() bool { return workflow.AllHandlersFinished(r.root) })
+}
+
+// Stream yields the events of the run whose workflow ID is workflowID,
+// which must have been started with Input.Stream set, from the first, until
+// its Done event; then the result is the workflow's, with
+// client.Client.GetWorkflow. It follows the run across continue-as-new.
+func Stream(ctx context.Context, c client.Client, workflowID string) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		after := 0
+		for {
+			h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+				WorkflowID:   workflowID,
+				UpdateName:   UpdateEvents,
+				Args:         []any{after},
+				WaitForStage: client.WorkflowUpdateStageCompleted,
+			})
+			var evs []Event
+			if err == nil {
+				err = h.Get(ctx, &evs)
+			}
+			if err != nil {
+				yield(Event{}, err)
+				return
+			}
+			for _, e := range evs {
+				after = e.Seq
+				if !yield(e, nil) || e.Done != "" {
+					return
+				}
+			}
+		}
+	}
+}
+
+// errNoStream is returned by a poller of a run that does not stream.
+var errNoStream = errors.New("durable: the run was not started with Input.Stream")
