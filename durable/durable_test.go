@@ -25,6 +25,8 @@ type env struct {
 	c     client.Client
 	api   *anthropictest.Server
 	store DirStore
+	// opts are the options of the workers the test starts.
+	opts worker.Options
 }
 
 func newEnv(t testing.TB, replies ...anthropictest.Reply) *env {
@@ -58,7 +60,7 @@ func (e *env) worker(t testing.TB, queue string, cfg Config, tools ...*tool.Tool
 		t.Fatal(err)
 	}
 	var regErr error
-	w := e.ts.NewWorkerWithOptions(queue, func(r worker.Registry) { regErr = Register(r, cfg) }, worker.Options{})
+	w := e.ts.NewWorkerWithOptions(queue, func(r worker.Registry) { regErr = Register(r, cfg) }, e.opts)
 	if regErr != nil {
 		t.Fatal(regErr)
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/workflow"
@@ -136,6 +137,7 @@ type events struct {
 	seq     int
 	log     []Event
 	closing bool // the run ends or continues as new: pollers return now
+	read    int  // the latest event a poller has been given
 }
 
 // publish appends e to the run's events, if the run streams.
@@ -175,13 +177,21 @@ func (r *run) streamHandlers() error {
 				out = append(out, e)
 			}
 		}
+		if len(out) > 0 {
+			r.ev.read = max(r.ev.read, out[len(out)-1].Seq)
+		}
 		return out, nil
 	})
 }
 
+// readGrace is how long a streaming run that ends waits for a poller to
+// read its last events, so that a caller between two polls still sees them.
+const readGrace = 10 * time.Second
+
 // closeStream lets every poller return before the run ends or continues as
-// new, draining the batches already signalled.
-func (r *run) closeStream() error {
+// new, draining the batches already signalled. A run that ends first gives
+// pollers readGrace to read the last events.
+func (r *run) closeStream(ending bool) error {
 	ch := workflow.GetSignalChannel(r.root, signalStream)
 	for {
 		var e Event
@@ -189,6 +199,11 @@ func (r *run) closeStream() error {
 			break
 		}
 		r.publish(e)
+	}
+	if ending && r.in.Stream {
+		if _, err := workflow.AwaitWithTimeout(r.root, readGrace, func() bool { return r.ev.read >= r.ev.seq }); err != nil {
+			return err
+		}
 	}
 	r.ev.closing = true
 	return workflow.Await(r.root, func() bool { return workflow.AllHandlersFinished(r.root) })
@@ -213,6 +228,9 @@ func Stream(ctx context.Context, c client.Client, workflowID string) iter.Seq2[E
 				err = h.Get(ctx, &evs)
 			}
 			if err != nil {
+				if _, gone := errors.AsType[*serviceerror.NotFound](err); gone && after > 0 {
+					return // the run ended between two polls, after readGrace
+				}
 				yield(Event{}, err)
 				return
 			}

@@ -245,7 +245,7 @@ func (r *run) finish(state agent.State, err error) (Result, error) {
 	}
 	r.h.Repair()
 	r.publish(Event{Done: state})
-	if err := r.closeStream(); err != nil {
+	if err := r.closeStream(true); err != nil {
 		return Result{}, err
 	}
 	if state == agent.Failed {
@@ -262,7 +262,7 @@ func (r *run) finish(state agent.State, err error) (Result, error) {
 // continueAsNew carries the run over to a new workflow run, once every
 // update handler has returned.
 func (r *run) continueAsNew() error {
-	if err := r.closeStream(); err != nil {
+	if err := r.closeStream(false); err != nil {
 		return err
 	}
 	next := r.in
