@@ -21,17 +21,28 @@
 //     call is a ModelTurn activity), the limits, every stop reason, repeat
 //     detection and approvals.
 //
+// Unlike the in-process loop, which starts each tool call the moment its
+// input has streamed, a durable run starts a turn's calls when the turn is
+// complete: the turn is one activity, recorded whole.
+//
 // Both activities heartbeat, so a dead worker is noticed after
 // [Input].Heartbeat (default 10 s), not after the call's timeout.
 //
 // A tool named in [Input].Approve waits in the workflow until someone
 // answers [Approve]: for days if need be, costing nothing while it waits.
 //
+// With [Input].Stream set, the model activity signals the answer's text to
+// the workflow in batches at most [StreamInterval] apart, and the workflow
+// adds the tool calls; [Stream] reads them, with a long-poll update.
+//
 // A run continues as new after [Input].TurnsPerRun model turns, carrying
 // the conversation over, so that its workflow history stays bounded. The
 // [DataConverter] compresses payloads, and moves any that are still large
 // into a [BlobStore] shared by the workers and clients, so that Temporal's
-// 2 MB payload limit caps neither a conversation nor a tool input.
+// 2 MB payload limit caps neither a conversation nor a tool input. A
+// worker that serves histories of many MiB should raise
+// worker.Options.DeadlockDetectionTimeout above its 1 s default: decoding
+// them is part of the workflow task.
 //
 // # Why a separate module and command
 //
