@@ -29,6 +29,8 @@ const (
 	envAPI       = "DURABLE_TEST_API"   // the fake Anthropic API's URL
 	envDir       = "DURABLE_TEST_DIR"   // the log of tool runs
 	envBlobs     = "DURABLE_TEST_BLOBS" // the blob store
+	envQueue     = "DURABLE_TEST_QUEUE"
+	envOnce      = "DURABLE_TEST_AT_MOST_ONCE" // a tool for Config.AtMostOnce
 )
 
 func TestMain(m *testing.M) {
@@ -91,8 +93,12 @@ func childWorker() error {
 	if err := reg.Register(crashTools(dir, true)...); err != nil {
 		return err
 	}
-	w := worker.New(c, "crash", worker.Options{})
-	if err := Register(w, Config{Model: llm.New(llm.Config{BaseURL: os.Getenv(envAPI)}), Registry: reg}); err != nil {
+	w := worker.New(c, os.Getenv(envQueue), worker.Options{})
+	cfg := Config{Model: llm.New(llm.Config{BaseURL: os.Getenv(envAPI)}), Registry: reg}
+	if once := os.Getenv(envOnce); once != "" {
+		cfg.AtMostOnce = []string{once}
+	}
+	if err := Register(w, cfg); err != nil {
 		return err
 	}
 	return w.Run(worker.InterruptCh())
@@ -132,9 +138,28 @@ func completed(part string) func(*historypb.HistoryEvent) bool {
 
 // TestWorkerKilledMidTool kills the worker while the second tool of a turn
 // runs, after the first has completed, and finishes the run on a new
-// worker: the first tool ran once, the second twice.
+// worker: the first tool ran once, the second twice; or once, with an
+// is_error result, when it is at-most-once.
 func TestWorkerKilledMidTool(t *testing.T) {
-	e := newEnv(t,
+	e := newEnv(t)
+	for _, tt := range []struct {
+		name       string
+		atMostOnce bool
+		ran        []string
+		second     string
+	}{
+		{"at-least-once", false, []string{"first", "second", "second"}, "two"},
+		{"at-most-once", true, []string{"first", "second"}, "not completed: the worker running this call failed"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			killMidTool(t, e, tt.name, tt.atMostOnce, tt.ran, tt.second)
+		})
+	}
+	e.checkRequests(t)
+}
+
+func killMidTool(t *testing.T, e *env, queue string, atMostOnce bool, wantRan []string, wantSecond string) {
+	e.api.Enqueue(
 		anthropictest.NewStream().ToolUse("toolu_1", "first", `{}`).ToolUse("toolu_2", "second", `{}`).Stop("tool_use"),
 		anthropictest.NewStream().Text("Both done.").Stop("end_turn"),
 	)
@@ -147,6 +172,10 @@ func TestWorkerKilledMidTool(t *testing.T) {
 		envAPI + "=" + e.api.URL,
 		envDir + "=" + dir,
 		envBlobs + "=" + string(e.store),
+		envQueue + "=" + queue,
+	}
+	if atMostOnce {
+		child.Env = append(child.Env, envOnce+"=second")
 	}
 	child.Stderr = os.Stderr
 	stdout, err := child.StdoutPipe()
@@ -177,12 +206,12 @@ func TestWorkerKilledMidTool(t *testing.T) {
 	}()
 
 	c := e.c
-	wr, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: "crash", TaskQueue: "crash"},
+	wr, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: queue, TaskQueue: queue},
 		WorkflowName, Input{Prompt: "run both", Heartbeat: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitEvent(t, c, "crash", completed("/first/"))
+	waitEvent(t, c, queue, completed("/first/"))
 	<-started
 	if err := child.Process.Kill(); err != nil { // SIGKILL: no cleanup
 		t.Fatal(err)
@@ -194,7 +223,7 @@ func TestWorkerKilledMidTool(t *testing.T) {
 	if err := reg.Register(crashTools(dir, false)...); err != nil {
 		t.Fatal(err)
 	}
-	w := worker.New(c, "crash", worker.Options{})
+	w := worker.New(c, queue, worker.Options{})
 	if err := Register(w, Config{Model: llm.New(llm.Config{BaseURL: e.api.URL}), Registry: reg}); err != nil {
 		t.Fatal(err)
 	}
@@ -214,14 +243,14 @@ func TestWorkerKilledMidTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := strings.Fields(string(ran)), []string{"first", "second", "second"}; !sameCounts(got, want) {
-		t.Errorf("tools ran %q, want first once and second twice", got)
+	if got := strings.Fields(string(ran)); !sameCounts(got, wantRan) {
+		t.Errorf("tools ran %q, want %q", got, wantRan)
 	}
-	results := e.api.Requests()[1].ToolResults()
-	if len(results) != 2 || results[0].Content[0].Text != "one" || results[1].Content[0].Text != "two" || results[1].IsError {
-		t.Errorf("tool results sent = %+v, want one and two", results)
+	reqs := e.api.Requests()
+	results := reqs[len(reqs)-1].ToolResults()
+	if len(results) != 2 || results[0].Content[0].Text != "one" || !strings.HasPrefix(results[1].Content[0].Text, wantSecond) {
+		t.Errorf("tool results sent = %+v, want one and %q", results, wantSecond)
 	}
-	e.checkRequests(t)
 }
 
 // sameCounts reports whether a and b hold the same strings as often.
