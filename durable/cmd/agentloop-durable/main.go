@@ -31,6 +31,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/agentloop/agentloop/agent"
@@ -107,14 +108,20 @@ func (o *options) dial(getenv func(string) string) (client.Client, error) {
 	if o.temporal == "" {
 		return nil, usageError("--temporal HOST:PORT is required")
 	}
+	if o.model == "" {
+		o.model = getenv("ANTHROPIC_MODEL")
+	}
+	return client.Dial(client.Options{HostPort: o.temporal, Namespace: o.namespace, DataConverter: o.converter()})
+}
+
+// converter is the data converter of the workers and callers, with the
+// blob store when --blobs names one.
+func (o *options) converter() converter.DataConverter {
 	var store durable.BlobStore
 	if o.blobs != "" {
 		store = durable.DirStore(o.blobs)
 	}
-	if o.model == "" {
-		o.model = getenv("ANTHROPIC_MODEL")
-	}
-	return client.Dial(client.Options{HostPort: o.temporal, Namespace: o.namespace, DataConverter: durable.DataConverter(store)})
+	return durable.DataConverter(store)
 }
 
 // run runs the command on args. getenv is the environment, read here only.
@@ -190,10 +197,12 @@ func runPrompt(ctx context.Context, args []string, getenv func(string) string, s
 	if id == "" {
 		id = newID()
 		fmt.Fprintf(stderr, "session %s\n", id)
-	} else if prev, err := lastResult(ctx, c, id); err != nil {
-		return err
+	} else if prev, err := durable.Conversation(ctx, c, o.converter(), id); err != nil {
+		if _, none := errors.AsType[*serviceerror.NotFound](err); !none {
+			return fmt.Errorf("session %s: %w", id, err)
+		}
 	} else {
-		in.History = prev.History
+		in.History = prev
 	}
 	// A session holds one run at a time: a second prompt while one runs
 	// fails rather than interleaving.
@@ -252,20 +261,6 @@ func outcome(res durable.Result, err error) error {
 		return &exitError{code: exitLimit, err: fmt.Errorf("%s reached without a final answer", strings.ReplaceAll(string(res.State), "_", " "))}
 	}
 	return nil
-}
-
-// lastResult returns the result of the session's latest run, or an empty
-// one for a session that has none.
-func lastResult(ctx context.Context, c client.Client, id string) (durable.Result, error) {
-	var res durable.Result
-	err := c.GetWorkflow(ctx, id, "").Get(ctx, &res)
-	if _, none := errors.AsType[*serviceerror.NotFound](err); none {
-		return durable.Result{}, nil
-	}
-	if err != nil {
-		return res, fmt.Errorf("session %s: its last run did not complete: %w", id, err)
-	}
-	return res, nil
 }
 
 func newID() string {
