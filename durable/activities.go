@@ -79,7 +79,7 @@ func (a *Activities) Tools(ctx context.Context) ([]ToolInfo, error) {
 func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, error) {
 	defer heartbeat(ctx)()
 	pub := newPublisher(ctx, in.Stream)
-	defer pub.close() // before the activity completes, so that the batches come first
+	defer pub.close() // on every path, before the activity completes
 	var asm llm.Assembler
 	for ev, err := range a.cfg.Model.Stream(ctx, in.Request) {
 		if err != nil {
@@ -96,7 +96,11 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 	if !asm.Done() {
 		return TurnOutput{}, classify(llm.ErrIncompleteStream)
 	}
+	pub.close()
+	source, batches := pub.batches()
 	return TurnOutput{
+		Source:    source,
+		Batches:   batches,
 		Message:   asm.Message(),
 		Stop:      asm.StopReason(),
 		Usage:     asm.Usage(),

@@ -3,6 +3,7 @@ package durable
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"strings"
 	"sync"
@@ -37,6 +38,9 @@ type Event struct {
 	ToolDone *llm.ToolResult `json:"tool_done,omitempty"`
 	// Done is the state the run ended in; it is the last event.
 	Done agent.State `json:"done,omitempty"`
+	// Source names the model activity attempt that sent a batch, for the
+	// workflow to wait for all of them; empty for the workflow's own events.
+	Source string `json:"source,omitempty"`
 }
 
 // carriedEvents is how many of the latest events a continue-as-new
@@ -55,11 +59,14 @@ const (
 // publisher batches a turn's text and signals it to the workflow, when the
 // run streams: at most StreamInterval apart, and once more at the end.
 type publisher struct {
-	ctx  context.Context
-	mu   sync.Mutex
-	buf  strings.Builder
-	err  error
-	stop func()
+	ctx    context.Context
+	source string
+	mu     sync.Mutex
+	buf    strings.Builder
+	sent   int // batches signalled, under mu
+	err    error
+	stop   func()
+	closed sync.Once
 }
 
 // newPublisher starts publishing for the activity of ctx; nil when the run
@@ -68,7 +75,8 @@ func newPublisher(ctx context.Context, on bool) *publisher {
 	if !on {
 		return nil
 	}
-	p := &publisher{ctx: ctx}
+	info := activity.GetInfo(ctx)
+	p := &publisher{ctx: ctx, source: fmt.Sprintf("%s/%d", info.ActivityID, info.Attempt)}
 	if activity.GetInfo(ctx).Attempt > 1 {
 		p.send(Event{Discard: true})
 	}
@@ -101,30 +109,47 @@ func (p *publisher) text(s string) {
 	p.mu.Unlock()
 }
 
-// close stops the ticker and sends what is left.
+// close stops the ticker and sends what is left, once.
 func (p *publisher) close() {
 	if p == nil {
 		return
 	}
-	p.stop()
-	p.flush()
+	p.closed.Do(func() {
+		p.stop()
+		p.flush()
+	})
 }
 
+// flush sends the text so far. It holds mu while it sends, so that batches
+// go out in order and sent counts every one that went.
 func (p *publisher) flush() {
 	p.mu.Lock()
-	s := p.buf.String()
-	p.buf.Reset()
-	p.mu.Unlock()
-	if s != "" {
+	defer p.mu.Unlock()
+	if s := p.buf.String(); s != "" {
+		p.buf.Reset()
 		p.send(Event{Text: s})
 	}
+}
+
+// batches returns where the batches came from and how many went.
+func (p *publisher) batches() (string, int) {
+	if p == nil {
+		return "", 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.source, p.sent
 }
 
 // send signals e to the workflow. A lost batch costs the caller some text,
 // not the run, so a failure is only kept for the log.
 func (p *publisher) send(e Event) {
 	info := activity.GetInfo(p.ctx)
+	e.Source = p.source
 	err := activity.GetClient(p.ctx).SignalWorkflow(p.ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID, signalStream, e)
+	if err == nil {
+		p.sent++
+	}
 	if err != nil && p.err == nil {
 		p.err = err
 		activity.GetLogger(p.ctx).Warn("durable: streaming to the caller failed", "err", err)
@@ -134,16 +159,24 @@ func (p *publisher) send(e Event) {
 // events is the workflow's side of streaming: the run's events, and the
 // update that hands them out.
 type events struct {
-	seq     int
-	log     []Event
-	closing bool // the run ends or continues as new: pollers return now
-	read    int  // the latest event a poller has been given
+	seq      int
+	log      []Event
+	closing  bool           // the run ends or continues as new: pollers return now
+	read     int            // the latest event a poller has been given
+	received map[string]int // batches received, by Source
 }
 
 // publish appends e to the run's events, if the run streams.
 func (r *run) publish(e Event) {
 	if !r.in.Stream {
 		return
+	}
+	if e.Source != "" {
+		if r.ev.received == nil {
+			r.ev.received = make(map[string]int)
+		}
+		r.ev.received[e.Source]++
+		e.Source = ""
 	}
 	r.ev.seq++
 	e.Seq = r.ev.seq
@@ -184,6 +217,20 @@ func (r *run) streamHandlers() error {
 	})
 }
 
+// drain publishes the batches signalled so far. The model activity sends
+// its last batch before it completes, so after a turn, draining puts the
+// turn's text before what follows it, whichever coroutine runs first.
+func (r *run) drain() {
+	ch := workflow.GetSignalChannel(r.root, signalStream)
+	for {
+		var e Event
+		if !ch.ReceiveAsync(&e) {
+			return
+		}
+		r.publish(e)
+	}
+}
+
 // readGrace is how long a streaming run that ends waits for a poller to
 // read its last events, so that a caller between two polls still sees them.
 const readGrace = 10 * time.Second
@@ -192,14 +239,7 @@ const readGrace = 10 * time.Second
 // new, draining the batches already signalled. A run that ends first gives
 // pollers readGrace to read the last events.
 func (r *run) closeStream(ending bool) error {
-	ch := workflow.GetSignalChannel(r.root, signalStream)
-	for {
-		var e Event
-		if !ch.ReceiveAsync(&e) {
-			break
-		}
-		r.publish(e)
-	}
+	r.drain()
 	if ending && r.in.Stream {
 		if _, err := workflow.AwaitWithTimeout(r.root, readGrace, func() bool { return r.ev.read >= r.ev.seq }); err != nil {
 			return err

@@ -145,6 +145,10 @@ type TurnOutput struct {
 	Stop      llm.StopReason `json:"stop"`
 	Usage     llm.Usage      `json:"usage"`
 	Container string         `json:"container,omitempty"`
+	// Source and Batches say which attempt streamed the turn and how many
+	// batches it signalled, for the workflow to wait for them all.
+	Source  string `json:"source,omitempty"`
+	Batches int    `json:"batches,omitempty"`
 	// Cut holds the blocks that max_tokens cut off, for the workflow to
 	// decide on, as the loop does.
 	Cut llm.Message `json:"cut"`

@@ -244,6 +244,7 @@ func (r *run) finish(state agent.State, err error) (Result, error) {
 		}
 	}
 	r.h.Repair()
+	r.drain()
 	r.publish(Event{Done: state})
 	if err := r.closeStream(true); err != nil {
 		return Result{}, err
@@ -335,8 +336,18 @@ func (r *run) model(req llm.Request) (*TurnOutput, error) {
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second, MaximumAttempts: 5},
 	})
 	var out TurnOutput
-	if err := workflow.ExecuteActivity(ctx, activityModelTurn, TurnInput{Request: req, Stream: r.in.Stream}).Get(ctx, &out); err != nil {
+	err := workflow.ExecuteActivity(ctx, activityModelTurn, TurnInput{Request: req, Stream: r.in.Stream}).Get(ctx, &out)
+	if err != nil {
+		r.drain()
 		return nil, err
+	}
+	// The batches were signalled before the activity completed, but the
+	// coroutine that receives them may not have run yet: wait for it, so
+	// that the turn's text comes before what follows it.
+	if out.Batches > 0 {
+		if err := workflow.Await(r.root, func() bool { return r.ev.received[out.Source] >= out.Batches }); err != nil {
+			return nil, err
+		}
 	}
 	return &out, nil
 }

@@ -18,7 +18,9 @@ import (
 )
 
 // TestCallToolHeartbeats: a long tool call heartbeats while it runs, and
-// the heartbeat goroutine ends with the activity.
+// the heartbeat goroutine ends with the activity. It is the first test of
+// the package, in its first file, so that no in-process Temporal server of
+// another test has goroutines still winding down when goleak looks.
 func TestCallToolHeartbeats(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	beat := make(chan struct{})
