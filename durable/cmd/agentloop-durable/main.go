@@ -8,7 +8,8 @@
 // or server.
 //
 //	agentloop-durable worker --temporal HOST:PORT [--namespace N] [--task-queue Q] [--tools calculator]
-//	agentloop-durable --temporal HOST:PORT [--session ID] [--detach] "prompt"
+//	agentloop-durable --temporal HOST:PORT [--session ID] [--detach] [--approve TOOLS] "prompt"
+//	agentloop-durable approve --temporal HOST:PORT --session ID [--deny REASON] CALL_ID
 //
 // Ctrl-C cancels the run, as in agentloop; with --detach it only detaches,
 // and the run goes on: continue the session later with --session.
@@ -129,6 +130,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if len(args) > 0 && args[0] == "worker" {
 		return runWorker(ctx, args[1:], getenv, stderr)
 	}
+	if len(args) > 0 && args[0] == "approve" {
+		return runApprove(ctx, args[1:], getenv, stderr)
+	}
 	return runPrompt(ctx, args, getenv, stdout, stderr)
 }
 
@@ -166,6 +170,28 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 	stop := make(chan any)
 	go func() { <-ctx.Done(); close(stop) }()
 	return w.Run(stop)
+}
+
+// runApprove answers a call that waits for approval in a session.
+func runApprove(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("agentloop-durable approve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	o.flags(fs)
+	session := fs.String("session", "", "the session whose call waits (required)")
+	deny := fs.String("deny", "", "deny the call, telling the model this reason")
+	if err := fs.Parse(args); err != nil {
+		return &exitError{code: exitUsage}
+	}
+	if *session == "" || fs.NArg() != 1 {
+		return usageError("usage: agentloop-durable approve --temporal HOST:PORT --session ID [--deny REASON] CALL_ID")
+	}
+	c, err := o.dial(getenv)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return durable.Approve(ctx, c, *session, durable.Decision{CallID: fs.Arg(0), Allow: *deny == "", Reason: *deny})
 }
 
 // runPrompt starts a run, or continues the session, and streams it.
@@ -230,7 +256,8 @@ func runPrompt(ctx context.Context, args []string, getenv func(string) string, s
 		case ev.Discard:
 			fmt.Fprintln(stderr, "\n[retrying the turn]")
 		case ev.ToolCall != nil && ev.Waiting:
-			fmt.Fprintf(stderr, "\n[%s waits for approval: call %s]\n", ev.ToolCall.Name, ev.ToolCall.ID)
+			fmt.Fprintf(stderr, "\n[%s %s waits for approval: agentloop-durable approve --session %s %s]\n",
+				ev.ToolCall.Name, ev.ToolCall.Input, id, ev.ToolCall.ID)
 		case ev.ToolCall != nil:
 			fmt.Fprintf(stderr, "\n[%s %s]\n", ev.ToolCall.Name, ev.ToolCall.Input)
 		}

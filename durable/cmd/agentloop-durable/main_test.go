@@ -67,7 +67,8 @@ func TestWorkerAndPrompt(t *testing.T) {
 }
 
 func TestUsage(t *testing.T) {
-	for _, args := range [][]string{{"hi"}, {"--temporal", "localhost:1"}, {"worker"}, {"worker", "--temporal", "x:1", "--tools", "nope"}} {
+	for _, args := range [][]string{{"hi"}, {"--temporal", "localhost:1"}, {"worker"}, {"worker", "--temporal", "x:1", "--tools", "nope"},
+		{"approve", "--temporal", "x:1", "toolu_1"}, {"approve", "--temporal", "x:1", "--session", "s"}} {
 		var out bytes.Buffer
 		if code := exitCode(run(context.Background(), args, func(string) string { return "" }, &out, &out)); code != exitUsage {
 			t.Errorf("%q: exit %d, want %d", args, code, exitUsage)
