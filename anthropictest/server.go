@@ -79,6 +79,15 @@ func (s *Server) Close() {
 	s.ts.Close()
 }
 
+// Enqueue appends replies to the queue, to answer the requests that follow
+// those already scripted: a test that learns what to answer only as it
+// runs, such as one whose worker process is restarted, scripts as it goes.
+func (s *Server) Enqueue(replies ...Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queue = append(s.queue, replies...)
+}
+
 // Requests returns every request to POST /v1/messages so far, in arrival
 // order. The slice is a copy; the Requests are shared and must not be
 // modified.

@@ -1,0 +1,185 @@
+package durable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/tool"
+)
+
+// Config configures a worker's side of durable runs. Only Model is
+// required.
+type Config struct {
+	// Model streams the model turns. Required. An [*llm.Client] in
+	// production.
+	Model llm.Model
+	// Registry runs the tool calls. Default: an empty registry.
+	Registry *tool.Registry
+	// AtMostOnce names tools that must not run twice for one call, such as
+	// one that sends money. A call of one whose worker dies is not run
+	// again; the model gets an is_error result saying it may or may not
+	// have run. Default none: every tool is at-least-once.
+	AtMostOnce []string
+}
+
+// Error types of the activities' application errors, for the workflow to
+// classify a failure by, since a Go error does not cross the wire.
+const (
+	errPromptTooLong = "PromptTooLong"
+	errAPI           = "APIError"
+)
+
+// Activities are the activities of a durable run. Register them with
+// [Register].
+type Activities struct {
+	cfg Config
+}
+
+// Register registers the workflow and its activities on w.
+func Register(w worker.Registry, cfg Config) error {
+	if cfg.Model == nil {
+		return errors.New("durable: Config.Model is required")
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = tool.NewRegistry(tool.Config{})
+	}
+	w.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
+	w.RegisterActivityWithOptions(&Activities{cfg: cfg}, activity.RegisterOptions{Name: "agentloop."})
+	return nil
+}
+
+// Activity names, as Register names them.
+const (
+	activityTools     = "agentloop.Tools"
+	activityModelTurn = "agentloop.ModelTurn"
+	activityCallTool  = "agentloop.CallTool"
+)
+
+// Tools describes the worker's tools.
+func (a *Activities) Tools(ctx context.Context) ([]ToolInfo, error) {
+	specs := a.cfg.Registry.Specs()
+	infos := make([]ToolInfo, len(specs))
+	for i, s := range specs {
+		t, _ := a.cfg.Registry.Lookup(s.Name)
+		infos[i] = ToolInfo{Spec: s, Sequential: t != nil && t.Sequential, AtMostOnce: slices.Contains(a.cfg.AtMostOnce, s.Name)}
+	}
+	return infos, nil
+}
+
+// ModelTurn streams one model turn and returns it assembled.
+func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, error) {
+	defer heartbeat(ctx)()
+	pub := newPublisher(ctx, in.Stream)
+	defer pub.close() // on every path, before the activity completes
+	var asm llm.Assembler
+	for ev, err := range a.cfg.Model.Stream(ctx, in.Request) {
+		if err != nil {
+			return TurnOutput{}, classify(err)
+		}
+		asm.Add(ev)
+		switch ev := ev.(type) {
+		case llm.TextStart:
+			pub.text(ev.Text)
+		case llm.TextDelta:
+			pub.text(ev.Text)
+		}
+	}
+	if !asm.Done() {
+		return TurnOutput{}, classify(llm.ErrIncompleteStream)
+	}
+	pub.close()
+	source, batches := pub.batches()
+	return TurnOutput{
+		Source:    source,
+		Batches:   batches,
+		Message:   asm.Message(),
+		Stop:      asm.StopReason(),
+		Usage:     asm.Usage(),
+		Container: asm.Container(),
+		Cut:       llm.Message{Role: llm.Assistant, Content: asm.Incomplete()},
+	}, nil
+}
+
+// classify turns a model error into the application error that tells
+// Temporal whether to retry: a transient one is retried by the activity's
+// retry policy, after the server's retry-after if it sent one; any other
+// is not.
+func classify(err error) error {
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	case errors.Is(err, llm.ErrPromptTooLong):
+		var details []any
+		if ae, ok := errors.AsType[*llm.APIError](err); ok {
+			details = append(details, ae)
+		}
+		return temporal.NewNonRetryableApplicationError(err.Error(), errPromptTooLong, nil, details...)
+	case llm.IsRetryable(err):
+		var wait time.Duration
+		if ae, ok := errors.AsType[*llm.APIError](err); ok {
+			wait = ae.RetryAfter
+		}
+		return temporal.NewApplicationErrorWithOptions(err.Error(), errAPI, temporal.ApplicationErrorOptions{NextRetryDelay: wait})
+	}
+	return temporal.NewNonRetryableApplicationError(err.Error(), errAPI, nil)
+}
+
+// CallTool runs one tool call. A tool's failure is its result, for the
+// model; the activity fails only when its worker does.
+func (a *Activities) CallTool(ctx context.Context, call tool.Call) (llm.ToolResult, error) {
+	defer heartbeat(ctx)()
+	res := a.cfg.Registry.Start(ctx, call)()
+	if err := ctx.Err(); err != nil {
+		// The result says "cancelled"; the workflow, not the model, decides
+		// what a cancelled activity means.
+		return llm.ToolResult{}, err
+	}
+	return res, nil
+}
+
+// heartbeat heartbeats for the activity of ctx until the returned function
+// is called, three times per heartbeat timeout, so that the server notices a
+// dead worker within that timeout.
+func heartbeat(ctx context.Context) (stop func()) {
+	every := activity.GetInfo(ctx).HeartbeatTimeout / 3
+	if every <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return func() { close(done); <-exited }
+}
+
+// toolFailure is the result a call gets when no worker could complete it.
+func toolFailure(call tool.Call, atMostOnce bool, err error) llm.ToolResult {
+	why := fmt.Sprintf("not completed: the worker running this call failed (%v).", err)
+	if atMostOnce {
+		why = fmt.Sprintf("not completed: the worker running this call failed (%v), and %s must not run twice, "+
+			"so it was not retried. It may or may not have taken effect: check before calling it again.", err, call.Name)
+	}
+	return llm.ToolResult{ToolUseID: call.ID, Content: []llm.Block{llm.Text{Text: why}}, IsError: true}
+}

@@ -1,0 +1,54 @@
+// Package durable runs the agent loop as a Temporal workflow, so that a run
+// survives the death of the process that runs it.
+//
+// The loop is the one package agent runs, split where Temporal needs it:
+//
+//   - Each model turn is an activity ([Activities.ModelTurn]). It streams
+//     with the worker's [llm.Model] (an [*llm.Client]), which retries
+//     transient errors before any output itself, and returns the assembled
+//     message, stop reason and usage. Any other failure goes to Temporal's
+//     retry policy, except a 4xx (not [llm.IsRetryable]), which is not
+//     retried.
+//   - Each tool call is an activity ([Activities.CallTool]). The calls of a
+//     turn run in parallel, except that the calls of a [tool.Tool] marked
+//     Sequential run one after another in tool_use order. A call that
+//     completed is recorded and never runs again. A call whose worker died
+//     while it ran is run again on another worker: tool calls are
+//     at-least-once. A tool named in [Config.AtMostOnce] is never retried;
+//     the model gets an is_error result instead.
+//   - Everything else runs in the workflow, deterministically: the history
+//     with its rules (package memory's own code), compaction (whose summary
+//     call is a ModelTurn activity), the limits, every stop reason, repeat
+//     detection and approvals.
+//
+// Unlike the in-process loop, which starts each tool call the moment its
+// input has streamed, a durable run starts a turn's calls when the turn is
+// complete: the turn is one activity, recorded whole.
+//
+// Both activities heartbeat, so a dead worker is noticed after
+// [Input].Heartbeat (default 10 s), not after the call's timeout.
+//
+// A tool named in [Input].Approve waits in the workflow until someone
+// answers [Approve]: for days if need be, costing nothing while it waits.
+//
+// With [Input].Stream set, the model activity signals the answer's text to
+// the workflow in batches at most [StreamInterval] apart, and the workflow
+// adds the tool calls; [Stream] reads them, with a long-poll update.
+//
+// A run continues as new after [Input].TurnsPerRun model turns, carrying
+// the conversation over, so that its workflow history stays bounded. The
+// [DataConverter] compresses payloads, and moves any that are still large
+// into a [BlobStore] shared by the workers and clients, so that Temporal's
+// 2 MB payload limit caps neither a conversation nor a tool input. A
+// worker that serves histories of many MiB should raise
+// worker.Options.DeadlockDetectionTimeout above its 1 s default: decoding
+// them is part of the workflow task.
+//
+// # Why a separate module and command
+//
+// The Temporal server and SDK are large dependencies. This package lives in
+// its own Go module, so that users of the core packages and builds of the
+// agentloop CLI never download or compile them. For the same reason the
+// durable mode of the CLI is a separate command, agentloop-durable in
+// cmd/agentloop-durable of this module, rather than flags of agentloop.
+package durable

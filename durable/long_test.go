@@ -1,0 +1,120 @@
+package durable
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/anthropictest"
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/memory"
+	"github.com/agentloop/agentloop/tool"
+)
+
+type blobIn struct {
+	Data string `json:"data"`
+}
+
+// incompressible returns n bytes of base64 of random bytes from a fixed
+// seed: too large for Temporal's 2 MB limit even after compression.
+func incompressible(n int) string {
+	r := rand.NewChaCha8([32]byte{1})
+	raw := make([]byte, n*3/4)
+	r.Read(raw)
+	return base64.StdEncoding.EncodeToString(raw)[:n]
+}
+
+// TestLargePayloads runs a 5 MiB tool input through the model turn, the
+// tool call and the history, with a client and worker that share a blob
+// store, as workers on one file system do.
+func TestLargePayloads(t *testing.T) {
+	data := incompressible(5 << 20)
+	input := `{"data":"` + data + `"}`
+	e := newEnv(t,
+		anthropictest.NewStream().ToolUse("toolu_1", "digest", anthropictest.Split(input, 256<<10)...).Stop("tool_use"),
+		anthropictest.NewStream().Text("Digested.").Stop("end_turn"),
+	)
+	digest := tool.Must(tool.New("digest", "digests data", func(ctx context.Context, in blobIn) (string, error) {
+		return fmt.Sprintf("%d bytes, sha256 %x", len(in.Data), sha256.Sum256([]byte(in.Data))), nil
+	}))
+	// Decoding 5 MiB runs in the workflow task, which takes more than the
+	// deadlock detector's default second under the race detector.
+	e.opts.DeadlockDetectionTimeout = 30 * time.Second
+	e.worker(t, "large", Config{}, digest)
+	res := e.run(t, "large", "large", Input{Prompt: "digest this"})
+
+	want := fmt.Sprintf("%d bytes, sha256 %x", len(data), sha256.Sum256([]byte(data)))
+	results := e.api.Requests()[1].ToolResults()
+	if len(results) != 1 || results[0].Content[0].Text != want {
+		t.Fatalf("tool result = %+v, want %q", results, want)
+	}
+	if len(res.History) != 4 || string(res.History[1].Content[0].(llm.ToolUse).Input) != input {
+		t.Errorf("the result's history does not hold the 5 MiB input")
+	}
+	blobs, err := os.ReadDir(string(e.store))
+	if err != nil || len(blobs) == 0 {
+		t.Errorf("blob store holds %d files (err %v), want the large payloads", len(blobs), err)
+	}
+	e.checkRequests(t)
+}
+
+// script is a conversation of n tool turns and a final answer.
+func script(n int) []anthropictest.Reply {
+	var rs []anthropictest.Reply
+	for i := range n {
+		rs = append(rs, anthropictest.NewStream().Text(fmt.Sprintf("Step %d.", i)).
+			ToolUse(fmt.Sprintf("toolu_%d", i), "add", fmt.Sprintf(`{"a":%d,"b":1}`, i)).Usage(10*(i+1), 5, 0, 0).Stop("tool_use"))
+	}
+	return append(rs, anthropictest.NewStream().Text("All added.").Usage(10*(n+1), 3, 0, 0).Stop("end_turn"))
+}
+
+// TestContinueAsNew runs a conversation over several workflow runs and
+// checks that it ends exactly as the in-process loop ends it: the same
+// result and the same history, after a second prompt too.
+func TestContinueAsNew(t *testing.T) {
+	const turns = 5
+	e := newEnv(t, script(turns)...)
+	add, _ := adder()
+	e.worker(t, "can", Config{}, add)
+	res := e.run(t, "can", "can", Input{Prompt: "add", TurnsPerRun: 2})
+	if res.Runs != 3 {
+		t.Errorf("runs = %d, want 3 (continue-as-new after every 2 turns)", res.Runs)
+	}
+	e.api.Enqueue(script(1)...)
+	res2 := e.run(t, "can-2", "can", Input{Prompt: "again", History: res.History, TurnsPerRun: 2})
+
+	// The same conversation, in process.
+	api := anthropictest.NewServer(append(script(turns), script(1)...)...)
+	defer api.Close()
+	add2, _ := adder()
+	a, err := agent.New(agent.Config{Model: llm.New(llm.Config{BaseURL: api.URL}), Tools: []*tool.Tool{add2}, History: memory.New(memory.Config{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := a.Run(context.Background(), "add")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, res.Result); diff != "" {
+		t.Errorf("durable result differs from in-process (-in-process +durable):\n%s", diff)
+	}
+	want2, err := a.Run(context.Background(), "again")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want2, res2.Result); diff != "" {
+		t.Errorf("second result differs from in-process (-in-process +durable):\n%s", diff)
+	}
+	if diff := cmp.Diff(a.History().Messages(), res2.History); diff != "" {
+		t.Errorf("history differs from in-process (-in-process +durable):\n%s", diff)
+	}
+	e.checkRequests(t)
+}

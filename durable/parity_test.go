@@ -1,0 +1,126 @@
+package durable
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/anthropictest"
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/memory"
+	"github.com/agentloop/agentloop/tool"
+)
+
+// TestParity runs the same script in process and durably and checks that
+// both end in the same state with the same result and history: every stop
+// reason, the limits, repeats and compaction, decided by the workflow as
+// the loop decides them.
+func TestParity(t *testing.T) {
+	long := strings.Repeat("words and more words about the task at hand. ", 12)
+	var prior []llm.Message
+	for i := range 6 {
+		prior = append(prior,
+			llm.Message{Role: llm.User, Content: []llm.Block{llm.Text{Text: fmt.Sprintf("question %d: %s", i, long)}}},
+			llm.Message{Role: llm.Assistant, Content: []llm.Block{llm.Text{Text: fmt.Sprintf("answer %d: %s", i, long)}}})
+	}
+	tool1 := func(i int) *anthropictest.Stream {
+		return anthropictest.NewStream().ToolUse(fmt.Sprintf("toolu_%d", i), "add", `{"a":1,"b":2}`).Stop("tool_use")
+	}
+	tests := []struct {
+		name    string
+		replies func() []anthropictest.Reply
+		in      Input // Prompt, History and the limits; mapped onto agent.Config
+	}{
+		{"end_turn", func() []anthropictest.Reply {
+			return []anthropictest.Reply{anthropictest.NewStream().Text("Hi.").Usage(12, 3, 0, 0).Stop("end_turn")}
+		}, Input{}},
+		{"max_tokens", func() []anthropictest.Reply {
+			return []anthropictest.Reply{anthropictest.NewStream().Text("Cut sh").Stop("max_tokens")}
+		}, Input{}},
+		{"max_tokens cuts a tool call", func() []anthropictest.Reply {
+			return []anthropictest.Reply{
+				anthropictest.NewStream().Text("Calling.").ToolUse("toolu_1", "add", `{"a":`).Stop("max_tokens"),
+				anthropictest.NewStream().Text("Sorry.").Stop("end_turn"),
+			}
+		}, Input{}},
+		{"refusal", func() []anthropictest.Reply {
+			return []anthropictest.Reply{anthropictest.NewStream().Text("I can").Stop("refusal")}
+		}, Input{History: prior[:2]}},
+		{"pause_turn", func() []anthropictest.Reply {
+			return []anthropictest.Reply{
+				anthropictest.NewStream().Text("Searching.").Stop("pause_turn"),
+				anthropictest.NewStream().Text("Found it.").Stop("end_turn"),
+			}
+		}, Input{}},
+		{"iteration limit, final answer", func() []anthropictest.Reply {
+			return []anthropictest.Reply{tool1(1), tool1(2), anthropictest.NewStream().Text("Best effort.").Stop("end_turn")}
+		}, Input{MaxIterations: 2, FinalAnswer: true}},
+		{"iteration limit", func() []anthropictest.Reply {
+			return []anthropictest.Reply{tool1(1), tool1(2)}
+		}, Input{MaxIterations: 2}},
+		{"token limit", func() []anthropictest.Reply {
+			return []anthropictest.Reply{anthropictest.NewStream().ToolUse("toolu_1", "add", `{"a":1,"b":2}`).Usage(500, 20, 0, 0).Stop("tool_use")}
+		}, Input{MaxTotalTokens: 100}},
+		{"repeats", func() []anthropictest.Reply {
+			return []anthropictest.Reply{tool1(1), tool1(2), tool1(3), anthropictest.NewStream().Text("Stopping.").Stop("end_turn")}
+		}, Input{}},
+		{"compaction", func() []anthropictest.Reply {
+			return []anthropictest.Reply{anthropictest.Repeat(anthropictest.ReplyFunc(func(r *anthropictest.Request) anthropictest.Reply {
+				if p, _ := r.Params(); p != nil && strings.Contains(string(p.System), "summar") {
+					return anthropictest.NewStream().Text("They asked six questions and got six answers.").Stop("end_turn")
+				}
+				return anthropictest.NewStream().Text("Done.").Stop("end_turn")
+			}))}
+		}, Input{History: prior, ContextLimit: 400}},
+	}
+	e := newEnv(t)
+	add, _ := adder()
+	e.worker(t, "parity", Config{}, add)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := tt.in
+			in.Prompt = "go"
+			e.api.Enqueue(tt.replies()...)
+			got := e.run(t, "parity-"+strings.ReplaceAll(tt.name, " ", "-"), "parity", in)
+			if tt.name == "compaction" { // last: its Repeat answers every later request
+				if text := llm.TextOf(got.History[0].Content); !strings.HasPrefix(text, "[This conversation was compacted") {
+					t.Errorf("the history starts with %.60q, want a summary", text)
+				}
+			}
+
+			api := anthropictest.NewServer(tt.replies()...)
+			defer api.Close()
+			h := memory.New(memory.Config{ContextLimit: in.ContextLimit})
+			for _, m := range in.History {
+				if m.Role == llm.User {
+					h.AppendUser(m.Content...)
+				} else {
+					h.AppendAssistant(m, llm.Usage{})
+				}
+			}
+			add2, _ := adder()
+			a, err := agent.New(agent.Config{Model: llm.New(llm.Config{BaseURL: api.URL}), Tools: []*tool.Tool{add2}, History: h,
+				MaxIterations: in.MaxIterations, FinalAnswer: in.FinalAnswer, MaxTotalTokens: in.MaxTotalTokens})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := a.Run(context.Background(), in.Prompt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got.Result); diff != "" {
+				t.Errorf("result (-in-process +durable):\n%s", diff)
+			}
+			if diff := cmp.Diff(h.Messages(), got.History); diff != "" {
+				t.Errorf("history (-in-process +durable):\n%s", diff)
+			}
+			if len(api.Requests()) < 1 {
+				t.Error("the in-process run sent no request")
+			}
+		})
+	}
+}

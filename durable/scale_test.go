@@ -1,0 +1,73 @@
+package durable
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/anthropictest"
+)
+
+// conversational answers any number of runs at once: a prompt "run N"
+// gets a call of add with N, and the call's result gets "done N".
+func conversational() anthropictest.Reply {
+	return anthropictest.Repeat(anthropictest.ReplyFunc(func(r *anthropictest.Request) anthropictest.Reply {
+		msgs := r.Messages()
+		last := msgs[len(msgs)-1]
+		if res := r.ToolResults(); len(res) > 0 && len(last.Content) > 0 && last.Content[0].Type == "tool_result" {
+			return anthropictest.NewStream().Text("done " + res[len(res)-1].Content[0].Text).Stop("end_turn")
+		}
+		var n int
+		fmt.Sscanf(last.Text(), "run %d", &n)
+		in, _ := json.Marshal(addIn{A: n, B: 0})
+		return anthropictest.NewStream().ToolUse(fmt.Sprintf("toolu_%d", n), "add", string(in)).Stop("tool_use")
+	}))
+}
+
+// TestTwoWorkersManyRuns: two workers on one task queue serve 50 runs at
+// once; every run completes with its own answer.
+func TestTwoWorkersManyRuns(t *testing.T) {
+	const runs = 50
+	e := newEnv(t, conversational())
+	add1, calls1 := adder()
+	add2, calls2 := adder()
+	e.worker(t, "many", Config{}, add1)
+	e.worker(t, "many", Config{}, add2)
+
+	var wg sync.WaitGroup
+	errs := make([]error, runs)
+	results := make([]Result, runs)
+	for i := range runs {
+		wg.Go(func() {
+			wr, err := e.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: fmt.Sprintf("many-%d", i), TaskQueue: "many"},
+				WorkflowName, Input{Prompt: fmt.Sprintf("run %d", i)})
+			if err == nil {
+				err = wr.Get(context.Background(), &results[i])
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i := range runs {
+		if errs[i] != nil {
+			t.Errorf("run %d: %v", i, errs[i])
+			continue
+		}
+		if want := fmt.Sprintf("done %d", i); results[i].State != agent.Finished || results[i].Text != want {
+			t.Errorf("run %d: %s %q, want finished %q", i, results[i].State, results[i].Text, want)
+		}
+	}
+	if n := calls1.Load() + calls2.Load(); n != runs {
+		t.Errorf("%d tool calls, want %d", n, runs)
+	}
+	t.Logf("tool calls per worker: %d and %d", calls1.Load(), calls2.Load())
+	if got := len(e.api.Requests()); got != 2*runs {
+		t.Errorf("%d model requests, want %d", got, 2*runs)
+	}
+	e.checkRequests(t)
+}

@@ -1,0 +1,288 @@
+package durable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/tool"
+)
+
+// An Event is what a caller of [Stream] sees of a run: answer text as it
+// streams, in batches at most [StreamInterval] apart, and the tool calls.
+// Exactly one of its fields besides Seq is set.
+type Event struct {
+	// Seq numbers the run's events from 1, across continue-as-new.
+	Seq int `json:"seq"`
+	// Text is answer text that streamed since the previous batch.
+	Text string `json:"text,omitempty"`
+	// Discard says that the text of the current turn so far is void: the
+	// turn failed mid-stream and is being tried again.
+	Discard bool `json:"discard,omitempty"`
+	// ToolCall is a call that starts, or waits for approval when
+	// Waiting is set.
+	ToolCall *tool.Call `json:"tool_call,omitempty"`
+	Waiting  bool       `json:"waiting,omitempty"`
+	// ToolDone is the result of a call.
+	ToolDone *llm.ToolResult `json:"tool_done,omitempty"`
+	// Done is the state the run ended in; it is the last event.
+	Done agent.State `json:"done,omitempty"`
+	// Source names the model activity attempt that sent a batch, for the
+	// workflow to wait for all of them; empty for the workflow's own events.
+	Source string `json:"source,omitempty"`
+}
+
+// carriedEvents is how many of the latest events a continue-as-new
+// carries over, for a poller that has not read them yet.
+const carriedEvents = 256
+
+// StreamInterval is the longest a streamed batch of text waits.
+const StreamInterval = 250 * time.Millisecond
+
+// Names of the streaming signal and update.
+const (
+	signalStream = "agentloop.stream"
+	UpdateEvents = "events"
+)
+
+// publisher batches a turn's text and signals it to the workflow, when the
+// run streams: at most StreamInterval apart, and once more at the end.
+type publisher struct {
+	ctx    context.Context
+	source string
+	mu     sync.Mutex
+	buf    strings.Builder
+	sent   int // batches signalled, under mu
+	err    error
+	stop   func()
+	closed sync.Once
+}
+
+// newPublisher starts publishing for the activity of ctx; nil when the run
+// does not stream.
+func newPublisher(ctx context.Context, on bool) *publisher {
+	if !on {
+		return nil
+	}
+	info := activity.GetInfo(ctx)
+	p := &publisher{ctx: ctx, source: fmt.Sprintf("%s/%d", info.ActivityID, info.Attempt)}
+	if activity.GetInfo(ctx).Attempt > 1 {
+		p.send(Event{Discard: true})
+	}
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(StreamInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				p.flush()
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	p.stop = func() { close(done); <-exited }
+	return p
+}
+
+func (p *publisher) text(s string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.buf.WriteString(s)
+	p.mu.Unlock()
+}
+
+// close stops the ticker and sends what is left, once.
+func (p *publisher) close() {
+	if p == nil {
+		return
+	}
+	p.closed.Do(func() {
+		p.stop()
+		p.flush()
+	})
+}
+
+// flush sends the text so far. It holds mu while it sends, so that batches
+// go out in order and sent counts every one that went.
+func (p *publisher) flush() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s := p.buf.String(); s != "" {
+		p.buf.Reset()
+		p.send(Event{Text: s})
+	}
+}
+
+// batches returns where the batches came from and how many went.
+func (p *publisher) batches() (string, int) {
+	if p == nil {
+		return "", 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.source, p.sent
+}
+
+// send signals e to the workflow. A lost batch costs the caller some text,
+// not the run, so a failure is only kept for the log.
+func (p *publisher) send(e Event) {
+	info := activity.GetInfo(p.ctx)
+	e.Source = p.source
+	err := activity.GetClient(p.ctx).SignalWorkflow(p.ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID, signalStream, e)
+	if err == nil {
+		p.sent++
+	}
+	if err != nil && p.err == nil {
+		p.err = err
+		activity.GetLogger(p.ctx).Warn("durable: streaming to the caller failed", "err", err)
+	}
+}
+
+// events is the workflow's side of streaming: the run's events, and the
+// update that hands them out.
+type events struct {
+	seq      int
+	log      []Event
+	closing  bool           // the run ends or continues as new: pollers return now
+	read     int            // the latest event a poller has been given
+	received map[string]int // batches received, by Source
+}
+
+// publish appends e to the run's events, if the run streams.
+func (r *run) publish(e Event) {
+	if !r.in.Stream {
+		return
+	}
+	if e.Source != "" {
+		if r.ev.received == nil {
+			r.ev.received = make(map[string]int)
+		}
+		r.ev.received[e.Source]++
+		e.Source = ""
+	}
+	r.ev.seq++
+	e.Seq = r.ev.seq
+	r.ev.log = append(r.ev.log, e)
+}
+
+// streamHandlers receives the model activity's batches and answers the
+// events update: the events after a sequence number, waiting until there
+// are some or the run ends.
+func (r *run) streamHandlers() error {
+	ch := workflow.GetSignalChannel(r.root, signalStream)
+	workflow.Go(r.root, func(ctx workflow.Context) {
+		for {
+			var e Event
+			if !ch.Receive(ctx, &e) {
+				return
+			}
+			r.publish(e)
+		}
+	})
+	return workflow.SetUpdateHandler(r.root, UpdateEvents, func(ctx workflow.Context, after int) ([]Event, error) {
+		if !r.in.Stream {
+			return nil, errNoStream
+		}
+		if err := workflow.Await(ctx, func() bool { return r.ev.seq > after || r.ev.closing }); err != nil {
+			return nil, err
+		}
+		var out []Event
+		for _, e := range r.ev.log {
+			if e.Seq > after {
+				out = append(out, e)
+			}
+		}
+		if len(out) > 0 {
+			r.ev.read = max(r.ev.read, out[len(out)-1].Seq)
+		}
+		return out, nil
+	})
+}
+
+// drain publishes the batches signalled so far. The model activity sends
+// its last batch before it completes, so after a turn, draining puts the
+// turn's text before what follows it, whichever coroutine runs first.
+func (r *run) drain() {
+	ch := workflow.GetSignalChannel(r.root, signalStream)
+	for {
+		var e Event
+		if !ch.ReceiveAsync(&e) {
+			return
+		}
+		r.publish(e)
+	}
+}
+
+// readGrace is how long a streaming run that ends waits for a poller to
+// read its last events, so that a caller between two polls still sees them.
+const readGrace = 10 * time.Second
+
+// closeStream lets every poller return before the run ends or continues as
+// new, draining the batches already signalled. A run that ends first gives
+// pollers readGrace to read the last events.
+func (r *run) closeStream(ending bool) error {
+	r.drain()
+	if ending && r.in.Stream {
+		if _, err := workflow.AwaitWithTimeout(r.root, readGrace, func() bool { return r.ev.read >= r.ev.seq }); err != nil {
+			return err
+		}
+	}
+	r.ev.closing = true
+	return workflow.Await(r.root, func() bool { return workflow.AllHandlersFinished(r.root) })
+}
+
+// Stream yields the events of the run whose workflow ID is workflowID,
+// which must have been started with Input.Stream set, from the first, until
+// its Done event; then the result is the workflow's, with
+// client.Client.GetWorkflow. It follows the run across continue-as-new.
+func Stream(ctx context.Context, c client.Client, workflowID string) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		after := 0
+		for {
+			h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+				WorkflowID:   workflowID,
+				UpdateName:   UpdateEvents,
+				Args:         []any{after},
+				WaitForStage: client.WorkflowUpdateStageCompleted,
+			})
+			var evs []Event
+			if err == nil {
+				err = h.Get(ctx, &evs)
+			}
+			if err != nil {
+				if _, gone := errors.AsType[*serviceerror.NotFound](err); gone && after > 0 {
+					return // the run ended between two polls, after readGrace
+				}
+				yield(Event{}, err)
+				return
+			}
+			for _, e := range evs {
+				after = e.Seq
+				if !yield(e, nil) || e.Done != "" {
+					return
+				}
+			}
+		}
+	}
+}
+
+// errNoStream is returned by a poller of a run that does not stream.
+var errNoStream = errors.New("durable: the run was not started with Input.Stream")

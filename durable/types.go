@@ -1,0 +1,171 @@
+package durable
+
+import (
+	"time"
+
+	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/llm"
+)
+
+// WorkflowName is the name the workflow is registered under, for starting
+// it by name from another language or the temporal CLI.
+const WorkflowName = "agentloop.Run"
+
+// Defaults of [Input]'s fields.
+const (
+	DefaultTurnsPerRun  = 50
+	DefaultHeartbeat    = 10 * time.Second
+	DefaultModelTimeout = 10 * time.Minute
+	DefaultToolTimeout  = 10 * time.Minute
+)
+
+// Input starts a durable run: a prompt, the conversation it continues, and
+// the limits of package agent's Config that make sense in a workflow. The
+// zero value of every field but Prompt works; defaults are documented on
+// each field.
+type Input struct {
+	// Prompt is the user's message. Required.
+	Prompt string `json:"prompt"`
+	// History is the conversation so far, such as the Result.History of
+	// the previous run. Default empty: a new conversation.
+	History []llm.Message `json:"history,omitempty"`
+
+	// Model is the model of the turns. Default [llm.DefaultModel].
+	Model string `json:"model,omitempty"`
+	// MaxTokens is the max_tokens of each turn. Default [llm.DefaultMaxTokens].
+	MaxTokens int `json:"max_tokens,omitempty"`
+	// ContextWindow is the model's context window. Default: the model's in
+	// [llm.Models].
+	ContextWindow int `json:"context_window,omitempty"`
+	// ContextLimit is the compaction threshold (see memory.Config).
+	ContextLimit int `json:"context_limit,omitempty"`
+	// System is the system prompt. Default none.
+	System string `json:"system,omitempty"`
+	// Thinking turns on extended thinking. Default off.
+	Thinking *llm.ThinkingConfig `json:"thinking,omitempty"`
+	// DisableCache turns prompt caching off.
+	DisableCache bool `json:"disable_cache,omitempty"`
+
+	// MaxIterations caps the model calls of the run. Default
+	// [agent.DefaultMaxIterations].
+	MaxIterations int `json:"max_iterations,omitempty"`
+	// FinalAnswer makes one last tool-less call at the iteration limit.
+	FinalAnswer bool `json:"final_answer,omitempty"`
+	// MaxDuration caps the run's time, measured by the workflow's clock,
+	// approvals included. Default 0: none.
+	MaxDuration time.Duration `json:"max_duration,omitempty"`
+	// MaxTotalTokens caps the tokens of the run. Default 0: none.
+	MaxTotalTokens int64 `json:"max_total_tokens,omitempty"`
+	// RepeatLimit is as in agent.Config: default 3, negative turns it off.
+	RepeatLimit int `json:"repeat_limit,omitempty"`
+
+	// Approve names the tools whose calls wait for [Approve]; "*" names
+	// every tool. Default none.
+	Approve []string `json:"approve,omitempty"`
+
+	// TurnsPerRun is how many model turns one workflow run takes before it
+	// continues as new. Default [DefaultTurnsPerRun].
+	TurnsPerRun int `json:"turns_per_run,omitempty"`
+	// Heartbeat is the activities' heartbeat timeout: how soon a dead
+	// worker is noticed. Default [DefaultHeartbeat].
+	Heartbeat time.Duration `json:"heartbeat,omitempty"`
+	// ModelTimeout bounds one attempt of a model turn. Default
+	// [DefaultModelTimeout].
+	ModelTimeout time.Duration `json:"model_timeout,omitempty"`
+	// ToolTimeout bounds one attempt of a tool call, on top of the tool's
+	// own timeout in its registry. Default [DefaultToolTimeout].
+	ToolTimeout time.Duration `json:"tool_timeout,omitempty"`
+	// ToolAttempts is how many times a tool call is tried when its worker
+	// fails. Default 5. Tools in Config.AtMostOnce are tried once.
+	ToolAttempts int `json:"tool_attempts,omitempty"`
+
+	// Stream publishes the run's events for [Stream] to read. Each batch
+	// of text is a signal in the workflow history, so leave it off for
+	// runs that no one watches. Default off.
+	Stream bool `json:"stream,omitempty"`
+
+	// Resume is set by the workflow itself when it continues as new.
+	Resume *Resume `json:"resume,omitempty"`
+}
+
+// Resume is the state of a run that continues as new: what package agent
+// keeps in its run struct, carried to the next workflow run.
+type Resume struct {
+	// Before is the history before the run, for a run that fails or is
+	// refused to put back.
+	Before    []llm.Message `json:"before"`
+	Iteration int           `json:"iteration"`
+	Usage     llm.Usage     `json:"usage"`
+	Text      string        `json:"text,omitempty"`
+	Repeat    Repeat        `json:"repeat"`
+	Container string        `json:"container,omitempty"`
+	Tools     []ToolInfo    `json:"tools"`
+	Started   time.Time     `json:"started"`
+	Runs      int           `json:"runs"`
+	Seq       int           `json:"seq,omitempty"`    // of the last streamed event
+	Events    []Event       `json:"events,omitempty"` // the latest, for pollers that are behind
+}
+
+// Repeat is the state of repeat detection: the last call and how many
+// times in a row it came.
+type Repeat struct {
+	Name  string `json:"name,omitempty"`
+	Input string `json:"input,omitempty"`
+	N     int    `json:"n,omitempty"`
+}
+
+// ToolInfo describes a tool of the worker to the workflow, which records
+// it once per run so that a worker with other tools cannot change a
+// run's past.
+type ToolInfo struct {
+	Spec       llm.ToolSpec `json:"spec"`
+	Sequential bool         `json:"sequential,omitempty"`
+	AtMostOnce bool         `json:"at_most_once,omitempty"`
+}
+
+// Result is the outcome of a durable run: package agent's Result, and the
+// conversation after the run, to continue it with.
+type Result struct {
+	agent.Result
+	History []llm.Message `json:"history"`
+	// Runs counts the workflow runs, continue-as-new included.
+	Runs int `json:"runs"`
+}
+
+// TurnInput is the input of [Activities.ModelTurn].
+type TurnInput struct {
+	Request llm.Request `json:"request"`
+	// Stream signals the turn's text to the workflow as it streams.
+	Stream bool `json:"stream,omitempty"`
+}
+
+// TurnOutput is a model turn, assembled.
+type TurnOutput struct {
+	Message   llm.Message    `json:"message"`
+	Stop      llm.StopReason `json:"stop"`
+	Usage     llm.Usage      `json:"usage"`
+	Container string         `json:"container,omitempty"`
+	// Source and Batches say which attempt streamed the turn and how many
+	// batches it signalled, for the workflow to wait for them all.
+	Source  string `json:"source,omitempty"`
+	Batches int    `json:"batches,omitempty"`
+	// Cut holds the blocks that max_tokens cut off, for the workflow to
+	// decide on, as the loop does.
+	Cut llm.Message `json:"cut"`
+}
+
+// Decision answers a call that waits for approval.
+type Decision struct {
+	// CallID is the tool_use id of the call.
+	CallID string `json:"call_id"`
+	// Allow runs the call; otherwise the model is told it was denied.
+	Allow bool `json:"allow"`
+	// Reason is told to the model when the call is denied.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Names of the workflow's update and query handlers.
+const (
+	UpdateApprove = "approve"
+	QueryPending  = "pending"
+)
