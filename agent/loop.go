@@ -54,7 +54,7 @@ func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error
 		ctx, span := a.startRun(ctx, input) // otel hook: the invoke_agent span
 		defer span.End()
 		h := a.cfg.History
-		r := &run{Agent: a, ctx: ctx, cancel: cancel, yield: yield, specs: a.cfg.Registry.Specs(), modelName: h.Config().Model}
+		r := &run{Agent: a, ctx: ctx, cancel: cancel, yield: yield, specs: a.cfg.Registry.Specs()}
 		rollback := h.Checkpoint()
 		state, err := r.loop(input)
 		// Every call's context has been cancelled by now.
@@ -123,18 +123,17 @@ var (
 // A run is the state of one call of Stream.
 type run struct {
 	*Agent
-	ctx       context.Context // cancelled when the caller stops reading or MaxDuration passes
-	cancel    context.CancelCauseFunc
-	yield     func(Event, error) bool
-	stopped   bool // the caller stopped reading
-	specs     []llm.ToolSpec
-	iter      int       // model calls so far
-	usage     llm.Usage // summed over every model call, retries included
-	text      string    // text of the latest turn
-	repeats   repeats
-	modelName string          // the history's model, which the turns go to
-	shown     strings.Builder // text the current attempt has shown, for an interrupted run
-	cont      string          // latest code execution container id, for the next request
+	ctx     context.Context // cancelled when the caller stops reading or MaxDuration passes
+	cancel  context.CancelCauseFunc
+	yield   func(Event, error) bool
+	stopped bool // the caller stopped reading
+	specs   []llm.ToolSpec
+	iter    int       // model calls so far
+	usage   llm.Usage // summed over every model call, retries included
+	text    string    // text of the latest turn
+	repeats repeats
+	shown   strings.Builder // text the current attempt has shown, for an interrupted run
+	cont    string          // latest code execution container id, for the next request
 }
 
 // emit yields e unless the caller has stopped reading; when it stops, emit
@@ -148,7 +147,7 @@ func (r *run) emit(e Event) {
 
 // cost prices the run's usage so far.
 func (r *run) cost() float64 {
-	m, _ := llm.LookupModel(r.modelName)
+	m, _ := llm.LookupModel(r.cfg.History.Config().Model)
 	return m.Price.Cost(r.usage)
 }
 

@@ -30,7 +30,7 @@ func (r *run) request(final bool) (llm.Request, error) {
 		}
 	}
 	req := llm.Request{
-		Model:     r.modelName,
+		Model:     h.Config().Model,
 		MaxTokens: h.Config().MaxTokens,
 		System:    r.cfg.System,
 		Messages:  h.Messages(),
