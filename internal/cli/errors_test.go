@@ -1,0 +1,220 @@
+package cli
+
+import (
+	"context"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/anthropictest"
+)
+
+func TestUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		env    map[string]string
+		stdin  string
+		stderr []string
+	}{
+		{"no key", []string{"hi"}, map[string]string{"ANTHROPIC_API_KEY": ""}, "",
+			[]string{"ANTHROPIC_API_KEY", "export ANTHROPIC_API_KEY="}},
+		{"unknown flag", []string{"--bogus", "hi"}, nil, "", []string{"bogus", "--help"}},
+		{"bad number", []string{"--max-tokens", "lots", "hi"}, nil, "", []string{"max-tokens"}},
+		{"zero max tokens", []string{"--max-tokens", "0", "hi"}, nil, "", []string{"--max-tokens must be at least 1"}},
+		{"max tokens over the model's output", []string{"--model", "claude-sonnet-5-5", "--max-tokens", "9999999", "hi"}, nil, "",
+			[]string{"--max-tokens 9999999 is over the", "claude-sonnet-5-5 can write in one turn"}},
+		{"unknown tool", []string{"--tools", "calculator,abacus", "hi"}, nil, "", []string{`"abacus"`, "calculator"}},
+		{"no prompt", nil, nil, " \n", []string{"no prompt"}},
+		{"zero iterations", []string{"--max-iterations", "0", "hi"}, nil, "", []string{"--max-iterations"}},
+		{"negative duration", []string{"--max-duration", "-1s", "hi"}, nil, "", []string{"--max-duration"}},
+		{"duration without unit", []string{"--max-duration", "90", "hi"}, nil, "", []string{"max-duration"}},
+		{"negative token limit", []string{"--max-total-tokens", "-5", "hi"}, nil, "", []string{"--max-total-tokens"}},
+		{"thinking above max tokens", []string{"--thinking", "9000", "--max-tokens", "4096", "hi"}, nil, "",
+			[]string{"--thinking 9000 must be below --max-tokens 4096"}},
+		{"thinking at the default max tokens", []string{"--thinking", "8192", "hi"}, nil, "",
+			[]string{"--thinking 8192 must be below --max-tokens 8192"}},
+		{"thinking below the API's minimum", []string{"--thinking", "500", "hi"}, nil, "", []string{"--thinking 500", "1024"}},
+		{"a tool twice", []string{"--tools", "calculator,calculator", "hi"}, nil, "", []string{"--tools", "calculator twice"}},
+		{"a tool twice over two flags", []string{"--tools", "calculator", "--tools", " calculator", "hi"}, nil, "",
+			[]string{"--tools", "calculator twice"}},
+		{"base URL without a scheme", []string{"hi"}, map[string]string{"ANTHROPIC_BASE_URL": "localhost:8080"}, "",
+			[]string{"ANTHROPIC_BASE_URL", `"localhost:8080"`, "https://"}},
+		{"blank prompt argument", []string{" ", "\t"}, nil, "", []string{"prompt is blank"}},
+		{"empty prompt argument", []string{""}, nil, "piped input", []string{"prompt is blank"}},
+		{"demo with a prompt", []string{"demo", "please"}, nil, "", []string{"demo takes no prompt"}},
+		{"demo with a session", []string{"--session", "x.jsonl", "demo"}, nil, "", []string{"--session"}},
+		{"demo with an MCP server", []string{"--mcp-url", "http://example.com/mcp", "demo"}, nil, "", []string{"--mcp-url"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			for k, v := range tc.env {
+				h.env[k] = v
+			}
+			r := h.run(strings.NewReader(tc.stdin), tc.args...)
+			r.check(t, exitUsage)
+			for _, want := range tc.stderr {
+				if !strings.Contains(r.stderr, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+				}
+			}
+			if n := len(h.srv.Requests()); n != 0 {
+				t.Errorf("%d requests sent for a usage error", n)
+			}
+		})
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	loop := anthropictest.Repeat(anthropictest.NewStream().
+		ToolUse("toolu_x", "calculator", `{"a":1,"b":1,"operation":"add"}`).Stop("tool_use"))
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		reply  anthropictest.Reply
+		code   int
+		stdout string
+		stderr []string
+	}{
+		{"api error", []string{"hi"},
+			anthropictest.HTTPError{Status: 400, Type: "invalid_request_error", Message: "max_tokens: too large", RequestID: "req_0123abc"},
+			exitFailure, "", []string{"max_tokens: too large", "req_0123abc", "400", "invalid_request_error"}},
+		{"overloaded after retries", []string{"hi"},
+			anthropictest.Repeat(anthropictest.HTTPError{Status: 529, Type: "overloaded_error", Message: "Overloaded", RequestID: "req_529", RetryAfter: time.Millisecond}),
+			exitFailure, "", []string{"Overloaded", "req_529"}},
+		{"refusal", []string{"hi"},
+			anthropictest.NewStream().Text("I can't").Stop("refusal"),
+			exitOK, "", []string{"declined"}},
+		{"cut off", []string{"--max-tokens", "100", "hi"},
+			anthropictest.NewStream().Text("A long ans").Stop("max_tokens"),
+			exitOK, "A long ans\n", []string{"cut off at --max-tokens 100"}},
+		{"iteration limit", []string{"--tools", "calculator", "--max-iterations", "2", "hi"},
+			loop, exitLimit, "", []string{"iteration limit", "2 model turns"}},
+		{"iteration limit of one", []string{"--tools", "calculator", "--max-iterations", "1", "hi"},
+			loop, exitLimit, "", []string{"iteration limit reached: 1 model turn without"}},
+		// The fake API never answers, so only the deadline can end the run.
+		{"time limit", []string{"--max-duration", "1ms", "hi"},
+			anthropictest.Replay(nil).Stall(), exitLimit, "", []string{"time limit", "--max-duration 1ms"}},
+		// 15 tokens a turn: the second turn reaches 30 of 20, and the
+		// check before the third stops the run.
+		{"token limit", []string{"--tools", "calculator", "--max-total-tokens", "20", "hi"},
+			anthropictest.Repeat(anthropictest.NewStream().Usage(10, 0, 0, 0).
+				ToolUse("toolu_x", "calculator", `{"a":1,"b":1,"operation":"add"}`).Stop("tool_use", 5)),
+			exitLimit, "", []string{"token limit", "30 tokens used of --max-total-tokens 20"}},
+		{"retried turn", []string{"hi"},
+			anthropictest.Repeat(anthropictest.ReplyFunc(func(r *anthropictest.Request) anthropictest.Reply {
+				if r.N == 1 {
+					return anthropictest.NewStream().Text("Parti").ErrorEvent("overloaded_error", "Overloaded")
+				}
+				return text("Whole.")
+			})),
+			exitOK, "Whole.\n", []string{"retrying the turn (attempt 2): overloaded_error: Overloaded (request req_anthropictest0000000001); its partial output is discarded\n"}},
+		// The llm client retries before any output; each retry is one
+		// line on stderr, without -v.
+		{"retried request", []string{"hi"},
+			anthropictest.Repeat(anthropictest.ReplyFunc(func(r *anthropictest.Request) anthropictest.Reply {
+				if r.N < 3 {
+					return anthropictest.HTTPError{Status: 529, Type: "overloaded_error", Message: "Overloaded", RequestID: "req_529", RetryAfter: time.Millisecond}
+				}
+				return text("Whole.")
+			})),
+			exitOK, "Whole.\n", []string{
+				"retrying in 1ms (attempt 2 of 3): API error 529 overloaded_error: Overloaded (request id req_529)\n",
+				"retrying in 1ms (attempt 3 of 3): API error 529"}},
+		// An error event inside a 200 stream is named for what it was.
+		{"error event", []string{"hi"},
+			anthropictest.Repeat(anthropictest.NewStream().Text("Parti").ErrorEvent("overloaded_error", "Overloaded")),
+			exitFailure, "", []string{"agentloop: API error overloaded_error: Overloaded (request id req_"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, tc.reply)
+			r := h.run(strings.NewReader(""), tc.args...)
+			r.check(t, tc.code)
+			if tc.stdout != "" && r.stdout != tc.stdout {
+				t.Errorf("stdout = %q, want %q", r.stdout, tc.stdout)
+			}
+			for _, want := range tc.stderr {
+				if !strings.Contains(r.stderr, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+				}
+			}
+			if strings.Contains(r.stderr, " 200") {
+				t.Errorf("stderr reports a status 200 for an error:\n%s", r.stderr)
+			}
+		})
+	}
+}
+
+func TestInterrupt(t *testing.T) {
+	arrived := make(chan struct{})
+	h := newHarness(t, anthropictest.ReplyFunc(func(*anthropictest.Request) anthropictest.Reply {
+		close(arrived)
+		return anthropictest.Replay(nil).Stall()
+	}))
+	go func() {
+		<-arrived
+		h.interrupts <- os.Interrupt
+	}()
+	r := h.run(strings.NewReader(""), "hi")
+	r.check(t, exitInterrupted)
+}
+
+// TestInterruptSetup checks that Ctrl-C works before the first turn, here
+// while the prompt is being read from a stdin that never ends.
+func TestInterruptSetup(t *testing.T) {
+	h := newHarness(t)
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	h.interrupts <- os.Interrupt
+	h.run(pr).check(t, exitInterrupted)
+	if n := len(h.srv.Requests()); n != 0 {
+		t.Errorf("%d requests sent after an interrupt", n)
+	}
+}
+
+// TestOutcome checks the exit status of every state a run can end in,
+// with the error the agent returns alongside it.
+func TestOutcome(t *testing.T) {
+	for _, tc := range []struct {
+		state agent.State
+		err   error
+		want  int
+	}{
+		{agent.Finished, nil, exitOK},
+		{agent.Refused, nil, exitOK},
+		{agent.Truncated, nil, exitOK},
+		{agent.IterationLimit, nil, exitLimit},
+		{agent.TimeLimit, nil, exitLimit},
+		{agent.TokenLimit, nil, exitLimit},
+		{agent.Cancelled, context.Canceled, exitInterrupted},
+		{agent.Failed, io.ErrUnexpectedEOF, exitFailure},
+		{agent.Failed, agent.ErrBusy, exitFailure},
+		{"a_state_from_the_future", nil, exitFailure},
+	} {
+		s := &session{o: &options{}, render: newTextRenderer(io.Discard, io.Discard, style{}, false, false, false, nil)}
+		if got := exitCode(s.outcome(agent.Result{State: tc.state}, tc.err)); got != tc.want {
+			t.Errorf("state %q, error %v: exit status %d, want %d", tc.state, tc.err, got, tc.want)
+		}
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want int
+	}{
+		{nil, 0},
+		{io.EOF, 1},
+		{usageError("x"), 2},
+		{&exitError{code: 3}, 3},
+		{context.Canceled, 130},
+		{errInterrupted, 130},
+	} {
+		if got := exitCode(tc.err); got != tc.want {
+			t.Errorf("exitCode(%v) = %d, want %d", tc.err, got, tc.want)
+		}
+	}
+}

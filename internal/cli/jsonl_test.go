@@ -1,0 +1,69 @@
+package cli
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/llm"
+)
+
+func TestEventJSON(t *testing.T) {
+	usage := llm.Usage{InputTokens: 10, OutputTokens: 2}
+	tests := []struct {
+		ev   agent.Event
+		want string
+	}{
+		{agent.TurnStart{Iteration: 2}, `{"type":"turn_start","iteration":2}`},
+		{agent.TextDelta{Text: "hé\n"}, `{"type":"text_delta","text":"hé\n"}`},
+		{agent.ThinkingDelta{Thinking: "hmm"}, `{"type":"thinking_delta","thinking":"hmm"}`},
+		{agent.ToolCallStart{ID: "toolu_1", Name: "add"}, `{"type":"tool_call_start","id":"toolu_1","name":"add"}`},
+		{agent.ToolInputDelta{ID: "toolu_1", PartialJSON: `{"a":`}, `{"type":"tool_input_delta","id":"toolu_1","partial_json":"{\"a\":"}`},
+		{agent.ToolCall{ID: "toolu_1", Name: "add", Input: json.RawMessage(`{"a":1}`)}, `{"type":"tool_call","id":"toolu_1","name":"add","input":{"a":1}}`},
+		{agent.ToolCall{ID: "toolu_1", Name: "now"}, `{"type":"tool_call","id":"toolu_1","name":"now","input":{}}`},
+		{agent.ToolDone{ID: "toolu_1", Name: "add", Content: "3", Duration: time.Millisecond},
+			`{"type":"tool_done","id":"toolu_1","name":"add","content":"3","duration_ns":1000000}`},
+		{agent.ToolDone{ID: "toolu_1", Name: "add", Content: "denied: no", IsError: true},
+			`{"type":"tool_done","id":"toolu_1","name":"add","content":"denied: no","is_error":true,"duration_ns":0}`},
+		{agent.UsageUpdate{Turn: usage, Total: usage, CostUSD: 0.5},
+			`{"type":"usage_update","turn":{"input_tokens":10,"output_tokens":2},"total":{"input_tokens":10,"output_tokens":2},"cost_usd":0.5}`},
+		{agent.Compacted{Before: 100, After: 40, Steps: []string{"cleared 2 tool results"}},
+			`{"type":"compacted","before":100,"after":40,"steps":["cleared 2 tool results"]}`},
+		{agent.Retry{Attempt: 2, Error: "overloaded", Discard: true}, `{"type":"retry","attempt":2,"error":"overloaded","discard":true}`},
+		{agent.Done{Result: agent.Result{Text: "hi", State: agent.Finished, Iterations: 1}},
+			`{"type":"done","result":{"text":"hi","state":"finished","iterations":1,"usage":{"input_tokens":0,"output_tokens":0},"cost_usd":0}}`},
+		{agent.Done{Result: agent.Result{State: agent.Failed}, Error: "boom"},
+			`{"type":"done","result":{"text":"","state":"failed","iterations":0,"usage":{"input_tokens":0,"output_tokens":0},"cost_usd":0},"error":"boom"}`},
+	}
+	for _, tt := range tests {
+		t.Run(eventType(tt.ev), func(t *testing.T) {
+			got, err := marshalEvent(tt.ev, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tt.want {
+				t.Errorf("marshalEvent(%#v)\n got %s\nwant %s", tt.ev, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestEventJSONUnpriced checks that a model without a price shows its cost
+// as null, not as a misleading 0.
+func TestEventJSONUnpriced(t *testing.T) {
+	for _, tt := range []struct {
+		ev   agent.Event
+		want string
+	}{
+		{agent.UsageUpdate{Turn: llm.Usage{InputTokens: 1}, CostUSD: 0},
+			`{"type":"usage_update","turn":{"input_tokens":1,"output_tokens":0},"total":{"input_tokens":0,"output_tokens":0},"cost_usd":null}`},
+		{agent.Done{Result: agent.Result{Text: "hi", State: agent.Finished, Iterations: 1}, Error: "x"},
+			`{"type":"done","result":{"text":"hi","state":"finished","iterations":1,"usage":{"input_tokens":0,"output_tokens":0},"cost_usd":null},"error":"x"}`},
+	} {
+		got, err := marshalEvent(tt.ev, false)
+		if err != nil || string(got) != tt.want {
+			t.Errorf("marshalEvent(%#v, false)\n got %s, %v\nwant %s", tt.ev, got, err, tt.want)
+		}
+	}
+}

@@ -1,0 +1,432 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentloop/agentloop/anthropictest"
+)
+
+// TestMain lets a test run the real command: the test binary, started with
+// AGENTLOOP_TEST_MAIN=1, is agentloop. With AGENTLOOP_TEST_MCP=1 it is a
+// small MCP server instead (see crashServer).
+func TestMain(m *testing.M) {
+	switch {
+	case os.Getenv("AGENTLOOP_TEST_MAIN") == "1":
+		os.Exit(Main())
+	case os.Getenv("AGENTLOOP_TEST_MCP") == "1":
+		crashServer()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+const testKey = "sk-ant-test-SECRET-0123456789"
+
+// harness runs the command in-process against a fake API.
+type harness struct {
+	t   *testing.T
+	srv *anthropictest.Server
+	env map[string]string
+	// terminals names which of "stdin", "stdout" and "stderr" pretend to
+	// be terminals.
+	terminals  map[string]bool
+	interrupts chan os.Signal
+}
+
+func newHarness(t *testing.T, replies ...anthropictest.Reply) *harness {
+	t.Helper()
+	srv := anthropictest.NewServer(replies...)
+	t.Cleanup(srv.Close)
+	return &harness{
+		t:   t,
+		srv: srv,
+		env: map[string]string{
+			"ANTHROPIC_API_KEY":  testKey,
+			"ANTHROPIC_BASE_URL": srv.URL,
+		},
+		terminals:  map[string]bool{},
+		interrupts: make(chan os.Signal, 2),
+	}
+}
+
+// result is what one run of the command left behind.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// run runs the command with args and stdin, waiting for it to finish.
+func (h *harness) run(stdin io.Reader, args ...string) result {
+	h.t.Helper()
+	var stdout, stderr syncBuffer
+	code := h.cli(stdin, &stdout, &stderr).main(context.Background(), args, stdin, &stdout, &stderr)
+	return result{code, stdout.String(), stderr.String()}
+}
+
+func (h *harness) cli(stdin io.Reader, stdout, stderr io.Writer) *cli {
+	streams := map[any]string{stdin: "stdin", stdout: "stdout", stderr: "stderr"}
+	return &cli{
+		getenv:     func(k string) string { return h.env[k] },
+		isTerminal: func(f any) bool { return h.terminals[streams[f]] },
+		interrupts: h.interrupts,
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the spinner's goroutine, which a
+// test can wait on.
+type syncBuffer struct {
+	mu      sync.Mutex
+	b       bytes.Buffer
+	written chan struct{} // closed and replaced by each write
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.written != nil {
+		close(b.written)
+		b.written = nil
+	}
+	return b.b.Write(p)
+}
+
+// waitFor waits until the buffer contains s.
+func (b *syncBuffer) waitFor(t *testing.T, s string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		b.mu.Lock()
+		if strings.Contains(b.b.String(), s) {
+			b.mu.Unlock()
+			return
+		}
+		if b.written == nil {
+			b.written = make(chan struct{})
+		}
+		w := b.written
+		b.mu.Unlock()
+		select {
+		case <-w:
+		case <-ctx.Done():
+			t.Fatalf("%q was not written; got:\n%s", s, b.String())
+		}
+	}
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+func (r result) check(t *testing.T, code int) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("exit status %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, code, r.stdout, r.stderr)
+	}
+}
+
+func text(s ...string) anthropictest.Reply {
+	return anthropictest.NewStream().Usage(10, 0, 0, 0).Text(s...).Stop("end_turn", 5)
+}
+
+func TestHappyPath(t *testing.T) {
+	h := newHarness(t, text("Hello", ", world."))
+	r := h.run(strings.NewReader(""), "say", "hello")
+	r.check(t, 0)
+	if diff := cmp.Diff("Hello, world.\n", r.stdout); diff != "" {
+		t.Errorf("stdout (-want +got):\n%s", diff)
+	}
+	if r.stderr != "" {
+		t.Errorf("stderr = %q, want nothing for a plain answer off a terminal", r.stderr)
+	}
+	reqs := h.srv.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d requests, want 1", len(reqs))
+	}
+	if err := anthropictest.CheckRequest(reqs[0].Body); err != nil {
+		t.Errorf("request breaks the API's rules: %v", err)
+	}
+	// The contract says x-api-key, and never a bearer token for a key.
+	if hdr := reqs[0].Header; hdr.Get("X-Api-Key") != testKey || hdr.Get("Authorization") != "" {
+		t.Errorf("the key from ANTHROPIC_API_KEY was not sent as x-api-key: x-api-key %q, authorization %q",
+			hdr.Get("X-Api-Key"), hdr.Get("Authorization"))
+	}
+	p, err := reqs[0].Params()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Model != defaultModel {
+		t.Errorf("model = %q, want the default %q", p.Model, defaultModel)
+	}
+	if got := p.Messages[0].Text(); got != "say hello" {
+		t.Errorf("prompt = %q, want the arguments joined by spaces", got)
+	}
+}
+
+func TestEnvironment(t *testing.T) {
+	h := newHarness(t, text("ok"), text("ok"))
+	h.env["ANTHROPIC_API_KEY"] = ""
+	h.env["ANTHROPIC_AUTH_TOKEN"] = "bearer-SECRET-token"
+	h.env["ANTHROPIC_MODEL"] = "claude-from-env"
+	h.run(strings.NewReader(""), "hi").check(t, 0)
+	req := h.srv.Requests()[0]
+	if got := req.Header.Get("Authorization"); got != "Bearer bearer-SECRET-token" {
+		t.Errorf("Authorization = %q, want the bearer token from ANTHROPIC_AUTH_TOKEN", got)
+	}
+	if got := req.Header.Get("X-Api-Key"); got != "" {
+		t.Errorf("x-api-key = %q, want none with only a bearer token", got)
+	}
+	p, _ := req.Params()
+	if p.Model != "claude-from-env" {
+		t.Errorf("model = %q, want ANTHROPIC_MODEL's", p.Model)
+	}
+
+	// The flag beats the environment.
+	h.run(strings.NewReader(""), "--model", "claude-from-flag", "--system", "be brief", "hi").check(t, 0)
+	p, _ = h.srv.Requests()[1].Params()
+	if p.Model != "claude-from-flag" {
+		t.Errorf("model = %q, want --model's", p.Model)
+	}
+}
+
+// TestFlagsReachRequest checks that the model flags shape the request.
+func TestFlagsReachRequest(t *testing.T) {
+	h := newHarness(t, text("ok"))
+	h.run(strings.NewReader(""), "--max-tokens", "3000", "--thinking", "1024", "--system", "Be brief.", "hi").check(t, 0)
+	var body struct {
+		MaxTokens int             `json:"max_tokens"`
+		System    json.RawMessage `json:"system"`
+		Thinking  struct {
+			Type         string `json:"type"`
+			BudgetTokens int    `json:"budget_tokens"`
+		} `json:"thinking"`
+	}
+	if err := json.Unmarshal(h.srv.Requests()[0].Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	if body.MaxTokens != 3000 || body.Thinking.Type != "enabled" || body.Thinking.BudgetTokens != 1024 ||
+		!strings.Contains(string(body.System), "Be brief.") {
+		t.Errorf("request = %+v, system %s; want max_tokens 3000, thinking 1024, the system prompt", body, body.System)
+	}
+}
+
+func TestPromptOnStdin(t *testing.T) {
+	h := newHarness(t, text("4"))
+	r := h.run(strings.NewReader("  what is 2+2?\n"))
+	r.check(t, 0)
+	if r.stdout != "4\n" {
+		t.Errorf("stdout = %q", r.stdout)
+	}
+	if got := h.srv.Requests()[0].Messages()[0].Text(); got != "what is 2+2?" {
+		t.Errorf("prompt = %q, want stdin trimmed", got)
+	}
+}
+
+func TestToolCalls(t *testing.T) {
+	h := newHarness(t,
+		anthropictest.NewStream().Text("Let me add.").
+			ToolUse("toolu_1", "calculator", `{"a": 3`, `, "b": 5, "oper`, `ation": "add"}`).
+			ToolUse("toolu_2", "calculator", `{"a": 1, "b": 0, "operation": "divide"}`).
+			Stop("tool_use"),
+		text("3 + 5 = 8."),
+	)
+	r := h.run(strings.NewReader(""), "--tools", "calculator", "add 3 and 5")
+	r.check(t, 0)
+	if r.stdout != "Let me add.\n3 + 5 = 8.\n" {
+		t.Errorf("stdout = %q, want only the answer text", r.stdout)
+	}
+	for _, want := range []string{
+		`→ calculator#1 {"a":3,"b":5,"operation":"add"}`,
+		`← calculator#1 8`,
+		`→ calculator#2 {"a":1,"b":0,"operation":"divide"}`,
+		`✗ calculator#2 error: division by zero`,
+	} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if strings.Contains(r.stderr, "\x1b[") {
+		t.Errorf("stderr has escape codes off a terminal:\n%q", r.stderr)
+	}
+	results := h.srv.Requests()[1].ToolResults()
+	if len(results) != 2 || results[0].Content[0].Text != "8" || !results[1].IsError {
+		t.Errorf("second request's tool results = %+v, want 8 and an error", results)
+	}
+}
+
+func TestJSON(t *testing.T) {
+	h := newHarness(t,
+		anthropictest.NewStream().Text("Adding.").
+			ToolUse("toolu_1", "calculator", `{"a": 3, "b"`, `: 5, "operation": "add"}`).Stop("tool_use"),
+		text("8."),
+		anthropictest.HTTPError{Status: 401, Type: "authentication_error", Message: "invalid x-api-key", RequestID: "req_401"},
+	)
+	r := h.run(strings.NewReader(""), "--json", "--tools", "calculator", "add")
+	r.check(t, 0)
+	types := jsonTypes(t, r.stdout)
+	for _, want := range []string{"turn_start", "text_delta", "tool_call_start", "tool_input_delta", "tool_call", "tool_done", "usage_update", "done"} {
+		if !contains(types, want) {
+			t.Errorf("no %q event in %v", want, types)
+		}
+	}
+	if types[len(types)-1] != "done" {
+		t.Errorf("last event is %q, want done", types[len(types)-1])
+	}
+
+	// An error ends with an "error" line after "done".
+	r = h.run(strings.NewReader(""), "--json", "hi")
+	r.check(t, exitFailure)
+	types = jsonTypes(t, r.stdout)
+	if got := types[len(types)-1]; got != "error" {
+		t.Errorf("last line is %q, want error", got)
+	}
+	// Shaped like every other line: "type" first.
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, `{"type":"error","message":"invalid x-api-key","status":401,`) {
+		t.Errorf("the error line is %s, want it to open with its type", last)
+	}
+	if !strings.Contains(r.stdout, "req_401") || !strings.Contains(r.stderr, "req_401") {
+		t.Errorf("the request id is missing:\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	}
+}
+
+// jsonTypes checks that every line of out is a JSON object with a "type"
+// and returns the types.
+func jsonTypes(t *testing.T, out string) []string {
+	t.Helper()
+	var types []string
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		var v struct {
+			Type *string `json:"type"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			t.Fatalf("line %q is not JSON: %v", sc.Text(), err)
+		}
+		if v.Type == nil || *v.Type == "" {
+			t.Fatalf("line %q has no type", sc.Text())
+		}
+		types = append(types, *v.Type)
+	}
+	if len(types) == 0 {
+		t.Fatal("no JSON lines")
+	}
+	return types
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestSession(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "chat.jsonl")
+	h := newHarness(t, text("Nice to meet you, Ada."), text("Your name is Ada."))
+	h.run(strings.NewReader(""), "--session", path, "my name is Ada").check(t, 0)
+	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+		t.Fatalf("session not saved: %v", err)
+	}
+	h.run(strings.NewReader(""), "--session", path, "what is my name?").check(t, 0)
+	msgs := h.srv.Requests()[1].Messages()
+	var got []string
+	for _, m := range msgs {
+		got = append(got, m.Role+": "+m.Text())
+	}
+	want := []string{"user: my name is Ada", "assistant: Nice to meet you, Ada.", "user: what is my name?"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("resumed conversation (-want +got):\n%s", diff)
+	}
+
+	// A corrupt file is a configuration error naming the file; it is left
+	// as it was.
+	bad := filepath.Join(t.TempDir(), "bad.jsonl")
+	os.WriteFile(bad, []byte("{not json\n"), 0o600)
+	r := h.run(strings.NewReader(""), "--session", bad, "hi")
+	r.check(t, exitUsage)
+	if !strings.Contains(r.stderr, bad) || !strings.Contains(r.stderr, "line 1") {
+		t.Errorf("stderr does not name the session file and the bad line:\n%s", r.stderr)
+	}
+	if b, _ := os.ReadFile(bad); string(b) != "{not json\n" {
+		t.Errorf("corrupt session file was changed to %q", b)
+	}
+}
+
+// TestSecrets checks that neither the key nor a bearer token is printed,
+// even in the debug log, on success and on failure.
+func TestSecrets(t *testing.T) {
+	const token = "bearer-SECRET-9876543210"
+	h := newHarness(t,
+		anthropictest.NewStream().ToolUse("toolu_1", "calculator", `{"a":1,"b":2,"operation":"add"}`).Stop("tool_use"),
+		text("3"),
+		anthropictest.HTTPError{Status: 401, Type: "authentication_error", Message: "invalid x-api-key", RequestID: "req_1"},
+	)
+	h.env["ANTHROPIC_AUTH_TOKEN"] = token
+	var all strings.Builder
+	for _, args := range [][]string{
+		{"-v", "--tools", "calculator", "add"},
+		{"-v", "--json", "hi"},
+		{"-v", "--version"},
+	} {
+		r := h.run(strings.NewReader(""), args...)
+		all.WriteString(r.stdout + r.stderr)
+	}
+	out := all.String()
+	if !strings.Contains(out, "level=DEBUG") {
+		t.Errorf("-v wrote no debug log:\n%s", out)
+	}
+	for _, secret := range []string{testKey, token, "SECRET"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("output contains the secret %q:\n%s", secret, out)
+		}
+	}
+}
+
+func TestHelpAndVersion(t *testing.T) {
+	h := newHarness(t)
+	r := h.run(strings.NewReader(""), "--help")
+	r.check(t, 0)
+	var o options
+	fs := newFlagSet(&o)
+	fs.StringVar(new(string), "tools", "", "")
+	fs.VisitAll(func(f *flag.Flag) {
+		if f.Name == "h" || f.Name == "help" {
+			return
+		}
+		name := "--" + f.Name
+		if len(f.Name) == 1 {
+			name = "-" + f.Name
+		}
+		if !strings.Contains(r.stdout, "  "+name+" ") {
+			t.Errorf("--help does not document %s", name)
+		}
+	})
+	for _, want := range []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL", "NO_COLOR", "130", "demo", defaultModel} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("--help does not mention %s", want)
+		}
+	}
+	r = h.run(strings.NewReader(""), "--version")
+	r.check(t, 0)
+	if !strings.HasPrefix(r.stdout, "agentloop ") {
+		t.Errorf("--version = %q", r.stdout)
+	}
+}

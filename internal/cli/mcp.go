@@ -1,0 +1,305 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/mcptool"
+	"github.com/agentloop/agentloop/tool"
+)
+
+// mcpFlags are the MCP flags beyond --mcp and --mcp-url, and what the
+// MCP setup takes from the environment and the terminal.
+type mcpFlags struct {
+	mcpEnv      []string // --mcp-env, resolved by check to NAME=VALUE entries
+	mcpHeader   []string // --mcp-header 'Name: value'
+	mcpConfig   string   // --mcp-config FILE
+	roots       []string // --root DIR
+	mcpSampling bool     // --mcp-sampling
+	mcpTimeout  time.Duration
+
+	// Set by check from the environment.
+	getenv   func(string) string
+	tokenDir string // where OAuth tokens are kept; empty: not kept
+	header   http.Header
+	// Set by attachTerminal: the terminal to ask the user on, if any, and
+	// whether it may be asked during a turn.
+	term           *terminal
+	askDuringTurns bool
+}
+
+// define defines the flags on fs.
+func (m *mcpFlags) define(fs *flag.FlagSet) {
+	fs.Var((*listFlag)(&m.mcpEnv), "mcp-env", "")
+	fs.Var((*listFlag)(&m.mcpHeader), "mcp-header", "")
+	fs.StringVar(&m.mcpConfig, "mcp-config", "", "")
+	fs.Var((*listFlag)(&m.roots), "root", "")
+	fs.BoolVar(&m.mcpSampling, "mcp-sampling", false, "")
+	fs.DurationVar(&m.mcpTimeout, "mcp-timeout", 60*time.Second, "")
+}
+
+// check validates the flags and resolves what they take from the
+// environment. Its errors name the flag but never show a value, which may
+// be a secret.
+func (m *mcpFlags) check(getenv func(string) string) error {
+	m.getenv = getenv
+	for i, kv := range m.mcpEnv {
+		name, _, hasValue := strings.Cut(kv, "=")
+		if err := mcptool.CheckEnv([]string{name + "="}); err != nil {
+			return usageError("--mcp-env: %v: want NAME=VALUE or NAME, with a name of letters, digits and underscores", err)
+		}
+		if !hasValue {
+			v := getenv(name)
+			if v == "" {
+				return usageError("--mcp-env %s: %s is not set in this environment, so there is nothing to pass through", name, name)
+			}
+			m.mcpEnv[i] = name + "=" + v
+		}
+	}
+	m.header = http.Header{}
+	for _, h := range m.mcpHeader {
+		name, value, ok := strings.Cut(h, ":")
+		name = strings.TrimSpace(name)
+		if !ok || !validHeaderName(name) {
+			return usageError("--mcp-header %q: want 'Name: value'", name)
+		}
+		m.header.Add(name, strings.TrimSpace(value))
+	}
+	if m.mcpTimeout <= 0 {
+		return usageError("--mcp-timeout must be positive")
+	}
+	for _, r := range m.roots {
+		if st, err := os.Stat(r); err != nil || !st.IsDir() {
+			return usageError("--root %s: not a directory", r)
+		}
+	}
+	if dir := userConfigDir(getenv); dir != "" {
+		m.tokenDir = filepath.Join(dir, "agentloop", "mcp-tokens")
+	}
+	return nil
+}
+
+// userConfigDir is os.UserConfigDir read through getenv, so that tests
+// choose it: "" when it cannot be found.
+func userConfigDir(getenv func(string) string) string {
+	switch runtime.GOOS {
+	case "windows":
+		return getenv("AppData")
+	case "darwin", "ios":
+		if h := getenv("HOME"); h != "" {
+			return filepath.Join(h, "Library", "Application Support")
+		}
+	default:
+		if d := getenv("XDG_CONFIG_HOME"); filepath.IsAbs(d) {
+			return d
+		}
+		if h := getenv("HOME"); h != "" {
+			return filepath.Join(h, ".config")
+		}
+	}
+	return ""
+}
+
+// attachTerminal gives the MCP setup the terminal to ask the user on, when
+// stdin and stderr are one. The REPL reads stdin on a goroutine of its own
+// during turns, so with it only the question before it starts (using a
+// .mcp.json) is asked; forms and sampling requests, which come during
+// turns, are answered as without a terminal.
+func (m *mcpFlags) attachTerminal(stdin io.Reader, stderr io.Writer, isTerminal, repl bool) {
+	if isTerminal {
+		m.term = &terminal{in: stdin, out: stderr}
+		m.askDuringTurns = !repl
+	}
+}
+
+// mcpServers returns the servers the flags and config files name. What
+// cannot be read is noted and skipped.
+func (s *session) mcpServers(o *options) []mcpServer {
+	if o.demo {
+		// The demo is a fixed script, offline: no servers, and no
+		// question about a .mcp.json.
+		if o.mcpConfig != "" {
+			s.render.note("demo runs a fixed script offline: --mcp-config is not used")
+		}
+		return nil
+	}
+	var servers []mcpServer
+	for _, line := range o.mcp {
+		servers = append(servers, mcpServer{what: fmt.Sprintf("%q", line), command: line, env: o.mcpEnv})
+	}
+	for _, u := range o.mcpURL {
+		servers = append(servers, mcpServer{what: u, url: u, header: o.header})
+	}
+	config := o.mcpConfig
+	if config == "" {
+		// A repository's .mcp.json would start processes just by being
+		// there, so it is used only when the user says so.
+		if _, err := os.Stat(".mcp.json"); err == nil {
+			if o.term != nil && o.term.confirm("This directory has a .mcp.json. Start the MCP servers it lists?") {
+				config = ".mcp.json"
+			} else if o.term == nil {
+				s.render.note("./.mcp.json is not used: pass --mcp-config .mcp.json to start its MCP servers")
+			}
+		}
+	}
+	if config != "" {
+		found, errs := readMCPConfig(config, o.getenv)
+		for _, err := range errs {
+			s.render.note("%v; continuing without it", err)
+		}
+		servers = append(servers, found...)
+	}
+	return servers
+}
+
+// connectMCP starts or connects to the MCP servers the flags and the
+// config file name. A server that fails is reported and skipped: the agent
+// works on with the others. model serves the servers' sampling requests.
+func (s *session) connectMCP(ctx context.Context, o *options, reg *tool.Registry, model llm.Model) {
+	for _, srv := range s.mcpServers(o) {
+		opts := s.mcpOptions(o, srv, model)
+		var (
+			conn *mcptool.Server
+			err  error
+		)
+		switch {
+		case srv.url != "":
+			conn, err = mcptool.ConnectURL(ctx, srv.url, opts)
+		case srv.name != "":
+			// A config file gives the command and its arguments apart.
+			conn, err = mcptool.ConnectCmd(ctx, exec.Command(srv.command, srv.args...), opts)
+		default:
+			conn, err = mcptool.ConnectCommand(ctx, srv.command, opts)
+		}
+		if err != nil {
+			s.render.note("MCP server %s is not available; continuing without its tools: %v", srv.what, err)
+			continue
+		}
+		s.servers = append(s.servers, conn)
+		// Register registers what it can and names what it could not.
+		if err := conn.Register(ctx, reg); err != nil {
+			s.render.note("MCP server %s: some of its tools are not available: %v", srv.what, err)
+		}
+	}
+}
+
+// mcpOptions returns the connection options for srv.
+func (s *session) mcpOptions(o *options, srv mcpServer, model llm.Model) *mcptool.Options {
+	opts := &mcptool.Options{
+		Name:             srv.name,
+		Logger:           s.log,
+		HTTPClient:       httpClient(s.log, o.verbose),
+		Env:              srv.env,
+		Header:           srv.header,
+		HandshakeTimeout: o.mcpTimeout,
+		Roots:            o.roots,
+		Progress: func(server, tool string, progress, total float64, message string) {
+			if total > 0 {
+				s.render.note("MCP %s: %s: %.0f/%.0f %s", server, tool, progress, total, message)
+			} else {
+				s.render.note("MCP %s: %s: %.0f %s", server, tool, progress, message)
+			}
+		},
+	}
+	if len(opts.Roots) == 0 {
+		if wd, err := os.Getwd(); err == nil {
+			opts.Roots = []string{wd}
+		}
+	} else if wd, err := os.Getwd(); err == nil {
+		opts.Roots = append([]string{wd}, opts.Roots...)
+	}
+	if srv.url != "" {
+		oauth := srv.oauth
+		if oauth == nil {
+			oauth = &mcptool.OAuth{}
+		}
+		oauth.OpenURL = func(ctx context.Context, u string) error { return s.openBrowser(o, srv.what, u) }
+		oauth.Refused = func() {
+			s.render.note("MCP server %s refused the saved authorization (revoked or expired); authorizing again", srv.what)
+		}
+		if o.tokenDir != "" {
+			oauth.Store = mcptool.DirStore(o.tokenDir)
+		}
+		opts.OAuth = oauth
+	}
+	if o.askDuringTurns {
+		opts.Elicit = o.term.elicit
+	}
+	if o.mcpSampling || o.askDuringTurns {
+		opts.Sampling = &mcptool.Sampling{Model: model, ModelName: o.model, MaxTokens: o.maxTokens}
+		if !o.mcpSampling {
+			opts.Sampling.Approve = o.term.approveSampling
+		}
+	}
+	return opts
+}
+
+// browserEnv are the variables a browser command gets: enough to reach
+// the desktop, and none of the secrets.
+var browserEnv = []string{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "DISPLAY", "WAYLAND_DISPLAY",
+	"XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS", "XDG_CURRENT_DESKTOP", "LANG"}
+
+// openBrowser shows the authorization URL: printed on stderr, so a person
+// can paste it, and opened with $BROWSER (a list separated by colons, each
+// a command with %s for the URL or the URL appended), else xdg-open or
+// open.
+func (s *session) openBrowser(o *options, what, u string) error {
+	s.render.note("MCP server %s needs your authorization. Opening a browser; if none opens, visit:\n  %s", what, u)
+	var env []string
+	for _, k := range browserEnv {
+		if v := o.getenv(k); v != "" {
+			env = append(env, k+"="+v)
+		}
+	}
+	var commands []string
+	if b := o.getenv("BROWSER"); b != "" {
+		commands = strings.Split(b, ":")
+	} else if runtime.GOOS == "darwin" {
+		commands = []string{"open"}
+	} else {
+		commands = []string{"xdg-open"}
+	}
+	var errs []error
+	for _, c := range commands {
+		words := strings.Fields(c)
+		if len(words) == 0 {
+			continue
+		}
+		replaced := false
+		for i, w := range words {
+			if strings.Contains(w, "%s") {
+				words[i], replaced = strings.ReplaceAll(w, "%s", u), true
+			}
+		}
+		if !replaced {
+			words = append(words, u)
+		}
+		cmd := newBrowserCommand(words, env)
+		if err := cmd.Start(); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		go cmd.Wait() // reaped, not waited for: the flow waits for the redirect
+		return nil
+	}
+	if o.term == nil {
+		// Nobody is there to open the URL by hand: fail now rather than
+		// wait minutes for a redirect that cannot come.
+		return fmt.Errorf("no browser could be started to authorize in (set BROWSER, or run on a terminal and open the URL by hand): %w",
+			errors.Join(errs...))
+	}
+	// The URL is on stderr; the user can open it by hand.
+	s.log.Debug("no browser could be started", "err", errors.Join(errs...))
+	return nil
+}

@@ -1,0 +1,309 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/agentloop/agentloop/mcptool"
+)
+
+// An mcpServer is one server to start or connect to, from the flags or a
+// config file.
+type mcpServer struct {
+	name string // the config file's key; empty for a flag
+	// what names the server in notes: its name, command line or URL.
+	what    string
+	command string   // stdio: a flag's command line, or a file's command
+	args    []string // stdio: a file's arguments
+	env     []string // stdio: NAME=VALUE
+	url     string   // http
+	header  http.Header
+	oauth   *mcptool.OAuth // http: the file's oauth settings, nil for none
+}
+
+// mcpConfigKeys are the keys a server entry may have, Claude Code's
+// .mcp.json shape plus oauth.
+var mcpConfigKeys = []string{"type", "command", "args", "env", "url", "headers", "oauth"}
+
+// oauthConfigKeys are the keys of a server's oauth object.
+var oauthConfigKeys = []string{"clientId", "clientSecret", "callbackPort", "clientMetadataUrl", "grant", "privateKey", "privateKeyFile", "idp"}
+
+// readMCPConfig reads the servers of an .mcp.json file. It returns the
+// servers it could read and an error for each part it could not, naming
+// the file and the key, so that one bad entry costs only that server.
+// Values may use ${VAR} and ${VAR:-default}, expanded from getenv, so
+// that secrets stay out of the file; the errors name variables but never
+// show a value.
+func readMCPConfig(path string, getenv func(string) string) ([]mcpServer, []error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, []error{fmt.Errorf("MCP config %s: %w", path, err)}
+	}
+	var file map[string]json.RawMessage
+	if err := json.Unmarshal(b, &file); err != nil {
+		return nil, []error{fmt.Errorf("MCP config %s is not valid JSON: %v", path, jsonErrorAt(b, err))}
+	}
+	raw, ok := file["mcpServers"]
+	if !ok {
+		return nil, []error{fmt.Errorf("MCP config %s: no \"mcpServers\" object", path)}
+	}
+	var entries map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &entries); err != nil {
+		return nil, []error{fmt.Errorf("MCP config %s: \"mcpServers\" is not an object of servers", path)}
+	}
+	names := make([]string, 0, len(entries))
+	for name := range entries {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var (
+		servers []mcpServer
+		errs    []error
+	)
+	for _, name := range names {
+		srv, err := parseMCPServer(name, entries[name], getenv)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("MCP config %s: mcpServers.%s: %w", path, name, err))
+			continue
+		}
+		servers = append(servers, srv)
+	}
+	return servers, errs
+}
+
+// jsonErrorAt adds the line of a syntax error to err.
+func jsonErrorAt(b []byte, err error) string {
+	if se, ok := err.(*json.SyntaxError); ok {
+		line := bytes.Count(b[:se.Offset], []byte("\n")) + 1
+		return fmt.Sprintf("line %d: %v", line, err)
+	}
+	return err.Error()
+}
+
+// parseMCPServer reads one server entry.
+func parseMCPServer(name string, raw json.RawMessage, getenv func(string) string) (mcpServer, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return mcpServer{}, fmt.Errorf("not an object")
+	}
+	for k := range fields {
+		if !slices.Contains(mcpConfigKeys, k) {
+			return mcpServer{}, fmt.Errorf("unknown key %q (the keys are %s)", k, strings.Join(mcpConfigKeys, ", "))
+		}
+	}
+	var e serverEntry
+	for k, v := range fields {
+		if err := json.Unmarshal(v, e.field(k)); err != nil {
+			return mcpServer{}, fmt.Errorf("%s: %v", k, typeError(err))
+		}
+	}
+	x := expander{getenv: getenv}
+	srv := mcpServer{name: name, what: fmt.Sprintf("%q", name)}
+	typ := e.Type
+	if typ == "" {
+		typ = "stdio"
+		if e.Command == "" && e.URL != "" {
+			typ = "http"
+		}
+	}
+	switch typ {
+	case "stdio":
+		if e.Command == "" {
+			return mcpServer{}, fmt.Errorf("command: missing, and a stdio server needs one")
+		}
+		if e.URL != "" || e.Headers != nil || e.OAuth != nil {
+			return mcpServer{}, fmt.Errorf("url, headers and oauth are for http servers; this one has a command")
+		}
+		srv.command = x.expand("command", e.Command)
+		for i, a := range e.Args {
+			srv.args = append(srv.args, x.expand(fmt.Sprintf("args[%d]", i), a))
+		}
+		keys := make([]string, 0, len(e.Env))
+		for k := range e.Env {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if mcptool.CheckEnv([]string{k + "="}) != nil {
+				return mcpServer{}, fmt.Errorf("env: %q is not a variable name", k)
+			}
+			srv.env = append(srv.env, k+"="+x.expand("env."+k, e.Env[k]))
+		}
+	case "http":
+		if e.URL == "" {
+			return mcpServer{}, fmt.Errorf("url: missing, and an http server needs one")
+		}
+		if e.Command != "" || e.Args != nil || e.Env != nil {
+			return mcpServer{}, fmt.Errorf("command, args and env are for stdio servers; this one has a url")
+		}
+		srv.url = x.expand("url", e.URL)
+		srv.header = http.Header{}
+		for k, v := range e.Headers {
+			if !validHeaderName(k) {
+				return mcpServer{}, fmt.Errorf("headers: %q is not a header name", k)
+			}
+			srv.header.Set(k, x.expand("headers."+k, v))
+		}
+		if e.OAuth != nil {
+			o, err := parseOAuth(e.OAuth, &x)
+			if err != nil {
+				return mcpServer{}, fmt.Errorf("oauth: %w", err)
+			}
+			srv.oauth = o
+		}
+	case "sse":
+		return mcpServer{}, fmt.Errorf("type: the legacy SSE transport is not supported; use \"http\" (streamable HTTP)")
+	default:
+		return mcpServer{}, fmt.Errorf("type: %q is not \"stdio\" or \"http\"", typ)
+	}
+	if x.err != nil {
+		return mcpServer{}, x.err
+	}
+	return srv, nil
+}
+
+// serverEntry is a server entry of the file, as JSON has it.
+type serverEntry struct {
+	Type    string            `json:"type"`
+	Command string            `json:"command"`
+	Args    []string          `json:"args"`
+	Env     map[string]string `json:"env"`
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers"`
+	OAuth   json.RawMessage   `json:"oauth"`
+}
+
+// field returns the field that key k decodes into, so that a type error
+// is reported with its key.
+func (e *serverEntry) field(k string) any {
+	switch k {
+	case "type":
+		return &e.Type
+	case "command":
+		return &e.Command
+	case "args":
+		return &e.Args
+	case "env":
+		return &e.Env
+	case "url":
+		return &e.URL
+	case "headers":
+		return &e.Headers
+	default:
+		return &e.OAuth
+	}
+}
+
+// typeError words a decoding error without the value, which may be a
+// secret.
+func typeError(err error) string {
+	if te, ok := err.(*json.UnmarshalTypeError); ok {
+		return fmt.Sprintf("want %s, not a JSON %s", te.Type, te.Value)
+	}
+	return "not the right type"
+}
+
+// parseOAuth reads a server's oauth object.
+func parseOAuth(raw json.RawMessage, x *expander) (*mcptool.OAuth, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, fmt.Errorf("not an object")
+	}
+	for k := range fields {
+		if !slices.Contains(oauthConfigKeys, k) {
+			return nil, fmt.Errorf("unknown key %q (the keys are %s)", k, strings.Join(oauthConfigKeys, ", "))
+		}
+	}
+	var c struct {
+		ClientID          string `json:"clientId"`
+		ClientSecret      string `json:"clientSecret"`
+		CallbackPort      int    `json:"callbackPort"`
+		ClientMetadataURL string `json:"clientMetadataUrl"`
+		Grant             string `json:"grant"`
+		PrivateKey        string `json:"privateKey"`
+		PrivateKeyFile    string `json:"privateKeyFile"`
+		IdP               *struct {
+			Issuer        string `json:"issuer"`
+			TokenEndpoint string `json:"tokenEndpoint"`
+			ClientID      string `json:"clientId"`
+			ClientSecret  string `json:"clientSecret"`
+			IDToken       string `json:"idToken"`
+		} `json:"idp"`
+	}
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, fmt.Errorf("%v", typeError(err))
+	}
+	if c.CallbackPort < 0 || c.CallbackPort > 65535 {
+		return nil, fmt.Errorf("callbackPort: %d is not a port", c.CallbackPort)
+	}
+	o := &mcptool.OAuth{
+		ClientID:          x.expand("oauth.clientId", c.ClientID),
+		ClientSecret:      x.expand("oauth.clientSecret", c.ClientSecret),
+		RedirectPort:      c.CallbackPort,
+		ClientMetadataURL: x.expand("oauth.clientMetadataUrl", c.ClientMetadataURL),
+		Grant:             c.Grant,
+		PrivateKeyPEM:     x.expand("oauth.privateKey", c.PrivateKey),
+	}
+	if c.PrivateKeyFile != "" {
+		b, err := os.ReadFile(x.expand("oauth.privateKeyFile", c.PrivateKeyFile))
+		if err != nil {
+			return nil, fmt.Errorf("privateKeyFile: %w", err)
+		}
+		o.PrivateKeyPEM = string(b)
+	}
+	if c.IdP != nil {
+		o.IdP = &mcptool.IdP{
+			Issuer:        x.expand("oauth.idp.issuer", c.IdP.Issuer),
+			TokenEndpoint: x.expand("oauth.idp.tokenEndpoint", c.IdP.TokenEndpoint),
+			ClientID:      x.expand("oauth.idp.clientId", c.IdP.ClientID),
+			ClientSecret:  x.expand("oauth.idp.clientSecret", c.IdP.ClientSecret),
+			IDToken:       x.expand("oauth.idp.idToken", c.IdP.IDToken),
+		}
+	}
+	return o, nil
+}
+
+// expander expands ${VAR} and ${VAR:-default} as Claude Code does, and
+// keeps the first error: a variable that is not set and has no default.
+type expander struct {
+	getenv func(string) string
+	err    error
+}
+
+var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+
+func (x *expander) expand(key, s string) string {
+	return varRef.ReplaceAllStringFunc(s, func(ref string) string {
+		m := varRef.FindStringSubmatch(ref)
+		if v := x.getenv(m[1]); v != "" {
+			return v
+		}
+		if m[2] != "" {
+			return m[3]
+		}
+		if x.err == nil {
+			x.err = fmt.Errorf("%s: ${%s} is not set, and has no default (write ${%s:-default} for one)", key, m[1], m[1])
+		}
+		return ""
+	})
+}
+
+// validHeaderName reports whether name is an HTTP header name (a token).
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, c := range []byte(name) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}

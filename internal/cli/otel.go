@@ -1,0 +1,236 @@
+package cli
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+
+	"github.com/agentloop/agentloop/llm"
+)
+
+// flushTimeout bounds the export of the last spans at exit, Ctrl-C
+// included: an unreachable collector delays the exit by at most this, and
+// never fails the command.
+const flushTimeout = 3 * time.Second
+
+// startTelemetry sets up the export of traces and metrics from
+// OpenTelemetry's standard environment variables, read through c.getenv:
+//
+//   - OTEL_EXPORTER_OTLP_ENDPOINT, a base URL to which /v1/traces and
+//     /v1/metrics are added for OTLP/HTTP, or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+//     and _METRICS_ENDPOINT, used as they are;
+//   - OTEL_EXPORTER_OTLP_PROTOCOL (or _TRACES_PROTOCOL, _METRICS_PROTOCOL):
+//     http/protobuf, the default, or grpc;
+//   - OTEL_EXPORTER_OTLP_HEADERS (and _TRACES_HEADERS, _METRICS_HEADERS);
+//   - OTEL_SERVICE_NAME (default agentloop) and OTEL_RESOURCE_ATTRIBUTES;
+//   - OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true, which records
+//     prompts, answers and tool input and output on the spans;
+//   - OTEL_SDK_DISABLED=true turns it all off, OTEL_TRACES_EXPORTER=none
+//     and OTEL_METRICS_EXPORTER=none one signal.
+//
+// With no endpoint set, nothing is started and the zero Telemetry is
+// returned. The returned function flushes and stops the exporters within
+// flushTimeout, and reports on stderr what it could not deliver.
+func (c *cli) startTelemetry(ctx context.Context, stderr io.Writer) (llm.Telemetry, func(), error) {
+	none := func() {}
+	if strings.EqualFold(c.getenv("OTEL_SDK_DISABLED"), "true") {
+		return llm.Telemetry{}, none, nil
+	}
+	traces, err := c.otlpTarget("TRACES", "/v1/traces")
+	if err != nil {
+		return llm.Telemetry{}, nil, err
+	}
+	metrics, err := c.otlpTarget("METRICS", "/v1/metrics")
+	if err != nil || traces.url == "" && metrics.url == "" {
+		return llm.Telemetry{}, none, err
+	}
+	capture, err := captureContent(c.getenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"))
+	if err != nil {
+		return llm.Telemetry{}, nil, err
+	}
+	res, err := c.resource(ctx)
+	if err != nil {
+		return llm.Telemetry{}, nil, err
+	}
+	// Exports are not retried: a collector that is down must not hold up
+	// the exit past flushTimeout.
+	tel := llm.Telemetry{CaptureContent: capture}
+	var stops []func(context.Context) error
+	if traces.url != "" {
+		var exp sdktrace.SpanExporter
+		if traces.grpc {
+			exp, err = otlptracegrpc.New(ctx, otlptracegrpc.WithEndpointURL(traces.url), otlptracegrpc.WithHeaders(traces.headers),
+				otlptracegrpc.WithTimeout(flushTimeout), otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: false}))
+		} else {
+			exp, err = otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(traces.url), otlptracehttp.WithHeaders(traces.headers),
+				otlptracehttp.WithTimeout(flushTimeout), otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}))
+		}
+		if err != nil {
+			return llm.Telemetry{}, nil, fmt.Errorf("starting the OTLP trace exporter: %w", err)
+		}
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+		tel.TracerProvider, stops = tp, append(stops, tp.Shutdown)
+	}
+	if metrics.url != "" {
+		var exp sdkmetric.Exporter
+		if metrics.grpc {
+			exp, err = otlpmetricgrpc.New(ctx, otlpmetricgrpc.WithEndpointURL(metrics.url), otlpmetricgrpc.WithHeaders(metrics.headers),
+				otlpmetricgrpc.WithTimeout(flushTimeout), otlpmetricgrpc.WithRetry(otlpmetricgrpc.RetryConfig{Enabled: false}))
+		} else {
+			exp, err = otlpmetrichttp.New(ctx, otlpmetrichttp.WithEndpointURL(metrics.url), otlpmetrichttp.WithHeaders(metrics.headers),
+				otlpmetrichttp.WithTimeout(flushTimeout), otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: false}))
+		}
+		if err != nil {
+			return llm.Telemetry{}, nil, fmt.Errorf("starting the OTLP metric exporter: %w", err)
+		}
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)), sdkmetric.WithResource(res))
+		tel.MeterProvider, stops = mp, append(stops, mp.Shutdown)
+	}
+	// Export failures are reported once, at exit, rather than by the SDK's
+	// default handler, which writes to the process's stderr mid-answer.
+	var lost atomic.Pointer[error]
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { lost.Store(&err) }))
+	// The trace context goes with calls to other processes, MCP servers
+	// among them, in W3C headers.
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+	flush := func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+		defer cancel()
+		var errs []error
+		for _, stop := range stops {
+			errs = append(errs, stop(ctx))
+		}
+		err := errors.Join(errs...)
+		if p := lost.Load(); err == nil && p != nil {
+			err = *p
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "agentloop: telemetry was not all exported to %s: %v\n", cmp.Or(traces.url, metrics.url), err)
+		}
+	}
+	return tel, flush, nil
+}
+
+// An otlpTarget is where one signal goes.
+type otlpTarget struct {
+	url     string // empty: the signal is not exported
+	grpc    bool
+	headers map[string]string
+}
+
+// otlpTarget reads the variables of signal ("TRACES" or "METRICS"), whose
+// OTLP/HTTP path under the base endpoint is path.
+func (c *cli) otlpTarget(signal, path string) (otlpTarget, error) {
+	env := func(name string) string {
+		return cmp.Or(c.getenv("OTEL_EXPORTER_OTLP_"+signal+"_"+name), c.getenv("OTEL_EXPORTER_OTLP_"+name))
+	}
+	var t otlpTarget
+	base, own := c.getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), c.getenv("OTEL_EXPORTER_OTLP_"+signal+"_ENDPOINT")
+	if base == "" && own == "" || c.getenv("OTEL_"+signal+"_EXPORTER") == "none" {
+		return t, nil
+	}
+	switch protocol := env("PROTOCOL"); protocol {
+	case "", "http/protobuf":
+		t.url = cmp.Or(own, strings.TrimSuffix(base, "/")+path)
+	case "grpc":
+		t.url, t.grpc = cmp.Or(own, base), true
+	default:
+		return t, usageError("OTEL_EXPORTER_OTLP_PROTOCOL %q is not supported: use http/protobuf or grpc", protocol)
+	}
+	if u, err := url.Parse(t.url); err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return t, usageError("OTLP endpoint %q is not an http:// or https:// URL", t.url)
+	}
+	var err error
+	if t.headers, err = keyValues(env("HEADERS")); err != nil {
+		return t, usageError("OTEL_EXPORTER_OTLP_HEADERS: %v", err)
+	}
+	return t, nil
+}
+
+// resource describes this process: OTEL_RESOURCE_ATTRIBUTES, then
+// OTEL_SERVICE_NAME, which wins over a service.name among them.
+func (c *cli) resource(ctx context.Context) (*resource.Resource, error) {
+	attrs, err := keyValues(c.getenv("OTEL_RESOURCE_ATTRIBUTES"))
+	if err != nil {
+		return nil, usageError("OTEL_RESOURCE_ATTRIBUTES: %v", err)
+	}
+	kvs := []attribute.KeyValue{semconv.ServiceName("agentloop"), semconv.ServiceVersion(versionString())}
+	for k, v := range attrs {
+		kvs = append(kvs, attribute.String(k, v))
+	}
+	if name := c.getenv("OTEL_SERVICE_NAME"); name != "" {
+		kvs = append(kvs, semconv.ServiceName(name))
+	}
+	return resource.New(ctx, resource.WithTelemetrySDK(), resource.WithAttributes(kvs...))
+}
+
+// keyValues parses the k1=v1,k2=v2 lists of OpenTelemetry's variables,
+// whose keys and values are percent-encoded.
+func keyValues(s string) (map[string]string, error) {
+	m := map[string]string{}
+	for pair := range strings.SplitSeq(s, ",") {
+		if strings.TrimSpace(pair) == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(pair, "=")
+		k, err1 := url.PathUnescape(strings.TrimSpace(k))
+		v, err2 := url.PathUnescape(strings.TrimSpace(v))
+		if !ok || k == "" || err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("%q is not key=value", pair)
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+// captureContent reads OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT.
+// Content goes on spans, so event_only records none.
+func captureContent(v string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "", "false", "no_content", "event_only":
+		return false, nil
+	case "true", "span_only", "span_and_event":
+		return true, nil
+	}
+	return false, usageError("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=%q: use true or false", v)
+}
+
+// conversationID names the conversation in traces: a hash of the --session
+// file's absolute path, so that its runs share one id across invocations
+// without putting the path (and the user's home directory) in a trace, else
+// a random id for this process's runs.
+func conversationID(o *options) string {
+	if o.session != "" {
+		p, err := filepath.Abs(o.session)
+		if err != nil {
+			p = o.session
+		}
+		sum := sha256.Sum256([]byte(p))
+		return hex.EncodeToString(sum[:16])
+	}
+	b := make([]byte, 16)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,230 @@
+//go:build linux || darwin
+
+package cli
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentloop/agentloop/anthropictest"
+)
+
+// ptyCommand is the command under test, running on a pseudo-terminal.
+type ptyCommand struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	tty  *os.File
+	mu   sync.Mutex
+	out  strings.Builder
+	more chan struct{} // signalled after each read
+	done chan struct{} // closed when the terminal closes
+}
+
+// startPTY starts the command on a new pseudo-terminal, as its controlling
+// terminal, so that a ^C typed into it is a real SIGINT.
+func startPTY(t *testing.T, env map[string]string, args ...string) *ptyCommand {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Env = []string{"AGENTLOOP_TEST_MAIN=1", "TERM=xterm", "PATH=" + os.Getenv("PATH")}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 200})
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	p := &ptyCommand{t: t, cmd: cmd, tty: tty, more: make(chan struct{}, 1), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		buf := make([]byte, 4096)
+		for {
+			n, err := tty.Read(buf)
+			p.mu.Lock()
+			p.out.Write(buf[:n])
+			p.mu.Unlock()
+			select {
+			case p.more <- struct{}{}:
+			default:
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		tty.Close()
+	})
+	return p
+}
+
+// expect waits until the output, from offset from, contains s, and returns
+// the offset just past it.
+func (p *ptyCommand) expect(from int, s string) int {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		p.mu.Lock()
+		out := p.out.String()
+		p.mu.Unlock()
+		if i := strings.Index(out[from:], s); i >= 0 {
+			return from + i + len(s)
+		}
+		select {
+		case <-p.more:
+		case <-p.done:
+			p.t.Fatalf("terminal closed before %q appeared; output:\n%s", s, out)
+		case <-ctx.Done():
+			p.t.Fatalf("%q did not appear; output:\n%s", s, out)
+		}
+	}
+}
+
+func (p *ptyCommand) send(s string) {
+	if _, err := io.WriteString(p.tty, s); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// wait returns the command's exit status.
+func (p *ptyCommand) wait() int {
+	err := p.cmd.Wait()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return 0
+}
+
+// TestPTY runs the REPL on a real pseudo-terminal: the terminal check, a
+// conversation, the spinner, Ctrl-C interrupting a turn, and a second
+// Ctrl-C exiting.
+func TestPTY(t *testing.T) {
+	arrived := make(chan struct{})
+	srv := anthropictest.NewServer(
+		text("Hello from the fake API."),
+		anthropictest.ReplyFunc(func(*anthropictest.Request) anthropictest.Reply {
+			close(arrived)
+			return anthropictest.Replay(nil).Stall()
+		}),
+	)
+	defer srv.Close()
+	p := startPTY(t, map[string]string{"ANTHROPIC_API_KEY": testKey, "ANTHROPIC_BASE_URL": srv.URL})
+
+	at := p.expect(0, "> ")
+	p.send("hello\r")
+	at = p.expect(at, "Hello from the fake API.")
+	at = p.expect(at, "> ")
+	p.send("think forever\r")
+	<-arrived
+	// On a terminal the spinner shows while the model thinks.
+	at = p.expect(at, "thinking…")
+	p.send("\x03") // Ctrl-C: the terminal sends SIGINT
+	at = p.expect(at, "(interrupted)")
+	p.expect(at, "> ")
+	p.send("\x03")
+	if code := p.wait(); code != exitInterrupted {
+		t.Errorf("exit status %d, want %d", code, exitInterrupted)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if strings.Contains(p.out.String(), testKey) {
+		t.Error("the key was printed")
+	}
+}
+
+// TestPTYLineEditing checks the REPL's line editing on a real terminal:
+// Left moves the cursor, Up recalls the last prompt, Ctrl-R searches the
+// earlier ones, and no escape code reaches the model.
+func TestPTYLineEditing(t *testing.T) {
+	srv := anthropictest.NewServer(text("one"), text("two"), text("three"), text("four"))
+	defer srv.Close()
+	p := startPTY(t, map[string]string{"ANTHROPIC_API_KEY": testKey, "ANTHROPIC_BASE_URL": srv.URL})
+	at := p.expect(0, "> ")
+	p.send("helo\x1b[Dl\r") // Left, then the missing l
+	at = p.expect(at, "one")
+	at = p.expect(at, "> ")
+	p.send("\x1b[A\r") // Up: the last prompt again
+	at = p.expect(at, "two")
+	at = p.expect(at, "> ")
+	p.send("another\r")
+	at = p.expect(at, "three")
+	at = p.expect(at, "> ")
+	p.send("\x12hel\r") // Ctrl-R: the last prompt with "hel" in it
+	at = p.expect(at, "four")
+	p.expect(at, "> ")
+	p.send("/exit\r")
+	if code := p.wait(); code != 0 {
+		t.Errorf("exit status %d, want 0", code)
+	}
+	var got []string
+	for _, r := range srv.Requests() {
+		msgs := r.Messages()
+		got = append(got, msgs[len(msgs)-1].Text())
+	}
+	if diff := cmp.Diff([]string{"hello", "hello", "another", "hello"}, got); diff != "" {
+		t.Errorf("prompts sent (-want +got):\n%s", diff)
+	}
+}
+
+// TestPTYDiscardErased checks that on a terminal the partial text of a turn
+// that failed mid-stream and was retried is erased before the retry's
+// text: the cursor goes back to where the turn began and the screen is
+// cleared from there.
+func TestPTYDiscardErased(t *testing.T) {
+	srv := anthropictest.NewServer(
+		anthropictest.NewStream().Text("Parti").ErrorEvent("overloaded_error", "Overloaded"),
+		text("Whole."),
+	)
+	defer srv.Close()
+	p := startPTY(t, map[string]string{"ANTHROPIC_API_KEY": testKey, "ANTHROPIC_BASE_URL": srv.URL}, "hi")
+	at := p.expect(0, "Parti")
+	at = p.expect(at, "\r\x1b[J")
+	p.expect(at, "Whole.")
+	if code := p.wait(); code != 0 {
+		t.Errorf("exit status %d, want 0", code)
+	}
+}
+
+// TestPTYResumedHistory checks that in a resumed --session, Up recalls the
+// prompts of the earlier runs.
+func TestPTYResumedHistory(t *testing.T) {
+	path := t.TempDir() + "/chat.jsonl"
+	h := newHarness(t, text("Noted."))
+	h.run(strings.NewReader(""), "--session", path, "remember the number 42").check(t, 0)
+
+	srv := anthropictest.NewServer(text("It was 42."))
+	defer srv.Close()
+	p := startPTY(t, map[string]string{"ANTHROPIC_API_KEY": testKey, "ANTHROPIC_BASE_URL": srv.URL}, "--session", path)
+	at := p.expect(0, "resuming")
+	at = p.expect(at, "> ")
+	p.send("\x1b[A\r")
+	at = p.expect(at, "It was 42.")
+	p.expect(at, "> ")
+	p.send("\x04") // Ctrl-D ends the session
+	if code := p.wait(); code != 0 {
+		t.Errorf("exit status %d, want 0", code)
+	}
+	msgs := srv.Requests()[0].Messages()
+	if got := msgs[len(msgs)-1].Text(); got != "remember the number 42" {
+		t.Errorf("Up recalled %q, want the resumed session's prompt", got)
+	}
+}

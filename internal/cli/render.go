@@ -1,0 +1,486 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"iter"
+	"strings"
+	"sync"
+	"unicode"
+
+	"github.com/agentloop/agentloop/agent"
+)
+
+// A renderer shows a run's events to the user.
+type renderer interface {
+	// event shows one event.
+	event(ev agent.Event)
+	// fail shows the error that ended a run.
+	fail(err error)
+	// note shows a one-line remark, such as a refusal notice.
+	note(format string, args ...any)
+	// pause stops anything animating until the next event, so that a
+	// question can wait on the screen.
+	pause()
+	// close stops anything still animating.
+	close()
+}
+
+// jsonRenderer writes each event to stdout as one JSON line with a "type".
+// Notes and errors go to stderr as text, where a person will see them, and
+// errors also go to stdout, so that a program reading the lines sees why
+// the run failed.
+type jsonRenderer struct {
+	out, errw io.Writer
+	enc       *json.Encoder
+	priced    bool // the model has a price: costs are numbers, not null
+}
+
+func newJSONRenderer(stdout, stderr io.Writer, priced bool) *jsonRenderer {
+	enc := json.NewEncoder(stdout)
+	enc.SetEscapeHTML(false)
+	return &jsonRenderer{out: stdout, errw: stderr, enc: enc, priced: priced}
+}
+
+func (r *jsonRenderer) event(ev agent.Event) {
+	// An error here would be a bug in an event's fields, so it is
+	// reported, not hidden.
+	b, err := marshalEvent(ev, r.priced)
+	if err != nil {
+		fmt.Fprintf(r.errw, "agentloop: cannot encode %s event: %v\n", eventType(ev), err)
+		return
+	}
+	r.out.Write(append(b, '\n'))
+}
+
+func (r *jsonRenderer) fail(err error) {
+	r.enc.Encode(newErrorRecord(err))
+}
+
+func (r *jsonRenderer) note(format string, args ...any) {
+	fmt.Fprintf(r.errw, "agentloop: "+format+"\n", args...)
+}
+
+func (r *jsonRenderer) pause() {}
+func (r *jsonRenderer) close() {}
+
+// textRenderer shows a run to a person: the answer on stdout as it streams,
+// everything else on stderr. On a terminal it adds colour (unless NO_COLOR)
+// and a spinner; otherwise it prints plain lines and nothing that moves.
+//
+// A model turn the agent discards (see agent.Retry) must not stay in the
+// answer. Off a terminal, where nothing can be taken back, each turn's text
+// is held until the turn is complete; on a terminal it streams, and is
+// erased if the turn is discarded.
+type textRenderer struct {
+	out, errw io.Writer
+	style     style
+	// sameScreen is whether stdout and stderr are both terminals, so that
+	// a line on stderr must not land in the middle of the answer.
+	sameScreen bool
+	// lesson turns on the demo's commentary: a heading for each phase of
+	// the loop and every tool-input fragment as it arrives.
+	lesson bool
+
+	mu      sync.Mutex // orders writes against the spinner's
+	spin    *spinner   // nil when stderr is not a terminal
+	midLine bool       // stdout's last write did not end a line
+	// errOpen says what stderr's unfinished line holds: "" for none,
+	// "thinking", or the id of the call whose input fragments it shows.
+	errOpen string
+	labels  map[string]string // call id → name#n
+	ncalls  int
+	running int // calls started and not yet finished
+
+	// screen follows stdout's terminal, to erase a discarded turn; nil
+	// when stdout is not a terminal. rawOut is stdout untracked.
+	screen *screen
+	rawOut io.Writer
+	// held is the current turn's text, when stdout is not a terminal.
+	held strings.Builder
+}
+
+// newTextRenderer returns a renderer. outTerm, when stdout is a terminal,
+// holds its size (zero when unknown); nil means stdout is not one.
+func newTextRenderer(stdout, stderr io.Writer, st style, stderrTerm, sameScreen, lesson bool, outTerm *screen) *textRenderer {
+	r := &textRenderer{out: stdout, errw: stderr, rawOut: stdout, style: st, sameScreen: sameScreen, lesson: lesson,
+		labels: map[string]string{}, screen: outTerm}
+	if outTerm != nil {
+		r.out = trackingWriter{stdout, outTerm}
+		if sameScreen {
+			r.errw = trackingWriter{stderr, outTerm}
+		}
+	}
+	if stderrTerm {
+		r.spin = newSpinner(r.errw, &r.mu, st)
+	}
+	return r
+}
+
+func (r *textRenderer) event(ev agent.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch ev := ev.(type) {
+	case agent.TurnStart:
+		r.closeErrLine()
+		// Each turn's text is its own paragraph, even off a terminal.
+		if r.midLine {
+			io.WriteString(r.out, "\n")
+			r.midLine = false
+		}
+		if r.lesson {
+			r.line(r.style.phase("think") + r.style.dim(fmt.Sprintf(" model turn %d: the model streams its reply", ev.Iteration)))
+		}
+		if r.screen != nil {
+			r.screen.mark()
+		}
+		r.spinLocked("thinking")
+	case agent.ThinkingDelta:
+		r.stopSpin()
+		if r.errOpen != "thinking" {
+			r.closeErrLine()
+			r.endOutLine()
+			r.errOpen = "thinking"
+		}
+		io.WriteString(r.errw, r.style.dim(ev.Thinking))
+	case agent.TextDelta:
+		if r.screen == nil {
+			r.held.WriteString(ev.Text)
+			return
+		}
+		r.stopSpin()
+		r.closeErrLine()
+		r.write(ev.Text)
+	case agent.ToolCallStart:
+		r.stopSpin()
+		label := r.label(ev.ID, ev.Name)
+		if r.lesson {
+			r.line(r.style.phase("act") + " " + r.style.tool(label) + r.style.dim(" tool_use "+ev.ID+": its input arrives in fragments"))
+			io.WriteString(r.errw, "        ")
+			r.errOpen = ev.ID
+		}
+		r.spinLocked("writing " + ev.Name + " input")
+	case agent.ToolInputDelta:
+		if !r.lesson || r.errOpen != ev.ID {
+			return
+		}
+		r.stopSpin()
+		// Each fragment is printed as it came, with a bar after it: the
+		// cuts fall anywhere, even inside a key or a number.
+		io.WriteString(r.errw, r.style.fragment(ev.PartialJSON)+r.style.dim("│"))
+	case agent.ToolCall:
+		r.stopSpin()
+		r.running++
+		label := r.label(ev.ID, ev.Name)
+		if r.lesson {
+			r.line(r.style.phase("act") + " " + r.style.tool(label) + r.style.dim(" assembled, valid JSON; running it: ") + compactJSON(ev.Input, 200))
+		} else {
+			r.line(r.style.tool("→ "+label) + " " + compactJSON(ev.Input, 100))
+		}
+		r.spinLocked("running " + ev.Name)
+	case agent.ToolDone:
+		r.stopSpin()
+		r.running = max(0, r.running-1)
+		label := r.label(ev.ID, ev.Name)
+		content := shorten(ev.Content, 200)
+		if content == "" {
+			// A result without text, such as an image alone, is not
+			// nothing; a blank would look like a glitch.
+			content = "(no text)"
+		}
+		switch {
+		case r.lesson && ev.IsError:
+			r.line(r.style.phase("observe") + " " + r.style.tool(label) + " " + r.style.err("error: "+content) + r.style.dim(" (sent back as an is_error tool_result)"))
+		case r.lesson:
+			r.line(r.style.phase("observe") + " " + r.style.tool(label) + " → " + content + r.style.dim(" (sent back as its tool_result)"))
+		case ev.IsError:
+			r.line(r.style.err("✗ "+label+" error: ") + content)
+		default:
+			r.line(r.style.tool("← "+label) + " " + content)
+		}
+		if r.running > 0 {
+			r.spinLocked("running tools")
+		} else {
+			r.spinLocked("thinking")
+		}
+	case agent.UsageUpdate:
+		// The turn is complete: its text can no longer be discarded.
+		r.flush()
+		if r.lesson {
+			r.stopSpin()
+			r.line(r.style.dim(fmt.Sprintf("        usage: %d input tokens, %d output tokens this turn",
+				ev.Turn.InputTokens+ev.Turn.CacheReadInputTokens+ev.Turn.CacheCreationInputTokens, ev.Turn.OutputTokens)))
+		}
+	case agent.Compacted:
+		r.stopSpin()
+		msg := fmt.Sprintf("compacted the history from about %d to %d tokens", ev.Before, ev.After)
+		if len(ev.Steps) > 0 {
+			msg += " (" + strings.Join(ev.Steps, ", ") + ")"
+		}
+		r.line(r.style.dim(msg))
+	case agent.Retry:
+		r.stopSpin()
+		r.closeErrLine()
+		msg := fmt.Sprintf("retrying the turn (attempt %d): %s", ev.Attempt, shorten(strings.TrimPrefix(ev.Error, "llm: "), 100))
+		if ev.Discard {
+			r.discard()
+			msg += "; its partial output is discarded"
+		}
+		r.line(r.style.warn(msg))
+		r.spinLocked("thinking")
+	case agent.Done:
+		r.stopSpin()
+		r.closeErrLine()
+		// An interrupted turn's text stays: the history keeps it too. A
+		// failed run's last turn never completed.
+		if ev.Result.State != agent.Failed {
+			r.flush()
+		}
+		r.held.Reset()
+		if r.midLine {
+			io.WriteString(r.out, "\n")
+			r.midLine = false
+		}
+		if r.lesson {
+			res := ev.Result
+			r.line(r.style.phase("done") + r.style.dim(fmt.Sprintf(" %s after %s: %d input and %d output tokens",
+				res.State, plural(res.Iterations, "model turn", "model turns"), res.Usage.InputTokens+res.Usage.CacheReadInputTokens+res.Usage.CacheCreationInputTokens, res.Usage.OutputTokens)))
+		}
+	}
+}
+
+// write writes text of the answer to stdout.
+func (r *textRenderer) write(text string) {
+	io.WriteString(r.out, text)
+	if text != "" {
+		r.midLine = !strings.HasSuffix(text, "\n")
+	}
+}
+
+// flush writes the text held for the current turn.
+func (r *textRenderer) flush() {
+	if r.held.Len() == 0 {
+		return
+	}
+	r.closeErrLine()
+	r.write(r.held.String())
+	r.held.Reset()
+}
+
+// discard takes back the current turn's text: the held text off a
+// terminal; on one, all the turn wrote, erased. When the start of the turn
+// has scrolled off the screen, a struck-through line says that the text
+// above it is void.
+func (r *textRenderer) discard() {
+	if r.screen == nil {
+		r.held.Reset()
+		return
+	}
+	if seq, ok := r.screen.erase(); ok {
+		io.WriteString(r.rawOut, seq)
+		r.midLine = false
+		return
+	}
+	if r.midLine {
+		io.WriteString(r.out, "\n")
+	}
+	io.WriteString(r.out, r.style.strike("the answer above was cut off and is being generated again")+"\n")
+	r.midLine = false
+}
+
+// label returns the short name of call id, name#n, numbering the calls of
+// the session in the order they appear.
+func (r *textRenderer) label(id, name string) string {
+	l, ok := r.labels[id]
+	if !ok {
+		r.ncalls++
+		l = fmt.Sprintf("%s#%d", name, r.ncalls)
+		r.labels[id] = l
+	}
+	return l
+}
+
+func (r *textRenderer) fail(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopSpin()
+	r.closeErrLine()
+}
+
+func (r *textRenderer) note(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// A note can come mid-turn (a retry's): the spinner goes on after it.
+	spinning := r.spin != nil && r.spin.running
+	r.stopSpin()
+	r.line(r.style.warn(fmt.Sprintf(format, args...)))
+	if spinning {
+		r.spinLocked(r.spin.label)
+	}
+}
+
+func (r *textRenderer) pause() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopSpin()
+	r.closeErrLine()
+	r.endOutLine()
+}
+
+func (r *textRenderer) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopSpin()
+}
+
+// line writes s as a line of its own on stderr.
+func (r *textRenderer) line(s string) {
+	r.closeErrLine()
+	r.endOutLine()
+	io.WriteString(r.errw, s+"\n")
+}
+
+// endOutLine ends the answer's unfinished line when stdout and stderr
+// share a screen, so that stderr's next line does not land in its middle.
+func (r *textRenderer) endOutLine() {
+	if r.midLine && r.sameScreen {
+		io.WriteString(r.out, "\n")
+		r.midLine = false
+	}
+}
+
+// closeErrLine ends stderr's unfinished line of thinking or fragments.
+func (r *textRenderer) closeErrLine() {
+	if r.errOpen != "" {
+		io.WriteString(r.errw, "\n")
+		r.errOpen = ""
+	}
+}
+
+// spinLocked starts the spinner, or changes its label. The spinner clears
+// its line as it draws, so it never starts on an unfinished line of stderr,
+// nor, on a shared screen, of the answer.
+func (r *textRenderer) spinLocked(label string) {
+	if r.spin == nil || r.errOpen != "" {
+		return
+	}
+	r.endOutLine()
+	r.spin.start(label)
+}
+
+func (r *textRenderer) stopSpin() {
+	if r.spin != nil {
+		r.spin.stop()
+	}
+}
+
+// compactJSON returns JSON input as one line of compact JSON, cut to n
+// runes. It reads only as much of input as it shows: a tool input can be
+// megabytes (a written file's), and this line is a glance at it. The agent's
+// inputs are always JSON (llm wraps one that is not in {"INVALID_JSON": …}).
+func compactJSON(input json.RawMessage, n int) string {
+	if len(input) == 0 {
+		return "{}"
+	}
+	return shortenRunes(func(yield func(rune) bool) {
+		inString, escaped := false, false
+		for _, r := range string(input) {
+			switch {
+			case escaped:
+				escaped = false
+			case r == '\\':
+				escaped = inString
+			case r == '"':
+				inString = !inString
+			case !inString && unicode.IsSpace(r):
+				continue
+			}
+			if !yield(r) {
+				return
+			}
+		}
+	}, n)
+}
+
+// shorten returns s on one line, its runs of white space collapsed, cut to
+// n runes with an ellipsis.
+func shorten(s string, n int) string {
+	return shortenRunes(func(yield func(rune) bool) {
+		for _, r := range s {
+			if !yield(r) {
+				return
+			}
+		}
+	}, n)
+}
+
+// shortenRunes is shorten of the text that runes yields, reading no more
+// of it than the n runes it shows.
+func shortenRunes(runes iter.Seq[rune], n int) string {
+	var b strings.Builder
+	count, cut, space := 0, 0, false
+	// emit writes r, and reports true instead if the text is longer than n.
+	emit := func(r rune) bool {
+		if count == n-1 {
+			cut = b.Len()
+		}
+		if count == n {
+			return true
+		}
+		b.WriteRune(r)
+		count++
+		return false
+	}
+	for r := range runes {
+		if unicode.IsSpace(r) {
+			space = count > 0
+			continue
+		}
+		if space && emit(' ') || emit(r) {
+			return b.String()[:cut] + "…"
+		}
+		space = false
+	}
+	return b.String()
+}
+
+// style colours text for a terminal. The zero style adds nothing.
+type style struct{ color bool }
+
+func (s style) wrap(code, t string) string {
+	if !s.color || t == "" {
+		return t
+	}
+	return "\x1b[" + code + "m" + t + "\x1b[0m"
+}
+
+func (s style) dim(t string) string  { return s.wrap("2", t) }
+func (s style) tool(t string) string { return s.wrap("36", t) }
+func (s style) err(t string) string  { return s.wrap("31", t) }
+func (s style) warn(t string) string { return s.wrap("33", t) }
+
+// strike marks text as void: struck through, or between rules without
+// colour.
+func (s style) strike(t string) string {
+	if !s.color {
+		return "~~ " + t + " ~~"
+	}
+	return s.wrap("9;2", t)
+}
+
+// fragment highlights one streamed input fragment.
+func (s style) fragment(t string) string { return s.wrap("1;32", t) }
+
+// phase labels a step of the loop, padded so that the lines align.
+func (s style) phase(name string) string {
+	return s.wrap("1;35", fmt.Sprintf("%-7s", name))
+}
+
+// plural returns n and the noun for it: "1 model turn", "2 model turns".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

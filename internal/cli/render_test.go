@@ -1,0 +1,277 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentloop/agentloop/agent"
+)
+
+// TestTextRenderer checks what a person sees for event sequences, off a
+// terminal and on one shared by stdout and stderr (no spinner: these
+// writers are not terminals).
+func TestTextRenderer(t *testing.T) {
+	call := []agent.Event{
+		agent.TurnStart{Iteration: 1},
+		agent.TextDelta{Text: "Adding."},
+		agent.ToolCallStart{ID: "t1", Name: "calc"},
+		agent.ToolInputDelta{ID: "t1", PartialJSON: `{"a":`},
+		agent.ToolInputDelta{ID: "t1", PartialJSON: `1}`},
+		agent.ToolCall{ID: "t1", Name: "calc", Input: json.RawMessage(`{"a": 1}`)},
+		agent.ToolDone{ID: "t1", Name: "calc", Content: "one\n  line", Duration: time.Millisecond},
+		agent.TurnStart{Iteration: 2},
+		agent.TextDelta{Text: "Done"},
+		agent.Done{Result: agent.Result{State: agent.Finished, Iterations: 2}},
+	}
+	for _, tc := range []struct {
+		name               string
+		events             []agent.Event
+		sameScreen, lesson bool
+		// term is stdout's terminal; nil means it is not one.
+		term           *screen
+		stdout, stderr string
+	}{
+		{
+			name:   "tool call, separate streams",
+			events: call,
+			term:   &screen{},
+			stdout: "Adding.\nDone\n",
+			stderr: "→ calc#1 {\"a\":1}\n← calc#1 one line\n",
+		},
+		{
+			// On one screen the answer's line is ended before a tool line,
+			// and stdout's newlines are the only ones added.
+			name:       "tool call, one screen",
+			events:     call,
+			sameScreen: true,
+			term:       &screen{},
+			stdout:     "Adding.\nDone\n",
+			stderr:     "→ calc#1 {\"a\":1}\n← calc#1 one line\n",
+		},
+		{
+			name:   "lesson shows every fragment",
+			events: call[2:7],
+			lesson: true,
+			stderr: "act     calc#1 tool_use t1: its input arrives in fragments\n" +
+				"        {\"a\":│1}│\n" +
+				"act     calc#1 assembled, valid JSON; running it: {\"a\":1}\n" +
+				"observe calc#1 → one line (sent back as its tool_result)\n",
+		},
+		{
+			name: "thinking is one unbroken run on stderr",
+			events: []agent.Event{
+				agent.ThinkingDelta{Thinking: "Let me "}, agent.ThinkingDelta{Thinking: "think."},
+				agent.TextDelta{Text: "Answer."}, agent.Done{},
+			},
+			stdout: "Answer.\n",
+			stderr: "Let me think.\n",
+		},
+		{
+			// Off a terminal a turn's text waits for the turn to complete,
+			// so a discarded one never reaches stdout.
+			name: "a discarded turn never reaches a pipe",
+			events: []agent.Event{
+				agent.TurnStart{Iteration: 1},
+				agent.TextDelta{Text: "Partial"},
+				agent.Retry{Attempt: 2, Error: "overloaded", Discard: true},
+				agent.TurnStart{Iteration: 1},
+				agent.TextDelta{Text: "Whole."}, agent.UsageUpdate{}, agent.Done{},
+			},
+			stdout: "Whole.\n",
+			stderr: "retrying the turn (attempt 2): overloaded; its partial output is discarded\n",
+		},
+		{
+			// On a terminal it streams, and is erased: the cursor goes
+			// back up the rows the turn wrote (here "ab\ncdefgh" on 4
+			// columns: 3 rows down) and clears to the end of the screen.
+			name: "a discarded turn is erased from a terminal",
+			events: []agent.Event{
+				agent.TurnStart{Iteration: 1},
+				agent.TextDelta{Text: "ab\ncdefgh"},
+				agent.Retry{Attempt: 2, Error: "overloaded", Discard: true},
+				agent.TurnStart{Iteration: 1},
+				agent.TextDelta{Text: "Whole."}, agent.UsageUpdate{}, agent.Done{},
+			},
+			term:   &screen{cols: 4, rows: 24},
+			stdout: "ab\ncdefgh\r\x1b[2A\x1b[JWhole.\n",
+			stderr: "retrying the turn (attempt 2): overloaded; its partial output is discarded\n",
+		},
+		{
+			name: "a discarded turn taller than the terminal is struck",
+			events: []agent.Event{
+				agent.TurnStart{Iteration: 1},
+				agent.TextDelta{Text: "1\n2\n3\n4"},
+				agent.Retry{Attempt: 2, Error: "overloaded", Discard: true},
+			},
+			term:   &screen{cols: 80, rows: 3},
+			stdout: "1\n2\n3\n4\n~~ the answer above was cut off and is being generated again ~~\n",
+			stderr: "retrying the turn (attempt 2): overloaded; its partial output is discarded\n",
+		},
+		{
+			name: "an interrupted turn's text stays, a failed one's goes",
+			events: []agent.Event{
+				agent.TurnStart{Iteration: 1},
+				agent.TextDelta{Text: "Kept"},
+				agent.Done{Result: agent.Result{State: agent.Cancelled}},
+				agent.TurnStart{Iteration: 1},
+				agent.TextDelta{Text: "Lost"},
+				agent.Done{Result: agent.Result{State: agent.Failed}},
+			},
+			stdout: "Kept\n",
+		},
+		{
+			name: "a result without text",
+			events: []agent.Event{
+				agent.ToolCall{ID: "t1", Name: "screenshot", Input: json.RawMessage(`{}`)},
+				agent.ToolDone{ID: "t1", Name: "screenshot"},
+			},
+			stderr: "→ screenshot#1 {}\n← screenshot#1 (no text)\n",
+		},
+		{
+			name:   "compaction",
+			events: []agent.Event{agent.Compacted{Before: 190000, After: 60000, Steps: []string{"summarised 40 messages"}}},
+			stderr: "compacted the history from about 190000 to 60000 tokens (summarised 40 messages)\n",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errw strings.Builder
+			r := newTextRenderer(&out, &errw, style{}, false, tc.sameScreen, tc.lesson, tc.term)
+			for _, ev := range tc.events {
+				r.event(ev)
+			}
+			r.close()
+			if diff := cmp.Diff(tc.stdout, out.String()); diff != "" {
+				t.Errorf("stdout (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.stderr, errw.String()); diff != "" {
+				t.Errorf("stderr (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestShorten(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"a  b\n\tc", 10, "a b c"},
+		{"héllo wörld", 5, "héll…"},
+		{"  lead and trail \n", 100, "lead and trail"},
+		{"abcde", 5, "abcde"},
+		{"abcdef", 5, "abcd…"},
+		{"a b", 2, "a…"},
+		{"a\u00a0\u2003b  ", 10, "a b"},
+	} {
+		if got := shorten(tc.in, tc.n); got != tc.want {
+			t.Errorf("shorten(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}
+
+// TestCompactJSON holds compactJSON, which reads only the prefix it shows,
+// to what compacting the whole input and then shortening it gives.
+func TestCompactJSON(t *testing.T) {
+	big := `{"content": "` + strings.Repeat(`line \"quoted\"\t and   é\n`, 1<<15) + `"}`
+	for _, in := range []string{
+		`{}`, `{"a": 1}`, "{\n  \"a\" : [1, 2,\t3]\n}", `{"s":"a   b  "}`, `{"s":"x\" y", "t" :"\\"}`,
+		`{"ü":"héllo wörld"}`, `{"s":"` + strings.Repeat(" ", 5000) + `x"}`, big,
+	} {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, []byte(in)); err != nil {
+			t.Fatalf("bad test input %.40q: %v", in, err)
+		}
+		for _, n := range []int{1, 5, 9, 100, 200} {
+			if got, want := compactJSON(json.RawMessage(in), n), shorten(buf.String(), n); got != want {
+				t.Errorf("compactJSON(%.40q, %d) = %q, want %q", in, n, got, want)
+			}
+		}
+	}
+	if got := compactJSON(nil, 10); got != "{}" {
+		t.Errorf("compactJSON(nil) = %q, want {}", got)
+	}
+}
+
+func TestSameFile(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	r2, w2, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	defer w2.Close()
+	other, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	for _, tc := range []struct {
+		name string
+		a, b any
+		want bool
+	}{
+		{"one pipe twice, as after 2>&1", w, w, true},
+		{"two different pipes", w, w2, false},
+		{"a pipe and a file", w, other, false},
+		{"not files", &strings.Builder{}, w, false},
+	} {
+		if got := sameFile(tc.a, tc.b); got != tc.want {
+			t.Errorf("%s: sameFile = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestPauseStopsSpinner checks that pause stops the spinner and that only
+// the next event starts it again: a note, by contrast, resumes it, and a
+// spinner running under a permission question would draw over it.
+func TestPauseStopsSpinner(t *testing.T) {
+	var errw bytes.Buffer
+	r := newTextRenderer(io.Discard, &errw, style{}, true, false, false, nil)
+	running := func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.spin.running
+	}
+	r.event(agent.ToolCall{ID: "toolu_1", Name: "bash", Input: []byte(`{}`)})
+	r.note("a retry")
+	if !running() {
+		t.Fatal("no spinner after a tool call and a note")
+	}
+	r.pause()
+	if running() {
+		t.Error("the spinner still runs after pause")
+	}
+	r.event(agent.ToolDone{ID: "toolu_1", Name: "bash", Content: "ok"})
+	r.close()
+}
+
+// TestPrintable checks that what the model wrote cannot redraw a
+// permission question: control characters and bidirectional overrides are
+// escaped, newlines and tabs kept.
+func TestPrintable(t *testing.T) {
+	for in, want := range map[string]string{
+		"git status":                     "git status",
+		"touch EVIL #\r\x1b[K  $ ls -la": `touch EVIL #\r\x1b[K  $ ls -la`,
+		"a\tb\nc":                        "a\tb\nc",
+		"rm -rf \u202e/ fig.txt":         `rm -rf \u202e/ fig.txt`,
+		"é ü 日本":                         "é ü 日本",
+	} {
+		if got := printable(in); got != want {
+			t.Errorf("printable(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

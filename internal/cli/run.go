@@ -1,0 +1,447 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/mcptool"
+	"github.com/agentloop/agentloop/memory"
+	"github.com/agentloop/agentloop/tool"
+)
+
+// Defaults shown in --help. They are the library's own, so that the CLI
+// and a program using the packages behave alike.
+const (
+	defaultModel         = llm.DefaultModel
+	defaultMaxTokens     = llm.DefaultMaxTokens
+	defaultMaxIterations = agent.DefaultMaxIterations
+)
+
+// defaultContextLimit is memory's default threshold for the default model
+// and max-tokens: the model's context window in llm.Models, less room for
+// the reply and a margin.
+var defaultContextLimit = memory.New(memory.Config{Model: defaultModel, MaxTokens: defaultMaxTokens}).Config().ContextLimit
+
+// run is the whole command. Its error decides the exit status (see
+// exitCode); main prints it.
+func (c *cli) run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	o, err := parseFlags(args, c.getenv)
+	if err != nil {
+		return err
+	}
+	switch {
+	case o.help:
+		_, err := io.WriteString(stdout, helpText())
+		return err
+	case o.version:
+		_, err := fmt.Fprintln(stdout, versionString())
+		return err
+	case o.demo:
+		return c.demo(ctx, o, stdout, stderr)
+	}
+
+	tel, flush, err := c.startTelemetry(ctx, stderr) // otel hook
+	if err != nil {
+		return err
+	}
+	defer flush()
+	o.telemetry = tel
+
+	key, token := c.getenv("ANTHROPIC_API_KEY"), c.getenv("ANTHROPIC_AUTH_TOKEN")
+	if key == "" && token == "" {
+		return usageError("no API key: set ANTHROPIC_API_KEY (export ANTHROPIC_API_KEY=sk-ant-...), " +
+			"or ANTHROPIC_AUTH_TOKEN for a bearer token; `agentloop demo` runs without one")
+	}
+	if err := checkBaseURL(c.getenv("ANTHROPIC_BASE_URL")); err != nil {
+		return err
+	}
+	// Until the first turn starts, Ctrl-C abandons the setup: reading the
+	// prompt and starting MCP servers may both hang.
+	setupCtx, endSetup := c.watchInterrupts(ctx)
+	s, err := c.setup(setupCtx, o, key, token, stdin, stdout, stderr)
+	if endSetup() {
+		if s != nil {
+			s.close()
+		}
+		return errInterrupted
+	}
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	if s.interactive {
+		lr := c.lineReader(stdin, stdout, stderr)
+		defer lr.close()
+		return s.repl(ctx, lr, c.interrupts)
+	}
+	return s.turn(ctx, o.prompt, c.interrupts)
+}
+
+// setup reads the prompt, if it comes on stdin, and builds the session.
+func (c *cli) setup(ctx context.Context, o *options, key, token string, stdin io.Reader, stdout, stderr io.Writer) (*session, error) {
+	// The prompt is read before connecting to anything, so that a missing
+	// prompt fails fast.
+	interactive := !o.promptGiven && c.isTerminal(stdin)
+	switch {
+	case !o.promptGiven && !interactive:
+		b, err := readAll(ctx, stdin)
+		if err != nil {
+			return nil, fmt.Errorf("reading the prompt from stdin: %w", err)
+		}
+		o.prompt = strings.TrimSpace(string(b))
+		if o.prompt == "" {
+			return nil, usageError("no prompt: pass it as arguments or on stdin (see agentloop --help)")
+		}
+	case o.promptGiven && c.piped(stdin):
+		// git diff | agentloop "review this": the argument says what to
+		// do, stdin is what to do it to.
+		b, err := readAll(ctx, stdin)
+		if err != nil {
+			return nil, fmt.Errorf("reading stdin: %w", err)
+		}
+		o.prompt = attachStdin(o.prompt, string(b))
+	}
+	o.attachTerminal(stdin, stderr, c.isTerminal(stdin) && c.isTerminal(stderr), interactive)
+	n := &notices{w: stderr}
+	logger := slog.New(noticeHandler{newLogger(stderr, o.verbose, key, token).Handler(), n})
+	client := llm.New(llm.Config{
+		APIKey:     key,
+		AuthToken:  token,
+		BaseURL:    c.getenv("ANTHROPIC_BASE_URL"),
+		HTTPClient: httpClient(logger, o.verbose),
+		Logger:     logger,
+		Telemetry:  o.telemetry, // otel hook
+	})
+	s, err := c.newSession(ctx, o, client, logger, stdout, stderr, false)
+	if err != nil {
+		return nil, err
+	}
+	s.interactive = interactive
+	n.setShow(s.render.note)
+	s.builtins.ask(c, stdin, stderr, s.render)
+	return s, nil
+}
+
+// piped reports whether stdin brings input of its own: a pipe or a file,
+// not a terminal, nor /dev/null or another device, from which a read could
+// wait forever.
+func (c *cli) piped(stdin io.Reader) bool {
+	if c.isTerminal(stdin) {
+		return false
+	}
+	f, ok := stdin.(*os.File)
+	if !ok {
+		return true
+	}
+	fi, err := f.Stat()
+	return err == nil && (fi.Mode().IsRegular() || fi.Mode()&(fs.ModeNamedPipe|fs.ModeSocket) != 0)
+}
+
+// attachStdin returns prompt with the text piped on stdin attached as a
+// document after it, in the tags the model's documentation recommends for
+// long inputs. Blank input attaches nothing.
+func attachStdin(prompt, input string) string {
+	if strings.TrimSpace(input) == "" {
+		return prompt
+	}
+	return prompt + "\n\n<document source=\"stdin\">\n" + strings.TrimRight(input, "\n") + "\n</document>"
+}
+
+// watchInterrupts returns a context cancelled by the first interrupt, and
+// a function that stops watching and reports whether one came. After it,
+// the interrupts are free for the turn or the REPL to read.
+func (c *cli) watchInterrupts(ctx context.Context) (context.Context, func() bool) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop, got := make(chan struct{}), make(chan bool, 1)
+	go func() {
+		select {
+		case <-c.interrupts:
+			cancel()
+			got <- true
+		case <-stop:
+			got <- false
+		}
+	}()
+	return ctx, func() bool {
+		close(stop)
+		// The handshakes this context bounded are over; cancelling it
+		// now releases it without touching the connections.
+		defer cancel()
+		return <-got
+	}
+}
+
+// readAll is io.ReadAll that gives up when ctx is done. The read itself
+// cannot be stopped; its goroutine ends with the process.
+func readAll(ctx context.Context, r io.Reader) ([]byte, error) {
+	type result struct {
+		b   []byte
+		err error
+	}
+	c := make(chan result, 1)
+	go func() {
+		b, err := io.ReadAll(r)
+		c <- result{b, err}
+	}()
+	select {
+	case res := <-c:
+		return res.b, res.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// A session is one conversation: the agent, its history, where it is saved
+// and how it is shown.
+type session struct {
+	o       *options
+	cfg     agent.Config // the agent's, to make a fresh one on /clear
+	memCfg  memory.Config
+	agent   *agent.Agent
+	render  renderer
+	stderr  io.Writer
+	servers []*mcptool.Server
+	// builtins are the built-in tools and their permissions (builtin.go).
+	builtins *builtins
+	log      *slog.Logger
+	// interactive is whether the session is a REPL.
+	interactive bool
+
+	// Totals over the session's runs, for /usage.
+	usage   llm.Usage
+	costUSD float64
+	turns   int
+}
+
+// newSession builds the agent: tools, MCP servers, history.
+//
+// lesson turns on the demo's commentary in the renderer.
+func (c *cli) newSession(ctx context.Context, o *options, model llm.Model, logger *slog.Logger, stdout, stderr io.Writer, lesson bool) (*session, error) {
+	s := &session{o: o, stderr: stderr, log: logger}
+	s.render = c.newRenderer(o, stdout, stderr, lesson)
+
+	reg := tool.NewRegistry(tool.Config{Logger: logger})
+	var err error
+	if s.builtins, err = registerBuiltins(o, reg); err != nil {
+		return nil, err
+	}
+	s.connectMCP(ctx, o, reg, model)
+
+	s.memCfg = memory.Config{
+		Model:        o.model,
+		MaxTokens:    o.maxTokens,
+		ContextLimit: o.contextLimit,
+		Logger:       logger,
+	}
+	if tc, ok := model.(memory.TokenCounter); ok {
+		s.memCfg.Counter = tc
+	}
+	// Found now, before a request is paid for, not at the first save.
+	var history *memory.History
+	err = checkWritable(o.session)
+	if err == nil {
+		history, err = s.loadHistory()
+	}
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	s.cfg = agent.Config{
+		Model:          model,
+		System:         s.builtins.system(o),
+		Registry:       reg,
+		Approve:        s.builtins.approve(reg),
+		History:        history,
+		MaxIterations:  o.maxIterations,
+		MaxDuration:    o.maxDuration,
+		MaxTotalTokens: o.maxTotal,
+		Logger:         logger,
+		Name:           "agentloop",       // otel hook
+		ConversationID: conversationID(o), // otel hook
+		Telemetry:      o.telemetry,       // otel hook
+	}
+	if o.verbose {
+		s.cfg.Middleware = logModel(logger)
+	}
+	if o.thinking > 0 {
+		s.cfg.Thinking = &llm.ThinkingConfig{BudgetTokens: o.thinking}
+	}
+	s.agent, err = agent.New(s.cfg)
+	if err != nil {
+		s.close()
+		return nil, usageError("%v", err)
+	}
+	return s, nil
+}
+
+// loadHistory loads the --session file if it exists, else starts afresh.
+func (s *session) loadHistory() (*memory.History, error) {
+	if s.o.session == "" {
+		return memory.New(s.memCfg), nil
+	}
+	h, err := memory.Load(s.o.session, s.memCfg)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return memory.New(s.memCfg), nil
+	case err != nil:
+		// Starting afresh would overwrite the file at the first save, so a
+		// damaged transcript stops the command instead.
+		return nil, usageError("--session %s cannot be resumed: %s; move it aside, or pass another --session, to start afresh",
+			s.o.session, describeLoadError(err))
+	}
+	return h, nil
+}
+
+// close shuts the MCP servers down and stops the renderer.
+func (s *session) close() {
+	for _, srv := range s.servers {
+		if err := srv.Close(); err != nil {
+			s.log.Debug("closing MCP server", "server", srv.Name(), "err", err)
+		}
+	}
+	s.servers = nil
+	s.builtins.close()
+	s.render.close()
+}
+
+// errForceExit ends the command when a second Ctrl-C arrives before an
+// interrupted turn has wound down.
+var errForceExit = &exitError{code: exitInterrupted}
+
+// turn runs the agent on input, shows it, saves the session and returns the
+// run's outcome as an error carrying its exit status. The first interrupt
+// cancels the run; a second one returns at once.
+func (s *session) turn(ctx context.Context, input string, interrupts <-chan os.Signal) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.drive(ctx, input) }()
+	select {
+	case err := <-done:
+		return err
+	case <-interrupts:
+		cancel()
+	}
+	select {
+	case err := <-done:
+		if err == nil || exitCode(err) == exitInterrupted {
+			return errInterrupted
+		}
+		return err
+	case <-interrupts:
+		return errForceExit
+	}
+}
+
+// drive runs one turn to its end.
+func (s *session) drive(ctx context.Context, input string) error {
+	var res agent.Result
+	var runErr error
+	for ev, err := range s.agent.Stream(ctx, input) {
+		if ev != nil {
+			s.render.event(ev)
+		}
+		if d, ok := ev.(agent.Done); ok {
+			res = d.Result
+		}
+		if err != nil {
+			runErr = err
+		}
+	}
+	s.usage = s.usage.Add(res.Usage)
+	s.costUSD += res.CostUSD
+	s.turns++
+	outcome := s.outcome(res, runErr)
+	// A failed run leaves the history as it was before it (package agent
+	// rolls it back), so the file is not rewritten either: a run that
+	// failed changes nothing. An interrupted run is saved, with the
+	// partial answer the agent kept.
+	if exitCode(outcome) == exitFailure {
+		return outcome
+	}
+	if err := s.save(); err != nil {
+		s.render.fail(err)
+		if outcome == nil {
+			outcome = err
+		} else {
+			s.render.note("%v", err)
+		}
+	}
+	return outcome
+}
+
+// outcome maps how a run ended to an error with its exit status: every
+// state the agent can end in is named here, and exitCode turns the error
+// into the status.
+func (s *session) outcome(res agent.Result, err error) error {
+	switch {
+	case res.State == agent.Cancelled || errors.Is(err, context.Canceled):
+		return errInterrupted
+	case err != nil:
+		// Failed, with the error. agent.ErrBusy lands here too, though the
+		// command never overlaps two runs of one agent: a turn returns
+		// only once its run has ended, or when the command exits.
+		s.render.fail(err)
+		return &exitError{code: exitFailure, err: describeError(err)}
+	}
+	switch res.State {
+	case agent.Finished:
+		return nil
+	case agent.Refused:
+		s.render.note("the model declined to answer (stop reason: refusal)")
+		return nil
+	case agent.Truncated:
+		s.render.note("the answer was cut off at --max-tokens %d", s.o.maxTokens)
+		return nil
+	// The three limits stop a run that has not produced a final answer, so
+	// a script must be able to tell them from one that has: each exits 3.
+	case agent.IterationLimit:
+		return limitError("iteration limit reached: %s without a final answer (raise --max-iterations)",
+			plural(res.Iterations, "model turn", "model turns"))
+	case agent.TimeLimit:
+		return limitError("time limit reached: no final answer within --max-duration %v (%s)",
+			s.o.maxDuration, plural(res.Iterations, "model turn", "model turns"))
+	case agent.TokenLimit:
+		return limitError("token limit reached: %d tokens used of --max-total-tokens %d, without a final answer",
+			res.Usage.Context(), s.o.maxTotal)
+	default:
+		// A state a later version of package agent adds.
+		return &exitError{code: exitFailure, err: fmt.Errorf("the run ended with state %q", res.State)}
+	}
+}
+
+// limitError returns an error that exits with status 3.
+func limitError(format string, args ...any) error {
+	return &exitError{code: exitLimit, err: fmt.Errorf(format, args...)}
+}
+
+// newRenderer picks the renderer for the flags and the terminals at hand.
+func (c *cli) newRenderer(o *options, stdout, stderr io.Writer, lesson bool) renderer {
+	if o.json {
+		_, priced := llm.LookupModel(o.model)
+		return newJSONRenderer(stdout, stderr, priced)
+	}
+	outTerm, errTerm := c.isTerminal(stdout), c.isTerminal(stderr)
+	var scr *screen
+	if outTerm {
+		scr = &screen{}
+		if c.termSize != nil {
+			scr.size = func() (int, int) { return c.termSize(stdout) }
+		}
+	}
+	return newTextRenderer(stdout, stderr, c.newStyle(stderr), errTerm, (outTerm && errTerm) || sameFile(stdout, stderr), lesson, scr)
+}
+
+// newStyle returns the colours for w: none unless w is a terminal, and
+// none when NO_COLOR is set (https://no-color.org) or TERM is dumb.
+func (c *cli) newStyle(w io.Writer) style {
+	return style{color: c.isTerminal(w) && c.getenv("NO_COLOR") == "" && c.getenv("TERM") != "dumb"}
+}

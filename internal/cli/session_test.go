@@ -1,0 +1,145 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentloop/agentloop/anthropictest"
+)
+
+// TestFailedRunLeavesSession checks that a run that fails leaves the
+// session file exactly as it was: same bytes, same time, same mode.
+func TestFailedRunLeavesSession(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "chat.jsonl")
+	h := newHarness(t, text("Hello, Ada."),
+		anthropictest.HTTPError{Status: 400, Type: "invalid_request_error", Message: "prompt is too long: 300000 tokens > 200000 maximum", RequestID: "req_400"})
+	h.run(strings.NewReader(""), "--session", path, "I am Ada").check(t, 0)
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(path)
+
+	h.run(strings.NewReader(""), "--session", path, "a prompt that fails").check(t, exitFailure)
+	after, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(path)
+	if string(got) != string(want) {
+		t.Errorf("the failed run changed the session file:\nbefore:\n%s\nafter:\n%s", want, got)
+	}
+	if !after.ModTime().Equal(before.ModTime()) || after.Mode() != before.Mode() {
+		t.Errorf("the failed run rewrote the session file: mtime %v → %v, mode %v → %v",
+			before.ModTime(), after.ModTime(), before.Mode(), after.Mode())
+	}
+}
+
+// TestInterruptSavesSession checks that Ctrl-C during a turn still saves
+// the session, with the prompt in it, and leaves on stdout the text the
+// user saw.
+func TestInterruptSavesSession(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "chat.jsonl")
+	h := newHarness(t, anthropictest.NewStream().Usage(10, 0, 0, 0).Text("Once upon a time").Stall())
+	h.terminals["stdout"] = true
+	var stdout, stderr syncBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- h.cli(nil, &stdout, &stderr).main(context.Background(), []string{"--session", path, "tell me a story"}, strings.NewReader(""), &stdout, &stderr)
+	}()
+	stdout.waitFor(t, "Once upon a time")
+	h.interrupts <- os.Interrupt
+	if got := <-code; got != exitInterrupted {
+		t.Fatalf("exit status %d, want %d; stderr:\n%s", got, exitInterrupted, stderr.String())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("the interrupted run was not saved: %v", err)
+	}
+	if !strings.Contains(string(b), "tell me a story") {
+		t.Errorf("the saved session lacks the prompt:\n%s", b)
+	}
+	if !strings.HasPrefix(stdout.String(), "Once upon a time") {
+		t.Errorf("stdout = %q, want the partial answer kept", stdout.String())
+	}
+}
+
+// TestSessionUnwritable checks that a --session file that could not be
+// saved stops the command before any request is paid for.
+func TestSessionUnwritable(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "a-file")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	readOnly := filepath.Join(dir, "read-only.jsonl")
+	if err := os.WriteFile(readOnly, nil, 0o400); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, path, why string }{
+		{"a file for a directory", filepath.Join(file, "chat.jsonl"), "not a directory"},
+		{"a missing directory", filepath.Join(dir, "missing", "chat.jsonl"), "no such file or directory"},
+		{"a directory", dir, "is a directory"},
+		{"a device", os.DevNull, "not a regular file"},
+		{"a read-only file", readOnly, "permission denied"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.path == readOnly && os.Geteuid() == 0 {
+				t.Skip("root may write any file")
+			}
+			h := newHarness(t, text("never sent"))
+			r := h.run(strings.NewReader(""), "--session", tc.path, "hi")
+			r.check(t, exitUsage)
+			for _, want := range []string{"--session " + tc.path, tc.why} {
+				if !strings.Contains(r.stderr, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+				}
+			}
+			if n := len(h.srv.Requests()); n != 0 {
+				t.Errorf("%d requests sent before finding the session unwritable", n)
+			}
+		})
+	}
+	// The probe leaves nothing behind.
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("the directory holds %d entries, want the 2 the test made", len(entries))
+	}
+}
+
+// TestREPLClearKeepsTranscript checks that /clear with --session starts a
+// new transcript and keeps the old one beside it, and says where.
+func TestREPLClearKeepsTranscript(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "chat.jsonl")
+	h := newHarness(t, text("one"), text("two"), text("three"))
+	h.terminals["stdin"] = true
+	r := h.run(strings.NewReader("first\n/clear\nsecond\n/clear\nthird\n"), "--session", path)
+	r.check(t, 0)
+	for i, want := range map[string]string{
+		path:                               "third",
+		filepath.Join(dir, "chat.1.jsonl"): "first",
+		filepath.Join(dir, "chat.2.jsonl"): "second",
+	} {
+		b, err := os.ReadFile(i)
+		if err != nil {
+			t.Fatalf("reading %s: %v", i, err)
+		}
+		for _, p := range []string{"first", "second", "third"} {
+			if strings.Contains(string(b), `"`+p+`"`) != (p == want) {
+				t.Errorf("%s holds %s", i, b)
+			}
+		}
+	}
+	for _, want := range []string{"the old transcript is kept as " + filepath.Join(dir, "chat.1.jsonl"),
+		"the old transcript is kept as " + filepath.Join(dir, "chat.2.jsonl")} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+}

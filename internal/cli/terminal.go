@@ -1,0 +1,194 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mattn/go-runewidth"
+)
+
+// A screen follows the cursor of the terminal stdout is on, from a mark set
+// when a model turn starts, so that a turn the agent discards can be erased:
+// it counts the rows the output moved down, lines that wrapped included.
+// It knows only what the renderer wrote, which is all there is while a turn
+// streams (the REPL reads no input then).
+type screen struct {
+	// size returns the terminal's size, read again at each mark since
+	// the window may have been resized. Nil keeps cols and rows.
+	size       func() (cols, rows int)
+	cols, rows int // the terminal's size; 0 when unknown
+	down       int // rows the cursor moved down since the mark
+	col        int // the cursor's column
+	markCol    int // the cursor's column at the mark
+}
+
+// mark remembers where the cursor is.
+func (s *screen) mark() {
+	s.down, s.markCol = 0, s.col
+	if s.size != nil {
+		s.cols, s.rows = s.size()
+	}
+}
+
+// track follows the cursor through p. Escape sequences (colours, the
+// spinner's line clearing) move it nowhere but to the line's start.
+func (s *screen) track(p string) {
+	for i := 0; i < len(p); {
+		c := p[i]
+		switch {
+		case c == '\n':
+			s.down++
+			s.col = 0
+		case c == '\r':
+			s.col = 0
+		case c == '\t':
+			s.col = (s.col/8 + 1) * 8
+			if s.cols > 0 && s.col > s.cols {
+				s.col = s.cols
+			}
+		case c == 0x1b:
+			i = skipEscape(p, i)
+			continue
+		case c < 0x20 || c == 0x7f:
+		default:
+			r, n := utf8.DecodeRuneInString(p[i:])
+			w := runewidth.RuneWidth(r)
+			// A glyph that does not fit wraps to the next row first.
+			if s.cols > 0 && s.col+w > s.cols {
+				s.down++
+				s.col = 0
+			}
+			s.col += w
+			i += n
+			continue
+		}
+		i++
+	}
+}
+
+// skipEscape returns the index just past the escape sequence at p[i]: a
+// CSI sequence (ESC [ … final byte) or a two-byte escape.
+func skipEscape(p string, i int) int {
+	if i+1 >= len(p) {
+		return len(p)
+	}
+	if p[i+1] != '[' {
+		return i + 2
+	}
+	for j := i + 2; j < len(p); j++ {
+		if 0x40 <= p[j] && p[j] <= 0x7e {
+			return j + 1
+		}
+	}
+	return len(p)
+}
+
+// erase returns the escape sequence that erases everything written since
+// the mark and puts the cursor back there, or false when that cannot be
+// done: the size is unknown, or the mark has scrolled off the screen.
+func (s *screen) erase() (string, bool) {
+	if s.cols <= 0 || s.rows <= 0 || s.down >= s.rows {
+		return "", false
+	}
+	seq := "\r"
+	if s.down > 0 {
+		seq += fmt.Sprintf("\x1b[%dA", s.down)
+	}
+	if s.markCol > 0 {
+		seq += fmt.Sprintf("\x1b[%dC", s.markCol)
+	}
+	s.down, s.col = 0, s.markCol
+	return seq + "\x1b[J", true
+}
+
+// trackingWriter writes to a terminal and tells the screen what it wrote.
+// Its callers hold the renderer's mutex.
+type trackingWriter struct {
+	w   io.Writer
+	scr *screen
+}
+
+func (t trackingWriter) Write(p []byte) (int, error) {
+	t.scr.track(string(p))
+	return t.w.Write(p)
+}
+
+// WriteString is Write without a copy, for io.WriteString, which is how the
+// renderer writes.
+func (t trackingWriter) WriteString(s string) (int, error) {
+	t.scr.track(s)
+	return io.WriteString(t.w, s)
+}
+
+// spinner animates one line on stderr while the user waits. It shares the
+// renderer's mutex, so a frame is never drawn in the middle of another
+// write.
+type spinner struct {
+	w     io.Writer
+	mu    *sync.Mutex
+	style style
+
+	label   string
+	running bool
+	drawn   bool
+	stopc   chan struct{}
+	frame   int
+}
+
+var spinFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+func newSpinner(w io.Writer, mu *sync.Mutex, st style) *spinner {
+	return &spinner{w: w, mu: mu, style: st}
+}
+
+// start shows label, starting the animation if it is not running. The
+// caller holds the mutex.
+func (s *spinner) start(label string) {
+	s.label = label
+	if s.running {
+		return
+	}
+	s.running = true
+	s.stopc = make(chan struct{})
+	go s.loop(s.stopc)
+}
+
+// stop stops the animation and clears its line. The caller holds the mutex.
+func (s *spinner) stop() {
+	if !s.running {
+		return
+	}
+	s.running = false
+	close(s.stopc)
+	if s.drawn {
+		io.WriteString(s.w, "\r\x1b[K")
+		s.drawn = false
+	}
+}
+
+func (s *spinner) loop(stop chan struct{}) {
+	// The first frame waits a moment, so that fast steps do not flicker.
+	t := time.NewTicker(120 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		select {
+		case <-stop:
+			s.mu.Unlock()
+			return
+		default:
+		}
+		s.frame = (s.frame + 1) % len(spinFrames)
+		io.WriteString(s.w, "\r\x1b[K"+s.style.tool(spinFrames[s.frame])+" "+s.style.dim(s.label+"…"))
+		s.drawn = true
+		s.mu.Unlock()
+	}
+}
