@@ -2,7 +2,9 @@ package llm
 
 import (
 	"context"
+	"fmt"
 	"iter"
+	"slices"
 	"strings"
 )
 
@@ -10,10 +12,12 @@ import (
 // in every layer above: one default for the whole module.
 const DefaultModel = "claude-sonnet-5-5"
 
-// ModelInfo is what the module knows about a model: its limits and its
-// price. It is the one place code asks what a model accepts, so a new
-// capability becomes a new field here (the table's rows name their fields,
-// and a zero field must mean the conservative choice).
+// ModelInfo is what the module knows about a model: its limits, its price,
+// and what its requests may carry. It is the one place code asks what a
+// model accepts, so a new capability becomes a new field here (the table's
+// rows name their fields). A zero field is the conservative choice, the
+// rules of the current models, which is what [LookupModel] answers for a
+// model the table does not know.
 type ModelInfo struct {
 	// ContextWindow is the most tokens one request may hold, the reply
 	// included.
@@ -22,6 +26,38 @@ type ModelInfo struct {
 	MaxOutput int
 	// Price is the list price in USD per million tokens.
 	Price Price
+
+	// ThinkingBudget reports that the model takes a thinking budget,
+	// thinking {"type":"enabled","budget_tokens":N}. False: it answers one
+	// with a 400, as Claude Opus 4.7 and every later model do.
+	ThinkingBudget bool
+	// BudgetOnly reports that a budget is the model's only thinking mode:
+	// it rejects {"type":"adaptive"} (Claude 4.5 models and earlier).
+	BudgetOnly bool
+	// ThinkingOff reports that thinking can be turned off, with thinking
+	// {"type":"disabled"} or by leaving it out. False: thinking is always
+	// on, and a request that disables it, or sets a budget, is a 400; it
+	// is then "adaptive-only".
+	ThinkingOff bool
+	// ForcedToolChoice reports that tool_choice {"type":"any"} and
+	// {"type":"tool"} are accepted. False: they are a 400.
+	ForcedToolChoice bool
+	// UnboundThinking reports that the model does not check thinking blocks
+	// replayed to it. False: a thinking block is bound to the model that
+	// wrote it and to the exact prefix before it (system, tools, every
+	// earlier message and block), so that a history rewrite must drop the
+	// thinking it invalidates (see memory's Repair and Compact).
+	UnboundThinking bool
+	// Efforts are the output_config.effort levels the model accepts, lowest
+	// first; none means it takes no effort.
+	Efforts []string
+	// DefaultEffort is the level the API uses when a request sets none.
+	DefaultEffort string
+	// ContextEditing reports support for server-side context editing (the
+	// clear_tool_uses and clear_thinking strategies).
+	ContextEditing bool
+	// ServerCompaction reports support for server-side compaction.
+	ServerCompaction bool
 }
 
 // Price is a model's price in USD per million tokens.
@@ -39,44 +75,79 @@ func (p Price) Cost(u Usage) float64 {
 }
 
 // Models holds the Claude API's models, from the platform docs' models
-// overview and pricing pages (November 2026). Prices are for 5-minute cache
-// writes; 1-hour writes (2× input), batch discounts and Haiku 5.5's
-// prompt-length tiers (its lower tier is listed) are not modelled. A program
-// may add or change entries before it makes its first request.
+// overview, pricing, thinking, effort and "What's new" pages (November
+// 2026). Prices are for 5-minute cache writes; 1-hour writes (2× input),
+// batch discounts and Haiku 5.5's prompt-length tiers (its lower tier is
+// listed) are not modelled. A program may add or change entries before it
+// makes its first request.
 var Models = map[string]ModelInfo{
-	"claude-fable-5-1":  {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 0.25}},
-	"claude-mythos-5-1": {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 0.25}},
-	"claude-fable-5":    {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 1}},
-	"claude-mythos-5":   {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 1}},
-	"claude-opus-5-5":   {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{4, 20, 5, 0.20}},
-	"claude-opus-5":     {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{5, 25, 6.25, 0.50}},
-	"claude-sonnet-5-5": {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{2, 10, 2.50, 0.10}},
-	"claude-sonnet-5":   {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{2, 10, 2.50, 0.20}},
-	"claude-haiku-5-5":  {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{0.10, 0.50, 0.125, 0.01}},
-	"claude-opus-4-8":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}},
-	"claude-opus-4-7":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}},
-	"claude-opus-4-6":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}},
-	"claude-opus-4-5":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}},
-	"claude-opus-4-1":   {ContextWindow: 200_000, MaxOutput: 32_000, Price: Price{15, 75, 18.75, 1.50}},
-	"claude-opus-4-0":   {ContextWindow: 200_000, MaxOutput: 32_000, Price: Price{15, 75, 18.75, 1.50}},
-	"claude-opus-4":     {ContextWindow: 200_000, MaxOutput: 32_000, Price: Price{15, 75, 18.75, 1.50}},
-	"claude-sonnet-4-6": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}},
-	"claude-sonnet-4-5": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}},
-	"claude-sonnet-4-0": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}},
-	"claude-sonnet-4":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}},
-	"claude-haiku-4-5":  {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{1, 5, 1.25, 0.10}},
-	"claude-3-5-haiku":  {ContextWindow: 200_000, MaxOutput: 8192, Price: Price{0.80, 4, 1, 0.08}},
-	"claude-3-haiku":    {ContextWindow: 200_000, MaxOutput: 4096, Price: Price{0.25, 1.25, 0.30, 0.03}},
+	// Thinking is always on and adaptive, forced tool use is a 400, and
+	// thinking blocks are bound to the model and the prefix
+	// (models/opus-5-5/whats-new-opus-5-5, models/fable-5-1/whats-new-fable-5-1).
+	"claude-fable-5-1":  {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 0.25}, Efforts: efforts5, DefaultEffort: "high", ContextEditing: true, ServerCompaction: true},
+	"claude-mythos-5-1": {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 0.25}, Efforts: efforts5, DefaultEffort: "high", ContextEditing: true, ServerCompaction: true},
+	"claude-opus-5-5":   {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{4, 20, 5, 0.20}, Efforts: efforts5, DefaultEffort: "medium", ContextEditing: true, ServerCompaction: true},
+	// Sonnet 5.5 takes "between_tools" instead of "disabled" and rejects a
+	// budget; forced tool use is a 400 and its blocks are bound. Haiku 5.5
+	// may turn thinking off (at high effort or below) and has no forced
+	// tool use among its breaking changes, but binds its blocks.
+	"claude-sonnet-5-5": {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{2, 10, 2.50, 0.10}, Efforts: efforts5, DefaultEffort: "high", ContextEditing: true, ServerCompaction: true},
+	"claude-haiku-5-5":  {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{0.10, 0.50, 0.125, 0.01}, ThinkingOff: true, ForcedToolChoice: true, Efforts: efforts5, DefaultEffort: "medium", ContextEditing: true, ServerCompaction: true},
+	// Thinking is on by default and may be disabled; no budget (Claude
+	// Opus 4.7 and later reject one); blocks are not bound.
+	"claude-fable-5":  {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 1}, ThinkingOff: true, ForcedToolChoice: true, UnboundThinking: true, Efforts: efforts5, DefaultEffort: "high", ContextEditing: true, ServerCompaction: true},
+	"claude-mythos-5": {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 1}, ThinkingOff: true, ForcedToolChoice: true, UnboundThinking: true, Efforts: efforts5, DefaultEffort: "high", ContextEditing: true, ServerCompaction: true},
+	"claude-opus-5":   {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{5, 25, 6.25, 0.50}, ThinkingOff: true, ForcedToolChoice: true, UnboundThinking: true, Efforts: efforts5, DefaultEffort: "high", ContextEditing: true, ServerCompaction: true},
+	"claude-sonnet-5": {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{2, 10, 2.50, 0.20}, ThinkingOff: true, ForcedToolChoice: true, UnboundThinking: true, Efforts: efforts5, DefaultEffort: "high", ContextEditing: true, ServerCompaction: true},
+	"claude-opus-4-8": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}, ThinkingOff: true, ForcedToolChoice: true, UnboundThinking: true, Efforts: efforts5, DefaultEffort: "high", ContextEditing: true, ServerCompaction: true},
+	"claude-opus-4-7": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}, ThinkingOff: true, ForcedToolChoice: true, UnboundThinking: true, Efforts: efforts5, DefaultEffort: "high", ContextEditing: true, ServerCompaction: true},
+	// Claude 4.6 models still take a budget (deprecated) besides adaptive.
+	"claude-opus-4-6":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}, ThinkingBudget: true, ThinkingOff: true, ForcedToolChoice: true, UnboundThinking: true, Efforts: efforts4, DefaultEffort: "high", ContextEditing: true, ServerCompaction: true},
+	"claude-sonnet-4-6": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}, ThinkingBudget: true, ThinkingOff: true, ForcedToolChoice: true, UnboundThinking: true, Efforts: efforts4, DefaultEffort: "high", ContextEditing: true, ServerCompaction: true},
+	// Claude 4.5 models and earlier: a budget is the only thinking mode.
+	"claude-opus-4-5":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}, ThinkingBudget: true, BudgetOnly: true, ThinkingOff: true, ForcedToolChoice: true, UnboundThinking: true, Efforts: []string{"low", "medium", "high"}, DefaultEffort: "high", ContextEditing: true},
+	"claude-opus-4-1":   budgetOnly(200_000, 32_000, Price{15, 75, 18.75, 1.50}),
+	"claude-opus-4-0":   budgetOnly(200_000, 32_000, Price{15, 75, 18.75, 1.50}),
+	"claude-opus-4":     budgetOnly(200_000, 32_000, Price{15, 75, 18.75, 1.50}),
+	"claude-sonnet-4-5": budgetOnly(200_000, 64_000, Price{3, 15, 3.75, 0.30}),
+	"claude-sonnet-4-0": budgetOnly(200_000, 64_000, Price{3, 15, 3.75, 0.30}),
+	"claude-sonnet-4":   budgetOnly(200_000, 64_000, Price{3, 15, 3.75, 0.30}),
+	"claude-haiku-4-5":  budgetOnly(200_000, 64_000, Price{1, 5, 1.25, 0.10}),
+	"claude-3-5-haiku":  {ContextWindow: 200_000, MaxOutput: 8192, Price: Price{0.80, 4, 1, 0.08}, ThinkingOff: true, ForcedToolChoice: true, UnboundThinking: true},
+	"claude-3-haiku":    {ContextWindow: 200_000, MaxOutput: 4096, Price: Price{0.25, 1.25, 0.30, 0.03}, ThinkingOff: true, ForcedToolChoice: true, UnboundThinking: true},
 }
+
+// The effort ladders: xhigh came with Claude Opus 4.7.
+var (
+	efforts5 = []string{"low", "medium", "high", "xhigh", "max"}
+	efforts4 = []string{"low", "medium", "high", "max"}
+)
+
+// budgetOnly is a Claude 4 model whose only thinking mode is a budget and
+// that takes no effort.
+func budgetOnly(window, output int, p Price) ModelInfo {
+	return ModelInfo{ContextWindow: window, MaxOutput: output, Price: p, ThinkingBudget: true, BudgetOnly: true,
+		ThinkingOff: true, ForcedToolChoice: true, UnboundThinking: true, ContextEditing: true}
+}
+
+// unknownModel is what [LookupModel] answers for a model the table does
+// not know: the current models' rules, and every effort level, so that
+// nothing the API might reject is sent on the library's own initiative.
+var unknownModel = ModelInfo{Efforts: efforts5}
 
 // LookupModel returns what [Models] knows of model, by its name or, for a
 // dated name such as "claude-haiku-4-5-20251001", by the name without the
-// date. ok is false for a model the table does not know.
+// date. ok is false for a model the table does not know; info then holds
+// the conservative defaults: no limits or price, and the current models'
+// rules (adaptive-only thinking, no forced tool use, bound thinking
+// blocks), with every effort level.
 func LookupModel(model string) (info ModelInfo, ok bool) {
 	if i := strings.LastIndexByte(model, '-'); i >= 0 && len(model)-i == 9 && strings.Trim(model[i+1:], "0123456789") == "" {
 		model = model[:i]
 	}
-	info, ok = Models[model]
+	if info, ok = Models[model]; !ok {
+		info = unknownModel
+	}
 	return info, ok
 }
 
@@ -97,3 +168,34 @@ func (f ModelFunc) Stream(ctx context.Context, req Request) iter.Seq2[Event, err
 // DefaultMaxTokens is the output cap of a turn whose max_tokens is not set,
 // here and in every layer above: one default for the whole module.
 const DefaultMaxTokens = 8192
+
+// checkModel checks what r asks of its model against [Models], so that a
+// setting the model rejects fails here, naming it, instead of as a 400.
+// The texts the API answers are in the "What's new" pages of Claude Opus
+// 5.5, Claude Fable 5.1 and Claude Sonnet 5.5.
+func checkModel(r Request) error {
+	info, known := LookupModel(r.Model)
+	unknown := ""
+	if !known {
+		unknown = " (a model llm.Models does not know gets the current models' rules)"
+	}
+	if tc := r.ToolChoice; tc != nil && (tc.Type == "any" || tc.Type == "tool") && !info.ForcedToolChoice {
+		return fmt.Errorf("llm: %s does not accept a forced tool_choice (%q)%s: use \"auto\" and say in the prompt when the tool applies",
+			r.Model, tc.Type, unknown)
+	}
+	if th := r.Thinking; th != nil {
+		switch {
+		case th.Adaptive && info.BudgetOnly:
+			return fmt.Errorf("llm: %s takes no adaptive thinking, only a thinking budget", r.Model)
+		case !th.Adaptive && th.BudgetTokens > 0 && !info.ThinkingBudget:
+			return fmt.Errorf("llm: %s takes no thinking budget%s: its thinking is adaptive, set an effort instead", r.Model, unknown)
+		}
+	}
+	if e := r.Effort; e != "" && !slices.Contains(info.Efforts, e) {
+		if len(info.Efforts) == 0 {
+			return fmt.Errorf("llm: %s takes no effort (%q)", r.Model, e)
+		}
+		return fmt.Errorf("llm: %s takes effort %s, not %q", r.Model, strings.Join(info.Efforts, ", "), e)
+	}
+	return nil
+}
