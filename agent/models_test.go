@@ -38,7 +38,7 @@ func TestCurrentModelRequests(t *testing.T) {
 			}
 			var body struct {
 				Thinking     struct{ Type, Display string }
-				ToolChoice   *struct{ Type string } `json:"tool_choice"`
+				ToolChoice   *struct{ Type string }  `json:"tool_choice"`
 				OutputConfig struct{ Effort string } `json:"output_config"`
 			}
 			json.Unmarshal(reqs[1].Body, &body)
