@@ -489,3 +489,41 @@ func TestUnknownModelLogged(t *testing.T) {
 		}
 	}
 }
+
+// On the current models the notes between tool calls arrive as thinking:
+// they show on stderr, as progress does on older models, and stay out of
+// the answer on stdout and out of the --json done event's text.
+func TestThinkingBetweenToolCalls(t *testing.T) {
+	for _, model := range []string{"claude-opus-5-5", "claude-fable-5-1", "claude-sonnet-5-5"} {
+		for _, asJSON := range []bool{false, true} {
+			h := newHarness(t,
+				anthropictest.NewStream().Block(anthropictest.Block{Type: "thinking", Signature: "sig_1"}, "Adding with ", "the calculator.").
+					ToolUse("toolu_1", "calculator", `{"a":1,"b":2,"operation":"add"}`).Stop("tool_use"),
+				anthropictest.NewStream().Block(anthropictest.Block{Type: "thinking", Signature: "sig_2"}, "It said 3.").
+					Text("1 + 2 = 3.").Stop("end_turn"))
+			args := []string{"--model", model, "--tools", "calculator", "add 1 and 2"}
+			if asJSON {
+				args = append([]string{"--json"}, args...)
+			}
+			r := h.run(strings.NewReader(""), args...)
+			r.check(t, 0)
+			if !asJSON {
+				if r.stdout != "1 + 2 = 3.\n" {
+					t.Errorf("%s: stdout = %q, want the answer alone", model, r.stdout)
+				}
+				if !strings.Contains(r.stderr, "Adding with the calculator.") || !strings.Contains(r.stderr, "It said 3.") {
+					t.Errorf("%s: stderr lacks the notes between tool calls:\n%s", model, r.stderr)
+				}
+				continue
+			}
+			var done struct {
+				Result struct{ Text string } `json:"result"`
+			}
+			lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+			json.Unmarshal([]byte(lines[len(lines)-1]), &done)
+			if done.Result.Text != "1 + 2 = 3." || !strings.Contains(r.stdout, `"type":"thinking_delta","thinking":"Adding with "`) {
+				t.Errorf("%s --json: done text %q; output:\n%s", model, done.Result.Text, r.stdout)
+			}
+		}
+	}
+}
