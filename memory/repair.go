@@ -1,6 +1,8 @@
 package memory
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,7 +60,7 @@ func (h *History) Repair() []string {
 		es[i] = measured(es[i])
 	}
 	h.entries = es
-	h.changed(at)
+	h.rewrote(at)
 	out := make([]string, len(did))
 	for i, what := range did {
 		out[i] = fmt.Sprintf("%s (%d)", what, count[what])
@@ -346,4 +348,83 @@ func ruleBlock(b llm.Block) apirules.Block {
 		return apirules.Block{}
 	}
 	return apirules.Block{Type: b.BlockType()}
+}
+
+// rewrote records that a rewrite (compaction, repair) changed messages from
+// i on: their exact counts go and, on a model that binds thinking blocks to
+// their prefix, so does their thinking (see [apirules.IsThinking]).
+func (h *History) rewrote(i int) {
+	h.changed(i)
+	h.dropThinking(i)
+}
+
+// binds reports whether the history's model binds its thinking blocks to
+// their prefix and model; a model llm.Models does not know is taken to.
+func (h *History) binds() bool {
+	info, _ := llm.LookupModel(h.cfg.Model)
+	return !info.UnboundThinking
+}
+
+// dropThinking drops every thinking block from message i on, on a model
+// that binds them: a rewrite changed their prefix, so the API would reject
+// them ("bound to a different conversation"). A message left with no
+// blocks goes; the API merges the messages of one role around it. It
+// returns how many blocks it dropped.
+func (h *History) dropThinking(i int) int {
+	if !h.binds() {
+		return 0
+	}
+	n := 0
+	out := h.entries[:max(i, 0):max(i, 0)]
+	for _, e := range h.entries[max(i, 0):] {
+		kept := slices.DeleteFunc(slices.Clone(e.msg.Content), func(b llm.Block) bool {
+			return apirules.IsThinking(b.BlockType())
+		})
+		if d := len(e.msg.Content) - len(kept); d > 0 {
+			n += d
+			if len(kept) == 0 {
+				continue
+			}
+			e.msg = llm.Message{Role: e.msg.Role, Content: kept}
+			e = measured(e)
+		}
+		out = append(out, e)
+	}
+	if n > 0 {
+		h.entries = out
+		h.changed(i)
+		h.cfg.Logger.Info("memory: dropped thinking blocks a rewrite invalidated", "blocks", n, "from", i)
+	}
+	return n
+}
+
+// dropUnreadableThinking drops, on a model that binds its thinking
+// blocks, every thinking block from the first one the model cannot read
+// (one another model wrote, such as a session resumed with another model)
+// on: the API would drop the unreadable ones, and the later ones would then
+// follow a gap in the run of thinking, which invalidates them.
+func (h *History) dropUnreadableThinking() int {
+	if !h.binds() {
+		return 0
+	}
+	for i, e := range h.entries {
+		if e.model == "" || apirules.Reads(h.cfg.Model, e.model) {
+			continue
+		}
+		if slices.ContainsFunc(e.msg.Content, func(b llm.Block) bool { return apirules.IsThinking(b.BlockType()) }) {
+			return h.dropThinking(i)
+		}
+	}
+	return 0
+}
+
+// prefixKey hashes a system prompt and tool list, which are the start of
+// every thinking block's prefix.
+func prefixKey(system string, tools []llm.ToolSpec) string {
+	hs := sha256.New()
+	fmt.Fprintf(hs, "%d:%s", len(system), system)
+	for _, t := range tools {
+		fmt.Fprintf(hs, "|%d:%s|%d:%s|%d:%s", len(t.Name), t.Name, len(t.Description), t.Description, len(t.InputSchema), t.InputSchema)
+	}
+	return hex.EncodeToString(hs.Sum(nil)[:16])
 }
