@@ -52,3 +52,25 @@ func TestCurrentModelRequests(t *testing.T) {
 		})
 	}
 }
+
+// A refused run is taken back: the history is as before it, so the first
+// run's thinking is still valid after its prefix, and the next run replays
+// it to the strict fake.
+func TestRefusalKeepsThinkingValid(t *testing.T) {
+	srv, client := fake(t,
+		at.NewStream().Block(at.Block{Type: "thinking", Signature: "sig_1"}, "Easy.").Text("4").Stop("end_turn"),
+		at.NewStream().Block(at.Block{Type: "thinking", Signature: "sig_2"}).Stop("refusal"),
+		at.NewStream().Block(at.Block{Type: "thinking", Signature: "sig_3"}, "Also easy.").Text("6").Stop("end_turn"))
+	a := newAgent(t, client, Config{History: memory.New(memory.Config{Model: "claude-opus-5-5"}),
+		Thinking: &llm.ThinkingConfig{Adaptive: true, Display: "summarized"}})
+	for i, want := range []State{Finished, Refused, Finished} {
+		res, err := a.Run(t.Context(), []string{"2+2?", "something declined", "3+3?"}[i])
+		if res.State != want {
+			t.Fatalf("run %d: %s, %v; want %s", i+1, res.State, err, want)
+		}
+	}
+	last := srv.Requests()[2].Messages()
+	if len(last) != 3 || last[1].Content[0].Signature != "sig_1" {
+		t.Errorf("the third request's messages = %+v, want the first run's turn with its thinking, then the new prompt", last)
+	}
+}
