@@ -27,36 +27,24 @@ type ModelInfo struct {
 	// Price is the list price in USD per million tokens.
 	Price Price
 
-	// ThinkingBudget reports that the model takes a thinking budget,
-	// thinking {"type":"enabled","budget_tokens":N}. False: it answers one
-	// with a 400, as Claude Opus 4.7 and every later model do.
-	ThinkingBudget bool
-	// BudgetOnly reports that a budget is the model's only thinking mode:
-	// it rejects {"type":"adaptive"} (Claude 4.5 models and earlier).
-	BudgetOnly bool
-	// ThinkingOff reports that thinking can be turned off, with thinking
-	// {"type":"disabled"} or by leaving it out. False: thinking is always
-	// on, and a request that disables it, or sets a budget, is a 400; it
-	// is then "adaptive-only".
-	ThinkingOff bool
-	// ForcedToolChoice reports that tool_choice {"type":"any"} and
-	// {"type":"tool"} are accepted. False: they are a 400.
-	ForcedToolChoice bool
-	// UnboundThinking reports that the model does not check thinking blocks
-	// replayed to it. False: a thinking block is bound to the model that
-	// wrote it and to the exact prefix before it (system, tools, every
-	// earlier message and block), so that a history rewrite must drop the
-	// thinking it invalidates (see memory's Repair and Compact).
+	// What requests may carry; each false is a 400 from the API. A model
+	// whose ThinkingOff is false is adaptive-only: its thinking is always
+	// on, and a budget or "disabled" is rejected.
+	ThinkingBudget   bool // takes thinking {"type":"enabled","budget_tokens":N}
+	BudgetOnly       bool // and only that: rejects {"type":"adaptive"}
+	ThinkingOff      bool // thinking can be off: {"type":"disabled"}, or left out
+	ForcedToolChoice bool // tool_choice "any" and "tool"
+	// UnboundThinking is false for the models that bind a thinking block to
+	// the model that wrote it and to the exact prefix before it, so that a
+	// history rewrite must drop the thinking it invalidates (see memory).
 	UnboundThinking bool
-	// Efforts are the output_config.effort levels the model accepts, lowest
-	// first; none means it takes no effort.
-	Efforts []string
-	// DefaultEffort is the level the API uses when a request sets none.
+	// Efforts are the output_config.effort levels it takes, lowest first;
+	// DefaultEffort is the API's when a request sets none.
+	Efforts       []string
 	DefaultEffort string
-	// ContextEditing reports support for server-side context editing (the
-	// clear_tool_uses and clear_thinking strategies).
-	ContextEditing bool
-	// ServerCompaction reports support for server-side compaction.
+	// ContextEditing and ServerCompaction report support for server-side
+	// context editing (clear_tool_uses, clear_thinking) and compaction.
+	ContextEditing   bool
 	ServerCompaction bool
 }
 
@@ -171,14 +159,9 @@ const DefaultMaxTokens = 8192
 
 // checkModel checks what r asks of its model against [Models], so that a
 // setting the model rejects fails here, naming it, instead of as a 400.
-// The texts the API answers are in the "What's new" pages of Claude Opus
-// 5.5, Claude Fable 5.1 and Claude Sonnet 5.5.
 func checkModel(r Request) error {
 	info, known := LookupModel(r.Model)
-	unknown := ""
-	if !known {
-		unknown = " (a model llm.Models does not know gets the current models' rules)"
-	}
+	unknown := map[bool]string{false: " (a model llm.Models does not know gets the current models' rules)"}[known]
 	if tc := r.ToolChoice; tc != nil && (tc.Type == "any" || tc.Type == "tool") && !info.ForcedToolChoice {
 		return fmt.Errorf("llm: %s does not accept a forced tool_choice (%q)%s: use \"auto\" and say in the prompt when the tool applies",
 			r.Model, tc.Type, unknown)
@@ -188,7 +171,7 @@ func checkModel(r Request) error {
 		case th.Adaptive && info.BudgetOnly:
 			return fmt.Errorf("llm: %s takes no adaptive thinking, only a thinking budget", r.Model)
 		case !th.Adaptive && th.BudgetTokens > 0 && !info.ThinkingBudget:
-			return fmt.Errorf("llm: %s takes no thinking budget%s: its thinking is adaptive, set an effort instead", r.Model, unknown)
+			return fmt.Errorf("llm: %s takes no thinking budget%s: current models think adaptively, and Request.Effort sets how much", r.Model, unknown)
 		}
 	}
 	if e := r.Effort; e != "" && !slices.Contains(info.Efforts, e) {

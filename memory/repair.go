@@ -351,8 +351,8 @@ func ruleBlock(b llm.Block) apirules.Block {
 }
 
 // rewrote records that a rewrite (compaction, repair) changed messages from
-// i on: their exact counts go and, on a model that binds thinking blocks to
-// their prefix, so does their thinking (see [apirules.IsThinking]).
+// i on: their exact counts go, and so does their thinking on a model that
+// binds it to its prefix (see internal/apirules' bound thinking).
 func (h *History) rewrote(i int) {
 	h.changed(i)
 	h.dropThinking(i)
@@ -365,23 +365,23 @@ func (h *History) binds() bool {
 	return !info.UnboundThinking
 }
 
+func hasThinking(m llm.Message) bool {
+	return slices.ContainsFunc(m.Content, func(b llm.Block) bool { return apirules.IsThinking(b.BlockType()) })
+}
+
 // dropThinking drops every thinking block from message i on, on a model
-// that binds them: a rewrite changed their prefix, so the API would reject
-// them ("bound to a different conversation"). A message left with no
-// blocks goes; the API merges the messages of one role around it. It
-// returns how many blocks it dropped.
+// that binds them, and the messages left empty (the API merges the
+// messages of one role around them). It returns how many it dropped.
 func (h *History) dropThinking(i int) int {
-	if !h.binds() {
+	i = min(max(i, 0), len(h.entries))
+	if !h.binds() || !slices.ContainsFunc(h.entries[i:], func(e entry) bool { return hasThinking(e.msg) }) {
 		return 0
 	}
-	n := 0
-	out := h.entries[:max(i, 0):max(i, 0)]
-	for _, e := range h.entries[max(i, 0):] {
-		kept := slices.DeleteFunc(slices.Clone(e.msg.Content), func(b llm.Block) bool {
-			return apirules.IsThinking(b.BlockType())
-		})
-		if d := len(e.msg.Content) - len(kept); d > 0 {
-			n += d
+	n, out := 0, h.entries[:i:i]
+	for _, e := range h.entries[i:] {
+		if hasThinking(e.msg) {
+			kept := slices.DeleteFunc(slices.Clone(e.msg.Content), func(b llm.Block) bool { return apirules.IsThinking(b.BlockType()) })
+			n += len(e.msg.Content) - len(kept)
 			if len(kept) == 0 {
 				continue
 			}
@@ -390,32 +390,26 @@ func (h *History) dropThinking(i int) int {
 		}
 		out = append(out, e)
 	}
-	if n > 0 {
-		h.entries = out
-		h.changed(i)
-		h.cfg.Logger.Info("memory: dropped thinking blocks a rewrite invalidated", "blocks", n, "from", i)
-	}
+	h.entries = out
+	h.changed(i)
+	h.cfg.Logger.Info("memory: dropped the thinking a rewrite invalidated", "blocks", n, "from", i)
 	return n
 }
 
-// dropUnreadableThinking drops, on a model that binds its thinking
-// blocks, every thinking block from the first one the model cannot read
-// (one another model wrote, such as a session resumed with another model)
-// on: the API would drop the unreadable ones, and the later ones would then
-// follow a gap in the run of thinking, which invalidates them.
-func (h *History) dropUnreadableThinking() int {
+// dropUnreadableThinking drops, on a model that binds its thinking, every
+// thinking block from the first one another model wrote that this one
+// cannot read (a session resumed with another model) on: the API would
+// drop that one, and a gap in the run of thinking invalidates the later.
+func (h *History) dropUnreadableThinking() {
 	if !h.binds() {
-		return 0
+		return
 	}
 	for i, e := range h.entries {
-		if e.model == "" || apirules.Reads(h.cfg.Model, e.model) {
-			continue
-		}
-		if slices.ContainsFunc(e.msg.Content, func(b llm.Block) bool { return apirules.IsThinking(b.BlockType()) }) {
-			return h.dropThinking(i)
+		if e.model != "" && !apirules.Reads(h.cfg.Model, e.model) && hasThinking(e.msg) {
+			h.dropThinking(i)
+			return
 		}
 	}
-	return 0
 }
 
 // prefixKey hashes a system prompt and tool list, which are the start of

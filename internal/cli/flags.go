@@ -343,11 +343,11 @@ func checkModelFlags(o *options) error {
 	info, _ := llm.LookupModel(o.model)
 	levels := strings.Join(info.Efforts, ", ")
 	if o.thinking > 0 && !info.ThinkingBudget {
-		hint := "; set how hard it thinks with --effort (" + levels + ")"
+		hint := "; it thinks adaptively: set how hard with --effort (" + levels + ")"
 		if levels == "" {
 			hint = ""
 		}
-		return usageError("--thinking %d: %s takes no thinking budget, its thinking is adaptive%s", o.thinking, o.model, hint)
+		return usageError("--thinking %d: %s takes no thinking budget%s", o.thinking, o.model, hint)
 	}
 	if o.effort != "" && !slices.Contains(info.Efforts, o.effort) {
 		if levels == "" {
