@@ -106,35 +106,42 @@ func (s *Server) checkStrict(r *Request, count bool) *HTTPError {
 	if s.Lenient {
 		return nil
 	}
-	var set settings
-	p, err := r.Params()
-	if err != nil || json.Unmarshal(r.Body, &set) != nil {
-		return nil // not the strict checks' business
-	}
-	rules, known := strictModels[undated(p.Model)]
-	if !known {
-		return nil
-	}
-	bad := func(format string, args ...any) *HTTPError {
-		return &HTTPError{Status: 400, Message: fmt.Sprintf(format, args...)}
-	}
-	switch t := set.Thinking.Type; {
-	case t == "disabled" && rules.disabled != "":
-		return bad("%s", rules.disabled)
-	case t == "enabled" && rules.enabled != "":
-		return bad("%s", rules.enabled)
-	}
-	if t := set.ToolChoice.Type; rules.noForced && (t == "any" || t == "tool") {
-		return bad("%s", msgForced)
-	}
-	if e := set.OutputConfig.Effort; e != "" && !slices.Contains(rules.efforts, e) {
-		return bad("output_config.effort: %q is not supported for this model.", e)
-	}
-	if count || !rules.reads {
+	p, set, rules, v := modelRules(r.Body)
+	switch {
+	case v != nil:
+		return &HTTPError{Status: 400, Message: v.msg}
+	case p == nil || count || !rules.reads:
 		return nil
 	}
 	drop := set.Thinking.BlockBinding.PrefixMismatchBehavior == "drop_block"
 	return s.checkThinking(p, rules.binds && !drop)
+}
+
+// modelRules checks body against its model's rules in strictModels, and
+// returns the first violation, if any, with what it decoded. p is nil for
+// a body that does not decode or a model the table does not hold.
+func modelRules(body []byte) (p *Params, set settings, rules strictRules, v *violation) {
+	p, err := (&Request{Body: body}).Params()
+	if err != nil || json.Unmarshal(body, &set) != nil {
+		return nil, set, rules, nil // not these rules' business
+	}
+	rules, known := strictModels[undated(p.Model)]
+	if !known {
+		return nil, set, rules, nil
+	}
+	switch t := set.Thinking.Type; {
+	case t == "disabled" && rules.disabled != "":
+		return p, set, rules, &violation{"thinking-mode", "thinking.type", rules.disabled}
+	case t == "enabled" && rules.enabled != "":
+		return p, set, rules, &violation{"thinking-mode", "thinking.type", rules.enabled}
+	}
+	if t := set.ToolChoice.Type; rules.noForced && (t == "any" || t == "tool") {
+		return p, set, rules, &violation{"tool-choice", "tool_choice.type", msgForced}
+	}
+	if e := set.OutputConfig.Effort; e != "" && !slices.Contains(rules.efforts, e) {
+		return p, set, rules, &violation{"effort", "output_config.effort", fmt.Sprintf("output_config.effort: %q is not supported for this model.", e)}
+	}
+	return p, set, rules, nil
 }
 
 // checkThinking checks every thinking block of p that the server issued:
