@@ -62,7 +62,7 @@ func check(body []byte) []violation {
 	for _, v := range apirules.Check(msgs) {
 		vs = append(vs, violation{v.Rule, path(p.Messages, v), v.Msg})
 	}
-	if _, _, _, v := modelRules(body); v != nil {
+	if _, _, v := modelRules(body); v != nil {
 		vs = append(vs, *v)
 	}
 	return vs

@@ -84,8 +84,10 @@ type issue struct {
 	before string            // the signature of the thinking block before it, if any
 }
 
-// settings are the request fields strict mode reads besides Params.
+// settings are the request fields the model rules read. Decoding them
+// alone allocates nothing for the messages, which may be megabytes.
 type settings struct {
+	Model    string `json:"model"`
 	Thinking struct {
 		Type         string `json:"type"`
 		BlockBinding struct {
@@ -106,11 +108,18 @@ func (s *Server) checkStrict(r *Request, count bool) *HTTPError {
 	if s.Lenient {
 		return nil
 	}
-	p, set, rules, v := modelRules(r.Body)
+	set, rules, v := modelRules(r.Body)
 	switch {
 	case v != nil:
 		return &HTTPError{Status: 400, Message: v.msg}
-	case p == nil || count || !rules.reads:
+	case count || !rules.reads:
+		return nil
+	}
+	s.mu.Lock()
+	issued := len(s.issued) > 0
+	s.mu.Unlock()
+	p, err := r.Params()
+	if !issued || err != nil {
 		return nil
 	}
 	drop := set.Thinking.BlockBinding.PrefixMismatchBehavior == "drop_block"
@@ -118,41 +127,31 @@ func (s *Server) checkStrict(r *Request, count bool) *HTTPError {
 }
 
 // modelRules checks body against its model's rules in strictModels, and
-// returns the first violation, if any, with what it decoded. p is nil for
-// a body that does not decode or a model the table does not hold.
-func modelRules(body []byte) (p *Params, set settings, rules strictRules, v *violation) {
-	p, err := (&Request{Body: body}).Params()
-	if err != nil || json.Unmarshal(body, &set) != nil {
-		return nil, set, rules, nil // not these rules' business
+// returns the first violation, if any, with what it decoded; rules are
+// zero for a body that does not decode or a model the table does not hold.
+func modelRules(body []byte) (set settings, rules strictRules, v *violation) {
+	if json.Unmarshal(body, &set) != nil {
+		return set, rules, nil // not these rules' business
 	}
-	rules, known := strictModels[undated(p.Model)]
-	if !known {
-		return nil, set, rules, nil
-	}
+	rules = strictModels[undated(set.Model)]
 	switch t := set.Thinking.Type; {
 	case t == "disabled" && rules.disabled != "":
-		return p, set, rules, &violation{"thinking-mode", "thinking.type", rules.disabled}
+		return set, rules, &violation{"thinking-mode", "thinking.type", rules.disabled}
 	case t == "enabled" && rules.enabled != "":
-		return p, set, rules, &violation{"thinking-mode", "thinking.type", rules.enabled}
+		return set, rules, &violation{"thinking-mode", "thinking.type", rules.enabled}
 	}
 	if t := set.ToolChoice.Type; rules.noForced && (t == "any" || t == "tool") {
-		return p, set, rules, &violation{"tool-choice", "tool_choice.type", msgForced}
+		return set, rules, &violation{"tool-choice", "tool_choice.type", msgForced}
 	}
-	if e := set.OutputConfig.Effort; e != "" && !slices.Contains(rules.efforts, e) {
-		return p, set, rules, &violation{"effort", "output_config.effort", fmt.Sprintf("output_config.effort: %q is not supported for this model.", e)}
+	if e := set.OutputConfig.Effort; e != "" && rules.efforts != nil && !slices.Contains(rules.efforts, e) {
+		return set, rules, &violation{"effort", "output_config.effort", fmt.Sprintf("output_config.effort: %q is not supported for this model.", e)}
 	}
-	return p, set, rules, nil
+	return set, rules, nil
 }
 
 // checkThinking checks every thinking block of p that the server issued:
 // its model can read it, and, with prefix set, its prefix is unchanged.
 func (s *Server) checkThinking(p *Params, prefix bool) *HTTPError {
-	s.mu.Lock()
-	issued := len(s.issued) > 0
-	s.mu.Unlock()
-	if !issued {
-		return nil
-	}
 	pr := newPrefix(p)
 	before, seen := "", false // the last issued block present, and whether there was one
 	for i, m := range p.Messages {
