@@ -278,11 +278,17 @@ func assembleBlocks(items []item) []Block {
 // A prefix hashes what comes before a thinking block, as the prefix check
 // compares it: system, tools, and each non-thinking block with its role.
 // Message boundaries do not count, since the API merges consecutive
-// messages of one role; cache_control markers do not count either.
-type prefix struct{ h hash.Hash }
+// messages of one role; cache_control markers do not count either. A
+// compaction block starts the prefix afresh after system and tools, since
+// server-side compaction is no edit: what it replaced is not compared, nor
+// is its summary, which arrives in deltas.
+type prefix struct {
+	h    hash.Hash
+	base []byte // the hash's input for system and tools
+}
 
 func newPrefix(p *Params) *prefix {
-	pr := &prefix{sha256.New()}
+	pr := &prefix{h: sha256.New()}
 	var system any
 	if len(p.System) > 0 && p.System[0] == '"' {
 		var text string
@@ -302,12 +308,22 @@ func newPrefix(p *Params) *prefix {
 
 func (pr *prefix) write(kind string, v any) {
 	data, _ := json.Marshal(v) // map keys sorted: a canonical form
-	fmt.Fprintf(pr.h, "%s\x00%d\x00", kind, len(data))
+	head := fmt.Appendf(nil, "%s\x00%d\x00", kind, len(data))
+	pr.h.Write(head)
 	pr.h.Write(data)
+	if kind == "system" || kind == "tool" {
+		pr.base = append(append(pr.base, head...), data...)
+	}
 }
 
 // add hashes block b of a message of role.
 func (pr *prefix) add(role string, b Block) {
+	if b.Type == "compaction" {
+		pr.h.Reset()
+		pr.h.Write(pr.base)
+		pr.h.Write([]byte("compaction\x00"))
+		return
+	}
 	m := map[string]any{"type": b.Type}
 	if b.Raw != nil {
 		d := json.NewDecoder(bytes.NewReader(b.Raw))

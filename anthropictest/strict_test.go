@@ -203,3 +203,25 @@ func TestAssembleBlocks(t *testing.T) {
 		t.Error(diff)
 	}
 }
+
+// Server-side compaction is no edit: a thinking block after a compaction
+// block is compared from the compaction on, so the turns it replaced may
+// go or change.
+func TestStrictThinkingAfterCompaction(t *testing.T) {
+	srv := NewServer(
+		NewStream().Block(Block{Type: "compaction", Raw: []byte(`{"type":"compaction","content":""}`)}).
+			Delta(`{"type":"compaction_delta","content":"The user asked f?; f said 42."}`).
+			Block(Block{Type: "thinking", Signature: "sig_B"}).Text("It is 42."),
+		NewStream().Text("ok"), NewStream().Text("ok"))
+	defer srv.Close()
+	const head = `{"model":"claude-opus-5-5","max_tokens":100,"system":"Be brief.","messages":[`
+	const after = `{"role":"assistant","content":[{"type":"compaction","content":"The user asked f?; f said 42."},{"type":"thinking","thinking":"","signature":"sig_B"},{"type":"text","text":"It is 42."}]},{"role":"user","content":"thanks"}]}`
+	if status, msg := send(t, srv, "/v1/messages", head+`{"role":"user","content":"f? `+strings.Repeat("x", 100)+`"}]}`); status != 200 {
+		t.Fatal(status, msg)
+	}
+	for _, before := range []string{`{"role":"user","content":"f? ` + strings.Repeat("x", 100) + `"},`, `{"role":"user","content":"f?"},`} {
+		if status, msg := send(t, srv, "/v1/messages", head+before+after); status != 200 {
+			t.Errorf("after the compaction, with %s: %d %s", before, status, msg)
+		}
+	}
+}
