@@ -2,6 +2,7 @@ package llm
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"iter"
 	"slices"
@@ -157,24 +158,44 @@ func (f ModelFunc) Stream(ctx context.Context, req Request) iter.Seq2[Event, err
 // here and in every layer above: one default for the whole module.
 const DefaultMaxTokens = 8192
 
-// checkModel checks what r asks of its model against [Models], so that a
-// setting the model rejects fails here, naming it, instead of as a 400.
+// checkModel checks what r asks of its model, Extra's tool_choice,
+// thinking and output_config included, against [Models], so that a setting
+// the model rejects fails here, naming it, instead of as a 400.
 func checkModel(r Request) error {
 	info, known := LookupModel(r.Model)
 	unknown := map[bool]string{false: " (a model llm.Models does not know gets the current models' rules)"}[known]
-	if tc := r.ToolChoice; tc != nil && (tc.Type == "any" || tc.Type == "tool") && !info.ForcedToolChoice {
-		return fmt.Errorf("llm: %s does not accept a forced tool_choice (%q)%s: use \"auto\" and say in the prompt when the tool applies",
-			r.Model, tc.Type, unknown)
+	var choice, thinking struct{ Type string }
+	var output struct{ Effort string }
+	if r.ToolChoice != nil {
+		choice.Type = r.ToolChoice.Type
 	}
-	if th := r.Thinking; th != nil {
-		switch {
-		case th.Adaptive && info.BudgetOnly:
-			return fmt.Errorf("llm: %s takes no adaptive thinking, only a thinking budget", r.Model)
-		case !th.Adaptive && th.BudgetTokens > 0 && !info.ThinkingBudget:
-			return fmt.Errorf("llm: %s takes no thinking budget%s: current models think adaptively, and Request.Effort sets how much", r.Model, unknown)
+	if th := r.Thinking; th != nil && th.Adaptive {
+		thinking.Type = "adaptive"
+	} else if th != nil && th.BudgetTokens > 0 {
+		thinking.Type = "enabled"
+	}
+	output.Effort = r.Effort
+	for name, v := range map[string]any{"tool_choice": &choice, "thinking": &thinking, "output_config": &output} {
+		if x, ok := r.Extra[name]; ok {
+			if data, err := json.Marshal(x); err != nil || json.Unmarshal(data, v) != nil {
+				return fmt.Errorf("llm: Request.Extra[%q] is not a %s object", name, name)
+			}
 		}
 	}
-	if e := r.Effort; e != "" && !slices.Contains(info.Efforts, e) {
+	switch t := thinking.Type; {
+	case choice.Type == "any" || choice.Type == "tool":
+		if !info.ForcedToolChoice {
+			return fmt.Errorf("llm: %s does not accept a forced tool_choice (%q)%s: use \"auto\" and say in the prompt when the tool applies",
+				r.Model, choice.Type, unknown)
+		}
+	case t == "adaptive" && info.BudgetOnly:
+		return fmt.Errorf("llm: %s takes no adaptive thinking, only a thinking budget", r.Model)
+	case t == "enabled" && !info.ThinkingBudget:
+		return fmt.Errorf("llm: %s takes no thinking budget%s: current models think adaptively, and Request.Effort sets how much", r.Model, unknown)
+	case t == "disabled" && !info.ThinkingOff:
+		return fmt.Errorf("llm: %s cannot turn thinking off%s: its thinking is adaptive, and a lower Request.Effort makes it think less", r.Model, unknown)
+	}
+	if e := output.Effort; e != "" && !slices.Contains(info.Efforts, e) {
 		if len(info.Efforts) == 0 {
 			return fmt.Errorf("llm: %s takes no effort (%q)", r.Model, e)
 		}

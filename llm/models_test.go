@@ -51,27 +51,34 @@ func TestCheckModel(t *testing.T) {
 		th          *ThinkingConfig
 		effort      string
 		wantErr     string // a substring; empty means none
+		extra       map[string]any
 	}{
-		{"forced any on opus 5.5", "claude-opus-5-5", &ToolChoice{Type: "any"}, nil, "", "forced tool_choice"},
-		{"forced tool on fable 5.1", "claude-fable-5-1", &ToolChoice{Type: "tool", Name: "x"}, nil, "", "forced tool_choice"},
-		{"forced tool on sonnet 5.5", "claude-sonnet-5-5", &ToolChoice{Type: "tool", Name: "x"}, nil, "", "forced tool_choice"},
-		{"forced on an unknown model", "claude-next", &ToolChoice{Type: "any"}, nil, "", "does not know"},
-		{"forced on opus 5", "claude-opus-5", &ToolChoice{Type: "any"}, nil, "", ""},
-		{"auto and none everywhere", "claude-opus-5-5", &ToolChoice{Type: "none"}, nil, "", ""},
-		{"budget on opus 5.5", "claude-opus-5-5", nil, &ThinkingConfig{BudgetTokens: 2048}, "", "no thinking budget"},
-		{"budget on haiku 5.5", "claude-haiku-5-5", nil, &ThinkingConfig{BudgetTokens: 2048}, "", "no thinking budget"},
-		{"budget on sonnet 4.6", "claude-sonnet-4-6", nil, &ThinkingConfig{BudgetTokens: 2048}, "", ""},
-		{"adaptive on haiku 4.5", "claude-haiku-4-5", nil, &ThinkingConfig{Adaptive: true}, "", "no adaptive thinking"},
-		{"adaptive on fable 5.1", "claude-fable-5-1", nil, &ThinkingConfig{Adaptive: true, Display: "summarized"}, "", ""},
-		{"effort max on opus 5.5", "claude-opus-5-5", nil, nil, "max", ""},
-		{"effort xhigh on opus 4.6", "claude-opus-4-6", nil, nil, "xhigh", "takes effort low, medium, high, max"},
-		{"effort on haiku 4.5", "claude-haiku-4-5", nil, nil, "low", "takes no effort"},
-		{"a misspelt effort", "claude-sonnet-5-5", nil, nil, "hgh", `not "hgh"`},
-		{"effort on an unknown model", "claude-next", nil, nil, "xhigh", ""},
+		{"forced any on opus 5.5", "claude-opus-5-5", &ToolChoice{Type: "any"}, nil, "", "forced tool_choice", nil},
+		{"forced tool on fable 5.1", "claude-fable-5-1", &ToolChoice{Type: "tool", Name: "x"}, nil, "", "forced tool_choice", nil},
+		{"forced tool on sonnet 5.5", "claude-sonnet-5-5", &ToolChoice{Type: "tool", Name: "x"}, nil, "", "forced tool_choice", nil},
+		{"forced on an unknown model", "claude-next", &ToolChoice{Type: "any"}, nil, "", "does not know", nil},
+		{"forced on opus 5", "claude-opus-5", &ToolChoice{Type: "any"}, nil, "", "", nil},
+		{"auto and none everywhere", "claude-opus-5-5", &ToolChoice{Type: "none"}, nil, "", "", nil},
+		{"budget on opus 5.5", "claude-opus-5-5", nil, &ThinkingConfig{BudgetTokens: 2048}, "", "no thinking budget", nil},
+		{"budget on haiku 5.5", "claude-haiku-5-5", nil, &ThinkingConfig{BudgetTokens: 2048}, "", "no thinking budget", nil},
+		{"budget on sonnet 4.6", "claude-sonnet-4-6", nil, &ThinkingConfig{BudgetTokens: 2048}, "", "", nil},
+		{"adaptive on haiku 4.5", "claude-haiku-4-5", nil, &ThinkingConfig{Adaptive: true}, "", "no adaptive thinking", nil},
+		{"adaptive on fable 5.1", "claude-fable-5-1", nil, &ThinkingConfig{Adaptive: true, Display: "summarized"}, "", "", nil},
+		{"effort max on opus 5.5", "claude-opus-5-5", nil, nil, "max", "", nil},
+		{"effort xhigh on opus 4.6", "claude-opus-4-6", nil, nil, "xhigh", "takes effort low, medium, high, max", nil},
+		{"effort on haiku 4.5", "claude-haiku-4-5", nil, nil, "low", "takes no effort", nil},
+		{"a misspelt effort", "claude-sonnet-5-5", nil, nil, "hgh", `not "hgh"`, nil},
+		{"effort on an unknown model", "claude-next", nil, nil, "xhigh", "", nil},
+		{"a forced choice in Extra", "claude-opus-5-5", nil, nil, "", "forced tool_choice", map[string]any{"tool_choice": map[string]any{"type": "any"}}},
+		{"thinking disabled in Extra", "claude-fable-5-1", nil, nil, "", "cannot turn thinking off", map[string]any{"thinking": map[string]string{"type": "disabled"}}},
+		{"thinking disabled in Extra on haiku 5.5", "claude-haiku-5-5", nil, nil, "", "", map[string]any{"thinking": map[string]string{"type": "disabled"}}},
+		{"a budget in Extra", "claude-sonnet-5-5", nil, nil, "", "no thinking budget", map[string]any{"thinking": map[string]any{"type": "enabled", "budget_tokens": 2048}}},
+		{"an effort in Extra", "claude-opus-4-6", nil, nil, "", `not "xhigh"`, map[string]any{"output_config": map[string]any{"effort": "xhigh"}}},
+		{"a malformed Extra", "claude-opus-5-5", nil, nil, "", `Extra["thinking"]`, map[string]any{"thinking": "off"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := requestBody(Request{Model: tt.model, Messages: msgs, ToolChoice: tt.tc, Thinking: tt.th, Effort: tt.effort}, false)
+			_, err := requestBody(Request{Model: tt.model, Messages: msgs, ToolChoice: tt.tc, Thinking: tt.th, Effort: tt.effort, Extra: tt.extra}, false)
 			switch {
 			case tt.wantErr == "" && err != nil:
 				t.Errorf("error %v, want none", err)
