@@ -61,7 +61,7 @@ type ToolChoice struct {
 	Name string `json:"name,omitempty"` // the tool to call when Type is "tool"
 }
 
-// ThinkingConfig configures extended thinking.
+// ThinkingConfig configures thinking.
 type ThinkingConfig struct {
 	// BudgetTokens is the thinking budget, for the models that take one
 	// ([ModelInfo].ThinkingBudget). Zero with Adaptive false means
