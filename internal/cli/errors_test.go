@@ -37,7 +37,7 @@ func TestUsageErrors(t *testing.T) {
 			[]string{"--thinking 9000 must be below --max-tokens 4096"}},
 		{"thinking at the default max tokens", []string{"--model", "claude-sonnet-4-6", "--thinking", "8192", "hi"}, nil, "",
 			[]string{"--thinking 8192 must be below --max-tokens 8192"}},
-		{"thinking below the API's minimum", []string{"--thinking", "500", "hi"}, nil, "", []string{"--thinking 500", "1024"}},
+		{"thinking below the API's minimum", []string{"--model", "claude-opus-4-6", "--thinking", "500", "hi"}, nil, "", []string{"--thinking 500", "1024"}},
 		{"a thinking budget on an adaptive-only model", []string{"--model", "claude-opus-5-5", "--thinking", "2048", "hi"}, nil, "",
 			[]string{"--thinking 2048: claude-opus-5-5 takes no thinking budget", "--effort (low, medium, high, xhigh, max)"}},
 		{"a thinking budget on the default model", []string{"--thinking", "2048", "hi"}, nil, "", []string{"claude-sonnet-5-5 takes no thinking budget"}},

@@ -223,10 +223,10 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	if o.tools, err = parseTools(strings.Join(tools, ",")); err != nil {
 		return nil, err
 	}
-	if err := checkThinking(o.thinking, o.maxTokens); err != nil {
+	if err := checkModelFlags(o); err != nil {
 		return nil, err
 	}
-	if err := checkModelFlags(o); err != nil {
+	if err := checkThinking(o.thinking, o.maxTokens); err != nil {
 		return nil, err
 	}
 	switch info, known := llm.LookupModel(o.model); {
