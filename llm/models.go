@@ -44,7 +44,9 @@ type ModelInfo struct {
 	Efforts       []string
 	DefaultEffort string
 	// ContextEditing and ServerCompaction report support for server-side
-	// context editing (clear_tool_uses, clear_thinking) and compaction.
+	// context editing (clear_tool_uses, clear_thinking: Claude 4 and
+	// later) and compaction (compact_20260112: Claude 4.6 and later), by
+	// the build-with-claude/context-editing and compaction pages.
 	ContextEditing   bool
 	ServerCompaction bool
 }
