@@ -229,46 +229,36 @@ func (s *Server) register(c *call, st *Stream) {
 	}
 }
 
+// deltaField says which of a block's texts a delta adds to.
+var deltaField = map[itemKind]int{kTextDelta: 0, kThinkingDelta: 1, kSignatureDelta: 2, kInputDelta: 3}
+
 // assembleBlocks returns the content blocks a script streams, as a client
 // assembles them: text and partial inputs joined, signatures set.
 func assembleBlocks(items []item) []Block {
 	var out []Block
-	var partial map[int]*strings.Builder
+	var texts []*[4]strings.Builder // per block: text, thinking, signature, input
 	byIndex := map[int]int{}
 	for _, it := range items {
-		switch it.kind {
-		case kBlockStart:
+		if it.kind == kBlockStart {
 			var b Block
 			json.Unmarshal([]byte(it.a), &b)
 			b.Raw = json.RawMessage(it.a)
 			byIndex[it.index] = len(out)
-			out = append(out, b)
-		case kTextDelta, kThinkingDelta, kSignatureDelta, kInputDelta:
-			k, ok := byIndex[it.index]
-			if !ok {
-				continue
-			}
-			b := &out[k]
-			switch it.kind {
-			case kTextDelta:
-				b.Text += it.a
-			case kThinkingDelta:
-				b.Thinking += it.a
-			case kSignatureDelta:
-				b.Signature += it.a
-			case kInputDelta:
-				if partial == nil {
-					partial = map[int]*strings.Builder{}
-				}
-				if partial[k] == nil {
-					partial[k] = &strings.Builder{}
-				}
-				partial[k].WriteString(it.a)
+			out, texts = append(out, b), append(texts, new([4]strings.Builder))
+			continue
+		}
+		if f, ok := deltaField[it.kind]; ok {
+			if k, ok := byIndex[it.index]; ok {
+				texts[k][f].WriteString(it.a)
 			}
 		}
 	}
-	for k, sb := range partial {
-		if in := strings.TrimSpace(sb.String()); in != "" {
+	for k := range out {
+		t := texts[k]
+		out[k].Text += t[0].String()
+		out[k].Thinking += t[1].String()
+		out[k].Signature += t[2].String()
+		if in := strings.TrimSpace(t[3].String()); in != "" {
 			out[k].Input = json.RawMessage(in)
 		}
 	}
