@@ -118,8 +118,11 @@ func (s *Server) checkStrict(r *Request, count bool) *HTTPError {
 	s.mu.Lock()
 	issued := len(s.issued) > 0
 	s.mu.Unlock()
+	if !issued {
+		return nil // no block to check: the messages need no decoding
+	}
 	p, err := r.Params()
-	if !issued || err != nil {
+	if err != nil {
 		return nil
 	}
 	drop := set.Thinking.BlockBinding.PrefixMismatchBehavior == "drop_block"
