@@ -138,6 +138,7 @@ const (
 	StopSequence               StopReason = "stop_sequence"
 	ToolUseStop                StopReason = "tool_use"
 	PauseTurn                  StopReason = "pause_turn"
+	CompactionStop             StopReason = "compaction" // server compaction paused, or a Summarize reply
 	Refusal                    StopReason = "refusal"
 	ModelContextWindowExceeded StopReason = "model_context_window_exceeded"
 )
