@@ -299,6 +299,7 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 		return t, llm.ErrIncompleteStream
 	}
 	t.msg, t.stop = asm.Message(), asm.StopReason()
+	r.serverCompacted(t.msg, asm.Usage())
 	if t.stop == llm.ModelContextWindowExceeded {
 		// The turn ran out of room: turn compacts and asks again.
 		return t, errContextWindow
@@ -338,8 +339,9 @@ func (r *run) observe(t *turn) (State, bool) {
 		r.cfg.History.AppendAssistant(t.msg, t.usage)
 	}
 	switch t.stop {
-	case llm.PauseTurn:
-		// Sent back as the last message, the paused turn resumes.
+	case llm.PauseTurn, llm.CompactionStop:
+		// Sent back as the last message, the paused turn resumes: after a
+		// compaction, from the summary.
 		return "", true
 	case llm.MaxTokens:
 		return Truncated, false
