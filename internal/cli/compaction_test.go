@@ -90,10 +90,10 @@ func bigFiles(t *testing.T, n int) string {
 // opens with a compaction block, and the usage is the compacted context's.
 // It also answers the client's summary calls, and counts both kinds.
 type longSession struct {
-	dir   string // where big1.txt, big2.txt… are
-	reads int    // how many reads before the answer
-	issued int   // reads asked for so far
-	mu    sync.Mutex
+	dir                          string // where big1.txt, big2.txt… are
+	reads                        int    // how many reads before the answer
+	issued                       int    // reads asked for so far
+	mu                           sync.Mutex
 	serverCompactions, summaries int
 	blocks                       []string // the summaries the server wrote
 }
