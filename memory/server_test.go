@@ -16,10 +16,10 @@ import (
 // limits.
 func TestContextManagementByModel(t *testing.T) {
 	const limit = 100_000
-	editing := llm.ContextEdit{Type: llm.ClearToolUses, Trigger: &llm.EditLimit{"input_tokens", limit / 2},
-		Keep: &llm.EditLimit{"tool_uses", 4}, ClearAtLeast: &llm.EditLimit{"input_tokens", limit / 10}}
-	thinking := llm.ContextEdit{Type: llm.ClearThinking, Keep: &llm.EditLimit{"thinking_turns", 1}}
-	compact := llm.ContextEdit{Type: llm.Compact, Trigger: &llm.EditLimit{"input_tokens", limit * 8 / 10}}
+	editing := llm.ContextEdit{Type: llm.ClearToolUses, Trigger: &llm.EditLimit{Type: "input_tokens", Value: limit / 2},
+		Keep: &llm.EditLimit{Type: "tool_uses", Value: 4}, ClearAtLeast: &llm.EditLimit{Type: "input_tokens", Value: limit / 10}}
+	thinking := llm.ContextEdit{Type: llm.ClearThinking, Keep: &llm.EditLimit{Type: "thinking_turns", Value: 1}}
+	compact := llm.ContextEdit{Type: llm.Compact, Trigger: &llm.EditLimit{Type: "input_tokens", Value: limit * 8 / 10}}
 	for _, tc := range []struct {
 		model, mode  string
 		big, think   bool // the history is past half the limit; thinking is on
