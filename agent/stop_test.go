@@ -166,7 +166,7 @@ func TestStopReasons(t *testing.T) {
 	}, {
 		name: "a compaction mid-turn is reported and kept",
 		replies: []at.Reply{
-			at.NewStream().Usage(300, 1, 0, 0).CompactionUsage(70000, 50).Compaction("Earlier: nothing.").Text("Answer.").Stop("end_turn"),
+			at.NewStream().Usage(300, 1, 0, 0).CompactionUsage(70000, 50, 0, 0).Compaction("Earlier: nothing.").Text("Answer.").Stop("end_turn"),
 		},
 		state:    Finished,
 		text:     "Answer.",

@@ -30,25 +30,26 @@ func (s *Stream) Compaction(summary string) *Stream {
 }
 
 // CompactionUsage reports, in message_delta's usage.iterations, a
-// compaction iteration of input and output tokens before the message
-// iteration, whose counts are those of Usage and Stop. As the API does, the
-// top-level usage counts only the message iteration: the compaction is
-// billed on top.
-func (s *Stream) CompactionUsage(input, output int) *Stream {
+// compaction iteration (input, output, cache creation and cache read
+// tokens, as in Usage) before the message iteration, whose counts are those
+// of Usage and Stop. As the API does, the top-level usage counts only the
+// message iteration: the compaction is billed on top.
+func (s *Stream) CompactionUsage(input, output, cacheCreation, cacheRead int) *Stream {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.compactIn, s.compactOut, s.plan = input, output, nil
+	s.compact, s.plan = [4]int{input, output, cacheCreation, cacheRead}, nil
 	return s
 }
 
 // appendIterations appends the usage.iterations of a stream that
 // compacted, given the message iteration's output, or nothing.
 func (s *Stream) appendIterations(b []byte, output int) []byte {
-	if s.compactIn == 0 && s.compactOut == 0 {
+	if s.compact == [4]int{} {
 		return b
 	}
-	b = fmt.Appendf(b, `,"iterations":[{"type":"compaction","input_tokens":%d,"output_tokens":%d,"cache_creation_input_tokens":0,"cache_read_input_tokens":0}`,
-		s.compactIn, s.compactOut)
+	c := s.compact
+	b = fmt.Appendf(b, `,"iterations":[{"type":"compaction","input_tokens":%d,"output_tokens":%d,"cache_creation_input_tokens":%d,"cache_read_input_tokens":%d}`,
+		c[0], c[1], c[2], c[3])
 	return fmt.Appendf(b, `,{"type":"message","input_tokens":%d,"output_tokens":%d,"cache_creation_input_tokens":%d,"cache_read_input_tokens":%d}]`,
 		s.inTok, output, s.cacheW, s.cacheR)
 }

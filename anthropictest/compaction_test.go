@@ -14,13 +14,13 @@ import (
 // compaction_delta with the summary, and iterations in message_delta's
 // usage, the compaction's apart from the message's.
 func TestCompactionWireFormat(t *testing.T) {
-	got := string(NewStream().Usage(181, 1, 0, 0).CompactionUsage(55196, 83).Compaction("Summary.").Text("Hi").Stop("end_turn", 8).Bytes())
+	got := string(NewStream().Usage(181, 1, 0, 0).CompactionUsage(100, 83, 0, 55096).Compaction("Summary.").Text("Hi").Stop("end_turn", 8).Bytes())
 	for _, want := range []string{
 		"event: content_block_start\n" + `data: {"type":"content_block_start","index":0,"content_block":{"type":"compaction","content":null}}` + "\n\n" +
 			"event: content_block_delta\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"compaction_delta","content":"Summary."}}` + "\n\n" +
 			"event: content_block_stop\n",
 		`"usage":{"input_tokens":181,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":8,` +
-			`"iterations":[{"type":"compaction","input_tokens":55196,"output_tokens":83,"cache_creation_input_tokens":0,"cache_read_input_tokens":0},` +
+			`"iterations":[{"type":"compaction","input_tokens":100,"output_tokens":83,"cache_creation_input_tokens":0,"cache_read_input_tokens":55096},` +
 			`{"type":"message","input_tokens":181,"output_tokens":8,"cache_creation_input_tokens":0,"cache_read_input_tokens":0}]}`,
 	} {
 		if !strings.Contains(got, want) {

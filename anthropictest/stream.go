@@ -37,24 +37,23 @@ import (
 // gets deltas for a type that arrives whole: those are mistakes in the
 // test, not in the code under test.
 type Stream struct {
-	mu      sync.Mutex
-	items   []item
-	noStart bool // Replay: no implicit message_start
-	id      string
-	model   string
-	inTok   int
-	outTok  int
-	cacheW  int
-	cacheR  int
-	// The compaction iteration's usage (compaction.go).
-	compactIn, compactOut int
-	nextIdx               int
-	open                  bool // a block is open (started and not yet stopped)
-	openTool              bool // the open block streams tool input
-	hasTool               bool // the script has a client tool_use block
-	ending                ending
-	buffered              bool
-	plan                  *plan // rendered wire bytes; nil until served or after a change
+	mu       sync.Mutex
+	items    []item
+	noStart  bool // Replay: no implicit message_start
+	id       string
+	model    string
+	inTok    int
+	outTok   int
+	cacheW   int
+	cacheR   int
+	compact  [4]int // the compaction iteration's usage (compaction.go)
+	nextIdx  int
+	open     bool // a block is open (started and not yet stopped)
+	openTool bool // the open block streams tool input
+	hasTool  bool // the script has a client tool_use block
+	ending   ending
+	buffered bool
+	plan     *plan // rendered wire bytes; nil until served or after a change
 }
 
 // ending says how a reply finishes after its last event.

@@ -139,8 +139,15 @@ func TestCompactionFixtures(t *testing.T) {
 			if name == "pyd_compaction_cache_read_usage_real.sse" {
 				// The top-level usage is the message iteration's: the
 				// compacted context, not the compaction's own tokens.
-				if u := a.Usage(); u.InputTokens != 181 || u.CacheReadInputTokens != 0 {
-					t.Errorf("usage %+v, want the message iteration's 181 input tokens", u)
+				want := Usage{InputTokens: 181, OutputTokens: 8,
+					Compaction: &Usage{InputTokens: 100, OutputTokens: 83, CacheReadInputTokens: 55096}}
+				if diff := cmp.Diff(want, a.Usage()); diff != "" {
+					t.Errorf("usage (-want +got):\n%s", diff)
+				}
+				// The compaction is billed: at Sonnet 4.6's prices.
+				p := Price{3, 15, 3.75, 0.30}
+				if got, want := p.Cost(a.Usage()), (181*3+8*15+100*3+83*15+55096*0.30)/1e6; got != want {
+					t.Errorf("cost %v, want %v", got, want)
 				}
 			}
 		})

@@ -38,10 +38,14 @@ type Price struct {
 	CacheRead  float64 // cache hits, usually 0.1× input
 }
 
-// Cost returns what usage u costs at price p, in USD.
+// Cost returns what usage u costs at price p, in USD, compaction included.
 func (p Price) Cost(u Usage) float64 {
-	return (float64(u.InputTokens)*p.Input + float64(u.OutputTokens)*p.Output +
+	c := (float64(u.InputTokens)*p.Input + float64(u.OutputTokens)*p.Output +
 		float64(u.CacheCreationInputTokens)*p.CacheWrite + float64(u.CacheReadInputTokens)*p.CacheRead) / 1e6
+	if u.Compaction != nil {
+		c += p.Cost(*u.Compaction)
+	}
+	return c
 }
 
 // Models holds the Claude API's models, from the platform docs' models

@@ -24,13 +24,22 @@ type compactionCost struct {
 	peak               int64
 }
 
+// add counts u, the server's compaction (which llm reads from
+// usage.iterations) included.
 func (c *compactionCost) add(u llm.Usage, price llm.Price) {
-	c.billed += float64(u.InputTokens) + 1.25*float64(u.CacheCreationInputTokens) + 0.1*float64(u.CacheReadInputTokens)
-	c.input += u.InputTokens
-	c.write += u.CacheCreationInputTokens
-	c.read += u.CacheReadInputTokens
-	c.output += u.OutputTokens
-	c.usd += price.Cost(u)
+	c.usd += price.Cost(u) // compaction included
+	for {
+		c.billed += float64(u.InputTokens) + 1.25*float64(u.CacheCreationInputTokens) + 0.1*float64(u.CacheReadInputTokens)
+		c.input += u.InputTokens
+		c.write += u.CacheCreationInputTokens
+		c.read += u.CacheReadInputTokens
+		c.output += u.OutputTokens
+		if u.Compaction == nil {
+			return
+		}
+		c.compactions++
+		u = *u.Compaction
+	}
 }
 
 // reuse is the share of prompt tokens read from the cache.
@@ -54,7 +63,6 @@ func runCompactionSession(tb testing.TB, mode string, turns, resultChars, limit 
 	info, _ := llm.LookupModel(opus)
 	sim := newCacheSim()
 	var cost compactionCost
-	var iterations []llm.Usage // the compaction iterations, which top-level usage leaves out
 	n := 0
 	srv := anthropictest.NewServer(anthropictest.Repeat(anthropictest.ReplyFunc(func(r *anthropictest.Request) anthropictest.Reply {
 		if isSummaryRequest(r) {
@@ -67,8 +75,7 @@ func runCompactionSession(tb testing.TB, mode string, turns, resultChars, limit 
 		s := anthropictest.NewStream()
 		if trigger, _ := r.CompactionTrigger(); trigger > 0 && in+w+rd >= trigger {
 			out := len(compactionSummary) / 4
-			iterations = append(iterations, llm.Usage{InputTokens: int64(in), CacheCreationInputTokens: int64(w), CacheReadInputTokens: int64(rd), OutputTokens: int64(out)})
-			s.CompactionUsage(in+w+rd, out).Compaction(compactionSummary)
+			s.CompactionUsage(in, out, w, rd).Compaction(compactionSummary)
 			prefix := (len(system) + len(tools[0].InputSchema) + len(tools[0].Description) + 40) / 4
 			in, w, rd = prefix+out, 0, 0
 		}
@@ -93,7 +100,7 @@ func runCompactionSession(tb testing.TB, mode string, turns, resultChars, limit 
 				tb.Fatalf("turn %d: Compact: %v", turn, err)
 			}
 			cost.add(c.Usage, info.Price)
-			cost.compactions++
+			cost.compactions++ // the client's
 		}
 		req := llm.Request{Model: opus, MaxTokens: 1024, System: system, Tools: tools, Messages: h.Messages(), Cache: true,
 			ContextManagement: h.ContextManagement(false)}
@@ -119,10 +126,6 @@ func runCompactionSession(tb testing.TB, mode string, turns, resultChars, limit 
 			break
 		}
 		h.AppendToolResults(results)
-	}
-	for _, u := range iterations {
-		cost.add(u, info.Price)
-		cost.compactions++
 	}
 	for _, r := range srv.Requests() {
 		if err := anthropictest.CheckRequest(r.Body); err != nil {

@@ -141,7 +141,7 @@ func (s *longSession) reply(r *anthropictest.Request) anthropictest.Reply {
 		s.serverCompactions++
 		summary := fmt.Sprintf(summaryText, done)
 		s.blocks = append(s.blocks, summary)
-		st.CompactionUsage(tokens, 60).Compaction(summary)
+		st.CompactionUsage(tokens, 60, 0, 0).Compaction(summary)
 		tokens = 200 + len(summary)/4 // the message iteration reads the summary
 	}
 	st.Usage(tokens, 1, 0, 0)
