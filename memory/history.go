@@ -174,7 +174,7 @@ func (h *History) AppendAssistant(msg llm.Message, usage llm.Usage) {
 	msg.Role = llm.Assistant
 	e := entry{msg: msg, usage: usage, model: h.cfg.Model}
 	if input := usage.InputTokens + usage.CacheCreationInputTokens + usage.CacheReadInputTokens; input > 0 && !usedServerTools(msg) {
-		if !compacted { // the input measured the summary, which is not in h.entries
+		if !compacted && !h.serverCleared() { // server.go: else input measured another prompt than h.entries
 			h.learn(int(input))
 		}
 		e.exact = int(usage.Context())

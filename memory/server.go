@@ -76,3 +76,12 @@ func (h *History) serverCompacted(msg llm.Message) (llm.Message, bool) {
 	h.entries = append(h.entries[:0:0], measured(entry{msg: userText(serverNote), summary: true}))
 	return msg, true
 }
+
+// serverCleared reports whether context editing may have cleared tool
+// results from the prompt of the turn being appended: past its trigger, the
+// turn's input measures less than the history holds, and must not teach
+// the estimator its characters per token.
+func (h *History) serverCleared() bool {
+	cm := h.ContextManagement(false)
+	return cm != nil && cm.Edits[0].Type == llm.ClearToolUses && h.Tokens() > h.cfg.ContextLimit/2
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -141,5 +142,26 @@ func TestSummaryReadsServerCompaction(t *testing.T) {
 	got := transcript([]entry{e})
 	if want := "[assistant]\n[summary of the earlier turns]\n" + string(long) + "\n\n"; got != want {
 		t.Errorf("transcript of a compaction block:\n%q\nwant\n%q", got[:min(len(got), 200)], want[:200])
+	}
+}
+
+// TestServerClearingDoesNotTeach checks that a turn whose prompt context
+// editing may have cleared does not teach the estimator: its input is far
+// below what the history holds.
+func TestServerClearingDoesNotTeach(t *testing.T) {
+	for _, tc := range []struct {
+		mode  string
+		learn bool
+	}{{"", false}, {"client", true}} {
+		h := New(Config{Model: "claude-haiku-4-5", ContextLimit: 20_000, Compaction: tc.mode})
+		h.AppendUser(llm.Text{Text: "task"})
+		h.AppendAssistant(llm.Message{Content: []llm.Block{llm.ToolUse{ID: "toolu_1", Name: "read", Input: []byte(`{}`)}}},
+			llm.Usage{InputTokens: 100})
+		h.AppendToolResults([]llm.ToolResult{{ToolUseID: "toolu_1", Content: []llm.Block{llm.Text{Text: strings.Repeat("x", 70_000)}}}})
+		// 20,000 tokens sent; the server cleared the result and read 500.
+		h.AppendAssistant(llm.Message{Content: []llm.Block{llm.Text{Text: "ok"}}}, llm.Usage{InputTokens: 500})
+		if learned := h.ratio != defaultRatio; learned != tc.learn {
+			t.Errorf("mode %q: ratio %v, learned %v, want %v", tc.mode, h.ratio, learned, tc.learn)
+		}
 	}
 }
