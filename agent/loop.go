@@ -299,11 +299,11 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 		return t, llm.ErrIncompleteStream
 	}
 	t.msg, t.stop = asm.Message(), asm.StopReason()
-	r.serverCompacted(t.msg, asm.Usage())
 	if t.stop == llm.ModelContextWindowExceeded {
 		// The turn ran out of room: turn compacts and asks again.
 		return t, errContextWindow
 	}
+	r.serverCompacted(t.msg, asm.Usage())
 	// max_tokens cut the last block: text is kept, a tool_use keeps input {}
 	// and gets an is_error result (see the package doc), others are dropped.
 	for _, b := range asm.Incomplete() {
