@@ -71,7 +71,7 @@ func (r *run) serverCompacted(msg llm.Message, usage llm.Usage) {
 	for _, b := range msg.Content {
 		if b.BlockType() == llm.CompactionBlock {
 			r.log.Info("agent: the server compacted the history", slog.Int("before", r.cfg.History.Tokens()))
-			r.emit(Compacted{Before: r.cfg.History.Tokens(), After: int(usage.Context()), Steps: []string{"compacted on the server"}})
+			r.emit(Compacted{Before: r.cfg.History.Tokens(), After: int(usage.Context()), Steps: []string{"on the server"}})
 			return
 		}
 	}

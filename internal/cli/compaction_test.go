@@ -175,6 +175,9 @@ func TestServerCompactionSession(t *testing.T) {
 	if !strings.Contains(r.stdout, "Read it enough.") {
 		t.Errorf("stdout = %q, want the final answer", r.stdout)
 	}
+	if !strings.Contains(r.stderr, "tokens (on the server)") {
+		t.Errorf("stderr does not report the server's compaction:\n%s", r.stderr)
+	}
 	if s.serverCompactions != 1 || s.summaries != 0 {
 		t.Fatalf("%d server compactions and %d client summaries, want 1 and 0", s.serverCompactions, s.summaries)
 	}
