@@ -140,18 +140,17 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if req == nil {
 		return
 	}
+	// A context_management the API would refuse is refused, and so is a
+	// request that breaks its model's rules (strict.go); neither uses a
+	// scripted reply (compaction.go).
+	reply := checkContextManagement(req)
+	if e := s.checkStrict(req, false); reply == nil && e != nil {
+		reply = *e
+	}
 	s.mu.Lock()
 	req.N = len(s.reqs) + 1
 	s.reqs = append(s.reqs, req)
-	s.mu.Unlock()
-	if e := s.checkStrict(req, false); e != nil {
-		// Rejected before the script: the reply stays queued.
-		e.serve(w, &call{req: req, id: fmt.Sprintf("req_anthropictest%010d", req.N)})
-		return
-	}
-	s.mu.Lock()
-	var reply Reply
-	if len(s.queue) > 0 {
+	if reply == nil && len(s.queue) > 0 {
 		reply = s.queue[0]
 		if _, again := reply.(*repeat); !again {
 			s.queue[0] = nil

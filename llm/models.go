@@ -43,11 +43,11 @@ type ModelInfo struct {
 	// DefaultEffort is the API's when a request sets none.
 	Efforts       []string
 	DefaultEffort string
-	// ContextEditing and ServerCompaction report support for server-side
-	// context editing (clear_tool_uses, clear_thinking: Claude 4 and
-	// later) and compaction (compact_20260112: Claude 4.6 and later), by
-	// the build-with-claude/context-editing and compaction pages.
-	ContextEditing   bool
+	// ContextEditing reports whether the model takes the clear_tool_uses and clear_thinking
+	// edits of context_management (the context editing page's models).
+	ContextEditing bool
+	// ServerCompaction reports whether the model takes the compact_20260112 edit, compaction
+	// at a token threshold (the compaction-threshold page's models).
 	ServerCompaction bool
 }
 
@@ -59,18 +59,23 @@ type Price struct {
 	CacheRead  float64 // cache hits, usually 0.1× input
 }
 
-// Cost returns what usage u costs at price p, in USD.
+// Cost returns what usage u costs at price p, in USD, compaction included.
 func (p Price) Cost(u Usage) float64 {
-	return (float64(u.InputTokens)*p.Input + float64(u.OutputTokens)*p.Output +
+	c := (float64(u.InputTokens)*p.Input + float64(u.OutputTokens)*p.Output +
 		float64(u.CacheCreationInputTokens)*p.CacheWrite + float64(u.CacheReadInputTokens)*p.CacheRead) / 1e6
+	if u.Compaction != nil {
+		c += p.Cost(*u.Compaction)
+	}
+	return c
 }
 
 // Models holds the Claude API's models, from the platform docs' models
 // overview, pricing, thinking, effort and "What's new" pages (November
 // 2026). Prices are for 5-minute cache writes; 1-hour writes (2× input),
 // batch discounts and Haiku 5.5's prompt-length tiers (its lower tier is
-// listed) are not modelled. A program may add or change entries before it
-// makes its first request.
+// listed) are not modelled. The server-side context management columns are
+// from the context editing and compaction-threshold pages. A program may
+// add or change entries before it makes its first request.
 var Models = map[string]ModelInfo{
 	// Thinking is always on and adaptive, forced tool use is a 400, and
 	// thinking blocks are bound to the model and the prefix
@@ -97,13 +102,13 @@ var Models = map[string]ModelInfo{
 	"claude-sonnet-4-6": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}, ThinkingBudget: true, ThinkingOff: true, ForcedToolChoice: true, UnboundThinking: true, Efforts: efforts4, DefaultEffort: "high", ContextEditing: true, ServerCompaction: true},
 	// Claude 4.5 models and earlier: a budget is the only thinking mode.
 	"claude-opus-4-5":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}, ThinkingBudget: true, BudgetOnly: true, ThinkingOff: true, ForcedToolChoice: true, UnboundThinking: true, Efforts: []string{"low", "medium", "high"}, DefaultEffort: "high", ContextEditing: true},
-	"claude-opus-4-1":   budgetOnly(200_000, 32_000, Price{15, 75, 18.75, 1.50}),
-	"claude-opus-4-0":   budgetOnly(200_000, 32_000, Price{15, 75, 18.75, 1.50}),
-	"claude-opus-4":     budgetOnly(200_000, 32_000, Price{15, 75, 18.75, 1.50}),
-	"claude-sonnet-4-5": budgetOnly(200_000, 64_000, Price{3, 15, 3.75, 0.30}),
-	"claude-sonnet-4-0": budgetOnly(200_000, 64_000, Price{3, 15, 3.75, 0.30}),
-	"claude-sonnet-4":   budgetOnly(200_000, 64_000, Price{3, 15, 3.75, 0.30}),
-	"claude-haiku-4-5":  budgetOnly(200_000, 64_000, Price{1, 5, 1.25, 0.10}),
+	"claude-opus-4-1":   budgetOnly(200_000, 32_000, Price{15, 75, 18.75, 1.50}, false),
+	"claude-opus-4-0":   budgetOnly(200_000, 32_000, Price{15, 75, 18.75, 1.50}, false),
+	"claude-opus-4":     budgetOnly(200_000, 32_000, Price{15, 75, 18.75, 1.50}, false),
+	"claude-sonnet-4-5": budgetOnly(200_000, 64_000, Price{3, 15, 3.75, 0.30}, true),
+	"claude-sonnet-4-0": budgetOnly(200_000, 64_000, Price{3, 15, 3.75, 0.30}, false),
+	"claude-sonnet-4":   budgetOnly(200_000, 64_000, Price{3, 15, 3.75, 0.30}, false),
+	"claude-haiku-4-5":  budgetOnly(200_000, 64_000, Price{1, 5, 1.25, 0.10}, true),
 	"claude-3-5-haiku":  {ContextWindow: 200_000, MaxOutput: 8192, Price: Price{0.80, 4, 1, 0.08}, ThinkingOff: true, ForcedToolChoice: true, UnboundThinking: true},
 	"claude-3-haiku":    {ContextWindow: 200_000, MaxOutput: 4096, Price: Price{0.25, 1.25, 0.30, 0.03}, ThinkingOff: true, ForcedToolChoice: true, UnboundThinking: true},
 }
@@ -116,9 +121,9 @@ var (
 
 // budgetOnly is a Claude 4 model whose only thinking mode is a budget and
 // that takes no effort.
-func budgetOnly(window, output int, p Price) ModelInfo {
+func budgetOnly(window, output int, p Price, contextEditing bool) ModelInfo {
 	return ModelInfo{ContextWindow: window, MaxOutput: output, Price: p, ThinkingBudget: true, BudgetOnly: true,
-		ThinkingOff: true, ForcedToolChoice: true, UnboundThinking: true, ContextEditing: true}
+		ThinkingOff: true, ForcedToolChoice: true, UnboundThinking: true, ContextEditing: contextEditing}
 }
 
 // unknownModel is what [LookupModel] answers for a model the table does

@@ -85,6 +85,10 @@ Flags:
                       and below --max-tokens, for the older models that take
                       one (Claude 4.6 and earlier); 0 is off. Current
                       models think adaptively: use --effort
+  --compaction MODE   how the conversation is kept under the context limit:
+                      server (the API clears old tool results and compacts
+                      on the server), client (agentloop summarises), or off;
+                      the default is server on models that support it
   --mcp 'CMD ARGS'    start an MCP server over stdio and offer its tools
                       (repeatable)
   --mcp-url URL       connect to an MCP server over streamable HTTP and offer
@@ -174,6 +178,7 @@ type options struct {
 	tools         []string
 	thinking      int
 	effort        string
+	compaction    string // --compaction (compaction.go)
 	mcp           []string
 	mcpURL        []string
 	mcpFlags      // the other MCP flags, in mcp.go
@@ -227,6 +232,9 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		return nil, err
 	}
 	if err := checkThinking(o.thinking, o.maxTokens); err != nil {
+		return nil, err
+	}
+	if err := checkCompaction(o); err != nil {
 		return nil, err
 	}
 	switch info, known := llm.LookupModel(o.model); {
@@ -303,6 +311,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.system, "system", "", "")
 	fs.IntVar(&o.thinking, "thinking", 0, "")
 	fs.StringVar(&o.effort, "effort", "", "")
+	defineCompactionFlag(fs, o)
 	fs.Var((*listFlag)(&o.mcp), "mcp", "")
 	fs.Var((*listFlag)(&o.mcpURL), "mcp-url", "")
 	o.mcpFlags.define(fs)
