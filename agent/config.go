@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -31,9 +29,9 @@ type Config struct {
 	// on older models, adaptive on current ones).
 	Thinking *llm.ThinkingConfig
 	// Effort is the output_config.effort of every turn, one of the levels
-	// the model takes ([llm.ModelInfo].Efforts): on current models it,
-	// not a thinking budget, sets how much the model thinks. Default
-	// empty: the model's default.
+	// the model takes ([llm.ModelInfo].Efforts; another fails the run
+	// before any request): on current models it, not a thinking budget,
+	// sets how much the model thinks. Default empty: the model's default.
 	Effort string
 	// Tools are the tools the model may call. Default none.
 	Tools []*tool.Tool
@@ -140,11 +138,6 @@ func New(cfg Config) (*Agent, error) {
 		// The API's rule: the thinking budget is part of max_tokens.
 		return nil, fmt.Errorf("agent: Config.Thinking.BudgetTokens (%d) must be below the history's MaxTokens (%d)",
 			th.BudgetTokens, max)
-	}
-	if m := cfg.History.Config().Model; cfg.Effort != "" {
-		if info, _ := llm.LookupModel(m); !slices.Contains(info.Efforts, cfg.Effort) {
-			return nil, fmt.Errorf("agent: Config.Effort %q is not a level %s takes (%s)", cfg.Effort, m, cmp.Or(strings.Join(info.Efforts, ", "), "none"))
-		}
 	}
 	cfg.MaxIterations = cmp.Or(cfg.MaxIterations, DefaultMaxIterations)
 	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, 3)

@@ -29,9 +29,6 @@ func TestNew(t *testing.T) {
 		{"thinking budget over MaxTokens", Config{Model: model, History: memory.New(memory.Config{MaxTokens: 1000}), Thinking: &llm.ThinkingConfig{BudgetTokens: 1000}}, "BudgetTokens"},
 		{"thinking budget over the default MaxTokens", Config{Model: model, Thinking: &llm.ThinkingConfig{BudgetTokens: llm.DefaultMaxTokens}}, "BudgetTokens"},
 		{"adaptive thinking needs no budget", Config{Model: model, History: memory.New(memory.Config{MaxTokens: 1000}), Thinking: &llm.ThinkingConfig{Adaptive: true}}, ""},
-		{"an effort the model takes", Config{Model: model, Effort: "xhigh"}, ""},
-		{"an effort the model does not take", Config{Model: model, History: memory.New(memory.Config{Model: "claude-opus-4-6"}), Effort: "xhigh"}, `Effort "xhigh" is not a level claude-opus-4-6 takes (low, medium, high, max)`},
-		{"an effort on a model that takes none", Config{Model: model, History: memory.New(memory.Config{Model: "claude-haiku-4-5"}), Effort: "low"}, "takes (none)"},
 		{"a tool twice", Config{Model: model, Tools: []*tool.Tool{calculator.New(), calculator.New()}}, "duplicate tool name"},
 		{"middleware returning nil", Config{Model: model, Middleware: func(llm.Model) llm.Model { return nil }}, "nil Model"},
 	}

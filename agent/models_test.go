@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	at "github.com/agentloop/agentloop/anthropictest"
@@ -72,5 +73,19 @@ func TestRefusalKeepsThinkingValid(t *testing.T) {
 	last := srv.Requests()[2].Messages()
 	if len(last) != 3 || last[1].Content[0].Signature != "sig_1" {
 		t.Errorf("the third request's messages = %+v, want the first run's turn with its thinking, then the new prompt", last)
+	}
+}
+
+// An effort the model does not take fails the run before any request,
+// saying which levels it takes, and changes nothing.
+func TestEffortChecked(t *testing.T) {
+	srv, client := fake(t, at.NewStream().Text("ok"))
+	a := newAgent(t, client, Config{History: memory.New(memory.Config{Model: "claude-opus-4-6"}), Effort: "xhigh"})
+	res, err := a.Run(t.Context(), "hi")
+	if res.State != Failed || err == nil || !strings.Contains(err.Error(), `claude-opus-4-6 takes effort low, medium, high, max, not "xhigh"`) {
+		t.Errorf("Run = %s, %v; want a failure naming the levels", res.State, err)
+	}
+	if n := len(srv.Requests()); n != 0 || a.History().Len() != 0 {
+		t.Errorf("%d requests sent, %d messages kept", n, a.History().Len())
 	}
 }
