@@ -98,11 +98,26 @@ func cliChildren(args ...string) []child {
 	return []child{c}
 }
 
-// buildClients builds the client binaries into dir.
+// buildClients builds the client binaries into dir. Each is then copied
+// with write(2), as an installed binary is: a binary as the linker left it
+// can sit in the page cache in large folios, which the kernel maps whole,
+// and the same agentloop then measured 28.5 to 33.7 MiB at rest over four
+// builds, against 28.2 to 28.8 MiB for their copies.
 func buildClients(b *testing.B, dir string) {
 	for name, pkg := range map[string]string{"agentloop": "../../cmd/agentloop", "floor": "./testdata/bigpayload/floor", "sdk": "./testdata/bigpayload/sdk"} {
-		if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg).CombinedOutput(); err != nil {
+		built := filepath.Join(dir, name+".built")
+		if out, err := exec.Command("go", "build", "-o", built, pkg).CombinedOutput(); err != nil {
 			b.Fatalf("go build %s: %v\n%s", pkg, err, out)
+		}
+		bin, err := os.ReadFile(built)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, name), bin, 0o755)
+		}
+		if err == nil {
+			err = os.Remove(built)
+		}
+		if err != nil {
+			b.Fatal(err)
 		}
 	}
 }
@@ -181,9 +196,10 @@ func BenchmarkBigPayload(b *testing.B) {
 
 // BenchmarkLongText streams an answer of 100,000 text deltas to the CLI,
 // whose memory must stay flat however long the answer; the floor reads
-// the same stream and discards it.
+// the same stream and discards it, and the SDK-only agent accumulates it
+// with Message.Accumulate.
 func BenchmarkLongText(b *testing.B) {
-	runChildren(b, longTextReplies, append([]child{floorChild}, cliChildren("Tell me a long story.")...)...)
+	runChildren(b, longTextReplies, append([]child{floorChild, sdkChild}, cliChildren("Tell me a long story.")...)...)
 }
 
 // BenchmarkBigPayloadInProcess is the agentloop round trip of
