@@ -233,9 +233,7 @@ func grow(b []byte, s string) []byte {
 }
 
 // toolInput is a tool call's input from its start's input and its
-// fragments, joined into one buffer of exactly their size, since the
-// history keeps it: a growing buffer would copy a 5 MiB input four times
-// and keep up to twice its size.
+// fragments, joined once at their exact size: the history keeps it.
 func toolInput(start json.RawMessage, frags []string) json.RawMessage {
 	n := 0
 	for _, f := range frags {
@@ -263,8 +261,7 @@ func toolInput(start json.RawMessage, frags []string) json.RawMessage {
 // InvalidInput reports whether an [Assembler] marked the input of tu as not
 // valid JSON, and returns the raw text the model sent.
 func InvalidInput(tu ToolUse) (string, bool) {
-	// The mark is the only field, a string, so its name comes first: a
-	// 5 MiB input is not searched for it.
+	// The mark is the only field, so its name comes first: a big input is not searched.
 	dec := jsontext.NewDecoder(bytes.NewReader(tu.Input), lenient)
 	open, _ := dec.ReadToken()
 	name, _ := dec.ReadToken()
