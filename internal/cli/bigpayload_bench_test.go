@@ -32,7 +32,7 @@ import (
 // The server is anthropictest in this process, streaming buffered (not one
 // flush per event), so that it costs the clients as little as it can.
 //
-//	go test ./internal/cli -run '^$' -bench 'BigPayload|LongText' -benchtime 5x
+//	go test ./internal/cli -run '^$' -bench 'BigPayload|LongText|AtRest' -benchtime 5x
 //
 // With AGENTLOOP_BENCH_BASELINE set to another agentloop binary, that one
 // runs too, as agentloop-baseline.
@@ -169,7 +169,9 @@ func runChildren(b *testing.B, replies func() []anthropictest.Reply, children ..
 		if err != nil || srv.Pending() != 0 {
 			b.Fatalf("agentloop: %v, %d replies unused:\n%s", err, srv.Pending(), out)
 		}
-		bodySize = len(reqs[len(reqs)-1].Body)
+		if len(reqs) > 0 {
+			bodySize = len(reqs[len(reqs)-1].Body)
+		}
 	}
 	for _, c := range children {
 		b.Run(c.name, func(b *testing.B) {
@@ -213,6 +215,14 @@ func BenchmarkBigPayload(b *testing.B) {
 // Message.Accumulate joins text with +=, and took 18.7 s per answer.
 func BenchmarkLongText(b *testing.B) {
 	runChildren(b, longTextReplies, append([]child{floorChild}, cliChildren("Tell me a long story.")...)...)
+}
+
+// BenchmarkAtRest starts the CLI for --help, which only prints, beside
+// the floor's -h: the resting footprint every run starts from, the pages
+// of code and tables that the linked packages' init functions touch.
+func BenchmarkAtRest(b *testing.B) {
+	floor := child{name: "floor", args: func(string, int) []string { return []string{"-h"} }}
+	runChildren(b, func() []anthropictest.Reply { return nil }, append([]child{floor}, cliChildren("--help")...)...)
 }
 
 // BenchmarkBigPayloadInProcess is the agentloop round trip of
