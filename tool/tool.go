@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"regexp"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	jsv "github.com/santhosh-tekuri/jsonschema/v6"
@@ -197,6 +198,19 @@ func (t *Tool) check() error {
 // Spec returns the tool's description for the model, to send in
 // [llm.Request.Tools]. The schema bytes are shared; do not modify them.
 func (t *Tool) Spec() llm.ToolSpec { return t.spec }
+
+// Truncate returns s cut to about n bytes, on a UTF-8 boundary, with a note
+// saying how many bytes it cut, so that one long text cannot crowd out the
+// rest of what the model reads.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + fmt.Sprintf("… [%d more bytes]", len(s)-n)
+}
 
 // toOutput turns a typed tool's result into content.
 func toOutput(v any) (Output, error) {
