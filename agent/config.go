@@ -57,9 +57,8 @@ type Config struct {
 	MaxTotalTokens int64
 	// MaxAttempts is how many times a model turn is tried when its stream
 	// fails transiently ([llm.IsRetryable]) after output arrived, where the
-	// llm client no longer retries. Retries wait by [llm.Backoff]; a server
-	// asking for more than [llm.DefaultMaxRetryWait] gets none. Default 3;
-	// 1 turns the retry off.
+	// llm client no longer retries. Retries wait by [llm.RetryWait].
+	// Default 3; 1 turns the retry off.
 	MaxAttempts int
 	// DisableCache turns off prompt caching, which is on by default.
 	DisableCache bool
@@ -99,10 +98,10 @@ type Agent struct {
 	cfg   Config
 	model llm.Model
 	log   *slog.Logger
-	// retryDelay is the wait before retrying a turn; tests shorten it.
-	retryDelay func(attempt int, err error) time.Duration
-	busy       atomic.Bool            // a run is in progress
-	otel       *telemetry.Instruments // otel hook
+	// retryWait waits before retrying a turn; tests shorten it.
+	retryWait func(ctx context.Context, attempt int, err error) error
+	busy      atomic.Bool            // a run is in progress
+	otel      *telemetry.Instruments // otel hook
 }
 
 var (
@@ -147,7 +146,7 @@ func New(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("agent: Config.Tools: %w", err)
 		}
 	}
-	a := &Agent{cfg: cfg, model: cfg.Model, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)), retryDelay: llm.Backoff}
+	a := &Agent{cfg: cfg, model: cfg.Model, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)), retryWait: llm.RetryWait}
 	// otel hook: spans only; the model calls' metrics are the *llm.Client's.
 	a.otel = telemetry.Spans("github.com/agentloop/agentloop/agent", cfg.Telemetry.TracerProvider, cfg.Telemetry.CaptureContent)
 	if cfg.Middleware != nil {

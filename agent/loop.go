@@ -228,11 +228,11 @@ func (r *run) turn(final bool) (*turn, error) {
 			if cerr := r.compact(); cerr != nil {
 				return nil, fmt.Errorf("%w (compacting after it: %v)", err, cerr)
 			}
-		case t.yielded && attempt < r.cfg.MaxAttempts && llm.IsRetryable(err) && !tooLongToWait(err):
-			r.log.Warn("agent: model turn failed mid-stream; retrying", "attempt", attempt, "err", err)
-			if err := sleep(r.ctx, r.retryDelay(attempt, err)); err != nil {
+		case t.yielded && attempt < r.cfg.MaxAttempts && llm.IsRetryable(err):
+			if err := r.retryWait(r.ctx, attempt, err); err != nil {
 				return nil, err
 			}
+			r.log.Warn("agent: model turn failed mid-stream; retrying", "attempt", attempt, "err", err)
 		default:
 			return nil, err
 		}

@@ -1,10 +1,8 @@
 package agent
 
 import (
-	"context"
 	"errors"
 	"log/slog"
-	"time"
 
 	"github.com/agentloop/agentloop/internal/telemetry" // otel hook
 	"github.com/agentloop/agentloop/llm"
@@ -65,21 +63,4 @@ func (r *run) compact() error {
 func (r *run) showText(text string) {
 	r.shown.WriteString(text)
 	r.emit(TextDelta{Text: text})
-}
-
-// tooLongToWait reports whether the server asked to wait longer than the
-// llm client would: then the turn fails at once.
-func tooLongToWait(err error) bool {
-	ae, ok := errors.AsType[*llm.APIError](err)
-	return ok && ae.RetryAfter > llm.DefaultMaxRetryWait
-}
-
-// sleep waits for d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	select {
-	case <-time.After(d):
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
 }

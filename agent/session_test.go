@@ -186,7 +186,7 @@ func TestRetryBackoff(t *testing.T) {
 	t.Run("retry-after too long", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			wait := *overloaded
-			wait.RetryAfter = llm.DefaultMaxRetryWait + time.Second
+			wait.RetryAfter = time.Minute + time.Second
 			m := partial(&scripted{}, &wait, 1).add(nil, textTurn("done", llm.EndTurn)...)
 			a, _ := New(Config{Model: m})
 			start := time.Now()

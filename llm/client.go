@@ -51,12 +51,11 @@ type Config struct {
 
 // A Client calls the Messages API. It is safe for concurrent use.
 type Client struct {
-	sdk          anthropic.Client
-	log          *slog.Logger
-	maxAttempts  int
-	idleTimeout  time.Duration          // of a stream's silence; time between events the caller spends does not count
-	maxRetryWait time.Duration          // the longest retry-after waited for
-	tel          *telemetry.Instruments // otel hook
+	sdk         anthropic.Client
+	log         *slog.Logger
+	maxAttempts int
+	idleTimeout time.Duration          // of a stream's silence; time between events the caller spends does not count
+	tel         *telemetry.Instruments // otel hook
 
 	// Seams for tests: time and randomness.
 	sleep  func(ctx context.Context, d time.Duration) error
@@ -67,13 +66,12 @@ type Client struct {
 // New returns a Client for cfg.
 func New(cfg Config) *Client {
 	c := &Client{
-		log:          cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
-		maxAttempts:  cfg.MaxAttempts,
-		idleTimeout:  90 * time.Second,
-		maxRetryWait: DefaultMaxRetryWait,
-		sleep:        sleepCtx,
-		now:          time.Now,
-		jitter:       rand.Int64N,
+		log:         cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
+		maxAttempts: cfg.MaxAttempts,
+		idleTimeout: 90 * time.Second,
+		sleep:       sleepCtx,
+		now:         time.Now,
+		jitter:      rand.Int64N,
 	}
 	if c.maxAttempts <= 0 {
 		c.maxAttempts = 3
@@ -246,12 +244,11 @@ func (c *Client) retry(ctx context.Context, committed func() bool, attempt func(
 		if committed() || !IsRetryable(err) || n >= c.maxAttempts {
 			return err
 		}
-		if ae, ok := errors.AsType[*APIError](err); ok && ae.RetryAfter > c.maxRetryWait {
-			c.log.Info("llm: server asks to wait longer than a minute; giving up",
-				"retry_after", ae.RetryAfter, "max", c.maxRetryWait, "err", err)
+		wait, ok := backoff(n, err, c.jitter)
+		if !ok {
+			c.log.Info("llm: server asks to wait longer than a minute; giving up", "err", err)
 			return err
 		}
-		wait := backoff(n, err, c.jitter)
 		c.log.Info("llm: retrying", "attempt", n+1, "of", c.maxAttempts, "wait", wait, "err", err)
 		telemetry.Retry(ctx, n+1, wait, ErrorType(err), false) // otel hook
 		if err := c.sleep(ctx, wait); err != nil {
@@ -260,25 +257,34 @@ func (c *Client) retry(ctx context.Context, committed func() bool, attempt func(
 	}
 }
 
-// Backoff returns the wait before retry number attempt (1 for the first)
-// of a request that failed with err: the module's one schedule. It is the
-// server's retry-after, else 0.5 s doubling to 8 s, less up to a quarter
-// of jitter so that clients do not come back in step. Whether a
-// retry-after is too long to wait for is the caller's decision.
-func Backoff(attempt int, err error) time.Duration {
-	return backoff(attempt, err, rand.Int64N)
+// maxRetryWait is the longest retry-after worth waiting for: a server
+// asking for more is not, so the error is returned instead.
+const maxRetryWait = time.Minute
+
+// RetryWait waits before retry number attempt (1 for the first) of a
+// request that failed with err, by the module's one schedule: the server's
+// retry-after, else 0.5 s doubling to 8 s, less up to a quarter of jitter so
+// that clients do not come back in step. It returns err at once if the
+// server asks to wait over a minute, and ctx's error if ctx ends first.
+func RetryWait(ctx context.Context, attempt int, err error) error {
+	d, ok := backoff(attempt, err, rand.Int64N)
+	if !ok {
+		return err
+	}
+	return sleepCtx(ctx, d)
 }
 
-// backoff is Backoff with the jitter source given, so that tests can pin it.
-func backoff(attempt int, err error, jitter func(n int64) int64) time.Duration {
+// backoff is the wait of RetryWait, with the jitter source given so that
+// tests can pin it; false if the retry-after is too long to wait for.
+func backoff(attempt int, err error, jitter func(n int64) int64) (time.Duration, bool) {
 	if ae, ok := errors.AsType[*APIError](err); ok && ae.RetryAfter > 0 {
-		return ae.RetryAfter
+		return ae.RetryAfter, ae.RetryAfter <= maxRetryWait
 	}
 	d := 8 * time.Second
 	if attempt < 5 {
 		d = 500 * time.Millisecond << max(attempt-1, 0) // capped before the shift can overflow
 	}
-	return d - time.Duration(jitter(int64(d/4)))
+	return d - time.Duration(jitter(int64(d/4))), true
 }
 
 // sleepCtx waits for d or until ctx is done.

@@ -23,11 +23,6 @@ var ErrIncompleteStream = errors.New("llm: stream ended before message_stop")
 // wraps it to say the same.
 var ErrPromptTooLong = errors.New("llm: prompt is too long for the context window")
 
-// DefaultMaxRetryWait is the longest retry-after a retry waits for unless
-// configured otherwise: a server asking for more is not worth waiting on,
-// so the error is returned instead. The client and the agent loop share it.
-const DefaultMaxRetryWait = 60 * time.Second
-
 // The other errors a stream can end with. Callers classify them with
 // IsRetryable, so they are not exported. A malformed event is not
 // retryable: the same server would likely send the same bytes again.
