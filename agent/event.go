@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/memory"
 )
 
 // An Event is one step of a run, as [Agent.Stream] yields it: one of the
@@ -70,12 +71,9 @@ type UsageUpdate struct {
 	CostUSD float64   `json:"cost_usd"`
 }
 
-// Compacted says the history was compacted from Before to After tokens
-// (estimated). Steps names what was done, in order.
+// Compacted says the history was compacted, as the Compaction reports.
 type Compacted struct {
-	Before int      `json:"before"`
-	After  int      `json:"after"`
-	Steps  []string `json:"steps,omitempty"`
+	memory.Compaction
 }
 
 // Retry says the current model turn failed and is sent again, as attempt

@@ -54,7 +54,7 @@ func (r *run) compact() error {
 	r.usage = r.usage.Add(c.Usage)
 	if err == nil || len(c.Steps) > 0 {
 		r.log.Info("agent: compacted the history", slog.Int("before", c.Before), slog.Int("after", c.After), slog.Any("err", err))
-		r.emit(Compacted{Before: c.Before, After: c.After, Steps: c.Steps})
+		r.emit(Compacted{c})
 	}
 	return err
 }

@@ -42,9 +42,10 @@ const (
 
 // Compaction reports what one [History.Compact] call did.
 type Compaction struct {
-	Before, After int       // the token counts around the compaction
-	Steps         []string  // what each step did, such as "summarised 12 messages"
-	Usage         llm.Usage // of the summarisation calls
+	Before int       `json:"before"`          // the token count before compacting
+	After  int       `json:"after"`           // the token count after
+	Steps  []string  `json:"steps,omitempty"` // what each step did, such as "summarised 12 messages"
+	Usage  llm.Usage `json:"usage,omitzero"`  // of the summarisation calls
 }
 
 // Compact shrinks the history below 60% of Config.ContextLimit, in
