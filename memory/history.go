@@ -11,12 +11,6 @@ import (
 	"github.com/agentloop/agentloop/llm"
 )
 
-// TokenCounter counts the input tokens of a request exactly, with the API's
-// count_tokens endpoint. *llm.Client satisfies it.
-type TokenCounter interface {
-	CountTokens(ctx context.Context, req llm.Request) (int, error)
-}
-
 // Config configures a [History]. Its zero value works.
 type Config struct {
 	// Model is the model of the main turns (an agent sends its turns to
@@ -39,9 +33,10 @@ type Config struct {
 	KeepRecent int
 	// SummaryModel is the model of the summarisation call. Default: Model.
 	SummaryModel string
-	// Counter, when set, lets Compact ask the API for an exact count once
-	// the estimate reaches 90% of ContextLimit. Default: nil, estimates only.
-	Counter TokenCounter
+	// Counter counts a request's input tokens exactly, such as
+	// [llm.Client.CountTokens]: Compact asks it once the estimate reaches
+	// 90% of ContextLimit. Default: nil, estimates only.
+	Counter func(ctx context.Context, req llm.Request) (int, error)
 	// Logger receives compaction and repair reports. Default: discard.
 	Logger *slog.Logger
 }

@@ -55,7 +55,7 @@ func (h *History) recount(ctx context.Context) int {
 	if c == nil || len(h.entries) == 0 || n < h.cfg.ContextLimit*9/10 || h.lastExact() == len(h.entries)-1 {
 		return n
 	}
-	exact, err := c.CountTokens(ctx, llm.Request{
+	exact, err := c(ctx, llm.Request{
 		Model:     h.cfg.Model,
 		MaxTokens: h.cfg.MaxTokens,
 		System:    h.system,
