@@ -105,8 +105,7 @@ type Agent struct {
 }
 
 var (
-	// ErrNoModel is returned by [New] when [Config.Model] is nil.
-	ErrNoModel = errors.New("agent: Config.Model is required")
+	errNoModel = errors.New("agent: Config.Model is required")
 	// ErrBusy is yielded by [Agent.Stream] when another run of the same
 	// Agent is in progress.
 	ErrBusy = errors.New("agent: another run of this Agent is in progress")
@@ -116,7 +115,7 @@ var (
 // error naming the field if cfg is invalid, such as a negative limit.
 func New(cfg Config) (*Agent, error) {
 	if cfg.Model == nil {
-		return nil, ErrNoModel
+		return nil, errNoModel
 	}
 	limits := []string{"MaxIterations", "MaxDuration", "MaxTotalTokens", "MaxAttempts"}
 	for i, v := range []int64{int64(cfg.MaxIterations), int64(cfg.MaxDuration), cfg.MaxTotalTokens, int64(cfg.MaxAttempts)} {

@@ -51,7 +51,7 @@ func TestNew(t *testing.T) {
 			}
 		})
 	}
-	if _, err := New(Config{}); !errors.Is(err, ErrNoModel) {
+	if _, err := New(Config{}); !errors.Is(err, errNoModel) {
 		t.Errorf("New(Config{}) = %v, want ErrNoModel", err)
 	}
 }
