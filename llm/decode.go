@@ -24,18 +24,16 @@ var (
 	errLoneCR        = fmt.Errorf("%w: a lone CR as a line end is not supported", errMalformedEvent)
 )
 
-// sseReader splits a text/event-stream into events, as the MCP Go SDK's
-// scanEvents does but without a copy per line. An event still pending at
-// the end of the stream is delivered, so a missing final blank line loses
-// nothing.
+// sseReader splits a text/event-stream into events with a bufio.Scanner, as
+// the MCP Go SDK's scanEvents does. An event still pending at the end of the
+// stream is delivered, so a missing final blank line loses nothing.
 //
 // Lines end in LF or CRLF, as both official SDKs read them. A lone CR,
 // which the WHATWG standard also allows, is reported as malformed rather
 // than misread: no Anthropic endpoint or proxy sends one, and a CR cannot
 // occur inside a JSON value.
 type sseReader struct {
-	br   *bufio.Reader
-	long []byte // a line longer than br's buffer, assembled here
+	sc   *bufio.Scanner
 	data []byte // the joined data lines of the pending event, each ending in LF
 	name []byte // the event field of the pending event
 	bom  bool   // the byte-order mark check is done
@@ -47,12 +45,25 @@ func (s *sseReader) next() (name, data []byte, err error) {
 	s.name, s.data = s.name[:0], s.data[:0]
 	seen := false // the pending event has an event or data field
 	for {
-		line, err := s.line()
-		if (err == io.EOF || err == nil && len(line) == 0) && seen {
+		more := s.sc.Scan()
+		switch err := s.sc.Err(); {
+		case err == bufio.ErrTooLong:
+			return nil, nil, errEventTooLarge
+		case err != nil:
+			return nil, nil, err
+		case !more && !seen:
+			return nil, nil, io.EOF
+		}
+		line := s.sc.Bytes()
+		if !s.bom {
+			s.bom = true
+			line = bytes.TrimPrefix(line, []byte("\xEF\xBB\xBF"))
+		}
+		if (!more || len(line) == 0) && seen {
 			return s.name, bytes.TrimSuffix(s.data, []byte("\n")), nil
 		}
-		if err != nil {
-			return nil, nil, err
+		if bytes.IndexByte(line, '\r') >= 0 {
+			return nil, nil, errLoneCR
 		}
 		field, value, _ := bytes.Cut(line, []byte(":"))
 		value = bytes.TrimPrefix(value, []byte(" "))
@@ -67,36 +78,6 @@ func (s *sseReader) next() (name, data []byte, err error) {
 		}
 		// Comments, id, retry and other fields mean nothing to this API.
 	}
-}
-
-// line returns the next line without its end, valid until the next call.
-// ReadSlice searches each buffered byte once, so a long line costs linear
-// time.
-func (s *sseReader) line() ([]byte, error) {
-	line, err := s.br.ReadSlice('\n')
-	if err == bufio.ErrBufferFull {
-		s.long = append(s.long[:0], line...)
-		for err == bufio.ErrBufferFull {
-			line, err = s.br.ReadSlice('\n')
-			if len(s.long)+len(line) > maxEventSize {
-				return nil, errEventTooLarge
-			}
-			s.long = append(s.long, line...)
-		}
-		line = s.long
-	}
-	if err != nil && (err != io.EOF || len(line) == 0) {
-		return nil, err
-	}
-	if !s.bom {
-		s.bom = true
-		line = bytes.TrimPrefix(line, []byte("\xEF\xBB\xBF"))
-	}
-	line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
-	if bytes.IndexByte(line, '\r') >= 0 {
-		return nil, errLoneCR
-	}
-	return line, nil
 }
 
 // decoder turns the server-sent events of one response into [Event]s.
@@ -200,7 +181,9 @@ func newDecoder(r io.Reader, log *slog.Logger) *decoder {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &decoder{log: log, sse: sseReader{br: bufio.NewReaderSize(r, 64<<10)}}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), maxEventSize)
+	return &decoder{log: log, sse: sseReader{sc: sc}}
 }
 
 // next returns the next event. After MessageStop it returns io.EOF. A
