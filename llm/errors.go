@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentloop/agentloop/internal/apirules"
 )
 
 // ErrIncompleteStream means the response ended, or the connection broke,
@@ -119,22 +121,6 @@ func (e *APIError) decode(body []byte) bool {
 	return true
 }
 
-// statusTypes names the error type of a status when the body names none.
-var statusTypes = map[int]string{
-	400: "invalid_request_error",
-	401: "authentication_error",
-	402: "billing_error",
-	403: "permission_error",
-	404: "not_found_error",
-	408: "timeout_error",
-	409: "conflict_error",
-	413: "request_too_large",
-	429: "rate_limit_error",
-	500: "api_error",
-	504: "timeout_error",
-	529: "overloaded_error",
-}
-
 // newHTTPError builds the APIError for an HTTP error response. now is the
 // current time, for a retry-after given as an HTTP date.
 func newHTTPError(status int, h http.Header, body []byte, now time.Time) *APIError {
@@ -145,7 +131,7 @@ func newHTTPError(status int, h http.Header, body []byte, now time.Time) *APIErr
 			e.Message = e.Message[:200] + "…"
 		}
 	}
-	e.Type = cmp.Or(e.Type, statusTypes[status], "http_error")
+	e.Type = cmp.Or(e.Type, apirules.ErrorTypes[status], "http_error")
 	e.retryable = retryableStatus(status, e.code)
 	// x-should-retry is the server's own verdict, so it overrides ours.
 	if v := h.Get("x-should-retry"); v == "true" || v == "false" {
