@@ -31,11 +31,7 @@ type Message struct {
 // A Block is one content block of a [Message]. The set of block types is
 // sealed: it is one of [Text], [Thinking], [RedactedThinking], [ToolUse],
 // [ToolResult], [Image] or [RawBlock]. A switch over those covers every case.
-type Block interface {
-	// BlockType returns the block's wire "type", such as "text".
-	BlockType() string
-	isBlock()
-}
+type Block interface{ blockType() string }
 
 // Text is a text block. Citations, when the API sent any, are kept as raw
 // JSON so that they round-trip unchanged.
@@ -96,34 +92,16 @@ type RawBlock struct {
 	JSON json.RawMessage
 }
 
-// BlockType returns "text".
-func (Text) BlockType() string { return "text" }
+func (Text) blockType() string             { return "text" }
+func (Thinking) blockType() string         { return "thinking" }
+func (RedactedThinking) blockType() string { return "redacted_thinking" }
+func (ToolUse) blockType() string          { return "tool_use" }
+func (ToolResult) blockType() string       { return "tool_result" }
+func (Image) blockType() string            { return "image" }
+func (b RawBlock) blockType() string       { return b.Type }
 
-// BlockType returns "thinking".
-func (Thinking) BlockType() string { return "thinking" }
-
-// BlockType returns "redacted_thinking".
-func (RedactedThinking) BlockType() string { return "redacted_thinking" }
-
-// BlockType returns "tool_use".
-func (ToolUse) BlockType() string { return "tool_use" }
-
-// BlockType returns "tool_result".
-func (ToolResult) BlockType() string { return "tool_result" }
-
-// BlockType returns "image".
-func (Image) BlockType() string { return "image" }
-
-// BlockType returns the block's Type.
-func (b RawBlock) BlockType() string { return b.Type }
-
-func (Text) isBlock()             {}
-func (Thinking) isBlock()         {}
-func (RedactedThinking) isBlock() {}
-func (ToolUse) isBlock()          {}
-func (ToolResult) isBlock()       {}
-func (Image) isBlock()            {}
-func (RawBlock) isBlock()         {}
+// BlockType returns b's wire "type", such as "text".
+func BlockType(b Block) string { return b.blockType() }
 
 // MarshalJSON writes the block in the API's wire shape, with its "type".
 func (b Text) MarshalJSON() ([]byte, error) { return marshal(b) }

@@ -139,7 +139,7 @@ func requestBody(r Request, count bool) ([]byte, error) {
 		// blocks cannot. The caller's message is not changed.
 		last := r.Messages[n-1]
 		for i := len(last.Content) - 1; i >= 0; i-- {
-			if t := last.Content[i]; t != nil && t.BlockType() != "thinking" && t.BlockType() != "redacted_thinking" {
+			if t := last.Content[i]; t != nil && t.blockType() != "thinking" && t.blockType() != "redacted_thinking" {
 				last.Content = append(last.Content[:i:i], append([]Block{cached{t}}, last.Content[i+1:]...)...)
 				w.Messages = append(r.Messages[:n-1:n-1], last)
 				break

@@ -137,7 +137,7 @@ func messageValue(role Role, content []Block, finish StopReason) attribute.Value
 			parts[i] = telemetry.Part("blob", attribute.String("modality", "image"),
 				attribute.String("mime_type", b.MediaType), attribute.String("content", b.Data))
 		default: // the schemas have no part for it: its type alone
-			parts[i] = telemetry.Part(b.BlockType())
+			parts[i] = telemetry.Part(b.blockType())
 		}
 	}
 	return telemetry.Message(string(role), string(finish), parts...)

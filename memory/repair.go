@@ -345,5 +345,5 @@ func ruleBlock(b llm.Block) apirules.Block {
 	case nil:
 		return apirules.Block{}
 	}
-	return apirules.Block{Type: b.BlockType()}
+	return apirules.Block{Type: llm.BlockType(b)}
 }
