@@ -9,8 +9,8 @@ import (
 	"github.com/agentloop/agentloop/memory"
 )
 
-// request builds the next request from the history, which it first
-// repairs and, when it has outgrown its limit, compacts.
+// request builds the next request from the history, repaired first and,
+// when it has outgrown its limit, compacted.
 func (r *run) request(final bool) (llm.Request, error) {
 	h := r.cfg.History
 	if fixes := h.Repair(); len(fixes) > 0 {
@@ -18,9 +18,8 @@ func (r *run) request(final bool) (llm.Request, error) {
 		telemetry.Repaired(r.ctx, fixes) // otel hook
 	}
 	if h.NeedsCompaction() {
-		// The count may be a high estimate (an image of unknown size counts
-		// as the largest), so a history that cannot shrink is sent anyway:
-		// the API has the last word, and its 400 makes turn compact again.
+		// The count may be a high estimate, so a history that cannot shrink
+		// is sent anyway: the API's 400 would make turn compact again.
 		if err := r.compact(); errors.Is(err, memory.ErrCannotCompact) {
 			r.log.Warn("agent: sending a history over the context limit", "err", err)
 		} else if err != nil {
@@ -44,9 +43,8 @@ func (r *run) request(final bool) (llm.Request, error) {
 	return req, nil
 }
 
-// compact compacts the history and reports it, also when it changed the
-// history but could not get under the limit. Summary calls count in the
-// run's usage.
+// compact compacts the history and reports it, also when it changed it
+// but could not get under the limit. Summary calls count in the run's usage.
 func (r *run) compact() error {
 	ctx, span := r.otel.StartCompact(r.ctx, r.cfg.ConversationID) // otel hook: the compact_history span
 	c, err := r.cfg.History.Compact(ctx, r.model)                 // otel hook: ctx, was r.ctx
