@@ -21,8 +21,7 @@ import (
 )
 
 // Config configures a [Client]. The zero value works, without credentials,
-// which suits a local fake server. This package reads no environment
-// variables.
+// as a local fake server wants. This package reads no environment.
 type Config struct {
 	// APIKey authenticates requests. Empty means none.
 	APIKey string
@@ -34,18 +33,16 @@ type Config struct {
 	// anthropic-beta. Nil means none.
 	Header http.Header
 	// HTTPClient sends the requests. Nil means http.DefaultClient. Leave
-	// its Timeout at zero: a turn may stream for many minutes; a stream
-	// silent for 90 seconds, not even a ping, is aborted as stalled.
+	// its Timeout zero: a turn may stream for minutes; one silent for 90
+	// seconds, not even a ping, is aborted as stalled.
 	HTTPClient *http.Client
 	// Logger receives a line per retry (Info) and per unknown event type
 	// (Debug). Nil discards everything.
 	Logger *slog.Logger
-	// MaxAttempts is how many times a request is tried, the first time
-	// included. Zero means 3; 1 turns retries off. A retry-after over a
-	// minute ends the retries.
+	// MaxAttempts is how many times a request is tried, the first included.
+	// Zero means 3; 1 turns retries off. See [RetryWait].
 	MaxAttempts int
-	// Telemetry says where each attempt's spans and metrics go. Default:
-	// the global OpenTelemetry providers.
+	// Telemetry says where each attempt's spans and metrics go.
 	Telemetry Telemetry // otel hook
 }
 
@@ -76,8 +73,8 @@ func New(cfg Config) *Client {
 	if c.maxAttempts <= 0 {
 		c.maxAttempts = 3
 	}
-	// The SDK sends the requests, authenticates and names the API
-	// version. Its retries are off: this package has one policy, below.
+	// The SDK sends, authenticates and names the API version; its retries
+	// are off, for this package's one policy.
 	opts := []option.RequestOption{option.WithoutEnvironmentDefaults(),
 		option.WithHTTPClient(cmp.Or(cfg.HTTPClient, http.DefaultClient)), option.WithMaxRetries(0)}
 	if cfg.BaseURL != "" {
@@ -85,9 +82,8 @@ func New(cfg Config) *Client {
 	}
 	switch {
 	case cfg.APIKey != "":
-		// The API documents x-api-key for keys. option.WithAPIKey of SDK
-		// v2.15 sends the key as a bearer token instead, so set the
-		// header ourselves.
+		// The API documents x-api-key; SDK v2.15's option.WithAPIKey sends
+		// a bearer token instead.
 		opts = append(opts, option.WithHeader("x-api-key", cfg.APIKey))
 	case cfg.AuthToken != "":
 		opts = append(opts, option.WithAuthToken(cfg.AuthToken))
@@ -106,14 +102,13 @@ func New(cfg Config) *Client {
 var errStop = errors.New("llm: consumer stopped") // ranging over a stream
 
 // Stream sends req and returns the model's turn as a stream of events,
-// ending with [MessageStop] or with an error.
+// ending with [MessageStop] or with an error. It is single-use; stopping
+// the range early closes the connection.
 //
-// Transient failures (see [IsRetryable]) are retried with backoff as long
-// as nothing has been yielded; MessageStart is held back until the first
-// content event for that reason. After that an error ends the stream, and
-// IsRetryable tells the caller whether to ask for the whole turn again.
-//
-// The stream is single-use. Stopping the range early closes the connection.
+// Transient failures (see [IsRetryable]) are retried as long as nothing has
+// been yielded, for which MessageStart is held back until the first content
+// event. After that an error ends the stream, and IsRetryable tells the
+// caller whether to ask for the whole turn again.
 func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Event, error] {
 	var used atomic.Bool
 	return func(yield func(Event, error) bool) {
@@ -142,8 +137,8 @@ func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Event, error
 // streamOnce makes one attempt at a streamed turn.
 func (c *Client) streamOnce(ctx context.Context, body []byte, yielded *bool, yield func(Event, error) bool) error {
 	return c.exchange(ctx, "v1/messages", body, func(resp *http.Response, idle *time.Timer) error {
-		// From here the idle timer runs only during each read: time the
-		// consumer spends between events is not the server's silence.
+		// From here the idle timer runs only in reads: the consumer's time
+		// between events is not the server's silence.
 		idle.Stop()
 		dec := newDecoder(&idleReader{r: resp.Body, t: idle, d: c.idleTimeout}, c.log)
 		dec.header = resp.Header
@@ -170,8 +165,8 @@ func (c *Client) streamOnce(ctx context.Context, body []byte, yielded *bool, yie
 }
 
 // exchange posts body to path and gives the response to read, while an idle
-// timer cancels the attempt if the server sends nothing for idleTimeout. Its
-// error names the real cause: the caller's context, or the idle timer.
+// timer cancels the attempt if the server sends nothing for idleTimeout.
+// Its error names the cause: the caller's context, or the idle timer.
 func (c *Client) exchange(ctx context.Context, path string, body []byte,
 	read func(*http.Response, *time.Timer) error) error {
 	actx, cancel := context.WithCancelCause(ctx)
@@ -194,8 +189,7 @@ func (c *Client) exchange(ctx context.Context, path string, body []byte,
 	return err
 }
 
-// idleReader arms the idle timer for the length of each read. Reads are per
-// buffer fill, not per event, so this costs little.
+// idleReader arms the idle timer for each read, a buffer fill: cheap.
 type idleReader struct {
 	r io.Reader
 	t *time.Timer
@@ -209,14 +203,14 @@ func (r *idleReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// post sends one request through the SDK, which sends a []byte body as it
-// is, and returns the response with its body unread.
+// post sends one request, its []byte body as it is, through the SDK, and
+// returns the response with its body unread.
 func (c *Client) post(ctx context.Context, path string, body []byte) (*http.Response, error) {
 	var resp *http.Response
 	err := c.sdk.Post(ctx, path, body, &resp)
 	if err != nil {
-		// The SDK's error needs a well-formed body; it leaves the bytes on
-		// resp.Body, so build ours from them.
+		// The SDK's error needs a well-formed body; ours is built from the
+		// bytes it leaves on resp.Body.
 		if resp != nil && resp.StatusCode >= 400 {
 			body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 			resp.Body.Close()
@@ -231,7 +225,7 @@ func (c *Client) post(ctx context.Context, path string, body []byte) (*http.Resp
 }
 
 // retry runs attempt until it succeeds, fails for good, or the attempts
-// run out. Once committed reports true, an error is returned, not retried.
+// run out; once committed, an error is returned, not retried.
 func (c *Client) retry(ctx context.Context, committed func() bool, attempt func(context.Context) error) error {
 	for n := 1; ; n++ {
 		err := attempt(ctx)
@@ -257,8 +251,7 @@ func (c *Client) retry(ctx context.Context, committed func() bool, attempt func(
 	}
 }
 
-// maxRetryWait is the longest retry-after worth waiting for: a server
-// asking for more is not, so the error is returned instead.
+// maxRetryWait is the longest retry-after worth waiting for.
 const maxRetryWait = time.Minute
 
 // RetryWait waits before retry number attempt (1 for the first) of a
@@ -274,8 +267,7 @@ func RetryWait(ctx context.Context, attempt int, err error) error {
 	return sleepCtx(ctx, d)
 }
 
-// backoff is the wait of RetryWait, with the jitter source given so that
-// tests can pin it; false if the retry-after is too long to wait for.
+// backoff is RetryWait's wait, false if too long, with the jitter given.
 func backoff(attempt int, err error, jitter func(n int64) int64) (time.Duration, bool) {
 	if ae, ok := errors.AsType[*APIError](err); ok && ae.RetryAfter > 0 {
 		return ae.RetryAfter, ae.RetryAfter <= maxRetryWait
@@ -299,10 +291,10 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// CountTokens returns the number of input tokens req would use, by the
-// API's count_tokens endpoint. It retries like Stream; an answer that takes
-// over 90 seconds fails like a stalled stream. Request.Extra, MaxTokens and
-// Container are not sent.
+// CountTokens returns the input tokens req would use, by the API's
+// count_tokens endpoint, retrying as Stream does. An answer slower than 90
+// seconds fails as a stalled stream. Extra, MaxTokens and Container are not
+// sent.
 func (c *Client) CountTokens(ctx context.Context, req Request) (int, error) {
 	body, err := requestBody(req, true)
 	if err != nil {
@@ -310,7 +302,7 @@ func (c *Client) CountTokens(ctx context.Context, req Request) (int, error) {
 	}
 	var n int
 	err = c.retry(ctx, func() bool { return false }, func(ctx context.Context) error {
-		// The answer is small, so the timer covers the whole exchange.
+		// The answer is small: the timer covers the whole exchange.
 		return c.exchange(ctx, "v1/messages/count_tokens", body, func(resp *http.Response, _ *time.Timer) error {
 			answer, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 			if err != nil {
