@@ -269,6 +269,10 @@ func (s *Stream) Event(name, dataJSON string) *Stream {
 	return s.add(item{kind: kEvent, a: name, b: dataJSON})
 }
 
+// Raw sends sse verbatim as one write, for framing Event cannot express,
+// such as comment lines, data-only events or CRLF line endings.
+func (s *Stream) Raw(sse string) *Stream { return s.add(item{kind: kRaw, a: sse}) }
+
 // Stop closes the open block and sends message_delta with the stop_reason
 // and usage, then message_stop. The output token count in message_delta is
 // outputTokens if given, else the number of deltas in the script (at least

@@ -198,6 +198,13 @@ func TestStreamShapes(t *testing.T) {
 	}
 }
 
+func TestStreamRaw(t *testing.T) {
+	got := string(NewStream().Raw(": comment\r\ndata: {\"type\":\"ping\"}\r\n\r\n").EndWithoutStop().Bytes())
+	if !strings.HasSuffix(got, "}}}\n\n: comment\r\ndata: {\"type\":\"ping\"}\r\n\r\n") {
+		t.Errorf("Raw bytes not verbatim: %q", got)
+	}
+}
+
 func TestStreamRerendersAfterChange(t *testing.T) {
 	s := NewStream().Text("a")
 	before := s.Bytes()
