@@ -215,11 +215,6 @@ func toOutput(v any) (Output, error) {
 		return Output{Content: []llm.Block{llm.Text{Text: v}}}, nil
 	case Output:
 		return v, nil
-	case *Output:
-		if v == nil {
-			return Output{}, nil
-		}
-		return *v, nil
 	case []llm.Block:
 		return Output{Content: v}, nil
 	case llm.Block:
