@@ -293,6 +293,7 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 	if t.stop == llm.ModelContextWindowExceeded {
 		return t, errContextWindow // turn compacts and asks again
 	}
+	r.serverCompacted(t.msg, asm.Usage())
 	// max_tokens cut the last block: text is kept, a tool_use keeps input {}
 	// and gets an is_error result, others are dropped.
 	for _, b := range asm.Incomplete() {
@@ -328,8 +329,9 @@ func (r *run) observe(t *turn) (State, bool) {
 		r.cfg.History.AppendAssistant(t.msg, t.usage)
 	}
 	switch t.stop {
-	case llm.PauseTurn:
-		// Sent back as the last message, the paused turn resumes.
+	case llm.PauseTurn, llm.CompactionStop:
+		// Sent back as the last message, the paused turn resumes: after a
+		// compaction, from the summary.
 		return "", true
 	case llm.MaxTokens:
 		return Truncated, false

@@ -42,13 +42,13 @@ type partial struct {
 	index     int
 	kind      string // "text", "thinking", "tool_use" or "raw"
 	done      bool
-	block     Block  // when done; nil for a dropped empty text block
-	buf, sig  []byte // text, thinking or input fragments; a signature
+	block     Block    // when done; nil for a dropped empty text block
+	buf, sig  []byte   // text or thinking fragments; a signature
+	frags     []string // input fragments, joined once at BlockStop
 	citations []json.RawMessage
 	tool      ToolUseStart // a tool_use block's start
 	raw       json.RawMessage
 	rawType   string
-	hasInput  bool                 // a raw block got input fragments
 	merges    map[string]*rawMerge // a raw block's unknown deltas, by field
 }
 
@@ -90,6 +90,10 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 	case signatureDelta:
 		if p := a.open(ev.Index, "thinking"); p != nil {
 			p.sig = append(p.sig, ev.Signature...)
+		} else if p := a.open(ev.Index, "raw"); p != nil {
+			// A compaction block's signature: kept, so the block goes back whole.
+			sig, _ := json.Marshal(map[string]string{"signature": ev.Signature})
+			p.merge(sig)
 		}
 	case citationDelta:
 		if p := a.open(ev.Index, "text"); p != nil {
@@ -97,10 +101,9 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 		}
 	case ToolInputDelta:
 		if p := a.open(ev.Index, "tool_use"); p != nil {
-			p.buf = grow(p.buf, ev.PartialJSON)
+			p.frags = append(p.frags, ev.PartialJSON)
 		} else if p := a.open(ev.Index, "raw"); p != nil {
-			p.buf = grow(p.buf, ev.PartialJSON)
-			p.hasInput = true
+			p.frags = append(p.frags, ev.PartialJSON)
 		}
 	case rawDelta:
 		if p := a.open(ev.Index, "raw"); p != nil {
@@ -110,7 +113,7 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 		if p := a.open(ev.Index, ""); p != nil {
 			p.done = true
 			p.block = p.finish()
-			p.buf, p.sig = nil, nil
+			p.buf, p.sig, p.frags = nil, nil, nil
 			return p.block, p.block != nil
 		}
 	case MessageDelta:
@@ -167,10 +170,10 @@ func (p *partial) finish() Block {
 		return Thinking{Thinking: string(p.buf), Signature: string(p.sig)}
 	case "tool_use":
 		t := p.tool
-		return ToolUse{ID: t.ID, Name: t.Name, Input: toolInput(t.Input, p.buf), Caller: t.Caller, ToolsetName: t.ToolsetName}
+		return ToolUse{ID: t.ID, Name: t.Name, Input: toolInput(t.Input, p.frags), Caller: t.Caller, ToolsetName: t.ToolsetName}
 	default:
 		raw := p.raw
-		if p.hasInput || len(p.merges) > 0 {
+		if len(p.frags) > 0 || len(p.merges) > 0 {
 			raw = p.rebuild()
 		}
 		if p.rawType == "redacted_thinking" {
@@ -186,16 +189,17 @@ func (p *partial) finish() Block {
 
 // rebuild returns the raw block's JSON with its input and deltas' fields.
 func (p *partial) rebuild() json.RawMessage {
-	if placeholder := []byte(`"input":{}}`); p.hasInput && p.merges == nil && bytes.HasSuffix(p.raw, placeholder) {
-		// The API's shape, the empty input last: a splice is cheaper.
-		return slices.Concat(p.raw[:len(p.raw)-3], toolInput(nil, p.buf), []byte("}"))
+	if placeholder := []byte(`"input":{}}`); len(p.frags) > 0 && p.merges == nil && bytes.HasSuffix(p.raw, placeholder) {
+		// The API's own shape, the empty input last: a splice costs a few
+		// allocations where the general path costs some twenty.
+		return slices.Concat(p.raw[:len(p.raw)-3], toolInput(nil, p.frags), []byte("}"))
 	}
 	var fields map[string]jsontext.Value
 	if json2.Unmarshal(p.raw, &fields, lenient) != nil {
 		return p.raw
 	}
-	if p.hasInput {
-		fields["input"] = jsontext.Value(toolInput(json.RawMessage(fields["input"]), p.buf))
+	if len(p.frags) > 0 {
+		fields["input"] = jsontext.Value(toolInput(json.RawMessage(fields["input"]), p.frags))
 	}
 	for k, m := range p.merges {
 		fields[k] = m.val
@@ -227,17 +231,25 @@ func grow(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-// toolInput is a call's input from its start's and its fragments.
-func toolInput(start json.RawMessage, frags []byte) json.RawMessage {
-	in := bytes.TrimSpace(frags)
-	if len(in) == 0 {
-		in = bytes.TrimSpace(start)
+// toolInput is a tool call's input from its start's input and its
+// fragments, joined once at their exact size: the history keeps it.
+func toolInput(start json.RawMessage, frags []string) json.RawMessage {
+	n := 0
+	for _, f := range frags {
+		n += len(f)
+	}
+	in := make([]byte, 0, n)
+	for _, f := range frags {
+		in = append(in, f...)
+	}
+	if in = bytes.TrimSpace(in); len(in) == 0 {
+		in = bytes.Clone(bytes.TrimSpace(start))
 		if len(in) == 0 || string(in) == "null" {
 			return json.RawMessage("{}")
 		}
 	}
 	if in[0] == '{' && jsontext.Value(in).IsValid(lenient) {
-		return bytes.Clone(in) // exactly its size: the history keeps it
+		return in
 	}
 	out, _ := json.Marshal(struct {
 		S string `json:"INVALID_JSON"`
@@ -248,8 +260,13 @@ func toolInput(start json.RawMessage, frags []byte) json.RawMessage {
 // InvalidInput reports whether an [Assembler] marked tu's input as not
 // JSON, and returns the raw text the model sent.
 func InvalidInput(tu ToolUse) (string, bool) {
-	var m map[string]string // the mark is the only field, a string
-	if !bytes.Contains(tu.Input, []byte(`"INVALID_JSON"`)) || json.Unmarshal(tu.Input, &m) != nil || len(m) != 1 {
+	// The mark is the only field, so its name comes first: a big input is not searched.
+	dec := jsontext.NewDecoder(bytes.NewReader(tu.Input), lenient)
+	open, _ := dec.ReadToken()
+	name, _ := dec.ReadToken()
+	var m map[string]string
+	if open.Kind() != '{' || name.Kind() != '"' || name.String() != "INVALID_JSON" ||
+		!bytes.Contains(tu.Input, []byte(`"INVALID_JSON"`)) || json.Unmarshal(tu.Input, &m) != nil || len(m) != 1 {
 		return "", false
 	}
 	s, ok := m["INVALID_JSON"]
