@@ -16,20 +16,17 @@ import (
 //
 // Add returns each block the moment its BlockStop completes it, so that a
 // tool call can start while the model still writes. A block whose
-// BlockStop never arrived (cut off by max_tokens or an error) is reported
-// only by Incomplete, and must not be run.
+// BlockStop never came (cut off by max_tokens or an error) is reported only
+// by Incomplete, and must not be run.
 //
-// Tool input follows the API's rules: fragments are concatenated and
-// parsed at BlockStop; an empty input is {}; a start's complete input
-// stands when no fragments come. An input that is not a JSON object is
-// wrapped as {"INVALID_JSON": "<the raw text>"}, as the API's docs
-// suggest, so that the block can still be sent back; [InvalidInput]
-// recognises it, and the call should get an error result.
+// Tool input is the concatenated fragments, parsed at BlockStop, else the
+// start's input, else {}. An input that is not a JSON object is wrapped as
+// {"INVALID_JSON": "<the raw text>"}, as the API's docs suggest, so that
+// the block can still be sent back; [InvalidInput] recognises it.
 //
-// Empty text blocks are dropped, since the API rejects them. Blocks of
-// other types become [RawBlock]s, with any streamed input or unknown
-// deltas merged in. A second MessageStart (a proxy spliced two responses)
-// starts the message over.
+// Empty text blocks, which the API rejects, are dropped. Other block types
+// become [RawBlock]s, with any streamed input or unknown deltas merged in.
+// A second MessageStart (a proxy spliced two responses) starts over.
 type Assembler struct {
 	container string
 	stop      StopReason
@@ -62,9 +59,8 @@ type rawMerge struct {
 	val   jsontext.Value // the last value, otherwise
 }
 
-// Add applies ev. When ev is the BlockStop that completes a block, Add
-// returns that block and true. It ignores events that do not fit, such as
-// a delta for a block that never started.
+// Add applies ev, and returns the block ev completes, if it does. Events
+// that do not fit, such as a delta for no block, are ignored.
 func (a *Assembler) Add(ev Event) (Block, bool) {
 	switch ev := ev.(type) {
 	case MessageStart:
@@ -181,7 +177,7 @@ func (p *partial) finish() Block {
 			raw = p.rebuild()
 		}
 		if p.rawType == "redacted_thinking" {
-			// As unmarshalBlock gives it: a reloaded turn switches alike.
+			// As unmarshalBlock gives it, so that a reloaded turn is alike.
 			var b RedactedThinking
 			if json.Unmarshal(raw, &b) == nil {
 				return b
@@ -191,8 +187,7 @@ func (p *partial) finish() Block {
 	}
 }
 
-// rebuild returns the raw block's JSON with its streamed input and the
-// fields of its unknown deltas set.
+// rebuild returns the raw block's JSON with its input and deltas' fields.
 func (p *partial) rebuild() json.RawMessage {
 	if placeholder := []byte(`"input":{}}`); len(p.frags) > 0 && p.merges == nil && bytes.HasSuffix(p.raw, placeholder) {
 		// The API's own shape, the empty input last: a splice costs a few
@@ -226,9 +221,9 @@ func (p *partial) rebuild() json.RawMessage {
 	return out
 }
 
-// grow appends s to b, at least doubling b's capacity when it must grow:
-// append grows a large slice by a quarter, which for a 5 MiB tool input
-// in 512-byte fragments allocated 25 MiB in all.
+// grow appends s to b, at least doubling b's capacity when it grows, where
+// append grows a large slice by a quarter: for a 5 MiB tool input in
+// 512-byte fragments, 25 MiB allocated in all.
 func grow(b []byte, s string) []byte {
 	if cap(b)-len(b) < len(s) {
 		b = slices.Grow(b, max(len(s), len(b)))
@@ -262,8 +257,8 @@ func toolInput(start json.RawMessage, frags []string) json.RawMessage {
 	return out
 }
 
-// InvalidInput reports whether an [Assembler] marked the input of tu as not
-// valid JSON, and returns the raw text the model sent.
+// InvalidInput reports whether an [Assembler] marked tu's input as not
+// JSON, and returns the raw text the model sent.
 func InvalidInput(tu ToolUse) (string, bool) {
 	// The mark is the only field, so its name comes first: a big input is not searched.
 	dec := jsontext.NewDecoder(bytes.NewReader(tu.Input), lenient)
@@ -278,12 +273,11 @@ func InvalidInput(tu ToolUse) (string, bool) {
 	return s, ok
 }
 
-// maxMergedFields bounds the fields unknown deltas may set on one block, so
-// that a hostile stream cannot make finish quadratic.
+// maxMergedFields bounds the fields deltas set on a block, lest a hostile
+// stream make finish quadratic.
 const maxMergedFields = 32
 
-// merge records the fields of an unknown delta on a raw block: strings are
-// appended, other values replaced.
+// merge records an unknown delta's fields: strings appended, others replaced.
 func (p *partial) merge(delta json.RawMessage) {
 	var fields map[string]jsontext.Value
 	json2.Unmarshal(delta, &fields, lenient) // the decoder has checked it
@@ -308,8 +302,7 @@ func (p *partial) merge(delta json.RawMessage) {
 	}
 }
 
-// Message returns the assistant message so far: every completed block,
-// in index order.
+// Message returns the assistant message so far: its completed blocks.
 func (a *Assembler) Message() Message {
 	m := Message{Role: Assistant}
 	for _, p := range a.sorted() {
@@ -320,8 +313,8 @@ func (a *Assembler) Message() Message {
 	return m
 }
 
-// Incomplete returns, in index order, the blocks that never got their
-// BlockStop, with what arrived of them. A tool call among them must not run.
+// Incomplete returns the blocks that never got their BlockStop, with what
+// arrived of them. A tool call among them must not run.
 func (a *Assembler) Incomplete() []Block {
 	var out []Block
 	for _, p := range a.sorted() {
@@ -340,8 +333,8 @@ func (a *Assembler) sorted() []*partial {
 	return ps
 }
 
-// Container returns the id of the code execution container the turn used,
-// or "". Send it as the next [Request].Container.
+// Container returns the turn's code execution container, for the next
+// [Request].Container, or "".
 func (a *Assembler) Container() string { return a.container }
 
 // StopReason returns the stop reason, or "" if none arrived.

@@ -36,11 +36,10 @@ type Request struct {
 	Effort string
 	// Cache puts cache_control breakpoints on the last tool, the system
 	// prompt and the last message, so that each call of a loop reads the
-	// previous call's prefix from the prompt cache.
+	// previous one's prefix from the prompt cache.
 	Cache bool
-	// Container is sent as container: the id of a code execution container
-	// to reuse, as the previous turn's [MessageDelta].Container reported.
-	// Empty sends none. count_tokens does not take it.
+	// Container is the code execution container to reuse, as the previous
+	// turn's [MessageDelta].Container reported. Empty sends none.
 	Container string
 	// ContextManagement, when set, is sent as context_management, with the
 	// beta header its edits need. Nil sends none. count_tokens does not take it.
@@ -48,9 +47,8 @@ type Request struct {
 	// Summarize, when set, makes this a compaction request (see [Summarize]),
 	// with its beta header. Nil means an ordinary turn.
 	Summarize *Summarize
-	// Extra holds top-level fields to send as they are, so that new API
-	// features need no release of this package. It overrides any field
-	// above with the same JSON name.
+	// Extra holds top-level fields to send as they are, overriding any
+	// above, so that new API features need no release of this package.
 	Extra map[string]any
 }
 
@@ -85,9 +83,9 @@ type ThinkingConfig struct {
 
 // wireRequest is the body of a Messages API call, and of count_tokens
 // (without MaxTokens, Container and Stream). The SDK's MessageNewParams
-// copy a message's JSON four times and validate it twice, most of the time
+// copy a message's JSON four times and validate it twice: most of the time
 // a request echoing a 5 MiB tool input took. Only fields the caller set are
-// present: API version 2026-10-21 rejects temperature, top_p and top_k.
+// sent: API version 2026-10-21 rejects temperature, top_p and top_k.
 type wireRequest struct {
 	Model      string        `json:"model"`
 	MaxTokens  int           `json:"max_tokens,omitzero"`
@@ -130,18 +128,17 @@ type wireOutput struct {
 	Effort string `json:"effort"`
 }
 
-// lenient are the options for all JSON here: as encoding/json does, it
-// accepts duplicate names, and replaces invalid UTF-8 (a binary file's
-// text, half a surrogate pair in a delta) by U+FFFD rather than failing.
+// lenient are the options for all JSON here: as encoding/json, it accepts
+// duplicate names and replaces invalid UTF-8 (a binary file's text, half a
+// surrogate pair in a delta) by U+FFFD.
 var lenient = json2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 
 // ephemeral is the breakpoint Request.Cache places.
 var ephemeral = json.RawMessage(`{"type":"ephemeral"}`)
 
-// requestBody writes the body of a Messages API call, or with count set
-// of a count_tokens call: the parts of the request that take up context.
-// Extra is not sent to count_tokens, since most extra fields concern
-// generation and count_tokens rejects unknown ones.
+// requestBody writes the body of a Messages API call, or with count set of
+// a count_tokens call: the parts that take up context. Extra, mostly about
+// generation, is not sent to count_tokens, which rejects unknown fields.
 func requestBody(r Request, count bool) ([]byte, error) {
 	if r.Model == "" {
 		return nil, errors.New("llm: Request.Model is empty")
@@ -169,11 +166,11 @@ func requestBody(r Request, count bool) ([]byte, error) {
 		w.Tools[n-1].CacheControl = ephemeral
 	}
 	if n := len(r.Messages); r.Cache && n > 0 {
-		// The last block that can carry a breakpoint gets one; thinking
-		// blocks cannot. The caller's message is not changed.
+		// The last block that can carry a breakpoint (not thinking) gets
+		// one; the caller's message is not changed.
 		last := r.Messages[n-1]
 		for i := len(last.Content) - 1; i >= 0; i-- {
-			if t := last.Content[i]; t != nil && t.BlockType() != "thinking" && t.BlockType() != "redacted_thinking" {
+			if t := last.Content[i]; t != nil && t.blockType() != "thinking" && t.blockType() != "redacted_thinking" {
 				last.Content = append(last.Content[:i:i], append([]Block{cached{t}}, last.Content[i+1:]...)...)
 				w.Messages = append(r.Messages[:n-1:n-1], last)
 				break
@@ -221,8 +218,7 @@ func requestBody(r Request, count bool) ([]byte, error) {
 	if count || len(r.Extra) == 0 {
 		return body, nil
 	}
-	// Extra overrides the fields above. This costs a copy of the body,
-	// so it is done only when there are extra fields.
+	// Extra overrides the fields above, at the cost of a copy of the body.
 	var fields map[string]jsontext.Value
 	if err := json2.Unmarshal(body, &fields, lenient); err != nil {
 		return nil, err
@@ -238,8 +234,7 @@ func requestBody(r Request, count bool) ([]byte, error) {
 // cached is a block with a cache breakpoint added to its JSON.
 type cached struct{ Block }
 
-// marshalCached writes c's block with "cache_control" added, unless it
-// has one already.
+// marshalCached writes c's block with "cache_control" added, unless it has one.
 var marshalCached = json2.MarshalToFunc(func(enc *jsontext.Encoder, c cached) error {
 	raw, err := json2.Marshal(c.Block, enc.Options())
 	if err != nil {

@@ -347,7 +347,7 @@ func ruleBlock(b llm.Block) apirules.Block {
 	case nil:
 		return apirules.Block{}
 	}
-	return apirules.Block{Type: b.BlockType()}
+	return apirules.Block{Type: llm.BlockType(b)}
 }
 
 // rewrote records that a rewrite (compaction, repair) changed messages from

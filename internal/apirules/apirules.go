@@ -1,7 +1,8 @@
 // Package apirules is the one statement of the Messages API's rules for a
 // request's messages, those the API answers with 400 when broken: memory
 // keeps its history within them, anthropictest rejects requests that break
-// them. It works on its own small view of a message, because anthropictest
+// them. It also names the API's error types, which llm reads and
+// anthropictest writes. It works on its own small view of a message, because anthropictest
 // must not import llm, whose own tests use anthropictest.
 package apirules
 
@@ -16,6 +17,24 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 )
+
+// ErrorTypes names the API's error type for each HTTP error status it
+// documents, as an error body without one (a proxy's) is read and as the
+// fake API answers.
+var ErrorTypes = map[int]string{
+	400: "invalid_request_error",
+	401: "authentication_error",
+	402: "billing_error",
+	403: "permission_error",
+	404: "not_found_error",
+	408: "timeout_error",
+	409: "conflict_error",
+	413: "request_too_large",
+	429: "rate_limit_error",
+	500: "api_error",
+	504: "timeout_error",
+	529: "overloaded_error",
+}
 
 // A Message is what the rules need of a message.
 type Message struct {

@@ -130,12 +130,12 @@ func TestRunErrors(t *testing.T) {
 				return text("Whole.")
 			})),
 			exitOK, "Whole.\n", []string{
-				"retrying in 1ms (attempt 2 of 3): API error 529 overloaded_error: Overloaded (request id req_529)\n",
+				"retrying in 1ms (attempt 2 of 3): API error 529 overloaded_error: Overloaded (request req_529)\n",
 				"retrying in 1ms (attempt 3 of 3): API error 529"}},
 		// An error event inside a 200 stream is named for what it was.
 		{"error event", []string{"hi"},
 			anthropictest.Repeat(anthropictest.NewStream().Text("Parti").ErrorEvent("overloaded_error", "Overloaded")),
-			exitFailure, "", []string{"agentloop: API error overloaded_error: Overloaded (request id req_"}},
+			exitFailure, "", []string{"agentloop: API error overloaded_error: Overloaded (request req_"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, tc.reply)

@@ -242,8 +242,10 @@ func (c *cli) newSession(ctx context.Context, o *options, model llm.Model, logge
 		Compaction:   o.compaction,
 		Logger:       logger,
 	}
-	if tc, ok := model.(memory.TokenCounter); ok {
-		s.memCfg.Counter = tc
+	if tc, ok := model.(interface {
+		CountTokens(context.Context, llm.Request) (int, error)
+	}); ok {
+		s.memCfg.Counter = tc.CountTokens
 	}
 	// Found now, before a request is paid for, not at the first save.
 	var history *memory.History
