@@ -121,10 +121,7 @@ func (s *Server) checkStrict(r *Request, count bool) *HTTPError {
 	if !issued {
 		return nil // no block to check: the messages need no decoding
 	}
-	p, err := r.Params()
-	if err != nil {
-		return nil
-	}
+	p := r
 	drop := set.Thinking.BlockBinding.PrefixMismatchBehavior == "drop_block"
 	return s.checkThinking(p, rules.binds && !drop)
 }
@@ -154,7 +151,7 @@ func modelRules(body []byte) (set settings, rules strictRules, v *violation) {
 
 // checkThinking checks every thinking block of p that the server issued:
 // its model can read it, and, with prefix set, its prefix is unchanged.
-func (s *Server) checkThinking(p *Params, prefix bool) *HTTPError {
+func (s *Server) checkThinking(p *Request, prefix bool) *HTTPError {
 	pr := newPrefix(p)
 	before, seen := "", false // the last issued block present, and whether there was one
 	for i, m := range p.Messages {
@@ -186,10 +183,7 @@ func (s *Server) checkThinking(p *Params, prefix bool) *HTTPError {
 // register records the signed thinking blocks of the stream st as served
 // for c's request, so that checkThinking knows them when they come back.
 func (s *Server) register(c *call, st *Stream) {
-	p, err := c.req.Params()
-	if err != nil {
-		return
-	}
+	p := c.req
 	st.mu.Lock()
 	items := slices.Clone(st.items)
 	st.mu.Unlock()
@@ -280,7 +274,7 @@ type prefix struct {
 	base []byte // the hash's input for system and tools
 }
 
-func newPrefix(p *Params) *prefix {
+func newPrefix(p *Request) *prefix {
 	pr := &prefix{h: sha256.New()}
 	var system any
 	if len(p.System) > 0 && p.System[0] == '"' {

@@ -366,7 +366,7 @@ func (h *History) binds() bool {
 }
 
 func hasThinking(m llm.Message) bool {
-	return slices.ContainsFunc(m.Content, func(b llm.Block) bool { return apirules.IsThinking(b.BlockType()) })
+	return slices.ContainsFunc(m.Content, func(b llm.Block) bool { return apirules.IsThinking(llm.BlockType(b)) })
 }
 
 // dropThinking drops every thinking block from message i on, on a model
@@ -380,7 +380,7 @@ func (h *History) dropThinking(i int) int {
 	n, out := 0, h.entries[:i:i]
 	for _, e := range h.entries[i:] {
 		if hasThinking(e.msg) {
-			kept := slices.DeleteFunc(slices.Clone(e.msg.Content), func(b llm.Block) bool { return apirules.IsThinking(b.BlockType()) })
+			kept := slices.DeleteFunc(slices.Clone(e.msg.Content), func(b llm.Block) bool { return apirules.IsThinking(llm.BlockType(b)) })
 			n += len(e.msg.Content) - len(kept)
 			if len(kept) == 0 {
 				continue
