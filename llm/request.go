@@ -68,7 +68,7 @@ type ToolChoice struct {
 // ThinkingConfig configures thinking.
 type ThinkingConfig struct {
 	// BudgetTokens is the thinking budget, for the models that take one
-	// ([ModelInfo].ThinkingBudget). Zero with Adaptive false means
+	// ([ModelInfo].Thinking has "enabled"). Zero with Adaptive false means
 	// thinking is off.
 	BudgetTokens int
 	// Adaptive lets the model decide how much to think; BudgetTokens is
@@ -143,9 +143,6 @@ func requestBody(r Request, count bool) ([]byte, error) {
 	if r.Model == "" {
 		return nil, errors.New("llm: Request.Model is empty")
 	}
-	if err := checkModel(r); err != nil {
-		return nil, err
-	}
 	w := wireRequest{Model: r.Model, Messages: r.Messages}
 	if r.System != "" {
 		w.System = []wireSystem{{Type: "text", Text: r.System}}
@@ -193,6 +190,9 @@ func requestBody(r Request, count bool) ([]byte, error) {
 	}
 	if r.Effort != "" {
 		w.Output = &wireOutput{Effort: r.Effort}
+	}
+	if err := checkModel(w, r.Extra); err != nil {
+		return nil, err
 	}
 	if !count {
 		w.MaxTokens, w.Container, w.Stream = r.MaxTokens, r.Container, true
