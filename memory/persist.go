@@ -9,7 +9,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 
+	"github.com/agentloop/agentloop/internal/apirules"
 	"github.com/agentloop/agentloop/llm"
 )
 
@@ -144,9 +146,14 @@ func Load(path string, cfg Config) (*History, error) {
 		}
 	}
 	h.Repair()
-	// A session resumed with another model: its thinking the new model
-	// cannot read goes, and what follows it (see apirules' bound thinking).
-	h.dropUnreadableThinking()
+	// A session resumed with another model: the API drops the thinking the
+	// new model cannot read, and the gap invalidates all the thinking after
+	// it (see apirules' bound thinking).
+	if i := slices.IndexFunc(h.entries, func(e entry) bool {
+		return e.model != "" && !apirules.Reads(h.cfg.Model, e.model) && hasThinking(e)
+	}); i >= 0 && h.binds() {
+		h.rewrote(i)
+	}
 	return h, errors.Join(errs...)
 }
 

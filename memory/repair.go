@@ -162,20 +162,24 @@ func cleanBlock(role llm.Role, b llm.Block, ids map[string]bool, last bool) (llm
 func merge(es []entry, note func(string)) []entry {
 	out := es[:0]
 	for _, e := range es {
-		switch n := len(out); {
-		case n == 0 && e.msg.Role == llm.Assistant:
-			note("dropped assistant messages before the first user message")
-		case n > 0 && out[n-1].msg.Role == e.msg.Role:
-			mergeInto(&out[n-1], e, note)
-		default:
-			out = append(out, e)
-		}
+		out = appendMerged(out, e, note)
 	}
 	return out
 }
 
-func mergeInto(prev *entry, e entry, note func(string)) {
-	role := e.msg.Role
+// appendMerged appends e to out, merged into out's last message if that
+// has e's role, or drops it if it is an assistant message that would come
+// first.
+func appendMerged(out []entry, e entry, note func(string)) []entry {
+	n, role := len(out), e.msg.Role
+	switch {
+	case n == 0 && role == llm.Assistant:
+		note("dropped assistant messages before the first user message")
+		return out
+	case n == 0 || out[n-1].msg.Role != role:
+		return append(out, e)
+	}
+	prev := &out[n-1]
 	content := append(slices.Clip(prev.msg.Content), e.msg.Content...)
 	if role == llm.User { // tool results first, keeping order
 		isResult := func(b llm.Block) bool { _, ok := b.(llm.ToolResult); return ok }
@@ -186,6 +190,7 @@ func mergeInto(prev *entry, e entry, note func(string)) {
 	prev.usage = prev.usage.Add(e.usage)
 	prev.summary = prev.summary || e.summary
 	note("merged consecutive " + string(role) + " messages")
+	return out
 }
 
 // pair makes each user turn open with exactly one result for every
@@ -197,18 +202,10 @@ func pair(es []entry, note func(string)) []entry {
 	out := es[:0]
 	var uses []string // the tool_use ids of the last assistant turn kept
 	for _, e := range es {
-		n := len(out)
 		if e.msg.Role == llm.Assistant {
-			switch {
-			case n == 0: // the user turn before it was emptied
-				note("dropped assistant messages before the first user message")
-				continue
-			case out[n-1].msg.Role == llm.Assistant:
-				mergeInto(&out[n-1], e, note)
-			default:
-				out = append(out, e)
+			if out = appendMerged(out, e, note); len(out) > 0 {
+				uses = toolUses(out[len(out)-1].msg)
 			}
-			uses = toolUses(out[len(out)-1].msg)
 			continue
 		}
 		if e = answer(e, uses, note); len(e.msg.Content) == 0 {
@@ -350,37 +347,20 @@ func ruleBlock(b llm.Block) apirules.Block {
 	return apirules.Block{Type: llm.BlockType(b)}
 }
 
-// rewrote records that a rewrite (compaction, repair) changed messages from
-// i on: their exact counts go, and so does their thinking on a model that
-// binds it to its prefix (see internal/apirules' bound thinking).
+// rewrote records that a rewrite (compaction, repair, another prefix or
+// model) changed messages from i on: their exact counts go and, on a model
+// that binds its thinking to its prefix (see internal/apirules' bound
+// thinking), so does their thinking, with the messages it leaves empty
+// (the API merges the messages of one role around them).
 func (h *History) rewrote(i int) {
 	h.changed(i)
-	h.dropThinking(i)
-}
-
-// binds reports whether the history's model binds its thinking blocks to
-// their prefix and model; a model llm.Models does not know is taken to.
-func (h *History) binds() bool {
-	info, _ := llm.LookupModel(h.cfg.Model)
-	return !info.UnboundThinking
-}
-
-func hasThinking(m llm.Message) bool {
-	return slices.ContainsFunc(m.Content, func(b llm.Block) bool { return apirules.IsThinking(llm.BlockType(b)) })
-}
-
-// dropThinking drops every thinking block from message i on, on a model
-// that binds them, and the messages left empty (the API merges the
-// messages of one role around them). It returns how many it dropped.
-func (h *History) dropThinking(i int) int {
-	i = min(max(i, 0), len(h.entries))
-	if !h.binds() || !slices.ContainsFunc(h.entries[i:], func(e entry) bool { return hasThinking(e.msg) }) {
-		return 0
+	if !h.binds() || !slices.ContainsFunc(h.entries[i:], hasThinking) {
+		return
 	}
 	n, out := 0, h.entries[:i:i]
 	for _, e := range h.entries[i:] {
-		if hasThinking(e.msg) {
-			kept := slices.DeleteFunc(slices.Clone(e.msg.Content), func(b llm.Block) bool { return apirules.IsThinking(llm.BlockType(b)) })
+		if hasThinking(e) {
+			kept := slices.DeleteFunc(slices.Clone(e.msg.Content), isThinking)
 			n += len(e.msg.Content) - len(kept)
 			if len(kept) == 0 {
 				continue
@@ -391,26 +371,19 @@ func (h *History) dropThinking(i int) int {
 		out = append(out, e)
 	}
 	h.entries = out
-	h.changed(i)
 	h.cfg.Logger.Info("memory: dropped the thinking a rewrite invalidated", "blocks", n, "from", i)
-	return n
 }
 
-// dropUnreadableThinking drops, on a model that binds its thinking, every
-// thinking block from the first one another model wrote that this one
-// cannot read (a session resumed with another model) on: the API would
-// drop that one, and a gap in the run of thinking invalidates the later.
-func (h *History) dropUnreadableThinking() {
-	if !h.binds() {
-		return
-	}
-	for i, e := range h.entries {
-		if e.model != "" && !apirules.Reads(h.cfg.Model, e.model) && hasThinking(e.msg) {
-			h.dropThinking(i)
-			return
-		}
-	}
+// binds reports whether the history's model binds its thinking blocks to
+// their prefix and model; a model llm.Models does not know is taken to.
+func (h *History) binds() bool {
+	info, _ := llm.LookupModel(h.cfg.Model)
+	return !info.UnboundThinking
 }
+
+func isThinking(b llm.Block) bool { return b != nil && apirules.IsThinking(llm.BlockType(b)) }
+
+func hasThinking(e entry) bool { return slices.ContainsFunc(e.msg.Content, isThinking) }
 
 // prefixKey hashes a system prompt and tool list, which are the start of
 // every thinking block's prefix.
