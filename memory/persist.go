@@ -119,18 +119,16 @@ func Load(path string, cfg Config) (*History, error) {
 	for n := 1; ; n++ {
 		b, rerr := r.ReadBytes('\n')
 		if len(bytes.TrimSpace(b)) > 0 {
-			e, err := decodeLine(b)
+			e, prefix, err := decodeLine(b)
 			if err == nil && len(h.entries) == 0 && e.msg.Role != llm.User {
 				err = errors.New("the history must start with a user message")
-			}
-			if err == nil && len(h.entries) == 0 {
-				var first meta
-				json.Unmarshal(b, &first)
-				h.prefixKey = first.Prefix
 			}
 			if err != nil {
 				errs = append(errs, &LineError{Path: path, Line: n, Err: err})
 			} else {
+				if len(h.entries) == 0 {
+					h.prefixKey = prefix
+				}
 				if len(errs) > 0 {
 					e.exact = 0 // the prefix it measured is not all here
 				}
@@ -157,21 +155,22 @@ func Load(path string, cfg Config) (*History, error) {
 	return h, errors.Join(errs...)
 }
 
-func decodeLine(b []byte) (entry, error) {
+// decodeLine returns the entry a line holds, and its prefix key.
+func decodeLine(b []byte) (entry, string, error) {
 	var m llm.Message
+	var mt meta
 	if err := json.Unmarshal(b, &m); err != nil {
-		return entry{}, err
+		return entry{}, "", err
 	}
 	if m.Role != llm.User && m.Role != llm.Assistant {
-		return entry{}, fmt.Errorf("role %q is neither user nor assistant", m.Role)
+		return entry{}, "", fmt.Errorf("role %q is neither user nor assistant", m.Role)
 	}
-	var mt meta
 	if err := json.Unmarshal(b, &mt); err != nil {
-		return entry{}, err
+		return entry{}, "", err
 	}
 	e := entry{msg: m, model: mt.Model, exact: max(mt.Tokens, 0), summary: mt.Summary}
 	if mt.Usage != nil {
 		e.usage = *mt.Usage
 	}
-	return e, nil
+	return e, mt.Prefix, nil
 }
