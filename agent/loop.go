@@ -15,8 +15,7 @@ import (
 )
 
 // This file is the whole loop: Stream → loop → turn (think, with retries)
-// → observe → act. request.go builds requests, act.go starts and collects
-// calls.
+// → observe → act (act.go); request.go builds the requests.
 
 // Stream runs the loop on input and yields its events: it appends input to
 // the history, then thinks (streams a model turn, starting each tool call

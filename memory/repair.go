@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -283,25 +282,9 @@ func toolUses(m llm.Message) []string {
 // [History.Repair] gives a tool call that never got one.
 const interruptedResult = "not executed: interrupted"
 
-// Validate checks the history, as the next request would send it, against
-// the Messages API's rules: the same rules anthropictest.CheckRequest
-// enforces, so that a valid history is never answered with a 400 for its
-// structure. The error lists every violation.
-func (h *History) Validate() error {
-	vs := h.violations()
-	if len(vs) == 0 {
-		return nil
-	}
-	ps := make([]string, len(vs))
-	for i, v := range vs {
-		if ps[i] = fmt.Sprintf("message %d", v.Message); v.Block >= 0 {
-			ps[i] += fmt.Sprintf(", block %d", v.Block)
-		}
-		ps[i] += fmt.Sprintf(": %s [%s]", v.Msg, v.Rule)
-	}
-	return errors.New("memory: history breaks the API's rules: " + strings.Join(ps, "; "))
-}
-
+// violations lists what breaks the Messages API's rules in the history as
+// the next request would send it: the rules anthropictest.CheckRequest
+// enforces.
 func (h *History) violations() []apirules.Violation {
 	if len(h.entries) == 0 {
 		return nil // nothing to send yet; the next prompt starts a valid history
