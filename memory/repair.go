@@ -14,8 +14,9 @@ import (
 	"github.com/agentloop/agentloop/llm"
 )
 
-// Repair fixes what can be fixed so that [History.Validate] passes, and
-// returns one line for each kind of fix it made. The agent calls it before
+// Repair fixes what breaks the Messages API's rules (those
+// anthropictest.CheckRequest enforces), and returns one line for each kind
+// of fix it made. The agent calls it before
 // every request and after every run; [Load] calls it too. In order, it:
 //
 //   - drops unknown roles and the blocks the API rejects (blank text,
@@ -68,20 +69,27 @@ func (h *History) Repair() []string {
 	return out
 }
 
-// clean drops unknown roles, rejected blocks, messages left empty, and a
-// final assistant turn cut off inside a tool input.
+// clean drops unknown roles, a final assistant turn cut off inside a tool
+// input, rejected blocks, and messages left empty.
 func clean(es []entry, note func(string)) []entry {
 	out := es[:0]
 	ids := map[string]bool{}
 	for i, e := range es {
 		m := e.msg
-		if m.Role != llm.User && m.Role != llm.Assistant {
+		switch {
+		case m.Role != llm.User && m.Role != llm.Assistant:
 			note("dropped messages with an unknown role")
+			continue
+		case i == len(es)-1 && m.Role == llm.Assistant && slices.ContainsFunc(m.Content, func(b llm.Block) bool {
+			u, ok := b.(llm.ToolUse)
+			return ok && !apirules.IsObject(ruleBlock(u).Input)
+		}):
+			note("dropped a trailing incomplete assistant turn")
 			continue
 		}
 		kept, changed := make([]llm.Block, 0, len(m.Content)), false
 		for _, b := range m.Content {
-			nb, ok, what := cleanBlock(m.Role, b, ids, i == len(es)-1)
+			nb, ok, what := cleanBlock(m.Role, b, ids)
 			if what != "" {
 				note(what)
 				changed = true
@@ -99,20 +107,12 @@ func clean(es []entry, note func(string)) []entry {
 		}
 		out = append(out, e)
 	}
-	if n := len(out); n > 0 && out[n-1].msg.Role == llm.Assistant && slices.ContainsFunc(out[n-1].msg.Content, func(b llm.Block) bool {
-		u, ok := b.(llm.ToolUse)
-		return ok && !apirules.IsObject(ruleBlock(u).Input)
-	}) {
-		note("dropped a trailing incomplete assistant turn")
-		out = out[:n-1]
-	}
 	return out
 }
 
 // cleanBlock returns b fixed, whether to keep it, and what it did, if
-// anything. A tool_use whose input is not an object is kept unchanged in
-// the last message, for clean to drop the turn.
-func cleanBlock(role llm.Role, b llm.Block, ids map[string]bool, last bool) (llm.Block, bool, string) {
+// anything.
+func cleanBlock(role llm.Role, b llm.Block, ids map[string]bool) (llm.Block, bool, string) {
 	rb := ruleBlock(b)
 	switch {
 	case rb.Type == "":
@@ -134,7 +134,7 @@ func cleanBlock(role llm.Role, b llm.Block, ids map[string]bool, last bool) (llm
 			return nil, false, "dropped tool_use blocks with a bad or duplicate id or no name"
 		}
 		ids[b.ID] = true
-		if !apirules.IsObject(rb.Input) && !last {
+		if !apirules.IsObject(rb.Input) {
 			b.Input = []byte("{}")
 			return b, true, "replaced tool inputs that were not JSON objects with {}"
 		}
