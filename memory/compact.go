@@ -313,18 +313,15 @@ func writeBlock(b *strings.Builder, blk llm.Block, original map[string][]llm.Blo
 	case llm.ToolUse:
 		fmt.Fprintf(b, "[tool call %s %s: %s]\n", blk.ID, blk.Name, tool.Truncate(string(blk.Input), maxResultChars))
 	case llm.ToolResult:
-		content := blk.Content
-		if orig, ok := original[blk.ToolUseID]; ok {
-			content = orig
-		}
-		status := "result"
-		if blk.IsError {
-			status = "error"
+		content, ok := original[blk.ToolUseID]
+		if !ok {
+			content = blk.Content
 		}
 		var body strings.Builder
 		for _, c := range content {
 			writeBlock(&body, c, nil)
 		}
+		status := map[bool]string{false: "result", true: "error"}[blk.IsError]
 		fmt.Fprintf(b, "[tool %s %s]\n%s\n", status, blk.ToolUseID, tool.Truncate(strings.TrimSpace(body.String()), maxResultChars))
 	case llm.Image:
 		fmt.Fprintf(b, "[image %s]\n", blk.MediaType)
