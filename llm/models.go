@@ -63,28 +63,22 @@ func (p Price) Cost(u Usage) float64 {
 	return c
 }
 
-// Models holds the Claude API's models, from the platform docs' models
-// overview, pricing, thinking, effort and "What's new" pages (November
-// 2026). Prices are for 5-minute cache writes; 1-hour writes (2× input),
-// batch discounts and Haiku 5.5's prompt-length tiers (its lower tier is
-// listed) are not modelled. The server-side context management columns are
-// from the context editing and compaction-threshold pages. A program may
-// add or change entries before it makes its first request.
+// Models holds the Claude API's models, from the platform docs (November
+// 2026): models overview, pricing, thinking, effort, "What's new", context
+// editing and compaction-threshold pages. Prices are for 5-minute cache
+// writes; 1-hour writes, batch discounts and Haiku 5.5's prompt-length tiers
+// (its lower tier is listed) are not modelled. A program may add or change
+// entries before it makes its first request.
 var Models = map[string]ModelInfo{
-	// Thinking is always on and adaptive, forced tool use is a 400, and
-	// thinking blocks are bound to the model and the prefix
-	// (models/opus-5-5/whats-new-opus-5-5, models/fable-5-1/whats-new-fable-5-1).
+	// Bound thinking (models/opus-5-5/whats-new-opus-5-5, models/fable-5-1/whats-new-fable-5-1).
 	"claude-fable-5-1":  {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 0.25}, Thinking: adaptive, Efforts: efforts5, ContextEditing: true, ServerCompaction: true},
 	"claude-mythos-5-1": {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 0.25}, Thinking: adaptive, Efforts: efforts5, ContextEditing: true, ServerCompaction: true},
 	"claude-opus-5-5":   {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{4, 20, 5, 0.20}, Thinking: adaptive, Efforts: efforts5, ContextEditing: true, ServerCompaction: true},
-	// Sonnet 5.5 takes "between_tools" instead of "disabled" and rejects a
-	// budget; forced tool use is a 400 and its blocks are bound. Haiku 5.5
-	// may turn thinking off (at high effort or below) and has no forced
-	// tool use among its breaking changes, but binds its blocks.
+	// Sonnet 5.5 takes "between_tools" instead of "disabled". Haiku 5.5 may
+	// turn thinking off (at high effort or below), and so force a tool.
 	"claude-sonnet-5-5": {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{2, 10, 2.50, 0.10}, Thinking: adaptive, Efforts: efforts5, ContextEditing: true, ServerCompaction: true},
 	"claude-haiku-5-5":  {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{0.10, 0.50, 0.125, 0.01}, Thinking: adaptiveOrOff, Efforts: efforts5, ContextEditing: true, ServerCompaction: true},
-	// Thinking is on by default and may be disabled; no budget (Claude
-	// Opus 4.7 and later reject one); blocks are not bound.
+	// Claude Opus 4.7 and later reject a budget.
 	"claude-fable-5":  {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 1}, Thinking: adaptiveOrOff, UnboundThinking: true, Efforts: efforts5, ContextEditing: true, ServerCompaction: true},
 	"claude-mythos-5": {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 1}, Thinking: adaptiveOrOff, UnboundThinking: true, Efforts: efforts5, ContextEditing: true, ServerCompaction: true},
 	"claude-opus-5":   {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{5, 25, 6.25, 0.50}, Thinking: adaptiveOrOff, UnboundThinking: true, Efforts: efforts5, ContextEditing: true, ServerCompaction: true},
@@ -126,8 +120,7 @@ func budgetOnly(window, output int, p Price, contextEditing bool) ModelInfo {
 }
 
 // unknownModel is what [LookupModel] answers for a model the table does
-// not know: the current models' rules, and every effort level, so that
-// nothing the API might reject is sent on the library's own initiative.
+// not know, so that nothing the API might reject is sent unasked.
 var unknownModel = ModelInfo{Thinking: adaptive, Efforts: efforts5}
 
 // LookupModel returns what [Models] knows of model, by its name or, for a
