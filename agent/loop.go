@@ -139,7 +139,6 @@ func (r *run) emit(e Event) {
 	}
 }
 
-// cost prices the run's usage so far.
 func (r *run) cost() float64 {
 	m, _ := llm.LookupModel(r.cfg.History.Config().Model)
 	return m.Price.Cost(r.usage)

@@ -258,12 +258,10 @@ func (h *History) cutHead() entry {
 	return measured(entry{msg: userText(note)})
 }
 
-// userText is a user message of one text block.
 func userText(text string) llm.Message {
 	return llm.Message{Role: llm.User, Content: []llm.Block{llm.Text{Text: text}}}
 }
 
-// collectText runs one call and returns its text and usage.
 func collectText(ctx context.Context, m llm.Model, req llm.Request) (string, llm.Usage, error) {
 	var asm llm.Assembler
 	for ev, err := range m.Stream(ctx, req) {

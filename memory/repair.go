@@ -267,7 +267,6 @@ func trimFinal(es []entry, note func(string)) bool {
 	return false
 }
 
-// toolUses returns the tool_use ids of m, in order.
 func toolUses(m llm.Message) []string {
 	var ids []string
 	for _, b := range m.Content {
@@ -278,8 +277,7 @@ func toolUses(m llm.Message) []string {
 	return ids
 }
 
-// interruptedResult is the content of the synthetic result that
-// [History.Repair] gives a tool call that never got one.
+// interruptedResult answers a tool call that never got a result.
 const interruptedResult = "not executed: interrupted"
 
 // violations lists what breaks the Messages API's rules in the history as
