@@ -135,11 +135,10 @@ func Load(path string, cfg Config) (*History, error) {
 				h.push(e)
 			}
 		}
-		if rerr == io.EOF {
-			break
-		}
 		if rerr != nil {
-			errs = append(errs, fmt.Errorf("memory: load %s: %w", path, rerr))
+			if rerr != io.EOF {
+				errs = append(errs, fmt.Errorf("memory: load %s: %w", path, rerr))
+			}
 			break
 		}
 	}
