@@ -119,22 +119,19 @@ func budgetOnly(window, output int, p Price, contextEditing bool) ModelInfo {
 	return ModelInfo{ContextWindow: window, MaxOutput: output, Price: p, Thinking: budgetOrOff, UnboundThinking: true, ContextEditing: contextEditing}
 }
 
-// unknownModel is what [LookupModel] answers for a model the table does
-// not know, so that nothing the API might reject is sent unasked.
-var unknownModel = ModelInfo{Thinking: adaptive, Efforts: efforts5}
-
 // LookupModel returns what [Models] knows of model, by its name or, for a
 // dated name such as "claude-haiku-4-5-20251001", by the name without the
 // date. ok is false for a model the table does not know; info then holds
 // the conservative defaults: no limits or price, and the current models'
 // rules (adaptive-only thinking, no forced tool use, bound thinking
-// blocks), with every effort level.
+// blocks), with every effort level, so that nothing the API might reject
+// is sent unasked.
 func LookupModel(model string) (info ModelInfo, ok bool) {
 	if i := strings.LastIndexByte(model, '-'); i >= 0 && len(model)-i == 9 && strings.Trim(model[i+1:], "0123456789") == "" {
 		model = model[:i]
 	}
 	if info, ok = Models[model]; !ok {
-		info = unknownModel
+		info = ModelInfo{Thinking: adaptive, Efforts: efforts5}
 	}
 	return info, ok
 }
