@@ -89,9 +89,6 @@ func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error
 	}
 }
 
-// interruptedText marks an assistant turn that a cancellation cut short.
-const interruptedText = "[interrupted]"
-
 // interrupted ends the history of a run cut short with the answer shown so
 // far, marked, unless the last message already answers the user's.
 func (r *run) interrupted() {
@@ -105,8 +102,10 @@ func (r *run) interrupted() {
 	r.cfg.History.AppendAssistant(llm.Message{Role: llm.Assistant, Content: append(blocks, llm.Text{Text: interruptedText})}, llm.Usage{})
 }
 
-// toolGrace is how long a run's end waits for handlers that ignore ctx.
-const toolGrace = 5 * time.Second
+const (
+	interruptedText = "[interrupted]" // marks an assistant turn that a cancellation cut short
+	toolGrace       = 5 * time.Second // how long a run's end waits for handlers that ignore ctx
+)
 
 // Errors the loop makes. A turn out of context window is a prompt too long.
 var (
