@@ -179,13 +179,8 @@ func appendMerged(out []entry, e entry, note func(string)) []entry {
 		return append(out, e)
 	}
 	prev := &out[n-1]
-	content := append(slices.Clip(prev.msg.Content), e.msg.Content...)
-	if role == llm.User { // tool results first, keeping order
-		isResult := func(b llm.Block) bool { _, ok := b.(llm.ToolResult); return ok }
-		content = append(slices.DeleteFunc(slices.Clone(content), func(b llm.Block) bool { return !isResult(b) }),
-			slices.DeleteFunc(content, isResult)...)
-	}
-	prev.msg = llm.Message{Role: role, Content: content}
+	// pair then puts a user turn's tool results first.
+	prev.msg = llm.Message{Role: role, Content: append(slices.Clip(prev.msg.Content), e.msg.Content...)}
 	prev.usage = prev.usage.Add(e.usage)
 	prev.summary = prev.summary || e.summary
 	note("merged consecutive " + string(role) + " messages")
@@ -243,9 +238,7 @@ func answer(e entry, uses []string, note func(string)) entry {
 			results = append(results, llm.ToolResult{ToolUseID: id, IsError: true, Content: []llm.Block{llm.Text{Text: interruptedResult}}})
 		}
 	}
-	if content := append(results, rest...); !reflect.DeepEqual(content, e.msg.Content) {
-		e.msg = llm.Message{Role: llm.User, Content: content}
-	}
+	e.msg = llm.Message{Role: llm.User, Content: append(results, rest...)} // Repair compares the content
 	return e
 }
 
