@@ -52,7 +52,7 @@ func TestNew(t *testing.T) {
 		})
 	}
 	if _, err := New(Config{}); !errors.Is(err, errNoModel) {
-		t.Errorf("New(Config{}) = %v, want ErrNoModel", err)
+		t.Errorf("New(Config{}) = %v, want errNoModel", err)
 	}
 }
 
