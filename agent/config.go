@@ -25,8 +25,14 @@ type Config struct {
 	Model llm.Model
 	// System is the system prompt. Default none.
 	System string
-	// Thinking turns on extended thinking. Default nil: off.
+	// Thinking configures thinking. Default nil: the model's default (off
+	// on older models, adaptive on current ones).
 	Thinking *llm.ThinkingConfig
+	// Effort is the output_config.effort of every turn, one of the levels
+	// the model takes ([llm.ModelInfo].Efforts; another fails the run
+	// before any request): on current models it, not a thinking budget,
+	// sets how much the model thinks. Default empty: the model's default.
+	Effort string
 	// Tools are the tools the model may call. Default none.
 	Tools []*tool.Tool
 	// Registry runs the calls; Tools are added to it. It is needed only for

@@ -33,6 +33,7 @@ func (r *run) request(final bool) (llm.Request, error) {
 		Messages:  h.Messages(),
 		Tools:     r.specs,
 		Thinking:  r.cfg.Thinking,
+		Effort:    r.cfg.Effort,
 		Cache:     !r.cfg.DisableCache,
 		Container: r.cont,
 		// Context editing and server compaction, as the history's strategy has it.

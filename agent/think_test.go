@@ -93,7 +93,7 @@ func TestBlocksVerbatim(t *testing.T) {
 			Stop("tool_use"),
 		at.NewStream().Text("ok").Stop("end_turn"),
 	)
-	a := newAgent(t, client, Config{Registry: newTools(t).reg, Thinking: &llm.ThinkingConfig{BudgetTokens: 2048}})
+	a := newAgent(t, client, Config{Registry: newTools(t).reg, Thinking: &llm.ThinkingConfig{Adaptive: true, Display: "summarized"}, Effort: "high"})
 	evs, _, err := collect(t, a.Stream(t.Context(), "go"))
 	if err != nil {
 		t.Fatal(err)

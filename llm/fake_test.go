@@ -268,3 +268,41 @@ func TestCountTokensFake(t *testing.T) {
 		t.Errorf("headers %v", r.Header)
 	}
 }
+
+// Whatever the model table lets a request carry, the strict fake, which
+// states the API's rules on its own, accepts: the table is never more
+// permissive than the API. Every setting is tried on its own.
+func TestModelTableAgreesWithStrictFake(t *testing.T) {
+	srv := anthropictest.NewServer(anthropictest.Repeat(anthropictest.NewStream().Text("ok")))
+	t.Cleanup(srv.Close)
+	c := New(Config{BaseURL: srv.URL, APIKey: "test", MaxAttempts: 1})
+	msgs := []Message{{Role: User, Content: []Block{Text{Text: "hi"}}}}
+	tools := []ToolSpec{{Name: "f"}}
+	for _, model := range []string{"claude-opus-5-5", "claude-fable-5-1", "claude-mythos-5-1", "claude-sonnet-5-5",
+		"claude-haiku-5-5", "claude-opus-5", "claude-sonnet-5", "claude-opus-4-8", "claude-next"} {
+		info, _ := LookupModel(model)
+		reqs := map[string]Request{"adaptive, shown": {Thinking: &ThinkingConfig{Adaptive: true, Display: "summarized"}},
+			"no tool choice": {Tools: tools}, "tool_choice none": {Tools: tools, ToolChoice: &ToolChoice{Type: "none"}}}
+		for _, e := range info.Efforts {
+			reqs["effort "+e] = Request{Effort: e}
+		}
+		if info.ForcedToolChoice {
+			reqs["forced"] = Request{Tools: tools, ToolChoice: &ToolChoice{Type: "tool", Name: "f"}}
+		}
+		if info.ThinkingBudget {
+			reqs["budget"] = Request{MaxTokens: 4096, Thinking: &ThinkingConfig{BudgetTokens: 2048}}
+		}
+		if info.ThinkingOff {
+			reqs["disabled"] = Request{Extra: map[string]any{"thinking": map[string]string{"type": "disabled"}}}
+		}
+		for name, req := range reqs {
+			req.Model, req.Messages = model, msgs
+			for _, err := range c.Stream(t.Context(), req) {
+				if err != nil {
+					t.Errorf("%s, %s: %v", model, name, err)
+					break
+				}
+			}
+		}
+	}
+}

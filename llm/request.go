@@ -27,8 +27,13 @@ type Request struct {
 	Tools []ToolSpec
 	// ToolChoice constrains tool use. Nil means the API's default (auto).
 	ToolChoice *ToolChoice
-	// Thinking turns on extended thinking. Nil means off.
+	// Thinking configures thinking. Nil sends none: the model's default,
+	// off on older models and adaptive on current ones.
 	Thinking *ThinkingConfig
+	// Effort is sent as output_config.effort: "low", "medium", "high",
+	// "xhigh" or "max", as far as the model takes it ([ModelInfo].Efforts).
+	// Empty sends none: the model's default.
+	Effort string
 	// Cache puts cache_control breakpoints on the last tool, the system
 	// prompt and the last message, so that each call of a loop reads the
 	// previous one's prefix from the prompt cache.
@@ -60,14 +65,20 @@ type ToolChoice struct {
 	Name string `json:"name,omitempty"` // the tool to call when Type is "tool"
 }
 
-// ThinkingConfig configures extended thinking.
+// ThinkingConfig configures thinking.
 type ThinkingConfig struct {
-	// BudgetTokens is the thinking budget. Zero with Adaptive false means
+	// BudgetTokens is the thinking budget, for the models that take one
+	// ([ModelInfo].ThinkingBudget). Zero with Adaptive false means
 	// thinking is off.
 	BudgetTokens int
 	// Adaptive lets the model decide how much to think; BudgetTokens is
 	// then ignored.
 	Adaptive bool
+	// Display is sent as thinking.display: "summarized" returns the text
+	// of thinking blocks, among them the progress notes current models
+	// write between tool calls; "omitted", the current models' default,
+	// returns them empty. Empty sends none.
+	Display string
 }
 
 // wireRequest is the body of a Messages API call, and of count_tokens
@@ -83,6 +94,7 @@ type wireRequest struct {
 	Tools      []wireTool    `json:"tools,omitempty"`
 	ToolChoice *ToolChoice   `json:"tool_choice,omitempty"`
 	Thinking   *wireThinking `json:"thinking,omitempty"`
+	Output     *wireOutput   `json:"output_config,omitempty"`
 	Container  string        `json:"container,omitempty"`
 	Stream     bool          `json:"stream,omitzero"`
 	// Server-side context management (compaction.go).
@@ -109,6 +121,11 @@ type wireTool struct {
 type wireThinking struct {
 	Type         string `json:"type"`
 	BudgetTokens int    `json:"budget_tokens,omitzero"`
+	Display      string `json:"display,omitempty"`
+}
+
+type wireOutput struct {
+	Effort string `json:"effort"`
 }
 
 // lenient are the options for all JSON here: as encoding/json, it accepts
@@ -125,6 +142,9 @@ var ephemeral = json.RawMessage(`{"type":"ephemeral"}`)
 func requestBody(r Request, count bool) ([]byte, error) {
 	if r.Model == "" {
 		return nil, errors.New("llm: Request.Model is empty")
+	}
+	if err := checkModel(r); err != nil {
+		return nil, err
 	}
 	w := wireRequest{Model: r.Model, Messages: r.Messages}
 	if r.System != "" {
@@ -166,10 +186,13 @@ func requestBody(r Request, count bool) ([]byte, error) {
 	if th := r.Thinking; th != nil {
 		switch {
 		case th.Adaptive:
-			w.Thinking = &wireThinking{Type: "adaptive"}
+			w.Thinking = &wireThinking{Type: "adaptive", Display: th.Display}
 		case th.BudgetTokens > 0:
 			w.Thinking = &wireThinking{Type: "enabled", BudgetTokens: th.BudgetTokens}
 		}
+	}
+	if r.Effort != "" {
+		w.Output = &wireOutput{Effort: r.Effort}
 	}
 	if !count {
 		w.MaxTokens, w.Container, w.Stream = r.MaxTokens, r.Container, true

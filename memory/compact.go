@@ -174,7 +174,7 @@ func (h *History) clearOld(keep int) (results, images int) {
 			first = min(first, i)
 		}
 	}
-	h.changed(first)
+	h.rewrote(first)
 	return results, images
 }
 
@@ -210,7 +210,7 @@ func (h *History) summarise(ctx context.Context, m llm.Model, keep int) (int, ll
 	}
 	e := measured(entry{msg: userText(summaryHeader + strings.TrimSpace(summary)), usage: u, model: h.cfg.SummaryModel, summary: true})
 	h.entries = append([]entry{e}, h.entries[end:]...)
-	h.changed(0)
+	h.rewrote(0)
 	return end, u, nil
 }
 
@@ -239,7 +239,7 @@ func (h *History) hardCut(target, limit int) int {
 		dropped-- // the old head is the new head
 	}
 	h.entries = append([]entry{head}, h.entries[best:]...)
-	h.changed(0)
+	h.rewrote(0)
 	return dropped
 }
 

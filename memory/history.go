@@ -80,6 +80,7 @@ type History struct {
 	system      string
 	tools       []llm.ToolSpec
 	prefixChars int     // characters of system and tools, for estimates
+	prefixKey   string  // a hash of system and tools, to see them change
 	ratio       float64 // learned characters per token
 }
 
@@ -195,8 +196,16 @@ func (h *History) AppendToolResults(results []llm.ToolResult) {
 }
 
 // SetPrefix records the system prompt and tool specs that are sent with
-// the messages, so that estimates count them.
+// the messages, so that estimates count them. A prefix other than the
+// last one (saved with the history) is a rewrite of every message's
+// prefix: their thinking goes, on a model that binds it.
 func (h *History) SetPrefix(system string, tools []llm.ToolSpec) {
+	if key := prefixKey(system, tools); key != h.prefixKey {
+		if h.prefixKey != "" {
+			h.rewrote(0)
+		}
+		h.prefixKey = key
+	}
 	h.system = system
 	h.tools = append([]llm.ToolSpec(nil), tools...)
 	n := len(system)

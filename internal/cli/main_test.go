@@ -207,7 +207,7 @@ func TestEnvironment(t *testing.T) {
 // TestFlagsReachRequest checks that the model flags shape the request.
 func TestFlagsReachRequest(t *testing.T) {
 	h := newHarness(t, text("ok"))
-	h.run(strings.NewReader(""), "--max-tokens", "3000", "--thinking", "1024", "--system", "Be brief.", "hi").check(t, 0)
+	h.run(strings.NewReader(""), "--model", "claude-sonnet-4-6", "--max-tokens", "3000", "--thinking", "1024", "--system", "Be brief.", "hi").check(t, 0)
 	var body struct {
 		MaxTokens int             `json:"max_tokens"`
 		System    json.RawMessage `json:"system"`
@@ -222,6 +222,49 @@ func TestFlagsReachRequest(t *testing.T) {
 	if body.MaxTokens != 3000 || body.Thinking.Type != "enabled" || body.Thinking.BudgetTokens != 1024 ||
 		!strings.Contains(string(body.System), "Be brief.") {
 		t.Errorf("request = %+v, system %s; want max_tokens 3000, thinking 1024, the system prompt", body, body.System)
+	}
+}
+
+// On the current models, --effort reaches output_config, and thinking is
+// adaptive with its text displayed; no budget, nothing disabled. On a model
+// whose thinking may be off, nothing is sent unless asked for.
+func TestEffortReachesRequest(t *testing.T) {
+	for _, tc := range []struct {
+		model, effort string
+		thinking      string // the thinking sent, as JSON
+	}{
+		{"claude-opus-5-5", "low", `{"type":"adaptive","display":"summarized"}`},
+		{"claude-fable-5-1", "max", `{"type":"adaptive","display":"summarized"}`},
+		{"claude-sonnet-5-5", "xhigh", `{"type":"adaptive","display":"summarized"}`},
+		{"claude-haiku-5-5", "medium", ``},
+		{"claude-opus-5", "", ``},
+	} {
+		t.Run(tc.model, func(t *testing.T) {
+			h := newHarness(t, text("ok"))
+			args := []string{"--model", tc.model, "hi"}
+			if tc.effort != "" {
+				args = append([]string{"--effort", tc.effort}, args...)
+			}
+			h.run(strings.NewReader(""), args...).check(t, 0)
+			var body struct {
+				Thinking     json.RawMessage `json:"thinking"`
+				OutputConfig *struct {
+					Effort string `json:"effort"`
+				} `json:"output_config"`
+			}
+			if err := json.Unmarshal(h.srv.Requests()[0].Body, &body); err != nil {
+				t.Fatal(err)
+			}
+			if string(body.Thinking) != tc.thinking {
+				t.Errorf("thinking = %s, want %s", body.Thinking, tc.thinking)
+			}
+			switch {
+			case tc.effort == "" && body.OutputConfig != nil:
+				t.Errorf("output_config sent without --effort: %+v", body.OutputConfig)
+			case tc.effort != "" && (body.OutputConfig == nil || body.OutputConfig.Effort != tc.effort):
+				t.Errorf("output_config = %+v, want effort %s", body.OutputConfig, tc.effort)
+			}
+		})
 	}
 }
 
@@ -428,5 +471,59 @@ func TestHelpAndVersion(t *testing.T) {
 	r.check(t, 0)
 	if !strings.HasPrefix(r.stdout, "agentloop ") {
 		t.Errorf("--version = %q", r.stdout)
+	}
+}
+
+// An unknown model runs on conservative defaults, and -v says so.
+func TestUnknownModelLogged(t *testing.T) {
+	for _, verbose := range []bool{false, true} {
+		h := newHarness(t, text("ok"))
+		args := []string{"--model", "claude-next", "hi"}
+		if verbose {
+			args = append([]string{"-v"}, args...)
+		}
+		r := h.run(strings.NewReader(""), args...)
+		r.check(t, 0)
+		if got := strings.Contains(r.stderr, "model unknown to llm.Models"); got != verbose {
+			t.Errorf("-v %v: stderr mentions the unknown model: %v\n%s", verbose, got, r.stderr)
+		}
+	}
+}
+
+// On the current models the notes between tool calls arrive as thinking:
+// they show on stderr, as progress does on older models, and stay out of
+// the answer on stdout and out of the --json done event's text.
+func TestThinkingBetweenToolCalls(t *testing.T) {
+	for _, model := range []string{"claude-opus-5-5", "claude-fable-5-1", "claude-sonnet-5-5"} {
+		for _, asJSON := range []bool{false, true} {
+			h := newHarness(t,
+				anthropictest.NewStream().Block(anthropictest.Block{Type: "thinking", Signature: "sig_1"}, "Adding with ", "the calculator.").
+					ToolUse("toolu_1", "calculator", `{"a":1,"b":2,"operation":"add"}`).Stop("tool_use"),
+				anthropictest.NewStream().Block(anthropictest.Block{Type: "thinking", Signature: "sig_2"}, "It said 3.").
+					Text("1 + 2 = 3.").Stop("end_turn"))
+			args := []string{"--model", model, "--tools", "calculator", "add 1 and 2"}
+			if asJSON {
+				args = append([]string{"--json"}, args...)
+			}
+			r := h.run(strings.NewReader(""), args...)
+			r.check(t, 0)
+			if !asJSON {
+				if r.stdout != "1 + 2 = 3.\n" {
+					t.Errorf("%s: stdout = %q, want the answer alone", model, r.stdout)
+				}
+				if !strings.Contains(r.stderr, "Adding with the calculator.") || !strings.Contains(r.stderr, "It said 3.") {
+					t.Errorf("%s: stderr lacks the notes between tool calls:\n%s", model, r.stderr)
+				}
+				continue
+			}
+			var done struct {
+				Result struct{ Text string } `json:"result"`
+			}
+			lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+			json.Unmarshal([]byte(lines[len(lines)-1]), &done)
+			if done.Result.Text != "1 + 2 = 3." || !strings.Contains(r.stdout, `"type":"thinking_delta","thinking":"Adding with "`) {
+				t.Errorf("%s --json: done text %q; output:\n%s", model, done.Result.Text, r.stdout)
+			}
+		}
 	}
 }
