@@ -90,13 +90,13 @@ var Models = map[string]ModelInfo{
 	"claude-sonnet-4-6": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}, Thinking: anyThinking, UnboundThinking: true, Efforts: efforts4, ContextEditing: true, ServerCompaction: true},
 	// Claude 4.5 models and earlier: a budget is the only thinking mode.
 	"claude-opus-4-5":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}, Thinking: budgetOrOff, UnboundThinking: true, Efforts: []string{"low", "medium", "high"}, ContextEditing: true},
-	"claude-opus-4-1":   budgetOnly(200_000, 32_000, Price{15, 75, 18.75, 1.50}, false),
-	"claude-opus-4-0":   budgetOnly(200_000, 32_000, Price{15, 75, 18.75, 1.50}, false),
-	"claude-opus-4":     budgetOnly(200_000, 32_000, Price{15, 75, 18.75, 1.50}, false),
-	"claude-sonnet-4-5": budgetOnly(200_000, 64_000, Price{3, 15, 3.75, 0.30}, true),
-	"claude-sonnet-4-0": budgetOnly(200_000, 64_000, Price{3, 15, 3.75, 0.30}, false),
-	"claude-sonnet-4":   budgetOnly(200_000, 64_000, Price{3, 15, 3.75, 0.30}, false),
-	"claude-haiku-4-5":  budgetOnly(200_000, 64_000, Price{1, 5, 1.25, 0.10}, true),
+	"claude-opus-4-1":   {ContextWindow: 200_000, MaxOutput: 32_000, Price: Price{15, 75, 18.75, 1.50}, Thinking: budgetOrOff, UnboundThinking: true},
+	"claude-opus-4-0":   {ContextWindow: 200_000, MaxOutput: 32_000, Price: Price{15, 75, 18.75, 1.50}, Thinking: budgetOrOff, UnboundThinking: true},
+	"claude-opus-4":     {ContextWindow: 200_000, MaxOutput: 32_000, Price: Price{15, 75, 18.75, 1.50}, Thinking: budgetOrOff, UnboundThinking: true},
+	"claude-sonnet-4-5": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}, Thinking: budgetOrOff, UnboundThinking: true, ContextEditing: true},
+	"claude-sonnet-4-0": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}, Thinking: budgetOrOff, UnboundThinking: true},
+	"claude-sonnet-4":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}, Thinking: budgetOrOff, UnboundThinking: true},
+	"claude-haiku-4-5":  {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{1, 5, 1.25, 0.10}, Thinking: budgetOrOff, UnboundThinking: true, ContextEditing: true},
 	"claude-3-5-haiku":  {ContextWindow: 200_000, MaxOutput: 8192, Price: Price{0.80, 4, 1, 0.08}, Thinking: thinkingOff, UnboundThinking: true},
 	"claude-3-haiku":    {ContextWindow: 200_000, MaxOutput: 4096, Price: Price{0.25, 1.25, 0.30, 0.03}, Thinking: thinkingOff, UnboundThinking: true},
 }
@@ -112,12 +112,6 @@ var (
 	efforts5      = []string{"low", "medium", "high", "xhigh", "max"}
 	efforts4      = []string{"low", "medium", "high", "max"}
 )
-
-// budgetOnly is a Claude 4 model whose only thinking mode is a budget and
-// that takes no effort.
-func budgetOnly(window, output int, p Price, contextEditing bool) ModelInfo {
-	return ModelInfo{ContextWindow: window, MaxOutput: output, Price: p, Thinking: budgetOrOff, UnboundThinking: true, ContextEditing: contextEditing}
-}
 
 // LookupModel returns what [Models] knows of model, by its name or, for a
 // dated name such as "claude-haiku-4-5-20251001", by the name without the
