@@ -155,11 +155,10 @@ func (h *History) clearOld(keep int) (results, images int) {
 				if len(b.Content) == 1 && llm.TextOf(b.Content) == clearedResult {
 					continue
 				}
-				// Copied, not added to: a checkpoint may share the map.
-				if e.original = maps.Clone(e.original); e.original == nil {
-					e.original = map[string][]llm.Block{}
-				}
-				e.original[b.ToolUseID] = b.Content
+				// A new map, not added to: a checkpoint may share the old one.
+				orig := map[string][]llm.Block{b.ToolUseID: b.Content}
+				maps.Copy(orig, e.original)
+				e.original = orig
 				b.Content = []llm.Block{llm.Text{Text: clearedResult}}
 				content[j], changed = b, true
 				results++
