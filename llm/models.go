@@ -39,6 +39,11 @@ type ModelInfo struct {
 	// the model that wrote it and to the exact prefix before it, so that a
 	// history rewrite must drop the thinking it invalidates (see memory).
 	UnboundThinking bool
+	// Prefill is true for the models that continue a final assistant
+	// message the caller wrote; from Claude Opus 4.6 on, that is a 400
+	// (api/errors, the 5.5 migration guides). The API's own paused turn
+	// sent back is no prefill (see checkTurn).
+	Prefill bool
 	// Efforts are the output_config.effort levels it takes, lowest first;
 	// DefaultEffort is the API's when a request sets none.
 	Efforts       []string
@@ -101,7 +106,7 @@ var Models = map[string]ModelInfo{
 	"claude-opus-4-6":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}, ThinkingBudget: true, ThinkingOff: true, ForcedToolChoice: true, UnboundThinking: true, Efforts: efforts4, DefaultEffort: "high", ContextEditing: true, ServerCompaction: true},
 	"claude-sonnet-4-6": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}, ThinkingBudget: true, ThinkingOff: true, ForcedToolChoice: true, UnboundThinking: true, Efforts: efforts4, DefaultEffort: "high", ContextEditing: true, ServerCompaction: true},
 	// Claude 4.5 models and earlier: a budget is the only thinking mode.
-	"claude-opus-4-5":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}, ThinkingBudget: true, BudgetOnly: true, ThinkingOff: true, ForcedToolChoice: true, UnboundThinking: true, Efforts: []string{"low", "medium", "high"}, DefaultEffort: "high", ContextEditing: true},
+	"claude-opus-4-5":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}, ThinkingBudget: true, BudgetOnly: true, ThinkingOff: true, ForcedToolChoice: true, UnboundThinking: true, Prefill: true, Efforts: []string{"low", "medium", "high"}, DefaultEffort: "high", ContextEditing: true},
 	"claude-opus-4-1":   budgetOnly(200_000, 32_000, Price{15, 75, 18.75, 1.50}, false),
 	"claude-opus-4-0":   budgetOnly(200_000, 32_000, Price{15, 75, 18.75, 1.50}, false),
 	"claude-opus-4":     budgetOnly(200_000, 32_000, Price{15, 75, 18.75, 1.50}, false),
@@ -109,8 +114,8 @@ var Models = map[string]ModelInfo{
 	"claude-sonnet-4-0": budgetOnly(200_000, 64_000, Price{3, 15, 3.75, 0.30}, false),
 	"claude-sonnet-4":   budgetOnly(200_000, 64_000, Price{3, 15, 3.75, 0.30}, false),
 	"claude-haiku-4-5":  budgetOnly(200_000, 64_000, Price{1, 5, 1.25, 0.10}, true),
-	"claude-3-5-haiku":  {ContextWindow: 200_000, MaxOutput: 8192, Price: Price{0.80, 4, 1, 0.08}, ThinkingOff: true, ForcedToolChoice: true, UnboundThinking: true},
-	"claude-3-haiku":    {ContextWindow: 200_000, MaxOutput: 4096, Price: Price{0.25, 1.25, 0.30, 0.03}, ThinkingOff: true, ForcedToolChoice: true, UnboundThinking: true},
+	"claude-3-5-haiku":  {ContextWindow: 200_000, MaxOutput: 8192, Price: Price{0.80, 4, 1, 0.08}, ThinkingOff: true, ForcedToolChoice: true, UnboundThinking: true, Prefill: true},
+	"claude-3-haiku":    {ContextWindow: 200_000, MaxOutput: 4096, Price: Price{0.25, 1.25, 0.30, 0.03}, ThinkingOff: true, ForcedToolChoice: true, UnboundThinking: true, Prefill: true},
 }
 
 // The effort ladders: xhigh came with Claude Opus 4.7.
@@ -123,7 +128,7 @@ var (
 // that takes no effort.
 func budgetOnly(window, output int, p Price, contextEditing bool) ModelInfo {
 	return ModelInfo{ContextWindow: window, MaxOutput: output, Price: p, ThinkingBudget: true, BudgetOnly: true,
-		ThinkingOff: true, ForcedToolChoice: true, UnboundThinking: true, ContextEditing: contextEditing}
+		ThinkingOff: true, ForcedToolChoice: true, UnboundThinking: true, Prefill: true, ContextEditing: contextEditing}
 }
 
 // unknownModel is what [LookupModel] answers for a model the table does

@@ -12,8 +12,8 @@ import (
 )
 
 // A Request is one Messages API call. Only fields the caller set are sent.
-// Anything else the API takes (stop_sequences, metadata, service_tier, a
-// temperature for the models that still accept one) goes in Extra.
+// Anything else the API takes (stop_sequences, metadata, service_tier)
+// goes in Extra.
 type Request struct {
 	// Model is the model name, for example "claude-sonnet-5-5". Required.
 	Model string
@@ -144,6 +144,9 @@ func requestBody(r Request, count bool) ([]byte, error) {
 		return nil, errors.New("llm: Request.Model is empty")
 	}
 	if err := checkModel(r); err != nil {
+		return nil, err
+	}
+	if err := checkTurn(r); err != nil && !count { // prefill.go; count_tokens is not checked
 		return nil, err
 	}
 	w := wireRequest{Model: r.Model, Messages: r.Messages}
