@@ -78,7 +78,9 @@ func TestStrictPrefillAndSampling(t *testing.T) {
 				data, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
 				srv.Close()
-				var e struct{ Error struct{ Type, Message string } }
+				var e struct {
+					Error struct{ Type, Message string }
+				}
 				json.Unmarshal(data, &e)
 				type answer struct {
 					Status        int
