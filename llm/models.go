@@ -40,9 +40,9 @@ type ModelInfo struct {
 	// history rewrite must drop the thinking it invalidates (see memory).
 	UnboundThinking bool
 	// Prefill is true for the models that continue a final assistant
-	// message the caller wrote; from Claude Opus 4.6 on, that is a 400
-	// (api/errors, the 5.5 migration guides). The API's own paused turn
-	// sent back is no prefill (see checkTurn).
+	// message the caller wrote, with thinking off; from Claude Opus 4.6 on,
+	// that is a 400 (api/errors, the 5.5 migration guides). The API's own
+	// paused turn sent back is no prefill (see checkTurn).
 	Prefill bool
 	// Efforts are the output_config.effort levels it takes, lowest first;
 	// DefaultEffort is the API's when a request sets none.

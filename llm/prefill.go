@@ -11,7 +11,8 @@ import (
 // wrong, instead of as a 400:
 //
 //   - Messages may end with an assistant turn for the model to continue (a
-//     prefill) only on a model whose [ModelInfo].Prefill is set. The API's
+//     prefill) only on a model whose [ModelInfo].Prefill is set, and with
+//     thinking off. The API's
 //     own paused turn sent back is no prefill: one that holds a server
 //     tool's blocks (stop_reason pause_turn) or a compaction block
 //     (stop_reason compaction), and a [Request].Summarize call, which
@@ -35,7 +36,8 @@ func checkTurn(r Request) error {
 		return nil
 	}
 	info, known := LookupModel(r.Model)
-	if info.Prefill {
+	thinking := r.Thinking != nil && (r.Thinking.Adaptive || r.Thinking.BudgetTokens > 0)
+	if info.Prefill && !thinking {
 		return nil
 	}
 	// The API merges consecutive messages of one role into one turn.
@@ -45,6 +47,9 @@ func checkTurn(r Request) error {
 				return nil
 			}
 		}
+	}
+	if info.Prefill { // "Claude Haiku 4.5 accepts one when thinking is off" (haiku-5-5/migration-guide)
+		return fmt.Errorf("llm: %s continues a final assistant message (a prefill) only with thinking off", r.Model)
 	}
 	unknown := map[bool]string{false: " (a model llm.Models does not know gets the current models' rules)"}[known]
 	return fmt.Errorf("llm: %s does not continue a final assistant message (a prefill)%s: end Messages with a user turn, and ask there for what the prefill was for", r.Model, unknown)

@@ -37,6 +37,7 @@ func TestCheckTurn(t *testing.T) {
 		{"prefill on an unknown model", "claude-next", []Message{user, prefill}, false, nil, false, "does not know"},
 		{"prefill on haiku 4.5", "claude-haiku-4-5-20251001", []Message{user, prefill}, false, nil, false, ""},
 		{"prefill on opus 4.5", "claude-opus-4-5", []Message{user, prefill}, false, nil, false, ""},
+		{"prefill on haiku 4.5 with thinking", "claude-haiku-4-5", []Message{user, prefill}, false, nil, false, "only with thinking off"},
 		{"an empty final assistant message", "claude-opus-5-5", []Message{user, {Role: Assistant}}, false, nil, false, "does not continue"},
 		{"pause_turn sent back", "claude-opus-5-5", []Message{user, paused}, false, nil, false, ""},
 		{"pause_turn after a server tool result", "claude-haiku-5-5", []Message{user, result}, false, nil, false, ""},
@@ -54,6 +55,9 @@ func TestCheckTurn(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := Request{Model: tt.model, Messages: tt.msgs, Extra: tt.extra}
+			if strings.HasSuffix(tt.name, "with thinking") {
+				r.Thinking = &ThinkingConfig{BudgetTokens: 1024}
+			}
 			if tt.summarize {
 				r.Summarize = &Summarize{}
 			}

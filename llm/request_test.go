@@ -43,9 +43,9 @@ func TestRequestGolden(t *testing.T) {
 				"tool_choice": map[string]any{"type": "any", "disable_parallel_tool_use": true}},
 		}},
 		{"cache", Request{Model: "claude-x", System: "sys", Messages: conv, Tools: tools, Cache: true}},
-		// conv[:2] ends with an assistant turn: a model that takes a prefill.
+		// conv[:2] ends with an assistant turn: a model that takes a prefill, thinking off.
 		{"cache_last_block_thinking", Request{Model: "claude-3-5-haiku", Messages: conv[:2], Cache: true,
-			ToolChoice: &ToolChoice{Type: "tool", Name: "add"}, Thinking: &ThinkingConfig{Adaptive: true}}},
+			ToolChoice: &ToolChoice{Type: "tool", Name: "add"}}},
 		{"adaptive_effort", Request{Model: "claude-opus-5-5", Messages: conv[:1],
 			Thinking: &ThinkingConfig{Adaptive: true, Display: "summarized"}, Effort: "xhigh"}},
 		{"tool_choice_none", Request{Model: "claude-x", Messages: conv[:1], ToolChoice: &ToolChoice{Type: "none"}}},
