@@ -56,7 +56,7 @@ func TestWorkerAndPrompt(t *testing.T) {
 		}
 	}
 	reqs := api.Requests()
-	if n := len(reqs[3].Messages); n != 5 {
+	if n := len(reqs[3].Messages()); n != 5 {
 		t.Errorf("the third prompt sent %d messages, want 5: the session's conversation and the prompt", n)
 	}
 	for _, r := range reqs {
