@@ -76,7 +76,7 @@ func TestNoPrefillOnCurrentModels(t *testing.T) {
 					t.Fatalf("Run: %v (state %s)", err, res.State)
 				}
 				reqs := srv.Requests()
-				msgs := reqs[len(reqs)-1].Messages
+				msgs := reqs[len(reqs)-1].Messages()
 				if diff := cmp.Diff(tt.last, msgs[len(msgs)-1].Role); diff != "" {
 					t.Errorf("the last request ends with (-want +got):\n%s", diff)
 				}

@@ -45,7 +45,8 @@ func CheckRequest(body []byte) error {
 type violation struct{ rule, path, msg string }
 
 func check(body []byte) []violation {
-	p, err := (&Request{Body: body}).Params()
+	r := &Request{Body: body}
+	p, err := r.Params()
 	if err != nil {
 		return []violation{{"json", "body", "does not decode: " + err.Error()}}
 	}
@@ -63,7 +64,7 @@ func check(body []byte) []violation {
 	for _, v := range apirules.Check(msgs) {
 		vs = append(vs, violation{v.Rule, path(p.Messages, v), v.Msg})
 	}
-	if _, _, v := modelRules(p, false); v != nil {
+	if _, _, v := modelRules(r, false); v != nil {
 		vs = append(vs, *v)
 	}
 	return vs

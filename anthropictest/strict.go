@@ -107,7 +107,8 @@ type issue struct {
 }
 
 // settings are the request fields the model rules read. Decoding them
-// alone allocates nothing for the messages, which may be megabytes.
+// allocates next to nothing for the messages, which may be megabytes: a
+// role each.
 type settings struct {
 	Model    string `json:"model"`
 	Thinking struct {
@@ -126,6 +127,10 @@ type settings struct {
 	TopP        *float64        `json:"top_p"`
 	TopK        json.RawMessage `json:"top_k"`
 	Compaction  json.RawMessage `json:"compaction"` // a compaction request
+	// The roles alone: the content is decoded only after an assistant turn.
+	Messages []struct {
+		Role string `json:"role"`
+	} `json:"messages"`
 }
 
 // checkStrict returns the 400 the API would answer r with, or nil. count
@@ -168,8 +173,10 @@ func modelRules(r *Request, count bool) (set settings, rules strictRules, v *vio
 		return set, rules, v
 	}
 	if rules.noPrefill && !count && set.Compaction == nil {
-		if i := prefilled(r.Messages); i >= 0 {
-			return set, rules, &violation{"prefill", fmt.Sprintf("messages.%d", i), msgPrefill}
+		if n := len(set.Messages); n > 0 && set.Messages[n-1].Role == "assistant" {
+			if i := prefilled(r.Messages()); i >= 0 {
+				return set, rules, &violation{"prefill", fmt.Sprintf("messages.%d", i), msgPrefill}
+			}
 		}
 	}
 	switch t := set.Thinking.Type; {
