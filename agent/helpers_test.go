@@ -133,8 +133,11 @@ func eventsOf[E Event](evs []Event) []E {
 func validHistory(t testing.TB, h *memory.History) {
 	t.Helper()
 	// An empty history is where a refused first prompt leaves it: nothing
-	// to send, and the next prompt starts a valid one.
-	body, err := json.Marshal(map[string]any{"model": llm.DefaultModel, "max_tokens": 1, "messages": h.Messages()})
+	// to send, and the next prompt starts a valid one. The next prompt is
+	// appended, as the next run sends it: a history may end with the
+	// model's answer, which on its own would read as a prefill.
+	next := llm.Message{Role: llm.User, Content: []llm.Block{llm.Text{Text: "next"}}}
+	body, err := json.Marshal(map[string]any{"model": llm.DefaultModel, "max_tokens": 1, "messages": append(h.Messages(), next)})
 	if err == nil && h.Len() > 0 {
 		err = anthropictest.CheckRequest(body)
 	}

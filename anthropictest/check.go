@@ -24,8 +24,9 @@ import (
 // because the API merges them into one turn; the tool rules apply to the
 // merged turns. On the current models, the request is also held to what
 // the model takes, as the server's strict mode is: its thinking mode
-// ("thinking-mode"), no forced tool choice ("tool-choice") and its effort
-// levels ("effort").
+// ("thinking-mode"), no forced tool choice ("tool-choice"), its effort
+// levels ("effort") and no prefill ("prefill"); and, on any model, to no
+// sampling parameters ("sampling"), as at API version 2026-10-21.
 func CheckRequest(body []byte) error {
 	vs := check(body)
 	if len(vs) == 0 {
@@ -44,7 +45,8 @@ func CheckRequest(body []byte) error {
 type violation struct{ rule, path, msg string }
 
 func check(body []byte) []violation {
-	p, err := (&Request{Body: body}).Params()
+	r := &Request{Body: body}
+	p, err := r.Params()
 	if err != nil {
 		return []violation{{"json", "body", "does not decode: " + err.Error()}}
 	}
@@ -62,7 +64,7 @@ func check(body []byte) []violation {
 	for _, v := range apirules.Check(msgs) {
 		vs = append(vs, violation{v.Rule, path(p.Messages, v), v.Msg})
 	}
-	if _, _, v := modelRules(body); v != nil {
+	if _, _, v := modelRules(r, false); v != nil {
 		vs = append(vs, *v)
 	}
 	return vs

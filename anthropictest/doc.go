@@ -42,7 +42,10 @@
 // rules (thinking disabled or given a budget on Claude Opus 5.5 or Fable
 // 5.1, a forced tool_choice, an effort the model does not take, a thinking
 // block sent back after its prefix changed or to a model that cannot read
-// it) gets the API's 400, and the script is not touched. Each signed
+// it, a prefill: messages ending with an assistant turn that is not the
+// API's own paused turn) gets the API's 400, and so does a temperature,
+// top_p or top_k on any model at API version 2026-10-21; the script is
+// not touched. Each signed
 // thinking block it streams is recorded, so that it can tell a replayed
 // block from its original. Set Server.Lenient for a test that breaks those
 // rules on purpose.

@@ -22,6 +22,16 @@ import (
 //   - a forced tool_choice ("any" or "tool") on a model that rejects it,
 //     on count_tokens too;
 //   - an output_config.effort the model does not take;
+//   - messages that end with an assistant turn the caller wrote, a prefill
+//     ("Prefilling assistant messages is not supported for this model."),
+//     on every model here; the API's own paused turn sent back (server
+//     tool blocks after pause_turn, a compaction block) is no prefill, nor
+//     is a compaction request (apirules.Continues says which is which);
+//     count_tokens is not checked, the docs saying nothing of it there;
+//   - temperature, top_p or top_k, on any model, at any value, with API
+//     version 2026-10-21 or no anthropic-version header; with 2023-06-01,
+//     on the models here, a value other than the default (temperature 1,
+//     top_p 0.99), any top_k, or temperature and top_p together;
 //   - a thinking block the server streamed, sent back after anything
 //     before it changed (system, tools, an earlier non-thinking block), or
 //     after a thinking block before it was removed other than as a leading
@@ -40,12 +50,13 @@ import (
 
 // strictRules are what the fake enforces for one model.
 type strictRules struct {
-	disabled string // the 400's message for thinking "disabled"; empty: accepted
-	enabled  string // the 400's message for a thinking budget; empty: accepted
-	noForced bool   // tool_choice "any" and "tool" are a 400
-	efforts  []string
-	binds    bool // thinking blocks are checked for their prefix
-	reads    bool // thinking blocks are checked for their model
+	disabled  string // the 400's message for thinking "disabled"; empty: accepted
+	enabled   string // the 400's message for a thinking budget; empty: accepted
+	noForced  bool   // tool_choice "any" and "tool" are a 400
+	efforts   []string
+	binds     bool // thinking blocks are checked for their prefix
+	reads     bool // thinking blocks are checked for their model
+	noPrefill bool // a prefill is a 400, and so are non-default sampling parameters at 2023-06-01
 }
 
 // The API's messages, from models/opus-5-5/migration-guide and
@@ -57,24 +68,35 @@ const (
 	msgForced     = `tool_choice: type "tool" and "any" are not supported for this model.`
 	msgBound      = "%s: Invalid `signature` in `thinking` block. The block is bound to a different conversation. Remove the block, or set `thinking.block_binding.prefix_mismatch_behavior` to \"drop_block\"."
 	msgModel      = "%s: Invalid `signature` in `thinking` block. The block was written by %s, which %s cannot read (the API would drop it without an error; anthropictest's strict mode rejects it)."
+	// The errors page's (api/errors, "Prefill not supported").
+	msgPrefill = "Prefilling assistant messages is not supported for this model."
+	// The docs give no text for the sampling 400s. At 2026-10-21 the field
+	// is unknown, as pydantic words it ("%s: Extra inputs are not
+	// permitted", as reported against the API); at 2023-06-01 a removed
+	// parameter is "deprecated for this model" (reported for temperature on
+	// Claude Opus 4.7, and assumed alike for top_p and top_k).
+	msgSamplingRemoved    = "%s: Extra inputs are not permitted"
+	msgSamplingDeprecated = "`%s` is deprecated for this model."
+	msgSamplingBoth       = "`temperature` and `top_p` cannot both be specified for this model. Please use only one."
 )
 
 var efforts = []string{"low", "medium", "high", "xhigh", "max"}
 
 // strictModels holds the rules strict mode enforces, by model.
 var strictModels = map[string]strictRules{
-	"claude-opus-5-5":   {disabled: msgDisabled, enabled: msgEnabled, noForced: true, efforts: efforts, binds: true, reads: true},
-	"claude-fable-5-1":  {disabled: msgDisabled, enabled: msgEnabled, noForced: true, efforts: efforts, binds: true, reads: true},
-	"claude-mythos-5-1": {disabled: msgDisabled, enabled: msgEnabled, noForced: true, efforts: efforts, reads: true}, // no prefix check
-	"claude-sonnet-5-5": {disabled: msgDisabled55, enabled: msgEnabled, noForced: true, efforts: efforts, binds: true, reads: true},
-	"claude-haiku-5-5":  {enabled: msgEnabled, efforts: efforts, binds: true, reads: true},
-	// Claude Opus 4.7 and later reject a budget.
-	"claude-opus-5":   {enabled: msgEnabled, efforts: efforts},
-	"claude-sonnet-5": {enabled: msgEnabled, efforts: efforts},
-	"claude-fable-5":  {enabled: msgEnabled, efforts: efforts},
-	"claude-mythos-5": {enabled: msgEnabled, efforts: efforts},
-	"claude-opus-4-8": {enabled: msgEnabled, efforts: efforts},
-	"claude-opus-4-7": {enabled: msgEnabled, efforts: efforts},
+	"claude-opus-5-5":   {disabled: msgDisabled, enabled: msgEnabled, noForced: true, efforts: efforts, binds: true, reads: true, noPrefill: true},
+	"claude-fable-5-1":  {disabled: msgDisabled, enabled: msgEnabled, noForced: true, efforts: efforts, binds: true, reads: true, noPrefill: true},
+	"claude-mythos-5-1": {disabled: msgDisabled, enabled: msgEnabled, noForced: true, efforts: efforts, reads: true, noPrefill: true}, // no prefix check
+	"claude-sonnet-5-5": {disabled: msgDisabled55, enabled: msgEnabled, noForced: true, efforts: efforts, binds: true, reads: true, noPrefill: true},
+	"claude-haiku-5-5":  {enabled: msgEnabled, efforts: efforts, binds: true, reads: true, noPrefill: true},
+	// Claude Opus 4.7 and later reject a budget, and a prefill (as Claude
+	// Opus 4.6 and Sonnet 4.6 do, which are not held to these rules).
+	"claude-opus-5":   {enabled: msgEnabled, efforts: efforts, noPrefill: true},
+	"claude-sonnet-5": {enabled: msgEnabled, efforts: efforts, noPrefill: true},
+	"claude-fable-5":  {enabled: msgEnabled, efforts: efforts, noPrefill: true},
+	"claude-mythos-5": {enabled: msgEnabled, efforts: efforts, noPrefill: true},
+	"claude-opus-4-8": {enabled: msgEnabled, efforts: efforts, noPrefill: true},
+	"claude-opus-4-7": {enabled: msgEnabled, efforts: efforts, noPrefill: true},
 }
 
 // An issue is one signed thinking block the server streamed.
@@ -85,7 +107,8 @@ type issue struct {
 }
 
 // settings are the request fields the model rules read. Decoding them
-// alone allocates nothing for the messages, which may be megabytes.
+// allocates next to nothing for the messages, which may be megabytes: a
+// role each.
 type settings struct {
 	Model    string `json:"model"`
 	Thinking struct {
@@ -100,6 +123,14 @@ type settings struct {
 	OutputConfig struct {
 		Effort string `json:"effort"`
 	} `json:"output_config"`
+	Temperature *float64        `json:"temperature"`
+	TopP        *float64        `json:"top_p"`
+	TopK        json.RawMessage `json:"top_k"`
+	Compaction  json.RawMessage `json:"compaction"` // a compaction request
+	// The roles alone: the content is decoded only after an assistant turn.
+	Messages []struct {
+		Role string `json:"role"`
+	} `json:"messages"`
 }
 
 // checkStrict returns the 400 the API would answer r with, or nil. count
@@ -108,7 +139,7 @@ func (s *Server) checkStrict(r *Request, count bool) *HTTPError {
 	if s.Lenient {
 		return nil
 	}
-	set, rules, v := modelRules(r.Body)
+	set, rules, v := modelRules(r, count)
 	switch {
 	case v != nil:
 		return &HTTPError{Status: 400, Message: v.msg}
@@ -129,14 +160,25 @@ func (s *Server) checkStrict(r *Request, count bool) *HTTPError {
 	return s.checkThinking(p, rules.binds && !drop)
 }
 
-// modelRules checks body against its model's rules in strictModels, and
-// returns the first violation, if any, with what it decoded; rules are
-// zero for a body that does not decode or a model the table does not hold.
-func modelRules(body []byte) (set settings, rules strictRules, v *violation) {
-	if json.Unmarshal(body, &set) != nil {
+// modelRules checks r against its model's rules in strictModels, and the
+// API version's, and returns the first violation, if any, with what it
+// decoded; rules are zero for a body that does not decode or a model the
+// table does not hold. count is set for count_tokens.
+func modelRules(r *Request, count bool) (set settings, rules strictRules, v *violation) {
+	if json.Unmarshal(r.Body, &set) != nil {
 		return set, rules, nil // not these rules' business
 	}
 	rules = strictModels[undated(set.Model)]
+	if v := sampling(set, rules, r.Header.Get("anthropic-version")); v != nil {
+		return set, rules, v
+	}
+	if rules.noPrefill && !count && set.Compaction == nil {
+		if n := len(set.Messages); n > 0 && set.Messages[n-1].Role == "assistant" {
+			if i := prefilled(r.Messages()); i >= 0 {
+				return set, rules, &violation{"prefill", fmt.Sprintf("messages.%d", i), msgPrefill}
+			}
+		}
+	}
 	switch t := set.Thinking.Type; {
 	case t == "disabled" && rules.disabled != "":
 		return set, rules, &violation{"thinking-mode", "thinking.type", rules.disabled}
@@ -150,6 +192,42 @@ func modelRules(body []byte) (set settings, rules strictRules, v *violation) {
 		return set, rules, &violation{"effort", "output_config.effort", fmt.Sprintf("output_config.effort: %q is not supported for this model.", e)}
 	}
 	return set, rules, nil
+}
+
+// sampling checks the sampling parameters of set, a request at API
+// version version, against rules.
+func sampling(set settings, rules strictRules, version string) *violation {
+	sent := map[string]bool{"temperature": set.Temperature != nil, "top_p": set.TopP != nil, "top_k": set.TopK != nil}
+	for _, name := range apirules.SamplingParams {
+		switch {
+		case !sent[name]:
+		case version != "2023-06-01": // 2026-10-21, or none said: the latest
+			return &violation{"sampling", name, fmt.Sprintf(msgSamplingRemoved, name)}
+		case !rules.noPrefill:
+		case name == "temperature" && *set.Temperature != 1, name == "top_p" && *set.TopP != 0.99, name == "top_k":
+			return &violation{"sampling", name, fmt.Sprintf(msgSamplingDeprecated, name)}
+		}
+	}
+	if rules.noPrefill && sent["temperature"] && sent["top_p"] {
+		return &violation{"sampling", "top_p", msgSamplingBoth}
+	}
+	return nil
+}
+
+// prefilled returns the index of the last message if msgs end with an
+// assistant turn that is a prefill, and -1 otherwise. The turn is the
+// trailing run of assistant messages, which the API merges.
+func prefilled(msgs []Message) int {
+	n := len(msgs)
+	if n == 0 || msgs[n-1].Role != "assistant" {
+		return -1
+	}
+	for i := n - 1; i >= 0 && msgs[i].Role == "assistant"; i-- {
+		if slices.ContainsFunc(msgs[i].Content, func(b Block) bool { return apirules.Continues(b.Type) }) {
+			return -1
+		}
+	}
+	return n - 1
 }
 
 // checkThinking checks every thinking block of p that the server issued:

@@ -66,12 +66,14 @@ func TestLargePayloads(t *testing.T) {
 	e.checkRequests(t)
 }
 
-// script is a conversation of n tool turns and a final answer.
-func script(n int) []anthropictest.Reply {
+// script is a conversation of n tool turns and a final answer, its tool
+// calls numbered from first: ids are unique in a conversation, or Repair
+// drops the later call, and the turn left without it is a prefill.
+func script(first, n int) []anthropictest.Reply {
 	var rs []anthropictest.Reply
 	for i := range n {
 		rs = append(rs, anthropictest.NewStream().Text(fmt.Sprintf("Step %d.", i)).
-			ToolUse(fmt.Sprintf("toolu_%d", i), "add", fmt.Sprintf(`{"a":%d,"b":1}`, i)).Usage(10*(i+1), 5, 0, 0).Stop("tool_use"))
+			ToolUse(fmt.Sprintf("toolu_%d", first+i), "add", fmt.Sprintf(`{"a":%d,"b":1}`, i)).Usage(10*(i+1), 5, 0, 0).Stop("tool_use"))
 	}
 	return append(rs, anthropictest.NewStream().Text("All added.").Usage(10*(n+1), 3, 0, 0).Stop("end_turn"))
 }
@@ -81,18 +83,18 @@ func script(n int) []anthropictest.Reply {
 // result and the same history, after a second prompt too.
 func TestContinueAsNew(t *testing.T) {
 	const turns = 5
-	e := newEnv(t, script(turns)...)
+	e := newEnv(t, script(0, turns)...)
 	add, _ := adder()
 	e.worker(t, "can", Config{}, add)
 	res := e.run(t, "can", "can", Input{Prompt: "add", TurnsPerRun: 2})
 	if res.Runs != 3 {
 		t.Errorf("runs = %d, want 3 (continue-as-new after every 2 turns)", res.Runs)
 	}
-	e.api.Enqueue(script(1)...)
+	e.api.Enqueue(script(turns, 1)...)
 	res2 := e.run(t, "can-2", "can", Input{Prompt: "again", History: res.History, TurnsPerRun: 2})
 
 	// The same conversation, in process.
-	api := anthropictest.NewServer(append(script(turns), script(1)...)...)
+	api := anthropictest.NewServer(append(script(0, turns), script(turns, 1)...)...)
 	defer api.Close()
 	add2, _ := adder()
 	a, err := agent.New(agent.Config{Model: llm.New(llm.Config{BaseURL: api.URL}), Tools: []*tool.Tool{add2}, History: memory.New(memory.Config{})})

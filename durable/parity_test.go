@@ -52,7 +52,10 @@ func TestParity(t *testing.T) {
 		}, Input{History: prior[:2]}},
 		{"pause_turn", func() []anthropictest.Reply {
 			return []anthropictest.Reply{
-				anthropictest.NewStream().Text("Searching.").Stop("pause_turn"),
+				// A paused turn holds a server tool's call: sent back, it is no prefill.
+				anthropictest.NewStream().Text("Searching.").
+					Block(anthropictest.Block{Type: "server_tool_use", ID: "srvtoolu_1", Name: "web_search"}, `{"query":"go"}`).
+					Stop("pause_turn"),
 				anthropictest.NewStream().Text("Found it.").Stop("end_turn"),
 			}
 		}, Input{}},

@@ -35,6 +35,11 @@ type ModelInfo struct {
 	// the model that wrote it and to the exact prefix before it, so that a
 	// history rewrite must drop the thinking it invalidates (see memory).
 	UnboundThinking bool
+	// Prefill is true for the models that continue a final assistant
+	// message the caller wrote, with thinking off; from Claude Opus 4.6 on,
+	// that is a 400 (api/errors, the 5.5 migration guides). The API's own
+	// paused turn sent back is no prefill (see checkTurn).
+	Prefill bool
 	// Efforts are the output_config.effort levels it takes, lowest first.
 	Efforts []string
 	// ContextEditing reports whether the model takes the clear_tool_uses and clear_thinking
@@ -89,16 +94,16 @@ var Models = map[string]ModelInfo{
 	"claude-opus-4-6":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}, Thinking: anyThinking, UnboundThinking: true, Efforts: efforts4, ContextEditing: true, ServerCompaction: true},
 	"claude-sonnet-4-6": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}, Thinking: anyThinking, UnboundThinking: true, Efforts: efforts4, ContextEditing: true, ServerCompaction: true},
 	// Claude 4.5 models and earlier: a budget is the only thinking mode.
-	"claude-opus-4-5":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}, Thinking: budgetOrOff, UnboundThinking: true, Efforts: []string{"low", "medium", "high"}, ContextEditing: true},
-	"claude-opus-4-1":   {ContextWindow: 200_000, MaxOutput: 32_000, Price: Price{15, 75, 18.75, 1.50}, Thinking: budgetOrOff, UnboundThinking: true},
-	"claude-opus-4-0":   {ContextWindow: 200_000, MaxOutput: 32_000, Price: Price{15, 75, 18.75, 1.50}, Thinking: budgetOrOff, UnboundThinking: true},
-	"claude-opus-4":     {ContextWindow: 200_000, MaxOutput: 32_000, Price: Price{15, 75, 18.75, 1.50}, Thinking: budgetOrOff, UnboundThinking: true},
-	"claude-sonnet-4-5": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}, Thinking: budgetOrOff, UnboundThinking: true, ContextEditing: true},
-	"claude-sonnet-4-0": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}, Thinking: budgetOrOff, UnboundThinking: true},
-	"claude-sonnet-4":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}, Thinking: budgetOrOff, UnboundThinking: true},
-	"claude-haiku-4-5":  {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{1, 5, 1.25, 0.10}, Thinking: budgetOrOff, UnboundThinking: true, ContextEditing: true},
-	"claude-3-5-haiku":  {ContextWindow: 200_000, MaxOutput: 8192, Price: Price{0.80, 4, 1, 0.08}, Thinking: thinkingOff, UnboundThinking: true},
-	"claude-3-haiku":    {ContextWindow: 200_000, MaxOutput: 4096, Price: Price{0.25, 1.25, 0.30, 0.03}, Thinking: thinkingOff, UnboundThinking: true},
+	"claude-opus-4-5":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}, Thinking: budgetOrOff, UnboundThinking: true, Prefill: true, Efforts: []string{"low", "medium", "high"}, ContextEditing: true},
+	"claude-opus-4-1":   {ContextWindow: 200_000, MaxOutput: 32_000, Price: Price{15, 75, 18.75, 1.50}, Thinking: budgetOrOff, UnboundThinking: true, Prefill: true},
+	"claude-opus-4-0":   {ContextWindow: 200_000, MaxOutput: 32_000, Price: Price{15, 75, 18.75, 1.50}, Thinking: budgetOrOff, UnboundThinking: true, Prefill: true},
+	"claude-opus-4":     {ContextWindow: 200_000, MaxOutput: 32_000, Price: Price{15, 75, 18.75, 1.50}, Thinking: budgetOrOff, UnboundThinking: true, Prefill: true},
+	"claude-sonnet-4-5": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}, Thinking: budgetOrOff, UnboundThinking: true, Prefill: true, ContextEditing: true},
+	"claude-sonnet-4-0": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}, Thinking: budgetOrOff, UnboundThinking: true, Prefill: true},
+	"claude-sonnet-4":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}, Thinking: budgetOrOff, UnboundThinking: true, Prefill: true},
+	"claude-haiku-4-5":  {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{1, 5, 1.25, 0.10}, Thinking: budgetOrOff, UnboundThinking: true, Prefill: true, ContextEditing: true},
+	"claude-3-5-haiku":  {ContextWindow: 200_000, MaxOutput: 8192, Price: Price{0.80, 4, 1, 0.08}, Thinking: thinkingOff, UnboundThinking: true, Prefill: true},
+	"claude-3-haiku":    {ContextWindow: 200_000, MaxOutput: 4096, Price: Price{0.25, 1.25, 0.30, 0.03}, Thinking: thinkingOff, UnboundThinking: true, Prefill: true},
 }
 
 // The thinking types and effort ladders of the table's rows: xhigh came

@@ -13,8 +13,8 @@ import (
 )
 
 // A Request is one Messages API call. Only fields the caller set are sent.
-// Anything else the API takes (stop_sequences, metadata, service_tier, a
-// temperature for the models that still accept one) goes in Extra.
+// Anything else the API takes (stop_sequences, metadata, service_tier)
+// goes in Extra.
 type Request struct {
 	// Model is the model name, for example "claude-sonnet-5-5". Required.
 	Model string
@@ -134,6 +134,9 @@ var lenient = json2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.All
 func requestBody(r Request, count bool) ([]byte, error) {
 	if r.Model == "" {
 		return nil, errors.New("llm: Request.Model is empty")
+	}
+	if err := checkTurn(r); err != nil && !count { // prefill.go; count_tokens is not checked
+		return nil, err
 	}
 	w := wireRequest{Model: r.Model, Messages: r.Messages}
 	if r.System != "" {

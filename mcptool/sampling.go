@@ -86,12 +86,8 @@ func (s *Server) sample(ctx context.Context, sm *Sampling, p *mcp.CreateMessageP
 	if req.MaxTokens <= 0 || req.MaxTokens > limit {
 		req.MaxTokens = limit
 	}
-	if p.Temperature != 0 {
-		if req.Extra == nil {
-			req.Extra = map[string]any{}
-		}
-		req.Extra["temperature"] = p.Temperature
-	}
+	// p.Temperature is not sent: API version 2026-10-21 takes no sampling
+	// parameters on any model, and MCP leaves the client free to ignore it.
 	for _, m := range p.Messages {
 		role := llm.User
 		if m.Role == "assistant" {

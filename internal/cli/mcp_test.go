@@ -145,7 +145,7 @@ func crashServer() {
 			if !ok {
 				//lint:ignore SA1019 sampling is what this tool tests.
 				return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"pong": &mcp.CreateMessageParams{
-					MaxTokens: 100,
+					MaxTokens: 100, Temperature: 0.7, // a hint the client must not send on
 					//lint:ignore SA1019 sampling is what this tool tests.
 					Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "Say pong."}}},
 				}}}, nil, nil
