@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/agentloop/agentloop/internal/looprules"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
 )
@@ -55,22 +56,13 @@ func (r *run) act(msg llm.Message, usage llm.Usage, uses []llm.ToolUse, cut map[
 	r.h.AppendToolResults(results)
 }
 
-// check returns why a call is not run, if it is not: agent's startCall's
-// checks, in the same order.
-func (r *run) check(rep *Repeat, call tool.Call, cut, final bool) (string, bool) {
-	switch {
-	case cut:
-		return cutOffText, true
-	case final:
-		return finalText, true
+// check returns why a call is not run, if it is not: a cut-off call's
+// input is not run, then the loop's own rules apply.
+func (r *run) check(rep *looprules.Repeats, call tool.Call, cut, final bool) (string, bool) {
+	if cut {
+		return looprules.CutOff, true
 	}
-	if raw, bad := llm.InvalidInput(llm.ToolUse{Input: call.Input}); bad {
-		return fmt.Sprintf(invalidText, raw), true
-	}
-	if n := rep.see(call); r.in.RepeatLimit > 0 && n >= r.in.RepeatLimit {
-		return fmt.Sprintf(repeatingText, n), true
-	}
-	return "", false
+	return looprules.Check(rep, r.in.RepeatLimit, call, final)
 }
 
 // tool returns what the worker said about the named tool; an unknown
@@ -130,7 +122,5 @@ func (r *run) call(ctx workflow.Context, call tool.Call, info ToolInfo) llm.Tool
 }
 
 // notRun returns the is_error result of a call that was not run, saying
-// why: agent/act.go's notRun.
-func notRun(call tool.Call, why string) llm.ToolResult {
-	return llm.ToolResult{ToolUseID: call.ID, Content: []llm.Block{llm.Text{Text: why}}, IsError: true}
-}
+// why.
+func notRun(call tool.Call, why string) llm.ToolResult { return looprules.NotRun(call.ID, why) }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/internal/looprules"
 	"github.com/agentloop/agentloop/llm"
 )
 
@@ -93,25 +94,17 @@ type Input struct {
 type Resume struct {
 	// Before is the history before the run, for a run that fails or is
 	// refused to put back.
-	Before    []llm.Message `json:"before"`
-	Iteration int           `json:"iteration"`
-	Usage     llm.Usage     `json:"usage"`
-	Text      string        `json:"text,omitempty"`
-	Repeat    Repeat        `json:"repeat"`
-	Container string        `json:"container,omitempty"`
-	Tools     []ToolInfo    `json:"tools"`
-	Started   time.Time     `json:"started"`
-	Runs      int           `json:"runs"`
-	Seq       int           `json:"seq,omitempty"`    // of the last streamed event
-	Events    []Event       `json:"events,omitempty"` // the latest, for pollers that are behind
-}
-
-// Repeat is the state of repeat detection: the last call and how many
-// times in a row it came.
-type Repeat struct {
-	Name  string `json:"name,omitempty"`
-	Input string `json:"input,omitempty"`
-	N     int    `json:"n,omitempty"`
+	Before    []llm.Message     `json:"before"`
+	Iteration int               `json:"iteration"`
+	Usage     llm.Usage         `json:"usage"`
+	Text      string            `json:"text,omitempty"`
+	Repeat    looprules.Repeats `json:"repeat"`
+	Container string            `json:"container,omitempty"`
+	Tools     []ToolInfo        `json:"tools"`
+	Started   time.Time         `json:"started"`
+	Runs      int               `json:"runs"`
+	Seq       int               `json:"seq,omitempty"`    // of the last streamed event
+	Events    []Event           `json:"events,omitempty"` // the latest, for pollers that are behind
 }
 
 // ToolInfo describes a tool of the worker to the workflow, which records

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/internal/looprules"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/tool"
@@ -43,7 +44,7 @@ type run struct {
 	turns     int // model calls of this workflow run
 	usage     llm.Usage
 	text      string
-	rep       Repeat
+	rep       looprules.Repeats
 	cont      string
 	started   time.Time
 	runs      int
@@ -240,7 +241,7 @@ func (r *run) finish(state agent.State, err error) (Result, error) {
 		r.h = restore(r.in, r.before)
 	case agent.Cancelled, agent.TimeLimit:
 		if msgs := r.h.Messages(); len(msgs) > 0 && msgs[len(msgs)-1].Role == llm.User {
-			r.h.AppendAssistant(llm.Message{Role: llm.Assistant, Content: []llm.Block{llm.Text{Text: interruptedText}}}, llm.Usage{})
+			r.h.AppendAssistant(llm.Message{Role: llm.Assistant, Content: []llm.Block{llm.Text{Text: looprules.Interrupted}}}, llm.Usage{})
 		}
 	}
 	r.h.Repair()
@@ -434,23 +435,23 @@ func (r *run) observe(t *TurnOutput, final bool) (agent.State, bool) {
 			uses = append(uses, tu)
 		}
 	}
-	switch {
-	case t.Stop == llm.Refusal:
+	o, known := looprules.Stop(t.Stop, len(uses) > 0)
+	switch o {
+	case looprules.Refuse:
 		return agent.Refused, false
-	case len(uses) > 0:
+	case looprules.Act:
 		r.act(msg, t.Usage, uses, cut, final)
 		return "", true
 	}
 	if len(msg.Content) > 0 {
 		r.h.AppendAssistant(msg, t.Usage)
 	}
-	switch t.Stop {
-	case llm.PauseTurn:
+	switch {
+	case o == looprules.Resume:
 		return "", true
-	case llm.MaxTokens:
+	case o == looprules.Truncate:
 		return agent.Truncated, false
-	case llm.EndTurn, llm.StopSequence, llm.ToolUseStop:
-	default:
+	case !known:
 		r.log.Warn("agent: unknown stop reason; treating it as end_turn", "stop_reason", t.Stop)
 	}
 	return agent.Finished, false
