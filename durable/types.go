@@ -94,7 +94,11 @@ type Input struct {
 type Resume struct {
 	// Before is the history before the run, for a run that fails or is
 	// refused to put back.
-	Before    []llm.Message     `json:"before"`
+	Before []llm.Message `json:"before"`
+	// History is the conversation so far, as memory.History.Encode
+	// writes it: with the exact token counts the API reported, which
+	// Input.History, a list of messages, cannot carry.
+	History   []byte            `json:"history"`
 	Iteration int               `json:"iteration"`
 	Usage     llm.Usage         `json:"usage"`
 	Text      string            `json:"text,omitempty"`

@@ -1,6 +1,7 @@
 package durable
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -71,6 +72,14 @@ func start(ctx workflow.Context, in Input) (*run, error) {
 	defaults(&in)
 	r := &run{root: ctx, ctx: ctx, in: in, log: workflow.GetLogger(ctx)}
 	r.h = restore(in, in.History)
+	if in.Resume != nil && in.Resume.History != nil {
+		// With its exact token counts, which a list of messages lacks.
+		h, err := memory.Decode(bytes.NewReader(in.Resume.History), r.h.Config())
+		if err != nil {
+			return nil, temporal.NewNonRetryableApplicationError("durable: the carried history: "+err.Error(), "Failed", nil)
+		}
+		r.h = h
+	}
 	// Before anything blocks, so that an update that came with the first
 	// workflow task finds its handler.
 	if err := r.handlers(); err != nil {
@@ -139,8 +148,9 @@ func defaults(in *Input) {
 	}
 }
 
-// restore makes a history of msgs. The per-turn usage is not carried, so
-// counts are estimates until the next turn reports one.
+// restore makes a history of msgs. Their usage is unknown, so counts are
+// estimates until the next turn reports one; a run that continues as new
+// carries its history whole instead (Resume.History).
 func restore(in Input, msgs []llm.Message) *memory.History {
 	h := memory.New(memory.Config{Model: in.Model, MaxTokens: in.MaxTokens, ContextWindow: in.ContextWindow, ContextLimit: in.ContextLimit})
 	for _, m := range msgs {
@@ -267,9 +277,13 @@ func (r *run) continueAsNew() error {
 	if err := r.closeStream(false); err != nil {
 		return err
 	}
+	var carried bytes.Buffer
+	if err := r.h.Encode(&carried); err != nil {
+		return err
+	}
 	next := r.in
-	next.History = r.h.Messages()
-	next.Resume = &Resume{Before: r.before, Iteration: r.iter, Usage: r.usage, Text: r.text, Repeat: r.rep,
+	next.History = nil
+	next.Resume = &Resume{History: carried.Bytes(), Before: r.before, Iteration: r.iter, Usage: r.usage, Text: r.text, Repeat: r.rep,
 		Container: r.cont, Tools: r.tools, Started: r.started, Runs: r.runs + 1, Seq: r.ev.seq,
 		Events: r.ev.log[max(0, len(r.ev.log)-carriedEvents):]}
 	return workflow.NewContinueAsNewError(r.root, WorkflowName, next)
