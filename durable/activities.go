@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/agentloop/agentloop/internal/telemetry"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
 )
@@ -24,6 +25,17 @@ type Config struct {
 	Model llm.Model
 	// Registry runs the tool calls. Default: an empty registry.
 	Registry *tool.Registry
+	// Approve, if set, is asked before each tool call runs, on the
+	// worker; a call it returns an error for is not run, and the model is
+	// told it was denied, with the error. It suits a policy of rules, such
+	// as the CLI's --allow and --deny: a person's approval waits in the
+	// workflow instead (Input.Approve). Default: every call runs.
+	Approve func(context.Context, tool.Call) error
+	// Telemetry says where the execute_tool spans of the calls go; the
+	// chat spans are Model's. Default: the global OpenTelemetry provider.
+	// A client and worker made with [Tracing] put both under the caller's
+	// trace.
+	Telemetry llm.Telemetry
 	// AtMostOnce names tools that must not run twice for one call, such as
 	// one that sends money. A call of one whose worker dies is not run
 	// again; the model gets an is_error result saying it may or may not
@@ -41,7 +53,8 @@ const (
 // Activities are the activities of a durable run. Register them with
 // [Register].
 type Activities struct {
-	cfg Config
+	cfg  Config
+	otel *telemetry.Instruments
 }
 
 // Register registers the workflow and its activities on w.
@@ -53,7 +66,8 @@ func Register(w worker.Registry, cfg Config) error {
 		cfg.Registry = tool.NewRegistry(tool.Config{})
 	}
 	w.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
-	w.RegisterActivityWithOptions(&Activities{cfg: cfg}, activity.RegisterOptions{Name: "agentloop."})
+	otel := telemetry.Spans("github.com/agentloop/agentloop/durable", cfg.Telemetry.TracerProvider, cfg.Telemetry.CaptureContent)
+	w.RegisterActivityWithOptions(&Activities{cfg: cfg, otel: otel}, activity.RegisterOptions{Name: "agentloop."})
 	return nil
 }
 
@@ -137,7 +151,14 @@ func classify(err error) error {
 // model; the activity fails only when its worker does.
 func (a *Activities) CallTool(ctx context.Context, call tool.Call) (llm.ToolResult, error) {
 	defer heartbeat(ctx)()
-	res := a.cfg.Registry.Start(ctx, call)()
+	if a.cfg.Approve != nil {
+		if err := a.cfg.Approve(ctx, call); err != nil {
+			return notRun(call, "denied: "+err.Error()), nil
+		}
+	}
+	tctx, span := a.otel.StartTool(ctx, call.Name, call.ID, call.Input)
+	res := a.cfg.Registry.Start(tctx, call)()
+	a.otel.EndTool(span, res.IsError, llm.TextOf(res.Content))
 	if err := ctx.Err(); err != nil {
 		// The result says "cancelled"; the workflow, not the model, decides
 		// what a cancelled activity means.

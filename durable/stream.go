@@ -25,6 +25,8 @@ import (
 type Event struct {
 	// Seq numbers the run's events from 1, across continue-as-new.
 	Seq int `json:"seq"`
+	// Turn is the iteration of a model turn that starts, from 1.
+	Turn int `json:"turn,omitempty"`
 	// Text is answer text that streamed since the previous batch.
 	Text string `json:"text,omitempty"`
 	// Discard says that the text of the current turn so far is void: the
@@ -36,6 +38,9 @@ type Event struct {
 	Waiting  bool       `json:"waiting,omitempty"`
 	// ToolDone is the result of a call.
 	ToolDone *llm.ToolResult `json:"tool_done,omitempty"`
+	// Usage is the usage of a model turn that completed, and of the run
+	// so far.
+	Usage *agent.UsageUpdate `json:"usage,omitempty"`
 	// Done is the state the run ended in; it is the last event.
 	Done agent.State `json:"done,omitempty"`
 	// Source names the model activity attempt that sent a batch, for the

@@ -263,12 +263,17 @@ func (r *run) finish(state agent.State, err error) (Result, error) {
 	if state == agent.Failed {
 		return Result{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("agent: iteration %d: %v", r.iter, err), "Failed", nil)
 	}
-	m, _ := llm.LookupModel(r.h.Config().Model)
 	return Result{
-		Result:  agent.Result{Text: r.text, State: state, Iterations: r.iter, Usage: r.usage, CostUSD: m.Price.Cost(r.usage)},
+		Result:  agent.Result{Text: r.text, State: state, Iterations: r.iter, Usage: r.usage, CostUSD: r.cost()},
 		History: r.h.Messages(),
 		Runs:    r.runs,
 	}, nil
+}
+
+// cost prices the run's usage so far.
+func (r *run) cost() float64 {
+	m, _ := llm.LookupModel(r.h.Config().Model)
+	return m.Price.Cost(r.usage)
 }
 
 // continueAsNew carries the run over to a new workflow run, once every
@@ -303,6 +308,7 @@ func (r *run) turn(final bool) (*TurnOutput, error) {
 		if err != nil {
 			return nil, err
 		}
+		r.publish(Event{Turn: r.iter})
 		out, err := r.model(req)
 		if err == nil {
 			r.usage = r.usage.Add(out.Usage)
@@ -310,6 +316,7 @@ func (r *run) turn(final bool) (*TurnOutput, error) {
 				r.cont = out.Container
 			}
 			if out.Stop != llm.ModelContextWindowExceeded {
+				r.publish(Event{Usage: &agent.UsageUpdate{Turn: out.Usage, Total: r.usage, CostUSD: r.cost()}})
 				return out, nil
 			}
 			err = errContextWindow

@@ -80,6 +80,8 @@ type Prompt struct {
 	Thinking       *llm.ThinkingConfig
 	// Started is called with the session's ID once the run has started.
 	Started func(session string)
+	// Note shows a remark on stderr, such as a call that waits.
+	Note func(string)
 }
 
 // MainWith is Main with the durable mode d; nil is the plain build's.
@@ -253,7 +255,8 @@ func (c *cli) durablePrompt(ctx context.Context, o *options, t Temporal, stdin i
 				s.render.note("session %s", id)
 			}
 			o.session = id
-		}}
+		},
+		Note: func(msg string) { s.render.note("%s", msg) }}
 	if o.builtin.appendSystem != "" {
 		p.System = strings.TrimSpace(p.System + "\n\n" + o.builtin.appendSystem)
 	}
