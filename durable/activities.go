@@ -94,33 +94,66 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 	defer heartbeat(ctx)()
 	pub := newPublisher(ctx, in.Stream)
 	defer pub.close() // on every path, before the activity completes
+	info := activity.GetInfo(ctx)
+	source := attemptSource(info)
 	var asm llm.Assembler
+	calls := 0
 	for ev, err := range a.cfg.Model.Stream(ctx, in.Request) {
 		if err != nil {
 			return TurnOutput{}, classify(err)
 		}
-		asm.Add(ev)
+		block, stopped := asm.Add(ev)
 		switch ev := ev.(type) {
 		case llm.TextStart:
 			pub.text(ev.Text)
 		case llm.TextDelta:
 			pub.text(ev.Text)
+		case llm.BlockStop:
+			// A call whose input is complete starts now, in the workflow,
+			// while the rest of the turn streams. One whose signal is lost
+			// starts when the turn ends.
+			if tu, ok := block.(llm.ToolUse); ok && stopped && in.Eager {
+				err := activity.GetClient(ctx).SignalWorkflow(ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID,
+					signalToolUse, toolUseSignal{Source: source, Use: tu})
+				if err == nil {
+					calls++
+				} else {
+					activity.GetLogger(ctx).Warn("durable: starting a call early failed; it starts with the turn's end", "err", err)
+				}
+			}
 		}
 	}
 	if !asm.Done() {
 		return TurnOutput{}, classify(llm.ErrIncompleteStream)
 	}
 	pub.close()
-	source, batches := pub.batches()
+	_, batches := pub.batches()
 	return TurnOutput{
 		Source:    source,
 		Batches:   batches,
+		Calls:     calls,
 		Message:   asm.Message(),
 		Stop:      asm.StopReason(),
 		Usage:     asm.Usage(),
 		Container: asm.Container(),
 		Cut:       llm.Message{Role: llm.Assistant, Content: asm.Incomplete()},
 	}, nil
+}
+
+// signalToolUse is the signal by which a model turn hands the workflow
+// each tool call whose input is complete.
+const signalToolUse = "agentloop.tool_use"
+
+// toolUseSignal is a complete tool call of the model turn attempt Source.
+type toolUseSignal struct {
+	Source string      `json:"source"`
+	Use    llm.ToolUse `json:"use"`
+}
+
+// attemptSource names the attempt of the activity: its signals are told
+// apart from an earlier attempt's by it.
+func attemptSource(info activity.Info) string {
+	return fmt.Sprintf("%s/%d", info.ActivityID, info.Attempt)
 }
 
 // classify turns a model error into the application error that tells

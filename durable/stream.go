@@ -3,7 +3,6 @@ package durable
 import (
 	"context"
 	"errors"
-	"fmt"
 	"iter"
 	"strings"
 	"sync"
@@ -80,8 +79,7 @@ func newPublisher(ctx context.Context, on bool) *publisher {
 	if !on {
 		return nil
 	}
-	info := activity.GetInfo(ctx)
-	p := &publisher{ctx: ctx, source: fmt.Sprintf("%s/%d", info.ActivityID, info.Attempt)}
+	p := &publisher{ctx: ctx, source: attemptSource(activity.GetInfo(ctx))}
 	if activity.GetInfo(ctx).Attempt > 1 {
 		p.send(Event{Discard: true})
 	}
@@ -245,13 +243,15 @@ const readGrace = 10 * time.Second
 // pollers readGrace to read the last events.
 func (r *run) closeStream(ending bool) error {
 	r.drain()
+	// A cancelled run still hands out its last events.
+	ctx, _ := workflow.NewDisconnectedContext(r.root)
 	if ending && r.in.Stream {
-		if _, err := workflow.AwaitWithTimeout(r.root, readGrace, func() bool { return r.ev.read >= r.ev.seq }); err != nil {
+		if _, err := workflow.AwaitWithTimeout(ctx, readGrace, func() bool { return r.ev.read >= r.ev.seq }); err != nil {
 			return err
 		}
 	}
 	r.ev.closing = true
-	return workflow.Await(r.root, func() bool { return workflow.AllHandlersFinished(r.root) })
+	return workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(r.root) })
 }
 
 // Stream yields the events of the run whose workflow ID is workflowID,

@@ -11,9 +11,11 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/agentloop/agentloop/anthropictest"
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/tool"
 )
 
 // TestTracing runs a tool round trip on a real server with the tracing
@@ -32,16 +34,29 @@ func TestTracing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.opts.Interceptors = []interceptor.WorkerInterceptor{tracing}
-	add, _ := adder()
-	tel := llm.Telemetry{TracerProvider: tp}
-	e.worker(t, "traced", Config{Model: llm.New(llm.Config{BaseURL: e.api.URL, Telemetry: tel}), Telemetry: tel}, add)
+	// One client for the caller and the worker, as in one process: the
+	// worker inherits its interceptor, and its activities' signals carry
+	// the trace too.
 	c, err := client.Dial(client.Options{HostPort: e.ts.GetFrontendHostPort(), Namespace: e.ts.GetDefaultNamespace(),
 		DataConverter: DataConverter(e.store), Interceptors: []interceptor.ClientInterceptor{tracing}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	add, _ := adder()
+	reg := tool.NewRegistry(tool.Config{})
+	if err := reg.Register(add); err != nil {
+		t.Fatal(err)
+	}
+	tel := llm.Telemetry{TracerProvider: tp}
+	w := worker.New(c, "traced", worker.Options{})
+	if err := Register(w, Config{Model: llm.New(llm.Config{BaseURL: e.api.URL, Telemetry: tel}), Registry: reg, Telemetry: tel}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
 
 	ctx, caller := tp.Tracer("test").Start(context.Background(), "caller")
 	wr, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "traced", TaskQueue: "traced"}, WorkflowName, Input{Prompt: "add"})

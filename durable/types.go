@@ -134,6 +134,9 @@ type TurnInput struct {
 	Request llm.Request `json:"request"`
 	// Stream signals the turn's text to the workflow as it streams.
 	Stream bool `json:"stream,omitempty"`
+	// Eager signals each tool call to the workflow as its input
+	// completes, for it to start the call at once.
+	Eager bool `json:"eager,omitempty"`
 }
 
 // TurnOutput is a model turn, assembled.
@@ -142,10 +145,12 @@ type TurnOutput struct {
 	Stop      llm.StopReason `json:"stop"`
 	Usage     llm.Usage      `json:"usage"`
 	Container string         `json:"container,omitempty"`
-	// Source and Batches say which attempt streamed the turn and how many
-	// batches it signalled, for the workflow to wait for them all.
+	// Source, Batches and Calls say which attempt streamed the turn and
+	// how many batches of text and tool calls it signalled, for the
+	// workflow to wait for them all.
 	Source  string `json:"source,omitempty"`
 	Batches int    `json:"batches,omitempty"`
+	Calls   int    `json:"calls,omitempty"`
 	// Cut holds the blocks that max_tokens cut off, for the workflow to
 	// decide on, as the loop does.
 	Cut llm.Message `json:"cut"`

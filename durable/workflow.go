@@ -51,6 +51,7 @@ type run struct {
 	runs      int
 	timedOut  bool
 	waiting   []*approval // calls waiting for a decision, in the order they came
+	batch     *batch      // the calls of the latest model turn
 	ev        events
 	log       interface{ Warn(string, ...any) }
 }
@@ -88,6 +89,7 @@ func start(ctx workflow.Context, in Input) (*run, error) {
 	if err := r.streamHandlers(); err != nil {
 		return nil, err
 	}
+	r.receiveToolUses()
 	if res := in.Resume; res != nil {
 		r.before, r.iter, r.usage, r.text, r.rep = res.Before, res.Iteration, res.Usage, res.Text, res.Repeat
 		r.cont, r.tools, r.started, r.runs = res.Container, res.Tools, res.Started, res.Runs
@@ -222,7 +224,7 @@ func (r *run) loop() (agent.State, error) {
 		if err != nil {
 			return agent.Failed, err
 		}
-		state, next := r.observe(t, final)
+		state, next := r.observe(t)
 		switch {
 		case state == agent.Refused, !final && !next:
 			return state, nil
@@ -309,7 +311,12 @@ func (r *run) turn(final bool) (*TurnOutput, error) {
 			return nil, err
 		}
 		r.publish(Event{Turn: r.iter})
-		out, err := r.model(req)
+		r.batch = r.newBatch(final)
+		out, err := r.model(req, r.batch.id, len(r.specs) > 0 && !final)
+		if err == nil {
+			err = r.settle(out)
+		}
+		r.batch.closed = true
 		if err == nil {
 			r.usage = r.usage.Add(out.Usage)
 			if out.Container != "" {
@@ -321,6 +328,7 @@ func (r *run) turn(final bool) (*TurnOutput, error) {
 			}
 			err = errContextWindow
 		}
+		r.batch.cancel() // the turn failed: so do the calls it started
 		overflow, tooLong := promptTooLong(err)
 		if r.ctx.Err() != nil || compacted || !tooLong {
 			return nil, err
@@ -350,15 +358,17 @@ func promptTooLong(err error) (error, bool) {
 	return err, true
 }
 
-// model runs the ModelTurn activity.
-func (r *run) model(req llm.Request) (*TurnOutput, error) {
+// model runs the ModelTurn activity with the given ID (empty: Temporal's),
+// whose calls start as they come when eager.
+func (r *run) model(req llm.Request, id string, eager bool) (*TurnOutput, error) {
 	ctx := workflow.WithActivityOptions(r.ctx, workflow.ActivityOptions{
+		ActivityID:          id,
 		StartToCloseTimeout: r.in.ModelTimeout,
 		HeartbeatTimeout:    r.in.Heartbeat,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second, MaximumAttempts: 5},
 	})
 	var out TurnOutput
-	err := workflow.ExecuteActivity(ctx, activityModelTurn, TurnInput{Request: req, Stream: r.in.Stream}).Get(ctx, &out)
+	err := workflow.ExecuteActivity(ctx, activityModelTurn, TurnInput{Request: req, Stream: r.in.Stream, Eager: eager}).Get(ctx, &out)
 	if err != nil {
 		r.drain()
 		return nil, err
@@ -408,7 +418,7 @@ func (r *run) request(final bool) (llm.Request, error) {
 func (r *run) compact() error {
 	summary := llm.ModelFunc(func(_ context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
 		return func(yield func(llm.Event, error) bool) {
-			out, err := r.model(req)
+			out, err := r.model(req, "", false)
 			if err != nil {
 				yield(nil, err)
 				return
@@ -434,7 +444,7 @@ func (r *run) compact() error {
 
 // observe applies the turn's stop reason, as agent's run.observe does. It
 // returns the state the run ends in, if it ends, and whether it goes on.
-func (r *run) observe(t *TurnOutput, final bool) (agent.State, bool) {
+func (r *run) observe(t *TurnOutput) (agent.State, bool) {
 	msg := t.Message
 	// Only the last block can be cut, by max_tokens. Cut text is kept; a
 	// cut tool_use is never run (agent's run.think).
@@ -459,9 +469,10 @@ func (r *run) observe(t *TurnOutput, final bool) (agent.State, bool) {
 	o, known := looprules.Stop(t.Stop, len(uses) > 0)
 	switch o {
 	case looprules.Refuse:
+		r.batch.cancel()
 		return agent.Refused, false
 	case looprules.Act:
-		r.act(msg, t.Usage, uses, cut, final)
+		r.act(msg, t.Usage, uses, cut)
 		return "", true
 	}
 	if len(msg.Content) > 0 {
