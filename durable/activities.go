@@ -25,6 +25,10 @@ type Config struct {
 	Model llm.Model
 	// Registry runs the tool calls. Default: an empty registry.
 	Registry *tool.Registry
+	// System is the system prompt of the runs whose Input.System is empty:
+	// one that names the worker's tools and working directory, as the
+	// CLI's default does. Default none.
+	System string
 	// Approve, if set, is asked before each tool call runs, on the
 	// worker; a call it returns an error for is not run, and the model is
 	// told it was denied, with the error. It suits a policy of rules, such
@@ -78,15 +82,23 @@ const (
 	activityCallTool  = "agentloop.CallTool"
 )
 
-// Tools describes the worker's tools.
-func (a *Activities) Tools(ctx context.Context) ([]ToolInfo, error) {
+// Offer is what a worker offers a run, which records it once so that a
+// worker with other tools cannot change the run's past.
+type Offer struct {
+	Tools []ToolInfo `json:"tools"`
+	// System is Config.System.
+	System string `json:"system,omitempty"`
+}
+
+// Tools describes the worker's tools and its system prompt.
+func (a *Activities) Tools(ctx context.Context) (Offer, error) {
 	specs := a.cfg.Registry.Specs()
 	infos := make([]ToolInfo, len(specs))
 	for i, s := range specs {
 		t, _ := a.cfg.Registry.Lookup(s.Name)
 		infos[i] = ToolInfo{Spec: s, Sequential: t != nil && t.Sequential, AtMostOnce: slices.Contains(a.cfg.AtMostOnce, s.Name)}
 	}
-	return infos, nil
+	return Offer{Tools: infos, System: a.cfg.System}, nil
 }
 
 // ModelTurn streams one model turn and returns it assembled.

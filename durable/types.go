@@ -40,7 +40,7 @@ type Input struct {
 	ContextWindow int `json:"context_window,omitempty"`
 	// ContextLimit is the compaction threshold (see memory.Config).
 	ContextLimit int `json:"context_limit,omitempty"`
-	// System is the system prompt. Default none.
+	// System is the system prompt. Default: the worker's Config.System.
 	System string `json:"system,omitempty"`
 	// Thinking turns on extended thinking. Default off.
 	Thinking *llm.ThinkingConfig `json:"thinking,omitempty"`
@@ -111,9 +111,7 @@ type Resume struct {
 	Events    []Event           `json:"events,omitempty"` // the latest, for pollers that are behind
 }
 
-// ToolInfo describes a tool of the worker to the workflow, which records
-// it once per run so that a worker with other tools cannot change a
-// run's past.
+// ToolInfo describes a tool of the worker to the workflow, in its [Offer].
 type ToolInfo struct {
 	Spec       llm.ToolSpec `json:"spec"`
 	Sequential bool         `json:"sequential,omitempty"`

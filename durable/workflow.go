@@ -99,15 +99,20 @@ func start(ctx workflow.Context, in Input) (*run, error) {
 			return nil, temporal.NewNonRetryableApplicationError(errEmptyPrompt.Error(), "Failed", nil)
 		}
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
-		if err := workflow.ExecuteActivity(actx, activityTools).Get(ctx, &r.tools); err != nil {
+		var offer Offer
+		if err := workflow.ExecuteActivity(actx, activityTools).Get(ctx, &offer); err != nil {
 			return nil, err
+		}
+		r.tools = offer.Tools
+		if r.in.System == "" {
+			r.in.System = offer.System // and so for the runs it continues as
 		}
 		r.before, r.started, r.runs = r.h.Messages(), workflow.Now(ctx), 1
 	}
 	for _, t := range r.tools {
 		r.specs = append(r.specs, t.Spec)
 	}
-	r.h.SetPrefix(in.System, r.specs)
+	r.h.SetPrefix(r.in.System, r.specs)
 	if in.Resume == nil {
 		r.h.AppendUser(llm.Text{Text: in.Prompt})
 	}

@@ -58,6 +58,12 @@ type Worker struct {
 	// Approve is the --allow, --deny and --yes policy: a call it refuses
 	// is denied. Nobody is asked on a worker.
 	Approve func(context.Context, tool.Call) error
+	// System is the system prompt of the runs that bring none: the
+	// default one, naming the worker's tools and working directory, or
+	// --system, then --append-system.
+	System string
+	// AtMostOnce names the tools a worker's death must not run twice.
+	AtMostOnce []string
 }
 
 // Prompt is one prompt of a durable session, with the limits of the flags.
@@ -111,7 +117,7 @@ func RunWith(ctx context.Context, d Durable, args []string, getenv func(string) 
 type durableOptions struct {
 	temporal, namespace, queue, blobs string
 	detach                            bool
-	approve                           listFlag
+	approve, atMostOnce               listFlag
 }
 
 func defineDurableFlags(fs *flag.FlagSet, d *durableOptions) {
@@ -121,6 +127,7 @@ func defineDurableFlags(fs *flag.FlagSet, d *durableOptions) {
 	fs.StringVar(&d.blobs, "blobs", "", "")
 	fs.BoolVar(&d.detach, "detach", false, "")
 	fs.Var(&d.approve, "approve", "")
+	fs.Var(&d.atMostOnce, "at-most-once", "")
 }
 
 // durableUsage is the --help text of the durable mode.
@@ -132,7 +139,8 @@ Durable mode (the build from github.com/agentloop/agentloop/durable/cmd/agentloo
 
 A worker serves durable runs on Temporal, with the tools and MCP servers of
 the usual flags and the --allow, --deny and --yes rules (nobody is asked on
-a worker: a call that would ask is denied). A prompt with --temporal runs on
+a worker: a call that would ask is denied), and the system prompt of the
+usual flags for runs whose prompt brings none. A prompt with --temporal runs on
 the workers and survives their deaths: --session names the conversation (a
 workflow ID; a new one is printed on stderr), and the answer streams, with
 the exit statuses below. Ctrl-C cancels the run; with --detach it only
@@ -147,6 +155,10 @@ detaches, and the run goes on.
   --approve TOOL      calls of TOOL ("*" for all) wait, for days if need
                       be, until agentloop approve or deny answers them
                       (repeatable)
+  --at-most-once TOOL a worker's flag: a call of TOOL whose worker dies is
+                      not run again, and the model is told it may or may
+                      not have run (repeatable; other calls are at least
+                      once)
 `
 
 // durableCommand strips the durable mode's subcommand off args.
@@ -214,7 +226,8 @@ func (c *cli) serve(ctx context.Context, o *options, t Temporal, stdout, stderr 
 	defer s.close()
 	fmt.Fprintf(stderr, "agentloop: worker on %s, task queue %s, tools: %s\n", t.HostPort, t.TaskQueue,
 		strings.Join(specNames(s.cfg.Registry), ", "))
-	err = c.durable.Serve(ctx, t, Worker{Model: client, Registry: s.cfg.Registry, Approve: s.cfg.Approve})
+	err = c.durable.Serve(ctx, t, Worker{Model: client, Registry: s.cfg.Registry, Approve: s.cfg.Approve,
+		System: s.cfg.System, AtMostOnce: o.durable.atMostOnce})
 	if ctx.Err() != nil {
 		return nil // stopped on purpose
 	}

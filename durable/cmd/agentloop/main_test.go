@@ -49,7 +49,7 @@ func TestWorkerAndPrompt(t *testing.T) {
 	var workerOut bytes.Buffer
 	go func() {
 		var stdout bytes.Buffer
-		workerDone <- command(ctx, env, &stdout, &workerOut, append(append([]string{"worker"}, common...), "--tools", "calculator")...)
+		workerDone <- command(ctx, env, &stdout, &workerOut, append(append([]string{"worker"}, common...), "--tools", "calculator", "--append-system", "Be brief.")...)
 	}()
 	defer func() {
 		cancel()
@@ -78,6 +78,10 @@ func TestWorkerAndPrompt(t *testing.T) {
 		}
 	}
 	reqs := api.Requests()
+	// The worker's system prompt, since the prompts bring none.
+	if p, err := reqs[0].Params(); err != nil || !strings.Contains(string(p.System), "Be brief.") {
+		t.Errorf("system prompt %s (%v), want the worker's", p.System, err)
+	}
 	if n := len(reqs[3].Messages()); n != 5 {
 		t.Errorf("the third prompt sent %d messages, want 5: the session's conversation and the prompt", n)
 	}

@@ -64,7 +64,8 @@ func (mode) Serve(ctx context.Context, t cli.Temporal, w cli.Worker) error {
 	}
 	defer c.Close()
 	wk := worker.New(c, t.TaskQueue, worker.Options{})
-	if err := durable.Register(wk, durable.Config{Model: w.Model, Registry: w.Registry, Approve: w.Approve, Telemetry: t.Telemetry}); err != nil {
+	if err := durable.Register(wk, durable.Config{Model: w.Model, Registry: w.Registry, Approve: w.Approve,
+		System: w.System, AtMostOnce: w.AtMostOnce, Telemetry: t.Telemetry}); err != nil {
 		return err
 	}
 	stop := make(chan any)
