@@ -16,6 +16,7 @@ import (
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
+	"github.com/agentloop/agentloop/tools/permission"
 )
 
 // This file is the hook of the durable mode: worker, approve, deny and
@@ -88,6 +89,10 @@ type Prompt struct {
 	Started func(session string)
 	// Note shows a remark on stderr, such as a call that waits.
 	Note func(string)
+	// Ask, when there is a terminal to ask on, asks the user whether a
+	// call that waits for approval may run: the in-process CLI's
+	// question. Nil: the call waits for agentloop approve or deny.
+	Ask func(context.Context, tool.Call) (bool, error)
 }
 
 // MainWith is Main with the durable mode d; nil is the plain build's.
@@ -270,6 +275,19 @@ func (c *cli) durablePrompt(ctx context.Context, o *options, t Temporal, stdin i
 			o.session = id
 		},
 		Note: func(msg string) { s.render.note("%s", msg) }}
+	if c.isTerminal(stdin) && c.isTerminal(stderr) {
+		dir, _ := os.Getwd()
+		a := &terminalAsker{w: stderr, render: s.render, style: c.newStyle(stderr), stdin: stdin, dir: dir}
+		always := map[string]bool{} // tools answered "always", for the rest of the run
+		p.Ask = func(ctx context.Context, call tool.Call) (bool, error) {
+			if always[call.Name] {
+				return true, nil
+			}
+			ans, err := a.ask(ctx, call, permission.Rule{Tool: call.Name})
+			always[call.Name] = err == nil && ans == permission.Always
+			return err == nil && ans != permission.No, err
+		}
+	}
 	if o.builtin.appendSystem != "" {
 		p.System = strings.TrimSpace(p.System + "\n\n" + o.builtin.appendSystem)
 	}

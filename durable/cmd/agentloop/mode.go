@@ -148,6 +148,16 @@ func run(ctx context.Context, t cli.Temporal, p cli.Prompt, yield func(agent.Eve
 		if e := agentEvent(ev, names, id, p.Note); e != nil && !yield(e, nil) {
 			return failed, context.Canceled
 		}
+		if ev.Waiting && p.Ask != nil {
+			// Asked on the terminal, answered in the workflow; a call
+			// another client answered first is no longer waiting.
+			if allow, err := p.Ask(ctx, *ev.ToolCall); err == nil {
+				d := durable.Decision{CallID: ev.ToolCall.ID, Allow: allow, Reason: "the user said no"}
+				if err := durable.Approve(ctx, c, id, d); err != nil && p.Note != nil {
+					p.Note(fmt.Sprintf("answering %s: %v", ev.ToolCall.ID, err))
+				}
+			}
+		}
 	}
 	if ctx.Err() != nil {
 		if p.Detach {
@@ -188,7 +198,7 @@ func agentEvent(ev durable.Event, names map[string]string, session string, note 
 	case ev.Usage != nil:
 		return *ev.Usage
 	case ev.ToolCall != nil && ev.Waiting:
-		if note != nil {
+		if note != nil { // also when asked on the terminal: it may be answered elsewhere
 			note(fmt.Sprintf("%s %s waits for approval: agentloop approve (or deny) --session %s %s",
 				ev.ToolCall.Name, ev.ToolCall.Input, session, ev.ToolCall.ID))
 		}
