@@ -137,19 +137,20 @@ func defineDurableFlags(fs *flag.FlagSet, d *durableOptions) {
 
 // durableUsage is the --help text of the durable mode.
 const durableUsage = `
-Durable mode (the build from github.com/agentloop/agentloop/durable/cmd/agentloop):
+Durable mode (the build of durable/cmd/agentloop, in its own module: from a
+clone of the repository, cd durable && go install ./cmd/agentloop):
   agentloop worker --temporal HOST:PORT [flags]
   agentloop --temporal HOST:PORT [--session ID] [flags] [prompt...]
   agentloop approve|deny --temporal HOST:PORT --session ID CALL_ID [reason...]
 
-A worker serves durable runs on Temporal, with the tools and MCP servers of
-the usual flags and the --allow, --deny and --yes rules (nobody is asked on
-a worker: a call that would ask is denied), and the system prompt of the
-usual flags for runs whose prompt brings none. A prompt with --temporal runs on
-the workers and survives their deaths: --session names the conversation (a
-workflow ID; a new one is printed on stderr), and the answer streams, with
-the exit statuses below. Ctrl-C cancels the run; with --detach it only
-detaches, and the run goes on.
+A worker serves durable runs on Temporal, with the tools, MCP servers and
+system prompt of the usual flags and their --allow, --deny and --yes rules:
+nobody is asked on a worker, so a call that would ask is denied. A prompt
+with --temporal runs on the workers and survives their deaths: --session
+names the conversation (a workflow ID; a new one is printed on stderr), and
+the answer streams, with the exit statuses above. A call named by --approve
+waits in the run, and is asked about on a terminal. Ctrl-C cancels the run;
+with --detach it only detaches, and the run goes on.
 
   --temporal HOST:PORT  the Temporal frontend; turns the durable mode on
   --namespace N       the Temporal namespace (default default)
@@ -178,7 +179,7 @@ func durableCommand(args []string) (string, []string) {
 func (c *cli) runDurable(ctx context.Context, sub string, o *options, stdin io.Reader, stdout, stderr io.Writer) error {
 	if c.durable == nil {
 		return usageError("this build of agentloop has no durable mode (worker, approve, deny, --temporal): " +
-			"install the one that has, with go install github.com/agentloop/agentloop/durable/cmd/agentloop@latest")
+			"install the one that has from a clone of the repository, with (cd durable && go install ./cmd/agentloop)")
 	}
 	d := o.durable
 	if d.temporal == "" {

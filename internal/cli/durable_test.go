@@ -29,7 +29,7 @@ func TestNoDurableMode(t *testing.T) {
 		h := newHarness(t)
 		r := h.run(strings.NewReader(""), args...)
 		r.check(t, exitUsage)
-		if !strings.Contains(r.stderr, "go install github.com/agentloop/agentloop/durable/cmd/agentloop") {
+		if !strings.Contains(r.stderr, "(cd durable && go install ./cmd/agentloop)") {
 			t.Errorf("%q: stderr does not say how to install the durable build:\n%s", args, r.stderr)
 		}
 		if n := len(h.srv.Requests()); n != 0 {
