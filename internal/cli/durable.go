@@ -194,6 +194,13 @@ func (c *cli) runDurable(ctx context.Context, sub string, o *options, stdin io.R
 	t := Temporal{HostPort: d.temporal, Namespace: d.namespace, TaskQueue: d.queue, Blobs: d.blobs, Telemetry: tel,
 		Logger: newLogger(stderr, o.verbose, "", "")}
 	switch sub {
+	case "worker", "approve", "deny":
+		// Ctrl-C stops a worker, or gives up on a decision.
+		var stop func() bool
+		ctx, stop = c.watchInterrupts(ctx)
+		defer stop()
+	}
+	switch sub {
 	case "worker":
 		return c.serve(ctx, o, t, stdout, stderr)
 	case "approve", "deny":

@@ -198,3 +198,23 @@ func TestDurableWorkerAndDecide(t *testing.T) {
 		t.Errorf("decisions (-want +got):\n%s", diff)
 	}
 }
+
+// stopOnCancel is a durable mode whose worker serves until it is stopped.
+type stopOnCancel struct{ fakeDurable }
+
+func (s *stopOnCancel) Serve(ctx context.Context, t Temporal, w Worker) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestDurableWorkerCtrlC: Ctrl-C stops a worker, which exits 0.
+func TestDurableWorkerCtrlC(t *testing.T) {
+	h := newHarness(t)
+	h.interrupts <- os.Interrupt
+	var stdout, stderr syncBuffer
+	c := h.cli(strings.NewReader(""), &stdout, &stderr)
+	c.durable = &stopOnCancel{}
+	if code := c.main(context.Background(), []string{"worker", "--temporal", "x:1", "--tools", "calculator"}, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+		t.Errorf("exit %d, want 0; stderr:\n%s", code, stderr.String())
+	}
+}
