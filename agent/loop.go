@@ -301,6 +301,7 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 		// The turn ran out of room: turn compacts and asks again.
 		return t, errContextWindow
 	}
+	r.serverCompacted(t.msg, asm.Usage())
 	// max_tokens cut the last block: text is kept, a tool_use keeps input {}
 	// and gets an is_error result (see the package doc), others are dropped.
 	for _, b := range asm.Incomplete() {
@@ -336,7 +337,8 @@ func (r *run) observe(t *turn) (State, bool) {
 	}
 	switch {
 	case o == looprules.Resume:
-		// Sent back as the last message, the paused turn resumes.
+		// Sent back as the last message, the paused turn resumes: after a
+		// compaction, from the summary.
 		return "", true
 	case o == looprules.Truncate:
 		return Truncated, false

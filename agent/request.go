@@ -38,6 +38,8 @@ func (r *run) request(final bool) (llm.Request, error) {
 		Thinking:  r.cfg.Thinking,
 		Cache:     !r.cfg.DisableCache,
 		Container: r.cont,
+		// Context editing and server compaction, as the history's strategy has it.
+		ContextManagement: h.ContextManagement(r.cfg.Thinking != nil),
 	}
 	if final && len(r.specs) > 0 {
 		// The tools stay listed, since the history holds calls of them.
@@ -59,6 +61,20 @@ func (r *run) compact() error {
 		r.emit(Compacted{Before: c.Before, After: c.After, Steps: c.Steps})
 	}
 	return err
+}
+
+// serverCompacted reports a compaction the API did while it wrote msg: the
+// history keeps the block in place of what it summarises (memory's
+// AppendAssistant), and usage, the turn's after the compaction, is what the
+// model reads now.
+func (r *run) serverCompacted(msg llm.Message, usage llm.Usage) {
+	for _, b := range msg.Content {
+		if b.BlockType() == llm.CompactionBlock {
+			r.log.Info("agent: the server compacted the history", slog.Int("before", r.cfg.History.Tokens()))
+			r.emit(Compacted{Before: r.cfg.History.Tokens(), After: int(usage.Context()), Steps: []string{"on the server"}})
+			return
+		}
+	}
 }
 
 // showText shows text to the caller, and keeps it for an interrupted run.

@@ -137,6 +137,49 @@ func TestStopReasons(t *testing.T) {
 			}
 		},
 	}, {
+		name: "stop_reason compaction sends the compaction back and continues from it",
+		replies: []at.Reply{
+			at.NewStream().Usage(60000, 1, 0, 0).ToolUse("toolu_1", "echo", `{"text":"x"}`).Stop("tool_use"),
+			at.NewStream().Usage(400, 1, 0, 0).Compaction("Echoed x once.").Stop("compaction"),
+			at.NewStream().Text("Done.").Stop("end_turn"),
+		},
+		state:    Finished,
+		text:     "Done.",
+		requests: 3,
+		events:   []string{"turn_start", "tool_call_start", "tool_call", "tool_done", "turn_start", "compacted", "turn_start", "done"},
+		check: func(t *testing.T, reqs []*at.Request, h *memory.History) {
+			msgs := reqs[2].Messages()
+			last := msgs[len(msgs)-1]
+			if last.Role != "assistant" || len(last.Content) != 1 || last.Content[0].Type != "compaction" {
+				t.Fatalf("last message = %+v, want the compaction block alone", last)
+			}
+			if len(msgs) != 2 {
+				t.Errorf("request after the compaction sent %d messages, want the note and the block", len(msgs))
+			}
+			var b struct{ Content string }
+			if json.Unmarshal(last.Content[0].Raw, &b); b.Content != "Echoed x once." {
+				t.Errorf("compaction block sent back as %s", last.Content[0].Raw)
+			}
+			if h.Tokens() > 1000 {
+				t.Errorf("Tokens() = %d after the compaction, want the compacted context's", h.Tokens())
+			}
+		},
+	}, {
+		name: "a compaction mid-turn is reported and kept",
+		replies: []at.Reply{
+			at.NewStream().Usage(300, 1, 0, 0).CompactionUsage(70000, 50, 0, 0).Compaction("Earlier: nothing.").Text("Answer.").Stop("end_turn"),
+		},
+		state:    Finished,
+		text:     "Answer.",
+		requests: 1,
+		events:   []string{"turn_start", "compacted", "done"},
+		check: func(t *testing.T, reqs []*at.Request, h *memory.History) {
+			msgs := h.Messages()
+			if len(msgs) != 2 || msgs[1].Content[0].BlockType() != "compaction" {
+				t.Errorf("history = %+v, want the note and the compacted turn", msgs)
+			}
+		},
+	}, {
 		name:     "refusal takes the refused exchange back",
 		replies:  []at.Reply{at.NewStream().Text("I can").Stop("refusal")},
 		state:    Refused,

@@ -142,6 +142,8 @@ func (s *Stream) appendUsage(b []byte, output int, start bool) []byte {
 	b = strconv.AppendInt(b, int64(output), 10)
 	if start {
 		b = append(b, `,"service_tier":"standard"`...)
+	} else {
+		b = s.appendIterations(b, output)
 	}
 	return append(b, '}')
 }

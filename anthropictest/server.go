@@ -133,11 +133,13 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if req == nil {
 		return
 	}
+	// A context_management the API would refuse is refused, and uses no
+	// scripted reply (compaction.go).
+	reply := checkContextManagement(req)
 	s.mu.Lock()
 	req.N = len(s.reqs) + 1
 	s.reqs = append(s.reqs, req)
-	var reply Reply
-	if len(s.queue) > 0 {
+	if reply == nil && len(s.queue) > 0 {
 		reply = s.queue[0]
 		if _, again := reply.(*repeat); !again {
 			s.queue[0] = nil

@@ -46,6 +46,7 @@ type Stream struct {
 	outTok   int
 	cacheW   int
 	cacheR   int
+	compact  [4]int // the compaction iteration's usage (compaction.go)
 	nextIdx  int
 	open     bool // a block is open (started and not yet stopped)
 	openTool bool // the open block streams tool input

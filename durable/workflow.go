@@ -411,6 +411,8 @@ func (r *run) request(final bool) (llm.Request, error) {
 		Thinking:  r.in.Thinking,
 		Cache:     !r.in.DisableCache,
 		Container: r.cont,
+		// Context editing and server compaction, as the history's strategy has it.
+		ContextManagement: r.h.ContextManagement(r.in.Thinking != nil),
 	}
 	if final && len(r.specs) > 0 {
 		req.ToolChoice = &llm.ToolChoice{Type: "none"}

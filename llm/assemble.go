@@ -94,6 +94,10 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 	case signatureDelta:
 		if p := a.open(ev.Index, "thinking"); p != nil {
 			p.sig = append(p.sig, ev.Signature...)
+		} else if p := a.open(ev.Index, "raw"); p != nil {
+			// A compaction block's signature: kept, so the block goes back whole.
+			sig, _ := json.Marshal(map[string]string{"signature": ev.Signature})
+			p.merge(sig)
 		}
 	case citationDelta:
 		if p := a.open(ev.Index, "text"); p != nil {

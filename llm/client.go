@@ -131,7 +131,7 @@ func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Event, error
 		yielded := false
 		err = c.retry(ctx, func() bool { return yielded }, func(ctx context.Context) error {
 			at := startChat(c.tel, ctx, req) // otel hook: a chat span per attempt
-			err := c.streamOnce(at.ctx, body, &yielded, at.observe(yield))
+			err := c.streamOnce(at.ctx, body, req.beta(), &yielded, at.observe(yield))
 			at.end(err)
 			return err
 		})
@@ -142,8 +142,12 @@ func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Event, error
 }
 
 // streamOnce makes one attempt at a streamed turn.
-func (c *Client) streamOnce(ctx context.Context, body []byte, yielded *bool, yield func(Event, error) bool) error {
-	return c.exchange(ctx, "v1/messages", body, func(resp *http.Response, idle *time.Timer) error {
+func (c *Client) streamOnce(ctx context.Context, body []byte, beta string, yielded *bool, yield func(Event, error) bool) error {
+	var opts []option.RequestOption
+	if beta != "" {
+		opts = append(opts, option.WithHeaderAdd("anthropic-beta", beta))
+	}
+	return c.exchange(ctx, "v1/messages", body, opts, func(resp *http.Response, idle *time.Timer) error {
 		// From here the idle timer runs only during each read: time the
 		// consumer spends between events is not the server's silence.
 		idle.Stop()
@@ -174,13 +178,13 @@ func (c *Client) streamOnce(ctx context.Context, body []byte, yielded *bool, yie
 // exchange posts body to path and gives the response to read, while an idle
 // timer cancels the attempt if the server sends nothing for idleTimeout. Its
 // error names the real cause: the caller's context, or the idle timer.
-func (c *Client) exchange(ctx context.Context, path string, body []byte,
+func (c *Client) exchange(ctx context.Context, path string, body []byte, opts []option.RequestOption,
 	read func(*http.Response, *time.Timer) error) error {
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	idle := time.AfterFunc(c.idleTimeout, func() { cancel(errIdleTimeout) })
 	defer idle.Stop()
-	resp, err := c.post(actx, path, body)
+	resp, err := c.post(actx, path, body, opts...)
 	if err == nil {
 		defer resp.Body.Close()
 		if err = read(resp, idle); err == nil || err == errStop {
@@ -213,9 +217,9 @@ func (r *idleReader) Read(p []byte) (int, error) {
 
 // post sends one request through the SDK, which sends a []byte body as it
 // is, and returns the response with its body unread.
-func (c *Client) post(ctx context.Context, path string, body []byte) (*http.Response, error) {
+func (c *Client) post(ctx context.Context, path string, body []byte, opts ...option.RequestOption) (*http.Response, error) {
 	var resp *http.Response
-	err := c.sdk.Post(ctx, path, body, &resp)
+	err := c.sdk.Post(ctx, path, body, &resp, opts...)
 	if err != nil {
 		// The SDK's error needs a well-formed body; it leaves the bytes on
 		// resp.Body, so build ours from them.
@@ -305,7 +309,7 @@ func (c *Client) CountTokens(ctx context.Context, req Request) (int, error) {
 	var n int
 	err = c.retry(ctx, func() bool { return false }, func(ctx context.Context) error {
 		// The answer is small, so the timer covers the whole exchange.
-		return c.exchange(ctx, "v1/messages/count_tokens", body, func(resp *http.Response, _ *time.Timer) error {
+		return c.exchange(ctx, "v1/messages/count_tokens", body, nil, func(resp *http.Response, _ *time.Timer) error {
 			answer, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 			if err != nil {
 				return fmt.Errorf("%w: reading count_tokens response: %w", errConnection, err)

@@ -3,6 +3,7 @@ package llm
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -134,6 +135,10 @@ type wireUsage struct {
 	OutputTokens             *int64 `json:"output_tokens"`
 	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
 	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+	Iterations               []struct {
+		Type string `json:"type"`
+		Usage
+	} `json:"iterations"`
 }
 
 // merge returns u with the fields w sets overwritten.
@@ -142,6 +147,15 @@ func (w wireUsage) merge(u Usage) Usage {
 		{w.CacheCreationInputTokens, &u.CacheCreationInputTokens}, {w.CacheReadInputTokens, &u.CacheReadInputTokens}} {
 		if f.src != nil {
 			*f.dst = *f.src
+		}
+	}
+	if w.Iterations != nil {
+		u.Compaction = nil // cumulative, as the rest
+	}
+	for _, it := range w.Iterations { // the server's compaction, billed apart
+		if it.Type == "compaction" {
+			it.Compaction = nil
+			u.Compaction = new(cmp.Or(u.Compaction, &Usage{}).Add(it.Usage))
 		}
 	}
 	return u

@@ -1,6 +1,9 @@
 package llm
 
-import "encoding/json"
+import (
+	"cmp"
+	"encoding/json"
+)
 
 // An Event is one step of a streamed model turn: one of the exported types
 // below, or an unexported one that only an [Assembler] needs. Switch on the
@@ -138,6 +141,7 @@ const (
 	StopSequence               StopReason = "stop_sequence"
 	ToolUseStop                StopReason = "tool_use"
 	PauseTurn                  StopReason = "pause_turn"
+	CompactionStop             StopReason = "compaction" // server compaction paused, or a Summarize reply
 	Refusal                    StopReason = "refusal"
 	ModelContextWindowExceeded StopReason = "model_context_window_exceeded"
 )
@@ -148,12 +152,22 @@ type Usage struct {
 	OutputTokens             int64 `json:"output_tokens"`
 	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens,omitempty"`
 	CacheReadInputTokens     int64 `json:"cache_read_input_tokens,omitempty"`
+	// Compaction is what the server's compaction during the turn used,
+	// billed on top: the fields above measure the compacted context, and
+	// the API reports the compaction apart, in usage.iterations. Nil when
+	// the server did not compact.
+	Compaction *Usage `json:"compaction,omitempty"`
 }
 
 // Add returns the field-by-field sum of u and v.
 func (u Usage) Add(v Usage) Usage {
-	return Usage{u.InputTokens + v.InputTokens, u.OutputTokens + v.OutputTokens,
-		u.CacheCreationInputTokens + v.CacheCreationInputTokens, u.CacheReadInputTokens + v.CacheReadInputTokens}
+	s := Usage{InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens,
+		CacheCreationInputTokens: u.CacheCreationInputTokens + v.CacheCreationInputTokens,
+		CacheReadInputTokens:     u.CacheReadInputTokens + v.CacheReadInputTokens}
+	if c, d := u.Compaction, v.Compaction; c != nil || d != nil {
+		s.Compaction = new(cmp.Or(c, &Usage{}).Add(*cmp.Or(d, &Usage{})))
+	}
+	return s
 }
 
 // Context returns every input token, cached or not, plus the output: after

@@ -22,6 +22,12 @@ type ModelInfo struct {
 	MaxOutput int
 	// Price is the list price in USD per million tokens.
 	Price Price
+	// ContextEditing reports whether the model takes the clear_tool_uses and clear_thinking
+	// edits of context_management (the context editing page's models).
+	ContextEditing bool
+	// ServerCompaction reports whether the model takes the compact_20260112 edit, compaction
+	// at a token threshold (the compaction-threshold page's models).
+	ServerCompaction bool
 }
 
 // Price is a model's price in USD per million tokens.
@@ -32,39 +38,45 @@ type Price struct {
 	CacheRead  float64 // cache hits, usually 0.1× input
 }
 
-// Cost returns what usage u costs at price p, in USD.
+// Cost returns what usage u costs at price p, in USD, compaction included.
 func (p Price) Cost(u Usage) float64 {
-	return (float64(u.InputTokens)*p.Input + float64(u.OutputTokens)*p.Output +
+	c := (float64(u.InputTokens)*p.Input + float64(u.OutputTokens)*p.Output +
 		float64(u.CacheCreationInputTokens)*p.CacheWrite + float64(u.CacheReadInputTokens)*p.CacheRead) / 1e6
+	if u.Compaction != nil {
+		c += p.Cost(*u.Compaction)
+	}
+	return c
 }
 
 // Models holds the Claude API's models, from the platform docs' models
 // overview and pricing pages (November 2026). Prices are for 5-minute cache
 // writes; 1-hour writes (2× input), batch discounts and Haiku 5.5's
-// prompt-length tiers (its lower tier is listed) are not modelled. A program
+// prompt-length tiers (its lower tier is listed) are not modelled. The
+// server-side context management columns are from the context editing and
+// compaction-threshold pages (November 2026). A program
 // may add or change entries before it makes its first request.
 var Models = map[string]ModelInfo{
-	"claude-fable-5-1":  {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 0.25}},
-	"claude-mythos-5-1": {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 0.25}},
-	"claude-fable-5":    {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 1}},
-	"claude-mythos-5":   {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 1}},
-	"claude-opus-5-5":   {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{4, 20, 5, 0.20}},
-	"claude-opus-5":     {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{5, 25, 6.25, 0.50}},
-	"claude-sonnet-5-5": {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{2, 10, 2.50, 0.10}},
-	"claude-sonnet-5":   {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{2, 10, 2.50, 0.20}},
-	"claude-haiku-5-5":  {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{0.10, 0.50, 0.125, 0.01}},
-	"claude-opus-4-8":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}},
-	"claude-opus-4-7":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}},
-	"claude-opus-4-6":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}},
-	"claude-opus-4-5":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}},
+	"claude-fable-5-1":  {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 0.25}, ContextEditing: true, ServerCompaction: true},
+	"claude-mythos-5-1": {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 0.25}, ContextEditing: true, ServerCompaction: true},
+	"claude-fable-5":    {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 1}, ContextEditing: true, ServerCompaction: true},
+	"claude-mythos-5":   {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 1}, ContextEditing: true, ServerCompaction: true},
+	"claude-opus-5-5":   {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{4, 20, 5, 0.20}, ContextEditing: true, ServerCompaction: true},
+	"claude-opus-5":     {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{5, 25, 6.25, 0.50}, ContextEditing: true, ServerCompaction: true},
+	"claude-sonnet-5-5": {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{2, 10, 2.50, 0.10}, ContextEditing: true, ServerCompaction: true},
+	"claude-sonnet-5":   {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{2, 10, 2.50, 0.20}, ContextEditing: true, ServerCompaction: true},
+	"claude-haiku-5-5":  {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{0.10, 0.50, 0.125, 0.01}, ContextEditing: true, ServerCompaction: true},
+	"claude-opus-4-8":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}, ContextEditing: true, ServerCompaction: true},
+	"claude-opus-4-7":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}, ContextEditing: true, ServerCompaction: true},
+	"claude-opus-4-6":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}, ContextEditing: true, ServerCompaction: true},
+	"claude-opus-4-5":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}, ContextEditing: true},
 	"claude-opus-4-1":   {ContextWindow: 200_000, MaxOutput: 32_000, Price: Price{15, 75, 18.75, 1.50}},
 	"claude-opus-4-0":   {ContextWindow: 200_000, MaxOutput: 32_000, Price: Price{15, 75, 18.75, 1.50}},
 	"claude-opus-4":     {ContextWindow: 200_000, MaxOutput: 32_000, Price: Price{15, 75, 18.75, 1.50}},
-	"claude-sonnet-4-6": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}},
-	"claude-sonnet-4-5": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}},
+	"claude-sonnet-4-6": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}, ContextEditing: true, ServerCompaction: true},
+	"claude-sonnet-4-5": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}, ContextEditing: true},
 	"claude-sonnet-4-0": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}},
 	"claude-sonnet-4":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}},
-	"claude-haiku-4-5":  {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{1, 5, 1.25, 0.10}},
+	"claude-haiku-4-5":  {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{1, 5, 1.25, 0.10}, ContextEditing: true},
 	"claude-3-5-haiku":  {ContextWindow: 200_000, MaxOutput: 8192, Price: Price{0.80, 4, 1, 0.08}},
 	"claude-3-haiku":    {ContextWindow: 200_000, MaxOutput: 4096, Price: Price{0.25, 1.25, 0.30, 0.03}},
 }

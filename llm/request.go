@@ -37,6 +37,12 @@ type Request struct {
 	// to reuse, as the previous turn's [MessageDelta].Container reported.
 	// Empty sends none. count_tokens does not take it.
 	Container string
+	// ContextManagement, when set, is sent as context_management, with the
+	// beta header its edits need. Nil sends none. count_tokens does not take it.
+	ContextManagement *ContextManagement
+	// Summarize, when set, makes this a compaction request (see [Summarize]),
+	// with its beta header. Nil means an ordinary turn.
+	Summarize *Summarize
 	// Extra holds top-level fields to send as they are, so that new API
 	// features need no release of this package. It overrides any field
 	// above with the same JSON name.
@@ -81,6 +87,14 @@ type wireRequest struct {
 	Thinking   *wireThinking `json:"thinking,omitempty"`
 	Container  string        `json:"container,omitempty"`
 	Stream     bool          `json:"stream,omitzero"`
+	// Server-side context management (compaction.go).
+	ContextManagement *ContextManagement `json:"context_management,omitempty"`
+	Compaction        *wireSummarize     `json:"compaction,omitempty"`
+}
+
+type wireSummarize struct {
+	Type string `json:"type"`
+	Summarize
 }
 
 type wireSystem struct {
@@ -162,6 +176,10 @@ func requestBody(r Request, count bool) ([]byte, error) {
 	}
 	if !count {
 		w.MaxTokens, w.Container, w.Stream = r.MaxTokens, r.Container, true
+		w.ContextManagement = r.ContextManagement
+		if r.Summarize != nil {
+			w.Compaction = &wireSummarize{"summarize", *r.Summarize}
+		}
 		if w.MaxTokens <= 0 {
 			w.MaxTokens = DefaultMaxTokens
 		}

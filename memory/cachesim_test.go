@@ -60,7 +60,7 @@ func (c *cacheSim) usage(r *anthropictest.Request) (input, write, read int, err 
 	if len(p.System) > 0 {
 		add("system:", p.System)
 	}
-	for _, m := range p.Messages {
+	for _, m := range r.Prompt() { // what the model reads: from a compaction block on
 		for i, b := range m.Content {
 			role := ""
 			if i == 0 {

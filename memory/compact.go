@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -62,9 +63,13 @@ type Compaction struct {
 // Every cut falls before an assistant message, between complete turns, so
 // no tool_use loses its result. A failed summary call falls through to step
 // 3, unless ctx is done. If after six steps the history is still over the
-// limit, the error wraps [ErrCannotCompact].
+// limit, the error wraps [ErrCannotCompact]. With Config.Compaction "off"
+// it changes nothing and returns that error at once.
 func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) {
 	c := Compaction{Before: h.Tokens()}
+	if h.mode() == "off" {
+		return c, fmt.Errorf("%w: compaction is off", ErrCannotCompact)
+	}
 	if fixes := h.Repair(); fixes != nil {
 		c.Steps = append(c.Steps, "repaired: "+strings.Join(fixes, ", "))
 	}
@@ -335,6 +340,12 @@ func writeBlock(b *strings.Builder, blk llm.Block, original map[string][]llm.Blo
 	case llm.Image:
 		fmt.Fprintf(b, "[image %s]\n", blk.MediaType)
 	case llm.RawBlock:
+		var c struct{ Content string }
+		if blk.Type == llm.CompactionBlock && json.Unmarshal(blk.JSON, &c) == nil {
+			// The server's summary of what came before: the summary needs it whole.
+			fmt.Fprintf(b, "[summary of the earlier turns]\n%s\n", c.Content)
+			return
+		}
 		fmt.Fprintf(b, "[%s block: %s]\n", blk.Type, truncate(string(blk.JSON), 1000))
 	}
 }

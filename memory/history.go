@@ -42,6 +42,14 @@ type Config struct {
 	// Counter, when set, lets Compact ask the API for an exact count once
 	// the estimate reaches 90% of ContextLimit. Default: nil, estimates only.
 	Counter TokenCounter
+	// Compaction chooses how the history is kept under ContextLimit:
+	// "server" (context editing, then compaction on the server, see
+	// [History.ContextManagement]), "client" ([History.Compact] alone), or
+	// "off" (never compacted: a run that outgrows the window fails). Every
+	// mode but "off" keeps Compact as the fallback. Default "": "server"
+	// for a model whose [llm.ModelInfo] has ServerCompaction, else "client"
+	// with the context editing the model takes.
+	Compaction string
 	// Logger receives compaction and repair reports. Default: discard.
 	Logger *slog.Logger
 }
@@ -162,11 +170,13 @@ func (h *History) Checkpoint() (rollback func()) {
 // 2,479-token prompt in one recorded pause_turn). It is billed, but it is no
 // context size, so the count stays an estimate.
 func (h *History) AppendAssistant(msg llm.Message, usage llm.Usage) {
-	msg = cloneMessage(msg)
+	msg, compacted := h.serverCompacted(cloneMessage(msg)) // server.go
 	msg.Role = llm.Assistant
 	e := entry{msg: msg, usage: usage, model: h.cfg.Model}
 	if input := usage.InputTokens + usage.CacheCreationInputTokens + usage.CacheReadInputTokens; input > 0 && !usedServerTools(msg) {
-		h.learn(int(input))
+		if !compacted && !h.serverCleared() { // server.go: else input measured another prompt than h.entries
+			h.learn(int(input))
+		}
 		e.exact = int(usage.Context())
 	}
 	h.push(e)

@@ -43,8 +43,8 @@ func (h *History) Tokens() int {
 }
 
 // NeedsCompaction reports whether [History.Tokens] exceeds
-// Config.ContextLimit.
-func (h *History) NeedsCompaction() bool { return h.Tokens() > h.cfg.ContextLimit }
+// Config.ContextLimit, unless Config.Compaction is "off".
+func (h *History) NeedsCompaction() bool { return h.mode() != "off" && h.Tokens() > h.cfg.ContextLimit }
 
 // recount returns [History.Tokens], made exact by Config.Counter, if any,
 // once an estimate reaches 90% of the limit. A failed count leaves the

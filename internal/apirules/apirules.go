@@ -61,7 +61,7 @@ func Check(msgs []Message) []Violation {
 		c.add("no-messages", -1, -1, "", "at least one message is required")
 		return c.vs
 	}
-	if msgs[0].Role != "user" {
+	if msgs[0].Role != "user" && !opensWithCompaction(msgs[0]) {
 		c.add("first-user", 0, -1, "role", "the first message must be a user message, not %q", msgs[0].Role)
 	}
 	ids := map[string]int{} // tool_use id → message of its first use

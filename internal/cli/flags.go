@@ -79,6 +79,10 @@ Flags:
                       (repeatable); ANTHROPIC_* is always left out
   --thinking N        the extended-thinking budget in tokens, at least 1024
                       and below --max-tokens; 0 is off
+  --compaction MODE   how the conversation is kept under the context limit:
+                      server (the API clears old tool results and compacts
+                      on the server), client (agentloop summarises), or off;
+                      the default is server on models that support it
   --mcp 'CMD ARGS'    start an MCP server over stdio and offer its tools
                       (repeatable)
   --mcp-url URL       connect to an MCP server over streamable HTTP and offer
@@ -167,6 +171,7 @@ type options struct {
 	system        string
 	tools         []string
 	thinking      int
+	compaction    string // --compaction (compaction.go)
 	mcp           []string
 	mcpURL        []string
 	mcpFlags      // the other MCP flags, in mcp.go
@@ -219,6 +224,9 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		return nil, err
 	}
 	if err := checkThinking(o.thinking, o.maxTokens); err != nil {
+		return nil, err
+	}
+	if err := checkCompaction(o); err != nil {
 		return nil, err
 	}
 	switch info, known := llm.LookupModel(o.model); {
@@ -294,6 +302,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.contextLimit, "context-limit", 0, "")
 	fs.StringVar(&o.system, "system", "", "")
 	fs.IntVar(&o.thinking, "thinking", 0, "")
+	defineCompactionFlag(fs, o)
 	fs.Var((*listFlag)(&o.mcp), "mcp", "")
 	fs.Var((*listFlag)(&o.mcpURL), "mcp-url", "")
 	o.mcpFlags.define(fs)

@@ -243,6 +243,7 @@ func (c *cli) newSession(ctx context.Context, o *options, model llm.Model, logge
 		Model:        o.model,
 		MaxTokens:    o.maxTokens,
 		ContextLimit: o.contextLimit,
+		Compaction:   o.compaction,
 		Logger:       logger,
 	}
 	if tc, ok := model.(memory.TokenCounter); ok {
@@ -258,6 +259,7 @@ func (c *cli) newSession(ctx context.Context, o *options, model llm.Model, logge
 		s.close()
 		return nil, err
 	}
+	logger.Debug("compaction", "strategy", history.Strategy(), "model", o.model) // -v shows the choice
 	s.cfg = agent.Config{
 		Model:          model,
 		System:         s.builtins.system(o),

@@ -107,7 +107,8 @@ type Outcome int
 const (
 	// Act: answer the turn's tool calls, then go on.
 	Act Outcome = iota
-	// Resume: pause_turn; send the turn back as it is, to go on.
+	// Resume: pause_turn or compaction; send the turn back as it is, to
+	// go on.
 	Resume
 	// Finish: the turn is the answer.
 	Finish
@@ -131,7 +132,7 @@ func Stop(stop llm.StopReason, calls bool) (o Outcome, known bool) {
 		return Act, true
 	}
 	switch stop {
-	case llm.PauseTurn:
+	case llm.PauseTurn, llm.CompactionStop: // after a compaction, from the summary
 		return Resume, true
 	case llm.MaxTokens:
 		return Truncate, true

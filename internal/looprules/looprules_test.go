@@ -74,6 +74,7 @@ func TestStop(t *testing.T) {
 		{llm.MaxTokens, true, Act, true},
 		{llm.MaxTokens, false, Truncate, true},
 		{llm.PauseTurn, false, Resume, true},
+		{llm.CompactionStop, false, Resume, true},
 		{llm.EndTurn, false, Finish, true},
 		{llm.StopSequence, false, Finish, true},
 		{llm.ToolUseStop, false, Finish, true},

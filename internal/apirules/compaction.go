@@ -1,0 +1,13 @@
+package apirules
+
+// A compaction block stands in for the messages it summarises: the API
+// drops every block before it from the prompt. An on-demand compaction
+// (compaction: {"type": "summarize"}) returns it alone, in an assistant
+// message that later requests send first, so a conversation may open with
+// that message instead of a user message.
+
+// opensWithCompaction reports whether m is an assistant message whose
+// first block is a compaction block.
+func opensWithCompaction(m Message) bool {
+	return m.Role == "assistant" && len(m.Content) > 0 && m.Content[0].Type == "compaction"
+}

@@ -1,0 +1,82 @@
+package llm
+
+import "strings"
+
+// ContextManagement is a request's context_management: edits the API makes
+// to the prompt on the server, before the model reads it. The client's
+// history stays as it is.
+type ContextManagement struct {
+	Edits []ContextEdit `json:"edits"`
+}
+
+// The edits the API documents, for [ContextEdit].Type: context editing
+// (beta context-management-2025-06-27) and compaction at a token threshold
+// (beta compact-2026-01-12). Request sends the beta headers its edits need.
+const (
+	ClearToolUses = "clear_tool_uses_20250919"
+	ClearThinking = "clear_thinking_20251015"
+	Compact       = "compact_20260112"
+)
+
+// A ContextEdit is one strategy of [ContextManagement]. A zero field takes
+// the API's default; fields other than those of its Type must stay zero.
+type ContextEdit struct {
+	Type string `json:"type"`
+	// Trigger is when the edit applies, in "input_tokens" (for Compact at
+	// least 50,000, default 150,000) or "tool_uses".
+	Trigger *EditLimit `json:"trigger,omitempty"`
+	// Keep is the "tool_uses" ClearToolUses keeps (default 3), or the
+	// "thinking_turns" ClearThinking keeps (default 1).
+	Keep *EditLimit `json:"keep,omitempty"`
+	// ClearAtLeast makes ClearToolUses clear this many input tokens or
+	// none, so that a clear is worth the prompt cache it breaks.
+	ClearAtLeast *EditLimit `json:"clear_at_least,omitempty"`
+	// PauseAfterCompaction makes Compact end the turn after the compaction
+	// block, with stop_reason [CompactionStop].
+	PauseAfterCompaction bool `json:"pause_after_compaction,omitzero"`
+	// Instructions replace the server's summarisation prompt (Compact).
+	Instructions string `json:"instructions,omitempty"`
+}
+
+// An EditLimit is an amount in a [ContextEdit], such as {"input_tokens", N}.
+type EditLimit struct {
+	Type  string `json:"type"`
+	Value int    `json:"value"`
+}
+
+// Summarize asks for compaction on demand (beta compact-2026-09-04): the
+// request summarises the whole conversation, and the reply is one signed
+// compaction block, with stop_reason [CompactionStop], that later requests
+// send first in place of the messages it summarises. Instructions, if not
+// empty, replace the server's summarisation prompt.
+type Summarize struct {
+	Instructions string `json:"instructions,omitempty"`
+}
+
+// CompactionBlock is the type of the block server compaction writes. It is
+// kept as a [RawBlock] and must go back unchanged; the API drops every
+// block before it from the prompt.
+const CompactionBlock = "compaction"
+
+// beta returns the anthropic-beta header r's context management needs.
+func (r Request) beta() string {
+	need := map[string]string{ClearToolUses: "context-management-2025-06-27",
+		ClearThinking: "context-management-2025-06-27", Compact: "compact-2026-01-12"}
+	var betas []string
+	if r.Summarize != nil {
+		betas = append(betas, "compact-2026-09-04")
+	}
+	for _, e := range r.ContextManagement.edits() {
+		if b := need[e.Type]; b != "" && !strings.Contains(strings.Join(betas, ","), b) {
+			betas = append(betas, b)
+		}
+	}
+	return strings.Join(betas, ",")
+}
+
+func (cm *ContextManagement) edits() []ContextEdit {
+	if cm == nil {
+		return nil
+	}
+	return cm.Edits
+}

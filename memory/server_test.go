@@ -1,0 +1,167 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentloop/agentloop/llm"
+)
+
+// TestContextManagementByModel checks the automatic choice and each
+// override: which edits a request asks for, in which order, with which
+// limits.
+func TestContextManagementByModel(t *testing.T) {
+	const limit = 100_000
+	editing := llm.ContextEdit{Type: llm.ClearToolUses, Trigger: &llm.EditLimit{Type: "input_tokens", Value: limit / 2},
+		Keep: &llm.EditLimit{Type: "tool_uses", Value: 4}, ClearAtLeast: &llm.EditLimit{Type: "input_tokens", Value: limit / 10}}
+	thinking := llm.ContextEdit{Type: llm.ClearThinking, Keep: &llm.EditLimit{Type: "thinking_turns", Value: 1}}
+	compact := llm.ContextEdit{Type: llm.Compact, Trigger: &llm.EditLimit{Type: "input_tokens", Value: limit * 8 / 10}}
+	for _, tc := range []struct {
+		model, mode  string
+		big, think   bool // the history is past half the limit; thinking is on
+		wantStrategy string
+		want         []llm.ContextEdit
+	}{
+		{model: "claude-opus-5-5", wantStrategy: "server", want: []llm.ContextEdit{editing, compact}},
+		{model: "claude-opus-5-5", think: true, wantStrategy: "server", want: []llm.ContextEdit{editing, compact}},
+		{model: "claude-opus-5-5", big: true, think: true, wantStrategy: "server", want: []llm.ContextEdit{thinking, editing, compact}},
+		{model: "claude-haiku-4-5", wantStrategy: "client", want: []llm.ContextEdit{editing}},
+		{model: "claude-opus-4-1", wantStrategy: "client"},
+		{model: "claude-unknown-9", wantStrategy: "client"},
+		{model: "claude-opus-5-5", mode: "client", wantStrategy: "client"},
+		{model: "claude-opus-5-5", mode: "off", wantStrategy: "off"},
+		{model: "claude-unknown-9", mode: "server", wantStrategy: "server", want: []llm.ContextEdit{editing, compact}},
+	} {
+		h := New(Config{Model: tc.model, ContextLimit: limit, Compaction: tc.mode})
+		h.AppendUser(llm.Text{Text: "task"})
+		if tc.big {
+			h.AppendAssistant(llm.Message{Content: []llm.Block{llm.Text{Text: "read"}}}, llm.Usage{InputTokens: limit * 6 / 10})
+		}
+		if got := h.Strategy(); got != tc.wantStrategy {
+			t.Errorf("%s %q: strategy %q, want %q", tc.model, tc.mode, got, tc.wantStrategy)
+		}
+		var got []llm.ContextEdit
+		if cm := h.ContextManagement(tc.think); cm != nil {
+			got = cm.Edits
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s %q big=%v thinking=%v: edits (-want +got):\n%s", tc.model, tc.mode, tc.big, tc.think, diff)
+		}
+	}
+	// The API's minimum trigger holds for a small limit.
+	h := New(Config{Model: "claude-opus-5-5", ContextLimit: 20_000})
+	if cm := h.ContextManagement(false); cm.Edits[len(cm.Edits)-1].Trigger.Value != 50_000 {
+		t.Errorf("compaction trigger %d for a 20,000 limit, want the API's minimum 50,000", cm.Edits[len(cm.Edits)-1].Trigger.Value)
+	}
+}
+
+// TestServerCompactionKept checks what a turn holding a compaction block
+// leaves: the block, byte for byte, in place of everything it summarises,
+// behind a note that keeps the history opening with a user message; the
+// count is the turn's (the compacted context's); a saved session reloads
+// the same.
+func TestServerCompactionKept(t *testing.T) {
+	h := New(Config{Model: "claude-opus-5-5"})
+	h.SetPrefix("sys", nil)
+	h.AppendUser(llm.Text{Text: "task"})
+	for i := range 3 {
+		id := "toolu_0" + string(rune('0'+i))
+		h.AppendAssistant(llm.Message{Content: []llm.Block{llm.ToolUse{ID: id, Name: "read", Input: []byte(`{}`)}}}, llm.Usage{InputTokens: int64(60_000 * (i + 1))})
+		h.AppendToolResults([]llm.ToolResult{{ToolUseID: id, Content: []llm.Block{llm.Text{Text: "data"}}}})
+	}
+	block := llm.RawBlock{Type: "compaction", JSON: []byte(`{"type":"compaction","content":"Read three files.","encrypted_content":"opaque=="}`)}
+	turn := llm.Message{Role: llm.Assistant, Content: []llm.Block{block, llm.Text{Text: "Done."}}}
+	h.AppendAssistant(turn, llm.Usage{InputTokens: 900, OutputTokens: 100})
+
+	want := []llm.Message{
+		{Role: llm.User, Content: []llm.Block{llm.Text{Text: serverNote}}},
+		turn,
+	}
+	if diff := cmp.Diff(want, h.Messages()); diff != "" {
+		t.Errorf("history after a server compaction (-want +got):\n%s", diff)
+	}
+	if got := h.Tokens(); got != 1000 {
+		t.Errorf("Tokens() = %d after the compaction, want the turn's 1000", got)
+	}
+	if h.NeedsCompaction() {
+		t.Error("NeedsCompaction after the server compacted")
+	}
+	if err := h.Validate(); err != nil {
+		t.Error(err)
+	}
+
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	if err := h.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	g, err := Load(path, Config{Model: "claude-opus-5-5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, g.Messages()); diff != "" {
+		t.Errorf("reloaded history (-want +got):\n%s", diff)
+	}
+	if got := g.Tokens(); got != 1000 {
+		t.Errorf("reloaded Tokens() = %d, want 1000", got)
+	}
+}
+
+// TestCompactionOff checks that "off" never compacts: no threshold, and
+// Compact refuses, changing nothing.
+func TestCompactionOff(t *testing.T) {
+	h := New(Config{Model: "claude-opus-5-5", ContextLimit: 1000, Compaction: "off"})
+	h.AppendUser(llm.Text{Text: "task"})
+	h.AppendAssistant(llm.Message{Content: []llm.Block{llm.Text{Text: "long"}}}, llm.Usage{InputTokens: 5000})
+	if h.NeedsCompaction() {
+		t.Error("NeedsCompaction with compaction off")
+	}
+	before := h.Messages()
+	if _, err := h.Compact(context.Background(), nil); !errors.Is(err, ErrCannotCompact) {
+		t.Errorf("Compact with compaction off: %v, want ErrCannotCompact", err)
+	}
+	if diff := cmp.Diff(before, h.Messages()); diff != "" {
+		t.Errorf("Compact with compaction off changed the history:\n%s", diff)
+	}
+}
+
+// TestSummaryReadsServerCompaction checks that a client summary after a
+// server compaction reads the server's summary whole, not as a truncated
+// raw block.
+func TestSummaryReadsServerCompaction(t *testing.T) {
+	long := make([]byte, 3000)
+	for i := range long {
+		long[i] = 'a' + byte(i%26)
+	}
+	e := entry{msg: llm.Message{Role: llm.Assistant, Content: []llm.Block{
+		llm.RawBlock{Type: "compaction", JSON: []byte(`{"type":"compaction","content":"` + string(long) + `"}`)}}}}
+	got := transcript([]entry{e})
+	if want := "[assistant]\n[summary of the earlier turns]\n" + string(long) + "\n\n"; got != want {
+		t.Errorf("transcript of a compaction block:\n%q\nwant\n%q", got[:min(len(got), 200)], want[:200])
+	}
+}
+
+// TestServerClearingDoesNotTeach checks that a turn whose prompt context
+// editing may have cleared does not teach the estimator: its input is far
+// below what the history holds.
+func TestServerClearingDoesNotTeach(t *testing.T) {
+	for _, tc := range []struct {
+		mode  string
+		learn bool
+	}{{"", false}, {"client", true}} {
+		h := New(Config{Model: "claude-haiku-4-5", ContextLimit: 20_000, Compaction: tc.mode})
+		h.AppendUser(llm.Text{Text: "task"})
+		h.AppendAssistant(llm.Message{Content: []llm.Block{llm.ToolUse{ID: "toolu_1", Name: "read", Input: []byte(`{}`)}}},
+			llm.Usage{InputTokens: 100})
+		h.AppendToolResults([]llm.ToolResult{{ToolUseID: "toolu_1", Content: []llm.Block{llm.Text{Text: strings.Repeat("x", 70_000)}}}})
+		// 20,000 tokens sent; the server cleared the result and read 500.
+		h.AppendAssistant(llm.Message{Content: []llm.Block{llm.Text{Text: "ok"}}}, llm.Usage{InputTokens: 500})
+		if learned := h.ratio != defaultRatio; learned != tc.learn {
+			t.Errorf("mode %q: ratio %v, learned %v, want %v", tc.mode, h.ratio, learned, tc.learn)
+		}
+	}
+}
