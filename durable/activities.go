@@ -123,8 +123,9 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 		case llm.BlockStop:
 			// A call whose input is complete starts now, in the workflow,
 			// while the rest of the turn streams. One whose signal is lost
-			// starts when the turn ends.
-			if tu, ok := block.(llm.ToolUse); ok && stopped && in.Eager {
+			// starts when the turn ends, and so does one with a large
+			// input, which the signal would put in the history twice.
+			if tu, ok := block.(llm.ToolUse); ok && stopped && in.Eager && len(tu.Input) <= BlobThreshold {
 				err := activity.GetClient(ctx).SignalWorkflow(ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID,
 					signalToolUse, toolUseSignal{Source: source, Use: tu})
 				if err == nil {
