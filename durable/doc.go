@@ -23,8 +23,10 @@
 //
 // As in process, a call starts the moment its input has streamed: the
 // model activity signals it to the workflow, which starts its activity
-// while the turn still streams. If the turn's attempt fails, the calls it
-// started are cancelled, and the next attempt's count. A continue-as-new
+// while the turn still streams (one whose input is over [BlobThreshold]
+// starts when the turn ends, to keep it out of the history twice). If the
+// turn's attempt fails, the calls it started are cancelled, and the next
+// attempt's count. A continue-as-new
 // carries the history with its exact token counts (memory's Encode).
 //
 // [Tracing] carries the trace context from a client through the workflow
@@ -36,6 +38,9 @@
 //
 // A tool named in [Input].Approve waits in the workflow until someone
 // answers [Approve]: for days if need be, costing nothing while it waits.
+// [Config].Approve is a worker's own policy, such as rules, asked before
+// each call runs; [Config].System is the system prompt of runs that bring
+// none.
 //
 // With [Input].Stream set, the model activity signals the answer's text to
 // the workflow in batches at most [StreamInterval] apart, and the workflow
