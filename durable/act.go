@@ -48,7 +48,11 @@ func (r *run) newBatch(final bool) *batch {
 // reset cancels the batch's calls, if any, and makes it ready for those
 // of the attempt source.
 func (b *batch) reset(r *run, source string) {
-	if b.cancel != nil {
+	switch {
+	case b.cancel != nil && b.source == "": // no calls yet
+		b.source = source
+		return
+	case b.cancel != nil:
 		b.cancel()
 		b.stale[b.source] = true
 	}
