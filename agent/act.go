@@ -11,8 +11,7 @@ import (
 )
 
 // A pending call is a tool call started while its turn streams. res and
-// took (from start to finish, not to collection) are set before done is
-// closed.
+// took (start to finish, not to collection) are set before done closes.
 type pending struct {
 	call tool.Call
 	done chan struct{}
@@ -28,10 +27,9 @@ func (p *pending) result() llm.ToolResult {
 
 // startCall reports the call of tu and starts it under the turn's ctx,
 // unless the turn is the final, tool-less one, the input is not JSON, or
-// the repeat check or the approval hook stops it. The checks run on the
-// goroutine reading the stream, so that they see calls in order and the
-// hook may ask a person. rep is the turn's copy of the repeat state, kept
-// only if the turn is.
+// the repeat check or Approve stops it. The checks run on the goroutine
+// reading the stream, to see calls in order and let Approve ask a person.
+// rep is the turn's copy of the repeat state, kept only if the turn is.
 func (r *run) startCall(ctx context.Context, rep *looprules.Repeats, tu llm.ToolUse, final bool) *pending {
 	call := tool.Call{ID: tu.ID, Name: tu.Name, Input: tu.Input}
 	r.emit(ToolCall{ID: call.ID, Name: call.Name, Input: call.Input})
@@ -46,8 +44,7 @@ func (r *run) startCall(ctx context.Context, rep *looprules.Repeats, tu llm.Tool
 	ctx, span := r.otel.StartTool(ctx, call.Name, call.ID, call.Input) // otel hook: the execute_tool span
 	p := &pending{call: call, done: make(chan struct{})}
 	began, wait := time.Now(), r.cfg.Registry.Start(ctx, call)
-	// Waiting here times the call itself, not the rest of the stream. wait
-	// returns promptly once ctx is cancelled, so this cannot leak.
+	// Waiting here times the call, not the stream; wait returns once ctx ends.
 	go func() {
 		p.res = wait()
 		p.took = time.Since(began)
@@ -65,7 +62,7 @@ func notRun(call tool.Call, why string) *pending {
 }
 
 // act appends turn t and the results of its calls, in tool_use order, to
-// the history. The calls started while the turn streamed.
+// the history.
 func (r *run) act(t *turn) {
 	defer t.cancel()
 	h := r.cfg.History
@@ -86,8 +83,8 @@ func (r *run) act(t *turn) {
 	h.AppendToolResults(results)
 }
 
-// shownText is a result's content as [ToolDone] shows it: its text, then
-// "[image]" for each image, so that an image-only result is not a blank.
+// shownText is a result as [ToolDone] shows it: its text, then "[image]"
+// for each image, so that an image-only result is not a blank.
 func shownText(content []llm.Block) string {
 	s := llm.TextOf(content)
 	for _, b := range content {

@@ -25,40 +25,41 @@ type Config struct {
 	Model llm.Model
 	// System is the system prompt. Default none.
 	System string
-	// Thinking turns on extended thinking. Default nil: off.
+	// Thinking configures thinking. Default nil: the model's default (off
+	// on older models, adaptive on current ones).
 	Thinking *llm.ThinkingConfig
+	// Effort is the output_config.effort of every turn, one of the levels
+	// the model takes ([llm.ModelInfo].Efforts; another fails the run
+	// before any request): on current models it, not a thinking budget,
+	// sets how much the model thinks. Default empty: the model's default.
+	Effort string
 	// Tools are the tools the model may call. Default none.
 	Tools []*tool.Tool
-	// Registry runs the calls, and is needed only for its options
-	// (concurrency, timeouts, output caps) or to share tools between
-	// agents: Tools are added to it. Default: a tool.NewRegistry with
-	// default options.
+	// Registry runs the calls; Tools are added to it. It is needed only for
+	// its options or to share tools between agents. Default: a
+	// tool.NewRegistry with default options.
 	Registry *tool.Registry
 	// History is the conversation, which persists across runs. Its Config
-	// names the model the turns go to and their max_tokens, set there once
-	// since they also price and size the history. Default:
-	// memory.New(memory.Config{}).
+	// names the turns' model and max_tokens, which also price and size it.
+	// Default: memory.New(memory.Config{}).
 	History *memory.History
 
-	// MaxIterations caps the model calls of one run. Default
-	// [DefaultMaxIterations]. A run that hits it ends with state
-	// [IterationLimit].
+	// MaxIterations caps the model calls of one run, which then ends
+	// [IterationLimit]. Default [DefaultMaxIterations].
 	MaxIterations int
-	// FinalAnswer, when the iteration limit is hit, makes one last call
-	// with tools disabled, so that the run ends with a best-effort answer
-	// rather than a tool result.
+	// FinalAnswer, at the iteration limit, makes one last call with tools
+	// disabled, so that the run ends with an answer, not a tool result.
 	FinalAnswer bool
-	// MaxDuration caps the wall time of one run. Default 0: no limit. A run
-	// that hits it ends with state [TimeLimit].
+	// MaxDuration caps the wall time of one run, which then ends
+	// [TimeLimit]. Default 0: no limit.
 	MaxDuration time.Duration
 	// MaxTotalTokens caps the input (cached or not) and output tokens of one
-	// run, checked before each model call. Default 0: no limit. A run that
-	// hits it ends with state [TokenLimit].
+	// run, checked before each model call; the run then ends [TokenLimit].
+	// Default 0: no limit.
 	MaxTotalTokens int64
 	// MaxAttempts is how many times a model turn is tried when its stream
 	// fails transiently ([llm.IsRetryable]) after output arrived, where the
-	// llm client no longer retries. Retries wait by [llm.Backoff]; a server
-	// asking for more than [llm.DefaultMaxRetryWait] gets none. Default 3;
+	// llm client no longer retries, waiting by [llm.RetryWait]. Default 3;
 	// 1 turns the retry off.
 	MaxAttempts int
 	// DisableCache turns off prompt caching, which is on by default.
@@ -66,30 +67,27 @@ type Config struct {
 
 	// Approve, when set, is asked before each tool call, on the goroutine
 	// reading the stream, so it may block to ask a person. An error denies
-	// the call: the model gets the is_error result "denied: <error>".
-	// Default nil: every call is approved.
+	// the call with the is_error result "denied: <error>". Default nil.
 	Approve func(ctx context.Context, call tool.Call) error
 	// Middleware wraps Model, for logging and tracing. Default nil.
 	Middleware func(llm.Model) llm.Model
 	// RepeatLimit is how many times in a row a tool may be called with the
-	// same input; the call that reaches it is not run, and the model is told
-	// it is repeating itself. Default 3; negative turns the check off.
+	// same input: the call that reaches it is not run, and the model is told
+	// it repeats itself. Default 3; negative turns the check off.
 	RepeatLimit int
 	// Logger receives a line for each unusual event: retries, unknown stop
 	// reasons, compactions. Default: discard.
 	Logger *slog.Logger
 
-	// otel hook: the three fields below.
-
-	// Name names the agent in traces: gen_ai.agent.name, and the span
-	// name "invoke_agent {Name}". Default none: the span is "invoke_agent".
+	// Name names the agent in traces (gen_ai.agent.name, and the span
+	// "invoke_agent {Name}"). Default none. (otel hook, to Telemetry.)
 	Name string
 	// ConversationID is the gen_ai.conversation.id of the runs' spans,
 	// such as a session's id. Default none.
 	ConversationID string
 	// Telemetry says where the spans of runs, tool calls and compactions
-	// go; an *llm.Client's own Telemetry says where its model calls' go.
-	// Default: the global OpenTelemetry providers.
+	// go (an *llm.Client's own says where its model calls' go). Default:
+	// the global OpenTelemetry providers.
 	Telemetry llm.Telemetry
 }
 
@@ -99,15 +97,14 @@ type Agent struct {
 	cfg   Config
 	model llm.Model
 	log   *slog.Logger
-	// retryDelay is the wait before retrying a turn; tests shorten it.
-	retryDelay func(attempt int, err error) time.Duration
-	busy       atomic.Bool            // a run is in progress
-	otel       *telemetry.Instruments // otel hook
+	// retryWait waits before retrying a turn; tests shorten it.
+	retryWait func(ctx context.Context, attempt int, err error) error
+	busy      atomic.Bool            // a run is in progress
+	otel      *telemetry.Instruments // otel hook
 }
 
 var (
-	// ErrNoModel is returned by [New] when [Config.Model] is nil.
-	ErrNoModel = errors.New("agent: Config.Model is required")
+	errNoModel = errors.New("agent: Config.Model is required")
 	// ErrBusy is yielded by [Agent.Stream] when another run of the same
 	// Agent is in progress.
 	ErrBusy = errors.New("agent: another run of this Agent is in progress")
@@ -117,7 +114,7 @@ var (
 // error naming the field if cfg is invalid, such as a negative limit.
 func New(cfg Config) (*Agent, error) {
 	if cfg.Model == nil {
-		return nil, ErrNoModel
+		return nil, errNoModel
 	}
 	limits := []string{"MaxIterations", "MaxDuration", "MaxTotalTokens", "MaxAttempts"}
 	for i, v := range []int64{int64(cfg.MaxIterations), int64(cfg.MaxDuration), cfg.MaxTotalTokens, int64(cfg.MaxAttempts)} {
@@ -147,7 +144,7 @@ func New(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("agent: Config.Tools: %w", err)
 		}
 	}
-	a := &Agent{cfg: cfg, model: cfg.Model, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)), retryDelay: llm.Backoff}
+	a := &Agent{cfg: cfg, model: cfg.Model, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)), retryWait: llm.RetryWait}
 	// otel hook: spans only; the model calls' metrics are the *llm.Client's.
 	a.otel = telemetry.Spans("github.com/agentloop/agentloop/agent", cfg.Telemetry.TracerProvider, cfg.Telemetry.CaptureContent)
 	if cfg.Middleware != nil {
@@ -166,39 +163,23 @@ type State string
 
 // The states a run can end in.
 const (
-	// Finished means the model ended its turn: end_turn, stop_sequence or
-	// an unknown stop reason.
-	Finished State = "finished"
-	// Refused means safety classifiers stopped the turn; the history is as
-	// it was before the run.
-	Refused State = "refused"
-	// IterationLimit means the run hit Config.MaxIterations.
-	IterationLimit State = "iteration_limit"
-	// Truncated means the history's MaxTokens cut the answer off.
-	Truncated State = "truncated"
-	// Cancelled means ctx was cancelled or the caller stopped reading; the
-	// history keeps the prompt and the answer shown, marked interrupted.
-	Cancelled State = "cancelled"
-	// Failed means an error, returned alongside, ended the run; the history
-	// is as it was before the run.
-	Failed State = "failed"
-	// TimeLimit means the run hit Config.MaxDuration.
-	TimeLimit State = "time_limit"
-	// TokenLimit means the run hit Config.MaxTotalTokens.
-	TokenLimit State = "token_limit"
+	Finished       State = "finished"        // the model ended its turn: end_turn, stop_sequence or unknown
+	Refused        State = "refused"         // safety classifiers stopped the turn; the history is rolled back
+	IterationLimit State = "iteration_limit" // the run hit Config.MaxIterations
+	Truncated      State = "truncated"       // the history's MaxTokens cut the answer off
+	Cancelled      State = "cancelled"       // ctx ended or the caller stopped reading; see Agent.Stream
+	Failed         State = "failed"          // an error, returned alongside, ended the run; the history is rolled back
+	TimeLimit      State = "time_limit"      // the run hit Config.MaxDuration
+	TokenLimit     State = "token_limit"     // the run hit Config.MaxTotalTokens
 )
 
 // Result is the outcome of a run.
 type Result struct {
-	Text  string `json:"text"`  // the text of the model's last turn
-	State State  `json:"state"` // how the run ended
-	// Iterations counts model calls: retries not included, FinalAnswer's
-	// included.
-	Iterations int       `json:"iterations"`
-	Usage      llm.Usage `json:"usage"` // summed over every model call, retries included
-	// CostUSD prices Usage at the model's price in [llm.Models]; zero for a
-	// model the table does not know.
-	CostUSD float64 `json:"cost_usd"`
+	Text       string    `json:"text"`       // the text of the model's last turn
+	State      State     `json:"state"`      // how the run ended
+	Iterations int       `json:"iterations"` // model calls, FinalAnswer's included, retries not
+	Usage      llm.Usage `json:"usage"`      // summed over every model call, retries included
+	CostUSD    float64   `json:"cost_usd"`   // Usage at the price in llm.Models; 0 for a model it lacks
 }
 
 // Run runs the loop on input and returns its result: [Agent.Stream],

@@ -26,24 +26,16 @@
 //
 // # Stop reasons
 //
-// end_turn and stop_sequence finish the run. tool_use acts. pause_turn
-// sends the turn back as it is and goes on. refusal ends the run in state
-// [Refused] with the history rolled back, so that the refused exchange is
-// not sent again. model_context_window_exceeded, like a 400 "prompt is too
-// long", compacts the history once and asks again. An unknown stop reason
-// is end_turn, with a log line.
+// end_turn and stop_sequence finish the run; tool_use acts; pause_turn
+// sends the turn back as it is. refusal ends the run [Refused], the history
+// rolled back so that the refused exchange is not sent again.
+// model_context_window_exceeded, like a 400 "prompt is too long", compacts
+// the history once and asks again. max_tokens cuts only the last block:
+// cut text ends the run [Truncated]; a cut tool_use is never run but gets an
+// is_error result, so that the model writes the call again, shorter, where
+// stopping would lose the turn's work.
 //
-// max_tokens cuts only the last block of a turn. Cut text ends the run in
-// state [Truncated], the text kept. A cut tool_use is never run: it keeps
-// input {} and gets an is_error result saying it was cut off, and the loop
-// goes on, so that the model writes the call again, shorter, where stopping
-// would lose the turn's work.
-//
-// # Failures and cancellation
-//
-// A turn whose stream fails transiently after output arrived (an
-// overloaded error event, a dropped connection) is retried whole, up to
-// [Config.MaxAttempts]; a [Retry] event with Discard set tells the caller
-// to throw away what it showed. [Agent.Stream] says what a failed, refused
-// or cancelled run leaves in the history.
+// A turn whose stream fails transiently after output arrived is retried
+// whole, up to [Config.MaxAttempts], with a [Retry] event telling the
+// caller to discard what it showed.
 package agent

@@ -5,15 +5,15 @@ import (
 	"time"
 
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/memory"
 )
 
 // An Event is one step of a run, as [Agent.Stream] yields it: one of the
-// types in this file, a sealed set. The field tags give each event's JSON
-// shape, as the CLI's --json prints it.
+// types in this file, a sealed set. The tags give the CLI's --json shape.
 type Event interface{ isEvent() }
 
-// TurnStart opens a model turn. Iteration counts model calls from 1. A turn
-// retried after a failure keeps its iteration number.
+// TurnStart opens a model turn. Iteration counts model calls from 1; a
+// retried turn keeps its number.
 type TurnStart struct {
 	Iteration int `json:"iteration"`
 }
@@ -28,8 +28,7 @@ type ThinkingDelta struct {
 	Thinking string `json:"thinking"`
 }
 
-// ToolCallStart says the model opened a tool_use block: it is now writing
-// the input of a call to the tool Name.
+// ToolCallStart says the model began writing the input of a call to Name.
 type ToolCallStart struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
@@ -43,17 +42,17 @@ type ToolInputDelta struct {
 }
 
 // ToolCall says the input of call ID is complete and the call starts now,
-// possibly while the model is still streaming the rest of its turn.
+// maybe while the model still streams the rest of its turn.
 type ToolCall struct {
 	ID    string          `json:"id"`
 	Name  string          `json:"name"`
 	Input json.RawMessage `json:"input"`
 }
 
-// ToolDone is the outcome of call ID as it is sent back to the model.
-// Content is the result's text, with "[image]" for each image. IsError
-// marks a failed, denied or refused call. Duration is the call's own
-// running time, even while the model still streamed; 0 if it did not run.
+// ToolDone is the outcome of call ID as the model gets it: Content is its
+// text, with "[image]" for each image; IsError marks a failed, denied or
+// refused call; Duration is the call's own running time, 0 if it did not
+// run.
 type ToolDone struct {
 	ID       string        `json:"id"`
 	Name     string        `json:"name"`
@@ -63,33 +62,29 @@ type ToolDone struct {
 }
 
 // UsageUpdate reports token use after each model turn: the turn's, the
-// run's so far, and the run's cost so far in US dollars.
+// run's so far, and the run's cost so far in USD.
 type UsageUpdate struct {
 	Turn    llm.Usage `json:"turn"`
 	Total   llm.Usage `json:"total"`
 	CostUSD float64   `json:"cost_usd"`
 }
 
-// Compacted says the history was compacted from Before to After tokens
-// (estimated). Steps names what was done, in order.
+// Compacted says the history was compacted, as the Compaction reports.
 type Compacted struct {
-	Before int      `json:"before"`
-	After  int      `json:"after"`
-	Steps  []string `json:"steps,omitempty"`
+	memory.Compaction
 }
 
 // Retry says the current model turn failed and is sent again, as attempt
-// Attempt (2 for the first retry). When Discard is true, the caller must
-// throw away everything it received since the turn's [TurnStart]; none of
-// it reached the history.
+// Attempt (2 for the first retry). With Discard, the caller must throw away
+// what it received since the turn's [TurnStart]: none of it is kept.
 type Retry struct {
 	Attempt int    `json:"attempt"`
 	Error   string `json:"error"`
 	Discard bool   `json:"discard"`
 }
 
-// Done ends every stream. Error repeats, as text, the error yielded with
-// it, so that a JSON transcript shows it too.
+// Done ends every stream. Error is the error yielded with it, as text, for
+// a JSON transcript.
 type Done struct {
 	Result Result `json:"result"`
 	Error  string `json:"error,omitempty"`

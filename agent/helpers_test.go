@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 	"unicode"
 
 	"go.uber.org/goleak"
@@ -61,7 +60,7 @@ func newAgent(t testing.TB, model llm.Model, cfg Config) *Agent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.retryDelay = func(int, error) time.Duration { return 0 }
+	a.retryWait = func(context.Context, int, error) error { return nil }
 	return a
 }
 

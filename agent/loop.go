@@ -16,27 +16,25 @@ import (
 )
 
 // This file is the whole loop: Stream → loop → turn (think, with retries)
-// → observe → act. Plumbing lives elsewhere: request.go builds requests,
-// act.go starts and collects calls.
+// → observe → act. request.go builds requests, act.go starts and collects
+// calls.
 
-// Stream runs the loop on input and yields its events. It appends input to
-// the history, then repeats: think (stream a model turn, starting each tool
-// call the moment its input is complete), act (collect the results),
-// observe (append them to the history), until the model ends its turn or a
-// limit is hit.
+// Stream runs the loop on input and yields its events: it appends input to
+// the history, then thinks (streams a model turn, starting each tool call
+// the moment its input is complete), acts (collects the results) and
+// observes (appends them), until the model ends its turn or a limit is hit.
 //
-// The last event is always [Done], with the [Result], and with a nil error
+// The last event is always [Done], with the [Result], and a nil error
 // unless the run ended [Failed] (the error wraps any [*llm.APIError]) or
 // [Cancelled] (ctx.Err()). If the caller stops reading, the run is
-// cancelled and no Done is sent. The run ends only when every tool handler
-// it started has returned; one that ignores its cancelled context gets 5s
-// (toolGrace), then is logged as a warning naming the call.
+// cancelled and no Done is sent. The run ends when every tool handler it
+// started has returned, or 5s (toolGrace) after, with a warning naming it.
 //
 // The history is always left valid. A run that fails or is refused leaves
-// it exactly as it was, compactions included, so that nothing of it is sent
-// again. A run cut short (cancelled, stopped, out of time) keeps its prompt,
-// the turns it completed and the answer shown so far, marked
-// "[interrupted]", so that the next prompt follows a complete exchange.
+// it exactly as it was, compactions included. A run cut short (cancelled,
+// stopped, out of time) keeps its prompt, its complete turns and the answer
+// shown so far, marked "[interrupted]", so that the next prompt follows a
+// complete exchange.
 func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		if !a.busy.CompareAndSwap(false, true) {
@@ -106,12 +104,10 @@ func (r *run) interrupted() {
 	r.cfg.History.AppendAssistant(llm.Message{Role: llm.Assistant, Content: append(blocks, llm.Text{Text: looprules.Interrupted})}, llm.Usage{})
 }
 
-// toolGrace is how long a run waits, at its end, for tool handlers that
-// ignore their cancelled context.
+// toolGrace is how long a run's end waits for handlers that ignore ctx.
 const toolGrace = 5 * time.Second
 
-// Errors the loop makes for itself. A turn that ran out of context window
-// is, to the loop, a prompt that is too long.
+// Errors the loop makes. A turn out of context window is a prompt too long.
 var (
 	errMaxDuration   = errors.New("agent: Config.MaxDuration exceeded")
 	errNoPrompt      = errors.New("agent: the prompt is empty")
@@ -134,8 +130,7 @@ type run struct {
 	cont    string          // latest code execution container id, for the next request
 }
 
-// emit yields e unless the caller has stopped reading; when it stops, emit
-// cancels the run.
+// emit yields e unless the caller has stopped reading, which cancels the run.
 func (r *run) emit(e Event) {
 	if !r.stopped && !r.yield(e, nil) {
 		r.stopped = true
@@ -149,8 +144,7 @@ func (r *run) cost() float64 {
 	return m.Price.Cost(r.usage)
 }
 
-// loop is the think → act → observe cycle. It returns how the run ended;
-// Stream turns an error into a state.
+// loop is the think → act → observe cycle; Stream turns its error to a state.
 func (r *run) loop(input string) (State, error) {
 	if strings.TrimSpace(input) == "" {
 		return Failed, errNoPrompt
@@ -185,8 +179,7 @@ func (r *run) loop(input string) (State, error) {
 	}
 }
 
-// A turn is one assistant turn, streamed whole, and the tool calls it
-// started along the way.
+// A turn is one assistant turn and the tool calls it started on the way.
 type turn struct {
 	msg     llm.Message
 	stop    llm.StopReason
@@ -198,9 +191,9 @@ type turn struct {
 }
 
 // turn streams one model turn, retrying it up to Config.MaxAttempts times
-// on a transient error after output arrived (before that, the llm client
-// retries by itself), and once, after compacting the history, on a prompt
-// too long for the context window or a turn that ran out of it.
+// on a transient error after output arrived (before, the llm client
+// retries), and once, after compacting, on a prompt too long for the
+// context window or a turn that ran out of it.
 func (r *run) turn(final bool) (*turn, error) {
 	compacted := false
 	for attempt := 1; ; attempt++ {
@@ -226,11 +219,11 @@ func (r *run) turn(final bool) (*turn, error) {
 			if cerr := r.compact(); cerr != nil {
 				return nil, fmt.Errorf("%w (compacting after it: %v)", err, cerr)
 			}
-		case t.yielded && attempt < r.cfg.MaxAttempts && llm.IsRetryable(err) && !tooLongToWait(err):
-			r.log.Warn("agent: model turn failed mid-stream; retrying", "attempt", attempt, "err", err)
-			if err := sleep(r.ctx, r.retryDelay(attempt, err)); err != nil {
+		case t.yielded && attempt < r.cfg.MaxAttempts && llm.IsRetryable(err):
+			if err := r.retryWait(r.ctx, attempt, err); err != nil {
 				return nil, err
 			}
+			r.log.Warn("agent: model turn failed mid-stream; retrying", "attempt", attempt, "err", err)
 		default:
 			return nil, err
 		}
@@ -239,18 +232,17 @@ func (r *run) turn(final bool) (*turn, error) {
 	}
 }
 
-// think streams one model turn: it passes the model's events on, assembles
-// the turn and starts each tool call at its block's stop, while later
-// blocks still stream. On error the started calls are cancelled, and the
-// partial turn only says whether output had arrived.
+// think streams one model turn: it passes the events on, assembles the turn
+// and starts each tool call at its block's stop, while later blocks still
+// stream. On error the started calls are cancelled, and the partial turn
+// only says whether output had arrived.
 func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 	ctx, cancel := context.WithCancel(r.ctx)
 	t = &turn{cancel: cancel, repeats: r.repeats}
 	var asm llm.Assembler
 	defer func() {
 		t.usage = asm.Usage() // a failed attempt is billed too
-		// A turn that ran code can only go on in the same container, which
-		// the next request must name; a retry may continue a failed one's.
+		// Code runs on only in its container; a retry may continue a failed one's.
 		if id := asm.Container(); id != "" {
 			r.cont = id
 		}
@@ -284,8 +276,7 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 				r.emit(ToolInputDelta{ID: id, PartialJSON: ev.PartialJSON})
 			}
 		case llm.BlockStop:
-			if tu, ok := block.(llm.ToolUse); ok && stopped {
-				// Complete at its stop: start it now, eagerly.
+			if tu, ok := block.(llm.ToolUse); ok && stopped { // complete: start it now
 				t.calls = append(t.calls, r.startCall(ctx, &t.repeats, tu, final))
 			}
 		}
@@ -298,12 +289,11 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 	}
 	t.msg, t.stop = asm.Message(), asm.StopReason()
 	if t.stop == llm.ModelContextWindowExceeded {
-		// The turn ran out of room: turn compacts and asks again.
-		return t, errContextWindow
+		return t, errContextWindow // turn compacts and asks again
 	}
 	r.serverCompacted(t.msg, asm.Usage())
 	// max_tokens cut the last block: text is kept, a tool_use keeps input {}
-	// and gets an is_error result (see the package doc), others are dropped.
+	// and gets an is_error result, others are dropped.
 	for _, b := range asm.Incomplete() {
 		switch b := b.(type) {
 		case llm.Text:
@@ -318,8 +308,8 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 	return t, nil
 }
 
-// observe applies the turn's stop reason. It returns the state the run ends
-// in, if it ends, and whether the loop goes on.
+// observe applies the turn's stop reason: the state the run ends in, if it
+// does, and whether the loop goes on.
 func (r *run) observe(t *turn) (State, bool) {
 	o, known := looprules.Stop(t.stop, len(t.calls) > 0)
 	switch o {

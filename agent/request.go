@@ -1,18 +1,16 @@
 package agent
 
 import (
-	"context"
 	"errors"
 	"log/slog"
-	"time"
 
 	"github.com/agentloop/agentloop/internal/telemetry" // otel hook
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 )
 
-// request builds the next request from the history, which it first
-// repairs and, when it has outgrown its limit, compacts.
+// request builds the next request from the history, repaired first and,
+// when it has outgrown its limit, compacted.
 func (r *run) request(final bool) (llm.Request, error) {
 	h := r.cfg.History
 	if fixes := h.Repair(); len(fixes) > 0 {
@@ -20,9 +18,8 @@ func (r *run) request(final bool) (llm.Request, error) {
 		telemetry.Repaired(r.ctx, fixes) // otel hook
 	}
 	if h.NeedsCompaction() {
-		// The count may be a high estimate (an image of unknown size counts
-		// as the largest), so a history that cannot shrink is sent anyway:
-		// the API has the last word, and its 400 makes turn compact again.
+		// The count may be a high estimate, so a history that cannot shrink
+		// is sent anyway: the API's 400 would make turn compact again.
 		if err := r.compact(); errors.Is(err, memory.ErrCannotCompact) {
 			r.log.Warn("agent: sending a history over the context limit", "err", err)
 		} else if err != nil {
@@ -36,6 +33,7 @@ func (r *run) request(final bool) (llm.Request, error) {
 		Messages:  h.Messages(),
 		Tools:     r.specs,
 		Thinking:  r.cfg.Thinking,
+		Effort:    r.cfg.Effort,
 		Cache:     !r.cfg.DisableCache,
 		Container: r.cont,
 		// Context editing and server compaction, as the history's strategy has it.
@@ -48,9 +46,8 @@ func (r *run) request(final bool) (llm.Request, error) {
 	return req, nil
 }
 
-// compact compacts the history and reports it, also when it changed the
-// history but could not get under the limit. Summary calls count in the
-// run's usage.
+// compact compacts the history and reports it, also when it changed it
+// but could not get under the limit. Summary calls count in the run's usage.
 func (r *run) compact() error {
 	ctx, span := r.otel.StartCompact(r.ctx, r.cfg.ConversationID) // otel hook: the compact_history span
 	c, err := r.cfg.History.Compact(ctx, r.model)                 // otel hook: ctx, was r.ctx
@@ -58,7 +55,7 @@ func (r *run) compact() error {
 	r.usage = r.usage.Add(c.Usage)
 	if err == nil || len(c.Steps) > 0 {
 		r.log.Info("agent: compacted the history", slog.Int("before", c.Before), slog.Int("after", c.After), slog.Any("err", err))
-		r.emit(Compacted{Before: c.Before, After: c.After, Steps: c.Steps})
+		r.emit(Compacted{c})
 	}
 	return err
 }
@@ -69,9 +66,9 @@ func (r *run) compact() error {
 // model reads now.
 func (r *run) serverCompacted(msg llm.Message, usage llm.Usage) {
 	for _, b := range msg.Content {
-		if b.BlockType() == llm.CompactionBlock {
+		if llm.BlockType(b) == llm.CompactionBlock {
 			r.log.Info("agent: the server compacted the history", slog.Int("before", r.cfg.History.Tokens()))
-			r.emit(Compacted{Before: r.cfg.History.Tokens(), After: int(usage.Context()), Steps: []string{"on the server"}})
+			r.emit(Compacted{memory.Compaction{Before: r.cfg.History.Tokens(), After: int(usage.Context()), Steps: []string{"on the server"}}})
 			return
 		}
 	}
@@ -81,21 +78,4 @@ func (r *run) serverCompacted(msg llm.Message, usage llm.Usage) {
 func (r *run) showText(text string) {
 	r.shown.WriteString(text)
 	r.emit(TextDelta{Text: text})
-}
-
-// tooLongToWait reports whether the server asked to wait longer than the
-// llm client would: then the turn fails at once.
-func tooLongToWait(err error) bool {
-	ae, ok := errors.AsType[*llm.APIError](err)
-	return ok && ae.RetryAfter > llm.DefaultMaxRetryWait
-}
-
-// sleep waits for d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	select {
-	case <-time.After(d):
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
 }

@@ -22,7 +22,10 @@ import (
 // "tool-result-once", "tool-result-orphan") and thinking
 // ("thinking-signature"). Consecutive messages of one role are allowed,
 // because the API merges them into one turn; the tool rules apply to the
-// merged turns.
+// merged turns. On the current models, the request is also held to what
+// the model takes, as the server's strict mode is: its thinking mode
+// ("thinking-mode"), no forced tool choice ("tool-choice") and its effort
+// levels ("effort").
 func CheckRequest(body []byte) error {
 	vs := check(body)
 	if len(vs) == 0 {
@@ -41,8 +44,8 @@ func CheckRequest(body []byte) error {
 type violation struct{ rule, path, msg string }
 
 func check(body []byte) []violation {
-	p, err := (&Request{Body: body}).Params()
-	if err != nil {
+	p := &Request{Body: body}
+	if err := p.decode(); err != nil {
 		return []violation{{"json", "body", "does not decode: " + err.Error()}}
 	}
 	var vs []violation
@@ -58,6 +61,9 @@ func check(body []byte) []violation {
 	}
 	for _, v := range apirules.Check(msgs) {
 		vs = append(vs, violation{v.Rule, path(p.Messages, v), v.Msg})
+	}
+	if _, _, v := modelRules(body); v != nil {
+		vs = append(vs, *v)
 	}
 	return vs
 }

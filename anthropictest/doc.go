@@ -38,6 +38,15 @@
 // CheckRequest reports every way a request body breaks the Messages API's
 // structural rules, such as a tool_use left without its tool_result.
 //
+// The server is strict by default: a request that breaks a current model's
+// rules (thinking disabled or given a budget on Claude Opus 5.5 or Fable
+// 5.1, a forced tool_choice, an effort the model does not take, a thinking
+// block sent back after its prefix changed or to a model that cannot read
+// it) gets the API's 400, and the script is not touched. Each signed
+// thinking block it streams is recorded, so that it can tell a replayed
+// block from its original. Set Server.Lenient for a test that breaks those
+// rules on purpose.
+//
 // This package imports no layer of agentloop (only the internal package that
 // states the API's rules, which memory shares), so that any project can use it.
 package anthropictest

@@ -163,6 +163,9 @@ func appendBlockEvent(b []byte, name string, index int) []byte {
 // serve writes the stream: the headers, then each event flushed on its own
 // (or in large writes when Buffered), then the ending.
 func (s *Stream) serve(w http.ResponseWriter, c *call) {
+	if c.srv != nil && !c.srv.Lenient {
+		c.srv.register(c, s)
+	}
 	p := s.compile()
 	writeStreamHeader(w, c)
 	f, _ := w.(http.Flusher)

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/agentloop/agentloop/internal/apirules"
 )
 
 // A Reply is how the Server answers one request: a *Stream (built with
@@ -75,19 +77,12 @@ type HTTPError struct {
 	Body []byte
 }
 
-// errorTypes are the API's error types by HTTP status.
-var errorTypes = map[int]string{
-	400: "invalid_request_error", 401: "authentication_error", 402: "billing_error",
-	403: "permission_error", 404: "not_found_error", 413: "request_too_large",
-	429: "rate_limit_error", 500: "api_error", 504: "timeout_error", 529: "overloaded_error",
-}
-
 func (e HTTPError) serve(w http.ResponseWriter, c *call) {
 	status := cmp.Or(e.Status, http.StatusInternalServerError)
 	id := cmp.Or(e.RequestID, c.id)
 	body := e.Body
 	if body == nil {
-		typ := cmp.Or(e.Type, errorTypes[status], "api_error")
+		typ := cmp.Or(e.Type, apirules.ErrorTypes[status], "api_error")
 		// A struct, not a map, so the keys keep the API's order.
 		type apiError struct {
 			Type    string `json:"type"`

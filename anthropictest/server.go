@@ -39,6 +39,12 @@ type Server struct {
 	// only need a plausible number.
 	CountTokens func(r *Request) int
 
+	// Lenient turns strict mode off (see strict.go): the server then
+	// answers every request from the script, whatever it breaks. Set it
+	// before the first request, for a test that breaks the current models'
+	// rules on purpose.
+	Lenient bool
+
 	ts        *httptest.Server
 	done      chan struct{} // closed by Close, to end stalls and pacing
 	closeOnce sync.Once
@@ -46,7 +52,8 @@ type Server struct {
 	mu     sync.Mutex
 	queue  []Reply
 	reqs   []*Request
-	counts []*Request // count_tokens requests
+	counts []*Request         // count_tokens requests
+	issued map[string][]issue // signed thinking blocks streamed, by signature
 
 	hooks hooks
 }
@@ -133,9 +140,13 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if req == nil {
 		return
 	}
-	// A context_management the API would refuse is refused, and uses no
+	// A context_management the API would refuse is refused, and so is a
+	// request that breaks its model's rules (strict.go); neither uses a
 	// scripted reply (compaction.go).
 	reply := checkContextManagement(req)
+	if e := s.checkStrict(req, false); reply == nil && e != nil {
+		reply = *e
+	}
 	s.mu.Lock()
 	req.N = len(s.reqs) + 1
 	s.reqs = append(s.reqs, req)
@@ -154,6 +165,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		ctx:   r.Context().Done(),
 		done:  s.done,
 		after: s.hooks.after,
+		srv:   s,
 	}
 	if s.hooks.served != nil {
 		defer s.hooks.served(req.N)
@@ -171,7 +183,9 @@ func read(r *http.Request) *Request {
 	if err != nil {
 		return nil
 	}
-	return &Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body}
+	req := &Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body}
+	req.decode() // what does not decode stays zero
+	return req
 }
 
 // serveCount answers a count_tokens request as the API does: 200
@@ -185,6 +199,10 @@ func (s *Server) serveCount(w http.ResponseWriter, r *http.Request) {
 	req.N = len(s.counts) + 1
 	s.counts = append(s.counts, req)
 	s.mu.Unlock()
+	if e := s.checkStrict(req, true); e != nil {
+		e.serve(w, &call{req: req, id: fmt.Sprintf("req_anthropictest_count%010d", req.N)})
+		return
+	}
 	count := s.CountTokens
 	if count == nil {
 		count = estimateTokens
@@ -205,6 +223,7 @@ type call struct {
 	ctx   <-chan struct{} // closed when the client goes away
 	done  <-chan struct{} // closed when the server closes
 	after func(time.Duration) <-chan time.Time
+	srv   *Server // records the thinking blocks streamed, for strict mode
 }
 
 // wait waits d and reports whether the reply should go on.

@@ -16,20 +16,17 @@ import (
 //
 // Add returns each block the moment its BlockStop completes it, so that a
 // tool call can start while the model still writes. A block whose
-// BlockStop never arrived (cut off by max_tokens or an error) is reported
-// only by Incomplete, and must not be run.
+// BlockStop never came (cut off by max_tokens or an error) is reported only
+// by Incomplete, and must not be run.
 //
-// Tool input follows the API's rules: fragments are concatenated and
-// parsed at BlockStop; an empty input is {}; a start's complete input
-// stands when no fragments come. An input that is not a JSON object is
-// wrapped as {"INVALID_JSON": "<the raw text>"}, as the API's docs
-// suggest, so that the block can still be sent back; [InvalidInput]
-// recognises it, and the call should get an error result.
+// Tool input is the concatenated fragments, parsed at BlockStop, else the
+// start's input, else {}. An input that is not a JSON object is wrapped as
+// {"INVALID_JSON": "<the raw text>"}, as the API's docs suggest, so that
+// the block can still be sent back; [InvalidInput] recognises it.
 //
-// Empty text blocks are dropped, since the API rejects them. Blocks of
-// other types become [RawBlock]s, with any streamed input or unknown
-// deltas merged in. A second MessageStart (a proxy spliced two responses)
-// starts the message over.
+// Empty text blocks, which the API rejects, are dropped. Other block types
+// become [RawBlock]s, with any streamed input or unknown deltas merged in.
+// A second MessageStart (a proxy spliced two responses) starts over.
 type Assembler struct {
 	container string
 	stop      StopReason
@@ -45,13 +42,13 @@ type partial struct {
 	index     int
 	kind      string // "text", "thinking", "tool_use" or "raw"
 	done      bool
-	block     Block  // when done; nil for a dropped empty text block
-	buf, sig  []byte // text, thinking or input fragments; a signature
+	block     Block    // when done; nil for a dropped empty text block
+	buf, sig  []byte   // text or thinking fragments; a signature
+	frags     []string // input fragments, joined once at BlockStop
 	citations []json.RawMessage
 	tool      ToolUseStart // a tool_use block's start
 	raw       json.RawMessage
 	rawType   string
-	hasInput  bool                 // a raw block got input fragments
 	merges    map[string]*rawMerge // a raw block's unknown deltas, by field
 }
 
@@ -62,9 +59,8 @@ type rawMerge struct {
 	val   jsontext.Value // the last value, otherwise
 }
 
-// Add applies ev. When ev is the BlockStop that completes a block, Add
-// returns that block and true. It ignores events that do not fit, such as
-// a delta for a block that never started.
+// Add applies ev, and returns the block ev completes, if it does. Events
+// that do not fit, such as a delta for no block, are ignored.
 func (a *Assembler) Add(ev Event) (Block, bool) {
 	switch ev := ev.(type) {
 	case MessageStart:
@@ -105,10 +101,9 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 		}
 	case ToolInputDelta:
 		if p := a.open(ev.Index, "tool_use"); p != nil {
-			p.buf = grow(p.buf, ev.PartialJSON)
+			p.frags = append(p.frags, ev.PartialJSON)
 		} else if p := a.open(ev.Index, "raw"); p != nil {
-			p.buf = grow(p.buf, ev.PartialJSON)
-			p.hasInput = true
+			p.frags = append(p.frags, ev.PartialJSON)
 		}
 	case rawDelta:
 		if p := a.open(ev.Index, "raw"); p != nil {
@@ -118,7 +113,7 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 		if p := a.open(ev.Index, ""); p != nil {
 			p.done = true
 			p.block = p.finish()
-			p.buf, p.sig = nil, nil
+			p.buf, p.sig, p.frags = nil, nil, nil
 			return p.block, p.block != nil
 		}
 	case MessageDelta:
@@ -175,14 +170,14 @@ func (p *partial) finish() Block {
 		return Thinking{Thinking: string(p.buf), Signature: string(p.sig)}
 	case "tool_use":
 		t := p.tool
-		return ToolUse{ID: t.ID, Name: t.Name, Input: toolInput(t.Input, p.buf), Caller: t.Caller, ToolsetName: t.ToolsetName}
+		return ToolUse{ID: t.ID, Name: t.Name, Input: toolInput(t.Input, p.frags), Caller: t.Caller, ToolsetName: t.ToolsetName}
 	default:
 		raw := p.raw
-		if p.hasInput || len(p.merges) > 0 {
+		if len(p.frags) > 0 || len(p.merges) > 0 {
 			raw = p.rebuild()
 		}
 		if p.rawType == "redacted_thinking" {
-			// As unmarshalBlock gives it: a reloaded turn switches alike.
+			// As unmarshalBlock gives it, so that a reloaded turn is alike.
 			var b RedactedThinking
 			if json.Unmarshal(raw, &b) == nil {
 				return b
@@ -192,20 +187,19 @@ func (p *partial) finish() Block {
 	}
 }
 
-// rebuild returns the raw block's JSON with its streamed input and the
-// fields of its unknown deltas set.
+// rebuild returns the raw block's JSON with its input and deltas' fields.
 func (p *partial) rebuild() json.RawMessage {
-	if placeholder := []byte(`"input":{}}`); p.hasInput && p.merges == nil && bytes.HasSuffix(p.raw, placeholder) {
+	if placeholder := []byte(`"input":{}}`); len(p.frags) > 0 && p.merges == nil && bytes.HasSuffix(p.raw, placeholder) {
 		// The API's own shape, the empty input last: a splice costs a few
 		// allocations where the general path costs some twenty.
-		return slices.Concat(p.raw[:len(p.raw)-3], toolInput(nil, p.buf), []byte("}"))
+		return slices.Concat(p.raw[:len(p.raw)-3], toolInput(nil, p.frags), []byte("}"))
 	}
 	var fields map[string]jsontext.Value
 	if json2.Unmarshal(p.raw, &fields, lenient) != nil {
 		return p.raw
 	}
-	if p.hasInput {
-		fields["input"] = jsontext.Value(toolInput(json.RawMessage(fields["input"]), p.buf))
+	if len(p.frags) > 0 {
+		fields["input"] = jsontext.Value(toolInput(json.RawMessage(fields["input"]), p.frags))
 	}
 	for k, m := range p.merges {
 		fields[k] = m.val
@@ -227,9 +221,9 @@ func (p *partial) rebuild() json.RawMessage {
 	return out
 }
 
-// grow appends s to b, at least doubling b's capacity when it must grow:
-// append grows a large slice by a quarter, which for a 5 MiB tool input
-// in 512-byte fragments allocated 25 MiB in all.
+// grow appends s to b, at least doubling b's capacity when it grows, where
+// append grows a large slice by a quarter: for a 5 MiB tool input in
+// 512-byte fragments, 25 MiB allocated in all.
 func grow(b []byte, s string) []byte {
 	if cap(b)-len(b) < len(s) {
 		b = slices.Grow(b, max(len(s), len(b)))
@@ -238,17 +232,24 @@ func grow(b []byte, s string) []byte {
 }
 
 // toolInput is a tool call's input from its start's input and its
-// concatenated fragments.
-func toolInput(start json.RawMessage, frags []byte) json.RawMessage {
-	in := bytes.TrimSpace(frags)
-	if len(in) == 0 {
-		in = bytes.TrimSpace(start)
+// fragments, joined once at their exact size: the history keeps it.
+func toolInput(start json.RawMessage, frags []string) json.RawMessage {
+	n := 0
+	for _, f := range frags {
+		n += len(f)
+	}
+	in := make([]byte, 0, n)
+	for _, f := range frags {
+		in = append(in, f...)
+	}
+	if in = bytes.TrimSpace(in); len(in) == 0 {
+		in = bytes.Clone(bytes.TrimSpace(start))
 		if len(in) == 0 || string(in) == "null" {
 			return json.RawMessage("{}")
 		}
 	}
 	if in[0] == '{' && jsontext.Value(in).IsValid(lenient) {
-		return bytes.Clone(in) // exactly its size: the history keeps it
+		return in
 	}
 	out, _ := json.Marshal(struct {
 		S string `json:"INVALID_JSON"`
@@ -256,23 +257,27 @@ func toolInput(start json.RawMessage, frags []byte) json.RawMessage {
 	return out
 }
 
-// InvalidInput reports whether an [Assembler] marked the input of tu as not
-// valid JSON, and returns the raw text the model sent.
+// InvalidInput reports whether an [Assembler] marked tu's input as not
+// JSON, and returns the raw text the model sent.
 func InvalidInput(tu ToolUse) (string, bool) {
-	var m map[string]string // the mark is the only field, a string
-	if !bytes.Contains(tu.Input, []byte(`"INVALID_JSON"`)) || json.Unmarshal(tu.Input, &m) != nil || len(m) != 1 {
+	// The mark is the only field, so its name comes first: a big input is not searched.
+	dec := jsontext.NewDecoder(bytes.NewReader(tu.Input), lenient)
+	open, _ := dec.ReadToken()
+	name, _ := dec.ReadToken()
+	var m map[string]string
+	if open.Kind() != '{' || name.Kind() != '"' || name.String() != "INVALID_JSON" ||
+		!bytes.Contains(tu.Input, []byte(`"INVALID_JSON"`)) || json.Unmarshal(tu.Input, &m) != nil || len(m) != 1 {
 		return "", false
 	}
 	s, ok := m["INVALID_JSON"]
 	return s, ok
 }
 
-// maxMergedFields bounds the fields unknown deltas may set on one block, so
-// that a hostile stream cannot make finish quadratic.
+// maxMergedFields bounds the fields deltas set on a block, lest a hostile
+// stream make finish quadratic.
 const maxMergedFields = 32
 
-// merge records the fields of an unknown delta on a raw block: strings are
-// appended, other values replaced.
+// merge records an unknown delta's fields: strings appended, others replaced.
 func (p *partial) merge(delta json.RawMessage) {
 	var fields map[string]jsontext.Value
 	json2.Unmarshal(delta, &fields, lenient) // the decoder has checked it
@@ -297,8 +302,7 @@ func (p *partial) merge(delta json.RawMessage) {
 	}
 }
 
-// Message returns the assistant message so far: every completed block,
-// in index order.
+// Message returns the assistant message so far: its completed blocks.
 func (a *Assembler) Message() Message {
 	m := Message{Role: Assistant}
 	for _, p := range a.sorted() {
@@ -309,8 +313,8 @@ func (a *Assembler) Message() Message {
 	return m
 }
 
-// Incomplete returns, in index order, the blocks that never got their
-// BlockStop, with what arrived of them. A tool call among them must not run.
+// Incomplete returns the blocks that never got their BlockStop, with what
+// arrived of them. A tool call among them must not run.
 func (a *Assembler) Incomplete() []Block {
 	var out []Block
 	for _, p := range a.sorted() {
@@ -329,8 +333,8 @@ func (a *Assembler) sorted() []*partial {
 	return ps
 }
 
-// Container returns the id of the code execution container the turn used,
-// or "". Send it as the next [Request].Container.
+// Container returns the turn's code execution container, for the next
+// [Request].Container, or "".
 func (a *Assembler) Container() string { return a.container }
 
 // StopReason returns the stop reason, or "" if none arrived.

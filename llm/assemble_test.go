@@ -135,8 +135,14 @@ func TestInvalidInput(t *testing.T) {
 	if !ok || got != `[1, "\u00e9` {
 		t.Errorf("InvalidInput = %q, %v", got, ok)
 	}
-	if _, ok := InvalidInput(ToolUse{Input: json.RawMessage(`{"x":1}`)}); ok {
-		t.Error("valid input reported invalid")
+	for in, want := range map[string]string{
+		`{"x":1}`: "", `{"x":1,"INVALID_JSON":"a"}`: "", `{"INVALID_JSON":1}`: "", `{"INVALID_JSON":"a","x":1}`: "",
+		`[]`: "", ``: "", `{"INVALID_JSON":"a"`: "", ` { "INVALID_JSON" : "a" } `: "a", `{"INVALID\u005fJSON":"a"}`: "",
+		`{"INVALID_JSON":"a","INVALID_JSON":"b"}`: "b", `{"INVALID\u005fJSON":"a","INVALID_JSON":"b"}`: "b",
+	} {
+		if got, ok := InvalidInput(ToolUse{Input: json.RawMessage(in)}); got != want || ok != (want != "") {
+			t.Errorf("InvalidInput(%s) = %q, %v; want %q", in, got, ok, want)
+		}
 	}
 }
 

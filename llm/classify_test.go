@@ -26,11 +26,3 @@ func TestErrPromptTooLong(t *testing.T) {
 		}
 	}
 }
-
-// The client's default cap on a server's retry-after is the module's one,
-// which the agent loop applies to its own retries too.
-func TestDefaultMaxRetryWait(t *testing.T) {
-	if got := New(Config{}).maxRetryWait; got != DefaultMaxRetryWait {
-		t.Errorf("the client waits up to %v for a retry-after, the agent up to %v", got, DefaultMaxRetryWait)
-	}
-}

@@ -21,8 +21,7 @@ import (
 )
 
 // Config configures a [Client]. The zero value works, without credentials,
-// which suits a local fake server. This package reads no environment
-// variables.
+// as a local fake server wants. This package reads no environment.
 type Config struct {
 	// APIKey authenticates requests. Empty means none.
 	APIKey string
@@ -34,29 +33,26 @@ type Config struct {
 	// anthropic-beta. Nil means none.
 	Header http.Header
 	// HTTPClient sends the requests. Nil means http.DefaultClient. Leave
-	// its Timeout at zero: a turn may stream for many minutes; a stream
-	// silent for 90 seconds, not even a ping, is aborted as stalled.
+	// its Timeout zero: a turn may stream for minutes; one silent for 90
+	// seconds, not even a ping, is aborted as stalled.
 	HTTPClient *http.Client
 	// Logger receives a line per retry (Info) and per unknown event type
 	// (Debug). Nil discards everything.
 	Logger *slog.Logger
-	// MaxAttempts is how many times a request is tried, the first time
-	// included. Zero means 3; 1 turns retries off. A retry-after over a
-	// minute ends the retries.
+	// MaxAttempts is how many times a request is tried, the first included.
+	// Zero means 3; 1 turns retries off. See [RetryWait].
 	MaxAttempts int
-	// Telemetry says where each attempt's spans and metrics go. Default:
-	// the global OpenTelemetry providers.
+	// Telemetry says where each attempt's spans and metrics go.
 	Telemetry Telemetry // otel hook
 }
 
 // A Client calls the Messages API. It is safe for concurrent use.
 type Client struct {
-	sdk          anthropic.Client
-	log          *slog.Logger
-	maxAttempts  int
-	idleTimeout  time.Duration          // of a stream's silence; time between events the caller spends does not count
-	maxRetryWait time.Duration          // the longest retry-after waited for
-	tel          *telemetry.Instruments // otel hook
+	sdk         anthropic.Client
+	log         *slog.Logger
+	maxAttempts int
+	idleTimeout time.Duration          // of a stream's silence; time between events the caller spends does not count
+	tel         *telemetry.Instruments // otel hook
 
 	// Seams for tests: time and randomness.
 	sleep  func(ctx context.Context, d time.Duration) error
@@ -67,19 +63,18 @@ type Client struct {
 // New returns a Client for cfg.
 func New(cfg Config) *Client {
 	c := &Client{
-		log:          cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
-		maxAttempts:  cfg.MaxAttempts,
-		idleTimeout:  90 * time.Second,
-		maxRetryWait: DefaultMaxRetryWait,
-		sleep:        sleepCtx,
-		now:          time.Now,
-		jitter:       rand.Int64N,
+		log:         cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
+		maxAttempts: cfg.MaxAttempts,
+		idleTimeout: 90 * time.Second,
+		sleep:       sleepCtx,
+		now:         time.Now,
+		jitter:      rand.Int64N,
 	}
 	if c.maxAttempts <= 0 {
 		c.maxAttempts = 3
 	}
-	// The SDK sends the requests, authenticates and names the API
-	// version. Its retries are off: this package has one policy, below.
+	// The SDK sends, authenticates and names the API version; its retries
+	// are off, for this package's one policy.
 	opts := []option.RequestOption{option.WithoutEnvironmentDefaults(),
 		option.WithHTTPClient(cmp.Or(cfg.HTTPClient, http.DefaultClient)), option.WithMaxRetries(0)}
 	if cfg.BaseURL != "" {
@@ -87,9 +82,8 @@ func New(cfg Config) *Client {
 	}
 	switch {
 	case cfg.APIKey != "":
-		// The API documents x-api-key for keys. option.WithAPIKey of SDK
-		// v2.15 sends the key as a bearer token instead, so set the
-		// header ourselves.
+		// The API documents x-api-key; SDK v2.15's option.WithAPIKey sends
+		// a bearer token instead.
 		opts = append(opts, option.WithHeader("x-api-key", cfg.APIKey))
 	case cfg.AuthToken != "":
 		opts = append(opts, option.WithAuthToken(cfg.AuthToken))
@@ -108,14 +102,13 @@ func New(cfg Config) *Client {
 var errStop = errors.New("llm: consumer stopped") // ranging over a stream
 
 // Stream sends req and returns the model's turn as a stream of events,
-// ending with [MessageStop] or with an error.
+// ending with [MessageStop] or with an error. It is single-use; stopping
+// the range early closes the connection.
 //
-// Transient failures (see [IsRetryable]) are retried with backoff as long
-// as nothing has been yielded; MessageStart is held back until the first
-// content event for that reason. After that an error ends the stream, and
-// IsRetryable tells the caller whether to ask for the whole turn again.
-//
-// The stream is single-use. Stopping the range early closes the connection.
+// Transient failures (see [IsRetryable]) are retried as long as nothing has
+// been yielded, for which MessageStart is held back until the first content
+// event. After that an error ends the stream, and IsRetryable tells the
+// caller whether to ask for the whole turn again.
 func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Event, error] {
 	var used atomic.Bool
 	return func(yield func(Event, error) bool) {
@@ -148,8 +141,8 @@ func (c *Client) streamOnce(ctx context.Context, body []byte, beta string, yield
 		opts = append(opts, option.WithHeaderAdd("anthropic-beta", beta))
 	}
 	return c.exchange(ctx, "v1/messages", body, opts, func(resp *http.Response, idle *time.Timer) error {
-		// From here the idle timer runs only during each read: time the
-		// consumer spends between events is not the server's silence.
+		// From here the idle timer runs only in reads: the consumer's time
+		// between events is not the server's silence.
 		idle.Stop()
 		dec := newDecoder(&idleReader{r: resp.Body, t: idle, d: c.idleTimeout}, c.log)
 		dec.header = resp.Header
@@ -176,8 +169,8 @@ func (c *Client) streamOnce(ctx context.Context, body []byte, beta string, yield
 }
 
 // exchange posts body to path and gives the response to read, while an idle
-// timer cancels the attempt if the server sends nothing for idleTimeout. Its
-// error names the real cause: the caller's context, or the idle timer.
+// timer cancels the attempt if the server sends nothing for idleTimeout.
+// Its error names the cause: the caller's context, or the idle timer.
 func (c *Client) exchange(ctx context.Context, path string, body []byte, opts []option.RequestOption,
 	read func(*http.Response, *time.Timer) error) error {
 	actx, cancel := context.WithCancelCause(ctx)
@@ -200,8 +193,7 @@ func (c *Client) exchange(ctx context.Context, path string, body []byte, opts []
 	return err
 }
 
-// idleReader arms the idle timer for the length of each read. Reads are per
-// buffer fill, not per event, so this costs little.
+// idleReader arms the idle timer for each read, a buffer fill: cheap.
 type idleReader struct {
 	r io.Reader
 	t *time.Timer
@@ -215,14 +207,14 @@ func (r *idleReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// post sends one request through the SDK, which sends a []byte body as it
-// is, and returns the response with its body unread.
+// post sends one request, its []byte body as it is, through the SDK, and
+// returns the response with its body unread.
 func (c *Client) post(ctx context.Context, path string, body []byte, opts ...option.RequestOption) (*http.Response, error) {
 	var resp *http.Response
 	err := c.sdk.Post(ctx, path, body, &resp, opts...)
 	if err != nil {
-		// The SDK's error needs a well-formed body; it leaves the bytes on
-		// resp.Body, so build ours from them.
+		// The SDK's error needs a well-formed body; ours is built from the
+		// bytes it leaves on resp.Body.
 		if resp != nil && resp.StatusCode >= 400 {
 			body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 			resp.Body.Close()
@@ -237,7 +229,7 @@ func (c *Client) post(ctx context.Context, path string, body []byte, opts ...opt
 }
 
 // retry runs attempt until it succeeds, fails for good, or the attempts
-// run out. Once committed reports true, an error is returned, not retried.
+// run out; once committed, an error is returned, not retried.
 func (c *Client) retry(ctx context.Context, committed func() bool, attempt func(context.Context) error) error {
 	for n := 1; ; n++ {
 		err := attempt(ctx)
@@ -250,12 +242,11 @@ func (c *Client) retry(ctx context.Context, committed func() bool, attempt func(
 		if committed() || !IsRetryable(err) || n >= c.maxAttempts {
 			return err
 		}
-		if ae, ok := errors.AsType[*APIError](err); ok && ae.RetryAfter > c.maxRetryWait {
-			c.log.Info("llm: server asks to wait longer than a minute; giving up",
-				"retry_after", ae.RetryAfter, "max", c.maxRetryWait, "err", err)
+		wait, ok := backoff(n, err, c.jitter)
+		if !ok {
+			c.log.Info("llm: server asks to wait longer than a minute; giving up", "err", err)
 			return err
 		}
-		wait := backoff(n, err, c.jitter)
 		c.log.Info("llm: retrying", "attempt", n+1, "of", c.maxAttempts, "wait", wait, "err", err)
 		telemetry.Retry(ctx, n+1, wait, ErrorType(err), false) // otel hook
 		if err := c.sleep(ctx, wait); err != nil {
@@ -264,25 +255,32 @@ func (c *Client) retry(ctx context.Context, committed func() bool, attempt func(
 	}
 }
 
-// Backoff returns the wait before retry number attempt (1 for the first)
-// of a request that failed with err: the module's one schedule. It is the
-// server's retry-after, else 0.5 s doubling to 8 s, less up to a quarter
-// of jitter so that clients do not come back in step. Whether a
-// retry-after is too long to wait for is the caller's decision.
-func Backoff(attempt int, err error) time.Duration {
-	return backoff(attempt, err, rand.Int64N)
+// maxRetryWait is the longest retry-after worth waiting for.
+const maxRetryWait = time.Minute
+
+// RetryWait waits before retry number attempt (1 for the first) of a
+// request that failed with err, by the module's one schedule: the server's
+// retry-after, else 0.5 s doubling to 8 s, less up to a quarter of jitter so
+// that clients do not come back in step. It returns err at once if the
+// server asks to wait over a minute, and ctx's error if ctx ends first.
+func RetryWait(ctx context.Context, attempt int, err error) error {
+	d, ok := backoff(attempt, err, rand.Int64N)
+	if !ok {
+		return err
+	}
+	return sleepCtx(ctx, d)
 }
 
-// backoff is Backoff with the jitter source given, so that tests can pin it.
-func backoff(attempt int, err error, jitter func(n int64) int64) time.Duration {
+// backoff is RetryWait's wait, false if too long, with the jitter given.
+func backoff(attempt int, err error, jitter func(n int64) int64) (time.Duration, bool) {
 	if ae, ok := errors.AsType[*APIError](err); ok && ae.RetryAfter > 0 {
-		return ae.RetryAfter
+		return ae.RetryAfter, ae.RetryAfter <= maxRetryWait
 	}
 	d := 8 * time.Second
 	if attempt < 5 {
 		d = 500 * time.Millisecond << max(attempt-1, 0) // capped before the shift can overflow
 	}
-	return d - time.Duration(jitter(int64(d/4)))
+	return d - time.Duration(jitter(int64(d/4))), true
 }
 
 // sleepCtx waits for d or until ctx is done.
@@ -297,10 +295,10 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// CountTokens returns the number of input tokens req would use, by the
-// API's count_tokens endpoint. It retries like Stream; an answer that takes
-// over 90 seconds fails like a stalled stream. Request.Extra, MaxTokens and
-// Container are not sent.
+// CountTokens returns the input tokens req would use, by the API's
+// count_tokens endpoint, retrying as Stream does. An answer slower than 90
+// seconds fails as a stalled stream. Extra, MaxTokens and Container are not
+// sent.
 func (c *Client) CountTokens(ctx context.Context, req Request) (int, error) {
 	body, err := requestBody(req, true)
 	if err != nil {
@@ -308,7 +306,7 @@ func (c *Client) CountTokens(ctx context.Context, req Request) (int, error) {
 	}
 	var n int
 	err = c.retry(ctx, func() bool { return false }, func(ctx context.Context) error {
-		// The answer is small, so the timer covers the whole exchange.
+		// The answer is small: the timer covers the whole exchange.
 		return c.exchange(ctx, "v1/messages/count_tokens", body, nil, func(resp *http.Response, _ *time.Timer) error {
 			answer, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 			if err != nil {

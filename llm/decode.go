@@ -15,9 +15,9 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// maxEventSize bounds one server-sent event, so that a broken or hostile
-// server cannot make the reader buffer without end. A tool input sent
-// whole can reach megabytes; the official SDK allows 32 MiB, and so do we.
+// maxEventSize bounds one server-sent event, lest a hostile server make the
+// reader buffer without end. A tool input sent whole can reach megabytes;
+// the official SDK allows 32 MiB, and so do we.
 const maxEventSize = 32 << 20
 
 var (
@@ -25,18 +25,16 @@ var (
 	errLoneCR        = fmt.Errorf("%w: a lone CR as a line end is not supported", errMalformedEvent)
 )
 
-// sseReader splits a text/event-stream into events, as the MCP Go SDK's
-// scanEvents does but without a copy per line. An event still pending at
-// the end of the stream is delivered, so a missing final blank line loses
-// nothing.
+// sseReader splits a text/event-stream into events with a bufio.Scanner, as
+// the MCP Go SDK's scanEvents does. An event still pending at the end of the
+// stream is delivered, so a missing final blank line loses nothing.
 //
 // Lines end in LF or CRLF, as both official SDKs read them. A lone CR,
 // which the WHATWG standard also allows, is reported as malformed rather
 // than misread: no Anthropic endpoint or proxy sends one, and a CR cannot
 // occur inside a JSON value.
 type sseReader struct {
-	br   *bufio.Reader
-	long []byte // a line longer than br's buffer, assembled here
+	sc   *bufio.Scanner
 	data []byte // the joined data lines of the pending event, each ending in LF
 	name []byte // the event field of the pending event
 	bom  bool   // the byte-order mark check is done
@@ -48,12 +46,25 @@ func (s *sseReader) next() (name, data []byte, err error) {
 	s.name, s.data = s.name[:0], s.data[:0]
 	seen := false // the pending event has an event or data field
 	for {
-		line, err := s.line()
-		if (err == io.EOF || err == nil && len(line) == 0) && seen {
+		more := s.sc.Scan()
+		switch err := s.sc.Err(); {
+		case err == bufio.ErrTooLong:
+			return nil, nil, errEventTooLarge
+		case err != nil:
+			return nil, nil, err
+		case !more && !seen:
+			return nil, nil, io.EOF
+		}
+		line := s.sc.Bytes()
+		if !s.bom {
+			s.bom = true
+			line = bytes.TrimPrefix(line, []byte("\xEF\xBB\xBF"))
+		}
+		if (!more || len(line) == 0) && seen {
 			return s.name, bytes.TrimSuffix(s.data, []byte("\n")), nil
 		}
-		if err != nil {
-			return nil, nil, err
+		if bytes.IndexByte(line, '\r') >= 0 {
+			return nil, nil, errLoneCR
 		}
 		field, value, _ := bytes.Cut(line, []byte(":"))
 		value = bytes.TrimPrefix(value, []byte(" "))
@@ -70,43 +81,11 @@ func (s *sseReader) next() (name, data []byte, err error) {
 	}
 }
 
-// line returns the next line without its end, valid until the next call.
-// ReadSlice searches each buffered byte once, so a long line costs linear
-// time.
-func (s *sseReader) line() ([]byte, error) {
-	line, err := s.br.ReadSlice('\n')
-	if err == bufio.ErrBufferFull {
-		s.long = append(s.long[:0], line...)
-		for err == bufio.ErrBufferFull {
-			line, err = s.br.ReadSlice('\n')
-			if len(s.long)+len(line) > maxEventSize {
-				return nil, errEventTooLarge
-			}
-			s.long = append(s.long, line...)
-		}
-		line = s.long
-	}
-	if err != nil && (err != io.EOF || len(line) == 0) {
-		return nil, err
-	}
-	if !s.bom {
-		s.bom = true
-		line = bytes.TrimPrefix(line, []byte("\xEF\xBB\xBF"))
-	}
-	line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
-	if bytes.IndexByte(line, '\r') >= 0 {
-		return nil, errLoneCR
-	}
-	return line, nil
-}
-
-// decoder turns the server-sent events of one response into [Event]s.
-//
-// Like the official SDKs it dispatches on the SSE event name, or on the
-// data's "type" when a proxy dropped it. The data is decoded into reused
-// wire structs by go-json-experiment/json in one pass (encoding/json
+// decoder turns the server-sent events of one response into [Event]s. It
+// dispatches on the event name, or on the data's "type" when a proxy
+// dropped it, as the official SDKs do, and decodes the data into reused
+// wire structs with go-json-experiment/json in one pass (encoding/json
 // validates first: 2–4× slower a delta, at 9 allocations instead of 2).
-// What is kept raw is a jsontext.Value, checked along with the rest.
 type decoder struct {
 	sse    sseReader
 	log    *slog.Logger
@@ -119,8 +98,8 @@ type decoder struct {
 	block  wireBlock
 }
 
-// wireEvent is the data of every stream event but message_start. It is
-// reused, so that a delta costs no allocation beyond its string.
+// wireEvent is the data of every stream event but message_start, reused so
+// that a delta costs no allocation beyond its string.
 type wireEvent struct {
 	Index        int            `json:"index"` // -1 until the data sets it
 	Delta        wireDelta      `json:"delta"`
@@ -128,8 +107,7 @@ type wireEvent struct {
 	Usage        wireUsage      `json:"usage"`
 }
 
-// wireUsage is a usage object. Its fields are pointers because an absent
-// or null field must not overwrite what the turn already has.
+// wireUsage is a usage object; an absent or null field overwrites nothing.
 type wireUsage struct {
 	InputTokens              *int64 `json:"input_tokens"`
 	OutputTokens             *int64 `json:"output_tokens"`
@@ -173,15 +151,14 @@ type wireDelta struct {
 	Container   wireContainer  `json:"container"`
 }
 
-// wireContainer is a container object. Its expiry is not kept: the API
-// renews it with every use.
+// wireContainer is a container object; its expiry, renewed with every use,
+// is not kept.
 type wireContainer struct {
 	ID string `json:"id"`
 }
 
 // wireText is a JSON string (or null, for "") unquoted into a buffer kept
-// from event to event, so that an escaped delta costs one allocation, for
-// the string it becomes, rather than two.
+// from event to event: an escaped delta costs one allocation, not two.
 type wireText []byte
 
 func (t *wireText) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
@@ -195,14 +172,12 @@ func (t *wireText) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	case v.Kind() != '"':
 		return fmt.Errorf("%s where a string belongs", v.Kind())
 	}
-	// ReadValue has checked the syntax, so the only error left is invalid
-	// UTF-8, which lenient allows and which is now U+FFFD.
+	// ReadValue checked the syntax; invalid UTF-8, allowed, is now U+FFFD.
 	*t, _ = jsontext.AppendUnquote((*t)[:0], v)
 	return nil
 }
 
-// reset clears w for the next event, keeping the buffers that nothing
-// handed out points into.
+// reset clears w for the next event, keeping its buffers.
 func (w *wireEvent) reset() {
 	d := &w.Delta
 	*w = wireEvent{Index: -1, ContentBlock: w.ContentBlock[:0], Delta: wireDelta{Text: d.Text[:0],
@@ -214,12 +189,14 @@ func newDecoder(r io.Reader, log *slog.Logger) *decoder {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &decoder{log: log, sse: sseReader{br: bufio.NewReaderSize(r, 64<<10)}}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), maxEventSize)
+	return &decoder{log: log, sse: sseReader{sc: sc}}
 }
 
-// next returns the next event. After MessageStop it returns io.EOF. A
-// stream that ends before message_stop gives an error wrapping
-// ErrIncompleteStream; an error event gives an *APIError.
+// next returns the next event, io.EOF after MessageStop, an error wrapping
+// ErrIncompleteStream if the stream ends before, or an error event's
+// *APIError.
 func (d *decoder) next() (Event, error) {
 	for {
 		if d.qi < len(d.queue) {
@@ -275,8 +252,7 @@ func malformed(what string, data []byte, err error) error {
 	return fmt.Errorf("%w: %s: %q", errMalformedEvent, what, data)
 }
 
-// event reads the events that share wireEvent. It returns no event for a
-// start, whose events it queues.
+// event reads the events that share wireEvent; a start's it queues.
 func (d *decoder) event(what []byte, data []byte) (Event, error) {
 	d.wire.reset()
 	if err := json2.Unmarshal(data, &d.wire, lenient); err != nil {
@@ -298,8 +274,7 @@ func (d *decoder) event(what []byte, data []byte) (Event, error) {
 		d.usage = d.wire.Usage.merge(d.usage)
 		return MessageDelta{StopReason: StopReason(w.StopReason), Usage: d.usage, Container: w.Container.ID}, nil
 	}
-	// A content_block_delta, the hot path: an allocation for the string,
-	// one for the event.
+	// A content_block_delta, the hot path: allocates its string and event.
 	switch w.Type {
 	case "text_delta":
 		return TextDelta{Index: i, Text: string(w.Text)}, nil
@@ -320,8 +295,7 @@ func (d *decoder) event(what []byte, data []byte) (Event, error) {
 	return rawDelta{Index: i, Type: w.Type, Raw: []byte(raw.Delta)}, nil
 }
 
-// wireBlock is a content block as content_block_start and message_start
-// carry it.
+// wireBlock is a content block of content_block_start or message_start.
 type wireBlock struct {
 	Type        string           `json:"type"`
 	ID          string           `json:"id"`
@@ -336,7 +310,7 @@ type wireBlock struct {
 }
 
 // startEvents queues the events that open the block raw at index: its
-// start, then deltas for any text the start already carries.
+// start, then deltas for any text it carries.
 func (d *decoder) startEvents(index int, raw jsontext.Value) error {
 	d.block = wireBlock{} // reused only to save an allocation per start
 	b := &d.block
@@ -373,8 +347,7 @@ func (d *decoder) startEvents(index int, raw jsontext.Value) error {
 	return nil
 }
 
-// messageStart reads a message_start. A second one restarts the turn (a
-// proxy spliced two responses), and usage starts over with it.
+// messageStart reads a message_start; usage starts over with it.
 func (d *decoder) messageStart(data []byte) (Event, error) {
 	var w struct {
 		Message *struct {
@@ -391,9 +364,8 @@ func (d *decoder) messageStart(data []byte) (Event, error) {
 	}
 	m := w.Message
 	d.usage = m.Usage.merge(Usage{})
-	// A message can arrive with its content already in message_start and
-	// no block events (programmatic tool calling). Hand the blocks out as
-	// if they had been streamed, so that consumers see one shape.
+	// A message may come whole in message_start (programmatic tool
+	// calling): its blocks are handed out as if streamed, in one shape.
 	for i, raw := range m.Content {
 		if err := d.startEvents(i, raw); err != nil {
 			d.queue = d.queue[:0]

@@ -10,58 +10,51 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentloop/agentloop/internal/apirules"
 )
 
 // ErrIncompleteStream means the response ended, or the connection broke,
 // before message_stop: the turn is not complete. It is retryable.
 var ErrIncompleteStream = errors.New("llm: stream ended before message_stop")
 
-// ErrPromptTooLong is matched, with errors.Is, by an [*APIError] saying
-// that the request does not fit the model's context window: a 413
-// request_too_large, or the API's 400 "prompt is too long". Either way the
-// cure is to shrink the history and send again. A [Model] of another kind
-// wraps it to say the same.
+// ErrPromptTooLong is matched, with errors.Is, by an [*APIError] saying the
+// request does not fit the context window (a 413 request_too_large, or a
+// 400 "prompt is too long"): shrink the history and send again. A [Model]
+// of another kind wraps it to say the same.
 var ErrPromptTooLong = errors.New("llm: prompt is too long for the context window")
 
-// DefaultMaxRetryWait is the longest retry-after a retry waits for unless
-// configured otherwise: a server asking for more is not worth waiting on,
-// so the error is returned instead. The client and the agent loop share it.
-const DefaultMaxRetryWait = 60 * time.Second
-
-// The other errors a stream can end with. Callers classify them with
-// IsRetryable, so they are not exported. A malformed event is not
-// retryable: the same server would likely send the same bytes again.
+// The other errors a stream can end with, classified by IsRetryable. A
+// malformed event is not retryable: the server would send it again.
 var (
 	errIdleTimeout    = errors.New("llm: stream idle timeout") // not even a ping came
 	errConnection     = errors.New("llm: connection failed")   // a refused or reset connection, DNS, TLS
 	errMalformedEvent = errors.New("llm: malformed stream event")
 )
 
-// An APIError is an error reported by the Messages API, either as an HTTP
-// error status or as an "error" event inside a 200 stream.
+// An APIError is an error the Messages API reported, by an HTTP error
+// status or an "error" event inside a 200 stream.
 type APIError struct {
-	// StatusCode is the HTTP error status. It is zero for an error event
-	// that arrived inside a stream, whose response had begun with 200:
-	// such an error is what its Type says, not an HTTP failure.
+	// StatusCode is the HTTP error status; zero for an error event inside a
+	// stream, which is what its Type says, not an HTTP failure.
 	StatusCode int
-	// Type is the API's error type, such as "overloaded_error". When the
-	// body has none (a proxy's error page), it is derived from StatusCode.
+	// Type is the API's error type, such as "overloaded_error", or the
+	// status's for a body with none (a proxy's error page).
 	Type string
 	// Message is the API's human-readable message.
 	Message string
 	// RequestID is the request-id header or the body's request_id.
 	RequestID string
-	// RetryAfter is the wait the server asked for with retry-after-ms or
-	// retry-after; zero when it asked for none.
+	// RetryAfter is the wait the server asked for, if any.
 	RetryAfter time.Duration
 
 	code      string // error.details.error_code, such as "enforced_spend_limit_reached"
 	retryable bool   // sending the same request again may succeed; see IsRetryable
 }
 
-// Error returns the HTTP status if any, the type, the message, the error
-// code if any and the request id: "llm: 529 overloaded_error: Overloaded
-// (request req_…)", without the 529 for an error event mid-stream.
+// Error returns the status if any, the type, the message, the error code if
+// any and the request id: "llm: 529 overloaded_error: Overloaded (request
+// req_…)".
 func (e *APIError) Error() string {
 	s := "llm: " + e.Type
 	if e.StatusCode != 0 {
@@ -80,8 +73,7 @@ func (e *APIError) Error() string {
 }
 
 // Is reports whether target is [ErrPromptTooLong] and e says so. The API
-// has no error code for it, so this is the one place that reads the API's
-// message to classify an error.
+// has no code for it: this is the one place that classifies by message.
 func (e *APIError) Is(target error) bool {
 	return target == ErrPromptTooLong && (e.StatusCode == http.StatusRequestEntityTooLarge ||
 		e.Type == "request_too_large" || strings.Contains(strings.ToLower(e.Message), "prompt is too long"))
@@ -90,8 +82,8 @@ func (e *APIError) Is(target error) bool {
 // IsRetryable reports whether err is a transient failure worth sending the
 // same request again for: a retryable [*APIError] (overloaded, rate
 // limited, a server error), [ErrIncompleteStream], a stalled stream or a
-// failed connection; not a cancelled context. [Client.Stream] retries them
-// itself until it has yielded an event; after that the caller decides.
+// failed connection. [Client.Stream] retries them until it has yielded an
+// event; after that the caller decides.
 func IsRetryable(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
@@ -102,9 +94,9 @@ func IsRetryable(err error) bool {
 	return errors.Is(err, ErrIncompleteStream) || errors.Is(err, errIdleTimeout) || errors.Is(err, errConnection)
 }
 
-// decode fills e from body, an error body or event, and reports whether it
-// was the API's JSON. Every field is optional: proxies (Cloudflare's 413)
-// and older API versions leave some out, and request_id may be null.
+// decode fills e from an error body or event and reports whether it was the
+// API's JSON. Every field is optional: proxies and older API versions leave
+// some out.
 func (e *APIError) decode(body []byte) bool {
 	var w struct {
 		Error struct {
@@ -124,33 +116,17 @@ func (e *APIError) decode(body []byte) bool {
 	return true
 }
 
-// statusTypes names the error type of a status when the body names none.
-var statusTypes = map[int]string{
-	400: "invalid_request_error",
-	401: "authentication_error",
-	402: "billing_error",
-	403: "permission_error",
-	404: "not_found_error",
-	408: "timeout_error",
-	409: "conflict_error",
-	413: "request_too_large",
-	429: "rate_limit_error",
-	500: "api_error",
-	504: "timeout_error",
-	529: "overloaded_error",
-}
-
-// newHTTPError builds the APIError for an HTTP error response. now is the
-// current time, for a retry-after given as an HTTP date.
+// newHTTPError builds the APIError of an HTTP error response; now is for a
+// retry-after given as a date.
 func newHTTPError(status int, h http.Header, body []byte, now time.Time) *APIError {
 	e := &APIError{StatusCode: status, RequestID: h.Get("request-id")}
 	if !e.decode(body) {
-		// A proxy or load balancer answered: the start of its body usually tells.
+		// A proxy answered: the start of its body usually tells.
 		if e.Message = strings.TrimSpace(string(body)); len(e.Message) > 200 {
 			e.Message = e.Message[:200] + "…"
 		}
 	}
-	e.Type = cmp.Or(e.Type, statusTypes[status], "http_error")
+	e.Type = cmp.Or(e.Type, apirules.ErrorTypes[status], "http_error")
 	e.retryable = retryableStatus(status, e.code)
 	// x-should-retry is the server's own verdict, so it overrides ours.
 	if v := h.Get("x-should-retry"); v == "true" || v == "false" {
@@ -160,10 +136,9 @@ func newHTTPError(status int, h http.Header, body []byte, now time.Time) *APIErr
 	return e
 }
 
-// retryableStatus is the policy for an HTTP status: connection-level
-// trouble (408), conflicts (409), rate limits (429) and server errors
-// (5xx, 529 included) are transient; any other 4xx is the request's fault.
-// A 429 for an exhausted spend limit will not pass by itself.
+// retryableStatus is the policy for an HTTP status: 408, 409, 429 (but for
+// an exhausted spend limit) and 5xx are transient; any other 4xx is the
+// request's fault.
 func retryableStatus(status int, code string) bool {
 	switch {
 	case status == http.StatusTooManyRequests:
@@ -175,9 +150,8 @@ func retryableStatus(status int, code string) bool {
 	}
 }
 
-// newStreamError builds the APIError for an "error" event. Only overloaded
-// and internal API errors are transient; the connection closes after the
-// event, so the turn is lost either way.
+// newStreamError builds the APIError of an "error" event. Only overloaded
+// and internal errors are transient; either way the turn is lost.
 func newStreamError(data []byte, h http.Header) *APIError {
 	e := &APIError{RequestID: h.Get("request-id")}
 	if !e.decode(data) {
@@ -191,9 +165,8 @@ func newStreamError(data []byte, h http.Header) *APIError {
 	return e
 }
 
-// parseRetryAfter reads the wait the server asked for: retry-after-ms first,
-// then retry-after in seconds or as an HTTP date. It returns 0 for none, or
-// for a value that is not a positive duration.
+// parseRetryAfter reads retry-after-ms, else retry-after in seconds or as
+// an HTTP date: 0 for none, or for what is not a positive duration.
 func parseRetryAfter(h http.Header, now time.Time) time.Duration {
 	if v := h.Get("retry-after-ms"); v != "" {
 		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 && ms < 1e12 {

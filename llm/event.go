@@ -9,13 +9,12 @@ import (
 // below, or an unexported one that only an [Assembler] needs. Switch on the
 // events you show, and give every event to an Assembler.
 //
-// A turn is MessageStart, then for each content block its start, deltas
-// and BlockStop, then MessageDelta and MessageStop. Every Index is the
-// block's position in the final message content.
+// A turn is MessageStart, then each content block's start, deltas and
+// BlockStop, then MessageDelta and MessageStop. Index is the block's
+// position in the message content.
 type Event interface{ isEvent() }
 
-// MessageStart opens a turn. Container is as in [MessageDelta], set when a
-// turn resumes in a container.
+// MessageStart opens a turn. Container is as in [MessageDelta].
 type MessageStart struct {
 	ID        string
 	Model     string
@@ -52,8 +51,8 @@ type signatureDelta struct {
 	Signature string
 }
 
-// ToolUseStart opens a client tool call. Input is the start's own input: the
-// placeholder {}, or the whole input when a call arrives with no deltas
+// ToolUseStart opens a client tool call. Input is the start's own: the
+// placeholder {}, or the whole input of a call sent with no deltas
 // (programmatic tool calling). Caller and ToolsetName are as in [ToolUse].
 type ToolUseStart struct {
 	Index       int
@@ -65,8 +64,8 @@ type ToolUseStart struct {
 }
 
 // ToolInputDelta carries a fragment of the JSON input of the tool_use or
-// server_tool_use block at Index. Fragments split anywhere, even inside an
-// escape sequence: concatenate them and parse only at BlockStop.
+// server_tool_use block at Index, split anywhere, even inside an escape:
+// concatenate them and parse only at BlockStop.
 type ToolInputDelta struct {
 	Index       int
 	PartialJSON string
@@ -78,42 +77,34 @@ type citationDelta struct {
 	Citation json.RawMessage
 }
 
-// rawStart opens any other block. Raw is the block as it arrived, so that
-// it can be sent back verbatim.
-type rawStart struct {
+// rawStart opens any other block, Raw as it arrived, to be sent back as it
+// is; rawDelta is a delta of a type this package does not model, such as
+// compaction_delta, Raw the whole delta object.
+type rawStart rawEvent
+type rawDelta rawEvent
+
+type rawEvent struct {
 	Index int
 	Type  string
 	Raw   json.RawMessage
 }
 
-// rawDelta is a delta of a type this package does not model, such as
-// compaction_delta. Raw is the whole delta object.
-type rawDelta struct {
-	Index int
-	Type  string
-	Raw   json.RawMessage
-}
-
-// BlockStop closes the block at Index. For a tool_use block it is the signal
-// that the input is complete.
+// BlockStop closes the block at Index: a tool_use's input is complete.
 type BlockStop struct {
 	Index int
 }
 
 // MessageDelta carries the stop reason. Usage is cumulative for the turn,
-// MessageStart's included.
-//
-// Container is the id of the code execution container the turn ran code
-// in, or empty. The next request must send it back, as
-// [Request].Container: programmatic tool calling cannot continue without it.
+// MessageStart's included. Container is the id of the code execution
+// container the turn ran code in, or empty; the next request must send it
+// back as [Request].Container, or programmatic tool calling cannot go on.
 type MessageDelta struct {
 	StopReason StopReason
 	Usage      Usage
 	Container  string
 }
 
-// MessageStop ends a turn successfully; a stream that ends without it is
-// an error.
+// MessageStop ends a turn; a stream that ends without it is an error.
 type MessageStop struct{}
 
 func (MessageStart) isEvent()   {}
@@ -171,7 +162,7 @@ func (u Usage) Add(v Usage) Usage {
 }
 
 // Context returns every input token, cached or not, plus the output: after
-// a turn, the exact token count of the conversation so far.
+// a turn, the exact size of the conversation so far.
 func (u Usage) Context() int64 {
 	return u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens + u.OutputTokens
 }

@@ -124,7 +124,7 @@ func TestFakeServer(t *testing.T) {
 			anthropictest.HTTPError{Status: 413, Body: []byte(`{"error":{"type":"request_too_large","message":"Request exceeds the maximum size"}}`)}},
 			want: turn{Err: "llm: 413 request_too_large: Request exceeds the maximum size"}},
 		{name: "reply func", replies: []anthropictest.Reply{anthropictest.ReplyFunc(func(r *anthropictest.Request) anthropictest.Reply {
-			return S().Text(r.Messages()[0].Text()).Stop("end_turn")
+			return S().Text(r.Messages[0].Text()).Stop("end_turn")
 		})}, want: turn{Blocks: []Block{Text{Text: "hi"}}, Stop: EndTurn}},
 	}
 	for _, tt := range tests {
@@ -175,9 +175,8 @@ func TestFakeServerRequest(t *testing.T) {
 	if err := anthropictest.CheckRequest(r.Body); err != nil {
 		t.Error(err)
 	}
-	p, err := r.Params()
-	if err != nil || !p.Stream || p.MaxTokens != DefaultMaxTokens || p.Model != "claude-x" {
-		t.Errorf("params %+v, %v", p, err)
+	if !r.Stream || r.MaxTokens != DefaultMaxTokens || r.Model != "claude-x" {
+		t.Errorf("request %+v", r)
 	}
 	for k, want := range map[string]string{"Anthropic-Version": "2026-10-21", "Anthropic-Beta": "b1"} {
 		if got := r.Header.Get(k); got != want {
@@ -234,7 +233,7 @@ func TestHTTPErrorFixtures(t *testing.T) {
 // is the server's count.
 func TestCountTokensFake(t *testing.T) {
 	srv := anthropictest.NewServer()
-	srv.CountTokens = func(r *anthropictest.Request) int { return 1000 + len(r.Messages()) }
+	srv.CountTokens = func(r *anthropictest.Request) int { return 1000 + len(r.Messages) }
 	c, _ := fakeClient(t, srv, Config{APIKey: "sk-test"})
 	req := Request{
 		Model: "claude-x", System: "be brief", MaxTokens: 100, Extra: map[string]any{"container": "container_1"},
@@ -266,5 +265,43 @@ func TestCountTokensFake(t *testing.T) {
 	}
 	if r := counts[0]; r.Header.Get("X-Api-Key") != "sk-test" || r.Header.Get("Anthropic-Version") == "" {
 		t.Errorf("headers %v", r.Header)
+	}
+}
+
+// Whatever the model table lets a request carry, the strict fake, which
+// states the API's rules on its own, accepts: the table is never more
+// permissive than the API. Every setting is tried on its own.
+func TestModelTableAgreesWithStrictFake(t *testing.T) {
+	srv := anthropictest.NewServer(anthropictest.Repeat(anthropictest.NewStream().Text("ok")))
+	t.Cleanup(srv.Close)
+	c := New(Config{BaseURL: srv.URL, APIKey: "test", MaxAttempts: 1})
+	msgs := []Message{{Role: User, Content: []Block{Text{Text: "hi"}}}}
+	tools := []ToolSpec{{Name: "f"}}
+	for _, model := range []string{"claude-opus-5-5", "claude-fable-5-1", "claude-mythos-5-1", "claude-sonnet-5-5",
+		"claude-haiku-5-5", "claude-opus-5", "claude-sonnet-5", "claude-opus-4-8", "claude-next"} {
+		info, _ := LookupModel(model)
+		reqs := map[string]Request{"adaptive, shown": {Thinking: &ThinkingConfig{Adaptive: true, Display: "summarized"}},
+			"no tool choice": {Tools: tools}, "tool_choice none": {Tools: tools, ToolChoice: &ToolChoice{Type: "none"}}}
+		for _, e := range info.Efforts {
+			reqs["effort "+e] = Request{Effort: e}
+		}
+		if info.ForcedToolChoice {
+			reqs["forced"] = Request{Tools: tools, ToolChoice: &ToolChoice{Type: "tool", Name: "f"}}
+		}
+		if info.ThinkingBudget {
+			reqs["budget"] = Request{MaxTokens: 4096, Thinking: &ThinkingConfig{BudgetTokens: 2048}}
+		}
+		if info.ThinkingOff {
+			reqs["disabled"] = Request{Extra: map[string]any{"thinking": map[string]string{"type": "disabled"}}}
+		}
+		for name, req := range reqs {
+			req.Model, req.Messages = model, msgs
+			for _, err := range c.Stream(t.Context(), req) {
+				if err != nil {
+					t.Errorf("%s, %s: %v", model, name, err)
+					break
+				}
+			}
+		}
 	}
 }

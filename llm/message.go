@@ -20,9 +20,9 @@ const (
 	Assistant Role = "assistant"
 )
 
-// A Message is one turn of a conversation: a role and its content blocks.
-// It marshals to and from the API's wire shape, so that a history is sent,
-// saved and loaded without a second set of types.
+// A Message is one turn of a conversation: a role and its content blocks,
+// in the API's wire shape as JSON, so that a history is sent, saved and
+// loaded without a second set of types.
 type Message struct {
 	Role    Role    `json:"role"`
 	Content []Block `json:"content"`
@@ -31,39 +31,31 @@ type Message struct {
 // A Block is one content block of a [Message]. The set of block types is
 // sealed: it is one of [Text], [Thinking], [RedactedThinking], [ToolUse],
 // [ToolResult], [Image] or [RawBlock]. A switch over those covers every case.
-type Block interface {
-	// BlockType returns the block's wire "type", such as "text".
-	BlockType() string
-	isBlock()
-}
+type Block interface{ blockType() string }
 
-// Text is a text block. Citations, when the API sent any, are kept as raw
-// JSON so that they round-trip unchanged.
+// Text is a text block. Citations are kept as raw JSON, to round-trip.
 type Text struct {
 	Text      string            `json:"text"`
 	Citations []json.RawMessage `json:"citations,omitempty"`
 }
 
-// Thinking is an extended-thinking block. The API rejects a thinking block
-// whose signature was lost, so the signature always travels with it.
+// Thinking is an extended-thinking block, with the signature without which
+// the API rejects it.
 type Thinking struct {
 	Thinking  string `json:"thinking"`
 	Signature string `json:"signature"`
 }
 
-// RedactedThinking is thinking that the API encrypted. It must be sent back
-// exactly as received.
+// RedactedThinking is thinking the API encrypted, sent back as received.
 type RedactedThinking struct {
 	Data string `json:"data"`
 }
 
 // ToolUse is the model's request to call a client tool. Input is a JSON
-// object; an empty streamed input means {}.
-//
-// Caller says who made the call, as raw JSON: {"type":"direct"} for the
-// model, or the code execution tool that made it. ToolsetName names the
-// toolset of a toolset member. Both are kept only so that the block goes
-// back as it came; they are empty when the API sent none.
+// object; an empty one means {}. Caller (raw JSON: {"type":"direct"} for the
+// model, or the code execution tool that made the call) and ToolsetName
+// (of a toolset member) are kept only so that the block goes back as it
+// came; they are empty when the API sent none.
 type ToolUse struct {
 	ID          string          `json:"id"`
 	Name        string          `json:"name"`
@@ -72,58 +64,37 @@ type ToolUse struct {
 	ToolsetName string          `json:"toolset_name,omitempty"`
 }
 
-// ToolResult answers the [ToolUse] whose ID is ToolUseID. Content holds
-// [Text] and [Image] blocks. IsError tells the model the call failed, so it
-// can correct itself.
+// ToolResult answers the [ToolUse] whose ID is ToolUseID with [Text] and
+// [Image] blocks. IsError tells the model the call failed, to correct it.
 type ToolResult struct {
 	ToolUseID string  `json:"tool_use_id"`
 	Content   []Block `json:"content,omitempty"`
 	IsError   bool    `json:"is_error,omitzero"`
 }
 
-// Image is a base64-encoded image, as a user message or a tool result may
-// carry it.
+// Image is a base64-encoded image, in a user message or a tool result.
 type Image struct {
 	MediaType string // for example "image/png"
 	Data      string // base64, standard encoding
 }
 
-// RawBlock is any other block, kept verbatim: the server-tool blocks and
-// types newer than this package. JSON is the whole block, "type" included,
-// and is sent back as the same JSON value, compacted.
+// RawBlock is any other block, such as a server tool's or a type newer than
+// this package: JSON is the whole block, sent back as the same JSON value.
 type RawBlock struct {
 	Type string
 	JSON json.RawMessage
 }
 
-// BlockType returns "text".
-func (Text) BlockType() string { return "text" }
+func (Text) blockType() string             { return "text" }
+func (Thinking) blockType() string         { return "thinking" }
+func (RedactedThinking) blockType() string { return "redacted_thinking" }
+func (ToolUse) blockType() string          { return "tool_use" }
+func (ToolResult) blockType() string       { return "tool_result" }
+func (Image) blockType() string            { return "image" }
+func (b RawBlock) blockType() string       { return b.Type }
 
-// BlockType returns "thinking".
-func (Thinking) BlockType() string { return "thinking" }
-
-// BlockType returns "redacted_thinking".
-func (RedactedThinking) BlockType() string { return "redacted_thinking" }
-
-// BlockType returns "tool_use".
-func (ToolUse) BlockType() string { return "tool_use" }
-
-// BlockType returns "tool_result".
-func (ToolResult) BlockType() string { return "tool_result" }
-
-// BlockType returns "image".
-func (Image) BlockType() string { return "image" }
-
-// BlockType returns the block's Type.
-func (b RawBlock) BlockType() string { return b.Type }
-
-func (Text) isBlock()             {}
-func (Thinking) isBlock()         {}
-func (RedactedThinking) isBlock() {}
-func (ToolUse) isBlock()          {}
-func (ToolResult) isBlock()       {}
-func (Image) isBlock()            {}
-func (RawBlock) isBlock()         {}
+// BlockType returns b's wire "type", such as "text".
+func BlockType(b Block) string { return b.blockType() }
 
 // MarshalJSON writes the block in the API's wire shape, with its "type".
 func (b Text) MarshalJSON() ([]byte, error) { return marshal(b) }
@@ -134,8 +105,7 @@ func (b Thinking) MarshalJSON() ([]byte, error) { return marshal(b) }
 // MarshalJSON writes the block in the API's wire shape, with its "type".
 func (b RedactedThinking) MarshalJSON() ([]byte, error) { return marshal(b) }
 
-// MarshalJSON writes the block in the API's wire shape, with its "type".
-// A nil or empty Input is written as {}, which is what the API requires.
+// MarshalJSON writes the block in the API's wire shape; an empty Input as {}.
 func (b ToolUse) MarshalJSON() ([]byte, error) { return marshal(b) }
 
 // MarshalJSON writes the block in the API's wire shape, with its "type".
@@ -149,11 +119,10 @@ func (b RawBlock) MarshalJSON() ([]byte, error) { return marshal(b) }
 
 func marshal(v any) ([]byte, error) { return json2.Marshal(v, lenient, blockMarshalers) }
 
-// blockMarshalers write each block type in the API's wire shape, "type"
-// first, straight into the encoder of the whole request. The MarshalJSON
-// methods are for encoding/json; through them, a block's JSON would be
-// written, checked and copied once more inside each enclosing value,
-// which for a 5 MiB tool input was most of the time a request took.
+// blockMarshalers write each block, "type" first, straight into the encoder
+// of the whole request. Through the MarshalJSON methods, which are for
+// encoding/json, a block's JSON would be copied and checked again inside
+// each enclosing value: for a 5 MiB tool input, most of a request's time.
 var blockMarshalers = json2.WithMarshalers(json2.JoinMarshalers(
 	typed("text", func(b Text) textWire { return textWire(b) }),
 	typed("thinking", func(b Thinking) thinkingWire { return thinkingWire(b) }),
@@ -187,8 +156,7 @@ type (
 	toolResultWire ToolResult
 )
 
-// typed returns the marshaler of block type B: a "type" field, then the
-// fields of wire(b), a struct.
+// typed returns the marshaler of block type B: "type", then wire(b)'s fields.
 func typed[B Block, W any](typ string, wire func(B) W) *json2.Marshalers {
 	return json2.MarshalToFunc(func(enc *jsontext.Encoder, b B) error {
 		return json2.MarshalEncode(enc, struct {
@@ -207,8 +175,8 @@ type imageSource struct {
 	} `json:"source"`
 }
 
-// UnmarshalJSON reads a message in the API's wire shape. A plain string
-// content becomes one [Text] block.
+// UnmarshalJSON reads a message in the API's wire shape; a string content
+// becomes one [Text] block.
 func (m *Message) UnmarshalJSON(data []byte) error {
 	var w struct {
 		Role    Role    `json:"role"`
@@ -221,8 +189,7 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// UnmarshalJSON reads a tool result in the API's wire shape, as
-// [Message.UnmarshalJSON] does.
+// UnmarshalJSON reads a tool result as [Message.UnmarshalJSON] does.
 func (b *ToolResult) UnmarshalJSON(data []byte) error {
 	var w struct {
 		ToolUseID string  `json:"tool_use_id"`
@@ -263,8 +230,8 @@ func (c *content) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// unmarshalBlock decodes one content block. Types this package does not
-// model become a [RawBlock] holding the exact input bytes.
+// unmarshalBlock decodes one content block; other types become a
+// [RawBlock] of the exact input bytes.
 func unmarshalBlock(data []byte) (Block, error) {
 	var head struct {
 		Type string `json:"type"`

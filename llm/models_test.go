@@ -2,6 +2,8 @@ package llm
 
 import (
 	"math"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -35,6 +37,83 @@ func TestLookupModel(t *testing.T) {
 	for name, m := range Models {
 		if m.ContextWindow <= 0 || m.MaxOutput <= 0 || m.MaxOutput >= m.ContextWindow || m.Price.Input <= 0 {
 			t.Errorf("Models[%q] = %+v: limits or price missing", name, m)
+		}
+	}
+}
+
+// Each setting a model rejects fails before any request, naming what is
+// wrong; what it accepts passes. Unknown models get the current rules.
+func TestCheckModel(t *testing.T) {
+	msgs := []Message{{Role: User, Content: []Block{Text{Text: "hi"}}}}
+	tests := []struct {
+		name, model string
+		tc          *ToolChoice
+		th          *ThinkingConfig
+		effort      string
+		wantErr     string // a substring; empty means none
+		extra       map[string]any
+	}{
+		{"forced any on opus 5.5", "claude-opus-5-5", &ToolChoice{Type: "any"}, nil, "", "forced tool_choice", nil},
+		{"forced tool on fable 5.1", "claude-fable-5-1", &ToolChoice{Type: "tool", Name: "x"}, nil, "", "forced tool_choice", nil},
+		{"forced tool on sonnet 5.5", "claude-sonnet-5-5", &ToolChoice{Type: "tool", Name: "x"}, nil, "", "forced tool_choice", nil},
+		{"forced on an unknown model", "claude-next", &ToolChoice{Type: "any"}, nil, "", "does not know", nil},
+		{"forced on opus 5", "claude-opus-5", &ToolChoice{Type: "any"}, nil, "", "", nil},
+		{"auto and none everywhere", "claude-opus-5-5", &ToolChoice{Type: "none"}, nil, "", "", nil},
+		{"budget on opus 5.5", "claude-opus-5-5", nil, &ThinkingConfig{BudgetTokens: 2048}, "", "no thinking budget", nil},
+		{"budget on haiku 5.5", "claude-haiku-5-5", nil, &ThinkingConfig{BudgetTokens: 2048}, "", "no thinking budget", nil},
+		{"budget on sonnet 4.6", "claude-sonnet-4-6", nil, &ThinkingConfig{BudgetTokens: 2048}, "", "", nil},
+		{"adaptive on haiku 4.5", "claude-haiku-4-5", nil, &ThinkingConfig{Adaptive: true}, "", "no adaptive thinking", nil},
+		{"adaptive on fable 5.1", "claude-fable-5-1", nil, &ThinkingConfig{Adaptive: true, Display: "summarized"}, "", "", nil},
+		{"effort max on opus 5.5", "claude-opus-5-5", nil, nil, "max", "", nil},
+		{"effort xhigh on opus 4.6", "claude-opus-4-6", nil, nil, "xhigh", "takes effort low, medium, high, max", nil},
+		{"effort on haiku 4.5", "claude-haiku-4-5", nil, nil, "low", "takes no effort", nil},
+		{"a misspelt effort", "claude-sonnet-5-5", nil, nil, "hgh", `not "hgh"`, nil},
+		{"effort on an unknown model", "claude-next", nil, nil, "xhigh", "", nil},
+		{"a forced choice in Extra", "claude-opus-5-5", nil, nil, "", "forced tool_choice", map[string]any{"tool_choice": map[string]any{"type": "any"}}},
+		{"thinking disabled in Extra", "claude-fable-5-1", nil, nil, "", "cannot turn thinking off", map[string]any{"thinking": map[string]string{"type": "disabled"}}},
+		{"thinking disabled in Extra on haiku 5.5", "claude-haiku-5-5", nil, nil, "", "", map[string]any{"thinking": map[string]string{"type": "disabled"}}},
+		{"a budget in Extra", "claude-sonnet-5-5", nil, nil, "", "no thinking budget", map[string]any{"thinking": map[string]any{"type": "enabled", "budget_tokens": 2048}}},
+		{"an effort in Extra", "claude-opus-4-6", nil, nil, "", `not "xhigh"`, map[string]any{"output_config": map[string]any{"effort": "xhigh"}}},
+		{"a malformed Extra", "claude-opus-5-5", nil, nil, "", `Extra["thinking"]`, map[string]any{"thinking": "off"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := requestBody(Request{Model: tt.model, Messages: msgs, ToolChoice: tt.tc, Thinking: tt.th, Effort: tt.effort, Extra: tt.extra}, false)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("error %v, want none", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("error %v, want one saying %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// The table's rules for the current models are the docs': thinking always
+// on for Opus 5.5 and Fable 5.1, no forced tool use and bound blocks on
+// the four current models (Haiku 5.5 may force a tool), and the default
+// efforts of the models overview.
+func TestCurrentModelRules(t *testing.T) {
+	type rules struct {
+		ThinkingOff, ThinkingBudget, Forced, Unbound bool
+		Default                                      string
+	}
+	want := map[string]rules{
+		"claude-opus-5-5":   {Default: "medium"},
+		"claude-fable-5-1":  {Default: "high"},
+		"claude-sonnet-5-5": {Default: "high"},
+		"claude-haiku-5-5":  {ThinkingOff: true, Forced: true, Default: "medium"},
+		"claude-opus-5":     {ThinkingOff: true, Forced: true, Unbound: true, Default: "high"},
+		"claude-next":       {},
+	}
+	for model, w := range want {
+		m, _ := LookupModel(model)
+		got := rules{m.ThinkingOff, m.ThinkingBudget, m.ForcedToolChoice, m.UnboundThinking, m.DefaultEffort}
+		if got != w {
+			t.Errorf("%s: %+v, want %+v", model, got, w)
+		}
+		if model != "claude-next" && !slices.Contains(m.Efforts, m.DefaultEffort) {
+			t.Errorf("%s: default effort %q is not among %v", model, m.DefaultEffort, m.Efforts)
 		}
 	}
 }

@@ -27,15 +27,19 @@ type Request struct {
 	Tools []ToolSpec
 	// ToolChoice constrains tool use. Nil means the API's default (auto).
 	ToolChoice *ToolChoice
-	// Thinking turns on extended thinking. Nil means off.
+	// Thinking configures thinking. Nil sends none: the model's default,
+	// off on older models and adaptive on current ones.
 	Thinking *ThinkingConfig
+	// Effort is sent as output_config.effort: "low", "medium", "high",
+	// "xhigh" or "max", as far as the model takes it ([ModelInfo].Efforts).
+	// Empty sends none: the model's default.
+	Effort string
 	// Cache puts cache_control breakpoints on the last tool, the system
 	// prompt and the last message, so that each call of a loop reads the
-	// previous call's prefix from the prompt cache.
+	// previous one's prefix from the prompt cache.
 	Cache bool
-	// Container is sent as container: the id of a code execution container
-	// to reuse, as the previous turn's [MessageDelta].Container reported.
-	// Empty sends none. count_tokens does not take it.
+	// Container is the code execution container to reuse, as the previous
+	// turn's [MessageDelta].Container reported. Empty sends none.
 	Container string
 	// ContextManagement, when set, is sent as context_management, with the
 	// beta header its edits need. Nil sends none. count_tokens does not take it.
@@ -43,9 +47,8 @@ type Request struct {
 	// Summarize, when set, makes this a compaction request (see [Summarize]),
 	// with its beta header. Nil means an ordinary turn.
 	Summarize *Summarize
-	// Extra holds top-level fields to send as they are, so that new API
-	// features need no release of this package. It overrides any field
-	// above with the same JSON name.
+	// Extra holds top-level fields to send as they are, overriding any
+	// above, so that new API features need no release of this package.
 	Extra map[string]any
 }
 
@@ -62,21 +65,27 @@ type ToolChoice struct {
 	Name string `json:"name,omitempty"` // the tool to call when Type is "tool"
 }
 
-// ThinkingConfig configures extended thinking.
+// ThinkingConfig configures thinking.
 type ThinkingConfig struct {
-	// BudgetTokens is the thinking budget. Zero with Adaptive false means
+	// BudgetTokens is the thinking budget, for the models that take one
+	// ([ModelInfo].ThinkingBudget). Zero with Adaptive false means
 	// thinking is off.
 	BudgetTokens int
 	// Adaptive lets the model decide how much to think; BudgetTokens is
 	// then ignored.
 	Adaptive bool
+	// Display is sent as thinking.display: "summarized" returns the text
+	// of thinking blocks, among them the progress notes current models
+	// write between tool calls; "omitted", the current models' default,
+	// returns them empty. Empty sends none.
+	Display string
 }
 
 // wireRequest is the body of a Messages API call, and of count_tokens
 // (without MaxTokens, Container and Stream). The SDK's MessageNewParams
-// copy a message's JSON four times and validate it twice, most of the time
+// copy a message's JSON four times and validate it twice: most of the time
 // a request echoing a 5 MiB tool input took. Only fields the caller set are
-// present: API version 2026-10-21 rejects temperature, top_p and top_k.
+// sent: API version 2026-10-21 rejects temperature, top_p and top_k.
 type wireRequest struct {
 	Model      string        `json:"model"`
 	MaxTokens  int           `json:"max_tokens,omitzero"`
@@ -85,6 +94,7 @@ type wireRequest struct {
 	Tools      []wireTool    `json:"tools,omitempty"`
 	ToolChoice *ToolChoice   `json:"tool_choice,omitempty"`
 	Thinking   *wireThinking `json:"thinking,omitempty"`
+	Output     *wireOutput   `json:"output_config,omitempty"`
 	Container  string        `json:"container,omitempty"`
 	Stream     bool          `json:"stream,omitzero"`
 	// Server-side context management (compaction.go).
@@ -111,23 +121,30 @@ type wireTool struct {
 type wireThinking struct {
 	Type         string `json:"type"`
 	BudgetTokens int    `json:"budget_tokens,omitzero"`
+	Display      string `json:"display,omitempty"`
 }
 
-// lenient are the options for all JSON here: as encoding/json does, it
-// accepts duplicate names, and replaces invalid UTF-8 (a binary file's
-// text, half a surrogate pair in a delta) by U+FFFD rather than failing.
+type wireOutput struct {
+	Effort string `json:"effort"`
+}
+
+// lenient are the options for all JSON here: as encoding/json, it accepts
+// duplicate names and replaces invalid UTF-8 (a binary file's text, half a
+// surrogate pair in a delta) by U+FFFD.
 var lenient = json2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 
 // ephemeral is the breakpoint Request.Cache places.
 var ephemeral = json.RawMessage(`{"type":"ephemeral"}`)
 
-// requestBody writes the body of a Messages API call, or with count set
-// of a count_tokens call: the parts of the request that take up context.
-// Extra is not sent to count_tokens, since most extra fields concern
-// generation and count_tokens rejects unknown ones.
+// requestBody writes the body of a Messages API call, or with count set of
+// a count_tokens call: the parts that take up context. Extra, mostly about
+// generation, is not sent to count_tokens, which rejects unknown fields.
 func requestBody(r Request, count bool) ([]byte, error) {
 	if r.Model == "" {
 		return nil, errors.New("llm: Request.Model is empty")
+	}
+	if err := checkModel(r); err != nil {
+		return nil, err
 	}
 	w := wireRequest{Model: r.Model, Messages: r.Messages}
 	if r.System != "" {
@@ -149,11 +166,11 @@ func requestBody(r Request, count bool) ([]byte, error) {
 		w.Tools[n-1].CacheControl = ephemeral
 	}
 	if n := len(r.Messages); r.Cache && n > 0 {
-		// The last block that can carry a breakpoint gets one; thinking
-		// blocks cannot. The caller's message is not changed.
+		// The last block that can carry a breakpoint (not thinking) gets
+		// one; the caller's message is not changed.
 		last := r.Messages[n-1]
 		for i := len(last.Content) - 1; i >= 0; i-- {
-			if t := last.Content[i]; t != nil && t.BlockType() != "thinking" && t.BlockType() != "redacted_thinking" {
+			if t := last.Content[i]; t != nil && t.blockType() != "thinking" && t.blockType() != "redacted_thinking" {
 				last.Content = append(last.Content[:i:i], append([]Block{cached{t}}, last.Content[i+1:]...)...)
 				w.Messages = append(r.Messages[:n-1:n-1], last)
 				break
@@ -169,10 +186,13 @@ func requestBody(r Request, count bool) ([]byte, error) {
 	if th := r.Thinking; th != nil {
 		switch {
 		case th.Adaptive:
-			w.Thinking = &wireThinking{Type: "adaptive"}
+			w.Thinking = &wireThinking{Type: "adaptive", Display: th.Display}
 		case th.BudgetTokens > 0:
 			w.Thinking = &wireThinking{Type: "enabled", BudgetTokens: th.BudgetTokens}
 		}
+	}
+	if r.Effort != "" {
+		w.Output = &wireOutput{Effort: r.Effort}
 	}
 	if !count {
 		w.MaxTokens, w.Container, w.Stream = r.MaxTokens, r.Container, true
@@ -198,8 +218,7 @@ func requestBody(r Request, count bool) ([]byte, error) {
 	if count || len(r.Extra) == 0 {
 		return body, nil
 	}
-	// Extra overrides the fields above. This costs a copy of the body,
-	// so it is done only when there are extra fields.
+	// Extra overrides the fields above, at the cost of a copy of the body.
 	var fields map[string]jsontext.Value
 	if err := json2.Unmarshal(body, &fields, lenient); err != nil {
 		return nil, err
@@ -215,8 +234,7 @@ func requestBody(r Request, count bool) ([]byte, error) {
 // cached is a block with a cache breakpoint added to its JSON.
 type cached struct{ Block }
 
-// marshalCached writes c's block with "cache_control" added, unless it
-// has one already.
+// marshalCached writes c's block with "cache_control" added, unless it has one.
 var marshalCached = json2.MarshalToFunc(func(enc *jsontext.Encoder, c cached) error {
 	raw, err := json2.Marshal(c.Block, enc.Options())
 	if err != nil {

@@ -37,15 +37,17 @@ func TestRequestGolden(t *testing.T) {
 	}{
 		{"minimal", Request{Model: "claude-x", Messages: conv[:1]}},
 		{"full", Request{
-			Model: "claude-x", MaxTokens: 1000, System: "Be brief.", Messages: conv, Tools: tools,
+			Model: "claude-sonnet-4-6", MaxTokens: 1000, System: "Be brief.", Messages: conv, Tools: tools,
 			ToolChoice: &ToolChoice{Type: "any"}, Thinking: &ThinkingConfig{BudgetTokens: 500},
 			Extra: map[string]any{"service_tier": "auto", "context_management": map[string]any{"edits": []any{}},
 				"temperature": temp, "stop_sequences": []string{"END"}, "metadata": map[string]string{"user_id": "u1"},
 				"tool_choice": map[string]any{"type": "any", "disable_parallel_tool_use": true}},
 		}},
 		{"cache", Request{Model: "claude-x", System: "sys", Messages: conv, Tools: tools, Cache: true}},
-		{"cache_last_block_thinking", Request{Model: "claude-x", Messages: conv[:2], Cache: true,
+		{"cache_last_block_thinking", Request{Model: "claude-opus-4-6", Messages: conv[:2], Cache: true,
 			ToolChoice: &ToolChoice{Type: "tool", Name: "add"}, Thinking: &ThinkingConfig{Adaptive: true}}},
+		{"adaptive_effort", Request{Model: "claude-opus-5-5", Messages: conv[:1],
+			Thinking: &ThinkingConfig{Adaptive: true, Display: "summarized"}, Effort: "xhigh"}},
 		{"tool_choice_none", Request{Model: "claude-x", Messages: conv[:1], ToolChoice: &ToolChoice{Type: "none"}}},
 		{"container", Request{Model: "claude-x", Messages: conv[:1], Container: "container_011CWHPPTDTn1XufeRB9uHeH"}},
 	}

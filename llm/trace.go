@@ -12,19 +12,18 @@ import (
 	"github.com/agentloop/agentloop/internal/telemetry"
 )
 
-// Telemetry says where traces and metrics go. They follow OpenTelemetry's
-// GenAI semantic conventions: a "chat {model}" span and the gen_ai.client.*
+// Telemetry says where traces and metrics go, by OpenTelemetry's GenAI
+// semantic conventions: a "chat {model}" span and the gen_ai.client.*
 // metrics for each attempt of a model call (package agent adds the spans
-// around them). The zero value uses the global providers, which record
-// nothing until a program installs an SDK.
+// around them). The zero value uses the global providers.
 type Telemetry struct {
 	// TracerProvider makes the spans. Nil means otel.GetTracerProvider().
 	TracerProvider trace.TracerProvider
 	// MeterProvider makes the metrics. Nil means otel.GetMeterProvider().
 	MeterProvider metric.MeterProvider
-	// CaptureContent records content on the spans: the system prompt, the
-	// messages, the tool names, arguments and results. Default false, since
-	// content is large and often sensitive. Credentials are never recorded.
+	// CaptureContent records the system prompt, messages, tool names,
+	// arguments and results on the spans. Default false: content is large
+	// and often sensitive. Credentials are never recorded.
 	CaptureContent bool
 }
 
@@ -57,8 +56,7 @@ func startChat(in *telemetry.Instruments, ctx context.Context, req Request) *att
 	return a
 }
 
-// observe returns yield, wrapped to watch the events when anything records
-// them.
+// observe returns yield, wrapped to watch the events if anything records.
 func (a *attempt) observe(yield func(Event, error) bool) func(Event, error) bool {
 	if !a.Active() {
 		return yield
@@ -93,11 +91,10 @@ func (a *attempt) end(err error) {
 	})
 }
 
-// ErrorType names the class of err as OpenTelemetry's error.type attribute
-// wants it, low in cardinality: the API's error type for an [*APIError]
-// (such as "overloaded_error" or "rate_limit_error"), "timeout" for
-// an idle stream or a passed deadline, "cancelled", "connection_error",
-// "incomplete_stream", "malformed_event", and "_OTHER" for the rest.
+// ErrorType names the class of err, low in cardinality, for OpenTelemetry's
+// error.type: an [*APIError]'s type (such as "overloaded_error"), "timeout"
+// for an idle stream or a passed deadline, "cancelled", "connection_error",
+// "incomplete_stream", "malformed_event", or "_OTHER".
 func ErrorType(err error) string {
 	ae, isAPI := errors.AsType[*APIError](err)
 	switch {
@@ -117,8 +114,7 @@ func ErrorType(err error) string {
 	return "_OTHER"
 }
 
-// messageValue is one message of the conventions' schemas; finish is set
-// only on output messages.
+// messageValue is one message of the conventions; finish only on output.
 func messageValue(role Role, content []Block, finish StopReason) attribute.Value {
 	parts := make([]attribute.Value, len(content))
 	for i, b := range content {
@@ -137,7 +133,7 @@ func messageValue(role Role, content []Block, finish StopReason) attribute.Value
 			parts[i] = telemetry.Part("blob", attribute.String("modality", "image"),
 				attribute.String("mime_type", b.MediaType), attribute.String("content", b.Data))
 		default: // the schemas have no part for it: its type alone
-			parts[i] = telemetry.Part(b.BlockType())
+			parts[i] = telemetry.Part(b.blockType())
 		}
 	}
 	return telemetry.Message(string(role), string(finish), parts...)

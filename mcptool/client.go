@@ -21,7 +21,7 @@ func (s *Server) clientOptions(opts *Options) *mcp.ClientOptions {
 			if opts != nil && opts.Elicit != nil {
 				return opts.Elicit(ctx, s.name, req.Params)
 			}
-			return ElicitDefaults(req.Params), nil
+			return elicitDefaults(req.Params), nil
 		},
 		ToolListChangedHandler: func(ctx context.Context, _ *mcp.ToolListChangedRequest) {
 			s.toolsChanged()
@@ -38,10 +38,10 @@ func (s *Server) clientOptions(opts *Options) *mcp.ClientOptions {
 	return co
 }
 
-// ElicitDefaults answers an elicitation request without a user, as
+// elicitDefaults answers an elicitation request without a user, as
 // SEP-1034 allows: a form whose every required field has a default is
 // accepted with the defaults of all its fields; anything else is declined.
-func ElicitDefaults(p *mcp.ElicitParams) *mcp.ElicitResult {
+func elicitDefaults(p *mcp.ElicitParams) *mcp.ElicitResult {
 	if p == nil || (p.Mode != "" && p.Mode != "form") {
 		return &mcp.ElicitResult{Action: "decline"}
 	}

@@ -140,7 +140,7 @@ func TestElicitation(t *testing.T) {
 		{"a required field has none", schema("a", "b"), &mcp.ElicitResult{Action: "decline"}},
 		{"url mode needs a user", &mcp.ElicitParams{Mode: "url", URL: "https://x"}, &mcp.ElicitResult{Action: "decline"}},
 	} {
-		if diff := cmp.Diff(tc.want, ElicitDefaults(tc.p)); diff != "" {
+		if diff := cmp.Diff(tc.want, elicitDefaults(tc.p)); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
 		}
 	}

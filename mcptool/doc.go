@@ -36,7 +36,7 @@
 // between runs.
 //
 // The client serves what servers may ask of it: elicitation (a form for
-// the user, or [ElicitDefaults]), roots ([Options.Roots]), sampling with the
+// the user, or its defaults), roots ([Options.Roots]), sampling with the
 // agent's own model ([Sampling]), progress notifications, and tool list
 // changes, after which the new tools are registered too.
 //

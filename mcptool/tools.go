@@ -288,7 +288,7 @@ func blocks(content []mcp.Content) []llm.Block {
 			out = append(out, embedded(c.Resource))
 		default:
 			b, _ := json.Marshal(c)
-			out = append(out, llm.Text{Text: fmt.Sprintf("[MCP content this client does not read: %s]", truncate(string(b), 200))})
+			out = append(out, llm.Text{Text: fmt.Sprintf("[MCP content this client does not read: %s]", tool.Truncate(string(b), 200))})
 		}
 	}
 	return out
@@ -337,13 +337,6 @@ func orUnknown(mime string) string {
 		return "unknown type"
 	}
 	return mime
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // cleanName makes s a valid API tool name, ^[a-zA-Z0-9_-]{1,64}$, by

@@ -38,10 +38,7 @@ func newCacheSim() *cacheSim { return &cacheSim{cached: map[[32]byte]int{}} }
 
 // usage returns input, cache write and cache read for a request.
 func (c *cacheSim) usage(r *anthropictest.Request) (input, write, read int, err error) {
-	p, err := r.Params()
-	if err != nil {
-		return 0, 0, 0, err
-	}
+	p := r
 	type unit struct {
 		raw []byte
 		bp  bool
@@ -106,8 +103,8 @@ func (c *cacheSim) usage(r *anthropictest.Request) (input, write, read int, err 
 // isSummaryRequest tells the summarisation call (no tools, a transcript)
 // from a turn of the agent.
 func isSummaryRequest(r *anthropictest.Request) bool {
-	p, err := r.Params()
-	return err == nil && len(p.Tools) == 0 && len(p.Messages) == 1 &&
+	p := r
+	return len(p.Tools) == 0 && len(p.Messages) == 1 &&
 		strings.HasPrefix(p.Messages[0].Text(), "<transcript>")
 }
 

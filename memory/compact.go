@@ -9,10 +9,10 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/agentloop/agentloop/internal/apirules"
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/tool"
 )
 
 // ErrCannotCompact means Compact could not bring the history under
@@ -43,9 +43,10 @@ const (
 
 // Compaction reports what one [History.Compact] call did.
 type Compaction struct {
-	Before, After int       // the token counts around the compaction
-	Steps         []string  // what each step did, such as "summarised 12 messages"
-	Usage         llm.Usage // of the summarisation calls
+	Before int       `json:"before"`          // the token count before compacting
+	After  int       `json:"after"`           // the token count after
+	Steps  []string  `json:"steps,omitempty"` // what each step did, such as "summarised 12 messages"
+	Usage  llm.Usage `json:"usage,omitzero"`  // of the summarisation calls
 }
 
 // Compact shrinks the history below 60% of Config.ContextLimit, in
@@ -173,7 +174,7 @@ func (h *History) clearOld(keep int) (results, images int) {
 			first = min(first, i)
 		}
 	}
-	h.changed(first)
+	h.rewrote(first)
 	return results, images
 }
 
@@ -209,7 +210,7 @@ func (h *History) summarise(ctx context.Context, m llm.Model, keep int) (int, ll
 	}
 	e := measured(entry{msg: userText(summaryHeader + strings.TrimSpace(summary)), usage: u, model: h.cfg.SummaryModel, summary: true})
 	h.entries = append([]entry{e}, h.entries[end:]...)
-	h.changed(0)
+	h.rewrote(0)
 	return end, u, nil
 }
 
@@ -238,7 +239,7 @@ func (h *History) hardCut(target, limit int) int {
 		dropped-- // the old head is the new head
 	}
 	h.entries = append([]entry{head}, h.entries[best:]...)
-	h.changed(0)
+	h.rewrote(0)
 	return dropped
 }
 
@@ -251,7 +252,7 @@ func (h *History) cutHead() entry {
 	note := cutHeader
 	if len(h.entries) > 0 {
 		if task := llm.TextOf(h.entries[0].msg.Content); !apirules.IsBlank(task) {
-			note += "\n\nThe conversation began with this request:\n\n" + truncate(task, 2000)
+			note += "\n\nThe conversation began with this request:\n\n" + tool.Truncate(task, 2000)
 		}
 	}
 	return measured(entry{msg: userText(note)})
@@ -275,18 +276,6 @@ func collectText(ctx context.Context, m llm.Model, req llm.Request) (string, llm
 		return "", asm.Usage(), llm.ErrIncompleteStream
 	}
 	return llm.TextOf(asm.Message().Content), asm.Usage(), nil
-}
-
-// truncate cuts s to about n bytes, on a rune boundary, saying how much
-// it cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + fmt.Sprintf("… [%d more bytes]", len(s)-n)
 }
 
 // maxResultChars caps each tool result in a summary transcript: the
@@ -322,7 +311,7 @@ func writeBlock(b *strings.Builder, blk llm.Block, original map[string][]llm.Blo
 	case llm.Thinking, llm.RedactedThinking:
 		// Thinking is the model's scratch work, not a fact of the session.
 	case llm.ToolUse:
-		fmt.Fprintf(b, "[tool call %s %s: %s]\n", blk.ID, blk.Name, truncate(string(blk.Input), maxResultChars))
+		fmt.Fprintf(b, "[tool call %s %s: %s]\n", blk.ID, blk.Name, tool.Truncate(string(blk.Input), maxResultChars))
 	case llm.ToolResult:
 		content := blk.Content
 		if orig, ok := original[blk.ToolUseID]; ok {
@@ -336,7 +325,7 @@ func writeBlock(b *strings.Builder, blk llm.Block, original map[string][]llm.Blo
 		for _, c := range content {
 			writeBlock(&body, c, nil)
 		}
-		fmt.Fprintf(b, "[tool %s %s]\n%s\n", status, blk.ToolUseID, truncate(strings.TrimSpace(body.String()), maxResultChars))
+		fmt.Fprintf(b, "[tool %s %s]\n%s\n", status, blk.ToolUseID, tool.Truncate(strings.TrimSpace(body.String()), maxResultChars))
 	case llm.Image:
 		fmt.Fprintf(b, "[image %s]\n", blk.MediaType)
 	case llm.RawBlock:
@@ -346,6 +335,6 @@ func writeBlock(b *strings.Builder, blk llm.Block, original map[string][]llm.Blo
 			fmt.Fprintf(b, "[summary of the earlier turns]\n%s\n", c.Content)
 			return
 		}
-		fmt.Fprintf(b, "[%s block: %s]\n", blk.Type, truncate(string(blk.JSON), 1000))
+		fmt.Fprintf(b, "[%s block: %s]\n", blk.Type, tool.Truncate(string(blk.JSON), 1000))
 	}
 }

@@ -7,11 +7,7 @@
 // tool_use left without its tool_result after a cancel or a crash makes the
 // API answer 400 forever. [History.Validate] checks the rules that
 // anthropictest.CheckRequest enforces, and [History.Repair] fixes what
-// breaks them.
-//
-// Token counts are exact where the API has measured them, and estimated
-// since, at a characters-per-token ratio learned from the API's counts.
-// [History.Compact] shrinks the history in escalating steps (clear old tool
-// results, summarise with a model call, hard cut), always between complete
-// turns. Package agent drives a History.
+// breaks them. Token counts are exact where the API has measured them, and
+// estimated since. [History.Compact] shrinks the history in escalating
+// steps, always between complete turns.
 package memory

@@ -11,37 +11,31 @@ import (
 	"github.com/agentloop/agentloop/llm"
 )
 
-// TokenCounter counts the input tokens of a request exactly, with the API's
-// count_tokens endpoint. *llm.Client satisfies it.
-type TokenCounter interface {
-	CountTokens(ctx context.Context, req llm.Request) (int, error)
-}
-
 // Config configures a [History]. Its zero value works.
 type Config struct {
-	// Model is the model of the main turns (an agent sends its turns to
-	// it), of count_tokens requests and, by default, of summaries.
-	// Default: [llm.DefaultModel].
+	// Model is the model of the turns (an agent sends them to it), of
+	// count_tokens and, by default, of summaries. Default: [llm.DefaultModel].
 	Model string
 	// ContextWindow is the model's context window in tokens. Default: the
 	// model's in [llm.Models], or 200_000 for a model it does not know.
 	ContextWindow int
-	// MaxTokens is the max_tokens of the main turns: room the reply needs
-	// inside the window. Default: [llm.DefaultMaxTokens].
+	// MaxTokens is the turns' max_tokens, room the reply needs in the
+	// window. Default: [llm.DefaultMaxTokens].
 	MaxTokens int
 	// ContextLimit is the compaction threshold in tokens. Compact aims at
-	// 60% of it, so as not to compact again on the next turn and throw the
-	// prompt cache away each time. Default: ContextWindow − MaxTokens − 5%
-	// of ContextWindow, the margin absorbing estimate error.
+	// 60% of it, lest it compact again next turn and lose the prompt cache.
+	// Default: ContextWindow − MaxTokens − 5% of ContextWindow for estimate
+	// error.
 	ContextLimit int
-	// KeepRecent is how many recent assistant turns (each with the user
-	// message that answers it) compaction keeps verbatim. Default: 4.
+	// KeepRecent is how many recent assistant turns, each with the user
+	// message answering it, compaction keeps verbatim. Default: 4.
 	KeepRecent int
 	// SummaryModel is the model of the summarisation call. Default: Model.
 	SummaryModel string
-	// Counter, when set, lets Compact ask the API for an exact count once
-	// the estimate reaches 90% of ContextLimit. Default: nil, estimates only.
-	Counter TokenCounter
+	// Counter counts a request's input tokens exactly, such as
+	// [llm.Client.CountTokens]: Compact asks it once the estimate reaches
+	// 90% of ContextLimit. Default: nil, estimates only.
+	Counter func(ctx context.Context, req llm.Request) (int, error)
 	// Compaction chooses how the history is kept under ContextLimit:
 	// "server" (context editing, then compaction on the server, see
 	// [History.ContextManagement]), "client" ([History.Compact] alone), or
@@ -77,8 +71,8 @@ func (cfg Config) withDefaults() Config {
 }
 
 // A History is the conversation of an agent: the messages to send, with the
-// usage of the turns that wrote them. It is for one goroutine at a time (the
-// agent loop owns it), and never shares internal slices with callers.
+// usage of the turns that wrote them. It is for one goroutine at a time,
+// and never shares internal slices with callers.
 type History struct {
 	cfg     Config
 	entries []entry
@@ -86,6 +80,7 @@ type History struct {
 	system      string
 	tools       []llm.ToolSpec
 	prefixChars int     // characters of system and tools, for estimates
+	prefixKey   string  // a hash of system and tools, to see them change
 	ratio       float64 // learned characters per token
 }
 
@@ -94,21 +89,20 @@ type entry struct {
 	msg   llm.Message
 	usage llm.Usage // of the turn (or summary call) that wrote msg
 	model string    // that usage is priced by
-	// exact is the exact token count through this message, system and tools
-	// included, when the API has told us and nothing before it has changed
-	// since; otherwise zero.
+	// exact is the token count through this message, system and tools
+	// included, when the API told us and nothing before changed since; or 0.
 	exact       int
 	chars       int // the estimate's character count, images excluded
 	imageTokens int // the estimated cost of msg's images
-	// original holds tool result contents that compaction cleared, by
-	// tool_use_id, so that a later summary can still read them. Not saved.
+	// original holds the tool results compaction cleared, by tool_use_id,
+	// for a later summary to read. Not saved.
 	original map[string][]llm.Block
 	summary  bool             // a compaction wrote msg
 	rules    []apirules.Block // msg's blocks as the API's rules see them
 }
 
 // defaultRatio is the characters per token until the API counts: about
-// right for English prose and code.
+// right for English and code.
 const defaultRatio = 3.5
 
 // New returns an empty history.
@@ -121,7 +115,7 @@ func (h *History) Config() Config { return h.cfg }
 func (h *History) Len() int { return len(h.entries) }
 
 // Messages returns the messages to send, as fresh slices; byte payloads
-// (tool inputs, raw blocks) are shared and must not be modified.
+// (tool inputs, raw blocks) are shared, not to be modified.
 func (h *History) Messages() []llm.Message {
 	out := make([]llm.Message, len(h.entries))
 	for i, e := range h.entries {
@@ -147,8 +141,7 @@ func (h *History) AppendUser(blocks ...llm.Block) {
 }
 
 // Checkpoint returns a function that puts the history back exactly as it is
-// now, counts included. The agent rolls back a run that fails or is refused,
-// so that such a run changes nothing.
+// now, counts included, so that a failed run can change nothing.
 func (h *History) Checkpoint() (rollback func()) {
 	saved := *h
 	saved.entries = slices.Clone(h.entries)
@@ -160,15 +153,14 @@ func (h *History) Checkpoint() (rollback func()) {
 
 // AppendAssistant appends a finished assistant turn, every block verbatim,
 // with the usage of the turn that produced it. If msg answers a request of
-// exactly [History.Messages], that usage makes the count exact (its input
-// measured everything sent, its output msg) and teaches the estimator this
-// conversation's characters per token; a zero usage only adds an estimate.
+// exactly [History.Messages], that usage makes the count exact and teaches
+// the estimator this conversation's characters per token; a zero usage
+// only adds an estimate.
 //
-// A turn that used server tools (server_tool_use, mcp_tool_use, any
-// *_tool_result) is the exception: its usage sums the input of the server's
-// every sampling, many times the real prompt (404,500 tokens for a
-// 2,479-token prompt in one recorded pause_turn). It is billed, but it is no
-// context size, so the count stays an estimate.
+// Not for a turn that used server tools: its usage sums the input of the
+// server's every sampling, many times the real prompt (404,500 tokens for a
+// 2,479-token prompt in one recorded pause_turn), so the count stays an
+// estimate.
 func (h *History) AppendAssistant(msg llm.Message, usage llm.Usage) {
 	msg, compacted := h.serverCompacted(cloneMessage(msg)) // server.go
 	msg.Role = llm.Assistant
@@ -204,8 +196,16 @@ func (h *History) AppendToolResults(results []llm.ToolResult) {
 }
 
 // SetPrefix records the system prompt and tool specs that are sent with
-// the messages, so that estimates count them.
+// the messages, so that estimates count them. A prefix other than the
+// last one (saved with the history) is a rewrite of every message's
+// prefix: their thinking goes, on a model that binds it.
 func (h *History) SetPrefix(system string, tools []llm.ToolSpec) {
+	if key := prefixKey(system, tools); key != h.prefixKey {
+		if h.prefixKey != "" {
+			h.rewrote(0)
+		}
+		h.prefixKey = key
+	}
 	h.system = system
 	h.tools = append([]llm.ToolSpec(nil), tools...)
 	n := len(system)
@@ -217,10 +217,9 @@ func (h *History) SetPrefix(system string, tools []llm.ToolSpec) {
 
 func (h *History) push(e entry) { h.entries = append(h.entries, measured(e)) }
 
-// measured returns e with what is derived from its message set: the
-// estimate's measures and the blocks the rules check. Their JSON is checked
-// here, once, not before every request: a big tool input (a written file's)
-// would cost a full scan each time.
+// measured returns e with what derives from its message: the estimate's
+// measures and the blocks the rules check. Their JSON is checked here,
+// once, not before every request: a big tool input would cost a scan each.
 func measured(e entry) entry {
 	e.chars, e.imageTokens = measureBlocks(e.msg.Content)
 	e.rules = ruleBlocks(e.msg.Content)
@@ -242,8 +241,7 @@ func cloneMessage(m llm.Message) llm.Message {
 	return llm.Message{Role: m.Role, Content: c}
 }
 
-// cloneBlock copies the slices a caller could assign into. Byte payloads
-// are shared.
+// cloneBlock copies the slices a caller could assign into.
 func cloneBlock(b llm.Block) llm.Block {
 	switch b := b.(type) {
 	case llm.ToolResult:

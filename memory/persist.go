@@ -40,6 +40,10 @@ type meta struct {
 	Model   string     `json:"model,omitempty"`   // that Usage is priced by
 	Tokens  int        `json:"tokens,omitempty"`  // the exact count through this message, if known
 	Summary bool       `json:"summary,omitempty"` // a compaction wrote the message
+	// Prefix, on the first line, hashes the system prompt and tools the
+	// history was last sent with, so that a session resumed with others
+	// drops the thinking they invalidate (see History.SetPrefix).
+	Prefix string `json:"prefix,omitempty"`
 }
 
 // Save writes the history to path as JSONL, one message per line with its
@@ -87,10 +91,16 @@ func (h *History) Save(path string) (err error) {
 // token counts included.
 func (h *History) Encode(w io.Writer) error {
 	enc := json.NewEncoder(w)
-	for _, e := range h.entries {
+	for i, e := range h.entries {
 		l := line{e.msg.Role, e.msg.Content, meta{Tokens: e.exact, Summary: e.summary}}
 		if e.usage != (llm.Usage{}) {
-			l.Usage, l.Model = &e.usage, e.model
+			l.Usage = &e.usage
+		}
+		if e.usage != (llm.Usage{}) || e.msg.Role == llm.Assistant {
+			l.Model = e.model // which model wrote its thinking, for a resume with another
+		}
+		if i == 0 {
+			l.Prefix = h.prefixKey
 		}
 		if err := enc.Encode(l); err != nil {
 			return err
@@ -129,6 +139,11 @@ func decode(rd io.Reader, path string, cfg Config) (*History, error) {
 			if err == nil && len(h.entries) == 0 && e.msg.Role != llm.User {
 				err = errors.New("the history must start with a user message")
 			}
+			if err == nil && len(h.entries) == 0 {
+				var first meta
+				json.Unmarshal(b, &first)
+				h.prefixKey = first.Prefix
+			}
 			if err != nil {
 				errs = append(errs, &LineError{Path: path, Line: n, Err: err})
 			} else {
@@ -147,6 +162,9 @@ func decode(rd io.Reader, path string, cfg Config) (*History, error) {
 		}
 	}
 	h.Repair()
+	// A session resumed with another model: its thinking the new model
+	// cannot read goes, and what follows it (see apirules' bound thinking).
+	h.dropUnreadableThinking()
 	return h, errors.Join(errs...)
 }
 

@@ -1,6 +1,8 @@
 package memory
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,7 +60,7 @@ func (h *History) Repair() []string {
 		es[i] = measured(es[i])
 	}
 	h.entries = es
-	h.changed(at)
+	h.rewrote(at)
 	out := make([]string, len(did))
 	for i, what := range did {
 		out[i] = fmt.Sprintf("%s (%d)", what, count[what])
@@ -345,5 +347,78 @@ func ruleBlock(b llm.Block) apirules.Block {
 	case nil:
 		return apirules.Block{}
 	}
-	return apirules.Block{Type: b.BlockType()}
+	return apirules.Block{Type: llm.BlockType(b)}
+}
+
+// rewrote records that a rewrite (compaction, repair) changed messages from
+// i on: their exact counts go, and so does their thinking on a model that
+// binds it to its prefix (see internal/apirules' bound thinking).
+func (h *History) rewrote(i int) {
+	h.changed(i)
+	h.dropThinking(i)
+}
+
+// binds reports whether the history's model binds its thinking blocks to
+// their prefix and model; a model llm.Models does not know is taken to.
+func (h *History) binds() bool {
+	info, _ := llm.LookupModel(h.cfg.Model)
+	return !info.UnboundThinking
+}
+
+func hasThinking(m llm.Message) bool {
+	return slices.ContainsFunc(m.Content, func(b llm.Block) bool { return apirules.IsThinking(llm.BlockType(b)) })
+}
+
+// dropThinking drops every thinking block from message i on, on a model
+// that binds them, and the messages left empty (the API merges the
+// messages of one role around them). It returns how many it dropped.
+func (h *History) dropThinking(i int) int {
+	i = min(max(i, 0), len(h.entries))
+	if !h.binds() || !slices.ContainsFunc(h.entries[i:], func(e entry) bool { return hasThinking(e.msg) }) {
+		return 0
+	}
+	n, out := 0, h.entries[:i:i]
+	for _, e := range h.entries[i:] {
+		if hasThinking(e.msg) {
+			kept := slices.DeleteFunc(slices.Clone(e.msg.Content), func(b llm.Block) bool { return apirules.IsThinking(llm.BlockType(b)) })
+			n += len(e.msg.Content) - len(kept)
+			if len(kept) == 0 {
+				continue
+			}
+			e.msg = llm.Message{Role: e.msg.Role, Content: kept}
+			e = measured(e)
+		}
+		out = append(out, e)
+	}
+	h.entries = out
+	h.changed(i)
+	h.cfg.Logger.Info("memory: dropped the thinking a rewrite invalidated", "blocks", n, "from", i)
+	return n
+}
+
+// dropUnreadableThinking drops, on a model that binds its thinking, every
+// thinking block from the first one another model wrote that this one
+// cannot read (a session resumed with another model) on: the API would
+// drop that one, and a gap in the run of thinking invalidates the later.
+func (h *History) dropUnreadableThinking() {
+	if !h.binds() {
+		return
+	}
+	for i, e := range h.entries {
+		if e.model != "" && !apirules.Reads(h.cfg.Model, e.model) && hasThinking(e.msg) {
+			h.dropThinking(i)
+			return
+		}
+	}
+}
+
+// prefixKey hashes a system prompt and tool list, which are the start of
+// every thinking block's prefix.
+func prefixKey(system string, tools []llm.ToolSpec) string {
+	hs := sha256.New()
+	fmt.Fprintf(hs, "%d:%s", len(system), system)
+	for _, t := range tools {
+		fmt.Fprintf(hs, "|%d:%s|%d:%s|%d:%s", len(t.Name), t.Name, len(t.Description), t.Description, len(t.InputSchema), t.InputSchema)
+	}
+	return hex.EncodeToString(hs.Sum(nil)[:16])
 }

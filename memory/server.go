@@ -65,7 +65,7 @@ const serverNote = "[Earlier turns were compacted on the server; the compaction 
 func (h *History) serverCompacted(msg llm.Message) (llm.Message, bool) {
 	k := -1
 	for i, b := range msg.Content {
-		if b.BlockType() == llm.CompactionBlock {
+		if llm.BlockType(b) == llm.CompactionBlock {
 			k = i
 		}
 	}

@@ -16,13 +16,13 @@ import (
 	"github.com/agentloop/agentloop/llm"
 )
 
-// blockOverhead is the characters we charge each block and message for its
-// framing (type, ids, role markers). The learned ratio absorbs the error.
+// blockOverhead is the characters charged each block and message for its
+// framing; the learned ratio absorbs the error.
 const blockOverhead = 12
 
 // The API's rule for images: scaled to fit 1568 pixels on the long edge and
-// 1.15 megapixels, an image costs width×height/750 tokens. One whose size
-// we cannot read (WebP, corrupt data) costs the most any image does.
+// 1.15 megapixels, an image costs width×height/750 tokens. One of unknown
+// size (WebP, corrupt) costs the most any image does.
 const (
 	imageMaxEdge   = 1568
 	imageMaxPixels = 1_150_000
@@ -31,10 +31,9 @@ const (
 
 // Tokens returns the token count of what the next request would send:
 // system prompt, tools and messages. It is exact through the last turn
-// whose usage the API reported; what came after is estimated, at a
-// characters-per-token ratio learned from the API's counts, plus the
-// documented cost of each image. Thinking counts nothing in estimates: the
-// API strips it from earlier turns.
+// whose usage the API reported, and estimated after, at a ratio learned
+// from the API's counts, plus each image's documented cost. Thinking,
+// which the API strips from earlier turns, counts nothing.
 func (h *History) Tokens() int {
 	if last := h.lastExact(); last >= 0 {
 		return h.entries[last].exact + h.estimate(h.entries[last+1:], false)
@@ -46,16 +45,15 @@ func (h *History) Tokens() int {
 // Config.ContextLimit, unless Config.Compaction is "off".
 func (h *History) NeedsCompaction() bool { return h.mode() != "off" && h.Tokens() > h.cfg.ContextLimit }
 
-// recount returns [History.Tokens], made exact by Config.Counter, if any,
-// once an estimate reaches 90% of the limit. A failed count leaves the
-// estimate, good enough to decide the next compaction step.
+// recount returns [History.Tokens], made exact by Config.Counter once an
+// estimate reaches 90% of the limit; a failed count leaves the estimate.
 func (h *History) recount(ctx context.Context) int {
 	n := h.Tokens()
 	c := h.cfg.Counter
 	if c == nil || len(h.entries) == 0 || n < h.cfg.ContextLimit*9/10 || h.lastExact() == len(h.entries)-1 {
 		return n
 	}
-	exact, err := c.CountTokens(ctx, llm.Request{
+	exact, err := c(ctx, llm.Request{
 		Model:     h.cfg.Model,
 		MaxTokens: h.cfg.MaxTokens,
 		System:    h.system,
@@ -80,15 +78,14 @@ func (h *History) lastExact() int {
 	return -1
 }
 
-// estimate returns the estimated tokens of es, and of the system prompt and
-// tools when withPrefix is set.
+// estimate returns the estimated tokens of es, and of the prefix if asked.
 func (h *History) estimate(es []entry, withPrefix bool) int {
 	chars, img := h.measures(es, withPrefix)
 	return int(math.Ceil(float64(chars)/h.ratio)) + img
 }
 
-// measures sums the characters and image tokens of es, and of the system
-// prompt and tools when withPrefix is set.
+// measures sums the characters and image tokens of es, and of the prefix if
+// asked.
 func (h *History) measures(es []entry, withPrefix bool) (chars, imageTokens int) {
 	if withPrefix {
 		chars = h.prefixChars
@@ -101,8 +98,8 @@ func (h *History) measures(es []entry, withPrefix bool) (chars, imageTokens int)
 }
 
 // learn sets the ratio from an exact input count of the whole history as it
-// is now (system and tools included). Tiny samples are too noisy to learn
-// from, and the clamp guards against a count that measured something else.
+// is. Tiny samples are too noisy; the clamp guards against a count of
+// something else.
 func (h *History) learn(inputTokens int) {
 	chars, img := h.measures(h.entries, true)
 	text := inputTokens - img
@@ -112,9 +109,8 @@ func (h *History) learn(inputTokens int) {
 	h.ratio = min(max(float64(chars)/float64(text), 0.5), 12)
 }
 
-// measureBlocks returns the characters an estimate charges for bs, with
-// the overhead of the message or tool result that holds them, and the
-// tokens of their images.
+// measureBlocks returns the characters an estimate charges for bs and what
+// holds them, and the tokens of their images.
 func measureBlocks(bs []llm.Block) (chars, imageTokens int) {
 	chars = blockOverhead
 	for _, b := range bs {
@@ -169,11 +165,10 @@ func imageCost(img llm.Image) int {
 var tooLongRE = regexp.MustCompile(`(\d+) tokens > (\d+)`)
 
 // MarkOverflow records that the API found the history too long for the
-// context window: err is the error that said so (one matching
-// [llm.ErrPromptTooLong], or a stop_reason of
-// model_context_window_exceeded). The count an API error reports, or else
-// the context window, becomes the exact count, so that the next
-// [History.Compact] does real work even when the estimate was too low.
+// context window, as err said (one matching [llm.ErrPromptTooLong], or the
+// stop reason model_context_window_exceeded). The count it reports, else
+// the window, becomes the exact count, so that the next [History.Compact]
+// does real work even when the estimate was low.
 func (h *History) MarkOverflow(err error) {
 	if len(h.entries) == 0 {
 		return

@@ -206,7 +206,7 @@ func (c *fakeCounter) CountTokens(ctx context.Context, req llm.Request) (int, er
 
 func TestRecount(t *testing.T) {
 	ctr := &fakeCounter{n: 950}
-	h := New(Config{Model: "m", ContextLimit: 1000, Counter: ctr})
+	h := New(Config{Model: "m", ContextLimit: 1000, Counter: ctr.CountTokens})
 	h.AppendUser(llm.Text{Text: strings.Repeat("x", 100)})
 	if n := h.recount(context.Background()); ctr.calls != 0 {
 		t.Fatalf("recount far from the limit = %d with %d calls; want no call", n, ctr.calls)

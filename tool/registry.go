@@ -20,19 +20,18 @@ import (
 
 // Config configures a [Registry]. The zero value works.
 type Config struct {
-	// MaxConcurrency caps how many calls run at once, counted across every
-	// Run and Start of the registry. Zero means 8; negative means no cap.
+	// MaxConcurrency caps the calls running at once, across every Run and
+	// Start. Zero means 8; negative means no cap.
 	MaxConcurrency int
 	// Timeout bounds each call of a tool whose own [Tool.Timeout] is zero.
 	// Zero means 60 seconds; negative means no timeout.
 	Timeout time.Duration
-	// MaxOutputBytes caps the text of each result, so that a runaway tool
-	// cannot fill the context window: the rest is cut on a UTF-8 boundary,
-	// with a note. Zero means 100_000 bytes; negative means no cap. Images
-	// are not counted: the API limits them itself.
+	// MaxOutputBytes caps the text of each result, lest a runaway tool fill
+	// the context window: the rest is cut, with a note. Zero means 100_000
+	// bytes; negative means no cap. Images, which the API limits, are not
+	// counted.
 	MaxOutputBytes int
-	// Logger receives the stack of each panic and a warning for each call
-	// that times out. Nil discards everything.
+	// Logger receives each panic's stack and each timeout. Nil discards.
 	Logger *slog.Logger
 }
 
@@ -40,8 +39,13 @@ type Config struct {
 // tool name is already taken.
 var ErrDuplicate = errors.New("duplicate tool name")
 
-// A Registry holds the tools the model may call and runs its calls.
-// Make one with [NewRegistry]. It is safe for concurrent use.
+// A Registry holds the tools the model may call and runs its calls. Make
+// one with [NewRegistry]. It is safe for concurrent use.
+//
+// If a call's context ends first, the model gets a timeout or "cancelled"
+// result at once, but the handler keeps its slot and its queue's turn until
+// it returns, so that one ignoring its context never runs beside the calls
+// the limits keep it from; [Registry.Wait] waits for such handlers.
 type Registry struct {
 	cfg Config
 	log *slog.Logger
@@ -72,10 +76,10 @@ func NewRegistry(cfg Config) *Registry {
 	return r
 }
 
-// Register adds tools to the registry: all of them or, if any is invalid
-// (nil, not built by a constructor, a name the API rejects) or its name is
-// taken, none, and says which and why. It logs a warning for each tool
-// whose inputs cannot be validated against its schema (see [NewRaw]).
+// Register adds tools: all of them or, if any is invalid (nil, not built by
+// a constructor, a name the API rejects) or its name is taken, none, saying
+// which and why. It warns of each tool whose inputs it cannot validate
+// against its schema (see [NewRaw]).
 func (r *Registry) Register(tools ...*Tool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -110,8 +114,8 @@ func (r *Registry) Lookup(name string) (*Tool, bool) {
 }
 
 // Specs returns the tools' descriptions for [llm.Request.Tools], in
-// registration order. The order is stable so that the tool list, which
-// opens every request, stays a prompt-cache hit from turn to turn.
+// registration order: stable, so that the tool list opening every request
+// stays a prompt-cache hit.
 func (r *Registry) Specs() []llm.ToolSpec {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -131,12 +135,10 @@ type Call struct {
 }
 
 // Run runs calls concurrently and returns their results, results[i]
-// answering calls[i] with its ToolUseID. It never fails: an unknown tool,
-// bad input, an error, a panic, a timeout or cancellation each become an
-// is_error result that tells the model what happened.
-//
-// Run returns promptly when ctx is cancelled, with a "cancelled" result for
-// each unfinished call; [Registry.Wait] waits for their handlers.
+// answering calls[i]. It never fails: an unknown tool, bad input, an error,
+// a panic, a timeout or cancellation each become an is_error result telling
+// the model what happened. When ctx ends, Run returns promptly, with a
+// "cancelled" result for each unfinished call.
 func (r *Registry) Run(ctx context.Context, calls []Call) []llm.ToolResult {
 	// Not errgroup.SetLimit: the cap is the registry's, shared with the
 	// calls an agent Starts, and a queued call must give up when ctx ends.
@@ -153,9 +155,9 @@ func (r *Registry) Run(ctx context.Context, calls []Call) []llm.ToolResult {
 
 // Start starts one call now and returns a function that waits for its
 // result, so that an agent can start each call the moment the model has
-// streamed it. Calls share the registry's cap with Run, and a
-// [Tool.Sequential] tool's calls run in the order Start was called. wait
-// may be called more than once, and returns promptly as Run does.
+// streamed it. Calls share the registry's limits with Run, and a queue's
+// calls run in the order Start was called. wait returns promptly as Run
+// does, and may be called more than once.
 func (r *Registry) Start(ctx context.Context, call Call) (wait func() llm.ToolResult) {
 	t, ok := r.Lookup(call.Name)
 	if !ok {
@@ -187,8 +189,8 @@ func (r *Registry) Start(ctx context.Context, call Call) (wait func() llm.ToolRe
 	}
 }
 
-// A turn is a call's progress and, for a sequential tool, its place in the
-// queue: the next call waits for finished.
+// A turn is a call's progress and, in a queue, its place: the next call
+// waits for finished.
 type turn struct {
 	delivered chan struct{} // closed when its result is out
 	finished  chan struct{} // closed when its goroutine returns, after every earlier call's
@@ -198,14 +200,12 @@ func done(res llm.ToolResult) func() llm.ToolResult {
 	return func() llm.ToolResult { return res }
 }
 
-// run runs call c of t on its own goroutine: it waits for t's turn (prev)
-// and a slot, then runs the handler under the call's timeout. If the
-// call's context ends first, the result is delivered at once, but the turn
-// and the slot are given back only when the handler has returned.
+// run runs call c of t on its own goroutine: it waits for its turn (prev)
+// and a slot, then runs the handler under the call's timeout.
 func (r *Registry) run(ctx context.Context, t *Tool, c *Call, input json.RawMessage, prev, mine *turn, deliver func(Output)) {
 	defer func() {
 		// Even a call that never ran hands its turn on only after every
-		// earlier call has finished, so that later calls cannot overtake.
+		// earlier one finished, lest later calls overtake.
 		if prev != nil {
 			<-prev.finished
 		}
@@ -223,8 +223,8 @@ func (r *Registry) run(ctx context.Context, t *Tool, c *Call, input json.RawMess
 		case <-prev.finished:
 		case <-ctx.Done():
 		case <-prev.delivered:
-			// Its result is out; a handler still running after that ignores
-			// its context: wait for it no longer than this call's timeout.
+			// Its result is out, its handler ignoring its context: wait no
+			// longer than this call's timeout.
 			var overdue <-chan time.Time
 			if timeout > 0 {
 				overdue = time.After(timeout)
@@ -272,12 +272,11 @@ func (r *Registry) run(ctx context.Context, t *Tool, c *Call, input json.RawMess
 	deliver(out)
 }
 
-// Wait waits for the handlers that outlive their results: calls whose
-// timeout or cancellation result is out while the handler, ignoring its
-// context, still runs. Calls still working toward a result are not waited
-// for, so that agents sharing a registry can each call Wait as a run ends.
-// If ctx ends first, the error names the handlers still running and wraps
-// context.Cause(ctx).
+// Wait waits for the handlers that outlive their results: whose timeout or
+// cancellation result is out while they, ignoring their context, still run.
+// Calls still working toward a result are not waited for, so that agents
+// sharing a registry can each Wait as a run ends. If ctx ends first, the
+// error names the handlers still running and wraps context.Cause(ctx).
 func (r *Registry) Wait(ctx context.Context) error {
 	r.mu.Lock()
 	late := make(map[*Call]*turn)

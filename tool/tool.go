@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"regexp"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	jsv "github.com/santhosh-tekuri/jsonschema/v6"
@@ -17,20 +18,19 @@ import (
 
 // A Tool is a function the model can call: a name, a description, an input
 // schema and a handler. Build one with [New], [NewWithSchema] or [NewRaw],
-// set Sequential and Timeout if needed, then [Registry.Register] it, after
-// which it must not change.
+// set its fields if needed, then [Registry.Register] it, after which it
+// must not change.
 type Tool struct {
-	// Sequential makes calls of this tool run one at a time, in the order
-	// they were started, for tools with side effects on shared state (a
-	// file, a shell session). Calls of other tools still run alongside.
+	// Sequential makes this tool's calls run one at a time, in the order
+	// they were started, for side effects on shared state (a shell
+	// session). Calls of other tools still run alongside.
 	Sequential bool
-	// Queue, when set, puts this tool's calls in one queue with the calls
-	// of every tool of the same Queue: they run one at a time, in the
-	// order they were started, as one Sequential tool's calls do. A
-	// write and an edit of one file, say, must not interleave.
+	// Queue, when set, makes the calls of every tool of the same Queue run
+	// one at a time, in the order they were started: a write and an edit
+	// of one file, say, must not interleave.
 	Queue string
 	// Timeout bounds each call of this tool. Zero means the registry's
-	// [Config.Timeout]; a negative value means no per-call timeout.
+	// [Config.Timeout]; negative means none.
 	Timeout time.Duration
 
 	spec        llm.ToolSpec
@@ -41,7 +41,7 @@ type Tool struct {
 
 // Output is what a raw handler returns, and a typed one may: the result's
 // content ([llm.Text] and [llm.Image] blocks) and whether it is a failure
-// for the model to see and correct, such as an MCP tool error.
+// for the model to correct, such as an MCP tool error.
 type Output struct {
 	Content []llm.Block
 	IsError bool
@@ -62,13 +62,12 @@ var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 //		Days int    `json:"days,omitempty" jsonschema:"forecast length in days"`
 //	}
 //
-// Unknown properties are rejected. To add what tags cannot say (an enum, a
+// Unknown properties are rejected. For what tags cannot say (an enum, a
 // minimum), use [NewWithSchema].
 //
 // The result becomes the tool result's content: a string as text, an
-// [llm.Block], []llm.Block or [Output] as it is, and any other value as its
-// JSON encoding. A non-nil error becomes an is_error result carrying
-// err.Error(), which the model reads.
+// [llm.Block], []llm.Block or [Output] as it is, any other value as its
+// JSON. A non-nil error becomes an is_error result of err.Error().
 func New[In, Out any](name, description string, fn func(ctx context.Context, in In) (Out, error)) (*Tool, error) {
 	s, err := jsonschema.For[In](nil)
 	if err != nil {
@@ -87,9 +86,8 @@ func Must(t *Tool, err error) *Tool {
 }
 
 // NewWithSchema is like [New] but takes the input schema, usually one from
-// jsonschema.For[In] refined, for example with an Enum. Inputs are
-// validated against schema and then decoded into In with encoding/json, so
-// the two must agree.
+// jsonschema.For[In] refined, say with an Enum. Inputs are validated
+// against it, then decoded into In with encoding/json: the two must agree.
 func NewWithSchema[In, Out any](name, description string, schema *jsonschema.Schema, fn func(ctx context.Context, in In) (Out, error)) (*Tool, error) {
 	if fn == nil {
 		return nil, fmt.Errorf("tool %q: nil function", name)
@@ -119,15 +117,14 @@ func NewWithSchema[In, Out any](name, description string, schema *jsonschema.Sch
 }
 
 // NewRaw makes a tool from a hand-written or foreign JSON schema, such as
-// an MCP server's, and a handler that receives the raw JSON input. The
-// schema must be a JSON object with "type": "object"; it is sent to the
-// model exactly as given.
+// an MCP server's, sent to the model exactly as given, and a handler of the
+// raw JSON input. The schema must be an object with "type": "object".
 //
 // Inputs are validated against the schema before fn runs, if the validator
-// can use it (see the package doc). If not, inputs are checked only for
-// being a JSON object, fn must check them itself (as an MCP server does),
-// and [Registry.Register] logs why. A non-nil error from fn becomes an
-// is_error result carrying err.Error().
+// can use it. If not (an unknown draft, a $ref out of the schema), inputs
+// are checked only for being a JSON object, fn must check them itself (as
+// an MCP server does), and [Registry.Register] logs why. A non-nil error
+// from fn becomes an is_error result of err.Error().
 func NewRaw(name, description string, schema json.RawMessage, fn func(ctx context.Context, input json.RawMessage) (Output, error)) (*Tool, error) {
 	if fn == nil {
 		return nil, fmt.Errorf("tool %q: nil function", name)
@@ -136,7 +133,7 @@ func NewRaw(name, description string, schema json.RawMessage, fn func(ctx contex
 }
 
 // newTool makes a tool. Only what the API requires of the schema is an
-// error; a schema the validator cannot use is noted in unvalidated.
+// error; why the validator cannot use it is kept in unvalidated.
 func newTool(name, description string, schema json.RawMessage, handler func(context.Context, json.RawMessage) (Output, error)) (*Tool, error) {
 	var top map[string]any
 	if err := json.Unmarshal(schema, &top); err != nil || top == nil {
@@ -159,8 +156,8 @@ func newTool(name, description string, schema json.RawMessage, handler func(cont
 	return t, nil
 }
 
-// compile readies a schema, as sent to the model, for validating inputs.
-// It loads nothing: a $ref to a file or a URL fails to compile.
+// compile readies a schema for validating inputs. It loads nothing: a $ref
+// to a file or a URL fails to compile.
 func compile(schema json.RawMessage) (*jsv.Schema, error) {
 	doc, err := jsv.UnmarshalJSON(bytes.NewReader(schema))
 	if err != nil {
@@ -182,8 +179,8 @@ func (noLoader) Load(url string) (any, error) {
 	return nil, fmt.Errorf("not loading %s: a tool's schema must be self-contained", url)
 }
 
-// check reports whether t can be registered: built by a constructor, with a
-// name the API accepts.
+// check reports whether t can be registered: built by a constructor, and
+// named as the API accepts.
 func (t *Tool) check() error {
 	if t == nil || t.handler == nil {
 		return errors.New("tool: a nil *Tool, or one not built with New, NewWithSchema or NewRaw")
@@ -198,6 +195,19 @@ func (t *Tool) check() error {
 // [llm.Request.Tools]. The schema bytes are shared; do not modify them.
 func (t *Tool) Spec() llm.ToolSpec { return t.spec }
 
+// Truncate returns s cut to about n bytes, on a UTF-8 boundary, with a note
+// saying how many bytes it cut, so that one long text cannot crowd out the
+// rest of what the model reads.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + fmt.Sprintf("… [%d more bytes]", len(s)-n)
+}
+
 // toOutput turns a typed tool's result into content.
 func toOutput(v any) (Output, error) {
 	switch v := v.(type) {
@@ -205,11 +215,6 @@ func toOutput(v any) (Output, error) {
 		return Output{Content: []llm.Block{llm.Text{Text: v}}}, nil
 	case Output:
 		return v, nil
-	case *Output:
-		if v == nil {
-			return Output{}, nil
-		}
-		return *v, nil
 	case []llm.Block:
 		return Output{Content: v}, nil
 	case llm.Block:

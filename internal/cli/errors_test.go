@@ -33,11 +33,19 @@ func TestUsageErrors(t *testing.T) {
 		{"negative duration", []string{"--max-duration", "-1s", "hi"}, nil, "", []string{"--max-duration"}},
 		{"duration without unit", []string{"--max-duration", "90", "hi"}, nil, "", []string{"max-duration"}},
 		{"negative token limit", []string{"--max-total-tokens", "-5", "hi"}, nil, "", []string{"--max-total-tokens"}},
-		{"thinking above max tokens", []string{"--thinking", "9000", "--max-tokens", "4096", "hi"}, nil, "",
+		{"thinking above max tokens", []string{"--model", "claude-sonnet-4-6", "--thinking", "9000", "--max-tokens", "4096", "hi"}, nil, "",
 			[]string{"--thinking 9000 must be below --max-tokens 4096"}},
-		{"thinking at the default max tokens", []string{"--thinking", "8192", "hi"}, nil, "",
+		{"thinking at the default max tokens", []string{"--model", "claude-sonnet-4-6", "--thinking", "8192", "hi"}, nil, "",
 			[]string{"--thinking 8192 must be below --max-tokens 8192"}},
-		{"thinking below the API's minimum", []string{"--thinking", "500", "hi"}, nil, "", []string{"--thinking 500", "1024"}},
+		{"thinking below the API's minimum", []string{"--model", "claude-opus-4-6", "--thinking", "500", "hi"}, nil, "", []string{"--thinking 500", "1024"}},
+		{"a thinking budget on an adaptive-only model", []string{"--model", "claude-opus-5-5", "--thinking", "2048", "hi"}, nil, "",
+			[]string{"--thinking 2048: claude-opus-5-5 takes no thinking budget", "--effort (low, medium, high, xhigh, max)"}},
+		{"a thinking budget on the default model", []string{"--thinking", "2048", "hi"}, nil, "", []string{"claude-sonnet-5-5 takes no thinking budget"}},
+		{"a thinking budget on an unknown model", []string{"--model", "claude-next", "--thinking", "2048", "hi"}, nil, "", []string{"claude-next takes no thinking budget"}},
+		{"an effort the model does not take", []string{"--model", "claude-opus-4-6", "--effort", "xhigh", "hi"}, nil, "",
+			[]string{"--effort xhigh: claude-opus-4-6 takes low, medium, high, max"}},
+		{"a misspelt effort", []string{"--effort", "hihg", "hi"}, nil, "", []string{"--effort hihg"}},
+		{"an effort on a model that takes none", []string{"--model", "claude-haiku-4-5", "--effort", "low", "hi"}, nil, "", []string{"claude-haiku-4-5 takes no effort level"}},
 		{"a tool twice", []string{"--tools", "calculator,calculator", "hi"}, nil, "", []string{"--tools", "calculator twice"}},
 		{"a tool twice over two flags", []string{"--tools", "calculator", "--tools", " calculator", "hi"}, nil, "",
 			[]string{"--tools", "calculator twice"}},
@@ -122,12 +130,12 @@ func TestRunErrors(t *testing.T) {
 				return text("Whole.")
 			})),
 			exitOK, "Whole.\n", []string{
-				"retrying in 1ms (attempt 2 of 3): API error 529 overloaded_error: Overloaded (request id req_529)\n",
+				"retrying in 1ms (attempt 2 of 3): API error 529 overloaded_error: Overloaded (request req_529)\n",
 				"retrying in 1ms (attempt 3 of 3): API error 529"}},
 		// An error event inside a 200 stream is named for what it was.
 		{"error event", []string{"hi"},
 			anthropictest.Repeat(anthropictest.NewStream().Text("Parti").ErrorEvent("overloaded_error", "Overloaded")),
-			exitFailure, "", []string{"agentloop: API error overloaded_error: Overloaded (request id req_"}},
+			exitFailure, "", []string{"agentloop: API error overloaded_error: Overloaded (request req_"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, tc.reply)

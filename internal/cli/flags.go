@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/url"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -77,8 +78,13 @@ Flags:
   --secret-env NAME   leave the variable NAME, or every variable a pattern
                       such as 'AWS_*' matches, out of bash's environment
                       (repeatable); ANTHROPIC_* is always left out
+  --effort LEVEL      how hard the model thinks and works: low, medium,
+                      high, xhigh or max, as far as the model takes them
+                      (default: the model's own)
   --thinking N        the extended-thinking budget in tokens, at least 1024
-                      and below --max-tokens; 0 is off
+                      and below --max-tokens, for the older models that take
+                      one (Claude 4.6 and earlier); 0 is off. Current
+                      models think adaptively: use --effort
   --compaction MODE   how the conversation is kept under the context limit:
                       server (the API clears old tool results and compacts
                       on the server), client (agentloop summarises), or off;
@@ -171,6 +177,7 @@ type options struct {
 	system        string
 	tools         []string
 	thinking      int
+	effort        string
 	compaction    string // --compaction (compaction.go)
 	mcp           []string
 	mcpURL        []string
@@ -221,6 +228,9 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		tools = listFlag{defaultTools}
 	}
 	if o.tools, err = parseTools(strings.Join(tools, ",")); err != nil {
+		return nil, err
+	}
+	if err := checkModelFlags(o); err != nil {
 		return nil, err
 	}
 	if err := checkThinking(o.thinking, o.maxTokens); err != nil {
@@ -302,6 +312,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.contextLimit, "context-limit", 0, "")
 	fs.StringVar(&o.system, "system", "", "")
 	fs.IntVar(&o.thinking, "thinking", 0, "")
+	fs.StringVar(&o.effort, "effort", "", "")
 	defineCompactionFlag(fs, o)
 	fs.Var((*listFlag)(&o.mcp), "mcp", "")
 	fs.Var((*listFlag)(&o.mcpURL), "mcp-url", "")
@@ -334,6 +345,42 @@ func checkThinking(thinking, maxTokens int) error {
 	case thinking >= maxTokens:
 		return usageError("--thinking %d must be below --max-tokens %d, which caps thinking and answer together",
 			thinking, maxTokens)
+	}
+	return nil
+}
+
+// checkModelFlags checks --thinking and --effort against what the model
+// takes (llm.Models), so that neither becomes a 400 from the API.
+func checkModelFlags(o *options) error {
+	info, _ := llm.LookupModel(o.model)
+	levels := strings.Join(info.Efforts, ", ")
+	if o.thinking > 0 && !info.ThinkingBudget {
+		hint := "; it thinks adaptively: set how hard with --effort (" + levels + ")"
+		if levels == "" {
+			hint = ""
+		}
+		return usageError("--thinking %d: %s takes no thinking budget%s", o.thinking, o.model, hint)
+	}
+	if o.effort != "" && !slices.Contains(info.Efforts, o.effort) {
+		if levels == "" {
+			return usageError("--effort %s: %s takes no effort level", o.effort, o.model)
+		}
+		return usageError("--effort %s: %s takes %s", o.effort, o.model, levels)
+	}
+	return nil
+}
+
+// thinkingConfig returns the thinking the flags ask for: --thinking's
+// budget; else, on a model whose thinking is always on, adaptive thinking
+// with its text displayed, since those models write their notes between
+// tool calls in thinking blocks, empty by default; else the model's
+// default.
+func (o *options) thinkingConfig() *llm.ThinkingConfig {
+	if o.thinking > 0 {
+		return &llm.ThinkingConfig{BudgetTokens: o.thinking}
+	}
+	if info, known := llm.LookupModel(o.model); known && !info.ThinkingOff {
+		return &llm.ThinkingConfig{Adaptive: true, Display: "summarized"}
 	}
 	return nil
 }

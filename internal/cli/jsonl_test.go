@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/memory"
 )
 
 func TestEventJSON(t *testing.T) {
@@ -28,7 +29,7 @@ func TestEventJSON(t *testing.T) {
 			`{"type":"tool_done","id":"toolu_1","name":"add","content":"denied: no","is_error":true,"duration_ns":0}`},
 		{agent.UsageUpdate{Turn: usage, Total: usage, CostUSD: 0.5},
 			`{"type":"usage_update","turn":{"input_tokens":10,"output_tokens":2},"total":{"input_tokens":10,"output_tokens":2},"cost_usd":0.5}`},
-		{agent.Compacted{Before: 100, After: 40, Steps: []string{"cleared 2 tool results"}},
+		{agent.Compacted{Compaction: memory.Compaction{Before: 100, After: 40, Steps: []string{"cleared 2 tool results"}}},
 			`{"type":"compacted","before":100,"after":40,"steps":["cleared 2 tool results"]}`},
 		{agent.Retry{Attempt: 2, Error: "overloaded", Discard: true}, `{"type":"retry","attempt":2,"error":"overloaded","discard":true}`},
 		{agent.Done{Result: agent.Result{Text: "hi", State: agent.Finished, Iterations: 1}},

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strings"
 
@@ -130,30 +129,11 @@ func exitCode(err error) int {
 	}
 }
 
-// describeError returns err as a user should read it: for an API error,
-// the API's own message, its type and status, and the request id that
-// support will ask for. An error event inside a stream came with status
-// 200, which would mislead, so it shows the type alone.
+// describeError returns err as a user should read it: an API error alone,
+// as [llm.APIError.Error] words it, without the layers that wrapped it.
 func describeError(err error) error {
-	var apiErr *llm.APIError
-	if !errors.As(err, &apiErr) {
-		return err
+	if ae, ok := errors.AsType[*llm.APIError](err); ok {
+		return errors.New("API error " + strings.TrimPrefix(ae.Error(), "llm: "))
 	}
-	var b strings.Builder
-	b.WriteString("API error")
-	if apiErr.StatusCode != 0 && apiErr.StatusCode != http.StatusOK {
-		fmt.Fprintf(&b, " %d", apiErr.StatusCode)
-	}
-	if apiErr.Type != "" {
-		fmt.Fprintf(&b, " %s", apiErr.Type)
-	}
-	if apiErr.Message != "" {
-		fmt.Fprintf(&b, ": %s", apiErr.Message)
-	}
-	if apiErr.RequestID != "" {
-		fmt.Fprintf(&b, " (request id %s)", apiErr.RequestID)
-	} else {
-		b.WriteString(" (no request id)")
-	}
-	return errors.New(b.String())
+	return err
 }

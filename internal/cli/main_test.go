@@ -166,10 +166,7 @@ func TestHappyPath(t *testing.T) {
 		t.Errorf("the key from ANTHROPIC_API_KEY was not sent as x-api-key: x-api-key %q, authorization %q",
 			hdr.Get("X-Api-Key"), hdr.Get("Authorization"))
 	}
-	p, err := reqs[0].Params()
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := reqs[0]
 	if p.Model != defaultModel {
 		t.Errorf("model = %q, want the default %q", p.Model, defaultModel)
 	}
@@ -191,14 +188,14 @@ func TestEnvironment(t *testing.T) {
 	if got := req.Header.Get("X-Api-Key"); got != "" {
 		t.Errorf("x-api-key = %q, want none with only a bearer token", got)
 	}
-	p, _ := req.Params()
+	p := req
 	if p.Model != "claude-from-env" {
 		t.Errorf("model = %q, want ANTHROPIC_MODEL's", p.Model)
 	}
 
 	// The flag beats the environment.
 	h.run(strings.NewReader(""), "--model", "claude-from-flag", "--system", "be brief", "hi").check(t, 0)
-	p, _ = h.srv.Requests()[1].Params()
+	p = h.srv.Requests()[1]
 	if p.Model != "claude-from-flag" {
 		t.Errorf("model = %q, want --model's", p.Model)
 	}
@@ -207,7 +204,7 @@ func TestEnvironment(t *testing.T) {
 // TestFlagsReachRequest checks that the model flags shape the request.
 func TestFlagsReachRequest(t *testing.T) {
 	h := newHarness(t, text("ok"))
-	h.run(strings.NewReader(""), "--max-tokens", "3000", "--thinking", "1024", "--system", "Be brief.", "hi").check(t, 0)
+	h.run(strings.NewReader(""), "--model", "claude-sonnet-4-6", "--max-tokens", "3000", "--thinking", "1024", "--system", "Be brief.", "hi").check(t, 0)
 	var body struct {
 		MaxTokens int             `json:"max_tokens"`
 		System    json.RawMessage `json:"system"`
@@ -225,6 +222,49 @@ func TestFlagsReachRequest(t *testing.T) {
 	}
 }
 
+// On the current models, --effort reaches output_config, and thinking is
+// adaptive with its text displayed; no budget, nothing disabled. On a model
+// whose thinking may be off, nothing is sent unless asked for.
+func TestEffortReachesRequest(t *testing.T) {
+	for _, tc := range []struct {
+		model, effort string
+		thinking      string // the thinking sent, as JSON
+	}{
+		{"claude-opus-5-5", "low", `{"type":"adaptive","display":"summarized"}`},
+		{"claude-fable-5-1", "max", `{"type":"adaptive","display":"summarized"}`},
+		{"claude-sonnet-5-5", "xhigh", `{"type":"adaptive","display":"summarized"}`},
+		{"claude-haiku-5-5", "medium", ``},
+		{"claude-opus-5", "", ``},
+	} {
+		t.Run(tc.model, func(t *testing.T) {
+			h := newHarness(t, text("ok"))
+			args := []string{"--model", tc.model, "hi"}
+			if tc.effort != "" {
+				args = append([]string{"--effort", tc.effort}, args...)
+			}
+			h.run(strings.NewReader(""), args...).check(t, 0)
+			var body struct {
+				Thinking     json.RawMessage `json:"thinking"`
+				OutputConfig *struct {
+					Effort string `json:"effort"`
+				} `json:"output_config"`
+			}
+			if err := json.Unmarshal(h.srv.Requests()[0].Body, &body); err != nil {
+				t.Fatal(err)
+			}
+			if string(body.Thinking) != tc.thinking {
+				t.Errorf("thinking = %s, want %s", body.Thinking, tc.thinking)
+			}
+			switch {
+			case tc.effort == "" && body.OutputConfig != nil:
+				t.Errorf("output_config sent without --effort: %+v", body.OutputConfig)
+			case tc.effort != "" && (body.OutputConfig == nil || body.OutputConfig.Effort != tc.effort):
+				t.Errorf("output_config = %+v, want effort %s", body.OutputConfig, tc.effort)
+			}
+		})
+	}
+}
+
 func TestPromptOnStdin(t *testing.T) {
 	h := newHarness(t, text("4"))
 	r := h.run(strings.NewReader("  what is 2+2?\n"))
@@ -232,7 +272,7 @@ func TestPromptOnStdin(t *testing.T) {
 	if r.stdout != "4\n" {
 		t.Errorf("stdout = %q", r.stdout)
 	}
-	if got := h.srv.Requests()[0].Messages()[0].Text(); got != "what is 2+2?" {
+	if got := h.srv.Requests()[0].Messages[0].Text(); got != "what is 2+2?" {
 		t.Errorf("prompt = %q, want stdin trimmed", got)
 	}
 }
@@ -346,7 +386,7 @@ func TestSession(t *testing.T) {
 		t.Fatalf("session not saved: %v", err)
 	}
 	h.run(strings.NewReader(""), "--session", path, "what is my name?").check(t, 0)
-	msgs := h.srv.Requests()[1].Messages()
+	msgs := h.srv.Requests()[1].Messages
 	var got []string
 	for _, m := range msgs {
 		got = append(got, m.Role+": "+m.Text())
@@ -428,5 +468,59 @@ func TestHelpAndVersion(t *testing.T) {
 	r.check(t, 0)
 	if !strings.HasPrefix(r.stdout, "agentloop ") {
 		t.Errorf("--version = %q", r.stdout)
+	}
+}
+
+// An unknown model runs on conservative defaults, and -v says so.
+func TestUnknownModelLogged(t *testing.T) {
+	for _, verbose := range []bool{false, true} {
+		h := newHarness(t, text("ok"))
+		args := []string{"--model", "claude-next", "hi"}
+		if verbose {
+			args = append([]string{"-v"}, args...)
+		}
+		r := h.run(strings.NewReader(""), args...)
+		r.check(t, 0)
+		if got := strings.Contains(r.stderr, "model unknown to llm.Models"); got != verbose {
+			t.Errorf("-v %v: stderr mentions the unknown model: %v\n%s", verbose, got, r.stderr)
+		}
+	}
+}
+
+// On the current models the notes between tool calls arrive as thinking:
+// they show on stderr, as progress does on older models, and stay out of
+// the answer on stdout and out of the --json done event's text.
+func TestThinkingBetweenToolCalls(t *testing.T) {
+	for _, model := range []string{"claude-opus-5-5", "claude-fable-5-1", "claude-sonnet-5-5"} {
+		for _, asJSON := range []bool{false, true} {
+			h := newHarness(t,
+				anthropictest.NewStream().Block(anthropictest.Block{Type: "thinking", Signature: "sig_1"}, "Adding with ", "the calculator.").
+					ToolUse("toolu_1", "calculator", `{"a":1,"b":2,"operation":"add"}`).Stop("tool_use"),
+				anthropictest.NewStream().Block(anthropictest.Block{Type: "thinking", Signature: "sig_2"}, "It said 3.").
+					Text("1 + 2 = 3.").Stop("end_turn"))
+			args := []string{"--model", model, "--tools", "calculator", "add 1 and 2"}
+			if asJSON {
+				args = append([]string{"--json"}, args...)
+			}
+			r := h.run(strings.NewReader(""), args...)
+			r.check(t, 0)
+			if !asJSON {
+				if r.stdout != "1 + 2 = 3.\n" {
+					t.Errorf("%s: stdout = %q, want the answer alone", model, r.stdout)
+				}
+				if !strings.Contains(r.stderr, "Adding with the calculator.") || !strings.Contains(r.stderr, "It said 3.") {
+					t.Errorf("%s: stderr lacks the notes between tool calls:\n%s", model, r.stderr)
+				}
+				continue
+			}
+			var done struct {
+				Result struct{ Text string } `json:"result"`
+			}
+			lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+			json.Unmarshal([]byte(lines[len(lines)-1]), &done)
+			if done.Result.Text != "1 + 2 = 3." || !strings.Contains(r.stdout, `"type":"thinking_delta","thinking":"Adding with "`) {
+				t.Errorf("%s --json: done text %q; output:\n%s", model, done.Result.Text, r.stdout)
+			}
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/agentloop/agentloop/agent"
 )
@@ -385,7 +386,11 @@ func compactJSON(input json.RawMessage, n int) string {
 	}
 	return shortenRunes(func(yield func(rune) bool) {
 		inString, escaped := false, false
-		for _, r := range string(input) {
+		// Decoded in place: string(input) would copy a 5 MiB input to show
+		// a hundred runes of it.
+		for b := input; len(b) > 0; {
+			r, size := utf8.DecodeRune(b)
+			b = b[size:]
 			switch {
 			case escaped:
 				escaped = false

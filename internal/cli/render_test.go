@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/memory"
 )
 
 // TestTextRenderer checks what a person sees for event sequences, off a
@@ -136,7 +137,7 @@ func TestTextRenderer(t *testing.T) {
 		},
 		{
 			name:   "compaction",
-			events: []agent.Event{agent.Compacted{Before: 190000, After: 60000, Steps: []string{"summarised 40 messages"}}},
+			events: []agent.Event{agent.Compacted{Compaction: memory.Compaction{Before: 190000, After: 60000, Steps: []string{"summarised 40 messages"}}}},
 			stderr: "compacted the history from about 190000 to 60000 tokens (summarised 40 messages)\n",
 		},
 	} {

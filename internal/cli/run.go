@@ -246,8 +246,10 @@ func (c *cli) newSession(ctx context.Context, o *options, model llm.Model, logge
 		Compaction:   o.compaction,
 		Logger:       logger,
 	}
-	if tc, ok := model.(memory.TokenCounter); ok {
-		s.memCfg.Counter = tc
+	if tc, ok := model.(interface {
+		CountTokens(context.Context, llm.Request) (int, error)
+	}); ok {
+		s.memCfg.Counter = tc.CountTokens
 	}
 	// Found now, before a request is paid for, not at the first save.
 	var history *memory.History
@@ -277,8 +279,9 @@ func (c *cli) newSession(ctx context.Context, o *options, model llm.Model, logge
 	if o.verbose {
 		s.cfg.Middleware = logModel(logger)
 	}
-	if o.thinking > 0 {
-		s.cfg.Thinking = &llm.ThinkingConfig{BudgetTokens: o.thinking}
+	s.cfg.Thinking, s.cfg.Effort = o.thinkingConfig(), o.effort
+	if _, known := llm.LookupModel(o.model); !known {
+		logger.Info("agentloop: model unknown to llm.Models: no price or limits, and the current models' rules (adaptive thinking, no forced tool use, bound thinking blocks)", "model", o.model)
 	}
 	s.agent, err = agent.New(s.cfg)
 	if err != nil {

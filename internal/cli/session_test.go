@@ -143,3 +143,46 @@ func TestREPLClearKeepsTranscript(t *testing.T) {
 		}
 	}
 }
+
+// A session resumed with another --model, or another --system, sends only
+// thinking the strict fake accepts: what the new model cannot read, or what
+// the new prefix invalidates, is dropped; the rest is kept.
+func TestSessionResumeKeepsThinkingValid(t *testing.T) {
+	turn := func(sig string) anthropictest.Reply {
+		return anthropictest.NewStream().Block(anthropictest.Block{Type: "thinking", Signature: sig}, "Adding.").
+			ToolUse("toolu_"+sig, "calculator", `{"a":1,"b":2,"operation":"add"}`).Stop("tool_use")
+	}
+	answer := func(sig string) anthropictest.Reply {
+		return anthropictest.NewStream().Block(anthropictest.Block{Type: "thinking", Signature: sig}, "Done.").Text("3").Stop("end_turn")
+	}
+	for _, tc := range []struct {
+		name   string
+		second []string // the flags of the resumed run
+		kept   int      // thinking blocks the resumed run's request sends back
+	}{
+		{"the same model", []string{"--model", "claude-opus-5-5"}, 2},
+		{"a model that reads the blocks", []string{"--model", "claude-fable-5-1"}, 2},
+		{"a model that cannot", []string{"--model", "claude-sonnet-5-5"}, 0},
+		{"another system prompt", []string{"--model", "claude-opus-5-5", "--system", "Be terse."}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, turn("a"), answer("b"), answer("c"))
+			path := filepath.Join(t.TempDir(), "s.jsonl")
+			h.run(strings.NewReader(""), "--session", path, "--model", "claude-opus-5-5", "--tools", "calculator", "add 1 and 2").check(t, 0)
+			r := h.run(strings.NewReader(""), append(tc.second, "--session", path, "--tools", "calculator", "and again?")...)
+			r.check(t, 0)
+			reqs := h.srv.Requests()
+			n := 0
+			for _, m := range reqs[len(reqs)-1].Messages {
+				for _, b := range m.Content {
+					if b.Type == "thinking" {
+						n++
+					}
+				}
+			}
+			if n != tc.kept {
+				t.Errorf("%d thinking blocks sent back, want %d", n, tc.kept)
+			}
+		})
+	}
+}

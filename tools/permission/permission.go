@@ -28,7 +28,6 @@ package permission
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -36,6 +35,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentloop/agentloop/tool"
 )
@@ -145,6 +147,14 @@ type Policy struct {
 // Approve returns nil if call may run, or an error, which the model
 // reads, saying why not. It has the signature of agent.Config.Approve.
 func (p *Policy) Approve(ctx context.Context, call tool.Call) error {
+	readOnly := p.ReadOnly
+	if readOnly == nil {
+		readOnly = DefaultReadOnly
+	}
+	free := p.AllowAll || slices.Contains(readOnly, call.Name)
+	if free && len(p.Deny) == 0 {
+		return nil // no rule needs the subject, which costs a parse of the input
+	}
 	key, subj := subject(call)
 	if key == "path" {
 		subj = p.abs(subj)
@@ -154,11 +164,7 @@ func (p *Policy) Approve(ctx context.Context, call tool.Call) error {
 			return fmt.Errorf("the user's rule %s forbids this call; do not try to get around it", r)
 		}
 	}
-	readOnly := p.ReadOnly
-	if readOnly == nil {
-		readOnly = DefaultReadOnly
-	}
-	if p.AllowAll || slices.Contains(readOnly, call.Name) || p.allowed(call.Name, key, subj) {
+	if free || p.allowed(call.Name, key, subj) {
 		return nil
 	}
 	if p.Ask == nil {
@@ -304,16 +310,28 @@ func commandParts(cmd string) []string {
 }
 
 // subject returns what a call acts on, and its input field: the command,
-// the URL or the path.
+// the URL or the path. Only those fields are decoded: the input may be a
+// 5 MiB file's text, which is validated but not copied.
 func subject(call tool.Call) (key, value string) {
-	var in map[string]any
-	if json.Unmarshal(call.Input, &in) != nil {
+	var in struct {
+		Command any `json:"command"`
+		URL     any `json:"url"`
+		Path    any `json:"path"`
+	}
+	if json.Unmarshal(call.Input, &in, lenient) != nil {
 		return "", ""
 	}
-	for _, k := range []string{"command", "url", "path"} {
-		if s, ok := in[k].(string); ok {
-			return k, s
+	for _, f := range []struct {
+		key string
+		v   any
+	}{{"command", in.Command}, {"url", in.URL}, {"path", in.Path}} {
+		if s, ok := f.v.(string); ok {
+			return f.key, s
 		}
 	}
 	return "", ""
 }
+
+// lenient reads JSON as encoding/json does: duplicate names (the last
+// wins) and invalid UTF-8 (replaced) are allowed.
+var lenient = json.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))

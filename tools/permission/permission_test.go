@@ -172,3 +172,48 @@ func TestAsk(t *testing.T) {
 		t.Errorf("a failed question: err = %v, want context.Canceled", err)
 	}
 }
+
+// TestSubject holds subject, which decodes only the three fields it looks
+// for, to what decoding the whole input with encoding/json gives.
+func TestSubject(t *testing.T) {
+	reference := func(input string) (string, string) {
+		var in map[string]any
+		if json.Unmarshal([]byte(input), &in) != nil {
+			return "", ""
+		}
+		for _, k := range []string{"command", "url", "path"} {
+			if s, ok := in[k].(string); ok {
+				return k, s
+			}
+		}
+		return "", ""
+	}
+	big := `{"path":"a.txt","content":"` + strings.Repeat(`line \"quoted\"\t\u00e9\n`, 50_000) + `"}`
+	for _, input := range []string{
+		`{"command":"ls"}`,
+		`{"url":"https://x","path":"p"}`,
+		`{"path":"p","url":"https://x","command":"c"}`,
+		`{"command":1,"url":"u"}`,
+		`{"command":null,"path":"p"}`,
+		`{"command":{"x":"y"},"path":["p"]}`,
+		`{"Command":"ls"}`,
+		`{"comm\u0061nd":"ls"}`,
+		`{"command":"a","command":"b"}`,
+		`{"command":"a","command":2}`,
+		"{\"command\":\"bad \xff utf-8\"}",
+		`{"command":"ls"`,
+		`{"command":"ls"} x`,
+		`["command","ls"]`,
+		`"ls"`,
+		`null`,
+		``,
+		`{}`,
+		big,
+	} {
+		k, v := subject(call("t", input))
+		wk, wv := reference(input)
+		if k != wk || v != wv {
+			t.Errorf("subject(%.60q) = %q, %.40q; want %q, %.40q", input, k, v, wk, wv)
+		}
+	}
+}

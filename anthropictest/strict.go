@@ -1,0 +1,383 @@
+package anthropictest
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"hash"
+	"slices"
+	"strings"
+
+	"github.com/agentloop/agentloop/internal/apirules"
+)
+
+// Strict mode, on unless Server.Lenient is set, answers a request that
+// breaks a current model's rules with the 400 the API sends, before any
+// reply is taken from the script:
+//
+//   - thinking {"type":"disabled"} or a budget ({"type":"enabled"}) on a
+//     model whose thinking is always on, or a budget on one that takes
+//     none;
+//   - a forced tool_choice ("any" or "tool") on a model that rejects it,
+//     on count_tokens too;
+//   - an output_config.effort the model does not take;
+//   - a thinking block the server streamed, sent back after anything
+//     before it changed (system, tools, an earlier non-thinking block), or
+//     after a thinking block before it was removed other than as a leading
+//     run ("The block is bound to a different conversation").
+//
+// The messages are the docs'. One check is stricter than the API: a
+// thinking block sent to a model that cannot read it ([apirules.Reads]) is
+// a 400 here, where the API drops it silently, so that a test sees the
+// reasoning its client lost.
+//
+// To tell a replayed block from its original, the server records each
+// signed thinking block it streams: its signature, the model, a hash of
+// its prefix and the thinking block before it. Blocks it did not stream
+// (a hand-made history, another server's) are not checked. Blocks
+// scripted without a signature are streamed without one, as scripted.
+
+// strictRules are what the fake enforces for one model.
+type strictRules struct {
+	disabled string // the 400's message for thinking "disabled"; empty: accepted
+	enabled  string // the 400's message for a thinking budget; empty: accepted
+	noForced bool   // tool_choice "any" and "tool" are a 400
+	efforts  []string
+	binds    bool // thinking blocks are checked for their prefix
+	reads    bool // thinking blocks are checked for their model
+}
+
+// The API's messages, from models/opus-5-5/migration-guide and
+// models/sonnet-5-5/migration-guide.
+const (
+	msgDisabled   = `"thinking.type.disabled" is not supported for this model. Use "thinking.type.adaptive" and "output_config.effort" to control thinking behavior.`
+	msgDisabled55 = `"thinking.type.disabled" is not supported for this model. Use "thinking.type.between_tools" for the lowest thinking setting, or "thinking.type.adaptive" and "output_config.effort" to control thinking behavior.`
+	msgEnabled    = `"thinking.type.enabled" is not supported for this model. Use "thinking.type.adaptive" and "output_config.effort" to control thinking behavior.`
+	msgForced     = `tool_choice: type "tool" and "any" are not supported for this model.`
+	msgBound      = "%s: Invalid `signature` in `thinking` block. The block is bound to a different conversation. Remove the block, or set `thinking.block_binding.prefix_mismatch_behavior` to \"drop_block\"."
+	msgModel      = "%s: Invalid `signature` in `thinking` block. The block was written by %s, which %s cannot read (the API would drop it without an error; anthropictest's strict mode rejects it)."
+)
+
+var efforts = []string{"low", "medium", "high", "xhigh", "max"}
+
+// strictModels holds the rules strict mode enforces, by model.
+var strictModels = map[string]strictRules{
+	"claude-opus-5-5":   {disabled: msgDisabled, enabled: msgEnabled, noForced: true, efforts: efforts, binds: true, reads: true},
+	"claude-fable-5-1":  {disabled: msgDisabled, enabled: msgEnabled, noForced: true, efforts: efforts, binds: true, reads: true},
+	"claude-mythos-5-1": {disabled: msgDisabled, enabled: msgEnabled, noForced: true, efforts: efforts, reads: true}, // no prefix check
+	"claude-sonnet-5-5": {disabled: msgDisabled55, enabled: msgEnabled, noForced: true, efforts: efforts, binds: true, reads: true},
+	"claude-haiku-5-5":  {enabled: msgEnabled, efforts: efforts, binds: true, reads: true},
+	// Claude Opus 4.7 and later reject a budget.
+	"claude-opus-5":   {enabled: msgEnabled, efforts: efforts},
+	"claude-sonnet-5": {enabled: msgEnabled, efforts: efforts},
+	"claude-fable-5":  {enabled: msgEnabled, efforts: efforts},
+	"claude-mythos-5": {enabled: msgEnabled, efforts: efforts},
+	"claude-opus-4-8": {enabled: msgEnabled, efforts: efforts},
+	"claude-opus-4-7": {enabled: msgEnabled, efforts: efforts},
+}
+
+// An issue is one signed thinking block the server streamed.
+type issue struct {
+	model  string
+	prefix [sha256.Size]byte // the hash of its prefix, thinking left out
+	before string            // the signature of the thinking block before it, if any
+}
+
+// settings are the request fields the model rules read. Decoding them
+// alone allocates nothing for the messages, which may be megabytes.
+type settings struct {
+	Model    string `json:"model"`
+	Thinking struct {
+		Type         string `json:"type"`
+		BlockBinding struct {
+			PrefixMismatchBehavior string `json:"prefix_mismatch_behavior"`
+		} `json:"block_binding"`
+	} `json:"thinking"`
+	ToolChoice struct {
+		Type string `json:"type"`
+	} `json:"tool_choice"`
+	OutputConfig struct {
+		Effort string `json:"effort"`
+	} `json:"output_config"`
+}
+
+// checkStrict returns the 400 the API would answer r with, or nil. count
+// is set for count_tokens, where the thinking blocks are not checked.
+func (s *Server) checkStrict(r *Request, count bool) *HTTPError {
+	if s.Lenient {
+		return nil
+	}
+	set, rules, v := modelRules(r.Body)
+	switch {
+	case v != nil:
+		return &HTTPError{Status: 400, Message: v.msg}
+	case count || !rules.reads:
+		return nil
+	}
+	s.mu.Lock()
+	issued := len(s.issued) > 0
+	s.mu.Unlock()
+	if !issued {
+		return nil // no block to check: the messages need no decoding
+	}
+	p := r
+	drop := set.Thinking.BlockBinding.PrefixMismatchBehavior == "drop_block"
+	return s.checkThinking(p, rules.binds && !drop)
+}
+
+// modelRules checks body against its model's rules in strictModels, and
+// returns the first violation, if any, with what it decoded; rules are
+// zero for a body that does not decode or a model the table does not hold.
+func modelRules(body []byte) (set settings, rules strictRules, v *violation) {
+	if json.Unmarshal(body, &set) != nil {
+		return set, rules, nil // not these rules' business
+	}
+	rules = strictModels[undated(set.Model)]
+	switch t := set.Thinking.Type; {
+	case t == "disabled" && rules.disabled != "":
+		return set, rules, &violation{"thinking-mode", "thinking.type", rules.disabled}
+	case t == "enabled" && rules.enabled != "":
+		return set, rules, &violation{"thinking-mode", "thinking.type", rules.enabled}
+	}
+	if t := set.ToolChoice.Type; rules.noForced && (t == "any" || t == "tool") {
+		return set, rules, &violation{"tool-choice", "tool_choice.type", msgForced}
+	}
+	if e := set.OutputConfig.Effort; e != "" && rules.efforts != nil && !slices.Contains(rules.efforts, e) {
+		return set, rules, &violation{"effort", "output_config.effort", fmt.Sprintf("output_config.effort: %q is not supported for this model.", e)}
+	}
+	return set, rules, nil
+}
+
+// checkThinking checks every thinking block of p that the server issued:
+// its model can read it, and, with prefix set, its prefix is unchanged.
+func (s *Server) checkThinking(p *Request, prefix bool) *HTTPError {
+	pr := newPrefix(p)
+	before, seen := "", false // the last issued block present, and whether there was one
+	for i, m := range p.Messages {
+		for j, b := range m.Content {
+			if !apirules.IsThinking(b.Type) {
+				pr.add(m.Role, b)
+				continue
+			}
+			s.mu.Lock()
+			is := s.issued[b.Signature]
+			s.mu.Unlock()
+			if b.Type != "thinking" || len(is) == 0 {
+				continue
+			}
+			at := fmt.Sprintf("messages.%d.content.%d", i, j)
+			if k := slices.IndexFunc(is, func(x issue) bool { return apirules.Reads(p.Model, x.model) }); k < 0 {
+				return &HTTPError{Status: 400, Message: fmt.Sprintf(msgModel, at, is[0].model, p.Model)}
+			}
+			sum := pr.sum()
+			if prefix && !slices.ContainsFunc(is, func(x issue) bool { return x.prefix == sum && (!seen || x.before == before) }) {
+				return &HTTPError{Status: 400, Message: fmt.Sprintf(msgBound, at)}
+			}
+			before, seen = b.Signature, true
+		}
+	}
+	return nil
+}
+
+// register records the signed thinking blocks of the stream st as served
+// for c's request, so that checkThinking knows them when they come back.
+func (s *Server) register(c *call, st *Stream) {
+	p := c.req
+	st.mu.Lock()
+	items := slices.Clone(st.items)
+	st.mu.Unlock()
+	if !slices.ContainsFunc(items, func(it item) bool { return it.kind == kSignatureDelta }) {
+		return
+	}
+	pr := newPrefix(p)
+	before := ""
+	for _, m := range p.Messages {
+		for _, b := range m.Content {
+			if b.Type == "thinking" {
+				s.mu.Lock()
+				_, ok := s.issued[b.Signature]
+				s.mu.Unlock()
+				if ok {
+					before = b.Signature
+				}
+			} else if !apirules.IsThinking(b.Type) {
+				pr.add(m.Role, b)
+			}
+		}
+	}
+	for _, blk := range assembleBlocks(items) {
+		if blk.Type != "thinking" {
+			if !apirules.IsThinking(blk.Type) {
+				pr.add("assistant", blk)
+			}
+			continue
+		}
+		if blk.Signature == "" {
+			continue
+		}
+		s.mu.Lock()
+		if s.issued == nil {
+			s.issued = map[string][]issue{}
+		}
+		s.issued[blk.Signature] = append(s.issued[blk.Signature], issue{model: p.Model, prefix: pr.sum(), before: before})
+		s.mu.Unlock()
+		before = blk.Signature
+	}
+}
+
+// deltaField says which of a block's texts a delta adds to.
+var deltaField = map[itemKind]int{kTextDelta: 0, kThinkingDelta: 1, kSignatureDelta: 2, kInputDelta: 3}
+
+// assembleBlocks returns the content blocks a script streams, as a client
+// assembles them: text and partial inputs joined, signatures set.
+func assembleBlocks(items []item) []Block {
+	var out []Block
+	var texts []*[4]strings.Builder // per block: text, thinking, signature, input
+	byIndex := map[int]int{}
+	for _, it := range items {
+		if it.kind == kBlockStart {
+			var b Block
+			json.Unmarshal([]byte(it.a), &b)
+			b.Raw = json.RawMessage(it.a)
+			byIndex[it.index] = len(out)
+			out, texts = append(out, b), append(texts, new([4]strings.Builder))
+			continue
+		}
+		if f, ok := deltaField[it.kind]; ok {
+			if k, ok := byIndex[it.index]; ok {
+				texts[k][f].WriteString(it.a)
+			}
+		}
+	}
+	for k := range out {
+		t := texts[k]
+		out[k].Text += t[0].String()
+		out[k].Thinking += t[1].String()
+		out[k].Signature += t[2].String()
+		if in := strings.TrimSpace(t[3].String()); in != "" {
+			out[k].Input = json.RawMessage(in)
+		}
+	}
+	return out
+}
+
+// A prefix hashes what comes before a thinking block, as the prefix check
+// compares it: system, tools, and each non-thinking block with its role.
+// Message boundaries do not count, since the API merges consecutive
+// messages of one role; cache_control markers do not count either. A
+// compaction block starts the prefix afresh after system and tools, since
+// server-side compaction is no edit: what it replaced is not compared, nor
+// is its summary, which arrives in deltas.
+type prefix struct {
+	h    hash.Hash
+	base []byte // the hash's input for system and tools
+}
+
+func newPrefix(p *Request) *prefix {
+	pr := &prefix{h: sha256.New()}
+	var system any
+	if len(p.System) > 0 && p.System[0] == '"' {
+		var text string
+		json.Unmarshal(p.System, &text)
+		system = []any{map[string]any{"type": "text", "text": text}}
+	} else if len(p.System) > 0 {
+		json.Unmarshal(p.System, &system)
+	}
+	pr.write("system", canonical(system))
+	for _, t := range p.Tools {
+		var v any
+		json.Unmarshal(t, &v)
+		pr.write("tool", canonical(v))
+	}
+	return pr
+}
+
+func (pr *prefix) write(kind string, v any) {
+	data, _ := json.Marshal(v) // map keys sorted: a canonical form
+	head := fmt.Appendf(nil, "%s\x00%d\x00", kind, len(data))
+	pr.h.Write(head)
+	pr.h.Write(data)
+	if kind == "system" || kind == "tool" {
+		pr.base = append(append(pr.base, head...), data...)
+	}
+}
+
+// add hashes block b of a message of role.
+func (pr *prefix) add(role string, b Block) {
+	if b.Type == "compaction" {
+		pr.h.Reset()
+		pr.h.Write(pr.base)
+		pr.h.Write([]byte("compaction\x00"))
+		return
+	}
+	m := map[string]any{"type": b.Type}
+	if b.Raw != nil {
+		d := json.NewDecoder(bytes.NewReader(b.Raw))
+		d.UseNumber()
+		d.Decode(&m)
+	}
+	switch b.Type {
+	case "text":
+		m = map[string]any{"type": "text", "text": b.Text}
+	case "tool_use", "server_tool_use", "mcp_tool_use":
+		var in any
+		d := json.NewDecoder(bytes.NewReader(b.Input))
+		d.UseNumber()
+		if d.Decode(&in) == nil {
+			m["input"] = in
+		}
+	}
+	pr.write(role, canonicalBlock(m))
+}
+
+func (pr *prefix) sum() (s [sha256.Size]byte) {
+	copy(s[:], pr.h.Sum(nil))
+	return s
+}
+
+// canonicalBlock returns block v as the prefix check compares it: without
+// cache_control, a text block by its text alone, and a tool_result's
+// string content as one text block.
+func canonicalBlock(v any) any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	delete(m, "cache_control")
+	switch m["type"] {
+	case "text":
+		return map[string]any{"type": "text", "text": m["text"]}
+	case "tool_result":
+		switch c := m["content"].(type) {
+		case string:
+			m["content"] = []any{map[string]any{"type": "text", "text": c}}
+		case []any:
+			for i := range c {
+				c[i] = canonicalBlock(c[i])
+			}
+		}
+	}
+	return m
+}
+
+// canonical removes cache_control from a list of system blocks or a tool.
+func canonical(v any) any {
+	switch v := v.(type) {
+	case []any:
+		for i := range v {
+			v[i] = canonical(v[i])
+		}
+	case map[string]any:
+		delete(v, "cache_control")
+	}
+	return v
+}
+
+// undated returns model without a -YYYYMMDD date suffix.
+func undated(model string) string {
+	if i := strings.LastIndexByte(model, '-'); i >= 0 && len(model)-i == 9 && strings.Trim(model[i+1:], "0123456789") == "" {
+		return model[:i]
+	}
+	return model
+}
