@@ -40,24 +40,28 @@ func (r *run) newBatch(final bool) *batch {
 	if b := r.batch; b != nil && b.iter == r.iter {
 		gen = b.gen + 1
 	}
-	b := &batch{id: fmt.Sprintf("turn/%d.%d", r.iter, gen), iter: r.iter, gen: gen - 1, final: final, stale: map[string]bool{}}
-	b.reset(r, "")
+	b := &batch{id: fmt.Sprintf("turn/%d.%d", r.iter, gen), iter: r.iter, gen: gen, final: final, stale: map[string]bool{}}
+	b.clear(r, "")
 	return b
 }
 
-// reset cancels the batch's calls, if any, and makes it ready for those
-// of the attempt source.
+// reset makes the batch ready for the calls of the attempt source: the
+// calls of another attempt, if any, are cancelled.
 func (b *batch) reset(r *run, source string) {
-	switch {
-	case b.cancel != nil && b.source == "": // no calls yet
+	if b.source == "" { // no calls yet
 		b.source = source
 		return
-	case b.cancel != nil:
-		b.cancel()
-		b.stale[b.source] = true
 	}
+	b.cancel()
+	b.stale[b.source] = true
+	b.gen++
+	b.clear(r, source)
+}
+
+// clear empties the batch for the calls of source.
+func (b *batch) clear(r *run, source string) {
 	b.ctx, b.cancel = workflow.WithCancel(r.ctx)
-	b.source, b.gen, b.rep, b.got = source, b.gen+1, r.rep, 0
+	b.source, b.rep, b.got = source, r.rep, 0
 	b.started, b.last = map[string]workflow.Future{}, map[string]workflow.Future{}
 }
 
@@ -109,7 +113,7 @@ func (r *run) start(b *batch, call tool.Call) workflow.Future {
 		set.Set(notRun(call, why), nil)
 		return f
 	}
-	info := r.tool(call.Name)
+	info, gen := r.tool(call.Name), b.gen
 	prev := b.last[call.Name]
 	if info.Sequential {
 		b.last[call.Name] = f
@@ -118,7 +122,7 @@ func (r *run) start(b *batch, call tool.Call) workflow.Future {
 		if prev != nil {
 			_ = prev.Get(ctx, nil) // a failed call still ends its turn
 		}
-		set.Set(r.call(ctx, call, info, b.gen), nil)
+		set.Set(r.call(ctx, call, info, gen), nil)
 	})
 	return f
 }
