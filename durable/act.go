@@ -207,7 +207,7 @@ func (r *run) call(ctx workflow.Context, call tool.Call, info ToolInfo, gen int)
 	})
 	r.publish(Event{ToolCall: &call})
 	var res llm.ToolResult
-	if err := workflow.ExecuteActivity(actx, activityCallTool, call).Get(ctx, &res); err != nil {
+	if err := workflow.ExecuteActivity(actx, activityCallTool, call, r.needsApproval(call.Name)).Get(ctx, &res); err != nil {
 		if ctx.Err() != nil {
 			return notRun(call, "cancelled")
 		}

@@ -31,10 +31,11 @@ type Config struct {
 	System string
 	// Approve, if set, is asked before each tool call runs, on the
 	// worker; a call it returns an error for is not run, and the model is
-	// told it was denied, with the error. It suits a policy of rules, such
-	// as the CLI's --allow and --deny: a person's approval waits in the
-	// workflow instead (Input.Approve). Default: every call runs.
-	Approve func(context.Context, tool.Call) error
+	// told it was denied, with the error. approved says that a person
+	// allowed the call in the workflow (Input.Approve). It suits a policy
+	// of rules, such as the CLI's --allow and --deny. Default: every call
+	// runs.
+	Approve func(ctx context.Context, call tool.Call, approved bool) error
 	// Telemetry says where the execute_tool spans of the calls go; the
 	// chat spans are Model's. Default: the global OpenTelemetry provider.
 	// A client and worker made with [Tracing] put both under the caller's
@@ -193,12 +194,12 @@ func classify(err error) error {
 	return temporal.NewNonRetryableApplicationError(err.Error(), errAPI, nil)
 }
 
-// CallTool runs one tool call. A tool's failure is its result, for the
+// CallTool runs one tool call, which a person approved if approved. A tool's failure is its result, for the
 // model; the activity fails only when its worker does.
-func (a *Activities) CallTool(ctx context.Context, call tool.Call) (llm.ToolResult, error) {
+func (a *Activities) CallTool(ctx context.Context, call tool.Call, approved bool) (llm.ToolResult, error) {
 	defer heartbeat(ctx)()
 	if a.cfg.Approve != nil {
-		if err := a.cfg.Approve(ctx, call); err != nil {
+		if err := a.cfg.Approve(ctx, call, approved); err != nil {
 			return notRun(call, "denied: "+err.Error()), nil
 		}
 	}

@@ -57,8 +57,9 @@ type Worker struct {
 	Model    llm.Model
 	Registry *tool.Registry
 	// Approve is the --allow, --deny and --yes policy: a call it refuses
-	// is denied. Nobody is asked on a worker.
-	Approve func(context.Context, tool.Call) error
+	// is denied. Nobody is asked on a worker; a call a person approved in
+	// the run (approved) is held to the --deny rules alone.
+	Approve func(ctx context.Context, call tool.Call, approved bool) error
 	// System is the system prompt of the runs that bring none: the
 	// default one, naming the worker's tools and working directory, or
 	// --system, then --append-system.
@@ -144,11 +145,12 @@ clone of the repository, cd durable && go install ./cmd/agentloop):
   agentloop approve|deny --temporal HOST:PORT --session ID CALL_ID [reason...]
 
 A worker serves durable runs on Temporal, with the tools, MCP servers and
-system prompt of the usual flags and their --allow, --deny and --yes rules:
-nobody is asked on a worker, so a call that would ask is denied. A prompt
-with --temporal runs on the workers and survives their deaths: --session
-names the conversation (a workflow ID; a new one is printed on stderr), and
-the answer streams, with the exit statuses above. A call named by --approve
+system prompt of the usual flags and their --allow, --deny and --yes rules.
+Nobody is asked on a worker, so a call that would ask is denied, unless a
+person approved it in the run: then only --deny stops it. A prompt with
+--temporal runs on the workers and survives their deaths: --session names
+the conversation (a workflow ID; a new one is printed on stderr), and the
+answer streams, with the exit statuses above. A call named by --approve
 waits in the run, and is asked about on a terminal. Ctrl-C cancels the run;
 with --detach it only detaches, and the run goes on.
 
@@ -239,7 +241,15 @@ func (c *cli) serve(ctx context.Context, o *options, t Temporal, stdout, stderr 
 	defer s.close()
 	fmt.Fprintf(stderr, "agentloop: worker on %s, task queue %s, tools: %s\n", t.HostPort, t.TaskQueue,
 		strings.Join(specNames(s.cfg.Registry), ", "))
-	err = c.durable.Serve(ctx, t, Worker{Model: client, Registry: s.cfg.Registry, Approve: s.cfg.Approve,
+	rules, p := s.cfg.Approve, s.builtins.policy
+	denyOnly := &permission.Policy{Deny: p.Deny, AllowAll: true, Dir: p.Dir, Path: p.Path}
+	approve := func(ctx context.Context, call tool.Call, approved bool) error {
+		if approved {
+			return denyOnly.Approve(ctx, call)
+		}
+		return rules(ctx, call)
+	}
+	err = c.durable.Serve(ctx, t, Worker{Model: client, Registry: s.cfg.Registry, Approve: approve,
 		System: s.cfg.System, AtMostOnce: o.durable.atMostOnce})
 	if ctx.Err() != nil {
 		return nil // stopped on purpose

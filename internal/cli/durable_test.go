@@ -178,7 +178,7 @@ func TestDurableWorkerAndDecide(t *testing.T) {
 	h := newHarness(t)
 	f := &fakeDurable{}
 	h.runDurable(f, strings.NewReader(""), "worker", "--temporal", "localhost:7233", "--tools", "calculator,bash",
-		"--append-system", "Be brief.", "--at-most-once", "bash").check(t, exitOK)
+		"--append-system", "Be brief.", "--at-most-once", "bash", "--deny", "bash(rm:*)").check(t, exitOK)
 	var names []string
 	for _, s := range f.worker.Registry.Specs() {
 		names = append(names, s.Name)
@@ -187,9 +187,17 @@ func TestDurableWorkerAndDecide(t *testing.T) {
 		!slices.Equal(f.worker.AtMostOnce, []string{"bash"}) {
 		t.Errorf("worker got tools %v, system %q, at most once %v", names, f.worker.System, f.worker.AtMostOnce)
 	}
-	// No one to ask on a worker: bash is denied unless a rule allows it.
-	if err := f.worker.Approve(context.Background(), tool.Call{ID: "toolu_1", Name: "bash", Input: []byte(`{"command":"ls"}`)}); err == nil {
-		t.Error("the worker's policy let bash run without a rule")
+	// No one to ask on a worker: bash is denied unless a rule allows it or
+	// a person approved the call in the run, and a deny rule wins.
+	for _, tt := range []struct {
+		command  string
+		approved bool
+		ok       bool
+	}{{"ls", false, false}, {"ls", true, true}, {"rm -rf x", true, false}} {
+		call := tool.Call{ID: "toolu_1", Name: "bash", Input: []byte(fmt.Sprintf(`{"command":%q}`, tt.command))}
+		if err := f.worker.Approve(context.Background(), call, tt.approved); (err == nil) != tt.ok {
+			t.Errorf("bash %q approved %v: %v, want allowed %v", tt.command, tt.approved, err, tt.ok)
+		}
 	}
 	h.runDurable(f, strings.NewReader(""), "approve", "--temporal", "x:1", "--session", "s1", "toolu_1").check(t, exitOK)
 	h.runDurable(f, strings.NewReader(""), "deny", "--temporal", "x:1", "--session", "s1", "toolu_2", "too", "risky").check(t, exitOK)
