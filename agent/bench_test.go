@@ -243,7 +243,7 @@ func fiveTurns() at.Reply {
 	answer := at.NewStream().Text("All ", "done.").Stop("end_turn").Buffered()
 	return at.Repeat(at.ReplyFunc(func(r *at.Request) at.Reply {
 		n := 0
-		for _, m := range r.Messages {
+		for _, m := range r.Messages() {
 			if m.Role == "assistant" {
 				n++
 			}

@@ -79,8 +79,10 @@ type Config struct {
 	// reasons, compactions. Default: discard.
 	Logger *slog.Logger
 
-	// Name names the agent in traces (gen_ai.agent.name, and the span
-	// "invoke_agent {Name}"). Default none. (otel hook, to Telemetry.)
+	// otel hook: the three fields below.
+
+	// Name names the agent in traces: gen_ai.agent.name, and the span
+	// "invoke_agent {Name}". Default none.
 	Name string
 	// ConversationID is the gen_ai.conversation.id of the runs' spans,
 	// such as a session's id. Default none.

@@ -52,7 +52,7 @@ func TestNew(t *testing.T) {
 		})
 	}
 	if _, err := New(Config{}); !errors.Is(err, errNoModel) {
-		t.Errorf("New(Config{}) = %v, want ErrNoModel", err)
+		t.Errorf("New(Config{}) = %v, want errNoModel", err)
 	}
 }
 
@@ -72,7 +72,10 @@ func TestRequestShape(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := srv.Requests()[0]
-		p := r
+		p, err := r.Params()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if p.Model != "claude-haiku-4-5" || p.MaxTokens != 4000 || len(p.Tools) != 3 ||
 			!strings.Contains(string(p.Thinking), `"budget_tokens":1024`) || !strings.Contains(string(p.System), "sys") {
 			t.Errorf("params = %+v", p)

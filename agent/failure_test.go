@@ -221,8 +221,8 @@ func TestSummaryUsesHistoryModel(t *testing.T) {
 		t.Fatalf("%d requests, want summary, turn", len(reqs))
 	}
 	for i, r := range reqs {
-		if r.Model != model {
-			t.Errorf("request %d model = %q; want %q", i, r.Model, model)
+		if p, err := r.Params(); err != nil || p.Model != model {
+			t.Errorf("request %d model = %+v, %v; want %q", i, p, err, model)
 		}
 	}
 	c := eventsOf[Compacted](evs)

@@ -22,7 +22,7 @@ import (
 func toolForever() at.Reply {
 	var n atomic.Int64
 	return at.Repeat(at.ReplyFunc(func(r *at.Request) at.Reply {
-		if strings.Contains(string(r.ToolChoice), `"none"`) {
+		if p, _ := r.Params(); p != nil && strings.Contains(string(p.ToolChoice), `"none"`) {
 			return at.NewStream().Text("Best effort: 42.").Stop("end_turn")
 		}
 		i := n.Add(1)
@@ -52,7 +52,7 @@ func TestMaxIterations(t *testing.T) {
 				t.Fatalf("%d requests, want %d", len(reqs), want.Iterations)
 			}
 			if final {
-				p := reqs[3]
+				p, _ := reqs[3].Params()
 				if string(p.ToolChoice) != `{"type":"none"}` || len(p.Tools) == 0 {
 					t.Errorf("final request: tool_choice %s with %d tools; want none, tools still listed", p.ToolChoice, len(p.Tools))
 				}

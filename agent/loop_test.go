@@ -34,7 +34,10 @@ func TestTextTurn(t *testing.T) {
 	if diff := cmp.Diff(wantRes, res); diff != "" {
 		t.Errorf("result (-want +got):\n%s", diff)
 	}
-	p := srv.Requests()[0]
+	p, err := srv.Requests()[0].Params()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if p.Model != llm.DefaultModel || p.MaxTokens != llm.DefaultMaxTokens || !p.Stream {
 		t.Errorf("request params = %+v", p)
 	}
@@ -103,7 +106,7 @@ func TestParallelTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	last := srv.Requests()[1].Messages
+	last := srv.Requests()[1].Messages()
 	user := last[len(last)-1]
 	var got []string
 	for _, b := range user.Content {

@@ -47,7 +47,7 @@ func TestCurrentModelRequests(t *testing.T) {
 				body.ToolChoice == nil || body.ToolChoice.Type != "none" {
 				t.Errorf("final-answer request = %+v", body)
 			}
-			if b := reqs[1].Messages[1].Content[0]; b.Type != "thinking" || b.Signature != "sig_"+model {
+			if b := reqs[1].Messages()[1].Content[0]; b.Type != "thinking" || b.Signature != "sig_"+model {
 				t.Errorf("the turn's thinking was not sent back: %s", b.Raw)
 			}
 		})
@@ -70,7 +70,7 @@ func TestRefusalKeepsThinkingValid(t *testing.T) {
 			t.Fatalf("run %d: %s, %v; want %s", i+1, res.State, err, want)
 		}
 	}
-	last := srv.Requests()[2].Messages
+	last := srv.Requests()[2].Messages()
 	if len(last) != 3 || last[1].Content[0].Signature != "sig_1" {
 		t.Errorf("the third request's messages = %+v, want the first run's turn with its thinking, then the new prompt", last)
 	}

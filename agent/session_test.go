@@ -77,7 +77,7 @@ func TestFailedRunChangesNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			reqs := srv.Requests()
-			last := reqs[len(reqs)-1].Messages
+			last := reqs[len(reqs)-1].Messages()
 			if got := last[len(last)-1].Text(); got != "third" || strings.Contains(string(reqs[len(reqs)-1].Body), "the failing prompt") {
 				t.Errorf("last request ends with %q; want the third prompt alone, without the failed one", got)
 			}
@@ -102,7 +102,7 @@ func TestInterruptedRunReadsNaturally(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, m := range srv.Requests()[1].Messages {
+	for _, m := range srv.Requests()[1].Messages() {
 		got = append(got, m.Role+": "+m.Text())
 	}
 	want := []string{"user: tell me a story", "assistant: The first half" + looprules.Interrupted, "user: go on"}

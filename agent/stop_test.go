@@ -37,7 +37,7 @@ func summarising(replies ...at.Reply) at.Reply {
 
 // isSummary reports whether r is a summary call of memory's compaction.
 func isSummary(r *at.Request) bool {
-	msgs := r.Messages
+	msgs := r.Messages()
 	return len(msgs) == 1 && strings.HasPrefix(msgs[0].Text(), "<transcript>")
 }
 
@@ -102,7 +102,7 @@ func TestStopReasons(t *testing.T) {
 		requests: 2,
 		events:   []string{"turn_start", "tool_call_start", "tool_call", "tool_call_start", "tool_done", "tool_done", "turn_start", "done"},
 		check: func(t *testing.T, reqs []*at.Request, h *memory.History) {
-			msgs := reqs[1].Messages
+			msgs := reqs[1].Messages()
 			asst := msgs[len(msgs)-2]
 			if cut := asst.Content[len(asst.Content)-1]; cut.ID != "toolu_cut" || string(cut.Input) != "{}" {
 				t.Errorf("cut block sent back as %s, want toolu_cut with input {}", cut.Raw)
@@ -126,7 +126,7 @@ func TestStopReasons(t *testing.T) {
 		requests: 2,
 		events:   []string{"turn_start", "turn_start", "done"},
 		check: func(t *testing.T, reqs []*at.Request, h *memory.History) {
-			msgs := reqs[1].Messages
+			msgs := reqs[1].Messages()
 			last := msgs[len(msgs)-1]
 			if last.Role != "assistant" || len(last.Content) != 2 || last.Content[1].Type != "server_tool_use" {
 				t.Fatalf("last message = %+v, want the paused assistant turn", last)
@@ -148,7 +148,7 @@ func TestStopReasons(t *testing.T) {
 		requests: 3,
 		events:   []string{"turn_start", "tool_call_start", "tool_call", "tool_done", "turn_start", "compacted", "turn_start", "done"},
 		check: func(t *testing.T, reqs []*at.Request, h *memory.History) {
-			msgs := reqs[2].Messages
+			msgs := reqs[2].Messages()
 			last := msgs[len(msgs)-1]
 			if last.Role != "assistant" || len(last.Content) != 1 || last.Content[0].Type != "compaction" {
 				t.Fatalf("last message = %+v, want the compaction block alone", last)

@@ -105,7 +105,7 @@ func TestBlocksVerbatim(t *testing.T) {
 	if thinking.String() != "Let me think." {
 		t.Errorf("thinking deltas = %q", thinking.String())
 	}
-	msgs := srv.Requests()[1].Messages
+	msgs := srv.Requests()[1].Messages()
 	asst := msgs[1]
 	var types []string
 	for _, b := range asst.Content {
@@ -177,7 +177,7 @@ func TestToolInputs(t *testing.T) {
 			if call := eventsOf[ToolCall](evs)[0]; string(call.Input) != tt.wantInput {
 				t.Errorf("ToolCall input = %s, want %s", call.Input, tt.wantInput)
 			}
-			sent := srv.Requests()[1].Messages[1].Content[0]
+			sent := srv.Requests()[1].Messages()[1].Content[0]
 			if compactJSON(t, sent.Input) != compactJSON(t, []byte(tt.wantInput)) {
 				t.Errorf("input sent back = %s, want %s", sent.Input, tt.wantInput)
 			}

@@ -44,8 +44,8 @@ func CheckRequest(body []byte) error {
 type violation struct{ rule, path, msg string }
 
 func check(body []byte) []violation {
-	p := &Request{Body: body}
-	if err := p.decode(); err != nil {
+	p, err := (&Request{Body: body}).Params()
+	if err != nil {
 		return []violation{{"json", "body", "does not decode: " + err.Error()}}
 	}
 	var vs []violation

@@ -97,7 +97,7 @@ func (r *Request) CompactionTrigger() (trigger int, pause bool) {
 // every block before the last compaction block, which then opens the
 // prompt in its assistant message.
 func (r *Request) Prompt() []Message {
-	msgs := r.Messages
+	msgs := r.Messages()
 	for i := len(msgs) - 1; i >= 0; i-- {
 		for j := len(msgs[i].Content) - 1; j >= 0; j-- {
 			if msgs[i].Content[j].Type == "compaction" {

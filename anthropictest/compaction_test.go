@@ -98,9 +98,6 @@ func TestPromptAfterCompaction(t *testing.T) {
 		`{"role":"assistant","content":[{"type":"text","text":"dropped"},{"type":"compaction","content":"S"},{"type":"text","text":"kept"}]},` +
 		`{"role":"user","content":"new"}]}`
 	r := &Request{Body: []byte(body)}
-	if err := r.decode(); err != nil {
-		t.Fatal(err)
-	}
 	var got []string
 	for _, m := range r.Prompt() {
 		for _, b := range m.Content {

@@ -22,7 +22,7 @@ func TestCountTokens(t *testing.T) {
 	}{
 		{name: "default estimate", want: len(body) / 4},
 		{name: "function of the request", count: func(r *Request) int {
-			return len(r.Messages) * 1000
+			return len(r.Messages()) * 1000
 		}, want: 1000},
 	}
 	for _, tt := range tests {

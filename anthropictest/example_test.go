@@ -37,7 +37,7 @@ func Example() {
 	fmt.Println(msg.Content[0].Text, msg.StopReason)
 
 	req := srv.Requests()[0]
-	fmt.Println(req.Messages[0].Text(), anthropictest.CheckRequest(req.Body))
+	fmt.Println(req.Messages()[0].Text(), anthropictest.CheckRequest(req.Body))
 	// Output:
 	// Hello, world end_turn
 	// Say hello <nil>
@@ -106,7 +106,7 @@ func ExampleStream_Block() {
 // loop for as long as the client keeps answering tool calls.
 func ExampleReplyFunc() {
 	srv := anthropictest.NewServer(anthropictest.Repeat(anthropictest.ReplyFunc(func(r *anthropictest.Request) anthropictest.Reply {
-		if n := len(r.Messages); n < 5 {
+		if n := len(r.Messages()); n < 5 {
 			return anthropictest.NewStream().ToolUse(fmt.Sprintf("toolu_%d", n), "step", `{}`)
 		}
 		return anthropictest.NewStream().Text("done")

@@ -7,72 +7,84 @@ import (
 )
 
 // A Request is one recorded POST /v1/messages or, in
-// Server.CountRequests, POST /v1/messages/count_tokens, with the main
-// fields of its body decoded as it arrived. Fields this package does not
-// model stay in Body; json.Unmarshal(r.Body, &v) decodes them.
+// Server.CountRequests, POST /v1/messages/count_tokens.
 type Request struct {
 	// N is the request's position in arrival order, starting at 1;
 	// count_tokens requests are numbered on their own.
-	N int `json:"-"`
+	N int
 	// Method, Path and Query are from the request line; Query is the raw
 	// query, such as "beta=true".
-	Method, Path, Query string `json:"-"`
+	Method, Path, Query string
 	// Header is a copy of the request headers.
-	Header http.Header `json:"-"`
+	Header http.Header
 	// Body is the request body, exactly as sent.
-	Body []byte `json:"-"`
-
-	// The body's fields, zero where it does not decode (CheckRequest says
-	// why). System, Tools, ToolChoice and Thinking are kept as sent: the
-	// system prompt is a string or an array of text blocks.
-	Model      string            `json:"model"`
-	MaxTokens  int               `json:"max_tokens"`
-	Stream     bool              `json:"stream"`
-	System     json.RawMessage   `json:"system,omitempty"`
-	Messages   []Message         `json:"-"`
-	Tools      []json.RawMessage `json:"tools,omitempty"`
-	ToolChoice json.RawMessage   `json:"tool_choice,omitempty"`
-	Thinking   json.RawMessage   `json:"thinking,omitempty"`
+	Body []byte
 }
 
-// decode sets r's fields from its body.
-func (r *Request) decode() error {
+// Params decodes the body's main fields.
+func (r *Request) Params() (*Params, error) {
 	var w struct {
-		Request
+		Params
 		Messages []struct {
 			Role    string          `json:"role"`
 			Content json.RawMessage `json:"content"`
 		} `json:"messages"`
 	}
 	if err := json.Unmarshal(r.Body, &w); err != nil {
-		return err
+		return nil, err
 	}
-	var msgs []Message
+	p := w.Params
 	for _, m := range w.Messages {
 		content, isString, err := decodeContent(m.Content)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		msgs = append(msgs, Message{Role: m.Role, Content: content, StringContent: isString})
+		p.Messages = append(p.Messages, Message{Role: m.Role, Content: content, StringContent: isString})
 	}
-	r.Model, r.MaxTokens, r.Stream, r.System, r.Messages = w.Model, w.MaxTokens, w.Stream, w.System, msgs
-	r.Tools, r.ToolChoice, r.Thinking = w.Tools, w.ToolChoice, w.Thinking
-	return nil
+	return &p, nil
+}
+
+// Messages returns the body's messages, or nil if the body does not decode
+// (use Params to see why).
+func (r *Request) Messages() []Message {
+	p, err := r.Params()
+	if err != nil {
+		return nil
+	}
+	return p.Messages
 }
 
 // ToolResults returns the tool_result blocks of the last message, which
 // answer the previous turn's tool calls.
 func (r *Request) ToolResults() []Block {
-	if len(r.Messages) == 0 {
+	msgs := r.Messages()
+	if len(msgs) == 0 {
 		return nil
 	}
 	var out []Block
-	for _, b := range r.Messages[len(r.Messages)-1].Content {
+	for _, b := range msgs[len(msgs)-1].Content {
 		if b.Type == "tool_result" {
 			out = append(out, b)
 		}
 	}
 	return out
+}
+
+// Params holds the main fields of a Messages API request body. Fields this
+// package does not model stay in the body; json.Unmarshal(r.Body, &v)
+// decodes them.
+type Params struct {
+	Model     string `json:"model"`
+	MaxTokens int    `json:"max_tokens"`
+	Stream    bool   `json:"stream"`
+	// System is the system prompt as sent: a string or an array of text
+	// blocks.
+	System   json.RawMessage `json:"system,omitempty"`
+	Messages []Message       `json:"-"`
+	// Tools, ToolChoice and Thinking are kept as sent.
+	Tools      []json.RawMessage `json:"tools,omitempty"`
+	ToolChoice json.RawMessage   `json:"tool_choice,omitempty"`
+	Thinking   json.RawMessage   `json:"thinking,omitempty"`
 }
 
 // A Message is one message of a request.

@@ -183,9 +183,7 @@ func read(r *http.Request) *Request {
 	if err != nil {
 		return nil
 	}
-	req := &Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body}
-	req.decode() // what does not decode stays zero
-	return req
+	return &Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body}
 }
 
 // serveCount answers a count_tokens request as the API does: 200

@@ -278,11 +278,14 @@ func TestRecording(t *testing.T) {
 		r.Header.Get("X-Api-Key") != "test" || string(r.Body) != body {
 		t.Errorf("recorded %+v", r)
 	}
-	p := r
-	if p.Model != "m" || p.MaxTokens != 5 || !p.Stream || string(p.System) != `"be brief"` {
-		t.Errorf("request = %+v", p)
+	p, err := r.Params()
+	if err != nil {
+		t.Fatal(err)
 	}
-	msgs := r.Messages
+	if p.Model != "m" || p.MaxTokens != 5 || !p.Stream || string(p.System) != `"be brief"` {
+		t.Errorf("Params = %+v", p)
+	}
+	msgs := r.Messages()
 	ignore := cmp.FilterPath(func(p cmp.Path) bool {
 		sf, ok := p.Last().(cmp.StructField)
 		return ok && (sf.Name() == "Raw" || sf.Name() == "has")
@@ -320,7 +323,7 @@ func TestReplyFuncAndRepeat(t *testing.T) {
 	// A dynamic reply: answer with the number of messages the client sent,
 	// concurrently for overlapping requests.
 	srv := NewServer(Repeat(ReplyFunc(func(r *Request) Reply {
-		return NewStream().Text(strconv.Itoa(len(r.Messages)))
+		return NewStream().Text(strconv.Itoa(len(r.Messages())))
 	})))
 	defer srv.Close()
 	client := newClient(t)

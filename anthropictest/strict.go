@@ -121,7 +121,10 @@ func (s *Server) checkStrict(r *Request, count bool) *HTTPError {
 	if !issued {
 		return nil // no block to check: the messages need no decoding
 	}
-	p := r
+	p, err := r.Params()
+	if err != nil {
+		return nil
+	}
 	drop := set.Thinking.BlockBinding.PrefixMismatchBehavior == "drop_block"
 	return s.checkThinking(p, rules.binds && !drop)
 }
@@ -151,7 +154,7 @@ func modelRules(body []byte) (set settings, rules strictRules, v *violation) {
 
 // checkThinking checks every thinking block of p that the server issued:
 // its model can read it, and, with prefix set, its prefix is unchanged.
-func (s *Server) checkThinking(p *Request, prefix bool) *HTTPError {
+func (s *Server) checkThinking(p *Params, prefix bool) *HTTPError {
 	pr := newPrefix(p)
 	before, seen := "", false // the last issued block present, and whether there was one
 	for i, m := range p.Messages {
@@ -183,7 +186,10 @@ func (s *Server) checkThinking(p *Request, prefix bool) *HTTPError {
 // register records the signed thinking blocks of the stream st as served
 // for c's request, so that checkThinking knows them when they come back.
 func (s *Server) register(c *call, st *Stream) {
-	p := c.req
+	p, err := c.req.Params()
+	if err != nil {
+		return
+	}
 	st.mu.Lock()
 	items := slices.Clone(st.items)
 	st.mu.Unlock()
@@ -274,7 +280,7 @@ type prefix struct {
 	base []byte // the hash's input for system and tools
 }
 
-func newPrefix(p *Request) *prefix {
+func newPrefix(p *Params) *prefix {
 	pr := &prefix{h: sha256.New()}
 	var system any
 	if len(p.System) > 0 && p.System[0] == '"' {

@@ -149,10 +149,10 @@ func TestContinueAsNewKeepsTokenCounts(t *testing.T) {
 	}
 	var want, got [][]anthropictest.Message
 	for _, r := range api.Requests() {
-		want = append(want, r.Messages)
+		want = append(want, r.Messages())
 	}
 	for _, r := range e.api.Requests() {
-		got = append(got, r.Messages)
+		got = append(got, r.Messages())
 	}
 	// Compaction cleared the first tool result.
 	n := len(want)

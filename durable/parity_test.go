@@ -70,7 +70,7 @@ func TestParity(t *testing.T) {
 		}, Input{}},
 		{"compaction", func() []anthropictest.Reply {
 			return []anthropictest.Reply{anthropictest.Repeat(anthropictest.ReplyFunc(func(r *anthropictest.Request) anthropictest.Reply {
-				if strings.Contains(string(r.System), "summar") {
+				if p, _ := r.Params(); p != nil && strings.Contains(string(p.System), "summar") {
 					return anthropictest.NewStream().Text("They asked six questions and got six answers.").Stop("end_turn")
 				}
 				return anthropictest.NewStream().Text("Done.").Stop("end_turn")

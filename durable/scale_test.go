@@ -17,7 +17,7 @@ import (
 // gets a call of add with N, and the call's result gets "done N".
 func conversational() anthropictest.Reply {
 	return anthropictest.Repeat(anthropictest.ReplyFunc(func(r *anthropictest.Request) anthropictest.Reply {
-		msgs := r.Messages
+		msgs := r.Messages()
 		last := msgs[len(msgs)-1]
 		if res := r.ToolResults(); len(res) > 0 && len(last.Content) > 0 && last.Content[0].Type == "tool_result" {
 			return anthropictest.NewStream().Text("done " + res[len(res)-1].Content[0].Text).Stop("end_turn")

@@ -47,12 +47,12 @@ func (s *sseReader) next() (name, data []byte, err error) {
 	seen := false // the pending event has an event or data field
 	for {
 		more := s.sc.Scan()
-		switch err := s.sc.Err(); {
-		case err == bufio.ErrTooLong:
-			return nil, nil, errEventTooLarge
-		case err != nil:
+		if err := s.sc.Err(); !more && err != nil { // what arrived before err is read first
+			if err == bufio.ErrTooLong {
+				err = errEventTooLarge
+			}
 			return nil, nil, err
-		case !more && !seen:
+		} else if !more && !seen {
 			return nil, nil, io.EOF
 		}
 		line := s.sc.Bytes()

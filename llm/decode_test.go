@@ -237,3 +237,34 @@ func (zeros) Read(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// dataThenErr returns all of data with err in the same Read, as a body cut
+// short by a reset after its last bytes does.
+type dataThenErr struct {
+	data string
+	err  error
+}
+
+func (r *dataThenErr) Read(p []byte) (int, error) {
+	n := copy(p, r.data)
+	r.data = r.data[n:]
+	if r.data == "" {
+		return n, r.err
+	}
+	return n, nil
+}
+
+// TestDecodeDataBeforeError checks that events read before a connection
+// error are decoded before it: a turn whose message_stop arrived is whole.
+func TestDecodeDataBeforeError(t *testing.T) {
+	s := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"model\":\"x\",\"usage\":{}}}\n\n" +
+		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+	evs, err := decodeAll(&dataThenErr{s, io.ErrUnexpectedEOF})
+	if err != nil || len(evs) != 2 {
+		t.Errorf("events %v, error %v; want message_start and message_stop, no error", evs, err)
+	}
+	evs, err = decodeAll(&dataThenErr{s[:len(s)-20], io.ErrUnexpectedEOF})
+	if !errors.Is(err, ErrIncompleteStream) || len(evs) != 1 {
+		t.Errorf("cut stream: events %v, error %v; want message_start, then ErrIncompleteStream", evs, err)
+	}
+}

@@ -124,7 +124,7 @@ func TestFakeServer(t *testing.T) {
 			anthropictest.HTTPError{Status: 413, Body: []byte(`{"error":{"type":"request_too_large","message":"Request exceeds the maximum size"}}`)}},
 			want: turn{Err: "llm: 413 request_too_large: Request exceeds the maximum size"}},
 		{name: "reply func", replies: []anthropictest.Reply{anthropictest.ReplyFunc(func(r *anthropictest.Request) anthropictest.Reply {
-			return S().Text(r.Messages[0].Text()).Stop("end_turn")
+			return S().Text(r.Messages()[0].Text()).Stop("end_turn")
 		})}, want: turn{Blocks: []Block{Text{Text: "hi"}}, Stop: EndTurn}},
 	}
 	for _, tt := range tests {
@@ -175,8 +175,9 @@ func TestFakeServerRequest(t *testing.T) {
 	if err := anthropictest.CheckRequest(r.Body); err != nil {
 		t.Error(err)
 	}
-	if !r.Stream || r.MaxTokens != DefaultMaxTokens || r.Model != "claude-x" {
-		t.Errorf("request %+v", r)
+	p, err := r.Params()
+	if err != nil || !p.Stream || p.MaxTokens != DefaultMaxTokens || p.Model != "claude-x" {
+		t.Errorf("params %+v, %v", p, err)
 	}
 	for k, want := range map[string]string{"Anthropic-Version": "2026-10-21", "Anthropic-Beta": "b1"} {
 		if got := r.Header.Get(k); got != want {
@@ -233,7 +234,7 @@ func TestHTTPErrorFixtures(t *testing.T) {
 // is the server's count.
 func TestCountTokensFake(t *testing.T) {
 	srv := anthropictest.NewServer()
-	srv.CountTokens = func(r *anthropictest.Request) int { return 1000 + len(r.Messages) }
+	srv.CountTokens = func(r *anthropictest.Request) int { return 1000 + len(r.Messages()) }
 	c, _ := fakeClient(t, srv, Config{APIKey: "sk-test"})
 	req := Request{
 		Model: "claude-x", System: "be brief", MaxTokens: 100, Extra: map[string]any{"container": "container_1"},

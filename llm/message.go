@@ -178,29 +178,19 @@ type imageSource struct {
 // UnmarshalJSON reads a message in the API's wire shape; a string content
 // becomes one [Text] block.
 func (m *Message) UnmarshalJSON(data []byte) error {
-	var w struct {
-		Role    Role    `json:"role"`
-		Content content `json:"content"`
-	}
-	if err := json.Unmarshal(data, &w); err != nil {
-		return err
-	}
-	*m = Message{w.Role, w.Content}
-	return nil
+	type wire Message // without this method
+	return json.Unmarshal(data, &struct {
+		*wire
+		Content *content `json:"content"`
+	}{(*wire)(m), (*content)(&m.Content)})
 }
 
 // UnmarshalJSON reads a tool result as [Message.UnmarshalJSON] does.
 func (b *ToolResult) UnmarshalJSON(data []byte) error {
-	var w struct {
-		ToolUseID string  `json:"tool_use_id"`
-		Content   content `json:"content"`
-		IsError   bool    `json:"is_error"`
-	}
-	if err := json.Unmarshal(data, &w); err != nil {
-		return err
-	}
-	*b = ToolResult{w.ToolUseID, w.Content, w.IsError}
-	return nil
+	return json.Unmarshal(data, &struct {
+		*toolResultWire
+		Content *content `json:"content"`
+	}{(*toolResultWire)(b), (*content)(&b.Content)})
 }
 
 // content is the content of a message or a tool result on the wire.

@@ -38,7 +38,10 @@ func newCacheSim() *cacheSim { return &cacheSim{cached: map[[32]byte]int{}} }
 
 // usage returns input, cache write and cache read for a request.
 func (c *cacheSim) usage(r *anthropictest.Request) (input, write, read int, err error) {
-	p := r
+	p, err := r.Params()
+	if err != nil {
+		return 0, 0, 0, err
+	}
 	type unit struct {
 		raw []byte
 		bp  bool
@@ -103,8 +106,8 @@ func (c *cacheSim) usage(r *anthropictest.Request) (input, write, read int, err 
 // isSummaryRequest tells the summarisation call (no tools, a transcript)
 // from a turn of the agent.
 func isSummaryRequest(r *anthropictest.Request) bool {
-	p := r
-	return len(p.Tools) == 0 && len(p.Messages) == 1 &&
+	p, err := r.Params()
+	return err == nil && len(p.Tools) == 0 && len(p.Messages) == 1 &&
 		strings.HasPrefix(p.Messages[0].Text(), "<transcript>")
 }
 

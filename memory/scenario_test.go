@@ -133,7 +133,7 @@ func TestScenarioCompaction(t *testing.T) {
 			continue
 		}
 		summaries++
-		p := r
+		p, _ := r.Params()
 		if len(p.Tools) != 0 || !strings.Contains(string(p.System), "compacting the history") {
 			t.Errorf("summary request %d: tools %d, system %.60s", r.N, len(p.Tools), p.System)
 		}
@@ -145,7 +145,7 @@ func TestScenarioCompaction(t *testing.T) {
 		t.Error("no summary request: compaction never reached step 2")
 	}
 	// The last request begins with the summary, and the session finished.
-	last := st.requests[len(st.requests)-1].Messages
+	last := st.requests[len(st.requests)-1].Messages()
 	if !strings.Contains(last[0].Text(), "Original task") {
 		t.Errorf("last request starts with %.80q, want the summary", last[0].Text())
 	}
@@ -245,7 +245,7 @@ func TestScenarioInterrupted(t *testing.T) {
 	second := srv.Requests()[1]
 	rs := second.ToolResults()
 	if len(rs) == 0 {
-		msgs := second.Messages
+		msgs := second.Messages()
 		rs = msgs[2].Content
 	}
 	if len(rs) == 0 || rs[0].Type != "tool_result" || !rs[0].IsError || !strings.Contains(rs[0].Content[0].Text, "not executed: interrupted") {

@@ -115,7 +115,7 @@ func promptTokens(r *anthropictest.Request) int {
 func (s *longSession) reply(r *anthropictest.Request) anthropictest.Reply {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := r
+	p, _ := r.Params()
 	if len(p.Tools) == 0 { // the client's summary call
 		s.summaries++
 		return anthropictest.NewStream().Usage(promptTokens(r), 1, 0, 0).Text("## Task\nRead big1.txt to big6.txt.").Stop("end_turn", 50)
@@ -197,7 +197,7 @@ func TestServerCompactionSession(t *testing.T) {
 	// After the compaction, requests open with the note and the block: the
 	// reads it summarised are no longer sent.
 	after := reqs[len(reqs)-1]
-	msgs := after.Messages
+	msgs := after.Messages()
 	if msgs[0].Role != "user" || msgs[1].Role != "assistant" || msgs[1].Content[0].Type != "compaction" {
 		t.Errorf("request after the compaction opens with %s, then %s", msgs[0].Content[0].Raw, msgs[1].Content[0].Raw)
 	}
@@ -246,7 +246,7 @@ func TestClientCompactionFallback(t *testing.T) {
 		t.Errorf("%d server compactions and %d client summaries, want none and some", s.serverCompactions, s.summaries)
 	}
 	for _, rq := range h.srv.Requests() {
-		if len(rq.Tools) == 0 {
+		if p, _ := rq.Params(); len(p.Tools) == 0 {
 			continue
 		}
 		if got := editTypes(t, rq); !cmp.Equal(got, []string{llm.ClearToolUses}) {

@@ -67,7 +67,7 @@ func (c *cli) demo(ctx context.Context, o *options, stdout, stderr io.Writer) er
 // tool results the conversation holds, and computes each step from the
 // results the agent sent back.
 func demoReply(r *anthropictest.Request, pace bool) anthropictest.Reply {
-	msgs := r.Messages
+	msgs := r.Messages()
 	results := map[string]string{}
 	for _, m := range msgs {
 		for _, b := range m.Content {

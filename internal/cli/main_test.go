@@ -166,7 +166,10 @@ func TestHappyPath(t *testing.T) {
 		t.Errorf("the key from ANTHROPIC_API_KEY was not sent as x-api-key: x-api-key %q, authorization %q",
 			hdr.Get("X-Api-Key"), hdr.Get("Authorization"))
 	}
-	p := reqs[0]
+	p, err := reqs[0].Params()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if p.Model != defaultModel {
 		t.Errorf("model = %q, want the default %q", p.Model, defaultModel)
 	}
@@ -188,14 +191,14 @@ func TestEnvironment(t *testing.T) {
 	if got := req.Header.Get("X-Api-Key"); got != "" {
 		t.Errorf("x-api-key = %q, want none with only a bearer token", got)
 	}
-	p := req
+	p, _ := req.Params()
 	if p.Model != "claude-from-env" {
 		t.Errorf("model = %q, want ANTHROPIC_MODEL's", p.Model)
 	}
 
 	// The flag beats the environment.
 	h.run(strings.NewReader(""), "--model", "claude-from-flag", "--system", "be brief", "hi").check(t, 0)
-	p = h.srv.Requests()[1]
+	p, _ = h.srv.Requests()[1].Params()
 	if p.Model != "claude-from-flag" {
 		t.Errorf("model = %q, want --model's", p.Model)
 	}
@@ -272,7 +275,7 @@ func TestPromptOnStdin(t *testing.T) {
 	if r.stdout != "4\n" {
 		t.Errorf("stdout = %q", r.stdout)
 	}
-	if got := h.srv.Requests()[0].Messages[0].Text(); got != "what is 2+2?" {
+	if got := h.srv.Requests()[0].Messages()[0].Text(); got != "what is 2+2?" {
 		t.Errorf("prompt = %q, want stdin trimmed", got)
 	}
 }
@@ -386,7 +389,7 @@ func TestSession(t *testing.T) {
 		t.Fatalf("session not saved: %v", err)
 	}
 	h.run(strings.NewReader(""), "--session", path, "what is my name?").check(t, 0)
-	msgs := h.srv.Requests()[1].Messages
+	msgs := h.srv.Requests()[1].Messages()
 	var got []string
 	for _, m := range msgs {
 		got = append(got, m.Role+": "+m.Text())

@@ -49,7 +49,10 @@ func TestMCPEverything(t *testing.T) {
 	if len(reqs) != 2 {
 		t.Fatalf("%d requests, want 2", len(reqs))
 	}
-	p := reqs[0]
+	p, err := reqs[0].Params()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var names []string
 	for _, raw := range p.Tools {
 		var tool struct{ Name string }

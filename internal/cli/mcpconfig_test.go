@@ -96,7 +96,10 @@ func TestMCPConfigInWorkingDirectory(t *testing.T) {
 			h.terminals["stdin"], h.terminals["stderr"] = tc.terminal, tc.terminal
 			r := h.run(strings.NewReader(tc.answer), "--tools", "none", "hi") // only the MCP server's tools count
 			r.check(t, 0)
-			p := h.srv.Requests()[0]
+			p, err := h.srv.Requests()[0].Params()
+			if err != nil {
+				t.Fatal(err)
+			}
 			if got := len(p.Tools) > 0; got != tc.used {
 				t.Errorf("servers used = %v, want %v\n%s", got, tc.used, r.stderr)
 			}

@@ -177,7 +177,7 @@ func TestPTYLineEditing(t *testing.T) {
 	}
 	var got []string
 	for _, r := range srv.Requests() {
-		msgs := r.Messages
+		msgs := r.Messages()
 		got = append(got, msgs[len(msgs)-1].Text())
 	}
 	if diff := cmp.Diff([]string{"hello", "hello", "another", "hello"}, got); diff != "" {
@@ -223,7 +223,7 @@ func TestPTYResumedHistory(t *testing.T) {
 	if code := p.wait(); code != 0 {
 		t.Errorf("exit status %d, want 0", code)
 	}
-	msgs := srv.Requests()[0].Messages
+	msgs := srv.Requests()[0].Messages()
 	if got := msgs[len(msgs)-1].Text(); got != "remember the number 42" {
 		t.Errorf("Up recalled %q, want the resumed session's prompt", got)
 	}

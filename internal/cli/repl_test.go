@@ -35,7 +35,7 @@ func TestREPL(t *testing.T) {
 	}
 	var lens []int
 	for _, req := range reqs {
-		lens = append(lens, len(req.Messages))
+		lens = append(lens, len(req.Messages()))
 	}
 	// The conversation carries to the second turn; /clear empties it.
 	if diff := cmp.Diff([]int{1, 3, 1}, lens); diff != "" {
@@ -130,7 +130,7 @@ func TestREPLSession(t *testing.T) {
 	if !strings.Contains(r.stderr, "resuming") {
 		t.Errorf("stderr does not say the session resumed:\n%s", r.stderr)
 	}
-	if n := len(h.srv.Requests()[1].Messages); n != 3 {
+	if n := len(h.srv.Requests()[1].Messages()); n != 3 {
 		t.Errorf("second turn sent %d messages, want 3", n)
 	}
 }

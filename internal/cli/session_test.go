@@ -173,7 +173,7 @@ func TestSessionResumeKeepsThinkingValid(t *testing.T) {
 			r.check(t, 0)
 			reqs := h.srv.Requests()
 			n := 0
-			for _, m := range reqs[len(reqs)-1].Messages {
+			for _, m := range reqs[len(reqs)-1].Messages() {
 				for _, b := range m.Content {
 					if b.Type == "thinking" {
 						n++

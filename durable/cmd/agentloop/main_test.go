@@ -79,10 +79,12 @@ func TestWorkerAndPrompt(t *testing.T) {
 	}
 	reqs := api.Requests()
 	// The worker's system prompt, since the prompts bring none.
-	if !strings.Contains(string(reqs[0].System), "Be brief.") {
-		t.Errorf("system prompt %s, want the worker's", reqs[0].System)
+	if p, err := reqs[0].Params(); err != nil {
+		t.Error(err)
+	} else if !strings.Contains(string(p.System), "Be brief.") {
+		t.Errorf("system prompt %s, want the worker's", p.System)
 	}
-	if n := len(reqs[3].Messages); n != 5 {
+	if n := len(reqs[3].Messages()); n != 5 {
 		t.Errorf("the third prompt sent %d messages, want 5: the session's conversation and the prompt", n)
 	}
 
