@@ -16,8 +16,7 @@ import (
 )
 
 // This file is the whole loop: Stream → loop → turn (think, with retries)
-// → observe → act. request.go builds requests, act.go starts and collects
-// calls.
+// → observe → act (act.go); request.go builds the requests.
 
 // Stream runs the loop on input and yields its events: it appends input to
 // the history, then thinks (streams a model turn, starting each tool call
@@ -104,8 +103,10 @@ func (r *run) interrupted() {
 	r.cfg.History.AppendAssistant(llm.Message{Role: llm.Assistant, Content: append(blocks, llm.Text{Text: looprules.Interrupted})}, llm.Usage{})
 }
 
-// toolGrace is how long a run's end waits for handlers that ignore ctx.
-const toolGrace = 5 * time.Second
+const (
+	interruptedText = "[interrupted]" // marks an assistant turn that a cancellation cut short
+	toolGrace       = 5 * time.Second // how long a run's end waits for handlers that ignore ctx
+)
 
 // Errors the loop makes. A turn out of context window is a prompt too long.
 var (
@@ -138,7 +139,6 @@ func (r *run) emit(e Event) {
 	}
 }
 
-// cost prices the run's usage so far.
 func (r *run) cost() float64 {
 	m, _ := llm.LookupModel(r.cfg.History.Config().Model)
 	return m.Price.Cost(r.usage)

@@ -1,6 +1,9 @@
 package llm
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // ContextManagement is a request's context_management: edits the API makes
 // to the prompt on the server, before the model reads it. The client's
@@ -66,17 +69,12 @@ func (r Request) beta() string {
 	if r.Summarize != nil {
 		betas = append(betas, "compact-2026-09-04")
 	}
-	for _, e := range r.ContextManagement.edits() {
-		if b := need[e.Type]; b != "" && !strings.Contains(strings.Join(betas, ","), b) {
-			betas = append(betas, b)
+	if cm := r.ContextManagement; cm != nil {
+		for _, e := range cm.Edits {
+			if b := need[e.Type]; b != "" && !slices.Contains(betas, b) {
+				betas = append(betas, b)
+			}
 		}
 	}
 	return strings.Join(betas, ",")
-}
-
-func (cm *ContextManagement) edits() []ContextEdit {
-	if cm == nil {
-		return nil
-	}
-	return cm.Edits
 }

@@ -286,13 +286,13 @@ func TestModelTableAgreesWithStrictFake(t *testing.T) {
 		for _, e := range info.Efforts {
 			reqs["effort "+e] = Request{Effort: e}
 		}
-		if info.ForcedToolChoice {
+		if slices.Contains(info.Thinking, "disabled") {
 			reqs["forced"] = Request{Tools: tools, ToolChoice: &ToolChoice{Type: "tool", Name: "f"}}
 		}
-		if info.ThinkingBudget {
+		if slices.Contains(info.Thinking, "enabled") {
 			reqs["budget"] = Request{MaxTokens: 4096, Thinking: &ThinkingConfig{BudgetTokens: 2048}}
 		}
-		if info.ThinkingOff {
+		if slices.Contains(info.Thinking, "disabled") {
 			reqs["disabled"] = Request{Extra: map[string]any{"thinking": map[string]string{"type": "disabled"}}}
 		}
 		for name, req := range reqs {

@@ -2,7 +2,6 @@ package llm
 
 import (
 	"math"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -59,10 +58,10 @@ func TestCheckModel(t *testing.T) {
 		{"forced on an unknown model", "claude-next", &ToolChoice{Type: "any"}, nil, "", "does not know", nil},
 		{"forced on opus 5", "claude-opus-5", &ToolChoice{Type: "any"}, nil, "", "", nil},
 		{"auto and none everywhere", "claude-opus-5-5", &ToolChoice{Type: "none"}, nil, "", "", nil},
-		{"budget on opus 5.5", "claude-opus-5-5", nil, &ThinkingConfig{BudgetTokens: 2048}, "", "no thinking budget", nil},
-		{"budget on haiku 5.5", "claude-haiku-5-5", nil, &ThinkingConfig{BudgetTokens: 2048}, "", "no thinking budget", nil},
+		{"budget on opus 5.5", "claude-opus-5-5", nil, &ThinkingConfig{BudgetTokens: 2048}, "", `takes thinking adaptive, not "enabled"`, nil},
+		{"budget on haiku 5.5", "claude-haiku-5-5", nil, &ThinkingConfig{BudgetTokens: 2048}, "", `takes thinking adaptive or disabled, not "enabled"`, nil},
 		{"budget on sonnet 4.6", "claude-sonnet-4-6", nil, &ThinkingConfig{BudgetTokens: 2048}, "", "", nil},
-		{"adaptive on haiku 4.5", "claude-haiku-4-5", nil, &ThinkingConfig{Adaptive: true}, "", "no adaptive thinking", nil},
+		{"adaptive on haiku 4.5", "claude-haiku-4-5", nil, &ThinkingConfig{Adaptive: true}, "", `takes thinking enabled or disabled, not "adaptive"`, nil},
 		{"adaptive on fable 5.1", "claude-fable-5-1", nil, &ThinkingConfig{Adaptive: true, Display: "summarized"}, "", "", nil},
 		{"effort max on opus 5.5", "claude-opus-5-5", nil, nil, "max", "", nil},
 		{"effort xhigh on opus 4.6", "claude-opus-4-6", nil, nil, "xhigh", "takes effort low, medium, high, max", nil},
@@ -70,9 +69,9 @@ func TestCheckModel(t *testing.T) {
 		{"a misspelt effort", "claude-sonnet-5-5", nil, nil, "hgh", `not "hgh"`, nil},
 		{"effort on an unknown model", "claude-next", nil, nil, "xhigh", "", nil},
 		{"a forced choice in Extra", "claude-opus-5-5", nil, nil, "", "forced tool_choice", map[string]any{"tool_choice": map[string]any{"type": "any"}}},
-		{"thinking disabled in Extra", "claude-fable-5-1", nil, nil, "", "cannot turn thinking off", map[string]any{"thinking": map[string]string{"type": "disabled"}}},
+		{"thinking disabled in Extra", "claude-fable-5-1", nil, nil, "", `takes thinking adaptive, not "disabled"`, map[string]any{"thinking": map[string]string{"type": "disabled"}}},
 		{"thinking disabled in Extra on haiku 5.5", "claude-haiku-5-5", nil, nil, "", "", map[string]any{"thinking": map[string]string{"type": "disabled"}}},
-		{"a budget in Extra", "claude-sonnet-5-5", nil, nil, "", "no thinking budget", map[string]any{"thinking": map[string]any{"type": "enabled", "budget_tokens": 2048}}},
+		{"a budget in Extra", "claude-sonnet-5-5", nil, nil, "", `not "enabled"`, map[string]any{"thinking": map[string]any{"type": "enabled", "budget_tokens": 2048}}},
 		{"an effort in Extra", "claude-opus-4-6", nil, nil, "", `not "xhigh"`, map[string]any{"output_config": map[string]any{"effort": "xhigh"}}},
 		{"a malformed Extra", "claude-opus-5-5", nil, nil, "", `Extra["thinking"]`, map[string]any{"thinking": "off"}},
 	}
@@ -90,30 +89,26 @@ func TestCheckModel(t *testing.T) {
 }
 
 // The table's rules for the current models are the docs': thinking always
-// on for Opus 5.5 and Fable 5.1, no forced tool use and bound blocks on
-// the four current models (Haiku 5.5 may force a tool), and the default
-// efforts of the models overview.
+// on for Opus 5.5 and Fable 5.1, and bound blocks on the four current
+// models (Haiku 5.5 may turn thinking off, and so force a tool).
 func TestCurrentModelRules(t *testing.T) {
 	type rules struct {
-		ThinkingOff, ThinkingBudget, Forced, Unbound bool
-		Default                                      string
+		Thinking string
+		Unbound  bool
 	}
 	want := map[string]rules{
-		"claude-opus-5-5":   {Default: "medium"},
-		"claude-fable-5-1":  {Default: "high"},
-		"claude-sonnet-5-5": {Default: "high"},
-		"claude-haiku-5-5":  {ThinkingOff: true, Forced: true, Default: "medium"},
-		"claude-opus-5":     {ThinkingOff: true, Forced: true, Unbound: true, Default: "high"},
-		"claude-next":       {},
+		"claude-opus-5-5":   {Thinking: "adaptive"},
+		"claude-fable-5-1":  {Thinking: "adaptive"},
+		"claude-sonnet-5-5": {Thinking: "adaptive"},
+		"claude-haiku-5-5":  {Thinking: "adaptive disabled"},
+		"claude-opus-5":     {Thinking: "adaptive disabled", Unbound: true},
+		"claude-sonnet-4-6": {Thinking: "adaptive enabled disabled", Unbound: true},
+		"claude-next":       {Thinking: "adaptive"},
 	}
 	for model, w := range want {
 		m, _ := LookupModel(model)
-		got := rules{m.ThinkingOff, m.ThinkingBudget, m.ForcedToolChoice, m.UnboundThinking, m.DefaultEffort}
-		if got != w {
+		if got := (rules{strings.Join(m.Thinking, " "), m.UnboundThinking}); got != w {
 			t.Errorf("%s: %+v, want %+v", model, got, w)
-		}
-		if model != "claude-next" && !slices.Contains(m.Efforts, m.DefaultEffort) {
-			t.Errorf("%s: default effort %q is not among %v", model, m.DefaultEffort, m.Efforts)
 		}
 	}
 }

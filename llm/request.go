@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	json2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -68,7 +69,7 @@ type ToolChoice struct {
 // ThinkingConfig configures thinking.
 type ThinkingConfig struct {
 	// BudgetTokens is the thinking budget, for the models that take one
-	// ([ModelInfo].ThinkingBudget). Zero with Adaptive false means
+	// ([ModelInfo].Thinking has "enabled"). Zero with Adaptive false means
 	// thinking is off.
 	BudgetTokens int
 	// Adaptive lets the model decide how much to think; BudgetTokens is
@@ -89,7 +90,7 @@ type ThinkingConfig struct {
 type wireRequest struct {
 	Model      string        `json:"model"`
 	MaxTokens  int           `json:"max_tokens,omitzero"`
-	System     []wireSystem  `json:"system,omitempty"`
+	System     []Block       `json:"system,omitempty"`
 	Messages   []Message     `json:"messages"`
 	Tools      []wireTool    `json:"tools,omitempty"`
 	ToolChoice *ToolChoice   `json:"tool_choice,omitempty"`
@@ -105,12 +106,6 @@ type wireRequest struct {
 type wireSummarize struct {
 	Type string `json:"type"`
 	Summarize
-}
-
-type wireSystem struct {
-	Type         string          `json:"type"`
-	Text         string          `json:"text"`
-	CacheControl json.RawMessage `json:"cache_control,omitempty"`
 }
 
 type wireTool struct {
@@ -133,9 +128,6 @@ type wireOutput struct {
 // surrogate pair in a delta) by U+FFFD.
 var lenient = json2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 
-// ephemeral is the breakpoint Request.Cache places.
-var ephemeral = json.RawMessage(`{"type":"ephemeral"}`)
-
 // requestBody writes the body of a Messages API call, or with count set of
 // a count_tokens call: the parts that take up context. Extra, mostly about
 // generation, is not sent to count_tokens, which rejects unknown fields.
@@ -143,15 +135,9 @@ func requestBody(r Request, count bool) ([]byte, error) {
 	if r.Model == "" {
 		return nil, errors.New("llm: Request.Model is empty")
 	}
-	if err := checkModel(r); err != nil {
-		return nil, err
-	}
 	w := wireRequest{Model: r.Model, Messages: r.Messages}
 	if r.System != "" {
-		w.System = []wireSystem{{Type: "text", Text: r.System}}
-		if r.Cache {
-			w.System[0].CacheControl = ephemeral
-		}
+		w.System = []Block{Text{Text: r.System}}
 	}
 	for i, t := range r.Tools {
 		if t.Name == "" {
@@ -162,18 +148,27 @@ func requestBody(r Request, count bool) ([]byte, error) {
 		}
 		w.Tools = append(w.Tools, wireTool{ToolSpec: t})
 	}
-	if n := len(w.Tools); r.Cache && n > 0 {
-		w.Tools[n-1].CacheControl = ephemeral
+	for i, m := range r.Messages {
+		if j := slices.Index(m.Content, nil); j >= 0 {
+			return nil, fmt.Errorf("llm: message %d: content block %d is nil", i, j)
+		}
 	}
-	if n := len(r.Messages); r.Cache && n > 0 {
-		// The last block that can carry a breakpoint (not thinking) gets
-		// one; the caller's message is not changed.
-		last := r.Messages[n-1]
-		for i := len(last.Content) - 1; i >= 0; i-- {
-			if t := last.Content[i]; t != nil && t.blockType() != "thinking" && t.blockType() != "redacted_thinking" {
-				last.Content = append(last.Content[:i:i], append([]Block{cached{t}}, last.Content[i+1:]...)...)
-				w.Messages = append(r.Messages[:n-1:n-1], last)
-				break
+	if r.Cache {
+		// Thinking cannot carry a breakpoint; the caller's message is not changed.
+		if n := len(w.Tools); n > 0 {
+			w.Tools[n-1].CacheControl = json.RawMessage(`{"type":"ephemeral"}`)
+		}
+		if len(w.System) > 0 {
+			w.System[0] = cached{w.System[0]}
+		}
+		if n := len(r.Messages); n > 0 {
+			last := r.Messages[n-1]
+			for i, b := range slices.Backward(last.Content) {
+				if b.blockType() != "thinking" && b.blockType() != "redacted_thinking" {
+					last.Content = slices.Concat(last.Content[:i], []Block{cached{b}}, last.Content[i+1:])
+					w.Messages = append(r.Messages[:n-1:n-1], last)
+					break
+				}
 			}
 		}
 	}
@@ -194,6 +189,9 @@ func requestBody(r Request, count bool) ([]byte, error) {
 	if r.Effort != "" {
 		w.Output = &wireOutput{Effort: r.Effort}
 	}
+	if err := checkModel(w, r.Extra); err != nil {
+		return nil, err
+	}
 	if !count {
 		w.MaxTokens, w.Container, w.Stream = r.MaxTokens, r.Container, true
 		w.ContextManagement = r.ContextManagement
@@ -202,13 +200,6 @@ func requestBody(r Request, count bool) ([]byte, error) {
 		}
 		if w.MaxTokens <= 0 {
 			w.MaxTokens = DefaultMaxTokens
-		}
-	}
-	for i, m := range r.Messages {
-		for j, b := range m.Content {
-			if b == nil {
-				return nil, fmt.Errorf("llm: message %d: content block %d is nil", i, j)
-			}
 		}
 	}
 	body, err := json2.Marshal(w, lenient, blockMarshalers)

@@ -57,13 +57,6 @@ func BenchmarkPerRequest(b *testing.B) {
 			h.Repair()
 		}
 	})
-	b.Run("Validate", func(b *testing.B) {
-		for b.Loop() {
-			if err := h.Validate(); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
 	b.Run("Tokens", func(b *testing.B) {
 		for b.Loop() {
 			h.Tokens()

@@ -155,11 +155,10 @@ func (h *History) clearOld(keep int) (results, images int) {
 				if len(b.Content) == 1 && llm.TextOf(b.Content) == clearedResult {
 					continue
 				}
-				// Copied, not added to: a checkpoint may share the map.
-				if e.original = maps.Clone(e.original); e.original == nil {
-					e.original = map[string][]llm.Block{}
-				}
-				e.original[b.ToolUseID] = b.Content
+				// A new map, not added to: a checkpoint may share the old one.
+				orig := map[string][]llm.Block{b.ToolUseID: b.Content}
+				maps.Copy(orig, e.original)
+				e.original = orig
 				b.Content = []llm.Block{llm.Text{Text: clearedResult}}
 				content[j], changed = b, true
 				results++
@@ -258,12 +257,10 @@ func (h *History) cutHead() entry {
 	return measured(entry{msg: userText(note)})
 }
 
-// userText is a user message of one text block.
 func userText(text string) llm.Message {
 	return llm.Message{Role: llm.User, Content: []llm.Block{llm.Text{Text: text}}}
 }
 
-// collectText runs one call and returns its text and usage.
 func collectText(ctx context.Context, m llm.Model, req llm.Request) (string, llm.Usage, error) {
 	var asm llm.Assembler
 	for ev, err := range m.Stream(ctx, req) {
@@ -313,18 +310,15 @@ func writeBlock(b *strings.Builder, blk llm.Block, original map[string][]llm.Blo
 	case llm.ToolUse:
 		fmt.Fprintf(b, "[tool call %s %s: %s]\n", blk.ID, blk.Name, tool.Truncate(string(blk.Input), maxResultChars))
 	case llm.ToolResult:
-		content := blk.Content
-		if orig, ok := original[blk.ToolUseID]; ok {
-			content = orig
-		}
-		status := "result"
-		if blk.IsError {
-			status = "error"
+		content, ok := original[blk.ToolUseID]
+		if !ok {
+			content = blk.Content
 		}
 		var body strings.Builder
 		for _, c := range content {
 			writeBlock(&body, c, nil)
 		}
+		status := map[bool]string{false: "result", true: "error"}[blk.IsError]
 		fmt.Fprintf(b, "[tool %s %s]\n%s\n", status, blk.ToolUseID, tool.Truncate(strings.TrimSpace(body.String()), maxResultChars))
 	case llm.Image:
 		fmt.Fprintf(b, "[image %s]\n", blk.MediaType)

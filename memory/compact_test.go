@@ -30,7 +30,7 @@ func toolSession(cfg Config, n, resultChars int) *History {
 // checkCompacted checks the rules every compaction must keep.
 func checkCompacted(t *testing.T, h *History, before []llm.Message, keep int) {
 	t.Helper()
-	if err := h.Validate(); err != nil {
+	if err := h.validate(); err != nil {
 		t.Fatalf("invalid after Compact: %v", err)
 	}
 	msgs := h.Messages()
@@ -129,7 +129,7 @@ func TestCompactSummarises(t *testing.T) {
 	if !strings.Contains(tr, "[earlier summary]") || !strings.Contains(tr, task) {
 		t.Errorf("second transcript does not carry the first summary forward")
 	}
-	if err := h.Validate(); err != nil {
+	if err := h.validate(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -192,7 +192,7 @@ func TestCompactCannot(t *testing.T) {
 	if c.After <= 1000 || len(m.requests()) > maxCompactionSteps {
 		t.Errorf("After = %d, %d model calls", c.After, len(m.requests()))
 	}
-	if err := h.Validate(); err != nil {
+	if err := h.validate(); err != nil {
 		t.Errorf("failed compaction left an invalid history: %v", err)
 	}
 }
@@ -204,7 +204,7 @@ func TestCompactCancelled(t *testing.T) {
 	if _, err := h.Compact(ctx, &fakeModel{summary: "s"}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Compact = %v, want context.Canceled", err)
 	}
-	if err := h.Validate(); err != nil {
+	if err := h.validate(); err != nil {
 		t.Errorf("cancelled compaction left an invalid history: %v", err)
 	}
 }

@@ -9,7 +9,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 
+	"github.com/agentloop/agentloop/internal/apirules"
 	"github.com/agentloop/agentloop/llm"
 )
 
@@ -135,54 +137,57 @@ func decode(rd io.Reader, path string, cfg Config) (*History, error) {
 	for n := 1; ; n++ {
 		b, rerr := r.ReadBytes('\n')
 		if len(bytes.TrimSpace(b)) > 0 {
-			e, err := decodeLine(b)
+			e, prefix, err := decodeLine(b)
 			if err == nil && len(h.entries) == 0 && e.msg.Role != llm.User {
 				err = errors.New("the history must start with a user message")
-			}
-			if err == nil && len(h.entries) == 0 {
-				var first meta
-				json.Unmarshal(b, &first)
-				h.prefixKey = first.Prefix
 			}
 			if err != nil {
 				errs = append(errs, &LineError{Path: path, Line: n, Err: err})
 			} else {
+				if len(h.entries) == 0 {
+					h.prefixKey = prefix
+				}
 				if len(errs) > 0 {
 					e.exact = 0 // the prefix it measured is not all here
 				}
 				h.push(e)
 			}
 		}
-		if rerr == io.EOF {
-			break
-		}
 		if rerr != nil {
-			errs = append(errs, fmt.Errorf("memory: load %s: %w", path, rerr))
+			if rerr != io.EOF {
+				errs = append(errs, fmt.Errorf("memory: load %s: %w", path, rerr))
+			}
 			break
 		}
 	}
 	h.Repair()
-	// A session resumed with another model: its thinking the new model
-	// cannot read goes, and what follows it (see apirules' bound thinking).
-	h.dropUnreadableThinking()
+	// A session resumed with another model: the API drops the thinking the
+	// new model cannot read, and the gap invalidates all the thinking after
+	// it (see apirules' bound thinking).
+	if i := slices.IndexFunc(h.entries, func(e entry) bool {
+		return e.model != "" && !apirules.Reads(h.cfg.Model, e.model) && hasThinking(e)
+	}); i >= 0 && h.binds() {
+		h.rewrote(i)
+	}
 	return h, errors.Join(errs...)
 }
 
-func decodeLine(b []byte) (entry, error) {
+// decodeLine returns the entry a line holds, and its prefix key.
+func decodeLine(b []byte) (entry, string, error) {
 	var m llm.Message
+	var mt meta
 	if err := json.Unmarshal(b, &m); err != nil {
-		return entry{}, err
+		return entry{}, "", err
 	}
 	if m.Role != llm.User && m.Role != llm.Assistant {
-		return entry{}, fmt.Errorf("role %q is neither user nor assistant", m.Role)
+		return entry{}, "", fmt.Errorf("role %q is neither user nor assistant", m.Role)
 	}
-	var mt meta
 	if err := json.Unmarshal(b, &mt); err != nil {
-		return entry{}, err
+		return entry{}, "", err
 	}
 	e := entry{msg: m, model: mt.Model, exact: max(mt.Tokens, 0), summary: mt.Summary}
 	if mt.Usage != nil {
 		e.usage = *mt.Usage
 	}
-	return e, nil
+	return e, mt.Prefix, nil
 }

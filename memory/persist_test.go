@@ -30,7 +30,7 @@ func sample(t *testing.T) *History {
 	h.AppendToolResults([]llm.ToolResult{{ToolUseID: "toolu_1", IsError: true, Content: []llm.Block{text("boom")}}})
 	h.AppendAssistant(asst(llm.Text{Text: "done", Citations: []json.RawMessage{json.RawMessage(`{"type":"char_location","cited_text":"x"}`)}}),
 		llm.Usage{InputTokens: 10, OutputTokens: 5, CacheReadInputTokens: 1000})
-	if err := h.Validate(); err != nil {
+	if err := h.validate(); err != nil {
 		t.Fatal(err)
 	}
 	return h
@@ -181,7 +181,7 @@ func TestLoadBadFiles(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got.Messages()); diff != "" {
 				t.Errorf("loaded messages (-want +got):\n%s", diff)
 			}
-			if verr := got.Validate(); verr != nil {
+			if verr := got.validate(); verr != nil {
 				t.Errorf("loaded history invalid: %v", verr)
 			}
 			if tt.badLines == nil {

@@ -99,7 +99,7 @@ func (s *script) check(when string) {
 	if s.h.Len() == 0 {
 		return
 	}
-	if err := s.h.Validate(); err != nil {
+	if err := s.h.validate(); err != nil {
 		s.t.Fatalf("%s (op byte %d): %v", when, s.next, err)
 	}
 	if s.h.Messages()[0].Role != llm.User {

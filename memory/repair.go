@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -15,8 +14,9 @@ import (
 	"github.com/agentloop/agentloop/llm"
 )
 
-// Repair fixes what can be fixed so that [History.Validate] passes, and
-// returns one line for each kind of fix it made. The agent calls it before
+// Repair fixes what breaks the Messages API's rules (those
+// anthropictest.CheckRequest enforces), and returns one line for each kind
+// of fix it made. The agent calls it before
 // every request and after every run; [Load] calls it too. In order, it:
 //
 //   - drops unknown roles and the blocks the API rejects (blank text,
@@ -69,20 +69,27 @@ func (h *History) Repair() []string {
 	return out
 }
 
-// clean drops unknown roles, rejected blocks, messages left empty, and a
-// final assistant turn cut off inside a tool input.
+// clean drops unknown roles, a final assistant turn cut off inside a tool
+// input, rejected blocks, and messages left empty.
 func clean(es []entry, note func(string)) []entry {
 	out := es[:0]
 	ids := map[string]bool{}
 	for i, e := range es {
 		m := e.msg
-		if m.Role != llm.User && m.Role != llm.Assistant {
+		switch {
+		case m.Role != llm.User && m.Role != llm.Assistant:
 			note("dropped messages with an unknown role")
+			continue
+		case i == len(es)-1 && m.Role == llm.Assistant && slices.ContainsFunc(m.Content, func(b llm.Block) bool {
+			u, ok := b.(llm.ToolUse)
+			return ok && !apirules.IsObject(ruleBlock(u).Input)
+		}):
+			note("dropped a trailing incomplete assistant turn")
 			continue
 		}
 		kept, changed := make([]llm.Block, 0, len(m.Content)), false
 		for _, b := range m.Content {
-			nb, ok, what := cleanBlock(m.Role, b, ids, i == len(es)-1)
+			nb, ok, what := cleanBlock(m.Role, b, ids)
 			if what != "" {
 				note(what)
 				changed = true
@@ -100,20 +107,12 @@ func clean(es []entry, note func(string)) []entry {
 		}
 		out = append(out, e)
 	}
-	if n := len(out); n > 0 && out[n-1].msg.Role == llm.Assistant && slices.ContainsFunc(out[n-1].msg.Content, func(b llm.Block) bool {
-		u, ok := b.(llm.ToolUse)
-		return ok && !apirules.IsObject(ruleBlock(u).Input)
-	}) {
-		note("dropped a trailing incomplete assistant turn")
-		out = out[:n-1]
-	}
 	return out
 }
 
 // cleanBlock returns b fixed, whether to keep it, and what it did, if
-// anything. A tool_use whose input is not an object is kept unchanged in
-// the last message, for clean to drop the turn.
-func cleanBlock(role llm.Role, b llm.Block, ids map[string]bool, last bool) (llm.Block, bool, string) {
+// anything.
+func cleanBlock(role llm.Role, b llm.Block, ids map[string]bool) (llm.Block, bool, string) {
 	rb := ruleBlock(b)
 	switch {
 	case rb.Type == "":
@@ -135,7 +134,7 @@ func cleanBlock(role llm.Role, b llm.Block, ids map[string]bool, last bool) (llm
 			return nil, false, "dropped tool_use blocks with a bad or duplicate id or no name"
 		}
 		ids[b.ID] = true
-		if !apirules.IsObject(rb.Input) && !last {
+		if !apirules.IsObject(rb.Input) {
 			b.Input = []byte("{}")
 			return b, true, "replaced tool inputs that were not JSON objects with {}"
 		}
@@ -162,30 +161,30 @@ func cleanBlock(role llm.Role, b llm.Block, ids map[string]bool, last bool) (llm
 func merge(es []entry, note func(string)) []entry {
 	out := es[:0]
 	for _, e := range es {
-		switch n := len(out); {
-		case n == 0 && e.msg.Role == llm.Assistant:
-			note("dropped assistant messages before the first user message")
-		case n > 0 && out[n-1].msg.Role == e.msg.Role:
-			mergeInto(&out[n-1], e, note)
-		default:
-			out = append(out, e)
-		}
+		out = appendMerged(out, e, note)
 	}
 	return out
 }
 
-func mergeInto(prev *entry, e entry, note func(string)) {
-	role := e.msg.Role
-	content := append(slices.Clip(prev.msg.Content), e.msg.Content...)
-	if role == llm.User { // tool results first, keeping order
-		isResult := func(b llm.Block) bool { _, ok := b.(llm.ToolResult); return ok }
-		content = append(slices.DeleteFunc(slices.Clone(content), func(b llm.Block) bool { return !isResult(b) }),
-			slices.DeleteFunc(content, isResult)...)
+// appendMerged appends e to out, merged into out's last message if that
+// has e's role, or drops it if it is an assistant message that would come
+// first.
+func appendMerged(out []entry, e entry, note func(string)) []entry {
+	n, role := len(out), e.msg.Role
+	switch {
+	case n == 0 && role == llm.Assistant:
+		note("dropped assistant messages before the first user message")
+		return out
+	case n == 0 || out[n-1].msg.Role != role:
+		return append(out, e)
 	}
-	prev.msg = llm.Message{Role: role, Content: content}
+	prev := &out[n-1]
+	// pair then puts a user turn's tool results first.
+	prev.msg = llm.Message{Role: role, Content: append(slices.Clip(prev.msg.Content), e.msg.Content...)}
 	prev.usage = prev.usage.Add(e.usage)
 	prev.summary = prev.summary || e.summary
 	note("merged consecutive " + string(role) + " messages")
+	return out
 }
 
 // pair makes each user turn open with exactly one result for every
@@ -197,18 +196,10 @@ func pair(es []entry, note func(string)) []entry {
 	out := es[:0]
 	var uses []string // the tool_use ids of the last assistant turn kept
 	for _, e := range es {
-		n := len(out)
 		if e.msg.Role == llm.Assistant {
-			switch {
-			case n == 0: // the user turn before it was emptied
-				note("dropped assistant messages before the first user message")
-				continue
-			case out[n-1].msg.Role == llm.Assistant:
-				mergeInto(&out[n-1], e, note)
-			default:
-				out = append(out, e)
+			if out = appendMerged(out, e, note); len(out) > 0 {
+				uses = toolUses(out[len(out)-1].msg)
 			}
-			uses = toolUses(out[len(out)-1].msg)
 			continue
 		}
 		if e = answer(e, uses, note); len(e.msg.Content) == 0 {
@@ -247,9 +238,7 @@ func answer(e entry, uses []string, note func(string)) entry {
 			results = append(results, llm.ToolResult{ToolUseID: id, IsError: true, Content: []llm.Block{llm.Text{Text: interruptedResult}}})
 		}
 	}
-	if content := append(results, rest...); !reflect.DeepEqual(content, e.msg.Content) {
-		e.msg = llm.Message{Role: llm.User, Content: content}
-	}
+	e.msg = llm.Message{Role: llm.User, Content: append(results, rest...)} // Repair compares the content
 	return e
 }
 
@@ -271,7 +260,6 @@ func trimFinal(es []entry, note func(string)) bool {
 	return false
 }
 
-// toolUses returns the tool_use ids of m, in order.
 func toolUses(m llm.Message) []string {
 	var ids []string
 	for _, b := range m.Content {
@@ -282,29 +270,12 @@ func toolUses(m llm.Message) []string {
 	return ids
 }
 
-// interruptedResult is the content of the synthetic result that
-// [History.Repair] gives a tool call that never got one.
+// interruptedResult answers a tool call that never got a result.
 const interruptedResult = "not executed: interrupted"
 
-// Validate checks the history, as the next request would send it, against
-// the Messages API's rules: the same rules anthropictest.CheckRequest
-// enforces, so that a valid history is never answered with a 400 for its
-// structure. The error lists every violation.
-func (h *History) Validate() error {
-	vs := h.violations()
-	if len(vs) == 0 {
-		return nil
-	}
-	ps := make([]string, len(vs))
-	for i, v := range vs {
-		if ps[i] = fmt.Sprintf("message %d", v.Message); v.Block >= 0 {
-			ps[i] += fmt.Sprintf(", block %d", v.Block)
-		}
-		ps[i] += fmt.Sprintf(": %s [%s]", v.Msg, v.Rule)
-	}
-	return errors.New("memory: history breaks the API's rules: " + strings.Join(ps, "; "))
-}
-
+// violations lists what breaks the Messages API's rules in the history as
+// the next request would send it: the rules anthropictest.CheckRequest
+// enforces.
 func (h *History) violations() []apirules.Violation {
 	if len(h.entries) == 0 {
 		return nil // nothing to send yet; the next prompt starts a valid history
@@ -350,37 +321,20 @@ func ruleBlock(b llm.Block) apirules.Block {
 	return apirules.Block{Type: llm.BlockType(b)}
 }
 
-// rewrote records that a rewrite (compaction, repair) changed messages from
-// i on: their exact counts go, and so does their thinking on a model that
-// binds it to its prefix (see internal/apirules' bound thinking).
+// rewrote records that a rewrite (compaction, repair, another prefix or
+// model) changed messages from i on: their exact counts go and, on a model
+// that binds its thinking to its prefix (see internal/apirules' bound
+// thinking), so does their thinking, with the messages it leaves empty
+// (the API merges the messages of one role around them).
 func (h *History) rewrote(i int) {
 	h.changed(i)
-	h.dropThinking(i)
-}
-
-// binds reports whether the history's model binds its thinking blocks to
-// their prefix and model; a model llm.Models does not know is taken to.
-func (h *History) binds() bool {
-	info, _ := llm.LookupModel(h.cfg.Model)
-	return !info.UnboundThinking
-}
-
-func hasThinking(m llm.Message) bool {
-	return slices.ContainsFunc(m.Content, func(b llm.Block) bool { return apirules.IsThinking(llm.BlockType(b)) })
-}
-
-// dropThinking drops every thinking block from message i on, on a model
-// that binds them, and the messages left empty (the API merges the
-// messages of one role around them). It returns how many it dropped.
-func (h *History) dropThinking(i int) int {
-	i = min(max(i, 0), len(h.entries))
-	if !h.binds() || !slices.ContainsFunc(h.entries[i:], func(e entry) bool { return hasThinking(e.msg) }) {
-		return 0
+	if !h.binds() || !slices.ContainsFunc(h.entries[i:], hasThinking) {
+		return
 	}
 	n, out := 0, h.entries[:i:i]
 	for _, e := range h.entries[i:] {
-		if hasThinking(e.msg) {
-			kept := slices.DeleteFunc(slices.Clone(e.msg.Content), func(b llm.Block) bool { return apirules.IsThinking(llm.BlockType(b)) })
+		if hasThinking(e) {
+			kept := slices.DeleteFunc(slices.Clone(e.msg.Content), isThinking)
 			n += len(e.msg.Content) - len(kept)
 			if len(kept) == 0 {
 				continue
@@ -391,26 +345,19 @@ func (h *History) dropThinking(i int) int {
 		out = append(out, e)
 	}
 	h.entries = out
-	h.changed(i)
 	h.cfg.Logger.Info("memory: dropped the thinking a rewrite invalidated", "blocks", n, "from", i)
-	return n
 }
 
-// dropUnreadableThinking drops, on a model that binds its thinking, every
-// thinking block from the first one another model wrote that this one
-// cannot read (a session resumed with another model) on: the API would
-// drop that one, and a gap in the run of thinking invalidates the later.
-func (h *History) dropUnreadableThinking() {
-	if !h.binds() {
-		return
-	}
-	for i, e := range h.entries {
-		if e.model != "" && !apirules.Reads(h.cfg.Model, e.model) && hasThinking(e.msg) {
-			h.dropThinking(i)
-			return
-		}
-	}
+// binds reports whether the history's model binds its thinking blocks to
+// their prefix and model; a model llm.Models does not know is taken to.
+func (h *History) binds() bool {
+	info, _ := llm.LookupModel(h.cfg.Model)
+	return !info.UnboundThinking
 }
+
+func isThinking(b llm.Block) bool { return b != nil && apirules.IsThinking(llm.BlockType(b)) }
+
+func hasThinking(e entry) bool { return slices.ContainsFunc(e.msg.Content, isThinking) }
 
 // prefixKey hashes a system prompt and tool list, which are the start of
 // every thinking block's prefix.

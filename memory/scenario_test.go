@@ -149,7 +149,7 @@ func TestScenarioCompaction(t *testing.T) {
 	if !strings.Contains(last[0].Text(), "Original task") {
 		t.Errorf("last request starts with %.80q, want the summary", last[0].Text())
 	}
-	if err := st.history.Validate(); err != nil {
+	if err := memory.Validate(st.history); err != nil {
 		t.Error(err)
 	}
 }
@@ -211,7 +211,7 @@ func TestScenarioPromptTooLong(t *testing.T) {
 	if n := len(srv.Requests()); n != 2 {
 		t.Errorf("%d requests, want the failed turn and one retry (clearing was enough)", n)
 	}
-	if err := h.Validate(); err != nil {
+	if err := memory.Validate(h); err != nil {
 		t.Error(err)
 	}
 }

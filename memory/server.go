@@ -5,7 +5,10 @@ import "github.com/agentloop/agentloop/llm"
 // This file is the server side of compaction: the context edits a request
 // asks the API for, and what the history keeps of a compaction the API did.
 
-// mode returns the strategy in effect: Config.Compaction, or by model.
+// Strategy returns the compaction strategy in effect: "server", "client"
+// or "off" (see [Config].Compaction).
+func (h *History) Strategy() string { return h.mode() }
+
 func (h *History) mode() string {
 	if m := h.cfg.Compaction; m != "" {
 		return m
@@ -15,10 +18,6 @@ func (h *History) mode() string {
 	}
 	return "client"
 }
-
-// Strategy returns the compaction strategy in effect: "server", "client"
-// or "off" (see [Config].Compaction).
-func (h *History) Strategy() string { return h.mode() }
 
 // ContextManagement returns the context_management of the next request,
 // or nil. Context editing is the first, cheapest step: past half of

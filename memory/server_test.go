@@ -91,7 +91,7 @@ func TestServerCompactionKept(t *testing.T) {
 	if h.NeedsCompaction() {
 		t.Error("NeedsCompaction after the server compacted")
 	}
-	if err := h.Validate(); err != nil {
+	if err := h.validate(); err != nil {
 		t.Error(err)
 	}
 

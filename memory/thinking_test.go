@@ -201,7 +201,7 @@ func TestRewritesKeepThinkingValid(t *testing.T) {
 			if got := thinkingCount(c.h); got != tt.kept {
 				t.Errorf("%d thinking blocks kept, want %d", got, tt.kept)
 			}
-			if err := c.h.Validate(); err != nil {
+			if err := c.h.validate(); err != nil {
 				t.Fatal(err)
 			}
 			if err := c.turn(true); err != nil {

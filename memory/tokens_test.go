@@ -295,11 +295,11 @@ func TestCheckpoint(t *testing.T) {
 	}
 }
 
-// validateMessages checks msgs as a history's Validate would.
+// validateMessages checks msgs as a history's validate would.
 func validateMessages(msgs []llm.Message) error {
 	h := New(Config{})
 	for _, m := range msgs {
 		h.push(entry{msg: m})
 	}
-	return h.Validate()
+	return h.validate()
 }

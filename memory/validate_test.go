@@ -2,12 +2,31 @@ package memory
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/agentloop/agentloop/llm"
 	"github.com/google/go-cmp/cmp"
 )
+
+// validate returns every violation of the API's rules in h as one error,
+// each named by its rule, or nil.
+func (h *History) validate() error {
+	vs := h.violations()
+	if len(vs) == 0 {
+		return nil
+	}
+	ps := make([]string, len(vs))
+	for i, v := range vs {
+		if ps[i] = fmt.Sprintf("message %d", v.Message); v.Block >= 0 {
+			ps[i] += fmt.Sprintf(", block %d", v.Block)
+		}
+		ps[i] += fmt.Sprintf(": %s [%s]", v.Msg, v.Rule)
+	}
+	return errors.New("memory: history breaks the API's rules: " + strings.Join(ps, "; "))
+}
 
 func user(blocks ...llm.Block) llm.Message { return llm.Message{Role: llm.User, Content: blocks} }
 func asst(blocks ...llm.Block) llm.Message {
@@ -178,7 +197,7 @@ func TestRepair(t *testing.T) {
 			if diff := cmp.Diff(tt.want, h.Messages()); diff != "" {
 				t.Errorf("messages after Repair (-want +got):\n%s", diff)
 			}
-			if err := h.Validate(); err != nil {
+			if err := h.validate(); err != nil {
 				t.Errorf("Validate after Repair: %v", err)
 			}
 			if len(did) != len(tt.did) {

@@ -354,7 +354,7 @@ func checkThinking(thinking, maxTokens int) error {
 func checkModelFlags(o *options) error {
 	info, _ := llm.LookupModel(o.model)
 	levels := strings.Join(info.Efforts, ", ")
-	if o.thinking > 0 && !info.ThinkingBudget {
+	if o.thinking > 0 && !slices.Contains(info.Thinking, "enabled") {
 		hint := "; it thinks adaptively: set how hard with --effort (" + levels + ")"
 		if levels == "" {
 			hint = ""
@@ -379,7 +379,7 @@ func (o *options) thinkingConfig() *llm.ThinkingConfig {
 	if o.thinking > 0 {
 		return &llm.ThinkingConfig{BudgetTokens: o.thinking}
 	}
-	if info, known := llm.LookupModel(o.model); known && !info.ThinkingOff {
+	if info, known := llm.LookupModel(o.model); known && !slices.Contains(info.Thinking, "disabled") {
 		return &llm.ThinkingConfig{Adaptive: true, Display: "summarized"}
 	}
 	return nil
