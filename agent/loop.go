@@ -103,10 +103,7 @@ func (r *run) interrupted() {
 	r.cfg.History.AppendAssistant(llm.Message{Role: llm.Assistant, Content: append(blocks, llm.Text{Text: looprules.Interrupted})}, llm.Usage{})
 }
 
-const (
-	interruptedText = "[interrupted]" // marks an assistant turn that a cancellation cut short
-	toolGrace       = 5 * time.Second // how long a run's end waits for handlers that ignore ctx
-)
+const toolGrace = 5 * time.Second // how long a run's end waits for handlers that ignore ctx
 
 // Errors the loop makes. A turn out of context window is a prompt too long.
 var (
