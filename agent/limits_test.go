@@ -263,27 +263,6 @@ func TestRepeatLimit(t *testing.T) {
 	_ = srv
 }
 
-// TestSameJSON holds the repeat check's comparison to json.Compact's
-// idea of insignificant whitespace.
-func TestSameJSON(t *testing.T) {
-	for _, tc := range []struct {
-		a, b string
-		want bool
-	}{
-		{`{"a":1}`, `{ "a" : 1 }`, true},
-		{"{\n\t\"a\": [1, 2]\n}", `{"a":[1,2]}`, true},
-		{`{"s":"\\"}`, `{"s":"\\" }`, true},
-		{`{"s":"a b"}`, `{"s":"ab"}`, false},
-		{`{"s":"x\" y"}`, `{"s":"x\"y"}`, false},
-		{`{"a":1}`, `{"a":12}`, false},
-		{``, `{}`, false},
-	} {
-		if got := sameJSON([]byte(tc.a), []byte(tc.b)); got != tc.want {
-			t.Errorf("sameJSON(%s, %s) = %v, want %v", tc.a, tc.b, got, tc.want)
-		}
-	}
-}
-
 func TestMiddleware(t *testing.T) {
 	_, client := fake(t, at.NewStream().Text("ok").Stop("end_turn"))
 	var seen []string

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentloop/agentloop/internal/looprules"
 	"github.com/agentloop/agentloop/internal/telemetry" // otel hook
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
@@ -99,13 +100,10 @@ func (r *run) interrupted() {
 	if shown := r.shown.String(); strings.TrimSpace(shown) != "" {
 		blocks = append(blocks, llm.Text{Text: shown})
 	}
-	r.cfg.History.AppendAssistant(llm.Message{Role: llm.Assistant, Content: append(blocks, llm.Text{Text: interruptedText})}, llm.Usage{})
+	r.cfg.History.AppendAssistant(llm.Message{Role: llm.Assistant, Content: append(blocks, llm.Text{Text: looprules.Interrupted})}, llm.Usage{})
 }
 
-const (
-	interruptedText = "[interrupted]" // marks an assistant turn that a cancellation cut short
-	toolGrace       = 5 * time.Second // how long a run's end waits for handlers that ignore ctx
-)
+const toolGrace = 5 * time.Second // how long a run's end waits for handlers that ignore ctx
 
 // Errors the loop makes. A turn out of context window is a prompt too long.
 var (
@@ -125,7 +123,7 @@ type run struct {
 	iter    int       // model calls so far
 	usage   llm.Usage // summed over every model call, retries included
 	text    string    // text of the latest turn
-	repeats repeats
+	repeats looprules.Repeats
 	shown   strings.Builder // text the current attempt has shown, for an interrupted run
 	cont    string          // latest code execution container id, for the next request
 }
@@ -183,9 +181,9 @@ type turn struct {
 	msg     llm.Message
 	stop    llm.StopReason
 	usage   llm.Usage
-	calls   []*pending // in tool_use order
-	repeats repeats    // the repeat state after this turn's calls
-	yielded bool       // the model yielded at least one event
+	calls   []*pending        // in tool_use order
+	repeats looprules.Repeats // the repeat state after this turn's calls
+	yielded bool              // the model yielded at least one event
 	cancel  context.CancelFunc
 }
 
@@ -300,7 +298,7 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 		case llm.ToolUse:
 			b.Input = json.RawMessage("{}")
 			t.msg.Content = append(t.msg.Content, b)
-			t.calls = append(t.calls, notRun(tool.Call{ID: b.ID, Name: b.Name, Input: b.Input}, cutOffText))
+			t.calls = append(t.calls, notRun(tool.Call{ID: b.ID, Name: b.Name, Input: b.Input}, looprules.CutOff))
 		}
 	}
 	r.text = llm.TextOf(t.msg.Content)
@@ -310,14 +308,13 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 // observe applies the turn's stop reason: the state the run ends in, if it
 // does, and whether the loop goes on.
 func (r *run) observe(t *turn) (State, bool) {
-	switch {
-	case t.stop == llm.Refusal:
+	o, known := looprules.Stop(t.stop, len(t.calls) > 0)
+	switch o {
+	case looprules.Refuse:
 		// Stream takes the refused exchange back, as the API asks.
 		t.discard()
 		return Refused, false
-	case len(t.calls) > 0:
-		// Whatever the stop reason (tool_use, or max_tokens cutting a later
-		// block), answered calls keep the history valid and the model going.
+	case looprules.Act:
 		r.act(t)
 		return "", true
 	}
@@ -325,15 +322,14 @@ func (r *run) observe(t *turn) (State, bool) {
 	if len(t.msg.Content) > 0 {
 		r.cfg.History.AppendAssistant(t.msg, t.usage)
 	}
-	switch t.stop {
-	case llm.PauseTurn, llm.CompactionStop:
+	switch {
+	case o == looprules.Resume:
 		// Sent back as the last message, the paused turn resumes: after a
 		// compaction, from the summary.
 		return "", true
-	case llm.MaxTokens:
+	case o == looprules.Truncate:
 		return Truncated, false
-	case llm.EndTurn, llm.StopSequence, llm.ToolUseStop: // tool_use: only server tools ran
-	default:
+	case !known:
 		r.log.Warn("agent: unknown stop reason; treating it as end_turn", "stop_reason", t.stop)
 	}
 	return Finished, false

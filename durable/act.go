@@ -3,48 +3,153 @@ package durable
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/agentloop/agentloop/internal/looprules"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
 )
 
-// act runs the tool calls of a turn and observes them, as agent's
-// startCall and act do: it checks each call in tool_use order (cut off,
-// final turn, invalid input, repeats), runs the rest in parallel, except
-// that a Sequential tool's calls run one after another, and appends the
-// turn and then its results, in tool_use order, to the history.
-func (r *run) act(msg llm.Message, usage llm.Usage, uses []llm.ToolUse, cut map[string]bool, final bool) {
-	rep := r.rep
+// A batch is the tool calls of one model turn, each started the moment
+// the turn's activity signals that its input is complete (toolUseSignal),
+// as agent's think starts them while the turn streams. When an attempt of
+// the activity fails and the next one signals, the failed attempt's calls
+// are cancelled, as agent's discard cancels them.
+type batch struct {
+	id      string // the model activity's ID, which its signals' sources start with
+	source  string // the attempt whose calls these are; "" until one signals
+	iter    int
+	gen     int  // sets of calls before these in the iteration, for their activity IDs
+	closed  bool // the turn is over: signals that still come are void
+	final   bool
+	ctx     workflow.Context
+	cancel  workflow.CancelFunc
+	rep     looprules.Repeats // the repeat state after these calls
+	started map[string]workflow.Future
+	last    map[string]workflow.Future // each Sequential tool's latest call
+	got     int                        // calls signalled by source
+	stale   map[string]bool            // attempts whose calls were cancelled
+}
+
+// newBatch starts the batch of the model turn about to run.
+func (r *run) newBatch(final bool) *batch {
+	gen := 0
+	if b := r.batch; b != nil && b.iter == r.iter {
+		gen = b.gen + 1
+	}
+	b := &batch{id: fmt.Sprintf("turn/%d.%d", r.iter, gen), iter: r.iter, gen: gen, final: final, stale: map[string]bool{}}
+	b.clear(r, "")
+	return b
+}
+
+// reset makes the batch ready for the calls of the attempt source: the
+// calls of another attempt, if any, are cancelled.
+func (b *batch) reset(r *run, source string) {
+	if b.source == "" { // no calls yet
+		b.source = source
+		return
+	}
+	b.cancel()
+	b.stale[b.source] = true
+	b.gen++
+	b.clear(r, source)
+}
+
+// clear empties the batch for the calls of source.
+func (b *batch) clear(r *run, source string) {
+	b.ctx, b.cancel = workflow.WithCancel(r.ctx)
+	b.source, b.rep, b.got = source, r.rep, 0
+	b.started, b.last = map[string]workflow.Future{}, map[string]workflow.Future{}
+}
+
+// receiveToolUses starts each call a model turn signals, in the order the
+// signals came, which is tool_use order.
+func (r *run) receiveToolUses() {
+	ch := workflow.GetSignalChannel(r.root, signalToolUse)
+	workflow.Go(r.root, func(ctx workflow.Context) {
+		for {
+			var s toolUseSignal
+			if !ch.Receive(ctx, &s) {
+				return
+			}
+			b := r.batch
+			if b == nil || b.closed || !strings.HasPrefix(s.Source, b.id+"/") || b.stale[s.Source] {
+				continue // a turn that is over, or an attempt that failed
+			}
+			if b.source != s.Source {
+				b.reset(r, s.Source) // a new attempt: the old one's calls are void
+			}
+			b.got++
+			b.started[s.Use.ID] = r.start(b, tool.Call{ID: s.Use.ID, Name: s.Use.Name, Input: s.Use.Input})
+		}
+	})
+}
+
+// settle waits, after a model turn, for the calls its attempt out.Source
+// signalled, and cancels any that an earlier attempt started.
+func (r *run) settle(out *TurnOutput) error {
+	b := r.batch
+	if out.Calls > 0 {
+		if err := workflow.Await(r.root, func() bool { return b.source == out.Source && b.got >= out.Calls }); err != nil {
+			return err
+		}
+	}
+	if b.source != out.Source {
+		b.reset(r, out.Source)
+	}
+	return nil
+}
+
+// start checks a call by the loop's rules and, unless they stop it, runs
+// it in parallel with the batch's others, except that a Sequential tool's
+// calls run one after another. It returns the call's result, to come.
+func (r *run) start(b *batch, call tool.Call) workflow.Future {
+	f, set := workflow.NewFuture(b.ctx)
+	if why, skip := looprules.Check(&b.rep, r.in.RepeatLimit, call, b.final); skip {
+		r.publish(Event{ToolCall: &call})
+		set.Set(notRun(call, why), nil)
+		return f
+	}
+	info, gen := r.tool(call.Name), b.gen
+	prev := b.last[call.Name]
+	if info.Sequential {
+		b.last[call.Name] = f
+	}
+	workflow.Go(b.ctx, func(ctx workflow.Context) {
+		if prev != nil {
+			_ = prev.Get(ctx, nil) // a failed call still ends its turn
+		}
+		set.Set(r.call(ctx, call, info, gen), nil)
+	})
+	return f
+}
+
+// act observes the tool calls of a turn, as agent's act does: the calls
+// started while the turn streamed, and those that start now (a cut-off
+// call is not run). It appends the turn and then its results, in tool_use
+// order, to the history.
+func (r *run) act(msg llm.Message, usage llm.Usage, uses []llm.ToolUse, cut map[string]bool) {
+	b := r.batch
 	futures := make([]workflow.Future, len(uses))
-	last := make(map[string]workflow.Future) // each Sequential tool's latest call
 	for i, tu := range uses {
 		call := tool.Call{ID: tu.ID, Name: tu.Name, Input: tu.Input}
-		if why, skip := r.check(&rep, call, cut[tu.ID], final); skip {
+		switch f, ok := b.started[tu.ID]; {
+		case ok:
+			futures[i] = f
+		case cut[tu.ID]:
 			r.publish(Event{ToolCall: &call})
 			f, set := workflow.NewFuture(r.ctx)
-			set.Set(notRun(call, why), nil)
+			set.Set(notRun(call, looprules.CutOff), nil)
 			futures[i] = f
-			continue
+		default:
+			futures[i] = r.start(b, call)
 		}
-		info := r.tool(call.Name)
-		f, set := workflow.NewFuture(r.ctx)
-		futures[i] = f
-		prev := last[call.Name]
-		if info.Sequential {
-			last[call.Name] = f
-		}
-		workflow.Go(r.ctx, func(ctx workflow.Context) {
-			if prev != nil {
-				_ = prev.Get(ctx, nil) // a failed call still ends its turn
-			}
-			set.Set(r.call(ctx, call, info), nil)
-		})
 	}
 	r.h.AppendAssistant(msg, usage)
-	r.rep = rep
+	r.rep = b.rep
 	results := make([]llm.ToolResult, len(uses))
 	for i, f := range futures {
 		if err := f.Get(r.ctx, &results[i]); err != nil {
@@ -53,24 +158,6 @@ func (r *run) act(msg llm.Message, usage llm.Usage, uses []llm.ToolUse, cut map[
 		r.publish(Event{ToolDone: &results[i]})
 	}
 	r.h.AppendToolResults(results)
-}
-
-// check returns why a call is not run, if it is not: agent's startCall's
-// checks, in the same order.
-func (r *run) check(rep *Repeat, call tool.Call, cut, final bool) (string, bool) {
-	switch {
-	case cut:
-		return cutOffText, true
-	case final:
-		return finalText, true
-	}
-	if raw, bad := llm.InvalidInput(llm.ToolUse{Input: call.Input}); bad {
-		return fmt.Sprintf(invalidText, raw), true
-	}
-	if n := rep.see(call); r.in.RepeatLimit > 0 && n >= r.in.RepeatLimit {
-		return fmt.Sprintf(repeatingText, n), true
-	}
-	return "", false
 }
 
 // tool returns what the worker said about the named tool; an unknown
@@ -90,7 +177,7 @@ func (r *run) needsApproval(name string) bool {
 
 // call runs one call: it waits for its approval, if it needs one, then
 // runs it as a CallTool activity.
-func (r *run) call(ctx workflow.Context, call tool.Call, info ToolInfo) llm.ToolResult {
+func (r *run) call(ctx workflow.Context, call tool.Call, info ToolInfo, gen int) llm.ToolResult {
 	if r.needsApproval(call.Name) {
 		a := &approval{call: call}
 		r.waiting = append(r.waiting, a)
@@ -113,14 +200,14 @@ func (r *run) call(ctx workflow.Context, call tool.Call, info ToolInfo) llm.Tool
 		attempts = 1
 	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		ActivityID:          fmt.Sprintf("tool/%d/%s/%s", r.iter, call.Name, call.ID),
+		ActivityID:          toolActivityID(r.iter, gen, call),
 		StartToCloseTimeout: r.in.ToolTimeout,
 		HeartbeatTimeout:    r.in.Heartbeat,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: attempts},
 	})
 	r.publish(Event{ToolCall: &call})
 	var res llm.ToolResult
-	if err := workflow.ExecuteActivity(actx, activityCallTool, call).Get(ctx, &res); err != nil {
+	if err := workflow.ExecuteActivity(actx, activityCallTool, call, r.needsApproval(call.Name)).Get(ctx, &res); err != nil {
 		if ctx.Err() != nil {
 			return notRun(call, "cancelled")
 		}
@@ -129,8 +216,16 @@ func (r *run) call(ctx workflow.Context, call tool.Call, info ToolInfo) llm.Tool
 	return res
 }
 
-// notRun returns the is_error result of a call that was not run, saying
-// why: agent/act.go's notRun.
-func notRun(call tool.Call, why string) llm.ToolResult {
-	return llm.ToolResult{ToolUseID: call.ID, Content: []llm.Block{llm.Text{Text: why}}, IsError: true}
+// toolActivityID names the activity of a call. A retried model turn may
+// use the ids of its failed attempt's calls, still being cancelled, so
+// the calls of a later attempt get the batch's generation too.
+func toolActivityID(iter, gen int, call tool.Call) string {
+	if gen > 0 {
+		return fmt.Sprintf("tool/%d.%d/%s/%s", iter, gen, call.Name, call.ID)
+	}
+	return fmt.Sprintf("tool/%d/%s/%s", iter, call.Name, call.ID)
 }
+
+// notRun returns the is_error result of a call that was not run, saying
+// why.
+func notRun(call tool.Call, why string) llm.ToolResult { return looprules.NotRun(call.ID, why) }

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/agentloop/agentloop/internal/telemetry"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
 )
@@ -24,6 +25,22 @@ type Config struct {
 	Model llm.Model
 	// Registry runs the tool calls. Default: an empty registry.
 	Registry *tool.Registry
+	// System is the system prompt of the runs whose Input.System is empty:
+	// one that names the worker's tools and working directory, as the
+	// CLI's default does. Default none.
+	System string
+	// Approve, if set, is asked before each tool call runs, on the
+	// worker; a call it returns an error for is not run, and the model is
+	// told it was denied, with the error. approved says that a person
+	// allowed the call in the workflow (Input.Approve). It suits a policy
+	// of rules, such as the CLI's --allow and --deny. Default: every call
+	// runs.
+	Approve func(ctx context.Context, call tool.Call, approved bool) error
+	// Telemetry says where the execute_tool spans of the calls go; the
+	// chat spans are Model's. Default: the global OpenTelemetry provider.
+	// A client and worker made with [Tracing] put both under the caller's
+	// trace.
+	Telemetry llm.Telemetry
 	// AtMostOnce names tools that must not run twice for one call, such as
 	// one that sends money. A call of one whose worker dies is not run
 	// again; the model gets an is_error result saying it may or may not
@@ -41,7 +58,8 @@ const (
 // Activities are the activities of a durable run. Register them with
 // [Register].
 type Activities struct {
-	cfg Config
+	cfg  Config
+	otel *telemetry.Instruments
 }
 
 // Register registers the workflow and its activities on w.
@@ -53,7 +71,8 @@ func Register(w worker.Registry, cfg Config) error {
 		cfg.Registry = tool.NewRegistry(tool.Config{})
 	}
 	w.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
-	w.RegisterActivityWithOptions(&Activities{cfg: cfg}, activity.RegisterOptions{Name: "agentloop."})
+	otel := telemetry.Spans("github.com/agentloop/agentloop/durable", cfg.Telemetry.TracerProvider, cfg.Telemetry.CaptureContent)
+	w.RegisterActivityWithOptions(&Activities{cfg: cfg, otel: otel}, activity.RegisterOptions{Name: "agentloop."})
 	return nil
 }
 
@@ -64,15 +83,23 @@ const (
 	activityCallTool  = "agentloop.CallTool"
 )
 
-// Tools describes the worker's tools.
-func (a *Activities) Tools(ctx context.Context) ([]ToolInfo, error) {
+// Offer is what a worker offers a run, which records it once so that a
+// worker with other tools cannot change the run's past.
+type Offer struct {
+	Tools []ToolInfo `json:"tools"`
+	// System is Config.System.
+	System string `json:"system,omitempty"`
+}
+
+// Tools describes the worker's tools and its system prompt.
+func (a *Activities) Tools(ctx context.Context) (Offer, error) {
 	specs := a.cfg.Registry.Specs()
 	infos := make([]ToolInfo, len(specs))
 	for i, s := range specs {
 		t, _ := a.cfg.Registry.Lookup(s.Name)
 		infos[i] = ToolInfo{Spec: s, Sequential: t != nil && t.Sequential, AtMostOnce: slices.Contains(a.cfg.AtMostOnce, s.Name)}
 	}
-	return infos, nil
+	return Offer{Tools: infos, System: a.cfg.System}, nil
 }
 
 // ModelTurn streams one model turn and returns it assembled.
@@ -80,33 +107,67 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 	defer heartbeat(ctx)()
 	pub := newPublisher(ctx, in.Stream)
 	defer pub.close() // on every path, before the activity completes
+	info := activity.GetInfo(ctx)
+	source := attemptSource(info)
 	var asm llm.Assembler
+	calls := 0
 	for ev, err := range a.cfg.Model.Stream(ctx, in.Request) {
 		if err != nil {
 			return TurnOutput{}, classify(err)
 		}
-		asm.Add(ev)
+		block, stopped := asm.Add(ev)
 		switch ev := ev.(type) {
 		case llm.TextStart:
 			pub.text(ev.Text)
 		case llm.TextDelta:
 			pub.text(ev.Text)
+		case llm.BlockStop:
+			// A call whose input is complete starts now, in the workflow,
+			// while the rest of the turn streams. One whose signal is lost
+			// starts when the turn ends, and so does one with a large
+			// input, which the signal would put in the history twice.
+			if tu, ok := block.(llm.ToolUse); ok && stopped && in.Eager && len(tu.Input) <= BlobThreshold {
+				err := activity.GetClient(ctx).SignalWorkflow(ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID,
+					signalToolUse, toolUseSignal{Source: source, Use: tu})
+				if err == nil {
+					calls++
+				} else {
+					activity.GetLogger(ctx).Warn("durable: starting a call early failed; it starts with the turn's end", "err", err)
+				}
+			}
 		}
 	}
 	if !asm.Done() {
 		return TurnOutput{}, classify(llm.ErrIncompleteStream)
 	}
 	pub.close()
-	source, batches := pub.batches()
+	_, batches := pub.batches()
 	return TurnOutput{
 		Source:    source,
 		Batches:   batches,
+		Calls:     calls,
 		Message:   asm.Message(),
 		Stop:      asm.StopReason(),
 		Usage:     asm.Usage(),
 		Container: asm.Container(),
 		Cut:       llm.Message{Role: llm.Assistant, Content: asm.Incomplete()},
 	}, nil
+}
+
+// signalToolUse is the signal by which a model turn hands the workflow
+// each tool call whose input is complete.
+const signalToolUse = "agentloop.tool_use"
+
+// toolUseSignal is a complete tool call of the model turn attempt Source.
+type toolUseSignal struct {
+	Source string      `json:"source"`
+	Use    llm.ToolUse `json:"use"`
+}
+
+// attemptSource names the attempt of the activity: its signals are told
+// apart from an earlier attempt's by it.
+func attemptSource(info activity.Info) string {
+	return fmt.Sprintf("%s/%d", info.ActivityID, info.Attempt)
 }
 
 // classify turns a model error into the application error that tells
@@ -133,11 +194,18 @@ func classify(err error) error {
 	return temporal.NewNonRetryableApplicationError(err.Error(), errAPI, nil)
 }
 
-// CallTool runs one tool call. A tool's failure is its result, for the
+// CallTool runs one tool call, which a person approved if approved. A tool's failure is its result, for the
 // model; the activity fails only when its worker does.
-func (a *Activities) CallTool(ctx context.Context, call tool.Call) (llm.ToolResult, error) {
+func (a *Activities) CallTool(ctx context.Context, call tool.Call, approved bool) (llm.ToolResult, error) {
 	defer heartbeat(ctx)()
-	res := a.cfg.Registry.Start(ctx, call)()
+	if a.cfg.Approve != nil {
+		if err := a.cfg.Approve(ctx, call, approved); err != nil {
+			return notRun(call, "denied: "+err.Error()), nil
+		}
+	}
+	tctx, span := a.otel.StartTool(ctx, call.Name, call.ID, call.Input)
+	res := a.cfg.Registry.Start(tctx, call)()
+	a.otel.EndTool(span, res.IsError, llm.TextOf(res.Content))
 	if err := ctx.Err(); err != nil {
 		// The result says "cancelled"; the workflow, not the model, decides
 		// what a cancelled activity means.

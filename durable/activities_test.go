@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 	"go.uber.org/goleak"
 
@@ -43,6 +44,9 @@ func TestCallToolHeartbeats(t *testing.T) {
 
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
+	// On a loaded machine the deadlock detector's 1 s can pass while the
+	// workflow merely waits for a core.
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
 	if err := Register(env, Config{Model: llm.New(llm.Config{BaseURL: api.URL}), Registry: reg}); err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +54,7 @@ func TestCallToolHeartbeats(t *testing.T) {
 	env.ExecuteWorkflow(func(ctx workflow.Context) (llm.ToolResult, error) {
 		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, HeartbeatTimeout: 300 * time.Millisecond})
 		var res llm.ToolResult
-		err := workflow.ExecuteActivity(ctx, activityCallTool, tool.Call{ID: "toolu_1", Name: "slow", Input: []byte(`{}`)}).Get(ctx, &res)
+		err := workflow.ExecuteActivity(ctx, activityCallTool, tool.Call{ID: "toolu_1", Name: "slow", Input: []byte(`{}`)}, false).Get(ctx, &res)
 		return res, err
 	})
 	var res llm.ToolResult

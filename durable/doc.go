@@ -21,15 +21,26 @@
 //     call is a ModelTurn activity), the limits, every stop reason, repeat
 //     detection and approvals.
 //
-// Unlike the in-process loop, which starts each tool call the moment its
-// input has streamed, a durable run starts a turn's calls when the turn is
-// complete: the turn is one activity, recorded whole.
+// As in process, a call starts the moment its input has streamed: the
+// model activity signals it to the workflow, which starts its activity
+// while the turn still streams (one whose input is over [BlobThreshold]
+// starts when the turn ends, to keep it out of the history twice). If the
+// turn's attempt fails, the calls it started are cancelled, and the next
+// attempt's count. A continue-as-new
+// carries the history with its exact token counts (memory's Encode).
+//
+// [Tracing] carries the trace context from a client through the workflow
+// into the activities, so that a run's chat and execute_tool spans
+// (Config.Telemetry) are children of the caller's span.
 //
 // Both activities heartbeat, so a dead worker is noticed after
 // [Input].Heartbeat (default 10 s), not after the call's timeout.
 //
 // A tool named in [Input].Approve waits in the workflow until someone
 // answers [Approve]: for days if need be, costing nothing while it waits.
+// [Config].Approve is a worker's own policy, such as rules, asked before
+// each call runs; [Config].System is the system prompt of runs that bring
+// none.
 //
 // With [Input].Stream set, the model activity signals the answer's text to
 // the workflow in batches at most [StreamInterval] apart, and the workflow
@@ -44,11 +55,11 @@
 // worker.Options.DeadlockDetectionTimeout above its 1 s default: decoding
 // them is part of the workflow task.
 //
-// # Why a separate module and command
+// # Why a separate module
 //
 // The Temporal server and SDK are large dependencies. This package lives in
-// its own Go module, so that users of the core packages and builds of the
-// agentloop CLI never download or compile them. For the same reason the
-// durable mode of the CLI is a separate command, agentloop-durable in
-// cmd/agentloop-durable of this module, rather than flags of agentloop.
+// its own Go module, so that users of the core packages and the plain build
+// of the agentloop CLI never download or compile them. The durable mode of
+// the CLI is the build in cmd/agentloop of this module: the same command,
+// through internal/cli's hook, with worker, approve, deny and --temporal.
 package durable

@@ -120,3 +120,49 @@ func TestContinueAsNew(t *testing.T) {
 	}
 	e.checkRequests(t)
 }
+
+// TestContinueAsNewKeepsTokenCounts runs a conversation whose last turn
+// reports a context over the limit, one turn per workflow run: the exact
+// count that the API reported crosses the continue-as-new, so the durable
+// run compacts before the next request exactly as the in-process loop
+// does, where an estimate of the short messages would not compact at all.
+func TestContinueAsNewKeepsTokenCounts(t *testing.T) {
+	replies := func() []anthropictest.Reply {
+		rs := script(6)
+		rs[5] = anthropictest.NewStream().ToolUse("toolu_5", "add", `{"a":5,"b":1}`).Usage(90_000, 5, 0, 0).Stop("tool_use")
+		return rs
+	}
+	const limit = 50_000
+	e := newEnv(t, replies()...)
+	add, _ := adder()
+	e.worker(t, "tokens", Config{}, add)
+	e.run(t, "tokens", "tokens", Input{Prompt: "add", TurnsPerRun: 1, ContextLimit: limit})
+
+	api := anthropictest.NewServer(replies()...)
+	defer api.Close()
+	add2, _ := adder()
+	a, err := agent.New(agent.Config{Model: llm.New(llm.Config{BaseURL: api.URL}), Tools: []*tool.Tool{add2},
+		History: memory.New(memory.Config{ContextLimit: limit})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Run(context.Background(), "add"); err != nil {
+		t.Fatal(err)
+	}
+	var want, got [][]anthropictest.Message
+	for _, r := range api.Requests() {
+		want = append(want, r.Messages())
+	}
+	for _, r := range e.api.Requests() {
+		got = append(got, r.Messages())
+	}
+	// Compaction cleared the first tool result.
+	n := len(want)
+	if diff := cmp.Diff(want[n-1][2], want[n-2][2]); diff == "" {
+		t.Fatal("the in-process loop did not compact: the test proves nothing")
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("requests differ from in-process (-in-process +durable):\n%s", diff)
+	}
+	e.checkRequests(t)
+}

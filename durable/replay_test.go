@@ -62,6 +62,15 @@ func scenarios() []scenario {
 			approve: &Decision{CallID: "toolu_1", Allow: true},
 		},
 		{
+			name: "eager-retry", // a call started while the turn streamed, then the turn fails and is tried again
+			replies: []anthropictest.Reply{
+				anthropictest.NewStream().ToolUse("toolu_1", "add", `{"a":1,"b":2}`).Text("and").Reset(),
+				anthropictest.NewStream().ToolUse("toolu_2", "add", `{"a":2,"b":2}`).Stop("tool_use"),
+				anthropictest.NewStream().Text("4.").Stop("end_turn"),
+			},
+			in: Input{Prompt: "add"},
+		},
+		{
 			name: "continue", // continue-as-new after each turn
 			replies: []anthropictest.Reply{
 				anthropictest.NewStream().ToolUse("toolu_1", "add", `{"a":1,"b":2}`).Stop("tool_use"),

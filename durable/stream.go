@@ -3,7 +3,6 @@ package durable
 import (
 	"context"
 	"errors"
-	"fmt"
 	"iter"
 	"strings"
 	"sync"
@@ -25,6 +24,8 @@ import (
 type Event struct {
 	// Seq numbers the run's events from 1, across continue-as-new.
 	Seq int `json:"seq"`
+	// Turn is the iteration of a model turn that starts, from 1.
+	Turn int `json:"turn,omitempty"`
 	// Text is answer text that streamed since the previous batch.
 	Text string `json:"text,omitempty"`
 	// Discard says that the text of the current turn so far is void: the
@@ -36,6 +37,9 @@ type Event struct {
 	Waiting  bool       `json:"waiting,omitempty"`
 	// ToolDone is the result of a call.
 	ToolDone *llm.ToolResult `json:"tool_done,omitempty"`
+	// Usage is the usage of a model turn that completed, and of the run
+	// so far.
+	Usage *agent.UsageUpdate `json:"usage,omitempty"`
 	// Done is the state the run ended in; it is the last event.
 	Done agent.State `json:"done,omitempty"`
 	// Source names the model activity attempt that sent a batch, for the
@@ -75,8 +79,7 @@ func newPublisher(ctx context.Context, on bool) *publisher {
 	if !on {
 		return nil
 	}
-	info := activity.GetInfo(ctx)
-	p := &publisher{ctx: ctx, source: fmt.Sprintf("%s/%d", info.ActivityID, info.Attempt)}
+	p := &publisher{ctx: ctx, source: attemptSource(activity.GetInfo(ctx))}
 	if activity.GetInfo(ctx).Attempt > 1 {
 		p.send(Event{Discard: true})
 	}
@@ -240,13 +243,15 @@ const readGrace = 10 * time.Second
 // pollers readGrace to read the last events.
 func (r *run) closeStream(ending bool) error {
 	r.drain()
+	// A cancelled run still hands out its last events.
+	ctx, _ := workflow.NewDisconnectedContext(r.root)
 	if ending && r.in.Stream {
-		if _, err := workflow.AwaitWithTimeout(r.root, readGrace, func() bool { return r.ev.read >= r.ev.seq }); err != nil {
+		if _, err := workflow.AwaitWithTimeout(ctx, readGrace, func() bool { return r.ev.read >= r.ev.seq }); err != nil {
 			return err
 		}
 	}
 	r.ev.closing = true
-	return workflow.Await(r.root, func() bool { return workflow.AllHandlersFinished(r.root) })
+	return workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(r.root) })
 }
 
 // Stream yields the events of the run whose workflow ID is workflowID,

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/internal/looprules"
 	"github.com/agentloop/agentloop/llm"
 )
 
@@ -39,7 +40,7 @@ type Input struct {
 	ContextWindow int `json:"context_window,omitempty"`
 	// ContextLimit is the compaction threshold (see memory.Config).
 	ContextLimit int `json:"context_limit,omitempty"`
-	// System is the system prompt. Default none.
+	// System is the system prompt. Default: the worker's Config.System.
 	System string `json:"system,omitempty"`
 	// Thinking turns on extended thinking. Default off.
 	Thinking *llm.ThinkingConfig `json:"thinking,omitempty"`
@@ -93,30 +94,24 @@ type Input struct {
 type Resume struct {
 	// Before is the history before the run, for a run that fails or is
 	// refused to put back.
-	Before    []llm.Message `json:"before"`
-	Iteration int           `json:"iteration"`
-	Usage     llm.Usage     `json:"usage"`
-	Text      string        `json:"text,omitempty"`
-	Repeat    Repeat        `json:"repeat"`
-	Container string        `json:"container,omitempty"`
-	Tools     []ToolInfo    `json:"tools"`
-	Started   time.Time     `json:"started"`
-	Runs      int           `json:"runs"`
-	Seq       int           `json:"seq,omitempty"`    // of the last streamed event
-	Events    []Event       `json:"events,omitempty"` // the latest, for pollers that are behind
+	Before []llm.Message `json:"before"`
+	// History is the conversation so far, as memory.History.Encode
+	// writes it: with the exact token counts the API reported, which
+	// Input.History, a list of messages, cannot carry.
+	History   []byte            `json:"history"`
+	Iteration int               `json:"iteration"`
+	Usage     llm.Usage         `json:"usage"`
+	Text      string            `json:"text,omitempty"`
+	Repeat    looprules.Repeats `json:"repeat"`
+	Container string            `json:"container,omitempty"`
+	Tools     []ToolInfo        `json:"tools"`
+	Started   time.Time         `json:"started"`
+	Runs      int               `json:"runs"`
+	Seq       int               `json:"seq,omitempty"`    // of the last streamed event
+	Events    []Event           `json:"events,omitempty"` // the latest, for pollers that are behind
 }
 
-// Repeat is the state of repeat detection: the last call and how many
-// times in a row it came.
-type Repeat struct {
-	Name  string `json:"name,omitempty"`
-	Input string `json:"input,omitempty"`
-	N     int    `json:"n,omitempty"`
-}
-
-// ToolInfo describes a tool of the worker to the workflow, which records
-// it once per run so that a worker with other tools cannot change a
-// run's past.
+// ToolInfo describes a tool of the worker to the workflow, in its [Offer].
 type ToolInfo struct {
 	Spec       llm.ToolSpec `json:"spec"`
 	Sequential bool         `json:"sequential,omitempty"`
@@ -137,6 +132,9 @@ type TurnInput struct {
 	Request llm.Request `json:"request"`
 	// Stream signals the turn's text to the workflow as it streams.
 	Stream bool `json:"stream,omitempty"`
+	// Eager signals each tool call to the workflow as its input
+	// completes, for it to start the call at once.
+	Eager bool `json:"eager,omitempty"`
 }
 
 // TurnOutput is a model turn, assembled.
@@ -145,10 +143,12 @@ type TurnOutput struct {
 	Stop      llm.StopReason `json:"stop"`
 	Usage     llm.Usage      `json:"usage"`
 	Container string         `json:"container,omitempty"`
-	// Source and Batches say which attempt streamed the turn and how many
-	// batches it signalled, for the workflow to wait for them all.
+	// Source, Batches and Calls say which attempt streamed the turn and
+	// how many batches of text and tool calls it signalled, for the
+	// workflow to wait for them all.
 	Source  string `json:"source,omitempty"`
 	Batches int    `json:"batches,omitempty"`
+	Calls   int    `json:"calls,omitempty"`
 	// Cut holds the blocks that max_tokens cut off, for the workflow to
 	// decide on, as the loop does.
 	Cut llm.Message `json:"cut"`

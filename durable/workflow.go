@@ -1,6 +1,7 @@
 package durable
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/internal/looprules"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/tool"
@@ -43,12 +45,13 @@ type run struct {
 	turns     int // model calls of this workflow run
 	usage     llm.Usage
 	text      string
-	rep       Repeat
+	rep       looprules.Repeats
 	cont      string
 	started   time.Time
 	runs      int
 	timedOut  bool
 	waiting   []*approval // calls waiting for a decision, in the order they came
+	batch     *batch      // the calls of the latest model turn
 	ev        events
 	log       interface{ Warn(string, ...any) }
 }
@@ -70,6 +73,14 @@ func start(ctx workflow.Context, in Input) (*run, error) {
 	defaults(&in)
 	r := &run{root: ctx, ctx: ctx, in: in, log: workflow.GetLogger(ctx)}
 	r.h = restore(in, in.History)
+	if in.Resume != nil && in.Resume.History != nil {
+		// With its exact token counts, which a list of messages lacks.
+		h, err := memory.Decode(bytes.NewReader(in.Resume.History), r.h.Config())
+		if err != nil {
+			return nil, temporal.NewNonRetryableApplicationError("durable: the carried history: "+err.Error(), "Failed", nil)
+		}
+		r.h = h
+	}
 	// Before anything blocks, so that an update that came with the first
 	// workflow task finds its handler.
 	if err := r.handlers(); err != nil {
@@ -78,6 +89,7 @@ func start(ctx workflow.Context, in Input) (*run, error) {
 	if err := r.streamHandlers(); err != nil {
 		return nil, err
 	}
+	r.receiveToolUses()
 	if res := in.Resume; res != nil {
 		r.before, r.iter, r.usage, r.text, r.rep = res.Before, res.Iteration, res.Usage, res.Text, res.Repeat
 		r.cont, r.tools, r.started, r.runs = res.Container, res.Tools, res.Started, res.Runs
@@ -87,15 +99,20 @@ func start(ctx workflow.Context, in Input) (*run, error) {
 			return nil, temporal.NewNonRetryableApplicationError(errEmptyPrompt.Error(), "Failed", nil)
 		}
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
-		if err := workflow.ExecuteActivity(actx, activityTools).Get(ctx, &r.tools); err != nil {
+		var offer Offer
+		if err := workflow.ExecuteActivity(actx, activityTools).Get(ctx, &offer); err != nil {
 			return nil, err
+		}
+		r.tools = offer.Tools
+		if r.in.System == "" {
+			r.in.System = offer.System // and so for the runs it continues as
 		}
 		r.before, r.started, r.runs = r.h.Messages(), workflow.Now(ctx), 1
 	}
 	for _, t := range r.tools {
 		r.specs = append(r.specs, t.Spec)
 	}
-	r.h.SetPrefix(in.System, r.specs)
+	r.h.SetPrefix(r.in.System, r.specs)
 	if in.Resume == nil {
 		r.h.AppendUser(llm.Text{Text: in.Prompt})
 	}
@@ -138,8 +155,9 @@ func defaults(in *Input) {
 	}
 }
 
-// restore makes a history of msgs. The per-turn usage is not carried, so
-// counts are estimates until the next turn reports one.
+// restore makes a history of msgs. Their usage is unknown, so counts are
+// estimates until the next turn reports one; a run that continues as new
+// carries its history whole instead (Resume.History).
 func restore(in Input, msgs []llm.Message) *memory.History {
 	h := memory.New(memory.Config{Model: in.Model, MaxTokens: in.MaxTokens, ContextWindow: in.ContextWindow, ContextLimit: in.ContextLimit})
 	for _, m := range msgs {
@@ -211,7 +229,7 @@ func (r *run) loop() (agent.State, error) {
 		if err != nil {
 			return agent.Failed, err
 		}
-		state, next := r.observe(t, final)
+		state, next := r.observe(t)
 		switch {
 		case state == agent.Refused, !final && !next:
 			return state, nil
@@ -240,7 +258,7 @@ func (r *run) finish(state agent.State, err error) (Result, error) {
 		r.h = restore(r.in, r.before)
 	case agent.Cancelled, agent.TimeLimit:
 		if msgs := r.h.Messages(); len(msgs) > 0 && msgs[len(msgs)-1].Role == llm.User {
-			r.h.AppendAssistant(llm.Message{Role: llm.Assistant, Content: []llm.Block{llm.Text{Text: interruptedText}}}, llm.Usage{})
+			r.h.AppendAssistant(llm.Message{Role: llm.Assistant, Content: []llm.Block{llm.Text{Text: looprules.Interrupted}}}, llm.Usage{})
 		}
 	}
 	r.h.Repair()
@@ -252,12 +270,17 @@ func (r *run) finish(state agent.State, err error) (Result, error) {
 	if state == agent.Failed {
 		return Result{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("agent: iteration %d: %v", r.iter, err), "Failed", nil)
 	}
-	m, _ := llm.LookupModel(r.h.Config().Model)
 	return Result{
-		Result:  agent.Result{Text: r.text, State: state, Iterations: r.iter, Usage: r.usage, CostUSD: m.Price.Cost(r.usage)},
+		Result:  agent.Result{Text: r.text, State: state, Iterations: r.iter, Usage: r.usage, CostUSD: r.cost()},
 		History: r.h.Messages(),
 		Runs:    r.runs,
 	}, nil
+}
+
+// cost prices the run's usage so far.
+func (r *run) cost() float64 {
+	m, _ := llm.LookupModel(r.h.Config().Model)
+	return m.Price.Cost(r.usage)
 }
 
 // continueAsNew carries the run over to a new workflow run, once every
@@ -266,9 +289,13 @@ func (r *run) continueAsNew() error {
 	if err := r.closeStream(false); err != nil {
 		return err
 	}
+	var carried bytes.Buffer
+	if err := r.h.Encode(&carried); err != nil {
+		return err
+	}
 	next := r.in
-	next.History = r.h.Messages()
-	next.Resume = &Resume{Before: r.before, Iteration: r.iter, Usage: r.usage, Text: r.text, Repeat: r.rep,
+	next.History = nil
+	next.Resume = &Resume{History: carried.Bytes(), Before: r.before, Iteration: r.iter, Usage: r.usage, Text: r.text, Repeat: r.rep,
 		Container: r.cont, Tools: r.tools, Started: r.started, Runs: r.runs + 1, Seq: r.ev.seq,
 		Events: r.ev.log[max(0, len(r.ev.log)-carriedEvents):]}
 	return workflow.NewContinueAsNewError(r.root, WorkflowName, next)
@@ -288,17 +315,25 @@ func (r *run) turn(final bool) (*TurnOutput, error) {
 		if err != nil {
 			return nil, err
 		}
-		out, err := r.model(req)
+		r.publish(Event{Turn: r.iter})
+		r.batch = r.newBatch(final)
+		out, err := r.model(req, r.batch.id, len(r.specs) > 0 && !final)
+		if err == nil {
+			err = r.settle(out)
+		}
+		r.batch.closed = true
 		if err == nil {
 			r.usage = r.usage.Add(out.Usage)
 			if out.Container != "" {
 				r.cont = out.Container
 			}
 			if out.Stop != llm.ModelContextWindowExceeded {
+				r.publish(Event{Usage: &agent.UsageUpdate{Turn: out.Usage, Total: r.usage, CostUSD: r.cost()}})
 				return out, nil
 			}
 			err = errContextWindow
 		}
+		r.batch.cancel() // the turn failed: so do the calls it started
 		overflow, tooLong := promptTooLong(err)
 		if r.ctx.Err() != nil || compacted || !tooLong {
 			return nil, err
@@ -328,15 +363,17 @@ func promptTooLong(err error) (error, bool) {
 	return err, true
 }
 
-// model runs the ModelTurn activity.
-func (r *run) model(req llm.Request) (*TurnOutput, error) {
+// model runs the ModelTurn activity with the given ID (empty: Temporal's),
+// whose calls start as they come when eager.
+func (r *run) model(req llm.Request, id string, eager bool) (*TurnOutput, error) {
 	ctx := workflow.WithActivityOptions(r.ctx, workflow.ActivityOptions{
+		ActivityID:          id,
 		StartToCloseTimeout: r.in.ModelTimeout,
 		HeartbeatTimeout:    r.in.Heartbeat,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second, MaximumAttempts: 5},
 	})
 	var out TurnOutput
-	err := workflow.ExecuteActivity(ctx, activityModelTurn, TurnInput{Request: req, Stream: r.in.Stream}).Get(ctx, &out)
+	err := workflow.ExecuteActivity(ctx, activityModelTurn, TurnInput{Request: req, Stream: r.in.Stream, Eager: eager}).Get(ctx, &out)
 	if err != nil {
 		r.drain()
 		return nil, err
@@ -374,6 +411,8 @@ func (r *run) request(final bool) (llm.Request, error) {
 		Thinking:  r.in.Thinking,
 		Cache:     !r.in.DisableCache,
 		Container: r.cont,
+		// Context editing and server compaction, as the history's strategy has it.
+		ContextManagement: r.h.ContextManagement(r.in.Thinking != nil),
 	}
 	if final && len(r.specs) > 0 {
 		req.ToolChoice = &llm.ToolChoice{Type: "none"}
@@ -386,7 +425,7 @@ func (r *run) request(final bool) (llm.Request, error) {
 func (r *run) compact() error {
 	summary := llm.ModelFunc(func(_ context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
 		return func(yield func(llm.Event, error) bool) {
-			out, err := r.model(req)
+			out, err := r.model(req, "", false)
 			if err != nil {
 				yield(nil, err)
 				return
@@ -412,7 +451,7 @@ func (r *run) compact() error {
 
 // observe applies the turn's stop reason, as agent's run.observe does. It
 // returns the state the run ends in, if it ends, and whether it goes on.
-func (r *run) observe(t *TurnOutput, final bool) (agent.State, bool) {
+func (r *run) observe(t *TurnOutput) (agent.State, bool) {
 	msg := t.Message
 	// Only the last block can be cut, by max_tokens. Cut text is kept; a
 	// cut tool_use is never run (agent's run.think).
@@ -434,23 +473,24 @@ func (r *run) observe(t *TurnOutput, final bool) (agent.State, bool) {
 			uses = append(uses, tu)
 		}
 	}
-	switch {
-	case t.Stop == llm.Refusal:
+	o, known := looprules.Stop(t.Stop, len(uses) > 0)
+	switch o {
+	case looprules.Refuse:
+		r.batch.cancel()
 		return agent.Refused, false
-	case len(uses) > 0:
-		r.act(msg, t.Usage, uses, cut, final)
+	case looprules.Act:
+		r.act(msg, t.Usage, uses, cut)
 		return "", true
 	}
 	if len(msg.Content) > 0 {
 		r.h.AppendAssistant(msg, t.Usage)
 	}
-	switch t.Stop {
-	case llm.PauseTurn:
+	switch {
+	case o == looprules.Resume:
 		return "", true
-	case llm.MaxTokens:
+	case o == looprules.Truncate:
 		return agent.Truncated, false
-	case llm.EndTurn, llm.StopSequence, llm.ToolUseStop:
-	default:
+	case !known:
 		r.log.Warn("agent: unknown stop reason; treating it as end_turn", "stop_reason", t.Stop)
 	}
 	return agent.Finished, false

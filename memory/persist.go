@@ -70,21 +70,8 @@ func (h *History) Save(path string) (err error) {
 		}
 	}()
 	w := bufio.NewWriter(f)
-	enc := json.NewEncoder(w)
-	for i, e := range h.entries {
-		l := line{e.msg.Role, e.msg.Content, meta{Tokens: e.exact, Summary: e.summary}}
-		if e.usage != (llm.Usage{}) {
-			l.Usage = &e.usage
-		}
-		if e.usage != (llm.Usage{}) || e.msg.Role == llm.Assistant {
-			l.Model = e.model // which model wrote its thinking, for a resume with another
-		}
-		if i == 0 {
-			l.Prefix = h.prefixKey
-		}
-		if err := enc.Encode(l); err != nil {
-			return err
-		}
+	if err := h.Encode(w); err != nil {
+		return err
 	}
 	for _, step := range []func() error{w.Flush, func() error { return f.Chmod(mode) }, f.Sync, f.Close,
 		func() error { return os.Rename(f.Name(), path) }} {
@@ -101,6 +88,29 @@ func (h *History) Save(path string) (err error) {
 	return nil
 }
 
+// Encode writes the history to w as [History.Save] does, for a program
+// that keeps it elsewhere than in a file; [Decode] reads it back, exact
+// token counts included.
+func (h *History) Encode(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	for i, e := range h.entries {
+		l := line{e.msg.Role, e.msg.Content, meta{Tokens: e.exact, Summary: e.summary}}
+		if e.usage != (llm.Usage{}) {
+			l.Usage = &e.usage
+		}
+		if e.usage != (llm.Usage{}) || e.msg.Role == llm.Assistant {
+			l.Model = e.model // which model wrote its thinking, for a resume with another
+		}
+		if i == 0 {
+			l.Prefix = h.prefixKey
+		}
+		if err := enc.Encode(l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Load reads a history that [History.Save] wrote, configured by cfg, and
 // repairs it (see [History.Repair]). A line it cannot use (truncated by a
 // crash, corrupted, an assistant message first) is skipped and reported as
@@ -113,9 +123,17 @@ func Load(path string, cfg Config) (*History, error) {
 		return nil, fmt.Errorf("memory: load: %w", err)
 	}
 	defer f.Close()
+	return decode(f, path, cfg)
+}
+
+// Decode reads a history that [History.Encode] wrote, as [Load] reads a
+// file: a line it cannot use is skipped and reported as a [*LineError].
+func Decode(r io.Reader, cfg Config) (*History, error) { return decode(r, "", cfg) }
+
+func decode(rd io.Reader, path string, cfg Config) (*History, error) {
 	h := New(cfg)
 	var errs []error
-	r := bufio.NewReader(f)
+	r := bufio.NewReader(rd)
 	for n := 1; ; n++ {
 		b, rerr := r.ReadBytes('\n')
 		if len(bytes.TrimSpace(b)) > 0 {

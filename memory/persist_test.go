@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -77,6 +78,37 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	data2, _ := os.ReadFile(path2)
 	if diff := cmp.Diff(string(data), string(data2)); diff != "" {
 		t.Errorf("second save differs:\n%s", diff)
+	}
+}
+
+// TestEncodeDecode keeps a history in memory: the same bytes as a saved
+// file, and the exact token count after decoding, as Load gives.
+func TestEncodeDecode(t *testing.T) {
+	h := sample(t)
+	var buf bytes.Buffer
+	if err := h.Encode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "run.jsonl")
+	if err := h.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(path); !bytes.Equal(data, buf.Bytes()) {
+		t.Errorf("Encode and Save wrote different bytes:\n%s\n%s", buf.Bytes(), data)
+	}
+	got, err := Decode(&buf, Config{Model: "claude-sonnet-4-5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(h.Messages(), got.Messages()); diff != "" {
+		t.Errorf("messages differ after round trip (-encoded +decoded):\n%s", diff)
+	}
+	got.SetPrefix("be brief", nil)
+	if got.Tokens() != 1015 {
+		t.Errorf("Tokens after Decode = %d, want 1015 (exact count kept)", got.Tokens())
+	}
+	if _, err := Decode(strings.NewReader("{\"role\":\"assistant\",\"content\":[]}\n"), Config{}); !errors.As(err, new(*LineError)) {
+		t.Errorf("Decode of an assistant-first history: %v, want a *LineError", err)
 	}
 }
 

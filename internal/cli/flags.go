@@ -163,7 +163,7 @@ const minThinking = 1024
 // helpText returns usage with its defaults filled in.
 func helpText() string {
 	return fmt.Sprintf(usage, defaultModel, defaultMaxTokens, defaultMaxIterations,
-		defaultContextLimit, defaultTools)
+		defaultContextLimit, defaultTools) + durableUsage
 }
 
 // options are the parsed command line.
@@ -195,6 +195,8 @@ type options struct {
 	prompt string
 	// promptGiven is whether the prompt came from the arguments.
 	promptGiven bool
+
+	durable durableOptions // the durable mode's flags (durable.go)
 }
 
 // listFlag is a repeatable string flag.
@@ -317,6 +319,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	o.mcpFlags.define(fs)
 	fs.StringVar(&o.session, "session", "", "")
 	defineBuiltinFlags(fs, &o.builtin)
+	defineDurableFlags(fs, &o.durable)
 	fs.BoolVar(&o.json, "json", false, "")
 	fs.BoolVar(&o.verbose, "v", false, "")
 	fs.BoolVar(&o.version, "version", false, "")

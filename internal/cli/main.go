@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
 
 	"golang.org/x/term"
@@ -20,18 +19,7 @@ import (
 
 // Main runs the command with the process's arguments, standard streams,
 // environment and Ctrl-C, and returns its exit status.
-func Main() int {
-	interrupts := make(chan os.Signal, 2)
-	signal.Notify(interrupts, os.Interrupt)
-	c := &cli{
-		getenv:     os.Getenv,
-		isTerminal: isTerminal,
-		interrupts: interrupts,
-		editor:     newEditor,
-		termSize:   termSize,
-	}
-	return c.main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-}
+func Main() int { return MainWith(nil) }
 
 // A cli is the command with its environment injected, so that tests run it
 // in-process with a fake environment, pipes that pretend to be terminals and
@@ -51,6 +39,8 @@ type cli struct {
 	// editor makes the REPL's line editor for the process's own terminal.
 	// Nil means plain lines, as tests in-process read them.
 	editor func() lineReader
+	// durable is the durable mode, nil in the plain build (durable.go).
+	durable Durable
 }
 
 // isTerminal reports whether f is an *os.File open on a terminal.

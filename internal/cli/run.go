@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"log/slog"
 	"os"
 	"strings"
@@ -33,6 +34,7 @@ var defaultContextLimit = memory.New(memory.Config{Model: defaultModel, MaxToken
 // run is the whole command. Its error decides the exit status (see
 // exitCode); main prints it.
 func (c *cli) run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	sub, args := durableCommand(args) // durable hook
 	o, err := parseFlags(args, c.getenv)
 	if err != nil {
 		return err
@@ -44,6 +46,8 @@ func (c *cli) run(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	case o.version:
 		_, err := fmt.Fprintln(stdout, versionString())
 		return err
+	case sub != "" || o.durable.temporal != "": // durable hook
+		return c.runDurable(ctx, sub, o, stdin, stdout, stderr)
 	case o.demo:
 		return c.demo(ctx, o, stdout, stderr)
 	}
@@ -325,10 +329,16 @@ var errForceExit = &exitError{code: exitInterrupted}
 // run's outcome as an error carrying its exit status. The first interrupt
 // cancels the run; a second one returns at once.
 func (s *session) turn(ctx context.Context, input string, interrupts <-chan os.Signal) error {
+	return s.interruptible(ctx, interrupts, func(ctx context.Context) error { return s.drive(ctx, input) })
+}
+
+// interruptible runs drive, cancelling its context at the first interrupt
+// and returning at once at a second.
+func (s *session) interruptible(ctx context.Context, interrupts <-chan os.Signal, drive func(context.Context) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- s.drive(ctx, input) }()
+	go func() { done <- drive(ctx) }()
 	select {
 	case err := <-done:
 		return err
@@ -348,19 +358,7 @@ func (s *session) turn(ctx context.Context, input string, interrupts <-chan os.S
 
 // drive runs one turn to its end.
 func (s *session) drive(ctx context.Context, input string) error {
-	var res agent.Result
-	var runErr error
-	for ev, err := range s.agent.Stream(ctx, input) {
-		if ev != nil {
-			s.render.event(ev)
-		}
-		if d, ok := ev.(agent.Done); ok {
-			res = d.Result
-		}
-		if err != nil {
-			runErr = err
-		}
-	}
+	res, runErr := s.show(s.agent.Stream(ctx, input))
 	s.usage = s.usage.Add(res.Usage)
 	s.costUSD += res.CostUSD
 	s.turns++
@@ -381,6 +379,22 @@ func (s *session) drive(ctx context.Context, input string) error {
 		}
 	}
 	return outcome
+}
+
+// show renders a run's events and returns how it ended.
+func (s *session) show(evs iter.Seq2[agent.Event, error]) (res agent.Result, runErr error) {
+	for ev, err := range evs {
+		if ev != nil {
+			s.render.event(ev)
+		}
+		if d, ok := ev.(agent.Done); ok {
+			res = d.Result
+		}
+		if err != nil {
+			runErr = err
+		}
+	}
+	return res, runErr
 }
 
 // outcome maps how a run ended to an error with its exit status: every

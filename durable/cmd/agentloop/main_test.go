@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"go.temporal.io/server/temporaltest"
+
+	"github.com/agentloop/agentloop/anthropictest"
+	"github.com/agentloop/agentloop/internal/cli"
+)
+
+// Exit statuses of the command (see agentloop --help).
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// command runs the durable build in process with env as its environment.
+func command(ctx context.Context, env map[string]string, stdout, stderr *bytes.Buffer, args ...string) int {
+	return cli.RunWith(ctx, mode{}, args, func(k string) string { return env[k] }, strings.NewReader(""), stdout, stderr, make(chan os.Signal))
+}
+
+// TestWorkerAndPrompt runs a worker and the prompts of one session against
+// a real Temporal server and the fake API: the answer streams to stdout
+// through the plain CLI's renderer, the calculator runs on the worker, a
+// failed prompt exits 1 and changes nothing, the next prompt continues the
+// conversation, and --json prints the in-process CLI's events.
+func TestWorkerAndPrompt(t *testing.T) {
+	api := anthropictest.NewServer(
+		anthropictest.NewStream().ToolUse("toolu_1", "calculator", `{"expression":"6*7"}`).Stop("tool_use"),
+		anthropictest.NewStream().Text("It is ", "42.").Stop("end_turn"),
+		anthropictest.HTTPError{Status: 400, Type: "invalid_request_error", Message: "no"},
+		anthropictest.NewStream().Text("Still 42.").Stop("end_turn"),
+		anthropictest.NewStream().Text("Yes.").Stop("end_turn"),
+	)
+	defer api.Close()
+	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	env := map[string]string{"ANTHROPIC_BASE_URL": api.URL, "ANTHROPIC_API_KEY": "sk-ant-test"}
+	common := []string{"--temporal", ts.GetFrontendHostPort(), "--namespace", ts.GetDefaultNamespace(), "--task-queue", "cli"}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	workerDone := make(chan int, 1)
+	var workerOut bytes.Buffer
+	go func() {
+		var stdout bytes.Buffer
+		workerDone <- command(ctx, env, &stdout, &workerOut, append(append([]string{"worker"}, common...), "--tools", "calculator", "--append-system", "Be brief.")...)
+	}()
+	defer func() {
+		cancel()
+		if code := <-workerDone; code != exitOK {
+			t.Errorf("worker: exit %d:\n%s", code, workerOut.String())
+		}
+	}()
+
+	for _, tt := range []struct {
+		prompt, want string
+		code         int
+	}{{"what is 6*7?", "It is 42.", exitOK}, {"fail", "", exitFailure}, {"and now?", "Still 42.", exitOK}} {
+		var stdout, stderr bytes.Buffer
+		code := command(context.Background(), env, &stdout, &stderr, append(common, "--session", "s1", tt.prompt)...)
+		if code != tt.code {
+			t.Fatalf("%q: exit %d, want %d; stderr:\n%s", tt.prompt, code, tt.code, stderr.String())
+		}
+		if got := strings.TrimSpace(stdout.String()); got != tt.want {
+			t.Errorf("%q: stdout %q, want %q", tt.prompt, got, tt.want)
+		}
+		if tt.prompt == "what is 6*7?" && !strings.Contains(stderr.String(), "calculator") {
+			t.Errorf("stderr does not show the tool call:\n%s", stderr.String())
+		}
+		if tt.code == exitFailure && !strings.Contains(stderr.String(), "no") {
+			t.Errorf("stderr does not give the API's message:\n%s", stderr.String())
+		}
+	}
+	reqs := api.Requests()
+	// The worker's system prompt, since the prompts bring none.
+	if p, err := reqs[0].Params(); err != nil {
+		t.Error(err)
+	} else if !strings.Contains(string(p.System), "Be brief.") {
+		t.Errorf("system prompt %s, want the worker's", p.System)
+	}
+	if n := len(reqs[3].Messages()); n != 5 {
+		t.Errorf("the third prompt sent %d messages, want 5: the session's conversation and the prompt", n)
+	}
+
+	// --json: the in-process CLI's event lines, ending with done.
+	var stdout, stderr bytes.Buffer
+	if code := command(context.Background(), env, &stdout, &stderr, append(common, "--json", "--session", "s1", "sure?")...); code != exitOK {
+		t.Fatalf("--json: exit %d; stderr:\n%s", code, stderr.String())
+	}
+	var types []string
+	for line := range strings.Lines(stdout.String()) {
+		var ev struct{ Type string }
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("--json line %q: %v", line, err)
+		}
+		types = append(types, ev.Type)
+	}
+	if got := strings.Join(types, " "); got != "turn_start text_delta usage_update done" {
+		t.Errorf("--json event types = %q, want %q", got, "turn_start text_delta usage_update done")
+	}
+	for _, r := range api.Requests() {
+		if err := anthropictest.CheckRequest(r.Body); err != nil {
+			t.Errorf("request %d: %v", r.N, err)
+		}
+	}
+}
+
+// TestUsage checks the durable mode's usage errors: each exits 2 before
+// anything connects.
+func TestUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"worker"},
+		{"worker", "--temporal", "localhost:1"}, // no API key
+		{"worker", "--temporal", "localhost:1", "--tools", "nope"},
+		{"approve", "--temporal", "localhost:1", "toolu_1"},
+		{"approve", "--temporal", "localhost:1", "--session", "s"},
+		{"--temporal", "localhost:1"}, // no prompt
+	} {
+		var out bytes.Buffer
+		if code := command(context.Background(), map[string]string{}, &out, &out, args...); code != exitUsage {
+			t.Errorf("%q: exit %d, want %d:\n%s", args, code, exitUsage, out.String())
+		}
+	}
+}

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/interceptor"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/durable"
+	"github.com/agentloop/agentloop/internal/cli"
+	"github.com/agentloop/agentloop/llm"
+)
+
+// mode is the durable mode of the command, on the durable package.
+type mode struct{}
+
+// dial connects to t's server with the durable data converter and the
+// tracing interceptor, which a worker made from the client inherits.
+func dial(t cli.Temporal) (client.Client, error) {
+	tracing, err := durable.Tracing(t.Telemetry.TracerProvider)
+	if err != nil {
+		return nil, err
+	}
+	logger := t.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	c, err := client.Dial(client.Options{HostPort: t.HostPort, Namespace: t.Namespace, DataConverter: dataConverter(t),
+		Interceptors: []interceptor.ClientInterceptor{tracing}, Logger: tlog.NewStructuredLogger(logger)})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to Temporal at %s: %w", t.HostPort, err)
+	}
+	return c, nil
+}
+
+// dataConverter is the data converter of the workers and clients, with the
+// blob store of --blobs, if any.
+func dataConverter(t cli.Temporal) converter.DataConverter {
+	var store durable.BlobStore
+	if t.Blobs != "" {
+		store = durable.DirStore(t.Blobs)
+	}
+	return durable.DataConverter(store)
+}
+
+// Serve runs a worker until ctx is done.
+func (mode) Serve(ctx context.Context, t cli.Temporal, w cli.Worker) error {
+	c, err := dial(t)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	wk := worker.New(c, t.TaskQueue, worker.Options{})
+	if err := durable.Register(wk, durable.Config{Model: w.Model, Registry: w.Registry, Approve: w.Approve,
+		System: w.System, AtMostOnce: w.AtMostOnce, Telemetry: t.Telemetry}); err != nil {
+		return err
+	}
+	stop := make(chan any)
+	go func() { <-ctx.Done(); close(stop) }()
+	return wk.Run(stop)
+}
+
+// Decide answers a call that waits for approval.
+func (mode) Decide(ctx context.Context, t cli.Temporal, session, callID string, allow bool, reason string) error {
+	c, err := dial(t)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return durable.Approve(ctx, c, session, durable.Decision{CallID: callID, Allow: allow, Reason: reason})
+}
+
+// Run starts the prompt's run, or continues its session, and yields the
+// run's events as package agent's.
+func (mode) Run(ctx context.Context, t cli.Temporal, p cli.Prompt) iter.Seq2[agent.Event, error] {
+	return func(yield func(agent.Event, error) bool) {
+		res, err := run(ctx, t, p, yield)
+		yield(agent.Done{Result: res, Error: errText(err)}, err)
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// run runs the prompt, yielding its events but the last, and returns how
+// it ended.
+func run(ctx context.Context, t cli.Temporal, p cli.Prompt, yield func(agent.Event, error) bool) (agent.Result, error) {
+	failed := agent.Result{State: agent.Failed}
+	c, err := dial(t)
+	if err != nil {
+		return failed, err
+	}
+	defer c.Close()
+	in := durable.Input{Prompt: p.Prompt, Model: p.Model, MaxTokens: p.MaxTokens, MaxIterations: p.MaxIterations,
+		MaxDuration: p.MaxDuration, MaxTotalTokens: p.MaxTotalTokens, ContextLimit: p.ContextLimit, System: p.System,
+		Thinking: p.Thinking, Approve: p.Approve, Stream: true}
+	id := p.Session
+	if id == "" {
+		id = newID()
+	} else if prev, err := durable.Conversation(ctx, c, dataConverter(t), id); err == nil {
+		in.History = prev
+	} else if _, none := errors.AsType[*serviceerror.NotFound](err); !none {
+		return failed, fmt.Errorf("session %s: %w", id, err)
+	}
+	// A session holds one run at a time: a second prompt while one runs
+	// fails rather than interleaving.
+	wr, err := c.ExecuteWorkflow(context.WithoutCancel(ctx), client.StartWorkflowOptions{
+		ID: id, TaskQueue: t.TaskQueue,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+	}, durable.WorkflowName, in)
+	if _, busy := errors.AsType[*serviceerror.WorkflowExecutionAlreadyStarted](err); busy {
+		return failed, fmt.Errorf("session %s is running a prompt already", id)
+	} else if err != nil {
+		return failed, err
+	}
+	if p.Started != nil {
+		p.Started(id)
+	}
+	names := map[string]string{} // call id → tool name, for ToolDone
+	for ev, err := range durable.Stream(ctx, c, id) {
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			return failed, err
+		}
+		if ev.Done != "" {
+			break
+		}
+		if e := agentEvent(ev, names, id, p.Note); e != nil && !yield(e, nil) {
+			return failed, context.Canceled
+		}
+		if ev.Waiting && p.Ask != nil {
+			// Asked on the terminal, answered in the workflow; a call
+			// another client answered first is no longer waiting.
+			if allow, err := p.Ask(ctx, *ev.ToolCall); err == nil {
+				d := durable.Decision{CallID: ev.ToolCall.ID, Allow: allow, Reason: "the user said no"}
+				if err := durable.Approve(ctx, c, id, d); err != nil && p.Note != nil {
+					p.Note(fmt.Sprintf("answering %s: %v", ev.ToolCall.ID, err))
+				}
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		if p.Detach {
+			return agent.Result{State: agent.Cancelled}, nil
+		}
+		if err := c.CancelWorkflow(context.WithoutCancel(ctx), id, wr.GetRunID()); err != nil {
+			return failed, err
+		}
+		// Read the run to its end, which it would otherwise hold for a
+		// reader of its last events.
+		for ev, err := range durable.Stream(context.WithoutCancel(ctx), c, id) {
+			if err != nil || ev.Done != "" {
+				break
+			}
+		}
+	}
+	var res durable.Result
+	if err := wr.Get(context.WithoutCancel(ctx), &res); err != nil {
+		// The run's own error, without Temporal's wrapping of it.
+		if ae, ok := errors.AsType[*temporal.ApplicationError](err); ok {
+			err = errors.New(ae.Message())
+		}
+		return failed, err
+	}
+	return res.Result, nil
+}
+
+// agentEvent is ev as package agent's event, or nil for one it has none
+// for: a call that waits for approval is a note.
+func agentEvent(ev durable.Event, names map[string]string, session string, note func(string)) agent.Event {
+	switch {
+	case ev.Turn > 0:
+		return agent.TurnStart{Iteration: ev.Turn}
+	case ev.Text != "":
+		return agent.TextDelta{Text: ev.Text}
+	case ev.Discard:
+		return agent.Retry{Attempt: 2, Error: "the model turn's worker failed", Discard: true}
+	case ev.Usage != nil:
+		return *ev.Usage
+	case ev.ToolCall != nil && ev.Waiting:
+		if note != nil { // also when asked on the terminal: it may be answered elsewhere
+			note(fmt.Sprintf("%s %s waits for approval: agentloop approve (or deny) --session %s %s",
+				ev.ToolCall.Name, ev.ToolCall.Input, session, ev.ToolCall.ID))
+		}
+	case ev.ToolCall != nil:
+		names[ev.ToolCall.ID] = ev.ToolCall.Name
+		return agent.ToolCall{ID: ev.ToolCall.ID, Name: ev.ToolCall.Name, Input: ev.ToolCall.Input}
+	case ev.ToolDone != nil:
+		return agent.ToolDone{ID: ev.ToolDone.ToolUseID, Name: names[ev.ToolDone.ToolUseID],
+			Content: llm.TextOf(ev.ToolDone.Content), IsError: ev.ToolDone.IsError}
+	}
+	return nil
+}
+
+func newID() string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return "agentloop-" + hex.EncodeToString(b)
+}

@@ -1,0 +1,118 @@
+package durable
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentloop/agentloop/anthropictest"
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/tool"
+)
+
+type none struct{}
+
+// holdAfterFirstCall passes m's events on, but after the first tool_use
+// block of a turn is complete holds the rest of the turn until ran is
+// closed: a loop that starts calls only when the turn ends never gets it.
+// It gives up after a minute, with an error that fails the test's run.
+func holdAfterFirstCall(m llm.Model, ran <-chan struct{}) llm.Model {
+	return llm.ModelFunc(func(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
+		return func(yield func(llm.Event, error) bool) {
+			tools, held := map[int]bool{}, false
+			for ev, err := range m.Stream(ctx, req) {
+				if !yield(ev, err) || err != nil {
+					return
+				}
+				switch ev := ev.(type) {
+				case llm.ToolUseStart:
+					tools[ev.Index] = true
+				case llm.BlockStop:
+					if !tools[ev.Index] || held {
+						continue
+					}
+					held = true
+					select {
+					case <-ran:
+					case <-time.After(time.Minute):
+						yield(nil, &llm.APIError{StatusCode: 400, Message: "the call did not start while the turn streamed"})
+						return
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestToolsStartWhileModelStreams: a call starts in its worker as soon as
+// its input is complete, while the model still streams the rest of the
+// turn, as in process; the turn's later call starts with the turn's end,
+// the results come in tool_use order, and a replay of the run's history
+// is deterministic (TestReplay's "eager" scenario records one).
+func TestToolsStartWhileModelStreams(t *testing.T) {
+	e := newEnv(t,
+		anthropictest.NewStream().ToolUse("toolu_1", "first", `{}`).Text("While it runs, ").ToolUse("toolu_2", "add", `{"a":1,"b":2}`).Stop("tool_use"),
+		anthropictest.NewStream().Text("Done.").Stop("end_turn"),
+	)
+	ran := make(chan struct{})
+	var once sync.Once
+	first := tool.Must(tool.New("first", "runs first", func(ctx context.Context, _ none) (string, error) {
+		once.Do(func() { close(ran) })
+		return "first ran", nil
+	}))
+	add, _ := adder()
+	e.worker(t, "eager", Config{Model: holdAfterFirstCall(llm.New(llm.Config{BaseURL: e.api.URL}), ran)}, first, add)
+	res := e.run(t, "eager", "eager", Input{Prompt: "go"})
+	if res.Text != "Done." {
+		t.Errorf("text = %q, want Done.", res.Text)
+	}
+	var got []string
+	for _, b := range e.api.Requests()[1].ToolResults() {
+		got = append(got, b.ToolUseID+": "+b.Content[0].Text)
+	}
+	if diff := cmp.Diff([]string{"toolu_1: first ran", "toolu_2: 3"}, got); diff != "" {
+		t.Errorf("tool results (-want +got):\n%s", diff)
+	}
+	e.checkRequests(t)
+}
+
+// TestEagerCallsOfFailedAttempt: a turn that fails after a call started is
+// tried again; the failed attempt's call is cancelled, as in process, and
+// only the new attempt's calls reach the history.
+func TestEagerCallsOfFailedAttempt(t *testing.T) {
+	e := newEnv(t,
+		anthropictest.NewStream().ToolUse("toolu_1", "wait", `{}`).Text("and then").Reset(),
+		anthropictest.NewStream().ToolUse("toolu_2", "add", `{"a":1,"b":2}`).Stop("tool_use"),
+		anthropictest.NewStream().Text("3.").Stop("end_turn"),
+	)
+	started, cancelled := make(chan struct{}), make(chan error, 1)
+	wait := tool.Must(tool.New("wait", "waits until cancelled", func(ctx context.Context, _ none) (string, error) {
+		close(started)
+		<-ctx.Done()
+		cancelled <- ctx.Err()
+		return "", ctx.Err()
+	}))
+	add, _ := adder()
+	e.worker(t, "eager-retry", Config{Model: holdAfterFirstCall(llm.New(llm.Config{BaseURL: e.api.URL}), started)}, wait, add)
+	res := e.run(t, "eager-retry", "eager-retry", Input{Prompt: "go", Heartbeat: time.Second})
+	if err := <-cancelled; !errors.Is(err, context.Canceled) {
+		t.Errorf("the failed attempt's call ended with %v, want it cancelled", err)
+	}
+	var uses []string
+	for _, m := range res.History {
+		for _, b := range m.Content {
+			if tu, ok := b.(llm.ToolUse); ok {
+				uses = append(uses, tu.ID)
+			}
+		}
+	}
+	if diff := cmp.Diff([]string{"toolu_2"}, uses); diff != "" {
+		t.Errorf("tool calls in the history (-want +got):\n%s", diff)
+	}
+	e.checkRequests(t)
+}

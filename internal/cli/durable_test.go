@@ -1,0 +1,228 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/tool"
+)
+
+// TestNoDurableMode checks that the plain build refuses the durable mode
+// with a usage error that says how to get it, before anything starts.
+func TestNoDurableMode(t *testing.T) {
+	for _, args := range [][]string{
+		{"worker", "--temporal", "localhost:7233"},
+		{"--temporal", "localhost:7233", "hi"},
+		{"approve", "--temporal", "localhost:7233", "--session", "s", "toolu_1"},
+		{"deny", "--session", "s", "toolu_1", "too", "risky"},
+	} {
+		h := newHarness(t)
+		r := h.run(strings.NewReader(""), args...)
+		r.check(t, exitUsage)
+		if !strings.Contains(r.stderr, "(cd durable && go install ./cmd/agentloop)") {
+			t.Errorf("%q: stderr does not say how to install the durable build:\n%s", args, r.stderr)
+		}
+		if n := len(h.srv.Requests()); n != 0 {
+			t.Errorf("%q: %d requests sent", args, n)
+		}
+	}
+}
+
+// fakeDurable is a durable mode that records what the command asks of it
+// and answers with scripted events.
+type fakeDurable struct {
+	events  []agent.Event
+	err     error
+	block   bool // Run waits for its context to end, then ends cancelled
+	prompt  Prompt
+	worker  Worker
+	decided []string
+	asked   []bool
+}
+
+func (f *fakeDurable) Serve(ctx context.Context, t Temporal, w Worker) error {
+	f.worker = w
+	return nil
+}
+
+func (f *fakeDurable) Run(ctx context.Context, t Temporal, p Prompt) iter.Seq2[agent.Event, error] {
+	f.prompt = p
+	return func(yield func(agent.Event, error) bool) {
+		p.Started("s-new")
+		if p.Ask != nil {
+			ok, err := p.Ask(ctx, tool.Call{ID: "toolu_1", Name: "bash", Input: []byte(`{"command":"make deploy"}`)})
+			f.asked = append(f.asked, ok && err == nil)
+		}
+		if f.block {
+			<-ctx.Done()
+			yield(agent.Done{Result: agent.Result{State: agent.Cancelled}}, nil)
+			return
+		}
+		for _, ev := range f.events {
+			if !yield(ev, nil) {
+				return
+			}
+		}
+		yield(agent.Done{Result: agent.Result{State: f.state()}}, f.err)
+	}
+}
+
+func (f *fakeDurable) state() agent.State {
+	for _, ev := range f.events {
+		if d, ok := ev.(agent.Done); ok {
+			return d.Result.State
+		}
+	}
+	if f.err != nil {
+		return agent.Failed
+	}
+	return agent.Finished
+}
+
+func (f *fakeDurable) Decide(ctx context.Context, t Temporal, session, callID string, allow bool, reason string) error {
+	f.decided = append(f.decided, fmt.Sprintf("%s %s %v %q", session, callID, allow, reason))
+	return nil
+}
+
+// runDurable runs the command with the fake durable mode f.
+func (h *harness) runDurable(f *fakeDurable, stdin io.Reader, args ...string) result {
+	h.t.Helper()
+	var stdout, stderr syncBuffer
+	c := h.cli(stdin, &stdout, &stderr)
+	c.durable = f
+	code := c.main(context.Background(), args, stdin, &stdout, &stderr)
+	return result{code, stdout.String(), stderr.String()}
+}
+
+// TestDurablePrompt runs prompts through a fake durable mode: the events
+// are shown as the in-process CLI shows them, with its exit statuses, and
+// the flags reach the run.
+func TestDurablePrompt(t *testing.T) {
+	turn := []agent.Event{agent.TurnStart{Iteration: 1}, agent.TextDelta{Text: "Hello."}, agent.UsageUpdate{}}
+	for _, tt := range []struct {
+		name   string
+		f      *fakeDurable
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"finished", &fakeDurable{events: turn}, nil, exitOK, "Hello.\n", "session s-new"},
+		{"session", &fakeDurable{events: turn}, []string{"--session", "s1"}, exitOK, "Hello.\n", ""},
+		{"limit", &fakeDurable{events: append(turn, agent.Done{Result: agent.Result{State: agent.IterationLimit, Iterations: 3}})},
+			nil, exitLimit, "Hello.\n", "iteration limit reached"},
+		{"failed", &fakeDurable{err: errors.New("agent: iteration 1: boom")}, nil, exitFailure, "", "boom"},
+		{"json", &fakeDurable{events: turn}, []string{"--json"}, exitOK, `{"type":"turn_start","iteration":1}`, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			args := append(append([]string{"--temporal", "localhost:7233", "--max-iterations", "3", "--approve", "deploy"}, tt.args...), "hi")
+			r := h.runDurable(tt.f, strings.NewReader(""), args...)
+			r.check(t, tt.code)
+			if !strings.Contains(r.stdout, tt.stdout) {
+				t.Errorf("stdout %q does not hold %q", r.stdout, tt.stdout)
+			}
+			if !strings.Contains(r.stderr, tt.stderr) {
+				t.Errorf("stderr %q does not hold %q", r.stderr, tt.stderr)
+			}
+			p := tt.f.prompt
+			if p.Prompt != "hi" || p.MaxIterations != 3 || !slices.Equal(p.Approve, []string{"deploy"}) || p.Ask != nil {
+				t.Errorf("the run got %+v", p)
+			}
+		})
+	}
+}
+
+// TestDurableAsk: on a terminal, a call that waits for approval is asked
+// about as in process, and "always" answers the tool's later calls too.
+func TestDurableAsk(t *testing.T) {
+	h := newHarness(t)
+	h.terminals["stdin"], h.terminals["stderr"] = true, true
+	f := &fakeDurable{events: []agent.Event{agent.TurnStart{Iteration: 1}}}
+	r := h.runDurable(f, strings.NewReader("a\n"), "--temporal", "localhost:7233", "deploy it")
+	r.check(t, exitOK)
+	if ok, err := f.prompt.Ask(context.Background(), tool.Call{ID: "toolu_2", Name: "bash", Input: []byte(`{"command":"ls"}`)}); !ok || err != nil {
+		t.Errorf("a second bash call after always: %v, %v", ok, err)
+	}
+	if !slices.Equal(f.asked, []bool{true}) || !strings.Contains(r.stderr, "make deploy") {
+		t.Errorf("asked %v; stderr:\n%s", f.asked, r.stderr)
+	}
+}
+
+// TestDurableDetach: with --detach, Ctrl-C leaves the run going, exits 130
+// and says how to continue it.
+func TestDurableDetach(t *testing.T) {
+	h := newHarness(t)
+	f := &fakeDurable{block: true}
+	h.interrupts <- os.Interrupt
+	r := h.runDurable(f, strings.NewReader(""), "--temporal", "localhost:7233", "--detach", "hi")
+	r.check(t, exitInterrupted)
+	if !f.prompt.Detach || !strings.Contains(r.stderr, "--session s-new continues it") {
+		t.Errorf("detach %v; stderr:\n%s", f.prompt.Detach, r.stderr)
+	}
+}
+
+// TestDurableWorkerAndDecide: a worker gets the tools, policy and system
+// prompt of the usual flags; approve and deny reach the run.
+func TestDurableWorkerAndDecide(t *testing.T) {
+	h := newHarness(t)
+	f := &fakeDurable{}
+	h.runDurable(f, strings.NewReader(""), "worker", "--temporal", "localhost:7233", "--tools", "calculator,bash",
+		"--append-system", "Be brief.", "--at-most-once", "bash", "--deny", "bash(rm:*)").check(t, exitOK)
+	var names []string
+	for _, s := range f.worker.Registry.Specs() {
+		names = append(names, s.Name)
+	}
+	if !slices.Equal(names, []string{"calculator", "bash"}) || !strings.HasSuffix(f.worker.System, "Be brief.") ||
+		!slices.Equal(f.worker.AtMostOnce, []string{"bash"}) {
+		t.Errorf("worker got tools %v, system %q, at most once %v", names, f.worker.System, f.worker.AtMostOnce)
+	}
+	// No one to ask on a worker: bash is denied unless a rule allows it or
+	// a person approved the call in the run, and a deny rule wins.
+	for _, tt := range []struct {
+		command  string
+		approved bool
+		ok       bool
+	}{{"ls", false, false}, {"ls", true, true}, {"rm -rf x", true, false}} {
+		call := tool.Call{ID: "toolu_1", Name: "bash", Input: []byte(fmt.Sprintf(`{"command":%q}`, tt.command))}
+		if err := f.worker.Approve(context.Background(), call, tt.approved); (err == nil) != tt.ok {
+			t.Errorf("bash %q approved %v: %v, want allowed %v", tt.command, tt.approved, err, tt.ok)
+		}
+	}
+	h.runDurable(f, strings.NewReader(""), "approve", "--temporal", "x:1", "--session", "s1", "toolu_1").check(t, exitOK)
+	h.runDurable(f, strings.NewReader(""), "deny", "--temporal", "x:1", "--session", "s1", "toolu_2", "too", "risky").check(t, exitOK)
+	want := []string{`s1 toolu_1 true ""`, `s1 toolu_2 false "too risky"`}
+	if diff := cmp.Diff(want, f.decided); diff != "" {
+		t.Errorf("decisions (-want +got):\n%s", diff)
+	}
+}
+
+// stopOnCancel is a durable mode whose worker serves until it is stopped.
+type stopOnCancel struct{ fakeDurable }
+
+func (s *stopOnCancel) Serve(ctx context.Context, t Temporal, w Worker) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestDurableWorkerCtrlC: Ctrl-C stops a worker, which exits 0.
+func TestDurableWorkerCtrlC(t *testing.T) {
+	h := newHarness(t)
+	h.interrupts <- os.Interrupt
+	var stdout, stderr syncBuffer
+	c := h.cli(strings.NewReader(""), &stdout, &stderr)
+	c.durable = &stopOnCancel{}
+	if code := c.main(context.Background(), []string{"worker", "--temporal", "x:1", "--tools", "calculator"}, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+		t.Errorf("exit %d, want 0; stderr:\n%s", code, stderr.String())
+	}
+}
