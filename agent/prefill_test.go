@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	at "github.com/agentloop/agentloop/anthropictest"
+	"github.com/agentloop/agentloop/internal/looprules"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 )
@@ -46,7 +47,7 @@ func TestNoPrefillOnCurrentModels(t *testing.T) {
 		}, "user"},
 		{"an interrupted run", nil, func(h *memory.History) {
 			h.AppendUser(llm.Text{Text: "tell me a story"})
-			answer(h, llm.Text{Text: "Once"}, llm.Text{Text: interruptedText})
+			answer(h, llm.Text{Text: "Once"}, llm.Text{Text: looprules.Interrupted})
 		}, "user"},
 		{"a turn left paused", nil, func(h *memory.History) {
 			h.AppendUser(llm.Text{Text: "search"})

@@ -24,7 +24,7 @@ func ExampleInstruments_StartTool() {
 	for _, s := range rec.Ended() {
 		fmt.Println(s.Name())
 		for _, kv := range s.Attributes() {
-			fmt.Printf("  %s=%s\n", kv.Key, kv.Value.Emit())
+			fmt.Printf("  %s=%s\n", kv.Key, kv.Value.AsString())
 		}
 	}
 	// Output:
