@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 
+	"github.com/agentloop/agentloop/internal/looprules"
 	"github.com/agentloop/agentloop/internal/telemetry" // otel hook
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
@@ -26,24 +27,8 @@ func (r *run) request(final bool) (llm.Request, error) {
 			return llm.Request{}, err
 		}
 	}
-	req := llm.Request{
-		Model:     h.Config().Model,
-		MaxTokens: h.Config().MaxTokens,
-		System:    r.cfg.System,
-		Messages:  h.Messages(),
-		Tools:     r.specs,
-		Thinking:  r.cfg.Thinking,
-		Effort:    r.cfg.Effort,
-		Cache:     !r.cfg.DisableCache,
-		Container: r.cont,
-		// Context editing and server compaction, as the history's strategy has it.
-		ContextManagement: h.ContextManagement(r.cfg.Thinking != nil),
-	}
-	if final && len(r.specs) > 0 {
-		// The tools stay listed, since the history holds calls of them.
-		req.ToolChoice = &llm.ToolChoice{Type: "none"}
-	}
-	return req, nil
+	return looprules.Request(h, looprules.Settings{System: r.cfg.System, Tools: r.specs, Thinking: r.cfg.Thinking,
+		Effort: r.cfg.Effort, NoCache: r.cfg.DisableCache, Container: r.cont}, final), nil
 }
 
 // compact compacts the history and reports it, also when it changed it

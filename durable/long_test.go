@@ -128,7 +128,7 @@ func TestContinueAsNew(t *testing.T) {
 // does, where an estimate of the short messages would not compact at all.
 func TestContinueAsNewKeepsTokenCounts(t *testing.T) {
 	replies := func() []anthropictest.Reply {
-		rs := script(6)
+		rs := script(0, 6)
 		rs[5] = anthropictest.NewStream().ToolUse("toolu_5", "add", `{"a":5,"b":1}`).Usage(90_000, 5, 0, 0).Stop("tool_use")
 		return rs
 	}

@@ -44,6 +44,9 @@ type Input struct {
 	System string `json:"system,omitempty"`
 	// Thinking turns on extended thinking. Default off.
 	Thinking *llm.ThinkingConfig `json:"thinking,omitempty"`
+	// Effort is sent as output_config.effort (see agent.Config.Effort).
+	// Default: the model's.
+	Effort string `json:"effort,omitempty"`
 	// DisableCache turns prompt caching off.
 	DisableCache bool `json:"disable_cache,omitempty"`
 

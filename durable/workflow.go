@@ -390,7 +390,7 @@ func (r *run) model(req llm.Request, id string, eager bool) (*TurnOutput, error)
 }
 
 // request builds the next request from the history, repairing and, when
-// it has outgrown its limit, compacting it first. It mirrors agent/request.go.
+// it has outgrown its limit, compacting it first, as package agent does.
 func (r *run) request(final bool) (llm.Request, error) {
 	if fixes := r.h.Repair(); len(fixes) > 0 {
 		r.log.Warn("agent: repaired the history", "fixes", fixes)
@@ -402,22 +402,8 @@ func (r *run) request(final bool) (llm.Request, error) {
 			return llm.Request{}, err
 		}
 	}
-	req := llm.Request{
-		Model:     r.h.Config().Model,
-		MaxTokens: r.h.Config().MaxTokens,
-		System:    r.in.System,
-		Messages:  r.h.Messages(),
-		Tools:     r.specs,
-		Thinking:  r.in.Thinking,
-		Cache:     !r.in.DisableCache,
-		Container: r.cont,
-		// Context editing and server compaction, as the history's strategy has it.
-		ContextManagement: r.h.ContextManagement(r.in.Thinking != nil),
-	}
-	if final && len(r.specs) > 0 {
-		req.ToolChoice = &llm.ToolChoice{Type: "none"}
-	}
-	return req, nil
+	return looprules.Request(r.h, looprules.Settings{System: r.in.System, Tools: r.specs, Thinking: r.in.Thinking,
+		Effort: r.in.Effort, NoCache: r.in.DisableCache, Container: r.cont}, final), nil
 }
 
 // compact compacts the history with memory's own code, its summary call a

@@ -86,6 +86,7 @@ type Prompt struct {
 	ContextLimit   int
 	System         string
 	Thinking       *llm.ThinkingConfig
+	Effort         string
 	// Started is called with the session's ID once the run has started.
 	Started func(session string)
 	// Note shows a remark on stderr, such as a call that waits.
@@ -309,9 +310,7 @@ func (c *cli) durablePrompt(ctx context.Context, o *options, t Temporal, stdin i
 	if o.builtin.appendSystem != "" {
 		p.System = strings.TrimSpace(p.System + "\n\n" + o.builtin.appendSystem)
 	}
-	if o.thinking > 0 {
-		p.Thinking = &llm.ThinkingConfig{BudgetTokens: o.thinking}
-	}
+	p.Thinking, p.Effort = o.thinkingConfig(), o.effort
 	err := s.interruptible(ctx, c.interrupts, func(ctx context.Context) error {
 		res, err := s.show(c.durable.Run(ctx, t, p))
 		return s.outcome(res, err)
