@@ -78,7 +78,7 @@ func TestParity(t *testing.T) {
 				}
 				return anthropictest.NewStream().Text("Done.").Stop("end_turn")
 			}))}
-		}, Input{History: prior, ContextLimit: 400}},
+		}, Input{History: prior, ContextLimit: 400, Compaction: "client"}}, // on-demand server summaries stay in process
 	}
 	e := newEnv(t)
 	add, _ := adder()
@@ -97,7 +97,7 @@ func TestParity(t *testing.T) {
 
 			api := anthropictest.NewServer(tt.replies()...)
 			defer api.Close()
-			h := memory.New(memory.Config{ContextLimit: in.ContextLimit})
+			h := memory.New(memory.Config{ContextLimit: in.ContextLimit, Compaction: in.Compaction})
 			for _, m := range in.History {
 				if m.Role == llm.User {
 					h.AppendUser(m.Content...)
@@ -125,5 +125,36 @@ func TestParity(t *testing.T) {
 				t.Error("the in-process run sent no request")
 			}
 		})
+	}
+}
+
+// TestNoServerSummaryInWorkflow compacts a durable run on a model whose
+// history would ask the server for an on-demand summary in process: the
+// workflow declines it without a request, since its activity could not
+// hand the compaction block back, and the client summary compacts.
+func TestNoServerSummaryInWorkflow(t *testing.T) {
+	long := strings.Repeat("words and more words about the task at hand. ", 12)
+	var prior []llm.Message
+	for i := range 6 {
+		prior = append(prior,
+			llm.Message{Role: llm.User, Content: []llm.Block{llm.Text{Text: fmt.Sprintf("question %d: %s", i, long)}}},
+			llm.Message{Role: llm.Assistant, Content: []llm.Block{llm.Text{Text: fmt.Sprintf("answer %d: %s", i, long)}}})
+	}
+	e := newEnv(t, anthropictest.Repeat(anthropictest.ReplyFunc(func(r *anthropictest.Request) anthropictest.Reply {
+		if p, _ := r.Params(); p != nil && strings.Contains(string(p.System), "summar") {
+			return anthropictest.NewStream().Text("They asked six questions and got six answers.").Stop("end_turn")
+		}
+		return anthropictest.NewStream().Text("Done.").Stop("end_turn")
+	})))
+	add, _ := adder()
+	e.worker(t, "nosummary", Config{}, add)
+	got := e.run(t, "nosummary", "nosummary", Input{Prompt: "go", Model: "claude-opus-5-5", History: prior, ContextLimit: 400})
+	if text := llm.TextOf(got.History[0].Content); !strings.HasPrefix(text, "[This conversation was compacted") {
+		t.Errorf("the history starts with %.60q, want the client summary", text)
+	}
+	for _, r := range e.api.Requests() {
+		if strings.Contains(string(r.Body), `"compaction":{`) {
+			t.Errorf("request %d asks for an on-demand server compaction: %.200s", r.N, r.Body)
+		}
 	}
 }

@@ -44,6 +44,11 @@ type Input struct {
 	System string `json:"system,omitempty"`
 	// Thinking turns on extended thinking. Default off.
 	Thinking *llm.ThinkingConfig `json:"thinking,omitempty"`
+	// Compaction overrides the history's strategy for staying under the
+	// context limit (see memory.Config.Compaction): "server", "client" or
+	// "off". Default: by model. A workflow never asks for an on-demand
+	// server summary; threshold compaction on the server still runs.
+	Compaction string `json:"compaction,omitempty"`
 	// Effort is sent as output_config.effort (see agent.Config.Effort).
 	// Default: the model's.
 	Effort string `json:"effort,omitempty"`

@@ -159,7 +159,8 @@ func defaults(in *Input) {
 // estimates until the next turn reports one; a run that continues as new
 // carries its history whole instead (Resume.History).
 func restore(in Input, msgs []llm.Message) *memory.History {
-	h := memory.New(memory.Config{Model: in.Model, MaxTokens: in.MaxTokens, ContextWindow: in.ContextWindow, ContextLimit: in.ContextLimit})
+	h := memory.New(memory.Config{Model: in.Model, MaxTokens: in.MaxTokens, ContextWindow: in.ContextWindow, ContextLimit: in.ContextLimit,
+		Compaction: in.Compaction})
 	for _, m := range msgs {
 		if m.Role == llm.Assistant {
 			h.AppendAssistant(m, llm.Usage{})
@@ -408,9 +409,20 @@ func (r *run) request(final bool) (llm.Request, error) {
 
 // compact compacts the history with memory's own code, its summary call a
 // ModelTurn activity.
+// errNoServerSummary declines an on-demand server compaction (see compact).
+var errNoServerSummary = errors.New("durable: on-demand server compaction is not used in a workflow")
+
 func (r *run) compact() error {
 	summary := llm.ModelFunc(func(_ context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
 		return func(yield func(llm.Event, error) bool) {
+			if req.Summarize != nil {
+				// The activity returns a summary's text, not the compaction
+				// block an on-demand server compaction answers with, so that
+				// block would be billed and lost: the client summary runs
+				// instead. Threshold compaction during a turn keeps its block.
+				yield(nil, errNoServerSummary)
+				return
+			}
 			out, err := r.model(req, "", false)
 			if err != nil {
 				yield(nil, err)

@@ -87,6 +87,7 @@ type Prompt struct {
 	System         string
 	Thinking       *llm.ThinkingConfig
 	Effort         string
+	Compaction     string
 	// Started is called with the session's ID once the run has started.
 	Started func(session string)
 	// Note shows a remark on stderr, such as a call that waits.
@@ -310,7 +311,7 @@ func (c *cli) durablePrompt(ctx context.Context, o *options, t Temporal, stdin i
 	if o.builtin.appendSystem != "" {
 		p.System = strings.TrimSpace(p.System + "\n\n" + o.builtin.appendSystem)
 	}
-	p.Thinking, p.Effort = o.thinkingConfig(), o.effort
+	p.Thinking, p.Effort, p.Compaction = o.thinkingConfig(), o.effort, o.compaction
 	err := s.interruptible(ctx, c.interrupts, func(ctx context.Context) error {
 		res, err := s.show(c.durable.Run(ctx, t, p))
 		return s.outcome(res, err)
