@@ -19,7 +19,8 @@ import (
 // and llm's check both take, and every other way a history can end with an
 // assistant turn (a finished or interrupted run, a resumed session, a
 // turn left paused, an unanswered call repaired) is followed by the
-// prompt. The fake answers a prefill with the API's 400, and fake() holds
+// prompt, or mid-run by the results of its calls, also of a call whose id
+// Repair made fresh. The fake answers a prefill with the API's 400, and fake() holds
 // every request to anthropictest.CheckRequest.
 func TestNoPrefillOnCurrentModels(t *testing.T) {
 	models := []string{"claude-opus-5-5", "claude-fable-5-1", "claude-sonnet-5-5", "claude-haiku-5-5"}
@@ -41,6 +42,13 @@ func TestNoPrefillOnCurrentModels(t *testing.T) {
 		{"stop_reason compaction continues from the block", func() []at.Reply {
 			return []at.Reply{at.NewStream().Compaction("They asked about Go.").Stop("compaction"), at.NewStream().Text("Done.").Stop("end_turn")}
 		}, nil, "assistant"},
+		// Repair gives the second call a fresh id rather than drop it and
+		// its result, which would leave "Again." last.
+		{"a call reusing an earlier call's id", func() []at.Reply {
+			return []at.Reply{at.NewStream().ToolUse("toolu_1", "echo", `{"text":"a"}`).Stop("tool_use"),
+				at.NewStream().Text("Again.").ToolUse("toolu_1", "echo", `{"text":"b"}`).Stop("tool_use"),
+				at.NewStream().Text("Done.").Stop("end_turn")}
+		}, nil, "user"},
 		{"a resumed session that ended with an answer", nil, func(h *memory.History) {
 			h.AppendUser(llm.Text{Text: "hi"})
 			answer(h, llm.Text{Text: "Hello."})

@@ -21,7 +21,9 @@ import (
 //
 //   - drops unknown roles and the blocks the API rejects (blank text,
 //     unsigned thinking, blocks in the wrong role's message or without a
-//     type, tool_use with a bad or duplicate id), then empty messages;
+//     type, tool_use without a name), then empty messages;
+//   - gives a tool_use with a bad or duplicate id, and its results, a fresh
+//     id: dropped, it would leave its turn last mid-run, a prefill;
 //   - drops a final assistant turn cut off inside a tool input (by
 //     max_tokens or a crash); elsewhere such an input becomes {};
 //   - merges consecutive messages of one role, and drops assistant messages
@@ -73,7 +75,9 @@ func (h *History) Repair() []string {
 // input, rejected blocks, and messages left empty.
 func clean(es []entry, note func(string)) []entry {
 	out := es[:0]
-	ids := map[string]bool{}
+	// The ids kept, and the ids the calls since the last user message got,
+	// by the id each came with, in order: its results take them in turn.
+	seen, turn := map[string]bool{}, map[string][]string{}
 	for i, e := range es {
 		m := e.msg
 		switch {
@@ -87,19 +91,19 @@ func clean(es []entry, note func(string)) []entry {
 			note("dropped a trailing incomplete assistant turn")
 			continue
 		}
-		kept, changed := make([]llm.Block, 0, len(m.Content)), false
+		kept := make([]llm.Block, 0, len(m.Content))
 		for _, b := range m.Content {
-			nb, ok, what := cleanBlock(m.Role, b, ids)
+			nb, ok, what := cleanBlock(m.Role, b, seen, turn)
 			if what != "" {
 				note(what)
-				changed = true
 			}
 			if ok {
 				kept = append(kept, nb)
 			}
 		}
-		if changed {
-			e.msg = llm.Message{Role: m.Role, Content: kept}
+		e.msg = llm.Message{Role: m.Role, Content: kept}
+		if m.Role == llm.User {
+			clear(turn)
 		}
 		if len(kept) == 0 {
 			note("dropped empty messages")
@@ -112,7 +116,7 @@ func clean(es []entry, note func(string)) []entry {
 
 // cleanBlock returns b fixed, whether to keep it, and what it did, if
 // anything.
-func cleanBlock(role llm.Role, b llm.Block, ids map[string]bool) (llm.Block, bool, string) {
+func cleanBlock(role llm.Role, b llm.Block, seen map[string]bool, turn map[string][]string) (llm.Block, bool, string) {
 	rb := ruleBlock(b)
 	switch {
 	case rb.Type == "":
@@ -130,15 +134,22 @@ func cleanBlock(role llm.Role, b llm.Block, ids map[string]bool) (llm.Block, boo
 			return nil, false, "dropped unsigned thinking"
 		}
 	case llm.ToolUse:
-		if !apirules.ValidID(b.ID) || ids[b.ID] || b.Name == "" {
-			return nil, false, "dropped tool_use blocks with a bad or duplicate id or no name"
+		if b.Name == "" {
+			return nil, false, "dropped tool_use blocks with no name"
 		}
-		ids[b.ID] = true
+		id, what := b.ID, ""
+		for n := 1; !apirules.ValidID(id) || seen[id]; n++ {
+			id, what = fmt.Sprintf("toolu_repaired_%d", n), "gave tool calls with a bad or duplicate id a fresh one"
+		}
+		seen[id], turn[b.ID], b.ID = true, append(turn[b.ID], id), id
 		if !apirules.IsObject(rb.Input) {
-			b.Input = []byte("{}")
-			return b, true, "replaced tool inputs that were not JSON objects with {}"
+			b.Input, what = []byte("{}"), "replaced tool inputs that were not JSON objects with {}"
 		}
+		return b, true, what
 	case llm.ToolResult:
+		if q := turn[b.ToolUseID]; len(q) > 0 {
+			turn[b.ToolUseID], b.ToolUseID = q[1:], q[0] // its call's id, which may be fresh
+		}
 		kept := slices.DeleteFunc(slices.Clone(b.Content), func(c llm.Block) bool {
 			switch c := c.(type) {
 			case llm.Text:
@@ -152,6 +163,7 @@ func cleanBlock(role llm.Role, b llm.Block, ids map[string]bool) (llm.Block, boo
 			b.Content = kept
 			return b, true, "dropped blank or misplaced content from tool results"
 		}
+		return b, true, ""
 	}
 	return b, true, ""
 }

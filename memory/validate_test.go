@@ -174,10 +174,43 @@ func TestRepair(t *testing.T) {
 			did:  []string{"merged consecutive assistant messages", "answered interrupted tool calls"},
 		},
 		{
-			name: "duplicate tool_use id dropped with its result",
+			// Dropped, the call would take its result with it and leave the
+			// assistant turn last mid-run: a prefill the current models refuse.
+			name: "duplicate tool_use id from an earlier turn made fresh, with its result",
 			in:   []llm.Message{user(text("a")), asst(use("t1")), user(result("t1", "x")), asst(text("again"), use("t1")), user(result("t1", "y"))},
-			want: []llm.Message{user(text("a")), asst(use("t1")), user(result("t1", "x")), asst(text("again"))},
-			did:  []string{"dropped tool_use blocks with a bad or duplicate id", "dropped orphan tool results", "dropped empty messages"},
+			want: []llm.Message{user(text("a")), asst(use("t1")), user(result("t1", "x")), asst(text("again"), use("toolu_repaired_1")), user(result("toolu_repaired_1", "y"))},
+			did:  []string{"gave tool calls with a bad or duplicate id a fresh one"},
+		},
+		{
+			name: "duplicate tool_use id in one turn: the results go to the calls in order",
+			in:   []llm.Message{user(text("a")), asst(use("t1"), use("t1")), user(result("t1", "x"), result("t1", "y"))},
+			want: []llm.Message{user(text("a")), asst(use("t1"), use("toolu_repaired_1")), user(result("t1", "x"), result("toolu_repaired_1", "y"))},
+			did:  []string{"gave tool calls with a bad or duplicate id a fresh one"},
+		},
+		{
+			name: "malformed tool_use id made fresh, skipping ids in use, with its result",
+			in:   []llm.Message{user(text("a")), asst(use("toolu_repaired_1")), user(result("toolu_repaired_1", "x")), asst(llm.ToolUse{ID: "t 1", Name: "calc", Input: json.RawMessage(`{"x":1}`)}), user(result("t 1", "y"))},
+			want: []llm.Message{user(text("a")), asst(use("toolu_repaired_1")), user(result("toolu_repaired_1", "x")), asst(use("toolu_repaired_2")), user(result("toolu_repaired_2", "y"))},
+			did:  []string{"gave tool calls with a bad or duplicate id a fresh one"},
+		},
+		{
+			name: "unanswered duplicate made fresh, then answered",
+			in:   []llm.Message{user(text("a")), asst(use("t1")), user(result("t1", "x")), asst(use("t1"))},
+			want: []llm.Message{user(text("a")), asst(use("t1")), user(result("t1", "x")), asst(use("toolu_repaired_1")), user(interrupted("toolu_repaired_1"))},
+			did:  []string{"gave tool calls with a bad or duplicate id a fresh one", "answered interrupted tool calls"},
+		},
+		{
+			// A model not in llm.Models is taken to bind its thinking.
+			name: "the thinking a fresh id invalidates dropped",
+			in:   []llm.Message{user(text("a")), asst(use("t1")), user(result("t1", "x")), asst(llm.Thinking{Thinking: "hm", Signature: "s"}, use("t1")), user(result("t1", "y"))},
+			want: []llm.Message{user(text("a")), asst(use("t1")), user(result("t1", "x")), asst(use("toolu_repaired_1")), user(result("toolu_repaired_1", "y"))},
+			did:  []string{"gave tool calls with a bad or duplicate id a fresh one"},
+		},
+		{
+			name: "tool_use without a name dropped with its result",
+			in:   []llm.Message{user(text("a")), asst(text("b"), llm.ToolUse{ID: "t1"}), user(result("t1", "x"), text("go on"))},
+			want: []llm.Message{user(text("a")), asst(text("b")), user(text("go on"))},
+			did:  []string{"dropped tool_use blocks with no name", "dropped orphan tool results"},
 		},
 		{
 			name: "unsigned thinking dropped",
