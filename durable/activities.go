@@ -129,6 +129,7 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 			// starts when the turn ends, and so does one with a large
 			// input, which the signal would put in the history twice.
 			if tu, ok := block.(llm.ToolUse); ok && stopped && in.Eager && len(tu.Input) <= BlobThreshold {
+				pub.flush() // what streamed before the call is shown before it
 				err := activity.GetClient(ctx).SignalWorkflow(ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID,
 					signalToolUse, toolUseSignal{Source: source, Use: tu})
 				if err == nil {

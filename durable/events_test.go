@@ -245,3 +245,34 @@ func TestToolOutputJSON(t *testing.T) {
 		t.Errorf("read as a bare result (-want +got):\n%s", diff)
 	}
 }
+
+// TestStreamOrder: the thinking and text that streamed before a tool call
+// come before the call, which starts while the turn still streams, as in
+// process: the CLI shows the model's note, then the call.
+func TestStreamOrder(t *testing.T) {
+	e := newEnv(t,
+		anthropictest.NewStream().Block(anthropictest.Block{Type: "thinking", Signature: "sig"}, "First the sum.").
+			Text("Adding.").ToolUse("toolu_1", "add", `{"a":1,"b":2}`).Stop("tool_use"),
+		anthropictest.NewStream().Text("3.").Stop("end_turn"),
+	)
+	add, _ := adder()
+	e.worker(t, "order", Config{}, add)
+	evs, _ := e.streamRun(t, "order", "order", Input{Prompt: "1+2?"})
+	var got []string
+	for _, ev := range evs {
+		switch {
+		case ev.Thinking != "":
+			got = append(got, "thinking "+ev.Thinking)
+		case ev.Text != "":
+			got = append(got, "text "+ev.Text)
+		case ev.ToolCall != nil:
+			got = append(got, "call "+ev.ToolCall.ID)
+		case ev.ToolDone != nil:
+			got = append(got, "done "+ev.ToolDone.ToolUseID)
+		}
+	}
+	want := []string{"thinking First the sum.", "text Adding.", "call toolu_1", "done toolu_1", "text 3."}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}

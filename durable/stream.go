@@ -157,6 +157,9 @@ func (p *publisher) close() {
 // holds mu while it sends, so that batches go out in order and sent counts
 // every one that went.
 func (p *publisher) flush() {
+	if p == nil {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, pc := range p.buf {
