@@ -240,7 +240,7 @@ func TestSummaryUsesHistoryModel(t *testing.T) {
 // anyway for the API to judge.
 func TestCompactionReportedWhenStillTooLong(t *testing.T) {
 	srv, client := fake(t, summarising(at.NewStream().Text("ok").Stop("end_turn")))
-	h := memory.New(memory.Config{Model: llm.DefaultModel, ContextWindow: 20_000, MaxTokens: 1000, KeepRecent: 1})
+	h := memory.New(memory.Config{Model: llm.DefaultModel, ContextWindow: 20_000, MaxTokens: 1000, KeepRecent: 1, Compaction: "client"})
 	h.AppendUser(llm.Text{Text: "Read the file."})
 	h.AppendAssistant(llm.Message{Role: llm.Assistant, Content: []llm.Block{
 		llm.ToolUse{ID: "toolu_1", Name: "echo", Input: []byte(`{"text":"x"}`)}}}, llm.Usage{})

@@ -44,7 +44,7 @@ func isSummary(r *at.Request) bool {
 // longHistory returns a history with n earlier exchanges, each large
 // enough that compaction has something to do, with a small context window.
 func longHistory(n int) *memory.History {
-	return fill(memory.New(memory.Config{Model: llm.DefaultModel, ContextWindow: 20_000, MaxTokens: 1000, KeepRecent: 1}), n)
+	return fill(memory.New(memory.Config{Model: llm.DefaultModel, ContextWindow: 20_000, MaxTokens: 1000, KeepRecent: 1, Compaction: "client"}), n)
 }
 
 // fill appends n large exchanges to h and returns it.

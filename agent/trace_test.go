@@ -87,7 +87,7 @@ func TestSpanTree(t *testing.T) {
 			at.NewStream().Text("ok").Stop("end_turn"),
 		},
 		history: func() *memory.History {
-			h := memory.New(memory.Config{Model: llm.DefaultModel, ContextWindow: 20_000, MaxTokens: 1000, KeepRecent: 1})
+			h := memory.New(memory.Config{Model: llm.DefaultModel, ContextWindow: 20_000, MaxTokens: 1000, KeepRecent: 1, Compaction: "client"})
 			for i := range 25 {
 				h.AppendUser(llm.Text{Text: strings.Repeat("question ", 200) + string(rune('a'+i))})
 				h.AppendAssistant(llm.Message{Role: llm.Assistant, Content: []llm.Block{llm.Text{Text: strings.Repeat("answer ", 200)}}}, llm.Usage{})

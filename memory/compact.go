@@ -54,7 +54,9 @@ type Compaction struct {
 //
 //  1. Outside the newest Config.KeepRecent turns, tool result contents and
 //     images become a short placeholder; no model call is needed.
-//  2. m summarises the turns before the newest KeepRecent, in one call
+//  2. In "server" mode, on a model with [llm.ModelInfo].ServerCompaction,
+//     m's server summarises the whole history; failing that, or elsewhere,
+//     m summarises the turns before the newest KeepRecent, in one call
 //     without tools, and the summary, which keeps the original task and the
 //     key facts, replaces them as the first (user) message. If still too
 //     large, it summarises again, keeping fewer turns. A nil m skips this.
@@ -87,6 +89,16 @@ func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) 
 	if tokens > target {
 		if n, imgs := h.clearOld(h.cfg.KeepRecent); n+imgs > 0 {
 			did("cleared %d tool results and %d images", n, imgs)
+		}
+	}
+
+	if m != nil && tokens > target { // server.go; the client's summary is the fallback
+		n, u, err := h.serverSummary(ctx, m)
+		c.Usage = c.Usage.Add(u)
+		if err != nil {
+			c.Steps = append(c.Steps, "server compaction failed: "+err.Error())
+		} else if n > 0 {
+			did("summarised %d messages on the server", n)
 		}
 	}
 
@@ -200,7 +212,8 @@ func (h *History) summarise(ctx context.Context, m llm.Model, keep int) (int, ll
 		System:    summaryPrompt,
 		Messages:  []llm.Message{userText("<transcript>\n" + text + "</transcript>\n\nWrite the summary of this transcript now.")},
 	}
-	summary, u, err := collectText(ctx, m, req)
+	reply, u, err := collect(ctx, m, req)
+	summary := llm.TextOf(reply.Content)
 	if err != nil {
 		return 0, u, fmt.Errorf("memory: summarise: %w", err)
 	}
@@ -261,18 +274,18 @@ func userText(text string) llm.Message {
 	return llm.Message{Role: llm.User, Content: []llm.Block{llm.Text{Text: text}}}
 }
 
-func collectText(ctx context.Context, m llm.Model, req llm.Request) (string, llm.Usage, error) {
+func collect(ctx context.Context, m llm.Model, req llm.Request) (llm.Message, llm.Usage, error) {
 	var asm llm.Assembler
 	for ev, err := range m.Stream(ctx, req) {
 		if err != nil {
-			return "", asm.Usage(), err
+			return llm.Message{}, asm.Usage(), err
 		}
 		asm.Add(ev)
 	}
 	if !asm.Done() {
-		return "", asm.Usage(), llm.ErrIncompleteStream
+		return llm.Message{}, asm.Usage(), llm.ErrIncompleteStream
 	}
-	return llm.TextOf(asm.Message().Content), asm.Usage(), nil
+	return asm.Message(), asm.Usage(), nil
 }
 
 // maxResultChars caps each tool result in a summary transcript: the

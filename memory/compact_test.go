@@ -147,7 +147,7 @@ func TestCompactHardCut(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// Assistant texts are large, so clearing results is not enough.
-			h := New(Config{ContextLimit: 3000, KeepRecent: 2})
+			h := New(Config{ContextLimit: 3000, KeepRecent: 2, Compaction: "client"})
 			h.AppendUser(llm.Text{Text: task})
 			for i := range 20 {
 				id := fmt.Sprintf("toolu_%02d", i)

@@ -1,6 +1,11 @@
 package memory
 
-import "github.com/agentloop/agentloop/llm"
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentloop/agentloop/llm"
+)
 
 // This file is the server side of compaction: the context edits a request
 // asks the API for, and what the history keeps of a compaction the API did.
@@ -83,4 +88,26 @@ func (h *History) serverCompacted(msg llm.Message) (llm.Message, bool) {
 func (h *History) serverCleared() bool {
 	cm := h.ContextManagement(false)
 	return cm != nil && cm.Edits[0].Type == llm.ClearToolUses && h.Tokens() > h.cfg.ContextLimit/2
+}
+
+// serverSummary has the server summarise the whole history, when model
+// and mode allow: its compaction block (kept as serverCompacted keeps one)
+// replaces every message. It returns how many (zero when it did not ask).
+func (h *History) serverSummary(ctx context.Context, m llm.Model) (int, llm.Usage, error) {
+	if info, _ := llm.LookupModel(h.cfg.Model); !info.ServerCompaction || h.mode() != "server" {
+		return 0, llm.Usage{}, nil
+	}
+	req := llm.Request{Model: h.cfg.Model, MaxTokens: h.cfg.MaxTokens, System: h.system, Tools: h.tools,
+		Messages: h.Messages(), Cache: true, Summarize: &llm.Summarize{}} // no context_management: the API refuses both
+	reply, u, err := collect(ctx, m, req)
+	if err != nil {
+		return 0, u, fmt.Errorf("memory: server compaction: %w", err)
+	}
+	n := len(h.entries)
+	if reply, ok := h.serverCompacted(reply); ok {
+		// No exact count: u's input is the history before the compaction.
+		h.push(entry{msg: reply, usage: u, model: h.cfg.Model})
+		return n, u, nil
+	}
+	return 0, u, fmt.Errorf("memory: server compaction: the reply holds no compaction block")
 }

@@ -1,7 +1,9 @@
 package memory
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentloop/agentloop/anthropictest"
 	"github.com/agentloop/agentloop/llm"
 )
 
@@ -163,5 +166,82 @@ func TestServerClearingDoesNotTeach(t *testing.T) {
 		if learned := h.ratio != defaultRatio; learned != tc.learn {
 			t.Errorf("mode %q: ratio %v, learned %v, want %v", tc.mode, h.ratio, learned, tc.learn)
 		}
+	}
+}
+
+// TestCompactAsksServer checks the on-demand compaction: on a model with
+// server compaction, in "server" mode, Compact sends one compaction request
+// of the history as it stands, without context_management, and keeps the
+// block it returns byte for byte; elsewhere, and when the server refuses,
+// the client's summary is used. Each history then passes the strict fake.
+func TestCompactAsksServer(t *testing.T) {
+	const block = `{"type":"compaction","content":"We read three files.","signature":"sig=="}`
+	compaction := anthropictest.NewStream().Usage(900, 1, 0, 0).Compaction("We read three files.").
+		Delta(`{"type":"signature_delta","signature":"sig=="}`).Stop("compaction", 40)
+	refused := anthropictest.HTTPError{Status: 400, Type: "invalid_request_error", Message: "compaction: not available"}
+	summary := anthropictest.NewStream().Usage(500, 1, 0, 0).Text("We read three files.").Stop("end_turn", 30)
+	for _, tc := range []struct {
+		name, model, mode string
+		replies           []anthropictest.Reply
+		summarize         []bool // which requests asked for compaction
+		server            bool   // the history holds the server's block, else the client's summary
+		usage             llm.Usage
+	}{
+		{"server on opus-5-5", "claude-opus-5-5", "", []anthropictest.Reply{compaction}, []bool{true}, true, llm.Usage{InputTokens: 900, OutputTokens: 40}},
+		{"server forced on sonnet-5-5", "claude-sonnet-5-5", "server", []anthropictest.Reply{compaction}, []bool{true}, true, llm.Usage{InputTokens: 900, OutputTokens: 40}},
+		{"no server compaction on opus-4-1", "claude-opus-4-1", "", []anthropictest.Reply{summary}, []bool{false}, false, llm.Usage{InputTokens: 500, OutputTokens: 30}},
+		{"client on opus-5-5", "claude-opus-5-5", "client", []anthropictest.Reply{summary}, []bool{false}, false, llm.Usage{InputTokens: 500, OutputTokens: 30}},
+		{"refused on opus-5-5", "claude-opus-5-5", "", []anthropictest.Reply{refused, summary}, []bool{true, false}, false, llm.Usage{InputTokens: 500, OutputTokens: 30}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newConvo(t, tc.model)
+			for i := range 3 {
+				if err := c.turn(false); err != nil {
+					t.Fatalf("turn %d: %v", i+1, err)
+				}
+			}
+			sent := len(c.srv.Requests())
+			c.srv.Enqueue(tc.replies...)
+			c.h.cfg.ContextLimit, c.h.cfg.KeepRecent, c.h.cfg.Compaction = 300, 1, tc.mode
+			comp, err := c.h.Compact(t.Context(), c.client)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var asked []bool
+			for _, r := range c.srv.Requests()[sent:] {
+				var body struct{ Compaction, ContextManagement json.RawMessage }
+				json.Unmarshal(r.Body, &body)
+				asked = append(asked, string(body.Compaction) == `{"type":"summarize"}`)
+				if body.Compaction != nil && (body.ContextManagement != nil || len(r.Messages()) != 7) {
+					t.Errorf("compaction request with context_management %s and %d messages, want none and the 7 of the history", body.ContextManagement, len(r.Messages()))
+				}
+			}
+			if diff := cmp.Diff(tc.summarize, asked); diff != "" {
+				t.Errorf("requests asking for compaction (-want +got):\n%s", diff)
+			}
+			if comp.Usage != tc.usage {
+				t.Errorf("Compaction.Usage = %+v, want %+v", comp.Usage, tc.usage)
+			}
+			msgs := c.h.Messages()
+			if tc.server {
+				want := []llm.Message{userText(serverNote), {Role: llm.Assistant, Content: []llm.Block{llm.RawBlock{Type: "compaction", JSON: []byte(block)}}}}
+				if diff := cmp.Diff(want, msgs); diff != "" {
+					t.Errorf("history after the server's compaction (-want +got):\n%s", diff)
+				}
+			} else if !strings.HasPrefix(llm.TextOf(msgs[0].Content), summaryHeader) {
+				t.Errorf("history opens with %q, want the client's summary", llm.TextOf(msgs[0].Content))
+			}
+			if err := c.turn(true); err != nil {
+				t.Fatalf("the request after the compaction: %v", err)
+			}
+			next := c.srv.Requests()[len(c.srv.Requests())-1]
+			if err := anthropictest.CheckRequest(next.Body); err != nil {
+				t.Error(err)
+			}
+			// The block goes back as it came, but for the cache breakpoint llm adds at the end.
+			if tc.server && !bytes.Contains(next.Body, []byte(strings.TrimSuffix(block, "}"))) {
+				t.Errorf("the next request does not send the block as the server wrote it:\n%s", next.Body)
+			}
+		})
 	}
 }

@@ -115,7 +115,7 @@ func TestRewritesKeepThinkingValid(t *testing.T) {
 		}, 1}, // the first turn's, before the first result cleared
 		{"a summary on sonnet-5-5", "claude-sonnet-5-5", func(t *testing.T, c *convo) {
 			c.srv.Enqueue(anthropictest.NewStream().Text("We read three files; the total so far is 21."))
-			c.h.cfg.ContextLimit, c.h.cfg.KeepRecent = 150, 1
+			c.h.cfg.ContextLimit, c.h.cfg.KeepRecent, c.h.cfg.Compaction = 150, 1, "client"
 			if _, err := c.h.Compact(t.Context(), c.client); err != nil && !strings.Contains(err.Error(), "cannot compact") {
 				t.Fatal(err)
 			}
@@ -125,7 +125,7 @@ func TestRewritesKeepThinkingValid(t *testing.T) {
 		}, 0},
 		{"a summary on opus-5-5", "claude-opus-5-5", func(t *testing.T, c *convo) {
 			c.srv.Enqueue(anthropictest.NewStream().Text("We read three files; the total so far is 21."))
-			c.h.cfg.ContextLimit, c.h.cfg.KeepRecent = 150, 1
+			c.h.cfg.ContextLimit, c.h.cfg.KeepRecent, c.h.cfg.Compaction = 150, 1, "client"
 			if _, err := c.h.Compact(t.Context(), c.client); err != nil && !strings.Contains(err.Error(), "cannot compact") {
 				t.Fatal(err)
 			}
@@ -135,7 +135,7 @@ func TestRewritesKeepThinkingValid(t *testing.T) {
 		}, 0},
 		{"a summary on fable-5-1", "claude-fable-5-1", func(t *testing.T, c *convo) {
 			c.srv.Enqueue(anthropictest.NewStream().Text("We read three files; the total so far is 21."))
-			c.h.cfg.ContextLimit, c.h.cfg.KeepRecent = 150, 1
+			c.h.cfg.ContextLimit, c.h.cfg.KeepRecent, c.h.cfg.Compaction = 150, 1, "client"
 			if _, err := c.h.Compact(t.Context(), c.client); err != nil && !strings.Contains(err.Error(), "cannot compact") {
 				t.Fatal(err)
 			}
@@ -145,12 +145,19 @@ func TestRewritesKeepThinkingValid(t *testing.T) {
 		}, 0},
 		{"a summary on haiku-5-5", "claude-haiku-5-5", func(t *testing.T, c *convo) {
 			c.srv.Enqueue(anthropictest.NewStream().Text("We read three files; the total so far is 21."))
-			c.h.cfg.ContextLimit, c.h.cfg.KeepRecent = 150, 1
+			c.h.cfg.ContextLimit, c.h.cfg.KeepRecent, c.h.cfg.Compaction = 150, 1, "client"
 			if _, err := c.h.Compact(t.Context(), c.client); err != nil && !strings.Contains(err.Error(), "cannot compact") {
 				t.Fatal(err)
 			}
 			if !c.h.entries[0].summary {
 				t.Fatal("no summary")
+			}
+		}, 0},
+		{"a server summary on opus-5-5", "claude-opus-5-5", func(t *testing.T, c *convo) {
+			c.srv.Enqueue(anthropictest.NewStream().Compaction("We read three files.").Stop("compaction"))
+			c.h.cfg.ContextLimit = 150
+			if _, err := c.h.Compact(t.Context(), c.client); err != nil && !strings.Contains(err.Error(), "cannot compact") {
+				t.Fatal(err)
 			}
 		}, 0},
 		{"a changed system prompt", "claude-fable-5-1", func(t *testing.T, c *convo) { c.system = "You add numbers carefully." }, 0},
