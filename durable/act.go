@@ -110,7 +110,7 @@ func (r *run) start(b *batch, call tool.Call) workflow.Future {
 	f, set := workflow.NewFuture(b.ctx)
 	if why, skip := looprules.Check(&b.rep, r.in.RepeatLimit, call, b.final); skip {
 		r.publish(Event{ToolCall: &call})
-		set.Set(notRun(call, why), nil)
+		set.Set(ToolOutput{ToolResult: notRun(call, why)}, nil)
 		return f
 	}
 	info, gen := r.tool(call.Name), b.gen
@@ -142,7 +142,7 @@ func (r *run) act(msg llm.Message, usage llm.Usage, uses []llm.ToolUse, cut map[
 		case cut[tu.ID]:
 			r.publish(Event{ToolCall: &call})
 			f, set := workflow.NewFuture(r.ctx)
-			set.Set(notRun(call, looprules.CutOff), nil)
+			set.Set(ToolOutput{ToolResult: notRun(call, looprules.CutOff)}, nil)
 			futures[i] = f
 		default:
 			futures[i] = r.start(b, call)
@@ -152,10 +152,12 @@ func (r *run) act(msg llm.Message, usage llm.Usage, uses []llm.ToolUse, cut map[
 	r.rep = b.rep
 	results := make([]llm.ToolResult, len(uses))
 	for i, f := range futures {
-		if err := f.Get(r.ctx, &results[i]); err != nil {
-			results[i] = notRun(tool.Call{ID: uses[i].ID}, "cancelled")
+		var out ToolOutput
+		if err := f.Get(r.ctx, &out); err != nil {
+			out = ToolOutput{ToolResult: notRun(tool.Call{ID: uses[i].ID}, "cancelled")}
 		}
-		r.publish(Event{ToolDone: &results[i]})
+		results[i] = out.ToolResult
+		r.publish(Event{ToolDone: &results[i], Duration: out.Duration})
 	}
 	r.h.AppendToolResults(results)
 }
@@ -177,7 +179,7 @@ func (r *run) needsApproval(name string) bool {
 
 // call runs one call: it waits for its approval, if it needs one, then
 // runs it as a CallTool activity.
-func (r *run) call(ctx workflow.Context, call tool.Call, info ToolInfo, gen int) llm.ToolResult {
+func (r *run) call(ctx workflow.Context, call tool.Call, info ToolInfo, gen int) ToolOutput {
 	if r.needsApproval(call.Name) {
 		a := &approval{call: call}
 		r.waiting = append(r.waiting, a)
@@ -185,14 +187,14 @@ func (r *run) call(ctx workflow.Context, call tool.Call, info ToolInfo, gen int)
 		err := workflow.Await(ctx, func() bool { return a.decided })
 		r.waiting = slices.DeleteFunc(r.waiting, func(w *approval) bool { return w == a })
 		if err != nil {
-			return notRun(call, "cancelled")
+			return ToolOutput{ToolResult: notRun(call, "cancelled")}
 		}
 		if !a.d.Allow {
 			reason := a.d.Reason
 			if reason == "" {
 				reason = "the user did not approve this call"
 			}
-			return notRun(call, "denied: "+reason)
+			return ToolOutput{ToolResult: notRun(call, "denied: "+reason)}
 		}
 	}
 	attempts := int32(r.in.ToolAttempts)
@@ -206,12 +208,12 @@ func (r *run) call(ctx workflow.Context, call tool.Call, info ToolInfo, gen int)
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: attempts},
 	})
 	r.publish(Event{ToolCall: &call})
-	var res llm.ToolResult
+	var res ToolOutput
 	if err := workflow.ExecuteActivity(actx, activityCallTool, call, r.needsApproval(call.Name)).Get(ctx, &res); err != nil {
 		if ctx.Err() != nil {
-			return notRun(call, "cancelled")
+			return ToolOutput{ToolResult: notRun(call, "cancelled")}
 		}
-		return toolFailure(call, info.AtMostOnce, err)
+		return ToolOutput{ToolResult: toolFailure(call, info.AtMostOnce, err)}
 	}
 	return res
 }

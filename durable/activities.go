@@ -121,12 +121,15 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 			pub.text(ev.Text)
 		case llm.TextDelta:
 			pub.text(ev.Text)
+		case llm.ThinkingDelta:
+			pub.thinking(ev.Thinking)
 		case llm.BlockStop:
 			// A call whose input is complete starts now, in the workflow,
 			// while the rest of the turn streams. One whose signal is lost
 			// starts when the turn ends, and so does one with a large
 			// input, which the signal would put in the history twice.
 			if tu, ok := block.(llm.ToolUse); ok && stopped && in.Eager && len(tu.Input) <= BlobThreshold {
+				pub.flush() // what streamed before the call is shown before it
 				err := activity.GetClient(ctx).SignalWorkflow(ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID,
 					signalToolUse, toolUseSignal{Source: source, Use: tu})
 				if err == nil {
@@ -194,24 +197,27 @@ func classify(err error) error {
 	return temporal.NewNonRetryableApplicationError(err.Error(), errAPI, nil)
 }
 
-// CallTool runs one tool call, which a person approved if approved. A tool's failure is its result, for the
-// model; the activity fails only when its worker does.
-func (a *Activities) CallTool(ctx context.Context, call tool.Call, approved bool) (llm.ToolResult, error) {
+// CallTool runs one tool call, which a person approved if approved. A
+// tool's failure is its result, for the model; the activity fails only
+// when its worker does.
+func (a *Activities) CallTool(ctx context.Context, call tool.Call, approved bool) (ToolOutput, error) {
 	defer heartbeat(ctx)()
 	if a.cfg.Approve != nil {
 		if err := a.cfg.Approve(ctx, call, approved); err != nil {
-			return notRun(call, "denied: "+err.Error()), nil
+			return ToolOutput{ToolResult: notRun(call, "denied: "+err.Error())}, nil
 		}
 	}
 	tctx, span := a.otel.StartTool(ctx, call.Name, call.ID, call.Input)
+	began := time.Now()
 	res := a.cfg.Registry.Start(tctx, call)()
+	took := time.Since(began)
 	a.otel.EndTool(span, res.IsError, llm.TextOf(res.Content))
 	if err := ctx.Err(); err != nil {
 		// The result says "cancelled"; the workflow, not the model, decides
 		// what a cancelled activity means.
-		return llm.ToolResult{}, err
+		return ToolOutput{}, err
 	}
-	return res, nil
+	return ToolOutput{ToolResult: res, Duration: took}, nil
 }
 
 // heartbeat heartbeats for the activity of ctx until the returned function

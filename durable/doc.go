@@ -42,9 +42,11 @@
 // each call runs; [Config].System is the system prompt of runs that bring
 // none.
 //
-// With [Input].Stream set, the model activity signals the answer's text to
-// the workflow in batches at most [StreamInterval] apart, and the workflow
-// adds the tool calls; [Stream] reads them, with a long-poll update.
+// With [Input].Stream set, the model activity signals the answer's text
+// and the model's thinking to the workflow in batches at most
+// [StreamInterval] apart, and the workflow adds the tool calls with their
+// results and durations, and its compactions; [Stream] reads them, with a
+// long-poll update. A summary call's text is not streamed.
 //
 // A run continues as new after [Input].TurnsPerRun model turns, carrying
 // the conversation over, so that its workflow history stays bounded. The

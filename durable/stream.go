@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"iter"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,12 +14,14 @@ import (
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/tool"
 )
 
-// An Event is what a caller of [Stream] sees of a run: answer text as it
-// streams, in batches at most [StreamInterval] apart, and the tool calls.
-// Exactly one of its fields besides Seq is set.
+// An Event is what a caller of [Stream] sees of a run: answer and thinking
+// text as they stream, in batches at most [StreamInterval] apart, the tool
+// calls and compactions. Exactly one of its fields besides Seq is set,
+// except that Duration goes with ToolDone.
 type Event struct {
 	// Seq numbers the run's events from 1, across continue-as-new.
 	Seq int `json:"seq"`
@@ -28,6 +29,11 @@ type Event struct {
 	Turn int `json:"turn,omitempty"`
 	// Text is answer text that streamed since the previous batch.
 	Text string `json:"text,omitempty"`
+	// Thinking is thinking text that streamed since the previous batch,
+	// as agent.ThinkingDelta carries it: not part of the answer. A batch
+	// keeps the order of the two: text and thinking that alternate are
+	// several events.
+	Thinking string `json:"thinking,omitempty"`
 	// Discard says that the text of the current turn so far is void: the
 	// turn failed mid-stream and is being tried again.
 	Discard bool `json:"discard,omitempty"`
@@ -35,8 +41,13 @@ type Event struct {
 	// Waiting is set.
 	ToolCall *tool.Call `json:"tool_call,omitempty"`
 	Waiting  bool       `json:"waiting,omitempty"`
-	// ToolDone is the result of a call.
+	// ToolDone is the result of a call, and Duration the call's own
+	// running time, measured by its worker; 0 if it did not run.
 	ToolDone *llm.ToolResult `json:"tool_done,omitempty"`
+	Duration time.Duration   `json:"duration_ns,omitempty"`
+	// Compacted says the history was compacted, as agent.Compacted does:
+	// by the workflow, or by the API during a turn.
+	Compacted *memory.Compaction `json:"compacted,omitempty"`
 	// Usage is the usage of a model turn that completed, and of the run
 	// so far.
 	Usage *agent.UsageUpdate `json:"usage,omitempty"`
@@ -60,14 +71,15 @@ const (
 	UpdateEvents = "events"
 )
 
-// publisher batches a turn's text and signals it to the workflow, when the
-// run streams: at most StreamInterval apart, and once more at the end.
+// publisher batches a turn's text and thinking and signals them to the
+// workflow, when the run streams: at most StreamInterval apart, and once
+// more at the end.
 type publisher struct {
 	ctx    context.Context
 	source string
 	mu     sync.Mutex
-	buf    strings.Builder
-	sent   int // batches signalled, under mu
+	buf    []piece // runs of text or of thinking, in the order they came, under mu
+	sent   int     // batches signalled, under mu
 	err    error
 	stop   func()
 	closed sync.Once
@@ -103,13 +115,31 @@ func newPublisher(ctx context.Context, on bool) *publisher {
 	return p
 }
 
-func (p *publisher) text(s string) {
-	if p == nil {
+// text adds answer text to the batch.
+func (p *publisher) text(s string) { p.add(s, false) }
+
+// thinking adds thinking text to the batch.
+func (p *publisher) thinking(s string) { p.add(s, true) }
+
+// A piece is a run of text, or of thinking, in a batch.
+type piece struct {
+	thinking bool
+	b        []byte
+}
+
+// add appends s to the batch's last piece if it is of the same kind, or
+// starts a piece.
+func (p *publisher) add(s string, thinking bool) {
+	if p == nil || s == "" {
 		return
 	}
 	p.mu.Lock()
-	p.buf.WriteString(s)
-	p.mu.Unlock()
+	defer p.mu.Unlock()
+	if n := len(p.buf); n > 0 && p.buf[n-1].thinking == thinking {
+		p.buf[n-1].b = append(p.buf[n-1].b, s...)
+		return
+	}
+	p.buf = append(p.buf, piece{thinking, []byte(s)})
 }
 
 // close stops the ticker and sends what is left, once.
@@ -123,15 +153,23 @@ func (p *publisher) close() {
 	})
 }
 
-// flush sends the text so far. It holds mu while it sends, so that batches
-// go out in order and sent counts every one that went.
+// flush sends the text and thinking so far, a signal for each run. It
+// holds mu while it sends, so that batches go out in order and sent counts
+// every one that went.
 func (p *publisher) flush() {
+	if p == nil {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if s := p.buf.String(); s != "" {
-		p.buf.Reset()
-		p.send(Event{Text: s})
+	for _, pc := range p.buf {
+		if pc.thinking {
+			p.send(Event{Thinking: string(pc.b)})
+		} else {
+			p.send(Event{Text: string(pc.b)})
+		}
 	}
+	p.buf = nil
 }
 
 // batches returns where the batches came from and how many went.

@@ -1,6 +1,8 @@
 package durable
 
 import (
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/agentloop/agentloop/agent"
@@ -160,6 +162,39 @@ type TurnOutput struct {
 	// Cut holds the blocks that max_tokens cut off, for the workflow to
 	// decide on, as the loop does.
 	Cut llm.Message `json:"cut"`
+}
+
+// ToolOutput is the outcome of [Activities.CallTool]: the call's result
+// and its own running time on the worker, 0 if it did not run.
+//
+// Its JSON is the result's with a "duration_ns" added, so that a workflow
+// history recorded before Duration existed still decodes, and so does a
+// new one on a worker that does not know Duration yet.
+type ToolOutput struct {
+	llm.ToolResult
+	Duration time.Duration
+}
+
+// MarshalJSON writes the result's JSON object with "duration_ns" in it.
+func (o ToolOutput) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(o.ToolResult)
+	if err != nil {
+		return nil, err
+	}
+	// b is an object, never empty: it has at least its "type".
+	return fmt.Appendf(b[:len(b)-1], `,"duration_ns":%d}`, int64(o.Duration)), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes, or a bare result.
+func (o *ToolOutput) UnmarshalJSON(data []byte) error {
+	var d struct {
+		Duration time.Duration `json:"duration_ns"`
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		return err
+	}
+	o.Duration = d.Duration
+	return o.ToolResult.UnmarshalJSON(data)
 }
 
 // Decision answers a call that waits for approval.

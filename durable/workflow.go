@@ -329,6 +329,7 @@ func (r *run) turn(final bool) (*TurnOutput, error) {
 				r.cont = out.Container
 			}
 			if out.Stop != llm.ModelContextWindowExceeded {
+				r.serverCompacted(out.Message, out.Usage)
 				r.publish(Event{Usage: &agent.UsageUpdate{Turn: out.Usage, Total: r.usage, CostUSD: r.cost()}})
 				return out, nil
 			}
@@ -365,7 +366,9 @@ func promptTooLong(err error) (error, bool) {
 }
 
 // model runs the ModelTurn activity with the given ID (empty: Temporal's),
-// whose calls start as they come when eager.
+// whose calls start as they come when eager. A summary call passes an
+// empty id: its text is not the answer, so it is not streamed, as package
+// agent does not show it.
 func (r *run) model(req llm.Request, id string, eager bool) (*TurnOutput, error) {
 	ctx := workflow.WithActivityOptions(r.ctx, workflow.ActivityOptions{
 		ActivityID:          id,
@@ -374,7 +377,7 @@ func (r *run) model(req llm.Request, id string, eager bool) (*TurnOutput, error)
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second, MaximumAttempts: 5},
 	})
 	var out TurnOutput
-	err := workflow.ExecuteActivity(ctx, activityModelTurn, TurnInput{Request: req, Stream: r.in.Stream, Eager: eager}).Get(ctx, &out)
+	err := workflow.ExecuteActivity(ctx, activityModelTurn, TurnInput{Request: req, Stream: r.in.Stream && id != "", Eager: eager}).Get(ctx, &out)
 	if err != nil {
 		r.drain()
 		return nil, err
@@ -444,7 +447,23 @@ func (r *run) compact() error {
 	// The context only reaches summary, which uses the workflow's.
 	c, err := r.h.Compact(context.Background(), summary)
 	r.usage = r.usage.Add(c.Usage)
+	if err == nil || len(c.Steps) > 0 { // as agent's compact reports it
+		r.publish(Event{Compacted: &c})
+	}
 	return err
+}
+
+// serverCompacted reports a compaction the API did while it wrote msg, as
+// agent's serverCompacted does: before the turn joins the history, whose
+// count is then the one before, and with the turn's usage, what the model
+// reads now.
+func (r *run) serverCompacted(msg llm.Message, usage llm.Usage) {
+	for _, b := range msg.Content {
+		if llm.BlockType(b) == llm.CompactionBlock {
+			r.publish(Event{Compacted: &memory.Compaction{Before: r.h.Tokens(), After: int(usage.Context()), Steps: []string{"on the server"}}})
+			return
+		}
+	}
 }
 
 // observe applies the turn's stop reason, as agent's run.observe does. It

@@ -7,11 +7,17 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"go.temporal.io/server/temporaltest"
 
+	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/anthropictest"
+	"github.com/agentloop/agentloop/durable"
 	"github.com/agentloop/agentloop/internal/cli"
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/memory"
 )
 
 // Exit statuses of the command (see agentloop --help).
@@ -125,6 +131,70 @@ func TestUsage(t *testing.T) {
 		var out bytes.Buffer
 		if code := command(context.Background(), map[string]string{}, &out, &out, args...); code != exitUsage {
 			t.Errorf("%q: exit %d, want %d:\n%s", args, code, exitUsage, out.String())
+		}
+	}
+}
+
+// TestProgress: a durable run shows what the in-process CLI shows between
+// tool calls: the model's thinking and a compaction on stderr, never in
+// the answer on stdout.
+func TestProgress(t *testing.T) {
+	api := anthropictest.NewServer(
+		anthropictest.NewStream().Compaction("Earlier: nothing much.").
+			Block(anthropictest.Block{Type: "thinking", Signature: "sig"}, "Checking the ", "sum first.").
+			Text("It is ", "42.").Stop("end_turn"),
+	)
+	defer api.Close()
+	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	env := map[string]string{"ANTHROPIC_BASE_URL": api.URL, "ANTHROPIC_API_KEY": "sk-ant-test"}
+	common := []string{"--temporal", ts.GetFrontendHostPort(), "--namespace", ts.GetDefaultNamespace(), "--task-queue", "progress"}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	workerDone := make(chan int, 1)
+	var workerOut bytes.Buffer
+	go func() {
+		var stdout bytes.Buffer
+		workerDone <- command(ctx, env, &stdout, &workerOut, append([]string{"worker"}, common...)...)
+	}()
+	defer func() {
+		cancel()
+		if code := <-workerDone; code != exitOK {
+			t.Errorf("worker: exit %d:\n%s", code, workerOut.String())
+		}
+	}()
+
+	var stdout, stderr bytes.Buffer
+	if code := command(context.Background(), env, &stdout, &stderr, append(common, "what is 6*7?")...); code != exitOK {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+	if got := strings.TrimSpace(stdout.String()); got != "It is 42." {
+		t.Errorf("stdout %q, want only the answer", got)
+	}
+	for _, want := range []string{"Checking the sum first.", "compacted the history", "on the server"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr does not show %q:\n%s", want, stderr.String())
+		}
+	}
+}
+
+// TestAgentEvent: the durable events that have a counterpart in package
+// agent become it, with the fields the CLI renders.
+func TestAgentEvent(t *testing.T) {
+	c := memory.Compaction{Before: 900, After: 40, Steps: []string{"on the server"}}
+	names := map[string]string{"toolu_1": "add"}
+	tests := []struct {
+		in   durable.Event
+		want agent.Event
+	}{
+		{durable.Event{Thinking: "hmm"}, agent.ThinkingDelta{Thinking: "hmm"}},
+		{durable.Event{Text: "Hi."}, agent.TextDelta{Text: "Hi."}},
+		{durable.Event{Compacted: &c}, agent.Compacted{Compaction: c}},
+		{durable.Event{ToolDone: &llm.ToolResult{ToolUseID: "toolu_1", Content: []llm.Block{llm.Text{Text: "3"}}}, Duration: 1500 * time.Millisecond},
+			agent.ToolDone{ID: "toolu_1", Name: "add", Content: "3", Duration: 1500 * time.Millisecond}},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, agentEvent(tt.in, names, "s", nil)); diff != "" {
+			t.Errorf("agentEvent(%+v) (-want +got):\n%s", tt.in, diff)
 		}
 	}
 }

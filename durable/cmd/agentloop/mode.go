@@ -193,6 +193,10 @@ func agentEvent(ev durable.Event, names map[string]string, session string, note 
 		return agent.TurnStart{Iteration: ev.Turn}
 	case ev.Text != "":
 		return agent.TextDelta{Text: ev.Text}
+	case ev.Thinking != "":
+		return agent.ThinkingDelta{Thinking: ev.Thinking}
+	case ev.Compacted != nil:
+		return agent.Compacted{Compaction: *ev.Compacted}
 	case ev.Discard:
 		return agent.Retry{Attempt: 2, Error: "the model turn's worker failed", Discard: true}
 	case ev.Usage != nil:
@@ -207,7 +211,7 @@ func agentEvent(ev durable.Event, names map[string]string, session string, note 
 		return agent.ToolCall{ID: ev.ToolCall.ID, Name: ev.ToolCall.Name, Input: ev.ToolCall.Input}
 	case ev.ToolDone != nil:
 		return agent.ToolDone{ID: ev.ToolDone.ToolUseID, Name: names[ev.ToolDone.ToolUseID],
-			Content: llm.TextOf(ev.ToolDone.Content), IsError: ev.ToolDone.IsError}
+			Content: llm.TextOf(ev.ToolDone.Content), IsError: ev.ToolDone.IsError, Duration: ev.Duration}
 	}
 	return nil
 }
