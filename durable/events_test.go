@@ -122,7 +122,7 @@ func TestStreamCompacted(t *testing.T) {
 				}
 				return anthropictest.NewStream().Text("Done.").Stop("end_turn")
 			}))}
-		}, Input{History: prior, ContextLimit: 400}},
+		}, Input{History: prior, ContextLimit: 400, Compaction: "client"}},
 	}
 	e := newEnv(t)
 	e.worker(t, "compacted", Config{})
@@ -146,7 +146,7 @@ func TestStreamCompacted(t *testing.T) {
 
 			api := anthropictest.NewServer(tt.replies()...)
 			defer api.Close()
-			h := memory.New(memory.Config{ContextLimit: in.ContextLimit})
+			h := memory.New(memory.Config{ContextLimit: in.ContextLimit, Compaction: in.Compaction})
 			for _, m := range in.History {
 				if m.Role == llm.User {
 					h.AppendUser(m.Content...)
