@@ -50,6 +50,10 @@ type ModelInfo struct {
 	ServerCompaction bool
 }
 
+// AlwaysThinks reports whether the model's thinking cannot be off, so
+// that every request to it thinks: its Thinking lacks "disabled".
+func (m ModelInfo) AlwaysThinks() bool { return !slices.Contains(m.Thinking, "disabled") }
+
 // Price is a model's price in USD per million tokens.
 type Price struct {
 	Input      float64
@@ -177,7 +181,7 @@ func checkModel(w wireRequest, extra map[string]any) error {
 			}
 		}
 	}
-	if forced := choice.Type == "any" || choice.Type == "tool"; forced && !slices.Contains(info.Thinking, "disabled") {
+	if forced := choice.Type == "any" || choice.Type == "tool"; forced && info.AlwaysThinks() {
 		return fmt.Errorf("llm: %s does not accept a forced tool_choice (%q)%s: use \"auto\" and say in the prompt when the tool applies",
 			w.Model, choice.Type, unknown)
 	}

@@ -1,8 +1,6 @@
 package looprules
 
 import (
-	"slices"
-
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 )
@@ -52,5 +50,5 @@ func thinks(model string, th *llm.ThinkingConfig) bool {
 		return true
 	}
 	info, _ := llm.LookupModel(model)
-	return !slices.Contains(info.Thinking, "disabled")
+	return info.AlwaysThinks()
 }
