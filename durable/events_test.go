@@ -3,7 +3,6 @@ package durable
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -96,13 +95,7 @@ func TestStreamThinking(t *testing.T) {
 // streams the compaction as the in-process loop reports it; the summary
 // call's text is not streamed as answer.
 func TestStreamCompacted(t *testing.T) {
-	long := strings.Repeat("words and more words about the task at hand. ", 12)
-	var prior []llm.Message
-	for i := range 6 {
-		prior = append(prior,
-			llm.Message{Role: llm.User, Content: []llm.Block{llm.Text{Text: fmt.Sprintf("question %d: %s", i, long)}}},
-			llm.Message{Role: llm.Assistant, Content: []llm.Block{llm.Text{Text: fmt.Sprintf("answer %d: %s", i, long)}}})
-	}
+	prior := priorTurns()
 	const summary = "They asked six questions and got six answers."
 	tests := []struct {
 		name    string
@@ -116,12 +109,7 @@ func TestStreamCompacted(t *testing.T) {
 		}, Input{History: prior}},
 		// Last: its Repeat answers every later request.
 		{"client", func() []anthropictest.Reply {
-			return []anthropictest.Reply{anthropictest.Repeat(anthropictest.ReplyFunc(func(r *anthropictest.Request) anthropictest.Reply {
-				if p, _ := r.Params(); p != nil && strings.Contains(string(p.System), "summar") {
-					return anthropictest.NewStream().Text(summary).Stop("end_turn")
-				}
-				return anthropictest.NewStream().Text("Done.").Stop("end_turn")
-			}))}
+			return []anthropictest.Reply{summarizing(summary)}
 		}, Input{History: prior, ContextLimit: 400, Compaction: "client"}},
 	}
 	e := newEnv(t)
@@ -146,14 +134,7 @@ func TestStreamCompacted(t *testing.T) {
 
 			api := anthropictest.NewServer(tt.replies()...)
 			defer api.Close()
-			h := memory.New(memory.Config{ContextLimit: in.ContextLimit, Compaction: in.Compaction})
-			for _, m := range in.History {
-				if m.Role == llm.User {
-					h.AppendUser(m.Content...)
-				} else {
-					h.AppendAssistant(m, llm.Usage{})
-				}
-			}
+			h := restore(in, in.History) // as the workflow starts it
 			a, err := agent.New(agent.Config{Model: llm.New(llm.Config{BaseURL: api.URL}), History: h})
 			if err != nil {
 				t.Fatal(err)

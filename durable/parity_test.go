@@ -11,7 +11,6 @@ import (
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/anthropictest"
 	"github.com/agentloop/agentloop/llm"
-	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/tool"
 )
 
@@ -20,13 +19,7 @@ import (
 // reason, the limits, repeats and compaction, decided by the workflow as
 // the loop decides them.
 func TestParity(t *testing.T) {
-	long := strings.Repeat("words and more words about the task at hand. ", 12)
-	var prior []llm.Message
-	for i := range 6 {
-		prior = append(prior,
-			llm.Message{Role: llm.User, Content: []llm.Block{llm.Text{Text: fmt.Sprintf("question %d: %s", i, long)}}},
-			llm.Message{Role: llm.Assistant, Content: []llm.Block{llm.Text{Text: fmt.Sprintf("answer %d: %s", i, long)}}})
-	}
+	prior := priorTurns()
 	tool1 := func(i int) *anthropictest.Stream {
 		return anthropictest.NewStream().ToolUse(fmt.Sprintf("toolu_%d", i), "add", `{"a":1,"b":2}`).Stop("tool_use")
 	}
@@ -72,12 +65,7 @@ func TestParity(t *testing.T) {
 			return []anthropictest.Reply{tool1(1), tool1(2), tool1(3), anthropictest.NewStream().Text("Stopping.").Stop("end_turn")}
 		}, Input{}},
 		{"compaction", func() []anthropictest.Reply {
-			return []anthropictest.Reply{anthropictest.Repeat(anthropictest.ReplyFunc(func(r *anthropictest.Request) anthropictest.Reply {
-				if p, _ := r.Params(); p != nil && strings.Contains(string(p.System), "summar") {
-					return anthropictest.NewStream().Text("They asked six questions and got six answers.").Stop("end_turn")
-				}
-				return anthropictest.NewStream().Text("Done.").Stop("end_turn")
-			}))}
+			return []anthropictest.Reply{summarizing("They asked six questions and got six answers.")}
 		}, Input{History: prior, ContextLimit: 400, Compaction: "client"}}, // on-demand server summaries stay in process
 	}
 	e := newEnv(t)
@@ -97,14 +85,7 @@ func TestParity(t *testing.T) {
 
 			api := anthropictest.NewServer(tt.replies()...)
 			defer api.Close()
-			h := memory.New(memory.Config{ContextLimit: in.ContextLimit, Compaction: in.Compaction})
-			for _, m := range in.History {
-				if m.Role == llm.User {
-					h.AppendUser(m.Content...)
-				} else {
-					h.AppendAssistant(m, llm.Usage{})
-				}
-			}
+			h := restore(in, in.History) // as the workflow starts it
 			add2, _ := adder()
 			a, err := agent.New(agent.Config{Model: llm.New(llm.Config{BaseURL: api.URL}), Tools: []*tool.Tool{add2}, History: h,
 				MaxIterations: in.MaxIterations, FinalAnswer: in.FinalAnswer, MaxTotalTokens: in.MaxTotalTokens})
@@ -133,19 +114,8 @@ func TestParity(t *testing.T) {
 // workflow declines it without a request, since its activity could not
 // hand the compaction block back, and the client summary compacts.
 func TestNoServerSummaryInWorkflow(t *testing.T) {
-	long := strings.Repeat("words and more words about the task at hand. ", 12)
-	var prior []llm.Message
-	for i := range 6 {
-		prior = append(prior,
-			llm.Message{Role: llm.User, Content: []llm.Block{llm.Text{Text: fmt.Sprintf("question %d: %s", i, long)}}},
-			llm.Message{Role: llm.Assistant, Content: []llm.Block{llm.Text{Text: fmt.Sprintf("answer %d: %s", i, long)}}})
-	}
-	e := newEnv(t, anthropictest.Repeat(anthropictest.ReplyFunc(func(r *anthropictest.Request) anthropictest.Reply {
-		if p, _ := r.Params(); p != nil && strings.Contains(string(p.System), "summar") {
-			return anthropictest.NewStream().Text("They asked six questions and got six answers.").Stop("end_turn")
-		}
-		return anthropictest.NewStream().Text("Done.").Stop("end_turn")
-	})))
+	prior := priorTurns()
+	e := newEnv(t, summarizing("They asked six questions and got six answers."))
 	add, _ := adder()
 	e.worker(t, "nosummary", Config{}, add)
 	got := e.run(t, "nosummary", "nosummary", Input{Prompt: "go", Model: "claude-opus-5-5", History: prior, ContextLimit: 400})
@@ -157,4 +127,28 @@ func TestNoServerSummaryInWorkflow(t *testing.T) {
 			t.Errorf("request %d asks for an on-demand server compaction: %.200s", r.N, r.Body)
 		}
 	}
+}
+
+// priorTurns is a conversation of six long questions and answers, long
+// enough to compact under a small ContextLimit.
+func priorTurns() []llm.Message {
+	long := strings.Repeat("words and more words about the task at hand. ", 12)
+	var prior []llm.Message
+	for i := range 6 {
+		prior = append(prior,
+			llm.Message{Role: llm.User, Content: []llm.Block{llm.Text{Text: fmt.Sprintf("question %d: %s", i, long)}}},
+			llm.Message{Role: llm.Assistant, Content: []llm.Block{llm.Text{Text: fmt.Sprintf("answer %d: %s", i, long)}}})
+	}
+	return prior
+}
+
+// summarizing answers every summary request (its system prompt asks for
+// one) with summary, and every other request with "Done.".
+func summarizing(summary string) anthropictest.Reply {
+	return anthropictest.Repeat(anthropictest.ReplyFunc(func(r *anthropictest.Request) anthropictest.Reply {
+		if p, _ := r.Params(); p != nil && strings.Contains(string(p.System), "summar") {
+			return anthropictest.NewStream().Text(summary).Stop("end_turn")
+		}
+		return anthropictest.NewStream().Text("Done.").Stop("end_turn")
+	}))
 }
