@@ -159,7 +159,8 @@ func TestStreamCompacted(t *testing.T) {
 }
 
 // TestToolDuration: each ToolDone carries the call's running time, as its
-// worker measured it; a call that did not run has none.
+// worker measured it around the handler, so never less than the handler's
+// own measure of itself (a causal bound, not a timing guess).
 func TestToolDuration(t *testing.T) {
 	const wait = 50 * time.Millisecond
 	ran := make(chan time.Duration, 1)
@@ -185,8 +186,8 @@ func TestToolDuration(t *testing.T) {
 	if d, ok := took["toolu_1"]; !ok || d < own {
 		t.Errorf("slow's ToolDone duration = %v (reported: %v), want at least its own %v", d, ok, own)
 	}
-	if d := took["toolu_2"]; d >= wait {
-		t.Errorf("the unknown tool's duration = %v, want well under %v", d, wait)
+	if _, ok := took["toolu_2"]; !ok {
+		t.Error("the unknown tool's call has no ToolDone")
 	}
 }
 
