@@ -45,6 +45,10 @@ func TestCutShort(t *testing.T) {
 				t.Fatal(err)
 			}
 			<-started
+			// The call starts while the model's turn streams: wait until the
+			// workflow has the turn too, so the cancel cuts a running call
+			// short rather than the turn it came in.
+			waitEvent(t, e.c, id, completed(activityModelTurn))
 			if tt.state == agent.Cancelled {
 				if err := e.c.CancelWorkflow(context.Background(), id, ""); err != nil {
 					t.Fatal(err)
