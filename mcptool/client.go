@@ -105,12 +105,17 @@ func formSchema(v any) FormSchema {
 func Form(p *mcp.ElicitParams) FormSchema { return formSchema(p.RequestedSchema) }
 
 // progress reports a progress notification of one of this server's
-// calls.
+// calls. One that arrives after its call returned (notifications race the
+// result) or names no call of ours is dropped: there is no call left to
+// report it for.
 func (s *Server) progress(p *mcp.ProgressNotificationParams) {
 	if p == nil {
 		return
 	}
-	tool, _ := s.calls.Load(p.ProgressToken)
+	tool, ok := s.calls.Load(p.ProgressToken)
+	if !ok {
+		return
+	}
 	name, _ := tool.(string)
 	if s.onProgress != nil {
 		s.onProgress(s.name, name, p.Progress, p.Total, p.Message)
