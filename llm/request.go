@@ -205,10 +205,24 @@ func requestBody(r Request, count bool) ([]byte, error) {
 			w.MaxTokens = DefaultMaxTokens
 		}
 	}
-	body, err := json2.Marshal(w, lenient, blockMarshalers)
-	if err != nil {
+	// Written straight into one buffer sized for it: json2.Marshal would
+	// copy its pooled buffer out, two 5 MiB bodies live for a big tool
+	// input. The encoder grows a bytes.Buffer with under a quarter of its
+	// length free, hence the margin.
+	n := 4096 + len(r.System)
+	for _, m := range w.Messages {
+		for _, b := range m.Content {
+			n += size(b)
+		}
+	}
+	for _, t := range w.Tools {
+		n += len(t.Name) + len(t.Description) + len(t.InputSchema)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, n+n/4))
+	if err := json2.MarshalWrite(buf, w, lenient, blockMarshalers); err != nil {
 		return nil, fmt.Errorf("llm: writing the request: %w", err)
 	}
+	body := buf.Bytes()
 	if count || len(r.Extra) == 0 {
 		return body, nil
 	}
@@ -218,6 +232,7 @@ func requestBody(r Request, count bool) ([]byte, error) {
 		return nil, err
 	}
 	for k, v := range r.Extra {
+		var err error
 		if fields[k], err = json2.Marshal(v, lenient); err != nil {
 			return nil, fmt.Errorf("llm: Request.Extra[%q]: %w", k, err)
 		}
@@ -242,3 +257,27 @@ var marshalCached = json2.MarshalToFunc(func(enc *jsontext.Encoder, c cached) er
 	}
 	return enc.WriteValue(raw)
 })
+
+// size is about the length of b's JSON: its big fields, and a margin.
+func size(b Block) int {
+	n := 64 // the names and punctuation
+	switch b := b.(type) {
+	case Text:
+		n += len(b.Text) + len(b.Text)/8 // escapes
+	case Thinking:
+		n += len(b.Thinking) + len(b.Signature)
+	case ToolUse:
+		n += len(b.Input)
+	case ToolResult:
+		for _, c := range b.Content {
+			n += size(c)
+		}
+	case Image:
+		n += len(b.Data)
+	case RawBlock:
+		n += len(b.JSON)
+	case cached:
+		n += size(b.Block)
+	}
+	return n
+}
