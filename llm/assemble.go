@@ -52,11 +52,11 @@ type partial struct {
 	merges    map[string]*rawMerge // a raw block's unknown deltas, by field
 }
 
-// rawMerge is one field that unknown deltas set on a raw block.
+// rawMerge is one field that unknown deltas set on a raw block: strings
+// appended in str, until another value replaces them in val.
 type rawMerge struct {
-	isStr bool
-	str   []byte         // the concatenated strings, when isStr
-	val   jsontext.Value // the last value, otherwise
+	str []byte
+	val jsontext.Value
 }
 
 // Add applies ev, and returns the block ev completes, if it does. Events
@@ -202,8 +202,7 @@ func (p *partial) rebuild() json.RawMessage {
 		fields["input"] = jsontext.Value(toolInput(json.RawMessage(fields["input"]), p.frags))
 	}
 	for k, m := range p.merges {
-		fields[k] = m.val
-		if m.isStr {
+		if fields[k] = m.val; m.val == nil {
 			var prev string
 			json2.Unmarshal(fields[k], &prev) // "" unless it is a string
 			fields[k], _ = json2.Marshal(prev+string(m.str), lenient)
@@ -287,17 +286,16 @@ func (p *partial) merge(delta json.RawMessage) {
 			continue
 		}
 		if m == nil {
-			m = new(rawMerge)
-			if p.merges == nil {
+			if m = new(rawMerge); p.merges == nil {
 				p.merges = map[string]*rawMerge{}
 			}
 			p.merges[k] = m
 		}
 		var s string
-		if (m.isStr || m.val == nil) && v.Kind() == '"' && json2.Unmarshal(v, &s) == nil {
-			m.isStr, m.str = true, append(m.str, s...)
+		if m.val == nil && v.Kind() == '"' && json2.Unmarshal(v, &s) == nil {
+			m.str = append(m.str, s...)
 		} else {
-			m.isStr, m.str, m.val = false, nil, v
+			m.str, m.val = nil, v
 		}
 	}
 }

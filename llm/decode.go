@@ -95,7 +95,6 @@ type decoder struct {
 	qi     int
 	done   bool // message_stop was seen
 	wire   wireEvent
-	block  wireBlock
 }
 
 // wireEvent is the data of every stream event but message_start, reused so
@@ -295,36 +294,21 @@ func (d *decoder) event(what []byte, data []byte) (Event, error) {
 	return rawDelta{Index: i, Type: w.Type, Raw: []byte(raw.Delta)}, nil
 }
 
-// wireBlock is a content block of content_block_start or message_start.
-type wireBlock struct {
-	Type        string           `json:"type"`
-	ID          string           `json:"id"`
-	Name        string           `json:"name"`
-	Input       jsontext.Value   `json:"input"`
-	Caller      jsontext.Value   `json:"caller"`
-	ToolsetName string           `json:"toolset_name"`
-	Text        string           `json:"text"`
-	Thinking    string           `json:"thinking"`
-	Signature   string           `json:"signature"`
-	Citations   []jsontext.Value `json:"citations"`
-}
-
 // startEvents queues the events that open the block raw at index: its
-// start, then deltas for any text it carries.
-func (d *decoder) startEvents(index int, raw jsontext.Value) error {
-	d.block = wireBlock{} // reused only to save an allocation per start
-	b := &d.block
-	if err := json2.Unmarshal(raw, b, lenient); err != nil {
+// start, then deltas for what it already holds.
+func (d *decoder) startEvents(index int, raw []byte) error {
+	b, err := unmarshalBlock(raw)
+	if err != nil {
 		return err
 	}
 	q := d.queue
-	switch b.Type {
-	case "text":
+	switch b := b.(type) {
+	case Text:
 		q = append(q, TextStart{Index: index, Text: b.Text})
 		for _, c := range b.Citations {
-			q = append(q, citationDelta{Index: index, Citation: []byte(c)})
+			q = append(q, citationDelta{Index: index, Citation: c})
 		}
-	case "thinking":
+	case Thinking:
 		q = append(q, thinkingStart{Index: index})
 		if b.Thinking != "" {
 			q = append(q, ThinkingDelta{Index: index, Thinking: b.Thinking})
@@ -332,16 +316,13 @@ func (d *decoder) startEvents(index int, raw jsontext.Value) error {
 		if b.Signature != "" {
 			q = append(q, signatureDelta{Index: index, Signature: b.Signature})
 		}
-	case "tool_use":
+	case ToolUse:
 		if string(b.Caller) == "null" {
 			b.Caller = nil
 		}
-		q = append(q, ToolUseStart{Index: index, ID: b.ID, Name: b.Name, Input: []byte(b.Input),
-			Caller: []byte(b.Caller), ToolsetName: b.ToolsetName})
-	case "":
-		return errors.New("no type")
+		q = append(q, ToolUseStart{Index: index, ID: b.ID, Name: b.Name, Input: b.Input, Caller: b.Caller, ToolsetName: b.ToolsetName})
 	default:
-		q = append(q, rawStart{Index: index, Type: b.Type, Raw: bytes.Clone(raw)})
+		q = append(q, rawStart{Index: index, Type: b.blockType(), Raw: bytes.Clone(raw)})
 	}
 	d.queue = q
 	return nil

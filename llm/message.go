@@ -221,7 +221,7 @@ func (c *content) UnmarshalJSON(data []byte) error {
 }
 
 // unmarshalBlock decodes one content block; other types become a
-// [RawBlock] of the exact input bytes.
+// [RawBlock] of the exact input bytes, not copied.
 func unmarshalBlock(data []byte) (Block, error) {
 	var head struct {
 		Type string `json:"type"`
@@ -252,7 +252,7 @@ func unmarshalBlock(data []byte) (Block, error) {
 		}
 		// URL and file sources are kept verbatim, as other types are.
 	}
-	return RawBlock{Type: head.Type, JSON: bytes.Clone(data)}, nil
+	return RawBlock{Type: head.Type, JSON: data}, nil
 }
 
 // decodeAs unmarshals data into a block of type B.

@@ -53,6 +53,10 @@ type Request struct {
 	Extra map[string]any
 }
 
+// DefaultMaxTokens is the output cap of a turn whose max_tokens is not set,
+// here and in every layer above: one default for the whole module.
+const DefaultMaxTokens = 8192
+
 // ToolSpec describes a client tool to the model.
 type ToolSpec struct {
 	Name        string          `json:"name"`
@@ -135,9 +139,6 @@ func requestBody(r Request, count bool) ([]byte, error) {
 	if r.Model == "" {
 		return nil, errors.New("llm: Request.Model is empty")
 	}
-	if err := checkTurn(r); err != nil && !count { // prefill.go; count_tokens is not checked
-		return nil, err
-	}
 	w := wireRequest{Model: r.Model, Messages: r.Messages}
 	if r.System != "" {
 		w.System = []Block{Text{Text: r.System}}
@@ -192,7 +193,7 @@ func requestBody(r Request, count bool) ([]byte, error) {
 	if r.Effort != "" {
 		w.Output = &wireOutput{Effort: r.Effort}
 	}
-	if err := checkModel(w, r.Extra); err != nil {
+	if err := check(r, w, count); err != nil {
 		return nil, err
 	}
 	if !count {
