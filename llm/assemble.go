@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strings"
 
 	json2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -43,8 +44,8 @@ type partial struct {
 	kind      string // "text", "thinking", "tool_use" or "raw"
 	done      bool
 	block     Block    // when done; nil for a dropped empty text block
-	buf, sig  []byte   // text or thinking fragments; a signature
-	frags     []string // input fragments, joined once at BlockStop
+	frags     []string // text, thinking or input, joined once at BlockStop
+	sig       []byte
 	citations []json.RawMessage
 	tool      ToolUseStart // a tool_use block's start
 	raw       json.RawMessage
@@ -66,9 +67,7 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 	case MessageStart:
 		*a = Assembler{usage: ev.Usage, container: ev.Container}
 	case TextStart:
-		if p := a.start(ev.Index, "text"); p != nil {
-			p.buf = grow(p.buf, ev.Text)
-		}
+		a.start(ev.Index, "text").add(ev.Text)
 	case thinkingStart:
 		a.start(ev.Index, "thinking")
 	case ToolUseStart:
@@ -80,13 +79,11 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 			p.raw, p.rawType = ev.Raw, ev.Type
 		}
 	case TextDelta:
-		if p := a.open(ev.Index, "text"); p != nil {
-			p.buf = grow(p.buf, ev.Text)
-		}
+		a.open(ev.Index, "text").add(ev.Text)
 	case ThinkingDelta:
-		if p := a.open(ev.Index, "thinking"); p != nil {
-			p.buf = grow(p.buf, ev.Thinking)
-		}
+		a.open(ev.Index, "thinking").add(ev.Thinking)
+	case ToolInputDelta:
+		a.open(ev.Index, "tool_use", "raw").add(ev.PartialJSON)
 	case signatureDelta:
 		if p := a.open(ev.Index, "thinking"); p != nil {
 			p.sig = append(p.sig, ev.Signature...)
@@ -99,31 +96,18 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 		if p := a.open(ev.Index, "text"); p != nil {
 			p.citations = append(p.citations, ev.Citation)
 		}
-	case ToolInputDelta:
-		if p := a.open(ev.Index, "tool_use"); p != nil {
-			p.frags = append(p.frags, ev.PartialJSON)
-		} else if p := a.open(ev.Index, "raw"); p != nil {
-			p.frags = append(p.frags, ev.PartialJSON)
-		}
 	case rawDelta:
 		if p := a.open(ev.Index, "raw"); p != nil {
 			p.merge(ev.Raw)
 		}
 	case BlockStop:
-		if p := a.open(ev.Index, ""); p != nil {
-			p.done = true
-			p.block = p.finish()
-			p.buf, p.sig, p.frags = nil, nil, nil
+		if p := a.open(ev.Index); p != nil {
+			p.done, p.block = true, p.finish()
+			p.frags, p.sig = nil, nil
 			return p.block, p.block != nil
 		}
 	case MessageDelta:
-		if ev.StopReason != "" {
-			a.stop = ev.StopReason
-		}
-		a.usage = ev.Usage
-		if ev.Container != "" {
-			a.container = ev.Container
-		}
+		a.stop, a.usage, a.container = cmp.Or(ev.StopReason, a.stop), ev.Usage, cmp.Or(ev.Container, a.container)
 	case MessageStop:
 		a.done = true
 	}
@@ -132,59 +116,64 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 
 // start opens the block at index, unless a block has that index already.
 func (a *Assembler) start(index int, kind string) *partial {
-	if a.byIndex == nil {
-		a.byIndex = make(map[int]*partial)
-	}
 	if _, dup := a.byIndex[index]; dup {
 		return nil
 	}
 	p := &partial{index: index, kind: kind}
-	a.blocks = append(a.blocks, p)
-	a.byIndex[index] = p
-	a.last = p
+	if a.blocks = append(a.blocks, p); a.byIndex == nil {
+		a.byIndex = map[int]*partial{}
+	}
+	a.byIndex[index], a.last = p, p
 	return p
 }
 
-// open returns the open block at index if it is of kind (or any, for "").
-func (a *Assembler) open(index int, kind string) *partial {
+// open returns the open block at index if it is of one of kinds, or any.
+func (a *Assembler) open(index int, kinds ...string) *partial {
 	p := a.last
 	if p == nil || p.index != index {
 		p = a.byIndex[index]
 	}
-	if p == nil || p.done || (kind != "" && p.kind != kind) {
+	if p == nil || p.done || len(kinds) > 0 && !slices.Contains(kinds, p.kind) {
 		return nil
 	}
 	a.last = p
 	return p
+}
+
+// add appends a fragment to p, if there is a p.
+func (p *partial) add(frag string) {
+	if p != nil {
+		p.frags = append(p.frags, frag)
+	}
 }
 
 // finish builds the block from what arrived; nil for an empty text block.
 func (p *partial) finish() Block {
 	switch p.kind {
 	case "text":
-		if len(p.buf) == 0 && len(p.citations) == 0 {
+		t := Text{Text: strings.Join(p.frags, ""), Citations: p.citations}
+		if t.Text == "" && len(t.Citations) == 0 {
 			return nil
 		}
-		return Text{Text: string(p.buf), Citations: p.citations}
+		return t
 	case "thinking":
-		return Thinking{Thinking: string(p.buf), Signature: string(p.sig)}
+		return Thinking{Thinking: strings.Join(p.frags, ""), Signature: string(p.sig)}
 	case "tool_use":
 		t := p.tool
 		return ToolUse{ID: t.ID, Name: t.Name, Input: toolInput(t.Input, p.frags), Caller: t.Caller, ToolsetName: t.ToolsetName}
-	default:
-		raw := p.raw
-		if len(p.frags) > 0 || len(p.merges) > 0 {
-			raw = p.rebuild()
-		}
-		if p.rawType == "redacted_thinking" {
-			// As unmarshalBlock gives it, so that a reloaded turn is alike.
-			var b RedactedThinking
-			if json.Unmarshal(raw, &b) == nil {
-				return b
-			}
-		}
-		return RawBlock{Type: p.rawType, JSON: raw}
 	}
+	raw := p.raw
+	if len(p.frags) > 0 || len(p.merges) > 0 {
+		raw = p.rebuild()
+	}
+	if p.rawType == "redacted_thinking" {
+		// As unmarshalBlock gives it, so that a reloaded turn is alike.
+		var b RedactedThinking
+		if json.Unmarshal(raw, &b) == nil {
+			return b
+		}
+	}
+	return RawBlock{Type: p.rawType, JSON: raw}
 }
 
 // rebuild returns the raw block's JSON with its input and deltas' fields.
@@ -218,16 +207,6 @@ func (p *partial) rebuild() json.RawMessage {
 		return p.raw
 	}
 	return out
-}
-
-// grow appends s to b, at least doubling b's capacity when it grows, where
-// append grows a large slice by a quarter: for a 5 MiB tool input in
-// 512-byte fragments, 25 MiB allocated in all.
-func grow(b []byte, s string) []byte {
-	if cap(b)-len(b) < len(s) {
-		b = slices.Grow(b, max(len(s), len(b)))
-	}
-	return append(b, s...)
 }
 
 // toolInput is a tool call's input from its start's input and its
@@ -301,25 +280,25 @@ func (p *partial) merge(delta json.RawMessage) {
 }
 
 // Message returns the assistant message so far: its completed blocks.
-func (a *Assembler) Message() Message {
-	m := Message{Role: Assistant}
-	for _, p := range a.sorted() {
-		if p.done && p.block != nil {
-			m.Content = append(m.Content, p.block)
-		}
-	}
-	return m
-}
+func (a *Assembler) Message() Message { return Message{Role: Assistant, Content: a.collect(true)} }
 
 // Incomplete returns the blocks that never got their BlockStop, with what
 // arrived of them. A tool call among them must not run.
-func (a *Assembler) Incomplete() []Block {
+func (a *Assembler) Incomplete() []Block { return a.collect(false) }
+
+// collect returns the blocks that are done, or those that are not, in
+// index order.
+func (a *Assembler) collect(done bool) []Block {
 	var out []Block
 	for _, p := range a.sorted() {
-		if !p.done {
-			if b := p.finish(); b != nil {
-				out = append(out, b)
-			}
+		b := p.block
+		if p.done != done {
+			continue
+		} else if !done {
+			b = p.finish()
+		}
+		if b != nil {
+			out = append(out, b)
 		}
 	}
 	return out
