@@ -9,6 +9,8 @@ import (
 
 	json2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/agentloop/agentloop/internal/apirules"
 )
 
 // An Assembler builds the assistant [Message] of one turn from its events,
@@ -22,7 +24,7 @@ import (
 // Tool input is the concatenated fragments, parsed at BlockStop, else the
 // start's input, else {}. An input that is not a JSON object is wrapped as
 // {"INVALID_JSON": "<the raw text>"}, as the API's docs suggest, so that
-// the block can still be sent back; [InvalidInput] recognises it.
+// the block can still be sent back.
 //
 // Empty text blocks, which the API rejects, are dropped. Other block types
 // become [RawBlock]s, with any streamed input or unknown deltas merged in.
@@ -236,26 +238,7 @@ func toolInput(start json.RawMessage, frags []string) json.RawMessage {
 	if in[0] == '{' && jsontext.Value(in).IsValid(lenient) {
 		return in
 	}
-	out, _ := json.Marshal(struct {
-		S string `json:"INVALID_JSON"`
-	}{string(in)})
-	return out
-}
-
-// InvalidInput reports whether an [Assembler] marked tu's input as not
-// JSON, and returns the raw text the model sent.
-func InvalidInput(tu ToolUse) (string, bool) {
-	// The mark is the only field, so its name comes first: a big input is not searched.
-	dec := jsontext.NewDecoder(bytes.NewReader(tu.Input), lenient)
-	open, _ := dec.ReadToken()
-	name, _ := dec.ReadToken()
-	var m map[string]string
-	if open.Kind() != '{' || name.Kind() != '"' || name.String() != "INVALID_JSON" ||
-		!bytes.Contains(tu.Input, []byte(`"INVALID_JSON"`)) || json.Unmarshal(tu.Input, &m) != nil || len(m) != 1 {
-		return "", false
-	}
-	s, ok := m["INVALID_JSON"]
-	return s, ok
+	return apirules.MarkInvalid(in)
 }
 
 // maxMergedFields bounds the fields deltas set on a block, lest a hostile
