@@ -114,7 +114,7 @@ func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Event, error
 		yielded := false
 		err = c.retry(ctx, func() bool { return yielded }, func(ctx context.Context) error {
 			at := startChat(c.tel, ctx, req) // otel hook: a chat span per attempt
-			err := c.streamOnce(at.ctx, body, req.beta(), &yielded, at.observe(yield))
+			err := c.streamOnce(at.Ctx, body, req.beta(), &yielded, at.observe(yield))
 			at.end(err)
 			return err
 		})

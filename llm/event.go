@@ -7,17 +7,15 @@ import (
 
 // An Event is one step of a streamed model turn: one of the exported types
 // below, or an unexported one that only an [Assembler] needs. Switch on the
-// events you show, and give every event to an Assembler.
-//
-// A turn is MessageStart, then each content block's start, deltas and
-// BlockStop, then MessageDelta and MessageStop. Index is the block's
-// position in the message content.
+// events you show, and give every event to an Assembler. A turn is
+// MessageStart, then each content block's start, deltas and BlockStop,
+// then MessageDelta and MessageStop. Index is the block's position in the
+// message content.
 type Event interface{ isEvent() }
 
 // MessageStart opens a turn. Container is as in [MessageDelta].
 type MessageStart struct {
-	ID        string
-	Model     string
+	ID, Model string
 	Usage     Usage
 	Container string
 }
@@ -52,12 +50,10 @@ type signatureDelta struct {
 // placeholder {}, or the whole input of a call sent with no deltas
 // (programmatic tool calling). Caller and ToolsetName are as in [ToolUse].
 type ToolUseStart struct {
-	Index       int
-	ID          string
-	Name        string
-	Input       json.RawMessage
-	Caller      json.RawMessage
-	ToolsetName string
+	Index         int
+	ID, Name      string
+	Input, Caller json.RawMessage
+	ToolsetName   string
 }
 
 // ToolInputDelta carries a fragment of the JSON input of the tool_use or

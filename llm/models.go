@@ -104,13 +104,9 @@ var Models = map[string]ModelInfo{
 // The thinking types and effort ladders of the table's rows: xhigh came
 // with Claude Opus 4.7.
 var (
-	adaptive      = []string{"adaptive"}
-	adaptiveOrOff = []string{"adaptive", "disabled"}
-	anyThinking   = []string{"adaptive", "enabled", "disabled"}
-	budgetOrOff   = []string{"enabled", "disabled"}
-	thinkingOff   = []string{"disabled"}
-	efforts5      = []string{"low", "medium", "high", "xhigh", "max"}
-	efforts4      = []string{"low", "medium", "high", "max"}
+	adaptive, adaptiveOrOff, thinkingOff = []string{"adaptive"}, []string{"adaptive", "disabled"}, []string{"disabled"}
+	anyThinking, budgetOrOff             = []string{"adaptive", "enabled", "disabled"}, []string{"enabled", "disabled"}
+	efforts5, efforts4                   = []string{"low", "medium", "high", "xhigh", "max"}, []string{"low", "medium", "high", "max"}
 )
 
 // LookupModel returns what [Models] knows of model, by its name or, for a
@@ -143,25 +139,21 @@ func (f ModelFunc) Stream(ctx context.Context, req Request) iter.Seq2[Event, err
 	return f(ctx, req)
 }
 
-// check checks what r, whose body is w, asks of its model, Extra's
-// tool_choice, thinking and output_config in place of w's, against
-// [Models], so that what the model rejects fails here, naming it, instead
-// of as a 400. A Messages call (not count) is held to two rules more:
-//
-//   - Messages may end with an assistant turn for the model to continue (a
-//     prefill) only on a model whose [ModelInfo].Prefill is set, and with
-//     thinking off. The API's own paused turn sent back is no prefill: one
-//     that holds a server tool's blocks (stop_reason pause_turn) or a
-//     compaction block (stop_reason compaction), and a [Request].Summarize
-//     call, which summarises the messages rather than continuing them (the
-//     compaction docs send one after an assistant reply, to claude-opus-5-5).
+// check checks r, whose body is w, against [Models] and the API's rules,
+// so that what the API would refuse with a 400 fails here, naming it. It
+// reads Extra's tool_choice, thinking and output_config in place of w's.
+// A Messages call (not count, which is not sent Extra, and which memory
+// asks about a history ending with an assistant turn after every reply)
+// must also keep two rules:
+//   - Messages may end with an assistant turn to continue (a prefill) only
+//     on a model with [ModelInfo].Prefill, thinking off. The API's own
+//     paused turn sent back is no prefill: one that holds a server tool's
+//     blocks (pause_turn) or a compaction block, and neither is a
+//     [Request].Summarize call, which summarises the messages (the
+//     compaction docs send one after an assistant reply).
 //   - Extra may not hold temperature, top_p or top_k: API version
 //     2026-10-21, the one this package's SDK sends, removed them for every
 //     model, so that even a default value is a 400.
-//
-// count_tokens is not sent Extra, and the docs do not say that it refuses
-// a history ending with an assistant turn, which memory counts after every
-// reply.
 func check(r Request, w wireRequest, count bool) error {
 	info, known := LookupModel(r.Model)
 	unknown := map[bool]string{false: " (a model llm.Models does not know gets the current models' rules)"}[known]
