@@ -112,7 +112,7 @@ func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Event, error
 			return
 		}
 		yielded := false
-		err = c.retry(ctx, func() bool { return yielded }, func(ctx context.Context) error {
+		err = c.retry(ctx, &yielded, func(ctx context.Context) error {
 			at := startChat(c.tel, ctx, req) // otel hook: a chat span per attempt
 			err := c.streamOnce(at.Ctx, body, req.beta(), &yielded, at.observe(yield))
 			at.end(err)
@@ -209,8 +209,8 @@ func (r *idleReader) Read(p []byte) (int, error) {
 }
 
 // retry runs attempt until it succeeds, fails for good, or the attempts
-// run out; once committed, an error is returned, not retried.
-func (c *Client) retry(ctx context.Context, committed func() bool, attempt func(context.Context) error) error {
+// run out; once *committed, an error is returned, not retried.
+func (c *Client) retry(ctx context.Context, committed *bool, attempt func(context.Context) error) error {
 	for n := 1; ; n++ {
 		err := attempt(ctx)
 		if err == nil || err == errStop {
@@ -219,7 +219,7 @@ func (c *Client) retry(ctx context.Context, committed func() bool, attempt func(
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if committed() || !IsRetryable(err) || n >= c.maxAttempts {
+		if *committed || !IsRetryable(err) || n >= c.maxAttempts {
 			return err
 		}
 		wait, ok := backoff(n, err, c.jitter)
@@ -285,7 +285,7 @@ func (c *Client) CountTokens(ctx context.Context, req Request) (int, error) {
 		return 0, err
 	}
 	var n int
-	err = c.retry(ctx, func() bool { return false }, func(ctx context.Context) error {
+	err = c.retry(ctx, new(false), func(ctx context.Context) error {
 		// The answer is small: the timer covers the whole exchange.
 		return c.exchange(ctx, "v1/messages/count_tokens", body, nil, func(resp *http.Response, _ *time.Timer) error {
 			answer, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
