@@ -91,9 +91,8 @@ type decoder struct {
 	log    *slog.Logger
 	header http.Header // of the response, for error events
 	usage  Usage       // the turn's so far; message_delta overwrites fields
-	queue  []Event     // the events of one start, handed out in turn from queue[qi]
-	qi     int
-	done   bool // message_stop was seen
+	queue  []Event     // the events of one start, handed out in turn
+	done   bool        // message_stop was seen
 	wire   wireEvent
 }
 
@@ -196,11 +195,11 @@ func newDecoder(r io.Reader, log *slog.Logger) *decoder {
 // *APIError.
 func (d *decoder) next() (Event, error) {
 	for {
-		if d.qi < len(d.queue) {
-			d.qi++
-			return d.queue[d.qi-1], nil
+		if len(d.queue) > 0 {
+			ev := d.queue[0]
+			d.queue = d.queue[1:]
+			return ev, nil
 		}
-		d.queue, d.qi = d.queue[:0], 0
 		if d.done {
 			return nil, io.EOF
 		}
