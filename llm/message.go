@@ -124,17 +124,17 @@ func marshal(v any) ([]byte, error) { return json2.Marshal(v, lenient, blockMars
 // encoding/json, a block's JSON would be copied and checked again inside
 // each enclosing value: for a 5 MiB tool input, most of a request's time.
 var blockMarshalers = json2.WithMarshalers(json2.JoinMarshalers(
-	typed("text", func(b Text) textWire { return textWire(b) }),
-	typed("thinking", func(b Thinking) thinkingWire { return thinkingWire(b) }),
-	typed("redacted_thinking", func(b RedactedThinking) redactedWire { return redactedWire(b) }),
-	typed("tool_use", func(b ToolUse) toolUseWire {
+	typed(func(b Text) textWire { return textWire(b) }),
+	typed(func(b Thinking) thinkingWire { return thinkingWire(b) }),
+	typed(func(b RedactedThinking) redactedWire { return redactedWire(b) }),
+	typed(func(b ToolUse) toolUseWire {
 		if len(bytes.TrimSpace(b.Input)) == 0 {
 			b.Input = json.RawMessage("{}")
 		}
 		return toolUseWire(b)
 	}),
-	typed("tool_result", func(b ToolResult) toolResultWire { return toolResultWire(b) }),
-	typed("image", func(b Image) (w imageSource) {
+	typed(func(b ToolResult) toolResultWire { return toolResultWire(b) }),
+	typed(func(b Image) (w imageSource) {
 		w.Source.Type, w.Source.MediaType, w.Source.Data = "base64", b.MediaType, b.Data
 		return w
 	}),
@@ -157,12 +157,12 @@ type (
 )
 
 // typed returns the marshaler of block type B: "type", then wire(b)'s fields.
-func typed[B Block, W any](typ string, wire func(B) W) *json2.Marshalers {
+func typed[B Block, W any](wire func(B) W) *json2.Marshalers {
 	return json2.MarshalToFunc(func(enc *jsontext.Encoder, b B) error {
 		return json2.MarshalEncode(enc, struct {
 			Type string `json:"type"`
 			V    W      `json:",embed"`
-		}{typ, wire(b)})
+		}{b.blockType(), wire(b)})
 	})
 }
 
