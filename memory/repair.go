@@ -16,8 +16,8 @@ import (
 
 // Repair fixes what breaks the Messages API's rules (those
 // anthropictest.CheckRequest enforces), and returns one line for each kind
-// of fix it made. The agent calls it before
-// every request and after every run; [Load] calls it too. In order, it:
+// of fix it made. The agent calls it before every request and after every
+// run; [Load] calls it too. In order, it:
 //
 //   - drops unknown roles and the blocks the API rejects (blank text,
 //     unsigned thinking, blocks in the wrong role's message or without a
@@ -48,7 +48,7 @@ func (h *History) Repair() []string {
 			did = append(did, what)
 		}
 	}
-	es := pair(merge(clean(slices.Clone(h.entries), note), note), note)
+	es := pair(clean(slices.Clone(h.entries), note), note)
 	at := 0 // the first message repair changed
 	for at < min(len(es), len(h.entries)) && reflect.DeepEqual(es[at].msg, h.entries[at].msg) {
 		at++
@@ -72,7 +72,8 @@ func (h *History) Repair() []string {
 }
 
 // clean drops unknown roles, a final assistant turn cut off inside a tool
-// input, rejected blocks, and messages left empty.
+// input, rejected blocks, and messages left empty, and merges the rest as
+// appendMerged does.
 func clean(es []entry, note func(string)) []entry {
 	out := es[:0]
 	// The ids kept, and the ids the calls since the last user message got,
@@ -109,7 +110,7 @@ func clean(es []entry, note func(string)) []entry {
 			note("dropped empty messages")
 			continue
 		}
-		out = append(out, e)
+		out = appendMerged(out, e, note)
 	}
 	return out
 }
@@ -168,19 +169,9 @@ func cleanBlock(role llm.Role, b llm.Block, seen map[string]bool, turn map[strin
 	return b, true, ""
 }
 
-// merge merges consecutive messages of one role, as the API would, and
-// drops assistant messages before the first user message.
-func merge(es []entry, note func(string)) []entry {
-	out := es[:0]
-	for _, e := range es {
-		out = appendMerged(out, e, note)
-	}
-	return out
-}
-
 // appendMerged appends e to out, merged into out's last message if that
-// has e's role, or drops it if it is an assistant message that would come
-// first.
+// has e's role, as the API would merge them, or drops it if it is an
+// assistant message that would come first.
 func appendMerged(out []entry, e entry, note func(string)) []entry {
 	n, role := len(out), e.msg.Role
 	switch {
@@ -209,8 +200,12 @@ func pair(es []entry, note func(string)) []entry {
 	var uses []string // the tool_use ids of the last assistant turn kept
 	for _, e := range es {
 		if e.msg.Role == llm.Assistant {
-			if out = appendMerged(out, e, note); len(out) > 0 {
-				uses = toolUses(out[len(out)-1].msg)
+			if out, uses = appendMerged(out, e, note), nil; len(out) > 0 {
+				for _, b := range out[len(out)-1].msg.Content {
+					if u, ok := b.(llm.ToolUse); ok {
+						uses = append(uses, u.ID)
+					}
+				}
 			}
 			continue
 		}
@@ -270,16 +265,6 @@ func trimFinal(es []entry, note func(string)) bool {
 		return true
 	}
 	return false
-}
-
-func toolUses(m llm.Message) []string {
-	var ids []string
-	for _, b := range m.Content {
-		if u, ok := b.(llm.ToolUse); ok {
-			ids = append(ids, u.ID)
-		}
-	}
-	return ids
 }
 
 // interruptedResult answers a tool call that never got a result.
