@@ -68,19 +68,20 @@ func (r *run) act(t *turn) {
 	h := r.cfg.History
 	h.AppendAssistant(t.msg, t.usage)
 	r.repeats = t.repeats
-	results := make([]llm.ToolResult, len(t.calls))
+	results := make([]llm.Block, len(t.calls))
 	for i, p := range t.calls {
-		results[i] = p.result()
+		res := p.result()
+		results[i] = res
 		r.traceNotRun(p) // otel hook
 		r.emit(ToolDone{
 			ID:       p.call.ID,
 			Name:     p.call.Name,
-			Content:  shownText(results[i].Content),
-			IsError:  results[i].IsError,
+			Content:  shownText(res.Content),
+			IsError:  res.IsError,
 			Duration: p.took,
 		})
 	}
-	h.AppendToolResults(results)
+	h.AppendUser(results...)
 }
 
 // shownText is a result as [ToolDone] shows it: its text, then "[image]"

@@ -244,7 +244,7 @@ func TestCompactionReportedWhenStillTooLong(t *testing.T) {
 	h.AppendUser(llm.Text{Text: "Read the file."})
 	h.AppendAssistant(llm.Message{Role: llm.Assistant, Content: []llm.Block{
 		llm.ToolUse{ID: "toolu_1", Name: "echo", Input: []byte(`{"text":"x"}`)}}}, llm.Usage{})
-	h.AppendToolResults([]llm.ToolResult{{ToolUseID: "toolu_1", Content: []llm.Block{llm.Text{Text: strings.Repeat("file ", 2000)}}}})
+	h.AppendUser(llm.ToolResult{ToolUseID: "toolu_1", Content: []llm.Block{llm.Text{Text: strings.Repeat("file ", 2000)}}})
 	h.AppendAssistant(llm.Message{Role: llm.Assistant, Content: []llm.Block{llm.Text{Text: "Read it."}}}, llm.Usage{})
 	a := newAgent(t, client, Config{History: h})
 	evs, res, err := collect(t, a.Stream(t.Context(), strings.Repeat("huge ", 20_000)))

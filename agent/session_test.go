@@ -230,8 +230,8 @@ func TestBlankPrompt(t *testing.T) {
 	m := &scripted{}
 	a := newAgent(t, m, Config{})
 	_, res, err := collect(t, a.Stream(t.Context(), " \n\t"))
-	if res.State != Failed || err == nil || !strings.Contains(err.Error(), "prompt is empty") || len(m.reqs) != 0 || a.History().Len() != 0 {
-		t.Errorf("blank prompt: %+v, %v, %d requests, %d messages", res, err, len(m.reqs), a.History().Len())
+	if res.State != Failed || err == nil || !strings.Contains(err.Error(), "prompt is empty") || len(m.reqs) != 0 || len(a.History().Messages()) != 0 {
+		t.Errorf("blank prompt: %+v, %v, %d requests, %d messages", res, err, len(m.reqs), len(a.History().Messages()))
 	}
 }
 

@@ -70,7 +70,7 @@ type Compaction struct {
 // it changes nothing and returns that error at once.
 func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) {
 	c := Compaction{Before: h.Tokens()}
-	if h.mode() == "off" {
+	if h.strategy() == "off" {
 		return c, fmt.Errorf("%w: compaction is off", ErrCannotCompact)
 	}
 	if fixes := h.Repair(); fixes != nil {

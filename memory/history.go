@@ -105,14 +105,16 @@ type entry struct {
 // right for English and code.
 const defaultRatio = 3.5
 
-// New returns an empty history.
-func New(cfg Config) *History { return &History{cfg: cfg.withDefaults(), ratio: defaultRatio} }
+// New returns an empty history. It logs the compaction strategy it
+// resolved, at debug level, since the default depends on the model.
+func New(cfg Config) *History {
+	h := &History{cfg: cfg.withDefaults(), ratio: defaultRatio}
+	h.cfg.Logger.Debug("memory: compaction", "strategy", h.strategy(), "model", h.cfg.Model)
+	return h
+}
 
 // Config returns the configuration with defaults filled in.
 func (h *History) Config() Config { return h.cfg }
-
-// Len returns the number of messages.
-func (h *History) Len() int { return len(h.entries) }
 
 // Messages returns the messages to send, as fresh slices; byte payloads
 // (tool inputs, raw blocks) are shared, not to be modified.
@@ -124,8 +126,10 @@ func (h *History) Messages() []llm.Message {
 	return out
 }
 
-// AppendUser appends a user message made of blocks. Blank text blocks,
-// which the API rejects, are dropped; a message left empty is not appended.
+// AppendUser appends a user message made of blocks, such as the
+// [llm.ToolResult] blocks that answer the last assistant turn, in order.
+// Blank text blocks, which the API rejects, are dropped; a message left
+// empty is not appended.
 func (h *History) AppendUser(blocks ...llm.Block) {
 	var kept []llm.Block
 	for _, b := range blocks {
@@ -183,16 +187,6 @@ func usedServerTools(m llm.Message) bool {
 		}
 	}
 	return false
-}
-
-// AppendToolResults appends one user message of results, in order,
-// answering the previous assistant turn.
-func (h *History) AppendToolResults(results []llm.ToolResult) {
-	blocks := make([]llm.Block, len(results))
-	for i, r := range results {
-		blocks[i] = r
-	}
-	h.AppendUser(blocks...)
 }
 
 // SetPrefix records the system prompt and tool specs that are sent with

@@ -27,7 +27,7 @@ func sample(t *testing.T) *History {
 		llm.RawBlock{Type: "server_tool_use", JSON: json.RawMessage(`{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{"q":"x"}}`)},
 		use("toolu_1"),
 	), llm.Usage{InputTokens: 900, OutputTokens: 40, CacheCreationInputTokens: 100})
-	h.AppendToolResults([]llm.ToolResult{{ToolUseID: "toolu_1", IsError: true, Content: []llm.Block{text("boom")}}})
+	h.AppendUser(llm.ToolResult{ToolUseID: "toolu_1", IsError: true, Content: []llm.Block{text("boom")}})
 	h.AppendAssistant(asst(llm.Text{Text: "done", Citations: []json.RawMessage{json.RawMessage(`{"type":"char_location","cited_text":"x"}`)}}),
 		llm.Usage{InputTokens: 10, OutputTokens: 5, CacheReadInputTokens: 1000})
 	if err := h.validate(); err != nil {
@@ -50,8 +50,8 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 		t.Errorf("mode = %v, want 0600", fi.Mode().Perm())
 	}
 	data, _ := os.ReadFile(path)
-	if n := strings.Count(string(data), "\n"); n != h.Len() {
-		t.Errorf("file has %d lines, want one per message (%d)", n, h.Len())
+	if n := strings.Count(string(data), "\n"); n != len(h.entries) {
+		t.Errorf("file has %d lines, want one per message (%d)", n, len(h.entries))
 	}
 
 	got, err := Load(path, Config{Model: "claude-sonnet-4-5"})

@@ -69,14 +69,14 @@ func (c *convo) send() error {
 	}
 	msg := asm.Message()
 	c.h.AppendAssistant(msg, asm.Usage())
-	var results []llm.ToolResult
+	var results []llm.Block
 	for _, b := range msg.Content {
 		if u, ok := b.(llm.ToolUse); ok {
 			results = append(results, result(u.ID, "value "+strings.Repeat("7", 400)))
 		}
 	}
 	if len(results) > 0 {
-		c.h.AppendToolResults(results)
+		c.h.AppendUser(results...)
 	} else {
 		c.h.AppendUser(llm.Text{Text: "And now?"})
 	}

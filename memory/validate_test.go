@@ -252,7 +252,7 @@ func TestMessagesIsACopy(t *testing.T) {
 	h := New(Config{})
 	h.AppendUser(llm.Text{Text: "hi"})
 	h.AppendAssistant(asst(use("t1")), llm.Usage{})
-	h.AppendToolResults([]llm.ToolResult{result("t1", "x")})
+	h.AppendUser(result("t1", "x"))
 	msgs := h.Messages()
 	msgs[0].Content[0] = text("changed")
 	msgs[2].Content[0].(llm.ToolResult).Content[0] = text("changed")
@@ -267,7 +267,7 @@ func TestMessagesIsACopy(t *testing.T) {
 func TestAppendUserDropsBlank(t *testing.T) {
 	h := New(Config{})
 	h.AppendUser(llm.Text{Text: "   "})
-	if h.Len() != 0 {
+	if len(h.entries) != 0 {
 		t.Fatalf("blank user text appended a message")
 	}
 	h.AppendUser(text(""), text("x"))

@@ -261,7 +261,6 @@ func (c *cli) newSession(ctx context.Context, o *options, model llm.Model, logge
 		s.close()
 		return nil, err
 	}
-	logger.Debug("compaction", "strategy", history.Strategy(), "model", o.model) // -v shows the choice
 	s.cfg = agent.Config{
 		Model:          model,
 		System:         s.builtins.system(o),
