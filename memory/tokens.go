@@ -43,7 +43,9 @@ func (h *History) Tokens() int {
 
 // NeedsCompaction reports whether [History.Tokens] exceeds
 // Config.ContextLimit, unless Config.Compaction is "off".
-func (h *History) NeedsCompaction() bool { return h.strategy() != "off" && h.Tokens() > h.cfg.ContextLimit }
+func (h *History) NeedsCompaction() bool {
+	return h.strategy() != "off" && h.Tokens() > h.cfg.ContextLimit
+}
 
 // recount returns [History.Tokens], made exact by Config.Counter once an
 // estimate reaches 90% of the limit; a failed count leaves the estimate.
