@@ -5,7 +5,6 @@ import (
 	"context"
 	"log/slog"
 	"slices"
-	"strings"
 
 	"github.com/agentloop/agentloop/internal/apirules"
 	"github.com/agentloop/agentloop/llm"
@@ -24,8 +23,8 @@ type Config struct {
 	MaxTokens int
 	// ContextLimit is the compaction threshold in tokens. Compact aims at
 	// 60% of it, lest it compact again next turn and lose the prompt cache.
-	// Default: ContextWindow − MaxTokens − 5% of ContextWindow for estimate
-	// error.
+	// Default: ContextWindow − MaxTokens − 5% of ContextWindow (the margin
+	// for estimate error).
 	ContextLimit int
 	// KeepRecent is how many recent assistant turns, each with the user
 	// message answering it, compaction keeps verbatim. Default: 4.
@@ -178,15 +177,13 @@ func (h *History) AppendAssistant(msg llm.Message, usage llm.Usage) {
 	h.push(e)
 }
 
-// usedServerTools reports whether m holds a block of a tool the API ran.
+// usedServerTools reports whether m holds a block of a tool the API ran:
+// those that, but for compaction, make a final turn a paused one.
 func usedServerTools(m llm.Message) bool {
-	for _, b := range m.Content {
-		if r, ok := b.(llm.RawBlock); ok &&
-			(r.Type == "server_tool_use" || r.Type == "mcp_tool_use" || strings.HasSuffix(r.Type, "_tool_result")) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(m.Content, func(b llm.Block) bool {
+		r, ok := b.(llm.RawBlock)
+		return ok && r.Type != llm.CompactionBlock && apirules.Continues(r.Type)
+	})
 }
 
 // SetPrefix records the system prompt and tool specs that are sent with
@@ -218,13 +215,6 @@ func measured(e entry) entry {
 	e.chars, e.imageTokens = measureBlocks(e.msg.Content)
 	e.rules = ruleBlocks(e.msg.Content)
 	return e
-}
-
-// changed records that messages from i on changed: their exact counts go.
-func (h *History) changed(i int) {
-	for j := max(i, 0); j < len(h.entries); j++ {
-		h.entries[j].exact = 0
-	}
 }
 
 func cloneMessage(m llm.Message) llm.Message {

@@ -324,7 +324,9 @@ func ruleBlock(b llm.Block) apirules.Block {
 // thinking), so does their thinking, with the messages it leaves empty
 // (the API merges the messages of one role around them).
 func (h *History) rewrote(i int) {
-	h.changed(i)
+	for j := i; j < len(h.entries); j++ {
+		h.entries[j].exact = 0
+	}
 	if !h.binds() || !slices.ContainsFunc(h.entries[i:], hasThinking) {
 		return
 	}

@@ -67,7 +67,7 @@ const serverNote = "[Earlier turns were compacted on the server; the compaction 
 func (h *History) serverCompacted(msg llm.Message) (llm.Message, bool) {
 	k := -1
 	for i, b := range msg.Content {
-		if llm.BlockType(b) == llm.CompactionBlock {
+		if r, ok := b.(llm.RawBlock); ok && r.Type == llm.CompactionBlock { // b may be nil
 			k = i
 		}
 	}

@@ -276,6 +276,18 @@ func TestAppendUserDropsBlank(t *testing.T) {
 	}
 }
 
+// TestAppendNilBlock checks that a nil block in an appended turn does not
+// panic, and that Repair drops it.
+func TestAppendNilBlock(t *testing.T) {
+	h := New(Config{})
+	h.AppendUser(text("a"), nil)
+	h.AppendAssistant(asst(text("b"), nil), llm.Usage{InputTokens: 10})
+	h.Repair()
+	if diff := cmp.Diff([]llm.Message{user(text("a")), asst(text("b"))}, h.Messages()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
 // interrupted is the synthetic result Repair gives call id.
 func interrupted(id string) llm.Block {
 	return llm.ToolResult{ToolUseID: id, IsError: true, Content: []llm.Block{llm.Text{Text: interruptedResult}}}
