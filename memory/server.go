@@ -95,8 +95,8 @@ func (h *History) serverSummary(ctx context.Context, m llm.Model) (int, llm.Usag
 	if info, _ := llm.LookupModel(h.cfg.Model); !info.ServerCompaction || h.strategy() != "server" {
 		return 0, llm.Usage{}, nil
 	}
-	req := llm.Request{Model: h.cfg.Model, MaxTokens: h.cfg.MaxTokens, System: h.system, Tools: h.tools,
-		Messages: h.Messages(), Cache: true, Summarize: &llm.Summarize{}} // no context_management: the API refuses both
+	req := h.request()
+	req.Cache, req.Summarize = true, &llm.Summarize{} // no context_management: the API refuses both
 	reply, u, err := collect(ctx, m, req)
 	if err != nil {
 		return 0, u, fmt.Errorf("memory: server compaction: %w", err)

@@ -44,7 +44,7 @@ func (h *History) Tokens() int {
 // NeedsCompaction reports whether [History.Tokens] exceeds
 // Config.ContextLimit, unless Config.Compaction is "off".
 func (h *History) NeedsCompaction() bool {
-	return h.strategy() != "off" && h.Tokens() > h.cfg.ContextLimit
+	return h.cfg.Compaction != "off" && h.Tokens() > h.cfg.ContextLimit
 }
 
 // recount returns [History.Tokens], made exact by Config.Counter once an
@@ -55,13 +55,7 @@ func (h *History) recount(ctx context.Context) int {
 	if c == nil || len(h.entries) == 0 || n < h.cfg.ContextLimit*9/10 || h.lastExact() == len(h.entries)-1 {
 		return n
 	}
-	exact, err := c(ctx, llm.Request{
-		Model:     h.cfg.Model,
-		MaxTokens: h.cfg.MaxTokens,
-		System:    h.system,
-		Tools:     h.tools,
-		Messages:  h.Messages(),
-	})
+	exact, err := c(ctx, h.request())
 	if err != nil || exact <= 0 {
 		h.cfg.Logger.Warn("memory: count_tokens failed; using the estimate", "err", err, "count", exact)
 		return n
@@ -69,6 +63,11 @@ func (h *History) recount(ctx context.Context) int {
 	h.learn(exact)
 	h.entries[len(h.entries)-1].exact = exact
 	return exact
+}
+
+// request returns a request of the whole history, as an agent sends it.
+func (h *History) request() llm.Request {
+	return llm.Request{Model: h.cfg.Model, MaxTokens: h.cfg.MaxTokens, System: h.system, Tools: h.tools, Messages: h.Messages()}
 }
 
 func (h *History) lastExact() int {
@@ -86,8 +85,8 @@ func (h *History) estimate(es []entry, withPrefix bool) int {
 	return int(math.Ceil(float64(chars)/h.ratio)) + img
 }
 
-// measures sums the characters and image tokens of es, and of the prefix if
-// asked.
+// measures sums the characters and image tokens of es, and of the prefix
+// if asked.
 func (h *History) measures(es []entry, withPrefix bool) (chars, imageTokens int) {
 	if withPrefix {
 		chars = h.prefixChars
@@ -99,8 +98,8 @@ func (h *History) measures(es []entry, withPrefix bool) (chars, imageTokens int)
 	return chars, imageTokens
 }
 
-// learn sets the ratio from an exact input count of the whole history as it
-// is. Tiny samples are too noisy; the clamp guards against a count of
+// learn sets the ratio from an exact input count of the whole history as
+// it is. Tiny samples are too noisy; the clamp guards against a count of
 // something else.
 func (h *History) learn(inputTokens int) {
 	chars, img := h.measures(h.entries, true)
@@ -112,37 +111,32 @@ func (h *History) learn(inputTokens int) {
 }
 
 // measureBlocks returns the characters an estimate charges for bs and what
-// holds them, and the tokens of their images.
+// holds them (blockOverhead each), and the tokens of their images.
+// Thinking, which the API strips from earlier turns, costs nothing.
 func measureBlocks(bs []llm.Block) (chars, imageTokens int) {
 	chars = blockOverhead
 	for _, b := range bs {
-		c, t := measureBlock(b)
-		chars += c
-		imageTokens += t
+		chars += blockOverhead
+		switch b := b.(type) {
+		case llm.Text:
+			chars += len(b.Text)
+			for _, c := range b.Citations {
+				chars += len(c)
+			}
+		case llm.Thinking, llm.RedactedThinking:
+			chars -= blockOverhead
+		case llm.ToolUse:
+			chars += len(b.ID) + len(b.Name) + len(b.Input)
+		case llm.ToolResult: // its content's overhead stands for its own
+			c, t := measureBlocks(b.Content)
+			chars, imageTokens = chars+c+len(b.ToolUseID)-blockOverhead, imageTokens+t
+		case llm.Image:
+			imageTokens += imageCost(b)
+		case llm.RawBlock:
+			chars += len(b.JSON)
+		}
 	}
 	return chars, imageTokens
-}
-
-func measureBlock(b llm.Block) (chars, imageTokens int) {
-	switch b := b.(type) {
-	case llm.Text:
-		chars = len(b.Text)
-		for _, c := range b.Citations {
-			chars += len(c)
-		}
-	case llm.Thinking, llm.RedactedThinking:
-		return 0, 0
-	case llm.ToolUse:
-		chars = len(b.ID) + len(b.Name) + len(b.Input)
-	case llm.ToolResult:
-		chars, imageTokens = measureBlocks(b.Content)
-		chars += len(b.ToolUseID) - blockOverhead
-	case llm.Image:
-		return blockOverhead, imageCost(b)
-	case llm.RawBlock:
-		chars = len(b.JSON)
-	}
-	return chars + blockOverhead, imageTokens
 }
 
 // imageCost estimates what an image costs from the size in its header.
