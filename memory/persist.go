@@ -30,13 +30,15 @@ func (e *LineError) Error() string { return fmt.Sprintf("memory: %s:%d: %v", e.P
 func (e *LineError) Unwrap() error { return e.Err }
 
 // A line is one line of a history file: a message in the API's wire
-// shape, plus what we know about it.
+// shape, plus its meta.
 type line struct {
 	Role    llm.Role    `json:"role"`
 	Content []llm.Block `json:"content"`
 	meta
 }
 
+// meta is what we know of a line's message. It is decoded apart from the
+// message, whose own UnmarshalJSON would take the whole line.
 type meta struct {
 	Usage   *llm.Usage `json:"usage,omitempty"`   // of the call that produced the message
 	Model   string     `json:"model,omitempty"`   // that Usage is priced by
@@ -70,10 +72,7 @@ func (h *History) Save(path string) (err error) {
 		}
 	}()
 	w := bufio.NewWriter(f)
-	if err := h.Encode(w); err != nil {
-		return err
-	}
-	for _, step := range []func() error{w.Flush, func() error { return f.Chmod(mode) }, f.Sync, f.Close,
+	for _, step := range []func() error{func() error { return h.Encode(w) }, w.Flush, func() error { return f.Chmod(mode) }, f.Sync, f.Close,
 		func() error { return os.Rename(f.Name(), path) }} {
 		if err := step(); err != nil {
 			return err
@@ -96,9 +95,9 @@ func (h *History) Encode(w io.Writer) error {
 	for i, e := range h.entries {
 		l := line{e.msg.Role, e.msg.Content, meta{Tokens: e.exact, Summary: e.summary}}
 		if e.usage != (llm.Usage{}) {
-			l.Usage = &e.usage
+			l.Usage, l.Model = &e.usage, e.model
 		}
-		if e.usage != (llm.Usage{}) || e.msg.Role == llm.Assistant {
+		if e.msg.Role == llm.Assistant {
 			l.Model = e.model // which model wrote its thinking, for a resume with another
 		}
 		if i == 0 {
