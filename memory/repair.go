@@ -53,8 +53,7 @@ func (h *History) Repair() []string {
 	for at < min(len(es), len(h.entries)) && reflect.DeepEqual(es[at].msg, h.entries[at].msg) {
 		at++
 	}
-	// A trimmed final message keeps its exact count: whitespace is a token
-	// at most.
+	// A trimmed final message keeps its exact count: whitespace is a token at most.
 	if !trimFinal(es, note) && at == len(es) && at == len(h.entries) {
 		return nil
 	}
@@ -63,12 +62,11 @@ func (h *History) Repair() []string {
 	}
 	h.entries = es
 	h.rewrote(at)
-	out := make([]string, len(did))
 	for i, what := range did {
-		out[i] = fmt.Sprintf("%s (%d)", what, count[what])
+		did[i] = fmt.Sprintf("%s (%d)", what, count[what])
 	}
-	h.cfg.Logger.Info("memory: repaired history", "fixes", out)
-	return out
+	h.cfg.Logger.Info("memory: repaired history", "fixes", did)
+	return did
 }
 
 // clean drops unknown roles, a final assistant turn cut off inside a tool
@@ -94,12 +92,8 @@ func clean(es []entry, note func(string)) []entry {
 		}
 		kept := make([]llm.Block, 0, len(m.Content))
 		for _, b := range m.Content {
-			nb, ok, what := cleanBlock(m.Role, b, seen, turn)
-			if what != "" {
-				note(what)
-			}
-			if ok {
-				kept = append(kept, nb)
+			if b, ok := cleanBlock(m.Role, b, seen, turn, note); ok {
+				kept = append(kept, b)
 			}
 		}
 		e.msg = llm.Message{Role: m.Role, Content: kept}
@@ -115,38 +109,42 @@ func clean(es []entry, note func(string)) []entry {
 	return out
 }
 
-// cleanBlock returns b fixed, whether to keep it, and what it did, if
-// anything.
-func cleanBlock(role llm.Role, b llm.Block, seen map[string]bool, turn map[string][]string) (llm.Block, bool, string) {
+// cleanBlock returns b fixed and whether to keep it, noting what it did.
+func cleanBlock(role llm.Role, b llm.Block, seen map[string]bool, turn map[string][]string, note func(string)) (llm.Block, bool) {
 	rb := ruleBlock(b)
+	drop := func(what string) (llm.Block, bool) { note(what); return nil, false }
 	switch {
 	case rb.Type == "":
-		return nil, false, "dropped blocks without a type"
+		return drop("dropped blocks without a type")
 	case !apirules.AllowedIn(string(role), rb.Type):
-		return nil, false, "dropped " + rb.Type + " blocks from " + string(role) + " messages"
+		return drop("dropped " + rb.Type + " blocks from " + string(role) + " messages")
 	}
 	switch b := b.(type) {
 	case llm.Text:
 		if apirules.IsBlank(b.Text) {
-			return nil, false, "dropped blank text"
+			return drop("dropped blank text")
 		}
 	case llm.Thinking, llm.RedactedThinking:
 		if rb.Signature == "" && rb.Data == "" {
-			return nil, false, "dropped unsigned thinking"
+			return drop("dropped unsigned thinking")
 		}
 	case llm.ToolUse:
 		if b.Name == "" {
-			return nil, false, "dropped tool_use blocks with no name"
+			return drop("dropped tool_use blocks with no name")
 		}
-		id, what := b.ID, ""
+		id := b.ID
 		for n := 1; !apirules.ValidID(id) || seen[id]; n++ {
-			id, what = fmt.Sprintf("toolu_repaired_%d", n), "gave tool calls with a bad or duplicate id a fresh one"
+			id = fmt.Sprintf("toolu_repaired_%d", n)
+		}
+		if id != b.ID {
+			note("gave tool calls with a bad or duplicate id a fresh one")
 		}
 		seen[id], turn[b.ID], b.ID = true, append(turn[b.ID], id), id
 		if !apirules.IsObject(rb.Input) {
-			b.Input, what = []byte("{}"), "replaced tool inputs that were not JSON objects with {}"
+			b.Input = []byte("{}")
+			note("replaced tool inputs that were not JSON objects with {}")
 		}
-		return b, true, what
+		return b, true
 	case llm.ToolResult:
 		if q := turn[b.ToolUseID]; len(q) > 0 {
 			turn[b.ToolUseID], b.ToolUseID = q[1:], q[0] // its call's id, which may be fresh
@@ -162,11 +160,11 @@ func cleanBlock(role llm.Role, b llm.Block, seen map[string]bool, turn map[strin
 		})
 		if len(kept) != len(b.Content) {
 			b.Content = kept
-			return b, true, "dropped blank or misplaced content from tool results"
+			note("dropped blank or misplaced content from tool results")
 		}
-		return b, true, ""
+		return b, true
 	}
-	return b, true, ""
+	return b, true
 }
 
 // appendMerged appends e to out, merged into out's last message if that
