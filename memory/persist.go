@@ -136,11 +136,7 @@ func decode(rd io.Reader, path string, cfg Config) (*History, error) {
 	for n := 1; ; n++ {
 		b, rerr := r.ReadBytes('\n')
 		if len(bytes.TrimSpace(b)) > 0 {
-			e, prefix, err := decodeLine(b)
-			if err == nil && len(h.entries) == 0 && e.msg.Role != llm.User {
-				err = errors.New("the history must start with a user message")
-			}
-			if err != nil {
+			if e, prefix, err := decodeLine(b, len(h.entries) == 0); err != nil {
 				errs = append(errs, &LineError{Path: path, Line: n, Err: err})
 			} else {
 				if len(h.entries) == 0 {
@@ -171,22 +167,23 @@ func decode(rd io.Reader, path string, cfg Config) (*History, error) {
 	return h, errors.Join(errs...)
 }
 
-// decodeLine returns the entry a line holds, and its prefix key.
-func decodeLine(b []byte) (entry, string, error) {
+// decodeLine returns the entry a line holds, the first if first, and its
+// prefix key.
+func decodeLine(b []byte, first bool) (entry, string, error) {
 	var m llm.Message
 	var mt meta
-	if err := json.Unmarshal(b, &m); err != nil {
-		return entry{}, "", err
-	}
-	if m.Role != llm.User && m.Role != llm.Assistant {
-		return entry{}, "", fmt.Errorf("role %q is neither user nor assistant", m.Role)
-	}
-	if err := json.Unmarshal(b, &mt); err != nil {
-		return entry{}, "", err
+	err := json.Unmarshal(b, &m)
+	switch {
+	case err == nil && m.Role != llm.User && m.Role != llm.Assistant:
+		err = fmt.Errorf("role %q is neither user nor assistant", m.Role)
+	case err == nil:
+		if err = json.Unmarshal(b, &mt); err == nil && first && m.Role != llm.User {
+			err = errors.New("the history must start with a user message")
+		}
 	}
 	e := entry{msg: m, model: mt.Model, exact: max(mt.Tokens, 0), summary: mt.Summary}
 	if mt.Usage != nil {
 		e.usage = *mt.Usage
 	}
-	return e, mt.Prefix, nil
+	return e, mt.Prefix, err
 }
