@@ -34,10 +34,9 @@ import (
 //   - trims the whitespace that ends a final assistant message.
 //
 // An empty history stays empty. Exact counts survive for the messages
-// before the first one it changed.
+// before the first one it changed. A valid history, the usual case, costs
+// one check of the rules.
 func (h *History) Repair() []string {
-	// The agent calls Repair before every request, and the history is
-	// almost always valid: check first, cheaply.
 	if len(h.violations()) == 0 {
 		return nil
 	}
@@ -83,16 +82,15 @@ func clean(es []entry, note func(string)) []entry {
 		case m.Role != llm.User && m.Role != llm.Assistant:
 			note("dropped messages with an unknown role")
 			continue
-		case i == len(es)-1 && m.Role == llm.Assistant && slices.ContainsFunc(m.Content, func(b llm.Block) bool {
-			u, ok := b.(llm.ToolUse)
-			return ok && !apirules.IsObject(ruleBlock(u).Input)
+		case i == len(es)-1 && m.Role == llm.Assistant && slices.ContainsFunc(e.rules, func(b apirules.Block) bool {
+			return b.Type == "tool_use" && !apirules.IsObject(b.Input)
 		}):
 			note("dropped a trailing incomplete assistant turn")
 			continue
 		}
 		kept := make([]llm.Block, 0, len(m.Content))
-		for _, b := range m.Content {
-			if b, ok := cleanBlock(m.Role, b, seen, turn, note); ok {
+		for j, b := range m.Content {
+			if b, ok := cleanBlock(m.Role, b, e.rules[j], seen, turn, note); ok {
 				kept = append(kept, b)
 			}
 		}
@@ -109,9 +107,9 @@ func clean(es []entry, note func(string)) []entry {
 	return out
 }
 
-// cleanBlock returns b fixed and whether to keep it, noting what it did.
-func cleanBlock(role llm.Role, b llm.Block, seen map[string]bool, turn map[string][]string, note func(string)) (llm.Block, bool) {
-	rb := ruleBlock(b)
+// cleanBlock returns b, whose rules view is rb, fixed and whether to keep
+// it, noting what it did.
+func cleanBlock(role llm.Role, b llm.Block, rb apirules.Block, seen map[string]bool, turn map[string][]string, note func(string)) (llm.Block, bool) {
 	drop := func(what string) (llm.Block, bool) { note(what); return nil, false }
 	switch {
 	case rb.Type == "":
