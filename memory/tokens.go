@@ -146,14 +146,8 @@ func imageCost(img llm.Image) int {
 		return imageFallback
 	}
 	w, hgt := float64(cfg.Width), float64(cfg.Height)
-	if long := max(w, hgt); long > imageMaxEdge {
-		w, hgt = w*imageMaxEdge/long, hgt*imageMaxEdge/long
-	}
-	if px := w * hgt; px > imageMaxPixels {
-		s := math.Sqrt(imageMaxPixels / px)
-		w, hgt = w*s, hgt*s
-	}
-	return max(1, int(math.Ceil(w*hgt/750)))
+	s := min(1, imageMaxEdge/max(w, hgt), math.Sqrt(imageMaxPixels/(w*hgt))) // the scale that meets both limits
+	return max(1, int(math.Ceil(w*s*hgt*s/750)))
 }
 
 // tooLongRE reads the count in the API's "prompt is too long: 215439
