@@ -15,16 +15,15 @@ import (
 	"github.com/agentloop/agentloop/llm"
 )
 
-// A LineError reports a line (from 1) of a history file that [Load] could
-// not use.
+// A LineError reports a line (from 1) of a history that [Decode] could not
+// use.
 type LineError struct {
-	Path string
 	Line int
 	Err  error
 }
 
-// Error names the file and the line.
-func (e *LineError) Error() string { return fmt.Sprintf("memory: %s:%d: %v", e.Path, e.Line, e.Err) }
+// Error names the line.
+func (e *LineError) Error() string { return fmt.Sprintf("memory: line %d: %v", e.Line, e.Err) }
 
 // Unwrap returns the underlying error.
 func (e *LineError) Unwrap() error { return e.Err }
@@ -110,26 +109,13 @@ func (h *History) Encode(w io.Writer) error {
 	return nil
 }
 
-// Load reads a history that [History.Save] wrote, configured by cfg, and
-// repairs it (see [History.Repair]). A line it cannot use (truncated by a
-// crash, corrupted, an assistant message first) is skipped and reported as
-// a [*LineError]: Load returns the history of every usable line with those
-// errors joined, keeping exact counts only up to the first bad line. If the
-// file cannot be opened, the history is nil.
-func Load(path string, cfg Config) (*History, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("memory: load: %w", err)
-	}
-	defer f.Close()
-	return decode(f, path, cfg)
-}
-
-// Decode reads a history that [History.Encode] wrote, as [Load] reads a
-// file: a line it cannot use is skipped and reported as a [*LineError].
-func Decode(r io.Reader, cfg Config) (*History, error) { return decode(r, "", cfg) }
-
-func decode(rd io.Reader, path string, cfg Config) (*History, error) {
+// Decode reads a history that [History.Encode] or [History.Save] wrote,
+// configured by cfg, and repairs it (see [History.Repair]). A line it
+// cannot use (truncated by a crash, corrupted, an assistant message first)
+// is skipped and reported as a [*LineError]: Decode returns the history of
+// every usable line with those errors joined, keeping exact counts only up
+// to the first bad line.
+func Decode(rd io.Reader, cfg Config) (*History, error) {
 	h := New(cfg)
 	var errs []error
 	r := bufio.NewReader(rd)
@@ -137,7 +123,7 @@ func decode(rd io.Reader, path string, cfg Config) (*History, error) {
 		b, rerr := r.ReadBytes('\n')
 		if len(bytes.TrimSpace(b)) > 0 {
 			if e, prefix, err := decodeLine(b, len(h.entries) == 0); err != nil {
-				errs = append(errs, &LineError{Path: path, Line: n, Err: err})
+				errs = append(errs, &LineError{Line: n, Err: err})
 			} else {
 				if len(h.entries) == 0 {
 					h.prefixKey = prefix
@@ -150,7 +136,7 @@ func decode(rd io.Reader, path string, cfg Config) (*History, error) {
 		}
 		if rerr != nil {
 			if rerr != io.EOF {
-				errs = append(errs, fmt.Errorf("memory: load %s: %w", path, rerr))
+				errs = append(errs, fmt.Errorf("memory: decode: %w", rerr))
 			}
 			break
 		}

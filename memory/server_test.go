@@ -102,7 +102,7 @@ func TestServerCompactionKept(t *testing.T) {
 	if err := h.Save(path); err != nil {
 		t.Fatal(err)
 	}
-	g, err := Load(path, Config{Model: "claude-opus-5-5"})
+	g, err := loadFile(path, Config{Model: "claude-opus-5-5"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -295,7 +295,12 @@ func (s *session) loadHistory() (*memory.History, error) {
 	if s.o.session == "" {
 		return memory.New(s.memCfg), nil
 	}
-	h, err := memory.Load(s.o.session, s.memCfg)
+	var h *memory.History
+	f, err := os.Open(s.o.session)
+	if err == nil {
+		defer f.Close()
+		h, err = memory.Decode(f, s.memCfg)
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return memory.New(s.memCfg), nil
