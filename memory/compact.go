@@ -197,9 +197,8 @@ func (h *History) summarise(ctx context.Context, m llm.Model, keep int) (int, ll
 	promptTokens := int(float64(len(summaryPrompt)) / h.ratio)
 	budget := int(float64(h.cfg.ContextWindow-summaryMaxTokens-promptTokens) * 0.9 * h.ratio)
 	text := transcript(h.entries[:end])
-	for end > 0 && len(text) > budget {
+	for ; end > 0 && len(text) > budget; text = transcript(h.entries[:end]) {
 		end = h.assistantBefore(end, 1)
-		text = transcript(h.entries[:end])
 	}
 	if end < 2 { // nothing before the first kept turn but its request
 		return 0, llm.Usage{}, nil
@@ -239,13 +238,12 @@ func (h *History) hardCut(target, limit int) int {
 	if best == 0 || head.summary && best == 1 {
 		return 0
 	}
-	dropped := best
-	if head.summary {
-		dropped-- // the old head is the new head
-	}
 	h.entries = append([]entry{head}, h.entries[best:]...)
 	h.rewrote(0)
-	return dropped
+	if head.summary {
+		return best - 1 // the old head is the new head
+	}
+	return best
 }
 
 // cutHead returns the first message after a hard cut: an earlier summary

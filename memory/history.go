@@ -158,12 +158,9 @@ func (h *History) Checkpoint() (rollback func()) {
 // with the usage of the turn that produced it. If msg answers a request of
 // exactly [History.Messages], that usage makes the count exact and teaches
 // the estimator this conversation's characters per token; a zero usage
-// only adds an estimate.
-//
-// Not for a turn that used server tools: its usage sums the input of the
-// server's every sampling, many times the real prompt (404,500 tokens for a
-// 2,479-token prompt in one recorded pause_turn), so the count stays an
-// estimate.
+// only adds an estimate. So does the usage of a turn that used server
+// tools, which sums the input of the server's every sampling (404,500
+// tokens for a 2,479-token prompt in one recorded pause_turn).
 func (h *History) AppendAssistant(msg llm.Message, usage llm.Usage) {
 	msg, compacted := h.serverCompacted(cloneMessage(msg)) // server.go
 	msg.Role = llm.Assistant
@@ -197,13 +194,10 @@ func (h *History) SetPrefix(system string, tools []llm.ToolSpec) {
 		}
 		h.prefixKey = key
 	}
-	h.system = system
-	h.tools = append([]llm.ToolSpec(nil), tools...)
-	n := len(system)
+	h.system, h.tools, h.prefixChars = system, slices.Clone(tools), len(system)
 	for _, t := range tools {
-		n += len(t.Name) + len(t.Description) + len(t.InputSchema) + blockOverhead
+		h.prefixChars += len(t.Name) + len(t.Description) + len(t.InputSchema) + blockOverhead
 	}
-	h.prefixChars = n
 }
 
 func (h *History) push(e entry) { h.entries = append(h.entries, measured(e)) }
