@@ -281,7 +281,8 @@ func collect(ctx context.Context, m llm.Model, req llm.Request) (llm.Message, ll
 
 // transcript renders es as plain text for the summarisation call, which
 // then needs neither tool definitions nor the pairing rules. Tool results
-// that compaction cleared are rendered from the originals it kept.
+// that compaction cleared are rendered from the originals it kept; thinking,
+// the model's scratch work, not a fact of the session, is left out.
 func transcript(es []entry) string {
 	var b strings.Builder
 	for _, e := range es {
@@ -301,10 +302,7 @@ func transcript(es []entry) string {
 func writeBlock(b *strings.Builder, blk llm.Block, original map[string][]llm.Block) {
 	switch blk := blk.(type) {
 	case llm.Text:
-		b.WriteString(blk.Text)
-		b.WriteByte('\n')
-	case llm.Thinking, llm.RedactedThinking:
-		// Thinking is the model's scratch work, not a fact of the session.
+		b.WriteString(blk.Text + "\n")
 	case llm.ToolUse:
 		fmt.Fprintf(b, "[tool call %s %s: %s]\n", blk.ID, blk.Name, tool.Truncate(string(blk.Input), maxResultChars))
 	case llm.ToolResult:
@@ -312,7 +310,7 @@ func writeBlock(b *strings.Builder, blk llm.Block, original map[string][]llm.Blo
 		if !ok {
 			content = blk.Content
 		}
-		var body strings.Builder
+		var body strings.Builder // the result's own text, to truncate
 		for _, c := range content {
 			writeBlock(&body, c, nil)
 		}
