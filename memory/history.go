@@ -50,10 +50,8 @@ type Config struct {
 func (cfg Config) withDefaults() Config {
 	cfg.Model = cmp.Or(cfg.Model, llm.DefaultModel)
 	if cfg.ContextWindow <= 0 {
-		cfg.ContextWindow = 200_000
-		if m, ok := llm.LookupModel(cfg.Model); ok {
-			cfg.ContextWindow = m.ContextWindow
-		}
+		m, _ := llm.LookupModel(cfg.Model) // a model it does not know has none
+		cfg.ContextWindow = cmp.Or(m.ContextWindow, 200_000)
 	}
 	if cfg.MaxTokens <= 0 {
 		cfg.MaxTokens = llm.DefaultMaxTokens

@@ -16,14 +16,14 @@ import (
 	"github.com/agentloop/agentloop/llm"
 )
 
-// blockOverhead is the characters charged each block and message for its
-// framing; the learned ratio absorbs the error.
-const blockOverhead = 12
-
-// The API's rule for images: scaled to fit 1568 pixels on the long edge and
-// 1.15 megapixels, an image costs width×height/750 tokens. One of unknown
-// size (WebP, corrupt) costs the most any image does.
 const (
+	// blockOverhead is the characters charged each block and message for
+	// its framing; the learned ratio absorbs the error.
+	blockOverhead = 12
+
+	// The API's rule for images: scaled to fit 1568 pixels on the long edge
+	// and 1.15 megapixels, an image costs width×height/750 tokens. One of
+	// unknown size (WebP, corrupt) costs the most any image does.
 	imageMaxEdge   = 1568
 	imageMaxPixels = 1_150_000
 	imageFallback  = imageMaxPixels / 750
@@ -112,7 +112,6 @@ func (h *History) learn(inputTokens int) {
 
 // measureBlocks returns the characters an estimate charges for bs and what
 // holds them (blockOverhead each), and the tokens of their images.
-// Thinking, which the API strips from earlier turns, costs nothing.
 func measureBlocks(bs []llm.Block) (chars, imageTokens int) {
 	chars = blockOverhead
 	for _, b := range bs {
