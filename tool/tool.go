@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	json2 "github.com/go-json-experiment/json"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 	"github.com/google/jsonschema-go/jsonschema"
 	jsv "github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -36,6 +38,7 @@ type Tool struct {
 	spec        llm.ToolSpec
 	schema      *jsv.Schema // nil for a raw schema the validator cannot use,
 	unvalidated error       // and why (see NewRaw)
+	shapeOnly   bool        // the schema reads no string's content (see prepare)
 	handler     func(ctx context.Context, input json.RawMessage) (Output, error)
 }
 
@@ -94,15 +97,9 @@ func NewWithSchema[In, Out any](name, description string, schema *jsonschema.Sch
 	}
 	raw, _ := json.Marshal(schema) // nil, or a failure, leaves null or nothing: newTool rejects both
 	t, err := newTool(name, description, raw, func(ctx context.Context, input json.RawMessage) (Output, error) {
-		var in In
-		if err := json.Unmarshal(input, &in); err != nil {
-			// The schema passed, so a value does not fit its Go type (1e400
-			// for a float64), or In and the schema disagree.
-			var te *json.UnmarshalTypeError
-			if errors.As(err, &te) {
-				return Output{}, fmt.Errorf("invalid input for tool %q: field %q: %s does not fit in a Go %s", name, te.Field, te.Value, te.Type)
-			}
-			return Output{}, fmt.Errorf("invalid input for tool %q: %v", name, err)
+		in, err := decode[In](name, input)
+		if err != nil {
+			return Output{}, err
 		}
 		out, err := fn(ctx, in)
 		if err != nil {
@@ -114,6 +111,28 @@ func NewWithSchema[In, Out any](name, description string, schema *jsonschema.Sch
 		return nil, fmt.Errorf("tool %q: %w", name, t.unvalidated) // a typed tool's schema must be usable
 	}
 	return t, err
+}
+
+// decode decodes input into an In as encoding/json does, with its error
+// texts. The schema passed, so a failure is a value that does not fit its
+// Go type (1e400 for a float64), or In and the schema disagree.
+func decode[In any](tool string, input json.RawMessage) (In, error) {
+	// json/v2, with encoding/json's semantics, parses in one pass, where
+	// encoding/json scans first: a third less time on a 5 MiB input.
+	// encoding/json decodes again only to word a failure.
+	var in In
+	if json2.Unmarshal(input, &in, jsonv1.DefaultOptionsV1()) == nil {
+		return in, nil
+	}
+	in = *new(In)
+	err := json.Unmarshal(input, &in)
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return in, fmt.Errorf("invalid input for tool %q: field %q: %s does not fit in a Go %s", tool, te.Field, te.Value, te.Type)
+	} else if err != nil {
+		return in, fmt.Errorf("invalid input for tool %q: %v", tool, err)
+	}
+	return in, nil
 }
 
 // NewRaw makes a tool from a hand-written or foreign JSON schema, such as
@@ -146,7 +165,8 @@ func newTool(name, description string, schema json.RawMessage, handler func(cont
 		}
 		return nil, fmt.Errorf("tool %q: the input schema must have type \"object\", not %s (with New, make In a struct)", name, b)
 	}
-	t := &Tool{spec: llm.ToolSpec{Name: name, Description: description, InputSchema: schema}, handler: handler}
+	t := &Tool{spec: llm.ToolSpec{Name: name, Description: description, InputSchema: schema}, handler: handler,
+		shapeOnly: !readsStrings(top)}
 	if t.schema, t.unvalidated = compile(schema); t.unvalidated != nil {
 		t.unvalidated = fmt.Errorf("the validator cannot use the schema: %w", t.unvalidated)
 	}
