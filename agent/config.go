@@ -9,14 +9,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentloop/agentloop/internal/looprules"
 	"github.com/agentloop/agentloop/internal/telemetry" // otel hook
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/tool"
 )
-
-// DefaultMaxIterations is the default cap on the model calls of one run.
-const DefaultMaxIterations = 20
 
 // Config configures an [Agent]. Only Model is required; every other field's
 // zero value has the default documented on it.
@@ -41,11 +39,11 @@ type Config struct {
 	Registry *tool.Registry
 	// History is the conversation, which persists across runs. Its Config
 	// names the turns' model and max_tokens, which also price and size it.
-	// Default: memory.New(memory.Config{}).
+	// Default: memory.New(memory.Config{}); pass one to read or save it.
 	History *memory.History
 
 	// MaxIterations caps the model calls of one run, which then ends
-	// [IterationLimit]. Default [DefaultMaxIterations].
+	// [IterationLimit]. Default 20.
 	MaxIterations int
 	// FinalAnswer, at the iteration limit, makes one last call with tools
 	// disabled, so that the run ends with an answer, not a tool result.
@@ -107,9 +105,7 @@ type Agent struct {
 
 var (
 	errNoModel = errors.New("agent: Config.Model is required")
-	// ErrBusy is yielded by [Agent.Stream] when another run of the same
-	// Agent is in progress.
-	ErrBusy = errors.New("agent: another run of this Agent is in progress")
+	errBusy    = errors.New("agent: another run of this Agent is in progress")
 )
 
 // New returns an Agent for cfg, with defaults filled in. It returns an
@@ -132,9 +128,9 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("agent: Config.Thinking.BudgetTokens (%d) must be below the history's MaxTokens (%d)",
 			th.BudgetTokens, max)
 	}
-	cfg.MaxIterations = cmp.Or(cfg.MaxIterations, DefaultMaxIterations)
+	cfg.MaxIterations = cmp.Or(cfg.MaxIterations, looprules.MaxIterations)
 	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, 3)
-	cfg.RepeatLimit = cmp.Or(cfg.RepeatLimit, 3)
+	cfg.RepeatLimit = cmp.Or(cfg.RepeatLimit, looprules.RepeatLimit)
 	if cfg.Registry == nil {
 		cfg.Registry = tool.NewRegistry(tool.Config{Logger: cfg.Logger})
 	}
@@ -156,9 +152,6 @@ func New(cfg Config) (*Agent, error) {
 	}
 	return a, nil
 }
-
-// History returns the agent's conversation history.
-func (a *Agent) History() *memory.History { return a.cfg.History }
 
 // A State says how a run ended.
 type State string

@@ -40,8 +40,8 @@ func TestNew(t *testing.T) {
 					t.Fatalf("New: %v", err)
 				}
 				c := a.cfg
-				if c.MaxIterations != DefaultMaxIterations || c.RepeatLimit != 3 || c.MaxAttempts != 3 ||
-					a.History() == nil || c.Registry == nil || a.log == nil {
+				if c.MaxIterations != 20 || c.RepeatLimit != 3 || c.MaxAttempts != 3 ||
+					a.cfg.History == nil || c.Registry == nil || a.log == nil {
 					t.Errorf("defaults not filled: %+v", c)
 				}
 				return

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -37,7 +38,7 @@ import (
 func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		if !a.busy.CompareAndSwap(false, true) {
-			yield(Done{Result: Result{State: Failed}, Error: ErrBusy.Error()}, ErrBusy)
+			yield(Done{Result: Result{State: Failed}, Error: errBusy.Error()}, errBusy)
 			return
 		}
 		defer a.busy.Store(false)
@@ -75,32 +76,19 @@ func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error
 		case state == Failed || state == Refused:
 			rollback()
 		case state == Cancelled || state == TimeLimit:
-			r.interrupted()
+			looprules.Interrupt(h, r.shown.String())
 		}
 		telemetry.Repaired(r.ctx, h.Repair()) // whatever happened, leave a history the API accepts (otel hook)
 		if r.stopped {
 			return
 		}
-		done := Done{Result: Result{Text: r.text, State: state, Iterations: r.iter, Usage: r.usage, CostUSD: r.cost()}}
+		done := Done{Result: Result{Text: r.text, State: state, Iterations: r.iter, Usage: r.usage, CostUSD: looprules.Cost(r.cfg.History, r.usage)}}
 		if err != nil {
 			done.Error = err.Error()
 		}
 		a.endRun(span, done.Result, err) // otel hook
 		yield(done, err)
 	}
-}
-
-// interrupted ends the history of a run cut short with the answer shown so
-// far, marked, unless the last message already answers the user's.
-func (r *run) interrupted() {
-	if msgs := r.cfg.History.Messages(); len(msgs) == 0 || msgs[len(msgs)-1].Role != llm.User {
-		return
-	}
-	var blocks []llm.Block
-	if shown := r.shown.String(); strings.TrimSpace(shown) != "" {
-		blocks = append(blocks, llm.Text{Text: shown})
-	}
-	r.cfg.History.AppendAssistant(llm.Message{Role: llm.Assistant, Content: append(blocks, llm.Text{Text: looprules.Interrupted})}, llm.Usage{})
 }
 
 const toolGrace = 5 * time.Second // how long a run's end waits for handlers that ignore ctx
@@ -136,10 +124,6 @@ func (r *run) emit(e Event) {
 	}
 }
 
-func (r *run) cost() float64 {
-	m, _ := llm.LookupModel(r.cfg.History.Config().Model)
-	return m.Price.Cost(r.usage)
-}
 
 // loop is the think → act → observe cycle; Stream turns its error to a state.
 func (r *run) loop(input string) (State, error) {
@@ -204,7 +188,7 @@ func (r *run) turn(final bool) (*turn, error) {
 		r.usage = r.usage.Add(t.usage)
 		if err == nil {
 			r.shown.Reset() // the turn goes into the history whole
-			r.emit(UsageUpdate{Turn: t.usage, Total: r.usage, CostUSD: r.cost()})
+			r.emit(UsageUpdate{Turn: t.usage, Total: r.usage, CostUSD: looprules.Cost(r.cfg.History, r.usage)})
 			return t, nil
 		}
 		switch {
@@ -288,7 +272,10 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 	if t.stop == llm.ModelContextWindowExceeded {
 		return t, errContextWindow // turn compacts and asks again
 	}
-	r.serverCompacted(t.msg, asm.Usage())
+	if c, ok := looprules.ServerCompaction(r.cfg.History, t.msg, asm.Usage()); ok {
+		r.log.Info("agent: the server compacted the history", slog.Int("before", c.Before))
+		r.emit(Compacted{c})
+	}
 	// max_tokens cut the last block: text is kept, a tool_use keeps input {}
 	// and gets an is_error result, others are dropped.
 	for _, b := range asm.Incomplete() {

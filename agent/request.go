@@ -45,20 +45,6 @@ func (r *run) compact() error {
 	return err
 }
 
-// serverCompacted reports a compaction the API did while it wrote msg: the
-// history keeps the block in place of what it summarises (memory's
-// AppendAssistant), and usage, the turn's after the compaction, is what the
-// model reads now.
-func (r *run) serverCompacted(msg llm.Message, usage llm.Usage) {
-	for _, b := range msg.Content {
-		if llm.BlockType(b) == llm.CompactionBlock {
-			r.log.Info("agent: the server compacted the history", slog.Int("before", r.cfg.History.Tokens()))
-			r.emit(Compacted{memory.Compaction{Before: r.cfg.History.Tokens(), After: int(usage.Context()), Steps: []string{"on the server"}}})
-			return
-		}
-	}
-}
-
 // showText shows text to the caller, and keeps it for an interrupted run.
 func (r *run) showText(text string) {
 	r.shown.WriteString(text)

@@ -133,10 +133,10 @@ func start(ctx workflow.Context, in Input) (*run, error) {
 // defaults fills in the zero fields of in.
 func defaults(in *Input) {
 	if in.MaxIterations == 0 {
-		in.MaxIterations = agent.DefaultMaxIterations
+		in.MaxIterations = looprules.MaxIterations
 	}
 	if in.RepeatLimit == 0 {
-		in.RepeatLimit = 3
+		in.RepeatLimit = looprules.RepeatLimit
 	}
 	if in.TurnsPerRun <= 0 {
 		in.TurnsPerRun = DefaultTurnsPerRun
@@ -258,9 +258,7 @@ func (r *run) finish(state agent.State, err error) (Result, error) {
 	case agent.Failed, agent.Refused:
 		r.h = restore(r.in, r.before)
 	case agent.Cancelled, agent.TimeLimit:
-		if msgs := r.h.Messages(); len(msgs) > 0 && msgs[len(msgs)-1].Role == llm.User {
-			r.h.AppendAssistant(llm.Message{Role: llm.Assistant, Content: []llm.Block{llm.Text{Text: looprules.Interrupted}}}, llm.Usage{})
-		}
+		looprules.Interrupt(r.h, "")
 	}
 	r.h.Repair()
 	r.drain()
@@ -280,8 +278,7 @@ func (r *run) finish(state agent.State, err error) (Result, error) {
 
 // cost prices the run's usage so far.
 func (r *run) cost() float64 {
-	m, _ := llm.LookupModel(r.h.Config().Model)
-	return m.Price.Cost(r.usage)
+	return looprules.Cost(r.h, r.usage)
 }
 
 // continueAsNew carries the run over to a new workflow run, once every
@@ -329,7 +326,9 @@ func (r *run) turn(final bool) (*TurnOutput, error) {
 				r.cont = out.Container
 			}
 			if out.Stop != llm.ModelContextWindowExceeded {
-				r.serverCompacted(out.Message, out.Usage)
+				if c, ok := looprules.ServerCompaction(r.h, out.Message, out.Usage); ok {
+					r.publish(Event{Compacted: &c}) // as agent's think reports it
+				}
 				r.publish(Event{Usage: &agent.UsageUpdate{Turn: out.Usage, Total: r.usage, CostUSD: r.cost()}})
 				return out, nil
 			}
@@ -451,19 +450,6 @@ func (r *run) compact() error {
 		r.publish(Event{Compacted: &c})
 	}
 	return err
-}
-
-// serverCompacted reports a compaction the API did while it wrote msg, as
-// agent's serverCompacted does: before the turn joins the history, whose
-// count is then the one before, and with the turn's usage, what the model
-// reads now.
-func (r *run) serverCompacted(msg llm.Message, usage llm.Usage) {
-	for _, b := range msg.Content {
-		if llm.BlockType(b) == llm.CompactionBlock {
-			r.publish(Event{Compacted: &memory.Compaction{Before: r.h.Tokens(), After: int(usage.Context()), Steps: []string{"on the server"}}})
-			return
-		}
-	}
 }
 
 // observe applies the turn's stop reason, as agent's run.observe does. It
