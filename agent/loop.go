@@ -124,7 +124,6 @@ func (r *run) emit(e Event) {
 	}
 }
 
-
 // loop is the think → act → observe cycle; Stream turns its error to a state.
 func (r *run) loop(input string) (State, error) {
 	if strings.TrimSpace(input) == "" {
