@@ -2,15 +2,12 @@ package tool
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	json2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -30,20 +27,18 @@ func prepare(t *Tool, input json.RawMessage) (json.RawMessage, error) {
 	if len(bytes.TrimSpace(input)) == 0 {
 		input = json.RawMessage("{}") // an empty streamed input means {}
 	}
-	// Most schemas read no string's content: checking the input's shape then
-	// spares unquoting and copying its strings (a written file's 5 MiB).
-	// Anything but a pass takes the full path below, which words the error.
-	if t.shapeOnly || t.schema == nil {
-		if v, err := shape(input); err == nil {
-			if _, ok := v.(map[string]any); ok && (t.schema == nil || t.schema.Validate(v) == nil) {
-				return input, nil
-			}
+	// Most schemas read no string's content: checking the input with its
+	// strings left unread spares unquoting and copying a written file's
+	// 5 MiB. Only a pass ends here; the full path words what is wrong.
+	var v any
+	if (t.shapeOnly || t.schema == nil) && json2.Unmarshal(input, &v, lenient, unreadStrings) == nil {
+		if _, ok := v.(map[string]any); ok && (t.schema == nil || t.schema.Validate(v) == nil) {
+			return input, nil
 		}
 	}
-	// json/v2 parses in one pass, where encoding/json scans first: half the
-	// time for a 5 MiB input. encoding/json words the rare failures.
-	var v any
-	if json2.Unmarshal(input, &v, lenient) != nil {
+	// encoding/json words the rare failures of json/v2, which parses in one
+	// pass where encoding/json scans first: half the time of a 5 MiB input.
+	if v = nil; json2.Unmarshal(input, &v, lenient) != nil {
 		var te *json.UnmarshalTypeError
 		if err := json.Unmarshal(input, &v); errors.As(err, &te) {
 			// 1e400 is valid JSON: keep numbers as written and let the
@@ -56,102 +51,41 @@ func prepare(t *Tool, input json.RawMessage) (json.RawMessage, error) {
 	if _, ok := v.(map[string]any); !ok {
 		return nil, fmt.Errorf("invalid input for tool %q: the input must be a JSON object, got %.40s", t.spec.Name, bytes.TrimSpace(input))
 	}
-	if t.schema == nil {
+	var verr *jsv.ValidationError
+	if t.schema == nil || !errors.As(t.schema.Validate(v), &verr) {
 		return input, nil
 	}
-	var verr *jsv.ValidationError
-	if err := t.schema.Validate(v); errors.As(err, &verr) {
-		ps := slices.Compact(slices.Sorted(slices.Values(problems(v, verr, nil))))
-		msg := ps[0]
-		if len(ps) > 1 {
-			msg = fmt.Sprintf("%d problems:\n- %s", len(ps), strings.Join(ps, "\n- "))
-		}
-		return nil, fmt.Errorf("invalid input for tool %q: %s", t.spec.Name, msg)
+	ps := slices.Compact(slices.Sorted(slices.Values(problems(v, verr, nil))))
+	msg := ps[0]
+	if len(ps) > 1 {
+		msg = fmt.Sprintf("%d problems:\n- %s", len(ps), strings.Join(ps, "\n- "))
 	}
-	return input, nil
+	return nil, fmt.Errorf("invalid input for tool %q: %s", t.spec.Name, msg)
 }
 
-// lenient reads JSON as encoding/json does (duplicate names, invalid UTF-8).
-var lenient = json2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+var (
+	// lenient reads JSON as encoding/json does (duplicate names, invalid UTF-8).
+	lenient = json2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	// unreadStrings decodes each string value as "", checked but not
+	// unquoted; object names are decoded as usual.
+	unreadStrings = json2.WithUnmarshalers(json2.UnmarshalFromFunc(func(dec *jsontext.Decoder, _ *string) error {
+		if k, n := dec.StackIndex(dec.StackDepth()); k == '{' && n%2 == 0 {
+			return errors.ErrUnsupported // a name
+		}
+		_, err := dec.ReadValue()
+		return err
+	}))
+)
 
-// shape parses input as the validator sees it, but with every string value
-// "", for a schema that reads no string's content. A number out of
-// float64's range is an error, as for json/v2.
-func shape(input []byte) (any, error) {
-	dec := jsontext.NewDecoder(bytes.NewBuffer(input), lenient) // reads input in place
-	v, err := shapeOf(dec)
-	if err == nil {
-		if _, err = dec.ReadToken(); err == io.EOF {
-			return v, nil
-		}
-		err = cmp.Or(err, errors.New("data after the value"))
-	}
-	return nil, err
-}
-
-func shapeOf(dec *jsontext.Decoder) (any, error) {
-	switch dec.PeekKind() {
-	case '{', '[':
-		open, err := dec.ReadToken()
-		if err != nil {
-			return nil, err
-		}
-		obj, arr := map[string]any{}, []any{}
-		for dec.PeekKind() != open.Kind()+2 { // '}' is '{'+2, ']' is '['+2
-			var name string
-			if open.Kind() == '{' {
-				tok, err := dec.ReadToken()
-				if err != nil {
-					return nil, err
-				}
-				name = tok.String()
-			}
-			v, err := shapeOf(dec)
-			if err != nil {
-				return nil, err
-			}
-			if open.Kind() == '{' {
-				obj[name] = v
-			} else {
-				arr = append(arr, v)
-			}
-		}
-		if _, err := dec.ReadToken(); err != nil {
-			return nil, err
-		}
-		if open.Kind() == '{' {
-			return obj, nil
-		}
-		return arr, nil
-	}
-	val, err := dec.ReadValue()
-	if err != nil {
-		return nil, err
-	}
-	switch val.Kind() {
-	case '"':
-		return "", nil
-	case '0':
-		return strconv.ParseFloat(string(val), 64)
-	case 't', 'f':
-		return val.Kind() == 't', nil
-	}
-	return nil, nil
-}
-
-// contentKeywords are the keywords that read a string's content, or compare
-// values whole.
-var contentKeywords = []string{"minLength", "maxLength", "pattern", "format", "enum", "const",
-	"uniqueItems", "contentEncoding", "contentMediaType", "contentSchema"}
-
-// readsStrings reports whether schema s, parsed, may read a string's content:
-// whether it has one of contentKeywords anywhere, a property named so
-// included, to err on the safe side.
+// readsStrings reports whether schema s may read a string's content (or
+// compare values whole): whether it has such a keyword anywhere, even as a
+// property's name, to err on the safe side.
 func readsStrings(s any) bool {
 	switch s := s.(type) {
 	case map[string]any:
 		for k, v := range s {
-			if slices.Contains(contentKeywords, k) || readsStrings(v) {
+			if slices.Contains([]string{"minLength", "maxLength", "pattern", "format", "enum", "const", "uniqueItems",
+				"contentEncoding", "contentMediaType", "contentSchema"}, k) || readsStrings(v) {
 				return true
 			}
 		}
@@ -246,11 +180,7 @@ func (r *Registry) shape(content []llm.Block, isError bool) []llm.Block {
 		}
 		total += len(t.Text)
 		if max >= 0 && len(t.Text) > budget {
-			cut := budget
-			for cut > 0 && !utf8.RuneStart(t.Text[cut]) {
-				cut--
-			}
-			t.Text, budget = t.Text[:cut], 0 // nothing after a cut
+			t.Text, budget = t.Text[:runeStart(t.Text, budget)], 0 // nothing after a cut
 		} else {
 			budget -= len(t.Text)
 		}
