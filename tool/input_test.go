@@ -28,7 +28,7 @@ func TestInputProblems(t *testing.T) {
 	}))
 	draft4 := Must(NewRaw("draft4", "An old schema.", json.RawMessage(`{"$schema":"http://json-schema.org/draft-04/schema#",
 		"type":"object","properties":{"n":{"type":"integer","minimum":0,"exclusiveMinimum":true}},"required":["n"]}`),
-		func(ctx context.Context, input json.RawMessage) (Output, error) { return Output{}, nil }))
+		func(ctx context.Context, input json.RawMessage) (llm.ToolResult, error) { return llm.ToolResult{}, nil }))
 	r := NewRegistry(Config{})
 	if err := r.Register(point, list, draft4); err != nil {
 		t.Fatal(err)
@@ -105,7 +105,7 @@ func FuzzShape(f *testing.F) {
 func TestShapeReadsStrings(t *testing.T) {
 	schema := json.RawMessage(`{"type":"object","properties":{"s":{"type":"string","maxLength":2},
 		"e":{"enum":["a"]},"u":{"type":"array","uniqueItems":true}}}`)
-	raw := Must(NewRaw("raw", "", schema, func(context.Context, json.RawMessage) (Output, error) { return Output{}, nil }))
+	raw := Must(NewRaw("raw", "", schema, func(context.Context, json.RawMessage) (llm.ToolResult, error) { return llm.ToolResult{}, nil }))
 	if raw.shapeOnly {
 		t.Fatal("a schema with maxLength is checked on its shape only")
 	}

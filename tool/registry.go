@@ -35,9 +35,8 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// ErrDuplicate is wrapped by the error [Registry.Register] returns when a
-// tool name is already taken.
-var ErrDuplicate = errors.New("duplicate tool name")
+// errDuplicate is wrapped by the error Register returns for a taken name.
+var errDuplicate = errors.New("duplicate tool name")
 
 // A Registry holds the tools the model may call and runs its calls. Make
 // one with [NewRegistry]. It is safe for concurrent use.
@@ -52,24 +51,18 @@ type Registry struct {
 	sem *semaphore.Weighted // the MaxConcurrency slots; nil means no cap
 
 	mu      sync.Mutex
-	tools   []*Tool         // in registration order
-	queues  map[any]*turn   // each queue's latest call, by *Tool or Queue name; the next waits on it
-	running map[*Call]*turn // the calls whose goroutine has not returned, for Wait
+	tools   []*Tool        // in registration order
+	queues  map[any]*turn  // each queue's latest call, by *Tool or Queue name; the next waits on it
+	running map[*turn]bool // the calls whose goroutine has not returned, for Wait
 }
 
 // NewRegistry returns an empty registry configured by cfg.
 func NewRegistry(cfg Config) *Registry {
-	if cfg.MaxConcurrency == 0 {
-		cfg.MaxConcurrency = 8
-	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = 60 * time.Second
-	}
-	if cfg.MaxOutputBytes == 0 {
-		cfg.MaxOutputBytes = 100_000
-	}
+	cfg.MaxConcurrency = cmp.Or(cfg.MaxConcurrency, 8)
+	cfg.Timeout = cmp.Or(cfg.Timeout, 60*time.Second)
+	cfg.MaxOutputBytes = cmp.Or(cfg.MaxOutputBytes, 100_000)
 	r := &Registry{cfg: cfg, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
-		queues: make(map[any]*turn), running: make(map[*Call]*turn)}
+		queues: make(map[any]*turn), running: make(map[*turn]bool)}
 	if cfg.MaxConcurrency > 0 {
 		r.sem = semaphore.NewWeighted(int64(cfg.MaxConcurrency))
 	}
@@ -89,7 +82,7 @@ func (r *Registry) Register(tools ...*Tool) error {
 		}
 		named := func(u *Tool) bool { return u.spec.Name == t.spec.Name }
 		if slices.ContainsFunc(r.tools, named) || slices.ContainsFunc(tools[:i], named) {
-			return fmt.Errorf("tool %q: %w", t.spec.Name, ErrDuplicate)
+			return fmt.Errorf("tool %q: %w", t.spec.Name, errDuplicate)
 		}
 	}
 	r.tools = append(r.tools, tools...)
@@ -159,64 +152,77 @@ func (r *Registry) Run(ctx context.Context, calls []Call) []llm.ToolResult {
 // calls run in the order Start was called. wait returns promptly as Run
 // does, and may be called more than once.
 func (r *Registry) Start(ctx context.Context, call Call) (wait func() llm.ToolResult) {
+	k := &turn{call: call, delivered: make(chan struct{}), finished: make(chan struct{})}
 	t, ok := r.Lookup(call.Name)
 	if !ok {
-		return done(r.result(call, errorOutput(r.unknownTool(call.Name))))
+		r.deliver(k, r.unknownTool(call.Name))
+		return k.wait
 	}
 	// Checked here, not on the call's goroutine, bad input is answered at once.
 	input, err := prepare(t, call.Input)
 	if err != nil {
-		return done(r.result(call, errorOutput(err.Error())))
+		r.deliver(k, failure("%v", err))
+		return k.wait
 	}
-	// The first result delivered wins: the handler's, or a timeout's.
-	c, mine := &call, &turn{delivered: make(chan struct{}), finished: make(chan struct{})}
-	var once sync.Once
-	var res llm.ToolResult
-	deliver := func(out Output) { once.Do(func() { res = r.result(call, out); close(mine.delivered) }) }
 	r.mu.Lock()
 	var prev *turn
 	if t.Queue != "" {
-		prev, r.queues[t.Queue] = r.queues[t.Queue], mine
+		prev, r.queues[t.Queue] = r.queues[t.Queue], k
 	} else if t.Sequential {
-		prev, r.queues[t] = r.queues[t], mine
+		prev, r.queues[t] = r.queues[t], k
 	}
-	r.running[c] = mine
+	r.running[k] = true
 	r.mu.Unlock()
-	go r.run(ctx, t, c, input, prev, mine, deliver)
-	return func() llm.ToolResult {
-		<-mine.delivered
-		return res
-	}
+	go r.run(ctx, t, input, prev, k)
+	return k.wait
 }
 
 // A turn is a call's progress and, in a queue, its place: the next call
-// waits for finished.
+// waits for finished. The first result delivered wins: the handler's, or a
+// timeout's.
 type turn struct {
-	delivered chan struct{} // closed when its result is out
+	call      Call
+	once      sync.Once
+	res       llm.ToolResult
+	delivered chan struct{} // closed when res is out
 	finished  chan struct{} // closed when its goroutine returns, after every earlier call's
 }
 
-func done(res llm.ToolResult) func() llm.ToolResult {
-	return func() llm.ToolResult { return res }
+func (k *turn) wait() llm.ToolResult {
+	<-k.delivered
+	return k.res
 }
 
-// run runs call c of t on its own goroutine: it waits for its turn (prev)
+// deliver makes res call k's result, unless it has one.
+func (r *Registry) deliver(k *turn, res llm.ToolResult) {
+	k.once.Do(func() {
+		res.ToolUseID, res.Content = k.call.ID, r.shape(res.Content, res.IsError)
+		k.res = res
+		close(k.delivered)
+	})
+}
+
+// run runs call k of t on its own goroutine: it waits for its turn (prev)
 // and a slot, then runs the handler under the call's timeout.
-func (r *Registry) run(ctx context.Context, t *Tool, c *Call, input json.RawMessage, prev, mine *turn, deliver func(Output)) {
+func (r *Registry) run(ctx context.Context, t *Tool, input json.RawMessage, prev, k *turn) {
 	defer func() {
 		// Even a call that never ran hands its turn on only after every
 		// earlier one finished, lest later calls overtake.
 		if prev != nil {
 			<-prev.finished
 		}
-		close(mine.finished)
+		close(k.finished)
 		r.mu.Lock()
-		delete(r.running, c) // for Wait
+		delete(r.running, k)
 		r.mu.Unlock()
 	}()
-	timeout := t.Timeout
-	if timeout == 0 {
-		timeout = r.cfg.Timeout
+	timeout := cmp.Or(t.Timeout, r.cfg.Timeout)
+	// ended is what the model reads when the call's context ends first.
+	ended := func() llm.ToolResult {
+		if ctx.Err() != nil {
+			return failure("cancelled: the tool call did not finish (%v)", context.Cause(ctx))
+		}
+		return failure("tool %q timed out after %v", k.call.Name, timeout)
 	}
 	if prev != nil {
 		select {
@@ -233,7 +239,7 @@ func (r *Registry) run(ctx context.Context, t *Tool, c *Call, input json.RawMess
 			case <-prev.finished:
 			case <-ctx.Done():
 			case <-overdue:
-				deliver(errorOutput(fmt.Sprintf("not run: tool %q is still running an earlier call that timed out; try again later", c.Name)))
+				r.deliver(k, failure("not run: tool %q is still running an earlier call that timed out; try again later", k.call.Name))
 				return
 			}
 		}
@@ -242,7 +248,7 @@ func (r *Registry) run(ctx context.Context, t *Tool, c *Call, input json.RawMess
 		defer r.sem.Release(1)
 	}
 	if ctx.Err() != nil { // cancelled while queued: the handler never runs
-		deliver(errorOutput(cancelledText(ctx)))
+		r.deliver(k, ended())
 		return
 	}
 	callCtx, cancel := ctx, context.CancelFunc(func() {})
@@ -250,26 +256,18 @@ func (r *Registry) run(ctx context.Context, t *Tool, c *Call, input json.RawMess
 		callCtx, cancel = context.WithTimeout(ctx, timeout)
 	}
 	defer cancel()
-	// ended is what the model reads when the call's context ends first.
-	ended := func() Output {
-		if ctx.Err() != nil {
-			return errorOutput(cancelledText(ctx))
-		}
-		return errorOutput(fmt.Sprintf("tool %q timed out after %v", c.Name, timeout))
-	}
 	stop := context.AfterFunc(callCtx, func() {
 		if ctx.Err() == nil {
 			r.log.Warn("tool call timed out; its handler keeps its slot until it returns",
-				"tool", c.Name, "id", c.ID, "timeout", timeout)
+				"tool", k.call.Name, "id", k.call.ID, "timeout", timeout)
 		}
-		deliver(ended())
+		r.deliver(k, ended())
 	})
-	out := r.invoke(callCtx, t, *c, input)
+	out := r.invoke(callCtx, t, k.call, input)
 	if stop(); out.IsError && callCtx.Err() != nil {
-		// Most likely "context deadline exceeded": say what happened.
-		out = ended()
+		out = ended() // most likely "context deadline exceeded": say what happened
 	}
-	deliver(out)
+	r.deliver(k, out)
 }
 
 // Wait waits for the handlers that outlive their results: whose timeout or
@@ -279,24 +277,24 @@ func (r *Registry) run(ctx context.Context, t *Tool, c *Call, input json.RawMess
 // error names the handlers still running and wraps context.Cause(ctx).
 func (r *Registry) Wait(ctx context.Context) error {
 	r.mu.Lock()
-	late := make(map[*Call]*turn)
-	for c, k := range r.running {
+	var late []*turn
+	for k := range r.running {
 		select {
 		case <-k.delivered:
-			late[c] = k
+			late = append(late, k)
 		default:
 		}
 	}
 	r.mu.Unlock()
 	var names []string
-	for c, k := range late {
+	for _, k := range late {
 		select {
 		case <-k.finished:
 		case <-ctx.Done():
 			select {
 			case <-k.finished:
 			default:
-				names = append(names, fmt.Sprintf("%s (%s)", c.Name, c.ID))
+				names = append(names, fmt.Sprintf("%s (%s)", k.call.Name, k.call.ID))
 			}
 		}
 	}
@@ -308,41 +306,33 @@ func (r *Registry) Wait(ctx context.Context) error {
 }
 
 // invoke runs t's handler and turns a panic into an error result.
-func (r *Registry) invoke(ctx context.Context, t *Tool, call Call, input json.RawMessage) (out Output) {
+func (r *Registry) invoke(ctx context.Context, t *Tool, call Call, input json.RawMessage) (out llm.ToolResult) {
 	defer func() {
 		if v := recover(); v != nil {
 			r.log.Error("tool panicked", "tool", call.Name, "id", call.ID, "panic", v, "stack", string(debug.Stack()))
-			out = errorOutput(fmt.Sprintf("tool %q panicked: %v", call.Name, v))
+			out = failure("tool %q panicked: %v", call.Name, v)
 		}
 	}()
 	out, err := t.handler(ctx, input)
 	if err != nil {
-		return errorOutput(err.Error())
+		return failure("%s", err.Error())
 	}
 	return out
 }
 
-func cancelledText(ctx context.Context) string {
-	return fmt.Sprintf("cancelled: the tool call did not finish (%v)", context.Cause(ctx))
-}
-
-func (r *Registry) unknownTool(name string) string {
+func (r *Registry) unknownTool(name string) llm.ToolResult {
 	var names []string
 	for _, s := range r.Specs() {
 		names = append(names, s.Name)
 	}
 	if len(names) == 0 {
-		return fmt.Sprintf("unknown tool %q: no tools are available", name)
+		return failure("unknown tool %q: no tools are available", name)
 	}
 	slices.Sort(names)
-	return fmt.Sprintf("unknown tool %q; the available tools are: %s", name, strings.Join(names, ", "))
+	return failure("unknown tool %q; the available tools are: %s", name, strings.Join(names, ", "))
 }
 
-func errorOutput(msg string) Output {
-	return Output{Content: []llm.Block{llm.Text{Text: msg}}, IsError: true}
-}
-
-// result makes the tool result answering call from out.
-func (r *Registry) result(call Call, out Output) llm.ToolResult {
-	return llm.ToolResult{ToolUseID: call.ID, Content: r.shape(out.Content, out.IsError), IsError: out.IsError}
+// failure is an is_error result that says what went wrong.
+func failure(format string, args ...any) llm.ToolResult {
+	return llm.ToolResult{Content: []llm.Block{llm.Text{Text: fmt.Sprintf(format, args...)}}, IsError: true}
 }

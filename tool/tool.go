@@ -39,15 +39,7 @@ type Tool struct {
 	schema      *jsv.Schema // nil for a raw schema the validator cannot use,
 	unvalidated error       // and why (see NewRaw)
 	shapeOnly   bool        // the schema reads no string's content (see prepare)
-	handler     func(ctx context.Context, input json.RawMessage) (Output, error)
-}
-
-// Output is what a raw handler returns, and a typed one may: the result's
-// content ([llm.Text] and [llm.Image] blocks) and whether it is a failure
-// for the model to correct, such as an MCP tool error.
-type Output struct {
-	Content []llm.Block
-	IsError bool
+	handler     func(ctx context.Context, input json.RawMessage) (llm.ToolResult, error)
 }
 
 // namePattern is the Messages API's rule for tool names.
@@ -69,8 +61,9 @@ var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 // minimum), use [NewWithSchema].
 //
 // The result becomes the tool result's content: a string as text, an
-// [llm.Block], []llm.Block or [Output] as it is, any other value as its
-// JSON. A non-nil error becomes an is_error result of err.Error().
+// [llm.Block], []llm.Block or [llm.ToolResult] (to set IsError) as it is,
+// any other value as its JSON. A non-nil error becomes an is_error result
+// of err.Error().
 func New[In, Out any](name, description string, fn func(ctx context.Context, in In) (Out, error)) (*Tool, error) {
 	s, err := jsonschema.For[In](nil)
 	if err != nil {
@@ -96,14 +89,14 @@ func NewWithSchema[In, Out any](name, description string, schema *jsonschema.Sch
 		return nil, fmt.Errorf("tool %q: nil function", name)
 	}
 	raw, _ := json.Marshal(schema) // nil, or a failure, leaves null or nothing: newTool rejects both
-	t, err := newTool(name, description, raw, func(ctx context.Context, input json.RawMessage) (Output, error) {
+	t, err := newTool(name, description, raw, func(ctx context.Context, input json.RawMessage) (llm.ToolResult, error) {
 		in, err := decode[In](name, input)
 		if err != nil {
-			return Output{}, err
+			return llm.ToolResult{}, err
 		}
 		out, err := fn(ctx, in)
 		if err != nil {
-			return Output{}, err
+			return llm.ToolResult{}, err
 		}
 		return toOutput(out)
 	})
@@ -134,14 +127,16 @@ func decode[In any](tool string, input json.RawMessage) (in In, err error) {
 
 // NewRaw makes a tool from a hand-written or foreign JSON schema, such as
 // an MCP server's, sent to the model exactly as given, and a handler of the
-// raw JSON input. The schema must be an object with "type": "object".
+// raw JSON input. The schema must be an object with "type": "object". The
+// handler's result gives Content and IsError (an MCP tool error, say); the
+// registry sets its ToolUseID.
 //
 // Inputs are validated against the schema before fn runs, if the validator
 // can use it. If not (an unknown draft, a $ref out of the schema), inputs
 // are checked only for being a JSON object, fn must check them itself (as
 // an MCP server does), and [Registry.Register] logs why. A non-nil error
 // from fn becomes an is_error result of err.Error().
-func NewRaw(name, description string, schema json.RawMessage, fn func(ctx context.Context, input json.RawMessage) (Output, error)) (*Tool, error) {
+func NewRaw(name, description string, schema json.RawMessage, fn func(ctx context.Context, input json.RawMessage) (llm.ToolResult, error)) (*Tool, error) {
 	if fn == nil {
 		return nil, fmt.Errorf("tool %q: nil function", name)
 	}
@@ -150,7 +145,7 @@ func NewRaw(name, description string, schema json.RawMessage, fn func(ctx contex
 
 // newTool makes a tool. Only what the API requires of the schema is an
 // error; why the validator cannot use it is kept in unvalidated.
-func newTool(name, description string, schema json.RawMessage, handler func(context.Context, json.RawMessage) (Output, error)) (*Tool, error) {
+func newTool(name, description string, schema json.RawMessage, handler func(context.Context, json.RawMessage) (llm.ToolResult, error)) (*Tool, error) {
 	doc, err := jsv.UnmarshalJSON(bytes.NewReader(schema))
 	top, _ := doc.(map[string]any)
 	if err != nil || top == nil {
@@ -228,20 +223,20 @@ func runeStart(s string, n int) int {
 }
 
 // toOutput turns a typed tool's result into content.
-func toOutput(v any) (Output, error) {
+func toOutput(v any) (llm.ToolResult, error) {
 	switch v := v.(type) {
 	case string:
-		return Output{Content: []llm.Block{llm.Text{Text: v}}}, nil
-	case Output:
+		return llm.ToolResult{Content: []llm.Block{llm.Text{Text: v}}}, nil
+	case llm.ToolResult: // before llm.Block, which it is
 		return v, nil
 	case []llm.Block:
-		return Output{Content: v}, nil
+		return llm.ToolResult{Content: v}, nil
 	case llm.Block: // a nil Block arrives as a nil any, encoded below
-		return Output{Content: []llm.Block{v}}, nil
+		return llm.ToolResult{Content: []llm.Block{v}}, nil
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		return Output{}, fmt.Errorf("encoding the result as JSON: %v", err)
+		return llm.ToolResult{}, fmt.Errorf("encoding the result as JSON: %v", err)
 	}
-	return Output{Content: []llm.Block{llm.Text{Text: string(b)}}}, nil
+	return llm.ToolResult{Content: []llm.Block{llm.Text{Text: string(b)}}}, nil
 }
