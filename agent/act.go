@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentloop/agentloop/internal/looprules"
+	"github.com/agentloop/agentloop/internal/telemetry" // otel hook
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
 )
@@ -71,7 +72,9 @@ func (r *run) act(t *turn) {
 	results := make([]llm.ToolResult, len(t.calls))
 	for i, p := range t.calls {
 		results[i] = p.result()
-		r.traceNotRun(p) // otel hook
+		if p.took == 0 { // otel hook: a call the loop answered itself
+			telemetry.Event(r.ctx, telemetry.EventNotRun, telemetry.ToolKeys(p.call.Name, p.call.ID)...)
+		}
 		r.emit(ToolDone{
 			ID:       p.call.ID,
 			Name:     p.call.Name,

@@ -94,25 +94,20 @@ type Config struct {
 // An Agent runs the think → act → observe loop over one conversation. Its
 // runs must not overlap, since they share its history; Agents are cheap.
 type Agent struct {
-	cfg   Config
-	model llm.Model
-	log   *slog.Logger
-	// retryWait waits before retrying a turn; tests shorten it.
-	retryWait func(ctx context.Context, attempt int, err error) error
-	busy      atomic.Bool            // a run is in progress
-	otel      *telemetry.Instruments // otel hook
+	cfg       Config // with defaults, and Model wrapped by Middleware
+	log       *slog.Logger
+	retryWait func(ctx context.Context, attempt int, err error) error // tests shorten it
+	busy      atomic.Bool                                             // a run is in progress
+	otel      *telemetry.Instruments                                  // otel hook
 }
 
-var (
-	errNoModel = errors.New("agent: Config.Model is required")
-	errBusy    = errors.New("agent: another run of this Agent is in progress")
-)
+var errBusy = errors.New("agent: another run of this Agent is in progress")
 
 // New returns an Agent for cfg, with defaults filled in. It returns an
 // error naming the field if cfg is invalid, such as a negative limit.
 func New(cfg Config) (*Agent, error) {
 	if cfg.Model == nil {
-		return nil, errNoModel
+		return nil, errors.New("agent: Config.Model is required")
 	}
 	limits := []string{"MaxIterations", "MaxDuration", "MaxTotalTokens", "MaxAttempts"}
 	for i, v := range []int64{int64(cfg.MaxIterations), int64(cfg.MaxDuration), cfg.MaxTotalTokens, int64(cfg.MaxAttempts)} {
@@ -142,14 +137,14 @@ func New(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("agent: Config.Tools: %w", err)
 		}
 	}
-	a := &Agent{cfg: cfg, model: cfg.Model, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)), retryWait: llm.RetryWait}
-	// otel hook: spans only; the model calls' metrics are the *llm.Client's.
-	a.otel = telemetry.Spans("github.com/agentloop/agentloop/agent", cfg.Telemetry.TracerProvider, cfg.Telemetry.CaptureContent)
 	if cfg.Middleware != nil {
-		if a.model = cfg.Middleware(cfg.Model); a.model == nil {
+		if cfg.Model = cfg.Middleware(cfg.Model); cfg.Model == nil {
 			return nil, errors.New("agent: Config.Middleware returned a nil Model")
 		}
 	}
+	a := &Agent{cfg: cfg, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)), retryWait: llm.RetryWait}
+	// otel hook: spans only; the model calls' metrics are the *llm.Client's.
+	a.otel = telemetry.Spans("github.com/agentloop/agentloop/agent", cfg.Telemetry.TracerProvider, cfg.Telemetry.CaptureContent)
 	return a, nil
 }
 

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -51,8 +50,8 @@ func TestNew(t *testing.T) {
 			}
 		})
 	}
-	if _, err := New(Config{}); !errors.Is(err, errNoModel) {
-		t.Errorf("New(Config{}) = %v, want errNoModel", err)
+	if _, err := New(Config{}); err == nil || err.Error() != "agent: Config.Model is required" {
+		t.Errorf("New(Config{}) = %v, want the error naming Config.Model", err)
 	}
 }
 

@@ -295,7 +295,7 @@ func TestBusy(t *testing.T) {
 	}
 	// The first run is over (the caller stopped it): the agent is free.
 	_, client = fake(t, at.NewStream().Text("again").Stop("end_turn"))
-	a.model = client
+	a.cfg.Model = client
 	if res, err := a.Run(t.Context(), "three"); err != nil || res.Text != "again" {
 		t.Errorf("run after: %+v, %v", res, err)
 	}

@@ -31,10 +31,9 @@ import (
 // started has returned, or 5s (toolGrace) after, with a warning naming it.
 //
 // The history is always left valid. A run that fails or is refused leaves
-// it exactly as it was, compactions included. A run cut short (cancelled,
-// stopped, out of time) keeps its prompt, its complete turns and the answer
-// shown so far, marked "[interrupted]", so that the next prompt follows a
-// complete exchange.
+// it as it was, compactions included. A run cut short keeps its prompt, its
+// complete turns and the answer shown so far, marked "[interrupted]", so
+// that the next prompt follows a complete exchange.
 func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		if !a.busy.CompareAndSwap(false, true) {
@@ -231,7 +230,7 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 		}
 	}()
 	ids := make(map[int]string) // tool_use block index → call id
-	for ev, err := range r.model.Stream(ctx, req) {
+	for ev, err := range r.cfg.Model.Stream(ctx, req) {
 		if err != nil {
 			return t, err
 		}

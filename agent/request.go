@@ -35,7 +35,7 @@ func (r *run) request(final bool) (llm.Request, error) {
 // but could not get under the limit. Summary calls count in the run's usage.
 func (r *run) compact() error {
 	ctx, span := r.otel.StartCompact(r.ctx, r.cfg.ConversationID) // otel hook: the compact_history span
-	c, err := r.cfg.History.Compact(ctx, r.model)                 // otel hook: ctx, was r.ctx
+	c, err := r.cfg.History.Compact(ctx, r.cfg.Model)             // otel hook: ctx, was r.ctx
 	r.endCompact(span, c, err)                                    // otel hook
 	r.usage = r.usage.Add(c.Usage)
 	if err == nil || len(c.Steps) > 0 {

@@ -28,13 +28,6 @@ func (a *Agent) endRun(span trace.Span, res Result, err error) {
 		Text:  res.Text, Err: err, ErrType: llm.ErrorType(err)})
 }
 
-// traceNotRun records a call the loop answered itself, which took no time.
-func (r *run) traceNotRun(p *pending) {
-	if p.took == 0 {
-		telemetry.Event(r.ctx, telemetry.EventNotRun, telemetry.ToolKeys(p.call.Name, p.call.ID)...)
-	}
-}
-
 // endCompact ends the span of compaction c.
 func (r *run) endCompact(span trace.Span, c memory.Compaction, err error) {
 	typ := llm.ErrorType(err)
