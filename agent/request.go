@@ -1,33 +1,22 @@
 package agent
 
 import (
-	"errors"
 	"log/slog"
 
 	"github.com/agentloop/agentloop/internal/looprules"
 	"github.com/agentloop/agentloop/internal/telemetry" // otel hook
 	"github.com/agentloop/agentloop/llm"
-	"github.com/agentloop/agentloop/memory"
 )
 
 // request builds the next request from the history, repaired first and,
 // when it has outgrown its limit, compacted.
 func (r *run) request(final bool) (llm.Request, error) {
-	h := r.cfg.History
-	if fixes := h.Repair(); len(fixes) > 0 {
-		r.log.Warn("agent: repaired the history", "fixes", fixes)
-		telemetry.Repaired(r.ctx, fixes) // otel hook
+	fixes, err := looprules.Prepare(r.cfg.History, r.log, r.compact)
+	telemetry.Repaired(r.ctx, fixes) // otel hook
+	if err != nil {
+		return llm.Request{}, err
 	}
-	if h.NeedsCompaction() {
-		// The count may be a high estimate, so a history that cannot shrink
-		// is sent anyway: the API's 400 would make turn compact again.
-		if err := r.compact(); errors.Is(err, memory.ErrCannotCompact) {
-			r.log.Warn("agent: sending a history over the context limit", "err", err)
-		} else if err != nil {
-			return llm.Request{}, err
-		}
-	}
-	return looprules.Request(h, looprules.Settings{System: r.cfg.System, Tools: r.specs, Thinking: r.cfg.Thinking,
+	return looprules.Request(r.cfg.History, looprules.Settings{System: r.cfg.System, Tools: r.specs, Thinking: r.cfg.Thinking,
 		Effort: r.cfg.Effort, NoCache: r.cfg.DisableCache, Container: r.cont}, final), nil
 }
 

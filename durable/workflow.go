@@ -395,15 +395,8 @@ func (r *run) model(req llm.Request, id string, eager bool) (*TurnOutput, error)
 // request builds the next request from the history, repairing and, when
 // it has outgrown its limit, compacting it first, as package agent does.
 func (r *run) request(final bool) (llm.Request, error) {
-	if fixes := r.h.Repair(); len(fixes) > 0 {
-		r.log.Warn("agent: repaired the history", "fixes", fixes)
-	}
-	if r.h.NeedsCompaction() {
-		if err := r.compact(); errors.Is(err, memory.ErrCannotCompact) {
-			r.log.Warn("agent: sending a history over the context limit", "err", err)
-		} else if err != nil {
-			return llm.Request{}, err
-		}
+	if _, err := looprules.Prepare(r.h, r.log, r.compact); err != nil {
+		return llm.Request{}, err
 	}
 	return looprules.Request(r.h, looprules.Settings{System: r.in.System, Tools: r.specs, Thinking: r.in.Thinking,
 		Effort: r.in.Effort, NoCache: r.in.DisableCache, Container: r.cont}, final), nil

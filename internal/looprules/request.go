@@ -1,6 +1,7 @@
 package looprules
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/agentloop/agentloop/llm"
@@ -94,4 +95,21 @@ func ServerCompaction(h *memory.History, msg llm.Message, usage llm.Usage) (memo
 func Cost(h *memory.History, usage llm.Usage) float64 {
 	m, _ := llm.LookupModel(h.Config().Model)
 	return m.Price.Cost(usage)
+}
+
+// Prepare readies h for its next request: it repairs h and, when h has
+// outgrown its limit, compacts it by compact. A history that cannot shrink
+// is sent anyway, since its count may be a high estimate: the API's 400
+// would make the loop compact again. It returns what the repair fixed.
+func Prepare(h *memory.History, log interface{ Warn(string, ...any) }, compact func() error) (fixes []string, err error) {
+	if fixes = h.Repair(); len(fixes) > 0 {
+		log.Warn("agent: repaired the history", "fixes", fixes)
+	}
+	if h.NeedsCompaction() {
+		if err = compact(); errors.Is(err, memory.ErrCannotCompact) {
+			log.Warn("agent: sending a history over the context limit", "err", err)
+			err = nil
+		}
+	}
+	return fixes, err
 }
