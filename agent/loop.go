@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -274,17 +273,10 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 		r.log.Info("agent: the server compacted the history", slog.Int("before", c.Before))
 		r.emit(Compacted{c})
 	}
-	// max_tokens cut the last block: text is kept, a tool_use keeps input {}
-	// and gets an is_error result, others are dropped.
-	for _, b := range asm.Incomplete() {
-		switch b := b.(type) {
-		case llm.Text:
-			t.msg.Content = append(t.msg.Content, b)
-		case llm.ToolUse:
-			b.Input = json.RawMessage("{}")
-			t.msg.Content = append(t.msg.Content, b)
-			t.calls = append(t.calls, notRun(tool.Call{ID: b.ID, Name: b.Name, Input: b.Input}, looprules.CutOff))
-		}
+	var cut []llm.ToolUse
+	t.msg, cut = looprules.Cut(t.msg, asm.Incomplete())
+	for _, tu := range cut {
+		t.calls = append(t.calls, notRun(tool.Call{ID: tu.ID, Name: tu.Name, Input: tu.Input}, looprules.CutOff))
 	}
 	r.text = llm.TextOf(t.msg.Content)
 	return t, nil

@@ -448,19 +448,11 @@ func (r *run) compact() error {
 // observe applies the turn's stop reason, as agent's run.observe does. It
 // returns the state the run ends in, if it ends, and whether it goes on.
 func (r *run) observe(t *TurnOutput) (agent.State, bool) {
-	msg := t.Message
-	// Only the last block can be cut, by max_tokens. Cut text is kept; a
-	// cut tool_use is never run (agent's run.think).
+	// Only the last block can be cut, by max_tokens (agent's run.think).
+	msg, cutUses := looprules.Cut(t.Message, t.Cut.Content)
 	cut := map[string]bool{}
-	for _, b := range t.Cut.Content {
-		switch b := b.(type) {
-		case llm.Text:
-			msg.Content = append(msg.Content, b)
-		case llm.ToolUse:
-			b.Input = []byte("{}")
-			msg.Content = append(msg.Content, b)
-			cut[b.ID] = true
-		}
+	for _, tu := range cutUses {
+		cut[tu.ID] = true
 	}
 	r.text = llm.TextOf(msg.Content)
 	var uses []llm.ToolUse
