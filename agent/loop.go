@@ -16,7 +16,7 @@ import (
 )
 
 // This file is the whole loop: Stream → loop → turn (think, with retries)
-// → observe → act (act.go); request.go builds the requests.
+// → observe → act (act.go); request.go builds the requests and spans.
 
 // Stream runs the loop on input and yields its events: it appends input to
 // the history, then thinks (streams a model turn, starting each tool call
@@ -94,7 +94,6 @@ const toolGrace = 5 * time.Second // how long a run's end waits for handlers tha
 // Errors the loop makes. A turn out of context window is a prompt too long.
 var (
 	errMaxDuration   = errors.New("agent: Config.MaxDuration exceeded")
-	errNoPrompt      = errors.New("agent: the prompt is empty")
 	errContextWindow = fmt.Errorf("agent: stop_reason model_context_window_exceeded: %w", llm.ErrPromptTooLong)
 )
 
@@ -125,11 +124,10 @@ func (r *run) emit(e Event) {
 // loop is the think → act → observe cycle; Stream turns its error to a state.
 func (r *run) loop(input string) (State, error) {
 	if strings.TrimSpace(input) == "" {
-		return Failed, errNoPrompt
+		return Failed, errors.New("agent: the prompt is empty")
 	}
-	h := r.cfg.History
-	h.SetPrefix(r.cfg.System, r.specs)
-	h.AppendUser(llm.Text{Text: input})
+	r.cfg.History.SetPrefix(r.cfg.System, r.specs)
+	r.cfg.History.AppendUser(llm.Text{Text: input})
 	for {
 		if err := r.ctx.Err(); err != nil {
 			return Cancelled, err
@@ -168,10 +166,9 @@ type turn struct {
 	cancel  context.CancelFunc
 }
 
-// turn streams one model turn, retrying it up to Config.MaxAttempts times
-// on a transient error after output arrived (before, the llm client
-// retries), and once, after compacting, on a prompt too long for the
-// context window or a turn that ran out of it.
+// turn streams one model turn, retried up to Config.MaxAttempts times on a
+// transient error after output arrived (before, the llm client retries),
+// and once, compacted, on a prompt too long or a turn out of context.
 func (r *run) turn(final bool) (*turn, error) {
 	compacted := false
 	for attempt := 1; ; attempt++ {

@@ -1,11 +1,16 @@
 package agent
 
 import (
+	"context"
+	"errors"
 	"log/slog"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentloop/agentloop/internal/looprules"
 	"github.com/agentloop/agentloop/internal/telemetry" // otel hook
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/memory"
 )
 
 // request builds the next request from the history, repaired first and,
@@ -25,7 +30,11 @@ func (r *run) request(final bool) (llm.Request, error) {
 func (r *run) compact() error {
 	ctx, span := r.otel.StartCompact(r.ctx, r.cfg.ConversationID) // otel hook: the compact_history span
 	c, err := r.cfg.History.Compact(ctx, r.cfg.Model)             // otel hook: ctx, was r.ctx
-	r.endCompact(span, c, err)                                    // otel hook
+	typ := llm.ErrorType(err)                                     // otel hook: ends the span
+	if errors.Is(err, memory.ErrCannotCompact) {
+		typ = "cannot_compact"
+	}
+	telemetry.EndCompact(span, c.Before, c.After, c.Steps, err, typ)
 	r.usage = r.usage.Add(c.Usage)
 	if err == nil || len(c.Steps) > 0 {
 		r.log.Info("agent: compacted the history", slog.Int("before", c.Before), slog.Int("after", c.After), slog.Any("err", err))
@@ -38,4 +47,20 @@ func (r *run) compact() error {
 func (r *run) showText(text string) {
 	r.shown.WriteString(text)
 	r.emit(TextDelta{Text: text})
+}
+
+// startRun starts the span of a run on input, by the GenAI semantic
+// conventions (see internal/telemetry).
+func (a *Agent) startRun(ctx context.Context, input string) (context.Context, trace.Span) {
+	hc := a.cfg.History.Config()
+	return a.otel.StartAgent(ctx, telemetry.Agent{Name: a.cfg.Name, Model: hc.Model,
+		ConversationID: a.cfg.ConversationID, MaxTokens: hc.MaxTokens, Input: input, System: a.cfg.System})
+}
+
+// endRun sets the outcome of a run on its span; the caller ends it.
+func (a *Agent) endRun(span trace.Span, res Result, err error) {
+	u := res.Usage
+	a.otel.EndAgent(span, telemetry.Outcome{State: string(res.State), Iterations: res.Iterations,
+		Usage: [4]int64{u.Context() - u.OutputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens},
+		Text:  res.Text, Err: err, ErrType: llm.ErrorType(err)})
 }
