@@ -167,29 +167,25 @@ func fields(at string, names []string) string {
 // boundary, with a note saying how much was dropped; an error gets a
 // message even if the tool gave none. Images are kept and not counted.
 func (r *Registry) shape(content []llm.Block, isError bool) []llm.Block {
-	max := r.cfg.MaxOutputBytes
+	limit, total := r.cfg.MaxOutputBytes, 0
 	var out []llm.Block // nil if nothing is left
-	total, budget := 0, max
 	for _, b := range content {
-		t, ok := b.(llm.Text)
-		if !ok {
-			if b != nil {
-				out = append(out, b)
+		if t, ok := b.(llm.Text); ok {
+			// After a cut, room is below 0: nothing more is shown.
+			if room := limit - total; limit >= 0 && len(t.Text) > room {
+				t.Text = t.Text[:runeStart(t.Text, max(room, 0))]
 			}
-			continue
+			total += len(b.(llm.Text).Text)
+			if b = t; t.Text == "" {
+				continue
+			}
 		}
-		total += len(t.Text)
-		if max >= 0 && len(t.Text) > budget {
-			t.Text, budget = t.Text[:runeStart(t.Text, budget)], 0 // nothing after a cut
-		} else {
-			budget -= len(t.Text)
-		}
-		if t.Text != "" {
-			out = append(out, t)
+		if b != nil {
+			out = append(out, b)
 		}
 	}
-	if max >= 0 && total > max {
-		out = append(out, llm.Text{Text: fmt.Sprintf("[output truncated: the tool returned %d bytes of text; only the first %d are shown]", total, max)})
+	if limit >= 0 && total > limit {
+		out = append(out, llm.Text{Text: fmt.Sprintf("[output truncated: the tool returned %d bytes of text; only the first %d are shown]", total, limit)})
 	}
 	if len(out) == 0 && isError {
 		return []llm.Block{llm.Text{Text: "the tool failed without saying why"}}

@@ -27,15 +27,13 @@ type Config struct {
 	// Zero means 60 seconds; negative means no timeout.
 	Timeout time.Duration
 	// MaxOutputBytes caps the text of each result, lest a runaway tool fill
-	// the context window: the rest is cut, with a note. Zero means 100_000
-	// bytes; negative means no cap. Images, which the API limits, are not
-	// counted.
+	// the context window: the rest is cut, with a note. Zero means 100_000;
+	// negative means no cap. Images, which the API limits, are not counted.
 	MaxOutputBytes int
 	// Logger receives each panic's stack and each timeout. Nil discards.
 	Logger *slog.Logger
 }
 
-// errDuplicate is wrapped by the error Register returns for a taken name.
 var errDuplicate = errors.New("duplicate tool name")
 
 // A Registry holds the tools the model may call and runs its calls. Make
@@ -69,10 +67,9 @@ func NewRegistry(cfg Config) *Registry {
 	return r
 }
 
-// Register adds tools: all of them or, if any is invalid (nil, not built by
-// a constructor, a name the API rejects) or its name is taken, none, saying
-// which and why. It warns of each tool whose inputs it cannot validate
-// against its schema (see [NewRaw]).
+// Register adds tools: all, or none if one is invalid (nil, not built by a
+// constructor, a name the API rejects) or taken, saying which and why. It
+// warns of each tool whose inputs it cannot validate (see [NewRaw]).
 func (r *Registry) Register(tools ...*Tool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -106,9 +103,8 @@ func (r *Registry) Lookup(name string) (*Tool, bool) {
 	return r.tools[i], true
 }
 
-// Specs returns the tools' descriptions for [llm.Request.Tools], in
-// registration order: stable, so that the tool list opening every request
-// stays a prompt-cache hit.
+// Specs returns the tools' descriptions for [llm.Request.Tools], in the
+// stable order of registration, lest the tool list miss the prompt cache.
 func (r *Registry) Specs() []llm.ToolSpec {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -133,8 +129,8 @@ type Call struct {
 // the model what happened. When ctx ends, Run returns promptly, with a
 // "cancelled" result for each unfinished call.
 func (r *Registry) Run(ctx context.Context, calls []Call) []llm.ToolResult {
-	// Not errgroup.SetLimit: the cap is the registry's, shared with the
-	// calls an agent Starts, and a queued call must give up when ctx ends.
+	// Not errgroup.SetLimit: the cap is shared with the calls an agent
+	// Starts, and a queued call must give up when ctx ends.
 	waits := make([]func() llm.ToolResult, len(calls))
 	for i, c := range calls {
 		waits[i] = r.Start(ctx, c)
@@ -146,11 +142,10 @@ func (r *Registry) Run(ctx context.Context, calls []Call) []llm.ToolResult {
 	return results
 }
 
-// Start starts one call now and returns a function that waits for its
-// result, so that an agent can start each call the moment the model has
-// streamed it. Calls share the registry's limits with Run, and a queue's
-// calls run in the order Start was called. wait returns promptly as Run
-// does, and may be called more than once.
+// Start starts one call now, so that an agent can start each call the
+// moment the model has streamed it, and returns a function that waits for
+// its result, as promptly as Run, as often as called. Calls share the
+// registry's limits with Run; a queue's run in the order Start was called.
 func (r *Registry) Start(ctx context.Context, call Call) (wait func() llm.ToolResult) {
 	k := &turn{call: call, delivered: make(chan struct{}), finished: make(chan struct{})}
 	t, ok := r.Lookup(call.Name)
@@ -178,7 +173,7 @@ func (r *Registry) Start(ctx context.Context, call Call) (wait func() llm.ToolRe
 }
 
 // A turn is a call's progress and, in a queue, its place: the next call
-// waits for finished. The first result delivered wins: the handler's, or a
+// waits for finished. The first result delivered wins: the handler's or a
 // timeout's.
 type turn struct {
 	call      Call
@@ -270,11 +265,11 @@ func (r *Registry) run(ctx context.Context, t *Tool, input json.RawMessage, prev
 	r.deliver(k, out)
 }
 
-// Wait waits for the handlers that outlive their results: whose timeout or
-// cancellation result is out while they, ignoring their context, still run.
-// Calls still working toward a result are not waited for, so that agents
-// sharing a registry can each Wait as a run ends. If ctx ends first, the
-// error names the handlers still running and wraps context.Cause(ctx).
+// Wait waits for the handlers that outlive their results: those whose
+// timeout or cancellation result is out while they, ignoring their
+// context, still run. Calls still working toward a result are not waited
+// for, so that agents sharing a registry can each Wait as a run ends. If
+// ctx ends first, the error names those running and wraps its cause.
 func (r *Registry) Wait(ctx context.Context) error {
 	r.mu.Lock()
 	var late []*turn

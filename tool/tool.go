@@ -24,12 +24,11 @@ import (
 // must not change.
 type Tool struct {
 	// Sequential makes this tool's calls run one at a time, in the order
-	// they were started, for side effects on shared state (a shell
-	// session). Calls of other tools still run alongside.
+	// started, for side effects on shared state (a shell session).
 	Sequential bool
-	// Queue, when set, makes the calls of every tool of the same Queue run
-	// one at a time, in the order they were started: a write and an edit
-	// of one file, say, must not interleave.
+	// Queue, when set, makes the calls of every tool of that Queue run one
+	// at a time, in the order started: a write and an edit of one file
+	// must not interleave.
 	Queue string
 	// Timeout bounds each call of this tool. Zero means the registry's
 	// [Config.Timeout]; negative means none.
@@ -45,12 +44,10 @@ type Tool struct {
 // namePattern is the Messages API's rule for tool names.
 var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
-// New makes a tool from a typed Go function.
-//
-// The input schema is generated from In, which must be a struct (or a map
-// with string keys): each exported field becomes a property named by its
-// json tag, required unless the tag says omitempty or omitzero, and
-// described by its jsonschema tag:
+// New makes a tool from a typed Go function. Its input schema is generated
+// from In, a struct (or a map with string keys): each exported field
+// becomes a property named by its json tag, required unless the tag says
+// omitempty or omitzero, and described by its jsonschema tag:
 //
 //	type In struct {
 //		City string `json:"city" jsonschema:"the city, for example Paris"`
@@ -58,12 +55,10 @@ var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 //	}
 //
 // Unknown properties are rejected. For what tags cannot say (an enum, a
-// minimum), use [NewWithSchema].
-//
-// The result becomes the tool result's content: a string as text, an
-// [llm.Block], []llm.Block or [llm.ToolResult] (to set IsError) as it is,
-// any other value as its JSON. A non-nil error becomes an is_error result
-// of err.Error().
+// minimum), use [NewWithSchema]. The result becomes the tool result's
+// content: a string as text, an [llm.Block], []llm.Block or
+// [llm.ToolResult] (to set IsError) as it is, any other value as its JSON.
+// A non-nil error becomes an is_error result of err.Error().
 func New[In, Out any](name, description string, fn func(ctx context.Context, in In) (Out, error)) (*Tool, error) {
 	s, err := jsonschema.For[In](nil)
 	if err != nil {
@@ -106,15 +101,15 @@ func NewWithSchema[In, Out any](name, description string, schema *jsonschema.Sch
 	return t, err
 }
 
-// decode decodes input into an In as encoding/json does, with its errors.
+// decode decodes input into an In as encoding/json does, with its errors:
 // json/v2 in encoding/json's semantics parses in one pass, where
-// encoding/json scans first: a third less time on a 5 MiB input.
+// encoding/json scans first (a third less time on a 5 MiB input). As the
+// schema passed, a failure is a value that does not fit its Go type (1e400
+// for a float64), or In and the schema disagreeing.
 func decode[In any](tool string, input json.RawMessage) (in In, err error) {
 	if json2.Unmarshal(input, &in, jsonv1.DefaultOptionsV1()) == nil {
 		return in, nil
 	}
-	// The schema passed, so a value does not fit its Go type (1e400 for a
-	// float64), or In and the schema disagree.
 	in = *new(In)
 	var te *json.UnmarshalTypeError
 	if err = json.Unmarshal(input, &in); errors.As(err, &te) {
@@ -127,15 +122,13 @@ func decode[In any](tool string, input json.RawMessage) (in In, err error) {
 
 // NewRaw makes a tool from a hand-written or foreign JSON schema, such as
 // an MCP server's, sent to the model exactly as given, and a handler of the
-// raw JSON input. The schema must be an object with "type": "object". The
-// handler's result gives Content and IsError (an MCP tool error, say); the
-// registry sets its ToolUseID.
-//
-// Inputs are validated against the schema before fn runs, if the validator
-// can use it. If not (an unknown draft, a $ref out of the schema), inputs
-// are checked only for being a JSON object, fn must check them itself (as
-// an MCP server does), and [Registry.Register] logs why. A non-nil error
-// from fn becomes an is_error result of err.Error().
+// raw JSON input, whose result's ToolUseID the registry sets. The schema
+// must be an object with "type": "object". Inputs are validated against it
+// before fn runs if the validator can use it; if not (an unknown draft, a
+// $ref out of the schema), inputs are checked only for being a JSON object,
+// fn must check them itself (as an MCP server does), and
+// [Registry.Register] logs why. An error from fn becomes an is_error
+// result of err.Error().
 func NewRaw(name, description string, schema json.RawMessage, fn func(ctx context.Context, input json.RawMessage) (llm.ToolResult, error)) (*Tool, error) {
 	if fn == nil {
 		return nil, fmt.Errorf("tool %q: nil function", name)
@@ -204,8 +197,7 @@ func (t *Tool) check() error {
 func (t *Tool) Spec() llm.ToolSpec { return t.spec }
 
 // Truncate returns s cut to about n bytes, on a UTF-8 boundary, with a note
-// saying how many bytes it cut, so that one long text cannot crowd out the
-// rest of what the model reads.
+// of the bytes cut, so that one long text cannot crowd out the rest.
 func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
