@@ -64,6 +64,7 @@ func prepare(t *Tool, input json.RawMessage) (json.RawMessage, error) {
 }
 
 var (
+	printer = message.NewPrinter(language.English) // words the validator's messages
 	// lenient reads JSON as encoding/json does (duplicate names, invalid UTF-8).
 	lenient = json2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	// unreadStrings decodes each string value as "", checked but not
@@ -94,9 +95,6 @@ func readsStrings(s any) bool {
 	}
 	return false
 }
-
-// printer words the validator's messages.
-var printer = message.NewPrinter(language.English)
 
 // problems appends what is wrong with input v to out, one line per failed
 // keyword, each naming its field. The validator's error is a tree whose

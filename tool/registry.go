@@ -148,13 +148,12 @@ func (r *Registry) Run(ctx context.Context, calls []Call) []llm.ToolResult {
 // registry's limits with Run; a queue's run in the order Start was called.
 func (r *Registry) Start(ctx context.Context, call Call) (wait func() llm.ToolResult) {
 	k := &turn{call: call, delivered: make(chan struct{}), finished: make(chan struct{})}
-	t, ok := r.Lookup(call.Name)
-	if !ok {
-		r.deliver(k, r.unknownTool(call.Name))
-		return k.wait
-	}
 	// Checked here, not on the call's goroutine, bad input is answered at once.
-	input, err := prepare(t, call.Input)
+	t, err := r.lookup(call.Name)
+	var input json.RawMessage
+	if err == nil {
+		input, err = prepare(t, call.Input)
+	}
 	if err != nil {
 		r.deliver(k, failure("%v", err))
 		return k.wait
@@ -315,16 +314,20 @@ func (r *Registry) invoke(ctx context.Context, t *Tool, call Call, input json.Ra
 	return out
 }
 
-func (r *Registry) unknownTool(name string) llm.ToolResult {
+// lookup is Lookup, with an error for the model naming the tools there are.
+func (r *Registry) lookup(name string) (*Tool, error) {
+	if t, ok := r.Lookup(name); ok {
+		return t, nil
+	}
 	var names []string
 	for _, s := range r.Specs() {
 		names = append(names, s.Name)
 	}
 	if len(names) == 0 {
-		return failure("unknown tool %q: no tools are available", name)
+		return nil, fmt.Errorf("unknown tool %q: no tools are available", name)
 	}
 	slices.Sort(names)
-	return failure("unknown tool %q; the available tools are: %s", name, strings.Join(names, ", "))
+	return nil, fmt.Errorf("unknown tool %q; the available tools are: %s", name, strings.Join(names, ", "))
 }
 
 // failure is an is_error result that says what went wrong.

@@ -152,25 +152,20 @@ func newTool(name, description string, schema json.RawMessage, handler func(cont
 		return nil, fmt.Errorf("tool %q: the input schema must have type \"object\", not %s (with New, make In a struct)", name, b)
 	}
 	t := &Tool{spec: llm.ToolSpec{Name: name, Description: description, InputSchema: schema}, handler: handler, shapeOnly: !readsStrings(top)}
-	if t.schema, err = compile(doc); err != nil {
+	// The compiler loads nothing: a $ref to a file or a URL fails to compile.
+	const url = "https://agentloop.invalid/input.json" // a name for the schema; never fetched
+	c := jsv.NewCompiler()
+	c.UseLoader(noLoader{})
+	if err = c.AddResource(url, doc); err == nil {
+		t.schema, err = c.Compile(url)
+	}
+	if err != nil {
 		t.unvalidated = fmt.Errorf("the validator cannot use the schema: %w", err)
 	}
 	if err := t.check(); err != nil {
 		return nil, err
 	}
 	return t, nil
-}
-
-// compile readies a schema for validating inputs. It loads nothing: a $ref
-// to a file or a URL fails to compile.
-func compile(doc any) (*jsv.Schema, error) {
-	const url = "https://agentloop.invalid/input.json" // a name for the schema; never fetched
-	c := jsv.NewCompiler()
-	c.UseLoader(noLoader{})
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, err
-	}
-	return c.Compile(url)
 }
 
 // noLoader refuses every schema the compiler would fetch.
