@@ -229,20 +229,11 @@ func unmarshalBlock(data []byte) (Block, error) {
 	if err := json.Unmarshal(data, &head); err != nil {
 		return nil, err
 	}
-	switch head.Type {
-	case "":
+	if head.Type == "" {
 		return nil, errors.New(`llm: content block has no "type"`)
-	case "text":
-		return decodeAs[Text](data)
-	case "thinking":
-		return decodeAs[Thinking](data)
-	case "redacted_thinking":
-		return decodeAs[RedactedThinking](data)
-	case "tool_use":
-		return decodeAs[ToolUse](data)
-	case "tool_result":
-		return decodeAs[ToolResult](data)
-	case "image":
+	} else if decode := decoders[head.Type]; decode != nil {
+		return decode(data)
+	} else if head.Type == "image" {
 		var w imageSource
 		if err := json.Unmarshal(data, &w); err != nil {
 			return nil, err
@@ -254,6 +245,10 @@ func unmarshalBlock(data []byte) (Block, error) {
 	}
 	return RawBlock{Type: head.Type, JSON: data}, nil
 }
+
+// decoders decode the block types unmarshalBlock knows but image.
+var decoders = map[string]func([]byte) (Block, error){"text": decodeAs[Text], "thinking": decodeAs[Thinking],
+	"redacted_thinking": decodeAs[RedactedThinking], "tool_use": decodeAs[ToolUse], "tool_result": decodeAs[ToolResult]}
 
 // decodeAs unmarshals data into a block of type B.
 func decodeAs[B Block](data []byte) (Block, error) {

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -157,17 +158,7 @@ func (f ModelFunc) Stream(ctx context.Context, req Request) iter.Seq2[Event, err
 func check(r Request, w wireRequest, count bool) error {
 	info, known := LookupModel(r.Model)
 	unknown := map[bool]string{false: " (a model llm.Models does not know gets the current models' rules)"}[known]
-	var choice, thinking struct{ Type string }
-	var output struct{ Effort string }
-	if w.ToolChoice != nil {
-		choice.Type = w.ToolChoice.Type
-	}
-	if w.Thinking != nil {
-		thinking.Type = w.Thinking.Type
-	}
-	if w.Output != nil {
-		output.Effort = w.Output.Effort
-	}
+	choice, thinking, output := *cmp.Or(w.ToolChoice, &ToolChoice{}), *cmp.Or(w.Thinking, &wireThinking{}), *cmp.Or(w.Output, &wireOutput{})
 	for name, v := range map[string]any{"tool_choice": &choice, "thinking": &thinking, "output_config": &output} {
 		if x, ok := r.Extra[name]; ok {
 			if data, err := json.Marshal(x); err != nil || json.Unmarshal(data, v) != nil {
