@@ -236,12 +236,12 @@ func (d *decoder) next() (Event, error) {
 	}
 }
 
+// malformed is the error of an event, or a response, that data cannot be.
 func malformed(what string, data []byte, err error) error {
-	data = data[:min(len(data), 200)]
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v: %q", errMalformedEvent, what, err, data)
+		what += ": " + err.Error()
 	}
-	return fmt.Errorf("%w: %s: %q", errMalformedEvent, what, data)
+	return fmt.Errorf("%w: %s: %q", errMalformedEvent, what, data[:min(len(data), 200)])
 }
 
 // event reads one event into d.wire; the events of a start it queues.

@@ -144,10 +144,7 @@ func newStreamError(data []byte, h http.Header) *APIError {
 		e.Type, e.Message = "malformed_error_event", string(data)
 	}
 	e.Type = cmp.Or(e.Type, "api_error")
-	switch e.Type {
-	case "overloaded_error", "api_error":
-		e.retryable = true
-	}
+	e.retryable = e.Type == "overloaded_error" || e.Type == "api_error"
 	return e
 }
 
