@@ -2,6 +2,7 @@ package looprules
 
 import (
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/agentloop/agentloop/llm"
@@ -53,7 +54,7 @@ func thinks(model string, th *llm.ThinkingConfig) bool {
 		return true
 	}
 	info, _ := llm.LookupModel(model)
-	return info.AlwaysThinks()
+	return !slices.Contains(info.Thinking, "disabled")
 }
 
 // The defaults of the loop's limits: package agent's Config and package
