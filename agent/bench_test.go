@@ -34,7 +34,6 @@ func newInstant(turns int) *instant {
 		turns: turns,
 		toolTurn: []llm.Event{
 			llm.MessageStart{ID: "msg_1", Usage: llm.Usage{InputTokens: 100}},
-			llm.TextStart{Index: 0},
 			llm.TextDelta{Index: 0, Text: "Let me check."},
 			llm.BlockStop{Index: 0},
 			llm.ToolUseStart{Index: 1, ID: "toolu_X", Name: "echo", Input: []byte("{}")},

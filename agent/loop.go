@@ -233,12 +233,10 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 		t.yielded = true
 		block, stopped := asm.Add(ev)
 		switch ev := ev.(type) {
-		case llm.TextStart:
+		case llm.TextDelta:
 			if ev.Text != "" {
 				r.showText(ev.Text)
 			}
-		case llm.TextDelta:
-			r.showText(ev.Text)
 		case llm.ThinkingDelta:
 			if ev.Thinking != "" {
 				r.emit(ThinkingDelta{Thinking: ev.Thinking})

@@ -163,7 +163,7 @@ func TestRetryBackoff(t *testing.T) {
 	overloaded := streamError(t, at.NewStream().Text("par").ErrorEvent("overloaded_error", "Overloaded"))
 	partial := func(m *scripted, err error, n int) *scripted {
 		for range n {
-			m.add(err, llm.MessageStart{ID: "msg_1"}, llm.TextStart{Index: 0}, llm.TextDelta{Index: 0, Text: "par"})
+			m.add(err, llm.MessageStart{ID: "msg_1"}, llm.TextDelta{Index: 0, Text: "par"})
 		}
 		return m
 	}

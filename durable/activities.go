@@ -117,8 +117,6 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 		}
 		block, stopped := asm.Add(ev)
 		switch ev := ev.(type) {
-		case llm.TextStart:
-			pub.text(ev.Text)
 		case llm.TextDelta:
 			pub.text(ev.Text)
 		case llm.ThinkingDelta:

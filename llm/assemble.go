@@ -62,15 +62,11 @@ type rawMerge struct {
 }
 
 // Add applies ev, and returns the block ev completes, if it does. Events
-// that do not fit, such as a delta for no block, are ignored.
+// that do not fit, such as tool input for no block, are ignored.
 func (a *Assembler) Add(ev Event) (Block, bool) {
 	switch ev := ev.(type) {
 	case MessageStart:
 		*a = Assembler{usage: ev.Usage, container: ev.Container}
-	case TextStart:
-		a.start(ev.Index, "text").add(ev.Text)
-	case thinkingStart:
-		a.start(ev.Index, "thinking")
 	case ToolUseStart:
 		if p := a.start(ev.Index, "tool_use"); p != nil {
 			p.tool = ev
@@ -80,9 +76,9 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 			p.raw, p.rawType = ev.Raw, ev.Type
 		}
 	case TextDelta:
-		a.open(ev.Index, "text").add(ev.Text)
+		a.delta(ev.Index, "text").add(ev.Text)
 	case ThinkingDelta:
-		a.open(ev.Index, "thinking").add(ev.Thinking)
+		a.delta(ev.Index, "thinking").add(ev.Thinking)
 	case ToolInputDelta:
 		if p := a.open(ev.Index, "tool_use", "raw"); p != nil {
 			p.frags = append(p.frags, ev.PartialJSON)
@@ -141,6 +137,15 @@ func (a *Assembler) open(index int, kinds ...string) *partial {
 	}
 	a.last = p
 	return p
+}
+
+// delta returns the open block of kind at index, or opens one if index
+// has no block.
+func (a *Assembler) delta(index int, kind string) *partial {
+	if p := a.open(index, kind); p != nil {
+		return p
+	}
+	return a.start(index, kind)
 }
 
 // add appends text to p's, if there is a p, at least doubling the buffer

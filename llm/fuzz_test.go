@@ -83,11 +83,11 @@ func FuzzAssembler(f *testing.F) {
 			case 2:
 				ev = BlockStop{Index: index}
 			case 3:
-				ev = TextStart{Index: index, Text: arg}
+				ev = ThinkingDelta{Index: index, Thinking: arg}
 			case 4:
 				ev = TextDelta{Index: index, Text: arg}
 			case 5:
-				ev = thinkingStart{Index: index}
+				ev = rawStart{Index: index, Type: "compaction", Raw: obj}
 			case 6:
 				ev = signatureDelta{Index: index, Signature: arg}
 			case 7:
