@@ -157,7 +157,7 @@ func wholeTurn(b *testing.B, client *llm.Client) []tool.Call {
 		asm.Add(ev)
 	}
 	var calls []tool.Call
-	for _, blk := range asm.Message().Content {
+	for _, blk := range asm.Turn().Message.Content {
 		if tu, ok := blk.(llm.ToolUse); ok {
 			calls = append(calls, tool.Call{ID: tu.ID, Name: tu.Name, Input: tu.Input})
 		}

@@ -216,9 +216,10 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 	t = &turn{cancel: cancel, repeats: r.repeats}
 	var asm llm.Assembler
 	defer func() {
-		t.usage = asm.Usage() // a failed attempt is billed too
+		out := asm.Turn()
+		t.usage = out.Usage // a failed attempt is billed too
 		// Code runs on only in its container; a retry may continue a failed one's.
-		if id := asm.Container(); id != "" {
+		if id := out.Container; id != "" {
 			r.cont = id
 		}
 		if err != nil {
@@ -257,19 +258,20 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 			return t, context.Cause(r.ctx)
 		}
 	}
-	if !asm.Done() {
+	out := asm.Turn()
+	if !out.Done {
 		return t, llm.ErrIncompleteStream
 	}
-	t.msg, t.stop = asm.Message(), asm.StopReason()
+	t.msg, t.stop = out.Message, out.StopReason
 	if t.stop == llm.ModelContextWindowExceeded {
 		return t, errContextWindow // turn compacts and asks again
 	}
-	if c, ok := looprules.ServerCompaction(r.cfg.History, t.msg, asm.Usage()); ok {
+	if c, ok := looprules.ServerCompaction(r.cfg.History, t.msg, out.Usage); ok {
 		r.log.Info("agent: the server compacted the history", slog.Int("before", c.Before))
 		r.emit(Compacted{c})
 	}
 	var cut []llm.ToolUse
-	t.msg, cut = looprules.Cut(t.msg, asm.Incomplete())
+	t.msg, cut = looprules.Cut(t.msg, out.Incomplete)
 	for _, tu := range cut {
 		t.calls = append(t.calls, notRun(tool.Call{ID: tu.ID, Name: tu.Name, Input: tu.Input}, looprules.CutOff))
 	}

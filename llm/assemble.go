@@ -19,7 +19,7 @@ import (
 // Add returns each block the moment its BlockStop completes it, so that a
 // tool call can start while the model still writes. A block whose
 // BlockStop never came (cut off by max_tokens or an error) is reported only
-// by Incomplete, and must not be run.
+// in its [Turn].Incomplete, and must not be run.
 //
 // Tool input is the concatenated fragments, parsed at BlockStop, else the
 // start's input, else {}. An input that is not a JSON object is wrapped as
@@ -30,13 +30,24 @@ import (
 // become [RawBlock]s, with any streamed input or unknown deltas merged in.
 // A second MessageStart (a proxy spliced two responses) starts over.
 type Assembler struct {
-	container string
-	stop      StopReason
-	usage     Usage
-	done      bool
-	blocks    []*partial // in start order
-	byIndex   map[int]*partial
-	last      *partial // the block that received the last event
+	turn    Turn       // but its blocks
+	blocks  []*partial // in start order
+	byIndex map[int]*partial
+	last    *partial // the block that received the last event
+}
+
+// A Turn is what an [Assembler] has of a model turn.
+type Turn struct {
+	Message Message // the assistant message: its completed blocks
+	// Incomplete holds the blocks that never got their BlockStop, with what
+	// arrived of them. A tool call among them must not run.
+	Incomplete []Block
+	StopReason StopReason // "" until one arrives
+	Usage      Usage
+	// Container is the code execution container, for the next
+	// [Request].Container, or "".
+	Container string
+	Done      bool // MessageStop arrived
 }
 
 // partial is a block being assembled.
@@ -66,7 +77,7 @@ type rawMerge struct {
 func (a *Assembler) Add(ev Event) (Block, bool) {
 	switch ev := ev.(type) {
 	case MessageStart:
-		*a = Assembler{usage: ev.Usage, container: ev.Container}
+		*a = Assembler{turn: Turn{Usage: ev.Usage, Container: ev.Container}}
 	case ToolUseStart:
 		if p := a.start(ev.Index, "tool_use"); p != nil {
 			p.tool = ev
@@ -106,9 +117,10 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 			return p.block, p.block != nil
 		}
 	case MessageDelta:
-		a.stop, a.usage, a.container = cmp.Or(ev.StopReason, a.stop), ev.Usage, cmp.Or(ev.Container, a.container)
+		t := &a.turn
+		t.StopReason, t.Usage, t.Container = cmp.Or(ev.StopReason, t.StopReason), ev.Usage, cmp.Or(ev.Container, t.Container)
 	case MessageStop:
-		a.done = true
+		a.turn.Done = true
 	}
 	return nil, false
 }
@@ -274,12 +286,12 @@ func (p *partial) merge(delta json.RawMessage) {
 	}
 }
 
-// Message returns the assistant message so far: its completed blocks.
-func (a *Assembler) Message() Message { return Message{Role: Assistant, Content: a.collect(true)} }
-
-// Incomplete returns the blocks that never got their BlockStop, with what
-// arrived of them. A tool call among them must not run.
-func (a *Assembler) Incomplete() []Block { return a.collect(false) }
+// Turn returns the turn so far.
+func (a *Assembler) Turn() Turn {
+	t := a.turn
+	t.Message, t.Incomplete = Message{Role: Assistant, Content: a.collect(true)}, a.collect(false)
+	return t
+}
 
 // collect returns the blocks that are done, or those that are not, in
 // index order.
@@ -304,16 +316,3 @@ func (a *Assembler) sorted() []*partial {
 	slices.SortStableFunc(ps, func(x, y *partial) int { return cmp.Compare(x.index, y.index) })
 	return ps
 }
-
-// Container returns the turn's code execution container, for the next
-// [Request].Container, or "".
-func (a *Assembler) Container() string { return a.container }
-
-// StopReason returns the stop reason, or "" if none arrived.
-func (a *Assembler) StopReason() StopReason { return a.stop }
-
-// Usage returns the turn's usage so far.
-func (a *Assembler) Usage() Usage { return a.usage }
-
-// Done reports whether MessageStop arrived.
-func (a *Assembler) Done() bool { return a.done }

@@ -114,17 +114,17 @@ func TestAssembler(t *testing.T) {
 			if diff := cmp.Diff(tt.completed, completed); diff != "" {
 				t.Errorf("Add returned (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tt.want, a.Message().Content); diff != "" {
+			if diff := cmp.Diff(tt.want, a.Turn().Message.Content); diff != "" {
 				t.Errorf("Message (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tt.incomplete, a.Incomplete()); diff != "" {
+			if diff := cmp.Diff(tt.incomplete, a.Turn().Incomplete); diff != "" {
 				t.Errorf("Incomplete (-want +got):\n%s", diff)
 			}
-			if a.StopReason() != tt.stop {
-				t.Errorf("StopReason = %q, want %q", a.StopReason(), tt.stop)
+			if a.Turn().StopReason != tt.stop {
+				t.Errorf("StopReason = %q, want %q", a.Turn().StopReason, tt.stop)
 			}
 			// Every completed block must marshal: it will be sent back.
-			if _, err := json.Marshal(a.Message()); err != nil {
+			if _, err := json.Marshal(a.Turn().Message); err != nil {
 				t.Errorf("Message does not marshal: %v", err)
 			}
 		})
@@ -159,7 +159,7 @@ func TestAssemblerLinear(t *testing.T) {
 		for _, ev := range evs {
 			a.Add(ev)
 		}
-		if got := a.Message().Content[0].(Text).Text; len(got) != 500_000 || !strings.HasPrefix(got, "word word") {
+		if got := a.Turn().Message.Content[0].(Text).Text; len(got) != 500_000 || !strings.HasPrefix(got, "word word") {
 			t.Fatalf("wrong text of %d bytes", len(got))
 		}
 	})
@@ -188,7 +188,7 @@ func TestAssemblerContainer(t *testing.T) {
 			for _, ev := range tt.events {
 				a.Add(ev)
 			}
-			if got := a.Container(); got != tt.want {
+			if got := a.Turn().Container; got != tt.want {
 				t.Errorf("Container() = %q, want %q", got, tt.want)
 			}
 		})

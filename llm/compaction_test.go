@@ -89,10 +89,10 @@ func TestCompactionBlockAssembled(t *testing.T) {
 		}
 		a.Add(ev)
 	}
-	if a.StopReason() != CompactionStop {
-		t.Errorf("stop reason %q, want %q", a.StopReason(), CompactionStop)
+	if a.Turn().StopReason != CompactionStop {
+		t.Errorf("stop reason %q, want %q", a.Turn().StopReason, CompactionStop)
 	}
-	m := a.Message()
+	m := a.Turn().Message
 	raw, ok := m.Content[0].(RawBlock)
 	if !ok || raw.Type != CompactionBlock {
 		t.Fatalf("first block %#v, want a raw compaction block", m.Content[0])
@@ -120,7 +120,7 @@ func TestCompactionFixtures(t *testing.T) {
 				}
 				a.Add(ev)
 			}
-			m := a.Message()
+			m := a.Turn().Message
 			raw, ok := m.Content[0].(RawBlock)
 			if !ok || raw.Type != CompactionBlock {
 				t.Fatalf("first block %#v, want a raw compaction block", m.Content[0])
@@ -141,12 +141,12 @@ func TestCompactionFixtures(t *testing.T) {
 				// compacted context, not the compaction's own tokens.
 				want := Usage{InputTokens: 181, OutputTokens: 8,
 					Compaction: &Usage{InputTokens: 100, OutputTokens: 83, CacheReadInputTokens: 55096}}
-				if diff := cmp.Diff(want, a.Usage()); diff != "" {
+				if diff := cmp.Diff(want, a.Turn().Usage); diff != "" {
 					t.Errorf("usage (-want +got):\n%s", diff)
 				}
 				// The compaction is billed: at Sonnet 4.6's prices.
 				p := Price{3, 15, 3.75, 0.30}
-				if got, want := p.Cost(a.Usage()), (181*3+8*15+100*3+83*15+55096*0.30)/1e6; got != want {
+				if got, want := p.Cost(a.Turn().Usage), (181*3+8*15+100*3+83*15+55096*0.30)/1e6; got != want {
 					t.Errorf("cost %v, want %v", got, want)
 				}
 			}

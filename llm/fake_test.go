@@ -39,7 +39,8 @@ func runTurn(t *testing.T, c *Client, req Request) turn {
 		}
 		a.Add(ev)
 	}
-	got.Blocks, got.Incomplete, got.Stop = a.Message().Content, a.Incomplete(), a.StopReason()
+	at := a.Turn()
+	got.Blocks, got.Incomplete, got.Stop = at.Message.Content, at.Incomplete, at.StopReason
 	return got
 }
 

@@ -135,7 +135,7 @@ func TestDifferential(t *testing.T) {
 					t.Errorf("block %d (-sdk +ours):\n%s", i, diff)
 				}
 			}
-			if got := a.StopReason(); string(got) != string(want.StopReason) {
+			if got := a.Turn().StopReason; string(got) != string(want.StopReason) {
 				t.Errorf("stop reason %q, SDK %q", got, want.StopReason)
 			}
 			wantUsage := Usage{
@@ -144,7 +144,7 @@ func TestDifferential(t *testing.T) {
 				CacheCreationInputTokens: want.Usage.CacheCreationInputTokens,
 				CacheReadInputTokens:     want.Usage.CacheReadInputTokens,
 			}
-			got := a.Usage()
+			got := a.Turn().Usage
 			got.Compaction = nil // usage.iterations, which the SDK's Message leaves out (compaction_test.go checks it)
 			if diff := cmp.Diff(wantUsage, got); diff != "" {
 				t.Errorf("usage (-sdk +ours):\n%s", diff)
@@ -198,8 +198,8 @@ func TestFixturesContainer(t *testing.T) {
 			for _, ev := range evs {
 				a.Add(ev)
 			}
-			if want := string(ids[len(ids)-1][1]); a.Container() != want {
-				t.Errorf("Container() = %q, want %q", a.Container(), want)
+			if want := string(ids[len(ids)-1][1]); a.Turn().Container != want {
+				t.Errorf("Container() = %q, want %q", a.Turn().Container, want)
 			}
 		})
 	}

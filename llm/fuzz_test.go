@@ -44,10 +44,10 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("unexpected error kind: %v", err)
 			}
 		}
-		if _, err := json.Marshal(a.Message()); err != nil {
+		if _, err := json.Marshal(a.Turn().Message); err != nil {
 			t.Fatalf("assembled message does not marshal: %v", err)
 		}
-		a.Incomplete()
+		a.Turn()
 	})
 }
 
@@ -107,7 +107,7 @@ func FuzzAssembler(f *testing.F) {
 				}
 			}
 		}
-		if _, err := json.Marshal(a.Message()); err != nil {
+		if _, err := json.Marshal(a.Turn().Message); err != nil {
 			t.Fatal(err)
 		}
 	})

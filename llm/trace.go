@@ -83,10 +83,11 @@ func (a *attempt) end(err error) {
 		err = nil
 	}
 	a.End(err, ErrorType(err), func() attribute.Value {
-		if a.asm == nil || !a.asm.Done() {
+		if a.asm == nil || !a.asm.turn.Done {
 			return attribute.Value{}
 		}
-		return attribute.SliceValue(messageValue(Assistant, a.asm.Message().Content, a.asm.StopReason()))
+		t := a.asm.Turn()
+		return attribute.SliceValue(messageValue(Assistant, t.Message.Content, t.StopReason))
 	})
 }
 

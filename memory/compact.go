@@ -269,14 +269,14 @@ func collect(ctx context.Context, m llm.Model, req llm.Request) (llm.Message, ll
 	var asm llm.Assembler
 	for ev, err := range m.Stream(ctx, req) {
 		if err != nil {
-			return llm.Message{}, asm.Usage(), err
+			return llm.Message{}, asm.Turn().Usage, err
 		}
 		asm.Add(ev)
 	}
-	if !asm.Done() {
-		return llm.Message{}, asm.Usage(), llm.ErrIncompleteStream
+	if t := asm.Turn(); t.Done {
+		return t.Message, t.Usage, nil
 	}
-	return asm.Message(), asm.Usage(), nil
+	return llm.Message{}, asm.Turn().Usage, llm.ErrIncompleteStream
 }
 
 // transcript renders es as plain text for the summarisation call, which

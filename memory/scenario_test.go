@@ -83,7 +83,8 @@ func runSession(tb testing.TB, sc sessionConfig) sessionStats {
 			}
 			asm.Add(ev)
 		}
-		msg, u := asm.Message(), asm.Usage()
+		out := asm.Turn()
+		msg, u := out.Message, out.Usage
 		h.AppendAssistant(msg, u)
 		if got := int64(h.Tokens()); got != u.Context() {
 			tb.Fatalf("turn %d: Tokens() = %d right after the turn, want the API's exact %d", turn, got, u.Context())
@@ -187,7 +188,8 @@ func TestScenarioPromptTooLong(t *testing.T) {
 			}
 			asm.Add(ev)
 		}
-		return asm.Message(), asm.Usage(), nil
+		out := asm.Turn()
+		return out.Message, out.Usage, nil
 	}
 	_, _, err := turn()
 	var ae *llm.APIError
@@ -237,7 +239,8 @@ func TestScenarioInterrupted(t *testing.T) {
 			}
 			asm.Add(ev)
 		}
-		h.AppendAssistant(asm.Message(), asm.Usage())
+		out := asm.Turn()
+		h.AppendAssistant(out.Message, out.Usage)
 		// The user cancels before the tool runs, then asks something else.
 		h.AppendUser(llm.Text{Text: "Stop. Just tell me the total so far."})
 	}

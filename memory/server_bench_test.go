@@ -111,7 +111,8 @@ func runCompactionSession(tb testing.TB, mode string, turns, resultChars, limit 
 			}
 			asm.Add(ev)
 		}
-		msg, u := asm.Message(), asm.Usage()
+		out := asm.Turn()
+		msg, u := out.Message, out.Usage
 		cost.add(u, info.Price)
 		cost.peak = max(cost.peak, u.InputTokens+u.CacheCreationInputTokens+u.CacheReadInputTokens)
 		h.AppendAssistant(msg, u)
