@@ -151,7 +151,7 @@ func BenchmarkAttemptOff(b *testing.B) {
 	yield := func(Event, error) bool { return true }
 	b.ReportAllocs()
 	for b.Loop() {
-		a := startChat(tel, context.Background(), req)
+		a := startChat(tel, context.Background(), req, nil)
 		a.observe(yield)(MessageStop{}, nil)
 		a.end(nil)
 	}
@@ -177,7 +177,11 @@ func TestChatSpanContent(t *testing.T) {
 				ToolResult{ToolUseID: "toolu_2", Content: []Block{Text{Text: "a "}, Image{MediaType: "image/gif", Data: "R0"}, Text{Text: "b"}}, IsError: true},
 				ToolResult{ToolUseID: "toolu_3"}, Text{Text: ""}}},
 		}}
-	a := startChat(tel, context.Background(), req)
+	body, err := requestBody(req, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := startChat(tel, context.Background(), req, body)
 	yield := a.observe(func(Event, error) bool { return true })
 	for _, ev := range []Event{MessageStart{ID: "msg_1", Model: "claude-test"},
 		ThinkingDelta{Index: 0, Thinking: "so"}, signatureDelta{Index: 0, Signature: "s"}, BlockStop{Index: 0},
@@ -237,5 +241,5 @@ func typedValue(v attribute.Value) any {
 	case attribute.EMPTY:
 		return nil
 	}
-	return v.Type().String() + ":" + v.Emit()
+	return v.Type().String() + ":" + v.String()
 }
