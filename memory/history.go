@@ -48,20 +48,13 @@ type Config struct {
 }
 
 func (cfg Config) withDefaults() Config {
+	// A field not above zero takes its default: max(n, 0) makes it zero for cmp.Or.
 	cfg.Model = cmp.Or(cfg.Model, llm.DefaultModel)
-	if cfg.ContextWindow <= 0 {
-		m, _ := llm.LookupModel(cfg.Model) // a model it does not know has none
-		cfg.ContextWindow = cmp.Or(m.ContextWindow, 200_000)
-	}
-	if cfg.MaxTokens <= 0 {
-		cfg.MaxTokens = llm.DefaultMaxTokens
-	}
-	if cfg.ContextLimit <= 0 {
-		cfg.ContextLimit = max(1, cfg.ContextWindow-cfg.MaxTokens-cfg.ContextWindow/20)
-	}
-	if cfg.KeepRecent <= 0 {
-		cfg.KeepRecent = 4
-	}
+	m, _ := llm.LookupModel(cfg.Model) // a model it does not know has no window
+	cfg.ContextWindow = cmp.Or(max(cfg.ContextWindow, 0), m.ContextWindow, 200_000)
+	cfg.MaxTokens = cmp.Or(max(cfg.MaxTokens, 0), llm.DefaultMaxTokens)
+	cfg.ContextLimit = cmp.Or(max(cfg.ContextLimit, 0), max(1, cfg.ContextWindow-cfg.MaxTokens-cfg.ContextWindow/20))
+	cfg.KeepRecent = cmp.Or(max(cfg.KeepRecent, 0), 4)
 	cfg.SummaryModel = cmp.Or(cfg.SummaryModel, cfg.Model)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	return cfg
