@@ -31,18 +31,17 @@ func (e *LineError) Unwrap() error { return e.Err }
 // A line is one line of a history file: a message in the API's wire
 // shape, plus its meta.
 type line struct {
-	Role    llm.Role    `json:"role"`
-	Content []llm.Block `json:"content"`
+	llm.Message
 	meta
 }
 
 // meta is what we know of a line's message. It is decoded apart from the
 // message, whose own UnmarshalJSON would take the whole line.
 type meta struct {
-	Usage   *llm.Usage `json:"usage,omitempty"`   // of the call that produced the message
-	Model   string     `json:"model,omitempty"`   // that Usage is priced by
-	Tokens  int        `json:"tokens,omitempty"`  // the exact count through this message, if known
-	Summary bool       `json:"summary,omitempty"` // a compaction wrote the message
+	Usage   llm.Usage `json:"usage,omitzero"`    // of the call that produced the message
+	Model   string    `json:"model,omitempty"`   // that Usage is priced by
+	Tokens  int       `json:"tokens,omitempty"`  // the exact count through this message, if known
+	Summary bool      `json:"summary,omitempty"` // a compaction wrote the message
 	// Prefix, on the first line, hashes the system prompt and tools the
 	// history was last sent with, so that a session resumed with others
 	// drops the thinking they invalidate (see History.SetPrefix).
@@ -92,12 +91,10 @@ func (h *History) Save(path string) (err error) {
 func (h *History) Encode(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	for i, e := range h.entries {
-		l := line{e.msg.Role, e.msg.Content, meta{Tokens: e.exact, Summary: e.summary}}
-		if e.usage != (llm.Usage{}) {
-			l.Usage, l.Model = &e.usage, e.model
-		}
-		if e.msg.Role == llm.Assistant {
-			l.Model = e.model // which model wrote its thinking, for a resume with another
+		l := line{e.msg, meta{Usage: e.usage, Tokens: e.exact, Summary: e.summary}}
+		// An assistant turn names its model, which wrote its thinking, for a resume with another.
+		if e.usage != (llm.Usage{}) || e.msg.Role == llm.Assistant {
+			l.Model = e.model
 		}
 		if i == 0 {
 			l.Prefix = h.prefixKey
@@ -122,16 +119,8 @@ func Decode(rd io.Reader, cfg Config) (*History, error) {
 	for n := 1; ; n++ {
 		b, rerr := r.ReadBytes('\n')
 		if len(bytes.TrimSpace(b)) > 0 {
-			if e, prefix, err := decodeLine(b, len(h.entries) == 0); err != nil {
+			if err := h.decodeLine(b, len(errs) > 0); err != nil {
 				errs = append(errs, &LineError{Line: n, Err: err})
-			} else {
-				if len(h.entries) == 0 {
-					h.prefixKey = prefix
-				}
-				if len(errs) > 0 {
-					e.exact = 0 // the prefix it measured is not all here
-				}
-				h.push(e)
 			}
 		}
 		if rerr != nil {
@@ -153,23 +142,27 @@ func Decode(rd io.Reader, cfg Config) (*History, error) {
 	return h, errors.Join(errs...)
 }
 
-// decodeLine returns the entry a line holds, the first if first, and its
-// prefix key.
-func decodeLine(b []byte, first bool) (entry, string, error) {
-	var m llm.Message
-	var mt meta
-	err := json.Unmarshal(b, &m)
+// decodeLine appends the message line b holds; after a bad line, without
+// its exact count, since the prefix it measured is not all here.
+func (h *History) decodeLine(b []byte, afterBad bool) error {
+	var l line
+	err := json.Unmarshal(b, &l.Message)
+	if err == nil {
+		err = json.Unmarshal(b, &l.meta)
+	}
 	switch {
-	case err == nil && m.Role != llm.User && m.Role != llm.Assistant:
-		err = fmt.Errorf("role %q is neither user nor assistant", m.Role)
-	case err == nil:
-		if err = json.Unmarshal(b, &mt); err == nil && first && m.Role != llm.User {
-			err = errors.New("the history must start with a user message")
-		}
+	case err != nil:
+		return err
+	case l.Role != llm.User && l.Role != llm.Assistant:
+		return fmt.Errorf("role %q is neither user nor assistant", l.Role)
+	case len(h.entries) == 0 && l.Role != llm.User:
+		return errors.New("the history must start with a user message")
+	case len(h.entries) == 0:
+		h.prefixKey = l.Prefix
 	}
-	e := entry{msg: m, model: mt.Model, exact: max(mt.Tokens, 0), summary: mt.Summary}
-	if mt.Usage != nil {
-		e.usage = *mt.Usage
+	if afterBad {
+		l.Tokens = 0
 	}
-	return e, mt.Prefix, err
+	h.push(entry{msg: l.Message, usage: l.Usage, model: l.Model, exact: max(l.Tokens, 0), summary: l.Summary})
+	return nil
 }
