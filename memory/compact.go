@@ -223,13 +223,13 @@ func (h *History) summarise(ctx context.Context, m llm.Model, keep int) (int, ll
 // note. It returns how many messages it dropped.
 func (h *History) hardCut(target, limit int) int {
 	head := h.cutHead()
-	headTokens := h.estimate([]entry{head}, true)
+	headTokens := h.estimate(h.prefixChars, []entry{head})
 	best := 0
 	for k := len(h.entries) - 1; k >= 1; k-- {
 		if h.entries[k].msg.Role != llm.Assistant {
 			continue
 		}
-		n := headTokens + h.estimate(h.entries[k:], false)
+		n := headTokens + h.estimate(0, h.entries[k:])
 		if n > target && best != 0 || n > limit {
 			break
 		}

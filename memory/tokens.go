@@ -36,9 +36,9 @@ const (
 // which the API strips from earlier turns, counts nothing.
 func (h *History) Tokens() int {
 	if last := h.lastExact(); last >= 0 {
-		return h.entries[last].exact + h.estimate(h.entries[last+1:], false)
+		return h.entries[last].exact + h.estimate(0, h.entries[last+1:])
 	}
-	return h.estimate(h.entries, true)
+	return h.estimate(h.prefixChars, h.entries)
 }
 
 // NeedsCompaction reports whether [History.Tokens] exceeds
@@ -79,30 +79,27 @@ func (h *History) lastExact() int {
 	return -1
 }
 
-// estimate returns the estimated tokens of es, and of the prefix if asked.
-func (h *History) estimate(es []entry, withPrefix bool) int {
-	chars, img := h.measures(es, withPrefix)
+// estimate returns the estimated tokens of es after chars characters of
+// prefix.
+func (h *History) estimate(chars int, es []entry) int {
+	chars, img := measures(chars, es)
 	return int(math.Ceil(float64(chars)/h.ratio)) + img
 }
 
-// measures sums the characters and image tokens of es, and of the prefix
-// if asked.
-func (h *History) measures(es []entry, withPrefix bool) (chars, imageTokens int) {
-	if withPrefix {
-		chars = h.prefixChars
-	}
+// measures adds the characters of es to chars, and sums their image tokens.
+func measures(chars int, es []entry) (int, int) {
+	img := 0
 	for _, e := range es {
-		chars += e.chars
-		imageTokens += e.imageTokens
+		chars, img = chars+e.chars, img+e.imageTokens
 	}
-	return chars, imageTokens
+	return chars, img
 }
 
 // learn sets the ratio from an exact input count of the whole history as
 // it is. Tiny samples are too noisy; the clamp guards against a count of
 // something else.
 func (h *History) learn(inputTokens int) {
-	chars, img := h.measures(h.entries, true)
+	chars, img := measures(h.prefixChars, h.entries)
 	text := inputTokens - img
 	if text < 50 || chars < 200 {
 		return
