@@ -79,13 +79,12 @@ func (h *History) serverCompacted(msg llm.Message) (llm.Message, bool) {
 	return msg, true
 }
 
-// serverCleared reports whether context editing may have cleared tool
-// results from the prompt of the turn being appended: past its trigger, the
-// turn's input measures less than the history holds, and must not teach
-// the estimator its characters per token.
+// serverCleared reports whether context editing (any edits, without
+// thinking, clear tool uses) may have cleared tool results from the prompt
+// of the turn being appended: past the trigger, its input measures less
+// than the history holds, and must not teach the estimator.
 func (h *History) serverCleared() bool {
-	cm := h.ContextManagement(false)
-	return cm != nil && cm.Edits[0].Type == llm.ClearToolUses && h.Tokens() > h.cfg.ContextLimit/2
+	return h.ContextManagement(false) != nil && h.Tokens() > h.cfg.ContextLimit/2
 }
 
 // serverSummary has the server summarise the whole history, when model
