@@ -153,11 +153,11 @@ func (h *History) Checkpoint() (rollback func()) {
 // tools, which sums the input of the server's every sampling (404,500
 // tokens for a 2,479-token prompt in one recorded pause_turn).
 func (h *History) AppendAssistant(msg llm.Message, usage llm.Usage) {
-	msg, compacted := h.serverCompacted(cloneMessage(msg)) // server.go
+	msg, compacted := h.serverCompacted(cloneMessage(msg))
 	msg.Role = llm.Assistant
 	e := entry{msg: msg, usage: usage, model: h.cfg.Model}
 	if input := usage.InputTokens + usage.CacheCreationInputTokens + usage.CacheReadInputTokens; input > 0 && !usedServerTools(msg) {
-		if !compacted && !h.serverCleared() { // server.go: else input measured another prompt than h.entries
+		if !compacted && !h.serverCleared() { // else input measured another prompt than h.entries
 			h.learn(int(input))
 		}
 		e.exact = int(usage.Context())
