@@ -35,13 +35,12 @@ type Config struct {
 	// [llm.Client.CountTokens]: Compact asks it once the estimate reaches
 	// 90% of ContextLimit. Default: nil, estimates only.
 	Counter func(ctx context.Context, req llm.Request) (int, error)
-	// Compaction chooses how the history is kept under ContextLimit:
-	// "server" (context editing, then compaction on the server, see
-	// [History.ContextManagement]), "client" ([History.Compact] alone), or
-	// "off" (never compacted: a run that outgrows the window fails). Every
-	// mode but "off" keeps Compact as the fallback. Default "": "server"
-	// for a model whose [llm.ModelInfo] has ServerCompaction, else "client"
-	// with the context editing the model takes.
+	// Compaction chooses how the history is kept under ContextLimit: "server"
+	// (context editing, then the server's compaction: see
+	// [History.ContextManagement]), "client" ([History.Compact] alone) or "off"
+	// (never: a run that outgrows the window fails); all but "off" fall back
+	// on Compact. Default "": "server" on a model with ServerCompaction in
+	// [llm.ModelInfo], else "client" with the context editing the model takes.
 	Compaction string
 	// Logger receives compaction and repair reports. Default: discard.
 	Logger *slog.Logger
@@ -121,17 +120,13 @@ func (h *History) Messages() []llm.Message {
 // Blank text blocks, which the API rejects, are dropped; a message left
 // empty is not appended.
 func (h *History) AppendUser(blocks ...llm.Block) {
-	var kept []llm.Block
-	for _, b := range blocks {
-		if t, ok := b.(llm.Text); ok && apirules.IsBlank(t.Text) {
-			continue
-		}
-		kept = append(kept, cloneBlock(b))
+	kept := slices.DeleteFunc(cloneMessage(llm.Message{Content: blocks}).Content, func(b llm.Block) bool {
+		t, ok := b.(llm.Text)
+		return ok && apirules.IsBlank(t.Text)
+	})
+	if len(kept) > 0 {
+		h.push(entry{msg: llm.Message{Role: llm.User, Content: kept}})
 	}
-	if len(kept) == 0 {
-		return
-	}
-	h.push(entry{msg: llm.Message{Role: llm.User, Content: kept}})
 }
 
 // Checkpoint returns a function that puts the history back exactly as it is
@@ -156,7 +151,7 @@ func (h *History) AppendAssistant(msg llm.Message, usage llm.Usage) {
 	msg, compacted := h.serverCompacted(cloneMessage(msg))
 	msg.Role = llm.Assistant
 	e := entry{msg: msg, usage: usage, model: h.cfg.Model}
-	if input := usage.InputTokens + usage.CacheCreationInputTokens + usage.CacheReadInputTokens; input > 0 && !usedServerTools(msg) {
+	if input := usage.Context() - usage.OutputTokens; input > 0 && !usedServerTools(msg) {
 		if !compacted && !h.serverCleared() { // else input measured another prompt than h.entries
 			h.learn(int(input))
 		}
