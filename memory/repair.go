@@ -69,8 +69,7 @@ func (h *History) Repair() []string {
 }
 
 // clean drops unknown roles, a final assistant turn cut off inside a tool
-// input, rejected blocks, and messages left empty, and merges the rest as
-// appendMerged does.
+// input, rejected blocks and messages left empty, and merges the rest.
 func clean(es []entry, note func(string)) []entry {
 	out := es[:0]
 	// The ids kept, and the ids the calls since the last user message got,
@@ -107,8 +106,7 @@ func clean(es []entry, note func(string)) []entry {
 	return out
 }
 
-// cleanBlock returns b, whose rules view is rb, fixed and whether to keep
-// it, noting what it did.
+// cleanBlock returns b (whose rules view is rb) fixed, or false to drop it.
 func cleanBlock(role llm.Role, b llm.Block, rb apirules.Block, seen map[string]bool, turn map[string][]string, note func(string)) (llm.Block, bool) {
 	drop := func(what string) (llm.Block, bool) { note(what); return nil, false }
 	switch {
@@ -165,9 +163,8 @@ func cleanBlock(role llm.Role, b llm.Block, rb apirules.Block, seen map[string]b
 	return b, true
 }
 
-// appendMerged appends e to out, merged into out's last message if that
-// has e's role, as the API would merge them, or drops it if it is an
-// assistant message that would come first.
+// appendMerged appends e to out, merged, as the API merges them, into a last
+// message of its role, or drops it if it is an assistant message first.
 func appendMerged(out []entry, e entry, note func(string)) []entry {
 	n, role := len(out), e.msg.Role
 	switch {
@@ -217,9 +214,8 @@ func pair(es []entry, note func(string)) []entry {
 	return out
 }
 
-// answer returns the user turn e with the results it holds for uses, once
-// each and first, a synthetic result for each use it lacks, and no other
-// result.
+// answer returns the user turn e opening with one result for each of uses,
+// its own or a synthetic one, and no other result.
 func answer(e entry, uses []string, note func(string)) entry {
 	var results, rest []llm.Block
 	seen := map[string]bool{}
@@ -267,8 +263,7 @@ func trimFinal(es []entry, note func(string)) bool {
 const interruptedResult = "not executed: interrupted"
 
 // violations lists what breaks the Messages API's rules in the history as
-// the next request would send it: the rules anthropictest.CheckRequest
-// enforces.
+// the next request would send it.
 func (h *History) violations() []apirules.Violation {
 	if len(h.entries) == 0 {
 		return nil // nothing to send yet; the next prompt starts a valid history
@@ -304,14 +299,14 @@ func ruleBlock(b llm.Block) apirules.Block {
 		return apirules.Block{Type: "thinking", Signature: b.Signature}
 	case llm.RedactedThinking:
 		return apirules.Block{Type: "redacted_thinking", Data: b.Data}
+	case llm.Image:
+		return apirules.Block{Type: "image"}
 	case llm.RawBlock:
-		if !json.Valid(b.JSON) {
-			return apirules.Block{} // no type: the rules reject it
+		if json.Valid(b.JSON) {
+			return apirules.Block{Type: b.Type}
 		}
-	case nil:
-		return apirules.Block{}
 	}
-	return apirules.Block{Type: llm.BlockType(b)}
+	return apirules.Block{} // nil, or raw JSON that is not: no type, which the rules reject
 }
 
 // rewrote records that a rewrite (compaction, repair, another prefix or
