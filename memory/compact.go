@@ -333,7 +333,7 @@ func (h *History) strategy() string {
 	if m := h.cfg.Compaction; m != "" {
 		return m
 	}
-	if info, _ := llm.LookupModel(h.cfg.Model); info.ServerCompaction {
+	if h.model.ServerCompaction {
 		return "server"
 	}
 	return "client"
@@ -348,11 +348,10 @@ func (h *History) strategy() string {
 // API's minimum, 50,000 tokens); [History.AppendAssistant] keeps the block.
 // [History.Compact] stays the fallback at ContextLimit.
 func (h *History) ContextManagement(thinking bool) *llm.ContextManagement {
-	info, _ := llm.LookupModel(h.cfg.Model)
 	mode, limit := h.strategy(), h.cfg.ContextLimit
 	var cm llm.ContextManagement
 	// An explicit "client" asks for the client's own compaction alone.
-	if mode == "server" || h.cfg.Compaction == "" && info.ContextEditing {
+	if mode == "server" || h.cfg.Compaction == "" && h.model.ContextEditing {
 		if thinking && h.Tokens() > limit/2 { // below, thinking stays, and the cache with it
 			cm.Edits = append(cm.Edits, llm.ContextEdit{Type: llm.ClearThinking, // the API wants it first
 				Keep: &llm.EditLimit{Type: "thinking_turns", Value: 1}})
@@ -382,18 +381,14 @@ const serverNote = "[Earlier turns were compacted on the server; the compaction 
 // and count it right. The block is kept byte for byte. It reports whether
 // msg held one.
 func (h *History) serverCompacted(msg llm.Message) (llm.Message, bool) {
-	k := -1
-	for i, b := range msg.Content {
-		if r, ok := b.(llm.RawBlock); ok && r.Type == llm.CompactionBlock { // b may be nil
-			k = i
+	for k := len(msg.Content) - 1; k >= 0; k-- {
+		if r, ok := msg.Content[k].(llm.RawBlock); ok && r.Type == llm.CompactionBlock { // it may be nil
+			msg.Content = msg.Content[k:]
+			h.entries = append(h.entries[:0:0], measured(entry{msg: userText(serverNote), summary: true}))
+			return msg, true
 		}
 	}
-	if k < 0 {
-		return msg, false
-	}
-	msg.Content = msg.Content[k:]
-	h.entries = append(h.entries[:0:0], measured(entry{msg: userText(serverNote), summary: true}))
-	return msg, true
+	return msg, false
 }
 
 // serverCleared reports whether context editing (any edits, without
@@ -408,7 +403,7 @@ func (h *History) serverCleared() bool {
 // and mode allow: its compaction block (kept as serverCompacted keeps one)
 // replaces every message. It returns how many (zero when it did not ask).
 func (h *History) serverSummary(ctx context.Context, m llm.Model) (int, llm.Usage, error) {
-	if info, _ := llm.LookupModel(h.cfg.Model); !info.ServerCompaction || h.strategy() != "server" {
+	if !h.model.ServerCompaction || h.strategy() != "server" {
 		return 0, llm.Usage{}, nil
 	}
 	req := h.request()

@@ -71,6 +71,9 @@ type History struct {
 	prefixChars int     // characters of system and tools, for estimates
 	prefixKey   string  // a hash of system and tools, to see them change
 	ratio       float64 // learned characters per token
+	// model is what llm.Models knows of cfg.Model; a model it does not
+	// know binds its thinking (see internal/apirules' bound thinking).
+	model llm.ModelInfo
 }
 
 // An entry is one message with what we know about it.
@@ -98,6 +101,7 @@ const defaultRatio = 3.5
 // resolved, at debug level, since the default depends on the model.
 func New(cfg Config) *History {
 	h := &History{cfg: cfg.withDefaults(), ratio: defaultRatio}
+	h.model, _ = llm.LookupModel(h.cfg.Model)
 	h.cfg.Logger.Debug("memory: compaction", "strategy", h.strategy(), "model", h.cfg.Model)
 	return h
 }
@@ -174,13 +178,11 @@ func usedServerTools(m llm.Message) bool {
 // last one (saved with the history) is a rewrite of every message's
 // prefix: their thinking goes, on a model that binds it.
 func (h *History) SetPrefix(system string, tools []llm.ToolSpec) {
-	if key := prefixKey(system, tools); key != h.prefixKey {
-		if h.prefixKey != "" {
-			h.rewrote(0)
-		}
-		h.prefixKey = key
+	key := prefixKey(system, tools)
+	if h.prefixKey != "" && key != h.prefixKey {
+		h.rewrote(0)
 	}
-	h.system, h.tools, h.prefixChars = system, slices.Clone(tools), len(system)
+	h.system, h.tools, h.prefixChars, h.prefixKey = system, slices.Clone(tools), len(system), key
 	for _, t := range tools {
 		h.prefixChars += len(t.Name) + len(t.Description) + len(t.InputSchema) + blockOverhead
 	}

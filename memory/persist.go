@@ -136,7 +136,7 @@ func Decode(rd io.Reader, cfg Config) (*History, error) {
 	// it (see apirules' bound thinking).
 	if i := slices.IndexFunc(h.entries, func(e entry) bool {
 		return e.model != "" && !apirules.Reads(h.cfg.Model, e.model) && hasThinking(e)
-	}); i >= 0 && h.binds() {
+	}); i >= 0 && !h.model.UnboundThinking {
 		h.rewrote(i)
 	}
 	return h, errors.Join(errs...)

@@ -318,7 +318,7 @@ func (h *History) rewrote(i int) {
 	for j := i; j < len(h.entries); j++ {
 		h.entries[j].exact = 0
 	}
-	if !h.binds() || !slices.ContainsFunc(h.entries[i:], hasThinking) {
+	if h.model.UnboundThinking || !slices.ContainsFunc(h.entries[i:], hasThinking) {
 		return
 	}
 	n, out := 0, h.entries[:i:i]
@@ -336,13 +336,6 @@ func (h *History) rewrote(i int) {
 	}
 	h.entries = out
 	h.cfg.Logger.Info("memory: dropped the thinking a rewrite invalidated", "blocks", n, "from", i)
-}
-
-// binds reports whether the history's model binds its thinking blocks to
-// their prefix and model; a model llm.Models does not know is taken to.
-func (h *History) binds() bool {
-	info, _ := llm.LookupModel(h.cfg.Model)
-	return !info.UnboundThinking
 }
 
 func isThinking(b llm.Block) bool { return b != nil && apirules.IsThinking(llm.BlockType(b)) }
