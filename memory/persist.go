@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -115,20 +116,17 @@ func (h *History) Encode(w io.Writer) error {
 func Decode(rd io.Reader, cfg Config) (*History, error) {
 	h := New(cfg)
 	var errs []error
-	r := bufio.NewReader(rd)
-	for n := 1; ; n++ {
-		b, rerr := r.ReadBytes('\n')
-		if len(bytes.TrimSpace(b)) > 0 {
+	sc := bufio.NewScanner(rd)
+	sc.Buffer(nil, math.MaxInt) // a line holds a whole message: tool inputs of megabytes
+	for n := 1; sc.Scan(); n++ {
+		if b := sc.Bytes(); len(bytes.TrimSpace(b)) > 0 {
 			if err := h.decodeLine(b, len(errs) > 0); err != nil {
 				errs = append(errs, &LineError{Line: n, Err: err})
 			}
 		}
-		if rerr != nil {
-			if rerr != io.EOF {
-				errs = append(errs, fmt.Errorf("memory: decode: %w", rerr))
-			}
-			break
-		}
+	}
+	if err := sc.Err(); err != nil {
+		errs = append(errs, fmt.Errorf("memory: decode: %w", err))
 	}
 	h.Repair()
 	// A session resumed with another model: the API drops the thinking the
