@@ -217,10 +217,21 @@ func (h *History) summarise(ctx context.Context, m llm.Model, keep int) (int, ll
 }
 
 // hardCut drops the oldest turns, keeping the most that fit target (or, if
-// none does, only the newest turn as long as that fits limit), behind a
-// note. It returns how many messages it dropped.
+// none does, only the newest turn as long as that fits limit), behind an
+// earlier summary, or else a note quoting the start of the original task.
+// It returns how many messages it dropped.
 func (h *History) hardCut(target, limit int) int {
-	head := h.cutHead()
+	if len(h.entries) < 2 {
+		return 0
+	}
+	head := h.entries[0]
+	if !head.summary {
+		note := cutHeader
+		if task := llm.TextOf(head.msg.Content); !apirules.IsBlank(task) {
+			note += "\n\nThe conversation began with this request:\n\n" + tool.Truncate(task, 2000)
+		}
+		head = measured(entry{msg: userText(note)})
+	}
 	headTokens := h.estimate(h.prefixChars, []entry{head})
 	best := 0
 	for k := len(h.entries) - 1; k >= 1; k-- {
@@ -242,21 +253,6 @@ func (h *History) hardCut(target, limit int) int {
 		return best - 1 // the old head is the new head
 	}
 	return best
-}
-
-// cutHead returns the first message after a hard cut: an earlier summary
-// when there is one, else a note quoting the start of the original task.
-func (h *History) cutHead() entry {
-	note := cutHeader
-	if len(h.entries) > 0 {
-		if h.entries[0].summary {
-			return h.entries[0]
-		}
-		if task := llm.TextOf(h.entries[0].msg.Content); !apirules.IsBlank(task) {
-			note += "\n\nThe conversation began with this request:\n\n" + tool.Truncate(task, 2000)
-		}
-	}
-	return measured(entry{msg: userText(note)})
 }
 
 func userText(text string) llm.Message {
@@ -284,11 +280,11 @@ func collect(ctx context.Context, m llm.Model, req llm.Request) (llm.Message, ll
 func transcript(es []entry) string {
 	var b strings.Builder
 	for _, e := range es {
+		head := "[" + string(e.msg.Role) + "]\n"
 		if e.summary {
-			b.WriteString("[earlier summary]\n")
-		} else {
-			b.WriteString("[" + string(e.msg.Role) + "]\n")
+			head = "[earlier summary]\n"
 		}
+		b.WriteString(head)
 		for _, blk := range e.msg.Content {
 			writeBlock(&b, blk, e.original)
 		}

@@ -50,8 +50,7 @@ func (h *History) NeedsCompaction() bool {
 // recount returns [History.Tokens], made exact by Config.Counter once an
 // estimate reaches 90% of the limit; a failed count leaves the estimate.
 func (h *History) recount(ctx context.Context) int {
-	n := h.Tokens()
-	c := h.cfg.Counter
+	n, c := h.Tokens(), h.cfg.Counter
 	if c == nil || len(h.entries) == 0 || n < h.cfg.ContextLimit*9/10 || h.lastExact() == len(h.entries)-1 {
 		return n
 	}
