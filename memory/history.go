@@ -3,6 +3,9 @@ package memory
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"log/slog"
 	"slices"
 
@@ -155,7 +158,11 @@ func (h *History) AppendAssistant(msg llm.Message, usage llm.Usage) {
 	msg, compacted := h.serverCompacted(cloneMessage(msg))
 	msg.Role = llm.Assistant
 	e := entry{msg: msg, usage: usage, model: h.cfg.Model}
-	if input := usage.Context() - usage.OutputTokens; input > 0 && !usedServerTools(msg) {
+	serverTools := slices.ContainsFunc(msg.Content, func(b llm.Block) bool { // what, but for compaction, makes a turn a paused one
+		r, ok := b.(llm.RawBlock)
+		return ok && r.Type != llm.CompactionBlock && apirules.Continues(r.Type)
+	})
+	if input := usage.Context() - usage.OutputTokens; input > 0 && !serverTools {
 		if !compacted && !h.serverCleared() { // else input measured another prompt than h.entries
 			h.learn(int(input))
 		}
@@ -164,28 +171,23 @@ func (h *History) AppendAssistant(msg llm.Message, usage llm.Usage) {
 	h.push(e)
 }
 
-// usedServerTools reports whether m holds a block of a tool the API ran:
-// those that, but for compaction, make a final turn a paused one.
-func usedServerTools(m llm.Message) bool {
-	return slices.ContainsFunc(m.Content, func(b llm.Block) bool {
-		r, ok := b.(llm.RawBlock)
-		return ok && r.Type != llm.CompactionBlock && apirules.Continues(r.Type)
-	})
-}
-
 // SetPrefix records the system prompt and tool specs that are sent with
 // the messages, so that estimates count them. A prefix other than the
-// last one (saved with the history) is a rewrite of every message's
-// prefix: their thinking goes, on a model that binds it.
+// last one (saved with the history, as a hash) is a rewrite of every
+// message's prefix, which starts with it: their thinking goes, on a model
+// that binds it.
 func (h *History) SetPrefix(system string, tools []llm.ToolSpec) {
-	key := prefixKey(system, tools)
+	hs, chars := sha256.New(), len(system)
+	fmt.Fprintf(hs, "%d:%s", len(system), system)
+	for _, t := range tools {
+		fmt.Fprintf(hs, "|%d:%s|%d:%s|%d:%s", len(t.Name), t.Name, len(t.Description), t.Description, len(t.InputSchema), t.InputSchema)
+		chars += len(t.Name) + len(t.Description) + len(t.InputSchema) + blockOverhead
+	}
+	key := hex.EncodeToString(hs.Sum(nil)[:16])
 	if h.prefixKey != "" && key != h.prefixKey {
 		h.rewrote(0)
 	}
-	h.system, h.tools, h.prefixChars, h.prefixKey = system, slices.Clone(tools), len(system), key
-	for _, t := range tools {
-		h.prefixChars += len(t.Name) + len(t.Description) + len(t.InputSchema) + blockOverhead
-	}
+	h.system, h.tools, h.prefixChars, h.prefixKey = system, slices.Clone(tools), chars, key
 }
 
 func (h *History) push(e entry) { h.entries = append(h.entries, measured(e)) }

@@ -1,8 +1,6 @@
 package memory
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -341,14 +339,3 @@ func (h *History) rewrote(i int) {
 func isThinking(b llm.Block) bool { return b != nil && apirules.IsThinking(llm.BlockType(b)) }
 
 func hasThinking(e entry) bool { return slices.ContainsFunc(e.msg.Content, isThinking) }
-
-// prefixKey hashes a system prompt and tool list, which are the start of
-// every thinking block's prefix.
-func prefixKey(system string, tools []llm.ToolSpec) string {
-	hs := sha256.New()
-	fmt.Fprintf(hs, "%d:%s", len(system), system)
-	for _, t := range tools {
-		fmt.Fprintf(hs, "|%d:%s|%d:%s|%d:%s", len(t.Name), t.Name, len(t.Description), t.Description, len(t.InputSchema), t.InputSchema)
-	}
-	return hex.EncodeToString(hs.Sum(nil)[:16])
-}
