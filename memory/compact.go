@@ -16,8 +16,7 @@ import (
 )
 
 // ErrCannotCompact means Compact could not bring the history under
-// Config.ContextLimit within its steps: typically the newest turn alone is
-// too large.
+// Config.ContextLimit: typically the newest turn alone is too large.
 var ErrCannotCompact = errors.New("memory: cannot compact the history under the context limit")
 
 // summaryPrompt is the system prompt of the summarisation call.
@@ -346,20 +345,18 @@ func (h *History) strategy() string {
 func (h *History) ContextManagement(thinking bool) *llm.ContextManagement {
 	mode, limit := h.strategy(), h.cfg.ContextLimit
 	var cm llm.ContextManagement
+	inputTokens := func(n int) *llm.EditLimit { return &llm.EditLimit{Type: "input_tokens", Value: n} }
 	// An explicit "client" asks for the client's own compaction alone.
 	if mode == "server" || h.cfg.Compaction == "" && h.model.ContextEditing {
 		if thinking && h.Tokens() > limit/2 { // below, thinking stays, and the cache with it
 			cm.Edits = append(cm.Edits, llm.ContextEdit{Type: llm.ClearThinking, // the API wants it first
 				Keep: &llm.EditLimit{Type: "thinking_turns", Value: 1}})
 		}
-		cm.Edits = append(cm.Edits, llm.ContextEdit{Type: llm.ClearToolUses,
-			Trigger:      &llm.EditLimit{Type: "input_tokens", Value: max(1, limit/2)},
-			Keep:         &llm.EditLimit{Type: "tool_uses", Value: h.cfg.KeepRecent},
-			ClearAtLeast: &llm.EditLimit{Type: "input_tokens", Value: max(1, limit/10)}})
+		cm.Edits = append(cm.Edits, llm.ContextEdit{Type: llm.ClearToolUses, Trigger: inputTokens(max(1, limit/2)),
+			Keep: &llm.EditLimit{Type: "tool_uses", Value: h.cfg.KeepRecent}, ClearAtLeast: inputTokens(max(1, limit/10))})
 	}
 	if mode == "server" {
-		cm.Edits = append(cm.Edits, llm.ContextEdit{Type: llm.Compact,
-			Trigger: &llm.EditLimit{Type: "input_tokens", Value: max(50_000, limit*8/10)}})
+		cm.Edits = append(cm.Edits, llm.ContextEdit{Type: llm.Compact, Trigger: inputTokens(max(50_000, limit*8/10))})
 	}
 	if len(cm.Edits) == 0 {
 		return nil
@@ -371,11 +368,10 @@ func (h *History) ContextManagement(thinking bool) *llm.ContextManagement {
 // with a user message; the API drops it, as all before the block.
 const serverNote = "[Earlier turns were compacted on the server; the compaction block that follows holds their summary.]"
 
-// serverCompacted applies a compaction block in msg, a turn to append: as
-// for the API, the block replaces every message and block before it, so
-// that the history and its session file keep what the model still reads,
-// and count it right. The block is kept byte for byte. It reports whether
-// msg held one.
+// serverCompacted applies a compaction block in msg, a turn to append, as
+// the API does: the block, kept byte for byte, replaces every message and
+// block before it, so that the history and its session file keep, and
+// count, what the model still reads. It reports whether msg held one.
 func (h *History) serverCompacted(msg llm.Message) (llm.Message, bool) {
 	for k := len(msg.Content) - 1; k >= 0; k-- {
 		if r, ok := msg.Content[k].(llm.RawBlock); ok && r.Type == llm.CompactionBlock { // it may be nil

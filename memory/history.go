@@ -71,12 +71,10 @@ type History struct {
 
 	system      string
 	tools       []llm.ToolSpec
-	prefixChars int     // characters of system and tools, for estimates
-	prefixKey   string  // a hash of system and tools, to see them change
-	ratio       float64 // learned characters per token
-	// model is what llm.Models knows of cfg.Model; a model it does not
-	// know binds its thinking (see internal/apirules' bound thinking).
-	model llm.ModelInfo
+	prefixChars int           // characters of system and tools, for estimates
+	prefixKey   string        // a hash of system and tools, to see them change
+	ratio       float64       // learned characters per token
+	model       llm.ModelInfo // llm.Models' cfg.Model; one it does not know binds its thinking
 }
 
 // An entry is one message with what we know about it.

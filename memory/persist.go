@@ -16,8 +16,7 @@ import (
 	"github.com/agentloop/agentloop/llm"
 )
 
-// A LineError reports a line (from 1) of a history that [Decode] could not
-// use.
+// A LineError reports a line (from 1) of a history that [Decode] could not use.
 type LineError struct {
 	Line int
 	Err  error
