@@ -146,15 +146,13 @@ func (h *History) assistantBefore(i, n int) int {
 }
 
 // clearOld replaces tool result contents and images before the newest keep
-// turns with placeholders, and reports how many of each it cleared.
+// turns with placeholders, and reports how many of each it cleared. Only
+// user messages hold them, in a repaired history.
 func (h *History) clearOld(keep int) (results, images int) {
 	end := h.assistantBefore(len(h.entries), keep)
 	first := len(h.entries) // the first message changed
 	for i := range h.entries[:end] {
 		e := &h.entries[i]
-		if e.msg.Role != llm.User {
-			continue
-		}
 		content, changed := slices.Clone(e.msg.Content), false
 		for j, b := range content {
 			switch b := b.(type) {
@@ -175,7 +173,7 @@ func (h *History) clearOld(keep int) (results, images int) {
 			}
 		}
 		if changed {
-			e.msg = llm.Message{Role: llm.User, Content: content}
+			e.msg = llm.Message{Role: e.msg.Role, Content: content}
 			*e = measured(*e)
 			first = min(first, i)
 		}
@@ -189,8 +187,7 @@ func (h *History) clearOld(keep int) (results, images int) {
 // when there is nothing worth summarising) and the call's usage.
 func (h *History) summarise(ctx context.Context, m llm.Model, keep int) (int, llm.Usage, error) {
 	end := h.assistantBefore(len(h.entries), keep)
-	// The transcript must fit the summariser's own window, with a 10%
-	// margin for the estimate.
+	// The transcript must fit the summariser's window, with a 10% margin.
 	promptTokens := int(float64(len(summaryPrompt)) / h.ratio)
 	budget := int(float64(h.cfg.ContextWindow-summaryMaxTokens-promptTokens) * 0.9 * h.ratio)
 	text := transcript(h.entries[:end])

@@ -171,9 +171,8 @@ func (h *History) AppendAssistant(msg llm.Message, usage llm.Usage) {
 
 // SetPrefix records the system prompt and tool specs that are sent with
 // the messages, so that estimates count them. A prefix other than the
-// last one (saved with the history, as a hash) is a rewrite of every
-// message's prefix, which starts with it: their thinking goes, on a model
-// that binds it.
+// last one (saved with the history, as a hash) rewrites the start of every
+// message's prefix: their thinking goes, on a model that binds it.
 func (h *History) SetPrefix(system string, tools []llm.ToolSpec) {
 	hs, chars := sha256.New(), len(system)
 	fmt.Fprintf(hs, "%d:%s", len(system), system)

@@ -28,8 +28,7 @@ func (e *LineError) Error() string { return fmt.Sprintf("memory: line %d: %v", e
 // Unwrap returns the underlying error.
 func (e *LineError) Unwrap() error { return e.Err }
 
-// A line is one line of a history file: a message in the API's wire
-// shape, plus its meta.
+// A line is one line of a history file: a message, in its wire shape, and its meta.
 type line struct {
 	llm.Message
 	meta

@@ -78,8 +78,7 @@ func (h *History) lastExact() int {
 	return -1
 }
 
-// estimate returns the estimated tokens of es after chars characters of
-// prefix.
+// estimate returns the estimated tokens of es after chars of prefix.
 func (h *History) estimate(chars int, es []entry) int {
 	chars, img := measures(chars, es)
 	return int(math.Ceil(float64(chars)/h.ratio)) + img
