@@ -149,8 +149,7 @@ func (h *History) assistantBefore(i, n int) int {
 // turns with placeholders, and reports how many of each it cleared. Only
 // user messages hold them, in a repaired history.
 func (h *History) clearOld(keep int) (results, images int) {
-	end := h.assistantBefore(len(h.entries), keep)
-	first := len(h.entries) // the first message changed
+	end, first := h.assistantBefore(len(h.entries), keep), len(h.entries) // first: the first message changed
 	for i := range h.entries[:end] {
 		e := &h.entries[i]
 		content, changed := slices.Clone(e.msg.Content), false
@@ -228,8 +227,7 @@ func (h *History) hardCut(target, limit int) int {
 		}
 		head = measured(entry{msg: userText(note)})
 	}
-	headTokens := h.estimate(h.prefixChars, []entry{head})
-	best := 0
+	headTokens, best := h.estimate(h.prefixChars, []entry{head}), 0
 	for k := len(h.entries) - 1; k >= 1; k-- {
 		if h.entries[k].msg.Role != llm.Assistant {
 			continue

@@ -198,23 +198,19 @@ func measured(e entry) entry {
 	return e
 }
 
+// cloneMessage copies m and the slices of its blocks a caller could assign
+// into; its content is never nil.
 func cloneMessage(m llm.Message) llm.Message {
-	c := make([]llm.Block, len(m.Content))
-	for i, b := range m.Content {
-		c[i] = cloneBlock(b)
+	c := append(make([]llm.Block, 0, len(m.Content)), m.Content...)
+	for i, b := range c {
+		switch b := b.(type) {
+		case llm.ToolResult:
+			b.Content = slices.Clone(b.Content)
+			c[i] = b
+		case llm.Text:
+			b.Citations = slices.Clone(b.Citations)
+			c[i] = b
+		}
 	}
 	return llm.Message{Role: m.Role, Content: c}
-}
-
-// cloneBlock copies the slices a caller could assign into.
-func cloneBlock(b llm.Block) llm.Block {
-	switch b := b.(type) {
-	case llm.ToolResult:
-		b.Content = slices.Clone(b.Content)
-		return b
-	case llm.Text:
-		b.Citations = slices.Clone(b.Citations)
-		return b
-	}
-	return b
 }

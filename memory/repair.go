@@ -38,8 +38,7 @@ func (h *History) Repair() []string {
 	if len(h.violations()) == 0 {
 		return nil
 	}
-	var did []string
-	count := map[string]int{}
+	did, count := []string(nil), map[string]int{}
 	note := func(what string) {
 		if count[what]++; count[what] == 1 {
 			did = append(did, what)

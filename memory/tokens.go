@@ -98,11 +98,9 @@ func measures(chars int, es []entry) (int, int) {
 // something else.
 func (h *History) learn(inputTokens int) {
 	chars, img := measures(h.prefixChars, h.entries)
-	text := inputTokens - img
-	if text < 50 || chars < 200 {
-		return
+	if text := inputTokens - img; text >= 50 && chars >= 200 {
+		h.ratio = min(max(float64(chars)/float64(text), 0.5), 12)
 	}
-	h.ratio = min(max(float64(chars)/float64(text), 0.5), 12)
 }
 
 // measureBlocks returns the characters an estimate charges for bs and what
