@@ -132,8 +132,8 @@ func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) 
 }
 
 // assistantBefore returns the index of the n-th assistant message before
-// message i, or 0 if there is none after the first: with i = len and
-// n = keep, the first message compaction keeps.
+// message i, or 0 if there is none after the first: for i = len, n = keep,
+// the first message compaction keeps.
 func (h *History) assistantBefore(i, n int) int {
 	for i--; i >= 1; i-- {
 		if h.entries[i].msg.Role == llm.Assistant {
@@ -334,9 +334,9 @@ func (h *History) strategy() string {
 // Config.ContextLimit the API clears old tool results (and, with thinking
 // on, old turns' thinking) from what the model reads, at least a tenth of
 // the limit at a time, so that the prompt cache it breaks is worth it. In
-// "server" mode the API then compacts at 80% of the limit (at least the
-// API's minimum, 50,000 tokens); [History.AppendAssistant] keeps the block.
-// [History.Compact] stays the fallback at ContextLimit.
+// "server" mode the API then compacts at 80% of the limit (50,000 tokens at
+// least; [History.AppendAssistant] keeps the block), [History.Compact] the
+// fallback at ContextLimit.
 func (h *History) ContextManagement(thinking bool) *llm.ContextManagement {
 	mode, limit := h.strategy(), h.cfg.ContextLimit
 	var cm llm.ContextManagement
@@ -344,8 +344,7 @@ func (h *History) ContextManagement(thinking bool) *llm.ContextManagement {
 	// An explicit "client" asks for the client's own compaction alone.
 	if mode == "server" || h.cfg.Compaction == "" && h.model.ContextEditing {
 		if thinking && h.Tokens() > limit/2 { // below, thinking stays, and the cache with it
-			cm.Edits = append(cm.Edits, llm.ContextEdit{Type: llm.ClearThinking, // the API wants it first
-				Keep: &llm.EditLimit{Type: "thinking_turns", Value: 1}})
+			cm.Edits = append(cm.Edits, llm.ContextEdit{Type: llm.ClearThinking, Keep: &llm.EditLimit{Type: "thinking_turns", Value: 1}}) // first, as the API wants
 		}
 		cm.Edits = append(cm.Edits, llm.ContextEdit{Type: llm.ClearToolUses, Trigger: inputTokens(max(1, limit/2)),
 			Keep: &llm.EditLimit{Type: "tool_uses", Value: h.cfg.KeepRecent}, ClearAtLeast: inputTokens(max(1, limit/10))})

@@ -181,10 +181,9 @@ func appendMerged(out []entry, e entry, note func(string)) []entry {
 }
 
 // pair makes each user turn open with exactly one result for every
-// tool_use of the assistant turn before it, and no other result. It takes
-// alternating turns, and keeps them alternating and user-first: a user turn
-// left empty is dropped, and the assistant turns around it merged, or the
-// one after it dropped if it was the first.
+// tool_use of the assistant turn before it, and no other result. It keeps
+// the alternating turns clean gives it alternating and user-first: a user
+// turn left empty goes, and the assistant turns around it merge.
 func pair(es []entry, note func(string)) []entry {
 	out := es[:0]
 	var uses []string // the tool_use ids of the last assistant turn kept
@@ -308,9 +307,8 @@ func ruleBlock(b llm.Block) apirules.Block {
 
 // rewrote records that a rewrite (compaction, repair, another prefix or
 // model) changed messages from i on: their exact counts go and, on a model
-// that binds its thinking to its prefix (see internal/apirules' bound
-// thinking), so does their thinking, with the messages it leaves empty
-// (the API merges the messages of one role around them).
+// that binds its thinking (see internal/apirules' bound thinking), so does
+// their thinking, with the messages it leaves empty, which the API merges.
 func (h *History) rewrote(i int) {
 	for j := i; j < len(h.entries); j++ {
 		h.entries[j].exact = 0
