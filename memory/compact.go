@@ -31,11 +31,15 @@ const (
 	// huge result must not crowd out the rest of the conversation.
 	maxResultChars = 4000
 
-	// Texts compaction writes into the history.
-	clearedResult = "[tool result cleared to save context]"
-	clearedImage  = "[image removed to save context]"
-	summaryHeader = "[This conversation was compacted to fit the context window. Summary of the earlier part:]\n\n"
-	cutHeader     = "[Earlier turns of this conversation were removed to fit the context window.]"
+	// Texts compaction and repair write into the history. serverNote opens
+	// a history the server compacted, which must still open with a user
+	// message; the API drops it, as all before the block.
+	clearedResult     = "[tool result cleared to save context]"
+	clearedImage      = "[image removed to save context]"
+	summaryHeader     = "[This conversation was compacted to fit the context window. Summary of the earlier part:]\n\n"
+	cutHeader         = "[Earlier turns of this conversation were removed to fit the context window.]"
+	serverNote        = "[Earlier turns were compacted on the server; the compaction block that follows holds their summary.]"
+	interruptedResult = "not executed: interrupted" // answers a tool call that never got a result
 )
 
 // Compaction reports what one [History.Compact] call did.
@@ -357,10 +361,6 @@ func (h *History) ContextManagement(thinking bool) *llm.ContextManagement {
 	}
 	return &cm
 }
-
-// serverNote opens a history the server compacted, which must still open
-// with a user message; the API drops it, as all before the block.
-const serverNote = "[Earlier turns were compacted on the server; the compaction block that follows holds their summary.]"
 
 // serverCompacted applies a compaction block in msg, a turn to append, as
 // the API does: the block, kept byte for byte, replaces every message and

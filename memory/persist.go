@@ -41,9 +41,8 @@ type meta struct {
 	Model   string    `json:"model,omitempty"`   // that Usage is priced by
 	Tokens  int       `json:"tokens,omitempty"`  // the exact count through this message, if known
 	Summary bool      `json:"summary,omitempty"` // a compaction wrote the message
-	// Prefix, on the first line, hashes the system prompt and tools the
-	// history was last sent with, so that a session resumed with others
-	// drops the thinking they invalidate (see History.SetPrefix).
+	// Prefix, on the first line, hashes the system prompt and tools last
+	// sent, so that a resume with others drops the thinking they invalidate.
 	Prefix string `json:"prefix,omitempty"`
 }
 
@@ -127,9 +126,8 @@ func Decode(rd io.Reader, cfg Config) (*History, error) {
 		errs = append(errs, fmt.Errorf("memory: decode: %w", err))
 	}
 	h.Repair()
-	// A session resumed with another model: the API drops the thinking the
-	// new model cannot read, and the gap invalidates all the thinking after
-	// it (see apirules' bound thinking).
+	// Resumed with another model: the API drops the thinking it cannot read,
+	// and the gap invalidates all the thinking after (see apirules).
 	if i := slices.IndexFunc(h.entries, func(e entry) bool {
 		return e.model != "" && !apirules.Reads(h.cfg.Model, e.model) && hasThinking(e)
 	}); i >= 0 && !h.model.UnboundThinking {

@@ -255,9 +255,6 @@ func trimFinal(es []entry, note func(string)) bool {
 	return false
 }
 
-// interruptedResult answers a tool call that never got a result.
-const interruptedResult = "not executed: interrupted"
-
 // violations lists what breaks the Messages API's rules in the history as
 // the next request would send it.
 func (h *History) violations() []apirules.Violation {
