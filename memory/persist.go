@@ -3,6 +3,7 @@ package memory
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -140,11 +141,7 @@ func Decode(rd io.Reader, cfg Config) (*History, error) {
 // its exact count, since the prefix it measured is not all here.
 func (h *History) decodeLine(b []byte, afterBad bool) error {
 	var l line
-	err := json.Unmarshal(b, &l.Message)
-	if err == nil {
-		err = json.Unmarshal(b, &l.meta)
-	}
-	switch {
+	switch err := cmp.Or(json.Unmarshal(b, &l.Message), json.Unmarshal(b, &l.meta)); {
 	case err != nil:
 		return err
 	case l.Role != llm.User && l.Role != llm.Assistant:

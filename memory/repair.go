@@ -243,8 +243,7 @@ func trimFinal(es []entry, note func(string)) bool {
 	if len(es) == 0 || es[len(es)-1].msg.Role != llm.Assistant {
 		return false
 	}
-	e := &es[len(es)-1]
-	c := e.msg.Content
+	e, c := &es[len(es)-1], es[len(es)-1].msg.Content
 	if t, ok := c[len(c)-1].(llm.Text); ok && strings.TrimRightFunc(t.Text, unicode.IsSpace) != t.Text {
 		t.Text = strings.TrimRightFunc(t.Text, unicode.IsSpace)
 		e.msg = llm.Message{Role: llm.Assistant, Content: append(slices.Clone(c[:len(c)-1]), t)}
