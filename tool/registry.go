@@ -115,20 +115,12 @@ func (r *Registry) Specs() []llm.ToolSpec {
 	return specs
 }
 
-// A Call is one request of the model to run a tool: the ID and Name of an
-// [llm.ToolUse] block and its JSON Input.
-type Call struct {
-	ID    string
-	Name  string
-	Input json.RawMessage
-}
-
-// Run runs calls concurrently and returns their results, results[i]
-// answering calls[i]. It never fails: an unknown tool, bad input, an error,
-// a panic, a timeout or cancellation each become an is_error result telling
-// the model what happened. When ctx ends, Run returns promptly, with a
+// Run runs calls, the model's tool_use blocks, concurrently and returns
+// their results, results[i] answering calls[i]. It never fails: an unknown
+// tool, bad input, an error, a panic, a timeout or cancellation each become
+// an is_error result telling the model what happened. When ctx ends, Run returns promptly, with a
 // "cancelled" result for each unfinished call.
-func (r *Registry) Run(ctx context.Context, calls []Call) []llm.ToolResult {
+func (r *Registry) Run(ctx context.Context, calls []llm.ToolUse) []llm.ToolResult {
 	// Not errgroup.SetLimit: the cap is shared with the calls an agent
 	// Starts, and a queued call must give up when ctx ends.
 	waits := make([]func() llm.ToolResult, len(calls))
@@ -146,7 +138,7 @@ func (r *Registry) Run(ctx context.Context, calls []Call) []llm.ToolResult {
 // moment the model has streamed it, and returns a function that waits for
 // its result, as promptly as Run, as often as called. Calls share the
 // registry's limits with Run; a queue's run in the order Start was called.
-func (r *Registry) Start(ctx context.Context, call Call) (wait func() llm.ToolResult) {
+func (r *Registry) Start(ctx context.Context, call llm.ToolUse) (wait func() llm.ToolResult) {
 	k := &turn{call: call, delivered: make(chan struct{}), finished: make(chan struct{})}
 	// Checked here, not on the call's goroutine, bad input is answered at once.
 	t, err := r.lookup(call.Name)
@@ -175,7 +167,7 @@ func (r *Registry) Start(ctx context.Context, call Call) (wait func() llm.ToolRe
 // waits for finished. The first result delivered wins: the handler's or a
 // timeout's.
 type turn struct {
-	call      Call
+	call      llm.ToolUse
 	once      sync.Once
 	res       llm.ToolResult
 	delivered chan struct{} // closed when res is out
@@ -300,7 +292,7 @@ func (r *Registry) Wait(ctx context.Context) error {
 }
 
 // invoke runs t's handler and turns a panic into an error result.
-func (r *Registry) invoke(ctx context.Context, t *Tool, call Call, input json.RawMessage) (out llm.ToolResult) {
+func (r *Registry) invoke(ctx context.Context, t *Tool, call llm.ToolUse, input json.RawMessage) (out llm.ToolResult) {
 	defer func() {
 		if v := recover(); v != nil {
 			r.log.Error("tool panicked", "tool", call.Name, "id", call.ID, "panic", v, "stack", string(debug.Stack()))
