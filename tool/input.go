@@ -39,14 +39,12 @@ func prepare(t *Tool, input json.RawMessage) (json.RawMessage, error) {
 	// encoding/json words the rare failures of json/v2, which parses in one
 	// pass where encoding/json scans first: half the time of a 5 MiB input.
 	if v = nil; json2.Unmarshal(input, &v, lenient) != nil {
-		var te *json.UnmarshalTypeError
-		if err := json.Unmarshal(input, &v); errors.As(err, &te) {
-			// 1e400 is valid JSON: keep numbers as written and let the
-			// handler judge.
-			v, _ = jsv.UnmarshalJSON(bytes.NewReader(input))
-		} else if err != nil {
+		if err := json.Unmarshal(input, new(json.RawMessage)); err != nil {
 			return nil, fmt.Errorf("invalid input for tool %q: the input is not valid JSON: %v", t.spec.Name, err)
 		}
+		// Valid JSON that a float64 cannot hold (1e400): keep numbers as
+		// written and let the handler judge.
+		v, _ = jsv.UnmarshalJSON(bytes.NewReader(input))
 	}
 	if _, ok := v.(map[string]any); !ok {
 		return nil, fmt.Errorf("invalid input for tool %q: the input must be a JSON object, got %.40s", t.spec.Name, bytes.TrimSpace(input))

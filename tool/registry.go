@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -33,8 +32,6 @@ type Config struct {
 	// Logger receives each panic's stack and each timeout. Nil discards.
 	Logger *slog.Logger
 }
-
-var errDuplicate = errors.New("duplicate tool name")
 
 // A Registry holds the tools the model may call and runs its calls. Make
 // one with [NewRegistry]. It is safe for concurrent use.
@@ -79,7 +76,7 @@ func (r *Registry) Register(tools ...*Tool) error {
 		}
 		named := func(u *Tool) bool { return u.spec.Name == t.spec.Name }
 		if slices.ContainsFunc(r.tools, named) || slices.ContainsFunc(tools[:i], named) {
-			return fmt.Errorf("tool %q: %w", t.spec.Name, errDuplicate)
+			return fmt.Errorf("tool %q: duplicate tool name", t.spec.Name)
 		}
 	}
 	r.tools = append(r.tools, tools...)
@@ -94,13 +91,8 @@ func (r *Registry) Register(tools ...*Tool) error {
 
 // Lookup returns the registered tool with the given name.
 func (r *Registry) Lookup(name string) (*Tool, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	i := slices.IndexFunc(r.tools, func(t *Tool) bool { return t.spec.Name == name })
-	if i < 0 {
-		return nil, false
-	}
-	return r.tools[i], true
+	t, err := r.lookup(name)
+	return t, err == nil
 }
 
 // Specs returns the tools' descriptions for [llm.Request.Tools], in the
@@ -118,8 +110,8 @@ func (r *Registry) Specs() []llm.ToolSpec {
 // Run runs calls, the model's tool_use blocks, concurrently and returns
 // their results, results[i] answering calls[i]. It never fails: an unknown
 // tool, bad input, an error, a panic, a timeout or cancellation each become
-// an is_error result telling the model what happened. When ctx ends, Run returns promptly, with a
-// "cancelled" result for each unfinished call.
+// an is_error result telling the model what happened. When ctx ends, Run
+// returns promptly, with a "cancelled" result for each unfinished call.
 func (r *Registry) Run(ctx context.Context, calls []llm.ToolUse) []llm.ToolResult {
 	// Not errgroup.SetLimit: the cap is shared with the calls an agent
 	// Starts, and a queued call must give up when ctx ends.
@@ -212,22 +204,21 @@ func (r *Registry) run(ctx context.Context, t *Tool, input json.RawMessage, prev
 	}
 	if prev != nil {
 		select {
+		case <-prev.delivered: // always before finished
+		case <-ctx.Done():
+		}
+		// A handler ignoring its context may outlive its result: wait for
+		// it no longer than this call's timeout.
+		var overdue <-chan time.Time
+		if timeout > 0 {
+			overdue = time.After(timeout)
+		}
+		select {
 		case <-prev.finished:
 		case <-ctx.Done():
-		case <-prev.delivered:
-			// Its result is out, its handler ignoring its context: wait no
-			// longer than this call's timeout.
-			var overdue <-chan time.Time
-			if timeout > 0 {
-				overdue = time.After(timeout)
-			}
-			select {
-			case <-prev.finished:
-			case <-ctx.Done():
-			case <-overdue:
-				r.deliver(k, failure("not run: tool %q is still running an earlier call that timed out; try again later", k.call.Name))
-				return
-			}
+		case <-overdue:
+			r.deliver(k, failure("not run: tool %q is still running an earlier call that timed out; try again later", k.call.Name))
+			return
 		}
 	}
 	if r.sem != nil && ctx.Err() == nil && r.sem.Acquire(ctx, 1) == nil {
@@ -308,12 +299,14 @@ func (r *Registry) invoke(ctx context.Context, t *Tool, call llm.ToolUse, input 
 
 // lookup is Lookup, with an error for the model naming the tools there are.
 func (r *Registry) lookup(name string) (*Tool, error) {
-	if t, ok := r.Lookup(name); ok {
-		return t, nil
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if i := slices.IndexFunc(r.tools, func(t *Tool) bool { return t.spec.Name == name }); i >= 0 {
+		return r.tools[i], nil
 	}
-	var names []string
-	for _, s := range r.Specs() {
-		names = append(names, s.Name)
+	names := make([]string, len(r.tools))
+	for i, t := range r.tools {
+		names[i] = t.spec.Name
 	}
 	if len(names) == 0 {
 		return nil, fmt.Errorf("unknown tool %q: no tools are available", name)

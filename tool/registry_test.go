@@ -275,11 +275,6 @@ func TestRegisterErrors(t *testing.T) {
 			}
 		})
 	}
-	r := NewRegistry(Config{})
-	r.Register(ok("a"))
-	if err := r.Register(ok("a")); !errors.Is(err, errDuplicate) {
-		t.Errorf("duplicate error %v does not wrap errDuplicate", err)
-	}
 }
 
 func names(specs []llm.ToolSpec) []string {
