@@ -42,7 +42,6 @@ type Config struct {
 // the limits keep it from; [Registry.Wait] waits for such handlers.
 type Registry struct {
 	cfg Config
-	log *slog.Logger
 	sem *semaphore.Weighted // the MaxConcurrency slots; nil means no cap
 
 	mu      sync.Mutex
@@ -56,8 +55,8 @@ func NewRegistry(cfg Config) *Registry {
 	cfg.MaxConcurrency = cmp.Or(cfg.MaxConcurrency, 8)
 	cfg.Timeout = cmp.Or(cfg.Timeout, 60*time.Second)
 	cfg.MaxOutputBytes = cmp.Or(cfg.MaxOutputBytes, 100_000)
-	r := &Registry{cfg: cfg, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
-		queues: make(map[any]*turn), running: make(map[*turn]bool)}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	r := &Registry{cfg: cfg, queues: make(map[any]*turn), running: make(map[*turn]bool)}
 	if cfg.MaxConcurrency > 0 {
 		r.sem = semaphore.NewWeighted(int64(cfg.MaxConcurrency))
 	}
@@ -82,7 +81,7 @@ func (r *Registry) Register(tools ...*Tool) error {
 	r.tools = append(r.tools, tools...)
 	for _, t := range tools {
 		if t.unvalidated != nil {
-			r.log.Warn("tool inputs are checked only for being a JSON object, not against its schema",
+			r.cfg.Logger.Warn("tool inputs are checked only for being a JSON object, not against its schema",
 				"tool", t.spec.Name, "reason", t.unvalidated)
 		}
 	}
@@ -235,7 +234,7 @@ func (r *Registry) run(ctx context.Context, t *Tool, input json.RawMessage, prev
 	defer cancel()
 	stop := context.AfterFunc(callCtx, func() {
 		if ctx.Err() == nil {
-			r.log.Warn("tool call timed out; its handler keeps its slot until it returns",
+			r.cfg.Logger.Warn("tool call timed out; its handler keeps its slot until it returns",
 				"tool", k.call.Name, "id", k.call.ID, "timeout", timeout)
 		}
 		r.deliver(k, ended())
@@ -286,7 +285,7 @@ func (r *Registry) Wait(ctx context.Context) error {
 func (r *Registry) invoke(ctx context.Context, t *Tool, call llm.ToolUse, input json.RawMessage) (out llm.ToolResult) {
 	defer func() {
 		if v := recover(); v != nil {
-			r.log.Error("tool panicked", "tool", call.Name, "id", call.ID, "panic", v, "stack", string(debug.Stack()))
+			r.cfg.Logger.Error("tool panicked", "tool", call.Name, "id", call.ID, "panic", v, "stack", string(debug.Stack()))
 			out = failure("tool %q panicked: %v", call.Name, v)
 		}
 	}()
