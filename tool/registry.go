@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -63,15 +64,15 @@ func NewRegistry(cfg Config) *Registry {
 	return r
 }
 
-// Register adds tools: all, or none if one is invalid (nil, not built by a
-// constructor, a name the API rejects) or taken, saying which and why. It
-// warns of each tool whose inputs it cannot validate (see [NewRaw]).
+// Register adds tools: all, or none if one is nil, not built by a
+// constructor or named as one registered, saying which. It warns of each
+// tool whose inputs it cannot validate (see [NewRaw]).
 func (r *Registry) Register(tools ...*Tool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i, t := range tools {
-		if err := t.check(); err != nil {
-			return err
+		if t == nil || t.handler == nil {
+			return errors.New("tool: a nil *Tool, or one not built with New, NewWithSchema or NewRaw")
 		}
 		named := func(u *Tool) bool { return u.spec.Name == t.spec.Name }
 		if slices.ContainsFunc(r.tools, named) || slices.ContainsFunc(tools[:i], named) {
