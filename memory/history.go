@@ -156,7 +156,7 @@ func (h *History) AppendAssistant(msg llm.Message, usage llm.Usage) {
 	msg, compacted := h.serverCompacted(cloneMessage(msg))
 	msg.Role = llm.Assistant
 	e := entry{msg: msg, usage: usage, model: h.cfg.Model}
-	serverTools := slices.ContainsFunc(msg.Content, func(b llm.Block) bool { // what, but for compaction, makes a turn a paused one
+	serverTools := slices.ContainsFunc(msg.Content, func(b llm.Block) bool { // a block of a tool the API ran
 		r, ok := b.(llm.RawBlock)
 		return ok && r.Type != llm.CompactionBlock && apirules.Continues(r.Type)
 	})
