@@ -28,7 +28,7 @@ type batch struct {
 	cancel  workflow.CancelFunc
 	rep     looprules.Repeats // the repeat state after these calls
 	started map[string]workflow.Future
-	last    map[string]workflow.Future // each Sequential tool's latest call
+	last    map[string]workflow.Future // the latest call of each Sequential tool and each Queue
 	got     int                        // calls signalled by source
 	stale   map[string]bool            // attempts whose calls were cancelled
 }
@@ -104,7 +104,7 @@ func (r *run) settle(out *TurnOutput) error {
 
 // start checks a call by the loop's rules and, unless they stop it, runs
 // it in parallel with the batch's others, except that a Sequential tool's
-// calls run one after another. It returns the call's result, to come.
+// calls, and the calls of the tools of one Queue, run one after another. It returns the call's result, to come.
 func (r *run) start(b *batch, call llm.ToolUse) workflow.Future {
 	f, set := workflow.NewFuture(b.ctx)
 	if why, skip := looprules.Check(&b.rep, r.in.RepeatLimit, call, b.final); skip {
@@ -113,9 +113,15 @@ func (r *run) start(b *batch, call llm.ToolUse) workflow.Future {
 		return f
 	}
 	info, gen := r.tool(call.Name), b.gen
-	prev := b.last[call.Name]
-	if info.Sequential {
-		b.last[call.Name] = f
+	// A Queue's calls wait on the queue's last call, a Sequential tool's on
+	// its own; the prefixes keep a queue and a tool of one name apart.
+	key := "tool " + call.Name
+	if info.Queue != "" {
+		key = "queue " + info.Queue
+	}
+	prev := b.last[key]
+	if info.Sequential || info.Queue != "" {
+		b.last[key] = f
 	}
 	workflow.Go(b.ctx, func(ctx workflow.Context) {
 		if prev != nil {

@@ -97,7 +97,10 @@ func (a *Activities) Tools(ctx context.Context) (Offer, error) {
 	infos := make([]ToolInfo, len(specs))
 	for i, s := range specs {
 		t, _ := a.cfg.Registry.Lookup(s.Name)
-		infos[i] = ToolInfo{Spec: s, Sequential: t != nil && t.Sequential, AtMostOnce: slices.Contains(a.cfg.AtMostOnce, s.Name)}
+		infos[i] = ToolInfo{Spec: s, AtMostOnce: slices.Contains(a.cfg.AtMostOnce, s.Name)}
+		if t != nil {
+			infos[i].Sequential, infos[i].Queue = t.Sequential, t.Queue
+		}
 	}
 	return Offer{Tools: infos, System: a.cfg.System}, nil
 }

@@ -224,7 +224,7 @@ func TestQueue(t *testing.T) {
 			}))
 		}
 		write, edit, other := record("write"), record("edit"), record("other")
-		write.Queue, edit.Queue = "files", "files"
+		write.Queue, edit.Queue, other.Sequential = "files", "files", true
 		r := NewRegistry(Config{})
 		if err := r.Register(write, edit, other); err != nil {
 			t.Fatal(err)
@@ -235,6 +235,10 @@ func TestQueue(t *testing.T) {
 		want := map[string]time.Duration{"edit 0": 0, "write 1": time.Second, "other 2": 0, "edit 3": 2 * time.Second}
 		if diff := cmp.Diff(want, started); diff != "" {
 			t.Errorf("start times (-want +got):\n%s", diff)
+		}
+		synctest.Wait() // every call's goroutine has returned
+		if n := len(r.queues); n != 0 {
+			t.Errorf("%d idle queues still hold their last call (and its input)", n)
 		}
 	})
 }

@@ -142,12 +142,16 @@ func (r *Registry) Start(ctx context.Context, call llm.ToolUse) (wait func() llm
 		r.deliver(k, failure("%v", err))
 		return k.wait
 	}
+	switch {
+	case t.Queue != "":
+		k.queue = t.Queue
+	case t.Sequential:
+		k.queue = t
+	}
 	r.mu.Lock()
 	var prev *turn
-	if t.Queue != "" {
-		prev, r.queues[t.Queue] = r.queues[t.Queue], k
-	} else if t.Sequential {
-		prev, r.queues[t] = r.queues[t], k
+	if k.queue != nil {
+		prev, r.queues[k.queue] = r.queues[k.queue], k
 	}
 	r.running[k] = true
 	r.mu.Unlock()
@@ -160,6 +164,7 @@ func (r *Registry) Start(ctx context.Context, call llm.ToolUse) (wait func() llm
 // timeout's.
 type turn struct {
 	call      llm.ToolUse
+	queue     any // its key in Registry.queues, if it is in a queue
 	once      sync.Once
 	res       llm.ToolResult
 	delivered chan struct{} // closed when res is out
@@ -192,6 +197,9 @@ func (r *Registry) run(ctx context.Context, t *Tool, input json.RawMessage, prev
 		close(k.finished)
 		r.mu.Lock()
 		delete(r.running, k)
+		if k.queue != nil && r.queues[k.queue] == k {
+			delete(r.queues, k.queue) // the queue is idle: let its input and result go
+		}
 		r.mu.Unlock()
 	}()
 	timeout := cmp.Or(t.Timeout, r.cfg.Timeout)
