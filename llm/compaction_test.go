@@ -23,21 +23,21 @@ func TestContextManagementRequest(t *testing.T) {
 	compact := ContextEdit{Type: Compact, Trigger: &EditLimit{"input_tokens", 60000}, PauseAfterCompaction: true}
 	for _, tc := range []struct {
 		name     string
-		cm       *ContextManagement
+		cm       []ContextEdit
 		sum      *Summarize
 		wantBeta []string
 		wantCM   string // context_management as sent, "" for none
 		wantComp string // compaction as sent
 	}{
 		{name: "none"},
-		{name: "editing", cm: &ContextManagement{Edits: []ContextEdit{{Type: ClearThinking, Keep: &EditLimit{"thinking_turns", 1}}, edit}},
+		{name: "editing", cm: []ContextEdit{{Type: ClearThinking, Keep: &EditLimit{"thinking_turns", 1}}, edit},
 			wantBeta: []string{"context-management-2025-06-27"},
 			wantCM: `{"edits":[{"type":"clear_thinking_20251015","keep":{"type":"thinking_turns","value":1}},` +
 				`{"type":"clear_tool_uses_20250919","trigger":{"type":"input_tokens","value":30000},"keep":{"type":"tool_uses","value":3},"clear_at_least":{"type":"input_tokens","value":5000}}]}`},
-		{name: "compact", cm: &ContextManagement{Edits: []ContextEdit{compact}},
+		{name: "compact", cm: []ContextEdit{compact},
 			wantBeta: []string{"compact-2026-01-12"},
 			wantCM:   `{"edits":[{"type":"compact_20260112","trigger":{"type":"input_tokens","value":60000},"pause_after_compaction":true}]}`},
-		{name: "both", cm: &ContextManagement{Edits: []ContextEdit{edit, compact}},
+		{name: "both", cm: []ContextEdit{edit, compact},
 			wantBeta: []string{"context-management-2025-06-27,compact-2026-01-12"}},
 		{name: "summarize", sum: &Summarize{}, wantBeta: []string{"compact-2026-09-04"}, wantComp: `{"type":"summarize"}`},
 	} {
@@ -46,7 +46,7 @@ func TestContextManagementRequest(t *testing.T) {
 			defer srv.Close()
 			c := New(Config{BaseURL: srv.URL, MaxAttempts: 1})
 			req := Request{Model: "claude-opus-5-5", Messages: []Message{{Role: User, Content: []Block{Text{Text: "hi"}}}},
-				ContextManagement: tc.cm, Summarize: tc.sum}
+				ContextEdits: tc.cm, Summarize: tc.sum}
 			for _, err := range c.Stream(context.Background(), req) {
 				if err != nil {
 					t.Fatal(err)

@@ -103,7 +103,7 @@ func runCompactionSession(tb testing.TB, mode string, turns, resultChars, limit 
 			cost.compactions++ // the client's
 		}
 		req := llm.Request{Model: opus, MaxTokens: 1024, System: system, Tools: tools, Messages: h.Messages(), Cache: true,
-			ContextManagement: h.ContextManagement(false)}
+			ContextEdits: h.ContextManagement(false)}
 		var asm llm.Assembler
 		for ev, err := range client.Stream(ctx, req) {
 			if err != nil {

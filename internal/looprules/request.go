@@ -36,7 +36,7 @@ func Request(h *memory.History, s Settings, final bool) llm.Request {
 		Cache:     !s.NoCache,
 		Container: s.Container,
 		// Context editing and server compaction, as the history's strategy has it.
-		ContextManagement: h.ContextManagement(thinks(cfg.Model, s.Thinking)),
+		ContextEdits: h.ContextManagement(thinks(cfg.Model, s.Thinking)),
 	}
 	if final && len(s.Tools) > 0 {
 		req.ToolChoice = &llm.ToolChoice{Type: "none"}
