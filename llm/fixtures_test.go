@@ -120,8 +120,8 @@ func TestDifferential(t *testing.T) {
 				if !p.done {
 					b = p.finish()
 				}
-				if BlockType(b) != sb.Type {
-					t.Errorf("block %d: type %s, SDK %s", i, BlockType(b), sb.Type)
+				if b.blockType() != sb.Type {
+					t.Errorf("block %d: type %s, SDK %s", i, b.blockType(), sb.Type)
 					continue
 				}
 				if !p.done || sb.Type == "compaction" {

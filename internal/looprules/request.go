@@ -84,7 +84,7 @@ func Interrupt(h *memory.History, shown string) {
 // the turn's after the compaction, what the model reads now.
 func ServerCompaction(h *memory.History, msg llm.Message, usage llm.Usage) (memory.Compaction, bool) {
 	for _, b := range msg.Content {
-		if llm.BlockType(b) == llm.CompactionBlock {
+		if rb, ok := b.(llm.RawBlock); ok && rb.Type == llm.CompactionBlock {
 			return memory.Compaction{Before: h.Tokens(), After: int(usage.Context()), Steps: []string{"on the server"}}, true
 		}
 	}
