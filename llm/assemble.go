@@ -286,33 +286,20 @@ func (p *partial) merge(delta json.RawMessage) {
 	}
 }
 
-// Turn returns the turn so far.
+// Turn returns the turn so far, its blocks in index order.
 func (a *Assembler) Turn() Turn {
 	t := a.turn
-	t.Message, t.Incomplete = Message{Role: Assistant, Content: a.collect(true)}, a.collect(false)
-	return t
-}
-
-// collect returns the blocks that are done, or those that are not, in
-// index order.
-func (a *Assembler) collect(done bool) []Block {
-	var out []Block
-	for _, p := range a.sorted() {
-		b := p.block
-		if p.done != done {
-			continue
-		} else if !done {
-			b = p.finish()
-		}
-		if b != nil {
-			out = append(out, b)
-		}
-	}
-	return out
-}
-
-func (a *Assembler) sorted() []*partial {
+	t.Message.Role = Assistant
 	ps := slices.Clone(a.blocks)
 	slices.SortStableFunc(ps, func(x, y *partial) int { return cmp.Compare(x.index, y.index) })
-	return ps
+	for _, p := range ps {
+		if !p.done {
+			if b := p.finish(); b != nil {
+				t.Incomplete = append(t.Incomplete, b)
+			}
+		} else if p.block != nil {
+			t.Message.Content = append(t.Message.Content, p.block)
+		}
+	}
+	return t
 }

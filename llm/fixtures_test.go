@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -105,7 +106,9 @@ func TestDifferential(t *testing.T) {
 				sdkBlocks = append(sdkBlocks, b)
 			}
 			var ours []*partial
-			for _, p := range a.sorted() {
+			ps := slices.Clone(a.blocks)
+			slices.SortStableFunc(ps, func(x, y *partial) int { return x.index - y.index })
+			for _, p := range ps {
 				if (p.done && p.block == nil) || (!p.done && p.finish() == nil) {
 					continue // a dropped empty text block
 				}
