@@ -19,7 +19,7 @@ import (
 // Add returns each block the moment its BlockStop completes it, so that a
 // tool call can start while the model still writes. A block whose
 // BlockStop never came (cut off by max_tokens or an error) is reported only
-// in its [Turn].Incomplete, and must not be run.
+// in [Turn].Incomplete, and must not be run.
 //
 // Tool input is the concatenated fragments, parsed at BlockStop, else the
 // start's input, else {}. An input that is not a JSON object is wrapped as
@@ -43,7 +43,7 @@ type Turn struct {
 	// arrived of them. A tool call among them must not run.
 	Incomplete []Block
 	StopReason StopReason // "" until one arrives
-	Usage      Usage
+	Usage      Usage      // cumulative, so far
 	// Container is the code execution container, for the next
 	// [Request].Container, or "".
 	Container string
