@@ -11,7 +11,7 @@ import (
 )
 
 // This file is server-side context management, as the platform docs'
-// context editing and compaction pages give it: the stream builders for a
+// context editing and compaction pages give it: the stream builder for a
 // compaction block, the checks the API makes of context_management and
 // compaction, and what a compaction leaves of the prompt.
 
@@ -20,24 +20,22 @@ import (
 // compaction_delta. Stop("compaction") after it is the reply of a
 // compaction that pauses (pause_after_compaction, or a compaction request);
 // otherwise the turn goes on after it, from the summary.
-func (s *Stream) Compaction(summary string) *Stream {
+//
+// usage, if given, is the compaction iteration's input, output, cache
+// creation and cache read tokens, reported in message_delta's
+// usage.iterations before the message iteration, whose counts are those of
+// Usage and Stop. As the API does, the top-level usage counts only the
+// message iteration: the compaction is billed on top.
+func (s *Stream) Compaction(summary string, usage ...int) *Stream {
 	s.Block(Block{Type: "compaction", Raw: json.RawMessage(`{"type":"compaction","content":null}`)})
 	delta, _ := json.Marshal(struct {
 		Type    string `json:"type"`
 		Content string `json:"content"`
 	}{"compaction_delta", summary})
-	return s.Delta(string(delta))
-}
-
-// CompactionUsage reports, in message_delta's usage.iterations, a
-// compaction iteration (input, output, cache creation and cache read
-// tokens, as in Usage) before the message iteration, whose counts are those
-// of Usage and Stop. As the API does, the top-level usage counts only the
-// message iteration: the compaction is billed on top.
-func (s *Stream) CompactionUsage(input, output, cacheCreation, cacheRead int) *Stream {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.compact, s.plan = [4]int{input, output, cacheCreation, cacheRead}, nil
+	copy(s.compact[:], usage)
+	s.addLocked(item{kind: kDelta, index: s.nextIdx - 1, a: string(delta)})
 	return s
 }
 
@@ -73,11 +71,10 @@ const (
 	minCompactionTrigger     = 50_000
 )
 
-// CompactionTrigger returns the input tokens at which the request's
+// compactionTrigger returns the input tokens at which the request's
 // compact_20260112 edit compacts, and whether it pauses after the block;
 // trigger is 0 when the request asks for no compaction at a threshold.
-func (r *Request) CompactionTrigger() (trigger int, pause bool) {
-	cm, _, _ := r.contextManagement()
+func compactionTrigger(cm *contextManagement) (trigger int, pause bool) {
 	if cm == nil {
 		return 0, false
 	}
@@ -93,11 +90,10 @@ func (r *Request) CompactionTrigger() (trigger int, pause bool) {
 	return 0, false
 }
 
-// Prompt returns the messages the model reads: as the API does, it drops
+// prompt returns the messages the model reads: as the API does, it drops
 // every block before the last compaction block, which then opens the
 // prompt in its assistant message.
-func (r *Request) Prompt() []Message {
-	msgs := r.Messages()
+func prompt(msgs []Message) []Message {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		for j := len(msgs[i].Content) - 1; j >= 0; j-- {
 			if msgs[i].Content[j].Type == "compaction" {

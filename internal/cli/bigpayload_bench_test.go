@@ -29,8 +29,8 @@ import (
 //     input, ToParam, and the next NewStreaming.
 //   - agentloop: the CLI itself, `agentloop --tools calculator PROMPT`.
 //
-// The server is anthropictest in this process, streaming buffered (not one
-// flush per event), so that it costs the clients as little as it can.
+// The server is anthropictest in this process, Buffered (not one flush per
+// event), so that it costs the clients as little as it can.
 //
 //	go test ./internal/cli -run '^$' -bench 'BigPayload|LongText|AtRest' -benchtime 5x
 //
@@ -60,8 +60,8 @@ func bigInput() string {
 // call, then a short final answer.
 func bigPayloadReplies(input string) []anthropictest.Reply {
 	return []anthropictest.Reply{
-		anthropictest.NewStream().ToolUse("toolu_big", "calculator", anthropictest.Split(input, 512)...).Stop("tool_use").Buffered(),
-		anthropictest.NewStream().Text("Written.").Stop("end_turn").Buffered(),
+		anthropictest.NewStream().ToolUse("toolu_big", "calculator", anthropictest.Split(input, 512)...).Stop("tool_use"),
+		anthropictest.NewStream().Text("Written.").Stop("end_turn"),
 	}
 }
 
@@ -71,7 +71,15 @@ func longTextReplies() []anthropictest.Reply {
 	for i := range d {
 		d[i] = "word "
 	}
-	return []anthropictest.Reply{anthropictest.NewStream().Text(d...).Stop("end_turn").Buffered()}
+	return []anthropictest.Reply{anthropictest.NewStream().Text(d...).Stop("end_turn")}
+}
+
+// newBenchServer starts a Buffered server answering replies, and returns
+// it with the number of requests the script expects.
+func newBenchServer(replies []anthropictest.Reply) (*anthropictest.Server, int) {
+	srv := anthropictest.NewServer(replies...)
+	srv.Buffered = true
+	return srv, len(replies)
 }
 
 // child is one client: a binary and its arguments for a server URL and
@@ -162,12 +170,12 @@ func runChildren(b *testing.B, replies func() []anthropictest.Reply, children ..
 	rssFile := filepath.Join(dir, "rss")
 	var bodySize int
 	{
-		srv := anthropictest.NewServer(replies()...)
+		srv, script := newBenchServer(replies())
 		out, err := children[len(children)-1].command(dir, srv.URL, 0, rssFile).CombinedOutput()
 		reqs := srv.Requests()
 		srv.Close()
-		if err != nil || srv.Pending() != 0 {
-			b.Fatalf("agentloop: %v, %d replies unused:\n%s", err, srv.Pending(), out)
+		if err != nil || len(reqs) != script {
+			b.Fatalf("agentloop: %v, %d requests for %d replies:\n%s", err, len(reqs), script, out)
 		}
 		if len(reqs) > 0 {
 			bodySize = len(reqs[len(reqs)-1].Body)
@@ -178,7 +186,7 @@ func runChildren(b *testing.B, replies func() []anthropictest.Reply, children ..
 			var peak int64
 			for b.Loop() {
 				b.StopTimer()
-				srv := anthropictest.NewServer(replies()...)
+				srv, script := newBenchServer(replies())
 				cmd := c.command(dir, srv.URL, bodySize, rssFile)
 				var out bytes.Buffer
 				cmd.Stderr = &out
@@ -186,8 +194,8 @@ func runChildren(b *testing.B, replies func() []anthropictest.Reply, children ..
 				err := cmd.Run()
 				b.StopTimer()
 				srv.Close()
-				if err != nil || srv.Pending() != 0 {
-					b.Fatalf("%s: %v, %d replies unused:\n%s", c.name, err, srv.Pending(), out.Bytes())
+				if n := len(srv.Requests()); err != nil || n != script {
+					b.Fatalf("%s: %v, %d requests for %d replies:\n%s", c.name, err, n, script, out.Bytes())
 				}
 				rss, err := os.ReadFile(rssFile)
 				kib, perr := strconv.ParseInt(strings.TrimSpace(string(rss)), 10, 64)
@@ -233,7 +241,7 @@ func BenchmarkBigPayloadInProcess(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		b.StopTimer()
-		srv := anthropictest.NewServer(bigPayloadReplies(input)...)
+		srv, script := newBenchServer(bigPayloadReplies(input))
 		c.getenv = func(k string) string {
 			return map[string]string{"ANTHROPIC_API_KEY": "sk-ant-bench", "ANTHROPIC_BASE_URL": srv.URL}[k]
 		}
@@ -241,8 +249,8 @@ func BenchmarkBigPayloadInProcess(b *testing.B) {
 		code := c.main(context.Background(), []string{"--tools", "calculator", "Write the file."}, strings.NewReader(""), io.Discard, io.Discard)
 		b.StopTimer()
 		srv.Close()
-		if code != 0 || srv.Pending() != 0 {
-			b.Fatalf("exit status %d, %d replies unused", code, srv.Pending())
+		if n := len(srv.Requests()); code != 0 || n != script {
+			b.Fatalf("exit status %d, %d requests for %d replies", code, n, script)
 		}
 		b.StartTimer()
 	}
