@@ -264,14 +264,17 @@ func (s *Server) checkThinking(p *Params, prefix bool) *HTTPError {
 // register records the signed thinking blocks of the stream st as served
 // for c's request, so that checkThinking knows them when they come back.
 func (s *Server) register(c *call, st *Stream) {
+	st.mu.Lock()
+	var items []item
+	if slices.ContainsFunc(st.items, func(it item) bool { return it.kind == kSignatureDelta }) {
+		items = slices.Clone(st.items)
+	}
+	st.mu.Unlock()
+	if items == nil {
+		return // nothing to record: the request, which may be megabytes, is not decoded
+	}
 	p, err := c.req.Params()
 	if err != nil {
-		return
-	}
-	st.mu.Lock()
-	items := slices.Clone(st.items)
-	st.mu.Unlock()
-	if !slices.ContainsFunc(items, func(it item) bool { return it.kind == kSignatureDelta }) {
 		return
 	}
 	pr := newPrefix(p)
