@@ -109,25 +109,30 @@ func prompt(msgs []Message) []Message {
 // contextManagement decodes the request's context_management and whether
 // it has a compaction parameter (and of which type).
 func (r *Request) contextManagement() (*contextManagement, string, error) {
-	var w struct {
-		ContextManagement *contextManagement `json:"context_management"`
-		Compaction        *struct {
-			Type string `json:"type"`
-		} `json:"compaction"`
+	set, err := r.settings()
+	if err != nil {
+		return nil, "", err
 	}
-	if err := json.Unmarshal(r.Body, &w); err != nil {
+	var cm *contextManagement
+	if err := json.Unmarshal(cmpOr(set.ContextManagement, "null"), &cm); err != nil {
+		return nil, "", err
+	}
+	var c *struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(cmpOr(set.Compaction, "null"), &c); err != nil {
 		return nil, "", err
 	}
 	typ := ""
-	if w.Compaction != nil {
-		typ = cmpOr(w.Compaction.Type, "(none)")
+	if c != nil {
+		typ = cmpOr(c.Type, "(none)")
 	}
-	return w.ContextManagement, typ, nil
+	return cm, typ, nil
 }
 
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
+func cmpOr[S ~string | ~[]byte](s S, def string) S {
+	if len(s) == 0 {
+		return S(def)
 	}
 	return s
 }

@@ -19,6 +19,9 @@ type Request struct {
 	Header http.Header
 	// Body is the request body, exactly as sent.
 	Body []byte
+
+	set    *settings // the checks' view of Body (strict.go)
+	setErr error
 }
 
 // Params decodes the body's main fields.

@@ -159,9 +159,10 @@ func (c child) command(dir, url string, bodySize int, rssFile string) *exec.Cmd 
 }
 
 // runChildren benchmarks each client against a fresh server answering
-// replies(), reporting its peak RSS. The floor needs the size of
-// agentloop's last request body, so agentloop runs once first to learn it.
-func runChildren(b *testing.B, replies func() []anthropictest.Reply, children ...child) {
+// replies, reporting its peak RSS. The floor needs the size of agentloop's
+// last request body, so agentloop runs once first to learn it; that run
+// also renders the streams, which every later server sends as rendered.
+func runChildren(b *testing.B, replies []anthropictest.Reply, children ...child) {
 	if _, err := os.Stat("/usr/bin/time"); err != nil {
 		b.Skip("GNU time is not installed at /usr/bin/time: it measures the clients' peak RSS")
 	}
@@ -170,7 +171,7 @@ func runChildren(b *testing.B, replies func() []anthropictest.Reply, children ..
 	rssFile := filepath.Join(dir, "rss")
 	var bodySize int
 	{
-		srv, script := newBenchServer(replies())
+		srv, script := newBenchServer(replies)
 		out, err := children[len(children)-1].command(dir, srv.URL, 0, rssFile).CombinedOutput()
 		reqs := srv.Requests()
 		srv.Close()
@@ -186,7 +187,7 @@ func runChildren(b *testing.B, replies func() []anthropictest.Reply, children ..
 			var peak int64
 			for b.Loop() {
 				b.StopTimer()
-				srv, script := newBenchServer(replies())
+				srv, script := newBenchServer(replies)
 				cmd := c.command(dir, srv.URL, bodySize, rssFile)
 				var out bytes.Buffer
 				cmd.Stderr = &out
@@ -213,7 +214,7 @@ func runChildren(b *testing.B, replies func() []anthropictest.Reply, children ..
 
 func BenchmarkBigPayload(b *testing.B) {
 	input := bigInput()
-	runChildren(b, func() []anthropictest.Reply { return bigPayloadReplies(input) },
+	runChildren(b, bigPayloadReplies(input),
 		append([]child{floorChild, sdkChild}, cliChildren("--tools", "calculator", "Write the file.")...)...)
 }
 
@@ -222,7 +223,7 @@ func BenchmarkBigPayload(b *testing.B) {
 // the same stream and discards it. The SDK-only agent is left out: its
 // Message.Accumulate joins text with +=, and took 18.7 s per answer.
 func BenchmarkLongText(b *testing.B) {
-	runChildren(b, longTextReplies, append([]child{floorChild}, cliChildren("Tell me a long story.")...)...)
+	runChildren(b, longTextReplies(), append([]child{floorChild}, cliChildren("Tell me a long story.")...)...)
 }
 
 // BenchmarkAtRest starts the CLI for --help, which only prints, beside
@@ -230,18 +231,21 @@ func BenchmarkLongText(b *testing.B) {
 // of code and tables that the linked packages' init functions touch.
 func BenchmarkAtRest(b *testing.B) {
 	floor := child{name: "floor", args: func(string, int) []string { return []string{"-h"} }}
-	runChildren(b, func() []anthropictest.Reply { return nil }, append([]child{floor}, cliChildren("--help")...)...)
+	runChildren(b, nil, append([]child{floor}, cliChildren("--help")...)...)
 }
 
 // BenchmarkBigPayloadInProcess is the agentloop round trip of
 // BenchmarkBigPayload in this process, for the profiler.
 func BenchmarkBigPayloadInProcess(b *testing.B) {
-	input := bigInput()
+	replies := bigPayloadReplies(bigInput())
+	for _, r := range replies {
+		r.(*anthropictest.Stream).Bytes() // rendered once, outside the timer
+	}
 	c := &cli{getenv: func(string) string { return "" }, isTerminal: func(any) bool { return false }}
 	b.ReportAllocs()
 	for b.Loop() {
 		b.StopTimer()
-		srv, script := newBenchServer(bigPayloadReplies(input))
+		srv, script := newBenchServer(replies)
 		c.getenv = func(k string) string {
 			return map[string]string{"ANTHROPIC_API_KEY": "sk-ant-bench", "ANTHROPIC_BASE_URL": srv.URL}[k]
 		}
