@@ -40,8 +40,8 @@ import (
 // ns/op is one whole round trip, process start included (a few
 // milliseconds for each client); peak-RSS-MiB is the largest maximum
 // resident set of the client over the runs, as GNU time reports it.
-// BenchmarkBigPayloadInProcess runs the CLI in this process, for
-// -cpuprofile and -memprofile.
+// BenchmarkBigPayloadInProcess and BenchmarkLongTextInProcess run the CLI
+// in this process, for -cpuprofile and -memprofile.
 
 // bigInput is the tool input: the calculator's three fields and a 5 MiB
 // "content" string with quotes, tabs, newlines and non-ASCII text, as a
@@ -237,9 +237,20 @@ func BenchmarkAtRest(b *testing.B) {
 // BenchmarkBigPayloadInProcess is the agentloop round trip of
 // BenchmarkBigPayload in this process, for the profiler.
 func BenchmarkBigPayloadInProcess(b *testing.B) {
-	replies := bigPayloadReplies(bigInput())
+	runInProcess(b, bigPayloadReplies(bigInput()), "--tools", "calculator", "Write the file.")
+}
+
+// BenchmarkLongTextInProcess is BenchmarkLongText's answer streamed to the
+// CLI in this process, for the profiler.
+func BenchmarkLongTextInProcess(b *testing.B) {
+	runInProcess(b, longTextReplies(), "Tell me a long story.")
+}
+
+// runInProcess runs the CLI with args in this process against a fresh
+// server answering replies, rendered once, outside the timer.
+func runInProcess(b *testing.B, replies []anthropictest.Reply, args ...string) {
 	for _, r := range replies {
-		r.(*anthropictest.Stream).Bytes() // rendered once, outside the timer
+		r.(*anthropictest.Stream).Bytes()
 	}
 	c := &cli{getenv: func(string) string { return "" }, isTerminal: func(any) bool { return false }}
 	b.ReportAllocs()
@@ -250,7 +261,7 @@ func BenchmarkBigPayloadInProcess(b *testing.B) {
 			return map[string]string{"ANTHROPIC_API_KEY": "sk-ant-bench", "ANTHROPIC_BASE_URL": srv.URL}[k]
 		}
 		b.StartTimer()
-		code := c.main(context.Background(), []string{"--tools", "calculator", "Write the file."}, strings.NewReader(""), io.Discard, io.Discard)
+		code := c.main(context.Background(), args, strings.NewReader(""), io.Discard, io.Discard)
 		b.StopTimer()
 		srv.Close()
 		if n := len(srv.Requests()); code != 0 || n != script {
