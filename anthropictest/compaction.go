@@ -1,7 +1,6 @@
 package anthropictest
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -156,9 +155,6 @@ func (r *Request) betas() []string {
 // tokens and at least 50,000, clear_thinking comes first, and compaction
 // cannot be combined with context_management.
 func checkContextManagement(r *Request) Reply {
-	if !bytes.Contains(r.Body, []byte(`"compaction"`)) && !bytes.Contains(r.Body, []byte(`"context_management"`)) {
-		return nil // the common case, without decoding a body that may be megabytes
-	}
 	cm, compaction, err := r.contextManagement()
 	if err != nil || cm == nil && compaction == "" {
 		return nil // a body that does not decode is CheckRequest's to report
