@@ -75,9 +75,7 @@ func longTextReplies() []anthropictest.Reply {
 }
 
 // newBenchServer starts a Buffered server answering replies, and returns
-// it with the number of requests that use the whole script. Fewer means a
-// reply went unused; the floor may make more, after the long text, which
-// are answered 500.
+// it with the number of requests the script answers: one a reply.
 func newBenchServer(replies []anthropictest.Reply) (*anthropictest.Server, int) {
 	srv := anthropictest.NewServer(replies...)
 	srv.Buffered = true
@@ -177,7 +175,7 @@ func runChildren(b *testing.B, replies []anthropictest.Reply, children ...child)
 		out, err := children[len(children)-1].command(dir, srv.URL, 0, rssFile).CombinedOutput()
 		reqs := srv.Requests()
 		srv.Close()
-		if err != nil || len(reqs) < script {
+		if err != nil || len(reqs) != script {
 			b.Fatalf("agentloop: %v, %d requests for %d replies:\n%s", err, len(reqs), script, out)
 		}
 		if len(reqs) > 0 {
@@ -197,7 +195,7 @@ func runChildren(b *testing.B, replies []anthropictest.Reply, children ...child)
 				err := cmd.Run()
 				b.StopTimer()
 				srv.Close()
-				if n := len(srv.Requests()); err != nil || n < script {
+				if n := len(srv.Requests()); err != nil || n != script {
 					b.Fatalf("%s: %v, %d requests for %d replies:\n%s", c.name, err, n, script, out.Bytes())
 				}
 				rss, err := os.ReadFile(rssFile)
@@ -266,7 +264,7 @@ func runInProcess(b *testing.B, replies []anthropictest.Reply, args ...string) {
 		code := c.main(context.Background(), args, strings.NewReader(""), io.Discard, io.Discard)
 		b.StopTimer()
 		srv.Close()
-		if n := len(srv.Requests()); code != 0 || n < script {
+		if n := len(srv.Requests()); code != 0 || n != script {
 			b.Fatalf("exit status %d, %d requests for %d replies", code, n, script)
 		}
 		b.StartTimer()
