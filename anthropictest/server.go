@@ -47,7 +47,7 @@ type Server struct {
 	Lenient bool
 
 	// Buffered lets the server write each unpaced stream in large writes
-	// instead of flushing after each event, as the API does. Benchmarks
+	// instead of flushing after each event as the API does. Benchmarks
 	// want it: per-event flushes measure the loopback, not the client's
 	// parser. Paced events are still flushed one by one. Set it before the
 	// requests it should serve.
