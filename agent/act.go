@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentloop/agentloop/internal/looprules"
+	"github.com/agentloop/agentloop/internal/telemetry" // otel hook
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
 )
@@ -26,10 +27,9 @@ func (p *pending) result() llm.ToolResult {
 }
 
 // startCall reports the call of tu and starts it under the turn's ctx,
-// unless the turn is the final, tool-less one, the input is not JSON, or
-// the repeat check or Approve stops it. The checks run on the goroutine
-// reading the stream, to see calls in order and let Approve ask a person.
-// rep is the turn's copy of the repeat state, kept only if the turn is.
+// unless the loop's rules (looprules.Check) or Approve stop it, checked on
+// the goroutine reading the stream, to see calls in order and let Approve
+// ask a person. rep is the turn's copy of the repeat state.
 func (r *run) startCall(ctx context.Context, rep *looprules.Repeats, tu llm.ToolUse, final bool) *pending {
 	call := tool.Call{ID: tu.ID, Name: tu.Name, Input: tu.Input}
 	r.emit(ToolCall{ID: call.ID, Name: call.Name, Input: call.Input})
@@ -65,22 +65,18 @@ func notRun(call tool.Call, why string) *pending {
 // the history.
 func (r *run) act(t *turn) {
 	defer t.cancel()
-	h := r.cfg.History
-	h.AppendAssistant(t.msg, t.usage)
+	r.cfg.History.AppendAssistant(t.msg, t.usage)
 	r.repeats = t.repeats
-	results := make([]llm.ToolResult, len(t.calls))
+	results := make([]llm.Block, len(t.calls))
 	for i, p := range t.calls {
-		results[i] = p.result()
-		r.traceNotRun(p) // otel hook
-		r.emit(ToolDone{
-			ID:       p.call.ID,
-			Name:     p.call.Name,
-			Content:  shownText(results[i].Content),
-			IsError:  results[i].IsError,
-			Duration: p.took,
-		})
+		res := p.result()
+		results[i] = res
+		if p.took == 0 { // otel hook: a call the loop answered itself
+			telemetry.Event(r.ctx, telemetry.EventNotRun, telemetry.ToolKeys(p.call.Name, p.call.ID)...)
+		}
+		r.emit(ToolDone{ID: p.call.ID, Name: p.call.Name, Content: shownText(res.Content), IsError: res.IsError, Duration: p.took})
 	}
-	h.AppendToolResults(results)
+	r.cfg.History.AppendUser(results...)
 }
 
 // shownText is a result as [ToolDone] shows it: its text, then "[image]"

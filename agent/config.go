@@ -9,14 +9,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentloop/agentloop/internal/looprules"
 	"github.com/agentloop/agentloop/internal/telemetry" // otel hook
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/tool"
 )
-
-// DefaultMaxIterations is the default cap on the model calls of one run.
-const DefaultMaxIterations = 20
 
 // Config configures an [Agent]. Only Model is required; every other field's
 // zero value has the default documented on it.
@@ -41,11 +39,11 @@ type Config struct {
 	Registry *tool.Registry
 	// History is the conversation, which persists across runs. Its Config
 	// names the turns' model and max_tokens, which also price and size it.
-	// Default: memory.New(memory.Config{}).
+	// Default: memory.New(memory.Config{}); pass one to read or save it.
 	History *memory.History
 
 	// MaxIterations caps the model calls of one run, which then ends
-	// [IterationLimit]. Default [DefaultMaxIterations].
+	// [IterationLimit]. Default 20.
 	MaxIterations int
 	// FinalAnswer, at the iteration limit, makes one last call with tools
 	// disabled, so that the run ends with an answer, not a tool result.
@@ -96,27 +94,20 @@ type Config struct {
 // An Agent runs the think → act → observe loop over one conversation. Its
 // runs must not overlap, since they share its history; Agents are cheap.
 type Agent struct {
-	cfg   Config
-	model llm.Model
-	log   *slog.Logger
-	// retryWait waits before retrying a turn; tests shorten it.
-	retryWait func(ctx context.Context, attempt int, err error) error
-	busy      atomic.Bool            // a run is in progress
-	otel      *telemetry.Instruments // otel hook
+	cfg       Config // with defaults, and Model wrapped by Middleware
+	log       *slog.Logger
+	retryWait func(ctx context.Context, attempt int, err error) error // tests shorten it
+	busy      atomic.Bool                                             // a run is in progress
+	otel      *telemetry.Instruments                                  // otel hook
 }
 
-var (
-	errNoModel = errors.New("agent: Config.Model is required")
-	// ErrBusy is yielded by [Agent.Stream] when another run of the same
-	// Agent is in progress.
-	ErrBusy = errors.New("agent: another run of this Agent is in progress")
-)
+var errBusy = errors.New("agent: another run of this Agent is in progress")
 
 // New returns an Agent for cfg, with defaults filled in. It returns an
 // error naming the field if cfg is invalid, such as a negative limit.
 func New(cfg Config) (*Agent, error) {
 	if cfg.Model == nil {
-		return nil, errNoModel
+		return nil, errors.New("agent: Config.Model is required")
 	}
 	limits := []string{"MaxIterations", "MaxDuration", "MaxTotalTokens", "MaxAttempts"}
 	for i, v := range []int64{int64(cfg.MaxIterations), int64(cfg.MaxDuration), cfg.MaxTotalTokens, int64(cfg.MaxAttempts)} {
@@ -132,9 +123,9 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("agent: Config.Thinking.BudgetTokens (%d) must be below the history's MaxTokens (%d)",
 			th.BudgetTokens, max)
 	}
-	cfg.MaxIterations = cmp.Or(cfg.MaxIterations, DefaultMaxIterations)
+	cfg.MaxIterations = cmp.Or(cfg.MaxIterations, looprules.MaxIterations)
 	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, 3)
-	cfg.RepeatLimit = cmp.Or(cfg.RepeatLimit, 3)
+	cfg.RepeatLimit = cmp.Or(cfg.RepeatLimit, looprules.RepeatLimit)
 	if cfg.Registry == nil {
 		cfg.Registry = tool.NewRegistry(tool.Config{Logger: cfg.Logger})
 	}
@@ -146,19 +137,16 @@ func New(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("agent: Config.Tools: %w", err)
 		}
 	}
-	a := &Agent{cfg: cfg, model: cfg.Model, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)), retryWait: llm.RetryWait}
-	// otel hook: spans only; the model calls' metrics are the *llm.Client's.
-	a.otel = telemetry.Spans("github.com/agentloop/agentloop/agent", cfg.Telemetry.TracerProvider, cfg.Telemetry.CaptureContent)
 	if cfg.Middleware != nil {
-		if a.model = cfg.Middleware(cfg.Model); a.model == nil {
+		if cfg.Model = cfg.Middleware(cfg.Model); cfg.Model == nil {
 			return nil, errors.New("agent: Config.Middleware returned a nil Model")
 		}
 	}
+	a := &Agent{cfg: cfg, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)), retryWait: llm.RetryWait}
+	// otel hook: spans only; the model calls' metrics are the *llm.Client's.
+	a.otel = telemetry.Spans("github.com/agentloop/agentloop/agent", cfg.Telemetry.TracerProvider, cfg.Telemetry.CaptureContent)
 	return a, nil
 }
-
-// History returns the agent's conversation history.
-func (a *Agent) History() *memory.History { return a.cfg.History }
 
 // A State says how a run ended.
 type State string

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -40,8 +39,8 @@ func TestNew(t *testing.T) {
 					t.Fatalf("New: %v", err)
 				}
 				c := a.cfg
-				if c.MaxIterations != DefaultMaxIterations || c.RepeatLimit != 3 || c.MaxAttempts != 3 ||
-					a.History() == nil || c.Registry == nil || a.log == nil {
+				if c.MaxIterations != 20 || c.RepeatLimit != 3 || c.MaxAttempts != 3 ||
+					a.cfg.History == nil || c.Registry == nil || a.log == nil {
 					t.Errorf("defaults not filled: %+v", c)
 				}
 				return
@@ -51,8 +50,8 @@ func TestNew(t *testing.T) {
 			}
 		})
 	}
-	if _, err := New(Config{}); !errors.Is(err, errNoModel) {
-		t.Errorf("New(Config{}) = %v, want errNoModel", err)
+	if _, err := New(Config{}); err == nil || err.Error() != "agent: Config.Model is required" {
+		t.Errorf("New(Config{}) = %v, want the error naming Config.Model", err)
 	}
 }
 

@@ -6,10 +6,7 @@
 // collects the results into one user message, and asks again, until the
 // model ends its turn or a limit is hit:
 //
-//	a, err := agent.New(agent.Config{
-//		Model: llm.New(llm.Config{APIKey: key}),
-//		Tools: []*tool.Tool{weather},
-//	})
+//	a, err := agent.New(agent.Config{Model: llm.New(llm.Config{APIKey: key}), Tools: []*tool.Tool{weather}})
 //	for ev, err := range a.Stream(ctx, "What is 3 + 5?") {
 //		switch ev := ev.(type) {
 //		case agent.TextDelta:

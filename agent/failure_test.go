@@ -121,7 +121,7 @@ func TestMidStreamFailure(t *testing.T) {
 			// On success the history holds the user's message and the final
 			// turn: no partial turn, no error text, no tool call of a failed
 			// attempt. A failed run leaves it as it was: empty.
-			msgs := a.History().Messages()
+			msgs := a.cfg.History.Messages()
 			var roles []string
 			for _, m := range msgs {
 				roles = append(roles, fmt.Sprintf("%s:%s", m.Role, llm.TextOf(m.Content)))
@@ -133,7 +133,7 @@ func TestMidStreamFailure(t *testing.T) {
 			if diff := cmp.Diff(want, roles); diff != "" {
 				t.Errorf("history (-want +got):\n%s", diff)
 			}
-			validHistory(t, a.History())
+			validHistory(t, a.cfg.History)
 		})
 	}
 }
@@ -163,7 +163,7 @@ func TestPromptTooLong(t *testing.T) {
 		if len(reqs) < 3 || isSummary(reqs[0]) || !isSummary(reqs[1]) || isSummary(reqs[len(reqs)-1]) {
 			t.Errorf("%d requests, want turn, summaries, turn", len(reqs))
 		}
-		validHistory(t, a.History())
+		validHistory(t, a.cfg.History)
 	})
 	t.Run("only once", func(t *testing.T) {
 		_, client := fake(t, summarising(tooLong(), tooLong()))
@@ -173,7 +173,7 @@ func TestPromptTooLong(t *testing.T) {
 		if res.State != Failed || !errors.As(err, &ae) || !strings.Contains(ae.Message, "prompt is too long") {
 			t.Fatalf("result %+v, %v; want a failure with the 400", res, err)
 		}
-		validHistory(t, a.History())
+		validHistory(t, a.cfg.History)
 	})
 }
 
@@ -244,7 +244,7 @@ func TestCompactionReportedWhenStillTooLong(t *testing.T) {
 	h.AppendUser(llm.Text{Text: "Read the file."})
 	h.AppendAssistant(llm.Message{Role: llm.Assistant, Content: []llm.Block{
 		llm.ToolUse{ID: "toolu_1", Name: "echo", Input: []byte(`{"text":"x"}`)}}}, llm.Usage{})
-	h.AppendToolResults([]llm.ToolResult{{ToolUseID: "toolu_1", Content: []llm.Block{llm.Text{Text: strings.Repeat("file ", 2000)}}}})
+	h.AppendUser(llm.ToolResult{ToolUseID: "toolu_1", Content: []llm.Block{llm.Text{Text: strings.Repeat("file ", 2000)}}})
 	h.AppendAssistant(llm.Message{Role: llm.Assistant, Content: []llm.Block{llm.Text{Text: "Read it."}}}, llm.Usage{})
 	a := newAgent(t, client, Config{History: h})
 	evs, res, err := collect(t, a.Stream(t.Context(), strings.Repeat("huge ", 20_000)))

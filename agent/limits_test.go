@@ -57,7 +57,7 @@ func TestMaxIterations(t *testing.T) {
 					t.Errorf("final request: tool_choice %s with %d tools; want none, tools still listed", p.ToolChoice, len(p.Tools))
 				}
 			}
-			validHistory(t, a.History())
+			validHistory(t, a.cfg.History)
 		})
 	}
 }
@@ -74,7 +74,7 @@ func TestMaxTotalTokens(t *testing.T) {
 	if res.State != TokenLimit || res.Iterations != 2 || len(srv.Requests()) != 2 {
 		t.Errorf("result = %+v after %d requests", res, len(srv.Requests()))
 	}
-	validHistory(t, a.History())
+	validHistory(t, a.cfg.History)
 }
 
 func TestMaxDuration(t *testing.T) {
@@ -90,7 +90,7 @@ func TestMaxDuration(t *testing.T) {
 			if err != nil || res.State != TimeLimit {
 				t.Errorf("result = %+v, %v; want state %q and no error", res, err, TimeLimit)
 			}
-			validHistory(t, a.History())
+			validHistory(t, a.cfg.History)
 		})
 	}
 }
@@ -115,10 +115,10 @@ func TestCancel(t *testing.T) {
 			t.Errorf("result = %+v, %v; want cancelled with context.Canceled", res, err)
 		}
 		// The prompt stays, and so does the answer the user saw, marked.
-		if diff := cmp.Diff([]string{"user: hi", "assistant: partial|[interrupted]"}, texts(a.History())); diff != "" {
+		if diff := cmp.Diff([]string{"user: hi", "assistant: partial|[interrupted]"}, texts(a.cfg.History)); diff != "" {
 			t.Errorf("history (-want +got):\n%s", diff)
 		}
-		validHistory(t, a.History())
+		validHistory(t, a.cfg.History)
 	})
 	t.Run("mid-tool", func(t *testing.T) {
 		_, client := fake(t, at.NewStream().Text("Let me wait.").ToolUse("toolu_1", "block", `{"n":1}`).Stop("tool_use"))
@@ -145,10 +145,10 @@ func TestCancel(t *testing.T) {
 		// not come is marked as interrupted, without repeating the text
 		// of the turn that did.
 		want := []string{"user: hi", "assistant: Let me wait.", "user: cancelled: the tool call did not finish (context canceled)", "assistant: [interrupted]"}
-		if diff := cmp.Diff(want, texts(a.History())); diff != "" {
+		if diff := cmp.Diff(want, texts(a.cfg.History)); diff != "" {
 			t.Errorf("history (-want +got):\n%s", diff)
 		}
-		validHistory(t, a.History())
+		validHistory(t, a.cfg.History)
 	})
 	t.Run("caller stops reading", func(t *testing.T) {
 		_, client := fake(t, at.NewStream().Text("partial").Stall())
@@ -163,10 +163,10 @@ func TestCancel(t *testing.T) {
 		if _, ok := last.(TextDelta); !ok {
 			t.Errorf("last event %T", last)
 		}
-		if diff := cmp.Diff([]string{"user: hi", "assistant: partial|[interrupted]"}, texts(a.History())); diff != "" {
+		if diff := cmp.Diff([]string{"user: hi", "assistant: partial|[interrupted]"}, texts(a.cfg.History)); diff != "" {
 			t.Errorf("history (-want +got):\n%s", diff)
 		}
-		validHistory(t, a.History())
+		validHistory(t, a.cfg.History)
 	})
 	t.Run("caller stops reading mid-tool", func(t *testing.T) {
 		_, client := fake(t, at.NewStream().ToolUse("toolu_1", "block", `{"n":1}`).Stop("tool_use"))
@@ -180,7 +180,7 @@ func TestCancel(t *testing.T) {
 				break
 			}
 		}
-		validHistory(t, a.History())
+		validHistory(t, a.cfg.History)
 	})
 	t.Run("already cancelled", func(t *testing.T) {
 		srv, client := fake(t)
@@ -288,14 +288,14 @@ func TestBusy(t *testing.T) {
 	a := newAgent(t, client, Config{})
 	for range a.Stream(t.Context(), "one") {
 		_, res, err := collect(t, a.Stream(t.Context(), "two"))
-		if !errors.Is(err, ErrBusy) || res.State != Failed {
-			t.Errorf("overlapping run: %+v, %v; want ErrBusy", res, err)
+		if !errors.Is(err, errBusy) || res.State != Failed {
+			t.Errorf("overlapping run: %+v, %v; want errBusy", res, err)
 		}
 		break
 	}
 	// The first run is over (the caller stopped it): the agent is free.
 	_, client = fake(t, at.NewStream().Text("again").Stop("end_turn"))
-	a.model = client
+	a.cfg.Model = client
 	if res, err := a.Run(t.Context(), "three"); err != nil || res.Text != "again" {
 		t.Errorf("run after: %+v, %v", res, err)
 	}

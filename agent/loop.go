@@ -2,10 +2,10 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -16,7 +16,7 @@ import (
 )
 
 // This file is the whole loop: Stream → loop → turn (think, with retries)
-// → observe → act (act.go); request.go builds the requests.
+// → observe → act (act.go); request.go builds the requests and spans.
 
 // Stream runs the loop on input and yields its events: it appends input to
 // the history, then thinks (streams a model turn, starting each tool call
@@ -30,14 +30,13 @@ import (
 // started has returned, or 5s (toolGrace) after, with a warning naming it.
 //
 // The history is always left valid. A run that fails or is refused leaves
-// it exactly as it was, compactions included. A run cut short (cancelled,
-// stopped, out of time) keeps its prompt, its complete turns and the answer
-// shown so far, marked "[interrupted]", so that the next prompt follows a
-// complete exchange.
+// it as it was, compactions included. A run cut short keeps its prompt, its
+// complete turns and the answer shown so far, marked "[interrupted]", so
+// that the next prompt follows a complete exchange.
 func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		if !a.busy.CompareAndSwap(false, true) {
-			yield(Done{Result: Result{State: Failed}, Error: ErrBusy.Error()}, ErrBusy)
+			yield(Done{Result: Result{State: Failed}, Error: errBusy.Error()}, errBusy)
 			return
 		}
 		defer a.busy.Store(false)
@@ -75,13 +74,13 @@ func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error
 		case state == Failed || state == Refused:
 			rollback()
 		case state == Cancelled || state == TimeLimit:
-			r.interrupted()
+			looprules.Interrupt(h, r.shown.String())
 		}
 		telemetry.Repaired(r.ctx, h.Repair()) // whatever happened, leave a history the API accepts (otel hook)
 		if r.stopped {
 			return
 		}
-		done := Done{Result: Result{Text: r.text, State: state, Iterations: r.iter, Usage: r.usage, CostUSD: r.cost()}}
+		done := Done{Result: Result{Text: r.text, State: state, Iterations: r.iter, Usage: r.usage, CostUSD: looprules.Cost(r.cfg.History, r.usage)}}
 		if err != nil {
 			done.Error = err.Error()
 		}
@@ -90,25 +89,11 @@ func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error
 	}
 }
 
-// interrupted ends the history of a run cut short with the answer shown so
-// far, marked, unless the last message already answers the user's.
-func (r *run) interrupted() {
-	if msgs := r.cfg.History.Messages(); len(msgs) == 0 || msgs[len(msgs)-1].Role != llm.User {
-		return
-	}
-	var blocks []llm.Block
-	if shown := r.shown.String(); strings.TrimSpace(shown) != "" {
-		blocks = append(blocks, llm.Text{Text: shown})
-	}
-	r.cfg.History.AppendAssistant(llm.Message{Role: llm.Assistant, Content: append(blocks, llm.Text{Text: looprules.Interrupted})}, llm.Usage{})
-}
-
 const toolGrace = 5 * time.Second // how long a run's end waits for handlers that ignore ctx
 
 // Errors the loop makes. A turn out of context window is a prompt too long.
 var (
 	errMaxDuration   = errors.New("agent: Config.MaxDuration exceeded")
-	errNoPrompt      = errors.New("agent: the prompt is empty")
 	errContextWindow = fmt.Errorf("agent: stop_reason model_context_window_exceeded: %w", llm.ErrPromptTooLong)
 )
 
@@ -136,19 +121,13 @@ func (r *run) emit(e Event) {
 	}
 }
 
-func (r *run) cost() float64 {
-	m, _ := llm.LookupModel(r.cfg.History.Config().Model)
-	return m.Price.Cost(r.usage)
-}
-
 // loop is the think → act → observe cycle; Stream turns its error to a state.
 func (r *run) loop(input string) (State, error) {
 	if strings.TrimSpace(input) == "" {
-		return Failed, errNoPrompt
+		return Failed, errors.New("agent: the prompt is empty")
 	}
-	h := r.cfg.History
-	h.SetPrefix(r.cfg.System, r.specs)
-	h.AppendUser(llm.Text{Text: input})
+	r.cfg.History.SetPrefix(r.cfg.System, r.specs)
+	r.cfg.History.AppendUser(llm.Text{Text: input})
 	for {
 		if err := r.ctx.Err(); err != nil {
 			return Cancelled, err
@@ -187,10 +166,9 @@ type turn struct {
 	cancel  context.CancelFunc
 }
 
-// turn streams one model turn, retrying it up to Config.MaxAttempts times
-// on a transient error after output arrived (before, the llm client
-// retries), and once, after compacting, on a prompt too long for the
-// context window or a turn that ran out of it.
+// turn streams one model turn, retried up to Config.MaxAttempts times on a
+// transient error after output arrived (before, the llm client retries),
+// and once, compacted, on a prompt too long or a turn out of context.
 func (r *run) turn(final bool) (*turn, error) {
 	compacted := false
 	for attempt := 1; ; attempt++ {
@@ -204,7 +182,7 @@ func (r *run) turn(final bool) (*turn, error) {
 		r.usage = r.usage.Add(t.usage)
 		if err == nil {
 			r.shown.Reset() // the turn goes into the history whole
-			r.emit(UsageUpdate{Turn: t.usage, Total: r.usage, CostUSD: r.cost()})
+			r.emit(UsageUpdate{Turn: t.usage, Total: r.usage, CostUSD: looprules.Cost(r.cfg.History, r.usage)})
 			return t, nil
 		}
 		switch {
@@ -248,7 +226,7 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 		}
 	}()
 	ids := make(map[int]string) // tool_use block index → call id
-	for ev, err := range r.model.Stream(ctx, req) {
+	for ev, err := range r.cfg.Model.Stream(ctx, req) {
 		if err != nil {
 			return t, err
 		}
@@ -288,18 +266,14 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 	if t.stop == llm.ModelContextWindowExceeded {
 		return t, errContextWindow // turn compacts and asks again
 	}
-	r.serverCompacted(t.msg, asm.Usage())
-	// max_tokens cut the last block: text is kept, a tool_use keeps input {}
-	// and gets an is_error result, others are dropped.
-	for _, b := range asm.Incomplete() {
-		switch b := b.(type) {
-		case llm.Text:
-			t.msg.Content = append(t.msg.Content, b)
-		case llm.ToolUse:
-			b.Input = json.RawMessage("{}")
-			t.msg.Content = append(t.msg.Content, b)
-			t.calls = append(t.calls, notRun(tool.Call{ID: b.ID, Name: b.Name, Input: b.Input}, looprules.CutOff))
-		}
+	if c, ok := looprules.ServerCompaction(r.cfg.History, t.msg, asm.Usage()); ok {
+		r.log.Info("agent: the server compacted the history", slog.Int("before", c.Before))
+		r.emit(Compacted{c})
+	}
+	var cut []llm.ToolUse
+	t.msg, cut = looprules.Cut(t.msg, asm.Incomplete())
+	for _, tu := range cut {
+		t.calls = append(t.calls, notRun(tool.Call{ID: tu.ID, Name: tu.Name, Input: tu.Input}, looprules.CutOff))
 	}
 	r.text = llm.TextOf(t.msg.Content)
 	return t, nil

@@ -41,11 +41,11 @@ func TestTextTurn(t *testing.T) {
 	if p.Model != llm.DefaultModel || p.MaxTokens != llm.DefaultMaxTokens || !p.Stream {
 		t.Errorf("request params = %+v", p)
 	}
-	msgs := a.History().Messages()
+	msgs := a.cfg.History.Messages()
 	if len(msgs) != 2 || llm.TextOf(msgs[1].Content) != "Hello" {
 		t.Errorf("history = %+v", msgs)
 	}
-	validHistory(t, a.History())
+	validHistory(t, a.cfg.History)
 }
 
 func TestToolLoop(t *testing.T) {
@@ -85,7 +85,7 @@ func TestToolLoop(t *testing.T) {
 	if len(results) != 1 || results[0].ToolUseID != "toolu_1" || results[0].IsError {
 		t.Errorf("tool results sent = %+v", results)
 	}
-	validHistory(t, a.History())
+	validHistory(t, a.cfg.History)
 }
 
 // TestParallelTools checks that parallel calls are keyed by index, carry
@@ -136,7 +136,7 @@ func TestErrorWrapsAPIError(t *testing.T) {
 	if res.State != Failed {
 		t.Errorf("state = %q, want %q", res.State, Failed)
 	}
-	validHistory(t, a.History())
+	validHistory(t, a.cfg.History)
 }
 
 func TestRunIsStreamDrained(t *testing.T) {

@@ -85,7 +85,7 @@ func TestEffortChecked(t *testing.T) {
 	if res.State != Failed || err == nil || !strings.Contains(err.Error(), `claude-opus-4-6 takes effort low, medium, high, max, not "xhigh"`) {
 		t.Errorf("Run = %s, %v; want a failure naming the levels", res.State, err)
 	}
-	if n := len(srv.Requests()); n != 0 || a.History().Len() != 0 {
-		t.Errorf("%d requests sent, %d messages kept", n, a.History().Len())
+	if n := len(srv.Requests()); n != 0 || len(a.cfg.History.Messages()) != 0 {
+		t.Errorf("%d requests sent, %d messages kept", n, len(a.cfg.History.Messages()))
 	}
 }

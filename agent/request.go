@@ -1,8 +1,11 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"log/slog"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentloop/agentloop/internal/looprules"
 	"github.com/agentloop/agentloop/internal/telemetry" // otel hook
@@ -13,21 +16,12 @@ import (
 // request builds the next request from the history, repaired first and,
 // when it has outgrown its limit, compacted.
 func (r *run) request(final bool) (llm.Request, error) {
-	h := r.cfg.History
-	if fixes := h.Repair(); len(fixes) > 0 {
-		r.log.Warn("agent: repaired the history", "fixes", fixes)
-		telemetry.Repaired(r.ctx, fixes) // otel hook
+	fixes, err := looprules.Prepare(r.cfg.History, r.log, r.compact)
+	telemetry.Repaired(r.ctx, fixes) // otel hook
+	if err != nil {
+		return llm.Request{}, err
 	}
-	if h.NeedsCompaction() {
-		// The count may be a high estimate, so a history that cannot shrink
-		// is sent anyway: the API's 400 would make turn compact again.
-		if err := r.compact(); errors.Is(err, memory.ErrCannotCompact) {
-			r.log.Warn("agent: sending a history over the context limit", "err", err)
-		} else if err != nil {
-			return llm.Request{}, err
-		}
-	}
-	return looprules.Request(h, looprules.Settings{System: r.cfg.System, Tools: r.specs, Thinking: r.cfg.Thinking,
+	return looprules.Request(r.cfg.History, looprules.Settings{System: r.cfg.System, Tools: r.specs, Thinking: r.cfg.Thinking,
 		Effort: r.cfg.Effort, NoCache: r.cfg.DisableCache, Container: r.cont}, final), nil
 }
 
@@ -35,8 +29,12 @@ func (r *run) request(final bool) (llm.Request, error) {
 // but could not get under the limit. Summary calls count in the run's usage.
 func (r *run) compact() error {
 	ctx, span := r.otel.StartCompact(r.ctx, r.cfg.ConversationID) // otel hook: the compact_history span
-	c, err := r.cfg.History.Compact(ctx, r.model)                 // otel hook: ctx, was r.ctx
-	r.endCompact(span, c, err)                                    // otel hook
+	c, err := r.cfg.History.Compact(ctx, r.cfg.Model)             // otel hook: ctx, was r.ctx
+	typ := llm.ErrorType(err)                                     // otel hook: ends the span
+	if errors.Is(err, memory.ErrCannotCompact) {
+		typ = "cannot_compact"
+	}
+	telemetry.EndCompact(span, c.Before, c.After, c.Steps, err, typ)
 	r.usage = r.usage.Add(c.Usage)
 	if err == nil || len(c.Steps) > 0 {
 		r.log.Info("agent: compacted the history", slog.Int("before", c.Before), slog.Int("after", c.After), slog.Any("err", err))
@@ -45,22 +43,24 @@ func (r *run) compact() error {
 	return err
 }
 
-// serverCompacted reports a compaction the API did while it wrote msg: the
-// history keeps the block in place of what it summarises (memory's
-// AppendAssistant), and usage, the turn's after the compaction, is what the
-// model reads now.
-func (r *run) serverCompacted(msg llm.Message, usage llm.Usage) {
-	for _, b := range msg.Content {
-		if llm.BlockType(b) == llm.CompactionBlock {
-			r.log.Info("agent: the server compacted the history", slog.Int("before", r.cfg.History.Tokens()))
-			r.emit(Compacted{memory.Compaction{Before: r.cfg.History.Tokens(), After: int(usage.Context()), Steps: []string{"on the server"}}})
-			return
-		}
-	}
-}
-
 // showText shows text to the caller, and keeps it for an interrupted run.
 func (r *run) showText(text string) {
 	r.shown.WriteString(text)
 	r.emit(TextDelta{Text: text})
+}
+
+// startRun starts the span of a run on input, by the GenAI semantic
+// conventions (see internal/telemetry).
+func (a *Agent) startRun(ctx context.Context, input string) (context.Context, trace.Span) {
+	hc := a.cfg.History.Config()
+	return a.otel.StartAgent(ctx, telemetry.Agent{Name: a.cfg.Name, Model: hc.Model,
+		ConversationID: a.cfg.ConversationID, MaxTokens: hc.MaxTokens, Input: input, System: a.cfg.System})
+}
+
+// endRun sets the outcome of a run on its span; the caller ends it.
+func (a *Agent) endRun(span trace.Span, res Result, err error) {
+	u := res.Usage
+	a.otel.EndAgent(span, telemetry.Outcome{State: string(res.State), Iterations: res.Iterations,
+		Usage: [4]int64{u.Context() - u.OutputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens},
+		Text:  res.Text, Err: err, ErrType: llm.ErrorType(err)})
 }

@@ -60,15 +60,15 @@ func TestFailedRunChangesNothing(t *testing.T) {
 			if _, err := a.Run(t.Context(), "first"); err != nil {
 				t.Fatal(err)
 			}
-			before, file := texts(a.History()), saved(t, a.History())
+			before, file := texts(a.cfg.History), saved(t, a.cfg.History)
 
 			if res, err := a.Run(t.Context(), "the failing prompt"); res.State != Failed || err == nil {
 				t.Fatalf("second run = %+v, %v; want a failure", res, err)
 			}
-			if diff := cmp.Diff(before, texts(a.History())); diff != "" {
+			if diff := cmp.Diff(before, texts(a.cfg.History)); diff != "" {
 				t.Errorf("history after the failed run (-before +after):\n%s", diff)
 			}
-			if diff := cmp.Diff(file, saved(t, a.History())); diff != "" {
+			if diff := cmp.Diff(file, saved(t, a.cfg.History)); diff != "" {
 				t.Errorf("session file after the failed run (-before +after):\n%s", diff)
 			}
 
@@ -230,8 +230,8 @@ func TestBlankPrompt(t *testing.T) {
 	m := &scripted{}
 	a := newAgent(t, m, Config{})
 	_, res, err := collect(t, a.Stream(t.Context(), " \n\t"))
-	if res.State != Failed || err == nil || !strings.Contains(err.Error(), "prompt is empty") || len(m.reqs) != 0 || a.History().Len() != 0 {
-		t.Errorf("blank prompt: %+v, %v, %d requests, %d messages", res, err, len(m.reqs), a.History().Len())
+	if res.State != Failed || err == nil || !strings.Contains(err.Error(), "prompt is empty") || len(m.reqs) != 0 || len(a.cfg.History.Messages()) != 0 {
+		t.Errorf("blank prompt: %+v, %v, %d requests, %d messages", res, err, len(m.reqs), len(a.cfg.History.Messages()))
 	}
 }
 

@@ -292,9 +292,9 @@ func TestStopReasons(t *testing.T) {
 			if len(reqs) != tt.requests {
 				t.Errorf("%d requests, want %d", len(reqs), tt.requests)
 			}
-			validHistory(t, a.History())
+			validHistory(t, a.cfg.History)
 			if tt.check != nil {
-				tt.check(t, reqs, a.History())
+				tt.check(t, reqs, a.cfg.History)
 			}
 			if strings.HasSuffix(tt.name, "finishes quietly") && strings.Contains(logs.String(), "unknown stop reason") {
 				t.Errorf("a known stop reason was logged as unknown; logs:\n%s", logs.String())

@@ -217,7 +217,7 @@ func TestRecordedStreams(t *testing.T) {
 			default:
 				t.Errorf("state %q", res.State)
 			}
-			validHistory(t, a.History())
+			validHistory(t, a.cfg.History)
 		})
 	}
 }

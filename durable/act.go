@@ -150,16 +150,16 @@ func (r *run) act(msg llm.Message, usage llm.Usage, uses []llm.ToolUse, cut map[
 	}
 	r.h.AppendAssistant(msg, usage)
 	r.rep = b.rep
-	results := make([]llm.ToolResult, len(uses))
+	results := make([]llm.Block, len(uses))
 	for i, f := range futures {
 		var out ToolOutput
 		if err := f.Get(r.ctx, &out); err != nil {
 			out = ToolOutput{ToolResult: notRun(tool.Call{ID: uses[i].ID}, "cancelled")}
 		}
 		results[i] = out.ToolResult
-		r.publish(Event{ToolDone: &results[i], Duration: out.Duration})
+		r.publish(Event{ToolDone: &out.ToolResult, Duration: out.Duration})
 	}
-	r.h.AppendToolResults(results)
+	r.h.AppendUser(results...)
 }
 
 // tool returns what the worker said about the named tool; an unknown

@@ -97,7 +97,8 @@ func TestContinueAsNew(t *testing.T) {
 	api := anthropictest.NewServer(append(script(0, turns), script(turns, 1)...)...)
 	defer api.Close()
 	add2, _ := adder()
-	a, err := agent.New(agent.Config{Model: llm.New(llm.Config{BaseURL: api.URL}), Tools: []*tool.Tool{add2}, History: memory.New(memory.Config{})})
+	hist := memory.New(memory.Config{})
+	a, err := agent.New(agent.Config{Model: llm.New(llm.Config{BaseURL: api.URL}), Tools: []*tool.Tool{add2}, History: hist})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func TestContinueAsNew(t *testing.T) {
 	if diff := cmp.Diff(want2, res2.Result); diff != "" {
 		t.Errorf("second result differs from in-process (-in-process +durable):\n%s", diff)
 	}
-	if diff := cmp.Diff(a.History().Messages(), res2.History); diff != "" {
+	if diff := cmp.Diff(hist.Messages(), res2.History); diff != "" {
 		t.Errorf("history differs from in-process (-in-process +durable):\n%s", diff)
 	}
 	e.checkRequests(t)

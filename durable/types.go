@@ -57,8 +57,8 @@ type Input struct {
 	// DisableCache turns prompt caching off.
 	DisableCache bool `json:"disable_cache,omitempty"`
 
-	// MaxIterations caps the model calls of the run. Default
-	// [agent.DefaultMaxIterations].
+	// MaxIterations caps the model calls of the run. Default 20, as in
+	// agent.Config.
 	MaxIterations int `json:"max_iterations,omitempty"`
 	// FinalAnswer makes one last tool-less call at the iteration limit.
 	FinalAnswer bool `json:"final_answer,omitempty"`

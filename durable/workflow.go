@@ -133,10 +133,10 @@ func start(ctx workflow.Context, in Input) (*run, error) {
 // defaults fills in the zero fields of in.
 func defaults(in *Input) {
 	if in.MaxIterations == 0 {
-		in.MaxIterations = agent.DefaultMaxIterations
+		in.MaxIterations = looprules.MaxIterations
 	}
 	if in.RepeatLimit == 0 {
-		in.RepeatLimit = 3
+		in.RepeatLimit = looprules.RepeatLimit
 	}
 	if in.TurnsPerRun <= 0 {
 		in.TurnsPerRun = DefaultTurnsPerRun
@@ -258,9 +258,7 @@ func (r *run) finish(state agent.State, err error) (Result, error) {
 	case agent.Failed, agent.Refused:
 		r.h = restore(r.in, r.before)
 	case agent.Cancelled, agent.TimeLimit:
-		if msgs := r.h.Messages(); len(msgs) > 0 && msgs[len(msgs)-1].Role == llm.User {
-			r.h.AppendAssistant(llm.Message{Role: llm.Assistant, Content: []llm.Block{llm.Text{Text: looprules.Interrupted}}}, llm.Usage{})
-		}
+		looprules.Interrupt(r.h, "")
 	}
 	r.h.Repair()
 	r.drain()
@@ -280,8 +278,7 @@ func (r *run) finish(state agent.State, err error) (Result, error) {
 
 // cost prices the run's usage so far.
 func (r *run) cost() float64 {
-	m, _ := llm.LookupModel(r.h.Config().Model)
-	return m.Price.Cost(r.usage)
+	return looprules.Cost(r.h, r.usage)
 }
 
 // continueAsNew carries the run over to a new workflow run, once every
@@ -329,7 +326,9 @@ func (r *run) turn(final bool) (*TurnOutput, error) {
 				r.cont = out.Container
 			}
 			if out.Stop != llm.ModelContextWindowExceeded {
-				r.serverCompacted(out.Message, out.Usage)
+				if c, ok := looprules.ServerCompaction(r.h, out.Message, out.Usage); ok {
+					r.publish(Event{Compacted: &c}) // as agent's think reports it
+				}
 				r.publish(Event{Usage: &agent.UsageUpdate{Turn: out.Usage, Total: r.usage, CostUSD: r.cost()}})
 				return out, nil
 			}
@@ -396,15 +395,8 @@ func (r *run) model(req llm.Request, id string, eager bool) (*TurnOutput, error)
 // request builds the next request from the history, repairing and, when
 // it has outgrown its limit, compacting it first, as package agent does.
 func (r *run) request(final bool) (llm.Request, error) {
-	if fixes := r.h.Repair(); len(fixes) > 0 {
-		r.log.Warn("agent: repaired the history", "fixes", fixes)
-	}
-	if r.h.NeedsCompaction() {
-		if err := r.compact(); errors.Is(err, memory.ErrCannotCompact) {
-			r.log.Warn("agent: sending a history over the context limit", "err", err)
-		} else if err != nil {
-			return llm.Request{}, err
-		}
+	if _, err := looprules.Prepare(r.h, r.log, r.compact); err != nil {
+		return llm.Request{}, err
 	}
 	return looprules.Request(r.h, looprules.Settings{System: r.in.System, Tools: r.specs, Thinking: r.in.Thinking,
 		Effort: r.in.Effort, NoCache: r.in.DisableCache, Container: r.cont}, final), nil
@@ -453,35 +445,14 @@ func (r *run) compact() error {
 	return err
 }
 
-// serverCompacted reports a compaction the API did while it wrote msg, as
-// agent's serverCompacted does: before the turn joins the history, whose
-// count is then the one before, and with the turn's usage, what the model
-// reads now.
-func (r *run) serverCompacted(msg llm.Message, usage llm.Usage) {
-	for _, b := range msg.Content {
-		if llm.BlockType(b) == llm.CompactionBlock {
-			r.publish(Event{Compacted: &memory.Compaction{Before: r.h.Tokens(), After: int(usage.Context()), Steps: []string{"on the server"}}})
-			return
-		}
-	}
-}
-
 // observe applies the turn's stop reason, as agent's run.observe does. It
 // returns the state the run ends in, if it ends, and whether it goes on.
 func (r *run) observe(t *TurnOutput) (agent.State, bool) {
-	msg := t.Message
-	// Only the last block can be cut, by max_tokens. Cut text is kept; a
-	// cut tool_use is never run (agent's run.think).
+	// Only the last block can be cut, by max_tokens (agent's run.think).
+	msg, cutUses := looprules.Cut(t.Message, t.Cut.Content)
 	cut := map[string]bool{}
-	for _, b := range t.Cut.Content {
-		switch b := b.(type) {
-		case llm.Text:
-			msg.Content = append(msg.Content, b)
-		case llm.ToolUse:
-			b.Input = []byte("{}")
-			msg.Content = append(msg.Content, b)
-			cut[b.ID] = true
-		}
+	for _, tu := range cutUses {
+		cut[tu.ID] = true
 	}
 	r.text = llm.TextOf(msg.Content)
 	var uses []llm.ToolUse

@@ -147,7 +147,7 @@ func (s *Server) newTool(name string, t *mcp.Tool) (*tool.Tool, error) {
 		desc = t.Title
 	}
 	remote := t.Name // the server's own name, whatever name the model uses
-	tt, err := tool.NewRaw(name, desc, schema, func(ctx context.Context, input json.RawMessage) (tool.Output, error) {
+	tt, err := tool.NewRaw(name, desc, schema, func(ctx context.Context, input json.RawMessage) (llm.ToolResult, error) {
 		return s.call(ctx, remote, input)
 	})
 	if err != nil {
@@ -159,10 +159,10 @@ func (s *Server) newTool(name string, t *mcp.Tool) (*tool.Tool, error) {
 // call calls the server's tool named remote. Whatever goes wrong short of
 // cancellation becomes an is_error result naming the server, so a crashed
 // server costs the model one tool, not the run.
-func (s *Server) call(ctx context.Context, remote string, input json.RawMessage) (tool.Output, error) {
+func (s *Server) call(ctx context.Context, remote string, input json.RawMessage) (llm.ToolResult, error) {
 	if s.withdrawn(remote) {
 		msg := fmt.Sprintf("mcp server %q no longer offers tool %q", s.name, remote)
-		return tool.Output{Content: []llm.Block{llm.Text{Text: msg}}, IsError: true}, nil
+		return llm.ToolResult{Content: []llm.Block{llm.Text{Text: msg}}, IsError: true}, nil
 	}
 	params := &mcp.CallToolParams{Name: remote}
 	if len(input) > 0 {
@@ -183,7 +183,7 @@ func (s *Server) call(ctx context.Context, remote string, input json.RawMessage)
 	if err != nil {
 		if ctx.Err() != nil {
 			// Cancelled or timed out: the registry words that result.
-			return tool.Output{}, fmt.Errorf("mcp server %q: tool %q: %w", s.name, remote, context.Cause(ctx))
+			return llm.ToolResult{}, fmt.Errorf("mcp server %q: tool %q: %w", s.name, remote, context.Cause(ctx))
 		}
 		msg := fmt.Sprintf("mcp server %q failed calling tool %q: %v", s.name, remote, err)
 		if lostConnection(err) {
@@ -194,9 +194,9 @@ func (s *Server) call(ctx context.Context, remote string, input json.RawMessage)
 				s.logger.Warn("mcp server connection lost", "tool", remote, "err", err)
 			}
 		}
-		return tool.Output{Content: []llm.Block{llm.Text{Text: msg}}, IsError: true}, nil
+		return llm.ToolResult{Content: []llm.Block{llm.Text{Text: msg}}, IsError: true}, nil
 	}
-	out := tool.Output{Content: blocks(res.Content), IsError: res.IsError}
+	out := llm.ToolResult{Content: blocks(res.Content), IsError: res.IsError}
 	if res.StructuredContent != nil && !hasJSON(res.Content, res.StructuredContent) {
 		// The spec asks servers to repeat it as text, but not all do: the
 		// model gets it either way.

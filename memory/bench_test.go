@@ -43,7 +43,7 @@ func bigHistory(n int) *memory.History {
 			llm.Text{Text: "Reading the next file."},
 			llm.ToolUse{ID: id, Name: "read_file", Input: []byte(`{"path":"/data/x"}`)},
 		}}, llm.Usage{InputTokens: int64(100 * (i + 1)), OutputTokens: 20})
-		h.AppendToolResults([]llm.ToolResult{{ToolUseID: id, Content: []llm.Block{llm.Text{Text: strings.Repeat("z", 2000)}}}})
+		h.AppendUser(llm.ToolResult{ToolUseID: id, Content: []llm.Block{llm.Text{Text: strings.Repeat("z", 2000)}}})
 	}
 	return h
 }

@@ -25,16 +25,14 @@ var ErrCannotCompact = errors.New("memory: cannot compact the history under the 
 //go:embed summary_prompt.md
 var summaryPrompt string
 
-// Bounds of compaction: the summary call's max_tokens, and the steps one
-// Compact takes, so that a history that cannot shrink fails instead of
-// looping.
 const (
-	summaryMaxTokens   = 4096
-	maxCompactionSteps = 6
-)
+	summaryMaxTokens   = 4096 // the summary call's max_tokens
+	maxCompactionSteps = 6    // so that a history that cannot shrink fails instead of looping
+	// maxResultChars caps each tool result in a summary's transcript: one
+	// huge result must not crowd out the rest of the conversation.
+	maxResultChars = 4000
 
-// Texts compaction writes into the history.
-const (
+	// Texts compaction writes into the history.
 	clearedResult = "[tool result cleared to save context]"
 	clearedImage  = "[image removed to save context]"
 	summaryHeader = "[This conversation was compacted to fit the context window. Summary of the earlier part:]\n\n"
@@ -70,7 +68,7 @@ type Compaction struct {
 // it changes nothing and returns that error at once.
 func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) {
 	c := Compaction{Before: h.Tokens()}
-	if h.mode() == "off" {
+	if h.strategy() == "off" {
 		return c, fmt.Errorf("%w: compaction is off", ErrCannotCompact)
 	}
 	if fixes := h.Repair(); fixes != nil {
@@ -137,8 +135,8 @@ func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) 
 }
 
 // assistantBefore returns the index of the n-th assistant message before
-// message i, counting back, or 0 if there is none after the first message.
-// assistantBefore(len, keep) is the first message compaction keeps.
+// message i, or 0 if there is none after the first: with i = len and
+// n = keep, the first message compaction keeps.
 func (h *History) assistantBefore(i, n int) int {
 	for i--; i >= 1; i-- {
 		if h.entries[i].msg.Role == llm.Assistant {
@@ -199,25 +197,19 @@ func (h *History) summarise(ctx context.Context, m llm.Model, keep int) (int, ll
 	promptTokens := int(float64(len(summaryPrompt)) / h.ratio)
 	budget := int(float64(h.cfg.ContextWindow-summaryMaxTokens-promptTokens) * 0.9 * h.ratio)
 	text := transcript(h.entries[:end])
-	for end > 0 && len(text) > budget {
+	for ; end > 0 && len(text) > budget; text = transcript(h.entries[:end]) {
 		end = h.assistantBefore(end, 1)
-		text = transcript(h.entries[:end])
 	}
 	if end < 2 { // nothing before the first kept turn but its request
 		return 0, llm.Usage{}, nil
 	}
-	req := llm.Request{
-		Model:     h.cfg.SummaryModel,
-		MaxTokens: summaryMaxTokens,
-		System:    summaryPrompt,
-		Messages:  []llm.Message{userText("<transcript>\n" + text + "</transcript>\n\nWrite the summary of this transcript now.")},
-	}
-	reply, u, err := collect(ctx, m, req)
+	reply, u, err := collect(ctx, m, llm.Request{Model: h.cfg.SummaryModel, MaxTokens: summaryMaxTokens, System: summaryPrompt,
+		Messages: []llm.Message{userText("<transcript>\n" + text + "</transcript>\n\nWrite the summary of this transcript now.")}})
 	summary := llm.TextOf(reply.Content)
-	if err != nil {
+	switch {
+	case err != nil:
 		return 0, u, fmt.Errorf("memory: summarise: %w", err)
-	}
-	if apirules.IsBlank(summary) {
+	case apirules.IsBlank(summary):
 		return 0, u, errors.New("memory: summarise: the model returned no text")
 	}
 	e := measured(entry{msg: userText(summaryHeader + strings.TrimSpace(summary)), usage: u, model: h.cfg.SummaryModel, summary: true})
@@ -246,23 +238,22 @@ func (h *History) hardCut(target, limit int) int {
 	if best == 0 || head.summary && best == 1 {
 		return 0
 	}
-	dropped := best
-	if head.summary {
-		dropped-- // the old head is the new head
-	}
 	h.entries = append([]entry{head}, h.entries[best:]...)
 	h.rewrote(0)
-	return dropped
+	if head.summary {
+		return best - 1 // the old head is the new head
+	}
+	return best
 }
 
 // cutHead returns the first message after a hard cut: an earlier summary
 // when there is one, else a note quoting the start of the original task.
 func (h *History) cutHead() entry {
-	if len(h.entries) > 0 && h.entries[0].summary {
-		return h.entries[0]
-	}
 	note := cutHeader
 	if len(h.entries) > 0 {
+		if h.entries[0].summary {
+			return h.entries[0]
+		}
 		if task := llm.TextOf(h.entries[0].msg.Content); !apirules.IsBlank(task) {
 			note += "\n\nThe conversation began with this request:\n\n" + tool.Truncate(task, 2000)
 		}
@@ -288,15 +279,10 @@ func collect(ctx context.Context, m llm.Model, req llm.Request) (llm.Message, ll
 	return asm.Message(), asm.Usage(), nil
 }
 
-// maxResultChars caps each tool result in a summary transcript: the
-// summary needs the gist of a result, and one huge result must not crowd
-// out the rest of the conversation.
-const maxResultChars = 4000
-
-// transcript renders es as plain text for the summarisation call. A plain
-// transcript, unlike the messages themselves, can be sent without tool
-// definitions and without the pairing rules. Tool results that compaction
-// cleared are rendered from the originals it kept.
+// transcript renders es as plain text for the summarisation call, which
+// then needs neither tool definitions nor the pairing rules. Tool results
+// that compaction cleared are rendered from the originals it kept; thinking,
+// the model's scratch work, not a fact of the session, is left out.
 func transcript(es []entry) string {
 	var b strings.Builder
 	for _, e := range es {
@@ -316,10 +302,7 @@ func transcript(es []entry) string {
 func writeBlock(b *strings.Builder, blk llm.Block, original map[string][]llm.Block) {
 	switch blk := blk.(type) {
 	case llm.Text:
-		b.WriteString(blk.Text)
-		b.WriteByte('\n')
-	case llm.Thinking, llm.RedactedThinking:
-		// Thinking is the model's scratch work, not a fact of the session.
+		b.WriteString(blk.Text + "\n")
 	case llm.ToolUse:
 		fmt.Fprintf(b, "[tool call %s %s: %s]\n", blk.ID, blk.Name, tool.Truncate(string(blk.Input), maxResultChars))
 	case llm.ToolResult:
@@ -327,12 +310,12 @@ func writeBlock(b *strings.Builder, blk llm.Block, original map[string][]llm.Blo
 		if !ok {
 			content = blk.Content
 		}
-		var body strings.Builder
+		var body strings.Builder // the result's own text, to truncate
 		for _, c := range content {
 			writeBlock(&body, c, nil)
 		}
-		status := map[bool]string{false: "result", true: "error"}[blk.IsError]
-		fmt.Fprintf(b, "[tool %s %s]\n%s\n", status, blk.ToolUseID, tool.Truncate(strings.TrimSpace(body.String()), maxResultChars))
+		fmt.Fprintf(b, "[tool %s %s]\n%s\n", map[bool]string{false: "result", true: "error"}[blk.IsError], blk.ToolUseID,
+			tool.Truncate(strings.TrimSpace(body.String()), maxResultChars))
 	case llm.Image:
 		fmt.Fprintf(b, "[image %s]\n", blk.MediaType)
 	case llm.RawBlock:

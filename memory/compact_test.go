@@ -22,7 +22,7 @@ func toolSession(cfg Config, n, resultChars int) *History {
 	for i := range n {
 		id := fmt.Sprintf("toolu_%02d", i)
 		h.AppendAssistant(asst(text(fmt.Sprintf("Reading file %d.", i)), use(id)), llm.Usage{})
-		h.AppendToolResults([]llm.ToolResult{result(id, fmt.Sprintf("file %d: value=%d ", i, i*7)+strings.Repeat("z", resultChars))})
+		h.AppendUser(result(id, fmt.Sprintf("file %d: value=%d ", i, i*7)+strings.Repeat("z", resultChars)))
 	}
 	return h
 }
@@ -120,7 +120,7 @@ func TestCompactSummarises(t *testing.T) {
 	for i := range 30 {
 		id := fmt.Sprintf("toolu_b%02d", i)
 		h.AppendAssistant(asst(text("more"), use(id)), llm.Usage{})
-		h.AppendToolResults([]llm.ToolResult{result(id, strings.Repeat("q", 100))})
+		h.AppendUser(result(id, strings.Repeat("q", 100)))
 	}
 	if _, err := h.Compact(context.Background(), m); err != nil {
 		t.Fatal(err)
@@ -152,7 +152,7 @@ func TestCompactHardCut(t *testing.T) {
 			for i := range 20 {
 				id := fmt.Sprintf("toolu_%02d", i)
 				h.AppendAssistant(asst(text(strings.Repeat("w", 800)), use(id)), llm.Usage{})
-				h.AppendToolResults([]llm.ToolResult{result(id, strings.Repeat("z", 400))})
+				h.AppendUser(result(id, strings.Repeat("z", 400)))
 			}
 			before := h.Messages()
 			c, err := h.Compact(context.Background(), tt.model)
@@ -183,7 +183,7 @@ func TestCompactCannot(t *testing.T) {
 	h := New(Config{ContextLimit: 1000})
 	h.AppendUser(llm.Text{Text: task})
 	h.AppendAssistant(asst(use("toolu_1")), llm.Usage{})
-	h.AppendToolResults([]llm.ToolResult{result("toolu_1", strings.Repeat("z", 10_000))})
+	h.AppendUser(result("toolu_1", strings.Repeat("z", 10_000)))
 	m := &fakeModel{summary: "s"}
 	c, err := h.Compact(context.Background(), m)
 	if !errors.Is(err, ErrCannotCompact) {
@@ -239,7 +239,7 @@ func TestCompactSummaryFitsItsWindow(t *testing.T) {
 	for i := range 80 {
 		id := fmt.Sprintf("toolu_%02d", i)
 		h.AppendAssistant(asst(text(strings.Repeat("w", 1000)), use(id)), llm.Usage{})
-		h.AppendToolResults([]llm.ToolResult{result(id, "ok")})
+		h.AppendUser(result(id, "ok"))
 	}
 	before := h.Messages()
 	m := &fakeModel{summary: "task: " + task}

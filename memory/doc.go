@@ -5,8 +5,8 @@
 //
 // The rules matter because one broken history fails every later request: a
 // tool_use left without its tool_result after a cancel or a crash makes the
-// API answer 400 forever. [History.Repair] fixes what breaks the rules
-// that anthropictest.CheckRequest enforces. Token counts are exact where the API has measured them, and
-// estimated since. [History.Compact] shrinks the history in escalating
-// steps, always between complete turns.
+// API answer 400 forever. [History.Repair] fixes what breaks the rules that
+// anthropictest.CheckRequest enforces. Token counts are exact where the API
+// has measured them, and estimated since. [History.Compact] shrinks the
+// history in escalating steps, always between complete turns.
 package memory

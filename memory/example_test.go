@@ -19,7 +19,7 @@ func Example() {
 
 	// ... the run is cancelled before the tool ran ...
 	fmt.Println(h.Repair())
-	last := h.Messages()[h.Len()-1].Content[0].(llm.ToolResult)
+	last := h.Messages()[2].Content[0].(llm.ToolResult)
 	fmt.Println(last.IsError, llm.TextOf(last.Content))
 	fmt.Println(h.Tokens() >= 430)
 	// Output:

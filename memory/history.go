@@ -5,7 +5,6 @@ import (
 	"context"
 	"log/slog"
 	"slices"
-	"strings"
 
 	"github.com/agentloop/agentloop/internal/apirules"
 	"github.com/agentloop/agentloop/llm"
@@ -24,8 +23,8 @@ type Config struct {
 	MaxTokens int
 	// ContextLimit is the compaction threshold in tokens. Compact aims at
 	// 60% of it, lest it compact again next turn and lose the prompt cache.
-	// Default: ContextWindow − MaxTokens − 5% of ContextWindow for estimate
-	// error.
+	// Default: ContextWindow − MaxTokens − 5% of ContextWindow (the margin
+	// for estimate error).
 	ContextLimit int
 	// KeepRecent is how many recent assistant turns, each with the user
 	// message answering it, compaction keeps verbatim. Default: 4.
@@ -51,10 +50,8 @@ type Config struct {
 func (cfg Config) withDefaults() Config {
 	cfg.Model = cmp.Or(cfg.Model, llm.DefaultModel)
 	if cfg.ContextWindow <= 0 {
-		cfg.ContextWindow = 200_000
-		if m, ok := llm.LookupModel(cfg.Model); ok {
-			cfg.ContextWindow = m.ContextWindow
-		}
+		m, _ := llm.LookupModel(cfg.Model) // a model it does not know has none
+		cfg.ContextWindow = cmp.Or(m.ContextWindow, 200_000)
 	}
 	if cfg.MaxTokens <= 0 {
 		cfg.MaxTokens = llm.DefaultMaxTokens
@@ -105,14 +102,16 @@ type entry struct {
 // right for English and code.
 const defaultRatio = 3.5
 
-// New returns an empty history.
-func New(cfg Config) *History { return &History{cfg: cfg.withDefaults(), ratio: defaultRatio} }
+// New returns an empty history. It logs the compaction strategy it
+// resolved, at debug level, since the default depends on the model.
+func New(cfg Config) *History {
+	h := &History{cfg: cfg.withDefaults(), ratio: defaultRatio}
+	h.cfg.Logger.Debug("memory: compaction", "strategy", h.strategy(), "model", h.cfg.Model)
+	return h
+}
 
 // Config returns the configuration with defaults filled in.
 func (h *History) Config() Config { return h.cfg }
-
-// Len returns the number of messages.
-func (h *History) Len() int { return len(h.entries) }
 
 // Messages returns the messages to send, as fresh slices; byte payloads
 // (tool inputs, raw blocks) are shared, not to be modified.
@@ -124,8 +123,10 @@ func (h *History) Messages() []llm.Message {
 	return out
 }
 
-// AppendUser appends a user message made of blocks. Blank text blocks,
-// which the API rejects, are dropped; a message left empty is not appended.
+// AppendUser appends a user message made of blocks, such as the
+// [llm.ToolResult] blocks that answer the last assistant turn, in order.
+// Blank text blocks, which the API rejects, are dropped; a message left
+// empty is not appended.
 func (h *History) AppendUser(blocks ...llm.Block) {
 	var kept []llm.Block
 	for _, b := range blocks {
@@ -155,12 +156,9 @@ func (h *History) Checkpoint() (rollback func()) {
 // with the usage of the turn that produced it. If msg answers a request of
 // exactly [History.Messages], that usage makes the count exact and teaches
 // the estimator this conversation's characters per token; a zero usage
-// only adds an estimate.
-//
-// Not for a turn that used server tools: its usage sums the input of the
-// server's every sampling, many times the real prompt (404,500 tokens for a
-// 2,479-token prompt in one recorded pause_turn), so the count stays an
-// estimate.
+// only adds an estimate. So does the usage of a turn that used server
+// tools, which sums the input of the server's every sampling (404,500
+// tokens for a 2,479-token prompt in one recorded pause_turn).
 func (h *History) AppendAssistant(msg llm.Message, usage llm.Usage) {
 	msg, compacted := h.serverCompacted(cloneMessage(msg)) // server.go
 	msg.Role = llm.Assistant
@@ -174,25 +172,13 @@ func (h *History) AppendAssistant(msg llm.Message, usage llm.Usage) {
 	h.push(e)
 }
 
-// usedServerTools reports whether m holds a block of a tool the API ran.
+// usedServerTools reports whether m holds a block of a tool the API ran:
+// those that, but for compaction, make a final turn a paused one.
 func usedServerTools(m llm.Message) bool {
-	for _, b := range m.Content {
-		if r, ok := b.(llm.RawBlock); ok &&
-			(r.Type == "server_tool_use" || r.Type == "mcp_tool_use" || strings.HasSuffix(r.Type, "_tool_result")) {
-			return true
-		}
-	}
-	return false
-}
-
-// AppendToolResults appends one user message of results, in order,
-// answering the previous assistant turn.
-func (h *History) AppendToolResults(results []llm.ToolResult) {
-	blocks := make([]llm.Block, len(results))
-	for i, r := range results {
-		blocks[i] = r
-	}
-	h.AppendUser(blocks...)
+	return slices.ContainsFunc(m.Content, func(b llm.Block) bool {
+		r, ok := b.(llm.RawBlock)
+		return ok && r.Type != llm.CompactionBlock && apirules.Continues(r.Type)
+	})
 }
 
 // SetPrefix records the system prompt and tool specs that are sent with
@@ -206,13 +192,10 @@ func (h *History) SetPrefix(system string, tools []llm.ToolSpec) {
 		}
 		h.prefixKey = key
 	}
-	h.system = system
-	h.tools = append([]llm.ToolSpec(nil), tools...)
-	n := len(system)
+	h.system, h.tools, h.prefixChars = system, slices.Clone(tools), len(system)
 	for _, t := range tools {
-		n += len(t.Name) + len(t.Description) + len(t.InputSchema) + blockOverhead
+		h.prefixChars += len(t.Name) + len(t.Description) + len(t.InputSchema) + blockOverhead
 	}
-	h.prefixChars = n
 }
 
 func (h *History) push(e entry) { h.entries = append(h.entries, measured(e)) }
@@ -224,13 +207,6 @@ func measured(e entry) entry {
 	e.chars, e.imageTokens = measureBlocks(e.msg.Content)
 	e.rules = ruleBlocks(e.msg.Content)
 	return e
-}
-
-// changed records that messages from i on changed: their exact counts go.
-func (h *History) changed(i int) {
-	for j := max(i, 0); j < len(h.entries); j++ {
-		h.entries[j].exact = 0
-	}
 }
 
 func cloneMessage(m llm.Message) llm.Message {

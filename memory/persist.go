@@ -15,28 +15,29 @@ import (
 	"github.com/agentloop/agentloop/llm"
 )
 
-// A LineError reports a line (from 1) of a history file that [Load] could
-// not use.
+// A LineError reports a line (from 1) of a history that [Decode] could not
+// use.
 type LineError struct {
-	Path string
 	Line int
 	Err  error
 }
 
-// Error names the file and the line.
-func (e *LineError) Error() string { return fmt.Sprintf("memory: %s:%d: %v", e.Path, e.Line, e.Err) }
+// Error names the line.
+func (e *LineError) Error() string { return fmt.Sprintf("memory: line %d: %v", e.Line, e.Err) }
 
 // Unwrap returns the underlying error.
 func (e *LineError) Unwrap() error { return e.Err }
 
 // A line is one line of a history file: a message in the API's wire
-// shape, plus what we know about it.
+// shape, plus its meta.
 type line struct {
 	Role    llm.Role    `json:"role"`
 	Content []llm.Block `json:"content"`
 	meta
 }
 
+// meta is what we know of a line's message. It is decoded apart from the
+// message, whose own UnmarshalJSON would take the whole line.
 type meta struct {
 	Usage   *llm.Usage `json:"usage,omitempty"`   // of the call that produced the message
 	Model   string     `json:"model,omitempty"`   // that Usage is priced by
@@ -70,10 +71,7 @@ func (h *History) Save(path string) (err error) {
 		}
 	}()
 	w := bufio.NewWriter(f)
-	if err := h.Encode(w); err != nil {
-		return err
-	}
-	for _, step := range []func() error{w.Flush, func() error { return f.Chmod(mode) }, f.Sync, f.Close,
+	for _, step := range []func() error{func() error { return h.Encode(w) }, w.Flush, func() error { return f.Chmod(mode) }, f.Sync, f.Close,
 		func() error { return os.Rename(f.Name(), path) }} {
 		if err := step(); err != nil {
 			return err
@@ -96,9 +94,9 @@ func (h *History) Encode(w io.Writer) error {
 	for i, e := range h.entries {
 		l := line{e.msg.Role, e.msg.Content, meta{Tokens: e.exact, Summary: e.summary}}
 		if e.usage != (llm.Usage{}) {
-			l.Usage = &e.usage
+			l.Usage, l.Model = &e.usage, e.model
 		}
-		if e.usage != (llm.Usage{}) || e.msg.Role == llm.Assistant {
+		if e.msg.Role == llm.Assistant {
 			l.Model = e.model // which model wrote its thinking, for a resume with another
 		}
 		if i == 0 {
@@ -111,38 +109,21 @@ func (h *History) Encode(w io.Writer) error {
 	return nil
 }
 
-// Load reads a history that [History.Save] wrote, configured by cfg, and
-// repairs it (see [History.Repair]). A line it cannot use (truncated by a
-// crash, corrupted, an assistant message first) is skipped and reported as
-// a [*LineError]: Load returns the history of every usable line with those
-// errors joined, keeping exact counts only up to the first bad line. If the
-// file cannot be opened, the history is nil.
-func Load(path string, cfg Config) (*History, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("memory: load: %w", err)
-	}
-	defer f.Close()
-	return decode(f, path, cfg)
-}
-
-// Decode reads a history that [History.Encode] wrote, as [Load] reads a
-// file: a line it cannot use is skipped and reported as a [*LineError].
-func Decode(r io.Reader, cfg Config) (*History, error) { return decode(r, "", cfg) }
-
-func decode(rd io.Reader, path string, cfg Config) (*History, error) {
+// Decode reads a history that [History.Encode] or [History.Save] wrote,
+// configured by cfg, and repairs it (see [History.Repair]). A line it
+// cannot use (truncated by a crash, corrupted, an assistant message first)
+// is skipped and reported as a [*LineError]: Decode returns the history of
+// every usable line with those errors joined, keeping exact counts only up
+// to the first bad line.
+func Decode(rd io.Reader, cfg Config) (*History, error) {
 	h := New(cfg)
 	var errs []error
 	r := bufio.NewReader(rd)
 	for n := 1; ; n++ {
 		b, rerr := r.ReadBytes('\n')
 		if len(bytes.TrimSpace(b)) > 0 {
-			e, prefix, err := decodeLine(b)
-			if err == nil && len(h.entries) == 0 && e.msg.Role != llm.User {
-				err = errors.New("the history must start with a user message")
-			}
-			if err != nil {
-				errs = append(errs, &LineError{Path: path, Line: n, Err: err})
+			if e, prefix, err := decodeLine(b, len(h.entries) == 0); err != nil {
+				errs = append(errs, &LineError{Line: n, Err: err})
 			} else {
 				if len(h.entries) == 0 {
 					h.prefixKey = prefix
@@ -155,7 +136,7 @@ func decode(rd io.Reader, path string, cfg Config) (*History, error) {
 		}
 		if rerr != nil {
 			if rerr != io.EOF {
-				errs = append(errs, fmt.Errorf("memory: load %s: %w", path, rerr))
+				errs = append(errs, fmt.Errorf("memory: decode: %w", rerr))
 			}
 			break
 		}
@@ -172,22 +153,23 @@ func decode(rd io.Reader, path string, cfg Config) (*History, error) {
 	return h, errors.Join(errs...)
 }
 
-// decodeLine returns the entry a line holds, and its prefix key.
-func decodeLine(b []byte) (entry, string, error) {
+// decodeLine returns the entry a line holds, the first if first, and its
+// prefix key.
+func decodeLine(b []byte, first bool) (entry, string, error) {
 	var m llm.Message
 	var mt meta
-	if err := json.Unmarshal(b, &m); err != nil {
-		return entry{}, "", err
-	}
-	if m.Role != llm.User && m.Role != llm.Assistant {
-		return entry{}, "", fmt.Errorf("role %q is neither user nor assistant", m.Role)
-	}
-	if err := json.Unmarshal(b, &mt); err != nil {
-		return entry{}, "", err
+	err := json.Unmarshal(b, &m)
+	switch {
+	case err == nil && m.Role != llm.User && m.Role != llm.Assistant:
+		err = fmt.Errorf("role %q is neither user nor assistant", m.Role)
+	case err == nil:
+		if err = json.Unmarshal(b, &mt); err == nil && first && m.Role != llm.User {
+			err = errors.New("the history must start with a user message")
+		}
 	}
 	e := entry{msg: m, model: mt.Model, exact: max(mt.Tokens, 0), summary: mt.Summary}
 	if mt.Usage != nil {
 		e.usage = *mt.Usage
 	}
-	return e, mt.Prefix, nil
+	return e, mt.Prefix, err
 }

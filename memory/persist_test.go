@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io/fs"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,7 +27,7 @@ func sample(t *testing.T) *History {
 		llm.RawBlock{Type: "server_tool_use", JSON: json.RawMessage(`{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{"q":"x"}}`)},
 		use("toolu_1"),
 	), llm.Usage{InputTokens: 900, OutputTokens: 40, CacheCreationInputTokens: 100})
-	h.AppendToolResults([]llm.ToolResult{{ToolUseID: "toolu_1", IsError: true, Content: []llm.Block{text("boom")}}})
+	h.AppendUser(llm.ToolResult{ToolUseID: "toolu_1", IsError: true, Content: []llm.Block{text("boom")}})
 	h.AppendAssistant(asst(llm.Text{Text: "done", Citations: []json.RawMessage{json.RawMessage(`{"type":"char_location","cited_text":"x"}`)}}),
 		llm.Usage{InputTokens: 10, OutputTokens: 5, CacheReadInputTokens: 1000})
 	if err := h.validate(); err != nil {
@@ -50,11 +50,11 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 		t.Errorf("mode = %v, want 0600", fi.Mode().Perm())
 	}
 	data, _ := os.ReadFile(path)
-	if n := strings.Count(string(data), "\n"); n != h.Len() {
-		t.Errorf("file has %d lines, want one per message (%d)", n, h.Len())
+	if n := strings.Count(string(data), "\n"); n != len(h.entries) {
+		t.Errorf("file has %d lines, want one per message (%d)", n, len(h.entries))
 	}
 
-	got, err := Load(path, Config{Model: "claude-sonnet-4-5"})
+	got, err := loadFile(path, Config{Model: "claude-sonnet-4-5"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 }
 
 // TestEncodeDecode keeps a history in memory: the same bytes as a saved
-// file, and the exact token count after decoding, as Load gives.
+// file, and the exact token count after decoding, as a file gives.
 func TestEncodeDecode(t *testing.T) {
 	h := sample(t)
 	var buf bytes.Buffer
@@ -174,9 +174,9 @@ func TestLoadBadFiles(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tt.content), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			got, err := Load(path, Config{})
+			got, err := loadFile(path, Config{})
 			if got == nil {
-				t.Fatalf("Load returned no history (err %v)", err)
+				t.Fatalf("loadFile returned no history (err %v)", err)
 			}
 			if diff := cmp.Diff(tt.want, got.Messages()); diff != "" {
 				t.Errorf("loaded messages (-want +got):\n%s", diff)
@@ -186,20 +186,20 @@ func TestLoadBadFiles(t *testing.T) {
 			}
 			if tt.badLines == nil {
 				if err != nil {
-					t.Fatalf("Load error = %v, want nil", err)
+					t.Fatalf("Decode error = %v, want nil", err)
 				}
 				return
 			}
 			if le := (*LineError)(nil); !errors.As(err, &le) {
-				t.Fatalf("Load error = %v, want a *LineError", err)
+				t.Fatalf("Decode error = %v, want a *LineError", err)
 			}
 			var lines []int
 			for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
 				var le *LineError
 				if errors.As(e, &le) {
 					lines = append(lines, le.Line)
-					if le.Path != path || !strings.Contains(le.Error(), path+":") {
-						t.Errorf("LineError %q does not name the file", le)
+					if !strings.Contains(le.Error(), fmt.Sprintf("line %d:", le.Line)) {
+						t.Errorf("LineError %q does not name the line", le)
 					}
 				}
 			}
@@ -210,11 +210,14 @@ func TestLoadBadFiles(t *testing.T) {
 	}
 }
 
-func TestLoadMissing(t *testing.T) {
-	h, err := Load(filepath.Join(t.TempDir(), "none.jsonl"), Config{})
-	if h != nil || !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("Load = %v, %v; want nil, ErrNotExist", h, err)
+// loadFile decodes the history file at path, as the CLI resumes a session.
+func loadFile(path string, cfg Config) (*History, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
 	}
+	defer f.Close()
+	return Decode(f, cfg)
 }
 
 // TestSaveAtomic checks that a failed save leaves the old file as it was

@@ -72,31 +72,31 @@ func (s *script) step() {
 		s.check("after Repair")
 	case 7:
 		s.h.Repair()
-		before := s.h.Len()
+		before := len(s.h.entries)
 		if _, err := s.h.Compact(context.Background(), s.m); err == nil || before > 0 {
 			s.check("after Compact")
 		}
 	case 8: // a tool result with a large payload, to give compaction work
 		if len(s.lastID) > 0 {
-			s.h.AppendToolResults([]llm.ToolResult{result(s.lastID[0], pad(2000))})
+			s.h.AppendUser(result(s.lastID[0], pad(2000)))
 		}
 	}
 }
 
 func (s *script) results(n int, stray bool) {
-	var rs []llm.ToolResult
+	var rs []llm.Block
 	for _, id := range s.lastID[:n] {
 		rs = append(rs, result(id, "ok "+pad(int(s.byte()))))
 	}
 	if stray {
 		rs = append(rs, result("toolu_stray", "?"))
 	}
-	s.h.AppendToolResults(rs)
+	s.h.AppendUser(rs...)
 }
 
 func (s *script) check(when string) {
 	s.t.Helper()
-	if s.h.Len() == 0 {
+	if len(s.h.entries) == 0 {
 		return
 	}
 	if err := s.h.validate(); err != nil {

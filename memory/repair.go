@@ -16,8 +16,8 @@ import (
 
 // Repair fixes what breaks the Messages API's rules (those
 // anthropictest.CheckRequest enforces), and returns one line for each kind
-// of fix it made. The agent calls it before
-// every request and after every run; [Load] calls it too. In order, it:
+// of fix it made. The agent calls it before every request and after every
+// run; [Decode] calls it too. In order, it:
 //
 //   - drops unknown roles and the blocks the API rejects (blank text,
 //     unsigned thinking, blocks in the wrong role's message or without a
@@ -34,10 +34,9 @@ import (
 //   - trims the whitespace that ends a final assistant message.
 //
 // An empty history stays empty. Exact counts survive for the messages
-// before the first one it changed.
+// before the first one it changed. A valid history, the usual case, costs
+// one check of the rules.
 func (h *History) Repair() []string {
-	// The agent calls Repair before every request, and the history is
-	// almost always valid: check first, cheaply.
 	if len(h.violations()) == 0 {
 		return nil
 	}
@@ -48,13 +47,12 @@ func (h *History) Repair() []string {
 			did = append(did, what)
 		}
 	}
-	es := pair(merge(clean(slices.Clone(h.entries), note), note), note)
+	es := pair(clean(slices.Clone(h.entries), note), note)
 	at := 0 // the first message repair changed
 	for at < min(len(es), len(h.entries)) && reflect.DeepEqual(es[at].msg, h.entries[at].msg) {
 		at++
 	}
-	// A trimmed final message keeps its exact count: whitespace is a token
-	// at most.
+	// A trimmed final message keeps its exact count: whitespace is a token at most.
 	if !trimFinal(es, note) && at == len(es) && at == len(h.entries) {
 		return nil
 	}
@@ -63,16 +61,16 @@ func (h *History) Repair() []string {
 	}
 	h.entries = es
 	h.rewrote(at)
-	out := make([]string, len(did))
 	for i, what := range did {
-		out[i] = fmt.Sprintf("%s (%d)", what, count[what])
+		did[i] = fmt.Sprintf("%s (%d)", what, count[what])
 	}
-	h.cfg.Logger.Info("memory: repaired history", "fixes", out)
-	return out
+	h.cfg.Logger.Info("memory: repaired history", "fixes", did)
+	return did
 }
 
 // clean drops unknown roles, a final assistant turn cut off inside a tool
-// input, rejected blocks, and messages left empty.
+// input, rejected blocks, and messages left empty, and merges the rest as
+// appendMerged does.
 func clean(es []entry, note func(string)) []entry {
 	out := es[:0]
 	// The ids kept, and the ids the calls since the last user message got,
@@ -84,21 +82,16 @@ func clean(es []entry, note func(string)) []entry {
 		case m.Role != llm.User && m.Role != llm.Assistant:
 			note("dropped messages with an unknown role")
 			continue
-		case i == len(es)-1 && m.Role == llm.Assistant && slices.ContainsFunc(m.Content, func(b llm.Block) bool {
-			u, ok := b.(llm.ToolUse)
-			return ok && !apirules.IsObject(ruleBlock(u).Input)
+		case i == len(es)-1 && m.Role == llm.Assistant && slices.ContainsFunc(e.rules, func(b apirules.Block) bool {
+			return b.Type == "tool_use" && !apirules.IsObject(b.Input)
 		}):
 			note("dropped a trailing incomplete assistant turn")
 			continue
 		}
 		kept := make([]llm.Block, 0, len(m.Content))
-		for _, b := range m.Content {
-			nb, ok, what := cleanBlock(m.Role, b, seen, turn)
-			if what != "" {
-				note(what)
-			}
-			if ok {
-				kept = append(kept, nb)
+		for j, b := range m.Content {
+			if b, ok := cleanBlock(m.Role, b, e.rules[j], seen, turn, note); ok {
+				kept = append(kept, b)
 			}
 		}
 		e.msg = llm.Message{Role: m.Role, Content: kept}
@@ -109,43 +102,47 @@ func clean(es []entry, note func(string)) []entry {
 			note("dropped empty messages")
 			continue
 		}
-		out = append(out, e)
+		out = appendMerged(out, e, note)
 	}
 	return out
 }
 
-// cleanBlock returns b fixed, whether to keep it, and what it did, if
-// anything.
-func cleanBlock(role llm.Role, b llm.Block, seen map[string]bool, turn map[string][]string) (llm.Block, bool, string) {
-	rb := ruleBlock(b)
+// cleanBlock returns b, whose rules view is rb, fixed and whether to keep
+// it, noting what it did.
+func cleanBlock(role llm.Role, b llm.Block, rb apirules.Block, seen map[string]bool, turn map[string][]string, note func(string)) (llm.Block, bool) {
+	drop := func(what string) (llm.Block, bool) { note(what); return nil, false }
 	switch {
 	case rb.Type == "":
-		return nil, false, "dropped blocks without a type"
+		return drop("dropped blocks without a type")
 	case !apirules.AllowedIn(string(role), rb.Type):
-		return nil, false, "dropped " + rb.Type + " blocks from " + string(role) + " messages"
+		return drop("dropped " + rb.Type + " blocks from " + string(role) + " messages")
 	}
 	switch b := b.(type) {
 	case llm.Text:
 		if apirules.IsBlank(b.Text) {
-			return nil, false, "dropped blank text"
+			return drop("dropped blank text")
 		}
 	case llm.Thinking, llm.RedactedThinking:
 		if rb.Signature == "" && rb.Data == "" {
-			return nil, false, "dropped unsigned thinking"
+			return drop("dropped unsigned thinking")
 		}
 	case llm.ToolUse:
 		if b.Name == "" {
-			return nil, false, "dropped tool_use blocks with no name"
+			return drop("dropped tool_use blocks with no name")
 		}
-		id, what := b.ID, ""
+		id := b.ID
 		for n := 1; !apirules.ValidID(id) || seen[id]; n++ {
-			id, what = fmt.Sprintf("toolu_repaired_%d", n), "gave tool calls with a bad or duplicate id a fresh one"
+			id = fmt.Sprintf("toolu_repaired_%d", n)
+		}
+		if id != b.ID {
+			note("gave tool calls with a bad or duplicate id a fresh one")
 		}
 		seen[id], turn[b.ID], b.ID = true, append(turn[b.ID], id), id
 		if !apirules.IsObject(rb.Input) {
-			b.Input, what = []byte("{}"), "replaced tool inputs that were not JSON objects with {}"
+			b.Input = []byte("{}")
+			note("replaced tool inputs that were not JSON objects with {}")
 		}
-		return b, true, what
+		return b, true
 	case llm.ToolResult:
 		if q := turn[b.ToolUseID]; len(q) > 0 {
 			turn[b.ToolUseID], b.ToolUseID = q[1:], q[0] // its call's id, which may be fresh
@@ -161,26 +158,16 @@ func cleanBlock(role llm.Role, b llm.Block, seen map[string]bool, turn map[strin
 		})
 		if len(kept) != len(b.Content) {
 			b.Content = kept
-			return b, true, "dropped blank or misplaced content from tool results"
+			note("dropped blank or misplaced content from tool results")
 		}
-		return b, true, ""
+		return b, true
 	}
-	return b, true, ""
-}
-
-// merge merges consecutive messages of one role, as the API would, and
-// drops assistant messages before the first user message.
-func merge(es []entry, note func(string)) []entry {
-	out := es[:0]
-	for _, e := range es {
-		out = appendMerged(out, e, note)
-	}
-	return out
+	return b, true
 }
 
 // appendMerged appends e to out, merged into out's last message if that
-// has e's role, or drops it if it is an assistant message that would come
-// first.
+// has e's role, as the API would merge them, or drops it if it is an
+// assistant message that would come first.
 func appendMerged(out []entry, e entry, note func(string)) []entry {
 	n, role := len(out), e.msg.Role
 	switch {
@@ -209,8 +196,12 @@ func pair(es []entry, note func(string)) []entry {
 	var uses []string // the tool_use ids of the last assistant turn kept
 	for _, e := range es {
 		if e.msg.Role == llm.Assistant {
-			if out = appendMerged(out, e, note); len(out) > 0 {
-				uses = toolUses(out[len(out)-1].msg)
+			if out, uses = appendMerged(out, e, note), nil; len(out) > 0 {
+				for _, b := range out[len(out)-1].msg.Content {
+					if u, ok := b.(llm.ToolUse); ok {
+						uses = append(uses, u.ID)
+					}
+				}
 			}
 			continue
 		}
@@ -272,16 +263,6 @@ func trimFinal(es []entry, note func(string)) bool {
 	return false
 }
 
-func toolUses(m llm.Message) []string {
-	var ids []string
-	for _, b := range m.Content {
-		if u, ok := b.(llm.ToolUse); ok {
-			ids = append(ids, u.ID)
-		}
-	}
-	return ids
-}
-
 // interruptedResult answers a tool call that never got a result.
 const interruptedResult = "not executed: interrupted"
 
@@ -339,7 +320,9 @@ func ruleBlock(b llm.Block) apirules.Block {
 // thinking), so does their thinking, with the messages it leaves empty
 // (the API merges the messages of one role around them).
 func (h *History) rewrote(i int) {
-	h.changed(i)
+	for j := i; j < len(h.entries); j++ {
+		h.entries[j].exact = 0
+	}
 	if !h.binds() || !slices.ContainsFunc(h.entries[i:], hasThinking) {
 		return
 	}

@@ -90,7 +90,7 @@ func runSession(tb testing.TB, sc sessionConfig) sessionStats {
 		}
 		st.billedInput += float64(u.InputTokens) + 1.25*float64(u.CacheCreationInputTokens) + 0.1*float64(u.CacheReadInputTokens)
 		st.peak = max(st.peak, u.InputTokens+u.CacheCreationInputTokens+u.CacheReadInputTokens)
-		var results []llm.ToolResult
+		var results []llm.Block
 		for _, b := range msg.Content {
 			if tu, ok := b.(llm.ToolUse); ok {
 				body := fmt.Sprintf("%s: value=%d\n", tu.ID, turn) + strings.Repeat("0123456789abcdef", sc.resultChars/16)
@@ -100,7 +100,7 @@ func runSession(tb testing.TB, sc sessionConfig) sessionStats {
 		if len(results) == 0 {
 			break
 		}
-		h.AppendToolResults(results)
+		h.AppendUser(results...)
 	}
 	st.requests = srv.Requests()
 	st.history = h
@@ -176,7 +176,7 @@ func TestScenarioPromptTooLong(t *testing.T) {
 	for i := range 6 {
 		id := fmt.Sprintf("toolu_%d", i)
 		h.AppendAssistant(llm.Message{Role: llm.Assistant, Content: []llm.Block{llm.ToolUse{ID: id, Name: "read_file", Input: []byte(`{"path":"/data/a"}`)}}}, llm.Usage{})
-		h.AppendToolResults([]llm.ToolResult{{ToolUseID: id, Content: []llm.Block{llm.Text{Text: strings.Repeat("x", 3000)}}}})
+		h.AppendUser(llm.ToolResult{ToolUseID: id, Content: []llm.Block{llm.Text{Text: strings.Repeat("x", 3000)}}})
 	}
 	ctx := context.Background()
 	turn := func() (llm.Message, llm.Usage, error) {

@@ -10,11 +10,9 @@ import (
 // This file is the server side of compaction: the context edits a request
 // asks the API for, and what the history keeps of a compaction the API did.
 
-// Strategy returns the compaction strategy in effect: "server", "client"
+// strategy returns the compaction strategy in effect: "server", "client"
 // or "off" (see [Config].Compaction).
-func (h *History) Strategy() string { return h.mode() }
-
-func (h *History) mode() string {
+func (h *History) strategy() string {
 	if m := h.cfg.Compaction; m != "" {
 		return m
 	}
@@ -34,7 +32,7 @@ func (h *History) mode() string {
 // [History.Compact] stays the fallback at ContextLimit.
 func (h *History) ContextManagement(thinking bool) *llm.ContextManagement {
 	info, _ := llm.LookupModel(h.cfg.Model)
-	mode, limit := h.mode(), h.cfg.ContextLimit
+	mode, limit := h.strategy(), h.cfg.ContextLimit
 	var cm llm.ContextManagement
 	// An explicit "client" asks for the client's own compaction alone.
 	if mode == "server" || h.cfg.Compaction == "" && info.ContextEditing {
@@ -69,7 +67,7 @@ const serverNote = "[Earlier turns were compacted on the server; the compaction 
 func (h *History) serverCompacted(msg llm.Message) (llm.Message, bool) {
 	k := -1
 	for i, b := range msg.Content {
-		if llm.BlockType(b) == llm.CompactionBlock {
+		if r, ok := b.(llm.RawBlock); ok && r.Type == llm.CompactionBlock { // b may be nil
 			k = i
 		}
 	}
@@ -94,11 +92,11 @@ func (h *History) serverCleared() bool {
 // and mode allow: its compaction block (kept as serverCompacted keeps one)
 // replaces every message. It returns how many (zero when it did not ask).
 func (h *History) serverSummary(ctx context.Context, m llm.Model) (int, llm.Usage, error) {
-	if info, _ := llm.LookupModel(h.cfg.Model); !info.ServerCompaction || h.mode() != "server" {
+	if info, _ := llm.LookupModel(h.cfg.Model); !info.ServerCompaction || h.strategy() != "server" {
 		return 0, llm.Usage{}, nil
 	}
-	req := llm.Request{Model: h.cfg.Model, MaxTokens: h.cfg.MaxTokens, System: h.system, Tools: h.tools,
-		Messages: h.Messages(), Cache: true, Summarize: &llm.Summarize{}} // no context_management: the API refuses both
+	req := h.request()
+	req.Cache, req.Summarize = true, &llm.Summarize{} // no context_management: the API refuses both
 	reply, u, err := collect(ctx, m, req)
 	if err != nil {
 		return 0, u, fmt.Errorf("memory: server compaction: %w", err)

@@ -115,7 +115,7 @@ func runCompactionSession(tb testing.TB, mode string, turns, resultChars, limit 
 		cost.add(u, info.Price)
 		cost.peak = max(cost.peak, u.InputTokens+u.CacheCreationInputTokens+u.CacheReadInputTokens)
 		h.AppendAssistant(msg, u)
-		var results []llm.ToolResult
+		var results []llm.Block
 		for _, b := range msg.Content {
 			if tu, ok := b.(llm.ToolUse); ok {
 				body := fmt.Sprintf("%s: value=%d\n", tu.ID, turn) + strings.Repeat("0123456789abcdef", resultChars/16)
@@ -125,7 +125,7 @@ func runCompactionSession(tb testing.TB, mode string, turns, resultChars, limit 
 		if len(results) == 0 {
 			break
 		}
-		h.AppendToolResults(results)
+		h.AppendUser(results...)
 	}
 	for _, r := range srv.Requests() {
 		if err := anthropictest.CheckRequest(r.Body); err != nil {

@@ -45,7 +45,7 @@ func TestContextManagementByModel(t *testing.T) {
 		if tc.big {
 			h.AppendAssistant(llm.Message{Content: []llm.Block{llm.Text{Text: "read"}}}, llm.Usage{InputTokens: limit * 6 / 10})
 		}
-		if got := h.Strategy(); got != tc.wantStrategy {
+		if got := h.strategy(); got != tc.wantStrategy {
 			t.Errorf("%s %q: strategy %q, want %q", tc.model, tc.mode, got, tc.wantStrategy)
 		}
 		var got []llm.ContextEdit
@@ -75,7 +75,7 @@ func TestServerCompactionKept(t *testing.T) {
 	for i := range 3 {
 		id := "toolu_0" + string(rune('0'+i))
 		h.AppendAssistant(llm.Message{Content: []llm.Block{llm.ToolUse{ID: id, Name: "read", Input: []byte(`{}`)}}}, llm.Usage{InputTokens: int64(60_000 * (i + 1))})
-		h.AppendToolResults([]llm.ToolResult{{ToolUseID: id, Content: []llm.Block{llm.Text{Text: "data"}}}})
+		h.AppendUser(llm.ToolResult{ToolUseID: id, Content: []llm.Block{llm.Text{Text: "data"}}})
 	}
 	block := llm.RawBlock{Type: "compaction", JSON: []byte(`{"type":"compaction","content":"Read three files.","encrypted_content":"opaque=="}`)}
 	turn := llm.Message{Role: llm.Assistant, Content: []llm.Block{block, llm.Text{Text: "Done."}}}
@@ -102,7 +102,7 @@ func TestServerCompactionKept(t *testing.T) {
 	if err := h.Save(path); err != nil {
 		t.Fatal(err)
 	}
-	g, err := Load(path, Config{Model: "claude-opus-5-5"})
+	g, err := loadFile(path, Config{Model: "claude-opus-5-5"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestServerClearingDoesNotTeach(t *testing.T) {
 		h.AppendUser(llm.Text{Text: "task"})
 		h.AppendAssistant(llm.Message{Content: []llm.Block{llm.ToolUse{ID: "toolu_1", Name: "read", Input: []byte(`{}`)}}},
 			llm.Usage{InputTokens: 100})
-		h.AppendToolResults([]llm.ToolResult{{ToolUseID: "toolu_1", Content: []llm.Block{llm.Text{Text: strings.Repeat("x", 70_000)}}}})
+		h.AppendUser(llm.ToolResult{ToolUseID: "toolu_1", Content: []llm.Block{llm.Text{Text: strings.Repeat("x", 70_000)}}})
 		// 20,000 tokens sent; the server cleared the result and read 500.
 		h.AppendAssistant(llm.Message{Content: []llm.Block{llm.Text{Text: "ok"}}}, llm.Usage{InputTokens: 500})
 		if learned := h.ratio != defaultRatio; learned != tc.learn {

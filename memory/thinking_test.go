@@ -69,14 +69,14 @@ func (c *convo) send() error {
 	}
 	msg := asm.Message()
 	c.h.AppendAssistant(msg, asm.Usage())
-	var results []llm.ToolResult
+	var results []llm.Block
 	for _, b := range msg.Content {
 		if u, ok := b.(llm.ToolUse); ok {
 			results = append(results, result(u.ID, "value "+strings.Repeat("7", 400)))
 		}
 	}
 	if len(results) > 0 {
-		c.h.AppendToolResults(results)
+		c.h.AppendUser(results...)
 	} else {
 		c.h.AppendUser(llm.Text{Text: "And now?"})
 	}
@@ -174,7 +174,7 @@ func TestRewritesKeepThinkingValid(t *testing.T) {
 			data, _ := os.ReadFile(path)
 			data = []byte(strings.Replace(string(data), `"input":{"file":2}`, `"input":"file 2"`, 1))
 			os.WriteFile(path, data, 0o600)
-			h, err := Load(path, c.h.Config())
+			h, err := loadFile(path, c.h.Config())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -227,7 +227,7 @@ func resume(t *testing.T, h *History, model string) *History {
 	}
 	cfg := h.Config()
 	cfg.Model, cfg.SummaryModel, cfg.ContextWindow, cfg.ContextLimit = model, "", 0, 0
-	loaded, err := Load(path, cfg)
+	loaded, err := loadFile(path, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

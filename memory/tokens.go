@@ -16,14 +16,14 @@ import (
 	"github.com/agentloop/agentloop/llm"
 )
 
-// blockOverhead is the characters charged each block and message for its
-// framing; the learned ratio absorbs the error.
-const blockOverhead = 12
-
-// The API's rule for images: scaled to fit 1568 pixels on the long edge and
-// 1.15 megapixels, an image costs width×height/750 tokens. One of unknown
-// size (WebP, corrupt) costs the most any image does.
 const (
+	// blockOverhead is the characters charged each block and message for
+	// its framing; the learned ratio absorbs the error.
+	blockOverhead = 12
+
+	// The API's rule for images: scaled to fit 1568 pixels on the long edge
+	// and 1.15 megapixels, an image costs width×height/750 tokens. One of
+	// unknown size (WebP, corrupt) costs the most any image does.
 	imageMaxEdge   = 1568
 	imageMaxPixels = 1_150_000
 	imageFallback  = imageMaxPixels / 750
@@ -43,7 +43,9 @@ func (h *History) Tokens() int {
 
 // NeedsCompaction reports whether [History.Tokens] exceeds
 // Config.ContextLimit, unless Config.Compaction is "off".
-func (h *History) NeedsCompaction() bool { return h.mode() != "off" && h.Tokens() > h.cfg.ContextLimit }
+func (h *History) NeedsCompaction() bool {
+	return h.cfg.Compaction != "off" && h.Tokens() > h.cfg.ContextLimit
+}
 
 // recount returns [History.Tokens], made exact by Config.Counter once an
 // estimate reaches 90% of the limit; a failed count leaves the estimate.
@@ -53,13 +55,7 @@ func (h *History) recount(ctx context.Context) int {
 	if c == nil || len(h.entries) == 0 || n < h.cfg.ContextLimit*9/10 || h.lastExact() == len(h.entries)-1 {
 		return n
 	}
-	exact, err := c(ctx, llm.Request{
-		Model:     h.cfg.Model,
-		MaxTokens: h.cfg.MaxTokens,
-		System:    h.system,
-		Tools:     h.tools,
-		Messages:  h.Messages(),
-	})
+	exact, err := c(ctx, h.request())
 	if err != nil || exact <= 0 {
 		h.cfg.Logger.Warn("memory: count_tokens failed; using the estimate", "err", err, "count", exact)
 		return n
@@ -67,6 +63,11 @@ func (h *History) recount(ctx context.Context) int {
 	h.learn(exact)
 	h.entries[len(h.entries)-1].exact = exact
 	return exact
+}
+
+// request returns a request of the whole history, as an agent sends it.
+func (h *History) request() llm.Request {
+	return llm.Request{Model: h.cfg.Model, MaxTokens: h.cfg.MaxTokens, System: h.system, Tools: h.tools, Messages: h.Messages()}
 }
 
 func (h *History) lastExact() int {
@@ -84,8 +85,8 @@ func (h *History) estimate(es []entry, withPrefix bool) int {
 	return int(math.Ceil(float64(chars)/h.ratio)) + img
 }
 
-// measures sums the characters and image tokens of es, and of the prefix if
-// asked.
+// measures sums the characters and image tokens of es, and of the prefix
+// if asked.
 func (h *History) measures(es []entry, withPrefix bool) (chars, imageTokens int) {
 	if withPrefix {
 		chars = h.prefixChars
@@ -97,8 +98,8 @@ func (h *History) measures(es []entry, withPrefix bool) (chars, imageTokens int)
 	return chars, imageTokens
 }
 
-// learn sets the ratio from an exact input count of the whole history as it
-// is. Tiny samples are too noisy; the clamp guards against a count of
+// learn sets the ratio from an exact input count of the whole history as
+// it is. Tiny samples are too noisy; the clamp guards against a count of
 // something else.
 func (h *History) learn(inputTokens int) {
 	chars, img := h.measures(h.entries, true)
@@ -110,37 +111,31 @@ func (h *History) learn(inputTokens int) {
 }
 
 // measureBlocks returns the characters an estimate charges for bs and what
-// holds them, and the tokens of their images.
+// holds them (blockOverhead each), and the tokens of their images.
 func measureBlocks(bs []llm.Block) (chars, imageTokens int) {
 	chars = blockOverhead
 	for _, b := range bs {
-		c, t := measureBlock(b)
-		chars += c
-		imageTokens += t
+		chars += blockOverhead
+		switch b := b.(type) {
+		case llm.Text:
+			chars += len(b.Text)
+			for _, c := range b.Citations {
+				chars += len(c)
+			}
+		case llm.Thinking, llm.RedactedThinking:
+			chars -= blockOverhead
+		case llm.ToolUse:
+			chars += len(b.ID) + len(b.Name) + len(b.Input)
+		case llm.ToolResult: // its content's overhead stands for its own
+			c, t := measureBlocks(b.Content)
+			chars, imageTokens = chars+c+len(b.ToolUseID)-blockOverhead, imageTokens+t
+		case llm.Image:
+			imageTokens += imageCost(b)
+		case llm.RawBlock:
+			chars += len(b.JSON)
+		}
 	}
 	return chars, imageTokens
-}
-
-func measureBlock(b llm.Block) (chars, imageTokens int) {
-	switch b := b.(type) {
-	case llm.Text:
-		chars = len(b.Text)
-		for _, c := range b.Citations {
-			chars += len(c)
-		}
-	case llm.Thinking, llm.RedactedThinking:
-		return 0, 0
-	case llm.ToolUse:
-		chars = len(b.ID) + len(b.Name) + len(b.Input)
-	case llm.ToolResult:
-		chars, imageTokens = measureBlocks(b.Content)
-		chars += len(b.ToolUseID) - blockOverhead
-	case llm.Image:
-		return blockOverhead, imageCost(b)
-	case llm.RawBlock:
-		chars = len(b.JSON)
-	}
-	return chars + blockOverhead, imageTokens
 }
 
 // imageCost estimates what an image costs from the size in its header.
@@ -150,14 +145,8 @@ func imageCost(img llm.Image) int {
 		return imageFallback
 	}
 	w, hgt := float64(cfg.Width), float64(cfg.Height)
-	if long := max(w, hgt); long > imageMaxEdge {
-		w, hgt = w*imageMaxEdge/long, hgt*imageMaxEdge/long
-	}
-	if px := w * hgt; px > imageMaxPixels {
-		s := math.Sqrt(imageMaxPixels / px)
-		w, hgt = w*s, hgt*s
-	}
-	return max(1, int(math.Ceil(w*hgt/750)))
+	s := min(1, imageMaxEdge/max(w, hgt), math.Sqrt(imageMaxPixels/(w*hgt))) // the scale that meets both limits
+	return max(1, int(math.Ceil(w*s*hgt*s/750)))
 }
 
 // tooLongRE reads the count in the API's "prompt is too long: 215439

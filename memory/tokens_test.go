@@ -77,7 +77,7 @@ func TestTokens(t *testing.T) {
 			if h.ratio != 4 {
 				t.Errorf("learned ratio = %v, want 4", h.ratio)
 			}
-			h.AppendToolResults([]llm.ToolResult{result("t1", strings.Repeat("r", 400))})
+			h.AppendUser(result("t1", strings.Repeat("r", 400)))
 			tail := blockOverhead + len("t1") + blockOverhead + 400 + blockOverhead
 			return 201 + est(tail, 4)
 		}},
@@ -90,7 +90,7 @@ func TestTokens(t *testing.T) {
 		{"repair keeps the exact prefix", func(h *History) int {
 			h.AppendUser(llm.Text{Text: prompt})
 			h.AppendAssistant(asst(use("t1")), llm.Usage{InputTokens: 200, OutputTokens: 5})
-			h.AppendToolResults([]llm.ToolResult{result("t1", "x")})
+			h.AppendUser(result("t1", "x"))
 			h.AppendAssistant(asst(llm.ToolUse{ID: "t2", Name: "calc", Input: []byte(`{"cut`)}), llm.Usage{})
 			h.Repair() // drops the cut-off turn
 			return 205 + est(blockOverhead+len("t1")+blockOverhead+1+blockOverhead, h.ratio)
@@ -254,7 +254,7 @@ func TestCheckpoint(t *testing.T) {
 	h := New(Config{Model: "claude-sonnet-4-5", ContextWindow: 2000, KeepRecent: 1})
 	h.AppendUser(llm.Text{Text: "first"})
 	h.AppendAssistant(asst(llm.ToolUse{ID: "t1", Name: "read", Input: []byte(`{}`)}), llm.Usage{InputTokens: 10, OutputTokens: 5})
-	h.AppendToolResults([]llm.ToolResult{{ToolUseID: "t1", Content: []llm.Block{llm.Text{Text: strings.Repeat("data ", 400)}}}})
+	h.AppendUser(llm.ToolResult{ToolUseID: "t1", Content: []llm.Block{llm.Text{Text: strings.Repeat("data ", 400)}}})
 	h.AppendAssistant(asst(text("one")), llm.Usage{InputTokens: 600, OutputTokens: 5})
 	before, tokens := h.Messages(), h.Tokens()
 	var saved bytes.Buffer
@@ -290,8 +290,8 @@ func TestCheckpoint(t *testing.T) {
 	// A rollback leaves the checkpoint intact: rolling back twice is safe.
 	h.AppendUser(llm.Text{Text: "again"})
 	rollback()
-	if h.Len() != len(before) {
-		t.Errorf("Len = %d after a second rollback, want %d", h.Len(), len(before))
+	if len(h.entries) != len(before) {
+		t.Errorf("%d messages after a second rollback, want %d", len(h.entries), len(before))
 	}
 }
 

@@ -252,7 +252,7 @@ func TestMessagesIsACopy(t *testing.T) {
 	h := New(Config{})
 	h.AppendUser(llm.Text{Text: "hi"})
 	h.AppendAssistant(asst(use("t1")), llm.Usage{})
-	h.AppendToolResults([]llm.ToolResult{result("t1", "x")})
+	h.AppendUser(result("t1", "x"))
 	msgs := h.Messages()
 	msgs[0].Content[0] = text("changed")
 	msgs[2].Content[0].(llm.ToolResult).Content[0] = text("changed")
@@ -267,11 +267,23 @@ func TestMessagesIsACopy(t *testing.T) {
 func TestAppendUserDropsBlank(t *testing.T) {
 	h := New(Config{})
 	h.AppendUser(llm.Text{Text: "   "})
-	if h.Len() != 0 {
+	if len(h.entries) != 0 {
 		t.Fatalf("blank user text appended a message")
 	}
 	h.AppendUser(text(""), text("x"))
 	if diff := cmp.Diff([]llm.Message{user(text("x"))}, h.Messages()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestAppendNilBlock checks that a nil block in an appended turn does not
+// panic, and that Repair drops it.
+func TestAppendNilBlock(t *testing.T) {
+	h := New(Config{})
+	h.AppendUser(text("a"), nil)
+	h.AppendAssistant(asst(text("b"), nil), llm.Usage{InputTokens: 10})
+	h.Repair()
+	if diff := cmp.Diff([]llm.Message{user(text("a")), asst(text("b"))}, h.Messages()); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	json2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -28,10 +27,18 @@ func prepare(t *Tool, input json.RawMessage) (json.RawMessage, error) {
 	if len(bytes.TrimSpace(input)) == 0 {
 		input = json.RawMessage("{}") // an empty streamed input means {}
 	}
-	// json/v2 parses in one pass, where encoding/json scans first: half the
-	// time for a 5 MiB input. encoding/json words the rare failures.
+	// Most schemas read no string's content: checking the input with its
+	// strings left unread spares unquoting and copying a written file's
+	// 5 MiB. Only a pass ends here; the full path words what is wrong.
 	var v any
-	if json2.Unmarshal(input, &v, lenient) != nil {
+	if (t.shapeOnly || t.schema == nil) && json2.Unmarshal(input, &v, lenient, unreadStrings) == nil {
+		if _, ok := v.(map[string]any); ok && (t.schema == nil || t.schema.Validate(v) == nil) {
+			return input, nil
+		}
+	}
+	// encoding/json words the rare failures of json/v2, which parses in one
+	// pass where encoding/json scans first: half the time of a 5 MiB input.
+	if v = nil; json2.Unmarshal(input, &v, lenient) != nil {
 		var te *json.UnmarshalTypeError
 		if err := json.Unmarshal(input, &v); errors.As(err, &te) {
 			// 1e400 is valid JSON: keep numbers as written and let the
@@ -44,26 +51,50 @@ func prepare(t *Tool, input json.RawMessage) (json.RawMessage, error) {
 	if _, ok := v.(map[string]any); !ok {
 		return nil, fmt.Errorf("invalid input for tool %q: the input must be a JSON object, got %.40s", t.spec.Name, bytes.TrimSpace(input))
 	}
-	if t.schema == nil {
+	var verr *jsv.ValidationError
+	if t.schema == nil || !errors.As(t.schema.Validate(v), &verr) {
 		return input, nil
 	}
-	var verr *jsv.ValidationError
-	if err := t.schema.Validate(v); errors.As(err, &verr) {
-		ps := slices.Compact(slices.Sorted(slices.Values(problems(v, verr, nil))))
-		msg := ps[0]
-		if len(ps) > 1 {
-			msg = fmt.Sprintf("%d problems:\n- %s", len(ps), strings.Join(ps, "\n- "))
-		}
-		return nil, fmt.Errorf("invalid input for tool %q: %s", t.spec.Name, msg)
+	ps := slices.Compact(slices.Sorted(slices.Values(problems(v, verr, nil))))
+	msg := ps[0]
+	if len(ps) > 1 {
+		msg = fmt.Sprintf("%d problems:\n- %s", len(ps), strings.Join(ps, "\n- "))
 	}
-	return input, nil
+	return nil, fmt.Errorf("invalid input for tool %q: %s", t.spec.Name, msg)
 }
 
-// lenient reads JSON as encoding/json does (duplicate names, invalid UTF-8).
-var lenient = json2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+var (
+	printer = message.NewPrinter(language.English) // words the validator's messages
+	// lenient reads JSON as encoding/json does (duplicate names, invalid UTF-8).
+	lenient = json2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	// unreadStrings decodes each string value as "", checked but not
+	// unquoted; object names are decoded as usual.
+	unreadStrings = json2.WithUnmarshalers(json2.UnmarshalFromFunc(func(dec *jsontext.Decoder, _ *string) error {
+		if k, n := dec.StackIndex(dec.StackDepth()); k == '{' && n%2 == 0 {
+			return errors.ErrUnsupported // a name
+		}
+		_, err := dec.ReadValue()
+		return err
+	}))
+)
 
-// printer words the validator's messages.
-var printer = message.NewPrinter(language.English)
+// readsStrings reports whether schema s may read a string's content (or
+// compare values whole): whether it has such a keyword anywhere, even as a
+// property's name, to err on the safe side.
+func readsStrings(s any) bool {
+	switch s := s.(type) {
+	case map[string]any:
+		for k, v := range s {
+			if slices.Contains([]string{"minLength", "maxLength", "pattern", "format", "enum", "const", "uniqueItems",
+				"contentEncoding", "contentMediaType", "contentSchema"}, k) || readsStrings(v) {
+				return true
+			}
+		}
+	case []any:
+		return slices.ContainsFunc(s, readsStrings)
+	}
+	return false
+}
 
 // problems appends what is wrong with input v to out, one line per failed
 // keyword, each naming its field. The validator's error is a tree whose
@@ -134,33 +165,25 @@ func fields(at string, names []string) string {
 // boundary, with a note saying how much was dropped; an error gets a
 // message even if the tool gave none. Images are kept and not counted.
 func (r *Registry) shape(content []llm.Block, isError bool) []llm.Block {
-	max := r.cfg.MaxOutputBytes
+	limit, total := r.cfg.MaxOutputBytes, 0
 	var out []llm.Block // nil if nothing is left
-	total, budget := 0, max
 	for _, b := range content {
-		t, ok := b.(llm.Text)
-		if !ok {
-			if b != nil {
-				out = append(out, b)
+		if t, ok := b.(llm.Text); ok {
+			// After a cut, room is below 0: nothing more is shown.
+			if room := limit - total; limit >= 0 && len(t.Text) > room {
+				t.Text = t.Text[:runeStart(t.Text, max(room, 0))]
 			}
-			continue
-		}
-		total += len(t.Text)
-		if max >= 0 && len(t.Text) > budget {
-			cut := budget
-			for cut > 0 && !utf8.RuneStart(t.Text[cut]) {
-				cut--
+			total += len(b.(llm.Text).Text)
+			if b = t; t.Text == "" {
+				continue
 			}
-			t.Text, budget = t.Text[:cut], 0 // nothing after a cut
-		} else {
-			budget -= len(t.Text)
 		}
-		if t.Text != "" {
-			out = append(out, t)
+		if b != nil {
+			out = append(out, b)
 		}
 	}
-	if max >= 0 && total > max {
-		out = append(out, llm.Text{Text: fmt.Sprintf("[output truncated: the tool returned %d bytes of text; only the first %d are shown]", total, max)})
+	if limit >= 0 && total > limit {
+		out = append(out, llm.Text{Text: fmt.Sprintf("[output truncated: the tool returned %d bytes of text; only the first %d are shown]", total, limit)})
 	}
 	if len(out) == 0 && isError {
 		return []llm.Block{llm.Text{Text: "the tool failed without saying why"}}

@@ -3,6 +3,7 @@ package tool
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -27,7 +28,7 @@ func TestInputProblems(t *testing.T) {
 	}))
 	draft4 := Must(NewRaw("draft4", "An old schema.", json.RawMessage(`{"$schema":"http://json-schema.org/draft-04/schema#",
 		"type":"object","properties":{"n":{"type":"integer","minimum":0,"exclusiveMinimum":true}},"required":["n"]}`),
-		func(ctx context.Context, input json.RawMessage) (Output, error) { return Output{}, nil }))
+		func(ctx context.Context, input json.RawMessage) (llm.ToolResult, error) { return llm.ToolResult{}, nil }))
 	r := NewRegistry(Config{})
 	if err := r.Register(point, list, draft4); err != nil {
 		t.Fatal(err)
@@ -64,4 +65,80 @@ func TestInputProblems(t *testing.T) {
 			}
 		})
 	}
+}
+
+// shapeSeeds are inputs that the shape-only check and the full parse might
+// read differently: strings, escapes, duplicate names, invalid UTF-8,
+// numbers out of range, data after the value.
+var shapeSeeds = []string{
+	`{"x": 1, "y": 2}`, `{"x": 1, "y": "2"}`, `{"x": 1}`, `{"x": 1, "y": 2, "z": 3}`,
+	`{"x": 1, "y": 2, "tags": ["a", "b\n\"c\u00e9"], "inner": {"n": 3}}`,
+	`{"x": 1, "y": 2, "tags": [1]}`, `{"x": 1, "y": 2, "x": "dup"}`, `{"x": 1, "y": 2, "x": 3}`,
+	"{\"x\": 1, \"y\": 2, \"tags\": [\"\xff\"]}", "{\"x\": 1, \"y\": 2, \"\xff\": 1}",
+	`{"x": 1e400, "y": 2}`, `{"x": 1, "y": 2} x`, `{"x": 1, "y": 2}{}`, `[]`, `null`, `"s"`, ` `, ``,
+	`{"x": -0, "y": 2e-400}`, `{"x": 1, "y": 2, "inner": null}`, `{"x": true, "y": false}`, `{"x": 1, "y": 2,}`,
+}
+
+// FuzzShape checks that a tool whose schema reads no string's content
+// judges every input as the full parse does, and words its errors alike.
+func FuzzShape(f *testing.F) {
+	for _, s := range shapeSeeds {
+		f.Add(s)
+	}
+	fast := Must(New("point", "Echo a point.", func(ctx context.Context, in pointInput) (string, error) { return "ok", nil }))
+	if !fast.shapeOnly {
+		f.Fatal("pointInput's schema reads strings; the test needs one that does not")
+	}
+	full := *fast
+	full.shapeOnly = false
+	f.Fuzz(func(t *testing.T, input string) {
+		_, errFast := prepare(fast, json.RawMessage(input))
+		_, errFull := prepare(&full, json.RawMessage(input))
+		if diff := cmp.Diff(fmt.Sprint(errFull), fmt.Sprint(errFast)); diff != "" {
+			t.Errorf("prepare(%q): shape-only differs from the full parse (-full +shape):\n%s", input, diff)
+		}
+	})
+}
+
+// TestShapeReadsStrings checks that a schema reading strings' content is
+// validated on the whole input, not its shape.
+func TestShapeReadsStrings(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","properties":{"s":{"type":"string","maxLength":2},
+		"e":{"enum":["a"]},"u":{"type":"array","uniqueItems":true}}}`)
+	raw := Must(NewRaw("raw", "", schema, func(context.Context, json.RawMessage) (llm.ToolResult, error) { return llm.ToolResult{}, nil }))
+	if raw.shapeOnly {
+		t.Fatal("a schema with maxLength is checked on its shape only")
+	}
+	for input, want := range map[string]string{
+		`{"s": "abc"}`:      `invalid input for tool "raw": field "s": maxLength: got 3, want 2`,
+		`{"e": "b"}`:        `invalid input for tool "raw": field "e": value must be 'a'`,
+		`{"u": ["a", "a"]}`: `invalid input for tool "raw": field "u": items at 0 and 1 are equal`,
+	} {
+		if _, err := prepare(raw, json.RawMessage(input)); fmt.Sprint(err) != want {
+			t.Errorf("prepare(%s) = %v, want %s", input, err, want)
+		}
+	}
+}
+
+// FuzzDecode checks that a typed tool decodes its input as encoding/json
+// does: the same value, or the same error.
+func FuzzDecode(f *testing.F) {
+	for _, s := range shapeSeeds {
+		f.Add(s)
+	}
+	for _, s := range []string{`{"X": 1, "Y": 2}`, `{"x": null}`, `{"x": 1.5e3, "inner": {"n": 1e30}}`,
+		`{"inner": {"n": 1.5}}`, `{"tags": "a"}`, `{"tags": null, "x": "1"}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, input string) {
+		got, err := decode[pointInput]("point", json.RawMessage(input))
+		var want pointInput
+		wantErr := json.Unmarshal([]byte(input), &want)
+		if (err == nil) != (wantErr == nil) {
+			t.Fatalf("decode(%q) error = %v, encoding/json's = %v", input, err, wantErr)
+		}
+		if diff := cmp.Diff(want, got); err == nil && diff != "" {
+			t.Errorf("decode(%q) differs from encoding/json (-want +got):\n%s", input, diff)
+		}
+	})
 }

@@ -27,17 +27,14 @@ type Config struct {
 	// Zero means 60 seconds; negative means no timeout.
 	Timeout time.Duration
 	// MaxOutputBytes caps the text of each result, lest a runaway tool fill
-	// the context window: the rest is cut, with a note. Zero means 100_000
-	// bytes; negative means no cap. Images, which the API limits, are not
-	// counted.
+	// the context window: the rest is cut, with a note. Zero means 100_000;
+	// negative means no cap. Images, which the API limits, are not counted.
 	MaxOutputBytes int
 	// Logger receives each panic's stack and each timeout. Nil discards.
 	Logger *slog.Logger
 }
 
-// ErrDuplicate is wrapped by the error [Registry.Register] returns when a
-// tool name is already taken.
-var ErrDuplicate = errors.New("duplicate tool name")
+var errDuplicate = errors.New("duplicate tool name")
 
 // A Registry holds the tools the model may call and runs its calls. Make
 // one with [NewRegistry]. It is safe for concurrent use.
@@ -52,34 +49,27 @@ type Registry struct {
 	sem *semaphore.Weighted // the MaxConcurrency slots; nil means no cap
 
 	mu      sync.Mutex
-	tools   []*Tool         // in registration order
-	queues  map[any]*turn   // each queue's latest call, by *Tool or Queue name; the next waits on it
-	running map[*Call]*turn // the calls whose goroutine has not returned, for Wait
+	tools   []*Tool        // in registration order
+	queues  map[any]*turn  // each queue's latest call, by *Tool or Queue name; the next waits on it
+	running map[*turn]bool // the calls whose goroutine has not returned, for Wait
 }
 
 // NewRegistry returns an empty registry configured by cfg.
 func NewRegistry(cfg Config) *Registry {
-	if cfg.MaxConcurrency == 0 {
-		cfg.MaxConcurrency = 8
-	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = 60 * time.Second
-	}
-	if cfg.MaxOutputBytes == 0 {
-		cfg.MaxOutputBytes = 100_000
-	}
+	cfg.MaxConcurrency = cmp.Or(cfg.MaxConcurrency, 8)
+	cfg.Timeout = cmp.Or(cfg.Timeout, 60*time.Second)
+	cfg.MaxOutputBytes = cmp.Or(cfg.MaxOutputBytes, 100_000)
 	r := &Registry{cfg: cfg, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
-		queues: make(map[any]*turn), running: make(map[*Call]*turn)}
+		queues: make(map[any]*turn), running: make(map[*turn]bool)}
 	if cfg.MaxConcurrency > 0 {
 		r.sem = semaphore.NewWeighted(int64(cfg.MaxConcurrency))
 	}
 	return r
 }
 
-// Register adds tools: all of them or, if any is invalid (nil, not built by
-// a constructor, a name the API rejects) or its name is taken, none, saying
-// which and why. It warns of each tool whose inputs it cannot validate
-// against its schema (see [NewRaw]).
+// Register adds tools: all, or none if one is invalid (nil, not built by a
+// constructor, a name the API rejects) or taken, saying which and why. It
+// warns of each tool whose inputs it cannot validate (see [NewRaw]).
 func (r *Registry) Register(tools ...*Tool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -89,7 +79,7 @@ func (r *Registry) Register(tools ...*Tool) error {
 		}
 		named := func(u *Tool) bool { return u.spec.Name == t.spec.Name }
 		if slices.ContainsFunc(r.tools, named) || slices.ContainsFunc(tools[:i], named) {
-			return fmt.Errorf("tool %q: %w", t.spec.Name, ErrDuplicate)
+			return fmt.Errorf("tool %q: %w", t.spec.Name, errDuplicate)
 		}
 	}
 	r.tools = append(r.tools, tools...)
@@ -113,9 +103,8 @@ func (r *Registry) Lookup(name string) (*Tool, bool) {
 	return r.tools[i], true
 }
 
-// Specs returns the tools' descriptions for [llm.Request.Tools], in
-// registration order: stable, so that the tool list opening every request
-// stays a prompt-cache hit.
+// Specs returns the tools' descriptions for [llm.Request.Tools], in the
+// stable order of registration, lest the tool list miss the prompt cache.
 func (r *Registry) Specs() []llm.ToolSpec {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -140,8 +129,8 @@ type Call struct {
 // the model what happened. When ctx ends, Run returns promptly, with a
 // "cancelled" result for each unfinished call.
 func (r *Registry) Run(ctx context.Context, calls []Call) []llm.ToolResult {
-	// Not errgroup.SetLimit: the cap is the registry's, shared with the
-	// calls an agent Starts, and a queued call must give up when ctx ends.
+	// Not errgroup.SetLimit: the cap is shared with the calls an agent
+	// Starts, and a queued call must give up when ctx ends.
 	waits := make([]func() llm.ToolResult, len(calls))
 	for i, c := range calls {
 		waits[i] = r.Start(ctx, c)
@@ -153,70 +142,81 @@ func (r *Registry) Run(ctx context.Context, calls []Call) []llm.ToolResult {
 	return results
 }
 
-// Start starts one call now and returns a function that waits for its
-// result, so that an agent can start each call the moment the model has
-// streamed it. Calls share the registry's limits with Run, and a queue's
-// calls run in the order Start was called. wait returns promptly as Run
-// does, and may be called more than once.
+// Start starts one call now, so that an agent can start each call the
+// moment the model has streamed it, and returns a function that waits for
+// its result, as promptly as Run, as often as called. Calls share the
+// registry's limits with Run; a queue's run in the order Start was called.
 func (r *Registry) Start(ctx context.Context, call Call) (wait func() llm.ToolResult) {
-	t, ok := r.Lookup(call.Name)
-	if !ok {
-		return done(r.result(call, errorOutput(r.unknownTool(call.Name))))
-	}
+	k := &turn{call: call, delivered: make(chan struct{}), finished: make(chan struct{})}
 	// Checked here, not on the call's goroutine, bad input is answered at once.
-	input, err := prepare(t, call.Input)
-	if err != nil {
-		return done(r.result(call, errorOutput(err.Error())))
+	t, err := r.lookup(call.Name)
+	var input json.RawMessage
+	if err == nil {
+		input, err = prepare(t, call.Input)
 	}
-	// The first result delivered wins: the handler's, or a timeout's.
-	c, mine := &call, &turn{delivered: make(chan struct{}), finished: make(chan struct{})}
-	var once sync.Once
-	var res llm.ToolResult
-	deliver := func(out Output) { once.Do(func() { res = r.result(call, out); close(mine.delivered) }) }
+	if err != nil {
+		r.deliver(k, failure("%v", err))
+		return k.wait
+	}
 	r.mu.Lock()
 	var prev *turn
 	if t.Queue != "" {
-		prev, r.queues[t.Queue] = r.queues[t.Queue], mine
+		prev, r.queues[t.Queue] = r.queues[t.Queue], k
 	} else if t.Sequential {
-		prev, r.queues[t] = r.queues[t], mine
+		prev, r.queues[t] = r.queues[t], k
 	}
-	r.running[c] = mine
+	r.running[k] = true
 	r.mu.Unlock()
-	go r.run(ctx, t, c, input, prev, mine, deliver)
-	return func() llm.ToolResult {
-		<-mine.delivered
-		return res
-	}
+	go r.run(ctx, t, input, prev, k)
+	return k.wait
 }
 
 // A turn is a call's progress and, in a queue, its place: the next call
-// waits for finished.
+// waits for finished. The first result delivered wins: the handler's or a
+// timeout's.
 type turn struct {
-	delivered chan struct{} // closed when its result is out
+	call      Call
+	once      sync.Once
+	res       llm.ToolResult
+	delivered chan struct{} // closed when res is out
 	finished  chan struct{} // closed when its goroutine returns, after every earlier call's
 }
 
-func done(res llm.ToolResult) func() llm.ToolResult {
-	return func() llm.ToolResult { return res }
+func (k *turn) wait() llm.ToolResult {
+	<-k.delivered
+	return k.res
 }
 
-// run runs call c of t on its own goroutine: it waits for its turn (prev)
+// deliver makes res call k's result, unless it has one.
+func (r *Registry) deliver(k *turn, res llm.ToolResult) {
+	k.once.Do(func() {
+		res.ToolUseID, res.Content = k.call.ID, r.shape(res.Content, res.IsError)
+		k.res = res
+		close(k.delivered)
+	})
+}
+
+// run runs call k of t on its own goroutine: it waits for its turn (prev)
 // and a slot, then runs the handler under the call's timeout.
-func (r *Registry) run(ctx context.Context, t *Tool, c *Call, input json.RawMessage, prev, mine *turn, deliver func(Output)) {
+func (r *Registry) run(ctx context.Context, t *Tool, input json.RawMessage, prev, k *turn) {
 	defer func() {
 		// Even a call that never ran hands its turn on only after every
 		// earlier one finished, lest later calls overtake.
 		if prev != nil {
 			<-prev.finished
 		}
-		close(mine.finished)
+		close(k.finished)
 		r.mu.Lock()
-		delete(r.running, c) // for Wait
+		delete(r.running, k)
 		r.mu.Unlock()
 	}()
-	timeout := t.Timeout
-	if timeout == 0 {
-		timeout = r.cfg.Timeout
+	timeout := cmp.Or(t.Timeout, r.cfg.Timeout)
+	// ended is what the model reads when the call's context ends first.
+	ended := func() llm.ToolResult {
+		if ctx.Err() != nil {
+			return failure("cancelled: the tool call did not finish (%v)", context.Cause(ctx))
+		}
+		return failure("tool %q timed out after %v", k.call.Name, timeout)
 	}
 	if prev != nil {
 		select {
@@ -233,7 +233,7 @@ func (r *Registry) run(ctx context.Context, t *Tool, c *Call, input json.RawMess
 			case <-prev.finished:
 			case <-ctx.Done():
 			case <-overdue:
-				deliver(errorOutput(fmt.Sprintf("not run: tool %q is still running an earlier call that timed out; try again later", c.Name)))
+				r.deliver(k, failure("not run: tool %q is still running an earlier call that timed out; try again later", k.call.Name))
 				return
 			}
 		}
@@ -242,7 +242,7 @@ func (r *Registry) run(ctx context.Context, t *Tool, c *Call, input json.RawMess
 		defer r.sem.Release(1)
 	}
 	if ctx.Err() != nil { // cancelled while queued: the handler never runs
-		deliver(errorOutput(cancelledText(ctx)))
+		r.deliver(k, ended())
 		return
 	}
 	callCtx, cancel := ctx, context.CancelFunc(func() {})
@@ -250,53 +250,45 @@ func (r *Registry) run(ctx context.Context, t *Tool, c *Call, input json.RawMess
 		callCtx, cancel = context.WithTimeout(ctx, timeout)
 	}
 	defer cancel()
-	// ended is what the model reads when the call's context ends first.
-	ended := func() Output {
-		if ctx.Err() != nil {
-			return errorOutput(cancelledText(ctx))
-		}
-		return errorOutput(fmt.Sprintf("tool %q timed out after %v", c.Name, timeout))
-	}
 	stop := context.AfterFunc(callCtx, func() {
 		if ctx.Err() == nil {
 			r.log.Warn("tool call timed out; its handler keeps its slot until it returns",
-				"tool", c.Name, "id", c.ID, "timeout", timeout)
+				"tool", k.call.Name, "id", k.call.ID, "timeout", timeout)
 		}
-		deliver(ended())
+		r.deliver(k, ended())
 	})
-	out := r.invoke(callCtx, t, *c, input)
+	out := r.invoke(callCtx, t, k.call, input)
 	if stop(); out.IsError && callCtx.Err() != nil {
-		// Most likely "context deadline exceeded": say what happened.
-		out = ended()
+		out = ended() // most likely "context deadline exceeded": say what happened
 	}
-	deliver(out)
+	r.deliver(k, out)
 }
 
-// Wait waits for the handlers that outlive their results: whose timeout or
-// cancellation result is out while they, ignoring their context, still run.
-// Calls still working toward a result are not waited for, so that agents
-// sharing a registry can each Wait as a run ends. If ctx ends first, the
-// error names the handlers still running and wraps context.Cause(ctx).
+// Wait waits for the handlers that outlive their results: those whose
+// timeout or cancellation result is out while they, ignoring their
+// context, still run. Calls still working toward a result are not waited
+// for, so that agents sharing a registry can each Wait as a run ends. If
+// ctx ends first, the error names those running and wraps its cause.
 func (r *Registry) Wait(ctx context.Context) error {
 	r.mu.Lock()
-	late := make(map[*Call]*turn)
-	for c, k := range r.running {
+	var late []*turn
+	for k := range r.running {
 		select {
 		case <-k.delivered:
-			late[c] = k
+			late = append(late, k)
 		default:
 		}
 	}
 	r.mu.Unlock()
 	var names []string
-	for c, k := range late {
+	for _, k := range late {
 		select {
 		case <-k.finished:
 		case <-ctx.Done():
 			select {
 			case <-k.finished:
 			default:
-				names = append(names, fmt.Sprintf("%s (%s)", c.Name, c.ID))
+				names = append(names, fmt.Sprintf("%s (%s)", k.call.Name, k.call.ID))
 			}
 		}
 	}
@@ -308,41 +300,37 @@ func (r *Registry) Wait(ctx context.Context) error {
 }
 
 // invoke runs t's handler and turns a panic into an error result.
-func (r *Registry) invoke(ctx context.Context, t *Tool, call Call, input json.RawMessage) (out Output) {
+func (r *Registry) invoke(ctx context.Context, t *Tool, call Call, input json.RawMessage) (out llm.ToolResult) {
 	defer func() {
 		if v := recover(); v != nil {
 			r.log.Error("tool panicked", "tool", call.Name, "id", call.ID, "panic", v, "stack", string(debug.Stack()))
-			out = errorOutput(fmt.Sprintf("tool %q panicked: %v", call.Name, v))
+			out = failure("tool %q panicked: %v", call.Name, v)
 		}
 	}()
 	out, err := t.handler(ctx, input)
 	if err != nil {
-		return errorOutput(err.Error())
+		return failure("%s", err.Error())
 	}
 	return out
 }
 
-func cancelledText(ctx context.Context) string {
-	return fmt.Sprintf("cancelled: the tool call did not finish (%v)", context.Cause(ctx))
-}
-
-func (r *Registry) unknownTool(name string) string {
+// lookup is Lookup, with an error for the model naming the tools there are.
+func (r *Registry) lookup(name string) (*Tool, error) {
+	if t, ok := r.Lookup(name); ok {
+		return t, nil
+	}
 	var names []string
 	for _, s := range r.Specs() {
 		names = append(names, s.Name)
 	}
 	if len(names) == 0 {
-		return fmt.Sprintf("unknown tool %q: no tools are available", name)
+		return nil, fmt.Errorf("unknown tool %q: no tools are available", name)
 	}
 	slices.Sort(names)
-	return fmt.Sprintf("unknown tool %q; the available tools are: %s", name, strings.Join(names, ", "))
+	return nil, fmt.Errorf("unknown tool %q; the available tools are: %s", name, strings.Join(names, ", "))
 }
 
-func errorOutput(msg string) Output {
-	return Output{Content: []llm.Block{llm.Text{Text: msg}}, IsError: true}
-}
-
-// result makes the tool result answering call from out.
-func (r *Registry) result(call Call, out Output) llm.ToolResult {
-	return llm.ToolResult{ToolUseID: call.ID, Content: r.shape(out.Content, out.IsError), IsError: out.IsError}
+// failure is an is_error result that says what went wrong.
+func failure(format string, args ...any) llm.ToolResult {
+	return llm.ToolResult{Content: []llm.Block{llm.Text{Text: fmt.Sprintf(format, args...)}}, IsError: true}
 }

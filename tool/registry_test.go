@@ -68,8 +68,8 @@ func testTools(release <-chan struct{}) []*Tool {
 	image := Must(New("image", "Draw.", func(ctx context.Context, in struct{}) ([]llm.Block, error) {
 		return []llm.Block{llm.Text{Text: "a dot"}, llm.Text{}, llm.Image{MediaType: "image/png", Data: "iVBORw0KGgo="}}, nil
 	}))
-	soft := Must(New("soft_error", "Report a tool-level error.", func(ctx context.Context, in struct{}) (Output, error) {
-		return Output{Content: []llm.Block{llm.Text{Text: "no such file"}}, IsError: true}, nil
+	soft := Must(New("soft_error", "Report a tool-level error.", func(ctx context.Context, in struct{}) (llm.ToolResult, error) {
+		return llm.ToolResult{Content: []llm.Block{llm.Text{Text: "no such file"}}, IsError: true}, nil
 	}))
 	slow := Must(New("slow", "Honour the context.", func(ctx context.Context, in struct{}) (string, error) {
 		<-ctx.Done()
@@ -94,8 +94,8 @@ func testTools(release <-chan struct{}) []*Tool {
 		return strings.Repeat("ab", 100) + "é" + strings.Repeat("z", 40), nil // é is bytes 200 and 201
 	}))
 	raw := Must(NewRaw("raw", "Raw echo.", json.RawMessage(`{"type":"object","properties":{"q":{"type":"string","minLength":2}},"required":["q"]}`),
-		func(ctx context.Context, input json.RawMessage) (Output, error) {
-			return Output{Content: []llm.Block{llm.Text{Text: string(input)}}}, nil
+		func(ctx context.Context, input json.RawMessage) (llm.ToolResult, error) {
+			return llm.ToolResult{Content: []llm.Block{llm.Text{Text: string(input)}}}, nil
 		}))
 	op := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{
 		"op": {Type: "string", Enum: []any{"up", "down"}},
@@ -244,8 +244,8 @@ func TestTruncate(t *testing.T) {
 
 func TestRegisterErrors(t *testing.T) {
 	ok := func(name string) *Tool {
-		return Must(NewRaw(name, "", json.RawMessage(`{"type":"object"}`), func(context.Context, json.RawMessage) (Output, error) {
-			return Output{}, nil
+		return Must(NewRaw(name, "", json.RawMessage(`{"type":"object"}`), func(context.Context, json.RawMessage) (llm.ToolResult, error) {
+			return llm.ToolResult{}, nil
 		}))
 	}
 	tests := []struct {
@@ -277,8 +277,8 @@ func TestRegisterErrors(t *testing.T) {
 	}
 	r := NewRegistry(Config{})
 	r.Register(ok("a"))
-	if err := r.Register(ok("a")); !errors.Is(err, ErrDuplicate) {
-		t.Errorf("duplicate error %v does not wrap ErrDuplicate", err)
+	if err := r.Register(ok("a")); !errors.Is(err, errDuplicate) {
+		t.Errorf("duplicate error %v does not wrap errDuplicate", err)
 	}
 }
 
@@ -291,7 +291,7 @@ func names(specs []llm.ToolSpec) []string {
 }
 
 func TestConstructorErrors(t *testing.T) {
-	noop := func(context.Context, json.RawMessage) (Output, error) { return Output{}, nil }
+	noop := func(context.Context, json.RawMessage) (llm.ToolResult, error) { return llm.ToolResult{}, nil }
 	raw := func(name, schema string) error {
 		_, err := NewRaw(name, "", json.RawMessage(schema), noop)
 		return err
@@ -388,8 +388,8 @@ func TestRawUnvalidatable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tl := Must(NewRaw("odd", "", json.RawMessage(tt.schema), func(ctx context.Context, in json.RawMessage) (Output, error) {
-				return Output{Content: []llm.Block{llm.Text{Text: "handler saw " + string(in)}}}, nil
+			tl := Must(NewRaw("odd", "", json.RawMessage(tt.schema), func(ctx context.Context, in json.RawMessage) (llm.ToolResult, error) {
+				return llm.ToolResult{Content: []llm.Block{llm.Text{Text: "handler saw " + string(in)}}}, nil
 			}))
 			var logs bytes.Buffer
 			r := NewRegistry(Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
@@ -421,7 +421,7 @@ func TestRawUnvalidatable(t *testing.T) {
 	var logs bytes.Buffer
 	r := NewRegistry(Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	tl := Must(NewRaw("fine", "", json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`),
-		func(context.Context, json.RawMessage) (Output, error) { return Output{}, nil }))
+		func(context.Context, json.RawMessage) (llm.ToolResult, error) { return llm.ToolResult{}, nil }))
 	if err := r.Register(tl); err != nil {
 		t.Fatal(err)
 	}

@@ -178,67 +178,71 @@ func AllowedIn(role, typ string) bool {
 // once each, by the tool_result blocks that open the next user turn. A turn
 // is a run of consecutive messages of one role, as the API merges them.
 func (c *checker) pairs(msgs []Message) {
-	type located struct {
-		b        *Block
-		msg, blk int
-	}
-	var roles []string
-	var turns [][]located
-	for i, m := range msgs {
-		if len(roles) == 0 || roles[len(roles)-1] != m.Role {
-			roles, turns = append(roles, m.Role), append(turns, nil)
-		}
-		for j := range m.Content {
-			turns[len(turns)-1] = append(turns[len(turns)-1], located{&m.Content[j], i, j})
-		}
-	}
-	// count counts turn t's tool_use or tool_result blocks by their id, if
-	// t is role's.
-	count := func(t int, role, typ string) map[string]int {
-		n := map[string]int{}
-		for _, l := range turns[t] {
-			if roles[t] == role && l.b.Type == typ {
-				n[cmp.Or(l.b.ToolUseID, l.b.ID)]++
-			}
-		}
-		return n
-	}
-	for t, blocks := range turns {
-		switch roles[t] {
+	// By id: the tool_use blocks of the assistant turn before, and the
+	// tool_result blocks of the user turn after. Two maps, refilled, not one
+	// per turn: memory checks its history before every request.
+	asked, answered := map[string]int{}, map[string]int{}
+	for from, to := 0, 0; from < len(msgs); from = to {
+		to = turnEnd(msgs, from)
+		switch msgs[from].Role {
 		case "assistant":
-			next := t+1 < len(turns) && roles[t+1] == "user"
-			var results map[string]int
+			next, end := to < len(msgs) && msgs[to].Role == "user", to
 			if next {
-				results = count(t+1, "user", "tool_result")
+				end = turnEnd(msgs, to)
 			}
-			for _, u := range blocks {
-				if u.b.Type != "tool_use" || u.b.ID == "" {
-					continue
-				}
-				switch n := results[u.b.ID]; {
-				case !next:
-					c.add("tool-unanswered", u.msg, u.blk, "", "tool_use %q has no tool_result: no user message follows", u.b.ID)
-				case n == 0:
-					c.add("tool-unanswered", u.msg, u.blk, "", "tool_use %q has no tool_result in the next user message", u.b.ID)
-				case n > 1:
-					c.add("tool-result-once", u.msg, u.blk, "", "tool_use %q is answered by %d tool_results; it needs exactly one", u.b.ID, n)
+			tally(answered, msgs[to:end], "tool_result")
+			tally(asked, msgs[from:to], "tool_use")
+			for i := from; i < to; i++ {
+				for j, b := range msgs[i].Content {
+					if b.Type != "tool_use" || b.ID == "" {
+						continue
+					}
+					switch n := answered[b.ID]; {
+					case !next:
+						c.add("tool-unanswered", i, j, "", "tool_use %q has no tool_result: no user message follows", b.ID)
+					case n == 0:
+						c.add("tool-unanswered", i, j, "", "tool_use %q has no tool_result in the next user message", b.ID)
+					case n > 1:
+						c.add("tool-result-once", i, j, "", "tool_use %q is answered by %d tool_results; it needs exactly one", b.ID, n)
+					}
 				}
 			}
+			continue // asked is the next turn's
 		case "user":
-			var asked map[string]int
-			if t > 0 {
-				asked = count(t-1, "assistant", "tool_use")
-			}
 			leading := true
-			for _, l := range blocks {
-				switch {
-				case l.b.Type != "tool_result":
-					leading = false
-				case asked[l.b.ToolUseID] == 0:
-					c.add("tool-result-orphan", l.msg, l.blk, "", "tool_result for %q answers no tool_use of the assistant message before it", l.b.ToolUseID)
-				case !leading:
-					c.add("tool-result-first", l.msg, l.blk, "", "tool_result for %q must come before any other block of the user message", l.b.ToolUseID)
+			for i := from; i < to; i++ {
+				for j, b := range msgs[i].Content {
+					switch {
+					case b.Type != "tool_result":
+						leading = false
+					case asked[b.ToolUseID] == 0:
+						c.add("tool-result-orphan", i, j, "", "tool_result for %q answers no tool_use of the assistant message before it", b.ToolUseID)
+					case !leading:
+						c.add("tool-result-first", i, j, "", "tool_result for %q must come before any other block of the user message", b.ToolUseID)
+					}
 				}
+			}
+		}
+		clear(asked)
+	}
+}
+
+// turnEnd returns the end of the turn that starts at msgs[i].
+func turnEnd(msgs []Message, i int) int {
+	j := i + 1
+	for j < len(msgs) && msgs[j].Role == msgs[i].Role {
+		j++
+	}
+	return j
+}
+
+// tally refills n with the count of msgs' blocks of type typ by id.
+func tally(n map[string]int, msgs []Message, typ string) {
+	clear(n)
+	for _, m := range msgs {
+		for _, b := range m.Content {
+			if b.Type == typ {
+				n[cmp.Or(b.ToolUseID, b.ID)]++
 			}
 		}
 	}

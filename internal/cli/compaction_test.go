@@ -208,7 +208,12 @@ func TestServerCompactionSession(t *testing.T) {
 	}
 
 	// The session file keeps the block as it came.
-	saved, err := memory.Load(session, memory.Config{Model: "claude-opus-5-5"})
+	f, err := os.Open(session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	saved, err := memory.Decode(f, memory.Config{Model: "claude-opus-5-5"})
 	if err != nil {
 		t.Fatal(err)
 	}

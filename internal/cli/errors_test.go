@@ -199,7 +199,6 @@ func TestOutcome(t *testing.T) {
 		{agent.TokenLimit, nil, exitLimit},
 		{agent.Cancelled, context.Canceled, exitInterrupted},
 		{agent.Failed, io.ErrUnexpectedEOF, exitFailure},
-		{agent.Failed, agent.ErrBusy, exitFailure},
 		{"a_state_from_the_future", nil, exitFailure},
 	} {
 		s := &session{o: &options{}, render: newTextRenderer(io.Discard, io.Discard, style{}, false, false, false, nil)}

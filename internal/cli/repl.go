@@ -154,9 +154,9 @@ func (l *lines) answer(ctx context.Context, prompt string) (string, error) {
 // terminal is the turn's.
 func (s *session) repl(ctx context.Context, lr lineReader, interrupts <-chan os.Signal) error {
 	fmt.Fprintf(s.stderr, "agentloop %s · /help for the commands · Ctrl-C interrupts a turn\n", s.o.model)
-	if n := s.agent.History().Len(); n > 0 {
-		fmt.Fprintf(s.stderr, "resuming %s: %s\n", s.o.session, plural(n, "message", "messages"))
-		for _, m := range s.agent.History().Messages() {
+	if msgs := s.cfg.History.Messages(); len(msgs) > 0 {
+		fmt.Fprintf(s.stderr, "resuming %s: %s\n", s.o.session, plural(len(msgs), "message", "messages"))
+		for _, m := range msgs {
 			// The earlier prompts, for Up to recall as if typed here.
 			if t := llm.TextOf(m.Content); m.Role == llm.User && t != "" && !strings.Contains(t, "\n") {
 				lr.remember(t)
@@ -254,7 +254,7 @@ func (s *session) showUsage() {
 	fmt.Fprintf(s.stderr, "%s: %d input tokens (%d read from cache, %d written to it), %d output tokens, %s\n",
 		plural(s.turns, "run", "runs"), u.InputTokens+u.CacheReadInputTokens+u.CacheCreationInputTokens,
 		u.CacheReadInputTokens, u.CacheCreationInputTokens, u.OutputTokens, cost)
-	h := s.agent.History()
+	h := s.cfg.History
 	fmt.Fprintf(s.stderr, "context: about %d tokens of the %d that trigger compaction\n", h.Tokens(), h.Config().ContextLimit)
 }
 

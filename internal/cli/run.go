@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/internal/looprules"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/mcptool"
 	"github.com/agentloop/agentloop/memory"
@@ -23,7 +24,7 @@ import (
 const (
 	defaultModel         = llm.DefaultModel
 	defaultMaxTokens     = llm.DefaultMaxTokens
-	defaultMaxIterations = agent.DefaultMaxIterations
+	defaultMaxIterations = looprules.MaxIterations
 )
 
 // defaultContextLimit is memory's default threshold for the default model
@@ -261,7 +262,6 @@ func (c *cli) newSession(ctx context.Context, o *options, model llm.Model, logge
 		s.close()
 		return nil, err
 	}
-	logger.Debug("compaction", "strategy", history.Strategy(), "model", o.model) // -v shows the choice
 	s.cfg = agent.Config{
 		Model:          model,
 		System:         s.builtins.system(o),
@@ -296,7 +296,12 @@ func (s *session) loadHistory() (*memory.History, error) {
 	if s.o.session == "" {
 		return memory.New(s.memCfg), nil
 	}
-	h, err := memory.Load(s.o.session, s.memCfg)
+	var h *memory.History
+	f, err := os.Open(s.o.session)
+	if err == nil {
+		defer f.Close()
+		h, err = memory.Decode(f, s.memCfg)
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return memory.New(s.memCfg), nil
@@ -405,7 +410,7 @@ func (s *session) outcome(res agent.Result, err error) error {
 	case res.State == agent.Cancelled || errors.Is(err, context.Canceled):
 		return errInterrupted
 	case err != nil:
-		// Failed, with the error. agent.ErrBusy lands here too, though the
+		// Failed, with the error. A busy Agent's error lands here too, though the
 		// command never overlaps two runs of one agent: a turn returns
 		// only once its run has ended, or when the command exits.
 		s.render.fail(err)

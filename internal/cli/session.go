@@ -78,7 +78,7 @@ func (s *session) save() error {
 	if s.o.session == "" {
 		return nil
 	}
-	if err := s.agent.History().Save(s.o.session); err != nil {
+	if err := s.cfg.History.Save(s.o.session); err != nil {
 		return fmt.Errorf("saving session: %w", err)
 	}
 	return nil
@@ -98,7 +98,7 @@ func (s *session) clear() error {
 	if err != nil {
 		return err
 	}
-	s.agent = a
+	s.agent, s.cfg = a, cfg
 	if aside != "" {
 		fmt.Fprintf(s.stderr, "(new conversation: %s starts afresh; the old transcript is kept as %s)\n", s.o.session, aside)
 	} else {

@@ -100,6 +100,25 @@ func sameJSON(a, b []byte) bool {
 	}
 }
 
+// Cut appends to msg the blocks max_tokens cut off, as the loop keeps
+// them: text as it is, a tool_use with input {} (never run, but answered
+// with [CutOff], so that the model writes the call again, shorter); others
+// are dropped. It returns the cut calls.
+func Cut(msg llm.Message, incomplete []llm.Block) (llm.Message, []llm.ToolUse) {
+	var cut []llm.ToolUse
+	for _, b := range incomplete {
+		switch b := b.(type) {
+		case llm.Text:
+			msg.Content = append(msg.Content, b)
+		case llm.ToolUse:
+			b.Input = json.RawMessage("{}")
+			msg.Content = append(msg.Content, b)
+			cut = append(cut, b)
+		}
+	}
+	return msg, cut
+}
+
 // An Outcome is what a turn's stop reason tells the loop to do.
 type Outcome int
 

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
 )
@@ -83,5 +85,22 @@ func TestStop(t *testing.T) {
 		if o, known := Stop(tc.stop, tc.calls); o != tc.want || known != tc.known {
 			t.Errorf("Stop(%s, %v) = %v, %v; want %v, %v", tc.stop, tc.calls, o, known, tc.want, tc.known)
 		}
+	}
+}
+
+// TestCut checks what the loop keeps of the blocks max_tokens cut off:
+// text as it is, a tool_use with input {} (reported, to be answered), and
+// nothing of a cut thinking block.
+func TestCut(t *testing.T) {
+	msg := llm.Message{Role: llm.Assistant, Content: []llm.Block{llm.Text{Text: "whole"}}}
+	use := llm.ToolUse{ID: "toolu_1", Name: "write", Input: []byte(`{"path":"a`)}
+	got, cut := Cut(msg, []llm.Block{llm.Thinking{Thinking: "hm"}, llm.Text{Text: "par"}, use})
+	use.Input = []byte("{}")
+	want := []llm.Block{llm.Text{Text: "whole"}, llm.Text{Text: "par"}, use}
+	if diff := cmp.Diff(want, got.Content); diff != "" {
+		t.Errorf("Cut content (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]llm.ToolUse{use}, cut); diff != "" {
+		t.Errorf("Cut calls (-want +got):\n%s", diff)
 	}
 }

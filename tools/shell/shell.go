@@ -28,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
 )
 
@@ -169,7 +170,7 @@ func run(ctx context.Context, cfg Config, env []string, in Input) (any, error) {
 	default:
 		fmt.Fprintf(&b, "[exit status %d]", status.code)
 	}
-	return tool.Output{Content: textBlock(b.String()), IsError: status.timedOut || status.signal != "" || status.code != 0}, nil
+	return llm.ToolResult{Content: textBlock(b.String()), IsError: status.timedOut || status.signal != "" || status.code != 0}, nil
 }
 
 // status is how a command ended.
