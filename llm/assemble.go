@@ -9,6 +9,8 @@ import (
 
 	json2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/agentloop/agentloop/internal/apirules"
 )
 
 // An Assembler builds the assistant [Message] of one turn from its events,
@@ -22,7 +24,7 @@ import (
 // Tool input is the concatenated fragments, parsed at BlockStop, else the
 // start's input, else {}. An input that is not a JSON object is wrapped as
 // {"INVALID_JSON": "<the raw text>"}, as the API's docs suggest, so that
-// the block can still be sent back; [InvalidInput] recognises it.
+// the block can still be sent back.
 //
 // Empty text blocks, which the API rejects, are dropped. Other block types
 // become [RawBlock]s, with any streamed input or unknown deltas merged in.
@@ -43,7 +45,7 @@ type partial struct {
 	kind      string // "text", "thinking", "tool_use" or "raw"
 	done      bool
 	block     Block    // when done; nil for a dropped empty text block
-	buf, sig  []byte   // text or thinking fragments; a signature
+	buf, sig  []byte   // text or thinking; a signature
 	frags     []string // input fragments, joined once at BlockStop
 	citations []json.RawMessage
 	tool      ToolUseStart // a tool_use block's start
@@ -52,11 +54,11 @@ type partial struct {
 	merges    map[string]*rawMerge // a raw block's unknown deltas, by field
 }
 
-// rawMerge is one field that unknown deltas set on a raw block.
+// rawMerge is one field that unknown deltas set on a raw block: strings
+// appended in str, until another value replaces them in val.
 type rawMerge struct {
-	isStr bool
-	str   []byte         // the concatenated strings, when isStr
-	val   jsontext.Value // the last value, otherwise
+	str []byte
+	val jsontext.Value
 }
 
 // Add applies ev, and returns the block ev completes, if it does. Events
@@ -66,9 +68,7 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 	case MessageStart:
 		*a = Assembler{usage: ev.Usage, container: ev.Container}
 	case TextStart:
-		if p := a.start(ev.Index, "text"); p != nil {
-			p.buf = grow(p.buf, ev.Text)
-		}
+		a.start(ev.Index, "text").add(ev.Text)
 	case thinkingStart:
 		a.start(ev.Index, "thinking")
 	case ToolUseStart:
@@ -80,12 +80,12 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 			p.raw, p.rawType = ev.Raw, ev.Type
 		}
 	case TextDelta:
-		if p := a.open(ev.Index, "text"); p != nil {
-			p.buf = grow(p.buf, ev.Text)
-		}
+		a.open(ev.Index, "text").add(ev.Text)
 	case ThinkingDelta:
-		if p := a.open(ev.Index, "thinking"); p != nil {
-			p.buf = grow(p.buf, ev.Thinking)
+		a.open(ev.Index, "thinking").add(ev.Thinking)
+	case ToolInputDelta:
+		if p := a.open(ev.Index, "tool_use", "raw"); p != nil {
+			p.frags = append(p.frags, ev.PartialJSON)
 		}
 	case signatureDelta:
 		if p := a.open(ev.Index, "thinking"); p != nil {
@@ -99,31 +99,18 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 		if p := a.open(ev.Index, "text"); p != nil {
 			p.citations = append(p.citations, ev.Citation)
 		}
-	case ToolInputDelta:
-		if p := a.open(ev.Index, "tool_use"); p != nil {
-			p.frags = append(p.frags, ev.PartialJSON)
-		} else if p := a.open(ev.Index, "raw"); p != nil {
-			p.frags = append(p.frags, ev.PartialJSON)
-		}
 	case rawDelta:
 		if p := a.open(ev.Index, "raw"); p != nil {
 			p.merge(ev.Raw)
 		}
 	case BlockStop:
-		if p := a.open(ev.Index, ""); p != nil {
-			p.done = true
-			p.block = p.finish()
+		if p := a.open(ev.Index); p != nil {
+			p.done, p.block = true, p.finish()
 			p.buf, p.sig, p.frags = nil, nil, nil
 			return p.block, p.block != nil
 		}
 	case MessageDelta:
-		if ev.StopReason != "" {
-			a.stop = ev.StopReason
-		}
-		a.usage = ev.Usage
-		if ev.Container != "" {
-			a.container = ev.Container
-		}
+		a.stop, a.usage, a.container = cmp.Or(ev.StopReason, a.stop), ev.Usage, cmp.Or(ev.Container, a.container)
 	case MessageStop:
 		a.done = true
 	}
@@ -132,59 +119,70 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 
 // start opens the block at index, unless a block has that index already.
 func (a *Assembler) start(index int, kind string) *partial {
-	if a.byIndex == nil {
-		a.byIndex = make(map[int]*partial)
-	}
 	if _, dup := a.byIndex[index]; dup {
 		return nil
 	}
 	p := &partial{index: index, kind: kind}
-	a.blocks = append(a.blocks, p)
-	a.byIndex[index] = p
-	a.last = p
+	if a.blocks = append(a.blocks, p); a.byIndex == nil {
+		a.byIndex = map[int]*partial{}
+	}
+	a.byIndex[index], a.last = p, p
 	return p
 }
 
-// open returns the open block at index if it is of kind (or any, for "").
-func (a *Assembler) open(index int, kind string) *partial {
+// open returns the open block at index if it is of one of kinds, or any.
+func (a *Assembler) open(index int, kinds ...string) *partial {
 	p := a.last
 	if p == nil || p.index != index {
 		p = a.byIndex[index]
 	}
-	if p == nil || p.done || (kind != "" && p.kind != kind) {
+	if p == nil || p.done || len(kinds) > 0 && !slices.Contains(kinds, p.kind) {
 		return nil
 	}
 	a.last = p
 	return p
+}
+
+// add appends text to p's, if there is a p, at least doubling the buffer
+// when it grows, where append grows a large slice by a quarter: for a 5 MiB
+// text in 512-byte deltas, 25 MiB allocated in all.
+func (p *partial) add(s string) {
+	if p == nil {
+		return
+	}
+	if cap(p.buf)-len(p.buf) < len(s) {
+		p.buf = slices.Grow(p.buf, max(len(s), len(p.buf)))
+	}
+	p.buf = append(p.buf, s...)
 }
 
 // finish builds the block from what arrived; nil for an empty text block.
 func (p *partial) finish() Block {
 	switch p.kind {
 	case "text":
-		if len(p.buf) == 0 && len(p.citations) == 0 {
+		t := Text{Text: string(p.buf), Citations: p.citations}
+		if t.Text == "" && len(t.Citations) == 0 {
 			return nil
 		}
-		return Text{Text: string(p.buf), Citations: p.citations}
+		return t
 	case "thinking":
 		return Thinking{Thinking: string(p.buf), Signature: string(p.sig)}
 	case "tool_use":
 		t := p.tool
 		return ToolUse{ID: t.ID, Name: t.Name, Input: toolInput(t.Input, p.frags), Caller: t.Caller, ToolsetName: t.ToolsetName}
-	default:
-		raw := p.raw
-		if len(p.frags) > 0 || len(p.merges) > 0 {
-			raw = p.rebuild()
-		}
-		if p.rawType == "redacted_thinking" {
-			// As unmarshalBlock gives it, so that a reloaded turn is alike.
-			var b RedactedThinking
-			if json.Unmarshal(raw, &b) == nil {
-				return b
-			}
-		}
-		return RawBlock{Type: p.rawType, JSON: raw}
 	}
+	raw := p.raw
+	if len(p.frags) > 0 || len(p.merges) > 0 {
+		raw = p.rebuild()
+	}
+	if p.rawType == "redacted_thinking" {
+		// As unmarshalBlock gives it, so that a reloaded turn is alike.
+		var b RedactedThinking
+		if json.Unmarshal(raw, &b) == nil {
+			return b
+		}
+	}
+	return RawBlock{Type: p.rawType, JSON: raw}
 }
 
 // rebuild returns the raw block's JSON with its input and deltas' fields.
@@ -202,8 +200,7 @@ func (p *partial) rebuild() json.RawMessage {
 		fields["input"] = jsontext.Value(toolInput(json.RawMessage(fields["input"]), p.frags))
 	}
 	for k, m := range p.merges {
-		fields[k] = m.val
-		if m.isStr {
+		if fields[k] = m.val; m.val == nil {
 			var prev string
 			json2.Unmarshal(fields[k], &prev) // "" unless it is a string
 			fields[k], _ = json2.Marshal(prev+string(m.str), lenient)
@@ -219,16 +216,6 @@ func (p *partial) rebuild() json.RawMessage {
 		return p.raw
 	}
 	return out
-}
-
-// grow appends s to b, at least doubling b's capacity when it grows, where
-// append grows a large slice by a quarter: for a 5 MiB tool input in
-// 512-byte fragments, 25 MiB allocated in all.
-func grow(b []byte, s string) []byte {
-	if cap(b)-len(b) < len(s) {
-		b = slices.Grow(b, max(len(s), len(b)))
-	}
-	return append(b, s...)
 }
 
 // toolInput is a tool call's input from its start's input and its
@@ -251,26 +238,7 @@ func toolInput(start json.RawMessage, frags []string) json.RawMessage {
 	if in[0] == '{' && jsontext.Value(in).IsValid(lenient) {
 		return in
 	}
-	out, _ := json.Marshal(struct {
-		S string `json:"INVALID_JSON"`
-	}{string(in)})
-	return out
-}
-
-// InvalidInput reports whether an [Assembler] marked tu's input as not
-// JSON, and returns the raw text the model sent.
-func InvalidInput(tu ToolUse) (string, bool) {
-	// The mark is the only field, so its name comes first: a big input is not searched.
-	dec := jsontext.NewDecoder(bytes.NewReader(tu.Input), lenient)
-	open, _ := dec.ReadToken()
-	name, _ := dec.ReadToken()
-	var m map[string]string
-	if open.Kind() != '{' || name.Kind() != '"' || name.String() != "INVALID_JSON" ||
-		!bytes.Contains(tu.Input, []byte(`"INVALID_JSON"`)) || json.Unmarshal(tu.Input, &m) != nil || len(m) != 1 {
-		return "", false
-	}
-	s, ok := m["INVALID_JSON"]
-	return s, ok
+	return apirules.MarkInvalid(in)
 }
 
 // maxMergedFields bounds the fields deltas set on a block, lest a hostile
@@ -287,41 +255,40 @@ func (p *partial) merge(delta json.RawMessage) {
 			continue
 		}
 		if m == nil {
-			m = new(rawMerge)
-			if p.merges == nil {
+			if m = new(rawMerge); p.merges == nil {
 				p.merges = map[string]*rawMerge{}
 			}
 			p.merges[k] = m
 		}
 		var s string
-		if (m.isStr || m.val == nil) && v.Kind() == '"' && json2.Unmarshal(v, &s) == nil {
-			m.isStr, m.str = true, append(m.str, s...)
+		if m.val == nil && v.Kind() == '"' && json2.Unmarshal(v, &s) == nil {
+			m.str = append(m.str, s...)
 		} else {
-			m.isStr, m.str, m.val = false, nil, v
+			m.str, m.val = nil, v
 		}
 	}
 }
 
 // Message returns the assistant message so far: its completed blocks.
-func (a *Assembler) Message() Message {
-	m := Message{Role: Assistant}
-	for _, p := range a.sorted() {
-		if p.done && p.block != nil {
-			m.Content = append(m.Content, p.block)
-		}
-	}
-	return m
-}
+func (a *Assembler) Message() Message { return Message{Role: Assistant, Content: a.collect(true)} }
 
 // Incomplete returns the blocks that never got their BlockStop, with what
 // arrived of them. A tool call among them must not run.
-func (a *Assembler) Incomplete() []Block {
+func (a *Assembler) Incomplete() []Block { return a.collect(false) }
+
+// collect returns the blocks that are done, or those that are not, in
+// index order.
+func (a *Assembler) collect(done bool) []Block {
 	var out []Block
 	for _, p := range a.sorted() {
-		if !p.done {
-			if b := p.finish(); b != nil {
-				out = append(out, b)
-			}
+		b := p.block
+		if p.done != done {
+			continue
+		} else if !done {
+			b = p.finish()
+		}
+		if b != nil {
+			out = append(out, b)
 		}
 	}
 	return out

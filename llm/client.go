@@ -23,12 +23,9 @@ import (
 // Config configures a [Client]. The zero value works, without credentials,
 // as a local fake server wants. This package reads no environment.
 type Config struct {
-	// APIKey authenticates requests. Empty means none.
-	APIKey string
-	// AuthToken is an OAuth bearer token, used when APIKey is empty.
-	AuthToken string
-	// BaseURL is the API's base URL. Empty means https://api.anthropic.com/.
-	BaseURL string
+	APIKey    string // authenticates requests; empty means none
+	AuthToken string // an OAuth bearer token, used when APIKey is empty
+	BaseURL   string // the API's base URL; empty means https://api.anthropic.com/
 	// Header holds extra headers sent with every request, such as
 	// anthropic-beta. Nil means none.
 	Header http.Header
@@ -42,8 +39,7 @@ type Config struct {
 	// MaxAttempts is how many times a request is tried, the first included.
 	// Zero means 3; 1 turns retries off. See [RetryWait].
 	MaxAttempts int
-	// Telemetry says where each attempt's spans and metrics go.
-	Telemetry Telemetry // otel hook
+	Telemetry   Telemetry // otel hook: where each attempt's spans and metrics go
 }
 
 // A Client calls the Messages API. It is safe for concurrent use.
@@ -62,14 +58,8 @@ type Client struct {
 
 // New returns a Client for cfg.
 func New(cfg Config) *Client {
-	c := &Client{
-		log:         cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
-		maxAttempts: cfg.MaxAttempts,
-		idleTimeout: 90 * time.Second,
-		sleep:       sleepCtx,
-		now:         time.Now,
-		jitter:      rand.Int64N,
-	}
+	c := &Client{log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)), maxAttempts: cfg.MaxAttempts,
+		idleTimeout: 90 * time.Second, sleep: sleepCtx, now: time.Now, jitter: rand.Int64N}
 	if c.maxAttempts <= 0 {
 		c.maxAttempts = 3
 	}
@@ -122,9 +112,9 @@ func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Event, error
 			return
 		}
 		yielded := false
-		err = c.retry(ctx, func() bool { return yielded }, func(ctx context.Context) error {
+		err = c.retry(ctx, &yielded, func(ctx context.Context) error {
 			at := startChat(c.tel, ctx, req) // otel hook: a chat span per attempt
-			err := c.streamOnce(at.ctx, body, req.beta(), &yielded, at.observe(yield))
+			err := c.streamOnce(at.Ctx, body, req.beta(), &yielded, at.observe(yield))
 			at.end(err)
 			return err
 		})
@@ -168,21 +158,32 @@ func (c *Client) streamOnce(ctx context.Context, body []byte, beta string, yield
 	})
 }
 
-// exchange posts body to path and gives the response to read, while an idle
-// timer cancels the attempt if the server sends nothing for idleTimeout.
-// Its error names the cause: the caller's context, or the idle timer.
+// exchange posts body to path through the SDK and gives the response to
+// read, while an idle timer cancels the attempt if the server sends nothing
+// for idleTimeout. Its error names the cause: the caller's context, or the
+// idle timer.
 func (c *Client) exchange(ctx context.Context, path string, body []byte, opts []option.RequestOption,
 	read func(*http.Response, *time.Timer) error) error {
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	idle := time.AfterFunc(c.idleTimeout, func() { cancel(errIdleTimeout) })
 	defer idle.Stop()
-	resp, err := c.post(actx, path, body, opts...)
-	if err == nil {
+	var resp *http.Response
+	err := c.sdk.Post(actx, path, body, &resp, opts...)
+	switch {
+	case err == nil:
 		defer resp.Body.Close()
 		if err = read(resp, idle); err == nil || err == errStop {
 			return err
 		}
+	case resp != nil && resp.StatusCode >= 400:
+		// The SDK's error needs a well-formed body; ours is built from the
+		// bytes it leaves on resp.Body.
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		err = newHTTPError(resp.StatusCode, resp.Header, body, c.now())
+	case ctx.Err() == nil && context.Cause(actx) != errIdleTimeout:
+		err = fmt.Errorf("%w: %w", errConnection, err)
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -207,30 +208,9 @@ func (r *idleReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// post sends one request, its []byte body as it is, through the SDK, and
-// returns the response with its body unread.
-func (c *Client) post(ctx context.Context, path string, body []byte, opts ...option.RequestOption) (*http.Response, error) {
-	var resp *http.Response
-	err := c.sdk.Post(ctx, path, body, &resp, opts...)
-	if err != nil {
-		// The SDK's error needs a well-formed body; ours is built from the
-		// bytes it leaves on resp.Body.
-		if resp != nil && resp.StatusCode >= 400 {
-			body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-			resp.Body.Close()
-			return nil, newHTTPError(resp.StatusCode, resp.Header, body, c.now())
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("%w: %w", errConnection, err)
-	}
-	return resp, nil
-}
-
 // retry runs attempt until it succeeds, fails for good, or the attempts
-// run out; once committed, an error is returned, not retried.
-func (c *Client) retry(ctx context.Context, committed func() bool, attempt func(context.Context) error) error {
+// run out; once *committed, an error is returned, not retried.
+func (c *Client) retry(ctx context.Context, committed *bool, attempt func(context.Context) error) error {
 	for n := 1; ; n++ {
 		err := attempt(ctx)
 		if err == nil || err == errStop {
@@ -239,7 +219,7 @@ func (c *Client) retry(ctx context.Context, committed func() bool, attempt func(
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if committed() || !IsRetryable(err) || n >= c.maxAttempts {
+		if *committed || !IsRetryable(err) || n >= c.maxAttempts {
 			return err
 		}
 		wait, ok := backoff(n, err, c.jitter)
@@ -305,7 +285,7 @@ func (c *Client) CountTokens(ctx context.Context, req Request) (int, error) {
 		return 0, err
 	}
 	var n int
-	err = c.retry(ctx, func() bool { return false }, func(ctx context.Context) error {
+	err = c.retry(ctx, new(false), func(ctx context.Context) error {
 		// The answer is small: the timer covers the whole exchange.
 		return c.exchange(ctx, "v1/messages/count_tokens", body, nil, func(resp *http.Response, _ *time.Timer) error {
 			answer, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 )
@@ -36,9 +37,8 @@ type ContextEdit struct {
 	ClearAtLeast *EditLimit `json:"clear_at_least,omitempty"`
 	// PauseAfterCompaction makes Compact end the turn after the compaction
 	// block, with stop_reason [CompactionStop].
-	PauseAfterCompaction bool `json:"pause_after_compaction,omitzero"`
-	// Instructions replace the server's summarisation prompt (Compact).
-	Instructions string `json:"instructions,omitempty"`
+	PauseAfterCompaction bool   `json:"pause_after_compaction,omitzero"`
+	Instructions         string `json:"instructions,omitempty"` // replace the server's summarisation prompt (Compact)
 }
 
 // An EditLimit is an amount in a [ContextEdit], such as {"input_tokens", N}.
@@ -69,11 +69,9 @@ func (r Request) beta() string {
 	if r.Summarize != nil {
 		betas = append(betas, "compact-2026-09-04")
 	}
-	if cm := r.ContextManagement; cm != nil {
-		for _, e := range cm.Edits {
-			if b := need[e.Type]; b != "" && !slices.Contains(betas, b) {
-				betas = append(betas, b)
-			}
+	for _, e := range cmp.Or(r.ContextManagement, &ContextManagement{}).Edits {
+		if b := need[e.Type]; b != "" && !slices.Contains(betas, b) {
+			betas = append(betas, b)
 		}
 	}
 	return strings.Join(betas, ",")

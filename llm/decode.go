@@ -91,20 +91,44 @@ type decoder struct {
 	log    *slog.Logger
 	header http.Header // of the response, for error events
 	usage  Usage       // the turn's so far; message_delta overwrites fields
-	queue  []Event     // the events of one start, handed out in turn from queue[qi]
-	qi     int
-	done   bool // message_stop was seen
+	queue  []Event     // the events of one start, handed out in turn
+	done   bool        // message_stop was seen
 	wire   wireEvent
-	block  wireBlock
 }
 
-// wireEvent is the data of every stream event but message_start, reused so
-// that a delta costs no allocation beyond its string.
+// wireEvent is the data of every stream event, reused so that a delta
+// costs no allocation beyond its string.
 type wireEvent struct {
 	Index        int            `json:"index"` // -1 until the data sets it
 	Delta        wireDelta      `json:"delta"`
 	ContentBlock jsontext.Value `json:"content_block"`
 	Usage        wireUsage      `json:"usage"`
+	Message      *struct {
+		ID         string           `json:"id"`
+		Model      string           `json:"model"`
+		Content    []jsontext.Value `json:"content"`
+		Usage      wireUsage        `json:"usage"`
+		Container  wireContainer    `json:"container"`
+		StopReason string           `json:"stop_reason"`
+	} `json:"message"`
+}
+
+// wireDelta is the delta of a content_block_delta or a message_delta.
+type wireDelta struct {
+	Type        string         `json:"type"`
+	Text        wireText       `json:"text"`
+	PartialJSON wireText       `json:"partial_json"`
+	Thinking    wireText       `json:"thinking"`
+	Signature   wireText       `json:"signature"`
+	Citation    jsontext.Value `json:"citation"`
+	StopReason  string         `json:"stop_reason"`
+	Container   wireContainer  `json:"container"`
+}
+
+// wireContainer is a container object; its expiry, renewed with every use,
+// is not kept.
+type wireContainer struct {
+	ID string `json:"id"`
 }
 
 // wireUsage is a usage object; an absent or null field overwrites nothing.
@@ -139,24 +163,6 @@ func (w wireUsage) merge(u Usage) Usage {
 	return u
 }
 
-// wireDelta is the delta of a content_block_delta or a message_delta.
-type wireDelta struct {
-	Type        string         `json:"type"`
-	Text        wireText       `json:"text"`
-	PartialJSON wireText       `json:"partial_json"`
-	Thinking    wireText       `json:"thinking"`
-	Signature   wireText       `json:"signature"`
-	Citation    jsontext.Value `json:"citation"`
-	StopReason  string         `json:"stop_reason"`
-	Container   wireContainer  `json:"container"`
-}
-
-// wireContainer is a container object; its expiry, renewed with every use,
-// is not kept.
-type wireContainer struct {
-	ID string `json:"id"`
-}
-
 // wireText is a JSON string (or null, for "") unquoted into a buffer kept
 // from event to event: an escaped delta costs one allocation, not two.
 type wireText []byte
@@ -177,21 +183,11 @@ func (t *wireText) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	return nil
 }
 
-// reset clears w for the next event, keeping its buffers.
-func (w *wireEvent) reset() {
-	d := &w.Delta
-	*w = wireEvent{Index: -1, ContentBlock: w.ContentBlock[:0], Delta: wireDelta{Text: d.Text[:0],
-		PartialJSON: d.PartialJSON[:0], Thinking: d.Thinking[:0], Signature: d.Signature[:0]}}
-}
-
 // newDecoder returns a decoder for r.
 func newDecoder(r io.Reader, log *slog.Logger) *decoder {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxEventSize)
-	return &decoder{log: log, sse: sseReader{sc: sc}}
+	return &decoder{log: cmp.Or(log, slog.New(slog.DiscardHandler)), sse: sseReader{sc: sc}}
 }
 
 // next returns the next event, io.EOF after MessageStop, an error wrapping
@@ -199,11 +195,11 @@ func newDecoder(r io.Reader, log *slog.Logger) *decoder {
 // *APIError.
 func (d *decoder) next() (Event, error) {
 	for {
-		if d.qi < len(d.queue) {
-			d.qi++
-			return d.queue[d.qi-1], nil
+		if len(d.queue) > 0 {
+			ev := d.queue[0]
+			d.queue = d.queue[1:]
+			return ev, nil
 		}
-		d.queue, d.qi = d.queue[:0], 0
 		if d.done {
 			return nil, io.EOF
 		}
@@ -223,56 +219,55 @@ func (d *decoder) next() (Event, error) {
 			json2.Unmarshal(data, &w, lenient)
 			name = []byte(w.Type)
 		}
-		var ev Event
 		switch string(name) {
-		case "content_block_delta", "content_block_start", "content_block_stop", "message_delta":
-			ev, err = d.event(name, data)
-		case "message_start":
-			ev, err = d.messageStart(data)
 		case "message_stop":
 			d.done = true
 			return MessageStop{}, nil
 		case "ping":
 		case "error":
 			return nil, newStreamError(data, d.header)
+		case "content_block_delta", "content_block_start", "content_block_stop", "message_delta", "message_start":
+			if ev, err := d.event(name, data); ev != nil || err != nil {
+				return ev, err
+			}
 		default:
 			d.log.Debug("llm: unknown stream event ignored", "event", string(name))
 		}
-		if ev != nil || err != nil {
-			return ev, err
-		}
 	}
 }
 
+// malformed is the error of an event, or a response, that data cannot be.
 func malformed(what string, data []byte, err error) error {
-	data = data[:min(len(data), 200)]
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v: %q", errMalformedEvent, what, err, data)
+		what += ": " + err.Error()
 	}
-	return fmt.Errorf("%w: %s: %q", errMalformedEvent, what, data)
+	return fmt.Errorf("%w: %s: %q", errMalformedEvent, what, data[:min(len(data), 200)])
 }
 
-// event reads the events that share wireEvent; a start's it queues.
-func (d *decoder) event(what []byte, data []byte) (Event, error) {
-	d.wire.reset()
-	if err := json2.Unmarshal(data, &d.wire, lenient); err != nil {
+// event reads one event into d.wire; the events of a start it queues.
+func (d *decoder) event(what, data []byte) (Event, error) {
+	dw := &d.wire
+	*dw = wireEvent{Index: -1, ContentBlock: dw.ContentBlock[:0], Delta: wireDelta{Text: dw.Delta.Text[:0],
+		PartialJSON: dw.Delta.PartialJSON[:0], Thinking: dw.Delta.Thinking[:0], Signature: dw.Delta.Signature[:0]}}
+	if err := json2.Unmarshal(data, dw, lenient); err != nil {
 		return nil, malformed(string(what), data, err)
 	}
-	i, w := d.wire.Index, &d.wire.Delta
-	if i < 0 && string(what) != "message_delta" {
+	i, w := dw.Index, &dw.Delta
+	switch {
+	case string(what) == "message_start":
+		return d.messageStart(data)
+	case string(what) == "message_delta":
+		d.usage = dw.Usage.merge(d.usage)
+		return MessageDelta{StopReason: StopReason(w.StopReason), Usage: d.usage, Container: w.Container.ID}, nil
+	case i < 0:
 		return nil, malformed(string(what), data, errors.New("no index"))
-	}
-	switch string(what) {
-	case "content_block_stop":
+	case string(what) == "content_block_stop":
 		return BlockStop{Index: i}, nil
-	case "content_block_start":
-		if err := d.startEvents(i, d.wire.ContentBlock); err != nil {
+	case string(what) == "content_block_start":
+		if err := d.startEvents(i, dw.ContentBlock); err != nil {
 			return nil, malformed(string(what), data, err)
 		}
 		return nil, nil
-	case "message_delta":
-		d.usage = d.wire.Usage.merge(d.usage)
-		return MessageDelta{StopReason: StopReason(w.StopReason), Usage: d.usage, Container: w.Container.ID}, nil
 	}
 	// A content_block_delta, the hot path: allocates its string and event.
 	switch w.Type {
@@ -295,36 +290,21 @@ func (d *decoder) event(what []byte, data []byte) (Event, error) {
 	return rawDelta{Index: i, Type: w.Type, Raw: []byte(raw.Delta)}, nil
 }
 
-// wireBlock is a content block of content_block_start or message_start.
-type wireBlock struct {
-	Type        string           `json:"type"`
-	ID          string           `json:"id"`
-	Name        string           `json:"name"`
-	Input       jsontext.Value   `json:"input"`
-	Caller      jsontext.Value   `json:"caller"`
-	ToolsetName string           `json:"toolset_name"`
-	Text        string           `json:"text"`
-	Thinking    string           `json:"thinking"`
-	Signature   string           `json:"signature"`
-	Citations   []jsontext.Value `json:"citations"`
-}
-
 // startEvents queues the events that open the block raw at index: its
-// start, then deltas for any text it carries.
-func (d *decoder) startEvents(index int, raw jsontext.Value) error {
-	d.block = wireBlock{} // reused only to save an allocation per start
-	b := &d.block
-	if err := json2.Unmarshal(raw, b, lenient); err != nil {
+// start, then deltas for what it already holds.
+func (d *decoder) startEvents(index int, raw []byte) error {
+	b, err := unmarshalBlock(raw)
+	if err != nil {
 		return err
 	}
 	q := d.queue
-	switch b.Type {
-	case "text":
+	switch b := b.(type) {
+	case Text:
 		q = append(q, TextStart{Index: index, Text: b.Text})
 		for _, c := range b.Citations {
-			q = append(q, citationDelta{Index: index, Citation: []byte(c)})
+			q = append(q, citationDelta{Index: index, Citation: c})
 		}
-	case "thinking":
+	case Thinking:
 		q = append(q, thinkingStart{Index: index})
 		if b.Thinking != "" {
 			q = append(q, ThinkingDelta{Index: index, Thinking: b.Thinking})
@@ -332,16 +312,13 @@ func (d *decoder) startEvents(index int, raw jsontext.Value) error {
 		if b.Signature != "" {
 			q = append(q, signatureDelta{Index: index, Signature: b.Signature})
 		}
-	case "tool_use":
+	case ToolUse:
 		if string(b.Caller) == "null" {
 			b.Caller = nil
 		}
-		q = append(q, ToolUseStart{Index: index, ID: b.ID, Name: b.Name, Input: []byte(b.Input),
-			Caller: []byte(b.Caller), ToolsetName: b.ToolsetName})
-	case "":
-		return errors.New("no type")
+		q = append(q, ToolUseStart{Index: index, ID: b.ID, Name: b.Name, Input: b.Input, Caller: b.Caller, ToolsetName: b.ToolsetName})
 	default:
-		q = append(q, rawStart{Index: index, Type: b.Type, Raw: bytes.Clone(raw)})
+		q = append(q, rawStart{Index: index, Type: b.blockType(), Raw: bytes.Clone(raw)})
 	}
 	d.queue = q
 	return nil
@@ -349,20 +326,10 @@ func (d *decoder) startEvents(index int, raw jsontext.Value) error {
 
 // messageStart reads a message_start; usage starts over with it.
 func (d *decoder) messageStart(data []byte) (Event, error) {
-	var w struct {
-		Message *struct {
-			ID         string           `json:"id"`
-			Model      string           `json:"model"`
-			Content    []jsontext.Value `json:"content"`
-			Usage      wireUsage        `json:"usage"`
-			Container  wireContainer    `json:"container"`
-			StopReason string           `json:"stop_reason"`
-		} `json:"message"`
+	m := d.wire.Message
+	if m == nil {
+		return nil, malformed("message_start", data, nil)
 	}
-	if err := json2.Unmarshal(data, &w, lenient); err != nil || w.Message == nil {
-		return nil, malformed("message_start", data, err)
-	}
-	m := w.Message
 	d.usage = m.Usage.merge(Usage{})
 	// A message may come whole in message_start (programmatic tool
 	// calling): its blocks are handed out as if streamed, in one shape.
@@ -374,8 +341,7 @@ func (d *decoder) messageStart(data []byte) (Event, error) {
 		d.queue = append(d.queue, BlockStop{Index: i})
 	}
 	if m.StopReason != "" {
-		d.queue = append(d.queue, MessageDelta{StopReason: StopReason(m.StopReason), Usage: d.usage,
-			Container: m.Container.ID})
+		d.queue = append(d.queue, MessageDelta{StopReason: StopReason(m.StopReason), Usage: d.usage, Container: m.Container.ID})
 	}
 	return MessageStart{ID: m.ID, Model: m.Model, Usage: d.usage, Container: m.Container.ID}, nil
 }

@@ -40,13 +40,10 @@ type APIError struct {
 	StatusCode int
 	// Type is the API's error type, such as "overloaded_error", or the
 	// status's for a body with none (a proxy's error page).
-	Type string
-	// Message is the API's human-readable message.
-	Message string
-	// RequestID is the request-id header or the body's request_id.
-	RequestID string
-	// RetryAfter is the wait the server asked for, if any.
-	RetryAfter time.Duration
+	Type       string
+	Message    string        // the API's human-readable message
+	RequestID  string        // the request-id header or the body's request_id
+	RetryAfter time.Duration // the wait the server asked for, if any
 
 	code      string // error.details.error_code, such as "enforced_spend_limit_reached"
 	retryable bool   // sending the same request again may succeed; see IsRetryable
@@ -127,27 +124,16 @@ func newHTTPError(status int, h http.Header, body []byte, now time.Time) *APIErr
 		}
 	}
 	e.Type = cmp.Or(e.Type, apirules.ErrorTypes[status], "http_error")
-	e.retryable = retryableStatus(status, e.code)
-	// x-should-retry is the server's own verdict, so it overrides ours.
+	// 408, 409, 429 (but for an exhausted spend limit) and 5xx are
+	// transient; any other 4xx is the request's fault. x-should-retry is
+	// the server's own verdict, so it overrides ours.
+	e.retryable = status >= 500 || status == http.StatusRequestTimeout || status == http.StatusConflict ||
+		status == http.StatusTooManyRequests && e.code != "enforced_spend_limit_reached"
 	if v := h.Get("x-should-retry"); v == "true" || v == "false" {
 		e.retryable = v == "true"
 	}
 	e.RetryAfter = parseRetryAfter(h, now)
 	return e
-}
-
-// retryableStatus is the policy for an HTTP status: 408, 409, 429 (but for
-// an exhausted spend limit) and 5xx are transient; any other 4xx is the
-// request's fault.
-func retryableStatus(status int, code string) bool {
-	switch {
-	case status == http.StatusTooManyRequests:
-		return code != "enforced_spend_limit_reached"
-	case status == http.StatusRequestTimeout, status == http.StatusConflict:
-		return true
-	default:
-		return status >= 500
-	}
 }
 
 // newStreamError builds the APIError of an "error" event. Only overloaded
@@ -158,33 +144,21 @@ func newStreamError(data []byte, h http.Header) *APIError {
 		e.Type, e.Message = "malformed_error_event", string(data)
 	}
 	e.Type = cmp.Or(e.Type, "api_error")
-	switch e.Type {
-	case "overloaded_error", "api_error":
-		e.retryable = true
-	}
+	e.retryable = e.Type == "overloaded_error" || e.Type == "api_error"
 	return e
 }
 
 // parseRetryAfter reads retry-after-ms, else retry-after in seconds or as
 // an HTTP date: 0 for none, or for what is not a positive duration.
 func parseRetryAfter(h http.Header, now time.Time) time.Duration {
-	if v := h.Get("retry-after-ms"); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 && ms < 1e12 {
-			return time.Duration(ms * float64(time.Millisecond))
-		}
+	if ms, err := strconv.ParseFloat(h.Get("retry-after-ms"), 64); err == nil && ms > 0 && ms < 1e12 {
+		return time.Duration(ms * float64(time.Millisecond))
 	}
-	if v := h.Get("retry-after"); v != "" {
-		if s, err := strconv.ParseFloat(v, 64); err == nil {
-			if s > 0 && s < 1e9 {
-				return time.Duration(s * float64(time.Second))
-			}
-			return 0
-		}
-		if t, err := http.ParseTime(v); err == nil {
-			if d := t.Sub(now); d > 0 {
-				return d
-			}
-		}
+	v := h.Get("retry-after")
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 && s < 1e9 {
+		return time.Duration(s * float64(time.Second))
+	} else if t, terr := http.ParseTime(v); err != nil && terr == nil && t.After(now) {
+		return t.Sub(now)
 	}
 	return 0
 }

@@ -7,17 +7,15 @@ import (
 
 // An Event is one step of a streamed model turn: one of the exported types
 // below, or an unexported one that only an [Assembler] needs. Switch on the
-// events you show, and give every event to an Assembler.
-//
-// A turn is MessageStart, then each content block's start, deltas and
-// BlockStop, then MessageDelta and MessageStop. Index is the block's
-// position in the message content.
+// events you show, and give every event to an Assembler. A turn is
+// MessageStart, then each content block's start, deltas and BlockStop,
+// then MessageDelta and MessageStop. Index is the block's position in the
+// message content.
 type Event interface{ isEvent() }
 
 // MessageStart opens a turn. Container is as in [MessageDelta].
 type MessageStart struct {
-	ID        string
-	Model     string
+	ID, Model string
 	Usage     Usage
 	Container string
 }
@@ -34,18 +32,15 @@ type TextDelta struct {
 	Text  string
 }
 
-// thinkingStart opens a thinking block.
-type thinkingStart struct {
-	Index int
-}
-
 // ThinkingDelta appends to the thinking block at Index.
 type ThinkingDelta struct {
 	Index    int
 	Thinking string
 }
 
-// signatureDelta carries the signature of the thinking block at Index.
+// thinkingStart opens a thinking block; signatureDelta carries its
+// signature, or a compaction block's.
+type thinkingStart struct{ Index int }
 type signatureDelta struct {
 	Index     int
 	Signature string
@@ -55,12 +50,10 @@ type signatureDelta struct {
 // placeholder {}, or the whole input of a call sent with no deltas
 // (programmatic tool calling). Caller and ToolsetName are as in [ToolUse].
 type ToolUseStart struct {
-	Index       int
-	ID          string
-	Name        string
-	Input       json.RawMessage
-	Caller      json.RawMessage
-	ToolsetName string
+	Index         int
+	ID, Name      string
+	Input, Caller json.RawMessage
+	ToolsetName   string
 }
 
 // ToolInputDelta carries a fragment of the JSON input of the tool_use or
@@ -71,18 +64,16 @@ type ToolInputDelta struct {
 	PartialJSON string
 }
 
-// citationDelta adds one citation, as raw JSON, to the text block at Index.
+// citationDelta adds one citation, as raw JSON, to the text block at
+// Index. rawStart opens any other block, Raw as it arrived, to be sent back
+// as it is; rawDelta is a delta of a type this package does not model, such
+// as compaction_delta, Raw the whole delta object.
 type citationDelta struct {
 	Index    int
 	Citation json.RawMessage
 }
-
-// rawStart opens any other block, Raw as it arrived, to be sent back as it
-// is; rawDelta is a delta of a type this package does not model, such as
-// compaction_delta, Raw the whole delta object.
 type rawStart rawEvent
 type rawDelta rawEvent
-
 type rawEvent struct {
 	Index int
 	Type  string
@@ -90,9 +81,7 @@ type rawEvent struct {
 }
 
 // BlockStop closes the block at Index: a tool_use's input is complete.
-type BlockStop struct {
-	Index int
-}
+type BlockStop struct{ Index int }
 
 // MessageDelta carries the stop reason. Usage is cumulative for the turn,
 // MessageStart's included. Container is the id of the code execution
@@ -144,9 +133,8 @@ type Usage struct {
 	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens,omitempty"`
 	CacheReadInputTokens     int64 `json:"cache_read_input_tokens,omitempty"`
 	// Compaction is what the server's compaction during the turn used,
-	// billed on top: the fields above measure the compacted context, and
-	// the API reports the compaction apart, in usage.iterations. Nil when
-	// the server did not compact.
+	// billed on top of the fields above, which measure the compacted
+	// context (the API's usage.iterations). Nil when it did not compact.
 	Compaction *Usage `json:"compaction,omitempty"`
 }
 

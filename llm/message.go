@@ -124,17 +124,17 @@ func marshal(v any) ([]byte, error) { return json2.Marshal(v, lenient, blockMars
 // encoding/json, a block's JSON would be copied and checked again inside
 // each enclosing value: for a 5 MiB tool input, most of a request's time.
 var blockMarshalers = json2.WithMarshalers(json2.JoinMarshalers(
-	typed("text", func(b Text) textWire { return textWire(b) }),
-	typed("thinking", func(b Thinking) thinkingWire { return thinkingWire(b) }),
-	typed("redacted_thinking", func(b RedactedThinking) redactedWire { return redactedWire(b) }),
-	typed("tool_use", func(b ToolUse) toolUseWire {
+	typed(func(b Text) textWire { return textWire(b) }),
+	typed(func(b Thinking) thinkingWire { return thinkingWire(b) }),
+	typed(func(b RedactedThinking) redactedWire { return redactedWire(b) }),
+	typed(func(b ToolUse) toolUseWire {
 		if len(bytes.TrimSpace(b.Input)) == 0 {
 			b.Input = json.RawMessage("{}")
 		}
 		return toolUseWire(b)
 	}),
-	typed("tool_result", func(b ToolResult) toolResultWire { return toolResultWire(b) }),
-	typed("image", func(b Image) (w imageSource) {
+	typed(func(b ToolResult) toolResultWire { return toolResultWire(b) }),
+	typed(func(b Image) (w imageSource) {
 		w.Source.Type, w.Source.MediaType, w.Source.Data = "base64", b.MediaType, b.Data
 		return w
 	}),
@@ -157,12 +157,12 @@ type (
 )
 
 // typed returns the marshaler of block type B: "type", then wire(b)'s fields.
-func typed[B Block, W any](typ string, wire func(B) W) *json2.Marshalers {
+func typed[B Block, W any](wire func(B) W) *json2.Marshalers {
 	return json2.MarshalToFunc(func(enc *jsontext.Encoder, b B) error {
 		return json2.MarshalEncode(enc, struct {
 			Type string `json:"type"`
 			V    W      `json:",embed"`
-		}{typ, wire(b)})
+		}{b.blockType(), wire(b)})
 	})
 }
 
@@ -221,7 +221,7 @@ func (c *content) UnmarshalJSON(data []byte) error {
 }
 
 // unmarshalBlock decodes one content block; other types become a
-// [RawBlock] of the exact input bytes.
+// [RawBlock] of the exact input bytes, not copied.
 func unmarshalBlock(data []byte) (Block, error) {
 	var head struct {
 		Type string `json:"type"`
@@ -229,20 +229,11 @@ func unmarshalBlock(data []byte) (Block, error) {
 	if err := json.Unmarshal(data, &head); err != nil {
 		return nil, err
 	}
-	switch head.Type {
-	case "":
+	if head.Type == "" {
 		return nil, errors.New(`llm: content block has no "type"`)
-	case "text":
-		return decodeAs[Text](data)
-	case "thinking":
-		return decodeAs[Thinking](data)
-	case "redacted_thinking":
-		return decodeAs[RedactedThinking](data)
-	case "tool_use":
-		return decodeAs[ToolUse](data)
-	case "tool_result":
-		return decodeAs[ToolResult](data)
-	case "image":
+	} else if decode := decoders[head.Type]; decode != nil {
+		return decode(data)
+	} else if head.Type == "image" {
 		var w imageSource
 		if err := json.Unmarshal(data, &w); err != nil {
 			return nil, err
@@ -252,8 +243,12 @@ func unmarshalBlock(data []byte) (Block, error) {
 		}
 		// URL and file sources are kept verbatim, as other types are.
 	}
-	return RawBlock{Type: head.Type, JSON: bytes.Clone(data)}, nil
+	return RawBlock{Type: head.Type, JSON: data}, nil
 }
+
+// decoders decode the block types unmarshalBlock knows but image.
+var decoders = map[string]func([]byte) (Block, error){"text": decodeAs[Text], "thinking": decodeAs[Thinking],
+	"redacted_thinking": decodeAs[RedactedThinking], "tool_use": decodeAs[ToolUse], "tool_result": decodeAs[ToolResult]}
 
 // decodeAs unmarshals data into a block of type B.
 func decodeAs[B Block](data []byte) (Block, error) {

@@ -1,12 +1,15 @@
 package llm
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"iter"
 	"slices"
 	"strings"
+
+	"github.com/agentloop/agentloop/internal/apirules"
 )
 
 // DefaultModel is the model a request names when its caller names none,
@@ -14,22 +17,15 @@ import (
 const DefaultModel = "claude-sonnet-5-5"
 
 // ModelInfo is what the module knows about a model: its limits, its price,
-// and what its requests may carry, each thing it rejects a 400 from the
-// API. It is the one place code asks what a model accepts, so a new
-// capability becomes a new field here. [LookupModel] answers the current
-// models' rules for a model the table does not know.
+// and what its requests may carry, each thing it rejects a 400. It is the
+// one place code asks what a model accepts: a new capability is a new field.
 type ModelInfo struct {
-	// ContextWindow is the most tokens one request may hold, the reply
-	// included.
-	ContextWindow int
-	// MaxOutput is the highest max_tokens the model accepts.
-	MaxOutput int
-	// Price is the list price in USD per million tokens.
-	Price Price
+	ContextWindow int   // the most tokens one request may hold, the reply included
+	MaxOutput     int   // the highest max_tokens it accepts
+	Price         Price // the list price
 	// Thinking lists the thinking types it takes: "adaptive", "enabled"
 	// (a budget) and "disabled" (off, or left out). A model whose thinking
-	// cannot be off takes no forced tool_choice ("any" or "tool"), which
-	// the API refuses with thinking on.
+	// cannot be off takes no forced tool_choice ("any" or "tool").
 	Thinking []string
 	// UnboundThinking is false for the models that bind a thinking block to
 	// the model that wrote it and to the exact prefix before it, so that a
@@ -37,29 +33,25 @@ type ModelInfo struct {
 	UnboundThinking bool
 	// Prefill is true for the models that continue a final assistant
 	// message the caller wrote, with thinking off; from Claude Opus 4.6 on,
-	// that is a 400 (api/errors, the 5.5 migration guides). The API's own
-	// paused turn sent back is no prefill (see checkTurn).
+	// that is a 400 (api/errors, the 5.5 migration guides).
 	Prefill bool
-	// Efforts are the output_config.effort levels it takes, lowest first.
-	Efforts []string
-	// ContextEditing reports whether the model takes the clear_tool_uses and clear_thinking
-	// edits of context_management (the context editing page's models).
-	ContextEditing bool
-	// ServerCompaction reports whether the model takes the compact_20260112 edit, compaction
-	// at a token threshold (the compaction-threshold page's models).
-	ServerCompaction bool
+	Efforts []string // the output_config.effort levels it takes, lowest first
+	// ContextEditing and ServerCompaction say whether it takes the
+	// clear_tool_uses and clear_thinking edits of context_management (the
+	// context editing page's models), and the compact_20260112 edit (the
+	// compaction-threshold page's).
+	ContextEditing, ServerCompaction bool
 }
 
-// AlwaysThinks reports whether the model's thinking cannot be off, so
-// that every request to it thinks: its Thinking lacks "disabled".
+// AlwaysThinks reports whether the model's thinking cannot be off: its
+// Thinking lacks "disabled".
 func (m ModelInfo) AlwaysThinks() bool { return !slices.Contains(m.Thinking, "disabled") }
 
 // Price is a model's price in USD per million tokens.
 type Price struct {
-	Input      float64
-	Output     float64
-	CacheWrite float64 // 5-minute cache writes, 1.25× input
-	CacheRead  float64 // cache hits, usually 0.1× input
+	Input, Output float64
+	CacheWrite    float64 // 5-minute cache writes, 1.25× input
+	CacheRead     float64 // cache hits, usually 0.1× input
 }
 
 // Cost returns what usage u costs at price p, in USD, compaction included.
@@ -113,22 +105,17 @@ var Models = map[string]ModelInfo{
 // The thinking types and effort ladders of the table's rows: xhigh came
 // with Claude Opus 4.7.
 var (
-	adaptive      = []string{"adaptive"}
-	adaptiveOrOff = []string{"adaptive", "disabled"}
-	anyThinking   = []string{"adaptive", "enabled", "disabled"}
-	budgetOrOff   = []string{"enabled", "disabled"}
-	thinkingOff   = []string{"disabled"}
-	efforts5      = []string{"low", "medium", "high", "xhigh", "max"}
-	efforts4      = []string{"low", "medium", "high", "max"}
+	adaptive, adaptiveOrOff, thinkingOff = []string{"adaptive"}, []string{"adaptive", "disabled"}, []string{"disabled"}
+	anyThinking, budgetOrOff             = []string{"adaptive", "enabled", "disabled"}, []string{"enabled", "disabled"}
+	efforts5, efforts4                   = []string{"low", "medium", "high", "xhigh", "max"}, []string{"low", "medium", "high", "max"}
 )
 
 // LookupModel returns what [Models] knows of model, by its name or, for a
-// dated name such as "claude-haiku-4-5-20251001", by the name without the
-// date. ok is false for a model the table does not know; info then holds
-// the conservative defaults: no limits or price, and the current models'
-// rules (adaptive-only thinking, no forced tool use, bound thinking
-// blocks), with every effort level, so that nothing the API might reject
-// is sent unasked.
+// dated name such as "claude-haiku-4-5-20251001", the name without the
+// date. For a model it does not know, ok is false and info holds the
+// current models' rules (adaptive thinking only, no forced tool use, bound
+// thinking, every effort level), no limits and no price, so that nothing
+// the API might reject is sent unasked.
 func LookupModel(model string) (info ModelInfo, ok bool) {
 	if i := strings.LastIndexByte(model, '-'); i >= 0 && len(model)-i == 9 && strings.Trim(model[i+1:], "0123456789") == "" {
 		model = model[:i]
@@ -153,47 +140,66 @@ func (f ModelFunc) Stream(ctx context.Context, req Request) iter.Seq2[Event, err
 	return f(ctx, req)
 }
 
-// DefaultMaxTokens is the output cap of a turn whose max_tokens is not set,
-// here and in every layer above: one default for the whole module.
-const DefaultMaxTokens = 8192
-
-// checkModel checks what w asks of its model, extra's tool_choice,
-// thinking and output_config in place of w's, against [Models], so that a
-// setting the model rejects fails here, naming it, instead of as a 400.
-func checkModel(w wireRequest, extra map[string]any) error {
-	info, known := LookupModel(w.Model)
+// check checks r, whose body is w, against [Models] and the API's rules,
+// so that what the API would refuse with a 400 fails here, naming it. It
+// reads Extra's tool_choice, thinking and output_config in place of w's.
+// A Messages call (not count, which is not sent Extra, and which memory
+// asks about a history ending with an assistant turn after every reply)
+// must also keep two rules:
+//   - Messages may end with an assistant turn to continue (a prefill) only
+//     on a model with [ModelInfo].Prefill, thinking off. The API's own
+//     paused turn sent back is no prefill: one that holds a server tool's
+//     blocks (pause_turn) or a compaction block, and neither is a
+//     [Request].Summarize call, which summarises the messages (the
+//     compaction docs send one after an assistant reply).
+//   - Extra may not hold temperature, top_p or top_k: API version
+//     2026-10-21, the one this package's SDK sends, removed them for every
+//     model, so that even a default value is a 400.
+func check(r Request, w wireRequest, count bool) error {
+	info, known := LookupModel(r.Model)
 	unknown := map[bool]string{false: " (a model llm.Models does not know gets the current models' rules)"}[known]
-	var choice, thinking struct{ Type string }
-	var output struct{ Effort string }
-	if w.ToolChoice != nil {
-		choice.Type = w.ToolChoice.Type
-	}
-	if w.Thinking != nil {
-		thinking.Type = w.Thinking.Type
-	}
-	if w.Output != nil {
-		output.Effort = w.Output.Effort
-	}
+	choice, thinking, output := *cmp.Or(w.ToolChoice, &ToolChoice{}), *cmp.Or(w.Thinking, &wireThinking{}), *cmp.Or(w.Output, &wireOutput{})
 	for name, v := range map[string]any{"tool_choice": &choice, "thinking": &thinking, "output_config": &output} {
-		if x, ok := extra[name]; ok {
+		if x, ok := r.Extra[name]; ok {
 			if data, err := json.Marshal(x); err != nil || json.Unmarshal(data, v) != nil {
 				return fmt.Errorf("llm: Request.Extra[%q] is not a %s object", name, name)
 			}
 		}
 	}
+	for _, k := range apirules.SamplingParams {
+		if _, ok := r.Extra[k]; ok && !count {
+			return fmt.Errorf("llm: Request.Extra[%q]: API version 2026-10-21, which this package sends, takes no temperature, top_p or top_k on any model: leave it out, and steer the model in the prompt", k)
+		}
+	}
 	if forced := choice.Type == "any" || choice.Type == "tool"; forced && info.AlwaysThinks() {
 		return fmt.Errorf("llm: %s does not accept a forced tool_choice (%q)%s: use \"auto\" and say in the prompt when the tool applies",
-			w.Model, choice.Type, unknown)
+			r.Model, choice.Type, unknown)
 	}
 	if t := thinking.Type; t != "" && !slices.Contains(info.Thinking, t) {
 		hint := map[bool]string{true: ": it thinks adaptively, and Request.Effort sets how much"}[slices.Contains(info.Thinking, "adaptive")]
-		return fmt.Errorf("llm: %s takes thinking %s, not %q%s%s", w.Model, strings.Join(info.Thinking, " or "), t, unknown, hint)
+		return fmt.Errorf("llm: %s takes thinking %s, not %q%s%s", r.Model, strings.Join(info.Thinking, " or "), t, unknown, hint)
 	}
 	if e := output.Effort; e != "" && !slices.Contains(info.Efforts, e) {
 		if len(info.Efforts) == 0 {
-			return fmt.Errorf("llm: %s takes no effort (%q)", w.Model, e)
+			return fmt.Errorf("llm: %s takes no effort (%q)", r.Model, e)
 		}
-		return fmt.Errorf("llm: %s takes effort %s, not %q", w.Model, strings.Join(info.Efforts, ", "), e)
+		return fmt.Errorf("llm: %s takes effort %s, not %q", r.Model, strings.Join(info.Efforts, ", "), e)
 	}
-	return nil
+	n := len(r.Messages)
+	if count || n == 0 || r.Messages[n-1].Role != Assistant || r.Summarize != nil ||
+		info.Prefill && (thinking.Type == "" || thinking.Type == "disabled") {
+		return nil
+	}
+	// The API merges consecutive messages of one role into one turn.
+	for i := n - 1; i >= 0 && r.Messages[i].Role == Assistant; i-- {
+		for _, b := range r.Messages[i].Content {
+			if b != nil && apirules.Continues(b.blockType()) {
+				return nil
+			}
+		}
+	}
+	if info.Prefill { // "Claude Haiku 4.5 accepts one when thinking is off" (haiku-5-5/migration-guide)
+		return fmt.Errorf("llm: %s continues a final assistant message (a prefill) only with thinking off", r.Model)
+	}
+	return fmt.Errorf("llm: %s does not continue a final assistant message (a prefill)%s: end Messages with a user turn, and ask there for what the prefill was for", r.Model, unknown)
 }

@@ -16,16 +16,11 @@ import (
 // Anything else the API takes (stop_sequences, metadata, service_tier)
 // goes in Extra.
 type Request struct {
-	// Model is the model name, for example "claude-sonnet-5-5". Required.
-	Model string
-	// MaxTokens caps the output. Zero means [DefaultMaxTokens].
-	MaxTokens int
-	// System is the system prompt. Empty means none.
-	System string
-	// Messages is the conversation, starting with a user message.
-	Messages []Message
-	// Tools are the client tools the model may call.
-	Tools []ToolSpec
+	Model     string    // the model name, for example "claude-sonnet-5-5"; required
+	MaxTokens int       // the output cap; zero means [DefaultMaxTokens]
+	System    string    // the system prompt; empty means none
+	Messages  []Message // the conversation, starting with a user message
+	Tools     []ToolSpec
 	// ToolChoice constrains tool use. Nil means the API's default (auto).
 	ToolChoice *ToolChoice
 	// Thinking configures thinking. Nil sends none: the model's default,
@@ -43,15 +38,19 @@ type Request struct {
 	// turn's [MessageDelta].Container reported. Empty sends none.
 	Container string
 	// ContextManagement, when set, is sent as context_management, with the
-	// beta header its edits need. Nil sends none. count_tokens does not take it.
+	// beta header its edits need. count_tokens does not take it.
 	ContextManagement *ContextManagement
 	// Summarize, when set, makes this a compaction request (see [Summarize]),
-	// with its beta header. Nil means an ordinary turn.
+	// with its beta header.
 	Summarize *Summarize
 	// Extra holds top-level fields to send as they are, overriding any
 	// above, so that new API features need no release of this package.
 	Extra map[string]any
 }
+
+// DefaultMaxTokens is the output cap of a turn whose max_tokens is not set,
+// here and in every layer above: one default for the whole module.
+const DefaultMaxTokens = 8192
 
 // ToolSpec describes a client tool to the model.
 type ToolSpec struct {
@@ -72,8 +71,7 @@ type ThinkingConfig struct {
 	// ([ModelInfo].Thinking has "enabled"). Zero with Adaptive false means
 	// thinking is off.
 	BudgetTokens int
-	// Adaptive lets the model decide how much to think; BudgetTokens is
-	// then ignored.
+	// Adaptive lets the model decide how much to think, BudgetTokens ignored.
 	Adaptive bool
 	// Display is sent as thinking.display: "summarized" returns the text
 	// of thinking blocks, among them the progress notes current models
@@ -103,25 +101,24 @@ type wireRequest struct {
 	Compaction        *wireSummarize     `json:"compaction,omitempty"`
 }
 
-type wireSummarize struct {
-	Type string `json:"type"`
-	Summarize
-}
-
-type wireTool struct {
-	ToolSpec
-	CacheControl json.RawMessage `json:"cache_control,omitempty"`
-}
-
-type wireThinking struct {
-	Type         string `json:"type"`
-	BudgetTokens int    `json:"budget_tokens,omitzero"`
-	Display      string `json:"display,omitempty"`
-}
-
-type wireOutput struct {
-	Effort string `json:"effort"`
-}
+type (
+	wireSummarize struct {
+		Type string `json:"type"`
+		Summarize
+	}
+	wireTool struct {
+		ToolSpec
+		CacheControl json.RawMessage `json:"cache_control,omitempty"`
+	}
+	wireThinking struct {
+		Type         string `json:"type"`
+		BudgetTokens int    `json:"budget_tokens,omitzero"`
+		Display      string `json:"display,omitempty"`
+	}
+	wireOutput struct {
+		Effort string `json:"effort"`
+	}
+)
 
 // lenient are the options for all JSON here: as encoding/json, it accepts
 // duplicate names and replaces invalid UTF-8 (a binary file's text, half a
@@ -135,13 +132,14 @@ func requestBody(r Request, count bool) ([]byte, error) {
 	if r.Model == "" {
 		return nil, errors.New("llm: Request.Model is empty")
 	}
-	if err := checkTurn(r); err != nil && !count { // prefill.go; count_tokens is not checked
-		return nil, err
-	}
 	w := wireRequest{Model: r.Model, Messages: r.Messages}
 	if r.System != "" {
 		w.System = []Block{Text{Text: r.System}}
 	}
+	// The body is written straight into one buffer sized for it: through
+	// json2.Marshal's pooled buffer and its copy, a 5 MiB tool input would
+	// be two 5 MiB bodies. n is about the big fields' size.
+	n := 4096 + len(r.System)
 	for i, t := range r.Tools {
 		if t.Name == "" {
 			return nil, fmt.Errorf("llm: tool %d has no name", i)
@@ -150,10 +148,14 @@ func requestBody(r Request, count bool) ([]byte, error) {
 			t.InputSchema = json.RawMessage(`{"type":"object"}`) // takes no input
 		}
 		w.Tools = append(w.Tools, wireTool{ToolSpec: t})
+		n += len(t.Name) + len(t.Description) + len(t.InputSchema)
 	}
 	for i, m := range r.Messages {
-		if j := slices.Index(m.Content, nil); j >= 0 {
-			return nil, fmt.Errorf("llm: message %d: content block %d is nil", i, j)
+		for j, b := range m.Content {
+			if b == nil {
+				return nil, fmt.Errorf("llm: message %d: content block %d is nil", i, j)
+			}
+			n += size(b)
 		}
 	}
 	if r.Cache {
@@ -192,23 +194,23 @@ func requestBody(r Request, count bool) ([]byte, error) {
 	if r.Effort != "" {
 		w.Output = &wireOutput{Effort: r.Effort}
 	}
-	if err := checkModel(w, r.Extra); err != nil {
+	if err := check(r, w, count); err != nil {
 		return nil, err
 	}
 	if !count {
-		w.MaxTokens, w.Container, w.Stream = r.MaxTokens, r.Container, true
+		w.MaxTokens, w.Container, w.Stream = cmp.Or(max(r.MaxTokens, 0), DefaultMaxTokens), r.Container, true
 		w.ContextManagement = r.ContextManagement
 		if r.Summarize != nil {
 			w.Compaction = &wireSummarize{"summarize", *r.Summarize}
 		}
-		if w.MaxTokens <= 0 {
-			w.MaxTokens = DefaultMaxTokens
-		}
 	}
-	body, err := json2.Marshal(w, lenient, blockMarshalers)
-	if err != nil {
+	// The encoder grows a bytes.Buffer with under a quarter of its length
+	// free, hence the margin.
+	buf := bytes.NewBuffer(make([]byte, 0, n+n/4))
+	if err := json2.MarshalWrite(buf, w, lenient, blockMarshalers); err != nil {
 		return nil, fmt.Errorf("llm: writing the request: %w", err)
 	}
+	body := buf.Bytes()
 	if count || len(r.Extra) == 0 {
 		return body, nil
 	}
@@ -218,6 +220,7 @@ func requestBody(r Request, count bool) ([]byte, error) {
 		return nil, err
 	}
 	for k, v := range r.Extra {
+		var err error
 		if fields[k], err = json2.Marshal(v, lenient); err != nil {
 			return nil, fmt.Errorf("llm: Request.Extra[%q]: %w", k, err)
 		}
@@ -242,3 +245,25 @@ var marshalCached = json2.MarshalToFunc(func(enc *jsontext.Encoder, c cached) er
 	}
 	return enc.WriteValue(raw)
 })
+
+// size is about the length of b's JSON: its big fields, and a margin.
+func size(b Block) int {
+	n := 64 // the names and punctuation
+	switch b := b.(type) {
+	case Text:
+		n += len(b.Text) + len(b.Text)/8 // escapes
+	case Thinking:
+		n += len(b.Thinking) + len(b.Signature)
+	case ToolUse:
+		n += len(b.Input)
+	case ToolResult:
+		for _, c := range b.Content {
+			n += size(c)
+		}
+	case Image:
+		n += len(b.Data)
+	case RawBlock:
+		n += len(b.JSON)
+	}
+	return n
+}

@@ -27,29 +27,28 @@ type Telemetry struct {
 	CaptureContent bool
 }
 
-// An attempt is the telemetry of one attempt of a model call.
+// An attempt is the telemetry of one attempt of a model call; asm
+// assembles the output when content is recorded.
 type attempt struct {
 	*telemetry.Chat
-	ctx context.Context // carries the span
-	asm *Assembler      // the output, when content is recorded
+	asm *Assembler
 }
 
 // startChat starts the telemetry of an attempt at req.
 func startChat(in *telemetry.Instruments, ctx context.Context, req Request) *attempt {
-	tools := make([]string, len(req.Tools))
-	for i, ts := range req.Tools {
-		tools[i] = ts.Name
+	var tools []string
+	for _, ts := range req.Tools {
+		tools = append(tools, ts.Name)
 	}
 	ch := in.StartChat(ctx, telemetry.ChatRequest{Model: req.Model, MaxTokens: cmp.Or(req.MaxTokens, DefaultMaxTokens),
-		System: req.System, Tools: tools,
-		Messages: func() attribute.Value {
-			msgs := make([]attribute.Value, len(req.Messages))
-			for i, m := range req.Messages {
-				msgs[i] = messageValue(m.Role, m.Content, "")
+		System: req.System, Tools: tools, Messages: func() attribute.Value {
+			var msgs []attribute.Value
+			for _, m := range req.Messages {
+				msgs = append(msgs, messageValue(m.Role, m.Content, ""))
 			}
 			return attribute.SliceValue(msgs...)
 		}})
-	a := &attempt{Chat: ch, ctx: ch.Ctx}
+	a := &attempt{Chat: ch}
 	if in.Capture && ch.Active() {
 		a.asm = new(Assembler)
 	}

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/agentloop/agentloop/internal/apirules"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
 )
@@ -41,7 +42,7 @@ func Check(rep *Repeats, limit int, call tool.Call, final bool) (why string, ok 
 	if final {
 		return Final, true
 	}
-	if raw, bad := llm.InvalidInput(llm.ToolUse{Input: call.Input}); bad {
+	if raw, bad := apirules.InvalidInput(call.Input); bad {
 		return fmt.Sprintf(invalid, raw), true
 	}
 	if n := rep.See(call); limit > 0 && n >= limit {
