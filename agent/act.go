@@ -8,13 +8,12 @@ import (
 	"github.com/agentloop/agentloop/internal/looprules"
 	"github.com/agentloop/agentloop/internal/telemetry" // otel hook
 	"github.com/agentloop/agentloop/llm"
-	"github.com/agentloop/agentloop/tool"
 )
 
 // A pending call is a tool call started while its turn streams. res and
 // took (start to finish, not to collection) are set before done closes.
 type pending struct {
-	call tool.Call
+	call llm.ToolUse
 	done chan struct{}
 	res  llm.ToolResult
 	took time.Duration
@@ -26,12 +25,11 @@ func (p *pending) result() llm.ToolResult {
 	return p.res
 }
 
-// startCall reports the call of tu and starts it under the turn's ctx,
+// startCall reports call and starts it under the turn's ctx,
 // unless the loop's rules (looprules.Check) or Approve stop it, checked on
 // the goroutine reading the stream, to see calls in order and let Approve
 // ask a person. rep is the turn's copy of the repeat state.
-func (r *run) startCall(ctx context.Context, rep *looprules.Repeats, tu llm.ToolUse, final bool) *pending {
-	call := tool.Call{ID: tu.ID, Name: tu.Name, Input: tu.Input}
+func (r *run) startCall(ctx context.Context, rep *looprules.Repeats, call llm.ToolUse, final bool) *pending {
 	r.emit(ToolCall{ID: call.ID, Name: call.Name, Input: call.Input})
 	if why, skip := looprules.Check(rep, r.cfg.RepeatLimit, call, final); skip {
 		return notRun(call, why)
@@ -55,7 +53,7 @@ func (r *run) startCall(ctx context.Context, rep *looprules.Repeats, tu llm.Tool
 }
 
 // notRun returns a call that was not run, whose is_error result says why.
-func notRun(call tool.Call, why string) *pending {
+func notRun(call llm.ToolUse, why string) *pending {
 	p := &pending{call: call, done: make(chan struct{}), res: looprules.NotRun(call.ID, why)}
 	close(p.done)
 	return p

@@ -148,7 +148,7 @@ func workRegistry(b *testing.B, sequential bool) *tool.Registry {
 
 // wholeTurn streams one turn to its end, as a loop without eager tools
 // does, and returns its tool calls.
-func wholeTurn(b *testing.B, client *llm.Client) []tool.Call {
+func wholeTurn(b *testing.B, client *llm.Client) []llm.ToolUse {
 	var asm llm.Assembler
 	req := llm.Request{Model: llm.DefaultModel, Messages: []llm.Message{{Role: llm.User, Content: []llm.Block{llm.Text{Text: "go"}}}}}
 	for ev, err := range client.Stream(b.Context(), req) {
@@ -157,10 +157,10 @@ func wholeTurn(b *testing.B, client *llm.Client) []tool.Call {
 		}
 		asm.Add(ev)
 	}
-	var calls []tool.Call
+	var calls []llm.ToolUse
 	for _, blk := range asm.Message().Content {
 		if tu, ok := blk.(llm.ToolUse); ok {
-			calls = append(calls, tool.Call{ID: tu.ID, Name: tu.Name, Input: tu.Input})
+			calls = append(calls, tu)
 		}
 	}
 	return calls
@@ -220,7 +220,7 @@ func BenchmarkEagerTools(b *testing.B) {
 			for b.Loop() {
 				start := time.Now()
 				for _, call := range wholeTurn(b, client) {
-					if r := reg.Run(b.Context(), []tool.Call{call})[0]; r.IsError {
+					if r := reg.Run(b.Context(), []llm.ToolUse{call})[0]; r.IsError {
 						b.Fatalf("tool failed: %+v", r)
 					}
 				}

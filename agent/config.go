@@ -66,7 +66,7 @@ type Config struct {
 	// Approve, when set, is asked before each tool call, on the goroutine
 	// reading the stream, so it may block to ask a person. An error denies
 	// the call with the is_error result "denied: <error>". Default nil.
-	Approve func(ctx context.Context, call tool.Call) error
+	Approve func(ctx context.Context, call llm.ToolUse) error
 	// Middleware wraps Model, for logging and tracing. Default nil.
 	Middleware func(llm.Model) llm.Model
 	// RepeatLimit is how many times in a row a tool may be called with the

@@ -109,7 +109,7 @@ func ExampleAgent_Run() {
 	a, _ := agent.New(agent.Config{
 		Model: llm.New(llm.Config{BaseURL: srv.URL, HTTPClient: &http.Client{}}),
 		Tools: []*tool.Tool{calculator.New()},
-		Approve: func(ctx context.Context, call tool.Call) error {
+		Approve: func(ctx context.Context, call llm.ToolUse) error {
 			return errors.New("read-only session")
 		},
 	})

@@ -14,7 +14,6 @@ import (
 
 	at "github.com/agentloop/agentloop/anthropictest"
 	"github.com/agentloop/agentloop/llm"
-	"github.com/agentloop/agentloop/tool"
 )
 
 // toolForever answers every request with a new echo call, so the loop
@@ -206,7 +205,7 @@ func TestApprove(t *testing.T) {
 	var asked []string
 	a := newAgent(t, client, Config{
 		Registry: tt.reg,
-		Approve: func(ctx context.Context, call tool.Call) error {
+		Approve: func(ctx context.Context, call llm.ToolUse) error {
 			asked = append(asked, call.ID)
 			if call.Name == "calculator" {
 				return errors.New("no arithmetic today")

@@ -12,7 +12,6 @@ import (
 	"github.com/agentloop/agentloop/internal/looprules"
 	"github.com/agentloop/agentloop/internal/telemetry" // otel hook
 	"github.com/agentloop/agentloop/llm"
-	"github.com/agentloop/agentloop/tool"
 )
 
 // This file is the whole loop: Stream → loop → turn (think, with retries)
@@ -273,7 +272,7 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 	var cut []llm.ToolUse
 	t.msg, cut = looprules.Cut(t.msg, asm.Incomplete())
 	for _, tu := range cut {
-		t.calls = append(t.calls, notRun(tool.Call{ID: tu.ID, Name: tu.Name, Input: tu.Input}, looprules.CutOff))
+		t.calls = append(t.calls, notRun(tu, looprules.CutOff))
 	}
 	r.text = llm.TextOf(t.msg.Content)
 	return t, nil

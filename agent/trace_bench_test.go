@@ -93,7 +93,7 @@ func BenchmarkRunSpansOff(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	call := tool.Call{ID: "toolu_1", Name: "calculator", Input: []byte(`{}`)}
+	call := llm.ToolUse{ID: "toolu_1", Name: "calculator", Input: []byte(`{}`)}
 	b.ReportAllocs()
 	for b.Loop() {
 		ctx, span := a.startRun(context.Background(), "hi")

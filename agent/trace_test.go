@@ -124,7 +124,7 @@ func TestSpanTree(t *testing.T) {
 				cfg.History = tt.history()
 			}
 			if tt.deny {
-				cfg.Approve = func(context.Context, tool.Call) error { return errors.New("no") }
+				cfg.Approve = func(context.Context, llm.ToolUse) error { return errors.New("no") }
 			}
 			a, err := New(cfg)
 			if err != nil {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/agentloop/agentloop/internal/looprules"
 	"github.com/agentloop/agentloop/llm"
-	"github.com/agentloop/agentloop/tool"
 )
 
 // A batch is the tool calls of one model turn, each started the moment
@@ -29,7 +28,7 @@ type batch struct {
 	cancel  workflow.CancelFunc
 	rep     looprules.Repeats // the repeat state after these calls
 	started map[string]workflow.Future
-	last    map[string]workflow.Future // each Sequential tool's latest call
+	last    map[string]workflow.Future // the latest call of each Sequential tool and each Queue
 	got     int                        // calls signalled by source
 	stale   map[string]bool            // attempts whose calls were cancelled
 }
@@ -83,7 +82,7 @@ func (r *run) receiveToolUses() {
 				b.reset(r, s.Source) // a new attempt: the old one's calls are void
 			}
 			b.got++
-			b.started[s.Use.ID] = r.start(b, tool.Call{ID: s.Use.ID, Name: s.Use.Name, Input: s.Use.Input})
+			b.started[s.Use.ID] = r.start(b, s.Use)
 		}
 	})
 }
@@ -105,8 +104,8 @@ func (r *run) settle(out *TurnOutput) error {
 
 // start checks a call by the loop's rules and, unless they stop it, runs
 // it in parallel with the batch's others, except that a Sequential tool's
-// calls run one after another. It returns the call's result, to come.
-func (r *run) start(b *batch, call tool.Call) workflow.Future {
+// calls, and the calls of the tools of one Queue, run one after another. It returns the call's result, to come.
+func (r *run) start(b *batch, call llm.ToolUse) workflow.Future {
 	f, set := workflow.NewFuture(b.ctx)
 	if why, skip := looprules.Check(&b.rep, r.in.RepeatLimit, call, b.final); skip {
 		r.publish(Event{ToolCall: &call})
@@ -114,9 +113,15 @@ func (r *run) start(b *batch, call tool.Call) workflow.Future {
 		return f
 	}
 	info, gen := r.tool(call.Name), b.gen
-	prev := b.last[call.Name]
-	if info.Sequential {
-		b.last[call.Name] = f
+	// A Queue's calls wait on the queue's last call, a Sequential tool's on
+	// its own; the prefixes keep a queue and a tool of one name apart.
+	key := "tool " + call.Name
+	if info.Queue != "" {
+		key = "queue " + info.Queue
+	}
+	prev := b.last[key]
+	if info.Sequential || info.Queue != "" {
+		b.last[key] = f
 	}
 	workflow.Go(b.ctx, func(ctx workflow.Context) {
 		if prev != nil {
@@ -134,12 +139,11 @@ func (r *run) start(b *batch, call tool.Call) workflow.Future {
 func (r *run) act(msg llm.Message, usage llm.Usage, uses []llm.ToolUse, cut map[string]bool) {
 	b := r.batch
 	futures := make([]workflow.Future, len(uses))
-	for i, tu := range uses {
-		call := tool.Call{ID: tu.ID, Name: tu.Name, Input: tu.Input}
-		switch f, ok := b.started[tu.ID]; {
+	for i, call := range uses {
+		switch f, ok := b.started[call.ID]; {
 		case ok:
 			futures[i] = f
-		case cut[tu.ID]:
+		case cut[call.ID]:
 			r.publish(Event{ToolCall: &call})
 			f, set := workflow.NewFuture(r.ctx)
 			set.Set(ToolOutput{ToolResult: notRun(call, looprules.CutOff)}, nil)
@@ -154,7 +158,7 @@ func (r *run) act(msg llm.Message, usage llm.Usage, uses []llm.ToolUse, cut map[
 	for i, f := range futures {
 		var out ToolOutput
 		if err := f.Get(r.ctx, &out); err != nil {
-			out = ToolOutput{ToolResult: notRun(tool.Call{ID: uses[i].ID}, "cancelled")}
+			out = ToolOutput{ToolResult: notRun(llm.ToolUse{ID: uses[i].ID}, "cancelled")}
 		}
 		results[i] = out.ToolResult
 		r.publish(Event{ToolDone: &out.ToolResult, Duration: out.Duration})
@@ -179,7 +183,7 @@ func (r *run) needsApproval(name string) bool {
 
 // call runs one call: it waits for its approval, if it needs one, then
 // runs it as a CallTool activity.
-func (r *run) call(ctx workflow.Context, call tool.Call, info ToolInfo, gen int) ToolOutput {
+func (r *run) call(ctx workflow.Context, call llm.ToolUse, info ToolInfo, gen int) ToolOutput {
 	if r.needsApproval(call.Name) {
 		a := &approval{call: call}
 		r.waiting = append(r.waiting, a)
@@ -221,7 +225,7 @@ func (r *run) call(ctx workflow.Context, call tool.Call, info ToolInfo, gen int)
 // toolActivityID names the activity of a call. A retried model turn may
 // use the ids of its failed attempt's calls, still being cancelled, so
 // the calls of a later attempt get the batch's generation too.
-func toolActivityID(iter, gen int, call tool.Call) string {
+func toolActivityID(iter, gen int, call llm.ToolUse) string {
 	if gen > 0 {
 		return fmt.Sprintf("tool/%d.%d/%s/%s", iter, gen, call.Name, call.ID)
 	}
@@ -230,4 +234,4 @@ func toolActivityID(iter, gen int, call tool.Call) string {
 
 // notRun returns the is_error result of a call that was not run, saying
 // why.
-func notRun(call tool.Call, why string) llm.ToolResult { return looprules.NotRun(call.ID, why) }
+func notRun(call llm.ToolUse, why string) llm.ToolResult { return looprules.NotRun(call.ID, why) }

@@ -35,7 +35,7 @@ type Config struct {
 	// allowed the call in the workflow (Input.Approve). It suits a policy
 	// of rules, such as the CLI's --allow and --deny. Default: every call
 	// runs.
-	Approve func(ctx context.Context, call tool.Call, approved bool) error
+	Approve func(ctx context.Context, call llm.ToolUse, approved bool) error
 	// Telemetry says where the execute_tool spans of the calls go; the
 	// chat spans are Model's. Default: the global OpenTelemetry provider.
 	// A client and worker made with [Tracing] put both under the caller's
@@ -97,7 +97,10 @@ func (a *Activities) Tools(ctx context.Context) (Offer, error) {
 	infos := make([]ToolInfo, len(specs))
 	for i, s := range specs {
 		t, _ := a.cfg.Registry.Lookup(s.Name)
-		infos[i] = ToolInfo{Spec: s, Sequential: t != nil && t.Sequential, AtMostOnce: slices.Contains(a.cfg.AtMostOnce, s.Name)}
+		infos[i] = ToolInfo{Spec: s, AtMostOnce: slices.Contains(a.cfg.AtMostOnce, s.Name)}
+		if t != nil {
+			infos[i].Sequential, infos[i].Queue = t.Sequential, t.Queue
+		}
 	}
 	return Offer{Tools: infos, System: a.cfg.System}, nil
 }
@@ -200,7 +203,7 @@ func classify(err error) error {
 // CallTool runs one tool call, which a person approved if approved. A
 // tool's failure is its result, for the model; the activity fails only
 // when its worker does.
-func (a *Activities) CallTool(ctx context.Context, call tool.Call, approved bool) (ToolOutput, error) {
+func (a *Activities) CallTool(ctx context.Context, call llm.ToolUse, approved bool) (ToolOutput, error) {
 	defer heartbeat(ctx)()
 	if a.cfg.Approve != nil {
 		if err := a.cfg.Approve(ctx, call, approved); err != nil {
@@ -249,7 +252,7 @@ func heartbeat(ctx context.Context) (stop func()) {
 }
 
 // toolFailure is the result a call gets when no worker could complete it.
-func toolFailure(call tool.Call, atMostOnce bool, err error) llm.ToolResult {
+func toolFailure(call llm.ToolUse, atMostOnce bool, err error) llm.ToolResult {
 	why := fmt.Sprintf("not completed: the worker running this call failed (%v).", err)
 	if atMostOnce {
 		why = fmt.Sprintf("not completed: the worker running this call failed (%v), and %s must not run twice, "+

@@ -54,7 +54,7 @@ func TestCallToolHeartbeats(t *testing.T) {
 	env.ExecuteWorkflow(func(ctx workflow.Context) (llm.ToolResult, error) {
 		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, HeartbeatTimeout: 300 * time.Millisecond})
 		var res llm.ToolResult
-		err := workflow.ExecuteActivity(ctx, activityCallTool, tool.Call{ID: "toolu_1", Name: "slow", Input: []byte(`{}`)}, false).Get(ctx, &res)
+		err := workflow.ExecuteActivity(ctx, activityCallTool, llm.ToolUse{ID: "toolu_1", Name: "slow", Input: []byte(`{}`)}, false).Get(ctx, &res)
 		return res, err
 	})
 	var res llm.ToolResult

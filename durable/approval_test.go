@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/anthropictest"
+	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
 )
 
@@ -75,7 +76,7 @@ func TestApprovalSurvivesWorker(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff([]tool.Call{{ID: "toolu_1", Name: "deploy", Input: []byte(`{"env":"prod"}`)}}, calls); diff != "" {
+			if diff := cmp.Diff([]llm.ToolUse{{ID: "toolu_1", Name: "deploy", Input: []byte(`{"env":"prod"}`)}}, calls); diff != "" {
 				t.Errorf("pending calls (-want +got):\n%s", diff)
 			}
 			if err := Approve(context.Background(), e.c, id, Decision{CallID: "toolu_9", Allow: true}); err == nil || !strings.Contains(err.Error(), "toolu_9") {

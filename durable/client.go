@@ -11,7 +11,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/agentloop/agentloop/llm"
-	"github.com/agentloop/agentloop/tool"
 )
 
 // Approve decides a call that waits for approval in the run whose workflow
@@ -32,12 +31,12 @@ func Approve(ctx context.Context, c client.Client, workflowID string, d Decision
 
 // Pending returns the calls of the run whose workflow ID is workflowID
 // that wait for approval, in the order they came.
-func Pending(ctx context.Context, c client.Client, workflowID string) ([]tool.Call, error) {
+func Pending(ctx context.Context, c client.Client, workflowID string) ([]llm.ToolUse, error) {
 	v, err := c.QueryWorkflow(ctx, workflowID, "", QueryPending)
 	if err != nil {
 		return nil, err
 	}
-	var calls []tool.Call
+	var calls []llm.ToolUse
 	err = v.Get(&calls)
 	return calls, err
 }

@@ -11,7 +11,8 @@
 //     retried.
 //   - Each tool call is an activity ([Activities.CallTool]). The calls of a
 //     turn run in parallel, except that the calls of a [tool.Tool] marked
-//     Sequential run one after another in tool_use order. A call that
+//     Sequential, and those of the tools that share a Queue, run one after
+//     another in tool_use order. A call that
 //     completed is recorded and never runs again. A call whose worker died
 //     while it ran is run again on another worker: tool calls are
 //     at-least-once. A tool named in [Config.AtMostOnce] is never retried;

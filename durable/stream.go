@@ -15,7 +15,6 @@ import (
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
-	"github.com/agentloop/agentloop/tool"
 )
 
 // An Event is what a caller of [Stream] sees of a run: answer and thinking
@@ -39,8 +38,8 @@ type Event struct {
 	Discard bool `json:"discard,omitempty"`
 	// ToolCall is a call that starts, or waits for approval when
 	// Waiting is set.
-	ToolCall *tool.Call `json:"tool_call,omitempty"`
-	Waiting  bool       `json:"waiting,omitempty"`
+	ToolCall *llm.ToolUse `json:"tool_call,omitempty"`
+	Waiting  bool         `json:"waiting,omitempty"`
 	// ToolDone is the result of a call, and Duration the call's own
 	// running time, measured by its worker; 0 if it did not run.
 	ToolDone *llm.ToolResult `json:"tool_done,omitempty"`

@@ -125,6 +125,7 @@ type Resume struct {
 type ToolInfo struct {
 	Spec       llm.ToolSpec `json:"spec"`
 	Sequential bool         `json:"sequential,omitempty"`
+	Queue      string       `json:"queue,omitempty"` // the tool's [tool.Tool].Queue
 	AtMostOnce bool         `json:"at_most_once,omitempty"`
 }
 

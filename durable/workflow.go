@@ -17,7 +17,6 @@ import (
 	"github.com/agentloop/agentloop/internal/looprules"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
-	"github.com/agentloop/agentloop/tool"
 )
 
 // Workflow runs the think → act → observe loop on in.Prompt, as
@@ -58,7 +57,7 @@ type run struct {
 
 // An approval is a call that waits for a [Decision].
 type approval struct {
-	call    tool.Call
+	call    llm.ToolUse
 	decided bool
 	d       Decision
 }
@@ -174,8 +173,8 @@ func restore(in Input, msgs []llm.Message) *memory.History {
 // handlers registers the query that lists the calls waiting for approval
 // and the update that decides one.
 func (r *run) handlers() error {
-	if err := workflow.SetQueryHandler(r.root, QueryPending, func() ([]tool.Call, error) {
-		calls := make([]tool.Call, len(r.waiting))
+	if err := workflow.SetQueryHandler(r.root, QueryPending, func() ([]llm.ToolUse, error) {
+		calls := make([]llm.ToolUse, len(r.waiting))
 		for i, a := range r.waiting {
 			calls[i] = a.call
 		}

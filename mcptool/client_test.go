@@ -78,7 +78,7 @@ func capabilityServer() *mcp.Server {
 
 func run1(t *testing.T, reg *tool.Registry, ctx context.Context, name string) llm.ToolResult {
 	t.Helper()
-	return reg.Run(ctx, []tool.Call{{ID: "1", Name: name, Input: json.RawMessage(`{}`)}})[0]
+	return reg.Run(ctx, []llm.ToolUse{{ID: "1", Name: name, Input: json.RawMessage(`{}`)}})[0]
 }
 
 // TestProgress checks that a call's progress notifications reach

@@ -37,7 +37,7 @@ func TestEverythingServer(t *testing.T) {
 		}
 	}
 
-	got := reg.Run(t.Context(), []tool.Call{
+	got := reg.Run(t.Context(), []llm.ToolUse{
 		{ID: "1", Name: "echo", Input: json.RawMessage(`{"message":"hello from Go"}`)},
 		{ID: "2", Name: "get-sum", Input: json.RawMessage(`{"a":3,"b":5}`)},
 	})
@@ -49,7 +49,7 @@ func TestEverythingServer(t *testing.T) {
 		t.Errorf("results (-want +got):\n%s", diff)
 	}
 
-	img := reg.Run(t.Context(), []tool.Call{{ID: "3", Name: "get-tiny-image", Input: json.RawMessage(`{}`)}})[0]
+	img := reg.Run(t.Context(), []llm.ToolUse{{ID: "3", Name: "get-tiny-image", Input: json.RawMessage(`{}`)}})[0]
 	var images int
 	for _, b := range img.Content {
 		if im, ok := b.(llm.Image); ok && im.MediaType == "image/png" && strings.HasPrefix(im.Data, "iVBORw0KGgo") {

@@ -152,7 +152,7 @@ func TestCall(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := reg.Run(t.Context(), []tool.Call{{ID: "id1", Name: tt.name, Input: json.RawMessage(tt.input)}})
+			got := reg.Run(t.Context(), []llm.ToolUse{{ID: "id1", Name: tt.name, Input: json.RawMessage(tt.input)}})
 			tt.want.ToolUseID = "id1"
 			if diff := cmp.Diff([]llm.ToolResult{tt.want}, got); diff != "" {
 				t.Errorf("result (-want +got):\n%s", diff)
@@ -192,7 +192,7 @@ func TestRegisterNamespacesClashes(t *testing.T) {
 	alpha := connectInMemory(t, testServer("alpha", nil, nil), nil)
 	beta := connectInMemory(t, testServer("beta", nil, nil), nil)
 	reg := registered(t, alpha, beta)
-	got := reg.Run(t.Context(), []tool.Call{
+	got := reg.Run(t.Context(), []llm.ToolUse{
 		{ID: "a", Name: "echo", Input: json.RawMessage(`{"message":"x"}`)},
 		{ID: "b", Name: "beta__echo", Input: json.RawMessage(`{"message":"y"}`)},
 	})
@@ -218,7 +218,7 @@ func TestCancelReachesServer(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan []llm.ToolResult)
 	go func() {
-		done <- reg.Run(ctx, []tool.Call{{ID: "s", Name: "slow", Input: json.RawMessage(`{}`)}})
+		done <- reg.Run(ctx, []llm.ToolUse{{ID: "s", Name: "slow", Input: json.RawMessage(`{}`)}})
 	}()
 	<-started
 	cancel()
@@ -263,7 +263,7 @@ func TestConnectURL(t *testing.T) {
 	if s.Name() != "web" {
 		t.Errorf("Name() = %q, want web", s.Name())
 	}
-	got := registered(t, s).Run(t.Context(), []tool.Call{{ID: "1", Name: "echo", Input: json.RawMessage(`{"message":"over http"}`)}})
+	got := registered(t, s).Run(t.Context(), []llm.ToolUse{{ID: "1", Name: "echo", Input: json.RawMessage(`{"message":"over http"}`)}})
 	want := []llm.ToolResult{{ToolUseID: "1", Content: []llm.Block{llm.Text{Text: "web: over http"}}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("result (-want +got):\n%s", diff)
@@ -324,7 +324,7 @@ func TestRegisterSkipsBadTool(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `server "odd": tool "odd__taken": duplicate tool name`) {
 		t.Errorf("Register error = %v, want a duplicate error naming the server and the tool", err)
 	}
-	got := reg.Run(t.Context(), []tool.Call{{ID: "1", Name: "good", Input: json.RawMessage(`{}`)}})
+	got := reg.Run(t.Context(), []llm.ToolUse{{ID: "1", Name: "good", Input: json.RawMessage(`{}`)}})
 	if diff := cmp.Diff([]llm.ToolResult{{ToolUseID: "1", Content: []llm.Block{llm.Text{Text: "fine"}}}}, got); diff != "" {
 		t.Errorf("the good tool (-want +got):\n%s", diff)
 	}
@@ -360,7 +360,7 @@ func TestRegisterUnvalidatableSchema(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s schema (-server +registered):\n%s", name, diff)
 		}
-		res := reg.Run(t.Context(), []tool.Call{{ID: "1", Name: name, Input: json.RawMessage(`{"n":"not checked here"}`)}})
+		res := reg.Run(t.Context(), []llm.ToolUse{{ID: "1", Name: name, Input: json.RawMessage(`{"n":"not checked here"}`)}})
 		wantRes := []llm.ToolResult{{ToolUseID: "1", Content: []llm.Block{llm.Text{Text: `server got {"n":"not checked here"}`}}}}
 		if diff := cmp.Diff(wantRes, res); diff != "" {
 			t.Errorf("%s call (-want +got):\n%s", name, diff)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentloop/agentloop/llm"
 )
 
 type benchInput struct {
@@ -15,7 +17,7 @@ type benchInput struct {
 
 func benchAdd(ctx context.Context, in benchInput) (float64, error) { return in.A + in.B, nil }
 
-var benchCall = Call{ID: "toolu_1", Name: "add", Input: json.RawMessage(`{"a": 3, "b": 5}`)}
+var benchCall = llm.ToolUse{ID: "toolu_1", Name: "add", Input: json.RawMessage(`{"a": 3, "b": 5}`)}
 
 // BenchmarkDirect is the baseline: decoding the input and calling the
 // function by hand, as a loop without a registry would.
@@ -51,7 +53,7 @@ func BenchmarkDispatch(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	calls := []Call{benchCall}
+	calls := []llm.ToolUse{benchCall}
 	for b.Loop() {
 		if res := r.Run(ctx, calls); res[0].IsError {
 			b.Fatal(res)
@@ -66,7 +68,7 @@ func BenchmarkDispatch8(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	calls := make([]Call, 8)
+	calls := make([]llm.ToolUse, 8)
 	for i := range calls {
 		calls[i] = benchCall
 	}
@@ -91,9 +93,9 @@ func benchSleep(b *testing.B, sequential bool) {
 	if err := r.Register(sleep); err != nil {
 		b.Fatal(err)
 	}
-	calls := make([]Call, 8)
+	calls := make([]llm.ToolUse, 8)
 	for i := range calls {
-		calls[i] = Call{ID: "toolu", Name: "sleep", Input: json.RawMessage(`{}`)}
+		calls[i] = llm.ToolUse{ID: "toolu", Name: "sleep", Input: json.RawMessage(`{}`)}
 	}
 	ctx := context.Background()
 	start := time.Now()
@@ -121,11 +123,11 @@ func benchWrite(ctx context.Context, in writeInput) (string, error) { return "wr
 
 // bigCall is a call of write with 5 MiB of JSON-escaped text: newlines,
 // quotes and some non-ASCII, as source code has.
-var bigCall = func() Call {
+var bigCall = func() llm.ToolUse {
 	line := `	fmt.Println("héllo, wörld") // a line of code` + "\n"
 	content := strings.Repeat(line, 5<<20/len(line))
 	input, _ := json.Marshal(writeInput{Path: "main.go", Content: content})
-	return Call{ID: "toolu_1", Name: "write", Input: input}
+	return llm.ToolUse{ID: "toolu_1", Name: "write", Input: input}
 }()
 
 // BenchmarkBigDirect is the floor for the 5 MiB input: decoding it into
@@ -160,7 +162,7 @@ func BenchmarkBigDispatch(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	calls := []Call{bigCall}
+	calls := []llm.ToolUse{bigCall}
 	b.SetBytes(int64(len(bigCall.Input)))
 	for b.Loop() {
 		if res := r.Run(ctx, calls); res[0].IsError {

@@ -42,10 +42,10 @@ type idInput struct {
 	N int `json:"n"`
 }
 
-func calls(name string, n int) []Call {
-	cs := make([]Call, n)
+func calls(name string, n int) []llm.ToolUse {
+	cs := make([]llm.ToolUse, n)
 	for i := range cs {
-		cs[i] = Call{ID: fmt.Sprintf("%s_%d", name, i), Name: name, Input: json.RawMessage(fmt.Sprintf(`{"n": %d}`, i))}
+		cs[i] = llm.ToolUse{ID: fmt.Sprintf("%s_%d", name, i), Name: name, Input: json.RawMessage(fmt.Sprintf(`{"n": %d}`, i))}
 	}
 	return cs
 }
@@ -127,7 +127,7 @@ func TestSequential(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Interleave 6 sequential calls with 4 parallel ones.
-		var cs []Call
+		var cs []llm.ToolUse
 		s, p := calls("seq", 6), calls("par", 4)
 		for i := range s {
 			cs = append(cs, s[i])
@@ -224,17 +224,21 @@ func TestQueue(t *testing.T) {
 			}))
 		}
 		write, edit, other := record("write"), record("edit"), record("other")
-		write.Queue, edit.Queue = "files", "files"
+		write.Queue, edit.Queue, other.Sequential = "files", "files", true
 		r := NewRegistry(Config{})
 		if err := r.Register(write, edit, other); err != nil {
 			t.Fatal(err)
 		}
-		cs := []Call{calls("edit", 1)[0], calls("write", 2)[1], calls("other", 3)[2]}
+		cs := []llm.ToolUse{calls("edit", 1)[0], calls("write", 2)[1], calls("other", 3)[2]}
 		cs = append(cs, calls("edit", 4)[3])
 		r.Run(t.Context(), cs)
 		want := map[string]time.Duration{"edit 0": 0, "write 1": time.Second, "other 2": 0, "edit 3": 2 * time.Second}
 		if diff := cmp.Diff(want, started); diff != "" {
 			t.Errorf("start times (-want +got):\n%s", diff)
+		}
+		synctest.Wait() // every call's goroutine has returned
+		if n := len(r.queues); n != 0 {
+			t.Errorf("%d idle queues still hold their last call (and its input)", n)
 		}
 	})
 }
@@ -271,7 +275,7 @@ func TestCancel(t *testing.T) {
 	if err := r.Register(honest, stubborn, seq); err != nil {
 		t.Fatal(err)
 	}
-	var cs []Call
+	var cs []llm.ToolUse
 	cs = append(cs, calls("stubborn", 1)...)
 	cs = append(cs, calls("honest", 4)...)
 	cs = append(cs, calls("seq", 3)...)
@@ -310,7 +314,7 @@ func TestCancelledBeforeRun(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	got := r.Run(ctx, []Call{{ID: "1", Name: "t"}, {ID: "2", Name: "missing"}})
+	got := r.Run(ctx, []llm.ToolUse{{ID: "1", Name: "t"}, {ID: "2", Name: "missing"}})
 	want := []llm.ToolResult{
 		errorResult("1", "cancelled: the tool call did not finish (context canceled)"),
 		errorResult("2", `unknown tool "missing"; the available tools are: t`),
@@ -325,7 +329,7 @@ func TestCancelledBeforeRun(t *testing.T) {
 
 func TestEmptyRegistry(t *testing.T) {
 	r := NewRegistry(Config{})
-	got := r.Run(t.Context(), []Call{{ID: "1", Name: "x"}})
+	got := r.Run(t.Context(), []llm.ToolUse{{ID: "1", Name: "x"}})
 	if diff := cmp.Diff([]llm.ToolResult{errorResult("1", `unknown tool "x": no tools are available`)}, got); diff != "" {
 		t.Errorf("results (-want +got):\n%s", diff)
 	}

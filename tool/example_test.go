@@ -22,7 +22,7 @@ func Example() {
 	}
 	fmt.Println(string(reg.Specs()[0].InputSchema))
 
-	results := reg.Run(context.Background(), []tool.Call{
+	results := reg.Run(context.Background(), []llm.ToolUse{
 		{ID: "toolu_1", Name: "add", Input: json.RawMessage(`{"a": 3, "b": 5}`)},
 		{ID: "toolu_2", Name: "add", Input: json.RawMessage(`{"a": 3}`)},
 		{ID: "toolu_3", Name: "add", Input: json.RawMessage(`{"a": "3", "c": 1}`)},

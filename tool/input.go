@@ -39,14 +39,12 @@ func prepare(t *Tool, input json.RawMessage) (json.RawMessage, error) {
 	// encoding/json words the rare failures of json/v2, which parses in one
 	// pass where encoding/json scans first: half the time of a 5 MiB input.
 	if v = nil; json2.Unmarshal(input, &v, lenient) != nil {
-		var te *json.UnmarshalTypeError
-		if err := json.Unmarshal(input, &v); errors.As(err, &te) {
-			// 1e400 is valid JSON: keep numbers as written and let the
-			// handler judge.
-			v, _ = jsv.UnmarshalJSON(bytes.NewReader(input))
-		} else if err != nil {
+		if err := json.Unmarshal(input, new(json.RawMessage)); err != nil {
 			return nil, fmt.Errorf("invalid input for tool %q: the input is not valid JSON: %v", t.spec.Name, err)
 		}
+		// Valid JSON that a float64 cannot hold (1e400): keep numbers as
+		// written and let the handler judge.
+		v, _ = jsv.UnmarshalJSON(bytes.NewReader(input))
 	}
 	if _, ok := v.(map[string]any); !ok {
 		return nil, fmt.Errorf("invalid input for tool %q: the input must be a JSON object, got %.40s", t.spec.Name, bytes.TrimSpace(input))
@@ -123,25 +121,24 @@ func problems(v any, e *jsv.ValidationError, out []string) []string {
 // fieldPath names the value at loc, a JSON pointer's tokens, within v as
 // the model wrote it: tags[1].name. Looking into v tells array indexes from
 // property names.
-func fieldPath(v any, loc []string) string {
-	var b strings.Builder
+func fieldPath(v any, loc []string) (path string) {
 	for _, tok := range loc {
 		if a, ok := v.([]any); ok {
-			fmt.Fprintf(&b, "[%s]", tok)
 			if i, err := strconv.Atoi(tok); err == nil && i < len(a) {
 				v = a[i]
 			}
+			path += "[" + tok + "]"
 			continue
 		}
-		if b.Len() > 0 {
-			b.WriteByte('.')
-		}
-		b.WriteString(tok)
 		if m, ok := v.(map[string]any); ok {
 			v = m[tok]
 		}
+		if path != "" {
+			path += "."
+		}
+		path += tok
 	}
-	return b.String()
+	return path
 }
 
 // fields names properties of the object at path at: field "a", or fields
@@ -168,17 +165,15 @@ func (r *Registry) shape(content []llm.Block, isError bool) []llm.Block {
 	limit, total := r.cfg.MaxOutputBytes, 0
 	var out []llm.Block // nil if nothing is left
 	for _, b := range content {
-		if t, ok := b.(llm.Text); ok {
-			// After a cut, room is below 0: nothing more is shown.
-			if room := limit - total; limit >= 0 && len(t.Text) > room {
-				t.Text = t.Text[:runeStart(t.Text, max(room, 0))]
+		t, isText := b.(llm.Text)
+		if isText {
+			total += len(t.Text)
+			if over := total - limit; limit >= 0 && over > 0 { // past the limit: later text is cut whole
+				t.Text = t.Text[:runeStart(t.Text, max(len(t.Text)-over, 0))]
 			}
-			total += len(b.(llm.Text).Text)
-			if b = t; t.Text == "" {
-				continue
-			}
+			b = t
 		}
-		if b != nil {
+		if b != nil && !(isText && t.Text == "") {
 			out = append(out, b)
 		}
 	}

@@ -59,7 +59,7 @@ func TestInputProblems(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := r.Run(t.Context(), []Call{{ID: "id", Name: tt.tool, Input: json.RawMessage(tt.input)}})
+			got := r.Run(t.Context(), []llm.ToolUse{{ID: "id", Name: tt.tool, Input: json.RawMessage(tt.input)}})
 			if diff := cmp.Diff([]llm.ToolResult{errorResult("id", tt.want)}, got); diff != "" {
 				t.Errorf("Run(%s) (-want +got):\n%s", tt.input, diff)
 			}

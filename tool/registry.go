@@ -34,8 +34,6 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-var errDuplicate = errors.New("duplicate tool name")
-
 // A Registry holds the tools the model may call and runs its calls. Make
 // one with [NewRegistry]. It is safe for concurrent use.
 //
@@ -45,7 +43,6 @@ var errDuplicate = errors.New("duplicate tool name")
 // the limits keep it from; [Registry.Wait] waits for such handlers.
 type Registry struct {
 	cfg Config
-	log *slog.Logger
 	sem *semaphore.Weighted // the MaxConcurrency slots; nil means no cap
 
 	mu      sync.Mutex
@@ -59,33 +56,33 @@ func NewRegistry(cfg Config) *Registry {
 	cfg.MaxConcurrency = cmp.Or(cfg.MaxConcurrency, 8)
 	cfg.Timeout = cmp.Or(cfg.Timeout, 60*time.Second)
 	cfg.MaxOutputBytes = cmp.Or(cfg.MaxOutputBytes, 100_000)
-	r := &Registry{cfg: cfg, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
-		queues: make(map[any]*turn), running: make(map[*turn]bool)}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	r := &Registry{cfg: cfg, queues: make(map[any]*turn), running: make(map[*turn]bool)}
 	if cfg.MaxConcurrency > 0 {
 		r.sem = semaphore.NewWeighted(int64(cfg.MaxConcurrency))
 	}
 	return r
 }
 
-// Register adds tools: all, or none if one is invalid (nil, not built by a
-// constructor, a name the API rejects) or taken, saying which and why. It
-// warns of each tool whose inputs it cannot validate (see [NewRaw]).
+// Register adds tools: all, or none if one is nil, not built by a
+// constructor or named as one registered, saying which. It warns of each
+// tool whose inputs it cannot validate (see [NewRaw]).
 func (r *Registry) Register(tools ...*Tool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i, t := range tools {
-		if err := t.check(); err != nil {
-			return err
+		if t == nil || t.handler == nil {
+			return errors.New("tool: a nil *Tool, or one not built with New, NewWithSchema or NewRaw")
 		}
 		named := func(u *Tool) bool { return u.spec.Name == t.spec.Name }
 		if slices.ContainsFunc(r.tools, named) || slices.ContainsFunc(tools[:i], named) {
-			return fmt.Errorf("tool %q: %w", t.spec.Name, errDuplicate)
+			return fmt.Errorf("tool %q: duplicate tool name", t.spec.Name)
 		}
 	}
 	r.tools = append(r.tools, tools...)
 	for _, t := range tools {
 		if t.unvalidated != nil {
-			r.log.Warn("tool inputs are checked only for being a JSON object, not against its schema",
+			r.cfg.Logger.Warn("tool inputs are checked only for being a JSON object, not against its schema",
 				"tool", t.spec.Name, "reason", t.unvalidated)
 		}
 	}
@@ -94,13 +91,8 @@ func (r *Registry) Register(tools ...*Tool) error {
 
 // Lookup returns the registered tool with the given name.
 func (r *Registry) Lookup(name string) (*Tool, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	i := slices.IndexFunc(r.tools, func(t *Tool) bool { return t.spec.Name == name })
-	if i < 0 {
-		return nil, false
-	}
-	return r.tools[i], true
+	t, err := r.lookup(name)
+	return t, err == nil
 }
 
 // Specs returns the tools' descriptions for [llm.Request.Tools], in the
@@ -115,20 +107,12 @@ func (r *Registry) Specs() []llm.ToolSpec {
 	return specs
 }
 
-// A Call is one request of the model to run a tool: the ID and Name of an
-// [llm.ToolUse] block and its JSON Input.
-type Call struct {
-	ID    string
-	Name  string
-	Input json.RawMessage
-}
-
-// Run runs calls concurrently and returns their results, results[i]
-// answering calls[i]. It never fails: an unknown tool, bad input, an error,
-// a panic, a timeout or cancellation each become an is_error result telling
-// the model what happened. When ctx ends, Run returns promptly, with a
-// "cancelled" result for each unfinished call.
-func (r *Registry) Run(ctx context.Context, calls []Call) []llm.ToolResult {
+// Run runs calls, the model's tool_use blocks, concurrently and returns
+// their results, results[i] answering calls[i]. It never fails: an unknown
+// tool, bad input, an error, a panic, a timeout or cancellation each become
+// an is_error result telling the model what happened. When ctx ends, Run
+// returns promptly, with a "cancelled" result for each unfinished call.
+func (r *Registry) Run(ctx context.Context, calls []llm.ToolUse) []llm.ToolResult {
 	// Not errgroup.SetLimit: the cap is shared with the calls an agent
 	// Starts, and a queued call must give up when ctx ends.
 	waits := make([]func() llm.ToolResult, len(calls))
@@ -146,7 +130,7 @@ func (r *Registry) Run(ctx context.Context, calls []Call) []llm.ToolResult {
 // moment the model has streamed it, and returns a function that waits for
 // its result, as promptly as Run, as often as called. Calls share the
 // registry's limits with Run; a queue's run in the order Start was called.
-func (r *Registry) Start(ctx context.Context, call Call) (wait func() llm.ToolResult) {
+func (r *Registry) Start(ctx context.Context, call llm.ToolUse) (wait func() llm.ToolResult) {
 	k := &turn{call: call, delivered: make(chan struct{}), finished: make(chan struct{})}
 	// Checked here, not on the call's goroutine, bad input is answered at once.
 	t, err := r.lookup(call.Name)
@@ -158,12 +142,16 @@ func (r *Registry) Start(ctx context.Context, call Call) (wait func() llm.ToolRe
 		r.deliver(k, failure("%v", err))
 		return k.wait
 	}
+	switch {
+	case t.Queue != "":
+		k.queue = t.Queue
+	case t.Sequential:
+		k.queue = t
+	}
 	r.mu.Lock()
 	var prev *turn
-	if t.Queue != "" {
-		prev, r.queues[t.Queue] = r.queues[t.Queue], k
-	} else if t.Sequential {
-		prev, r.queues[t] = r.queues[t], k
+	if k.queue != nil {
+		prev, r.queues[k.queue] = r.queues[k.queue], k
 	}
 	r.running[k] = true
 	r.mu.Unlock()
@@ -175,7 +163,8 @@ func (r *Registry) Start(ctx context.Context, call Call) (wait func() llm.ToolRe
 // waits for finished. The first result delivered wins: the handler's or a
 // timeout's.
 type turn struct {
-	call      Call
+	call      llm.ToolUse
+	queue     any // its key in Registry.queues, if it is in a queue
 	once      sync.Once
 	res       llm.ToolResult
 	delivered chan struct{} // closed when res is out
@@ -208,6 +197,9 @@ func (r *Registry) run(ctx context.Context, t *Tool, input json.RawMessage, prev
 		close(k.finished)
 		r.mu.Lock()
 		delete(r.running, k)
+		if k.queue != nil && r.queues[k.queue] == k {
+			delete(r.queues, k.queue) // the queue is idle: let its input and result go
+		}
 		r.mu.Unlock()
 	}()
 	timeout := cmp.Or(t.Timeout, r.cfg.Timeout)
@@ -220,22 +212,21 @@ func (r *Registry) run(ctx context.Context, t *Tool, input json.RawMessage, prev
 	}
 	if prev != nil {
 		select {
+		case <-prev.delivered: // always before finished
+		case <-ctx.Done():
+		}
+		// A handler ignoring its context may outlive its result: wait for
+		// it no longer than this call's timeout.
+		var overdue <-chan time.Time
+		if timeout > 0 {
+			overdue = time.After(timeout)
+		}
+		select {
 		case <-prev.finished:
 		case <-ctx.Done():
-		case <-prev.delivered:
-			// Its result is out, its handler ignoring its context: wait no
-			// longer than this call's timeout.
-			var overdue <-chan time.Time
-			if timeout > 0 {
-				overdue = time.After(timeout)
-			}
-			select {
-			case <-prev.finished:
-			case <-ctx.Done():
-			case <-overdue:
-				r.deliver(k, failure("not run: tool %q is still running an earlier call that timed out; try again later", k.call.Name))
-				return
-			}
+		case <-overdue:
+			r.deliver(k, failure("not run: tool %q is still running an earlier call that timed out; try again later", k.call.Name))
+			return
 		}
 	}
 	if r.sem != nil && ctx.Err() == nil && r.sem.Acquire(ctx, 1) == nil {
@@ -252,7 +243,7 @@ func (r *Registry) run(ctx context.Context, t *Tool, input json.RawMessage, prev
 	defer cancel()
 	stop := context.AfterFunc(callCtx, func() {
 		if ctx.Err() == nil {
-			r.log.Warn("tool call timed out; its handler keeps its slot until it returns",
+			r.cfg.Logger.Warn("tool call timed out; its handler keeps its slot until it returns",
 				"tool", k.call.Name, "id", k.call.ID, "timeout", timeout)
 		}
 		r.deliver(k, ended())
@@ -300,10 +291,10 @@ func (r *Registry) Wait(ctx context.Context) error {
 }
 
 // invoke runs t's handler and turns a panic into an error result.
-func (r *Registry) invoke(ctx context.Context, t *Tool, call Call, input json.RawMessage) (out llm.ToolResult) {
+func (r *Registry) invoke(ctx context.Context, t *Tool, call llm.ToolUse, input json.RawMessage) (out llm.ToolResult) {
 	defer func() {
 		if v := recover(); v != nil {
-			r.log.Error("tool panicked", "tool", call.Name, "id", call.ID, "panic", v, "stack", string(debug.Stack()))
+			r.cfg.Logger.Error("tool panicked", "tool", call.Name, "id", call.ID, "panic", v, "stack", string(debug.Stack()))
 			out = failure("tool %q panicked: %v", call.Name, v)
 		}
 	}()
@@ -316,12 +307,14 @@ func (r *Registry) invoke(ctx context.Context, t *Tool, call Call, input json.Ra
 
 // lookup is Lookup, with an error for the model naming the tools there are.
 func (r *Registry) lookup(name string) (*Tool, error) {
-	if t, ok := r.Lookup(name); ok {
-		return t, nil
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if i := slices.IndexFunc(r.tools, func(t *Tool) bool { return t.spec.Name == name }); i >= 0 {
+		return r.tools[i], nil
 	}
-	var names []string
-	for _, s := range r.Specs() {
-		names = append(names, s.Name)
+	names := make([]string, len(r.tools))
+	for i, t := range r.tools {
+		names[i] = t.spec.Name
 	}
 	if len(names) == 0 {
 		return nil, fmt.Errorf("unknown tool %q: no tools are available", name)

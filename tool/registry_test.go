@@ -158,7 +158,7 @@ func TestRun(t *testing.T) {
 				if err := r.Register(testTools(release)...); err != nil {
 					t.Fatal(err)
 				}
-				got := r.Run(t.Context(), []Call{{ID: "id", Name: tt.tool, Input: json.RawMessage(tt.input)}})
+				got := r.Run(t.Context(), []llm.ToolUse{{ID: "id", Name: tt.tool, Input: json.RawMessage(tt.input)}})
 				if diff := cmp.Diff([]llm.ToolResult{tt.want}, got); diff != "" {
 					t.Errorf("Run mismatch (-want +got):\n%s", diff)
 				}
@@ -194,7 +194,7 @@ func TestPanicStackGoesToLogger(t *testing.T) {
 	if err := r.Register(boom); err != nil {
 		t.Fatal(err)
 	}
-	got := r.Run(t.Context(), []Call{{ID: "1", Name: "boom"}})
+	got := r.Run(t.Context(), []llm.ToolUse{{ID: "1", Name: "boom"}})
 	if diff := cmp.Diff([]llm.ToolResult{errorResult("1", `tool "boom" panicked: wrapped cause`)}, got); diff != "" {
 		t.Errorf("Run mismatch (-want +got):\n%s", diff)
 	}
@@ -274,11 +274,6 @@ func TestRegisterErrors(t *testing.T) {
 				t.Errorf("registered tools changed (-want +got):\n%s", diff)
 			}
 		})
-	}
-	r := NewRegistry(Config{})
-	r.Register(ok("a"))
-	if err := r.Register(ok("a")); !errors.Is(err, errDuplicate) {
-		t.Errorf("duplicate error %v does not wrap errDuplicate", err)
 	}
 }
 
@@ -400,7 +395,7 @@ func TestRawUnvalidatable(t *testing.T) {
 				!strings.Contains(logs.String(), tt.reason) {
 				t.Errorf("Register logged %q, want a warning naming the tool and saying %q", logs.String(), tt.reason)
 			}
-			got := r.Run(t.Context(), []Call{
+			got := r.Run(t.Context(), []llm.ToolUse{
 				{ID: "1", Name: "odd", Input: json.RawMessage(`{"n": "x"}`)},
 				{ID: "2", Name: "odd", Input: json.RawMessage(`[]`)},
 			})
@@ -428,7 +423,7 @@ func TestRawUnvalidatable(t *testing.T) {
 	if logs.Len() != 0 {
 		t.Errorf("Register logged %q for a schema it validates", logs.String())
 	}
-	got := r.Run(t.Context(), []Call{{ID: "1", Name: "fine", Input: json.RawMessage(`{"n": "x"}`)}})
+	got := r.Run(t.Context(), []llm.ToolUse{{ID: "1", Name: "fine", Input: json.RawMessage(`{"n": "x"}`)}})
 	if !got[0].IsError {
 		t.Errorf("input breaking a usable schema was not rejected: %+v", got[0])
 	}

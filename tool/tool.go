@@ -136,9 +136,13 @@ func NewRaw(name, description string, schema json.RawMessage, fn func(ctx contex
 	return newTool(name, description, append(json.RawMessage(nil), schema...), fn)
 }
 
-// newTool makes a tool. Only what the API requires of the schema is an
-// error; why the validator cannot use it is kept in unvalidated.
+// newTool makes a tool. Only what the API requires of the name and schema
+// is an error; why the validator cannot use the schema is kept in
+// unvalidated.
 func newTool(name, description string, schema json.RawMessage, handler func(context.Context, json.RawMessage) (llm.ToolResult, error)) (*Tool, error) {
+	if !namePattern.MatchString(name) {
+		return nil, fmt.Errorf("tool %q: invalid name: the API requires 1 to 64 letters, digits, '_' or '-' (%s)", name, namePattern)
+	}
 	doc, err := jsv.UnmarshalJSON(bytes.NewReader(schema))
 	top, _ := doc.(map[string]any)
 	if err != nil || top == nil {
@@ -162,9 +166,6 @@ func newTool(name, description string, schema json.RawMessage, handler func(cont
 	if err != nil {
 		t.unvalidated = fmt.Errorf("the validator cannot use the schema: %w", err)
 	}
-	if err := t.check(); err != nil {
-		return nil, err
-	}
 	return t, nil
 }
 
@@ -173,18 +174,6 @@ type noLoader struct{}
 
 func (noLoader) Load(url string) (any, error) {
 	return nil, fmt.Errorf("not loading %s: a tool's schema must be self-contained", url)
-}
-
-// check reports whether t can be registered: built by a constructor, and
-// named as the API accepts.
-func (t *Tool) check() error {
-	if t == nil || t.handler == nil {
-		return errors.New("tool: a nil *Tool, or one not built with New, NewWithSchema or NewRaw")
-	}
-	if !namePattern.MatchString(t.spec.Name) {
-		return fmt.Errorf("tool %q: invalid name: the API requires 1 to 64 letters, digits, '_' or '-' (%s)", t.spec.Name, namePattern)
-	}
-	return nil
 }
 
 // Spec returns the tool's description for the model, to send in

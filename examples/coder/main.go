@@ -27,7 +27,6 @@ import (
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
-	"github.com/agentloop/agentloop/tool"
 	"github.com/agentloop/agentloop/tools/files"
 	"github.com/agentloop/agentloop/tools/permission"
 	"github.com/agentloop/agentloop/tools/shell"
@@ -64,7 +63,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, in io.R
 	defer ws.Close()
 	answers := bufio.NewScanner(in)
 	policy := &permission.Policy{AllowAll: *yes, Dir: ws.Dir(),
-		Ask: func(ctx context.Context, call tool.Call, always permission.Rule) (permission.Answer, error) {
+		Ask: func(ctx context.Context, call llm.ToolUse, always permission.Rule) (permission.Answer, error) {
 			if diff, ok, err := ws.Preview(call.Name, call.Input); ok && err == nil {
 				fmt.Fprint(out, diff)
 			}

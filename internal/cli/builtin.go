@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
 	"github.com/agentloop/agentloop/tools/calculator"
 	"github.com/agentloop/agentloop/tools/files"
@@ -170,14 +171,14 @@ func registerBuiltins(o *options, reg *tool.Registry) (*builtins, error) {
 // mutating built-ins runs without asking, and a call of a tool that does
 // not exist is let through for the registry to answer, rather than asked
 // about.
-func (b *builtins) approve(reg *tool.Registry) func(context.Context, tool.Call) error {
+func (b *builtins) approve(reg *tool.Registry) func(context.Context, llm.ToolUse) error {
 	b.policy.ReadOnly = []string{}
 	for _, spec := range reg.Specs() {
 		if !slices.Contains(mutatingTools, spec.Name) {
 			b.policy.ReadOnly = append(b.policy.ReadOnly, spec.Name)
 		}
 	}
-	return func(ctx context.Context, call tool.Call) error {
+	return func(ctx context.Context, call llm.ToolUse) error {
 		if _, ok := reg.Lookup(call.Name); !ok {
 			return nil // the registry says it is unknown
 		}

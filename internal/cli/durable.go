@@ -59,7 +59,7 @@ type Worker struct {
 	// Approve is the --allow, --deny and --yes policy: a call it refuses
 	// is denied. Nobody is asked on a worker; a call a person approved in
 	// the run (approved) is held to the --deny rules alone.
-	Approve func(ctx context.Context, call tool.Call, approved bool) error
+	Approve func(ctx context.Context, call llm.ToolUse, approved bool) error
 	// System is the system prompt of the runs that bring none: the
 	// default one, naming the worker's tools and working directory, or
 	// --system, then --append-system.
@@ -95,7 +95,7 @@ type Prompt struct {
 	// Ask, when there is a terminal to ask on, asks the user whether a
 	// call that waits for approval may run: the in-process CLI's
 	// question. Nil: the call waits for agentloop approve or deny.
-	Ask func(context.Context, tool.Call) (bool, error)
+	Ask func(context.Context, llm.ToolUse) (bool, error)
 }
 
 // MainWith is Main with the durable mode d; nil is the plain build's.
@@ -245,7 +245,7 @@ func (c *cli) serve(ctx context.Context, o *options, t Temporal, stdout, stderr 
 		strings.Join(specNames(s.cfg.Registry), ", "))
 	rules, p := s.cfg.Approve, s.builtins.policy
 	denyOnly := &permission.Policy{Deny: p.Deny, AllowAll: true, Dir: p.Dir, Path: p.Path}
-	approve := func(ctx context.Context, call tool.Call, approved bool) error {
+	approve := func(ctx context.Context, call llm.ToolUse, approved bool) error {
 		if approved {
 			return denyOnly.Approve(ctx, call)
 		}
@@ -299,7 +299,7 @@ func (c *cli) durablePrompt(ctx context.Context, o *options, t Temporal, stdin i
 		dir, _ := os.Getwd()
 		a := &terminalAsker{w: stderr, render: s.render, style: c.newStyle(stderr), stdin: stdin, dir: dir}
 		always := map[string]bool{} // tools answered "always", for the rest of the run
-		p.Ask = func(ctx context.Context, call tool.Call) (bool, error) {
+		p.Ask = func(ctx context.Context, call llm.ToolUse) (bool, error) {
 			if always[call.Name] {
 				return true, nil
 			}

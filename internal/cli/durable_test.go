@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentloop/agentloop/agent"
-	"github.com/agentloop/agentloop/tool"
+	"github.com/agentloop/agentloop/llm"
 )
 
 // TestNoDurableMode checks that the plain build refuses the durable mode
@@ -60,7 +60,7 @@ func (f *fakeDurable) Run(ctx context.Context, t Temporal, p Prompt) iter.Seq2[a
 	return func(yield func(agent.Event, error) bool) {
 		p.Started("s-new")
 		if p.Ask != nil {
-			ok, err := p.Ask(ctx, tool.Call{ID: "toolu_1", Name: "bash", Input: []byte(`{"command":"make deploy"}`)})
+			ok, err := p.Ask(ctx, llm.ToolUse{ID: "toolu_1", Name: "bash", Input: []byte(`{"command":"make deploy"}`)})
 			f.asked = append(f.asked, ok && err == nil)
 		}
 		if f.block {
@@ -151,7 +151,7 @@ func TestDurableAsk(t *testing.T) {
 	f := &fakeDurable{events: []agent.Event{agent.TurnStart{Iteration: 1}}}
 	r := h.runDurable(f, strings.NewReader("a\n"), "--temporal", "localhost:7233", "deploy it")
 	r.check(t, exitOK)
-	if ok, err := f.prompt.Ask(context.Background(), tool.Call{ID: "toolu_2", Name: "bash", Input: []byte(`{"command":"ls"}`)}); !ok || err != nil {
+	if ok, err := f.prompt.Ask(context.Background(), llm.ToolUse{ID: "toolu_2", Name: "bash", Input: []byte(`{"command":"ls"}`)}); !ok || err != nil {
 		t.Errorf("a second bash call after always: %v, %v", ok, err)
 	}
 	if !slices.Equal(f.asked, []bool{true}) || !strings.Contains(r.stderr, "make deploy") {
@@ -194,7 +194,7 @@ func TestDurableWorkerAndDecide(t *testing.T) {
 		approved bool
 		ok       bool
 	}{{"ls", false, false}, {"ls", true, true}, {"rm -rf x", true, false}} {
-		call := tool.Call{ID: "toolu_1", Name: "bash", Input: []byte(fmt.Sprintf(`{"command":%q}`, tt.command))}
+		call := llm.ToolUse{ID: "toolu_1", Name: "bash", Input: []byte(fmt.Sprintf(`{"command":%q}`, tt.command))}
 		if err := f.worker.Approve(context.Background(), call, tt.approved); (err == nil) != tt.ok {
 			t.Errorf("bash %q approved %v: %v, want allowed %v", tt.command, tt.approved, err, tt.ok)
 		}

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"unicode"
 
-	"github.com/agentloop/agentloop/tool"
+	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tools/files"
 	"github.com/agentloop/agentloop/tools/permission"
 )
@@ -74,7 +74,7 @@ func (a *terminalAsker) next(ctx context.Context, prompt string) (string, error)
 }
 
 // ask is the policy's AskFunc.
-func (a *terminalAsker) ask(ctx context.Context, call tool.Call, always permission.Rule) (permission.Answer, error) {
+func (a *terminalAsker) ask(ctx context.Context, call llm.ToolUse, always permission.Rule) (permission.Answer, error) {
 	what, body := a.describe(call)
 	// The spinner must not draw over the question while it waits.
 	a.render.pause()
@@ -103,7 +103,7 @@ func (a *terminalAsker) ask(ctx context.Context, call tool.Call, always permissi
 }
 
 // describe returns the question's heading and what the call would do.
-func (a *terminalAsker) describe(call tool.Call) (string, string) {
+func (a *terminalAsker) describe(call llm.ToolUse) (string, string) {
 	var in struct {
 		Command string `json:"command"`
 		URL     string `json:"url"`

@@ -14,7 +14,6 @@ import (
 
 	"github.com/agentloop/agentloop/internal/apirules"
 	"github.com/agentloop/agentloop/llm"
-	"github.com/agentloop/agentloop/tool"
 )
 
 // Texts of the results and turns the loop writes itself, rather than a tool
@@ -38,7 +37,7 @@ const (
 // JSON, then a call that came limit times in a row (limit ≤ 0: never). It
 // records call in rep, unless an earlier check stopped it. ok is false for a
 // call to run.
-func Check(rep *Repeats, limit int, call tool.Call, final bool) (why string, ok bool) {
+func Check(rep *Repeats, limit int, call llm.ToolUse, final bool) (why string, ok bool) {
 	if final {
 		return Final, true
 	}
@@ -67,7 +66,7 @@ type Repeats struct {
 
 // See records call and returns how many times in a row it has now come,
 // comparing inputs without insignificant whitespace.
-func (rp *Repeats) See(call tool.Call) int {
+func (rp *Repeats) See(call llm.ToolUse) int {
 	if rp.N > 0 && call.Name == rp.Name && sameJSON(call.Input, rp.Input) {
 		rp.N++
 	} else {

@@ -7,7 +7,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentloop/agentloop/llm"
-	"github.com/agentloop/agentloop/tool"
 )
 
 // TestSameJSON holds the repeat check's comparison to json.Compact's
@@ -35,10 +34,12 @@ func TestSameJSON(t *testing.T) {
 // of the checks, and that a call stopped before the repeat check is not
 // counted as seen.
 func TestCheck(t *testing.T) {
-	call := func(name, input string) tool.Call { return tool.Call{ID: "toolu", Name: name, Input: []byte(input)} }
+	call := func(name, input string) llm.ToolUse {
+		return llm.ToolUse{ID: "toolu", Name: name, Input: []byte(input)}
+	}
 	var rep Repeats
 	for i, tc := range []struct {
-		call  tool.Call
+		call  llm.ToolUse
 		final bool
 		want  string // a substring of why; "" for a call to run
 	}{

@@ -46,7 +46,7 @@ func TestCalculator(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := r.Run(t.Context(), []tool.Call{{ID: "toolu_1", Name: "calculator", Input: json.RawMessage(tt.input)}})
+			got := r.Run(t.Context(), []llm.ToolUse{{ID: "toolu_1", Name: "calculator", Input: json.RawMessage(tt.input)}})
 			want := []llm.ToolResult{{ToolUseID: "toolu_1", Content: []llm.Block{llm.Text{Text: tt.want}}, IsError: tt.isError}}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("calculator %s (-want +got):\n%s", tt.input, diff)

@@ -15,7 +15,7 @@ func ExampleNew() {
 	if err := reg.Register(calculator.New()); err != nil {
 		panic(err)
 	}
-	results := reg.Run(context.Background(), []tool.Call{
+	results := reg.Run(context.Background(), []llm.ToolUse{
 		{ID: "toolu_1", Name: "calculator", Input: json.RawMessage(`{"a": 3, "b": 5, "operation": "add"}`)},
 		{ID: "toolu_2", Name: "calculator", Input: json.RawMessage(`{"a": 1, "b": 0, "operation": "divide"}`)},
 	})

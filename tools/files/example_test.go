@@ -30,7 +30,7 @@ func ExampleOpen() {
 		{"grep", `{"pattern": "Greeting"}`},
 		{"read_file", `{"path": "../../etc/passwd"}`},
 	} {
-		res := reg.Run(context.Background(), []tool.Call{{ID: "toolu_1", Name: c.name, Input: json.RawMessage(c.input)}})[0]
+		res := reg.Run(context.Background(), []llm.ToolUse{{ID: "toolu_1", Name: c.name, Input: json.RawMessage(c.input)}})[0]
 		fmt.Printf("%s: is_error=%v %.60s\n", c.name, res.IsError, llm.TextOf(res.Content))
 	}
 	// Output:

@@ -86,7 +86,7 @@ func (e *env) call(name string, input any) llm.ToolResult {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return e.reg.Run(e.t.Context(), []tool.Call{{ID: "toolu_1", Name: name, Input: b}})[0]
+	return e.reg.Run(e.t.Context(), []llm.ToolUse{{ID: "toolu_1", Name: name, Input: b}})[0]
 }
 
 // text runs one call and returns its text and whether it failed.
@@ -472,7 +472,7 @@ func TestCancelled(t *testing.T) {
 func TestWriteThenEdit(t *testing.T) {
 	for range 20 { // the race this guards against lost one call in three
 		e := newEnv(t, map[string]string{"race.txt": "zero\n"})
-		calls := []tool.Call{
+		calls := []llm.ToolUse{
 			{ID: "toolu_1", Name: "write_file", Input: json.RawMessage(`{"path": "race.txt", "content": "one two\n"}`)},
 			{ID: "toolu_2", Name: "edit_file", Input: json.RawMessage(`{"path": "race.txt", "old_string": "two", "new_string": "three"}`)},
 		}

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/agentloop/agentloop/tool"
+	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tools/permission"
 )
 
@@ -15,7 +15,7 @@ func ExamplePolicy() {
 	p := &permission.Policy{Allow: []permission.Rule{allow}, Deny: []permission.Rule{deny}}
 	for _, cmd := range []string{"go test ./...", "go test ./... && rm -rf ~", "rm -rf ~"} {
 		input, _ := json.Marshal(map[string]string{"command": cmd})
-		err := p.Approve(context.Background(), tool.Call{Name: "bash", Input: input})
+		err := p.Approve(context.Background(), llm.ToolUse{Name: "bash", Input: input})
 		fmt.Printf("%-26s allowed=%v\n", cmd, err == nil)
 	}
 	// Output:

@@ -36,10 +36,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agentloop/agentloop/llm"
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-
-	"github.com/agentloop/agentloop/tool"
 )
 
 // DefaultReadOnly are the tools that run without asking when
@@ -110,7 +109,7 @@ const (
 // An AskFunc asks a person whether call may run. always is the rule that
 // the answer Always adds, so that the question can say what it means. It
 // may block; a non-nil error (ctx ending) denies the call.
-type AskFunc func(ctx context.Context, call tool.Call, always Rule) (Answer, error)
+type AskFunc func(ctx context.Context, call llm.ToolUse, always Rule) (Answer, error)
 
 // A Policy approves or denies tool calls. The zero value asks nobody and
 // allows only [DefaultReadOnly] tools. A Policy is safe for concurrent
@@ -146,7 +145,7 @@ type Policy struct {
 
 // Approve returns nil if call may run, or an error, which the model
 // reads, saying why not. It has the signature of agent.Config.Approve.
-func (p *Policy) Approve(ctx context.Context, call tool.Call) error {
+func (p *Policy) Approve(ctx context.Context, call llm.ToolUse) error {
 	readOnly := p.ReadOnly
 	if readOnly == nil {
 		readOnly = DefaultReadOnly
@@ -312,7 +311,7 @@ func commandParts(cmd string) []string {
 // subject returns what a call acts on, and its input field: the command,
 // the URL or the path. Only those fields are decoded: the input may be a
 // 5 MiB file's text, which is validated but not copied.
-func subject(call tool.Call) (key, value string) {
+func subject(call llm.ToolUse) (key, value string) {
 	var in struct {
 		Command any `json:"command"`
 		URL     any `json:"url"`

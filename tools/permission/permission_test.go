@@ -7,9 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentloop/agentloop/llm"
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/agentloop/agentloop/tool"
 )
 
 func TestParseRule(t *testing.T) {
@@ -58,8 +57,8 @@ func rules(t *testing.T, ss ...string) []Rule {
 	return rs
 }
 
-func call(name, input string) tool.Call {
-	return tool.Call{ID: "toolu_1", Name: name, Input: json.RawMessage(input)}
+func call(name, input string) llm.ToolUse {
+	return llm.ToolUse{ID: "toolu_1", Name: name, Input: json.RawMessage(input)}
 }
 
 func TestApprove(t *testing.T) {
@@ -71,7 +70,7 @@ func TestApprove(t *testing.T) {
 	tests := []struct {
 		name   string
 		policy *Policy
-		call   tool.Call
+		call   llm.ToolUse
 		want   string // "" allowed, else a part of the error
 	}{
 		{"read-only runs freely", &Policy{}, call("read_file", `{"path":"a"}`), allowed},
@@ -125,14 +124,14 @@ func TestApprove(t *testing.T) {
 func TestAsk(t *testing.T) {
 	var asked []string
 	answers := []Answer{Yes, No, Always, Always}
-	p := &Policy{Ask: func(ctx context.Context, c tool.Call, always Rule) (Answer, error) {
+	p := &Policy{Ask: func(ctx context.Context, c llm.ToolUse, always Rule) (Answer, error) {
 		asked = append(asked, c.Name+" "+string(c.Input)+" always="+always.String())
 		a := answers[0]
 		answers = answers[1:]
 		return a, nil
 	}}
 	steps := []struct {
-		call tool.Call
+		call llm.ToolUse
 		ok   bool
 	}{
 		{call("edit_file", `{"path":"a"}`), true},           // yes
@@ -167,7 +166,7 @@ func TestAsk(t *testing.T) {
 		t.Error("a different command was not asked about")
 	}
 
-	failing := &Policy{Ask: func(ctx context.Context, c tool.Call, always Rule) (Answer, error) { return Yes, context.Canceled }}
+	failing := &Policy{Ask: func(ctx context.Context, c llm.ToolUse, always Rule) (Answer, error) { return Yes, context.Canceled }}
 	if err := failing.Approve(t.Context(), call("bash", `{"command":"x"}`)); !errors.Is(err, context.Canceled) {
 		t.Errorf("a failed question: err = %v, want context.Canceled", err)
 	}

@@ -17,7 +17,7 @@ func ExampleNew() {
 		panic(err)
 	}
 	input, _ := json.Marshal(shell.Input{Command: `echo "$GREETING, key: [$ANTHROPIC_API_KEY]"; exit 2`})
-	res := reg.Run(context.Background(), []tool.Call{{ID: "toolu_1", Name: shell.Name, Input: input}})[0]
+	res := reg.Run(context.Background(), []llm.ToolUse{{ID: "toolu_1", Name: shell.Name, Input: input}})[0]
 	fmt.Printf("is_error=%v\n%s\n", res.IsError, llm.TextOf(res.Content))
 	// Output:
 	// is_error=true

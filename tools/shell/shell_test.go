@@ -24,7 +24,7 @@ func runBash(ctx context.Context, t *testing.T, cfg Config, input map[string]any
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(input)
-	res := reg.Run(ctx, []tool.Call{{ID: "toolu_1", Name: Name, Input: b}})[0]
+	res := reg.Run(ctx, []llm.ToolUse{{ID: "toolu_1", Name: Name, Input: b}})[0]
 	return llm.TextOf(res.Content), res.IsError
 }
 

@@ -23,7 +23,7 @@ func ExampleNew() {
 		panic(err)
 	}
 	input, _ := json.Marshal(web.Input{URL: srv.URL})
-	res := reg.Run(context.Background(), []tool.Call{{ID: "toolu_1", Name: web.Name, Input: input}})[0]
+	res := reg.Run(context.Background(), []llm.ToolUse{{ID: "toolu_1", Name: web.Name, Input: input}})[0]
 	fmt.Println(llm.TextOf(res.Content))
 	srv.Client().CloseIdleConnections()
 	// Output:

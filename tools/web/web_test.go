@@ -74,7 +74,7 @@ func TestFetch(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b, _ := json.Marshal(Input{URL: tt.url})
-			res := reg.Run(t.Context(), []tool.Call{{ID: "toolu_1", Name: Name, Input: b}})[0]
+			res := reg.Run(t.Context(), []llm.ToolUse{{ID: "toolu_1", Name: Name, Input: b}})[0]
 			got := llm.TextOf(res.Content)
 			if tt.name == "body cut" {
 				if !strings.HasSuffix(got, "[cut: the page has 2500 bytes of text; only the first 1001 are shown]") {
