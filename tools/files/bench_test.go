@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
 )
 
@@ -104,7 +105,7 @@ func BenchmarkWriteFileOverwrite(b *testing.B) {
 	reg := tool.NewRegistry(tool.Config{})
 	reg.Register(ws.WriteFile())
 	input, _ := json.Marshal(WriteInput{Path: "big.txt", Content: strings.ToUpper(text)})
-	call := []tool.Call{{ID: "toolu_1", Name: "write_file", Input: input}}
+	call := []llm.ToolUse{{ID: "toolu_1", Name: "write_file", Input: input}}
 	b.SetBytes(int64(len(text)))
 	b.ReportAllocs()
 	for b.Loop() {
