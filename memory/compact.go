@@ -16,8 +16,7 @@ import (
 )
 
 // ErrCannotCompact means Compact could not bring the history under
-// Config.ContextLimit within its steps: typically the newest turn alone is
-// too large.
+// Config.ContextLimit: typically the newest turn alone is too large.
 var ErrCannotCompact = errors.New("memory: cannot compact the history under the context limit")
 
 // summaryPrompt is the system prompt of the summarisation call.
@@ -32,11 +31,15 @@ const (
 	// huge result must not crowd out the rest of the conversation.
 	maxResultChars = 4000
 
-	// Texts compaction writes into the history.
-	clearedResult = "[tool result cleared to save context]"
-	clearedImage  = "[image removed to save context]"
-	summaryHeader = "[This conversation was compacted to fit the context window. Summary of the earlier part:]\n\n"
-	cutHeader     = "[Earlier turns of this conversation were removed to fit the context window.]"
+	// Texts compaction and repair write into the history. serverNote opens
+	// a history the server compacted, which must still open with a user
+	// message; the API drops it, as all before the block.
+	clearedResult     = "[tool result cleared to save context]"
+	clearedImage      = "[image removed to save context]"
+	summaryHeader     = "[This conversation was compacted to fit the context window. Summary of the earlier part:]\n\n"
+	cutHeader         = "[Earlier turns of this conversation were removed to fit the context window.]"
+	serverNote        = "[Earlier turns were compacted on the server; the compaction block that follows holds their summary.]"
+	interruptedResult = "not executed: interrupted" // answers a tool call that never got a result
 )
 
 // Compaction reports what one [History.Compact] call did.
@@ -74,10 +77,8 @@ func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) 
 	if fixes := h.Repair(); fixes != nil {
 		c.Steps = append(c.Steps, "repaired: "+strings.Join(fixes, ", "))
 	}
-	limit := h.cfg.ContextLimit
-	target := max(1, limit*6/10)
-	tokens := h.recount(ctx)
-	steps := 0
+	limit, target := h.cfg.ContextLimit, max(1, h.cfg.ContextLimit*6/10)
+	tokens, steps := h.recount(ctx), 0
 	did := func(format string, args ...any) {
 		steps++
 		c.Steps = append(c.Steps, fmt.Sprintf(format, args...))
@@ -90,7 +91,7 @@ func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) 
 		}
 	}
 
-	if m != nil && tokens > target { // server.go; the client's summary is the fallback
+	if m != nil && tokens > target { // the client's summary is the fallback
 		n, u, err := h.serverSummary(ctx, m)
 		c.Usage = c.Usage.Add(u)
 		if err != nil {
@@ -135,8 +136,8 @@ func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) 
 }
 
 // assistantBefore returns the index of the n-th assistant message before
-// message i, or 0 if there is none after the first: with i = len and
-// n = keep, the first message compaction keeps.
+// message i, or 0 if there is none after the first: for i = len, n = keep,
+// the first message compaction keeps.
 func (h *History) assistantBefore(i, n int) int {
 	for i--; i >= 1; i-- {
 		if h.entries[i].msg.Role == llm.Assistant {
@@ -149,15 +150,12 @@ func (h *History) assistantBefore(i, n int) int {
 }
 
 // clearOld replaces tool result contents and images before the newest keep
-// turns with placeholders, and reports how many of each it cleared.
+// turns with placeholders, and reports how many of each it cleared. Only
+// user messages hold them, in a repaired history.
 func (h *History) clearOld(keep int) (results, images int) {
-	end := h.assistantBefore(len(h.entries), keep)
-	first := len(h.entries) // the first message changed
+	end, first := h.assistantBefore(len(h.entries), keep), len(h.entries) // first: the first message changed
 	for i := range h.entries[:end] {
 		e := &h.entries[i]
-		if e.msg.Role != llm.User {
-			continue
-		}
 		content, changed := slices.Clone(e.msg.Content), false
 		for j, b := range content {
 			switch b := b.(type) {
@@ -178,7 +176,7 @@ func (h *History) clearOld(keep int) (results, images int) {
 			}
 		}
 		if changed {
-			e.msg = llm.Message{Role: llm.User, Content: content}
+			e.msg = llm.Message{Role: e.msg.Role, Content: content}
 			*e = measured(*e)
 			first = min(first, i)
 		}
@@ -192,8 +190,7 @@ func (h *History) clearOld(keep int) (results, images int) {
 // when there is nothing worth summarising) and the call's usage.
 func (h *History) summarise(ctx context.Context, m llm.Model, keep int) (int, llm.Usage, error) {
 	end := h.assistantBefore(len(h.entries), keep)
-	// The transcript must fit the summariser's own window, with a 10%
-	// margin for the estimate.
+	// The transcript must fit the summariser's window, with a 10% margin.
 	promptTokens := int(float64(len(summaryPrompt)) / h.ratio)
 	budget := int(float64(h.cfg.ContextWindow-summaryMaxTokens-promptTokens) * 0.9 * h.ratio)
 	text := transcript(h.entries[:end])
@@ -219,17 +216,27 @@ func (h *History) summarise(ctx context.Context, m llm.Model, keep int) (int, ll
 }
 
 // hardCut drops the oldest turns, keeping the most that fit target (or, if
-// none does, only the newest turn as long as that fits limit), behind a
-// note. It returns how many messages it dropped.
+// none does, only the newest turn as long as that fits limit), behind an
+// earlier summary, or else a note quoting the start of the original task.
+// It returns how many messages it dropped.
 func (h *History) hardCut(target, limit int) int {
-	head := h.cutHead()
-	headTokens := h.estimate([]entry{head}, true)
-	best := 0
+	if len(h.entries) < 2 {
+		return 0
+	}
+	head := h.entries[0]
+	if !head.summary {
+		note := cutHeader
+		if task := llm.TextOf(head.msg.Content); !apirules.IsBlank(task) {
+			note += "\n\nThe conversation began with this request:\n\n" + tool.Truncate(task, 2000)
+		}
+		head = measured(entry{msg: userText(note)})
+	}
+	headTokens, best := h.estimate(h.prefixChars, []entry{head}), 0
 	for k := len(h.entries) - 1; k >= 1; k-- {
 		if h.entries[k].msg.Role != llm.Assistant {
 			continue
 		}
-		n := headTokens + h.estimate(h.entries[k:], false)
+		n := headTokens + h.estimate(0, h.entries[k:])
 		if n > target && best != 0 || n > limit {
 			break
 		}
@@ -244,21 +251,6 @@ func (h *History) hardCut(target, limit int) int {
 		return best - 1 // the old head is the new head
 	}
 	return best
-}
-
-// cutHead returns the first message after a hard cut: an earlier summary
-// when there is one, else a note quoting the start of the original task.
-func (h *History) cutHead() entry {
-	note := cutHeader
-	if len(h.entries) > 0 {
-		if h.entries[0].summary {
-			return h.entries[0]
-		}
-		if task := llm.TextOf(h.entries[0].msg.Content); !apirules.IsBlank(task) {
-			note += "\n\nThe conversation began with this request:\n\n" + tool.Truncate(task, 2000)
-		}
-	}
-	return measured(entry{msg: userText(note)})
 }
 
 func userText(text string) llm.Message {
@@ -286,11 +278,11 @@ func collect(ctx context.Context, m llm.Model, req llm.Request) (llm.Message, ll
 func transcript(es []entry) string {
 	var b strings.Builder
 	for _, e := range es {
+		head := "[" + string(e.msg.Role) + "]\n"
 		if e.summary {
-			b.WriteString("[earlier summary]\n")
-		} else {
-			b.WriteString("[" + string(e.msg.Role) + "]\n")
+			head = "[earlier summary]\n"
 		}
+		b.WriteString(head)
 		for _, blk := range e.msg.Content {
 			writeBlock(&b, blk, e.original)
 		}
@@ -327,4 +319,90 @@ func writeBlock(b *strings.Builder, blk llm.Block, original map[string][]llm.Blo
 		}
 		fmt.Fprintf(b, "[%s block: %s]\n", blk.Type, tool.Truncate(string(blk.JSON), 1000))
 	}
+}
+
+// strategy returns the compaction strategy in effect: "server", "client"
+// or "off" (see [Config].Compaction).
+func (h *History) strategy() string {
+	if m := h.cfg.Compaction; m != "" {
+		return m
+	}
+	if h.model.ServerCompaction {
+		return "server"
+	}
+	return "client"
+}
+
+// ContextManagement returns the context_management of the next request,
+// or nil. Context editing is the first, cheapest step: past half of
+// Config.ContextLimit the API clears old tool results (and, with thinking
+// on, old turns' thinking) from what the model reads, at least a tenth of
+// the limit at a time, so that the prompt cache it breaks is worth it. In
+// "server" mode the API then compacts at 80% of the limit (50,000 tokens at
+// least; [History.AppendAssistant] keeps the block), [History.Compact] the
+// fallback at ContextLimit.
+func (h *History) ContextManagement(thinking bool) *llm.ContextManagement {
+	mode, limit := h.strategy(), h.cfg.ContextLimit
+	var cm llm.ContextManagement
+	inputTokens := func(n int) *llm.EditLimit { return &llm.EditLimit{Type: "input_tokens", Value: n} }
+	// An explicit "client" asks for the client's own compaction alone.
+	if mode == "server" || h.cfg.Compaction == "" && h.model.ContextEditing {
+		if thinking && h.Tokens() > limit/2 { // below, thinking stays, and the cache with it
+			cm.Edits = append(cm.Edits, llm.ContextEdit{Type: llm.ClearThinking, Keep: &llm.EditLimit{Type: "thinking_turns", Value: 1}}) // first, as the API wants
+		}
+		cm.Edits = append(cm.Edits, llm.ContextEdit{Type: llm.ClearToolUses, Trigger: inputTokens(max(1, limit/2)),
+			Keep: &llm.EditLimit{Type: "tool_uses", Value: h.cfg.KeepRecent}, ClearAtLeast: inputTokens(max(1, limit/10))})
+	}
+	if mode == "server" {
+		cm.Edits = append(cm.Edits, llm.ContextEdit{Type: llm.Compact, Trigger: inputTokens(max(50_000, limit*8/10))})
+	}
+	if len(cm.Edits) == 0 {
+		return nil
+	}
+	return &cm
+}
+
+// serverCompacted applies a compaction block in msg, a turn to append, as
+// the API does: the block, kept byte for byte, replaces every message and
+// block before it, so that the history and its session file keep, and
+// count, what the model still reads. It reports whether msg held one.
+func (h *History) serverCompacted(msg llm.Message) (llm.Message, bool) {
+	for k := len(msg.Content) - 1; k >= 0; k-- {
+		if r, ok := msg.Content[k].(llm.RawBlock); ok && r.Type == llm.CompactionBlock { // it may be nil
+			msg.Content = msg.Content[k:]
+			h.entries = append(h.entries[:0:0], measured(entry{msg: userText(serverNote), summary: true}))
+			return msg, true
+		}
+	}
+	return msg, false
+}
+
+// serverCleared reports whether context editing (any edits, without
+// thinking, clear tool uses) may have cleared tool results from the prompt
+// of the turn being appended: past the trigger, its input measures less
+// than the history holds, and must not teach the estimator.
+func (h *History) serverCleared() bool {
+	return h.ContextManagement(false) != nil && h.Tokens() > h.cfg.ContextLimit/2
+}
+
+// serverSummary has the server summarise the whole history, when model
+// and mode allow: its compaction block (kept as serverCompacted keeps one)
+// replaces every message. It returns how many (zero when it did not ask).
+func (h *History) serverSummary(ctx context.Context, m llm.Model) (int, llm.Usage, error) {
+	if !h.model.ServerCompaction || h.strategy() != "server" {
+		return 0, llm.Usage{}, nil
+	}
+	req := h.request()
+	req.Cache, req.Summarize = true, &llm.Summarize{} // no context_management: the API refuses both
+	reply, u, err := collect(ctx, m, req)
+	if err != nil {
+		return 0, u, fmt.Errorf("memory: server compaction: %w", err)
+	}
+	n := len(h.entries)
+	if reply, ok := h.serverCompacted(reply); ok {
+		// No exact count: u's input is the history before the compaction.
+		h.push(entry{msg: reply, usage: u, model: h.cfg.Model})
+		return n, u, nil
+	}
+	return 0, u, fmt.Errorf("memory: server compaction: the reply holds no compaction block")
 }

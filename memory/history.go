@@ -3,6 +3,9 @@ package memory
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"log/slog"
 	"slices"
 
@@ -35,33 +38,25 @@ type Config struct {
 	// [llm.Client.CountTokens]: Compact asks it once the estimate reaches
 	// 90% of ContextLimit. Default: nil, estimates only.
 	Counter func(ctx context.Context, req llm.Request) (int, error)
-	// Compaction chooses how the history is kept under ContextLimit:
-	// "server" (context editing, then compaction on the server, see
-	// [History.ContextManagement]), "client" ([History.Compact] alone), or
-	// "off" (never compacted: a run that outgrows the window fails). Every
-	// mode but "off" keeps Compact as the fallback. Default "": "server"
-	// for a model whose [llm.ModelInfo] has ServerCompaction, else "client"
-	// with the context editing the model takes.
+	// Compaction chooses how the history is kept under ContextLimit: "server"
+	// (context editing, then the server's compaction: see
+	// [History.ContextManagement]), "client" ([History.Compact] alone) or "off"
+	// (never: a run that outgrows the window fails); all but "off" fall back
+	// on Compact. Default "": "server" on a model with ServerCompaction in
+	// [llm.ModelInfo], else "client" with the context editing the model takes.
 	Compaction string
 	// Logger receives compaction and repair reports. Default: discard.
 	Logger *slog.Logger
 }
 
 func (cfg Config) withDefaults() Config {
+	// A field not above zero takes its default: max(n, 0) makes it zero for cmp.Or.
 	cfg.Model = cmp.Or(cfg.Model, llm.DefaultModel)
-	if cfg.ContextWindow <= 0 {
-		m, _ := llm.LookupModel(cfg.Model) // a model it does not know has none
-		cfg.ContextWindow = cmp.Or(m.ContextWindow, 200_000)
-	}
-	if cfg.MaxTokens <= 0 {
-		cfg.MaxTokens = llm.DefaultMaxTokens
-	}
-	if cfg.ContextLimit <= 0 {
-		cfg.ContextLimit = max(1, cfg.ContextWindow-cfg.MaxTokens-cfg.ContextWindow/20)
-	}
-	if cfg.KeepRecent <= 0 {
-		cfg.KeepRecent = 4
-	}
+	m, _ := llm.LookupModel(cfg.Model) // a model it does not know has no window
+	cfg.ContextWindow = cmp.Or(max(cfg.ContextWindow, 0), m.ContextWindow, 200_000)
+	cfg.MaxTokens = cmp.Or(max(cfg.MaxTokens, 0), llm.DefaultMaxTokens)
+	cfg.ContextLimit = cmp.Or(max(cfg.ContextLimit, 0), max(1, cfg.ContextWindow-cfg.MaxTokens-cfg.ContextWindow/20))
+	cfg.KeepRecent = cmp.Or(max(cfg.KeepRecent, 0), 4)
 	cfg.SummaryModel = cmp.Or(cfg.SummaryModel, cfg.Model)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	return cfg
@@ -76,9 +71,10 @@ type History struct {
 
 	system      string
 	tools       []llm.ToolSpec
-	prefixChars int     // characters of system and tools, for estimates
-	prefixKey   string  // a hash of system and tools, to see them change
-	ratio       float64 // learned characters per token
+	prefixChars int           // characters of system and tools, for estimates
+	prefixKey   string        // a hash of system and tools, to see them change
+	ratio       float64       // learned characters per token
+	model       llm.ModelInfo // llm.Models' cfg.Model; one it does not know binds its thinking
 }
 
 // An entry is one message with what we know about it.
@@ -106,6 +102,7 @@ const defaultRatio = 3.5
 // resolved, at debug level, since the default depends on the model.
 func New(cfg Config) *History {
 	h := &History{cfg: cfg.withDefaults(), ratio: defaultRatio}
+	h.model, _ = llm.LookupModel(h.cfg.Model)
 	h.cfg.Logger.Debug("memory: compaction", "strategy", h.strategy(), "model", h.cfg.Model)
 	return h
 }
@@ -128,17 +125,13 @@ func (h *History) Messages() []llm.Message {
 // Blank text blocks, which the API rejects, are dropped; a message left
 // empty is not appended.
 func (h *History) AppendUser(blocks ...llm.Block) {
-	var kept []llm.Block
-	for _, b := range blocks {
-		if t, ok := b.(llm.Text); ok && apirules.IsBlank(t.Text) {
-			continue
-		}
-		kept = append(kept, cloneBlock(b))
+	kept := slices.DeleteFunc(cloneMessage(llm.Message{Content: blocks}).Content, func(b llm.Block) bool {
+		t, ok := b.(llm.Text)
+		return ok && apirules.IsBlank(t.Text)
+	})
+	if len(kept) > 0 {
+		h.push(entry{msg: llm.Message{Role: llm.User, Content: kept}})
 	}
-	if len(kept) == 0 {
-		return
-	}
-	h.push(entry{msg: llm.Message{Role: llm.User, Content: kept}})
 }
 
 // Checkpoint returns a function that puts the history back exactly as it is
@@ -160,11 +153,15 @@ func (h *History) Checkpoint() (rollback func()) {
 // tools, which sums the input of the server's every sampling (404,500
 // tokens for a 2,479-token prompt in one recorded pause_turn).
 func (h *History) AppendAssistant(msg llm.Message, usage llm.Usage) {
-	msg, compacted := h.serverCompacted(cloneMessage(msg)) // server.go
+	msg, compacted := h.serverCompacted(cloneMessage(msg))
 	msg.Role = llm.Assistant
 	e := entry{msg: msg, usage: usage, model: h.cfg.Model}
-	if input := usage.InputTokens + usage.CacheCreationInputTokens + usage.CacheReadInputTokens; input > 0 && !usedServerTools(msg) {
-		if !compacted && !h.serverCleared() { // server.go: else input measured another prompt than h.entries
+	serverTools := slices.ContainsFunc(msg.Content, func(b llm.Block) bool { // a block of a tool the API ran
+		r, ok := b.(llm.RawBlock)
+		return ok && r.Type != llm.CompactionBlock && apirules.Continues(r.Type)
+	})
+	if input := usage.Context() - usage.OutputTokens; input > 0 && !serverTools {
+		if !compacted && !h.serverCleared() { // else input measured another prompt than h.entries
 			h.learn(int(input))
 		}
 		e.exact = int(usage.Context())
@@ -172,30 +169,22 @@ func (h *History) AppendAssistant(msg llm.Message, usage llm.Usage) {
 	h.push(e)
 }
 
-// usedServerTools reports whether m holds a block of a tool the API ran:
-// those that, but for compaction, make a final turn a paused one.
-func usedServerTools(m llm.Message) bool {
-	return slices.ContainsFunc(m.Content, func(b llm.Block) bool {
-		r, ok := b.(llm.RawBlock)
-		return ok && r.Type != llm.CompactionBlock && apirules.Continues(r.Type)
-	})
-}
-
 // SetPrefix records the system prompt and tool specs that are sent with
 // the messages, so that estimates count them. A prefix other than the
-// last one (saved with the history) is a rewrite of every message's
-// prefix: their thinking goes, on a model that binds it.
+// last one (saved with the history, as a hash) rewrites the start of every
+// message's prefix: their thinking goes, on a model that binds it.
 func (h *History) SetPrefix(system string, tools []llm.ToolSpec) {
-	if key := prefixKey(system, tools); key != h.prefixKey {
-		if h.prefixKey != "" {
-			h.rewrote(0)
-		}
-		h.prefixKey = key
-	}
-	h.system, h.tools, h.prefixChars = system, slices.Clone(tools), len(system)
+	hs, chars := sha256.New(), len(system)
+	fmt.Fprintf(hs, "%d:%s", len(system), system)
 	for _, t := range tools {
-		h.prefixChars += len(t.Name) + len(t.Description) + len(t.InputSchema) + blockOverhead
+		fmt.Fprintf(hs, "|%d:%s|%d:%s|%d:%s", len(t.Name), t.Name, len(t.Description), t.Description, len(t.InputSchema), t.InputSchema)
+		chars += len(t.Name) + len(t.Description) + len(t.InputSchema) + blockOverhead
 	}
+	key := hex.EncodeToString(hs.Sum(nil)[:16])
+	if h.prefixKey != "" && key != h.prefixKey {
+		h.rewrote(0)
+	}
+	h.system, h.tools, h.prefixChars, h.prefixKey = system, slices.Clone(tools), chars, key
 }
 
 func (h *History) push(e entry) { h.entries = append(h.entries, measured(e)) }
@@ -209,23 +198,19 @@ func measured(e entry) entry {
 	return e
 }
 
+// cloneMessage copies m and the slices of its blocks a caller could assign
+// into; its content is never nil.
 func cloneMessage(m llm.Message) llm.Message {
-	c := make([]llm.Block, len(m.Content))
-	for i, b := range m.Content {
-		c[i] = cloneBlock(b)
+	c := append(make([]llm.Block, 0, len(m.Content)), m.Content...)
+	for i, b := range c {
+		switch b := b.(type) {
+		case llm.ToolResult:
+			b.Content = slices.Clone(b.Content)
+			c[i] = b
+		case llm.Text:
+			b.Citations = slices.Clone(b.Citations)
+			c[i] = b
+		}
 	}
 	return llm.Message{Role: m.Role, Content: c}
-}
-
-// cloneBlock copies the slices a caller could assign into.
-func cloneBlock(b llm.Block) llm.Block {
-	switch b := b.(type) {
-	case llm.ToolResult:
-		b.Content = slices.Clone(b.Content)
-		return b
-	case llm.Text:
-		b.Citations = slices.Clone(b.Citations)
-		return b
-	}
-	return b
 }

@@ -3,10 +3,12 @@ package memory
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,8 +17,7 @@ import (
 	"github.com/agentloop/agentloop/llm"
 )
 
-// A LineError reports a line (from 1) of a history that [Decode] could not
-// use.
+// A LineError reports a line (from 1) of a history that [Decode] could not use.
 type LineError struct {
 	Line int
 	Err  error
@@ -28,24 +29,21 @@ func (e *LineError) Error() string { return fmt.Sprintf("memory: line %d: %v", e
 // Unwrap returns the underlying error.
 func (e *LineError) Unwrap() error { return e.Err }
 
-// A line is one line of a history file: a message in the API's wire
-// shape, plus its meta.
+// A line is one line of a history file: a message, in its wire shape, and its meta.
 type line struct {
-	Role    llm.Role    `json:"role"`
-	Content []llm.Block `json:"content"`
+	llm.Message
 	meta
 }
 
 // meta is what we know of a line's message. It is decoded apart from the
 // message, whose own UnmarshalJSON would take the whole line.
 type meta struct {
-	Usage   *llm.Usage `json:"usage,omitempty"`   // of the call that produced the message
-	Model   string     `json:"model,omitempty"`   // that Usage is priced by
-	Tokens  int        `json:"tokens,omitempty"`  // the exact count through this message, if known
-	Summary bool       `json:"summary,omitempty"` // a compaction wrote the message
-	// Prefix, on the first line, hashes the system prompt and tools the
-	// history was last sent with, so that a session resumed with others
-	// drops the thinking they invalidate (see History.SetPrefix).
+	Usage   llm.Usage `json:"usage,omitzero"`    // of the call that produced the message
+	Model   string    `json:"model,omitempty"`   // that Usage is priced by
+	Tokens  int       `json:"tokens,omitempty"`  // the exact count through this message, if known
+	Summary bool      `json:"summary,omitempty"` // a compaction wrote the message
+	// Prefix, on the first line, hashes the system prompt and tools last
+	// sent, so that a resume with others drops the thinking they invalidate.
 	Prefix string `json:"prefix,omitempty"`
 }
 
@@ -92,12 +90,10 @@ func (h *History) Save(path string) (err error) {
 func (h *History) Encode(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	for i, e := range h.entries {
-		l := line{e.msg.Role, e.msg.Content, meta{Tokens: e.exact, Summary: e.summary}}
-		if e.usage != (llm.Usage{}) {
-			l.Usage, l.Model = &e.usage, e.model
-		}
-		if e.msg.Role == llm.Assistant {
-			l.Model = e.model // which model wrote its thinking, for a resume with another
+		l := line{e.msg, meta{Usage: e.usage, Tokens: e.exact, Summary: e.summary}}
+		// An assistant turn names its model, which wrote its thinking, for a resume with another.
+		if e.usage != (llm.Usage{}) || e.msg.Role == llm.Assistant {
+			l.Model = e.model
 		}
 		if i == 0 {
 			l.Prefix = h.prefixKey
@@ -118,58 +114,46 @@ func (h *History) Encode(w io.Writer) error {
 func Decode(rd io.Reader, cfg Config) (*History, error) {
 	h := New(cfg)
 	var errs []error
-	r := bufio.NewReader(rd)
-	for n := 1; ; n++ {
-		b, rerr := r.ReadBytes('\n')
-		if len(bytes.TrimSpace(b)) > 0 {
-			if e, prefix, err := decodeLine(b, len(h.entries) == 0); err != nil {
+	sc := bufio.NewScanner(rd)
+	sc.Buffer(nil, math.MaxInt) // a line holds a whole message: tool inputs of megabytes
+	for n := 1; sc.Scan(); n++ {
+		if b := sc.Bytes(); len(bytes.TrimSpace(b)) > 0 {
+			if err := h.decodeLine(b, len(errs) > 0); err != nil {
 				errs = append(errs, &LineError{Line: n, Err: err})
-			} else {
-				if len(h.entries) == 0 {
-					h.prefixKey = prefix
-				}
-				if len(errs) > 0 {
-					e.exact = 0 // the prefix it measured is not all here
-				}
-				h.push(e)
 			}
-		}
-		if rerr != nil {
-			if rerr != io.EOF {
-				errs = append(errs, fmt.Errorf("memory: decode: %w", rerr))
-			}
-			break
 		}
 	}
+	if err := sc.Err(); err != nil {
+		errs = append(errs, fmt.Errorf("memory: decode: %w", err))
+	}
 	h.Repair()
-	// A session resumed with another model: the API drops the thinking the
-	// new model cannot read, and the gap invalidates all the thinking after
-	// it (see apirules' bound thinking).
+	// Resumed with another model: the API drops the thinking it cannot read,
+	// and the gap invalidates all the thinking after (see apirules).
 	if i := slices.IndexFunc(h.entries, func(e entry) bool {
 		return e.model != "" && !apirules.Reads(h.cfg.Model, e.model) && hasThinking(e)
-	}); i >= 0 && h.binds() {
+	}); i >= 0 && !h.model.UnboundThinking {
 		h.rewrote(i)
 	}
 	return h, errors.Join(errs...)
 }
 
-// decodeLine returns the entry a line holds, the first if first, and its
-// prefix key.
-func decodeLine(b []byte, first bool) (entry, string, error) {
-	var m llm.Message
-	var mt meta
-	err := json.Unmarshal(b, &m)
-	switch {
-	case err == nil && m.Role != llm.User && m.Role != llm.Assistant:
-		err = fmt.Errorf("role %q is neither user nor assistant", m.Role)
-	case err == nil:
-		if err = json.Unmarshal(b, &mt); err == nil && first && m.Role != llm.User {
-			err = errors.New("the history must start with a user message")
-		}
+// decodeLine appends the message line b holds; after a bad line, without
+// its exact count, since the prefix it measured is not all here.
+func (h *History) decodeLine(b []byte, afterBad bool) error {
+	var l line
+	switch err := cmp.Or(json.Unmarshal(b, &l.Message), json.Unmarshal(b, &l.meta)); {
+	case err != nil:
+		return err
+	case l.Role != llm.User && l.Role != llm.Assistant:
+		return fmt.Errorf("role %q is neither user nor assistant", l.Role)
+	case len(h.entries) == 0 && l.Role != llm.User:
+		return errors.New("the history must start with a user message")
+	case len(h.entries) == 0:
+		h.prefixKey = l.Prefix
 	}
-	e := entry{msg: m, model: mt.Model, exact: max(mt.Tokens, 0), summary: mt.Summary}
-	if mt.Usage != nil {
-		e.usage = *mt.Usage
+	if afterBad {
+		l.Tokens = 0
 	}
-	return e, mt.Prefix, err
+	h.push(entry{msg: l.Message, usage: l.Usage, model: l.Model, exact: max(l.Tokens, 0), summary: l.Summary})
+	return nil
 }

@@ -1,8 +1,6 @@
 package memory
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -40,8 +38,7 @@ func (h *History) Repair() []string {
 	if len(h.violations()) == 0 {
 		return nil
 	}
-	var did []string
-	count := map[string]int{}
+	did, count := []string(nil), map[string]int{}
 	note := func(what string) {
 		if count[what]++; count[what] == 1 {
 			did = append(did, what)
@@ -69,8 +66,7 @@ func (h *History) Repair() []string {
 }
 
 // clean drops unknown roles, a final assistant turn cut off inside a tool
-// input, rejected blocks, and messages left empty, and merges the rest as
-// appendMerged does.
+// input, rejected blocks and messages left empty, and merges the rest.
 func clean(es []entry, note func(string)) []entry {
 	out := es[:0]
 	// The ids kept, and the ids the calls since the last user message got,
@@ -107,8 +103,7 @@ func clean(es []entry, note func(string)) []entry {
 	return out
 }
 
-// cleanBlock returns b, whose rules view is rb, fixed and whether to keep
-// it, noting what it did.
+// cleanBlock returns b (whose rules view is rb) fixed, or false to drop it.
 func cleanBlock(role llm.Role, b llm.Block, rb apirules.Block, seen map[string]bool, turn map[string][]string, note func(string)) (llm.Block, bool) {
 	drop := func(what string) (llm.Block, bool) { note(what); return nil, false }
 	switch {
@@ -165,9 +160,8 @@ func cleanBlock(role llm.Role, b llm.Block, rb apirules.Block, seen map[string]b
 	return b, true
 }
 
-// appendMerged appends e to out, merged into out's last message if that
-// has e's role, as the API would merge them, or drops it if it is an
-// assistant message that would come first.
+// appendMerged appends e to out, merged, as the API merges them, into a last
+// message of its role, or drops it if it is an assistant message first.
 func appendMerged(out []entry, e entry, note func(string)) []entry {
 	n, role := len(out), e.msg.Role
 	switch {
@@ -187,10 +181,9 @@ func appendMerged(out []entry, e entry, note func(string)) []entry {
 }
 
 // pair makes each user turn open with exactly one result for every
-// tool_use of the assistant turn before it, and no other result. It takes
-// alternating turns, and keeps them alternating and user-first: a user turn
-// left empty is dropped, and the assistant turns around it merged, or the
-// one after it dropped if it was the first.
+// tool_use of the assistant turn before it, and no other result. It keeps
+// the alternating turns clean gives it alternating and user-first: a user
+// turn left empty goes, and the assistant turns around it merge.
 func pair(es []entry, note func(string)) []entry {
 	out := es[:0]
 	var uses []string // the tool_use ids of the last assistant turn kept
@@ -217,9 +210,8 @@ func pair(es []entry, note func(string)) []entry {
 	return out
 }
 
-// answer returns the user turn e with the results it holds for uses, once
-// each and first, a synthetic result for each use it lacks, and no other
-// result.
+// answer returns the user turn e opening with one result for each of uses,
+// its own or a synthetic one, and no other result.
 func answer(e entry, uses []string, note func(string)) entry {
 	var results, rest []llm.Block
 	seen := map[string]bool{}
@@ -251,8 +243,7 @@ func trimFinal(es []entry, note func(string)) bool {
 	if len(es) == 0 || es[len(es)-1].msg.Role != llm.Assistant {
 		return false
 	}
-	e := &es[len(es)-1]
-	c := e.msg.Content
+	e, c := &es[len(es)-1], es[len(es)-1].msg.Content
 	if t, ok := c[len(c)-1].(llm.Text); ok && strings.TrimRightFunc(t.Text, unicode.IsSpace) != t.Text {
 		t.Text = strings.TrimRightFunc(t.Text, unicode.IsSpace)
 		e.msg = llm.Message{Role: llm.Assistant, Content: append(slices.Clone(c[:len(c)-1]), t)}
@@ -263,12 +254,8 @@ func trimFinal(es []entry, note func(string)) bool {
 	return false
 }
 
-// interruptedResult answers a tool call that never got a result.
-const interruptedResult = "not executed: interrupted"
-
 // violations lists what breaks the Messages API's rules in the history as
-// the next request would send it: the rules anthropictest.CheckRequest
-// enforces.
+// the next request would send it.
 func (h *History) violations() []apirules.Violation {
 	if len(h.entries) == 0 {
 		return nil // nothing to send yet; the next prompt starts a valid history
@@ -304,26 +291,25 @@ func ruleBlock(b llm.Block) apirules.Block {
 		return apirules.Block{Type: "thinking", Signature: b.Signature}
 	case llm.RedactedThinking:
 		return apirules.Block{Type: "redacted_thinking", Data: b.Data}
+	case llm.Image:
+		return apirules.Block{Type: "image"}
 	case llm.RawBlock:
-		if !json.Valid(b.JSON) {
-			return apirules.Block{} // no type: the rules reject it
+		if json.Valid(b.JSON) {
+			return apirules.Block{Type: b.Type}
 		}
-	case nil:
-		return apirules.Block{}
 	}
-	return apirules.Block{Type: llm.BlockType(b)}
+	return apirules.Block{} // nil, or raw JSON that is not: no type, which the rules reject
 }
 
 // rewrote records that a rewrite (compaction, repair, another prefix or
 // model) changed messages from i on: their exact counts go and, on a model
-// that binds its thinking to its prefix (see internal/apirules' bound
-// thinking), so does their thinking, with the messages it leaves empty
-// (the API merges the messages of one role around them).
+// that binds its thinking (see internal/apirules' bound thinking), so does
+// their thinking, with the messages it leaves empty, which the API merges.
 func (h *History) rewrote(i int) {
 	for j := i; j < len(h.entries); j++ {
 		h.entries[j].exact = 0
 	}
-	if !h.binds() || !slices.ContainsFunc(h.entries[i:], hasThinking) {
+	if h.model.UnboundThinking || !slices.ContainsFunc(h.entries[i:], hasThinking) {
 		return
 	}
 	n, out := 0, h.entries[:i:i]
@@ -343,24 +329,6 @@ func (h *History) rewrote(i int) {
 	h.cfg.Logger.Info("memory: dropped the thinking a rewrite invalidated", "blocks", n, "from", i)
 }
 
-// binds reports whether the history's model binds its thinking blocks to
-// their prefix and model; a model llm.Models does not know is taken to.
-func (h *History) binds() bool {
-	info, _ := llm.LookupModel(h.cfg.Model)
-	return !info.UnboundThinking
-}
-
 func isThinking(b llm.Block) bool { return b != nil && apirules.IsThinking(llm.BlockType(b)) }
 
 func hasThinking(e entry) bool { return slices.ContainsFunc(e.msg.Content, isThinking) }
-
-// prefixKey hashes a system prompt and tool list, which are the start of
-// every thinking block's prefix.
-func prefixKey(system string, tools []llm.ToolSpec) string {
-	hs := sha256.New()
-	fmt.Fprintf(hs, "%d:%s", len(system), system)
-	for _, t := range tools {
-		fmt.Fprintf(hs, "|%d:%s|%d:%s|%d:%s", len(t.Name), t.Name, len(t.Description), t.Description, len(t.InputSchema), t.InputSchema)
-	}
-	return hex.EncodeToString(hs.Sum(nil)[:16])
-}

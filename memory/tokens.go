@@ -36,9 +36,9 @@ const (
 // which the API strips from earlier turns, counts nothing.
 func (h *History) Tokens() int {
 	if last := h.lastExact(); last >= 0 {
-		return h.entries[last].exact + h.estimate(h.entries[last+1:], false)
+		return h.entries[last].exact + h.estimate(0, h.entries[last+1:])
 	}
-	return h.estimate(h.entries, true)
+	return h.estimate(h.prefixChars, h.entries)
 }
 
 // NeedsCompaction reports whether [History.Tokens] exceeds
@@ -50,8 +50,7 @@ func (h *History) NeedsCompaction() bool {
 // recount returns [History.Tokens], made exact by Config.Counter once an
 // estimate reaches 90% of the limit; a failed count leaves the estimate.
 func (h *History) recount(ctx context.Context) int {
-	n := h.Tokens()
-	c := h.cfg.Counter
+	n, c := h.Tokens(), h.cfg.Counter
 	if c == nil || len(h.entries) == 0 || n < h.cfg.ContextLimit*9/10 || h.lastExact() == len(h.entries)-1 {
 		return n
 	}
@@ -79,35 +78,29 @@ func (h *History) lastExact() int {
 	return -1
 }
 
-// estimate returns the estimated tokens of es, and of the prefix if asked.
-func (h *History) estimate(es []entry, withPrefix bool) int {
-	chars, img := h.measures(es, withPrefix)
+// estimate returns the estimated tokens of es after chars of prefix.
+func (h *History) estimate(chars int, es []entry) int {
+	chars, img := measures(chars, es)
 	return int(math.Ceil(float64(chars)/h.ratio)) + img
 }
 
-// measures sums the characters and image tokens of es, and of the prefix
-// if asked.
-func (h *History) measures(es []entry, withPrefix bool) (chars, imageTokens int) {
-	if withPrefix {
-		chars = h.prefixChars
-	}
+// measures adds the characters of es to chars, and sums their image tokens.
+func measures(chars int, es []entry) (int, int) {
+	img := 0
 	for _, e := range es {
-		chars += e.chars
-		imageTokens += e.imageTokens
+		chars, img = chars+e.chars, img+e.imageTokens
 	}
-	return chars, imageTokens
+	return chars, img
 }
 
 // learn sets the ratio from an exact input count of the whole history as
 // it is. Tiny samples are too noisy; the clamp guards against a count of
 // something else.
 func (h *History) learn(inputTokens int) {
-	chars, img := h.measures(h.entries, true)
-	text := inputTokens - img
-	if text < 50 || chars < 200 {
-		return
+	chars, img := measures(h.prefixChars, h.entries)
+	if text := inputTokens - img; text >= 50 && chars >= 200 {
+		h.ratio = min(max(float64(chars)/float64(text), 0.5), 12)
 	}
-	h.ratio = min(max(float64(chars)/float64(text), 0.5), 12)
 }
 
 // measureBlocks returns the characters an estimate charges for bs and what
