@@ -237,9 +237,9 @@ func fiveTurns() at.Reply {
 	for i := range calls {
 		calls[i] = at.NewStream().Text("Checking.").
 			ToolUse(fmt.Sprintf("toolu_%d", i), "echo", `{"text":`, fmt.Sprintf(`"step %d"}`, i)).
-			Stop("tool_use").Buffered()
+			Stop("tool_use")
 	}
-	answer := at.NewStream().Text("All ", "done.").Stop("end_turn").Buffered()
+	answer := at.NewStream().Text("All ", "done.").Stop("end_turn")
 	return at.Repeat(at.ReplyFunc(func(r *at.Request) at.Reply {
 		n := 0
 		for _, m := range r.Messages() {
@@ -261,6 +261,7 @@ func fiveTurns() at.Reply {
 func BenchmarkConcurrentAgents(b *testing.B) {
 	const agents = 1000
 	srv := at.NewServer(fiveTurns())
+	srv.Buffered = true
 	defer srv.Close()
 	var dials atomic.Int64
 	dialer := &net.Dialer{}

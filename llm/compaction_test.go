@@ -79,7 +79,7 @@ func TestContextManagementRequest(t *testing.T) {
 // goes back as the server wrote it, and that the stop reason is known.
 func TestCompactionBlockAssembled(t *testing.T) {
 	stream := anthropictest.NewStream().Compaction("The user asked for X; Y is done.").
-		Delta(`{"type":"signature_delta","signature":"sig=="}`).Text("Next.").Stop("compaction")
+		Event("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"sig=="}}`).Text("Next.").Stop("compaction")
 	var a Assembler
 	dec := newDecoder(bytes.NewReader(stream.Bytes()), nil)
 	for {

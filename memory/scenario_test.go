@@ -138,7 +138,7 @@ func TestScenarioCompaction(t *testing.T) {
 		if len(p.Tools) != 0 || !strings.Contains(string(p.System), "compacting the history") {
 			t.Errorf("summary request %d: tools %d, system %.60s", r.N, len(p.Tools), p.System)
 		}
-		if !strings.Contains(p.Messages[0].Text(), task) && !strings.Contains(p.Messages[0].Text(), "[earlier summary]") {
+		if !strings.Contains(p.Messages[0].Text, task) && !strings.Contains(p.Messages[0].Text, "[earlier summary]") {
 			t.Errorf("summary request %d carries neither the task nor an earlier summary", r.N)
 		}
 	}
@@ -147,8 +147,8 @@ func TestScenarioCompaction(t *testing.T) {
 	}
 	// The last request begins with the summary, and the session finished.
 	last := st.requests[len(st.requests)-1].Messages()
-	if !strings.Contains(last[0].Text(), "Original task") {
-		t.Errorf("last request starts with %.80q, want the summary", last[0].Text())
+	if !strings.Contains(last[0].Text, "Original task") {
+		t.Errorf("last request starts with %.80q, want the summary", last[0].Text)
 	}
 	if err := memory.Validate(st.history); err != nil {
 		t.Error(err)

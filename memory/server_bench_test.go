@@ -73,9 +73,9 @@ func runCompactionSession(tb testing.TB, mode string, turns, resultChars, limit 
 			return anthropictest.HTTPError{Status: 400, Type: "invalid_request_error", Message: err.Error()}
 		}
 		s := anthropictest.NewStream()
-		if trigger, _ := r.CompactionTrigger(); trigger > 0 && in+w+rd >= trigger {
+		if p, _ := r.Params(); p != nil && p.CompactionTrigger > 0 && in+w+rd >= p.CompactionTrigger {
 			out := len(compactionSummary) / 4
-			s.CompactionUsage(in, out, w, rd).Compaction(compactionSummary)
+			s.Compaction(compactionSummary, in, out, w, rd)
 			prefix := (len(system) + len(tools[0].InputSchema) + len(tools[0].Description) + 40) / 4
 			in, w, rd = prefix+out, 0, 0
 		}

@@ -177,7 +177,7 @@ func TestServerClearingDoesNotTeach(t *testing.T) {
 func TestCompactAsksServer(t *testing.T) {
 	const block = `{"type":"compaction","content":"We read three files.","signature":"sig=="}`
 	compaction := anthropictest.NewStream().Usage(900, 1, 0, 0).Compaction("We read three files.").
-		Delta(`{"type":"signature_delta","signature":"sig=="}`).Stop("compaction", 40)
+		Event("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"sig=="}}`).Stop("compaction", 40)
 	refused := anthropictest.HTTPError{Status: 400, Type: "invalid_request_error", Message: "compaction: not available"}
 	summary := anthropictest.NewStream().Usage(500, 1, 0, 0).Text("We read three files.").Stop("end_turn", 30)
 	for _, tc := range []struct {
