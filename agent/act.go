@@ -67,12 +67,11 @@ func (r *run) act(t *turn) {
 	r.repeats = t.repeats
 	results := make([]llm.Block, len(t.calls))
 	for i, p := range t.calls {
-		res := p.result()
-		results[i] = res
+		results[i] = p.result()
 		if p.took == 0 { // otel hook: a call the loop answered itself
 			telemetry.Event(r.ctx, telemetry.EventNotRun, telemetry.ToolKeys(p.call.Name, p.call.ID)...)
 		}
-		r.emit(ToolDone{ID: p.call.ID, Name: p.call.Name, Content: shownText(res.Content), IsError: res.IsError, Duration: p.took})
+		r.emit(ToolDone{ID: p.call.ID, Name: p.call.Name, Content: shownText(p.res.Content), IsError: p.res.IsError, Duration: p.took})
 	}
 	r.cfg.History.AppendUser(results...)
 }

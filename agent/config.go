@@ -120,8 +120,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if th, max := cfg.Thinking, cfg.History.Config().MaxTokens; th != nil && !th.Adaptive && th.BudgetTokens >= max {
 		// The API's rule: the thinking budget is part of max_tokens.
-		return nil, fmt.Errorf("agent: Config.Thinking.BudgetTokens (%d) must be below the history's MaxTokens (%d)",
-			th.BudgetTokens, max)
+		return nil, fmt.Errorf("agent: Config.Thinking.BudgetTokens (%d) must be below the history's MaxTokens (%d)", th.BudgetTokens, max)
 	}
 	cfg.MaxIterations = cmp.Or(cfg.MaxIterations, looprules.MaxIterations)
 	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, 3)
@@ -142,10 +141,9 @@ func New(cfg Config) (*Agent, error) {
 			return nil, errors.New("agent: Config.Middleware returned a nil Model")
 		}
 	}
-	a := &Agent{cfg: cfg, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)), retryWait: llm.RetryWait}
-	// otel hook: spans only; the model calls' metrics are the *llm.Client's.
-	a.otel = telemetry.Spans("github.com/agentloop/agentloop/agent", cfg.Telemetry.TracerProvider, cfg.Telemetry.CaptureContent)
-	return a, nil
+	return &Agent{cfg: cfg, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)), retryWait: llm.RetryWait,
+		// otel hook: spans only; the model calls' metrics are the *llm.Client's.
+		otel: telemetry.Spans("github.com/agentloop/agentloop/agent", cfg.Telemetry.TracerProvider, cfg.Telemetry.CaptureContent)}, nil
 }
 
 // A State says how a run ended.

@@ -70,9 +70,7 @@ type UsageUpdate struct {
 }
 
 // Compacted says the history was compacted, as the Compaction reports.
-type Compacted struct {
-	memory.Compaction
-}
+type Compacted struct{ memory.Compaction }
 
 // Retry says the current model turn failed and is sent again, as attempt
 // Attempt (2 for the first retry). With Discard, the caller must throw away

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,10 +18,8 @@ import (
 // This file is the whole loop: Stream → loop → turn (think, with retries)
 // → observe → act (act.go); request.go builds the requests and spans.
 
-// Stream runs the loop on input and yields its events: it appends input to
-// the history, then thinks (streams a model turn, starting each tool call
-// the moment its input is complete), acts (collects the results) and
-// observes (appends them), until the model ends its turn or a limit is hit.
+// Stream appends input to the history and runs the loop on it, yielding
+// its events, until the model ends its turn or a limit is hit.
 //
 // The last event is always [Done], with the [Result], and a nil error
 // unless the run ended [Failed] (the error wraps any [*llm.APIError]) or
@@ -217,9 +216,7 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 	defer func() {
 		t.usage = asm.Usage() // a failed attempt is billed too
 		// Code runs on only in its container; a retry may continue a failed one's.
-		if id := asm.Container(); id != "" {
-			r.cont = id
-		}
+		r.cont = cmp.Or(asm.Container(), r.cont)
 		if err != nil {
 			t.discard()
 		}
