@@ -62,7 +62,6 @@ func notRun(call llm.ToolUse, why string) *pending {
 // act appends turn t and the results of its calls, in tool_use order, to
 // the history.
 func (r *run) act(t *turn) {
-	defer t.cancel()
 	r.cfg.History.AppendAssistant(t.msg, t.usage)
 	r.repeats = t.repeats
 	results := make([]llm.Block, len(t.calls))

@@ -51,8 +51,7 @@ type ToolCall struct {
 
 // ToolDone is the outcome of call ID as the model gets it: Content is its
 // text, with "[image]" for each image; IsError marks a failed, denied or
-// refused call; Duration is the call's own running time, 0 if it did not
-// run.
+// refused call; Duration is the call's own running time, 0 if not run.
 type ToolDone struct {
 	ID       string        `json:"id"`
 	Name     string        `json:"name"`

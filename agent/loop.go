@@ -144,6 +144,7 @@ func (r *run) loop(input string) (State, error) {
 			return Failed, err
 		}
 		state, next := r.observe(t)
+		t.cancel() // the turn's calls have all answered
 		switch {
 		case state == Refused, !final && !next:
 			return state, nil
@@ -288,7 +289,6 @@ func (r *run) observe(t *turn) (State, bool) {
 		r.act(t)
 		return "", true
 	}
-	defer t.cancel()
 	if len(t.msg.Content) > 0 {
 		r.cfg.History.AppendAssistant(t.msg, t.usage)
 	}
