@@ -146,10 +146,7 @@ func fieldPath(v any, loc []string) (path string) {
 func fields(at string, names []string) string {
 	names = slices.Sorted(slices.Values(names))
 	for i, n := range names {
-		if at != "" {
-			n = at + "." + n
-		}
-		names[i] = strconv.Quote(n)
+		names[i] = strconv.Quote(strings.TrimPrefix(at+"."+n, "."))
 	}
 	if len(names) == 1 {
 		return "field " + names[0]

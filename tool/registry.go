@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -142,10 +143,9 @@ func (r *Registry) Start(ctx context.Context, call llm.ToolUse) (wait func() llm
 		r.deliver(k, failure("%v", err))
 		return k.wait
 	}
-	switch {
-	case t.Queue != "":
+	if t.Queue != "" {
 		k.queue = t.Queue
-	case t.Sequential:
+	} else if t.Sequential {
 		k.queue = t
 	}
 	r.mu.Lock()
@@ -203,6 +203,9 @@ func (r *Registry) run(ctx context.Context, t *Tool, input json.RawMessage, prev
 		r.mu.Unlock()
 	}()
 	timeout := cmp.Or(t.Timeout, r.cfg.Timeout)
+	if timeout < 0 {
+		timeout = math.MaxInt64 // none
+	}
 	// ended is what the model reads when the call's context ends first.
 	ended := func() llm.ToolResult {
 		if ctx.Err() != nil {
@@ -217,14 +220,10 @@ func (r *Registry) run(ctx context.Context, t *Tool, input json.RawMessage, prev
 		}
 		// A handler ignoring its context may outlive its result: wait for
 		// it no longer than this call's timeout.
-		var overdue <-chan time.Time
-		if timeout > 0 {
-			overdue = time.After(timeout)
-		}
 		select {
 		case <-prev.finished:
 		case <-ctx.Done():
-		case <-overdue:
+		case <-time.After(timeout):
 			r.deliver(k, failure("not run: tool %q is still running an earlier call that timed out; try again later", k.call.Name))
 			return
 		}
@@ -236,10 +235,7 @@ func (r *Registry) run(ctx context.Context, t *Tool, input json.RawMessage, prev
 		r.deliver(k, ended())
 		return
 	}
-	callCtx, cancel := ctx, context.CancelFunc(func() {})
-	if timeout > 0 {
-		callCtx, cancel = context.WithTimeout(ctx, timeout)
-	}
+	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	stop := context.AfterFunc(callCtx, func() {
 		if ctx.Err() == nil {

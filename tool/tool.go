@@ -89,11 +89,7 @@ func NewWithSchema[In, Out any](name, description string, schema *jsonschema.Sch
 		if err != nil {
 			return llm.ToolResult{}, err
 		}
-		out, err := fn(ctx, in)
-		if err != nil {
-			return llm.ToolResult{}, err
-		}
-		return toOutput(out)
+		return toOutput(fn(ctx, in))
 	})
 	if err == nil && t.unvalidated != nil {
 		return nil, fmt.Errorf("tool %q: %w", name, t.unvalidated) // a typed tool's schema must be usable
@@ -198,8 +194,11 @@ func runeStart(s string, n int) int {
 	return n
 }
 
-// toOutput turns a typed tool's result into content.
-func toOutput(v any) (llm.ToolResult, error) {
+// toOutput turns what a typed tool's function returned into its result.
+func toOutput(v any, err error) (llm.ToolResult, error) {
+	if err != nil {
+		return llm.ToolResult{}, err
+	}
 	switch v := v.(type) {
 	case string:
 		return llm.ToolResult{Content: []llm.Block{llm.Text{Text: v}}}, nil
