@@ -108,11 +108,10 @@ func (r *Registry) Specs() []llm.ToolSpec {
 	return specs
 }
 
-// Run runs calls, the model's tool_use blocks, concurrently and returns
-// their results, results[i] answering calls[i]. It never fails: an unknown
-// tool, bad input, an error, a panic, a timeout or cancellation each become
-// an is_error result telling the model what happened. When ctx ends, Run
-// returns promptly, with a "cancelled" result for each unfinished call.
+// Run runs calls, the model's tool_use blocks, concurrently; results[i]
+// answers calls[i]. It never fails: an unknown tool, bad input, an error, a
+// panic, a timeout or cancellation each become an is_error result saying
+// what happened. When ctx ends, unfinished calls answer "cancelled" at once.
 func (r *Registry) Run(ctx context.Context, calls []llm.ToolUse) []llm.ToolResult {
 	// Not errgroup.SetLimit: the cap is shared with the calls an agent
 	// Starts, and a queued call must give up when ctx ends.
@@ -127,10 +126,9 @@ func (r *Registry) Run(ctx context.Context, calls []llm.ToolUse) []llm.ToolResul
 	return results
 }
 
-// Start starts one call now, so that an agent can start each call the
-// moment the model has streamed it, and returns a function that waits for
-// its result, as promptly as Run, as often as called. Calls share the
-// registry's limits with Run; a queue's run in the order Start was called.
+// Start starts one call now, as the model streams it, and returns a
+// function that waits for its result, as promptly as Run, as often as
+// called. Calls share the limits with Run; a queue's run in Start's order.
 func (r *Registry) Start(ctx context.Context, call llm.ToolUse) (wait func() llm.ToolResult) {
 	k := &turn{call: call, delivered: make(chan struct{}), finished: make(chan struct{})}
 	// Checked here, not on the call's goroutine, bad input is answered at once.
@@ -160,8 +158,7 @@ func (r *Registry) Start(ctx context.Context, call llm.ToolUse) (wait func() llm
 }
 
 // A turn is a call's progress and, in a queue, its place: the next call
-// waits for finished. The first result delivered wins: the handler's or a
-// timeout's.
+// waits for finished. The first result delivered, handler's or timeout's, wins.
 type turn struct {
 	call      llm.ToolUse
 	queue     any // its key in Registry.queues, if it is in a queue
@@ -251,11 +248,11 @@ func (r *Registry) run(ctx context.Context, t *Tool, input json.RawMessage, prev
 	r.deliver(k, out)
 }
 
-// Wait waits for the handlers that outlive their results: those whose
-// timeout or cancellation result is out while they, ignoring their
-// context, still run. Calls still working toward a result are not waited
-// for, so that agents sharing a registry can each Wait as a run ends. If
-// ctx ends first, the error names those running and wraps its cause.
+// Wait waits for the handlers that outlive their results: those that,
+// ignoring their context, still run after their timeout or cancellation
+// result. Calls working toward a result are not waited for, so that agents
+// sharing a registry can each Wait as a run ends. If ctx ends first, the
+// error names those running and wraps its cause.
 func (r *Registry) Wait(ctx context.Context) error {
 	r.mu.Lock()
 	var late []*turn
@@ -322,4 +319,33 @@ func (r *Registry) lookup(name string) (*Tool, error) {
 // failure is an is_error result that says what went wrong.
 func failure(format string, args ...any) llm.ToolResult {
 	return llm.ToolResult{Content: []llm.Block{llm.Text{Text: fmt.Sprintf(format, args...)}}, IsError: true}
+}
+
+// shape makes content fit to send: nil blocks and empty text, which the
+// API rejects, go; text beyond MaxOutputBytes is cut on a UTF-8 boundary,
+// with a note of how much; an error gets a message even if the tool gave
+// none. Images are kept and not counted.
+func (r *Registry) shape(content []llm.Block, isError bool) []llm.Block {
+	limit, total := r.cfg.MaxOutputBytes, 0
+	var out []llm.Block // nil if nothing is left
+	for _, b := range content {
+		t, isText := b.(llm.Text)
+		if isText {
+			total += len(t.Text)
+			if over := total - limit; limit >= 0 && over > 0 { // past the limit: later text is cut whole
+				t.Text = t.Text[:runeStart(t.Text, max(len(t.Text)-over, 0))]
+			}
+			b = t
+		}
+		if b != nil && !(isText && t.Text == "") {
+			out = append(out, b)
+		}
+	}
+	if limit >= 0 && total > limit {
+		out = append(out, llm.Text{Text: fmt.Sprintf("[output truncated: the tool returned %d bytes of text; only the first %d are shown]", total, limit)})
+	}
+	if len(out) == 0 && isError {
+		return []llm.Block{llm.Text{Text: "the tool failed without saying why"}}
+	}
+	return out
 }
