@@ -48,9 +48,8 @@ func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error
 		}
 		ctx, span := a.startRun(ctx, input) // otel hook: the invoke_agent span
 		defer span.End()
-		h := a.cfg.History
 		r := &run{Agent: a, ctx: ctx, cancel: cancel, yield: yield, specs: a.cfg.Registry.Specs()}
-		rollback := h.Checkpoint()
+		rollback := a.cfg.History.Checkpoint()
 		state, err := r.loop(input)
 		// Every call's context has been cancelled by now.
 		grace, stopGrace := context.WithTimeout(context.WithoutCancel(ctx), toolGrace)
@@ -72,9 +71,9 @@ func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error
 		case state == Failed || state == Refused:
 			rollback()
 		case state == Cancelled || state == TimeLimit:
-			looprules.Interrupt(h, r.shown.String())
+			looprules.Interrupt(a.cfg.History, r.shown.String())
 		}
-		telemetry.Repaired(r.ctx, h.Repair()) // whatever happened, leave a history the API accepts (otel hook)
+		telemetry.Repaired(r.ctx, a.cfg.History.Repair()) // whatever happened, leave a history the API accepts (otel hook)
 		if r.stopped {
 			return
 		}
@@ -314,16 +313,9 @@ type pending struct {
 	took time.Duration
 }
 
-// result waits for the call to finish and returns its result.
-func (p *pending) result() llm.ToolResult {
-	<-p.done
-	return p.res
-}
-
-// startCall reports call and starts it under the turn's ctx,
-// unless the loop's rules (looprules.Check) or Approve stop it, checked on
-// the goroutine reading the stream, to see calls in order and let Approve
-// ask a person. rep is the turn's copy of the repeat state.
+// startCall reports call and starts it under the turn's ctx, unless the
+// loop's rules (looprules.Check) or Approve stop it: on the stream's
+// goroutine, to see calls in order and let Approve ask a person.
 func (r *run) startCall(ctx context.Context, rep *looprules.Repeats, call llm.ToolUse, final bool) *pending {
 	r.emit(ToolCall{ID: call.ID, Name: call.Name, Input: call.Input})
 	if why, skip := looprules.Check(rep, r.cfg.RepeatLimit, call, final); skip {
@@ -361,7 +353,8 @@ func (r *run) act(t *turn) {
 	r.repeats = t.repeats
 	results := make([]llm.Block, len(t.calls))
 	for i, p := range t.calls {
-		results[i] = p.result()
+		<-p.done
+		results[i] = p.res
 		if p.took == 0 { // otel hook: a call the loop answered itself
 			telemetry.Event(r.ctx, telemetry.EventNotRun, telemetry.ToolKeys(p.call.Name, p.call.ID)...)
 		}
@@ -386,6 +379,6 @@ func shownText(content []llm.Block) string {
 func (t *turn) discard() {
 	t.cancel()
 	for _, p := range t.calls {
-		p.result()
+		<-p.done
 	}
 }
