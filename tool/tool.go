@@ -87,11 +87,8 @@ func Must(t *Tool, err error) *Tool {
 // jsonschema.For[In] refined, say with an Enum. Inputs are validated
 // against it, then decoded into In as encoding/json does: the two must agree.
 func NewWithSchema[In, Out any](name, description string, schema *jsonschema.Schema, fn func(ctx context.Context, in In) (Out, error)) (*Tool, error) {
-	if fn == nil {
-		return nil, fmt.Errorf("tool %q: nil function", name)
-	}
 	raw, _ := json.Marshal(schema) // nil, or a failure, leaves null or nothing: newTool rejects both
-	t, err := newTool(name, description, raw, func(ctx context.Context, input json.RawMessage) (llm.ToolResult, error) {
+	t, err := newTool(name, description, raw, fn == nil, func(ctx context.Context, input json.RawMessage) (llm.ToolResult, error) {
 		in, err := decode[In](name, input)
 		if err != nil {
 			return llm.ToolResult{}, err
@@ -131,15 +128,16 @@ func decode[In any](tool string, input json.RawMessage) (in In, err error) {
 // does), and [Registry.Register] logs why. An error from fn becomes an
 // is_error result of err.Error().
 func NewRaw(name, description string, schema json.RawMessage, fn func(ctx context.Context, input json.RawMessage) (llm.ToolResult, error)) (*Tool, error) {
-	if fn == nil {
-		return nil, fmt.Errorf("tool %q: nil function", name)
-	}
-	return newTool(name, description, append(json.RawMessage(nil), schema...), fn)
+	return newTool(name, description, append(json.RawMessage(nil), schema...), fn == nil, fn)
 }
 
-// newTool makes a tool. Only what the API requires of the name and schema
-// is an error; why the validator cannot use the schema goes in unvalidated.
-func newTool(name, description string, schema json.RawMessage, handler func(context.Context, json.RawMessage) (llm.ToolResult, error)) (*Tool, error) {
+// newTool makes a tool, unless its constructor got a nil function. Only what
+// the API requires of the name and schema is an error; why the validator
+// cannot use the schema goes in unvalidated.
+func newTool(name, description string, schema json.RawMessage, nilFn bool, handler func(context.Context, json.RawMessage) (llm.ToolResult, error)) (*Tool, error) {
+	if nilFn {
+		return nil, fmt.Errorf("tool %q: nil function", name)
+	}
 	if !namePattern.MatchString(name) {
 		return nil, fmt.Errorf("tool %q: invalid name: the API requires 1 to 64 letters, digits, '_' or '-' (%s)", name, namePattern)
 	}
@@ -328,10 +326,8 @@ func fieldPath(v any, loc []string) (path string) {
 			path += "[" + tok + "]"
 			continue
 		}
-		if m, ok := v.(map[string]any); ok {
-			v = m[tok]
-		}
-		if path != "" {
+		m, _ := v.(map[string]any)
+		if v = m[tok]; path != "" {
 			path += "."
 		}
 		path += tok
