@@ -83,8 +83,7 @@ func (r *Registry) Register(tools ...*Tool) error {
 	r.tools = append(r.tools, tools...)
 	for _, t := range tools {
 		if t.unvalidated != nil {
-			r.cfg.Logger.Warn("tool inputs are checked only for being a JSON object, not against its schema",
-				"tool", t.spec.Name, "reason", t.unvalidated)
+			r.cfg.Logger.Warn("tool inputs are checked only for being a JSON object, not against its schema", "tool", t.spec.Name, "reason", t.unvalidated)
 		}
 	}
 	return nil
@@ -236,8 +235,7 @@ func (r *Registry) run(ctx context.Context, t *Tool, input json.RawMessage, prev
 	defer cancel()
 	stop := context.AfterFunc(callCtx, func() {
 		if ctx.Err() == nil {
-			r.cfg.Logger.Warn("tool call timed out; its handler keeps its slot until it returns",
-				"tool", k.call.Name, "id", k.call.ID, "timeout", timeout)
+			r.cfg.Logger.Warn("tool call timed out; its handler keeps its slot until it returns", "tool", k.call.Name, "id", k.call.ID, "timeout", timeout)
 		}
 		r.deliver(k, ended())
 	})
@@ -248,11 +246,10 @@ func (r *Registry) run(ctx context.Context, t *Tool, input json.RawMessage, prev
 	r.deliver(k, out)
 }
 
-// Wait waits for the handlers that outlive their results: those that,
-// ignoring their context, still run after their timeout or cancellation
-// result. Calls working toward a result are not waited for, so that agents
-// sharing a registry can each Wait as a run ends. If ctx ends first, the
-// error names those running and wraps its cause.
+// Wait waits for the handlers that, ignoring their context, still run after
+// their timeout or cancellation result; not for calls working toward one,
+// so that agents sharing a registry can each Wait as a run ends. If ctx
+// ends first, the error names those running and wraps its cause.
 func (r *Registry) Wait(ctx context.Context) error {
 	r.mu.Lock()
 	var late []*turn

@@ -27,15 +27,13 @@ import (
 
 // A Tool is a function the model can call: a name, a description, an input
 // schema and a handler. Build one with [New], [NewWithSchema] or [NewRaw],
-// set its fields if needed, then [Registry.Register] it, after which it
-// must not change.
+// set its fields, then [Registry.Register] it; it must not change after.
 type Tool struct {
 	// Sequential makes this tool's calls run one at a time, in the order
 	// started, for side effects on shared state (a shell session).
 	Sequential bool
-	// Queue, when set, makes the calls of every tool of that Queue run one
-	// at a time, in the order started: a write and an edit of one file
-	// must not interleave.
+	// Queue, when set, runs the calls of every tool of that Queue one at a
+	// time, in the order started: a write and an edit of a file must not mix.
 	Queue string
 	// Timeout bounds each call of this tool. Zero means the registry's
 	// [Config.Timeout]; negative means none.
@@ -102,9 +100,9 @@ func NewWithSchema[In, Out any](name, description string, schema *jsonschema.Sch
 }
 
 // decode decodes input into an In as encoding/json does, with its errors,
-// but by json/v2, which parses in one pass where encoding/json scans first
-// (a third less time on a 5 MiB input). As the schema passed, a failure is
-// a value too big for its Go type (1e400), or In and the schema disagreeing.
+// but by json/v2, which parses in one pass: a third less time on 5 MiB. As
+// the schema passed, a failure is a value too big for its Go type (1e400),
+// or In and the schema disagreeing.
 func decode[In any](tool string, input json.RawMessage) (in In, err error) {
 	if json2.Unmarshal(input, &in, jsonv1.DefaultOptionsV1()) == nil {
 		return in, nil
@@ -274,9 +272,8 @@ var (
 	}))
 )
 
-// readsStrings reports whether schema s may read a string's content (or
-// compare values whole): whether it has such a keyword anywhere, even as a
-// property's name, to be safe.
+// readsStrings reports whether schema s may read a string's content, or
+// compare values whole: whether such a keyword is anywhere, even as a name.
 func readsStrings(s any) bool {
 	switch s := s.(type) {
 	case map[string]any:
