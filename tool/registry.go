@@ -36,12 +36,11 @@ type Config struct {
 }
 
 // A Registry holds the tools the model may call and runs its calls. Make
-// one with [NewRegistry]. It is safe for concurrent use.
-//
-// If a call's context ends first, the model gets a timeout or "cancelled"
-// result at once, but the handler keeps its slot and its queue's turn until
-// it returns, so that one ignoring its context never runs beside the calls
-// the limits keep it from; [Registry.Wait] waits for such handlers.
+// one with [NewRegistry]. It is safe for concurrent use. If a call's context
+// ends first, the model gets a timeout or "cancelled" result at once, but
+// the handler keeps its slot and its queue's turn until it returns, so that
+// one ignoring its context never runs beside the calls the limits keep it
+// from; [Registry.Wait] waits for such handlers.
 type Registry struct {
 	cfg Config
 	sem *semaphore.Weighted // the MaxConcurrency slots; nil means no cap
@@ -202,7 +201,6 @@ func (r *Registry) run(ctx context.Context, t *Tool, input json.RawMessage, prev
 	if timeout < 0 {
 		timeout = math.MaxInt64 // none
 	}
-	// ended is what the model reads when the call's context ends first.
 	ended := func() llm.ToolResult {
 		if ctx.Err() != nil {
 			return failure("cancelled: the tool call did not finish (%v)", context.Cause(ctx))
@@ -318,10 +316,9 @@ func failure(format string, args ...any) llm.ToolResult {
 	return llm.ToolResult{Content: []llm.Block{llm.Text{Text: fmt.Sprintf(format, args...)}}, IsError: true}
 }
 
-// shape makes content fit to send: nil blocks and empty text, which the
-// API rejects, go; text beyond MaxOutputBytes is cut on a UTF-8 boundary,
-// with a note of how much; an error gets a message even if the tool gave
-// none. Images are kept and not counted.
+// shape makes content fit to send: it drops nil blocks and empty text, which
+// the API rejects, cuts text past MaxOutputBytes on a UTF-8 boundary with a
+// note, and gives an error a message if it has none. Images are not counted.
 func (r *Registry) shape(content []llm.Block, isError bool) []llm.Block {
 	limit, total := r.cfg.MaxOutputBytes, 0
 	var out []llm.Block // nil if nothing is left

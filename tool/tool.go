@@ -46,9 +46,6 @@ type Tool struct {
 	handler     func(ctx context.Context, input json.RawMessage) (llm.ToolResult, error)
 }
 
-// namePattern is the Messages API's rule for tool names.
-var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
-
 // New makes a tool from a typed Go function. Its input schema is generated
 // from In, a struct (or a map with string keys): each exported field
 // becomes a property named by its json tag, required unless the tag says
@@ -59,11 +56,10 @@ var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 //		Days int    `json:"days,omitempty" jsonschema:"forecast length in days"`
 //	}
 //
-// Unknown properties are rejected. For what tags cannot say (an enum, a
-// minimum), use [NewWithSchema]. The result becomes the tool result's
-// content: a string as text, an [llm.Block], []llm.Block or
-// [llm.ToolResult] (to set IsError) as it is, any other value as its JSON.
-// A non-nil error becomes an is_error result of err.Error().
+// Unknown properties are rejected; for what tags cannot say (an enum, a
+// minimum), use [NewWithSchema]. fn's result becomes the content: a string
+// as text, an [llm.Block], []llm.Block or [llm.ToolResult] (to set IsError)
+// as it is, any other value as its JSON; an error, an is_error result of its text.
 func New[In, Out any](name, description string, fn func(ctx context.Context, in In) (Out, error)) (*Tool, error) {
 	s, err := jsonschema.For[In](nil)
 	if err != nil {
@@ -100,9 +96,8 @@ func NewWithSchema[In, Out any](name, description string, schema *jsonschema.Sch
 }
 
 // decode decodes input into an In as encoding/json does, with its errors,
-// but by json/v2, which parses in one pass: a third less time on 5 MiB. As
-// the schema passed, a failure is a value too big for its Go type (1e400),
-// or In and the schema disagreeing.
+// but in json/v2's one pass: a third less time on 5 MiB. As the schema passed,
+// only a value too big for its Go type (1e400), or In and schema at odds, fails.
 func decode[In any](tool string, input json.RawMessage) (in In, err error) {
 	if json2.Unmarshal(input, &in, jsonv1.DefaultOptionsV1()) == nil {
 		return in, nil
@@ -123,8 +118,7 @@ func decode[In any](tool string, input json.RawMessage) (in In, err error) {
 // Inputs are validated against the schema if the validator can use it; if
 // not (an unknown draft, a $ref out of the schema), they are checked only
 // for being a JSON object, fn must check them itself (as an MCP server
-// does), and [Registry.Register] logs why. An error from fn becomes an
-// is_error result of err.Error().
+// does), and [Registry.Register] logs why. fn's error becomes an is_error result.
 func NewRaw(name, description string, schema json.RawMessage, fn func(ctx context.Context, input json.RawMessage) (llm.ToolResult, error)) (*Tool, error) {
 	return newTool(name, description, append(json.RawMessage(nil), schema...), fn == nil, fn)
 }
@@ -238,8 +232,7 @@ func prepare(t *Tool, input json.RawMessage) (json.RawMessage, error) {
 		if err := json.Unmarshal(input, new(json.RawMessage)); err != nil {
 			return nil, fmt.Errorf("invalid input for tool %q: the input is not valid JSON: %v", t.spec.Name, err)
 		}
-		// Valid JSON that a float64 cannot hold (1e400): keep numbers as
-		// written and let the handler judge.
+		// Valid JSON a float64 cannot hold (1e400): keep numbers as written.
 		v, _ = jsv.UnmarshalJSON(bytes.NewReader(input))
 	}
 	if _, ok := v.(map[string]any); !ok {
@@ -258,7 +251,8 @@ func prepare(t *Tool, input json.RawMessage) (json.RawMessage, error) {
 }
 
 var (
-	printer = message.NewPrinter(language.English) // words the validator's messages
+	namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`) // the Messages API's rule for tool names
+	printer     = message.NewPrinter(language.English)        // words the validator's messages
 	// lenient reads JSON as encoding/json does (duplicate names, invalid UTF-8).
 	lenient = json2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	// unreadStrings decodes each string value as "", checked but not
