@@ -34,7 +34,6 @@ func newInstant(turns int) *instant {
 		turns: turns,
 		toolTurn: []llm.Event{
 			llm.MessageStart{ID: "msg_1", Usage: llm.Usage{InputTokens: 100}},
-			llm.TextStart{Index: 0},
 			llm.TextDelta{Index: 0, Text: "Let me check."},
 			llm.BlockStop{Index: 0},
 			llm.ToolUseStart{Index: 1, ID: "toolu_X", Name: "echo", Input: []byte("{}")},
@@ -158,7 +157,7 @@ func wholeTurn(b *testing.B, client *llm.Client) []llm.ToolUse {
 		asm.Add(ev)
 	}
 	var calls []llm.ToolUse
-	for _, blk := range asm.Message().Content {
+	for _, blk := range asm.Turn().Message.Content {
 		if tu, ok := blk.(llm.ToolUse); ok {
 			calls = append(calls, tu)
 		}
@@ -238,9 +237,9 @@ func fiveTurns() at.Reply {
 	for i := range calls {
 		calls[i] = at.NewStream().Text("Checking.").
 			ToolUse(fmt.Sprintf("toolu_%d", i), "echo", `{"text":`, fmt.Sprintf(`"step %d"}`, i)).
-			Stop("tool_use").Buffered()
+			Stop("tool_use")
 	}
-	answer := at.NewStream().Text("All ", "done.").Stop("end_turn").Buffered()
+	answer := at.NewStream().Text("All ", "done.").Stop("end_turn")
 	return at.Repeat(at.ReplyFunc(func(r *at.Request) at.Reply {
 		n := 0
 		for _, m := range r.Messages() {
@@ -262,6 +261,7 @@ func fiveTurns() at.Reply {
 func BenchmarkConcurrentAgents(b *testing.B) {
 	const agents = 1000
 	srv := at.NewServer(fiveTurns())
+	srv.Buffered = true
 	defer srv.Close()
 	var dials atomic.Int64
 	dialer := &net.Dialer{}

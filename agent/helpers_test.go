@@ -256,7 +256,6 @@ func (s *scripted) add(err error, evs ...llm.Event) *scripted {
 func textTurn(text string, stop llm.StopReason) []llm.Event {
 	return []llm.Event{
 		llm.MessageStart{ID: "msg_1", Usage: llm.Usage{InputTokens: 10}},
-		llm.TextStart{Index: 0},
 		llm.TextDelta{Index: 0, Text: text},
 		llm.BlockStop{Index: 0},
 		llm.MessageDelta{StopReason: stop, Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}},

@@ -214,9 +214,10 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 	t = &turn{cancel: cancel, repeats: r.repeats}
 	var asm llm.Assembler
 	defer func() {
-		t.usage = asm.Usage() // a failed attempt is billed too
+		out := asm.Turn()
+		t.usage = out.Usage // a failed attempt is billed too
 		// Code runs on only in its container; a retry may continue a failed one's.
-		r.cont = cmp.Or(asm.Container(), r.cont)
+		r.cont = cmp.Or(out.Container, r.cont)
 		if err != nil {
 			t.discard()
 		}
@@ -229,12 +230,10 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 		t.yielded = true
 		block, stopped := asm.Add(ev)
 		switch ev := ev.(type) {
-		case llm.TextStart:
+		case llm.TextDelta:
 			if ev.Text != "" {
 				r.showText(ev.Text)
 			}
-		case llm.TextDelta:
-			r.showText(ev.Text)
 		case llm.ThinkingDelta:
 			if ev.Thinking != "" {
 				r.emit(ThinkingDelta{Thinking: ev.Thinking})
@@ -255,19 +254,20 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 			return t, context.Cause(r.ctx)
 		}
 	}
-	if !asm.Done() {
+	out := asm.Turn()
+	if !out.Done {
 		return t, llm.ErrIncompleteStream
 	}
-	t.msg, t.stop = asm.Message(), asm.StopReason()
+	t.msg, t.stop = out.Message, out.StopReason
 	if t.stop == llm.ModelContextWindowExceeded {
 		return t, errContextWindow // turn compacts and asks again
 	}
-	if c, ok := looprules.ServerCompaction(r.cfg.History, t.msg, asm.Usage()); ok {
+	if c, ok := looprules.ServerCompaction(r.cfg.History, t.msg, out.Usage); ok {
 		r.log.Info("agent: the server compacted the history", slog.Int("before", c.Before))
 		r.emit(Compacted{c})
 	}
 	var cut []llm.ToolUse
-	t.msg, cut = looprules.Cut(t.msg, asm.Incomplete())
+	t.msg, cut = looprules.Cut(t.msg, out.Incomplete)
 	for _, tu := range cut {
 		t.calls = append(t.calls, notRun(tu, looprules.CutOff))
 	}

@@ -174,7 +174,6 @@ func TestToolDuration(t *testing.T) {
 				llm.MessageStart{ID: "msg_1"},
 				llm.ToolUseStart{Index: 0, ID: "toolu_1", Name: "slow"},
 				llm.BlockStop{Index: 0},
-				llm.TextStart{Index: 1},
 				llm.TextDelta{Index: 1, Text: "Still writing."},
 				llm.BlockStop{Index: 1},
 				llm.MessageDelta{StopReason: llm.ToolUseStop},
@@ -184,7 +183,7 @@ func TestToolDuration(t *testing.T) {
 		slowModel := llm.ModelFunc(func(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
 			return func(yield func(llm.Event, error) bool) {
 				for ev, err := range model.Stream(ctx, req) {
-					if _, ok := ev.(llm.TextStart); ok {
+					if _, ok := ev.(llm.TextDelta); ok {
 						<-time.After(10 * time.Second)
 					}
 					if !yield(ev, err) {

@@ -78,7 +78,7 @@ func TestFailedRunChangesNothing(t *testing.T) {
 			}
 			reqs := srv.Requests()
 			last := reqs[len(reqs)-1].Messages()
-			if got := last[len(last)-1].Text(); got != "third" || strings.Contains(string(reqs[len(reqs)-1].Body), "the failing prompt") {
+			if got := last[len(last)-1].Text; got != "third" || strings.Contains(string(reqs[len(reqs)-1].Body), "the failing prompt") {
 				t.Errorf("last request ends with %q; want the third prompt alone, without the failed one", got)
 			}
 		})
@@ -103,7 +103,7 @@ func TestInterruptedRunReadsNaturally(t *testing.T) {
 	}
 	var got []string
 	for _, m := range srv.Requests()[1].Messages() {
-		got = append(got, m.Role+": "+m.Text())
+		got = append(got, m.Role+": "+m.Text)
 	}
 	want := []string{"user: tell me a story", "assistant: The first half" + looprules.Interrupted, "user: go on"}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -163,7 +163,7 @@ func TestRetryBackoff(t *testing.T) {
 	overloaded := streamError(t, at.NewStream().Text("par").ErrorEvent("overloaded_error", "Overloaded"))
 	partial := func(m *scripted, err error, n int) *scripted {
 		for range n {
-			m.add(err, llm.MessageStart{ID: "msg_1"}, llm.TextStart{Index: 0}, llm.TextDelta{Index: 0, Text: "par"})
+			m.add(err, llm.MessageStart{ID: "msg_1"}, llm.TextDelta{Index: 0, Text: "par"})
 		}
 		return m
 	}

@@ -38,7 +38,7 @@ func summarising(replies ...at.Reply) at.Reply {
 // isSummary reports whether r is a summary call of memory's compaction.
 func isSummary(r *at.Request) bool {
 	msgs := r.Messages()
-	return len(msgs) == 1 && strings.HasPrefix(msgs[0].Text(), "<transcript>")
+	return len(msgs) == 1 && strings.HasPrefix(msgs[0].Text, "<transcript>")
 }
 
 // longHistory returns a history with n earlier exchanges, each large
@@ -69,8 +69,10 @@ func TestStopReasons(t *testing.T) {
 		// check inspects the requests and the history.
 		check func(t *testing.T, reqs []*at.Request, h *memory.History)
 	}{{
-		name:     "stop_sequence",
-		replies:  []at.Reply{at.NewStream().Text("1, 2, 3").StopSequence("4")},
+		name: "stop_sequence",
+		replies: []at.Reply{at.NewStream().Text("1, 2, 3").EndBlock().
+			Event("message_delta", `{"type":"message_delta","delta":{"stop_reason":"stop_sequence","stop_sequence":"4"},"usage":{"output_tokens":1}}`).
+			Event("message_stop", `{"type":"message_stop"}`).EndWithoutStop()},
 		state:    Finished,
 		text:     "1, 2, 3",
 		requests: 1,
@@ -167,7 +169,7 @@ func TestStopReasons(t *testing.T) {
 	}, {
 		name: "a compaction mid-turn is reported and kept",
 		replies: []at.Reply{
-			at.NewStream().Usage(300, 1, 0, 0).CompactionUsage(70000, 50, 0, 0).Compaction("Earlier: nothing.").Text("Answer.").Stop("end_turn"),
+			at.NewStream().Usage(300, 1, 0, 0).Compaction("Earlier: nothing.", 70000, 50, 0, 0).Text("Answer.").Stop("end_turn"),
 		},
 		state:    Finished,
 		text:     "Answer.",
@@ -175,7 +177,11 @@ func TestStopReasons(t *testing.T) {
 		events:   []string{"turn_start", "compacted", "done"},
 		check: func(t *testing.T, reqs []*at.Request, h *memory.History) {
 			msgs := h.Messages()
-			if len(msgs) != 2 || llm.BlockType(msgs[1].Content[0]) != "compaction" {
+			var rb llm.RawBlock
+			if len(msgs) == 2 {
+				rb, _ = msgs[1].Content[0].(llm.RawBlock)
+			}
+			if rb.Type != "compaction" {
 				t.Errorf("history = %+v, want the note and the compacted turn", msgs)
 			}
 		},

@@ -88,7 +88,7 @@ func TestBlocksVerbatim(t *testing.T) {
 			Block(at.Block{Type: "redacted_thinking", Data: "ENCRYPTED=="}).
 			Block(at.Block{Type: "server_tool_use", ID: "srvtoolu_1", Name: "web_search"}, `{"query":`, `"go"}`).
 			Block(at.Block{Raw: []byte(result)}).
-			Text("Go is ").Delta(`{"type":"citations_delta","citation":`+citation+`}`).
+			Text("Go is ").Event("content_block_delta", `{"type":"content_block_delta","index":4,"delta":{"type":"citations_delta","citation":`+citation+`}}`).
 			ToolUse("toolu_1", "echo", `{"text":"hi"}`).
 			Stop("tool_use"),
 		at.NewStream().Text("ok").Stop("end_turn"),

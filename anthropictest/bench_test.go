@@ -37,10 +37,10 @@ func BenchmarkServe100k(b *testing.B) {
 		s := NewStream().Text(deltas100k...).Stop("end_turn")
 		if buffered {
 			name = "buffered"
-			s.Buffered()
 		}
 		b.Run(name, func(b *testing.B) {
 			srv := NewServer(Repeat(s))
+			srv.Buffered = buffered
 			defer srv.Close()
 			client := newClient(&testing.T{})
 			b.SetBytes(int64(len(s.compile().body)))

@@ -1,7 +1,6 @@
 package anthropictest
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,7 +10,7 @@ import (
 )
 
 // This file is server-side context management, as the platform docs'
-// context editing and compaction pages give it: the stream builders for a
+// context editing and compaction pages give it: the stream builder for a
 // compaction block, the checks the API makes of context_management and
 // compaction, and what a compaction leaves of the prompt.
 
@@ -20,24 +19,22 @@ import (
 // compaction_delta. Stop("compaction") after it is the reply of a
 // compaction that pauses (pause_after_compaction, or a compaction request);
 // otherwise the turn goes on after it, from the summary.
-func (s *Stream) Compaction(summary string) *Stream {
+//
+// usage, if given, is the compaction iteration's input, output, cache
+// creation and cache read tokens, reported in message_delta's
+// usage.iterations before the message iteration, whose counts are those of
+// Usage and Stop. As the API does, the top-level usage counts only the
+// message iteration: the compaction is billed on top.
+func (s *Stream) Compaction(summary string, usage ...int) *Stream {
 	s.Block(Block{Type: "compaction", Raw: json.RawMessage(`{"type":"compaction","content":null}`)})
 	delta, _ := json.Marshal(struct {
 		Type    string `json:"type"`
 		Content string `json:"content"`
 	}{"compaction_delta", summary})
-	return s.Delta(string(delta))
-}
-
-// CompactionUsage reports, in message_delta's usage.iterations, a
-// compaction iteration (input, output, cache creation and cache read
-// tokens, as in Usage) before the message iteration, whose counts are those
-// of Usage and Stop. As the API does, the top-level usage counts only the
-// message iteration: the compaction is billed on top.
-func (s *Stream) CompactionUsage(input, output, cacheCreation, cacheRead int) *Stream {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.compact, s.plan = [4]int{input, output, cacheCreation, cacheRead}, nil
+	copy(s.compact[:], usage)
+	s.addLocked(item{kind: kDelta, index: s.nextIdx - 1, a: string(delta)})
 	return s
 }
 
@@ -73,11 +70,10 @@ const (
 	minCompactionTrigger     = 50_000
 )
 
-// CompactionTrigger returns the input tokens at which the request's
+// compactionTrigger returns the input tokens at which the request's
 // compact_20260112 edit compacts, and whether it pauses after the block;
 // trigger is 0 when the request asks for no compaction at a threshold.
-func (r *Request) CompactionTrigger() (trigger int, pause bool) {
-	cm, _, _ := r.contextManagement()
+func compactionTrigger(cm *contextManagement) (trigger int, pause bool) {
 	if cm == nil {
 		return 0, false
 	}
@@ -93,11 +89,10 @@ func (r *Request) CompactionTrigger() (trigger int, pause bool) {
 	return 0, false
 }
 
-// Prompt returns the messages the model reads: as the API does, it drops
+// prompt returns the messages the model reads: as the API does, it drops
 // every block before the last compaction block, which then opens the
 // prompt in its assistant message.
-func (r *Request) Prompt() []Message {
-	msgs := r.Messages()
+func prompt(msgs []Message) []Message {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		for j := len(msgs[i].Content) - 1; j >= 0; j-- {
 			if msgs[i].Content[j].Type == "compaction" {
@@ -113,25 +108,30 @@ func (r *Request) Prompt() []Message {
 // contextManagement decodes the request's context_management and whether
 // it has a compaction parameter (and of which type).
 func (r *Request) contextManagement() (*contextManagement, string, error) {
-	var w struct {
-		ContextManagement *contextManagement `json:"context_management"`
-		Compaction        *struct {
-			Type string `json:"type"`
-		} `json:"compaction"`
+	set, err := r.settings()
+	if err != nil {
+		return nil, "", err
 	}
-	if err := json.Unmarshal(r.Body, &w); err != nil {
+	var cm *contextManagement
+	if err := json.Unmarshal(cmpOr(set.ContextManagement, "null"), &cm); err != nil {
+		return nil, "", err
+	}
+	var c *struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(cmpOr(set.Compaction, "null"), &c); err != nil {
 		return nil, "", err
 	}
 	typ := ""
-	if w.Compaction != nil {
-		typ = cmpOr(w.Compaction.Type, "(none)")
+	if c != nil {
+		typ = cmpOr(c.Type, "(none)")
 	}
-	return w.ContextManagement, typ, nil
+	return cm, typ, nil
 }
 
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
+func cmpOr[S ~string | ~[]byte](s S, def string) S {
+	if len(s) == 0 {
+		return S(def)
 	}
 	return s
 }
@@ -155,9 +155,6 @@ func (r *Request) betas() []string {
 // tokens and at least 50,000, clear_thinking comes first, and compaction
 // cannot be combined with context_management.
 func checkContextManagement(r *Request) Reply {
-	if !bytes.Contains(r.Body, []byte(`"compaction"`)) && !bytes.Contains(r.Body, []byte(`"context_management"`)) {
-		return nil // the common case, without decoding a body that may be megabytes
-	}
 	cm, compaction, err := r.contextManagement()
 	if err != nil || cm == nil && compaction == "" {
 		return nil // a body that does not decode is CheckRequest's to report

@@ -14,7 +14,7 @@ import (
 // compaction_delta with the summary, and iterations in message_delta's
 // usage, the compaction's apart from the message's.
 func TestCompactionWireFormat(t *testing.T) {
-	got := string(NewStream().Usage(181, 1, 0, 0).CompactionUsage(100, 83, 0, 55096).Compaction("Summary.").Text("Hi").Stop("end_turn", 8).Bytes())
+	got := string(NewStream().Usage(181, 1, 0, 0).Compaction("Summary.", 100, 83, 0, 55096).Text("Hi").Stop("end_turn", 8).Bytes())
 	for _, want := range []string{
 		"event: content_block_start\n" + `data: {"type":"content_block_start","index":0,"content_block":{"type":"compaction","content":null}}` + "\n\n" +
 			"event: content_block_delta\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"compaction_delta","content":"Summary."}}` + "\n\n" +
@@ -82,7 +82,7 @@ func TestContextManagementChecks(t *testing.T) {
 				t.Errorf("status %d (%s), want 200", resp.StatusCode, e.Error.Message)
 			case tc.want != "" && (resp.StatusCode != 400 || e.Error.Type != "invalid_request_error" || !strings.Contains(e.Error.Message, tc.want)):
 				t.Errorf("status %d %s %q, want 400 invalid_request_error naming %q", resp.StatusCode, e.Error.Type, e.Error.Message, tc.want)
-			case tc.want != "" && srv.Pending() != 1:
+			case tc.want != "" && srv.pending() != 1:
 				t.Errorf("a refused request used the scripted reply")
 			}
 		})
@@ -97,9 +97,12 @@ func TestPromptAfterCompaction(t *testing.T) {
 		`{"role":"user","content":"old"},` +
 		`{"role":"assistant","content":[{"type":"text","text":"dropped"},{"type":"compaction","content":"S"},{"type":"text","text":"kept"}]},` +
 		`{"role":"user","content":"new"}]}`
-	r := &Request{Body: []byte(body)}
+	p, err := (&Request{Body: []byte(body)}).Params()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var got []string
-	for _, m := range r.Prompt() {
+	for _, m := range p.Prompt {
 		for _, b := range m.Content {
 			got = append(got, m.Role+":"+b.Type+":"+b.Text)
 		}

@@ -21,19 +21,20 @@
 //   - a *Stream, built with NewStream and its chainable methods, which write
 //     the events exactly as the API does (`event: X\ndata: {json}\n\n`, one
 //     flush per event) and number content blocks automatically. Text and
-//     ToolUse send the common blocks; Block sends any other, given as a
-//     Block value, and Delta and Event any other delta or event. The same
-//     builder scripts faults: an error event mid-stream (ErrorEvent), a
-//     reset connection (Reset), a stream that ends without message_stop
-//     (EndWithoutStop), a stall (Stall) and slow pacing (Pace). Replay
-//     makes a Stream of recorded bytes, sent verbatim.
+//     ToolUse send the common blocks, Compaction a compaction; Block sends
+//     any other, given as a Block value, and Event any other event, such as
+//     a citations_delta. The same builder scripts faults: an error event
+//     mid-stream (ErrorEvent), a reset connection (Reset), a stream that
+//     ends without message_stop (EndWithoutStop), a stall (Stall) and slow
+//     pacing (Pace). Replay makes a Stream of recorded bytes, sent
+//     verbatim, for framing the builders do not write.
 //   - an HTTPError, a struct literal: the API's error body and headers.
 //   - a ReplyFunc, which computes the reply from the request, or a Repeat,
 //     which answers every request from then on.
 //
 // The server also answers POST /v1/messages/count_tokens, with a count from
-// Server.CountTokens, recording those requests in Server.CountRequests
-// without using the script.
+// Server.CountTokens, without using the script. Server.Buffered makes it
+// write each stream in large writes, for benchmarks.
 //
 // CheckRequest reports every way a request body breaks the Messages API's
 // structural rules, such as a tool_use left without its tool_result.

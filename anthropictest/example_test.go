@@ -37,7 +37,7 @@ func Example() {
 	fmt.Println(msg.Content[0].Text, msg.StopReason)
 
 	req := srv.Requests()[0]
-	fmt.Println(req.Messages()[0].Text(), anthropictest.CheckRequest(req.Body))
+	fmt.Println(req.Messages()[0].Text, anthropictest.CheckRequest(req.Body))
 	// Output:
 	// Hello, world end_turn
 	// Say hello <nil>
@@ -74,14 +74,14 @@ func ExampleStream_Bytes() {
 	// data: {"type":"message_stop"}
 }
 
-// Stream.Block sends any block kind as a Block value, and Delta any delta
-// into the open block: here a thinking block, a redacted one, and a text
-// block with a citation.
+// Stream.Block sends any block kind as a Block value, and Event any other
+// event, such as a delta into the open block: here a thinking block, a
+// redacted one, and a text block (index 2) with a citation.
 func ExampleStream_Block() {
 	s := anthropictest.NewStream().
 		Block(anthropictest.Block{Type: "thinking", Signature: "sig"}, "Hm.").
 		Block(anthropictest.Block{Type: "redacted_thinking", Data: "RD=="}).
-		Text("Go.").Delta(`{"type":"citations_delta","citation":{"type":"char_location","cited_text":"Go"}}`).
+		Text("Go.").Event("content_block_delta", `{"type":"content_block_delta","index":2,"delta":{"type":"citations_delta","citation":{"type":"char_location","cited_text":"Go"}}}`).
 		Stop("end_turn")
 	for _, line := range strings.Split(string(s.Bytes()), "\n") {
 		if data, ok := strings.CutPrefix(line, "data: "); ok && !strings.Contains(data, "message") {

@@ -8,11 +8,10 @@ import (
 
 // A plan is a rendered script: the body and where each event ends in it.
 type plan struct {
-	body     []byte
-	ends     []int      // end offset in body of each event
-	pace     []paceMark // delay changes, by event number, ascending
-	ending   ending
-	buffered bool
+	body   []byte
+	ends   []int      // end offset in body of each event
+	pace   []paceMark // delay changes, by event number, ascending
+	ending ending
 }
 
 type paceMark struct {
@@ -26,7 +25,7 @@ func (s *Stream) compile() *plan {
 	if s.plan != nil {
 		return s.plan
 	}
-	p := &plan{ending: s.ending, buffered: s.buffered}
+	p := &plan{ending: s.ending}
 	deltas := 0
 	size := 400
 	for _, it := range s.items {
@@ -109,13 +108,7 @@ func (s *Stream) render(p *plan, b []byte, it item, deltas int) []byte {
 		}
 		b = append(b, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"...)
 		b = appendJSONString(b, it.a)
-		b = append(b, `,"stop_sequence":`...)
-		if it.seq {
-			b = appendJSONString(b, it.b)
-		} else {
-			b = append(b, "null"...)
-		}
-		b = append(b, `},"usage":`...)
+		b = append(b, `,"stop_sequence":null},"usage":`...)
 		b = s.appendUsage(b, out, false)
 		b = append(b, "}\n\n"...)
 		p.ends = append(p.ends, len(b))
@@ -161,7 +154,7 @@ func appendBlockEvent(b []byte, name string, index int) []byte {
 }
 
 // serve writes the stream: the headers, then each event flushed on its own
-// (or in large writes when Buffered), then the ending.
+// (or in large writes when the server is Buffered), then the ending.
 func (s *Stream) serve(w http.ResponseWriter, c *call) {
 	if c.srv != nil && !c.srv.Lenient {
 		c.srv.register(c, s)
@@ -169,7 +162,7 @@ func (s *Stream) serve(w http.ResponseWriter, c *call) {
 	p := s.compile()
 	writeStreamHeader(w, c)
 	f, _ := w.(http.Flusher)
-	if p.buffered && len(p.pace) == 0 {
+	if c.srv != nil && c.srv.Buffered && len(p.pace) == 0 {
 		if _, err := w.Write(p.body); err != nil {
 			return
 		}

@@ -6,8 +6,8 @@ import (
 	"strings"
 )
 
-// A Request is one recorded POST /v1/messages or, in
-// Server.CountRequests, POST /v1/messages/count_tokens.
+// A Request is one recorded POST /v1/messages or, as Server.CountTokens
+// sees it, POST /v1/messages/count_tokens.
 type Request struct {
 	// N is the request's position in arrival order, starting at 1;
 	// count_tokens requests are numbered on their own.
@@ -19,6 +19,9 @@ type Request struct {
 	Header http.Header
 	// Body is the request body, exactly as sent.
 	Body []byte
+
+	set    *settings // the checks' view of Body (strict.go)
+	setErr error
 }
 
 // Params decodes the body's main fields.
@@ -29,6 +32,7 @@ func (r *Request) Params() (*Params, error) {
 			Role    string          `json:"role"`
 			Content json.RawMessage `json:"content"`
 		} `json:"messages"`
+		ContextManagement *contextManagement `json:"context_management"`
 	}
 	if err := json.Unmarshal(r.Body, &w); err != nil {
 		return nil, err
@@ -39,8 +43,10 @@ func (r *Request) Params() (*Params, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.Messages = append(p.Messages, Message{Role: m.Role, Content: content, StringContent: isString})
+		p.Messages = append(p.Messages, Message{Role: m.Role, Content: content, StringContent: isString, Text: textOf(content)})
 	}
+	p.Prompt = prompt(p.Messages)
+	p.CompactionTrigger, p.PauseAfterCompaction = compactionTrigger(w.ContextManagement)
 	return &p, nil
 }
 
@@ -81,6 +87,16 @@ type Params struct {
 	// blocks.
 	System   json.RawMessage `json:"system,omitempty"`
 	Messages []Message       `json:"-"`
+	// Prompt is what the model reads of Messages: as the API does, it
+	// drops every block before the last compaction block, which then opens
+	// the prompt in its assistant message.
+	Prompt []Message `json:"-"`
+	// CompactionTrigger is the input tokens at which the request's
+	// compact_20260112 edit of context_management compacts (150,000 if it
+	// gives no trigger), 0 if the request has no such edit;
+	// PauseAfterCompaction is its pause_after_compaction.
+	CompactionTrigger    int  `json:"-"`
+	PauseAfterCompaction bool `json:"-"`
 	// Tools, ToolChoice and Thinking are kept as sent.
 	Tools      []json.RawMessage `json:"tools,omitempty"`
 	ToolChoice json.RawMessage   `json:"tool_choice,omitempty"`
@@ -96,12 +112,14 @@ type Message struct {
 	Content []Block `json:"content"`
 	// StringContent reports that the content was sent as a plain string.
 	StringContent bool `json:"-"`
+	// Text is the concatenated text of the message's text blocks.
+	Text string `json:"-"`
 }
 
-// Text returns the concatenated text of the message's text blocks.
-func (m Message) Text() string {
+// textOf returns the concatenated text of the text blocks of bs.
+func textOf(bs []Block) string {
 	var b strings.Builder
-	for _, c := range m.Content {
+	for _, c := range bs {
 		if c.Type == "text" {
 			b.WriteString(c.Text)
 		}

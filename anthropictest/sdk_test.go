@@ -143,9 +143,10 @@ func TestSDKAssemblesScript(t *testing.T) {
 	}, {
 		name: "server tool, its result block, text with citations",
 		stream: NewStream().Block(Block{Type: "server_tool_use", ID: "srvtoolu_1", Name: "web_search"}, `{"query": "t`, `ech news"}`).Block(Block{Raw: []byte(search)}).
-			Text("The ", "sky").Delta(`{"type":"citations_delta","citation":` + cite + `}`).Delta(`{"type":"citations_delta","citation":` + cite + `}`).Stop("pause_turn"),
+			Text("The ", "sky").Event("content_block_delta", `{"type":"content_block_delta","index":2,"delta":{"type":"citations_delta","citation":`+cite+`}}`).
+			Event("content_block_delta", `{"type":"content_block_delta","index":2,"delta":{"type":"citations_delta","citation":`+cite+`}}`).Stop("pause_turn"),
 		want: with(base, func(m *message) {
-			m.StopReason, m.Out = "pause_turn", 7
+			m.StopReason, m.Out = "pause_turn", 5 // the deltas Event sends are not counted
 			m.Content = []block{
 				{Type: "server_tool_use", ID: "srvtoolu_1", Name: "web_search", Input: `{"query":"tech news"}`},
 				{Type: "web_search_tool_result", ID: "srvtoolu_1"},
@@ -153,8 +154,10 @@ func TestSDKAssemblesScript(t *testing.T) {
 			}
 		}),
 	}, {
-		name:   "stop sequence",
-		stream: NewStream().Text("1, 2, 3").StopSequence("STOP"),
+		name: "stop sequence",
+		stream: NewStream().Text("1, 2, 3").EndBlock().
+			Event("message_delta", `{"type":"message_delta","delta":{"stop_reason":"stop_sequence","stop_sequence":"STOP"},"usage":{"output_tokens":1}}`).
+			Event("message_stop", `{"type":"message_stop"}`).EndWithoutStop(),
 		want: with(base, func(m *message) {
 			m.StopReason, m.StopSequence, m.Out = "stop_sequence", "STOP", 1
 			m.Content = []block{{Type: "text", Text: "1, 2, 3"}}

@@ -18,9 +18,9 @@ import (
 // x-should-retry: false, so that a client fails fast instead of retrying.
 //
 // POST /v1/messages/count_tokens is answered {"input_tokens":N}, with N from
-// CountTokens. Those requests are recorded apart,
-// in CountRequests, and never take a reply from the queue, so a client that
-// counts tokens between turns does not shift the script or Requests.
+// CountTokens, which sees each of those requests. They are not recorded in
+// Requests and never take a reply from the queue, so a client that counts
+// tokens between turns does not shift the script or Requests.
 //
 // Any other method or path gets 404 not_found_error and is neither recorded
 // nor counted.
@@ -32,11 +32,12 @@ type Server struct {
 	URL string
 
 	// CountTokens computes the input_tokens answered to a count_tokens
-	// request from the recorded request. Set it before the requests it
-	// should answer; it may be called from several goroutines at once. If
-	// nil, the default, the count is len(Body)/4, at least 1: about what the
-	// real count is for English text and JSON, and enough for tests that
-	// only need a plausible number.
+	// request from the request, numbered from 1 apart from Requests; a test
+	// that checks what its client counted records them there. Set it before
+	// the requests it should answer; it may be called from several
+	// goroutines at once. If nil, the default, the count is len(Body)/4, at
+	// least 1: about what the real count is for English text and JSON, and
+	// enough for tests that only need a plausible number.
 	CountTokens func(r *Request) int
 
 	// Lenient turns strict mode off (see strict.go): the server then
@@ -45,6 +46,13 @@ type Server struct {
 	// rules on purpose.
 	Lenient bool
 
+	// Buffered lets the server write each unpaced stream in large writes
+	// instead of flushing after each event as the API does. Benchmarks
+	// want it: per-event flushes measure the loopback, not the client's
+	// parser. Paced events are still flushed one by one. Set it before the
+	// requests it should serve.
+	Buffered bool
+
 	ts        *httptest.Server
 	done      chan struct{} // closed by Close, to end stalls and pacing
 	closeOnce sync.Once
@@ -52,7 +60,7 @@ type Server struct {
 	mu     sync.Mutex
 	queue  []Reply
 	reqs   []*Request
-	counts []*Request         // count_tokens requests
+	counts int                // count_tokens requests so far
 	issued map[string][]issue // signed thinking blocks streamed, by signature
 
 	hooks hooks
@@ -104,22 +112,12 @@ func (s *Server) Requests() []*Request {
 	return append([]*Request(nil), s.reqs...)
 }
 
-// CountRequests returns every request to POST /v1/messages/count_tokens so
-// far, in arrival order, numbered from 1 apart from Requests. The slice is a
-// copy; the Requests are shared and must not be modified.
-func (s *Server) CountRequests() []*Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]*Request(nil), s.counts...)
-}
-
 // estimateTokens is the default count: about four bytes a token.
 func estimateTokens(r *Request) int { return max(1, len(r.Body)/4) }
 
-// Pending reports how many scripted replies have not been used yet. A test
-// can assert it is 0 at the end to check the client made every call the
-// script expected. A Repeat reply counts as one.
-func (s *Server) Pending() int {
+// pending reports how many scripted replies have not been used yet, for
+// this package's tests of the queue. A Repeat reply counts as one.
+func (s *Server) pending() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.queue)
@@ -194,8 +192,8 @@ func (s *Server) serveCount(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	req.N = len(s.counts) + 1
-	s.counts = append(s.counts, req)
+	s.counts++
+	req.N = s.counts
 	s.mu.Unlock()
 	if e := s.checkStrict(req, true); e != nil {
 		e.serve(w, &call{req: req, id: fmt.Sprintf("req_anthropictest_count%010d", req.N)})

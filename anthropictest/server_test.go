@@ -216,8 +216,8 @@ func TestQueueOrderAndEmptyQueue(t *testing.T) {
 	if diff := cmp.Diff([]string{"one", "two"}, texts); diff != "" {
 		t.Errorf("replies out of order (-want +got):\n%s", diff)
 	}
-	if n := srv.Pending(); n != 0 {
-		t.Errorf("Pending() = %d, want 0", n)
+	if n := srv.pending(); n != 0 {
+		t.Errorf("pending() = %d, want 0", n)
 	}
 
 	resp := post(t, context.Background(), client, srv.URL)
@@ -247,8 +247,8 @@ func TestNotFound(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 404 || len(srv.Requests()) != 0 || srv.Pending() != 1 {
-		t.Errorf("GET: status %d, %d recorded, %d pending; want 404, 0, 1", resp.StatusCode, len(srv.Requests()), srv.Pending())
+	if resp.StatusCode != 404 || len(srv.Requests()) != 0 || srv.pending() != 1 {
+		t.Errorf("GET: status %d, %d recorded, %d pending; want 404, 0, 1", resp.StatusCode, len(srv.Requests()), srv.pending())
 	}
 }
 
@@ -291,17 +291,17 @@ func TestRecording(t *testing.T) {
 		return ok && (sf.Name() == "Raw" || sf.Name() == "has")
 	}, cmp.Ignore())
 	want := []Message{
-		{Role: "user", StringContent: true, Content: []Block{{Type: "text", Text: "What is 1+1?"}}},
-		{Role: "assistant", Content: []Block{{Type: "text", Text: "Adding."}, {Type: "tool_use", ID: "toolu_1", Name: "add", Input: json.RawMessage(`{"a":1,"b":1}`)}}},
+		{Role: "user", StringContent: true, Content: []Block{{Type: "text", Text: "What is 1+1?"}}, Text: "What is 1+1?"},
+		{Role: "assistant", Content: []Block{{Type: "text", Text: "Adding."}, {Type: "tool_use", ID: "toolu_1", Name: "add", Input: json.RawMessage(`{"a":1,"b":1}`)}}, Text: "Adding."},
 		{Role: "user", Content: []Block{
 			{Type: "tool_result", ToolUseID: "toolu_1", StringContent: true, Content: []Block{{Type: "text", Text: "2"}}},
-			{Type: "text", Text: "go on"}}},
+			{Type: "text", Text: "go on"}}, Text: "go on"},
 	}
 	if diff := cmp.Diff(want, msgs, ignore); diff != "" {
 		t.Errorf("Messages mismatch (-want +got):\n%s", diff)
 	}
-	if got := msgs[1].Text(); got != "Adding." {
-		t.Errorf("Text() = %q", got)
+	if got := msgs[1].Text; got != "Adding." {
+		t.Errorf("Text = %q", got)
 	}
 	if got := r.ToolResults(); len(got) != 1 || got[0].ToolUseID != "toolu_1" {
 		t.Errorf("ToolResults() = %+v", got)
@@ -348,8 +348,8 @@ func TestReplyFuncAndRepeat(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if n := len(srv.Requests()); n != 8 || srv.Pending() != 1 {
-		t.Errorf("%d requests, %d pending; want 8, 1 (Repeat stays queued)", n, srv.Pending())
+	if n := len(srv.Requests()); n != 8 || srv.pending() != 1 {
+		t.Errorf("%d requests, %d pending; want 8, 1 (Repeat stays queued)", n, srv.pending())
 	}
 
 	srv2 := NewServer(ReplyFunc(func(*Request) Reply { return nil }))

@@ -19,8 +19,8 @@ import (
 //	NewStream().Text("Hel", "lo").ToolUse("toolu_1", "add", `{"a":`, `1}`).Stop("tool_use")
 //
 // Block indexes are assigned automatically, in call order, starting at 0.
-// A block stays open after its builder returns, so that a Delta or an Event
-// can still land inside it and a fault can cut it off mid-block; it is closed
+// A block stays open after its builder returns, so that an Event can still
+// land inside it and a fault can cut it off mid-block; it is closed
 // (content_block_stop) when the next block starts, at Stop, or by EndBlock.
 //
 // If the script has neither Stop nor a fault, the stream ends as the API ends
@@ -33,9 +33,9 @@ import (
 // may be served any number of times (see Repeat).
 //
 // Builder methods panic when called after a terminal fault (ErrorEvent,
-// Reset, EndWithoutStop, Stall), when Delta has no open block, or when Block
-// gets deltas for a type that arrives whole: those are mistakes in the
-// test, not in the code under test.
+// Reset, EndWithoutStop, Stall), or when Block gets deltas for a type that
+// arrives whole: those are mistakes in the test, not in the code under
+// test.
 type Stream struct {
 	mu       sync.Mutex
 	items    []item
@@ -52,7 +52,6 @@ type Stream struct {
 	openTool bool // the open block streams tool input
 	hasTool  bool // the script has a client tool_use block
 	ending   ending
-	buffered bool
 	plan     *plan // rendered wire bytes; nil until served or after a change
 }
 
@@ -80,7 +79,7 @@ const (
 	kBlockStop
 	kEvent // a: event name, b: data
 	kRaw   // a: bytes, verbatim
-	kStop  // a: stop_reason, b: stop_sequence (if seq), n: output tokens or -1
+	kStop  // a: stop_reason, n: output tokens or -1
 	kError // a: error type, b: message
 	kPace  // d: delay before each later event
 )
@@ -90,7 +89,6 @@ const (
 // Usage may be called at any point of the chain.
 type item struct {
 	kind  itemKind
-	seq   bool // kStop: b is a stop_sequence
 	index int
 	n     int
 	a, b  string
@@ -189,9 +187,8 @@ func (s *Stream) ToolUse(id, name string, fragments ...string) *Stream {
 //     JSON of b's fields; deltas are not allowed.
 //
 // If b.Raw is set, it is sent verbatim as the content_block instead, for
-// block types this package does not model (web_search_tool_result,
-// compaction…); the deltas still follow b.Type, and Delta sends any other
-// kind.
+// block types this package does not model (web_search_tool_result…); the
+// deltas still follow b.Type, and Event sends any other kind.
 func (s *Stream) Block(b Block, deltas ...string) *Stream {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -209,7 +206,7 @@ func (s *Stream) Block(b Block, deltas ...string) *Stream {
 		kind = kInputDelta
 	default:
 		if len(deltas) > 0 {
-			panic("anthropictest: Block of type " + b.Type + " takes no deltas; use Delta")
+			panic("anthropictest: Block of type " + b.Type + " takes no deltas; use Event")
 		}
 		start, _ = json.Marshal(b)
 	}
@@ -239,20 +236,6 @@ func (s *Stream) Block(b Block, deltas ...string) *Stream {
 	return s
 }
 
-// Delta sends a content_block_delta on the open block carrying the delta
-// object rawJSON verbatim, for kinds Block does not send itself, such as
-// {"type":"citations_delta","citation":{…}} on a text block or a
-// compaction_delta.
-func (s *Stream) Delta(rawJSON string) *Stream {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.open {
-		panic("anthropictest: Delta needs an open block")
-	}
-	s.addLocked(item{kind: kDelta, index: s.nextIdx - 1, a: rawJSON})
-	return s
-}
-
 // EndBlock closes the open block now, so that what follows (a ping, an
 // unknown event, a fault) lands between blocks rather than inside one.
 func (s *Stream) EndBlock() *Stream {
@@ -264,15 +247,21 @@ func (s *Stream) EndBlock() *Stream {
 
 // Event sends one event with the given name and data, verbatim: a ping,
 // Event("ping", `{"type": "ping"}`), which the API sends anywhere, an event
-// type the client has never seen, or a hand-made malformed event. It does
-// not touch block indexes.
+// type the client has never seen, a hand-made malformed event, or any
+// event the other builders do not send, such as a citations_delta inside
+// the open block (blocks are numbered from 0, in call order):
+//
+//	Event("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"citations_delta","citation":{…}}}`)
+//
+// or a stop_sequence stop, after EndBlock and before EndWithoutStop:
+//
+//	Event("message_delta", `{"type":"message_delta","delta":{"stop_reason":"stop_sequence","stop_sequence":"END"},"usage":{"output_tokens":3}}`).
+//		Event("message_stop", `{"type":"message_stop"}`)
+//
+// It does not touch block indexes.
 func (s *Stream) Event(name, dataJSON string) *Stream {
 	return s.add(item{kind: kEvent, a: name, b: dataJSON})
 }
-
-// Raw sends sse verbatim as one write, for framing Event cannot express,
-// such as comment lines, data-only events or CRLF line endings.
-func (s *Stream) Raw(sse string) *Stream { return s.add(item{kind: kRaw, a: sse}) }
 
 // Stop closes the open block and sends message_delta with the stop_reason
 // and usage, then message_stop. The output token count in message_delta is
@@ -286,12 +275,6 @@ func (s *Stream) Stop(reason string, outputTokens ...int) *Stream {
 		it.n = outputTokens[0]
 	}
 	return s.stop(it)
-}
-
-// StopSequence is Stop with stop_reason "stop_sequence" and the matched
-// sequence in stop_sequence.
-func (s *Stream) StopSequence(sequence string) *Stream {
-	return s.stop(item{kind: kStop, a: "stop_sequence", b: sequence, seq: true, n: -1})
 }
 
 func (s *Stream) stop(it item) *Stream {
@@ -312,17 +295,6 @@ func (s *Stream) stop(it item) *Stream {
 // streams; Pace(0) stops delaying. The delay ends early, and the reply with
 // it, when the client goes away or the server closes.
 func (s *Stream) Pace(d time.Duration) *Stream { return s.add(item{kind: kPace, d: d}) }
-
-// Buffered lets the server write the unpaced stream in large writes instead
-// of flushing after each event. Benchmarks want it: per-event flushes
-// measure the loopback, not the client's parser. Paced events are still
-// flushed one by one.
-func (s *Stream) Buffered() *Stream {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.buffered, s.plan = true, nil
-	return s
-}
 
 // ErrorEvent sends an error event mid-stream,
 // {"type":"error","error":{"type":errType,"message":message}}, then ends the

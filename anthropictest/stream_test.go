@@ -131,10 +131,10 @@ func TestStreamShapes(t *testing.T) {
 			`content_block_stop {"type":"content_block_stop","index":1}`,
 			delta("end_turn", "1"), stop},
 	}, {
-		name: "whole tool input, streamed server tool input, and a compaction block with its delta",
+		name: "whole tool input, streamed server tool input, and a compaction block with its delta (Compaction)",
 		stream: NewStream().Block(Block{Type: "tool_use", ID: "toolu_1", Name: "roll", Input: []byte(`{"p":2}`)}).
 			Block(Block{Type: "server_tool_use", ID: "srvtoolu_1", Name: "web_search"}, `{"q":1}`).
-			Block(Block{Raw: []byte(`{"type":"compaction","content":null}`)}).Delta(`{"type":"compaction_delta","content":"sum"}`),
+			Compaction("sum"),
 		want: []string{start,
 			`content_block_start {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"roll","input":{"p":2}}}`,
 			`content_block_stop {"type":"content_block_stop","index":0}`,
@@ -198,10 +198,14 @@ func TestStreamShapes(t *testing.T) {
 	}
 }
 
-func TestStreamRaw(t *testing.T) {
-	got := string(NewStream().Raw(": comment\r\ndata: {\"type\":\"ping\"}\r\n\r\n").EndWithoutStop().Bytes())
-	if !strings.HasSuffix(got, "}}}\n\n: comment\r\ndata: {\"type\":\"ping\"}\r\n\r\n") {
-		t.Errorf("Raw bytes not verbatim: %q", got)
+// TestReplayVerbatim checks that Replay sends framing the builders cannot
+// write (a comment, CRLF, a data-only event) byte for byte, with what the
+// builders append after it.
+func TestReplayVerbatim(t *testing.T) {
+	const sse = ": comment\r\ndata: {\"type\":\"ping\"}\r\n\r\n"
+	got := string(Replay([]byte(sse)).Event("ping", `{"type": "ping"}`).Bytes())
+	if want := sse + "event: ping\ndata: {\"type\": \"ping\"}\n\n"; got != want {
+		t.Errorf("Replay bytes = %q, want %q", got, want)
 	}
 }
 
@@ -224,8 +228,6 @@ func TestStreamPanics(t *testing.T) {
 		"builder after Reset":          func() { NewStream().Reset().Event("ping", `{"type": "ping"}`) },
 		"builder after EndWithoutStop": func() { NewStream().EndWithoutStop().Stop("end_turn") },
 		"two terminal faults":          func() { NewStream().Stall().Reset() },
-		"delta without a block":        func() { NewStream().Delta(`{"type":"citations_delta","citation":{}}`) },
-		"delta after the block":        func() { NewStream().Text("a").EndBlock().Delta(`{"type":"citations_delta","citation":{}}`) },
 		"deltas for a whole block":     func() { NewStream().Block(Block{Type: "redacted_thinking"}, "x") },
 	}
 	for name, f := range tests {
@@ -240,13 +242,14 @@ func TestStreamPanics(t *testing.T) {
 	}
 }
 
-// TestBufferedAndShared checks a Buffered stream sends the same bytes, and
+// TestBufferedAndShared checks a Buffered server sends the same bytes, and
 // that one Stream can serve overlapping requests.
 func TestBufferedAndShared(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	s := NewStream().Text(Split(strings.Repeat("token ", 2000), 5)...)
 	want := s.Bytes()
-	srv := NewServer(Repeat(NewStream().Text(Split(strings.Repeat("token ", 2000), 5)...).Buffered()))
+	srv := NewServer(Repeat(NewStream().Text(Split(strings.Repeat("token ", 2000), 5)...)))
+	srv.Buffered = true
 	defer srv.Close()
 	srv2 := NewServer(Repeat(s))
 	defer srv2.Close()

@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strings"
 
+	json2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/agentloop/agentloop/internal/apirules"
 )
 
@@ -127,11 +130,30 @@ type settings struct {
 	TopP        *float64        `json:"top_p"`
 	TopK        json.RawMessage `json:"top_k"`
 	Compaction  json.RawMessage `json:"compaction"` // a compaction request
+	// Decoded by contextManagement, only when present.
+	ContextManagement json.RawMessage `json:"context_management"`
 	// The roles alone: the content is decoded only after an assistant turn.
 	Messages []struct {
 		Role string `json:"role"`
 	} `json:"messages"`
 }
+
+// settings decodes the request's settings, once: the server's checks of
+// one request each read them, and the body may be megabytes. It is first
+// called before the Request is shared, so the cache needs no lock.
+func (r *Request) settings() (*settings, error) {
+	if r.set == nil && r.setErr == nil {
+		r.set = new(settings)
+		if r.setErr = json2.Unmarshal(r.Body, r.set, v1Syntax); r.setErr != nil {
+			r.set = nil
+		}
+	}
+	return r.set, r.setErr
+}
+
+// v1Syntax makes go-json-experiment, which decodes a 5 MiB body in one
+// pass where encoding/json takes two, accept what encoding/json does.
+var v1Syntax = json2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true), json2.MatchCaseInsensitiveNames(true))
 
 // checkStrict returns the 400 the API would answer r with, or nil. count
 // is set for count_tokens, where the thinking blocks are not checked.
@@ -165,9 +187,11 @@ func (s *Server) checkStrict(r *Request, count bool) *HTTPError {
 // decoded; rules are zero for a body that does not decode or a model the
 // table does not hold. count is set for count_tokens.
 func modelRules(r *Request, count bool) (set settings, rules strictRules, v *violation) {
-	if json.Unmarshal(r.Body, &set) != nil {
+	decoded, err := r.settings()
+	if err != nil {
 		return set, rules, nil // not these rules' business
 	}
+	set = *decoded
 	rules = strictModels[undated(set.Model)]
 	if v := sampling(set, rules, r.Header.Get("anthropic-version")); v != nil {
 		return set, rules, v
@@ -264,14 +288,17 @@ func (s *Server) checkThinking(p *Params, prefix bool) *HTTPError {
 // register records the signed thinking blocks of the stream st as served
 // for c's request, so that checkThinking knows them when they come back.
 func (s *Server) register(c *call, st *Stream) {
+	st.mu.Lock()
+	var items []item
+	if slices.ContainsFunc(st.items, func(it item) bool { return it.kind == kSignatureDelta }) {
+		items = slices.Clone(st.items)
+	}
+	st.mu.Unlock()
+	if items == nil {
+		return // nothing to record: the request, which may be megabytes, is not decoded
+	}
 	p, err := c.req.Params()
 	if err != nil {
-		return
-	}
-	st.mu.Lock()
-	items := slices.Clone(st.items)
-	st.mu.Unlock()
-	if !slices.ContainsFunc(items, func(it item) bool { return it.kind == kSignatureDelta }) {
 		return
 	}
 	pr := newPrefix(p)

@@ -209,8 +209,7 @@ func TestAssembleBlocks(t *testing.T) {
 // go or change.
 func TestStrictThinkingAfterCompaction(t *testing.T) {
 	srv := NewServer(
-		NewStream().Block(Block{Type: "compaction", Raw: []byte(`{"type":"compaction","content":""}`)}).
-			Delta(`{"type":"compaction_delta","content":"The user asked f?; f said 42."}`).
+		NewStream().Compaction("The user asked f?; f said 42.").
 			Block(Block{Type: "thinking", Signature: "sig_B"}).Text("It is 42."),
 		NewStream().Text("ok"), NewStream().Text("ok"))
 	defer srv.Close()

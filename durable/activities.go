@@ -120,8 +120,6 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 		}
 		block, stopped := asm.Add(ev)
 		switch ev := ev.(type) {
-		case llm.TextStart:
-			pub.text(ev.Text)
 		case llm.TextDelta:
 			pub.text(ev.Text)
 		case llm.ThinkingDelta:
@@ -143,7 +141,8 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 			}
 		}
 	}
-	if !asm.Done() {
+	turn := asm.Turn()
+	if !turn.Done {
 		return TurnOutput{}, classify(llm.ErrIncompleteStream)
 	}
 	pub.close()
@@ -152,11 +151,11 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 		Source:    source,
 		Batches:   batches,
 		Calls:     calls,
-		Message:   asm.Message(),
-		Stop:      asm.StopReason(),
-		Usage:     asm.Usage(),
-		Container: asm.Container(),
-		Cut:       llm.Message{Role: llm.Assistant, Content: asm.Incomplete()},
+		Message:   turn.Message,
+		Stop:      turn.StopReason,
+		Usage:     turn.Usage,
+		Container: turn.Container,
+		Cut:       llm.Message{Role: llm.Assistant, Content: turn.Incomplete},
 	}, nil
 }
 

@@ -23,7 +23,7 @@ func conversational() anthropictest.Reply {
 			return anthropictest.NewStream().Text("done " + res[len(res)-1].Content[0].Text).Stop("end_turn")
 		}
 		var n int
-		fmt.Sscanf(last.Text(), "run %d", &n)
+		fmt.Sscanf(last.Text, "run %d", &n)
 		in, _ := json.Marshal(addIn{A: n, B: 0})
 		return anthropictest.NewStream().ToolUse(fmt.Sprintf("toolu_%d", n), "add", string(in)).Stop("tool_use")
 	}))

@@ -424,7 +424,7 @@ func (r *run) compact() error {
 			}
 			for _, ev := range []llm.Event{
 				llm.MessageStart{},
-				llm.TextStart{Index: 0, Text: llm.TextOf(out.Message.Content)},
+				llm.TextDelta{Index: 0, Text: llm.TextOf(out.Message.Content)},
 				llm.BlockStop{Index: 0},
 				llm.MessageDelta{StopReason: out.Stop, Usage: out.Usage},
 				llm.MessageStop{},

@@ -19,7 +19,7 @@ import (
 // Add returns each block the moment its BlockStop completes it, so that a
 // tool call can start while the model still writes. A block whose
 // BlockStop never came (cut off by max_tokens or an error) is reported only
-// by Incomplete, and must not be run.
+// in [Turn].Incomplete, and must not be run.
 //
 // Tool input is the concatenated fragments, parsed at BlockStop, else the
 // start's input, else {}. An input that is not a JSON object is wrapped as
@@ -30,13 +30,24 @@ import (
 // become [RawBlock]s, with any streamed input or unknown deltas merged in.
 // A second MessageStart (a proxy spliced two responses) starts over.
 type Assembler struct {
-	container string
-	stop      StopReason
-	usage     Usage
-	done      bool
-	blocks    []*partial // in start order
-	byIndex   map[int]*partial
-	last      *partial // the block that received the last event
+	turn    Turn       // but its blocks
+	blocks  []*partial // in start order
+	byIndex map[int]*partial
+	last    *partial // the block that received the last event
+}
+
+// A Turn is what an [Assembler] has of a model turn.
+type Turn struct {
+	Message Message // the assistant message: its completed blocks
+	// Incomplete holds the blocks that never got their BlockStop, with what
+	// arrived of them. A tool call among them must not run.
+	Incomplete []Block
+	StopReason StopReason // "" until one arrives
+	Usage      Usage      // cumulative, so far
+	// Container is the code execution container, for the next
+	// [Request].Container, or "".
+	Container string
+	Done      bool // MessageStop arrived
 }
 
 // partial is a block being assembled.
@@ -62,15 +73,11 @@ type rawMerge struct {
 }
 
 // Add applies ev, and returns the block ev completes, if it does. Events
-// that do not fit, such as a delta for no block, are ignored.
+// that do not fit, such as tool input for no block, are ignored.
 func (a *Assembler) Add(ev Event) (Block, bool) {
 	switch ev := ev.(type) {
 	case MessageStart:
-		*a = Assembler{usage: ev.Usage, container: ev.Container}
-	case TextStart:
-		a.start(ev.Index, "text").add(ev.Text)
-	case thinkingStart:
-		a.start(ev.Index, "thinking")
+		*a = Assembler{turn: Turn{Usage: ev.Usage, Container: ev.Container}}
 	case ToolUseStart:
 		if p := a.start(ev.Index, "tool_use"); p != nil {
 			p.tool = ev
@@ -80,9 +87,9 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 			p.raw, p.rawType = ev.Raw, ev.Type
 		}
 	case TextDelta:
-		a.open(ev.Index, "text").add(ev.Text)
+		a.delta(ev.Index, "text").add(ev.Text)
 	case ThinkingDelta:
-		a.open(ev.Index, "thinking").add(ev.Thinking)
+		a.delta(ev.Index, "thinking").add(ev.Thinking)
 	case ToolInputDelta:
 		if p := a.open(ev.Index, "tool_use", "raw"); p != nil {
 			p.frags = append(p.frags, ev.PartialJSON)
@@ -110,9 +117,10 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 			return p.block, p.block != nil
 		}
 	case MessageDelta:
-		a.stop, a.usage, a.container = cmp.Or(ev.StopReason, a.stop), ev.Usage, cmp.Or(ev.Container, a.container)
+		t := &a.turn
+		t.StopReason, t.Usage, t.Container = cmp.Or(ev.StopReason, t.StopReason), ev.Usage, cmp.Or(ev.Container, t.Container)
 	case MessageStop:
-		a.done = true
+		a.turn.Done = true
 	}
 	return nil, false
 }
@@ -141,6 +149,15 @@ func (a *Assembler) open(index int, kinds ...string) *partial {
 	}
 	a.last = p
 	return p
+}
+
+// delta returns the open block of kind at index, or opens one if index
+// has no block.
+func (a *Assembler) delta(index int, kind string) *partial {
+	if p := a.open(index, kind); p != nil {
+		return p
+	}
+	return a.start(index, kind)
 }
 
 // add appends text to p's, if there is a p, at least doubling the buffer
@@ -269,46 +286,20 @@ func (p *partial) merge(delta json.RawMessage) {
 	}
 }
 
-// Message returns the assistant message so far: its completed blocks.
-func (a *Assembler) Message() Message { return Message{Role: Assistant, Content: a.collect(true)} }
-
-// Incomplete returns the blocks that never got their BlockStop, with what
-// arrived of them. A tool call among them must not run.
-func (a *Assembler) Incomplete() []Block { return a.collect(false) }
-
-// collect returns the blocks that are done, or those that are not, in
-// index order.
-func (a *Assembler) collect(done bool) []Block {
-	var out []Block
-	for _, p := range a.sorted() {
-		b := p.block
-		if p.done != done {
-			continue
-		} else if !done {
-			b = p.finish()
-		}
-		if b != nil {
-			out = append(out, b)
-		}
-	}
-	return out
-}
-
-func (a *Assembler) sorted() []*partial {
+// Turn returns the turn so far, its blocks in index order.
+func (a *Assembler) Turn() Turn {
+	t := a.turn
+	t.Message.Role = Assistant
 	ps := slices.Clone(a.blocks)
 	slices.SortStableFunc(ps, func(x, y *partial) int { return cmp.Compare(x.index, y.index) })
-	return ps
+	for _, p := range ps {
+		if !p.done {
+			if b := p.finish(); b != nil {
+				t.Incomplete = append(t.Incomplete, b)
+			}
+		} else if p.block != nil {
+			t.Message.Content = append(t.Message.Content, p.block)
+		}
+	}
+	return t
 }
-
-// Container returns the turn's code execution container, for the next
-// [Request].Container, or "".
-func (a *Assembler) Container() string { return a.container }
-
-// StopReason returns the stop reason, or "" if none arrived.
-func (a *Assembler) StopReason() StopReason { return a.stop }
-
-// Usage returns the turn's usage so far.
-func (a *Assembler) Usage() Usage { return a.usage }
-
-// Done reports whether MessageStop arrived.
-func (a *Assembler) Done() bool { return a.done }

@@ -21,7 +21,7 @@ func TestAssembler(t *testing.T) {
 		stop       StopReason
 	}{{
 		name: "text",
-		events: []Event{MessageStart{ID: "m"}, TextStart{}, TextDelta{Text: "Hel"}, TextDelta{Text: "lo"}, BlockStop{},
+		events: []Event{MessageStart{ID: "m"}, TextDelta{}, TextDelta{Text: "Hel"}, TextDelta{Text: "lo"}, BlockStop{},
 			MessageDelta{StopReason: EndTurn}, MessageStop{}},
 		completed: []Block{Text{Text: "Hello"}},
 		want:      []Block{Text{Text: "Hello"}},
@@ -46,8 +46,8 @@ func TestAssembler(t *testing.T) {
 	}, {
 		name: "interleaved blocks, empty text dropped, cut tool incomplete",
 		events: []Event{
-			TextStart{Index: 0}, ToolUseStart{Index: 1, ID: "t", Name: "f", Input: raw("{}")},
-			thinkingStart{Index: 2}, TextStart{Index: 3},
+			TextDelta{Index: 0}, ToolUseStart{Index: 1, ID: "t", Name: "f", Input: raw("{}")},
+			ThinkingDelta{Index: 2}, TextDelta{Index: 3},
 			ToolInputDelta{Index: 1, PartialJSON: `{"x":`}, ThinkingDelta{Index: 2, Thinking: "th"},
 			TextDelta{Index: 3, Text: "late"}, signatureDelta{Index: 2, Signature: "sig"},
 			BlockStop{Index: 3}, BlockStop{Index: 2}, BlockStop{Index: 0},
@@ -63,7 +63,7 @@ func TestAssembler(t *testing.T) {
 			rawStart{Index: 0, Type: "server_tool_use", Raw: raw(`{"type":"server_tool_use","id":"s","name":"web_search","input":{}}`)},
 			ToolInputDelta{Index: 0, PartialJSON: `{"query":`}, ToolInputDelta{Index: 0, PartialJSON: `"go"}`}, BlockStop{Index: 0},
 			rawStart{Index: 1, Type: "redacted_thinking", Raw: raw(`{"type":"redacted_thinking","data":"x"}`)}, BlockStop{Index: 1},
-			TextStart{Index: 2}, TextDelta{Index: 2, Text: "cited"}, citationDelta{Index: 2, Citation: raw(`{"a":1}`)},
+			TextDelta{Index: 2}, TextDelta{Index: 2, Text: "cited"}, citationDelta{Index: 2, Citation: raw(`{"a":1}`)},
 			citationDelta{Index: 2, Citation: raw(`{"b":2}`)}, BlockStop{Index: 2},
 			rawStart{Index: 3, Type: "compaction", Raw: raw(`{"type":"compaction","content":null}`)},
 			rawDelta{Index: 3, Type: "compaction_delta", Raw: raw(`{"type":"compaction_delta","content":"sum","encrypted_content":"E1"}`)},
@@ -88,13 +88,16 @@ func TestAssembler(t *testing.T) {
 		completed: []Block{ToolUse{ID: "t", Name: "f", Input: raw(`{"p":1}`), Caller: raw(`{"type":"code_execution_20250825","tool_id":"s"}`), ToolsetName: "dice"}},
 	}, {
 		name: "second message start restarts",
-		events: []Event{MessageStart{ID: "1"}, TextStart{}, TextDelta{Text: "old"}, BlockStop{},
-			MessageStart{ID: "2"}, TextStart{}, TextDelta{Text: "new"}, BlockStop{}},
+		events: []Event{MessageStart{ID: "1"}, TextDelta{}, TextDelta{Text: "old"}, BlockStop{},
+			MessageStart{ID: "2"}, TextDelta{}, TextDelta{Text: "new"}, BlockStop{}},
 		completed: []Block{Text{Text: "old"}, Text{Text: "new"}},
 		want:      []Block{Text{Text: "new"}},
 	}, {
-		name:   "stray events ignored",
-		events: []Event{TextDelta{Index: 5, Text: "x"}, BlockStop{Index: 5}, TextStart{}, ThinkingDelta{Thinking: "no"}, BlockStop{}, BlockStop{}, TextDelta{Text: "after"}},
+		name: "a delta opens its block; stray events ignored",
+		events: []Event{TextDelta{Index: 5, Text: "x"}, BlockStop{Index: 5}, ToolInputDelta{Index: 2, PartialJSON: "{"}, TextDelta{},
+			ThinkingDelta{Thinking: "no"}, TextDelta{Text: "a"}, BlockStop{}, BlockStop{}, TextDelta{Text: "after"}},
+		completed: []Block{Text{Text: "x"}, Text{Text: "a"}},
+		want:      []Block{Text{Text: "a"}, Text{Text: "x"}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -111,17 +114,17 @@ func TestAssembler(t *testing.T) {
 			if diff := cmp.Diff(tt.completed, completed); diff != "" {
 				t.Errorf("Add returned (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tt.want, a.Message().Content); diff != "" {
+			if diff := cmp.Diff(tt.want, a.Turn().Message.Content); diff != "" {
 				t.Errorf("Message (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tt.incomplete, a.Incomplete()); diff != "" {
+			if diff := cmp.Diff(tt.incomplete, a.Turn().Incomplete); diff != "" {
 				t.Errorf("Incomplete (-want +got):\n%s", diff)
 			}
-			if a.StopReason() != tt.stop {
-				t.Errorf("StopReason = %q, want %q", a.StopReason(), tt.stop)
+			if a.Turn().StopReason != tt.stop {
+				t.Errorf("StopReason = %q, want %q", a.Turn().StopReason, tt.stop)
 			}
 			// Every completed block must marshal: it will be sent back.
-			if _, err := json.Marshal(a.Message()); err != nil {
+			if _, err := json.Marshal(a.Turn().Message); err != nil {
 				t.Errorf("Message does not marshal: %v", err)
 			}
 		})
@@ -146,7 +149,7 @@ func TestInvalidInput(t *testing.T) {
 // growing buffers, not one string each.
 func TestAssemblerLinear(t *testing.T) {
 	evs := make([]Event, 0, 100_002)
-	evs = append(evs, TextStart{})
+	evs = append(evs, TextDelta{})
 	for range 100_000 {
 		evs = append(evs, TextDelta{Text: "word "})
 	}
@@ -156,7 +159,7 @@ func TestAssemblerLinear(t *testing.T) {
 		for _, ev := range evs {
 			a.Add(ev)
 		}
-		if got := a.Message().Content[0].(Text).Text; len(got) != 500_000 || !strings.HasPrefix(got, "word word") {
+		if got := a.Turn().Message.Content[0].(Text).Text; len(got) != 500_000 || !strings.HasPrefix(got, "word word") {
 			t.Fatalf("wrong text of %d bytes", len(got))
 		}
 	})
@@ -185,7 +188,7 @@ func TestAssemblerContainer(t *testing.T) {
 			for _, ev := range tt.events {
 				a.Add(ev)
 			}
-			if got := a.Container(); got != tt.want {
+			if got := a.Turn().Container; got != tt.want {
 				t.Errorf("Container() = %q, want %q", got, tt.want)
 			}
 		})

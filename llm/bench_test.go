@@ -54,7 +54,7 @@ func benchStreams(b *testing.B) []benchStream {
 		for i := range d {
 			d[i] = "word "
 		}
-		return anthropictest.NewStream().Text(d...).Stop("end_turn").Buffered().Bytes()
+		return anthropictest.NewStream().Text(d...).Stop("end_turn").Bytes()
 	}
 	// A 5 MiB JSON input with escapes, in 10k fragments cut anywhere.
 	var in strings.Builder
@@ -64,7 +64,7 @@ func benchStreams(b *testing.B) []benchStream {
 	}
 	in.WriteString(`"}`)
 	tool := anthropictest.NewStream().ToolUse("toolu_1", "write", anthropictest.Split(in.String(), in.Len()/10_000+1)...).
-		Stop("tool_use").Buffered().Bytes()
+		Stop("tool_use").Bytes()
 	s := []benchStream{
 		{"text10k", text(10_000)},
 		{"text100k", text(100_000)},

@@ -113,7 +113,7 @@ func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Event, error
 		}
 		yielded := false
 		err = c.retry(ctx, &yielded, func(ctx context.Context) error {
-			at := startChat(c.tel, ctx, req) // otel hook: a chat span per attempt
+			at := startChat(c.tel, ctx, req, body) // otel hook: a chat span per attempt
 			err := c.streamOnce(at.Ctx, body, req.beta(), &yielded, at.observe(yield))
 			at.end(err)
 			return err

@@ -100,12 +100,12 @@ func collect(c *Client, ctx context.Context) (string, int, error) {
 	n := 0
 	for ev, err := range c.Stream(ctx, testReq) {
 		if err != nil {
-			return TextOf(a.Message().Content), n, err
+			return TextOf(a.Turn().Message.Content), n, err
 		}
 		n++
 		a.Add(ev)
 	}
-	return TextOf(a.Message().Content), n, nil
+	return TextOf(a.Turn().Message.Content), n, nil
 }
 
 func TestStreamRetry(t *testing.T) {

@@ -1,17 +1,9 @@
 package llm
 
 import (
-	"cmp"
 	"slices"
 	"strings"
 )
-
-// ContextManagement is a request's context_management: edits the API makes
-// to the prompt on the server, before the model reads it. The client's
-// history stays as it is.
-type ContextManagement struct {
-	Edits []ContextEdit `json:"edits"`
-}
 
 // The edits the API documents, for [ContextEdit].Type: context editing
 // (beta context-management-2025-06-27) and compaction at a token threshold
@@ -22,8 +14,10 @@ const (
 	Compact       = "compact_20260112"
 )
 
-// A ContextEdit is one strategy of [ContextManagement]. A zero field takes
-// the API's default; fields other than those of its Type must stay zero.
+// A ContextEdit is one strategy of a request's context management (see
+// [Request].ContextEdits): an edit the API makes to the prompt on the
+// server, before the model reads it. A zero field takes the API's default;
+// fields other than those of its Type must stay zero.
 type ContextEdit struct {
 	Type string `json:"type"`
 	// Trigger is when the edit applies, in "input_tokens" (for Compact at
@@ -69,7 +63,7 @@ func (r Request) beta() string {
 	if r.Summarize != nil {
 		betas = append(betas, "compact-2026-09-04")
 	}
-	for _, e := range cmp.Or(r.ContextManagement, &ContextManagement{}).Edits {
+	for _, e := range r.ContextEdits {
 		if b := need[e.Type]; b != "" && !slices.Contains(betas, b) {
 			betas = append(betas, b)
 		}

@@ -23,21 +23,21 @@ func TestContextManagementRequest(t *testing.T) {
 	compact := ContextEdit{Type: Compact, Trigger: &EditLimit{"input_tokens", 60000}, PauseAfterCompaction: true}
 	for _, tc := range []struct {
 		name     string
-		cm       *ContextManagement
+		cm       []ContextEdit
 		sum      *Summarize
 		wantBeta []string
 		wantCM   string // context_management as sent, "" for none
 		wantComp string // compaction as sent
 	}{
 		{name: "none"},
-		{name: "editing", cm: &ContextManagement{Edits: []ContextEdit{{Type: ClearThinking, Keep: &EditLimit{"thinking_turns", 1}}, edit}},
+		{name: "editing", cm: []ContextEdit{{Type: ClearThinking, Keep: &EditLimit{"thinking_turns", 1}}, edit},
 			wantBeta: []string{"context-management-2025-06-27"},
 			wantCM: `{"edits":[{"type":"clear_thinking_20251015","keep":{"type":"thinking_turns","value":1}},` +
 				`{"type":"clear_tool_uses_20250919","trigger":{"type":"input_tokens","value":30000},"keep":{"type":"tool_uses","value":3},"clear_at_least":{"type":"input_tokens","value":5000}}]}`},
-		{name: "compact", cm: &ContextManagement{Edits: []ContextEdit{compact}},
+		{name: "compact", cm: []ContextEdit{compact},
 			wantBeta: []string{"compact-2026-01-12"},
 			wantCM:   `{"edits":[{"type":"compact_20260112","trigger":{"type":"input_tokens","value":60000},"pause_after_compaction":true}]}`},
-		{name: "both", cm: &ContextManagement{Edits: []ContextEdit{edit, compact}},
+		{name: "both", cm: []ContextEdit{edit, compact},
 			wantBeta: []string{"context-management-2025-06-27,compact-2026-01-12"}},
 		{name: "summarize", sum: &Summarize{}, wantBeta: []string{"compact-2026-09-04"}, wantComp: `{"type":"summarize"}`},
 	} {
@@ -46,7 +46,7 @@ func TestContextManagementRequest(t *testing.T) {
 			defer srv.Close()
 			c := New(Config{BaseURL: srv.URL, MaxAttempts: 1})
 			req := Request{Model: "claude-opus-5-5", Messages: []Message{{Role: User, Content: []Block{Text{Text: "hi"}}}},
-				ContextManagement: tc.cm, Summarize: tc.sum}
+				ContextEdits: tc.cm, Summarize: tc.sum}
 			for _, err := range c.Stream(context.Background(), req) {
 				if err != nil {
 					t.Fatal(err)
@@ -79,7 +79,7 @@ func TestContextManagementRequest(t *testing.T) {
 // goes back as the server wrote it, and that the stop reason is known.
 func TestCompactionBlockAssembled(t *testing.T) {
 	stream := anthropictest.NewStream().Compaction("The user asked for X; Y is done.").
-		Delta(`{"type":"signature_delta","signature":"sig=="}`).Text("Next.").Stop("compaction")
+		Event("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"sig=="}}`).Text("Next.").Stop("compaction")
 	var a Assembler
 	dec := newDecoder(bytes.NewReader(stream.Bytes()), nil)
 	for {
@@ -89,10 +89,10 @@ func TestCompactionBlockAssembled(t *testing.T) {
 		}
 		a.Add(ev)
 	}
-	if a.StopReason() != CompactionStop {
-		t.Errorf("stop reason %q, want %q", a.StopReason(), CompactionStop)
+	if a.Turn().StopReason != CompactionStop {
+		t.Errorf("stop reason %q, want %q", a.Turn().StopReason, CompactionStop)
 	}
-	m := a.Message()
+	m := a.Turn().Message
 	raw, ok := m.Content[0].(RawBlock)
 	if !ok || raw.Type != CompactionBlock {
 		t.Fatalf("first block %#v, want a raw compaction block", m.Content[0])
@@ -120,7 +120,7 @@ func TestCompactionFixtures(t *testing.T) {
 				}
 				a.Add(ev)
 			}
-			m := a.Message()
+			m := a.Turn().Message
 			raw, ok := m.Content[0].(RawBlock)
 			if !ok || raw.Type != CompactionBlock {
 				t.Fatalf("first block %#v, want a raw compaction block", m.Content[0])
@@ -141,12 +141,12 @@ func TestCompactionFixtures(t *testing.T) {
 				// compacted context, not the compaction's own tokens.
 				want := Usage{InputTokens: 181, OutputTokens: 8,
 					Compaction: &Usage{InputTokens: 100, OutputTokens: 83, CacheReadInputTokens: 55096}}
-				if diff := cmp.Diff(want, a.Usage()); diff != "" {
+				if diff := cmp.Diff(want, a.Turn().Usage); diff != "" {
 					t.Errorf("usage (-want +got):\n%s", diff)
 				}
 				// The compaction is billed: at Sonnet 4.6's prices.
 				p := Price{3, 15, 3.75, 0.30}
-				if got, want := p.Cost(a.Usage()), (181*3+8*15+100*3+83*15+55096*0.30)/1e6; got != want {
+				if got, want := p.Cost(a.Turn().Usage), (181*3+8*15+100*3+83*15+55096*0.30)/1e6; got != want {
 					t.Errorf("cost %v, want %v", got, want)
 				}
 			}

@@ -300,15 +300,12 @@ func (d *decoder) startEvents(index int, raw []byte) error {
 	q := d.queue
 	switch b := b.(type) {
 	case Text:
-		q = append(q, TextStart{Index: index, Text: b.Text})
+		q = append(q, TextDelta{Index: index, Text: b.Text})
 		for _, c := range b.Citations {
 			q = append(q, citationDelta{Index: index, Citation: c})
 		}
 	case Thinking:
-		q = append(q, thinkingStart{Index: index})
-		if b.Thinking != "" {
-			q = append(q, ThinkingDelta{Index: index, Thinking: b.Thinking})
-		}
+		q = append(q, ThinkingDelta{Index: index, Thinking: b.Thinking})
 		if b.Signature != "" {
 			q = append(q, signatureDelta{Index: index, Signature: b.Signature})
 		}

@@ -65,7 +65,7 @@ func TestDecode(t *testing.T) {
 			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hel\"}     }\n\n" +
 			"event: content_block_delta\ndata:{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"lo \\\"\\u00e9\\ud83d\\ude00\\n\"}}\n\n" +
 			"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0 }\n\n" + sseStop,
-		want: []Event{evStart, TextStart{Index: 0}, TextDelta{Text: "Hel"}, TextDelta{Text: "lo \"é😀\n"}, BlockStop{}, evDelta, MessageStop{}},
+		want: []Event{evStart, TextDelta{Index: 0}, TextDelta{Text: "Hel"}, TextDelta{Text: "lo \"é😀\n"}, BlockStop{}, evDelta, MessageStop{}},
 	}, {
 		name: "CRLF, multi-line data, missing final blank line",
 		in: strings.ReplaceAll(sseStart, "\n", "\r\n") +
@@ -91,7 +91,7 @@ func TestDecode(t *testing.T) {
 			"event: future_event\ndata: {\"type\":\"future_event\"}\n\n" +
 			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"future_delta\",\"x\":1}}\n\n" +
 			"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n" + sseStop,
-		want: []Event{evStart, thinkingStart{}, ThinkingDelta{Thinking: "hmm"}, signatureDelta{Signature: "c2ln"}, BlockStop{},
+		want: []Event{evStart, ThinkingDelta{}, ThinkingDelta{Thinking: "hmm"}, signatureDelta{Signature: "c2ln"}, BlockStop{},
 			rawStart{Index: 1, Type: "redacted_thinking", Raw: json.RawMessage(`{"type":"redacted_thinking","data":"abc"}`)},
 			rawDelta{Index: 1, Type: "future_delta", Raw: json.RawMessage(`{"type":"future_delta","x":1}`)},
 			BlockStop{Index: 1}, evDelta, MessageStop{}},
@@ -99,7 +99,7 @@ func TestDecode(t *testing.T) {
 		name: "citation",
 		in: sseStart + "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"pre\"}}\n\n" +
 			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"citations_delta\",\"citation\":{\"type\":\"char_location\",\"cited_text\":\"x\"}}}\n\n",
-		want:    []Event{evStart, TextStart{Text: "pre"}, citationDelta{Citation: json.RawMessage(`{"type":"char_location","cited_text":"x"}`)}},
+		want:    []Event{evStart, TextDelta{Text: "pre"}, citationDelta{Citation: json.RawMessage(`{"type":"char_location","cited_text":"x"}`)}},
 		wantErr: ErrIncompleteStream,
 	}, {
 		name: "content in message_start",

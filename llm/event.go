@@ -20,27 +20,23 @@ type MessageStart struct {
 	Container string
 }
 
-// TextStart opens a text block. Text is usually empty; deltas follow.
-type TextStart struct {
-	Index int
-	Text  string
-}
-
-// TextDelta appends Text to the text block at Index.
+// TextDelta appends Text to the text block at Index, and opens it if
+// Index has no block: a block's start arrives as its first delta, its Text
+// usually empty.
 type TextDelta struct {
 	Index int
 	Text  string
 }
 
-// ThinkingDelta appends to the thinking block at Index.
+// ThinkingDelta appends to the thinking block at Index, and opens it as
+// TextDelta does.
 type ThinkingDelta struct {
 	Index    int
 	Thinking string
 }
 
-// thinkingStart opens a thinking block; signatureDelta carries its
-// signature, or a compaction block's.
-type thinkingStart struct{ Index int }
+// signatureDelta carries a thinking block's signature, or a compaction
+// block's.
 type signatureDelta struct {
 	Index     int
 	Signature string
@@ -97,9 +93,7 @@ type MessageDelta struct {
 type MessageStop struct{}
 
 func (MessageStart) isEvent()   {}
-func (TextStart) isEvent()      {}
 func (TextDelta) isEvent()      {}
-func (thinkingStart) isEvent()  {}
 func (ThinkingDelta) isEvent()  {}
 func (signatureDelta) isEvent() {}
 func (ToolUseStart) isEvent()   {}

@@ -38,7 +38,8 @@ func ExampleClient_Stream() {
 			}
 		}
 	}
-	fmt.Println("stop:", a.StopReason(), "blocks:", len(a.Message().Content))
+	t := a.Turn()
+	fmt.Println("stop:", t.StopReason, "blocks:", len(t.Message.Content))
 	// Output:
 	// Let me add that.
 	// call add {"a":1,"b":2}

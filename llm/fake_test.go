@@ -39,7 +39,8 @@ func runTurn(t *testing.T, c *Client, req Request) turn {
 		}
 		a.Add(ev)
 	}
-	got.Blocks, got.Incomplete, got.Stop = a.Message().Content, a.Incomplete(), a.StopReason()
+	at := a.Turn()
+	got.Blocks, got.Incomplete, got.Stop = at.Message.Content, at.Incomplete, at.StopReason
 	return got
 }
 
@@ -68,7 +69,9 @@ func TestFakeServer(t *testing.T) {
 		{name: "thinking, redacted, server tool, result, citation", replies: []anthropictest.Reply{
 			S().Block(anthropictest.Block{Type: "thinking", Signature: "sig"}, "hm", "m").Block(anthropictest.Block{Type: "redacted_thinking", Data: "RD"}).Block(anthropictest.Block{Type: "server_tool_use", ID: "srvtoolu_1", Name: "web_search"}, `{"query":`, `"go"}`).
 				Block(anthropictest.Block{Raw: []byte(`{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[]}`)}).
-				Text("Go").Delta(`{"type":"citations_delta","citation":{"type":"char_location","cited_text":"Go"}}`).StopSequence("END")},
+				Text("Go").Event("content_block_delta", `{"type":"content_block_delta","index":4,"delta":{"type":"citations_delta","citation":{"type":"char_location","cited_text":"Go"}}}`).EndBlock().
+				Event("message_delta", `{"type":"message_delta","delta":{"stop_reason":"stop_sequence","stop_sequence":"END"},"usage":{"output_tokens":4}}`).
+				Event("message_stop", `{"type":"message_stop"}`).EndWithoutStop()},
 			want: turn{Blocks: []Block{
 				Thinking{Thinking: "hmm", Signature: "sig"},
 				RedactedThinking{Data: "RD"},
@@ -87,10 +90,10 @@ func TestFakeServer(t *testing.T) {
 				ToolUse{ID: "toolu_5", Name: "rollDie", Input: raw(`{"player":"p1"}`), Caller: raw(`{"type":"code_execution_20250825","tool_id":"srvtoolu_1"}`)},
 			}, Stop: ToolUseStop}},
 		{name: "unknown event, CRLF and data-only framing", replies: []anthropictest.Reply{
-			S().Event("future_event", `{"type":"future_event"}`).
-				Raw("event: content_block_start\r\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\r\n\r\n").
-				Raw("data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hello\"}}\n\n").
-				Raw(": comment\n\nevent: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n").Stop("end_turn")},
+			anthropictest.Replay(append(S().Event("future_event", `{"type":"future_event"}`).EndWithoutStop().Bytes(),
+				"event: content_block_start\r\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\r\n\r\n"+
+					"data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hello\"}}\n\n"+
+					": comment\n\nevent: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"...)).Stop("end_turn")},
 			want: turn{Blocks: hello, Stop: EndTurn}},
 		{name: "max_tokens cuts a tool call", replies: []anthropictest.Reply{
 			S().Text("Writing").ToolUse("toolu_4", "write", `{"path":"a`).Stop("max_tokens")},
@@ -124,7 +127,7 @@ func TestFakeServer(t *testing.T) {
 			anthropictest.HTTPError{Status: 413, Body: []byte(`{"error":{"type":"request_too_large","message":"Request exceeds the maximum size"}}`)}},
 			want: turn{Err: "llm: 413 request_too_large: Request exceeds the maximum size"}},
 		{name: "reply func", replies: []anthropictest.Reply{anthropictest.ReplyFunc(func(r *anthropictest.Request) anthropictest.Reply {
-			return S().Text(r.Messages()[0].Text()).Stop("end_turn")
+			return S().Text(r.Messages()[0].Text).Stop("end_turn")
 		})}, want: turn{Blocks: []Block{Text{Text: "hi"}}, Stop: EndTurn}},
 	}
 	for _, tt := range tests {
@@ -141,8 +144,8 @@ func TestFakeServer(t *testing.T) {
 			if diff := cmp.Diff(tt.waits, *waits); diff != "" {
 				t.Errorf("waits (-want +got):\n%s", diff)
 			}
-			if srv.Pending() != 0 {
-				t.Errorf("%d replies unused", srv.Pending())
+			if n := len(srv.Requests()); n != len(tt.replies) {
+				t.Errorf("%d requests for %d replies", n, len(tt.replies))
 			}
 			for _, r := range srv.Requests() {
 				if err := anthropictest.CheckRequest(r.Body); err != nil {
@@ -234,7 +237,11 @@ func TestHTTPErrorFixtures(t *testing.T) {
 // is the server's count.
 func TestCountTokensFake(t *testing.T) {
 	srv := anthropictest.NewServer()
-	srv.CountTokens = func(r *anthropictest.Request) int { return 1000 + len(r.Messages()) }
+	var counts []*anthropictest.Request // one request at a time: no lock
+	srv.CountTokens = func(r *anthropictest.Request) int {
+		counts = append(counts, r)
+		return 1000 + len(r.Messages())
+	}
 	c, _ := fakeClient(t, srv, Config{APIKey: "sk-test"})
 	req := Request{
 		Model: "claude-x", System: "be brief", MaxTokens: 100, Extra: map[string]any{"container": "container_1"},
@@ -248,7 +255,6 @@ func TestCountTokensFake(t *testing.T) {
 	if got := len(srv.Requests()); got != 0 {
 		t.Errorf("%d messages requests, want 0", got)
 	}
-	counts := srv.CountRequests()
 	if len(counts) != 1 {
 		t.Fatalf("%d count_tokens requests, want 1", len(counts))
 	}

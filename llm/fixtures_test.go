@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -105,7 +106,9 @@ func TestDifferential(t *testing.T) {
 				sdkBlocks = append(sdkBlocks, b)
 			}
 			var ours []*partial
-			for _, p := range a.sorted() {
+			ps := slices.Clone(a.blocks)
+			slices.SortStableFunc(ps, func(x, y *partial) int { return x.index - y.index })
+			for _, p := range ps {
 				if (p.done && p.block == nil) || (!p.done && p.finish() == nil) {
 					continue // a dropped empty text block
 				}
@@ -120,8 +123,8 @@ func TestDifferential(t *testing.T) {
 				if !p.done {
 					b = p.finish()
 				}
-				if BlockType(b) != sb.Type {
-					t.Errorf("block %d: type %s, SDK %s", i, BlockType(b), sb.Type)
+				if b.blockType() != sb.Type {
+					t.Errorf("block %d: type %s, SDK %s", i, b.blockType(), sb.Type)
 					continue
 				}
 				if !p.done || sb.Type == "compaction" {
@@ -135,7 +138,7 @@ func TestDifferential(t *testing.T) {
 					t.Errorf("block %d (-sdk +ours):\n%s", i, diff)
 				}
 			}
-			if got := a.StopReason(); string(got) != string(want.StopReason) {
+			if got := a.Turn().StopReason; string(got) != string(want.StopReason) {
 				t.Errorf("stop reason %q, SDK %q", got, want.StopReason)
 			}
 			wantUsage := Usage{
@@ -144,7 +147,7 @@ func TestDifferential(t *testing.T) {
 				CacheCreationInputTokens: want.Usage.CacheCreationInputTokens,
 				CacheReadInputTokens:     want.Usage.CacheReadInputTokens,
 			}
-			got := a.Usage()
+			got := a.Turn().Usage
 			got.Compaction = nil // usage.iterations, which the SDK's Message leaves out (compaction_test.go checks it)
 			if diff := cmp.Diff(wantUsage, got); diff != "" {
 				t.Errorf("usage (-sdk +ours):\n%s", diff)
@@ -198,8 +201,8 @@ func TestFixturesContainer(t *testing.T) {
 			for _, ev := range evs {
 				a.Add(ev)
 			}
-			if want := string(ids[len(ids)-1][1]); a.Container() != want {
-				t.Errorf("Container() = %q, want %q", a.Container(), want)
+			if want := string(ids[len(ids)-1][1]); a.Turn().Container != want {
+				t.Errorf("Container() = %q, want %q", a.Turn().Container, want)
 			}
 		})
 	}

@@ -44,10 +44,10 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("unexpected error kind: %v", err)
 			}
 		}
-		if _, err := json.Marshal(a.Message()); err != nil {
+		if _, err := json.Marshal(a.Turn().Message); err != nil {
 			t.Fatalf("assembled message does not marshal: %v", err)
 		}
-		a.Incomplete()
+		a.Turn()
 	})
 }
 
@@ -83,11 +83,11 @@ func FuzzAssembler(f *testing.F) {
 			case 2:
 				ev = BlockStop{Index: index}
 			case 3:
-				ev = TextStart{Index: index, Text: arg}
+				ev = ThinkingDelta{Index: index, Thinking: arg}
 			case 4:
 				ev = TextDelta{Index: index, Text: arg}
 			case 5:
-				ev = thinkingStart{Index: index}
+				ev = rawStart{Index: index, Type: "compaction", Raw: obj}
 			case 6:
 				ev = signatureDelta{Index: index, Signature: arg}
 			case 7:
@@ -107,7 +107,7 @@ func FuzzAssembler(f *testing.F) {
 				}
 			}
 		}
-		if _, err := json.Marshal(a.Message()); err != nil {
+		if _, err := json.Marshal(a.Turn().Message); err != nil {
 			t.Fatal(err)
 		}
 	})

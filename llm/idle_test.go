@@ -159,7 +159,7 @@ func TestIdleTimeout(t *testing.T) {
 				if !errors.Is(err, tt.wantErr) {
 					t.Fatalf("err = %v, want %v", err, tt.wantErr)
 				}
-				if got := TextOf(a.Message().Content); got != tt.wantText {
+				if got := TextOf(a.Turn().Message.Content); got != tt.wantText {
 					t.Errorf("text = %q, want %q", got, tt.wantText)
 				}
 				if err != nil && IsRetryable(err) != errors.Is(err, errIdleTimeout) {

@@ -93,9 +93,6 @@ func (ToolResult) blockType() string       { return "tool_result" }
 func (Image) blockType() string            { return "image" }
 func (b RawBlock) blockType() string       { return b.Type }
 
-// BlockType returns b's wire "type", such as "text".
-func BlockType(b Block) string { return b.blockType() }
-
 // MarshalJSON writes the block in the API's wire shape, with its "type".
 func (b Text) MarshalJSON() ([]byte, error) { return marshal(b) }
 

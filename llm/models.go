@@ -43,10 +43,6 @@ type ModelInfo struct {
 	ContextEditing, ServerCompaction bool
 }
 
-// AlwaysThinks reports whether the model's thinking cannot be off: its
-// Thinking lacks "disabled".
-func (m ModelInfo) AlwaysThinks() bool { return !slices.Contains(m.Thinking, "disabled") }
-
 // Price is a model's price in USD per million tokens.
 type Price struct {
 	Input, Output float64
@@ -171,7 +167,7 @@ func check(r Request, w wireRequest, count bool) error {
 			return fmt.Errorf("llm: Request.Extra[%q]: API version 2026-10-21, which this package sends, takes no temperature, top_p or top_k on any model: leave it out, and steer the model in the prompt", k)
 		}
 	}
-	if forced := choice.Type == "any" || choice.Type == "tool"; forced && info.AlwaysThinks() {
+	if forced := choice.Type == "any" || choice.Type == "tool"; forced && !slices.Contains(info.Thinking, "disabled") {
 		return fmt.Errorf("llm: %s does not accept a forced tool_choice (%q)%s: use \"auto\" and say in the prompt when the tool applies",
 			r.Model, choice.Type, unknown)
 	}

@@ -37,9 +37,10 @@ type Request struct {
 	// Container is the code execution container to reuse, as the previous
 	// turn's [MessageDelta].Container reported. Empty sends none.
 	Container string
-	// ContextManagement, when set, is sent as context_management, with the
-	// beta header its edits need. count_tokens does not take it.
-	ContextManagement *ContextManagement
+	// ContextEdits, when set, are sent as context_management's edits, with
+	// the beta header they need. The client's history stays as it is.
+	// count_tokens does not take them.
+	ContextEdits []ContextEdit
 	// Summarize, when set, makes this a compaction request (see [Summarize]),
 	// with its beta header.
 	Summarize *Summarize
@@ -97,8 +98,8 @@ type wireRequest struct {
 	Container  string        `json:"container,omitempty"`
 	Stream     bool          `json:"stream,omitzero"`
 	// Server-side context management (compaction.go).
-	ContextManagement *ContextManagement `json:"context_management,omitempty"`
-	Compaction        *wireSummarize     `json:"compaction,omitempty"`
+	ContextManagement *wireEdits     `json:"context_management,omitempty"`
+	Compaction        *wireSummarize `json:"compaction,omitempty"`
 }
 
 type (
@@ -117,6 +118,9 @@ type (
 	}
 	wireOutput struct {
 		Effort string `json:"effort"`
+	}
+	wireEdits struct {
+		Edits []ContextEdit `json:"edits"`
 	}
 )
 
@@ -199,7 +203,9 @@ func requestBody(r Request, count bool) ([]byte, error) {
 	}
 	if !count {
 		w.MaxTokens, w.Container, w.Stream = cmp.Or(max(r.MaxTokens, 0), DefaultMaxTokens), r.Container, true
-		w.ContextManagement = r.ContextManagement
+		if len(r.ContextEdits) > 0 {
+			w.ContextManagement = &wireEdits{r.ContextEdits}
+		}
 		if r.Summarize != nil {
 			w.Compaction = &wireSummarize{"summarize", *r.Summarize}
 		}

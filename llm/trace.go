@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
@@ -34,20 +33,9 @@ type attempt struct {
 	asm *Assembler
 }
 
-// startChat starts the telemetry of an attempt at req.
-func startChat(in *telemetry.Instruments, ctx context.Context, req Request) *attempt {
-	var tools []string
-	for _, ts := range req.Tools {
-		tools = append(tools, ts.Name)
-	}
-	ch := in.StartChat(ctx, telemetry.ChatRequest{Model: req.Model, MaxTokens: cmp.Or(req.MaxTokens, DefaultMaxTokens),
-		System: req.System, Tools: tools, Messages: func() attribute.Value {
-			var msgs []attribute.Value
-			for _, m := range req.Messages {
-				msgs = append(msgs, messageValue(m.Role, m.Content, ""))
-			}
-			return attribute.SliceValue(msgs...)
-		}})
+// startChat starts the telemetry of an attempt at req, whose JSON is body.
+func startChat(in *telemetry.Instruments, ctx context.Context, req Request, body []byte) *attempt {
+	ch := in.StartChat(ctx, telemetry.ChatRequest{Model: req.Model, MaxTokens: cmp.Or(req.MaxTokens, DefaultMaxTokens), Body: body})
 	a := &attempt{Chat: ch}
 	if in.Capture && ch.Active() {
 		a.asm = new(Assembler)
@@ -82,11 +70,12 @@ func (a *attempt) end(err error) {
 	if err == errStop {
 		err = nil
 	}
-	a.End(err, ErrorType(err), func() attribute.Value {
-		if a.asm == nil || !a.asm.Done() {
-			return attribute.Value{}
+	a.End(err, ErrorType(err), func() []byte {
+		if a.asm == nil || !a.asm.turn.Done {
+			return nil
 		}
-		return attribute.SliceValue(messageValue(Assistant, a.asm.Message().Content, a.asm.StopReason()))
+		out, _ := marshal(a.asm.Turn().Message)
+		return out
 	})
 }
 
@@ -111,29 +100,4 @@ func ErrorType(err error) string {
 		return "malformed_event"
 	}
 	return "_OTHER"
-}
-
-// messageValue is one message of the conventions; finish only on output.
-func messageValue(role Role, content []Block, finish StopReason) attribute.Value {
-	parts := make([]attribute.Value, len(content))
-	for i, b := range content {
-		switch b := b.(type) {
-		case Text:
-			parts[i] = telemetry.TextPart(b.Text)
-		case Thinking:
-			parts[i] = telemetry.Part("reasoning", attribute.String("content", b.Thinking))
-		case ToolUse:
-			parts[i] = telemetry.Part("tool_call", attribute.String("id", b.ID), attribute.String("name", b.Name),
-				attribute.KeyValue{Key: "arguments", Value: telemetry.JSON(b.Input)})
-		case ToolResult:
-			parts[i] = telemetry.Part("tool_call_response", attribute.String("id", b.ToolUseID),
-				attribute.KeyValue{Key: "response", Value: telemetry.Text(TextOf(b.Content))})
-		case Image:
-			parts[i] = telemetry.Part("blob", attribute.String("modality", "image"),
-				attribute.String("mime_type", b.MediaType), attribute.String("content", b.Data))
-		default: // the schemas have no part for it: its type alone
-			parts[i] = telemetry.Part(b.blockType())
-		}
-	}
-	return telemetry.Message(string(role), string(finish), parts...)
 }

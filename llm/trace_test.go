@@ -2,9 +2,13 @@ package llm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +16,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/agentloop/agentloop/anthropictest"
 	"github.com/agentloop/agentloop/internal/telemetry"
@@ -145,8 +151,95 @@ func BenchmarkAttemptOff(b *testing.B) {
 	yield := func(Event, error) bool { return true }
 	b.ReportAllocs()
 	for b.Loop() {
-		a := startChat(tel, context.Background(), req)
+		a := startChat(tel, context.Background(), req, nil)
 		a.observe(yield)(MessageStop{}, nil)
 		a.end(nil)
 	}
+}
+
+// TestChatSpanContent records the content of one chat span, with every
+// block kind in its input and output, and compares it, with each value's
+// type, to testdata/chat_content.json. Run with -update to rewrite it.
+func TestChatSpanContent(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tel := telemetry.New("test", sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), nil, true, "")
+	req := Request{Model: "claude-test", System: "Be brief.", Cache: true,
+		Tools: []ToolSpec{{Name: "add", InputSchema: json.RawMessage(`{"type":"object"}`)}, {Name: "read"}},
+		Messages: []Message{
+			{Role: User, Content: []Block{Text{Text: "look"}, Image{MediaType: "image/png", Data: "iVBO"},
+				RawBlock{Type: "document", JSON: json.RawMessage(`{"type":"document","source":{"type":"text","data":"d"}}`)},
+				RawBlock{Type: "image", JSON: json.RawMessage(`{"type":"image","source":{"type":"url","url":"https://x"}}`)}}},
+			{Role: Assistant, Content: []Block{Thinking{Thinking: "hmm", Signature: "sig"}, RedactedThinking{Data: "xx"},
+				ToolUse{ID: "toolu_1", Name: "add", Input: json.RawMessage(`{"b": 2, "a": [1.5, true, null, "x"]}`)},
+				ToolUse{ID: "toolu_2", Name: "read"}}},
+			{Role: User, Content: []Block{
+				ToolResult{ToolUseID: "toolu_1", Content: []Block{Text{Text: ` {"sum": 3}`}}},
+				ToolResult{ToolUseID: "toolu_2", Content: []Block{Text{Text: "a "}, Image{MediaType: "image/gif", Data: "R0"}, Text{Text: "b"}}, IsError: true},
+				ToolResult{ToolUseID: "toolu_3"}, Text{Text: ""}}},
+		}}
+	body, err := requestBody(req, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := startChat(tel, context.Background(), req, body)
+	yield := a.observe(func(Event, error) bool { return true })
+	for _, ev := range []Event{MessageStart{ID: "msg_1", Model: "claude-test"},
+		ThinkingDelta{Index: 0, Thinking: "so"}, signatureDelta{Index: 0, Signature: "s"}, BlockStop{Index: 0},
+		TextDelta{Index: 1, Text: "Sum: "}, TextDelta{Index: 1, Text: "3"}, BlockStop{Index: 1},
+		ToolUseStart{Index: 2, ID: "toolu_4", Name: "add", Input: json.RawMessage(`{}`)}, ToolInputDelta{Index: 2, PartialJSON: `{"a":1}`}, BlockStop{Index: 2},
+		rawStart{Index: 3, Type: "server_tool_use", Raw: json.RawMessage(`{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{}}`)}, BlockStop{Index: 3},
+		MessageDelta{StopReason: ToolUseStop}, MessageStop{}} {
+		yield(ev, nil)
+	}
+	a.end(nil)
+	spans := rec.Ended()
+	if len(spans) != 1 {
+		t.Fatalf("%d spans, want 1", len(spans))
+	}
+	got := map[string]any{}
+	for _, kv := range spans[0].Attributes() {
+		if k := string(kv.Key); strings.HasPrefix(k, "gen_ai.input") || strings.HasPrefix(k, "gen_ai.output") ||
+			strings.HasPrefix(k, "gen_ai.system") || strings.HasPrefix(k, "gen_ai.tool") {
+			got[k] = typedValue(kv.Value)
+		}
+	}
+	data, err := json.MarshalIndent(got, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "chat_content.json")
+	if *update {
+		if err := os.WriteFile(golden, append(data, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), string(data)+"\n"); diff != "" {
+		t.Errorf("span content (-want +got):\n%s", diff)
+	}
+}
+
+// typedValue returns v as a Go value that encoding/json writes, each
+// scalar with its attribute type, so that a string "1" and an int 1 differ.
+func typedValue(v attribute.Value) any {
+	switch v.Type() {
+	case attribute.SLICE:
+		var out []any
+		for _, e := range v.AsSlice() {
+			out = append(out, typedValue(e))
+		}
+		return out
+	case attribute.MAP:
+		out := map[string]any{}
+		for _, kv := range v.AsMap() {
+			out[string(kv.Key)] = typedValue(kv.Value)
+		}
+		return out
+	case attribute.EMPTY:
+		return nil
+	}
+	return v.Type().String() + ":" + v.String()
 }

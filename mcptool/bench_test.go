@@ -29,7 +29,7 @@ func BenchmarkCallInMemory(b *testing.B) {
 }
 
 func BenchmarkCallStdio(b *testing.B) {
-	s, err := ConnectCmd(b.Context(), helperCommand(b, "server"), nil)
+	s, err := ConnectCommand(b.Context(), helperCommand(b, "server"), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -14,42 +15,6 @@ import (
 	"github.com/agentloop/agentloop/llm"
 	"github.com/google/go-cmp/cmp"
 )
-
-func TestSplitCommand(t *testing.T) {
-	tests := []struct {
-		line    string
-		want    []string
-		wantErr string
-	}{
-		{"npx -y @modelcontextprotocol/server-everything", []string{"npx", "-y", "@modelcontextprotocol/server-everything"}, ""},
-		{"  srv\t--a  b  ", []string{"srv", "--a", "b"}, ""},
-		{`srv 'two words' "and \"more\"" x\ y`, []string{"srv", "two words", `and "more"`, "x y"}, ""},
-		{`srv '' "" 'it''s'`, []string{"srv", "", "", "its"}, ""},
-		{`srv "a\nb" 'a\b'`, []string{"srv", `a\nb`, `a\b`}, ""},
-		{`srv --path="/a b/c"`, []string{"srv", "--path=/a b/c"}, ""},
-		{"", nil, "empty command"},
-		{"   ", nil, "empty command"},
-		{`srv 'open`, nil, "unterminated single quote"},
-		{`srv "open`, nil, "unterminated double quote"},
-		{`srv \`, nil, "trailing backslash"},
-	}
-	for _, tt := range tests {
-		got, err := splitCommand(tt.line)
-		if tt.wantErr != "" {
-			if err == nil || err.Error() != tt.wantErr {
-				t.Errorf("splitCommand(%q) error = %v, want %q", tt.line, err, tt.wantErr)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("splitCommand(%q): %v", tt.line, err)
-			continue
-		}
-		if diff := cmp.Diff(tt.want, got); diff != "" {
-			t.Errorf("splitCommand(%q) (-want +got):\n%s", tt.line, diff)
-		}
-	}
-}
 
 func TestStderrLog(t *testing.T) {
 	var logged bytes.Buffer
@@ -80,13 +45,10 @@ func TestConnectCommandFailsToStart(t *testing.T) {
 		want []string // substrings of the error
 	}{
 		{"not found", func() (*Server, error) {
-			return ConnectCommand(t.Context(), "/nonexistent/mcp-server --flag", nil)
+			return ConnectCommand(t.Context(), exec.Command("/nonexistent/mcp-server", "--flag"), nil)
 		}, []string{`start server "/nonexistent/mcp-server --flag"`, "no such file"}},
-		{"bad line", func() (*Server, error) {
-			return ConnectCommand(t.Context(), `srv "unclosed`, nil)
-		}, []string{`srv \"unclosed`, "unterminated double quote"}},
 		{"exits at once", func() (*Server, error) {
-			return ConnectCmd(t.Context(), helperCommand(t, "die"), nil)
+			return ConnectCommand(t.Context(), helperCommand(t, "die"), nil)
 		}, []string{"start server", "its stderr ends:\nstarting\nfatal: no API token configured"}},
 	}
 	for _, tt := range tests {
@@ -110,7 +72,7 @@ func TestConnectCommandFailsToStart(t *testing.T) {
 // is_error results naming the server, and another server's tools still work.
 func TestServerCrashMidRun(t *testing.T) {
 	var logged bytes.Buffer
-	h, err := ConnectCmd(t.Context(), helperCommand(t, "server"), &Options{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	h, err := ConnectCommand(t.Context(), helperCommand(t, "server"), &Options{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +122,7 @@ func TestCloseLeavesNoProcess(t *testing.T) {
 	defer r.Close()
 	cmd := helperCommand(t, "server")
 	cmd.ExtraFiles = []*os.File{w}
-	s, err := ConnectCmd(t.Context(), cmd, nil)
+	s, err := ConnectCommand(t.Context(), cmd, nil)
 	w.Close() // the server and its grandchild now hold the only copies
 	if err != nil {
 		t.Fatal(err)

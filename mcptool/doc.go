@@ -2,12 +2,12 @@
 // so that an agent can use the tools people already run as MCP servers.
 //
 // It connects with the official MCP Go SDK: to a command over stdio
-// ([ConnectCommand]), to a URL over streamable HTTP ([ConnectURL]), or over
+// ([ConnectCommand], given an [exec.Cmd]), to a URL over streamable HTTP ([ConnectURL]), or over
 // any [mcp.Transport] ([Connect]). [Server.Register] then lists the
 // server's tools and registers each one, its input schema passed through as
 // the server gives it:
 //
-//	srv, err := mcptool.ConnectCommand(ctx, "npx -y @modelcontextprotocol/server-everything", nil)
+//	srv, err := mcptool.ConnectCommand(ctx, exec.Command("npx", "-y", "@modelcontextprotocol/server-everything"), nil)
 //	if err != nil {
 //		return err // names the command, with the end of its stderr
 //	}

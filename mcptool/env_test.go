@@ -34,7 +34,7 @@ func TestServerEnvironment(t *testing.T) {
 			[]string{"HOME=/elsewhere", helper, "USER=tester"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := ConnectCmd(t.Context(), exec.Command(os.Args[0], "-test.run=^$"), &Options{Env: tc.env})
+			s, err := ConnectCommand(t.Context(), exec.Command(os.Args[0], "-test.run=^$"), &Options{Env: tc.env})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,7 +63,7 @@ func TestServerEnvironment(t *testing.T) {
 // before anything starts, and that the error does not show its value.
 func TestServerEnvironmentInvalid(t *testing.T) {
 	for _, entry := range []string{"NOVALUE", "=x", "1X=y", "BAD NAME=sk-secret"} {
-		_, err := ConnectCmd(t.Context(), exec.Command(os.Args[0], "-test.run=^$"), &Options{Env: []string{entry}})
+		_, err := ConnectCommand(t.Context(), exec.Command(os.Args[0], "-test.run=^$"), &Options{Env: []string{entry}})
 		if err == nil {
 			t.Errorf("Env %q: no error", entry)
 			continue

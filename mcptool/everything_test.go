@@ -2,6 +2,7 @@ package mcptool
 
 import (
 	"encoding/json"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -15,8 +16,8 @@ import (
 // the real thing, with a schema generator, content types and a process
 // tree this package did not write.
 func TestEverythingServer(t *testing.T) {
-	line := testenv.EverythingServer(t)
-	s, err := ConnectCommand(t.Context(), line, nil)
+	args := testenv.EverythingServer(t)
+	s, err := ConnectCommand(t.Context(), exec.Command(args[0], args[1:]...), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

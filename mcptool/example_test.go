@@ -7,6 +7,7 @@ import (
 	"log"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 
 	"github.com/agentloop/agentloop/llm"
@@ -58,8 +59,8 @@ func Example() {
 func ExampleConnectCommand() {
 	ctx := context.Background()
 	reg := tool.NewRegistry(tool.Config{})
-	for _, line := range []string{"npx -y @modelcontextprotocol/server-everything", "my-server --verbose"} {
-		srv, err := mcptool.ConnectCommand(ctx, line, &mcptool.Options{Logger: slog.Default()})
+	for _, args := range [][]string{{"npx", "-y", "@modelcontextprotocol/server-everything"}, {"my-server", "--verbose"}} {
+		srv, err := mcptool.ConnectCommand(ctx, exec.Command(args[0], args[1:]...), &mcptool.Options{Logger: slog.Default()})
 		if err != nil {
 			log.Print(err) // names the command and quotes the end of its stderr
 			continue

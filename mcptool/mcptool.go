@@ -152,27 +152,14 @@ func ConnectURL(ctx context.Context, rawURL string, opts *Options) (*Server, err
 	return s, nil
 }
 
-// ConnectCommand starts the server commandLine, a command and its
-// arguments, and talks to it over its stdin and stdout. The line is split
-// into words the way a POSIX shell would (quotes and backslashes work) but
-// nothing else a shell does happens: no variables, globs or pipes. The
-// server's stderr goes to the logger, and its last lines into the error if
-// it fails to start. ctx bounds only the start and the handshake.
-func ConnectCommand(ctx context.Context, commandLine string, opts *Options) (*Server, error) {
-	args, err := splitCommand(commandLine)
-	if err != nil {
-		return nil, fmt.Errorf("mcptool: server command %q: %w", commandLine, err)
-	}
-	return ConnectCmd(ctx, exec.Command(args[0], args[1:]...), opts)
-}
-
-// ConnectCmd is like [ConnectCommand] for a command the caller has built,
-// to set its environment or working directory. cmd must not have been
-// started, and its Stdin, Stdout and Stderr must be nil: the connection uses
-// them. A nil cmd.Env means the environment [Options.Env] describes; a
-// non-nil one is the caller's choice and is used as it is, with
-// Options.Env added.
-func ConnectCmd(ctx context.Context, cmd *exec.Cmd, opts *Options) (*Server, error) {
+// ConnectCommand starts cmd as the server and talks to it over its stdin
+// and stdout. cmd must not have been started, and its Stdin, Stdout and
+// Stderr must be nil: the connection uses them. A nil cmd.Env means the
+// environment [Options.Env] describes; a non-nil one is the caller's
+// choice and is used as it is, with Options.Env added. The server's stderr
+// goes to the logger, and its last lines into the error if it fails to
+// start. ctx bounds only the start and the handshake.
+func ConnectCommand(ctx context.Context, cmd *exec.Cmd, opts *Options) (*Server, error) {
 	// Errors name the server by Options.Name when there is one, else by
 	// its command line: the caller who named it may have put a secret in
 	// its arguments.

@@ -163,16 +163,12 @@ func TestCall(t *testing.T) {
 
 func TestToolsPassSchemaThrough(t *testing.T) {
 	s := connectInMemory(t, testServer("alpha", nil, nil), nil)
-	tools, err := s.Tools(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
 	var names []string
-	var dotted *tool.Tool
-	for _, tt := range tools {
-		names = append(names, tt.Spec().Name)
-		if tt.Spec().Name == "dotted_name" {
-			dotted = tt
+	var spec llm.ToolSpec
+	for _, sp := range registered(t, s).Specs() {
+		names = append(names, sp.Name)
+		if sp.Name == "dotted_name" {
+			spec = sp
 		}
 	}
 	want := []string{"dotted_name", "echo", "fail", "image", "mixed", "slow", "structured", "structured_too"}
@@ -180,7 +176,6 @@ func TestToolsPassSchemaThrough(t *testing.T) {
 		t.Fatalf("tool names (-want +got):\n%s", diff)
 	}
 	var gotSchema, wantSchema any
-	spec := dotted.Spec()
 	if err := json.Unmarshal(spec.InputSchema, &gotSchema); err != nil {
 		t.Fatal(err)
 	}

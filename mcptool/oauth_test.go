@@ -189,7 +189,7 @@ func TestHandshakeTimeout(t *testing.T) {
 		}
 	})
 	t.Run("command", func(t *testing.T) {
-		_, err := ConnectCmd(t.Context(), helperCommand(t, "mute"), &Options{HandshakeTimeout: 100 * time.Millisecond})
+		_, err := ConnectCommand(t.Context(), helperCommand(t, "mute"), &Options{HandshakeTimeout: 100 * time.Millisecond})
 		if !errors.Is(err, ErrHandshakeTimeout) || !strings.Contains(err.Error(), "start server") {
 			t.Errorf("err = %v, want ErrHandshakeTimeout naming the command", err)
 		}

@@ -2,12 +2,10 @@ package mcptool
 
 import (
 	"bytes"
-	"errors"
 	"log/slog"
 	"os/exec"
 	"strings"
 	"sync"
-	"unicode"
 )
 
 // A process is a server command this package started: its stderr, and
@@ -31,71 +29,6 @@ func (p *process) cleanup() {
 	if p.cmd.Process != nil {
 		killProcessGroup(p.cmd.Process.Pid)
 	}
-}
-
-// splitCommand splits line into words as a POSIX shell does: blanks
-// separate words; single quotes keep everything literally; double quotes
-// keep everything but let a backslash escape ", \, $ and `; elsewhere a
-// backslash escapes any character.
-func splitCommand(line string) ([]string, error) {
-	var (
-		words  []string
-		word   strings.Builder
-		inWord bool // a word has begun, possibly empty ('')
-	)
-	rs := []rune(line)
-	for i := 0; i < len(rs); i++ {
-		r := rs[i]
-		switch {
-		case r == '\'':
-			inWord = true
-			j := i + 1
-			for j < len(rs) && rs[j] != '\'' {
-				j++
-			}
-			if j == len(rs) {
-				return nil, errors.New("unterminated single quote")
-			}
-			word.WriteString(string(rs[i+1 : j]))
-			i = j
-		case r == '"':
-			inWord = true
-			j := i + 1
-			for ; j < len(rs) && rs[j] != '"'; j++ {
-				if rs[j] == '\\' && j+1 < len(rs) && strings.ContainsRune("\"\\$`", rs[j+1]) {
-					j++
-				}
-				word.WriteRune(rs[j])
-			}
-			if j == len(rs) {
-				return nil, errors.New("unterminated double quote")
-			}
-			i = j
-		case r == '\\':
-			if i+1 == len(rs) {
-				return nil, errors.New("trailing backslash")
-			}
-			inWord = true
-			i++
-			word.WriteRune(rs[i])
-		case unicode.IsSpace(r):
-			if inWord {
-				words = append(words, word.String())
-				word.Reset()
-				inWord = false
-			}
-		default:
-			inWord = true
-			word.WriteRune(r)
-		}
-	}
-	if inWord {
-		words = append(words, word.String())
-	}
-	if len(words) == 0 {
-		return nil, errors.New("empty command")
-	}
-	return words, nil
 }
 
 // stderrLog logs a server's stderr line by line and keeps its last lines

@@ -19,35 +19,11 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 )
 
-// Tools lists the server's tools and returns them ready to register, each
-// under its own name made valid for the API (characters outside
-// [a-zA-Z0-9_-] become '_', and at most 64 of them). Input schemas are the
-// server's, unchanged. Calling a tool forwards the call, with its ctx, to
-// the server. A tool that cannot be made, such as one whose schema is not
-// an object, is left out and named in the error; the tools returned with
-// that error are the ones that could.
-func (s *Server) Tools(ctx context.Context) ([]*tool.Tool, error) {
-	list, err := s.list(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var (
-		tools []*tool.Tool
-		errs  []error
-	)
-	for _, t := range list {
-		tt, err := s.newTool(cleanName(t.Name, "tool"), t)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		tools = append(tools, tt)
-	}
-	return tools, errors.Join(errs...)
-}
-
-// Register lists the server's tools and registers them in reg, as [Tools]
-// makes them. A tool whose name is taken, by another server's tool or any
+// Register lists the server's tools and registers them in reg, each under
+// its own name made valid for the API (characters outside [a-zA-Z0-9_-]
+// become '_', and at most 64 of them). Input schemas are the server's,
+// unchanged. Calling a tool forwards the call, with its ctx, to the
+// server. A tool whose name is taken, by another server's tool or any
 // other, is registered as server__tool instead ([Server.Name], two
 // underscores, the tool's name). A tool that still cannot be registered is
 // skipped and named in the returned error; the others are registered all

@@ -60,7 +60,7 @@ func (c *cacheSim) usage(r *anthropictest.Request) (input, write, read int, err 
 	if len(p.System) > 0 {
 		add("system:", p.System)
 	}
-	for _, m := range r.Prompt() { // what the model reads: from a compaction block on
+	for _, m := range p.Prompt { // what the model reads: from a compaction block on
 		for i, b := range m.Content {
 			role := ""
 			if i == 0 {
@@ -108,7 +108,7 @@ func (c *cacheSim) usage(r *anthropictest.Request) (input, write, read int, err 
 func isSummaryRequest(r *anthropictest.Request) bool {
 	p, err := r.Params()
 	return err == nil && len(p.Tools) == 0 && len(p.Messages) == 1 &&
-		strings.HasPrefix(p.Messages[0].Text(), "<transcript>")
+		strings.HasPrefix(p.Messages[0].Text, "<transcript>")
 }
 
 // toolReply answers a turn with a tool call, usage from the simulator.

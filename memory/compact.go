@@ -261,14 +261,14 @@ func collect(ctx context.Context, m llm.Model, req llm.Request) (llm.Message, ll
 	var asm llm.Assembler
 	for ev, err := range m.Stream(ctx, req) {
 		if err != nil {
-			return llm.Message{}, asm.Usage(), err
+			return llm.Message{}, asm.Turn().Usage, err
 		}
 		asm.Add(ev)
 	}
-	if !asm.Done() {
-		return llm.Message{}, asm.Usage(), llm.ErrIncompleteStream
+	if t := asm.Turn(); t.Done {
+		return t.Message, t.Usage, nil
 	}
-	return asm.Message(), asm.Usage(), nil
+	return llm.Message{}, asm.Turn().Usage, llm.ErrIncompleteStream
 }
 
 // transcript renders es as plain text for the summarisation call, which
@@ -333,33 +333,30 @@ func (h *History) strategy() string {
 	return "client"
 }
 
-// ContextManagement returns the context_management of the next request,
-// or nil. Context editing is the first, cheapest step: past half of
+// ContextManagement returns the context management edits of the next
+// request, or none. Context editing is the first, cheapest step: past half of
 // Config.ContextLimit the API clears old tool results (and, with thinking
 // on, old turns' thinking) from what the model reads, at least a tenth of
 // the limit at a time, so that the prompt cache it breaks is worth it. In
 // "server" mode the API then compacts at 80% of the limit (50,000 tokens at
 // least; [History.AppendAssistant] keeps the block), [History.Compact] the
 // fallback at ContextLimit.
-func (h *History) ContextManagement(thinking bool) *llm.ContextManagement {
+func (h *History) ContextManagement(thinking bool) []llm.ContextEdit {
 	mode, limit := h.strategy(), h.cfg.ContextLimit
-	var cm llm.ContextManagement
+	var edits []llm.ContextEdit
 	inputTokens := func(n int) *llm.EditLimit { return &llm.EditLimit{Type: "input_tokens", Value: n} }
 	// An explicit "client" asks for the client's own compaction alone.
 	if mode == "server" || h.cfg.Compaction == "" && h.model.ContextEditing {
 		if thinking && h.Tokens() > limit/2 { // below, thinking stays, and the cache with it
-			cm.Edits = append(cm.Edits, llm.ContextEdit{Type: llm.ClearThinking, Keep: &llm.EditLimit{Type: "thinking_turns", Value: 1}}) // first, as the API wants
+			edits = append(edits, llm.ContextEdit{Type: llm.ClearThinking, Keep: &llm.EditLimit{Type: "thinking_turns", Value: 1}}) // first, as the API wants
 		}
-		cm.Edits = append(cm.Edits, llm.ContextEdit{Type: llm.ClearToolUses, Trigger: inputTokens(max(1, limit/2)),
+		edits = append(edits, llm.ContextEdit{Type: llm.ClearToolUses, Trigger: inputTokens(max(1, limit/2)),
 			Keep: &llm.EditLimit{Type: "tool_uses", Value: h.cfg.KeepRecent}, ClearAtLeast: inputTokens(max(1, limit/10))})
 	}
 	if mode == "server" {
-		cm.Edits = append(cm.Edits, llm.ContextEdit{Type: llm.Compact, Trigger: inputTokens(max(50_000, limit*8/10))})
+		edits = append(edits, llm.ContextEdit{Type: llm.Compact, Trigger: inputTokens(max(50_000, limit*8/10))})
 	}
-	if len(cm.Edits) == 0 {
-		return nil
-	}
-	return &cm
+	return edits
 }
 
 // serverCompacted applies a compaction block in msg, a turn to append, as

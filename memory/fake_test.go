@@ -30,7 +30,6 @@ func (f *fakeModel) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.E
 		}
 		evs := []llm.Event{
 			llm.MessageStart{ID: "msg_1", Model: req.Model, Usage: llm.Usage{InputTokens: f.usage.InputTokens, OutputTokens: 1}},
-			llm.TextStart{Index: 0},
 			llm.TextDelta{Index: 0, Text: f.summary},
 			llm.BlockStop{Index: 0},
 			llm.MessageDelta{StopReason: llm.EndTurn, Usage: f.usage},

@@ -329,6 +329,10 @@ func (h *History) rewrote(i int) {
 	h.cfg.Logger.Info("memory: dropped the thinking a rewrite invalidated", "blocks", n, "from", i)
 }
 
-func isThinking(b llm.Block) bool { return b != nil && apirules.IsThinking(llm.BlockType(b)) }
+func isThinking(b llm.Block) bool {
+	_, t := b.(llm.Thinking)
+	_, r := b.(llm.RedactedThinking)
+	return t || r
+}
 
 func hasThinking(e entry) bool { return slices.ContainsFunc(e.msg.Content, isThinking) }

@@ -83,7 +83,8 @@ func runSession(tb testing.TB, sc sessionConfig) sessionStats {
 			}
 			asm.Add(ev)
 		}
-		msg, u := asm.Message(), asm.Usage()
+		out := asm.Turn()
+		msg, u := out.Message, out.Usage
 		h.AppendAssistant(msg, u)
 		if got := int64(h.Tokens()); got != u.Context() {
 			tb.Fatalf("turn %d: Tokens() = %d right after the turn, want the API's exact %d", turn, got, u.Context())
@@ -137,7 +138,7 @@ func TestScenarioCompaction(t *testing.T) {
 		if len(p.Tools) != 0 || !strings.Contains(string(p.System), "compacting the history") {
 			t.Errorf("summary request %d: tools %d, system %.60s", r.N, len(p.Tools), p.System)
 		}
-		if !strings.Contains(p.Messages[0].Text(), task) && !strings.Contains(p.Messages[0].Text(), "[earlier summary]") {
+		if !strings.Contains(p.Messages[0].Text, task) && !strings.Contains(p.Messages[0].Text, "[earlier summary]") {
 			t.Errorf("summary request %d carries neither the task nor an earlier summary", r.N)
 		}
 	}
@@ -146,8 +147,8 @@ func TestScenarioCompaction(t *testing.T) {
 	}
 	// The last request begins with the summary, and the session finished.
 	last := st.requests[len(st.requests)-1].Messages()
-	if !strings.Contains(last[0].Text(), "Original task") {
-		t.Errorf("last request starts with %.80q, want the summary", last[0].Text())
+	if !strings.Contains(last[0].Text, "Original task") {
+		t.Errorf("last request starts with %.80q, want the summary", last[0].Text)
 	}
 	if err := memory.Validate(st.history); err != nil {
 		t.Error(err)
@@ -187,7 +188,8 @@ func TestScenarioPromptTooLong(t *testing.T) {
 			}
 			asm.Add(ev)
 		}
-		return asm.Message(), asm.Usage(), nil
+		out := asm.Turn()
+		return out.Message, out.Usage, nil
 	}
 	_, _, err := turn()
 	var ae *llm.APIError
@@ -237,7 +239,8 @@ func TestScenarioInterrupted(t *testing.T) {
 			}
 			asm.Add(ev)
 		}
-		h.AppendAssistant(asm.Message(), asm.Usage())
+		out := asm.Turn()
+		h.AppendAssistant(out.Message, out.Usage)
 		// The user cancels before the tool runs, then asks something else.
 		h.AppendUser(llm.Text{Text: "Stop. Just tell me the total so far."})
 	}

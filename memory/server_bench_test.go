@@ -73,9 +73,9 @@ func runCompactionSession(tb testing.TB, mode string, turns, resultChars, limit 
 			return anthropictest.HTTPError{Status: 400, Type: "invalid_request_error", Message: err.Error()}
 		}
 		s := anthropictest.NewStream()
-		if trigger, _ := r.CompactionTrigger(); trigger > 0 && in+w+rd >= trigger {
+		if p, _ := r.Params(); p != nil && p.CompactionTrigger > 0 && in+w+rd >= p.CompactionTrigger {
 			out := len(compactionSummary) / 4
-			s.CompactionUsage(in, out, w, rd).Compaction(compactionSummary)
+			s.Compaction(compactionSummary, in, out, w, rd)
 			prefix := (len(system) + len(tools[0].InputSchema) + len(tools[0].Description) + 40) / 4
 			in, w, rd = prefix+out, 0, 0
 		}
@@ -103,7 +103,7 @@ func runCompactionSession(tb testing.TB, mode string, turns, resultChars, limit 
 			cost.compactions++ // the client's
 		}
 		req := llm.Request{Model: opus, MaxTokens: 1024, System: system, Tools: tools, Messages: h.Messages(), Cache: true,
-			ContextManagement: h.ContextManagement(false)}
+			ContextEdits: h.ContextManagement(false)}
 		var asm llm.Assembler
 		for ev, err := range client.Stream(ctx, req) {
 			if err != nil {
@@ -111,7 +111,8 @@ func runCompactionSession(tb testing.TB, mode string, turns, resultChars, limit 
 			}
 			asm.Add(ev)
 		}
-		msg, u := asm.Message(), asm.Usage()
+		out := asm.Turn()
+		msg, u := out.Message, out.Usage
 		cost.add(u, info.Price)
 		cost.peak = max(cost.peak, u.InputTokens+u.CacheCreationInputTokens+u.CacheReadInputTokens)
 		h.AppendAssistant(msg, u)

@@ -14,5 +14,5 @@ func ExampleHistory_ContextManagement() {
 	cm, _ := json.Marshal(h.ContextManagement(false))
 	fmt.Println(string(cm))
 	// Output:
-	// {"edits":[{"type":"clear_tool_uses_20250919","trigger":{"type":"input_tokens","value":50000},"keep":{"type":"tool_uses","value":4},"clear_at_least":{"type":"input_tokens","value":10000}},{"type":"compact_20260112","trigger":{"type":"input_tokens","value":80000}}]}
+	// [{"type":"clear_tool_uses_20250919","trigger":{"type":"input_tokens","value":50000},"keep":{"type":"tool_uses","value":4},"clear_at_least":{"type":"input_tokens","value":10000}},{"type":"compact_20260112","trigger":{"type":"input_tokens","value":80000}}]
 }

@@ -50,7 +50,7 @@ func TestContextManagementByModel(t *testing.T) {
 		}
 		var got []llm.ContextEdit
 		if cm := h.ContextManagement(tc.think); cm != nil {
-			got = cm.Edits
+			got = cm
 		}
 		if diff := cmp.Diff(tc.want, got); diff != "" {
 			t.Errorf("%s %q big=%v thinking=%v: edits (-want +got):\n%s", tc.model, tc.mode, tc.big, tc.think, diff)
@@ -58,8 +58,8 @@ func TestContextManagementByModel(t *testing.T) {
 	}
 	// The API's minimum trigger holds for a small limit.
 	h := New(Config{Model: "claude-opus-5-5", ContextLimit: 20_000})
-	if cm := h.ContextManagement(false); cm.Edits[len(cm.Edits)-1].Trigger.Value != 50_000 {
-		t.Errorf("compaction trigger %d for a 20,000 limit, want the API's minimum 50,000", cm.Edits[len(cm.Edits)-1].Trigger.Value)
+	if cm := h.ContextManagement(false); cm[len(cm)-1].Trigger.Value != 50_000 {
+		t.Errorf("compaction trigger %d for a 20,000 limit, want the API's minimum 50,000", cm[len(cm)-1].Trigger.Value)
 	}
 }
 
@@ -177,7 +177,7 @@ func TestServerClearingDoesNotTeach(t *testing.T) {
 func TestCompactAsksServer(t *testing.T) {
 	const block = `{"type":"compaction","content":"We read three files.","signature":"sig=="}`
 	compaction := anthropictest.NewStream().Usage(900, 1, 0, 0).Compaction("We read three files.").
-		Delta(`{"type":"signature_delta","signature":"sig=="}`).Stop("compaction", 40)
+		Event("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"sig=="}}`).Stop("compaction", 40)
 	refused := anthropictest.HTTPError{Status: 400, Type: "invalid_request_error", Message: "compaction: not available"}
 	summary := anthropictest.NewStream().Usage(500, 1, 0, 0).Text("We read three files.").Stop("end_turn", 30)
 	for _, tc := range []struct {

@@ -67,8 +67,8 @@ func (c *convo) send() error {
 		}
 		asm.Add(ev)
 	}
-	msg := asm.Message()
-	c.h.AppendAssistant(msg, asm.Usage())
+	msg := asm.Turn().Message
+	c.h.AppendAssistant(msg, asm.Turn().Usage)
 	var results []llm.Block
 	for _, b := range msg.Content {
 		if u, ok := b.(llm.ToolUse); ok {

@@ -172,13 +172,14 @@ func TestServerToolTurnRecorded(t *testing.T) {
 		}
 		asm.Add(ev)
 	}
-	if u := asm.Usage(); asm.StopReason() != llm.PauseTurn || u.InputTokens != 404_500 {
-		t.Fatalf("fixture changed: stop %q, usage %+v", asm.StopReason(), u)
+	if u := asm.Turn().Usage; asm.Turn().StopReason != llm.PauseTurn || u.InputTokens != 404_500 {
+		t.Fatalf("fixture changed: stop %q, usage %+v", asm.Turn().StopReason, u)
 	}
 
 	h := New(Config{Model: "claude-sonnet-4-5"})
 	h.AppendUser(llm.Text{Text: "What is the weather in San Francisco?"})
-	h.AppendAssistant(asm.Message(), asm.Usage())
+	out := asm.Turn()
+	h.AppendAssistant(out.Message, out.Usage)
 	if h.NeedsCompaction() || h.Tokens() >= 100_000 {
 		t.Errorf("Tokens = %d, NeedsCompaction = %v after a 2,479-token prompt; want an estimate far below the limit %d",
 			h.Tokens(), h.NeedsCompaction(), h.Config().ContextLimit)
@@ -186,8 +187,8 @@ func TestServerToolTurnRecorded(t *testing.T) {
 	if h.ratio != defaultRatio {
 		t.Errorf("ratio learned from a summed usage: %v", h.ratio)
 	}
-	if got := h.entries[1].usage; got != asm.Usage() {
-		t.Errorf("recorded usage = %+v, want the turn's %+v", got, asm.Usage())
+	if got := h.entries[1].usage; got != asm.Turn().Usage {
+		t.Errorf("recorded usage = %+v, want the turn's %+v", got, asm.Turn().Usage)
 	}
 }
 

@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/tool"
+	"github.com/agentloop/agentloop/tools/shell"
 )
 
 // benchEvents is one model turn as the renderers see it: 200 text deltas
@@ -66,5 +69,20 @@ func BenchmarkDemo(b *testing.B) {
 		if code := c.main(context.Background(), []string{"demo"}, strings.NewReader(""), io.Discard, io.Discard); code != 0 {
 			b.Fatalf("exit status %d", code)
 		}
+	}
+}
+
+// BenchmarkRegisterBuiltins registers the default tools (files and shell),
+// the start-up work of every run that keeps the default --tools: each tool
+// generates and compiles its input schema.
+func BenchmarkRegisterBuiltins(b *testing.B) {
+	o := &options{tools: append(slices.Clone(fileTools), shell.Name)}
+	b.ReportAllocs()
+	for b.Loop() {
+		bt, err := registerBuiltins(o, tool.NewRegistry(tool.Config{}))
+		if err != nil {
+			b.Fatal(err)
+		}
+		bt.close()
 	}
 }

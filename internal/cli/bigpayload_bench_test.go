@@ -29,8 +29,8 @@ import (
 //     input, ToParam, and the next NewStreaming.
 //   - agentloop: the CLI itself, `agentloop --tools calculator PROMPT`.
 //
-// The server is anthropictest in this process, streaming buffered (not one
-// flush per event), so that it costs the clients as little as it can.
+// The server is anthropictest in this process, Buffered (not one flush per
+// event), so that it costs the clients as little as it can.
 //
 //	go test ./internal/cli -run '^$' -bench 'BigPayload|LongText|AtRest' -benchtime 5x
 //
@@ -40,8 +40,8 @@ import (
 // ns/op is one whole round trip, process start included (a few
 // milliseconds for each client); peak-RSS-MiB is the largest maximum
 // resident set of the client over the runs, as GNU time reports it.
-// BenchmarkBigPayloadInProcess runs the CLI in this process, for
-// -cpuprofile and -memprofile.
+// BenchmarkBigPayloadInProcess and BenchmarkLongTextInProcess run the CLI
+// in this process, for -cpuprofile and -memprofile.
 
 // bigInput is the tool input: the calculator's three fields and a 5 MiB
 // "content" string with quotes, tabs, newlines and non-ASCII text, as a
@@ -60,8 +60,8 @@ func bigInput() string {
 // call, then a short final answer.
 func bigPayloadReplies(input string) []anthropictest.Reply {
 	return []anthropictest.Reply{
-		anthropictest.NewStream().ToolUse("toolu_big", "calculator", anthropictest.Split(input, 512)...).Stop("tool_use").Buffered(),
-		anthropictest.NewStream().Text("Written.").Stop("end_turn").Buffered(),
+		anthropictest.NewStream().ToolUse("toolu_big", "calculator", anthropictest.Split(input, 512)...).Stop("tool_use"),
+		anthropictest.NewStream().Text("Written.").Stop("end_turn"),
 	}
 }
 
@@ -71,7 +71,15 @@ func longTextReplies() []anthropictest.Reply {
 	for i := range d {
 		d[i] = "word "
 	}
-	return []anthropictest.Reply{anthropictest.NewStream().Text(d...).Stop("end_turn").Buffered()}
+	return []anthropictest.Reply{anthropictest.NewStream().Text(d...).Stop("end_turn")}
+}
+
+// newBenchServer starts a Buffered server answering replies, and returns
+// it with the number of requests the script answers: one a reply.
+func newBenchServer(replies []anthropictest.Reply) (*anthropictest.Server, int) {
+	srv := anthropictest.NewServer(replies...)
+	srv.Buffered = true
+	return srv, len(replies)
 }
 
 // child is one client: a binary and its arguments for a server URL and
@@ -151,9 +159,10 @@ func (c child) command(dir, url string, bodySize int, rssFile string) *exec.Cmd 
 }
 
 // runChildren benchmarks each client against a fresh server answering
-// replies(), reporting its peak RSS. The floor needs the size of
-// agentloop's last request body, so agentloop runs once first to learn it.
-func runChildren(b *testing.B, replies func() []anthropictest.Reply, children ...child) {
+// replies, reporting its peak RSS. The floor needs the size of agentloop's
+// last request body, so agentloop runs once first to learn it; that run
+// also renders the streams, which every later server sends as rendered.
+func runChildren(b *testing.B, replies []anthropictest.Reply, children ...child) {
 	if _, err := os.Stat("/usr/bin/time"); err != nil {
 		b.Skip("GNU time is not installed at /usr/bin/time: it measures the clients' peak RSS")
 	}
@@ -162,12 +171,12 @@ func runChildren(b *testing.B, replies func() []anthropictest.Reply, children ..
 	rssFile := filepath.Join(dir, "rss")
 	var bodySize int
 	{
-		srv := anthropictest.NewServer(replies()...)
+		srv, script := newBenchServer(replies)
 		out, err := children[len(children)-1].command(dir, srv.URL, 0, rssFile).CombinedOutput()
 		reqs := srv.Requests()
 		srv.Close()
-		if err != nil || srv.Pending() != 0 {
-			b.Fatalf("agentloop: %v, %d replies unused:\n%s", err, srv.Pending(), out)
+		if err != nil || len(reqs) != script {
+			b.Fatalf("agentloop: %v, %d requests for %d replies:\n%s", err, len(reqs), script, out)
 		}
 		if len(reqs) > 0 {
 			bodySize = len(reqs[len(reqs)-1].Body)
@@ -178,7 +187,7 @@ func runChildren(b *testing.B, replies func() []anthropictest.Reply, children ..
 			var peak int64
 			for b.Loop() {
 				b.StopTimer()
-				srv := anthropictest.NewServer(replies()...)
+				srv, script := newBenchServer(replies)
 				cmd := c.command(dir, srv.URL, bodySize, rssFile)
 				var out bytes.Buffer
 				cmd.Stderr = &out
@@ -186,8 +195,8 @@ func runChildren(b *testing.B, replies func() []anthropictest.Reply, children ..
 				err := cmd.Run()
 				b.StopTimer()
 				srv.Close()
-				if err != nil || srv.Pending() != 0 {
-					b.Fatalf("%s: %v, %d replies unused:\n%s", c.name, err, srv.Pending(), out.Bytes())
+				if n := len(srv.Requests()); err != nil || n != script {
+					b.Fatalf("%s: %v, %d requests for %d replies:\n%s", c.name, err, n, script, out.Bytes())
 				}
 				rss, err := os.ReadFile(rssFile)
 				kib, perr := strconv.ParseInt(strings.TrimSpace(string(rss)), 10, 64)
@@ -205,7 +214,7 @@ func runChildren(b *testing.B, replies func() []anthropictest.Reply, children ..
 
 func BenchmarkBigPayload(b *testing.B) {
 	input := bigInput()
-	runChildren(b, func() []anthropictest.Reply { return bigPayloadReplies(input) },
+	runChildren(b, bigPayloadReplies(input),
 		append([]child{floorChild, sdkChild}, cliChildren("--tools", "calculator", "Write the file.")...)...)
 }
 
@@ -214,7 +223,7 @@ func BenchmarkBigPayload(b *testing.B) {
 // the same stream and discards it. The SDK-only agent is left out: its
 // Message.Accumulate joins text with +=, and took 18.7 s per answer.
 func BenchmarkLongText(b *testing.B) {
-	runChildren(b, longTextReplies, append([]child{floorChild}, cliChildren("Tell me a long story.")...)...)
+	runChildren(b, longTextReplies(), append([]child{floorChild}, cliChildren("Tell me a long story.")...)...)
 }
 
 // BenchmarkAtRest starts the CLI for --help, which only prints, beside
@@ -222,27 +231,41 @@ func BenchmarkLongText(b *testing.B) {
 // of code and tables that the linked packages' init functions touch.
 func BenchmarkAtRest(b *testing.B) {
 	floor := child{name: "floor", args: func(string, int) []string { return []string{"-h"} }}
-	runChildren(b, func() []anthropictest.Reply { return nil }, append([]child{floor}, cliChildren("--help")...)...)
+	runChildren(b, nil, append([]child{floor}, cliChildren("--help")...)...)
 }
 
 // BenchmarkBigPayloadInProcess is the agentloop round trip of
 // BenchmarkBigPayload in this process, for the profiler.
 func BenchmarkBigPayloadInProcess(b *testing.B) {
-	input := bigInput()
+	runInProcess(b, bigPayloadReplies(bigInput()), "--tools", "calculator", "Write the file.")
+}
+
+// BenchmarkLongTextInProcess is BenchmarkLongText's answer streamed to the
+// CLI in this process, for the profiler.
+func BenchmarkLongTextInProcess(b *testing.B) {
+	runInProcess(b, longTextReplies(), "Tell me a long story.")
+}
+
+// runInProcess runs the CLI with args in this process against a fresh
+// server answering replies, rendered once, outside the timer.
+func runInProcess(b *testing.B, replies []anthropictest.Reply, args ...string) {
+	for _, r := range replies {
+		r.(*anthropictest.Stream).Bytes()
+	}
 	c := &cli{getenv: func(string) string { return "" }, isTerminal: func(any) bool { return false }}
 	b.ReportAllocs()
 	for b.Loop() {
 		b.StopTimer()
-		srv := anthropictest.NewServer(bigPayloadReplies(input)...)
+		srv, script := newBenchServer(replies)
 		c.getenv = func(k string) string {
 			return map[string]string{"ANTHROPIC_API_KEY": "sk-ant-bench", "ANTHROPIC_BASE_URL": srv.URL}[k]
 		}
 		b.StartTimer()
-		code := c.main(context.Background(), []string{"--tools", "calculator", "Write the file."}, strings.NewReader(""), io.Discard, io.Discard)
+		code := c.main(context.Background(), args, strings.NewReader(""), io.Discard, io.Discard)
 		b.StopTimer()
 		srv.Close()
-		if code != 0 || srv.Pending() != 0 {
-			b.Fatalf("exit status %d, %d replies unused", code, srv.Pending())
+		if n := len(srv.Requests()); code != 0 || n != script {
+			b.Fatalf("exit status %d, %d requests for %d replies", code, n, script)
 		}
 		b.StartTimer()
 	}

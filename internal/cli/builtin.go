@@ -126,7 +126,7 @@ func registerBuiltins(o *options, reg *tool.Registry) (*builtins, error) {
 		return nil, fmt.Errorf("the working directory: %w", err)
 	}
 	b := &builtins{dir: dir, names: o.tools}
-	var tools []*tool.Tool
+	var tools, wsTools []*tool.Tool
 	for _, name := range o.tools {
 		switch {
 		case slices.Contains(fileTools, name):
@@ -136,8 +136,9 @@ func registerBuiltins(o *options, reg *tool.Registry) (*builtins, error) {
 					return nil, usageError("--add-dir: %v", err)
 				}
 				b.dir = b.ws.Dir()
+				wsTools = b.ws.Tools() // once: each tool compiles its schema
 			}
-			for _, t := range b.ws.Tools() {
+			for _, t := range wsTools {
 				if t.Spec().Name == name {
 					tools = append(tools, t)
 				}

@@ -101,12 +101,14 @@ type longSession struct {
 const summaryText = "The user asked to read big1.txt to big6.txt; files read so far: read %d"
 
 // promptTokens is what the fake bills: four bytes a token of the prompt
-// the model reads, as anthropictest.Request.Prompt gives it.
+// the model reads, as anthropictest.Params.Prompt gives it.
 func promptTokens(r *anthropictest.Request) int {
 	n := 0
-	for _, m := range r.Prompt() {
-		for _, b := range m.Content {
-			n += len(b.Raw)
+	if p, err := r.Params(); err == nil {
+		for _, m := range p.Prompt {
+			for _, b := range m.Content {
+				n += len(b.Raw)
+			}
 		}
 	}
 	return n/4 + 200 // system and tools
@@ -121,7 +123,7 @@ func (s *longSession) reply(r *anthropictest.Request) anthropictest.Reply {
 		return anthropictest.NewStream().Usage(promptTokens(r), 1, 0, 0).Text("## Task\nRead big1.txt to big6.txt.").Stop("end_turn", 50)
 	}
 	done := 0 // reads the model can see: answered in its prompt, or noted in the summary
-	for _, m := range r.Prompt() {
+	for _, m := range p.Prompt {
 		for _, b := range m.Content {
 			switch b.Type {
 			case "tool_result":
@@ -137,16 +139,16 @@ func (s *longSession) reply(r *anthropictest.Request) anthropictest.Reply {
 	}
 	tokens := promptTokens(r)
 	st := anthropictest.NewStream()
-	if trigger, _ := r.CompactionTrigger(); trigger > 0 && tokens >= trigger {
+	if trigger := p.CompactionTrigger; trigger > 0 && tokens >= trigger {
 		s.serverCompactions++
 		summary := fmt.Sprintf(summaryText, done)
 		s.blocks = append(s.blocks, summary)
-		st.CompactionUsage(tokens, 60, 0, 0).Compaction(summary)
+		st.Compaction(summary, tokens, 60, 0, 0)
 		tokens = 200 + len(summary)/4 // the message iteration reads the summary
 	}
 	st.Usage(tokens, 1, 0, 0)
 	last := p.Messages[len(p.Messages)-1]
-	if last.Role == "user" && last.Text() != "" && !strings.Contains(last.Text(), "read big1.txt") {
+	if last.Role == "user" && last.Text != "" && !strings.Contains(last.Text, "read big1.txt") {
 		return st.Text(fmt.Sprintf("I read it %d times.", done)).Stop("end_turn", 8)
 	}
 	if s.issued >= s.reads {
@@ -226,8 +228,8 @@ func TestServerCompactionSession(t *testing.T) {
 	r = h.run(strings.NewReader(""), append(args, "how many times did you read it?")...)
 	r.check(t, 0)
 	resumed := h.srv.Requests()[n]
-	if p := resumed.Prompt(); p[0].Content[0].Type != "compaction" || string(p[0].Content[0].Raw) != string(block.JSON) {
-		t.Errorf("resumed request's prompt opens with %s, want the saved block %s", p[0].Content[0].Raw, block.JSON)
+	if p, _ := resumed.Params(); p.Prompt[0].Content[0].Type != "compaction" || string(p.Prompt[0].Content[0].Raw) != string(block.JSON) {
+		t.Errorf("resumed request's prompt opens with %s, want the saved block %s", p.Prompt[0].Content[0].Raw, block.JSON)
 	}
 	if !strings.Contains(r.stdout, "I read it 6 times.") {
 		t.Errorf("resumed answer %q, want the count carried by the summary", r.stdout)

@@ -23,7 +23,7 @@ func TestStdinWithPrompt(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, text("Looks good."))
 			h.run(strings.NewReader(tc.stdin), "review", "this").check(t, 0)
-			if diff := cmp.Diff(tc.want, h.srv.Requests()[0].Messages()[0].Text()); diff != "" {
+			if diff := cmp.Diff(tc.want, h.srv.Requests()[0].Messages()[0].Text); diff != "" {
 				t.Errorf("prompt (-want +got):\n%s", diff)
 			}
 		})
@@ -81,7 +81,7 @@ func TestHelpCommand(t *testing.T) {
 	h.run(strings.NewReader(""), "help", "me").check(t, 0)
 	var got []string
 	for _, req := range h.srv.Requests() {
-		got = append(got, req.Messages()[0].Text())
+		got = append(got, req.Messages()[0].Text)
 	}
 	if diff := cmp.Diff([]string{"help", "help me"}, got); diff != "" {
 		t.Errorf("prompts sent (-want +got):\n%s", diff)

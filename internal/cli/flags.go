@@ -379,7 +379,7 @@ func (o *options) thinkingConfig() *llm.ThinkingConfig {
 	if o.thinking > 0 {
 		return &llm.ThinkingConfig{BudgetTokens: o.thinking}
 	}
-	if info, known := llm.LookupModel(o.model); known && info.AlwaysThinks() {
+	if info, known := llm.LookupModel(o.model); known && !slices.Contains(info.Thinking, "disabled") { // thinking cannot be off
 		return &llm.ThinkingConfig{Adaptive: true, Display: "summarized"}
 	}
 	return nil

@@ -173,7 +173,7 @@ func TestHappyPath(t *testing.T) {
 	if p.Model != defaultModel {
 		t.Errorf("model = %q, want the default %q", p.Model, defaultModel)
 	}
-	if got := p.Messages[0].Text(); got != "say hello" {
+	if got := p.Messages[0].Text; got != "say hello" {
 		t.Errorf("prompt = %q, want the arguments joined by spaces", got)
 	}
 }
@@ -275,7 +275,7 @@ func TestPromptOnStdin(t *testing.T) {
 	if r.stdout != "4\n" {
 		t.Errorf("stdout = %q", r.stdout)
 	}
-	if got := h.srv.Requests()[0].Messages()[0].Text(); got != "what is 2+2?" {
+	if got := h.srv.Requests()[0].Messages()[0].Text; got != "what is 2+2?" {
 		t.Errorf("prompt = %q, want stdin trimmed", got)
 	}
 }
@@ -392,7 +392,7 @@ func TestSession(t *testing.T) {
 	msgs := h.srv.Requests()[1].Messages()
 	var got []string
 	for _, m := range msgs {
-		got = append(got, m.Role+": "+m.Text())
+		got = append(got, m.Role+": "+m.Text)
 	}
 	want := []string{"user: my name is Ada", "assistant: Nice to meet you, Ada.", "user: what is my name?"}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/mcptool"
@@ -178,9 +179,15 @@ func (s *session) connectMCP(ctx context.Context, o *options, reg *tool.Registry
 			conn, err = mcptool.ConnectURL(ctx, srv.url, opts)
 		case srv.name != "":
 			// A config file gives the command and its arguments apart.
-			conn, err = mcptool.ConnectCmd(ctx, exec.Command(srv.command, srv.args...), opts)
+			conn, err = mcptool.ConnectCommand(ctx, exec.Command(srv.command, srv.args...), opts)
 		default:
-			conn, err = mcptool.ConnectCommand(ctx, srv.command, opts)
+			// A flag gives a command line, split as a shell would.
+			var args []string
+			if args, err = splitCommand(srv.command); err != nil {
+				err = fmt.Errorf("server command %q: %w", srv.command, err)
+				break
+			}
+			conn, err = mcptool.ConnectCommand(ctx, exec.Command(args[0], args[1:]...), opts)
 		}
 		if err != nil {
 			s.render.note("MCP server %s is not available; continuing without its tools: %v", srv.what, err)
@@ -302,4 +309,69 @@ func (s *session) openBrowser(o *options, what, u string) error {
 	// The URL is on stderr; the user can open it by hand.
 	s.log.Debug("no browser could be started", "err", errors.Join(errs...))
 	return nil
+}
+
+// splitCommand splits line into words as a POSIX shell does: blanks
+// separate words; single quotes keep everything literally; double quotes
+// keep everything but let a backslash escape ", \, $ and `; elsewhere a
+// backslash escapes any character.
+func splitCommand(line string) ([]string, error) {
+	var (
+		words  []string
+		word   strings.Builder
+		inWord bool // a word has begun, possibly empty ('')
+	)
+	rs := []rune(line)
+	for i := 0; i < len(rs); i++ {
+		r := rs[i]
+		switch {
+		case r == '\'':
+			inWord = true
+			j := i + 1
+			for j < len(rs) && rs[j] != '\'' {
+				j++
+			}
+			if j == len(rs) {
+				return nil, errors.New("unterminated single quote")
+			}
+			word.WriteString(string(rs[i+1 : j]))
+			i = j
+		case r == '"':
+			inWord = true
+			j := i + 1
+			for ; j < len(rs) && rs[j] != '"'; j++ {
+				if rs[j] == '\\' && j+1 < len(rs) && strings.ContainsRune("\"\\$`", rs[j+1]) {
+					j++
+				}
+				word.WriteRune(rs[j])
+			}
+			if j == len(rs) {
+				return nil, errors.New("unterminated double quote")
+			}
+			i = j
+		case r == '\\':
+			if i+1 == len(rs) {
+				return nil, errors.New("trailing backslash")
+			}
+			inWord = true
+			i++
+			word.WriteRune(rs[i])
+		case unicode.IsSpace(r):
+			if inWord {
+				words = append(words, word.String())
+				word.Reset()
+				inWord = false
+			}
+		default:
+			inWord = true
+			word.WriteRune(r)
+		}
+	}
+	if inWord {
+		words = append(words, word.String())
+	}
+	if len(words) == 0 {
+		return nil, errors.New("empty command")
+	}
+	return words, nil
 }

@@ -22,7 +22,7 @@ import (
 // server from npm: the scripted model calls the server's echo tool, and the
 // server's real answer must come back to the model as the tool_result.
 func TestMCPEverything(t *testing.T) {
-	line := testenv.EverythingServer(t)
+	line := strings.Join(testenv.EverythingServer(t), " ")
 	// The servers get this marker through --mcp-env, and what they start
 	// inherits it, so that any process left behind can be found afterwards.
 	marker := "agentloop-mcp-test-" + strconv.Itoa(os.Getpid())

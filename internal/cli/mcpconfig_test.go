@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/agentloop/agentloop/anthropictest"
 )
 
@@ -130,6 +132,54 @@ func TestExpand(t *testing.T) {
 		}
 		if got != tc.want || x.err != nil {
 			t.Errorf("expand(%q) = %q, %v; want %q", tc.in, got, x.err, tc.want)
+		}
+	}
+}
+
+func TestSplitCommand(t *testing.T) {
+	tests := []struct {
+		line    string
+		want    []string
+		wantErr string
+	}{
+		{"npx -y @modelcontextprotocol/server-everything", []string{"npx", "-y", "@modelcontextprotocol/server-everything"}, ""},
+		{"  srv\t--a  b  ", []string{"srv", "--a", "b"}, ""},
+		{`srv 'two words' "and \"more\"" x\ y`, []string{"srv", "two words", `and "more"`, "x y"}, ""},
+		{`srv '' "" 'it''s'`, []string{"srv", "", "", "its"}, ""},
+		{`srv "a\nb" 'a\b'`, []string{"srv", `a\nb`, `a\b`}, ""},
+		{`srv --path="/a b/c"`, []string{"srv", "--path=/a b/c"}, ""},
+		{"", nil, "empty command"},
+		{"   ", nil, "empty command"},
+		{`srv 'open`, nil, "unterminated single quote"},
+		{`srv "open`, nil, "unterminated double quote"},
+		{`srv \`, nil, "trailing backslash"},
+	}
+	for _, tt := range tests {
+		got, err := splitCommand(tt.line)
+		if tt.wantErr != "" {
+			if err == nil || err.Error() != tt.wantErr {
+				t.Errorf("splitCommand(%q) error = %v, want %q", tt.line, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("splitCommand(%q): %v", tt.line, err)
+			continue
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("splitCommand(%q) (-want +got):\n%s", tt.line, diff)
+		}
+	}
+}
+
+// TestMCPFlagBadLine checks that an --mcp line that does not split is
+// reported, naming the line and what is wrong with it, and the run goes on.
+func TestMCPFlagBadLine(t *testing.T) {
+	r := newHarness(t, text("fine")).run(strings.NewReader(""), "--mcp", `srv "unclosed`, "hi")
+	r.check(t, 0)
+	for _, want := range []string{`MCP server "srv \"unclosed" is not available`, "unterminated double quote"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 		}
 	}
 }

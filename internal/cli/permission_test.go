@@ -123,7 +123,7 @@ func TestPermissionREPL(t *testing.T) {
 	if b, _ := os.ReadFile("f.txt"); string(b) != "goodbye\nworld\n" {
 		t.Errorf("f.txt = %q", b)
 	}
-	if got := srv.Requests()[2].Messages(); len(got) != 5 || got[4].Text() != "and now?" {
+	if got := srv.Requests()[2].Messages(); len(got) != 5 || got[4].Text != "and now?" {
 		t.Errorf("the third request's messages: %+v", got)
 	}
 }

@@ -178,7 +178,7 @@ func TestPTYLineEditing(t *testing.T) {
 	var got []string
 	for _, r := range srv.Requests() {
 		msgs := r.Messages()
-		got = append(got, msgs[len(msgs)-1].Text())
+		got = append(got, msgs[len(msgs)-1].Text)
 	}
 	if diff := cmp.Diff([]string{"hello", "hello", "another", "hello"}, got); diff != "" {
 		t.Errorf("prompts sent (-want +got):\n%s", diff)
@@ -224,7 +224,7 @@ func TestPTYResumedHistory(t *testing.T) {
 		t.Errorf("exit status %d, want 0", code)
 	}
 	msgs := srv.Requests()[0].Messages()
-	if got := msgs[len(msgs)-1].Text(); got != "remember the number 42" {
+	if got := msgs[len(msgs)-1].Text; got != "remember the number 42" {
 		t.Errorf("Up recalled %q, want the resumed session's prompt", got)
 	}
 }

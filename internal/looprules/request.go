@@ -2,6 +2,7 @@ package looprules
 
 import (
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/agentloop/agentloop/llm"
@@ -35,7 +36,7 @@ func Request(h *memory.History, s Settings, final bool) llm.Request {
 		Cache:     !s.NoCache,
 		Container: s.Container,
 		// Context editing and server compaction, as the history's strategy has it.
-		ContextManagement: h.ContextManagement(thinks(cfg.Model, s.Thinking)),
+		ContextEdits: h.ContextManagement(thinks(cfg.Model, s.Thinking)),
 	}
 	if final && len(s.Tools) > 0 {
 		req.ToolChoice = &llm.ToolChoice{Type: "none"}
@@ -53,7 +54,7 @@ func thinks(model string, th *llm.ThinkingConfig) bool {
 		return true
 	}
 	info, _ := llm.LookupModel(model)
-	return info.AlwaysThinks()
+	return !slices.Contains(info.Thinking, "disabled")
 }
 
 // The defaults of the loop's limits: package agent's Config and package
@@ -83,7 +84,7 @@ func Interrupt(h *memory.History, shown string) {
 // the turn's after the compaction, what the model reads now.
 func ServerCompaction(h *memory.History, msg llm.Message, usage llm.Usage) (memory.Compaction, bool) {
 	for _, b := range msg.Content {
-		if llm.BlockType(b) == llm.CompactionBlock {
+		if rb, ok := b.(llm.RawBlock); ok && rb.Type == llm.CompactionBlock {
 			return memory.Compaction{Before: h.Tokens(), After: int(usage.Context()), Steps: []string{"on the server"}}, true
 		}
 	}

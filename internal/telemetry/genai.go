@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"cmp"
 	"context"
 	"net/url"
 	"strconv"
@@ -73,11 +74,9 @@ func Spans(scope string, tp trace.TracerProvider, capture bool) *Instruments {
 type ChatRequest struct {
 	Model     string
 	MaxTokens int
-	// Content, recorded only when asked for: the system prompt, the names
-	// of the tools offered, and a function returning the input messages.
-	System   string
-	Tools    []string
-	Messages func() attribute.Value
+	// Body is the request's JSON, whose system prompt, tool names and
+	// messages are recorded when content is.
+	Body []byte
 }
 
 // A Chat is one attempt of a model call: its "chat {model}" span, and what
@@ -107,15 +106,26 @@ func (in *Instruments) StartChat(ctx context.Context, r ChatRequest) *Chat {
 		return c
 	}
 	span.SetAttributes(semconv.GenAIRequestMaxTokens(r.MaxTokens), semconv.GenAIRequestStream(true))
-	if in.Capture {
-		setContent(span, semconv.GenAIInputMessagesKey, r.Messages())
-		if r.System != "" {
-			setContent(span, semconv.GenAISystemInstructionsKey, attribute.SliceValue(TextPart(r.System)))
+	var body struct {
+		System   wireContent   `json:"system"`
+		Messages []wireMessage `json:"messages"`
+		Tools    []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	if in.Capture && decode(r.Body, &body) {
+		msgs := make([]attribute.Value, len(body.Messages))
+		for i, m := range body.Messages {
+			msgs[i] = m.value("")
 		}
-		if len(r.Tools) > 0 {
-			defs := make([]attribute.Value, len(r.Tools))
-			for i, name := range r.Tools {
-				defs[i] = Part("function", attribute.String("name", name))
+		setContent(span, semconv.GenAIInputMessagesKey, attribute.SliceValue(msgs...))
+		if len(body.System) > 0 {
+			setContent(span, semconv.GenAISystemInstructionsKey, attribute.SliceValue(body.System.parts()...))
+		}
+		if len(body.Tools) > 0 {
+			defs := make([]attribute.Value, len(body.Tools))
+			for i, t := range body.Tools {
+				defs[i] = part("function", attribute.String("name", t.Name))
 			}
 			setContent(span, semconv.GenAIToolDefinitionsKey, attribute.SliceValue(defs...))
 		}
@@ -150,13 +160,13 @@ func (c *Chat) Usage(input, output, cacheRead, cacheCreation int64) {
 	c.usage = append(c.usage[:0], input+cacheRead+cacheCreation, output, cacheRead, cacheCreation)
 }
 
-// Finish records the stop reason.
-func (c *Chat) Finish(reason string) { c.finish = reason }
+// Finish records the stop reason, if reason is one.
+func (c *Chat) Finish(reason string) { c.finish = cmp.Or(reason, c.finish) }
 
 // End ends the attempt, failed with err of type errType when err is not
 // nil, and records its metrics. output, called only when content is
-// recorded and err is nil, returns the output messages.
-func (c *Chat) End(err error, errType string, output func() attribute.Value) {
+// recorded and err is nil, returns the output message's JSON, or nil.
+func (c *Chat) End(err error, errType string, output func() []byte) {
 	defer c.span.End()
 	if !c.Active() {
 		return
@@ -197,8 +207,9 @@ func (c *Chat) End(err error, errType string, output func() attribute.Value) {
 	if c.first > 0 {
 		span.SetAttributes(semconv.GenAIResponseTimeToFirstChunk(c.first.Seconds()))
 	}
-	if c.in.Capture && err == nil && output != nil {
-		setContent(span, semconv.GenAIOutputMessagesKey, output())
+	var out wireMessage
+	if c.in.Capture && err == nil && output != nil && decode(output(), &out) && out.Role != "" {
+		setContent(span, semconv.GenAIOutputMessagesKey, attribute.SliceValue(out.value(c.finish)))
 	}
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())
@@ -242,9 +253,9 @@ func (in *Instruments) StartAgent(ctx context.Context, a Agent) (context.Context
 		span.SetAttributes(semconv.GenAIConversationID(a.ConversationID))
 	}
 	if in.Capture {
-		setContent(span, semconv.GenAIInputMessagesKey, attribute.SliceValue(Message("user", "", TextPart(a.Input))))
+		setContent(span, semconv.GenAIInputMessagesKey, attribute.SliceValue(message("user", "", textPart(a.Input))))
 		if a.System != "" {
-			setContent(span, semconv.GenAISystemInstructionsKey, attribute.SliceValue(TextPart(a.System)))
+			setContent(span, semconv.GenAISystemInstructionsKey, attribute.SliceValue(textPart(a.System)))
 		}
 	}
 	return ctx, span
@@ -270,7 +281,7 @@ func (in *Instruments) EndAgent(span trace.Span, o Outcome) {
 	span.SetAttributes(State.String(o.State), Iterations.Int(o.Iterations))
 	span.SetAttributes(usage(o.Usage[0], o.Usage[1], o.Usage[2], o.Usage[3])...)
 	if in.Capture && o.Text != "" {
-		setContent(span, semconv.GenAIOutputMessagesKey, attribute.SliceValue(Message("assistant", "", TextPart(o.Text))))
+		setContent(span, semconv.GenAIOutputMessagesKey, attribute.SliceValue(message("assistant", "", textPart(o.Text))))
 	}
 	if o.Err != nil {
 		Failed(span, o.ErrType, o.Err.Error())
@@ -284,7 +295,7 @@ func (in *Instruments) StartTool(ctx context.Context, name, id string, args []by
 	if span.IsRecording() {
 		span.SetAttributes(semconv.GenAIToolName(name), semconv.GenAIToolCallID(id), semconv.GenAIToolType("function"))
 		if in.Capture {
-			setContent(span, semconv.GenAIToolCallArgumentsKey, JSON(args))
+			setContent(span, semconv.GenAIToolCallArgumentsKey, jsonValue(args))
 		}
 	}
 	return ctx, span
@@ -298,7 +309,7 @@ func (in *Instruments) EndTool(span trace.Span, isError bool, result string) {
 	case isError:
 		Failed(span, "tool_error", "the tool reported an error")
 	case in.Capture:
-		setContent(span, semconv.GenAIToolCallResultKey, Text(result))
+		setContent(span, semconv.GenAIToolCallResultKey, textValue(result))
 	}
 	span.End()
 }

@@ -53,10 +53,10 @@ const (
 	Steps = attribute.Key("agentloop.compaction.steps")
 )
 
-// JSON returns raw JSON as a structured attribute value: objects become
-// maps, with their keys sorted so that equal JSON gives equal values, and
-// arrays slices. Bytes that are not JSON are kept as a string.
-func JSON(raw []byte) attribute.Value {
+// jsonValue returns raw JSON as a structured attribute value: objects
+// become maps, with their keys sorted so that equal JSON gives equal
+// values, and arrays slices. Bytes that are not JSON are kept as a string.
+func jsonValue(raw []byte) attribute.Value {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
@@ -66,19 +66,20 @@ func JSON(raw []byte) attribute.Value {
 	return value(v)
 }
 
-// Text returns a tool's text output as an attribute value: structured when
-// it is a JSON object or array, as the conventions prefer, else the string.
-func Text(s string) attribute.Value {
+// textValue returns a tool's text output as an attribute value: structured
+// when it is a JSON object or array, as the conventions prefer, else the
+// string.
+func textValue(s string) attribute.Value {
 	if t := strings.TrimSpace(s); strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") {
 		if json.Valid([]byte(t)) {
-			return JSON([]byte(t))
+			return jsonValue([]byte(t))
 		}
 	}
 	return attribute.StringValue(s)
 }
 
-// Map returns the pairs as a map value, leaving out empty values.
-func Map(kvs ...attribute.KeyValue) attribute.Value {
+// mapValue returns the pairs as a map value, leaving out empty values.
+func mapValue(kvs ...attribute.KeyValue) attribute.Value {
 	return attribute.MapValue(slices.DeleteFunc(kvs, func(kv attribute.KeyValue) bool {
 		return kv.Value.Type() == attribute.EMPTY || kv.Value.Type() == attribute.STRING && kv.Value.AsString() == ""
 	})...)
@@ -113,19 +114,103 @@ func value(v any) attribute.Value {
 	return attribute.Value{} // null
 }
 
-// Message is one message of the conventions' input and output message
+// message is one message of the conventions' input and output message
 // schemas. finish, the stop reason, belongs to output messages only.
-func Message(role, finish string, parts ...attribute.Value) attribute.Value {
-	return Map(attribute.String("role", role), attribute.KeyValue{Key: "parts", Value: attribute.SliceValue(parts...)},
+func message(role, finish string, parts ...attribute.Value) attribute.Value {
+	return mapValue(attribute.String("role", role), attribute.KeyValue{Key: "parts", Value: attribute.SliceValue(parts...)},
 		attribute.String("finish_reason", finish))
 }
 
-// Part is one part of a message: its type, then its fields.
-func Part(typ string, kvs ...attribute.KeyValue) attribute.Value {
-	return Map(append([]attribute.KeyValue{attribute.String("type", typ)}, kvs...)...)
+// part is one part of a message: its type, then its fields.
+func part(typ string, kvs ...attribute.KeyValue) attribute.Value {
+	return mapValue(append([]attribute.KeyValue{attribute.String("type", typ)}, kvs...)...)
 }
 
-// TextPart is a text part.
-func TextPart(text string) attribute.Value {
-	return Part("text", attribute.String("content", text))
+// textPart is a text part.
+func textPart(text string) attribute.Value {
+	return part("text", attribute.String("content", text))
+}
+
+// wireMessage is a Messages API message, as far as the conventions' parts
+// record it; wireBlock is one of its content blocks.
+type wireMessage struct {
+	Role    string      `json:"role"`
+	Content wireContent `json:"content"`
+}
+
+type wireBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Thinking  string          `json:"thinking"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   wireContent     `json:"content"` // a tool result's
+	Source    struct {
+		Type      string `json:"type"`
+		MediaType string `json:"media_type"`
+		Data      string `json:"data"`
+	} `json:"source"`
+}
+
+// wireContent is the content of a message or a tool result: blocks, or a
+// string for one text block. Any other content, such as a server tool's
+// error object, holds no parts.
+type wireContent []wireBlock
+
+func (c *wireContent) UnmarshalJSON(data []byte) error {
+	var s string
+	if json.Unmarshal(data, &s) == nil {
+		*c = wireContent{{Type: "text", Text: s}}
+	} else if json.Unmarshal(data, (*[]wireBlock)(c)) != nil {
+		*c = nil
+	}
+	return nil
+}
+
+// decode unmarshals the API's JSON into v, but for the fields of another
+// type than v's (a block of a type this package does not know may use a
+// name for something else).
+func decode(data []byte, v any) bool {
+	err := json.Unmarshal(data, v)
+	_, typeErr := err.(*json.UnmarshalTypeError)
+	return err == nil || typeErr
+}
+
+// value is m as a message of the conventions; finish only on output.
+func (m wireMessage) value(finish string) attribute.Value {
+	return message(m.Role, finish, m.Content.parts()...)
+}
+
+// parts returns the conventions' parts of the blocks. A block their
+// schemas have no part for is its type alone.
+func (c wireContent) parts() []attribute.Value {
+	parts := make([]attribute.Value, len(c))
+	for i, b := range c {
+		switch {
+		case b.Type == "text":
+			parts[i] = textPart(b.Text)
+		case b.Type == "thinking":
+			parts[i] = part("reasoning", attribute.String("content", b.Thinking))
+		case b.Type == "tool_use":
+			parts[i] = part("tool_call", attribute.String("id", b.ID), attribute.String("name", b.Name),
+				attribute.KeyValue{Key: "arguments", Value: jsonValue(b.Input)})
+		case b.Type == "tool_result":
+			var text strings.Builder
+			for _, c := range b.Content {
+				if c.Type == "text" {
+					text.WriteString(c.Text)
+				}
+			}
+			parts[i] = part("tool_call_response", attribute.String("id", b.ToolUseID),
+				attribute.KeyValue{Key: "response", Value: textValue(text.String())})
+		case b.Type == "image" && b.Source.Type == "base64":
+			parts[i] = part("blob", attribute.String("modality", "image"),
+				attribute.String("mime_type", b.Source.MediaType), attribute.String("content", b.Source.Data))
+		default:
+			parts[i] = part(b.Type)
+		}
+	}
+	return parts
 }

@@ -19,14 +19,14 @@ func TestJSON(t *testing.T) {
 		{`{} {}`, attribute.StringValue("{} {}")},
 	}
 	for _, tt := range tests {
-		if got := JSON([]byte(tt.in)); got.String() != tt.want.String() || got.Type() != tt.want.Type() {
-			t.Errorf("JSON(%s) = %s, want %s", tt.in, got.String(), tt.want.String())
+		if got := jsonValue([]byte(tt.in)); got.String() != tt.want.String() || got.Type() != tt.want.Type() {
+			t.Errorf("jsonValue(%s) = %s, want %s", tt.in, got.String(), tt.want.String())
 		}
 	}
-	if got := Text("8"); got.Type() != attribute.STRING {
-		t.Errorf("Text(8) is a %v, want a string", got.Type())
+	if got := textValue("8"); got.Type() != attribute.STRING {
+		t.Errorf("textValue(8) is a %v, want a string", got.Type())
 	}
-	if got := Text(` {"ok":true}`); got.Type() != attribute.MAP {
+	if got := textValue(` {"ok":true}`); got.Type() != attribute.MAP {
 		t.Errorf("Text of an object is a %v, want a map", got.Type())
 	}
 }

@@ -33,17 +33,17 @@ func Fixtures(tb testing.TB) string {
 	return dir
 }
 
-// EverythingServer returns the command line that starts the reference MCP
-// server @modelcontextprotocol/server-everything over stdio, as .ci/run
-// installs it under <repo>/.ci/node_modules, or skips tb, saying how to
-// install it.
-func EverythingServer(tb testing.TB) string {
+// EverythingServer returns the command and arguments that start the
+// reference MCP server @modelcontextprotocol/server-everything over stdio,
+// as .ci/run installs it under <repo>/.ci/node_modules, or skips tb, saying
+// how to install it.
+func EverythingServer(tb testing.TB) []string {
 	tb.Helper()
 	bin, ok := findUp(filepath.Join(".ci", "node_modules", ".bin", "mcp-server-everything"))
 	if !ok {
 		tb.Skip("mcp-server-everything is not installed: npm install --prefix .ci @modelcontextprotocol/server-everything (.ci/run does)")
 	}
-	return bin + " stdio"
+	return []string{bin, "stdio"}
 }
 
 // findUp returns the first dir/rel that exists, for dir the working

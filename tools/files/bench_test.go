@@ -1,12 +1,16 @@
 package files
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/tool"
 )
 
 // benchTree makes a source tree of 2,000 files of 200 lines (about 8 MB),
@@ -84,4 +88,29 @@ func BenchmarkSearch(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkWriteFileOverwrite overwrites a 5 MiB file with 5 MiB of new
+// text through the registry, as a model's write_file call arrives: what a
+// user waits for after the model has streamed the input.
+func BenchmarkWriteFileOverwrite(b *testing.B) {
+	dir := b.TempDir()
+	text := strings.Repeat("line with \"quotes\" and a tab\t and é\n", 5<<20/40)
+	os.WriteFile(filepath.Join(dir, "big.txt"), []byte(text), 0o644)
+	ws, err := Open(Config{Dir: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ws.Close()
+	reg := tool.NewRegistry(tool.Config{})
+	reg.Register(ws.WriteFile())
+	input, _ := json.Marshal(WriteInput{Path: "big.txt", Content: strings.ToUpper(text)})
+	call := []llm.ToolUse{{ID: "toolu_1", Name: "write_file", Input: input}}
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if res := reg.Run(b.Context(), call); res[0].IsError {
+			b.Fatalf("write_file: %+v", res[0])
+		}
+	}
 }

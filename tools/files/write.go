@@ -47,7 +47,7 @@ const writeQueue = "tools/files: writes"
 // WriteFile returns the write_file tool.
 func (w *Workspace) WriteFile() *tool.Tool {
 	t := must(tool.New("write_file", writeDescription, func(ctx context.Context, in WriteInput) (string, error) {
-		c, err := w.planWrite(in)
+		c, err := w.planWrite(in, false)
 		if err != nil {
 			return "", err
 		}
@@ -96,7 +96,9 @@ type change struct {
 	count    int // edits: occurrences replaced
 }
 
-func (w *Workspace) planWrite(in WriteInput) (*change, error) {
+// planWrite plans in; the file's old content is read only for a preview,
+// whose diff needs it: the write itself does not.
+func (w *Workspace) planWrite(in WriteInput, preview bool) (*change, error) {
 	r, rel, err := w.locate(in.Path)
 	if err != nil {
 		return nil, err
@@ -114,8 +116,7 @@ func (w *Workspace) planWrite(in WriteInput) (*change, error) {
 		return nil, fmt.Errorf("%s is not a regular file (%s)", in.Path, fi.Mode().Type())
 	}
 	c.exists, c.mode = true, fi.Mode().Perm()
-	if fi.Size() <= maxEditBytes {
-		// For the preview's diff only.
+	if preview && fi.Size() <= maxEditBytes {
 		b, err := r.r.ReadFile(rel)
 		if err == nil {
 			c.old = string(b)
@@ -228,7 +229,7 @@ func (w *Workspace) Preview(name string, input json.RawMessage) (diff string, ok
 	case "write_file":
 		var in WriteInput
 		if err = json.Unmarshal(input, &in); err == nil {
-			c, err = w.planWrite(in)
+			c, err = w.planWrite(in, true)
 		}
 	case "edit_file":
 		var in EditInput
