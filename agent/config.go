@@ -26,16 +26,14 @@ type Config struct {
 	// Thinking configures thinking. Default nil: the model's default (off
 	// on older models, adaptive on current ones).
 	Thinking *llm.ThinkingConfig
-	// Effort is the output_config.effort of every turn, one of the levels
-	// the model takes ([llm.ModelInfo].Efforts; another fails the run
-	// before any request): on current models it, not a thinking budget,
-	// sets how much the model thinks. Default empty: the model's default.
+	// Effort is every turn's output_config.effort, one of the model's
+	// [llm.ModelInfo].Efforts (another fails the run before any request):
+	// on current models it sets how much the model thinks. Default: the model's.
 	Effort string
 	// Tools are the tools the model may call. Default none.
 	Tools []*tool.Tool
-	// Registry runs the calls; Tools are added to it. It is needed only for
-	// its options or to share tools between agents. Default: a
-	// tool.NewRegistry with default options.
+	// Registry runs the calls; Tools are added to it. Pass one only for its
+	// options or to share tools between agents. Default: a new one.
 	Registry *tool.Registry
 	// History is the conversation, which persists across runs. Its Config
 	// names the turns' model and max_tokens, which also price and size it.
@@ -51,14 +49,12 @@ type Config struct {
 	// MaxDuration caps the wall time of one run, which then ends
 	// [TimeLimit]. Default 0: no limit.
 	MaxDuration time.Duration
-	// MaxTotalTokens caps the input (cached or not) and output tokens of one
-	// run, checked before each model call; the run then ends [TokenLimit].
-	// Default 0: no limit.
+	// MaxTotalTokens caps one run's input (cached or not) and output tokens,
+	// checked before each model call; the run then ends [TokenLimit]. Default 0: no limit.
 	MaxTotalTokens int64
-	// MaxAttempts is how many times a model turn is tried when its stream
-	// fails transiently ([llm.IsRetryable]) after output arrived, where the
-	// llm client no longer retries, waiting by [llm.RetryWait]. Default 3;
-	// 1 turns the retry off.
+	// MaxAttempts is how many times a turn is tried whose stream fails
+	// transiently ([llm.IsRetryable]) after output arrived, where the llm
+	// client no longer retries, waiting by [llm.RetryWait]. Default 3; 1: no retry.
 	MaxAttempts int
 	// DisableCache turns off prompt caching, which is on by default.
 	DisableCache bool
@@ -85,9 +81,8 @@ type Config struct {
 	// ConversationID is the gen_ai.conversation.id of the runs' spans,
 	// such as a session's id. Default none.
 	ConversationID string
-	// Telemetry says where the spans of runs, tool calls and compactions
-	// go (an *llm.Client's own says where its model calls' go). Default:
-	// the global OpenTelemetry providers.
+	// Telemetry says where the spans of runs, tool calls and compactions go
+	// (an *llm.Client's own, its model calls'). Default: the global providers.
 	Telemetry llm.Telemetry
 }
 
@@ -115,20 +110,15 @@ func New(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("agent: Config.%s is negative (%d)", limits[i], v)
 		}
 	}
-	if cfg.History == nil {
-		cfg.History = memory.New(memory.Config{})
-	}
+	cfg.History = cmp.Or(cfg.History, memory.New(memory.Config{}))
 	if th, max := cfg.Thinking, cfg.History.Config().MaxTokens; th != nil && !th.Adaptive && th.BudgetTokens >= max {
 		// The API's rule: the thinking budget is part of max_tokens.
-		return nil, fmt.Errorf("agent: Config.Thinking.BudgetTokens (%d) must be below the history's MaxTokens (%d)",
-			th.BudgetTokens, max)
+		return nil, fmt.Errorf("agent: Config.Thinking.BudgetTokens (%d) must be below the history's MaxTokens (%d)", th.BudgetTokens, max)
 	}
 	cfg.MaxIterations = cmp.Or(cfg.MaxIterations, looprules.MaxIterations)
 	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, 3)
 	cfg.RepeatLimit = cmp.Or(cfg.RepeatLimit, looprules.RepeatLimit)
-	if cfg.Registry == nil {
-		cfg.Registry = tool.NewRegistry(tool.Config{Logger: cfg.Logger})
-	}
+	cfg.Registry = cmp.Or(cfg.Registry, tool.NewRegistry(tool.Config{Logger: cfg.Logger}))
 	for _, t := range cfg.Tools {
 		if got, ok := cfg.Registry.Lookup(t.Spec().Name); ok && got == t {
 			continue // shared with another agent
@@ -142,10 +132,9 @@ func New(cfg Config) (*Agent, error) {
 			return nil, errors.New("agent: Config.Middleware returned a nil Model")
 		}
 	}
-	a := &Agent{cfg: cfg, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)), retryWait: llm.RetryWait}
-	// otel hook: spans only; the model calls' metrics are the *llm.Client's.
-	a.otel = telemetry.Spans("github.com/agentloop/agentloop/agent", cfg.Telemetry.TracerProvider, cfg.Telemetry.CaptureContent)
-	return a, nil
+	return &Agent{cfg: cfg, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)), retryWait: llm.RetryWait,
+		// otel hook: spans only; the model calls' metrics are the *llm.Client's.
+		otel: telemetry.Spans("github.com/agentloop/agentloop/agent", cfg.Telemetry.TracerProvider, cfg.Telemetry.CaptureContent)}, nil
 }
 
 // A State says how a run ended.

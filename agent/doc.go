@@ -4,22 +4,10 @@
 // An Agent streams a model turn, starts each tool call the moment the model
 // has finished writing it (while the rest of the turn still streams),
 // collects the results into one user message, and asks again, until the
-// model ends its turn or a limit is hit:
-//
-//	a, err := agent.New(agent.Config{Model: llm.New(llm.Config{APIKey: key}), Tools: []*tool.Tool{weather}})
-//	for ev, err := range a.Stream(ctx, "What is 3 + 5?") {
-//		switch ev := ev.(type) {
-//		case agent.TextDelta:
-//			fmt.Print(ev.Text)
-//		case agent.Retry:
-//			// ev.Discard: throw away what this turn printed so far.
-//		case agent.Done:
-//			fmt.Println("\n", ev.Result.State, err)
-//		}
-//	}
-//
-// [Agent.Run] is the same loop without the events. The whole loop is in
-// loop.go, meant to be read in one sitting.
+// model ends its turn or a limit is hit. [Agent.Stream] yields the run's
+// events as they happen (see its Example); [Agent.Run] is the same loop
+// without them. The whole loop is in loop.go, meant to be read in one
+// sitting.
 //
 // # Stop reasons
 //

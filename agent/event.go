@@ -51,8 +51,7 @@ type ToolCall struct {
 
 // ToolDone is the outcome of call ID as the model gets it: Content is its
 // text, with "[image]" for each image; IsError marks a failed, denied or
-// refused call; Duration is the call's own running time, 0 if it did not
-// run.
+// refused call; Duration is the call's own running time, 0 if not run.
 type ToolDone struct {
 	ID       string        `json:"id"`
 	Name     string        `json:"name"`
@@ -70,9 +69,7 @@ type UsageUpdate struct {
 }
 
 // Compacted says the history was compacted, as the Compaction reports.
-type Compacted struct {
-	memory.Compaction
-}
+type Compacted struct{ memory.Compaction }
 
 // Retry says the current model turn failed and is sent again, as attempt
 // Attempt (2 for the first retry). With Discard, the caller must throw away

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,12 +16,10 @@ import (
 )
 
 // This file is the whole loop: Stream → loop → turn (think, with retries)
-// → observe → act (act.go); request.go builds the requests and spans.
+// → observe → act; request.go builds the requests and spans.
 
-// Stream runs the loop on input and yields its events: it appends input to
-// the history, then thinks (streams a model turn, starting each tool call
-// the moment its input is complete), acts (collects the results) and
-// observes (appends them), until the model ends its turn or a limit is hit.
+// Stream appends input to the history and runs the loop on it, yielding
+// its events, until the model ends its turn or a limit is hit.
 //
 // The last event is always [Done], with the [Result], and a nil error
 // unless the run ended [Failed] (the error wraps any [*llm.APIError]) or
@@ -49,9 +48,8 @@ func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error
 		}
 		ctx, span := a.startRun(ctx, input) // otel hook: the invoke_agent span
 		defer span.End()
-		h := a.cfg.History
 		r := &run{Agent: a, ctx: ctx, cancel: cancel, yield: yield, specs: a.cfg.Registry.Specs()}
-		rollback := h.Checkpoint()
+		rollback := a.cfg.History.Checkpoint()
 		state, err := r.loop(input)
 		// Every call's context has been cancelled by now.
 		grace, stopGrace := context.WithTimeout(context.WithoutCancel(ctx), toolGrace)
@@ -73,9 +71,9 @@ func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error
 		case state == Failed || state == Refused:
 			rollback()
 		case state == Cancelled || state == TimeLimit:
-			looprules.Interrupt(h, r.shown.String())
+			looprules.Interrupt(a.cfg.History, r.shown.String())
 		}
-		telemetry.Repaired(r.ctx, h.Repair()) // whatever happened, leave a history the API accepts (otel hook)
+		telemetry.Repaired(r.ctx, a.cfg.History.Repair()) // whatever happened, leave a history the API accepts (otel hook)
 		if r.stopped {
 			return
 		}
@@ -145,6 +143,7 @@ func (r *run) loop(input string) (State, error) {
 			return Failed, err
 		}
 		state, next := r.observe(t)
+		t.cancel() // the turn's calls have all answered
 		switch {
 		case state == Refused, !final && !next:
 			return state, nil
@@ -218,9 +217,7 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 		out := asm.Turn()
 		t.usage = out.Usage // a failed attempt is billed too
 		// Code runs on only in its container; a retry may continue a failed one's.
-		if id := out.Container; id != "" {
-			r.cont = id
-		}
+		r.cont = cmp.Or(out.Container, r.cont)
 		if err != nil {
 			t.discard()
 		}
@@ -291,7 +288,6 @@ func (r *run) observe(t *turn) (State, bool) {
 		r.act(t)
 		return "", true
 	}
-	defer t.cancel()
 	if len(t.msg.Content) > 0 {
 		r.cfg.History.AppendAssistant(t.msg, t.usage)
 	}
@@ -306,4 +302,83 @@ func (r *run) observe(t *turn) (State, bool) {
 		r.log.Warn("agent: unknown stop reason; treating it as end_turn", "stop_reason", t.stop)
 	}
 	return Finished, false
+}
+
+// A pending call is a tool call started while its turn streams. res and
+// took (start to finish, not to collection) are set before done closes.
+type pending struct {
+	call llm.ToolUse
+	done chan struct{}
+	res  llm.ToolResult
+	took time.Duration
+}
+
+// startCall reports call and starts it under the turn's ctx, unless the
+// loop's rules (looprules.Check) or Approve stop it: on the stream's
+// goroutine, to see calls in order and let Approve ask a person.
+func (r *run) startCall(ctx context.Context, rep *looprules.Repeats, call llm.ToolUse, final bool) *pending {
+	r.emit(ToolCall{ID: call.ID, Name: call.Name, Input: call.Input})
+	if why, skip := looprules.Check(rep, r.cfg.RepeatLimit, call, final); skip {
+		return notRun(call, why)
+	}
+	if r.cfg.Approve != nil {
+		if err := r.cfg.Approve(ctx, call); err != nil {
+			return notRun(call, "denied: "+err.Error())
+		}
+	}
+	ctx, span := r.otel.StartTool(ctx, call.Name, call.ID, call.Input) // otel hook: the execute_tool span
+	p := &pending{call: call, done: make(chan struct{})}
+	began, wait := time.Now(), r.cfg.Registry.Start(ctx, call)
+	// Waiting here times the call, not the stream; wait returns once ctx ends.
+	go func() {
+		p.res = wait()
+		p.took = time.Since(began)
+		r.otel.EndTool(span, p.res.IsError, llm.TextOf(p.res.Content)) // otel hook
+		close(p.done)
+	}()
+	return p
+}
+
+// notRun returns a call that was not run, whose is_error result says why.
+func notRun(call llm.ToolUse, why string) *pending {
+	p := &pending{call: call, done: make(chan struct{}), res: looprules.NotRun(call.ID, why)}
+	close(p.done)
+	return p
+}
+
+// act appends turn t and the results of its calls, in tool_use order, to
+// the history.
+func (r *run) act(t *turn) {
+	r.cfg.History.AppendAssistant(t.msg, t.usage)
+	r.repeats = t.repeats
+	results := make([]llm.Block, len(t.calls))
+	for i, p := range t.calls {
+		<-p.done
+		results[i] = p.res
+		if p.took == 0 { // otel hook: a call the loop answered itself
+			telemetry.Event(r.ctx, telemetry.EventNotRun, telemetry.ToolKeys(p.call.Name, p.call.ID)...)
+		}
+		r.emit(ToolDone{ID: p.call.ID, Name: p.call.Name, Content: shownText(p.res.Content), IsError: p.res.IsError, Duration: p.took})
+	}
+	r.cfg.History.AppendUser(results...)
+}
+
+// shownText is a result as [ToolDone] shows it: its text, then "[image]"
+// for each image, so that an image-only result is not a blank.
+func shownText(content []llm.Block) string {
+	s := llm.TextOf(content)
+	for _, b := range content {
+		if _, ok := b.(llm.Image); ok {
+			s += " [image]"
+		}
+	}
+	return strings.TrimPrefix(s, " ")
+}
+
+// discard cancels the calls t started and waits for them to return.
+func (t *turn) discard() {
+	t.cancel()
+	for _, p := range t.calls {
+		<-p.done
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -35,12 +36,11 @@ type Config struct {
 }
 
 // A Registry holds the tools the model may call and runs its calls. Make
-// one with [NewRegistry]. It is safe for concurrent use.
-//
-// If a call's context ends first, the model gets a timeout or "cancelled"
-// result at once, but the handler keeps its slot and its queue's turn until
-// it returns, so that one ignoring its context never runs beside the calls
-// the limits keep it from; [Registry.Wait] waits for such handlers.
+// one with [NewRegistry]. It is safe for concurrent use. If a call's context
+// ends first, the model gets a timeout or "cancelled" result at once, but
+// the handler keeps its slot and its queue's turn until it returns, so that
+// one ignoring its context never runs beside the calls the limits keep it
+// from; [Registry.Wait] waits for such handlers.
 type Registry struct {
 	cfg Config
 	sem *semaphore.Weighted // the MaxConcurrency slots; nil means no cap
@@ -82,8 +82,7 @@ func (r *Registry) Register(tools ...*Tool) error {
 	r.tools = append(r.tools, tools...)
 	for _, t := range tools {
 		if t.unvalidated != nil {
-			r.cfg.Logger.Warn("tool inputs are checked only for being a JSON object, not against its schema",
-				"tool", t.spec.Name, "reason", t.unvalidated)
+			r.cfg.Logger.Warn("tool inputs are checked only for being a JSON object, not against its schema", "tool", t.spec.Name, "reason", t.unvalidated)
 		}
 	}
 	return nil
@@ -107,11 +106,10 @@ func (r *Registry) Specs() []llm.ToolSpec {
 	return specs
 }
 
-// Run runs calls, the model's tool_use blocks, concurrently and returns
-// their results, results[i] answering calls[i]. It never fails: an unknown
-// tool, bad input, an error, a panic, a timeout or cancellation each become
-// an is_error result telling the model what happened. When ctx ends, Run
-// returns promptly, with a "cancelled" result for each unfinished call.
+// Run runs calls, the model's tool_use blocks, concurrently; results[i]
+// answers calls[i]. It never fails: an unknown tool, bad input, an error, a
+// panic, a timeout or cancellation each become an is_error result saying
+// what happened. When ctx ends, unfinished calls answer "cancelled" at once.
 func (r *Registry) Run(ctx context.Context, calls []llm.ToolUse) []llm.ToolResult {
 	// Not errgroup.SetLimit: the cap is shared with the calls an agent
 	// Starts, and a queued call must give up when ctx ends.
@@ -126,10 +124,9 @@ func (r *Registry) Run(ctx context.Context, calls []llm.ToolUse) []llm.ToolResul
 	return results
 }
 
-// Start starts one call now, so that an agent can start each call the
-// moment the model has streamed it, and returns a function that waits for
-// its result, as promptly as Run, as often as called. Calls share the
-// registry's limits with Run; a queue's run in the order Start was called.
+// Start starts one call now, as the model streams it, and returns a
+// function that waits for its result, as promptly as Run, as often as
+// called. Calls share the limits with Run; a queue's run in Start's order.
 func (r *Registry) Start(ctx context.Context, call llm.ToolUse) (wait func() llm.ToolResult) {
 	k := &turn{call: call, delivered: make(chan struct{}), finished: make(chan struct{})}
 	// Checked here, not on the call's goroutine, bad input is answered at once.
@@ -142,10 +139,9 @@ func (r *Registry) Start(ctx context.Context, call llm.ToolUse) (wait func() llm
 		r.deliver(k, failure("%v", err))
 		return k.wait
 	}
-	switch {
-	case t.Queue != "":
+	if t.Queue != "" {
 		k.queue = t.Queue
-	case t.Sequential:
+	} else if t.Sequential {
 		k.queue = t
 	}
 	r.mu.Lock()
@@ -160,8 +156,7 @@ func (r *Registry) Start(ctx context.Context, call llm.ToolUse) (wait func() llm
 }
 
 // A turn is a call's progress and, in a queue, its place: the next call
-// waits for finished. The first result delivered wins: the handler's or a
-// timeout's.
+// waits for finished. The first result delivered, handler's or timeout's, wins.
 type turn struct {
 	call      llm.ToolUse
 	queue     any // its key in Registry.queues, if it is in a queue
@@ -203,7 +198,9 @@ func (r *Registry) run(ctx context.Context, t *Tool, input json.RawMessage, prev
 		r.mu.Unlock()
 	}()
 	timeout := cmp.Or(t.Timeout, r.cfg.Timeout)
-	// ended is what the model reads when the call's context ends first.
+	if timeout < 0 {
+		timeout = math.MaxInt64 // none
+	}
 	ended := func() llm.ToolResult {
 		if ctx.Err() != nil {
 			return failure("cancelled: the tool call did not finish (%v)", context.Cause(ctx))
@@ -217,14 +214,10 @@ func (r *Registry) run(ctx context.Context, t *Tool, input json.RawMessage, prev
 		}
 		// A handler ignoring its context may outlive its result: wait for
 		// it no longer than this call's timeout.
-		var overdue <-chan time.Time
-		if timeout > 0 {
-			overdue = time.After(timeout)
-		}
 		select {
 		case <-prev.finished:
 		case <-ctx.Done():
-		case <-overdue:
+		case <-time.After(timeout):
 			r.deliver(k, failure("not run: tool %q is still running an earlier call that timed out; try again later", k.call.Name))
 			return
 		}
@@ -236,15 +229,11 @@ func (r *Registry) run(ctx context.Context, t *Tool, input json.RawMessage, prev
 		r.deliver(k, ended())
 		return
 	}
-	callCtx, cancel := ctx, context.CancelFunc(func() {})
-	if timeout > 0 {
-		callCtx, cancel = context.WithTimeout(ctx, timeout)
-	}
+	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	stop := context.AfterFunc(callCtx, func() {
 		if ctx.Err() == nil {
-			r.cfg.Logger.Warn("tool call timed out; its handler keeps its slot until it returns",
-				"tool", k.call.Name, "id", k.call.ID, "timeout", timeout)
+			r.cfg.Logger.Warn("tool call timed out; its handler keeps its slot until it returns", "tool", k.call.Name, "id", k.call.ID, "timeout", timeout)
 		}
 		r.deliver(k, ended())
 	})
@@ -255,11 +244,10 @@ func (r *Registry) run(ctx context.Context, t *Tool, input json.RawMessage, prev
 	r.deliver(k, out)
 }
 
-// Wait waits for the handlers that outlive their results: those whose
-// timeout or cancellation result is out while they, ignoring their
-// context, still run. Calls still working toward a result are not waited
-// for, so that agents sharing a registry can each Wait as a run ends. If
-// ctx ends first, the error names those running and wraps its cause.
+// Wait waits for the handlers that, ignoring their context, still run after
+// their timeout or cancellation result; not for calls working toward one,
+// so that agents sharing a registry can each Wait as a run ends. If ctx
+// ends first, the error names those running and wraps its cause.
 func (r *Registry) Wait(ctx context.Context) error {
 	r.mu.Lock()
 	var late []*turn
@@ -326,4 +314,32 @@ func (r *Registry) lookup(name string) (*Tool, error) {
 // failure is an is_error result that says what went wrong.
 func failure(format string, args ...any) llm.ToolResult {
 	return llm.ToolResult{Content: []llm.Block{llm.Text{Text: fmt.Sprintf(format, args...)}}, IsError: true}
+}
+
+// shape makes content fit to send: it drops nil blocks and empty text, which
+// the API rejects, cuts text past MaxOutputBytes on a UTF-8 boundary with a
+// note, and gives an error a message if it has none. Images are not counted.
+func (r *Registry) shape(content []llm.Block, isError bool) []llm.Block {
+	limit, total := r.cfg.MaxOutputBytes, 0
+	var out []llm.Block // nil if nothing is left
+	for _, b := range content {
+		t, isText := b.(llm.Text)
+		if isText {
+			total += len(t.Text)
+			if over := total - limit; limit >= 0 && over > 0 { // past the limit: later text is cut whole
+				t.Text = t.Text[:runeStart(t.Text, max(len(t.Text)-over, 0))]
+			}
+			b = t
+		}
+		if b != nil && !(isText && t.Text == "") {
+			out = append(out, b)
+		}
+	}
+	if limit >= 0 && total > limit {
+		out = append(out, llm.Text{Text: fmt.Sprintf("[output truncated: the tool returned %d bytes of text; only the first %d are shown]", total, limit)})
+	}
+	if len(out) == 0 && isError {
+		return []llm.Block{llm.Text{Text: "the tool failed without saying why"}}
+	}
+	return out
 }

@@ -7,28 +7,33 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
 	json2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
 	"github.com/google/jsonschema-go/jsonschema"
 	jsv "github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 
 	"github.com/agentloop/agentloop/llm"
 )
 
 // A Tool is a function the model can call: a name, a description, an input
 // schema and a handler. Build one with [New], [NewWithSchema] or [NewRaw],
-// set its fields if needed, then [Registry.Register] it, after which it
-// must not change.
+// set its fields, then [Registry.Register] it; it must not change after.
 type Tool struct {
 	// Sequential makes this tool's calls run one at a time, in the order
 	// started, for side effects on shared state (a shell session).
 	Sequential bool
-	// Queue, when set, makes the calls of every tool of that Queue run one
-	// at a time, in the order started: a write and an edit of one file
-	// must not interleave.
+	// Queue, when set, runs the calls of every tool of that Queue one at a
+	// time, in the order started: a write and an edit of a file must not mix.
 	Queue string
 	// Timeout bounds each call of this tool. Zero means the registry's
 	// [Config.Timeout]; negative means none.
@@ -41,9 +46,6 @@ type Tool struct {
 	handler     func(ctx context.Context, input json.RawMessage) (llm.ToolResult, error)
 }
 
-// namePattern is the Messages API's rule for tool names.
-var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
-
 // New makes a tool from a typed Go function. Its input schema is generated
 // from In, a struct (or a map with string keys): each exported field
 // becomes a property named by its json tag, required unless the tag says
@@ -54,11 +56,10 @@ var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 //		Days int    `json:"days,omitempty" jsonschema:"forecast length in days"`
 //	}
 //
-// Unknown properties are rejected. For what tags cannot say (an enum, a
-// minimum), use [NewWithSchema]. The result becomes the tool result's
-// content: a string as text, an [llm.Block], []llm.Block or
-// [llm.ToolResult] (to set IsError) as it is, any other value as its JSON.
-// A non-nil error becomes an is_error result of err.Error().
+// Unknown properties are rejected; for what tags cannot say (an enum, a
+// minimum), use [NewWithSchema]. fn's result becomes the content: a string
+// as text, an [llm.Block], []llm.Block or [llm.ToolResult] (to set IsError)
+// as it is, any other value as its JSON; an error, an is_error result of its text.
 func New[In, Out any](name, description string, fn func(ctx context.Context, in In) (Out, error)) (*Tool, error) {
 	s, err := jsonschema.For[In](nil)
 	if err != nil {
@@ -80,20 +81,13 @@ func Must(t *Tool, err error) *Tool {
 // jsonschema.For[In] refined, say with an Enum. Inputs are validated
 // against it, then decoded into In as encoding/json does: the two must agree.
 func NewWithSchema[In, Out any](name, description string, schema *jsonschema.Schema, fn func(ctx context.Context, in In) (Out, error)) (*Tool, error) {
-	if fn == nil {
-		return nil, fmt.Errorf("tool %q: nil function", name)
-	}
 	raw, _ := json.Marshal(schema) // nil, or a failure, leaves null or nothing: newTool rejects both
-	t, err := newTool(name, description, raw, func(ctx context.Context, input json.RawMessage) (llm.ToolResult, error) {
+	t, err := newTool(name, description, raw, fn == nil, func(ctx context.Context, input json.RawMessage) (llm.ToolResult, error) {
 		in, err := decode[In](name, input)
 		if err != nil {
 			return llm.ToolResult{}, err
 		}
-		out, err := fn(ctx, in)
-		if err != nil {
-			return llm.ToolResult{}, err
-		}
-		return toOutput(out)
+		return toOutput(fn(ctx, in))
 	})
 	if err == nil && t.unvalidated != nil {
 		return nil, fmt.Errorf("tool %q: %w", name, t.unvalidated) // a typed tool's schema must be usable
@@ -101,11 +95,9 @@ func NewWithSchema[In, Out any](name, description string, schema *jsonschema.Sch
 	return t, err
 }
 
-// decode decodes input into an In as encoding/json does, with its errors:
-// json/v2 in encoding/json's semantics parses in one pass, where
-// encoding/json scans first (a third less time on a 5 MiB input). As the
-// schema passed, a failure is a value that does not fit its Go type (1e400
-// for a float64), or In and the schema disagreeing.
+// decode decodes input into an In as encoding/json does, with its errors,
+// but in json/v2's one pass: a third less time on 5 MiB. As the schema passed,
+// only a value too big for its Go type (1e400), or In and schema at odds, fails.
 func decode[In any](tool string, input json.RawMessage) (in In, err error) {
 	if json2.Unmarshal(input, &in, jsonv1.DefaultOptionsV1()) == nil {
 		return in, nil
@@ -120,26 +112,24 @@ func decode[In any](tool string, input json.RawMessage) (in In, err error) {
 	return in, err
 }
 
-// NewRaw makes a tool from a hand-written or foreign JSON schema, such as
-// an MCP server's, sent to the model exactly as given, and a handler of the
-// raw JSON input, whose result's ToolUseID the registry sets. The schema
-// must be an object with "type": "object". Inputs are validated against it
-// before fn runs if the validator can use it; if not (an unknown draft, a
-// $ref out of the schema), inputs are checked only for being a JSON object,
-// fn must check them itself (as an MCP server does), and
-// [Registry.Register] logs why. An error from fn becomes an is_error
-// result of err.Error().
+// NewRaw makes a tool from a hand-written or foreign JSON schema with
+// "type": "object", such as an MCP server's, sent to the model as given, and
+// a handler of the raw input, whose result's ToolUseID the registry sets.
+// Inputs are validated against the schema if the validator can use it; if
+// not (an unknown draft, a $ref out of the schema), they are checked only
+// for being a JSON object, fn must check them itself (as an MCP server
+// does), and [Registry.Register] logs why. fn's error becomes an is_error result.
 func NewRaw(name, description string, schema json.RawMessage, fn func(ctx context.Context, input json.RawMessage) (llm.ToolResult, error)) (*Tool, error) {
-	if fn == nil {
-		return nil, fmt.Errorf("tool %q: nil function", name)
-	}
-	return newTool(name, description, append(json.RawMessage(nil), schema...), fn)
+	return newTool(name, description, append(json.RawMessage(nil), schema...), fn == nil, fn)
 }
 
-// newTool makes a tool. Only what the API requires of the name and schema
-// is an error; why the validator cannot use the schema is kept in
-// unvalidated.
-func newTool(name, description string, schema json.RawMessage, handler func(context.Context, json.RawMessage) (llm.ToolResult, error)) (*Tool, error) {
+// newTool makes a tool, unless its constructor got a nil function. Only what
+// the API requires of the name and schema is an error; why the validator
+// cannot use the schema goes in unvalidated.
+func newTool(name, description string, schema json.RawMessage, nilFn bool, handler func(context.Context, json.RawMessage) (llm.ToolResult, error)) (*Tool, error) {
+	if nilFn {
+		return nil, fmt.Errorf("tool %q: nil function", name)
+	}
 	if !namePattern.MatchString(name) {
 		return nil, fmt.Errorf("tool %q: invalid name: the API requires 1 to 64 letters, digits, '_' or '-' (%s)", name, namePattern)
 	}
@@ -198,8 +188,11 @@ func runeStart(s string, n int) int {
 	return n
 }
 
-// toOutput turns a typed tool's result into content.
-func toOutput(v any) (llm.ToolResult, error) {
+// toOutput turns what a typed tool's function returned into its result.
+func toOutput(v any, err error) (llm.ToolResult, error) {
+	if err != nil {
+		return llm.ToolResult{}, err
+	}
 	switch v := v.(type) {
 	case string:
 		return llm.ToolResult{Content: []llm.Block{llm.Text{Text: v}}}, nil
@@ -215,4 +208,133 @@ func toOutput(v any) (llm.ToolResult, error) {
 		return llm.ToolResult{}, fmt.Errorf("encoding the result as JSON: %v", err)
 	}
 	return llm.ToolResult{Content: []llm.Block{llm.Text{Text: string(b)}}}, nil
+}
+
+// prepare checks a call's input before the handler sees it: JSON, an
+// object, and valid against the tool's schema. Its errors are for the model
+// to retry with, so a schema violation lists every problem, not the first.
+func prepare(t *Tool, input json.RawMessage) (json.RawMessage, error) {
+	if len(bytes.TrimSpace(input)) == 0 {
+		input = json.RawMessage("{}") // an empty streamed input means {}
+	}
+	// Most schemas read no string's content: checking the input with its
+	// strings left unread spares unquoting and copying a written file's
+	// 5 MiB. Only a pass ends here; the full path words what is wrong.
+	var v any
+	if (t.shapeOnly || t.schema == nil) && json2.Unmarshal(input, &v, lenient, unreadStrings) == nil {
+		if _, ok := v.(map[string]any); ok && (t.schema == nil || t.schema.Validate(v) == nil) {
+			return input, nil
+		}
+	}
+	// encoding/json words the rare failures of json/v2, which parses in one
+	// pass where encoding/json scans first: half the time of a 5 MiB input.
+	if v = nil; json2.Unmarshal(input, &v, lenient) != nil {
+		if err := json.Unmarshal(input, new(json.RawMessage)); err != nil {
+			return nil, fmt.Errorf("invalid input for tool %q: the input is not valid JSON: %v", t.spec.Name, err)
+		}
+		// Valid JSON a float64 cannot hold (1e400): keep numbers as written.
+		v, _ = jsv.UnmarshalJSON(bytes.NewReader(input))
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return nil, fmt.Errorf("invalid input for tool %q: the input must be a JSON object, got %.40s", t.spec.Name, bytes.TrimSpace(input))
+	}
+	var verr *jsv.ValidationError
+	if t.schema == nil || !errors.As(t.schema.Validate(v), &verr) {
+		return input, nil
+	}
+	ps := slices.Compact(slices.Sorted(slices.Values(problems(v, verr, nil))))
+	msg := ps[0]
+	if len(ps) > 1 {
+		msg = fmt.Sprintf("%d problems:\n- %s", len(ps), strings.Join(ps, "\n- "))
+	}
+	return nil, fmt.Errorf("invalid input for tool %q: %s", t.spec.Name, msg)
+}
+
+var (
+	namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`) // the Messages API's rule for tool names
+	printer     = message.NewPrinter(language.English)        // words the validator's messages
+	// lenient reads JSON as encoding/json does (duplicate names, invalid UTF-8).
+	lenient = json2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	// unreadStrings decodes each string value as "", checked but not
+	// unquoted; object names are decoded as usual.
+	unreadStrings = json2.WithUnmarshalers(json2.UnmarshalFromFunc(func(dec *jsontext.Decoder, _ *string) error {
+		if k, n := dec.StackIndex(dec.StackDepth()); k == '{' && n%2 == 0 {
+			return errors.ErrUnsupported // a name
+		}
+		_, err := dec.ReadValue()
+		return err
+	}))
+)
+
+// readsStrings reports whether schema s may read a string's content, or
+// compare values whole: whether such a keyword is anywhere, even as a name.
+func readsStrings(s any) bool {
+	switch s := s.(type) {
+	case map[string]any:
+		for k, v := range s {
+			if slices.Contains([]string{"minLength", "maxLength", "pattern", "format", "enum", "const", "uniqueItems",
+				"contentEncoding", "contentMediaType", "contentSchema"}, k) || readsStrings(v) {
+				return true
+			}
+		}
+	case []any:
+		return slices.ContainsFunc(s, readsStrings)
+	}
+	return false
+}
+
+// problems appends what is wrong with input v to out, one line per failed
+// keyword, the leaves of the validator's error tree, each naming its field;
+// the inner nodes (the root, $ref, allOf) only group them.
+func problems(v any, e *jsv.ValidationError, out []string) []string {
+	for _, c := range e.Causes {
+		out = problems(v, c, out)
+	}
+	if len(e.Causes) > 0 {
+		return out
+	}
+	at := fieldPath(v, e.InstanceLocation)
+	switch k := e.ErrorKind.(type) {
+	case *kind.Required:
+		return append(out, "missing required "+fields(at, k.Missing))
+	case *kind.AdditionalProperties:
+		return append(out, "unknown "+fields(at, k.Properties)+"; use only the fields in the input schema")
+	}
+	if at == "" {
+		return append(out, e.ErrorKind.LocalizedString(printer))
+	}
+	return append(out, fmt.Sprintf("field %q: %s", at, e.ErrorKind.LocalizedString(printer)))
+}
+
+// fieldPath names the value at loc, a JSON pointer's tokens, within v as
+// the model wrote it (tags[1].name), looking into v for what is an index.
+func fieldPath(v any, loc []string) (path string) {
+	for _, tok := range loc {
+		if a, ok := v.([]any); ok {
+			if i, err := strconv.Atoi(tok); err == nil && i < len(a) {
+				v = a[i]
+			}
+			path += "[" + tok + "]"
+			continue
+		}
+		m, _ := v.(map[string]any)
+		if v = m[tok]; path != "" {
+			path += "."
+		}
+		path += tok
+	}
+	return path
+}
+
+// fields names properties of the object at path at: field "a", or fields
+// "at.a", "at.b".
+func fields(at string, names []string) string {
+	names = slices.Sorted(slices.Values(names))
+	for i, n := range names {
+		names[i] = strconv.Quote(strings.TrimPrefix(at+"."+n, "."))
+	}
+	if len(names) == 1 {
+		return "field " + names[0]
+	}
+	return "fields " + strings.Join(names, ", ")
 }
