@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	json2 "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentloop/agentloop/internal/apirules"
 )
@@ -153,7 +152,7 @@ func (r *Request) settings() (*settings, error) {
 
 // v1Syntax makes go-json-experiment, which decodes a 5 MiB body in one
 // pass where encoding/json takes two, accept what encoding/json does.
-var v1Syntax = json2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true), json2.MatchCaseInsensitiveNames(true))
+var v1Syntax = json2.JoinOptions(apirules.Lenient, json2.MatchCaseInsensitiveNames(true))
 
 // checkStrict returns the 400 the API would answer r with, or nil. count
 // is set for count_tokens, where the thinking blocks are not checked.

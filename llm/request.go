@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/agentloop/agentloop/internal/apirules"
 	json2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -124,10 +125,8 @@ type (
 	}
 )
 
-// lenient are the options for all JSON here: as encoding/json, it accepts
-// duplicate names and replaces invalid UTF-8 (a binary file's text, half a
-// surrogate pair in a delta) by U+FFFD.
-var lenient = json2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+// lenient are the options for all JSON here, encoding/json's grammar.
+var lenient = apirules.Lenient
 
 // requestBody writes the body of a Messages API call, or with count set of
 // a count_tokens call: the parts that take up context. Extra, mostly about

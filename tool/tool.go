@@ -22,6 +22,7 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
+	"github.com/agentloop/agentloop/internal/apirules"
 	"github.com/agentloop/agentloop/llm"
 )
 
@@ -253,8 +254,7 @@ func prepare(t *Tool, input json.RawMessage) (json.RawMessage, error) {
 var (
 	namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`) // the Messages API's rule for tool names
 	printer     = message.NewPrinter(language.English)        // words the validator's messages
-	// lenient reads JSON as encoding/json does (duplicate names, invalid UTF-8).
-	lenient = json2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	lenient     = apirules.Lenient                            // encoding/json's grammar
 	// unreadStrings decodes each string value as "", checked but not
 	// unquoted; object names are decoded as usual.
 	unreadStrings = json2.WithUnmarshalers(json2.UnmarshalFromFunc(func(dec *jsontext.Decoder, _ *string) error {

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"unicode"
 
+	json2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -257,11 +258,14 @@ var ValidID = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`).MatchString
 // tool input.
 func IsObject(in json.RawMessage) bool {
 	in = bytes.TrimSpace(in)
-	return len(in) > 0 && in[0] == '{' && jsontext.Value(in).IsValid(lenient...)
+	return len(in) > 0 && in[0] == '{' && jsontext.Value(in).IsValid(Lenient)
 }
 
-// lenient is what encoding/json accepts beyond the JSON grammar.
-var lenient = []jsontext.Options{jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)}
+// Lenient makes go-json-experiment read JSON as encoding/json does, in the
+// grammar the module reads and writes all JSON with: duplicate names (the
+// last wins) and invalid UTF-8 (a binary file's text, half a surrogate pair
+// in a delta), replaced by U+FFFD.
+var Lenient = json2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 
 // IsBlank reports whether s has no visible text; the API rejects such text
 // blocks.

@@ -24,7 +24,7 @@ func MarkInvalid(text []byte) json.RawMessage {
 // and returns the text the model sent.
 func InvalidInput(input []byte) (string, bool) {
 	// The mark is the only field, so its name comes first: a big input is not searched.
-	dec := jsontext.NewDecoder(bytes.NewReader(input), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	dec := jsontext.NewDecoder(bytes.NewReader(input), Lenient)
 	open, _ := dec.ReadToken()
 	name, _ := dec.ReadToken()
 	var m map[string]string

@@ -36,9 +36,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agentloop/agentloop/internal/apirules"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 // DefaultReadOnly are the tools that run without asking when
@@ -331,6 +331,5 @@ func subject(call llm.ToolUse) (key, value string) {
 	return "", ""
 }
 
-// lenient reads JSON as encoding/json does: duplicate names (the last
-// wins) and invalid UTF-8 (replaced) are allowed.
-var lenient = json.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+// lenient reads JSON as encoding/json does.
+var lenient = apirules.Lenient
