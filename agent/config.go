@@ -120,8 +120,10 @@ func New(cfg Config) (*Agent, error) {
 	cfg.RepeatLimit = cmp.Or(cfg.RepeatLimit, looprules.RepeatLimit)
 	cfg.Registry = cmp.Or(cfg.Registry, tool.NewRegistry(tool.Config{Logger: cfg.Logger}))
 	for _, t := range cfg.Tools {
-		if got, ok := cfg.Registry.Lookup(t.Spec().Name); ok && got == t {
-			continue // shared with another agent
+		if t != nil { // Register says what a nil one is
+			if got, ok := cfg.Registry.Lookup(t.Spec().Name); ok && got == t {
+				continue // shared with another agent
+			}
 		}
 		if err := cfg.Registry.Register(t); err != nil {
 			return nil, fmt.Errorf("agent: Config.Tools: %w", err)

@@ -28,6 +28,7 @@ func TestNew(t *testing.T) {
 		{"thinking budget over MaxTokens", Config{Model: model, History: memory.New(memory.Config{MaxTokens: 1000}), Thinking: &llm.ThinkingConfig{BudgetTokens: 1000}}, "BudgetTokens"},
 		{"thinking budget over the default MaxTokens", Config{Model: model, Thinking: &llm.ThinkingConfig{BudgetTokens: llm.DefaultMaxTokens}}, "BudgetTokens"},
 		{"adaptive thinking needs no budget", Config{Model: model, History: memory.New(memory.Config{MaxTokens: 1000}), Thinking: &llm.ThinkingConfig{Adaptive: true}}, ""},
+		{"a nil tool", Config{Model: model, Tools: []*tool.Tool{nil}}, "nil *Tool"},
 		{"a tool twice", Config{Model: model, Tools: []*tool.Tool{calculator.New(), calculator.New()}}, "duplicate tool name"},
 		{"middleware returning nil", Config{Model: model, Middleware: func(llm.Model) llm.Model { return nil }}, "nil Model"},
 	}

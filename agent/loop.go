@@ -358,21 +358,9 @@ func (r *run) act(t *turn) {
 		if p.took == 0 { // otel hook: a call the loop answered itself
 			telemetry.Event(r.ctx, telemetry.EventNotRun, telemetry.ToolKeys(p.call.Name, p.call.ID)...)
 		}
-		r.emit(ToolDone{ID: p.call.ID, Name: p.call.Name, Content: shownText(p.res.Content), IsError: p.res.IsError, Duration: p.took})
+		r.emit(ToolDone{ID: p.call.ID, Name: p.call.Name, Content: looprules.Shown(p.res.Content), IsError: p.res.IsError, Duration: p.took})
 	}
 	r.cfg.History.AppendUser(results...)
-}
-
-// shownText is a result as [ToolDone] shows it: its text, then "[image]"
-// for each image, so that an image-only result is not a blank.
-func shownText(content []llm.Block) string {
-	s := llm.TextOf(content)
-	for _, b := range content {
-		if _, ok := b.(llm.Image); ok {
-			s += " [image]"
-		}
-	}
-	return strings.TrimPrefix(s, " ")
 }
 
 // discard cancels the calls t started and waits for them to return.

@@ -55,6 +55,22 @@ func NotRun(id, why string) llm.ToolResult {
 	return llm.ToolResult{ToolUseID: id, Content: []llm.Block{llm.Text{Text: why}}, IsError: true}
 }
 
+// Shown is a tool result's content as a run's ToolDone event shows it: its
+// text, then "[image]" for each image, so that an image-only result is not
+// a blank.
+func Shown(content []llm.Block) string {
+	s := llm.TextOf(content)
+	for _, b := range content {
+		if _, ok := b.(llm.Image); ok {
+			if s != "" {
+				s += " "
+			}
+			s += "[image]"
+		}
+	}
+	return s
+}
+
 // Repeats is the last tool call and how many times in a row it came. It
 // holds the input it was given, not a copy, and its JSON form carries it
 // across a durable run's continue-as-new.

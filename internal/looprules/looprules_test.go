@@ -105,3 +105,21 @@ func TestCut(t *testing.T) {
 		t.Errorf("Cut calls (-want +got):\n%s", diff)
 	}
 }
+
+func TestShown(t *testing.T) {
+	img := llm.Image{MediaType: "image/png", Data: "iVBORw0KGgo="}
+	for _, tt := range []struct {
+		content []llm.Block
+		want    string
+	}{
+		{nil, ""},
+		{[]llm.Block{llm.Text{Text: "ok"}}, "ok"},
+		{[]llm.Block{llm.Text{Text: " indented"}}, " indented"}, // the text as the tool wrote it
+		{[]llm.Block{img}, "[image]"},
+		{[]llm.Block{llm.Text{Text: "a plot:"}, img, img}, "a plot: [image] [image]"},
+	} {
+		if got := Shown(tt.content); got != tt.want {
+			t.Errorf("Shown(%v) = %q, want %q", tt.content, got, tt.want)
+		}
+	}
+}
