@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sync/semaphore"
 
+	"github.com/agentloop/agentloop/internal/apirules"
 	"github.com/agentloop/agentloop/llm"
 )
 
@@ -316,7 +317,7 @@ func failure(format string, args ...any) llm.ToolResult {
 	return llm.ToolResult{Content: []llm.Block{llm.Text{Text: fmt.Sprintf(format, args...)}}, IsError: true}
 }
 
-// shape makes content fit to send: it drops nil blocks and empty text, which
+// shape makes content fit to send: it drops nil blocks and blank text, which
 // the API rejects, cuts text past MaxOutputBytes on a UTF-8 boundary with a
 // note, and gives an error a message if it has none. Images are not counted.
 func (r *Registry) shape(content []llm.Block, isError bool) []llm.Block {
@@ -331,7 +332,7 @@ func (r *Registry) shape(content []llm.Block, isError bool) []llm.Block {
 			}
 			b = t
 		}
-		if b != nil && !(isText && t.Text == "") {
+		if b != nil && !(isText && apirules.IsBlank(t.Text)) {
 			out = append(out, b)
 		}
 	}

@@ -229,6 +229,7 @@ func TestTruncate(t *testing.T) {
 		{"rune at start", 1, []llm.Block{llm.Text{Text: "€uro"}}, []llm.Block{note(6, 1)}},
 		{"across blocks", 6, []llm.Block{llm.Text{Text: "abcd"}, img, llm.Text{Text: "efgh"}, llm.Text{Text: "ijkl"}},
 			[]llm.Block{llm.Text{Text: "abcd"}, img, llm.Text{Text: "ef"}, note(12, 6)}},
+		{"blank text dropped", 10, []llm.Block{llm.Text{Text: " \n\t"}, nil, llm.Text{Text: "ok"}}, []llm.Block{llm.Text{Text: "ok"}}},
 		{"images not counted", 4, []llm.Block{img, llm.Text{Text: "abcd"}}, []llm.Block{img, llm.Text{Text: "abcd"}}},
 	}
 	for _, tt := range tests {
