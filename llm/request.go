@@ -172,7 +172,7 @@ func requestBody(r Request, count bool) ([]byte, error) {
 		if n := len(r.Messages); n > 0 {
 			last := r.Messages[n-1]
 			for i, b := range slices.Backward(last.Content) {
-				if b.blockType() != "thinking" && b.blockType() != "redacted_thinking" {
+				if !apirules.IsThinking(b.blockType()) {
 					last.Content = slices.Concat(last.Content[:i], []Block{cached{b}}, last.Content[i+1:])
 					w.Messages = append(r.Messages[:n-1:n-1], last)
 					break
