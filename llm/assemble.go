@@ -252,7 +252,7 @@ func toolInput(start json.RawMessage, frags []string) json.RawMessage {
 			return json.RawMessage("{}")
 		}
 	}
-	if in[0] == '{' && jsontext.Value(in).IsValid(lenient) {
+	if apirules.IsObject(in) {
 		return in
 	}
 	return apirules.MarkInvalid(in)
