@@ -54,7 +54,7 @@ func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error
 		// Every call's context has been cancelled by now.
 		grace, stopGrace := context.WithTimeout(context.WithoutCancel(ctx), toolGrace)
 		if err := a.cfg.Registry.Wait(grace); err != nil {
-			r.log.Warn("agent: a tool handler ignored its cancelled context", "err", err)
+			r.cfg.Logger.Warn("agent: a tool handler ignored its cancelled context", "err", err)
 		}
 		stopGrace()
 		switch {
@@ -196,7 +196,7 @@ func (r *run) turn(final bool) (*turn, error) {
 			if err := r.retryWait(r.ctx, attempt, err); err != nil {
 				return nil, err
 			}
-			r.log.Warn("agent: model turn failed mid-stream; retrying", "attempt", attempt, "err", err)
+			r.cfg.Logger.Warn("agent: model turn failed mid-stream; retrying", "attempt", attempt, "err", err)
 		default:
 			return nil, err
 		}
@@ -263,7 +263,7 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 		return t, errContextWindow // turn compacts and asks again
 	}
 	if c, ok := looprules.ServerCompaction(r.cfg.History, t.msg, out.Usage); ok {
-		r.log.Info("agent: the server compacted the history", slog.Int("before", c.Before))
+		r.cfg.Logger.Info("agent: the server compacted the history", slog.Int("before", c.Before))
 		r.emit(Compacted{c})
 	}
 	var cut []llm.ToolUse
@@ -299,7 +299,7 @@ func (r *run) observe(t *turn) (State, bool) {
 	case o == looprules.Truncate:
 		return Truncated, false
 	case !known:
-		r.log.Warn("agent: unknown stop reason; treating it as end_turn", "stop_reason", t.stop)
+		r.cfg.Logger.Warn("agent: unknown stop reason; treating it as end_turn", "stop_reason", t.stop)
 	}
 	return Finished, false
 }
