@@ -60,7 +60,6 @@ type contextManagement struct {
 			Type  string `json:"type"`
 			Value int    `json:"value"`
 		} `json:"trigger"`
-		PauseAfterCompaction bool `json:"pause_after_compaction"`
 	} `json:"edits"`
 }
 
@@ -71,22 +70,21 @@ const (
 )
 
 // compactionTrigger returns the input tokens at which the request's
-// compact_20260112 edit compacts, and whether it pauses after the block;
-// trigger is 0 when the request asks for no compaction at a threshold.
-func compactionTrigger(cm *contextManagement) (trigger int, pause bool) {
+// compact_20260112 edit compacts, or 0 when the request asks for no
+// compaction at a threshold.
+func compactionTrigger(cm *contextManagement) int {
 	if cm == nil {
-		return 0, false
+		return 0
 	}
 	for _, e := range cm.Edits {
 		if e.Type == "compact_20260112" {
-			trigger = defaultCompactionTrigger
 			if e.Trigger != nil {
-				trigger = e.Trigger.Value
+				return e.Trigger.Value
 			}
-			return trigger, e.PauseAfterCompaction
+			return defaultCompactionTrigger
 		}
 	}
-	return 0, false
+	return 0
 }
 
 // prompt returns the messages the model reads: as the API does, it drops

@@ -37,7 +37,9 @@
 // write each stream in large writes, for benchmarks.
 //
 // CheckRequest reports every way a request body breaks the Messages API's
-// structural rules, such as a tool_use left without its tool_result.
+// structural rules, such as a tool_use left without its tool_result, and
+// the current models' rules of strict mode (below), but for the thinking
+// block checks, which need what the server streamed.
 //
 // The server is strict by default: a request that breaks a current model's
 // rules (thinking disabled or given a budget on Claude Opus 5.5 or Fable
@@ -46,10 +48,9 @@
 // it, a prefill: messages ending with an assistant turn that is not the
 // API's own paused turn) gets the API's 400, and so does a temperature,
 // top_p or top_k on any model at API version 2026-10-21; the script is
-// not touched. Each signed
-// thinking block it streams is recorded, so that it can tell a replayed
-// block from its original. Set Server.Lenient for a test that breaks those
-// rules on purpose.
+// not touched. Each signed thinking block it streams is recorded, so that
+// it can tell a replayed block from its original. Set Server.Lenient for a
+// test that breaks those rules on purpose.
 //
 // This package imports no layer of agentloop (only the internal package that
 // states the API's rules, which memory shares), so that any project can use it.

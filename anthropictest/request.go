@@ -46,7 +46,7 @@ func (r *Request) Params() (*Params, error) {
 		p.Messages = append(p.Messages, Message{Role: m.Role, Content: content, StringContent: isString, Text: textOf(content)})
 	}
 	p.Prompt = prompt(p.Messages)
-	p.CompactionTrigger, p.PauseAfterCompaction = compactionTrigger(w.ContextManagement)
+	p.CompactionTrigger = compactionTrigger(w.ContextManagement)
 	return &p, nil
 }
 
@@ -93,10 +93,8 @@ type Params struct {
 	Prompt []Message `json:"-"`
 	// CompactionTrigger is the input tokens at which the request's
 	// compact_20260112 edit of context_management compacts (150,000 if it
-	// gives no trigger), 0 if the request has no such edit;
-	// PauseAfterCompaction is its pause_after_compaction.
-	CompactionTrigger    int  `json:"-"`
-	PauseAfterCompaction bool `json:"-"`
+	// gives no trigger), 0 if the request has no such edit.
+	CompactionTrigger int `json:"-"`
 	// Tools, ToolChoice and Thinking are kept as sent.
 	Tools      []json.RawMessage `json:"tools,omitempty"`
 	ToolChoice json.RawMessage   `json:"tool_choice,omitempty"`

@@ -40,7 +40,7 @@ type Server struct {
 	// enough for tests that only need a plausible number.
 	CountTokens func(r *Request) int
 
-	// Lenient turns strict mode off (see strict.go): the server then
+	// Lenient turns strict mode off (see the package doc): the server then
 	// answers every request from the script, whatever it breaks. Set it
 	// before the first request, for a test that breaks the current models'
 	// rules on purpose.

@@ -191,7 +191,7 @@ func modelRules(r *Request, count bool) (set settings, rules strictRules, v *vio
 		return set, rules, nil // not these rules' business
 	}
 	set = *decoded
-	rules = strictModels[undated(set.Model)]
+	rules = strictModels[apirules.Undated(set.Model)]
 	if v := sampling(set, rules, r.Header.Get("anthropic-version")); v != nil {
 		return set, rules, v
 	}
@@ -482,12 +482,4 @@ func canonical(v any) any {
 		delete(v, "cache_control")
 	}
 	return v
-}
-
-// undated returns model without a -YYYYMMDD date suffix.
-func undated(model string) string {
-	if i := strings.LastIndexByte(model, '-'); i >= 0 && len(model)-i == 9 && strings.Trim(model[i+1:], "0123456789") == "" {
-		return model[:i]
-	}
-	return model
 }

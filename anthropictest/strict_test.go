@@ -10,11 +10,19 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// send posts body to srv's path and returns the status and, for an error,
-// the error's message.
-func send(t *testing.T, srv *Server, path, body string) (int, string) {
+// send posts body, with header, to srv's path and returns the status and,
+// for an error, the error's message.
+func send(t *testing.T, srv *Server, path, body string, header http.Header) (int, string) {
 	t.Helper()
-	resp, err := http.Post(srv.URL+path, "application/json", strings.NewReader(body))
+	req, err := http.NewRequest("POST", srv.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,6 +37,31 @@ func send(t *testing.T, srv *Server, path, body string) (int, string) {
 		}
 	}
 	return resp.StatusCode, e.Error.Message
+}
+
+// expectStrict posts body, with header, to messages or, with count, to
+// count_tokens, on a strict server and on a Lenient one: the strict one
+// must answer the API's 400 with the message want, or 200 if want is
+// empty; the Lenient one must answer 200.
+func expectStrict(t *testing.T, count bool, body string, header http.Header, want string) {
+	t.Helper()
+	path := "/v1/messages"
+	if count {
+		path += "/count_tokens"
+	}
+	for _, lenient := range []bool{false, true} {
+		srv := NewServer(Repeat(NewStream().Text("ok")))
+		srv.Lenient = lenient
+		status, msg := send(t, srv, path, body, header)
+		srv.Close()
+		want := want
+		if lenient {
+			want = ""
+		}
+		if want == "" && status != 200 || want != "" && (status != 400 || msg != want) {
+			t.Errorf("lenient %v: %d %q, want %q", lenient, status, msg, want)
+		}
+	}
 }
 
 // The current models' request rules come back as the API's 400s, on
@@ -63,23 +96,7 @@ func TestStrictRequestRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, lenient := range []bool{false, true} {
-				srv := NewServer(Repeat(NewStream().Text("ok")))
-				srv.Lenient = lenient
-				path := "/v1/messages"
-				if tt.count {
-					path += "/count_tokens"
-				}
-				status, msg := send(t, srv, path, `{"model":"`+tt.model+`",`+msgs+tt.extra+`}`)
-				srv.Close()
-				want := tt.want
-				if lenient {
-					want = ""
-				}
-				if want == "" && status != 200 || want != "" && (status != 400 || msg != want) {
-					t.Errorf("lenient %v: %d %q, want %q", lenient, status, msg, want)
-				}
-			}
+			expectStrict(t, tt.count, `{"model":"`+tt.model+`",`+msgs+tt.extra+`}`, nil, tt.want)
 		})
 	}
 }
@@ -150,13 +167,13 @@ func TestStrictThinkingBinding(t *testing.T) {
 			defer srv.Close()
 			srv.Lenient = tt.lenient
 			for turn := 1; turn <= 2; turn++ {
-				if status, msg := send(t, srv, "/v1/messages", body(orig, turn)); status != 200 {
+				if status, msg := send(t, srv, "/v1/messages", body(orig, turn), nil); status != 200 {
 					t.Fatalf("turn %d: %d %s", turn, status, msg)
 				}
 			}
 			c := orig
 			tt.edit(&c)
-			status, msg := send(t, srv, "/v1/messages", body(c, 3))
+			status, msg := send(t, srv, "/v1/messages", body(c, 3), nil)
 			if tt.want == "" && status != 200 || tt.want != "" && (status != 400 || !strings.Contains(msg, tt.want)) {
 				t.Errorf("%d %q, want %q", status, msg, tt.want)
 			}
@@ -172,7 +189,7 @@ func TestStrictThinkingBinding(t *testing.T) {
 			NewStream().Text("ok"))
 		defer srv.Close()
 		for turn := 1; turn <= 3; turn++ {
-			if status, msg := send(t, srv, "/v1/messages", body(orig, turn)); status != 200 {
+			if status, msg := send(t, srv, "/v1/messages", body(orig, turn), nil); status != 200 {
 				t.Fatalf("turn %d: %d %s", turn, status, msg)
 			}
 		}
@@ -182,10 +199,10 @@ func TestStrictThinkingBinding(t *testing.T) {
 			b := body(c, 3)
 			return strings.TrimSuffix(b, "]}") + `,{"role":"assistant","content":[{"type":"thinking","thinking":"","signature":"sig_C"},{"type":"text","text":"You are welcome."}]},{"role":"user","content":"bye"}]}`
 		}
-		if status, msg := send(t, srv, "/v1/messages", four(false)); status != 400 || !strings.Contains(msg, "messages.5.content.0") {
+		if status, msg := send(t, srv, "/v1/messages", four(false), nil); status != 400 || !strings.Contains(msg, "messages.5.content.0") {
 			t.Errorf("B removed: %d %q, want the 400 for C at messages.5.content.0", status, msg)
 		}
-		if status, msg := send(t, srv, "/v1/messages", four(true)); status != 200 {
+		if status, msg := send(t, srv, "/v1/messages", four(true), nil); status != 200 {
 			t.Errorf("unchanged: %d %q", status, msg)
 		}
 	})
@@ -215,11 +232,11 @@ func TestStrictThinkingAfterCompaction(t *testing.T) {
 	defer srv.Close()
 	const head = `{"model":"claude-opus-5-5","max_tokens":100,"system":"Be brief.","messages":[`
 	const after = `{"role":"assistant","content":[{"type":"compaction","content":"The user asked f?; f said 42."},{"type":"thinking","thinking":"","signature":"sig_B"},{"type":"text","text":"It is 42."}]},{"role":"user","content":"thanks"}]}`
-	if status, msg := send(t, srv, "/v1/messages", head+`{"role":"user","content":"f? `+strings.Repeat("x", 100)+`"}]}`); status != 200 {
+	if status, msg := send(t, srv, "/v1/messages", head+`{"role":"user","content":"f? `+strings.Repeat("x", 100)+`"}]}`, nil); status != 200 {
 		t.Fatal(status, msg)
 	}
 	for _, before := range []string{`{"role":"user","content":"f? ` + strings.Repeat("x", 100) + `"},`, `{"role":"user","content":"f?"},`} {
-		if status, msg := send(t, srv, "/v1/messages", head+before+after); status != 200 {
+		if status, msg := send(t, srv, "/v1/messages", head+before+after, nil); status != 200 {
 			t.Errorf("after the compaction, with %s: %d %s", before, status, msg)
 		}
 	}

@@ -2,10 +2,10 @@
 // so that an agent can use the tools people already run as MCP servers.
 //
 // It connects with the official MCP Go SDK: to a command over stdio
-// ([ConnectCommand], given an [exec.Cmd]), to a URL over streamable HTTP ([ConnectURL]), or over
-// any [mcp.Transport] ([Connect]). [Server.Register] then lists the
-// server's tools and registers each one, its input schema passed through as
-// the server gives it:
+// ([ConnectCommand], given an [*os/exec.Cmd]), to a URL over streamable
+// HTTP ([ConnectURL]), or over any [mcp.Transport] ([Connect]).
+// [Server.Register] then lists the server's tools and registers each one,
+// its input schema passed through as the server gives it:
 //
 //	srv, err := mcptool.ConnectCommand(ctx, exec.Command("npx", "-y", "@modelcontextprotocol/server-everything"), nil)
 //	if err != nil {
@@ -46,10 +46,9 @@
 // structured content as its JSON (unless a text block already holds it),
 // and what the API cannot take (audio, resource links, other embedded
 // resources) as a line of text describing it, rather than silently
-// dropped. An MCP tool error becomes an is_error
-// result with the server's text. A server that crashes mid-run turns its
-// tools' calls into is_error results naming the server; the other tools
-// keep working.
+// dropped. An MCP tool error becomes an is_error result with the server's
+// text. A server that crashes mid-run turns its tools' calls into is_error
+// results naming the server; the other tools keep working.
 //
 // When a tool's name is already taken in the registry, by a tool of another
 // server or any other tool, it is registered as server__tool instead.

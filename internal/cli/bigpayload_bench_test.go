@@ -74,12 +74,12 @@ func longTextReplies() []anthropictest.Reply {
 	return []anthropictest.Reply{anthropictest.NewStream().Text(d...).Stop("end_turn")}
 }
 
-// newBenchServer starts a Buffered server answering replies, and returns
-// it with the number of requests the script answers: one a reply.
-func newBenchServer(replies []anthropictest.Reply) (*anthropictest.Server, int) {
+// newBenchServer starts a Buffered server answering replies, one request
+// each.
+func newBenchServer(replies []anthropictest.Reply) *anthropictest.Server {
 	srv := anthropictest.NewServer(replies...)
 	srv.Buffered = true
-	return srv, len(replies)
+	return srv
 }
 
 // child is one client: a binary and its arguments for a server URL and
@@ -171,12 +171,12 @@ func runChildren(b *testing.B, replies []anthropictest.Reply, children ...child)
 	rssFile := filepath.Join(dir, "rss")
 	var bodySize int
 	{
-		srv, script := newBenchServer(replies)
+		srv := newBenchServer(replies)
 		out, err := children[len(children)-1].command(dir, srv.URL, 0, rssFile).CombinedOutput()
 		reqs := srv.Requests()
 		srv.Close()
-		if err != nil || len(reqs) != script {
-			b.Fatalf("agentloop: %v, %d requests for %d replies:\n%s", err, len(reqs), script, out)
+		if err != nil || len(reqs) != len(replies) {
+			b.Fatalf("agentloop: %v, %d requests for %d replies:\n%s", err, len(reqs), len(replies), out)
 		}
 		if len(reqs) > 0 {
 			bodySize = len(reqs[len(reqs)-1].Body)
@@ -187,7 +187,7 @@ func runChildren(b *testing.B, replies []anthropictest.Reply, children ...child)
 			var peak int64
 			for b.Loop() {
 				b.StopTimer()
-				srv, script := newBenchServer(replies)
+				srv := newBenchServer(replies)
 				cmd := c.command(dir, srv.URL, bodySize, rssFile)
 				var out bytes.Buffer
 				cmd.Stderr = &out
@@ -195,8 +195,8 @@ func runChildren(b *testing.B, replies []anthropictest.Reply, children ...child)
 				err := cmd.Run()
 				b.StopTimer()
 				srv.Close()
-				if n := len(srv.Requests()); err != nil || n != script {
-					b.Fatalf("%s: %v, %d requests for %d replies:\n%s", c.name, err, n, script, out.Bytes())
+				if n := len(srv.Requests()); err != nil || n != len(replies) {
+					b.Fatalf("%s: %v, %d requests for %d replies:\n%s", c.name, err, n, len(replies), out.Bytes())
 				}
 				rss, err := os.ReadFile(rssFile)
 				kib, perr := strconv.ParseInt(strings.TrimSpace(string(rss)), 10, 64)
@@ -256,7 +256,7 @@ func runInProcess(b *testing.B, replies []anthropictest.Reply, args ...string) {
 	b.ReportAllocs()
 	for b.Loop() {
 		b.StopTimer()
-		srv, script := newBenchServer(replies)
+		srv := newBenchServer(replies)
 		c.getenv = func(k string) string {
 			return map[string]string{"ANTHROPIC_API_KEY": "sk-ant-bench", "ANTHROPIC_BASE_URL": srv.URL}[k]
 		}
@@ -264,8 +264,8 @@ func runInProcess(b *testing.B, replies []anthropictest.Reply, args ...string) {
 		code := c.main(context.Background(), args, strings.NewReader(""), io.Discard, io.Discard)
 		b.StopTimer()
 		srv.Close()
-		if n := len(srv.Requests()); code != 0 || n != script {
-			b.Fatalf("exit status %d, %d requests for %d replies", code, n, script)
+		if n := len(srv.Requests()); code != 0 || n != len(replies) {
+			b.Fatalf("exit status %d, %d requests for %d replies", code, n, len(replies))
 		}
 		b.StartTimer()
 	}

@@ -101,14 +101,12 @@ type longSession struct {
 const summaryText = "The user asked to read big1.txt to big6.txt; files read so far: read %d"
 
 // promptTokens is what the fake bills: four bytes a token of the prompt
-// the model reads, as anthropictest.Params.Prompt gives it.
-func promptTokens(r *anthropictest.Request) int {
+// the model reads, p.Prompt.
+func promptTokens(p *anthropictest.Params) int {
 	n := 0
-	if p, err := r.Params(); err == nil {
-		for _, m := range p.Prompt {
-			for _, b := range m.Content {
-				n += len(b.Raw)
-			}
+	for _, m := range p.Prompt {
+		for _, b := range m.Content {
+			n += len(b.Raw)
 		}
 	}
 	return n/4 + 200 // system and tools
@@ -117,10 +115,13 @@ func promptTokens(r *anthropictest.Request) int {
 func (s *longSession) reply(r *anthropictest.Request) anthropictest.Reply {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p, _ := r.Params()
+	p, err := r.Params()
+	if err != nil {
+		return anthropictest.HTTPError{Status: 400, Message: err.Error()}
+	}
 	if len(p.Tools) == 0 { // the client's summary call
 		s.summaries++
-		return anthropictest.NewStream().Usage(promptTokens(r), 1, 0, 0).Text("## Task\nRead big1.txt to big6.txt.").Stop("end_turn", 50)
+		return anthropictest.NewStream().Usage(promptTokens(p), 1, 0, 0).Text("## Task\nRead big1.txt to big6.txt.").Stop("end_turn", 50)
 	}
 	done := 0 // reads the model can see: answered in its prompt, or noted in the summary
 	for _, m := range p.Prompt {
@@ -137,7 +138,7 @@ func (s *longSession) reply(r *anthropictest.Request) anthropictest.Reply {
 			}
 		}
 	}
-	tokens := promptTokens(r)
+	tokens := promptTokens(p)
 	st := anthropictest.NewStream()
 	if trigger := p.CompactionTrigger; trigger > 0 && tokens >= trigger {
 		s.serverCompactions++

@@ -181,13 +181,12 @@ func (s *session) connectMCP(ctx context.Context, o *options, reg *tool.Registry
 			// A config file gives the command and its arguments apart.
 			conn, err = mcptool.ConnectCommand(ctx, exec.Command(srv.command, srv.args...), opts)
 		default:
-			// A flag gives a command line, split as a shell would.
+			// A flag gives a command line, split as a shell would; the
+			// note below names the line.
 			var args []string
-			if args, err = splitCommand(srv.command); err != nil {
-				err = fmt.Errorf("server command %q: %w", srv.command, err)
-				break
+			if args, err = splitCommand(srv.command); err == nil {
+				conn, err = mcptool.ConnectCommand(ctx, exec.Command(args[0], args[1:]...), opts)
 			}
-			conn, err = mcptool.ConnectCommand(ctx, exec.Command(args[0], args[1:]...), opts)
 		}
 		if err != nil {
 			s.render.note("MCP server %s is not available; continuing without its tools: %v", srv.what, err)

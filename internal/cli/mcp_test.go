@@ -22,7 +22,13 @@ import (
 // server from npm: the scripted model calls the server's echo tool, and the
 // server's real answer must come back to the model as the tool_result.
 func TestMCPEverything(t *testing.T) {
-	line := strings.Join(testenv.EverythingServer(t), " ")
+	// The --mcp line, each word quoted as a shell would, so that a clone
+	// whose path holds a space still splits back into the same words.
+	var words []string
+	for _, w := range testenv.EverythingServer(t) {
+		words = append(words, "'"+strings.ReplaceAll(w, "'", `'\''`)+"'")
+	}
+	line := strings.Join(words, " ")
 	// The servers get this marker through --mcp-env, and what they start
 	// inherits it, so that any process left behind can be found afterwards.
 	marker := "agentloop-mcp-test-" + strconv.Itoa(os.Getpid())

@@ -229,7 +229,7 @@ type session struct {
 // newSession builds the agent: tools, MCP servers, history.
 //
 // lesson turns on the demo's commentary in the renderer.
-func (c *cli) newSession(ctx context.Context, o *options, model llm.Model, logger *slog.Logger, stdout, stderr io.Writer, lesson bool) (*session, error) {
+func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, logger *slog.Logger, stdout, stderr io.Writer, lesson bool) (*session, error) {
 	s := &session{o: o, stderr: stderr, log: logger}
 	s.render = c.newRenderer(o, stdout, stderr, lesson)
 
@@ -238,7 +238,7 @@ func (c *cli) newSession(ctx context.Context, o *options, model llm.Model, logge
 	if s.builtins, err = registerBuiltins(o, reg); err != nil {
 		return nil, err
 	}
-	s.connectMCP(ctx, o, reg, model)
+	s.connectMCP(ctx, o, reg, client)
 
 	s.memCfg = memory.Config{
 		Model:        o.model,
@@ -246,11 +246,7 @@ func (c *cli) newSession(ctx context.Context, o *options, model llm.Model, logge
 		ContextLimit: o.contextLimit,
 		Compaction:   o.compaction,
 		Logger:       logger,
-	}
-	if tc, ok := model.(interface {
-		CountTokens(context.Context, llm.Request) (int, error)
-	}); ok {
-		s.memCfg.Counter = tc.CountTokens
+		Counter:      client.CountTokens,
 	}
 	// Found now, before a request is paid for, not at the first save.
 	var history *memory.History
@@ -263,7 +259,7 @@ func (c *cli) newSession(ctx context.Context, o *options, model llm.Model, logge
 		return nil, err
 	}
 	s.cfg = agent.Config{
-		Model:          model,
+		Model:          client,
 		System:         s.builtins.system(o),
 		Registry:       reg,
 		Approve:        s.builtins.approve(reg),

@@ -317,7 +317,7 @@ func subject(call llm.ToolUse) (key, value string) {
 		URL     any `json:"url"`
 		Path    any `json:"path"`
 	}
-	if json.Unmarshal(call.Input, &in, lenient) != nil {
+	if json.Unmarshal(call.Input, &in, apirules.Lenient) != nil {
 		return "", ""
 	}
 	for _, f := range []struct {
@@ -330,6 +330,3 @@ func subject(call llm.ToolUse) (key, value string) {
 	}
 	return "", ""
 }
-
-// lenient reads JSON as encoding/json does.
-var lenient = apirules.Lenient
