@@ -401,11 +401,11 @@ func (r *run) request(final bool) (llm.Request, error) {
 		Effort: r.in.Effort, NoCache: r.in.DisableCache, Container: r.cont}, final), nil
 }
 
-// compact compacts the history with memory's own code, its summary call a
-// ModelTurn activity.
 // errNoServerSummary declines an on-demand server compaction (see compact).
 var errNoServerSummary = errors.New("durable: on-demand server compaction is not used in a workflow")
 
+// compact compacts the history with memory's own code, its summary call a
+// ModelTurn activity.
 func (r *run) compact() error {
 	summary := llm.ModelFunc(func(_ context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
 		return func(yield func(llm.Event, error) bool) {
