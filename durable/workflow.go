@@ -103,8 +103,13 @@ func start(ctx workflow.Context, in Input) (*run, error) {
 			return nil, err
 		}
 		r.tools = offer.Tools
+		// And so for the runs it continues as, which are given r.in.
 		if r.in.System == "" {
-			r.in.System = offer.System // and so for the runs it continues as
+			r.in.System = offer.System
+		}
+		if r.in.AppendSystem != "" {
+			r.in.System = strings.TrimSpace(r.in.System + "\n\n" + r.in.AppendSystem)
+			r.in.AppendSystem = ""
 		}
 		r.before, r.started, r.runs = r.h.Messages(), workflow.Now(ctx), 1
 	}
