@@ -62,7 +62,8 @@ type approval struct {
 	d       Decision
 }
 
-// errEmptyPrompt mirrors agent's errNoPrompt.
+// errEmptyPrompt is agent's error for an empty prompt (agent/loop.go's
+// loop), word for word.
 var errEmptyPrompt = errors.New("agent: the prompt is empty")
 
 // start sets the run up from its input: defaults, the history, the tools
