@@ -89,8 +89,7 @@ type Config struct {
 // An Agent runs the think → act → observe loop over one conversation. Its
 // runs must not overlap, since they share its history; Agents are cheap.
 type Agent struct {
-	cfg       Config // with defaults, and Model wrapped by Middleware
-	log       *slog.Logger
+	cfg       Config                                                  // with defaults, and Model wrapped by Middleware
 	retryWait func(ctx context.Context, attempt int, err error) error // tests shorten it
 	busy      atomic.Bool                                             // a run is in progress
 	otel      *telemetry.Instruments                                  // otel hook
@@ -118,6 +117,7 @@ func New(cfg Config) (*Agent, error) {
 	cfg.MaxIterations = cmp.Or(cfg.MaxIterations, looprules.MaxIterations)
 	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, 3)
 	cfg.RepeatLimit = cmp.Or(cfg.RepeatLimit, looprules.RepeatLimit)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	cfg.Registry = cmp.Or(cfg.Registry, tool.NewRegistry(tool.Config{Logger: cfg.Logger}))
 	for _, t := range cfg.Tools {
 		if t != nil { // Register says what a nil one is
@@ -134,7 +134,7 @@ func New(cfg Config) (*Agent, error) {
 			return nil, errors.New("agent: Config.Middleware returned a nil Model")
 		}
 	}
-	return &Agent{cfg: cfg, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)), retryWait: llm.RetryWait,
+	return &Agent{cfg: cfg, retryWait: llm.RetryWait,
 		// otel hook: spans only; the model calls' metrics are the *llm.Client's.
 		otel: telemetry.Spans("github.com/agentloop/agentloop/agent", cfg.Telemetry.TracerProvider, cfg.Telemetry.CaptureContent)}, nil
 }

@@ -41,7 +41,7 @@ func TestNew(t *testing.T) {
 				}
 				c := a.cfg
 				if c.MaxIterations != 20 || c.RepeatLimit != 3 || c.MaxAttempts != 3 ||
-					a.cfg.History == nil || c.Registry == nil || a.log == nil {
+					a.cfg.History == nil || c.Registry == nil || c.Logger == nil {
 					t.Errorf("defaults not filled: %+v", c)
 				}
 				return

@@ -54,7 +54,7 @@ func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error
 		// Every call's context has been cancelled by now.
 		grace, stopGrace := context.WithTimeout(context.WithoutCancel(ctx), toolGrace)
 		if err := a.cfg.Registry.Wait(grace); err != nil {
-			r.log.Warn("agent: a tool handler ignored its cancelled context", "err", err)
+			r.cfg.Logger.Warn("agent: a tool handler ignored its cancelled context", "err", err)
 		}
 		stopGrace()
 		switch {
@@ -196,7 +196,7 @@ func (r *run) turn(final bool) (*turn, error) {
 			if err := r.retryWait(r.ctx, attempt, err); err != nil {
 				return nil, err
 			}
-			r.log.Warn("agent: model turn failed mid-stream; retrying", "attempt", attempt, "err", err)
+			r.cfg.Logger.Warn("agent: model turn failed mid-stream; retrying", "attempt", attempt, "err", err)
 		default:
 			return nil, err
 		}
@@ -263,13 +263,13 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 		return t, errContextWindow // turn compacts and asks again
 	}
 	if c, ok := looprules.ServerCompaction(r.cfg.History, t.msg, out.Usage); ok {
-		r.log.Info("agent: the server compacted the history", slog.Int("before", c.Before))
+		r.cfg.Logger.Info("agent: the server compacted the history", slog.Int("before", c.Before))
 		r.emit(Compacted{c})
 	}
 	var cut []llm.ToolUse
 	t.msg, cut = looprules.Cut(t.msg, out.Incomplete)
 	for _, tu := range cut {
-		t.calls = append(t.calls, notRun(tu, looprules.CutOff))
+		t.calls = append(t.calls, r.notRun(tu, looprules.CutOff))
 	}
 	r.text = llm.TextOf(t.msg.Content)
 	return t, nil
@@ -299,7 +299,7 @@ func (r *run) observe(t *turn) (State, bool) {
 	case o == looprules.Truncate:
 		return Truncated, false
 	case !known:
-		r.log.Warn("agent: unknown stop reason; treating it as end_turn", "stop_reason", t.stop)
+		r.cfg.Logger.Warn("agent: unknown stop reason; treating it as end_turn", "stop_reason", t.stop)
 	}
 	return Finished, false
 }
@@ -319,11 +319,11 @@ type pending struct {
 func (r *run) startCall(ctx context.Context, rep *looprules.Repeats, call llm.ToolUse, final bool) *pending {
 	r.emit(ToolCall{ID: call.ID, Name: call.Name, Input: call.Input})
 	if why, skip := looprules.Check(rep, r.cfg.RepeatLimit, call, final); skip {
-		return notRun(call, why)
+		return r.notRun(call, why)
 	}
 	if r.cfg.Approve != nil {
 		if err := r.cfg.Approve(ctx, call); err != nil {
-			return notRun(call, "denied: "+err.Error())
+			return r.notRun(call, "denied: "+err.Error())
 		}
 	}
 	ctx, span := r.otel.StartTool(ctx, call.Name, call.ID, call.Input) // otel hook: the execute_tool span
@@ -340,7 +340,8 @@ func (r *run) startCall(ctx context.Context, rep *looprules.Repeats, call llm.To
 }
 
 // notRun returns a call that was not run, whose is_error result says why.
-func notRun(call llm.ToolUse, why string) *pending {
+func (r *run) notRun(call llm.ToolUse, why string) *pending {
+	telemetry.Event(r.ctx, telemetry.EventNotRun, telemetry.ToolKeys(call.Name, call.ID)...) // otel hook
 	p := &pending{call: call, done: make(chan struct{}), res: looprules.NotRun(call.ID, why)}
 	close(p.done)
 	return p
@@ -355,9 +356,6 @@ func (r *run) act(t *turn) {
 	for i, p := range t.calls {
 		<-p.done
 		results[i] = p.res
-		if p.took == 0 { // otel hook: a call the loop answered itself
-			telemetry.Event(r.ctx, telemetry.EventNotRun, telemetry.ToolKeys(p.call.Name, p.call.ID)...)
-		}
 		r.emit(ToolDone{ID: p.call.ID, Name: p.call.Name, Content: looprules.Shown(p.res.Content), IsError: p.res.IsError, Duration: p.took})
 	}
 	r.cfg.History.AppendUser(results...)

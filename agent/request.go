@@ -16,7 +16,7 @@ import (
 // request builds the next request from the history, repaired first and,
 // when it has outgrown its limit, compacted.
 func (r *run) request(final bool) (llm.Request, error) {
-	fixes, err := looprules.Prepare(r.cfg.History, r.log, r.compact)
+	fixes, err := looprules.Prepare(r.cfg.History, r.cfg.Logger, r.compact)
 	telemetry.Repaired(r.ctx, fixes) // otel hook
 	if err != nil {
 		return llm.Request{}, err
@@ -37,7 +37,7 @@ func (r *run) compact() error {
 	telemetry.EndCompact(span, c.Before, c.After, c.Steps, err, typ)
 	r.usage = r.usage.Add(c.Usage)
 	if err == nil || len(c.Steps) > 0 {
-		r.log.Info("agent: compacted the history", slog.Int("before", c.Before), slog.Int("after", c.After), slog.Any("err", err))
+		r.cfg.Logger.Info("agent: compacted the history", slog.Int("before", c.Before), slog.Int("after", c.After), slog.Any("err", err))
 		r.emit(Compacted{c})
 	}
 	return err

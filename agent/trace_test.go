@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
@@ -20,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	at "github.com/agentloop/agentloop/anthropictest"
+	"github.com/agentloop/agentloop/internal/telemetry"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/tool"
@@ -253,4 +255,41 @@ func plain(v attribute.Value) any {
 		return nil
 	}
 	return v.AsInterface()
+}
+
+// TestNotRunEvent checks that a call is reported as not run only when the
+// loop answered it itself: not when it ran in no time, as a tool does on a
+// synctest bubble's clock.
+func TestNotRunEvent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := tracetest.NewSpanRecorder()
+		model := new(scripted).add(nil,
+			llm.MessageStart{ID: "msg_1"},
+			llm.ToolUseStart{Index: 0, ID: "toolu_1", Name: "calculator", Input: []byte(`{"a":3,"b":5,"operation":"add"}`)},
+			llm.BlockStop{Index: 0},
+			llm.ToolUseStart{Index: 1, ID: "toolu_2", Name: "calculator", Input: []byte(`{"a":3,"b":5,"operation":"add"}`)},
+			llm.BlockStop{Index: 1},
+			llm.MessageDelta{StopReason: llm.ToolUseStop},
+			llm.MessageStop{}).add(nil, textTurn("8", llm.EndTurn)...)
+		a := newAgent(t, model, Config{Tools: []*tool.Tool{calculator.New()}, RepeatLimit: 2,
+			Telemetry: llm.Telemetry{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))}})
+		if _, err := a.Run(t.Context(), "What is 3 + 5?"); err != nil {
+			t.Fatal(err)
+		}
+		var notRun []string
+		for _, s := range rec.Ended() {
+			for _, e := range s.Events() {
+				if e.Name == telemetry.EventNotRun {
+					for _, kv := range e.Attributes {
+						if kv.Key == "gen_ai.tool.call.id" {
+							notRun = append(notRun, kv.Value.AsString())
+						}
+					}
+				}
+			}
+		}
+		if diff := gocmp.Diff([]string{"toolu_2"}, notRun); diff != "" {
+			t.Errorf("calls reported not run (-want +got):\n%s", diff)
+		}
+	})
 }

@@ -192,10 +192,10 @@ func (p *partial) finish() Block {
 	if len(p.frags) > 0 || len(p.merges) > 0 {
 		raw = p.rebuild()
 	}
-	if p.rawType == "redacted_thinking" {
-		// As unmarshalBlock gives it, so that a reloaded turn is alike.
-		var b RedactedThinking
-		if json.Unmarshal(raw, &b) == nil {
+	// Typed as unmarshalBlock types it (redacted_thinking), so that a
+	// reloaded turn is alike.
+	if decode := decoders[p.rawType]; decode != nil {
+		if b, err := decode(raw); err == nil {
 			return b
 		}
 	}
@@ -252,7 +252,7 @@ func toolInput(start json.RawMessage, frags []string) json.RawMessage {
 			return json.RawMessage("{}")
 		}
 	}
-	if in[0] == '{' && jsontext.Value(in).IsValid(lenient) {
+	if apirules.IsObject(in) {
 		return in
 	}
 	return apirules.MarkInvalid(in)

@@ -189,7 +189,7 @@ func TestAssemblerContainer(t *testing.T) {
 				a.Add(ev)
 			}
 			if got := a.Turn().Container; got != tt.want {
-				t.Errorf("Container() = %q, want %q", got, tt.want)
+				t.Errorf("Turn().Container = %q, want %q", got, tt.want)
 			}
 		})
 	}

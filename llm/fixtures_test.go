@@ -202,7 +202,7 @@ func TestFixturesContainer(t *testing.T) {
 				a.Add(ev)
 			}
 			if want := string(ids[len(ids)-1][1]); a.Turn().Container != want {
-				t.Errorf("Container() = %q, want %q", a.Turn().Container, want)
+				t.Errorf("Turn().Container = %q, want %q", a.Turn().Container, want)
 			}
 		})
 	}

@@ -113,10 +113,7 @@ var (
 // thinking, every effort level), no limits and no price, so that nothing
 // the API might reject is sent unasked.
 func LookupModel(model string) (info ModelInfo, ok bool) {
-	if i := strings.LastIndexByte(model, '-'); i >= 0 && len(model)-i == 9 && strings.Trim(model[i+1:], "0123456789") == "" {
-		model = model[:i]
-	}
-	if info, ok = Models[model]; !ok {
+	if info, ok = Models[apirules.Undated(model)]; !ok {
 		info = ModelInfo{Thinking: adaptive, Efforts: efforts5}
 	}
 	return info, ok

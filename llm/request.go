@@ -172,7 +172,7 @@ func requestBody(r Request, count bool) ([]byte, error) {
 		if n := len(r.Messages); n > 0 {
 			last := r.Messages[n-1]
 			for i, b := range slices.Backward(last.Content) {
-				if b.blockType() != "thinking" && b.blockType() != "redacted_thinking" {
+				if !apirules.IsThinking(b.blockType()) {
 					last.Content = slices.Concat(last.Content[:i], []Block{cached{b}}, last.Content[i+1:])
 					w.Messages = append(r.Messages[:n-1:n-1], last)
 					break
@@ -236,7 +236,9 @@ func requestBody(r Request, count bool) ([]byte, error) {
 // cached is a block with a cache breakpoint added to its JSON.
 type cached struct{ Block }
 
-// marshalCached writes c's block with "cache_control" added, unless it has one.
+// marshalCached writes c's block with "cache_control" added, unless it has
+// one. Only a RawBlock can: a typed block's JSON, which may be a 5 MiB tool
+// result, is not parsed again to look.
 var marshalCached = json2.MarshalToFunc(func(enc *jsontext.Encoder, c cached) error {
 	raw, err := json2.Marshal(c.Block, enc.Options())
 	if err != nil {
@@ -245,10 +247,10 @@ var marshalCached = json2.MarshalToFunc(func(enc *jsontext.Encoder, c cached) er
 	var has struct {
 		CacheControl jsontext.Value `json:"cache_control"`
 	}
-	if json2.Unmarshal(raw, &has, lenient) == nil && has.CacheControl == nil && len(raw) > 2 {
-		raw = append(raw[:len(raw)-1], `,"cache_control":{"type":"ephemeral"}}`...)
+	if _, isRaw := c.Block.(RawBlock); isRaw && json2.Unmarshal(raw, &has, lenient) != nil || has.CacheControl != nil || len(raw) <= 2 {
+		return enc.WriteValue(raw)
 	}
-	return enc.WriteValue(raw)
+	return enc.WriteValue(append(raw[:len(raw)-1], `,"cache_control":{"type":"ephemeral"}}`...))
 })
 
 // size is about the length of b's JSON: its big fields, and a margin.

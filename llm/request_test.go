@@ -102,3 +102,35 @@ func TestRequestErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheBreakpoint checks that Cache puts one breakpoint on the last
+// block, whatever its type, and keeps a raw block's own instead of adding
+// a second.
+func TestCacheBreakpoint(t *testing.T) {
+	for _, tt := range []struct {
+		last Block
+		want string
+	}{
+		{Text{Text: "hi"}, `{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}`},
+		{ToolResult{ToolUseID: "t", Content: []Block{Text{Text: "ok"}}},
+			`{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"ok"}],"cache_control":{"type":"ephemeral"}}`},
+		{RawBlock{Type: "document", JSON: json.RawMessage(`{"type":"document","source":{"type":"text","data":"d"}}`)},
+			`{"type":"document","source":{"type":"text","data":"d"},"cache_control":{"type":"ephemeral"}}`},
+		{RawBlock{Type: "document", JSON: json.RawMessage(`{"type":"document","cache_control":{"type":"ephemeral","ttl":"1h"}}`)},
+			`{"type":"document","cache_control":{"type":"ephemeral","ttl":"1h"}}`},
+	} {
+		body, err := requestBody(Request{Model: "claude-x", Cache: true, Messages: []Message{{Role: User, Content: []Block{tt.last}}}}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var w struct {
+			Messages []struct{ Content []json.RawMessage }
+		}
+		if err := json.Unmarshal(body, &w); err != nil {
+			t.Fatal(err)
+		}
+		if got := string(w.Messages[0].Content[0]); got != tt.want {
+			t.Errorf("last block sent as %s, want %s", got, tt.want)
+		}
+	}
+}

@@ -64,7 +64,8 @@ func (h *History) recount(ctx context.Context) int {
 	return exact
 }
 
-// request returns a request of the whole history, as an agent sends it.
+// request returns a request of the whole history and its prefix, without
+// the settings (thinking, cache, context edits) an agent adds to a turn.
 func (h *History) request() llm.Request {
 	return llm.Request{Model: h.cfg.Model, MaxTokens: h.cfg.MaxTokens, System: h.system, Tools: h.tools, Messages: h.Messages()}
 }

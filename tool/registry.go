@@ -127,7 +127,7 @@ func (r *Registry) Run(ctx context.Context, calls []llm.ToolUse) []llm.ToolResul
 
 // Start starts one call now, as the model streams it, and returns a
 // function that waits for its result, as promptly as Run, as often as
-// called. Calls share the limits with Run; a queue's run in Start's order.
+// called. Calls share the limits with Run; a queue's calls run in Start's order.
 func (r *Registry) Start(ctx context.Context, call llm.ToolUse) (wait func() llm.ToolResult) {
 	k := &turn{call: call, delivered: make(chan struct{}), finished: make(chan struct{})}
 	// Checked here, not on the call's goroutine, bad input is answered at once.

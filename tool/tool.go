@@ -222,14 +222,14 @@ func prepare(t *Tool, input json.RawMessage) (json.RawMessage, error) {
 	// strings left unread spares unquoting and copying a written file's
 	// 5 MiB. Only a pass ends here; the full path words what is wrong.
 	var v any
-	if (t.shapeOnly || t.schema == nil) && json2.Unmarshal(input, &v, lenient, unreadStrings) == nil {
+	if (t.shapeOnly || t.schema == nil) && json2.Unmarshal(input, &v, apirules.Lenient, unreadStrings) == nil {
 		if _, ok := v.(map[string]any); ok && (t.schema == nil || t.schema.Validate(v) == nil) {
 			return input, nil
 		}
 	}
 	// encoding/json words the rare failures of json/v2, which parses in one
 	// pass where encoding/json scans first: half the time of a 5 MiB input.
-	if v = nil; json2.Unmarshal(input, &v, lenient) != nil {
+	if v = nil; json2.Unmarshal(input, &v, apirules.Lenient) != nil {
 		if err := json.Unmarshal(input, new(json.RawMessage)); err != nil {
 			return nil, fmt.Errorf("invalid input for tool %q: the input is not valid JSON: %v", t.spec.Name, err)
 		}
@@ -254,7 +254,6 @@ func prepare(t *Tool, input json.RawMessage) (json.RawMessage, error) {
 var (
 	namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`) // the Messages API's rule for tool names
 	printer     = message.NewPrinter(language.English)        // words the validator's messages
-	lenient     = apirules.Lenient                            // encoding/json's grammar
 	// unreadStrings decodes each string value as "", checked but not
 	// unquoted; object names are decoded as usual.
 	unreadStrings = json2.WithUnmarshalers(json2.UnmarshalFromFunc(func(dec *jsontext.Decoder, _ *string) error {

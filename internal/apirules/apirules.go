@@ -1,9 +1,12 @@
-// Package apirules is the one statement of the Messages API's rules for a
-// request's messages, those the API answers with 400 when broken: memory
+// Package apirules is the one statement of the Messages API's rules, those
+// the API answers with 400 when broken: for a request's messages (memory
 // keeps its history within them, anthropictest rejects requests that break
-// them. It also names the API's error types, which llm reads and
-// anthropictest writes. It works on its own small view of a message, because anthropictest
-// must not import llm, whose own tests use anthropictest.
+// them), for a final assistant turn, for bound thinking blocks and for
+// sampling parameters. It also names the API's error types, which llm reads
+// and anthropictest writes, marks a tool input that is not JSON, and holds
+// the JSON grammar the module reads with ([Lenient]). It works on its own
+// small view of a message, because anthropictest must not import llm, whose
+// own tests use anthropictest.
 package apirules
 
 import (

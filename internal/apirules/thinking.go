@@ -46,7 +46,7 @@ func IsThinking(typ string) bool { return typ == "thinking" || typ == "redacted_
 // models/fable-5-1/whats-new-fable-5-1). A model the tables do not name
 // reads its own blocks only. Dated names are compared without the date.
 func Reads(model, producer string) bool {
-	model, producer = undated(model), undated(producer)
+	model, producer = Undated(model), Undated(producer)
 	if model == producer {
 		return true
 	}
@@ -70,8 +70,9 @@ func Reads(model, producer string) bool {
 	return false
 }
 
-// undated returns model without a -YYYYMMDD date suffix.
-func undated(model string) string {
+// Undated returns model without a -YYYYMMDD date suffix, such as
+// "claude-haiku-4-5" for "claude-haiku-4-5-20251001".
+func Undated(model string) string {
 	if i := strings.LastIndexByte(model, '-'); i >= 0 && len(model)-i == 9 && strings.Trim(model[i+1:], "0123456789") == "" {
 		return model[:i]
 	}

@@ -1,10 +1,11 @@
 // Package looprules is the one statement of the agent loop's own rules, as
 // package apirules is of the API's: which tool calls the loop answers
 // itself rather than runs, the texts it answers them with, when a call
-// repeats the one before, and what a turn's stop reason means. Package
-// agent applies them in process and package durable in a Temporal
-// workflow, so that both loops decide alike. Everything here is pure: no
-// I/O, no clock, so a workflow may replay it.
+// repeats the one before, what a turn's stop reason means, and how the
+// next request is built from the history. Package agent applies them in
+// process and package durable in a Temporal workflow, so that both loops
+// decide alike. Nothing here reads the clock or does I/O of its own (Prepare
+// logs and compacts only through what it is given), so a workflow may replay it.
 package looprules
 
 import (

@@ -177,7 +177,7 @@ func (c *Chat) End(err error, errType string, output func() []byte) {
 	}
 	kvs = append(kvs, c.in.server...)
 	if err != nil {
-		kvs = append(kvs, semconv.ErrorTypeKey.String(errType))
+		kvs = append(kvs, ErrType(errType))
 	}
 	if c.metrics {
 		op, prov := genaiconv.OperationNameChat, genaiconv.ProviderNameAnthropic
@@ -225,7 +225,7 @@ func usage(input, output, cacheRead, cacheCreation int64) []attribute.KeyValue {
 
 // Failed marks span as failed with an error.type and a description.
 func Failed(span trace.Span, typ, desc string) {
-	span.SetAttributes(semconv.ErrorTypeKey.String(typ))
+	span.SetAttributes(ErrType(typ))
 	span.SetStatus(codes.Error, desc)
 }
 
