@@ -184,7 +184,8 @@ func (r *run) needsApproval(name string) bool {
 // call runs one call: it waits for its approval, if it needs one, then
 // runs it as a CallTool activity.
 func (r *run) call(ctx workflow.Context, call llm.ToolUse, info ToolInfo, gen int) ToolOutput {
-	if r.needsApproval(call.Name) {
+	approved := r.needsApproval(call.Name) // past the wait below, a person allowed it
+	if approved {
 		a := &approval{call: call}
 		r.waiting = append(r.waiting, a)
 		r.publish(Event{ToolCall: &call, Waiting: true})
@@ -213,7 +214,7 @@ func (r *run) call(ctx workflow.Context, call llm.ToolUse, info ToolInfo, gen in
 	})
 	r.publish(Event{ToolCall: &call})
 	var res ToolOutput
-	if err := workflow.ExecuteActivity(actx, activityCallTool, call, r.needsApproval(call.Name)).Get(ctx, &res); err != nil {
+	if err := workflow.ExecuteActivity(actx, activityCallTool, call, approved).Get(ctx, &res); err != nil {
 		if ctx.Err() != nil {
 			return ToolOutput{ToolResult: notRun(call, "cancelled")}
 		}

@@ -108,10 +108,10 @@ func (a *Activities) Tools(ctx context.Context) (Offer, error) {
 // ModelTurn streams one model turn and returns it assembled.
 func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, error) {
 	defer heartbeat(ctx)()
-	pub := newPublisher(ctx, in.Stream)
-	defer pub.close() // on every path, before the activity completes
 	info := activity.GetInfo(ctx)
 	source := attemptSource(info)
+	pub := newPublisher(ctx, source, in.Stream)
+	defer pub.close() // on every path, before the activity completes
 	var asm llm.Assembler
 	calls := 0
 	for ev, err := range a.cfg.Model.Stream(ctx, in.Request) {
@@ -146,10 +146,9 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 		return TurnOutput{}, classify(llm.ErrIncompleteStream)
 	}
 	pub.close()
-	_, batches := pub.batches()
 	return TurnOutput{
 		Source:    source,
-		Batches:   batches,
+		Batches:   pub.batches(),
 		Calls:     calls,
 		Message:   turn.Message,
 		Stop:      turn.StopReason,

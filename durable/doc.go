@@ -12,11 +12,11 @@
 //   - Each tool call is an activity ([Activities.CallTool]). The calls of a
 //     turn run in parallel, except that the calls of a [tool.Tool] marked
 //     Sequential, and those of the tools that share a Queue, run one after
-//     another in tool_use order. A call that
-//     completed is recorded and never runs again. A call whose worker died
-//     while it ran is run again on another worker: tool calls are
-//     at-least-once. A tool named in [Config.AtMostOnce] is never retried;
-//     the model gets an is_error result instead.
+//     another in tool_use order. A call that completed is recorded and
+//     never runs again. A call whose worker died while it ran is run again
+//     on another worker: tool calls are at-least-once. A tool named in
+//     [Config.AtMostOnce] is never retried; the model gets an is_error
+//     result instead.
 //   - Everything else runs in the workflow, deterministically: the history
 //     with its rules (package memory's own code), compaction (whose summary
 //     call is a ModelTurn activity), the limits, every stop reason, repeat
@@ -26,9 +26,9 @@
 // model activity signals it to the workflow, which starts its activity
 // while the turn still streams (one whose input is over [BlobThreshold]
 // starts when the turn ends, to keep it out of the history twice). If the
-// turn's attempt fails, the calls it started are cancelled, and the next
-// attempt's count. A continue-as-new
-// carries the history with its exact token counts (memory's Encode).
+// turn's attempt fails, the calls it started are cancelled, and only the
+// next attempt's calls reach the history. A continue-as-new carries the
+// history with its exact token counts (memory's Encode).
 //
 // [Tracing] carries the trace context from a client through the workflow
 // into the activities, so that a run's chat and execute_tool spans

@@ -84,13 +84,13 @@ type publisher struct {
 	closed sync.Once
 }
 
-// newPublisher starts publishing for the activity of ctx; nil when the run
-// does not stream.
-func newPublisher(ctx context.Context, on bool) *publisher {
+// newPublisher starts publishing for the activity attempt of ctx, named
+// source; nil when the run does not stream.
+func newPublisher(ctx context.Context, source string, on bool) *publisher {
 	if !on {
 		return nil
 	}
-	p := &publisher{ctx: ctx, source: attemptSource(activity.GetInfo(ctx))}
+	p := &publisher{ctx: ctx, source: source}
 	if activity.GetInfo(ctx).Attempt > 1 {
 		p.send(Event{Discard: true})
 	}
@@ -171,14 +171,14 @@ func (p *publisher) flush() {
 	p.buf = nil
 }
 
-// batches returns where the batches came from and how many went.
-func (p *publisher) batches() (string, int) {
+// batches returns how many batches went.
+func (p *publisher) batches() int {
 	if p == nil {
-		return "", 0
+		return 0
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.source, p.sent
+	return p.sent
 }
 
 // send signals e to the workflow. A lost batch costs the caller some text,

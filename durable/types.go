@@ -44,6 +44,9 @@ type Input struct {
 	ContextLimit int `json:"context_limit,omitempty"`
 	// System is the system prompt. Default: the worker's Config.System.
 	System string `json:"system,omitempty"`
+	// AppendSystem is added to the system prompt, System or the worker's,
+	// after a blank line, as the CLI's --append-system is. Default none.
+	AppendSystem string `json:"append_system,omitempty"`
 	// Thinking turns on extended thinking. Default off.
 	Thinking *llm.ThinkingConfig `json:"thinking,omitempty"`
 	// Compaction overrides the history's strategy for staying under the

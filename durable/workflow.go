@@ -62,7 +62,8 @@ type approval struct {
 	d       Decision
 }
 
-// errEmptyPrompt mirrors agent's errNoPrompt.
+// errEmptyPrompt is agent's error for an empty prompt (agent/loop.go's
+// loop), word for word.
 var errEmptyPrompt = errors.New("agent: the prompt is empty")
 
 // start sets the run up from its input: defaults, the history, the tools
@@ -103,8 +104,13 @@ func start(ctx workflow.Context, in Input) (*run, error) {
 			return nil, err
 		}
 		r.tools = offer.Tools
+		// And so for the runs it continues as, which are given r.in.
 		if r.in.System == "" {
-			r.in.System = offer.System // and so for the runs it continues as
+			r.in.System = offer.System
+		}
+		if r.in.AppendSystem != "" {
+			r.in.System = strings.TrimSpace(r.in.System + "\n\n" + r.in.AppendSystem)
+			r.in.AppendSystem = ""
 		}
 		r.before, r.started, r.runs = r.h.Messages(), workflow.Now(ctx), 1
 	}
@@ -401,11 +407,11 @@ func (r *run) request(final bool) (llm.Request, error) {
 		Effort: r.in.Effort, NoCache: r.in.DisableCache, Container: r.cont}, final), nil
 }
 
-// compact compacts the history with memory's own code, its summary call a
-// ModelTurn activity.
 // errNoServerSummary declines an on-demand server compaction (see compact).
 var errNoServerSummary = errors.New("durable: on-demand server compaction is not used in a workflow")
 
+// compact compacts the history with memory's own code, its summary call a
+// ModelTurn activity.
 func (r *run) compact() error {
 	summary := llm.ModelFunc(func(_ context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
 		return func(yield func(llm.Event, error) bool) {

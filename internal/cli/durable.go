@@ -85,6 +85,7 @@ type Prompt struct {
 	MaxTotalTokens int64
 	ContextLimit   int
 	System         string
+	AppendSystem   string // added to System, or to the worker's when System is empty
 	Thinking       *llm.ThinkingConfig
 	Effort         string
 	Compaction     string
@@ -308,9 +309,7 @@ func (c *cli) durablePrompt(ctx context.Context, o *options, t Temporal, stdin i
 			return err == nil && ans != permission.No, err
 		}
 	}
-	if o.builtin.appendSystem != "" {
-		p.System = strings.TrimSpace(p.System + "\n\n" + o.builtin.appendSystem)
-	}
+	p.AppendSystem = o.builtin.appendSystem // the worker's default system prompt is the worker's to add to
 	p.Thinking, p.Effort, p.Compaction = o.thinkingConfig(), o.effort, o.compaction
 	err := s.interruptible(ctx, c.interrupts, func(ctx context.Context) error {
 		res, err := s.show(c.durable.Run(ctx, t, p))

@@ -94,10 +94,17 @@ func TestWorkerAndPrompt(t *testing.T) {
 		t.Errorf("the third prompt sent %d messages, want 5: the session's conversation and the prompt", n)
 	}
 
-	// --json: the in-process CLI's event lines, ending with done.
+	// --json: the in-process CLI's event lines, ending with done; and the
+	// prompt's --append-system adds to the worker's system prompt.
 	var stdout, stderr bytes.Buffer
-	if code := command(context.Background(), env, &stdout, &stderr, append(common, "--json", "--session", "s1", "sure?")...); code != exitOK {
+	args := append(common, "--json", "--append-system", "Use digits.", "--session", "s1", "sure?")
+	if code := command(context.Background(), env, &stdout, &stderr, args...); code != exitOK {
 		t.Fatalf("--json: exit %d; stderr:\n%s", code, stderr.String())
+	}
+	if p, err := api.Requests()[4].Params(); err != nil {
+		t.Error(err)
+	} else if s := string(p.System); !strings.Contains(s, "Be brief.") || !strings.Contains(s, "Use digits.") {
+		t.Errorf("system prompt %s, want the worker's with the prompt's --append-system", p.System)
 	}
 	var types []string
 	for line := range strings.Lines(stdout.String()) {
