@@ -3,6 +3,7 @@ package durable
 import (
 	"context"
 	"encoding/json"
+	"iter"
 	"strings"
 	"testing"
 	"time"
@@ -42,32 +43,44 @@ func (e *env) streamRun(t *testing.T, id, queue string, in Input) ([]Event, Resu
 	return evs, res
 }
 
-// TestStreamThinking: thinking text streams, in the same batches as the
-// answer's and in order with it, as thinking, never as answer text, which
-// is what the CLI prints on stdout.
+// TestStreamThinking: thinking text streams, batched, while the turn
+// streams, and in order with the answer, as thinking, never as answer text,
+// which is what the CLI prints on stdout. The model holds the rest of its
+// turn until the caller has seen thinking: a worker that sent it only at the
+// turn's end would never get there.
 func TestStreamThinking(t *testing.T) {
 	thoughts := strings.Fields("let me see what the user wants here before I answer")
 	words := strings.Fields("the answer is four")
 	e := newEnv(t,
-		anthropictest.NewStream().Pace(40*time.Millisecond).
+		anthropictest.NewStream().
 			Block(anthropictest.Block{Type: "thinking", Signature: "sig"}, thoughts...).
 			Text(words...).Stop("end_turn"),
 	)
-	e.worker(t, "thinking", Config{})
-	evs, res := e.streamRun(t, "thinking", "thinking", Input{Prompt: "2+2?"})
+	seen := make(chan struct{})
+	e.worker(t, "thinking", Config{Model: holdAfterBlock(llm.New(llm.Config{BaseURL: e.api.URL}), 0, seen)})
+	wr, err := e.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: "thinking", TaskQueue: "thinking"},
+		WorkflowName, Input{Prompt: "2+2?", Stream: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	var text, thinking strings.Builder
 	var kinds []string
 	thinkingBatches := 0
-	for _, ev := range evs {
+	for ev, err := range Stream(context.Background(), e.c, "thinking") {
+		if err != nil {
+			t.Fatal(err)
+		}
 		kind := ""
 		switch {
 		case ev.Thinking != "":
 			if ev.Text != "" {
 				t.Errorf("event %d has both text and thinking", ev.Seq)
 			}
+			if thinkingBatches++; thinkingBatches == 1 {
+				close(seen) // the rest of the turn may come
+			}
 			kind = "thinking"
-			thinkingBatches++
 			thinking.WriteString(ev.Thinking)
 		case ev.Text != "":
 			kind = "text"
@@ -76,6 +89,10 @@ func TestStreamThinking(t *testing.T) {
 		if kind != "" && (len(kinds) == 0 || kinds[len(kinds)-1] != kind) {
 			kinds = append(kinds, kind)
 		}
+	}
+	var res Result
+	if err := wr.Get(context.Background(), &res); err != nil {
+		t.Fatal(err)
 	}
 	if got := strings.Join(kinds, ", "); got != "thinking, text" {
 		t.Errorf("streamed %s, want thinking, text", got)
@@ -86,9 +103,33 @@ func TestStreamThinking(t *testing.T) {
 	if got, want := text.String(), strings.Join(words, ""); got != want || res.Text != want {
 		t.Errorf("streamed text %q, result %q, want %q", got, res.Text, want)
 	}
-	if thinkingBatches < 2 || thinkingBatches >= len(thoughts) {
-		t.Errorf("the thinking came in %d batches, want several, fewer than its %d deltas", thinkingBatches, len(thoughts))
+	// The deltas come in one burst, far inside one StreamInterval.
+	if thinkingBatches >= len(thoughts) {
+		t.Errorf("the thinking came in %d batches, want fewer than its %d deltas", thinkingBatches, len(thoughts))
 	}
+}
+
+// holdAfterBlock passes m's events on, but after block index stops holds
+// the rest of the turn until release is closed. It gives up after a minute,
+// with an error that fails the test's run.
+func holdAfterBlock(m llm.Model, index int, release <-chan struct{}) llm.Model {
+	return llm.ModelFunc(func(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
+		return func(yield func(llm.Event, error) bool) {
+			for ev, err := range m.Stream(ctx, req) {
+				if !yield(ev, err) || err != nil {
+					return
+				}
+				if stop, ok := ev.(llm.BlockStop); ok && stop.Index == index {
+					select {
+					case <-release:
+					case <-time.After(time.Minute):
+						yield(nil, &llm.APIError{StatusCode: 400, Message: "the caller saw nothing while the turn streamed"})
+						return
+					}
+				}
+			}
+		}
+	})
 }
 
 // TestStreamCompacted: a run that compacts, itself or on the server,
