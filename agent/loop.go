@@ -88,11 +88,7 @@ func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error
 
 const toolGrace = 5 * time.Second // how long a run's end waits for handlers that ignore ctx
 
-// Errors the loop makes. A turn out of context window is a prompt too long.
-var (
-	errMaxDuration   = errors.New("agent: Config.MaxDuration exceeded")
-	errContextWindow = fmt.Errorf("agent: stop_reason model_context_window_exceeded: %w", llm.ErrPromptTooLong)
-)
+var errMaxDuration = errors.New("agent: Config.MaxDuration exceeded")
 
 // A run is the state of one call of Stream.
 type run struct {
@@ -121,7 +117,7 @@ func (r *run) emit(e Event) {
 // loop is the think → act → observe cycle; Stream turns its error to a state.
 func (r *run) loop(input string) (State, error) {
 	if strings.TrimSpace(input) == "" {
-		return Failed, errors.New("agent: the prompt is empty")
+		return Failed, looprules.ErrEmptyPrompt
 	}
 	r.cfg.History.SetPrefix(r.cfg.System, r.specs)
 	r.cfg.History.AppendUser(llm.Text{Text: input})
@@ -260,7 +256,7 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 	}
 	t.msg, t.stop = out.Message, out.StopReason
 	if t.stop == llm.ModelContextWindowExceeded {
-		return t, errContextWindow // turn compacts and asks again
+		return t, looprules.ErrContextWindow // turn compacts and asks again
 	}
 	if c, ok := looprules.ServerCompaction(r.cfg.History, t.msg, out.Usage); ok {
 		r.cfg.Logger.Info("agent: the server compacted the history", slog.Int("before", c.Before))

@@ -62,10 +62,6 @@ type approval struct {
 	d       Decision
 }
 
-// errEmptyPrompt is agent's error for an empty prompt (agent/loop.go's
-// loop), word for word.
-var errEmptyPrompt = errors.New("agent: the prompt is empty")
-
 // start sets the run up from its input: defaults, the history, the tools
 // (from the worker on a first run, from the input on continue-as-new) and
 // the approval handlers.
@@ -96,7 +92,7 @@ func start(ctx workflow.Context, in Input) (*run, error) {
 		r.ev.seq, r.ev.log = res.Seq, res.Events
 	} else {
 		if strings.TrimSpace(in.Prompt) == "" {
-			return nil, temporal.NewNonRetryableApplicationError(errEmptyPrompt.Error(), "Failed", nil)
+			return nil, temporal.NewNonRetryableApplicationError(looprules.ErrEmptyPrompt.Error(), "Failed", nil)
 		}
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
 		var offer Offer
@@ -304,10 +300,6 @@ func (r *run) continueAsNew() error {
 	return workflow.NewContinueAsNewError(r.root, WorkflowName, next)
 }
 
-// errContextWindow mirrors agent's: a turn that ran out of context window
-// is, to the loop, a prompt that is too long.
-var errContextWindow = fmt.Errorf("agent: stop_reason model_context_window_exceeded: %w", llm.ErrPromptTooLong)
-
 // turn runs one model turn, compacting the history and asking again, once,
 // when the prompt was too long, as agent's run.turn does. Other retries are
 // the activity's.
@@ -337,7 +329,7 @@ func (r *run) turn(final bool) (*TurnOutput, error) {
 				r.publish(Event{Usage: &agent.UsageUpdate{Turn: out.Usage, Total: r.usage, CostUSD: r.cost()}})
 				return out, nil
 			}
-			err = errContextWindow
+			err = looprules.ErrContextWindow
 		}
 		r.batch.cancel() // the turn failed: so do the calls it started
 		overflow, tooLong := promptTooLong(err)

@@ -11,10 +11,18 @@ package looprules
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/agentloop/agentloop/internal/apirules"
 	"github.com/agentloop/agentloop/llm"
+)
+
+// Errors both loops end a run or a turn with. A turn out of context window
+// is, to the loop, a prompt too long: it compacts and asks again.
+var (
+	ErrEmptyPrompt   = errors.New("agent: the prompt is empty")
+	ErrContextWindow = fmt.Errorf("agent: stop_reason model_context_window_exceeded: %w", llm.ErrPromptTooLong)
 )
 
 // Texts of the results and turns the loop writes itself, rather than a tool
