@@ -3,6 +3,7 @@ package durable
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,8 +14,11 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
+	serverrors "go.temporal.io/server/common/serviceerror"
+	"google.golang.org/grpc/status"
 
 	"github.com/agentloop/agentloop/anthropictest"
 	"github.com/agentloop/agentloop/llm"
@@ -106,21 +110,46 @@ func childWorker() error {
 
 // waitEvent long-polls the history of workflow id until done returns true
 // for an event, and fails t if the workflow closes first.
+//
+// A long poll that races a new event can fail with the server's "current
+// branch changed"; the poll is then opened again, and the events done has
+// already seen are skipped, since done keeps state.
 func waitEvent(t *testing.T, c client.Client, id string, done func(*historypb.HistoryEvent) bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	it := c.GetWorkflowHistory(ctx, id, "", true, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			t.Fatalf("history of %s: %v", id, err)
-		}
-		if done(ev) {
-			return
+	var seen int64
+	for again := true; again; {
+		again = false
+		it := c.GetWorkflowHistory(ctx, id, "", true, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			ev, err := it.Next()
+			if branchChanged(err) && ctx.Err() == nil {
+				t.Logf("history of %s: %v; polling again", id, err)
+				again = true
+				break
+			}
+			if err != nil {
+				t.Fatalf("history of %s: %v", id, err)
+			}
+			if ev.EventId <= seen {
+				continue
+			}
+			seen = ev.EventId
+			if done(ev) {
+				return
+			}
 		}
 	}
 	t.Fatalf("workflow %s closed before the event the test waits for", id)
+}
+
+// branchChanged reports whether err is the server's CurrentBranchChanged,
+// which the client sees as a plain InvalidArgument: the server's own
+// conversion of the status's details tells them apart.
+func branchChanged(err error) bool {
+	var changed *serverrors.CurrentBranchChanged
+	return err != nil && errors.As(serverrors.FromStatus(serviceerror.ToStatus(err)), &changed)
 }
 
 // completed returns an event test that is true once an activity whose ID
@@ -268,4 +297,24 @@ func sameCounts(a, b []string) bool {
 		}
 	}
 	return len(a) == len(b)
+}
+
+// TestBranchChanged: the error waitEvent polls again on is told apart from
+// other invalid arguments after the trip through gRPC's status.
+func TestBranchChanged(t *testing.T) {
+	changed := serviceerror.FromStatus(serverrors.NewCurrentBranchChanged([]byte("a"), []byte("b"), nil, nil).(interface{ Status() *status.Status }).Status())
+	for _, tt := range []struct {
+		err  error
+		want bool
+	}{
+		{changed, true},
+		{fmt.Errorf("wrapped: %w", changed), true},
+		{serviceerror.NewInvalidArgument("bad"), false},
+		{context.Canceled, false},
+		{nil, false},
+	} {
+		if got := branchChanged(tt.err); got != tt.want {
+			t.Errorf("branchChanged(%v) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
 }
