@@ -3,6 +3,7 @@ package durable
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"sync"
 	"testing"
@@ -17,36 +18,49 @@ import (
 
 type none struct{}
 
-// holdAfterFirstCall passes m's events on, but after the first tool_use
-// block of a turn is complete holds the rest of the turn until ran is
-// closed: a loop that starts calls only when the turn ends never gets it.
-// It gives up after a minute, with an error that fails the test's run.
-func holdAfterFirstCall(m llm.Model, ran <-chan struct{}) llm.Model {
+// holdAfterFirst passes m's events on, but once the first block of a turn
+// that opened with an event of type E (llm.ToolUseStart, llm.TextDelta,
+// llm.ThinkingDelta) stops, holds the rest of the turn until release is
+// closed: a worker that acts on that block only when the turn ends never
+// gets there. It gives up after a minute, with an error that fails the
+// test's run.
+func holdAfterFirst[E llm.Event](m llm.Model, release <-chan struct{}) llm.Model {
 	return llm.ModelFunc(func(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
 		return func(yield func(llm.Event, error) bool) {
-			tools, held := map[int]bool{}, false
+			block, held := -1, false
 			for ev, err := range m.Stream(ctx, req) {
 				if !yield(ev, err) || err != nil {
 					return
 				}
-				switch ev := ev.(type) {
-				case llm.ToolUseStart:
-					tools[ev.Index] = true
-				case llm.BlockStop:
-					if !tools[ev.Index] || held {
-						continue
-					}
-					held = true
-					select {
-					case <-ran:
-					case <-time.After(time.Minute):
-						yield(nil, &llm.APIError{StatusCode: 400, Message: "the call did not start while the turn streamed"})
-						return
-					}
+				if _, ok := ev.(E); ok && block < 0 {
+					block = blockIndex(ev)
+				}
+				if stop, ok := ev.(llm.BlockStop); !ok || stop.Index != block || held {
+					continue
+				}
+				held = true
+				select {
+				case <-release:
+				case <-time.After(time.Minute):
+					yield(nil, &llm.APIError{StatusCode: 400, Message: "the test saw nothing of the held block while the turn streamed"})
+					return
 				}
 			}
 		}
 	})
+}
+
+// blockIndex returns the index of the block a block's opening event opens.
+func blockIndex(ev llm.Event) int {
+	switch ev := ev.(type) {
+	case llm.ToolUseStart:
+		return ev.Index
+	case llm.TextDelta:
+		return ev.Index
+	case llm.ThinkingDelta:
+		return ev.Index
+	}
+	panic(fmt.Sprintf("holdAfterFirst: %T opens no block", ev))
 }
 
 // TestToolsStartWhileModelStreams: a call starts in its worker as soon as
@@ -66,7 +80,7 @@ func TestToolsStartWhileModelStreams(t *testing.T) {
 		return "first ran", nil
 	}))
 	add, _ := adder()
-	e.worker(t, "eager", Config{Model: holdAfterFirstCall(llm.New(llm.Config{BaseURL: e.api.URL}), ran)}, first, add)
+	e.worker(t, "eager", Config{Model: holdAfterFirst[llm.ToolUseStart](llm.New(llm.Config{BaseURL: e.api.URL}), ran)}, first, add)
 	res := e.run(t, "eager", "eager", Input{Prompt: "go"})
 	if res.Text != "Done." {
 		t.Errorf("text = %q, want Done.", res.Text)
@@ -98,7 +112,7 @@ func TestEagerCallsOfFailedAttempt(t *testing.T) {
 		return "", ctx.Err()
 	}))
 	add, _ := adder()
-	e.worker(t, "eager-retry", Config{Model: holdAfterFirstCall(llm.New(llm.Config{BaseURL: e.api.URL}), started)}, wait, add)
+	e.worker(t, "eager-retry", Config{Model: holdAfterFirst[llm.ToolUseStart](llm.New(llm.Config{BaseURL: e.api.URL}), started)}, wait, add)
 	res := e.run(t, "eager-retry", "eager-retry", Input{Prompt: "go", Heartbeat: time.Second})
 	if err := <-cancelled; !errors.Is(err, context.Canceled) {
 		t.Errorf("the failed attempt's call ended with %v, want it cancelled", err)

@@ -3,7 +3,6 @@ package durable
 import (
 	"context"
 	"encoding/json"
-	"iter"
 	"strings"
 	"testing"
 	"time"
@@ -57,7 +56,7 @@ func TestStreamThinking(t *testing.T) {
 			Text(words...).Stop("end_turn"),
 	)
 	seen := make(chan struct{})
-	e.worker(t, "thinking", Config{Model: holdAfterBlock(llm.New(llm.Config{BaseURL: e.api.URL}), 0, seen)})
+	e.worker(t, "thinking", Config{Model: holdAfterFirst[llm.ThinkingDelta](llm.New(llm.Config{BaseURL: e.api.URL}), seen)})
 	wr, err := e.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: "thinking", TaskQueue: "thinking"},
 		WorkflowName, Input{Prompt: "2+2?", Stream: true})
 	if err != nil {
@@ -107,29 +106,6 @@ func TestStreamThinking(t *testing.T) {
 	if thinkingBatches >= len(thoughts) {
 		t.Errorf("the thinking came in %d batches, want fewer than its %d deltas", thinkingBatches, len(thoughts))
 	}
-}
-
-// holdAfterBlock passes m's events on, but after block index stops holds
-// the rest of the turn until release is closed. It gives up after a minute,
-// with an error that fails the test's run.
-func holdAfterBlock(m llm.Model, index int, release <-chan struct{}) llm.Model {
-	return llm.ModelFunc(func(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
-		return func(yield func(llm.Event, error) bool) {
-			for ev, err := range m.Stream(ctx, req) {
-				if !yield(ev, err) || err != nil {
-					return
-				}
-				if stop, ok := ev.(llm.BlockStop); ok && stop.Index == index {
-					select {
-					case <-release:
-					case <-time.After(time.Minute):
-						yield(nil, &llm.APIError{StatusCode: 400, Message: "the caller saw nothing while the turn streamed"})
-						return
-					}
-				}
-			}
-		}
-	})
 }
 
 // TestStreamCompacted: a run that compacts, itself or on the server,
