@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -22,8 +23,8 @@ import (
 // capabilityServer has a tool for each client capability: progress,
 // elicitation and roots (as multi round-trip input requests), the trace
 // context it received, and grow, which adds a tool and so changes the
-// list.
-func capabilityServer() *mcp.Server {
+// list. The progress tool returns once reported is closed (nil: at once).
+func capabilityServer(reported <-chan struct{}) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "caps", Version: "v1"}, nil)
 	type none struct{}
 	mcp.AddTool(s, &mcp.Tool{Name: "progress", Description: "Reports progress."},
@@ -31,6 +32,12 @@ func capabilityServer() *mcp.Server {
 			for i := 1; i <= 2; i++ {
 				req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
 					ProgressToken: req.Params.GetProgressToken(), Progress: float64(i), Total: 2, Message: fmt.Sprint("step ", i)})
+			}
+			if reported != nil {
+				select {
+				case <-reported:
+				case <-ctx.Done():
+				}
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
 		})
@@ -82,26 +89,31 @@ func run1(t *testing.T, reg *tool.Registry, ctx context.Context, name string) ll
 }
 
 // TestProgress checks that a call's progress notifications reach
-// Options.Progress, named by server and tool.
+// Options.Progress while the call is under way, in order, named by server
+// and tool. The client handles notifications apart from the call's result,
+// so the server's tool returns only once both have been reported: one that
+// arrived after the result would be dropped (see Server.progress).
 func TestProgress(t *testing.T) {
 	var mu sync.Mutex
 	var got []string
-	s := connectInMemory(t, capabilityServer(), &Options{Progress: func(server, tool string, progress, total float64, msg string) {
+	reported := make(chan struct{})
+	s := connectInMemory(t, capabilityServer(reported), &Options{Progress: func(server, tool string, progress, total float64, msg string) {
 		mu.Lock()
 		defer mu.Unlock()
-		got = append(got, fmt.Sprintf("%s %s %v/%v %s", server, tool, progress, total, msg))
+		if got = append(got, fmt.Sprintf("%s %s %v/%v %s", server, tool, progress, total, msg)); len(got) == 2 {
+			close(reported)
+		}
 	}})
-	if r := run1(t, registered(t, s), t.Context(), "progress"); r.IsError {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // only turns a hang into a failure
+	defer cancel()
+	if r := run1(t, registered(t, s), ctx, "progress"); r.IsError {
 		t.Fatal(r)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	// Notifications may still be in flight when the result arrives; the
-	// ones that came are in order and named.
-	for i, g := range got {
-		if want := fmt.Sprintf("caps progress %d/2 step %d", i+1, i+1); g != want {
-			t.Errorf("progress %d = %q, want %q", i, g, want)
-		}
+	want := []string{"caps progress 1/2 step 1", "caps progress 2/2 step 2"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("progress (-want +got):\n%s", diff)
 	}
 }
 
@@ -109,7 +121,7 @@ func TestProgress(t *testing.T) {
 // and without one the defaults, declining when a required field has none.
 func TestElicitation(t *testing.T) {
 	t.Run("user", func(t *testing.T) {
-		s := connectInMemory(t, capabilityServer(), &Options{Elicit: func(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+		s := connectInMemory(t, capabilityServer(nil), &Options{Elicit: func(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 			if server != "caps" || p.Message != "Your details?" || len(Form(p).Properties) != 2 {
 				return nil, fmt.Errorf("unexpected request from %s: %+v", server, p)
 			}
@@ -121,7 +133,7 @@ func TestElicitation(t *testing.T) {
 		}
 	})
 	t.Run("defaults", func(t *testing.T) {
-		s := connectInMemory(t, capabilityServer(), nil)
+		s := connectInMemory(t, capabilityServer(nil), nil)
 		r := run1(t, registered(t, s), t.Context(), "ask")
 		if got := llm.TextOf(r.Content); r.IsError || !strings.Contains(got, `"action":"accept"`) || !strings.Contains(got, `{"name":"Ada"}`) {
 			t.Errorf("ask = %+v", r)
@@ -149,7 +161,7 @@ func TestElicitation(t *testing.T) {
 // TestRoots checks that Options.Roots reach the server as file URLs.
 func TestRoots(t *testing.T) {
 	dir := t.TempDir()
-	s := connectInMemory(t, capabilityServer(), &Options{Roots: []string{dir}})
+	s := connectInMemory(t, capabilityServer(nil), &Options{Roots: []string{dir}})
 	r := run1(t, registered(t, s), t.Context(), "roots")
 	if got := llm.TextOf(r.Content); r.IsError || !strings.Contains(got, `"uri":"file://`+dir+`"`) {
 		t.Errorf("roots = %+v", r)
@@ -162,7 +174,7 @@ func TestRoots(t *testing.T) {
 // TestTracePropagation checks that a call carries its ctx's trace context
 // in _meta.
 func TestTracePropagation(t *testing.T) {
-	s := connectInMemory(t, capabilityServer(), &Options{Propagator: propagation.TraceContext{}})
+	s := connectInMemory(t, capabilityServer(nil), &Options{Propagator: propagation.TraceContext{}})
 	sc := trace.NewSpanContext(trace.SpanContextConfig{
 		TraceID:    trace.TraceID{0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36},
 		SpanID:     trace.SpanID{0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7},
@@ -195,7 +207,7 @@ func (h signalHandler) Enabled(context.Context, slog.Level) bool { return true }
 // registered, and a tool it removes answers that it is gone.
 func TestToolListChanged(t *testing.T) {
 	msgs := make(chan string, 16)
-	s := connectInMemory(t, capabilityServer(), &Options{Logger: slog.New(signalHandler{slog.DiscardHandler, msgs})})
+	s := connectInMemory(t, capabilityServer(nil), &Options{Logger: slog.New(signalHandler{slog.DiscardHandler, msgs})})
 	reg := registered(t, s)
 	if _, ok := reg.Lookup("late"); ok {
 		t.Fatal("late is registered before it exists")
