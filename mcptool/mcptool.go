@@ -143,6 +143,9 @@ func ConnectURL(ctx context.Context, rawURL string, opts *Options) (*Server, err
 		t.HTTPClient = serverClient(nil, nil, &refused)
 	}
 	s, err := connect(ctx, t, opts, u.Hostname(), oauth)
+	if oauth != nil {
+		oauth.release()
+	}
 	if err != nil {
 		if oauth == nil && refused.Load() {
 			err = fmt.Errorf("%w (the server requires authorization, and none is configured)", err)

@@ -103,6 +103,10 @@ type oauthHandler struct {
 	pausing func() func() // pauses the handshake's stall timer; set by connect
 	mu      sync.Mutex
 	tokens  oauth2.TokenSource // set by grants other than the authorization code
+	// reserved holds the redirect's free port from the registration to
+	// the first flow, which serves on it: closed and listened on again,
+	// the port could be taken in between. Under mu.
+	reserved net.Listener
 }
 
 // newOAuthHandler returns the handler for the server at serverURL.
@@ -129,13 +133,13 @@ func newOAuthHandler(o *OAuth, serverURL string, client *http.Client, logger *sl
 		port := o.RedirectPort
 		if port == 0 {
 			// Take a free port now: the redirect URI must be known before
-			// registration. The flow listens on it again when it runs.
+			// registration. The first flow serves on this listener; a
+			// later one listens on the port again.
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				return nil, fmt.Errorf("loopback redirect: %w", err)
 			}
-			port = ln.Addr().(*net.TCPAddr).Port
-			ln.Close()
+			port, h.reserved = ln.Addr().(*net.TCPAddr).Port, ln
 		}
 		redirect := "http://127.0.0.1:" + strconv.Itoa(port) + "/callback"
 		cfg := &auth.AuthorizationCodeHandlerConfig{
@@ -168,6 +172,7 @@ func newOAuthHandler(o *OAuth, serverURL string, client *http.Client, logger *sl
 		}
 		g, err := auth.NewAuthorizationCodeHandler(cfg)
 		if err != nil {
+			h.release()
 			return nil, err
 		}
 		h.grant = g
@@ -227,9 +232,15 @@ func (h *oauthHandler) fetchCode(ctx context.Context, port int, url string) (*au
 	if h.o.OpenURL == nil {
 		return nil, errors.New("the server needs a user's authorization, and there is no way to ask one")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
-	if err != nil {
-		return nil, fmt.Errorf("loopback redirect: %w", err)
+	h.mu.Lock()
+	ln := h.reserved
+	h.reserved = nil
+	h.mu.Unlock()
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port)); err != nil {
+			return nil, fmt.Errorf("loopback redirect: %w", err)
+		}
 	}
 	type result struct {
 		res *auth.AuthorizationResult
@@ -275,6 +286,17 @@ func (h *oauthHandler) fetchCode(ctx context.Context, port int, url string) (*au
 		return r.res, r.err
 	case <-ctx.Done():
 		return nil, fmt.Errorf("no authorization came back from the browser: %w", context.Cause(ctx))
+	}
+}
+
+// release closes the reserved redirect port if no flow took it, once the
+// handshake, when a user is asked, is over.
+func (h *oauthHandler) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.reserved != nil {
+		h.reserved.Close()
+		h.reserved = nil
 	}
 }
 

@@ -1,11 +1,16 @@
 package mcptool
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -116,6 +121,64 @@ func TestOAuthAuthorizationCode(t *testing.T) {
 		t.Errorf("an unrefreshable expired token: browser opened %d times in all, want 3", opened.Load())
 	}
 }
+
+// TestOAuthRedirectPortHeld checks that the loopback port of the redirect
+// URI stays the client's from its registration to the flow that serves on
+// it: another program that tries to take it in between, here at the
+// moment the client registers, cannot, and the flow goes through. (The
+// port was once closed and listened on again, and a test failed with
+// "address already in use".)
+func TestOAuthRedirectPortHeld(t *testing.T) {
+	srv := mcptest.NewOAuthServer(t)
+	var taken []net.Listener
+	defer func() {
+		for _, ln := range taken {
+			ln.Close()
+		}
+	}()
+	var tried atomic.Int32
+	client := &http.Client{Transport: roundTripper(func(req *http.Request) (*http.Response, error) {
+		if req.URL.Path == "/register" {
+			body, err := io.ReadAll(req.Body)
+			if err != nil {
+				return nil, err
+			}
+			req.Body = io.NopCloser(bytes.NewReader(body))
+			var reg struct {
+				RedirectURIs []string `json:"redirect_uris"`
+			}
+			if err := json.Unmarshal(body, &reg); err != nil || len(reg.RedirectURIs) != 1 {
+				t.Errorf("registration %s: %v", body, err)
+			}
+			for _, uri := range reg.RedirectURIs {
+				u, err := url.Parse(uri)
+				if err != nil {
+					return nil, err
+				}
+				tried.Add(1)
+				if ln, err := net.Listen("tcp", u.Host); err == nil {
+					taken = append(taken, ln)
+					t.Errorf("another program could listen on the redirect's %s between registration and the flow", u.Host)
+				}
+			}
+		}
+		return http.DefaultTransport.RoundTrip(req)
+	})}
+	var opened atomic.Int32
+	s, err := ConnectURL(t.Context(), srv.URL, &Options{HTTPClient: client, OAuth: &OAuth{OpenURL: browser(&opened)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if tried.Load() != 1 || opened.Load() != 1 {
+		t.Errorf("%d redirect ports tried, browser opened %d times; want 1 each", tried.Load(), opened.Load())
+	}
+}
+
+// roundTripper is an http.RoundTripper of a function.
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // TestOAuthFailures checks the ways authorization fails: each is an error
 // naming the server, marked ErrAuthorization where a flow ran.
