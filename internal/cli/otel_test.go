@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -333,20 +334,59 @@ func TestOTLPInterrupted(t *testing.T) {
 }
 
 // TestOTLPUnreachable checks that a collector that accepts connections and
-// never answers neither fails the run nor holds up its exit past
-// flushTimeout, and that the lost spans are reported.
+// never answers neither fails the run nor holds up its exit, and that the
+// lost spans are reported. The collector answers nothing until the run has
+// returned, so the run's returning at all shows that the exporter gave up
+// by itself; over gRPC, whose requests carry their deadline, the collector
+// also sees that the exporter waits at most flushTimeout.
 func TestOTLPUnreachable(t *testing.T) {
+	for _, tt := range []struct {
+		protocol string
+		start    func(t *testing.T, done <-chan struct{}) (endpoint string, deadlines func() []time.Duration)
+	}{
+		{"http/protobuf", startSilentListener},
+		{"grpc", startSilentGRPCCollector},
+	} {
+		t.Run(tt.protocol, func(t *testing.T) {
+			done := make(chan struct{})
+			endpoint, deadlines := tt.start(t, done)
+			code, stderr := runCLI(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL": tt.protocol},
+				nil, calcReplies()...)
+			close(done) // the run is over: the collector may let go
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			if !strings.Contains(stderr, "telemetry was not all exported") {
+				t.Errorf("stderr does not report the lost spans:\n%s", stderr)
+			}
+			if deadlines == nil {
+				return
+			}
+			got := deadlines()
+			if len(got) == 0 {
+				t.Error("the collector got no trace export")
+			}
+			for _, d := range got {
+				if d > flushTimeout { // it only shrinks on the way: no false alarm on a slow machine
+					t.Errorf("an export's deadline was %v away, want at most flushTimeout (%v)", d, flushTimeout)
+				}
+			}
+		})
+	}
+}
+
+// startSilentListener returns the URL of a loopback listener that accepts
+// connections and neither reads nor answers until done is closed.
+func startSilentListener(t *testing.T, done <-chan struct{}) (string, func() []time.Duration) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var conns sync.WaitGroup
-	done := make(chan struct{})
-	defer func() {
-		close(done)
+	t.Cleanup(func() {
 		lis.Close()
 		conns.Wait()
-	}()
+	})
 	conns.Go(func() {
 		for {
 			conn, err := lis.Accept()
@@ -356,17 +396,61 @@ func TestOTLPUnreachable(t *testing.T) {
 			conns.Go(func() { <-done; conn.Close() })
 		}
 	})
-	began := time.Now()
-	code, stderr := runCLI(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + lis.Addr().String()}, nil, calcReplies()...)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
+	return "http://" + lis.Addr().String(), nil
+}
+
+// startSilentGRPCCollector returns the endpoint of a gRPC collector whose
+// exports answer only once done is closed, and a function that returns how
+// far away each trace export's deadline was when it arrived.
+func startSilentGRPCCollector(t *testing.T, done <-chan struct{}) (string, func() []time.Duration) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if took := time.Since(began); took > flushTimeout+5*time.Second {
-		t.Errorf("the run took %v with a silent collector; the bound is %v", took, flushTimeout)
+	c := &silentCollector{done: done}
+	srv := grpc.NewServer()
+	coltracepb.RegisterTraceServiceServer(srv, c)
+	colmetricspb.RegisterMetricsServiceServer(srv, silentMetrics{done: done})
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	return "http://" + lis.Addr().String(), func() []time.Duration {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return slices.Clone(c.deadlines)
 	}
-	if !strings.Contains(stderr, "telemetry was not all exported") {
-		t.Errorf("stderr does not report the lost spans:\n%s", stderr)
+}
+
+// silentCollector is a trace service that holds every export until done
+// is closed, and keeps how far away each one's deadline was.
+type silentCollector struct {
+	coltracepb.UnimplementedTraceServiceServer
+	done      <-chan struct{}
+	mu        sync.Mutex
+	deadlines []time.Duration // math.MaxInt64: the export had none
+}
+
+func (c *silentCollector) Export(ctx context.Context, _ *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
+	d := time.Duration(math.MaxInt64) // no deadline
+	if dl, ok := ctx.Deadline(); ok {
+		d = time.Until(dl)
 	}
+	c.mu.Lock()
+	c.deadlines = append(c.deadlines, d)
+	c.mu.Unlock()
+	<-c.done
+	return &coltracepb.ExportTraceServiceResponse{}, nil
+}
+
+// silentMetrics is a metrics service that holds every export until done
+// is closed.
+type silentMetrics struct {
+	colmetricspb.UnimplementedMetricsServiceServer
+	done <-chan struct{}
+}
+
+func (m silentMetrics) Export(context.Context, *colmetricspb.ExportMetricsServiceRequest) (*colmetricspb.ExportMetricsServiceResponse, error) {
+	<-m.done
+	return &colmetricspb.ExportMetricsServiceResponse{}, nil
 }
 
 // TestTelemetryConfig checks the environment's handling: nothing starts
