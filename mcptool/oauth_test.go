@@ -184,9 +184,7 @@ func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { ret
 // naming the server, marked ErrAuthorization where a flow ran.
 func TestOAuthFailures(t *testing.T) {
 	srv := mcptest.NewOAuthServer(t)
-	down := httptest.NewServer(http.NotFoundHandler())
-	downURL := down.URL
-	down.Close()
+	downURL := mcptest.DownURL(t)
 	// An MCP server whose authorization server is not running.
 	guarded := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/.well-known/oauth-protected-resource/mcp" {

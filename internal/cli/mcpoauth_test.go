@@ -110,9 +110,7 @@ func TestMCPHeader(t *testing.T) {
 // server is not running is reported with both named, and that the run goes
 // on with the other tools.
 func TestMCPAuthorizationServerDown(t *testing.T) {
-	down := httptest.NewServer(http.NotFoundHandler())
-	downURL := down.URL
-	down.Close()
+	downURL := mcptest.DownURL(t)
 	guarded := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/.well-known/oauth-protected-resource/mcp" {
 			w.Header().Set("Content-Type", "application/json")
