@@ -97,7 +97,7 @@ func childWorker() error {
 	if err := reg.Register(crashTools(dir, true)...); err != nil {
 		return err
 	}
-	w := worker.New(c, os.Getenv(envQueue), worker.Options{})
+	w := worker.New(c, os.Getenv(envQueue), testWorkerOptions())
 	cfg := Config{Model: llm.New(llm.Config{BaseURL: os.Getenv(envAPI)}), Registry: reg}
 	if once := os.Getenv(envOnce); once != "" {
 		cfg.AtMostOnce = []string{once}
@@ -236,7 +236,7 @@ func killMidTool(t *testing.T, e *env, queue string, atMostOnce bool, wantRan []
 
 	c := e.c
 	wr, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: queue, TaskQueue: queue},
-		WorkflowName, Input{Prompt: "run both", Heartbeat: 2 * time.Second})
+		WorkflowName, Input{Prompt: "run both", Heartbeat: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func killMidTool(t *testing.T, e *env, queue string, atMostOnce bool, wantRan []
 	if err := reg.Register(crashTools(dir, false)...); err != nil {
 		t.Fatal(err)
 	}
-	w := worker.New(c, queue, worker.Options{})
+	w := worker.New(c, queue, testWorkerOptions())
 	if err := Register(w, Config{Model: llm.New(llm.Config{BaseURL: e.api.URL}), Registry: reg}); err != nil {
 		t.Fatal(err)
 	}

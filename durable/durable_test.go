@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.temporal.io/sdk/client"
@@ -43,7 +44,19 @@ func newEnv(t testing.TB, replies ...anthropictest.Reply) *env {
 	}
 	api := anthropictest.NewServer(replies...)
 	t.Cleanup(api.Close)
-	return &env{ts: ts, c: ts.GetDefaultClient(), api: api, store: store}
+	return &env{ts: ts, c: ts.GetDefaultClient(), api: api, store: store, opts: testWorkerOptions()}
+}
+
+// testWorkerOptions are the options of the tests' workers. The SDK sends
+// an activity's heartbeats at most once per 0.8 of its heartbeat timeout,
+// whatever the activity records, so with the short timeouts that tests
+// use to notice a dead worker, a heartbeat late by a fifth of the timeout
+// on a loaded machine timed a live activity out (TestCutShort's model turn
+// was retried with no scripted reply left). Sent as often as the activity
+// records them, three times per timeout, they have two thirds of it to
+// spare.
+func testWorkerOptions() worker.Options {
+	return worker.Options{MaxHeartbeatThrottleInterval: 50 * time.Millisecond}
 }
 
 // worker starts a worker on queue with the given tools, streaming from the
