@@ -45,7 +45,7 @@ func TestCutShort(t *testing.T) {
 	start := func(t *testing.T, id string, in Input) <-chan Result {
 		t.Helper()
 		e.api.Enqueue(anthropictest.NewStream().ToolUse("toolu_1", "wait", `{}`).Stop("tool_use"))
-		in.Prompt, in.Heartbeat = "wait", 3*time.Second
+		in.Prompt, in.Heartbeat = "wait", 5*time.Second
 		wr, err := e.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: "cut"}, WorkflowName, in)
 		if err != nil {
 			t.Fatal(err)

@@ -236,7 +236,7 @@ func killMidTool(t *testing.T, e *env, queue string, atMostOnce bool, wantRan []
 
 	c := e.c
 	wr, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: queue, TaskQueue: queue},
-		WorkflowName, Input{Prompt: "run both", Heartbeat: 3 * time.Second})
+		WorkflowName, Input{Prompt: "run both", Heartbeat: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,16 +47,13 @@ func newEnv(t testing.TB, replies ...anthropictest.Reply) *env {
 	return &env{ts: ts, c: ts.GetDefaultClient(), api: api, store: store, opts: testWorkerOptions()}
 }
 
-// testWorkerOptions are the options of the tests' workers. The SDK sends
-// an activity's heartbeats at most once per 0.8 of its heartbeat timeout,
-// whatever the activity records, so with the short timeouts that tests
-// use to notice a dead worker, a heartbeat late by a fifth of the timeout
-// on a loaded machine timed a live activity out (TestCutShort's model turn
-// was retried with no scripted reply left). Sent as often as the activity
-// records them, three times per timeout, they have two thirds of it to
-// spare.
+// testWorkerOptions are the options of the tests' workers. The SDK's
+// deadlock detector fails a workflow task that runs for a second without
+// yielding: on a loaded machine under the race detector, a live one can
+// (decoding 5 MiB in TestLargePayloads, fifty runs at once in
+// TestTwoWorkersManyRuns). A real deadlock still fails, later.
 func testWorkerOptions() worker.Options {
-	return worker.Options{MaxHeartbeatThrottleInterval: 50 * time.Millisecond}
+	return worker.Options{DeadlockDetectionTimeout: 30 * time.Second}
 }
 
 // worker starts a worker on queue with the given tools, streaming from the

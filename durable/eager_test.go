@@ -113,7 +113,7 @@ func TestEagerCallsOfFailedAttempt(t *testing.T) {
 	}))
 	add, _ := adder()
 	e.worker(t, "eager-retry", Config{Model: holdAfterFirst[llm.ToolUseStart](llm.New(llm.Config{BaseURL: e.api.URL}), started)}, wait, add)
-	res := e.run(t, "eager-retry", "eager-retry", Input{Prompt: "go", Heartbeat: 3 * time.Second})
+	res := e.run(t, "eager-retry", "eager-retry", Input{Prompt: "go", Heartbeat: 5 * time.Second})
 	if err := <-cancelled; !errors.Is(err, context.Canceled) {
 		t.Errorf("the failed attempt's call ended with %v, want it cancelled", err)
 	}

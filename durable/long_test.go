@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -45,9 +44,6 @@ func TestLargePayloads(t *testing.T) {
 	digest := tool.Must(tool.New("digest", "digests data", func(ctx context.Context, in blobIn) (string, error) {
 		return fmt.Sprintf("%d bytes, sha256 %x", len(in.Data), sha256.Sum256([]byte(in.Data))), nil
 	}))
-	// Decoding 5 MiB runs in the workflow task, which takes more than the
-	// deadlock detector's default second under the race detector.
-	e.opts.DeadlockDetectionTimeout = 30 * time.Second
 	e.worker(t, "large", Config{}, digest)
 	res := e.run(t, "large", "large", Input{Prompt: "digest this"})
 
