@@ -32,7 +32,7 @@ type Durable interface {
 	Serve(ctx context.Context, t Temporal, w Worker) error
 	// Run starts a durable run of p.Prompt, or sends it to the
 	// conversation p.Session, and yields its events as agent.Agent.Stream
-	// does, ending with agent.Done. When ctx is done, the run is cancelled,
+	// does, ending with the agent.Result. When ctx is done, the run is cancelled,
 	// or left running if p.Detach is set, and the stream ends with the
 	// state it ended in (Cancelled when detached).
 	Run(ctx context.Context, t Temporal, p Prompt) iter.Seq2[agent.Event, error]

@@ -65,7 +65,7 @@ func (f *fakeDurable) Run(ctx context.Context, t Temporal, p Prompt) iter.Seq2[a
 		}
 		if f.block {
 			<-ctx.Done()
-			yield(agent.Done{Result: agent.Result{State: agent.Cancelled}}, nil)
+			yield(agent.Result{State: agent.Cancelled}, nil)
 			return
 		}
 		for _, ev := range f.events {
@@ -73,14 +73,14 @@ func (f *fakeDurable) Run(ctx context.Context, t Temporal, p Prompt) iter.Seq2[a
 				return
 			}
 		}
-		yield(agent.Done{Result: agent.Result{State: f.state()}}, f.err)
+		yield(agent.Result{State: f.state()}, f.err)
 	}
 }
 
 func (f *fakeDurable) state() agent.State {
 	for _, ev := range f.events {
-		if d, ok := ev.(agent.Done); ok {
-			return d.Result.State
+		if r, ok := ev.(agent.Result); ok {
+			return r.State
 		}
 	}
 	if f.err != nil {
@@ -119,7 +119,7 @@ func TestDurablePrompt(t *testing.T) {
 	}{
 		{"finished", &fakeDurable{events: turn}, nil, exitOK, "Hello.\n", "session s-new"},
 		{"session", &fakeDurable{events: turn}, []string{"--session", "s1"}, exitOK, "Hello.\n", ""},
-		{"limit", &fakeDurable{events: append(turn, agent.Done{Result: agent.Result{State: agent.IterationLimit, Iterations: 3}})},
+		{"limit", &fakeDurable{events: append(turn, agent.Result{State: agent.IterationLimit, Iterations: 3})},
 			nil, exitLimit, "Hello.\n", "iteration limit reached"},
 		{"failed", &fakeDurable{err: errors.New("agent: iteration 1: boom")}, nil, exitFailure, "", "boom"},
 		{"json", &fakeDurable{events: turn}, []string{"--json"}, exitOK, `{"type":"turn_start","iteration":1}`, ""},

@@ -88,15 +88,8 @@ func (mode) Decide(ctx context.Context, t cli.Temporal, session, callID string, 
 func (mode) Run(ctx context.Context, t cli.Temporal, p cli.Prompt) iter.Seq2[agent.Event, error] {
 	return func(yield func(agent.Event, error) bool) {
 		res, err := run(ctx, t, p, yield)
-		yield(agent.Done{Result: res, Error: errText(err)}, err)
+		yield(res, err)
 	}
-}
-
-func errText(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }
 
 // run runs the prompt, yielding its events but the last, and returns how
