@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentloop/agentloop/internal/childenv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
@@ -174,11 +175,11 @@ func ConnectCommand(ctx context.Context, cmd *exec.Cmd, opts *Options) (*Server,
 	if opts != nil {
 		extra = opts.Env
 	}
-	if err := CheckEnv(extra); err != nil {
+	if err := childenv.Check(extra); err != nil {
 		return nil, fmt.Errorf("mcptool: server command %q: %w", line, err)
 	}
 	if cmd.Env == nil {
-		cmd.Env = defaultEnv()
+		cmd.Env = childenv.Default()
 	}
 	cmd.Env = append(cmd.Env, extra...)
 	base := filepath.Base(cmd.Path)
