@@ -57,7 +57,8 @@ type Options struct {
 	// its roots. Nil offers no roots capability.
 	Roots []string
 	// Elicit asks the user for what a server requests (elicitation/create)
-	// and returns the answer. Nil answers without a user, as SEP-1034
+	// and returns the answer; [Form] reads the form a request asks the user
+	// to fill in. Nil answers without a user, as SEP-1034
 	// allows: a form whose every required field has a default is accepted
 	// with the defaults; anything else is declined.
 	Elicit func(ctx context.Context, server string, req *mcp.ElicitParams) (*mcp.ElicitResult, error)
