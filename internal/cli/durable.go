@@ -244,8 +244,7 @@ func (c *cli) serve(ctx context.Context, o *options, t Temporal, stdout, stderr 
 	defer s.close()
 	fmt.Fprintf(stderr, "agentloop: worker on %s, task queue %s, tools: %s\n", t.HostPort, t.TaskQueue,
 		strings.Join(specNames(s.cfg.Registry), ", "))
-	rules, p := s.cfg.Approve, s.builtins.policy
-	denyOnly := &permission.Policy{Deny: p.Deny, AllowAll: true, Dir: p.Dir, Path: p.Path}
+	rules, denyOnly := s.cfg.Approve, s.builtins.policy.DenyOnly()
 	approve := func(ctx context.Context, call llm.ToolUse, approved bool) error {
 		if approved {
 			return denyOnly.Approve(ctx, call)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"iter"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -204,6 +205,43 @@ func TestDurableWorkerAndDecide(t *testing.T) {
 	want := []string{`s1 toolu_1 true ""`, `s1 toolu_2 false "too risky"`}
 	if diff := cmp.Diff(want, f.decided); diff != "" {
 		t.Errorf("decisions (-want +got):\n%s", diff)
+	}
+}
+
+// TestDurableWorkerApprovedPaths: a call a person approved in the run is
+// held to the --deny rules alone, with paths resolved as the workspace
+// resolves them, so that a link into a denied directory does not dodge
+// its rule.
+func TestDurableWorkerApprovedPaths(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, d := range []string{"secrets", "docs"} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("secrets", "innocent"); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t)
+	f := &fakeDurable{}
+	h.runDurable(f, strings.NewReader(""), "worker", "--temporal", "localhost:7233", "--tools", "write_file",
+		"--deny", "write_file(secrets/:*)").check(t, exitOK)
+	for _, tt := range []struct {
+		path     string
+		approved bool
+		ok       bool
+	}{
+		{"docs/a.md", false, false}, // nobody to ask on a worker
+		{"docs/a.md", true, true},
+		{"secrets/k", true, false},
+		{"innocent/k", true, false}, // the link leads into secrets
+		{filepath.Join(dir, "secrets", "k"), true, false},
+	} {
+		call := llm.ToolUse{ID: "toolu_1", Name: "write_file", Input: []byte(fmt.Sprintf(`{"path":%q,"content":"x"}`, tt.path))}
+		if err := f.worker.Approve(context.Background(), call, tt.approved); (err == nil) != tt.ok {
+			t.Errorf("write_file %q approved %v: %v, want allowed %v", tt.path, tt.approved, err, tt.ok)
+		}
 	}
 }
 
