@@ -139,6 +139,11 @@ func TestElicitation(t *testing.T) {
 		{"required fields have defaults", schema("a"), &mcp.ElicitResult{Action: "accept", Content: map[string]any{"a": "x"}}},
 		{"a required field has none", schema("a", "b"), &mcp.ElicitResult{Action: "decline"}},
 		{"url mode needs a user", &mcp.ElicitParams{Mode: "url", URL: "https://x"}, &mcp.ElicitResult{Action: "decline"}},
+		{"the spec's other keywords", &mcp.ElicitParams{RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
+			"e": map[string]any{"type": "string", "enum": []any{"a", "b"}, "enumNames": []any{"A", "B"}, "default": "b"},
+			"m": map[string]any{"type": "string", "format": "email", "minLength": 1.0, "maxLength": 10.0},
+			"n": map[string]any{"type": "number", "minimum": 0.5, "default": 1.5}}, "required": []any{"e", "n"}}},
+			&mcp.ElicitResult{Action: "accept", Content: map[string]any{"e": "b", "n": 1.5}}},
 		{"no JSON Schema", &mcp.ElicitParams{RequestedSchema: map[string]any{"type": 5}}, &mcp.ElicitResult{Action: "decline"}},
 		{"no schema", &mcp.ElicitParams{}, &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}},
 	} {
