@@ -29,8 +29,22 @@ func TestDiscardAttempt(t *testing.T) {
 			got = append(got, Event{Discard: true, Attempt: ev.Attempt})
 		}
 	}
-	want := []Event{{Discard: true, Attempt: 2}, {Discard: true, Attempt: 3}}
-	if diff := cmp.Diff(want, got); diff != "" {
+	// Two attempts failed, so the turn ran a third time. On a loaded
+	// machine an attempt may also time out, and the turn run more often,
+	// as its history says: then each retry that streamed says its own
+	// attempt, the last the turn's last.
+	if last := int(attempts(t, e.c, "attempts")["turn/1.0"]); last > 3 {
+		t.Logf("the turn ran %d times", last)
+		for i, ev := range got {
+			if ev.Attempt < 2 || i > 0 && ev.Attempt <= got[i-1].Attempt {
+				t.Errorf("discard events %+v do not count up from 2", got)
+				break
+			}
+		}
+		if len(got) < 2 || got[len(got)-1].Attempt != last {
+			t.Errorf("discard events %+v, want at least two, the last of attempt %d", got, last)
+		}
+	} else if diff := cmp.Diff([]Event{{Discard: true, Attempt: 2}, {Discard: true, Attempt: 3}}, got); diff != "" {
 		t.Errorf("discard events (-want +got):\n%s", diff)
 	}
 	e.checkRequests(t)

@@ -165,6 +165,29 @@ func completed(part string) func(*historypb.HistoryEvent) bool {
 	}
 }
 
+// attempts returns, for each activity of the closed workflow id that
+// started, the attempt that ran last: more than 1 when Temporal retried it,
+// as it may on a loaded machine when an attempt times out.
+func attempts(t *testing.T, c client.Client, id string) map[string]int32 {
+	t.Helper()
+	ids := map[int64]string{} // scheduled event → activity ID
+	got := map[string]int32{}
+	it := c.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatalf("history of %s: %v", id, err)
+		}
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
+			ids[ev.EventId] = a.ActivityId
+		}
+		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil {
+			got[ids[a.ScheduledEventId]] = a.Attempt
+		}
+	}
+	return got
+}
+
 // TestWorkerKilledMidTool kills the worker while the second tool of a turn
 // runs, after the first has completed, and finishes the run on a new
 // worker: the first tool ran once, the second twice; or once, with an

@@ -69,13 +69,23 @@ func TestTwoWorkersManyRuns(t *testing.T) {
 			t.Errorf("run %d: %s %q, want finished %q", i, results[i].State, results[i].Text, want)
 		}
 	}
-	if n := calls1.Load() + calls2.Load(); n != runs {
-		t.Errorf("%d tool calls, want %d", n, runs)
+	// Each run makes two model requests and one call, unless Temporal
+	// retried an activity of it that timed out on a loaded machine: the
+	// retry asks again, and a retried turn starts its call again.
+	retried := 0
+	for i := range runs {
+		for id, a := range attempts(t, e.c, fmt.Sprintf("many-%d", i)) {
+			if a > 1 {
+				t.Logf("run %d: %s ran %d times", i, id, a)
+				retried++
+			}
+		}
+	}
+	calls, requests := int(calls1.Load()+calls2.Load()), len(e.api.Requests())
+	if calls < runs || requests < 2*runs || retried == 0 && (calls != runs || requests != 2*runs) {
+		t.Errorf("%d tool calls and %d model requests with %d activities retried, want %d and %d", calls, requests, retried, runs, 2*runs)
 	}
 	t.Logf("tool calls per worker: %d and %d", calls1.Load(), calls2.Load())
-	if got := len(e.api.Requests()); got != 2*runs {
-		t.Errorf("%d model requests, want %d", got, 2*runs)
-	}
 	e.checkRequests(t)
 }
 
