@@ -15,8 +15,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"unicode"
+	"weak"
 
 	json2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -257,11 +260,44 @@ var ValidID = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`).MatchString
 
 // IsObject reports whether in is a JSON object, valid as encoding/json's
 // Valid has it (duplicate names and invalid UTF-8 allowed). jsontext
-// checks it in about half json.Valid's time, which counts for a 5 MiB
-// tool input.
+// checks it in about half json.Valid's time, and a big input is checked
+// once: the Assembler checks a streamed tool input as it joins it, and the
+// history the same bytes as it appends the turn, each 5 ms for 5 MiB.
+// That holds because the module never changes a tool input once made, and
+// a History shares them on that condition.
 func IsObject(in json.RawMessage) bool {
-	in = bytes.TrimSpace(in)
-	return len(in) > 0 && in[0] == '{' && jsontext.Value(in).IsValid(Lenient)
+	if in = bytes.TrimSpace(in); len(in) == 0 || in[0] != '{' {
+		return false
+	}
+	if len(in) < 64<<10 {
+		return jsontext.Value(in).IsValid(Lenient)
+	}
+	key := checked{weak.Make(&in[0]), len(in)}
+	accepted.Lock()
+	seen := slices.Contains(accepted.ring[:], key)
+	accepted.Unlock()
+	if seen || !jsontext.Value(in).IsValid(Lenient) {
+		return seen
+	}
+	accepted.Lock()
+	accepted.ring[accepted.next%len(accepted.ring)] = key
+	accepted.next++
+	accepted.Unlock()
+	return true
+}
+
+// accepted holds the last big inputs IsObject accepted, by identity. A weak
+// pointer keeps its input alive no more than a number would, and one made
+// to new bytes never equals one made to bytes since freed.
+var accepted struct {
+	sync.Mutex
+	ring [8]checked
+	next int
+}
+
+type checked struct {
+	start weak.Pointer[byte]
+	len   int
 }
 
 // Lenient makes go-json-experiment read JSON as encoding/json does, in the

@@ -1,9 +1,12 @@
 package apirules
 
 import (
+	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
+	"weak"
 )
 
 // TestIsObject holds IsObject, which checks with jsontext, to the
@@ -23,5 +26,34 @@ func TestIsObject(t *testing.T) {
 		if got := IsObject(json.RawMessage(in)); got != want {
 			t.Errorf("IsObject(%.40q) = %v, want %v", in, got, want)
 		}
+	}
+}
+
+// TestIsObjectOnce checks that a big input IsObject accepted is known by
+// its bytes' identity: the same bytes again, not a prefix of them, a copy,
+// or bytes it rejected.
+func TestIsObjectOnce(t *testing.T) {
+	big := []byte(`{"content":"` + strings.Repeat(`line \"quoted\"\t\u00e9\n`, 50_000) + `"}`)
+	known := func(in []byte) bool {
+		accepted.Lock()
+		defer accepted.Unlock()
+		return slices.Contains(accepted.ring[:], checked{weak.Make(&in[0]), len(in)})
+	}
+	if !IsObject(big) || !known(big) {
+		t.Fatal("a big valid input is not remembered")
+	}
+	if !IsObject(big) {
+		t.Error("the same bytes are not accepted again")
+	}
+	if IsObject(big[:len(big)-1]) || known(big[:len(big)-1]) {
+		t.Error("a prefix of accepted bytes is accepted")
+	}
+	if copied := bytes.Clone(big); known(copied) || !IsObject(copied) {
+		t.Error("a copy of accepted bytes is known before it is checked")
+	}
+	bad := bytes.Clone(big)
+	bad[len(bad)-1] = ']'
+	if IsObject(bad) || known(bad) {
+		t.Error("a big invalid input is remembered")
 	}
 }
