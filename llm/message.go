@@ -120,7 +120,9 @@ func marshal(v any) ([]byte, error) { return json2.Marshal(v, lenient, blockMars
 // of the whole request. Through the MarshalJSON methods, which are for
 // encoding/json, a block's JSON would be copied and checked again inside
 // each enclosing value: for a 5 MiB tool input, most of a request's time.
-var blockMarshalers = json2.WithMarshalers(json2.JoinMarshalers(
+var blockMarshalers = json2.WithMarshalers(writeBlocks)
+
+var writeBlocks = json2.JoinMarshalers(
 	typed(func(b Text) textWire { return textWire(b) }),
 	typed(func(b Thinking) thinkingWire { return thinkingWire(b) }),
 	typed(func(b RedactedThinking) redactedWire { return redactedWire(b) }),
@@ -142,7 +144,7 @@ var blockMarshalers = json2.WithMarshalers(json2.JoinMarshalers(
 		return nil
 	}),
 	marshalCached,
-))
+)
 
 // The blocks' fields without their methods, for typed.
 type (

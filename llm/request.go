@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/agentloop/agentloop/internal/apirules"
 	json2 "github.com/go-json-experiment/json"
@@ -153,12 +154,16 @@ func requestBody(r Request, count bool) ([]byte, error) {
 		w.Tools = append(w.Tools, wireTool{ToolSpec: t})
 		n += len(t.Name) + len(t.Description) + len(t.InputSchema)
 	}
+	var bigs [][]byte // the inputs to splice (see splice), in order
 	for i, m := range r.Messages {
 		for j, b := range m.Content {
 			if b == nil {
 				return nil, fmt.Errorf("llm: message %d: content block %d is nil", i, j)
 			}
 			n += size(b)
+			if t, ok := b.(ToolUse); ok && len(t.Input) >= 64<<10 && apirules.IsObject(t.Input) && utf8.Valid(t.Input) {
+				bigs, n = append(bigs, bytes.TrimSpace(t.Input)), n-len(t.Input)
+			}
 		}
 	}
 	if r.Cache {
@@ -212,10 +217,19 @@ func requestBody(r Request, count bool) ([]byte, error) {
 	// The encoder grows a bytes.Buffer with under a quarter of its length
 	// free, hence the margin.
 	buf := bytes.NewBuffer(make([]byte, 0, n+n/4))
-	if err := json2.MarshalWrite(buf, w, lenient, blockMarshalers); err != nil {
+	enc, ends := jsontext.NewEncoder(buf, lenient), []int{} // where each big input's {} ends
+	bigInput := json2.MarshalToFunc(func(e *jsontext.Encoder, in json.RawMessage) error {
+		if in = bytes.TrimSpace(in); e != enc || len(ends) == len(bigs) || len(in) == 0 || &in[0] != &bigs[len(ends)][0] {
+			return errors.ErrUnsupported // written as usual, a cached block's too (in its own encoder)
+		}
+		err := e.WriteValue(jsontext.Value("{}"))
+		ends = append(ends, int(e.OutputOffset()))
+		return err
+	})
+	if err := json2.MarshalEncode(enc, w, lenient, json2.WithMarshalers(json2.JoinMarshalers(bigInput, writeBlocks))); err != nil {
 		return nil, fmt.Errorf("llm: writing the request: %w", err)
 	}
-	body := buf.Bytes()
+	body := splice(bytes.TrimSuffix(buf.Bytes(), []byte("\n")), bigs, ends) // an Encoder ends a value with a newline
 	if count || len(r.Extra) == 0 {
 		return body, nil
 	}
@@ -273,4 +287,24 @@ func size(b Block) int {
 		n += len(b.JSON)
 	}
 	return n
+}
+
+// splice returns body with inputs, in order, where the {} end at ends.
+// requestBody puts a big tool input in as it is, not through the encoder,
+// which checks every value it writes: 5 ms for 5 MiB, and an input the
+// Assembler made was checked as it was joined (IsObject remembers it).
+// Invalid UTF-8, which the encoder would mend, is left to it.
+func splice(body []byte, inputs [][]byte, ends []int) []byte {
+	if len(ends) == 0 {
+		return body
+	}
+	n := len(body)
+	for _, in := range inputs[:len(ends)] {
+		n += len(in) - 2
+	}
+	out, from := make([]byte, 0, n), 0
+	for i, end := range ends {
+		out, from = append(append(out, body[from:end-2]...), inputs[i]...), end
+	}
+	return append(out, body[from:]...)
 }

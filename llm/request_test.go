@@ -134,3 +134,70 @@ func TestCacheBreakpoint(t *testing.T) {
 		}
 	}
 }
+
+// TestSplicedInputs checks the body around big tool inputs, which are put
+// in as they are rather than through the encoder: the same JSON values as
+// the encoder would write, each input's bytes verbatim, except one the
+// encoder must mend (invalid UTF-8) or reject, and one under a cache
+// breakpoint, which the encoder writes.
+func TestSplicedInputs(t *testing.T) {
+	big := func(ws, s string) json.RawMessage {
+		return json.RawMessage(`{` + ws + `"content":` + ws + `"` + strings.Repeat(s, 70_000/len(s)) + `"}`)
+	}
+	compact, spaced, mangled := big("", `a \"b\"\n é`), big("\n ", "x"), big("", "y\xff")
+	conv := []Message{
+		{Role: User, Content: []Block{Text{Text: "go"}}},
+		{Role: Assistant, Content: []Block{ToolUse{ID: "a", Name: "t", Input: compact}, ToolUse{ID: "b", Name: "t", Input: spaced},
+			ToolUse{ID: "c", Name: "t", Input: mangled}, ToolUse{ID: "d", Name: "t", Input: json.RawMessage(`{"n": 1}`)},
+			ToolUse{ID: "e", Name: "t", Input: compact}}},
+		{Role: User, Content: []Block{ToolResult{ToolUseID: "a"}, ToolResult{ToolUseID: "b"}, ToolResult{ToolUseID: "c"},
+			ToolResult{ToolUseID: "d"}, ToolResult{ToolUseID: "e"}}},
+	}
+	for _, tt := range []struct {
+		name     string
+		req      Request
+		verbatim []json.RawMessage
+	}{
+		{"body", Request{Model: "claude-x", Messages: conv}, []json.RawMessage{compact, spaced}},
+		{"extra", Request{Model: "claude-x", Messages: conv, Extra: map[string]any{"metadata": map[string]string{"user_id": "u"}}}, []json.RawMessage{compact}},
+		{"cached last", Request{Model: "claude-3-5-haiku", Messages: conv[:2:2], Cache: true}, []json.RawMessage{spaced}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			body, err := requestBody(tt.req, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got, want any
+			if err := json.Unmarshal(body, &got); err != nil {
+				t.Fatalf("the body is not JSON: %v", err)
+			}
+			wantBody, err := marshal(wireRequest{Model: tt.req.Model, MaxTokens: DefaultMaxTokens, Messages: tt.req.Messages, Stream: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			json.Unmarshal(wantBody, &want)
+			if m, ok := got.(map[string]any); ok && tt.req.Extra != nil || tt.req.Cache {
+				delete(m, "metadata") // what Extra and Cache add is TestRequestGolden's
+				msgs := m["messages"].([]any)
+				content := msgs[len(msgs)-1].(map[string]any)["content"].([]any)
+				delete(content[len(content)-1].(map[string]any), "cache_control")
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("body (-as encoded +spliced):\n%s", diff)
+			}
+			for _, in := range tt.verbatim {
+				if !bytes.Contains(body, in) {
+					t.Errorf("input %.20s… is not in the body verbatim", in)
+				}
+			}
+			if bytes.Contains(body, []byte("\xff")) {
+				t.Error("invalid UTF-8 sent as it is")
+			}
+		})
+	}
+	bad := append(bytes.Clone(compact[:len(compact)-1]), ']')
+	if _, err := requestBody(Request{Model: "claude-x", Messages: []Message{conv[0],
+		{Role: Assistant, Content: []Block{ToolUse{ID: "a", Name: "t", Input: bad}}}, conv[2]}}, false); err == nil {
+		t.Error("a big invalid input is sent")
+	}
+}

@@ -273,14 +273,11 @@ func unreadStrings(read map[string]bool) json2.Options {
 	}))
 }
 
-// stringScopes reports whether schema s may read the content of any string
-// of an input, or compare values whole. If not, it adds to names the
-// properties under which it does: a keyword under properties.p applies only
-// to values at or below a member p (with "$ref": "#" too). One that no
-// property scopes, at the top or in a $defs entry that a $ref applies
-// elsewhere, or a $ref to anywhere else, reads every string. It walks
-// everything, even values that are data (enum, default): more reading, never
-// less.
+// stringScopes reports whether schema s may read any string of an input,
+// or compare values whole; if not, it adds to names the properties under
+// which it does, as a keyword under properties.p reads only at or below a
+// member p (through "$ref": "#" too). It walks values that are data (enum,
+// default) too: more reading, never less.
 func stringScopes(s any, scope string, names map[string]bool) (all bool) {
 	switch s := s.(type) {
 	case map[string]any:
@@ -288,9 +285,7 @@ func stringScopes(s any, scope string, names map[string]bool) (all bool) {
 			switch k {
 			case "minLength", "maxLength", "pattern", "format", "enum", "const", "uniqueItems",
 				"contentEncoding", "contentMediaType", "contentSchema":
-				if all = all || scope == ""; scope != "" {
-					names[scope] = true
-				}
+				names[scope], all = true, all || scope == "" // unscoped: at the top, or in a $defs entry
 			case "properties":
 				if props, ok := v.(map[string]any); ok {
 					for name, p := range props {
@@ -302,8 +297,7 @@ func stringScopes(s any, scope string, names map[string]bool) (all bool) {
 				all = stringScopes(v, "", names) || all
 				continue
 			case "$ref", "$dynamicRef", "$recursiveRef":
-				ref, _ := v.(string)
-				all = all || !localRef.MatchString(ref)
+				all = all || !localRef.MatchString(fmt.Sprint(v))
 			}
 			all = stringScopes(v, scope, names) || all
 		}
@@ -315,8 +309,7 @@ func stringScopes(s any, scope string, names map[string]bool) (all bool) {
 	return all
 }
 
-// localRef matches the $ref values stringScopes can follow: the root, or a
-// whole definition.
+// localRef matches the $ref values stringScopes follows: the root, or a definition.
 var localRef = regexp.MustCompile(`^#(/(\$defs|definitions)/[^/]+)?$`)
 
 // problems appends what is wrong with input v to out, one line per failed
