@@ -6,10 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"slices"
 	"unicode/utf8"
 
 	"github.com/agentloop/agentloop/internal/apirules"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	json2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -129,10 +133,10 @@ type (
 // lenient are the options for all JSON here, encoding/json's grammar.
 var lenient = apirules.Lenient
 
-// requestBody writes the body of a Messages API call, or with count set of
-// a count_tokens call: the parts that take up context. Extra, mostly about
-// generation, is not sent to count_tokens, which rejects unknown fields.
-func requestBody(r Request, count bool) ([]byte, error) {
+// encodeRequest writes the body of a Messages API call, or with count set
+// of a count_tokens call: the parts that take up context. Extra, mostly
+// about generation, is not sent to count_tokens, which rejects unknown fields.
+func encodeRequest(r Request, count bool) (body, error) {
 	if r.Model == "" {
 		return nil, errors.New("llm: Request.Model is empty")
 	}
@@ -229,13 +233,13 @@ func requestBody(r Request, count bool) ([]byte, error) {
 	if err := json2.MarshalEncode(enc, w, lenient, json2.WithMarshalers(json2.JoinMarshalers(bigInput, writeBlocks))); err != nil {
 		return nil, fmt.Errorf("llm: writing the request: %w", err)
 	}
-	body := splice(bytes.TrimSuffix(buf.Bytes(), []byte("\n")), bigs, ends) // an Encoder ends a value with a newline
+	b := splice(bytes.TrimSuffix(buf.Bytes(), []byte("\n")), bigs, ends) // an Encoder ends a value with a newline
 	if count || len(r.Extra) == 0 {
-		return body, nil
+		return b, nil
 	}
 	// Extra overrides the fields above, at the cost of a copy of the body.
 	var fields map[string]jsontext.Value
-	if err := json2.Unmarshal(body, &fields, lenient); err != nil {
+	if err := json2.Unmarshal(slices.Concat(b...), &fields, lenient); err != nil {
 		return nil, err
 	}
 	for k, v := range r.Extra {
@@ -244,7 +248,8 @@ func requestBody(r Request, count bool) ([]byte, error) {
 			return nil, fmt.Errorf("llm: Request.Extra[%q]: %w", k, err)
 		}
 	}
-	return json2.Marshal(fields, lenient, json2.Deterministic(true))
+	out, err := json2.Marshal(fields, lenient, json2.Deterministic(true))
+	return body{out}, err
 }
 
 // cached is a block with a cache breakpoint added to its JSON.
@@ -289,22 +294,34 @@ func size(b Block) int {
 	return n
 }
 
-// splice returns body with inputs, in order, where the {} end at ends.
-// requestBody puts a big tool input in as it is, not through the encoder,
-// which checks every value it writes: 5 ms for 5 MiB, and an input the
-// Assembler made was checked as it was joined (IsObject remembers it).
+// splice returns body in parts, with inputs, in order, where the {} end at
+// ends. encodeRequest puts a big tool input in as it is, not through the
+// encoder, which checks every value it writes: 5 ms for 5 MiB, and an input
+// the Assembler made was checked as it was joined (IsObject remembers it).
 // Invalid UTF-8, which the encoder would mend, is left to it.
-func splice(body []byte, inputs [][]byte, ends []int) []byte {
-	if len(ends) == 0 {
-		return body
-	}
-	n := len(body)
-	for _, in := range inputs[:len(ends)] {
-		n += len(in) - 2
-	}
-	out, from := make([]byte, 0, n), 0
+func splice(b []byte, inputs [][]byte, ends []int) body {
+	var parts body
+	from := 0
 	for i, end := range ends {
-		out, from = append(append(out, body[from:end-2]...), inputs[i]...), end
+		parts, from = append(parts, b[from:end-2], inputs[i]), end
 	}
-	return append(out, body[from:]...)
+	return append(parts, b[from:])
+}
+
+// A body is a request's JSON in parts, sent without joining them: a big
+// tool input goes from the history's own bytes, not from a copy.
+type body [][]byte
+
+// send returns the reader of one attempt at sending b, and the option that
+// gives the request b's length, which the SDK gives only a []byte body.
+func (b body) send() (io.ReadCloser, option.RequestOption) {
+	n, get := 0, func() (io.ReadCloser, error) { bufs := net.Buffers(slices.Clone(b)); return io.NopCloser(&bufs), nil }
+	for _, p := range b {
+		n += len(p)
+	}
+	r, _ := get()
+	return r, option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		req.ContentLength, req.GetBody = int64(n), get
+		return next(req)
+	})
 }

@@ -4,15 +4,28 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentloop/agentloop/anthropictest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// requestBody is the body encodeRequest writes, in one piece, as a server
+// reads it.
+func requestBody(r Request, count bool) ([]byte, error) {
+	b, err := encodeRequest(r, count)
+	return slices.Concat(b...), err
+}
 
 // TestRequestGolden checks the request body built for each Request against
 // testdata/request_*.json. Run with -update to rewrite them.
@@ -199,5 +212,51 @@ func TestSplicedInputs(t *testing.T) {
 	if _, err := requestBody(Request{Model: "claude-x", Messages: []Message{conv[0],
 		{Role: Assistant, Content: []Block{ToolUse{ID: "a", Name: "t", Input: bad}}}, conv[2]}}, false); err == nil {
 		t.Error("a big invalid input is sent")
+	}
+}
+
+// TestSendInParts checks that a body sent in parts, a big tool input as
+// the history holds it, arrives whole with its length, not chunked, on
+// every attempt.
+func TestSendInParts(t *testing.T) {
+	input := json.RawMessage(`{"content":"` + strings.Repeat(`a \"b\" é\n`, 10_000) + `"}`)
+	req := Request{Model: "claude-x", Messages: []Message{{Role: User, Content: []Block{Text{Text: "go"}}},
+		{Role: Assistant, Content: []Block{ToolUse{ID: "a", Name: "t", Input: input}}},
+		{Role: User, Content: []Block{ToolResult{ToolUseID: "a"}}}}}
+	want, err := requestBody(req, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parts, _ := encodeRequest(req, false); len(parts) != 3 || &parts[1][0] != &input[0] {
+		t.Fatalf("the input is not sent from its own bytes: %d parts", len(parts))
+	}
+	type got struct {
+		length   int64
+		chunked  bool
+		matching bool
+	}
+	var gots []got
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		gots = append(gots, got{r.ContentLength, slices.Contains(r.TransferEncoding, "chunked"), bytes.Equal(b, want)})
+		if len(gots) == 1 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(529)
+			io.WriteString(w, `{"type":"error","error":{"type":"overloaded_error","message":"busy"}}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write(anthropictest.NewStream().Text("ok").Stop("end_turn").Bytes())
+	}))
+	defer srv.Close()
+	c, _ := testClient(srv.URL, Config{})
+	for _, err := range c.Stream(t.Context(), req) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := got{int64(len(want)), false, true}
+	if diff := cmp.Diff([]got{w, w}, gots, cmp.AllowUnexported(got{})); diff != "" {
+		t.Errorf("attempts as the server read them (-want +got):\n%s", diff)
 	}
 }
