@@ -169,8 +169,7 @@ func (c *Client) exchange(ctx context.Context, path string, body body, opts []op
 	idle := time.AfterFunc(c.idleTimeout, func() { cancel(errIdleTimeout) })
 	defer idle.Stop()
 	var resp *http.Response
-	r, length := body.send()
-	err := c.sdk.Post(actx, path, r, &resp, append(opts, length)...)
+	err := c.sdk.Post(actx, path, http.NoBody, &resp, append(opts, body.send())...)
 	switch {
 	case err == nil:
 		defer resp.Body.Close()

@@ -144,9 +144,8 @@ func encodeRequest(r Request, count bool) (body, error) {
 	if r.System != "" {
 		w.System = []Block{Text{Text: r.System}}
 	}
-	// The body is written straight into one buffer sized for it: through
-	// json2.Marshal's pooled buffer and its copy, a 5 MiB tool input would
-	// be two 5 MiB bodies. n is about the big fields' size.
+	// The body is written into one buffer sized for it, n and a margin (the
+	// encoder grows a bytes.Buffer with under a quarter free), not copied.
 	n := 4096 + len(r.System)
 	for i, t := range r.Tools {
 		if t.Name == "" {
@@ -158,7 +157,10 @@ func encodeRequest(r Request, count bool) (body, error) {
 		w.Tools = append(w.Tools, wireTool{ToolSpec: t})
 		n += len(t.Name) + len(t.Description) + len(t.InputSchema)
 	}
-	var bigs [][]byte // the inputs to splice (see splice), in order
+	// A big tool input goes in a part of its own, where the encoder wrote {}:
+	// not checked again (IsObject remembers the Assembler's check), nor copied.
+	// Invalid UTF-8, which the encoder mends, is left to it.
+	var bigs [][]byte
 	for i, m := range r.Messages {
 		for j, b := range m.Content {
 			if b == nil {
@@ -218,8 +220,6 @@ func encodeRequest(r Request, count bool) (body, error) {
 			w.Compaction = &wireSummarize{"summarize", *r.Summarize}
 		}
 	}
-	// The encoder grows a bytes.Buffer with under a quarter of its length
-	// free, hence the margin.
 	buf := bytes.NewBuffer(make([]byte, 0, n+n/4))
 	enc, ends := jsontext.NewEncoder(buf, lenient), []int{} // where each big input's {} ends
 	bigInput := json2.MarshalToFunc(func(e *jsontext.Encoder, in json.RawMessage) error {
@@ -230,11 +230,15 @@ func encodeRequest(r Request, count bool) (body, error) {
 		ends = append(ends, int(e.OutputOffset()))
 		return err
 	})
-	if err := json2.MarshalEncode(enc, w, lenient, json2.WithMarshalers(json2.JoinMarshalers(bigInput, writeBlocks))); err != nil {
+	if err := json2.MarshalEncode(enc, w, lenient, json2.WithMarshalers(json2.JoinMarshalers(bigInput, blockMarshalers))); err != nil {
 		return nil, fmt.Errorf("llm: writing the request: %w", err)
 	}
-	b := splice(bytes.TrimSuffix(buf.Bytes(), []byte("\n")), bigs, ends) // an Encoder ends a value with a newline
-	if count || len(r.Extra) == 0 {
+	var b body
+	out, from := bytes.TrimSuffix(buf.Bytes(), []byte("\n")), 0 // an Encoder ends a value with a newline
+	for i, end := range ends {
+		b, from = append(b, out[from:end-2], bigs[i]), end
+	}
+	if b = append(b, out[from:]); count || len(r.Extra) == 0 {
 		return b, nil
 	}
 	// Extra overrides the fields above, at the cost of a copy of the body.
@@ -294,34 +298,18 @@ func size(b Block) int {
 	return n
 }
 
-// splice returns body in parts, with inputs, in order, where the {} end at
-// ends. encodeRequest puts a big tool input in as it is, not through the
-// encoder, which checks every value it writes: 5 ms for 5 MiB, and an input
-// the Assembler made was checked as it was joined (IsObject remembers it).
-// Invalid UTF-8, which the encoder would mend, is left to it.
-func splice(b []byte, inputs [][]byte, ends []int) body {
-	var parts body
-	from := 0
-	for i, end := range ends {
-		parts, from = append(parts, b[from:end-2], inputs[i]), end
-	}
-	return append(parts, b[from:])
-}
-
-// A body is a request's JSON in parts, sent without joining them: a big
-// tool input goes from the history's own bytes, not from a copy.
+// A body is a request's JSON in parts, sent without joining them.
 type body [][]byte
 
-// send returns the reader of one attempt at sending b, and the option that
-// gives the request b's length, which the SDK gives only a []byte body.
-func (b body) send() (io.ReadCloser, option.RequestOption) {
-	n, get := 0, func() (io.ReadCloser, error) { bufs := net.Buffers(slices.Clone(b)); return io.NopCloser(&bufs), nil }
+// send returns the option that puts b in a request, with its length, which
+// the SDK would give only a []byte body: it is to be posted http.NoBody.
+func (b body) send() option.RequestOption {
+	n, read := 0, func() io.ReadCloser { bufs := net.Buffers(slices.Clone(b)); return io.NopCloser(&bufs) }
 	for _, p := range b {
 		n += len(p)
 	}
-	r, _ := get()
-	return r, option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-		req.ContentLength, req.GetBody = int64(n), get
+	return option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		req.Body, req.ContentLength, req.GetBody = read(), int64(n), func() (io.ReadCloser, error) { return read(), nil }
 		return next(req)
 	})
 }

@@ -250,23 +250,18 @@ func prepare(t *Tool, input json.RawMessage) (json.RawMessage, error) {
 }
 
 var (
-	namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`) // the Messages API's rule for tool names
-	printer     = message.NewPrinter(language.English)        // words the validator's messages
+	namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)             // the Messages API's rule for tool names
+	printer     = message.NewPrinter(language.English)                    // words the validator's messages
+	localRef    = regexp.MustCompile(`^#(/(\$defs|definitions)/[^/]+)?$`) // the $refs stringScopes follows
 )
 
 // unreadStrings decodes each string value as "", checked but not unquoted,
 // unless a name on its path is in read; object names are decoded as usual.
 func unreadStrings(read map[string]bool) json2.Options {
 	return json2.WithUnmarshalers(json2.UnmarshalFromFunc(func(dec *jsontext.Decoder, _ *string) error {
-		if k, n := dec.StackIndex(dec.StackDepth()); k == '{' && n%2 == 0 {
-			return errors.ErrUnsupported // a name
-		}
-		if len(read) > 0 {
-			for name := range dec.StackPointer().Tokens() {
-				if read[name] {
-					return errors.ErrUnsupported
-				}
-			}
+		k, n := dec.StackIndex(dec.StackDepth())
+		if k == '{' && n%2 == 0 || len(read) > 0 && slices.ContainsFunc(slices.Collect(dec.StackPointer().Tokens()), func(name string) bool { return read[name] }) {
+			return errors.ErrUnsupported // a name, or a string the schema may read
 		}
 		_, err := dec.ReadValue()
 		return err
@@ -282,6 +277,7 @@ func stringScopes(s any, scope string, names map[string]bool) (all bool) {
 	switch s := s.(type) {
 	case map[string]any:
 		for k, v := range s {
+			sub := scope
 			switch k {
 			case "minLength", "maxLength", "pattern", "format", "enum", "const", "uniqueItems",
 				"contentEncoding", "contentMediaType", "contentSchema":
@@ -294,12 +290,11 @@ func stringScopes(s any, scope string, names map[string]bool) (all bool) {
 					continue
 				}
 			case "$defs", "definitions":
-				all = stringScopes(v, "", names) || all
-				continue
+				sub = "" // a $ref may apply them anywhere
 			case "$ref", "$dynamicRef", "$recursiveRef":
 				all = all || !localRef.MatchString(fmt.Sprint(v))
 			}
-			all = stringScopes(v, scope, names) || all
+			all = stringScopes(v, sub, names) || all
 		}
 	case []any:
 		for _, v := range s {
@@ -308,9 +303,6 @@ func stringScopes(s any, scope string, names map[string]bool) (all bool) {
 	}
 	return all
 }
-
-// localRef matches the $ref values stringScopes follows: the root, or a definition.
-var localRef = regexp.MustCompile(`^#(/(\$defs|definitions)/[^/]+)?$`)
 
 // problems appends what is wrong with input v to out, one line per failed
 // keyword, the leaves of the validator's error tree, each naming its field;
