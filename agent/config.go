@@ -154,7 +154,8 @@ const (
 	TokenLimit     State = "token_limit"     // the run hit Config.MaxTotalTokens
 )
 
-// Result is the outcome of a run.
+// Result is the outcome of a run: [Agent.Run] returns it, and
+// [Agent.Stream] yields it last, with the run's error.
 type Result struct {
 	Text       string    `json:"text"`       // the text of the model's last turn
 	State      State     `json:"state"`      // how the run ended
@@ -167,8 +168,8 @@ type Result struct {
 // drained. The error is non-nil exactly when Stream yields one.
 func (a *Agent) Run(ctx context.Context, input string) (res Result, err error) {
 	for ev, e := range a.Stream(ctx, input) {
-		if d, ok := ev.(Done); ok {
-			res, err = d.Result, e
+		if r, ok := ev.(Result); ok {
+			res, err = r, e
 		}
 	}
 	return res, err

@@ -9,7 +9,8 @@ import (
 )
 
 // An Event is one step of a run, as [Agent.Stream] yields it: one of the
-// types in this file, a sealed set. The tags give the CLI's --json shape.
+// types in this file or the [Result] that ends the run, a sealed set. The
+// tags give the CLI's --json shape.
 type Event interface{ isEvent() }
 
 // TurnStart opens a model turn. Iteration counts model calls from 1; a
@@ -80,13 +81,6 @@ type Retry struct {
 	Discard bool   `json:"discard"`
 }
 
-// Done ends every stream. Error is the error yielded with it, as text, for
-// a JSON transcript.
-type Done struct {
-	Result Result `json:"result"`
-	Error  string `json:"error,omitempty"`
-}
-
 func (TurnStart) isEvent()      {}
 func (TextDelta) isEvent()      {}
 func (ThinkingDelta) isEvent()  {}
@@ -97,4 +91,4 @@ func (ToolDone) isEvent()       {}
 func (UsageUpdate) isEvent()    {}
 func (Compacted) isEvent()      {}
 func (Retry) isEvent()          {}
-func (Done) isEvent()           {}
+func (Result) isEvent()         {}

@@ -78,8 +78,8 @@ func ExampleAgent_Stream() {
 			fmt.Printf("call: %s %s\n", ev.Name, ev.Input)
 		case agent.ToolDone:
 			fmt.Printf("result: %s\n", ev.Content)
-		case agent.Done:
-			fmt.Printf("-- %s after %d turns: %s\n", ev.Result.State, ev.Result.Iterations, ev.Result.Text)
+		case agent.Result:
+			fmt.Printf("-- %s after %d turns: %s\n", ev.State, ev.Iterations, ev.Text)
 		}
 		if err != nil {
 			fmt.Println("error:", err)

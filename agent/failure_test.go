@@ -34,7 +34,7 @@ func TestMidStreamFailure(t *testing.T) {
 			at.NewStream().Text("The answer is 42.").Stop("end_turn"),
 		},
 		state:    Finished,
-		events:   []string{"turn_start", "retry", "turn_start", "done"},
+		events:   []string{"turn_start", "retry", "turn_start", "result"},
 		retries:  []Retry{{Attempt: 2, Error: "llm: overloaded_error: Overloaded (request req_anthropictest0000000001)", Discard: true}},
 		requests: 2,
 	}, {
@@ -44,7 +44,7 @@ func TestMidStreamFailure(t *testing.T) {
 			at.NewStream().Text("The answer is 42.").Stop("end_turn"),
 		},
 		state:    Finished,
-		events:   []string{"turn_start", "tool_call_start", "tool_call", "retry", "turn_start", "done"},
+		events:   []string{"turn_start", "tool_call_start", "tool_call", "retry", "turn_start", "result"},
 		requests: 2,
 	}, {
 		name: "stream that ends without message_stop, then success",
@@ -53,7 +53,7 @@ func TestMidStreamFailure(t *testing.T) {
 			at.NewStream().Text("The answer is 42.").Stop("end_turn"),
 		},
 		state:    Finished,
-		events:   []string{"turn_start", "retry", "turn_start", "done"},
+		events:   []string{"turn_start", "retry", "turn_start", "result"},
 		requests: 2,
 	}, {
 		name: "retries run out",
@@ -64,7 +64,7 @@ func TestMidStreamFailure(t *testing.T) {
 		},
 		state:    Failed,
 		errType:  "overloaded_error",
-		events:   []string{"turn_start", "retry", "turn_start", "retry", "turn_start", "done"},
+		events:   []string{"turn_start", "retry", "turn_start", "retry", "turn_start", "result"},
 		requests: 3,
 	}, {
 		name: "an error that will not pass is not retried",
@@ -73,7 +73,7 @@ func TestMidStreamFailure(t *testing.T) {
 		},
 		state:    Failed,
 		errType:  "invalid_request_error",
-		events:   []string{"turn_start", "done"},
+		events:   []string{"turn_start", "result"},
 		requests: 1,
 	}, {
 		name: "an HTTP error before the stream is retried by the client alone",
@@ -82,7 +82,7 @@ func TestMidStreamFailure(t *testing.T) {
 			at.NewStream().Text("The answer is 42.").Stop("end_turn"),
 		},
 		state:    Finished,
-		events:   []string{"turn_start", "done"},
+		events:   []string{"turn_start", "result"},
 		requests: 2,
 	}}
 	for _, tt := range tests {
@@ -151,7 +151,7 @@ func TestPromptTooLong(t *testing.T) {
 		if err != nil || res.State != Finished || res.Text != "fits now" {
 			t.Fatalf("result %+v, %v", res, err)
 		}
-		want := []string{"turn_start", "compacted", "retry", "turn_start", "done"}
+		want := []string{"turn_start", "compacted", "retry", "turn_start", "result"}
 		if diff := cmp.Diff(want, kinds(evs, false)); diff != "" {
 			t.Errorf("events (-want +got):\n%s", diff)
 		}
@@ -188,7 +188,7 @@ func TestCompactBeforeRequest(t *testing.T) {
 	if err != nil || res.State != Finished {
 		t.Fatalf("result %+v, %v", res, err)
 	}
-	want := []string{"compacted", "turn_start", "done"}
+	want := []string{"compacted", "turn_start", "result"}
 	if diff := cmp.Diff(want, kinds(evs, false)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
@@ -251,7 +251,7 @@ func TestCompactionReportedWhenStillTooLong(t *testing.T) {
 	if err != nil || res.State != Finished {
 		t.Fatalf("result %+v, %v", res, err)
 	}
-	if diff := cmp.Diff([]string{"compacted", "turn_start", "done"}, kinds(evs, false)); diff != "" {
+	if diff := cmp.Diff([]string{"compacted", "turn_start", "result"}, kinds(evs, false)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 	if c := eventsOf[Compacted](evs); len(c) == 1 && (c[0].After >= c[0].Before || len(c[0].Steps) == 0) {

@@ -65,8 +65,8 @@ func newAgent(t testing.TB, model llm.Model, cfg Config) *Agent {
 }
 
 // collect drains a run and returns its events and the final error. It
-// checks the stream's contract: Done comes last, exactly once, and the
-// error comes with it and nowhere else.
+// checks the stream's contract: the Result comes last, exactly once, and
+// the error comes with it and nowhere else.
 func collect(t testing.TB, seq iter.Seq2[Event, error]) ([]Event, Result, error) {
 	t.Helper()
 	var evs []Event
@@ -74,18 +74,15 @@ func collect(t testing.TB, seq iter.Seq2[Event, error]) ([]Event, Result, error)
 	var err error
 	for ev, e := range seq {
 		if len(evs) > 0 {
-			if _, ok := evs[len(evs)-1].(Done); ok {
-				t.Errorf("event %T after Done", ev)
+			if _, ok := evs[len(evs)-1].(Result); ok {
+				t.Errorf("event %T after the Result", ev)
 			}
 		}
 		evs = append(evs, ev)
-		if d, ok := ev.(Done); ok {
-			res = d.Result
-			if (e == nil) != (d.Error == "") {
-				t.Errorf("Done.Error = %q with error %v", d.Error, e)
-			}
+		if r, ok := ev.(Result); ok {
+			res = r
 		} else if e != nil {
-			t.Errorf("error %v yielded with %T, want it only with Done", e, ev)
+			t.Errorf("error %v yielded with %T, want it only with the Result", e, ev)
 		}
 		err = e
 		// Every event must marshal, for the CLI's --json.
@@ -96,8 +93,8 @@ func collect(t testing.TB, seq iter.Seq2[Event, error]) ([]Event, Result, error)
 	if len(evs) == 0 {
 		t.Fatal("no events")
 	}
-	if _, ok := evs[len(evs)-1].(Done); !ok {
-		t.Errorf("last event is %T, want Done", evs[len(evs)-1])
+	if _, ok := evs[len(evs)-1].(Result); !ok {
+		t.Errorf("last event is %T, want the Result", evs[len(evs)-1])
 	}
 	return evs, res, err
 }

@@ -66,7 +66,7 @@ func TestNoHandlerOutlivesRun(t *testing.T) {
 					if d, ok := ev.(ToolDone); ok && (!d.IsError || !strings.Contains(d.Content, "timed out")) {
 						t.Errorf("ToolDone = %+v, want the timeout result", d)
 					}
-					if _, ok := ev.(Done); !ok {
+					if _, ok := ev.(Result); !ok {
 						continue
 					}
 					if err != nil {

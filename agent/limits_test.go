@@ -106,8 +106,8 @@ func TestCancel(t *testing.T) {
 			switch ev := ev.(type) {
 			case TextDelta:
 				cancel()
-			case Done:
-				res, err = ev.Result, e
+			case Result:
+				res, err = ev, e
 			}
 		}
 		if res.State != Cancelled || !errors.Is(err, context.Canceled) {
@@ -133,8 +133,8 @@ func TestCancel(t *testing.T) {
 				// The turn is over and its call is running: cancel it.
 				<-tt.started
 				cancel()
-			case Done:
-				res, err = ev.Result, e
+			case Result:
+				res, err = ev, e
 			}
 		}
 		if res.State != Cancelled || !errors.Is(err, context.Canceled) {

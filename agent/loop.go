@@ -21,10 +21,10 @@ import (
 // Stream appends input to the history and runs the loop on it, yielding
 // its events, until the model ends its turn or a limit is hit.
 //
-// The last event is always [Done], with the [Result], and a nil error
-// unless the run ended [Failed] (the error wraps any [*llm.APIError]) or
+// The last event is always the run's [Result], with a nil error unless
+// the run ended [Failed] (the error wraps any [*llm.APIError]) or
 // [Cancelled] (ctx.Err()). If the caller stops reading, the run is
-// cancelled and no Done is sent. The run ends when every tool handler it
+// cancelled and no Result is sent. The run ends when every tool handler it
 // started has returned, or 5s (toolGrace) after, with a warning naming it.
 //
 // The history is always left valid. A run that fails or is refused leaves
@@ -34,7 +34,7 @@ import (
 func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		if !a.busy.CompareAndSwap(false, true) {
-			yield(Done{Result: Result{State: Failed}, Error: errBusy.Error()}, errBusy)
+			yield(Result{State: Failed}, errBusy)
 			return
 		}
 		defer a.busy.Store(false)
@@ -77,12 +77,9 @@ func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error
 		if r.stopped {
 			return
 		}
-		done := Done{Result: Result{Text: r.text, State: state, Iterations: r.iter, Usage: r.usage, CostUSD: looprules.Cost(r.cfg.History, r.usage)}}
-		if err != nil {
-			done.Error = err.Error()
-		}
-		a.endRun(span, done.Result, err) // otel hook
-		yield(done, err)
+		res := Result{Text: r.text, State: state, Iterations: r.iter, Usage: r.usage, CostUSD: looprules.Cost(r.cfg.History, r.usage)}
+		a.endRun(span, res, err) // otel hook
+		yield(res, err)
 	}
 }
 

@@ -23,7 +23,7 @@ func TestTextTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"turn_start", "text_delta", "text_delta", "usage_update", "done"}
+	want := []string{"turn_start", "text_delta", "text_delta", "usage_update", "result"}
 	if diff := cmp.Diff(want, kinds(evs, true)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
@@ -59,7 +59,7 @@ func TestToolLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"turn_start", "tool_call_start", "tool_call", "tool_done", "turn_start", "done"}
+	want := []string{"turn_start", "tool_call_start", "tool_call", "tool_done", "turn_start", "result"}
 	if diff := cmp.Diff(want, kinds(evs, false)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}

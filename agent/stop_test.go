@@ -76,14 +76,14 @@ func TestStopReasons(t *testing.T) {
 		state:    Finished,
 		text:     "1, 2, 3",
 		requests: 1,
-		events:   []string{"turn_start", "done"},
+		events:   []string{"turn_start", "result"},
 	}, {
 		name:     "max_tokens on text stops with its text kept",
 		replies:  []at.Reply{at.NewStream().Text("A long answer that was cu").Stop("max_tokens")},
 		state:    Truncated,
 		text:     "A long answer that was cu",
 		requests: 1,
-		events:   []string{"turn_start", "done"},
+		events:   []string{"turn_start", "result"},
 		check: func(t *testing.T, reqs []*at.Request, h *memory.History) {
 			msgs := h.Messages()
 			if got := llm.TextOf(msgs[len(msgs)-1].Content); got != "A long answer that was cu" {
@@ -102,7 +102,7 @@ func TestStopReasons(t *testing.T) {
 		state:    Finished,
 		text:     "I will retry shorter.",
 		requests: 2,
-		events:   []string{"turn_start", "tool_call_start", "tool_call", "tool_call_start", "tool_done", "tool_done", "turn_start", "done"},
+		events:   []string{"turn_start", "tool_call_start", "tool_call", "tool_call_start", "tool_done", "tool_done", "turn_start", "result"},
 		check: func(t *testing.T, reqs []*at.Request, h *memory.History) {
 			msgs := reqs[1].Messages()
 			asst := msgs[len(msgs)-2]
@@ -126,7 +126,7 @@ func TestStopReasons(t *testing.T) {
 		state:    Finished,
 		text:     "Found it.",
 		requests: 2,
-		events:   []string{"turn_start", "turn_start", "done"},
+		events:   []string{"turn_start", "turn_start", "result"},
 		check: func(t *testing.T, reqs []*at.Request, h *memory.History) {
 			msgs := reqs[1].Messages()
 			last := msgs[len(msgs)-1]
@@ -148,7 +148,7 @@ func TestStopReasons(t *testing.T) {
 		state:    Finished,
 		text:     "Done.",
 		requests: 3,
-		events:   []string{"turn_start", "tool_call_start", "tool_call", "tool_done", "turn_start", "compacted", "turn_start", "done"},
+		events:   []string{"turn_start", "tool_call_start", "tool_call", "tool_done", "turn_start", "compacted", "turn_start", "result"},
 		check: func(t *testing.T, reqs []*at.Request, h *memory.History) {
 			msgs := reqs[2].Messages()
 			last := msgs[len(msgs)-1]
@@ -174,7 +174,7 @@ func TestStopReasons(t *testing.T) {
 		state:    Finished,
 		text:     "Answer.",
 		requests: 1,
-		events:   []string{"turn_start", "compacted", "done"},
+		events:   []string{"turn_start", "compacted", "result"},
 		check: func(t *testing.T, reqs []*at.Request, h *memory.History) {
 			msgs := h.Messages()
 			var rb llm.RawBlock
@@ -191,7 +191,7 @@ func TestStopReasons(t *testing.T) {
 		state:    Refused,
 		text:     "I can",
 		requests: 1,
-		events:   []string{"turn_start", "done"},
+		events:   []string{"turn_start", "result"},
 		check: func(t *testing.T, reqs []*at.Request, h *memory.History) {
 			if msgs := h.Messages(); len(msgs) != 0 {
 				t.Errorf("history after a refused first prompt = %+v, want it empty", msgs)
@@ -207,7 +207,7 @@ func TestStopReasons(t *testing.T) {
 		state:    Refused,
 		text:     "no",
 		requests: 2,
-		events:   []string{"turn_start", "tool_call_start", "tool_call", "tool_done", "turn_start", "done"},
+		events:   []string{"turn_start", "tool_call_start", "tool_call", "tool_done", "turn_start", "result"},
 		check: func(t *testing.T, reqs []*at.Request, h *memory.History) {
 			msgs := h.Messages()
 			if len(msgs) != 2 || !strings.HasPrefix(llm.TextOf(msgs[0].Content), "question") {
@@ -222,7 +222,7 @@ func TestStopReasons(t *testing.T) {
 		state:    Refused,
 		text:     "no",
 		requests: 1,
-		events:   []string{"turn_start", "tool_call_start", "tool_call", "done"},
+		events:   []string{"turn_start", "tool_call_start", "tool_call", "result"},
 	}, {
 		name: "model_context_window_exceeded compacts and continues",
 		replies: []at.Reply{summarising(
@@ -233,7 +233,7 @@ func TestStopReasons(t *testing.T) {
 		state:    Finished,
 		text:     "after compaction",
 		requests: 3, // turn, summary, turn
-		events:   []string{"turn_start", "compacted", "retry", "turn_start", "done"},
+		events:   []string{"turn_start", "compacted", "retry", "turn_start", "result"},
 		check: func(t *testing.T, reqs []*at.Request, h *memory.History) {
 			for _, m := range h.Messages() {
 				if strings.Contains(llm.TextOf(m.Content), "partial") {
@@ -253,20 +253,20 @@ func TestStopReasons(t *testing.T) {
 		state:    Finished,
 		text:     "Nothing found.",
 		requests: 1,
-		events:   []string{"turn_start", "done"},
+		events:   []string{"turn_start", "result"},
 	}, {
 		name:     "unknown stop reason is end_turn",
 		replies:  []at.Reply{at.NewStream().Text("hm").Stop("brand_new_reason")},
 		state:    Finished,
 		text:     "hm",
 		requests: 1,
-		events:   []string{"turn_start", "done"},
+		events:   []string{"turn_start", "result"},
 	}, {
 		name:     "an empty end_turn finishes without an empty message",
 		replies:  []at.Reply{at.NewStream().Stop("end_turn")},
 		state:    Finished,
 		requests: 1,
-		events:   []string{"turn_start", "done"},
+		events:   []string{"turn_start", "result"},
 		check: func(t *testing.T, reqs []*at.Request, h *memory.History) {
 			if n := len(h.Messages()); n != 1 {
 				t.Errorf("history has %d messages, want the user's only", n)

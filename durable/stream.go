@@ -20,7 +20,8 @@ import (
 // An Event is what a caller of [Stream] sees of a run: answer and thinking
 // text as they stream, in batches at most [StreamInterval] apart, the tool
 // calls and compactions. Exactly one of its fields besides Seq is set,
-// except that Duration goes with ToolDone.
+// except that Waiting goes with ToolCall, Duration with ToolDone and
+// Attempt with Discard.
 type Event struct {
 	// Seq numbers the run's events from 1, across continue-as-new.
 	Seq int `json:"seq"`
@@ -34,8 +35,11 @@ type Event struct {
 	// several events.
 	Thinking string `json:"thinking,omitempty"`
 	// Discard says that the text of the current turn so far is void: the
-	// turn failed mid-stream and is being tried again.
+	// turn failed mid-stream and is being tried again, as attempt Attempt
+	// (2 for the first retry), as agent.Retry says. Attempt is 0 in an
+	// event recorded before it existed.
 	Discard bool `json:"discard,omitempty"`
+	Attempt int  `json:"attempt,omitempty"`
 	// ToolCall is a call that starts, or waits for approval when
 	// Waiting is set.
 	ToolCall *llm.ToolUse `json:"tool_call,omitempty"`
@@ -91,8 +95,8 @@ func newPublisher(ctx context.Context, source string, on bool) *publisher {
 		return nil
 	}
 	p := &publisher{ctx: ctx, source: source}
-	if activity.GetInfo(ctx).Attempt > 1 {
-		p.send(Event{Discard: true})
+	if n := activity.GetInfo(ctx).Attempt; n > 1 {
+		p.send(Event{Discard: true, Attempt: int(n)})
 	}
 	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {

@@ -445,6 +445,10 @@ func (r *run) compact() error {
 // observe applies the turn's stop reason, as agent's run.observe does. It
 // returns the state the run ends in, if it ends, and whether it goes on.
 func (r *run) observe(t *TurnOutput) (agent.State, bool) {
+	// The turn is over once observed: act has waited for its calls, and
+	// a refusal's are void. Its batch's context, a child of the run's,
+	// would otherwise stay among the run's children until the run ends.
+	defer r.batch.cancel()
 	// Only the last block can be cut, by max_tokens (agent's run.think).
 	msg, cutUses := looprules.Cut(t.Message, t.Cut.Content)
 	cut := map[string]bool{}
@@ -461,7 +465,6 @@ func (r *run) observe(t *TurnOutput) (agent.State, bool) {
 	o, known := looprules.Stop(t.Stop, len(uses) > 0)
 	switch o {
 	case looprules.Refuse:
-		r.batch.cancel()
 		return agent.Refused, false
 	case looprules.Act:
 		r.act(msg, t.Usage, uses, cut)

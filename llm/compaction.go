@@ -50,11 +50,6 @@ type Summarize struct {
 	Instructions string `json:"instructions,omitempty"`
 }
 
-// CompactionBlock is the type of the block server compaction writes. It is
-// kept as a [RawBlock] and must go back unchanged; the API drops every
-// block before it from the prompt.
-const CompactionBlock = "compaction"
-
 // beta returns the anthropic-beta header r's context management needs.
 func (r Request) beta() string {
 	need := map[string]string{ClearToolUses: "context-management-2025-06-27",

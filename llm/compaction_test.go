@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentloop/agentloop/anthropictest"
+	"github.com/agentloop/agentloop/internal/apirules"
 	"github.com/agentloop/agentloop/internal/testenv"
 )
 
@@ -94,7 +95,7 @@ func TestCompactionBlockAssembled(t *testing.T) {
 	}
 	m := a.Turn().Message
 	raw, ok := m.Content[0].(RawBlock)
-	if !ok || raw.Type != CompactionBlock {
+	if !ok || raw.Type != apirules.CompactionBlock {
 		t.Fatalf("first block %#v, want a raw compaction block", m.Content[0])
 	}
 	var got map[string]any
@@ -122,7 +123,7 @@ func TestCompactionFixtures(t *testing.T) {
 			}
 			m := a.Turn().Message
 			raw, ok := m.Content[0].(RawBlock)
-			if !ok || raw.Type != CompactionBlock {
+			if !ok || raw.Type != apirules.CompactionBlock {
 				t.Fatalf("first block %#v, want a raw compaction block", m.Content[0])
 			}
 			var b struct {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/agentloop/agentloop/internal/apirules"
 )
 
 // A final assistant turn the caller wrote fails before any request on the
@@ -19,7 +21,7 @@ func TestCheckTurn(t *testing.T) {
 	}
 	paused := raw("server_tool_use", `{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{"query":"go"}}`)
 	result := raw("web_search_tool_result", `{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[]}`)
-	compacted := Message{Role: Assistant, Content: []Block{RawBlock{Type: CompactionBlock, JSON: json.RawMessage(`{"type":"compaction","content":"Summary."}`)}}}
+	compacted := Message{Role: Assistant, Content: []Block{RawBlock{Type: apirules.CompactionBlock, JSON: json.RawMessage(`{"type":"compaction","content":"Summary."}`)}}}
 	tests := []struct {
 		name, model string
 		msgs        []Message

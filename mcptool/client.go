@@ -2,14 +2,12 @@ package mcptool
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
+	"fmt"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// ErrDeclined is returned by an Approve or Elicit function for a request
-// the user declined.
-var ErrDeclined = errors.New("declined by the user")
 
 // clientOptions returns the MCP client's options for the connection to
 // server s: the capabilities Options asks for, and their handlers.
@@ -45,14 +43,18 @@ func elicitDefaults(p *mcp.ElicitParams) *mcp.ElicitResult {
 	if p == nil || (p.Mode != "" && p.Mode != "form") {
 		return &mcp.ElicitResult{Action: "decline"}
 	}
-	schema := formSchema(p.RequestedSchema)
+	form, err := Form(p)
+	if err != nil {
+		return &mcp.ElicitResult{Action: "decline"}
+	}
 	content := map[string]any{}
-	for name, prop := range schema.Properties {
-		if prop.Default != nil {
-			content[name] = prop.Default
+	for name, prop := range form.Properties {
+		var v any
+		if prop != nil && prop.Default != nil && json.Unmarshal(prop.Default, &v) == nil {
+			content[name] = v
 		}
 	}
-	for _, name := range schema.Required {
+	for _, name := range form.Required {
 		if _, ok := content[name]; !ok {
 			return &mcp.ElicitResult{Action: "decline"}
 		}
@@ -60,49 +62,26 @@ func elicitDefaults(p *mcp.ElicitParams) *mcp.ElicitResult {
 	return &mcp.ElicitResult{Action: "accept", Content: content}
 }
 
-// A FormSchema is the flat object schema of an elicitation form.
-type FormSchema struct {
-	Properties map[string]FormField `json:"properties"`
-	Required   []string             `json:"required"`
-}
-
-// A FormField is one field of an elicitation form: a string, number,
-// integer or boolean, or one of Enum.
-type FormField struct {
-	Type        string `json:"type"`
-	Title       string `json:"title"`
-	Description string `json:"description"`
-	Default     any    `json:"default"`
-	Enum        []any  `json:"enum"`
-}
-
-// formSchema reads a requested schema, which arrives as decoded JSON.
-func formSchema(v any) FormSchema {
-	var fs FormSchema
-	m, _ := v.(map[string]any)
-	props, _ := m["properties"].(map[string]any)
-	fs.Properties = map[string]FormField{}
-	for name, raw := range props {
-		p, _ := raw.(map[string]any)
-		f := FormField{Default: p["default"]}
-		f.Type, _ = p["type"].(string)
-		f.Title, _ = p["title"].(string)
-		f.Description, _ = p["description"].(string)
-		f.Enum, _ = p["enum"].([]any)
-		fs.Properties[name] = f
+// Form returns the form an elicitation request asks for, a flat object
+// schema whose properties are its fields, for a program that asks its user.
+// The schema arrives as decoded JSON; an error says it is not a JSON Schema.
+func Form(p *mcp.ElicitParams) (*jsonschema.Schema, error) {
+	if s, ok := p.RequestedSchema.(*jsonschema.Schema); ok {
+		return s, nil
 	}
-	req, _ := m["required"].([]any)
-	for _, r := range req {
-		if name, ok := r.(string); ok {
-			fs.Required = append(fs.Required, name)
-		}
+	form := new(jsonschema.Schema)
+	if p.RequestedSchema == nil {
+		return form, nil
 	}
-	return fs
+	data, err := json.Marshal(p.RequestedSchema)
+	if err == nil {
+		err = json.Unmarshal(data, form)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("mcptool: the requested schema is not a JSON Schema: %w", err)
+	}
+	return form, nil
 }
-
-// Form returns the form an elicitation request asks for, for a program
-// that asks its user.
-func Form(p *mcp.ElicitParams) FormSchema { return formSchema(p.RequestedSchema) }
 
 // progress reports a progress notification of one of this server's
 // calls. One that arrives after its call returned (notifications race the

@@ -110,7 +110,7 @@ func TestProgress(t *testing.T) {
 func TestElicitation(t *testing.T) {
 	t.Run("user", func(t *testing.T) {
 		s := connectInMemory(t, capabilityServer(), &Options{Elicit: func(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-			if server != "caps" || p.Message != "Your details?" || len(Form(p).Properties) != 2 {
+			if form, err := Form(p); server != "caps" || p.Message != "Your details?" || err != nil || len(form.Properties) != 2 {
 				return nil, fmt.Errorf("unexpected request from %s: %+v", server, p)
 			}
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Grace", "age": 85}}, nil
@@ -139,6 +139,13 @@ func TestElicitation(t *testing.T) {
 		{"required fields have defaults", schema("a"), &mcp.ElicitResult{Action: "accept", Content: map[string]any{"a": "x"}}},
 		{"a required field has none", schema("a", "b"), &mcp.ElicitResult{Action: "decline"}},
 		{"url mode needs a user", &mcp.ElicitParams{Mode: "url", URL: "https://x"}, &mcp.ElicitResult{Action: "decline"}},
+		{"the spec's other keywords", &mcp.ElicitParams{RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
+			"e": map[string]any{"type": "string", "enum": []any{"a", "b"}, "enumNames": []any{"A", "B"}, "default": "b"},
+			"m": map[string]any{"type": "string", "format": "email", "minLength": 1.0, "maxLength": 10.0},
+			"n": map[string]any{"type": "number", "minimum": 0.5, "default": 1.5}}, "required": []any{"e", "n"}}},
+			&mcp.ElicitResult{Action: "accept", Content: map[string]any{"e": "b", "n": 1.5}}},
+		{"no JSON Schema", &mcp.ElicitParams{RequestedSchema: map[string]any{"type": 5}}, &mcp.ElicitResult{Action: "decline"}},
+		{"no schema", &mcp.ElicitParams{}, &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}},
 	} {
 		if diff := cmp.Diff(tc.want, elicitDefaults(tc.p)); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tc.name, diff)

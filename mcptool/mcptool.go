@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentloop/agentloop/internal/childenv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
@@ -56,7 +57,8 @@ type Options struct {
 	// its roots. Nil offers no roots capability.
 	Roots []string
 	// Elicit asks the user for what a server requests (elicitation/create)
-	// and returns the answer. Nil answers without a user, as SEP-1034
+	// and returns the answer; [Form] reads the form a request asks the user
+	// to fill in. Nil answers without a user, as SEP-1034
 	// allows: a form whose every required field has a default is accepted
 	// with the defaults; anything else is declined.
 	Elicit func(ctx context.Context, server string, req *mcp.ElicitParams) (*mcp.ElicitResult, error)
@@ -174,11 +176,11 @@ func ConnectCommand(ctx context.Context, cmd *exec.Cmd, opts *Options) (*Server,
 	if opts != nil {
 		extra = opts.Env
 	}
-	if err := CheckEnv(extra); err != nil {
+	if err := childenv.Check(extra); err != nil {
 		return nil, fmt.Errorf("mcptool: server command %q: %w", line, err)
 	}
 	if cmd.Env == nil {
-		cmd.Env = defaultEnv()
+		cmd.Env = childenv.Default()
 	}
 	cmd.Env = append(cmd.Env, extra...)
 	base := filepath.Base(cmd.Path)

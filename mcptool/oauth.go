@@ -116,7 +116,7 @@ func newOAuthHandler(o *OAuth, serverURL string, client *http.Client, logger *sl
 	// grants get a new one without anybody's help.
 	var initial oauth2.TokenSource
 	if o.Store != nil && (o.Grant == "" || o.Grant == "authorization_code") {
-		saved, err := o.Store.Load(serverURL)
+		saved, err := loadToken(o.Store, serverURL)
 		if err != nil {
 			logger.Warn("mcp: cannot read the saved OAuth token; authorizing afresh", "err", err)
 		} else if saved != nil && saved.Token != nil {
@@ -280,12 +280,12 @@ func (h *oauthHandler) fetchCode(ctx context.Context, port int, url string) (*au
 
 // persist returns a token source that starts from t, refreshes with c, and
 // saves every new token to the store.
-func (h *oauthHandler) persist(c *oauth2.Config, t *oauth2.Token, saved *SavedToken) oauth2.TokenSource {
+func (h *oauthHandler) persist(c *oauth2.Config, t *oauth2.Token, saved *savedToken) oauth2.TokenSource {
 	// Refreshes outlive the request that started the flow, so they get a
 	// context of their own that carries the HTTP client.
 	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, h.client)
 	p := &persisting{src: c.TokenSource(ctx, t), store: h.o.Store, key: h.key, logger: h.logger}
-	rec := SavedToken{ClientID: c.ClientID, ClientSecret: c.ClientSecret, TokenURL: c.Endpoint.TokenURL,
+	rec := savedToken{ClientID: c.ClientID, ClientSecret: c.ClientSecret, TokenURL: c.Endpoint.TokenURL,
 		AuthStyle: int(c.Endpoint.AuthStyle), Scopes: c.Scopes}
 	p.rec = rec
 	if saved == nil {
@@ -322,7 +322,7 @@ type persisting struct {
 	logger *slog.Logger
 
 	mu   sync.Mutex
-	rec  SavedToken
+	rec  savedToken
 	last string // the access token last saved
 }
 
@@ -346,7 +346,7 @@ func (p *persisting) save(t *oauth2.Token) {
 	}
 	rec := p.rec
 	rec.Token = t
-	if err := p.store.Save(p.key, &rec); err != nil {
+	if err := saveToken(p.store, p.key, rec); err != nil {
 		p.logger.Warn("mcp: cannot save the OAuth token; the next run will authorize again", "err", err)
 	}
 }

@@ -101,12 +101,12 @@ func TestOAuthAuthorizationCode(t *testing.T) {
 
 	// An expired token that cannot be refreshed starts the flow afresh
 	// instead of failing the connection.
-	saved, err := DirStore(dir).Load(srv.URL)
+	saved, err := loadToken(DirStore(dir), srv.URL)
 	if err != nil || saved == nil {
-		t.Fatalf("Load: %v, %v", saved, err)
+		t.Fatalf("loadToken: %v, %v", saved, err)
 	}
 	saved.Token.RefreshToken, saved.Token.Expiry = "", time.Now().Add(-time.Hour)
-	if err := DirStore(dir).Save(srv.URL, saved); err != nil {
+	if err := saveToken(DirStore(dir), srv.URL, *saved); err != nil {
 		t.Fatal(err)
 	}
 	if err := callWhoami(t, srv, oauth); err != nil {

@@ -25,6 +25,3 @@ func ownProcessGroup(cmd *exec.Cmd) {
 func killProcessGroup(pid int) {
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 }
-
-// defaultEnvNames are the variables a server inherits on Unix.
-var defaultEnvNames = []string{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"}

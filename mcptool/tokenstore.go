@@ -14,17 +14,21 @@ import (
 )
 
 // A TokenStore keeps the OAuth tokens of servers between runs, keyed by
-// the server's URL. Its methods may be called from several goroutines.
+// the server's URL. What it keeps is opaque to it: JSON this package
+// writes, holding the token and what refreshing it takes (the client's
+// secret among them), and reads back. Its methods may be called from
+// several goroutines.
 type TokenStore interface {
-	// Load returns the token saved for key, or nil and no error if none
-	// is.
-	Load(key string) (*SavedToken, error)
-	// Save saves t for key, replacing what was there.
-	Save(key string, t *SavedToken) error
+	// Load returns what Save saved for key, or nil and no error if
+	// nothing is.
+	Load(key string) ([]byte, error)
+	// Save saves data for key, replacing what was there.
+	Save(key string, data []byte) error
 }
 
-// A SavedToken is a token and what refreshing it takes.
-type SavedToken struct {
+// savedToken is what a TokenStore keeps for a server: a token and what
+// refreshing it takes.
+type savedToken struct {
 	// Server is the server's URL, the store's key.
 	Server string `json:"server"`
 	// ClientID and ClientSecret are the client the token was issued to.
@@ -41,8 +45,34 @@ type SavedToken struct {
 	Token *oauth2.Token `json:"token"`
 }
 
+// loadToken returns the token s keeps for key, or nil if it keeps none.
+func loadToken(s TokenStore, key string) (*savedToken, error) {
+	data, err := s.Load(key)
+	if err != nil || data == nil {
+		return nil, err
+	}
+	var t savedToken
+	if err := json.Unmarshal(data, &t); err != nil {
+		return nil, fmt.Errorf("the token saved for %s: %w", key, err)
+	}
+	if t.Server != key {
+		return nil, nil // a store that mixed up its keys, such as a hash collision
+	}
+	return &t, nil
+}
+
+// saveToken saves t in s, for key.
+func saveToken(s TokenStore, key string, t savedToken) error {
+	t.Server = key
+	data, err := json.MarshalIndent(&t, "", "  ")
+	if err != nil {
+		return err
+	}
+	return s.Save(key, data)
+}
+
 // config returns the OAuth configuration that refreshes t.
-func (t *SavedToken) config() *oauth2.Config {
+func (t *savedToken) config() *oauth2.Config {
 	return &oauth2.Config{
 		ClientID:     t.ClientID,
 		ClientSecret: t.ClientSecret,
@@ -62,9 +92,9 @@ func (d DirStore) file(key string) string {
 	return filepath.Join(string(d), hex.EncodeToString(sum[:12])+".json")
 }
 
-// Load implements TokenStore. A file that cannot be read as a token is an
-// error naming the file.
-func (d DirStore) Load(key string) (*SavedToken, error) {
+// Load implements TokenStore. A file that does not hold JSON, as Save
+// writes, is an error naming the file.
+func (d DirStore) Load(key string) ([]byte, error) {
 	path := d.file(key)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -73,26 +103,16 @@ func (d DirStore) Load(key string) (*SavedToken, error) {
 	if err != nil {
 		return nil, err
 	}
-	var t SavedToken
-	if err := json.Unmarshal(b, &t); err != nil {
-		return nil, fmt.Errorf("token file %s: %w", path, err)
+	if !json.Valid(b) {
+		return nil, fmt.Errorf("token file %s: not JSON", path)
 	}
-	if t.Server != key {
-		return nil, nil // a hash collision, in theory
-	}
-	return &t, nil
+	return b, nil
 }
 
 // Save implements TokenStore. It writes a new file and renames it into
 // place, so a crash leaves the old token or the new one, never half of
 // one.
-func (d DirStore) Save(key string, t *SavedToken) error {
-	rec := *t
-	rec.Server = key
-	b, err := json.MarshalIndent(&rec, "", "  ")
-	if err != nil {
-		return err
-	}
+func (d DirStore) Save(key string, data []byte) error {
 	if err := os.MkdirAll(string(d), 0o700); err != nil {
 		return err
 	}
@@ -101,7 +121,7 @@ func (d DirStore) Save(key string, t *SavedToken) error {
 		return err
 	}
 	defer os.Remove(f.Name()) // after the rename, a no-op
-	if _, err := f.Write(b); err != nil {
+	if _, err := f.Write(data); err != nil {
 		f.Close()
 		return err
 	}

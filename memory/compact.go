@@ -312,7 +312,7 @@ func writeBlock(b *strings.Builder, blk llm.Block, original map[string][]llm.Blo
 		fmt.Fprintf(b, "[image %s]\n", blk.MediaType)
 	case llm.RawBlock:
 		var c struct{ Content string }
-		if blk.Type == llm.CompactionBlock && json.Unmarshal(blk.JSON, &c) == nil {
+		if blk.Type == apirules.CompactionBlock && json.Unmarshal(blk.JSON, &c) == nil {
 			// The server's summary of what came before: the summary needs it whole.
 			fmt.Fprintf(b, "[summary of the earlier turns]\n%s\n", c.Content)
 			return
@@ -365,7 +365,7 @@ func (h *History) ContextManagement(thinking bool) []llm.ContextEdit {
 // count, what the model still reads. It reports whether msg held one.
 func (h *History) serverCompacted(msg llm.Message) (llm.Message, bool) {
 	for k := len(msg.Content) - 1; k >= 0; k-- {
-		if r, ok := msg.Content[k].(llm.RawBlock); ok && r.Type == llm.CompactionBlock { // it may be nil
+		if r, ok := msg.Content[k].(llm.RawBlock); ok && r.Type == apirules.CompactionBlock { // it may be nil
 			msg.Content = msg.Content[k:]
 			h.entries = append(h.entries[:0:0], measured(entry{msg: userText(serverNote), summary: true}))
 			return msg, true

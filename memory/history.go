@@ -158,7 +158,7 @@ func (h *History) AppendAssistant(msg llm.Message, usage llm.Usage) {
 	e := entry{msg: msg, usage: usage, model: h.cfg.Model}
 	serverTools := slices.ContainsFunc(msg.Content, func(b llm.Block) bool { // a block of a tool the API ran
 		r, ok := b.(llm.RawBlock)
-		return ok && r.Type != llm.CompactionBlock && apirules.Continues(r.Type)
+		return ok && r.Type != apirules.CompactionBlock && apirules.Continues(r.Type)
 	})
 	if input := usage.Context() - usage.OutputTokens; input > 0 && !serverTools {
 		if !compacted && !h.serverCleared() { // else input measured another prompt than h.entries

@@ -99,8 +99,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 				verb = "error:"
 			}
 			fmt.Fprintf(out, "  observe: %s %s %s %s\n", ev.Name, inputs[ev.ID], verb, ev.Content)
-		case agent.Done:
-			res = ev.Result
+		case agent.Result:
+			res = ev
 		}
 		if err != nil {
 			return err

@@ -97,8 +97,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, in io.R
 			}
 		case agent.ToolDone:
 			fmt.Fprintf(out, "%s\n", firstLines(ev.Content, 8))
-		case agent.Done:
-			fmt.Fprintf(out, "\n\n[%s after %d model calls, $%.4f]\n", ev.Result.State, ev.Result.Iterations, ev.Result.CostUSD)
+		case agent.Result:
+			fmt.Fprintf(out, "\n\n[%s after %d model calls, $%.4f]\n", ev.State, ev.Iterations, ev.CostUSD)
 		}
 		if err != nil {
 			return err

@@ -1,13 +1,16 @@
 package apirules
 
-// A compaction block stands in for the messages it summarises: the API
-// drops every block before it from the prompt. An on-demand compaction
-// (compaction: {"type": "summarize"}) returns it alone, in an assistant
-// message that later requests send first, so a conversation may open with
-// that message instead of a user message.
+// CompactionBlock is the type of the block server compaction writes (kept
+// as an llm.RawBlock, and sent back unchanged). It stands in for the
+// messages it summarises: the API drops every block before it from the
+// prompt. An on-demand compaction (compaction: {"type": "summarize"})
+// returns it alone, in an assistant message that later requests send
+// first, so a conversation may open with that message instead of a user
+// message.
+const CompactionBlock = "compaction"
 
 // opensWithCompaction reports whether m is an assistant message whose
 // first block is a compaction block.
 func opensWithCompaction(m Message) bool {
-	return m.Role == "assistant" && len(m.Content) > 0 && m.Content[0].Type == "compaction"
+	return m.Role == "assistant" && len(m.Content) > 0 && m.Content[0].Type == CompactionBlock
 }

@@ -20,7 +20,7 @@ import "strings"
 // resumed rather than a prefill.
 func Continues(typ string) bool {
 	switch typ {
-	case "compaction", "server_tool_use", "mcp_tool_use":
+	case CompactionBlock, "server_tool_use", "mcp_tool_use":
 		return true
 	}
 	return typ != "tool_result" && strings.HasSuffix(typ, "_tool_result")

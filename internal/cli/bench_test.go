@@ -27,7 +27,7 @@ func benchEvents() []agent.Event {
 	evs = append(evs,
 		agent.ToolCall{ID: "t1", Name: "calculator", Input: json.RawMessage(`{"a":1,"b":2,"operation":"add"}`)},
 		agent.ToolDone{ID: "t1", Name: "calculator", Content: "3"},
-		agent.UsageUpdate{}, agent.Done{Result: agent.Result{State: agent.Finished}})
+		agent.UsageUpdate{}, agent.Result{State: agent.Finished})
 	return evs
 }
 
@@ -37,7 +37,7 @@ func benchmarkRenderer(b *testing.B, newR func() renderer) {
 	for b.Loop() {
 		r := newR()
 		for _, ev := range evs {
-			r.event(ev)
+			r.event(ev, nil)
 		}
 		r.close()
 	}

@@ -32,7 +32,7 @@ type Durable interface {
 	Serve(ctx context.Context, t Temporal, w Worker) error
 	// Run starts a durable run of p.Prompt, or sends it to the
 	// conversation p.Session, and yields its events as agent.Agent.Stream
-	// does, ending with agent.Done. When ctx is done, the run is cancelled,
+	// does, ending with the agent.Result. When ctx is done, the run is cancelled,
 	// or left running if p.Detach is set, and the stream ends with the
 	// state it ended in (Cancelled when detached).
 	Run(ctx context.Context, t Temporal, p Prompt) iter.Seq2[agent.Event, error]
@@ -244,8 +244,7 @@ func (c *cli) serve(ctx context.Context, o *options, t Temporal, stdout, stderr 
 	defer s.close()
 	fmt.Fprintf(stderr, "agentloop: worker on %s, task queue %s, tools: %s\n", t.HostPort, t.TaskQueue,
 		strings.Join(specNames(s.cfg.Registry), ", "))
-	rules, p := s.cfg.Approve, s.builtins.policy
-	denyOnly := &permission.Policy{Deny: p.Deny, AllowAll: true, Dir: p.Dir, Path: p.Path}
+	rules, denyOnly := s.cfg.Approve, s.builtins.policy.DenyOnly()
 	approve := func(ctx context.Context, call llm.ToolUse, approved bool) error {
 		if approved {
 			return denyOnly.Approve(ctx, call)

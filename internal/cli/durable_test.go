@@ -7,6 +7,7 @@ import (
 	"io"
 	"iter"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -65,7 +66,7 @@ func (f *fakeDurable) Run(ctx context.Context, t Temporal, p Prompt) iter.Seq2[a
 		}
 		if f.block {
 			<-ctx.Done()
-			yield(agent.Done{Result: agent.Result{State: agent.Cancelled}}, nil)
+			yield(agent.Result{State: agent.Cancelled}, nil)
 			return
 		}
 		for _, ev := range f.events {
@@ -73,14 +74,14 @@ func (f *fakeDurable) Run(ctx context.Context, t Temporal, p Prompt) iter.Seq2[a
 				return
 			}
 		}
-		yield(agent.Done{Result: agent.Result{State: f.state()}}, f.err)
+		yield(agent.Result{State: f.state()}, f.err)
 	}
 }
 
 func (f *fakeDurable) state() agent.State {
 	for _, ev := range f.events {
-		if d, ok := ev.(agent.Done); ok {
-			return d.Result.State
+		if r, ok := ev.(agent.Result); ok {
+			return r.State
 		}
 	}
 	if f.err != nil {
@@ -119,7 +120,7 @@ func TestDurablePrompt(t *testing.T) {
 	}{
 		{"finished", &fakeDurable{events: turn}, nil, exitOK, "Hello.\n", "session s-new"},
 		{"session", &fakeDurable{events: turn}, []string{"--session", "s1"}, exitOK, "Hello.\n", ""},
-		{"limit", &fakeDurable{events: append(turn, agent.Done{Result: agent.Result{State: agent.IterationLimit, Iterations: 3}})},
+		{"limit", &fakeDurable{events: append(turn, agent.Result{State: agent.IterationLimit, Iterations: 3})},
 			nil, exitLimit, "Hello.\n", "iteration limit reached"},
 		{"failed", &fakeDurable{err: errors.New("agent: iteration 1: boom")}, nil, exitFailure, "", "boom"},
 		{"json", &fakeDurable{events: turn}, []string{"--json"}, exitOK, `{"type":"turn_start","iteration":1}`, ""},
@@ -204,6 +205,43 @@ func TestDurableWorkerAndDecide(t *testing.T) {
 	want := []string{`s1 toolu_1 true ""`, `s1 toolu_2 false "too risky"`}
 	if diff := cmp.Diff(want, f.decided); diff != "" {
 		t.Errorf("decisions (-want +got):\n%s", diff)
+	}
+}
+
+// TestDurableWorkerApprovedPaths: a call a person approved in the run is
+// held to the --deny rules alone, with paths resolved as the workspace
+// resolves them, so that a link into a denied directory does not dodge
+// its rule.
+func TestDurableWorkerApprovedPaths(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, d := range []string{"secrets", "docs"} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("secrets", "innocent"); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t)
+	f := &fakeDurable{}
+	h.runDurable(f, strings.NewReader(""), "worker", "--temporal", "localhost:7233", "--tools", "write_file",
+		"--deny", "write_file(secrets/:*)").check(t, exitOK)
+	for _, tt := range []struct {
+		path     string
+		approved bool
+		ok       bool
+	}{
+		{"docs/a.md", false, false}, // nobody to ask on a worker
+		{"docs/a.md", true, true},
+		{"secrets/k", true, false},
+		{"innocent/k", true, false}, // the link leads into secrets
+		{filepath.Join(dir, "secrets", "k"), true, false},
+	} {
+		call := llm.ToolUse{ID: "toolu_1", Name: "write_file", Input: []byte(fmt.Sprintf(`{"path":%q,"content":"x"}`, tt.path))}
+		if err := f.worker.Approve(context.Background(), call, tt.approved); (err == nil) != tt.ok {
+			t.Errorf("write_file %q approved %v: %v, want allowed %v", tt.path, tt.approved, err, tt.ok)
+		}
 	}
 }
 

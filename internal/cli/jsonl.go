@@ -34,7 +34,7 @@ func eventType(ev agent.Event) string {
 		return "compacted"
 	case agent.Retry:
 		return "retry"
-	case agent.Done:
+	case agent.Result:
 		return "done"
 	}
 	return fmt.Sprintf("%T", ev) // a new event type the switch does not know yet
@@ -42,9 +42,11 @@ func eventType(ev agent.Event) string {
 
 // marshalEvent writes ev as one JSON object whose first field, "type",
 // names it, so that a reader can switch on it before decoding the rest.
-// Unless priced, a cost is written as null, not 0: a model without a
-// price is not free.
-func marshalEvent(ev agent.Event, priced bool) ([]byte, error) {
+// The Result that ends a run is written {"type":"done","result":…}, with
+// the text of err, the run's error yielded with it, as "error". Unless
+// priced, a cost is written as null, not 0: a model without a price is
+// not free.
+func marshalEvent(ev agent.Event, err error, priced bool) ([]byte, error) {
 	var v any = ev
 	switch e := ev.(type) {
 	case agent.ToolCall:
@@ -59,17 +61,22 @@ func marshalEvent(ev agent.Event, priced bool) ([]byte, error) {
 				CostUSD *float64 `json:"cost_usd"` // shadows the embedded 0
 			}{UsageUpdate: e}
 		}
-	case agent.Done:
-		if !priced {
-			type unpriced struct {
-				agent.Result
-				CostUSD *float64 `json:"cost_usd"`
-			}
-			v = struct {
-				Result unpriced `json:"result"`
-				Error  string   `json:"error,omitempty"`
-			}{unpriced{Result: e.Result}, e.Error}
+	case agent.Result:
+		type unpriced struct {
+			agent.Result
+			CostUSD *float64 `json:"cost_usd"` // shadows the embedded 0
 		}
+		done := struct {
+			Result any    `json:"result"`
+			Error  string `json:"error,omitempty"`
+		}{Result: e}
+		if !priced {
+			done.Result = unpriced{Result: e}
+		}
+		if err != nil {
+			done.Error = err.Error()
+		}
+		v = done
 	}
 	body, err := json.Marshal(v)
 	if err != nil {

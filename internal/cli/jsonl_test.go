@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -14,32 +15,33 @@ func TestEventJSON(t *testing.T) {
 	usage := llm.Usage{InputTokens: 10, OutputTokens: 2}
 	tests := []struct {
 		ev   agent.Event
+		err  error // yielded with ev
 		want string
 	}{
-		{agent.TurnStart{Iteration: 2}, `{"type":"turn_start","iteration":2}`},
-		{agent.TextDelta{Text: "hé\n"}, `{"type":"text_delta","text":"hé\n"}`},
-		{agent.ThinkingDelta{Thinking: "hmm"}, `{"type":"thinking_delta","thinking":"hmm"}`},
-		{agent.ToolCallStart{ID: "toolu_1", Name: "add"}, `{"type":"tool_call_start","id":"toolu_1","name":"add"}`},
-		{agent.ToolInputDelta{ID: "toolu_1", PartialJSON: `{"a":`}, `{"type":"tool_input_delta","id":"toolu_1","partial_json":"{\"a\":"}`},
-		{agent.ToolCall{ID: "toolu_1", Name: "add", Input: json.RawMessage(`{"a":1}`)}, `{"type":"tool_call","id":"toolu_1","name":"add","input":{"a":1}}`},
-		{agent.ToolCall{ID: "toolu_1", Name: "now"}, `{"type":"tool_call","id":"toolu_1","name":"now","input":{}}`},
+		{agent.TurnStart{Iteration: 2}, nil, `{"type":"turn_start","iteration":2}`},
+		{agent.TextDelta{Text: "hé\n"}, nil, `{"type":"text_delta","text":"hé\n"}`},
+		{agent.ThinkingDelta{Thinking: "hmm"}, nil, `{"type":"thinking_delta","thinking":"hmm"}`},
+		{agent.ToolCallStart{ID: "toolu_1", Name: "add"}, nil, `{"type":"tool_call_start","id":"toolu_1","name":"add"}`},
+		{agent.ToolInputDelta{ID: "toolu_1", PartialJSON: `{"a":`}, nil, `{"type":"tool_input_delta","id":"toolu_1","partial_json":"{\"a\":"}`},
+		{agent.ToolCall{ID: "toolu_1", Name: "add", Input: json.RawMessage(`{"a":1}`)}, nil, `{"type":"tool_call","id":"toolu_1","name":"add","input":{"a":1}}`},
+		{agent.ToolCall{ID: "toolu_1", Name: "now"}, nil, `{"type":"tool_call","id":"toolu_1","name":"now","input":{}}`},
 		{agent.ToolDone{ID: "toolu_1", Name: "add", Content: "3", Duration: time.Millisecond},
-			`{"type":"tool_done","id":"toolu_1","name":"add","content":"3","duration_ns":1000000}`},
+			nil, `{"type":"tool_done","id":"toolu_1","name":"add","content":"3","duration_ns":1000000}`},
 		{agent.ToolDone{ID: "toolu_1", Name: "add", Content: "denied: no", IsError: true},
-			`{"type":"tool_done","id":"toolu_1","name":"add","content":"denied: no","is_error":true,"duration_ns":0}`},
+			nil, `{"type":"tool_done","id":"toolu_1","name":"add","content":"denied: no","is_error":true,"duration_ns":0}`},
 		{agent.UsageUpdate{Turn: usage, Total: usage, CostUSD: 0.5},
-			`{"type":"usage_update","turn":{"input_tokens":10,"output_tokens":2},"total":{"input_tokens":10,"output_tokens":2},"cost_usd":0.5}`},
+			nil, `{"type":"usage_update","turn":{"input_tokens":10,"output_tokens":2},"total":{"input_tokens":10,"output_tokens":2},"cost_usd":0.5}`},
 		{agent.Compacted{Compaction: memory.Compaction{Before: 100, After: 40, Steps: []string{"cleared 2 tool results"}}},
-			`{"type":"compacted","before":100,"after":40,"steps":["cleared 2 tool results"]}`},
-		{agent.Retry{Attempt: 2, Error: "overloaded", Discard: true}, `{"type":"retry","attempt":2,"error":"overloaded","discard":true}`},
-		{agent.Done{Result: agent.Result{Text: "hi", State: agent.Finished, Iterations: 1}},
+			nil, `{"type":"compacted","before":100,"after":40,"steps":["cleared 2 tool results"]}`},
+		{agent.Retry{Attempt: 2, Error: "overloaded", Discard: true}, nil, `{"type":"retry","attempt":2,"error":"overloaded","discard":true}`},
+		{agent.Result{Text: "hi", State: agent.Finished, Iterations: 1}, nil,
 			`{"type":"done","result":{"text":"hi","state":"finished","iterations":1,"usage":{"input_tokens":0,"output_tokens":0},"cost_usd":0}}`},
-		{agent.Done{Result: agent.Result{State: agent.Failed}, Error: "boom"},
+		{agent.Result{State: agent.Failed}, errors.New("boom"),
 			`{"type":"done","result":{"text":"","state":"failed","iterations":0,"usage":{"input_tokens":0,"output_tokens":0},"cost_usd":0},"error":"boom"}`},
 	}
 	for _, tt := range tests {
 		t.Run(eventType(tt.ev), func(t *testing.T) {
-			got, err := marshalEvent(tt.ev, true)
+			got, err := marshalEvent(tt.ev, tt.err, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,14 +57,15 @@ func TestEventJSON(t *testing.T) {
 func TestEventJSONUnpriced(t *testing.T) {
 	for _, tt := range []struct {
 		ev   agent.Event
+		err  error
 		want string
 	}{
-		{agent.UsageUpdate{Turn: llm.Usage{InputTokens: 1}, CostUSD: 0},
+		{agent.UsageUpdate{Turn: llm.Usage{InputTokens: 1}, CostUSD: 0}, nil,
 			`{"type":"usage_update","turn":{"input_tokens":1,"output_tokens":0},"total":{"input_tokens":0,"output_tokens":0},"cost_usd":null}`},
-		{agent.Done{Result: agent.Result{Text: "hi", State: agent.Finished, Iterations: 1}, Error: "x"},
+		{agent.Result{Text: "hi", State: agent.Finished, Iterations: 1}, errors.New("x"),
 			`{"type":"done","result":{"text":"hi","state":"finished","iterations":1,"usage":{"input_tokens":0,"output_tokens":0},"cost_usd":null},"error":"x"}`},
 	} {
-		got, err := marshalEvent(tt.ev, false)
+		got, err := marshalEvent(tt.ev, tt.err, false)
 		if err != nil || string(got) != tt.want {
 			t.Errorf("marshalEvent(%#v, false)\n got %s, %v\nwant %s", tt.ev, got, err, tt.want)
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/agentloop/agentloop/internal/childenv"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/mcptool"
 	"github.com/agentloop/agentloop/tool"
@@ -57,7 +58,7 @@ func (m *mcpFlags) check(getenv func(string) string) error {
 	m.getenv = getenv
 	for i, kv := range m.mcpEnv {
 		name, _, hasValue := strings.Cut(kv, "=")
-		if err := mcptool.CheckEnv([]string{name + "="}); err != nil {
+		if err := childenv.Check([]string{name + "="}); err != nil {
 			return usageError("--mcp-env: %v: want NAME=VALUE or NAME, with a name of letters, digits and underscores", err)
 		}
 		if !hasValue {

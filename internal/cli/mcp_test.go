@@ -375,3 +375,17 @@ func TestMCPElicitation(t *testing.T) {
 		})
 	}
 }
+
+// TestElicitMalformedForm checks that a form whose schema is not a JSON
+// Schema is declined without asking, saying why.
+func TestElicitMalformedForm(t *testing.T) {
+	var out strings.Builder
+	term := &terminal{in: strings.NewReader("y\n"), out: &out}
+	res, err := term.elicit(t.Context(), "srv", &mcp.ElicitParams{Message: "Who?", RequestedSchema: map[string]any{"type": 5}})
+	if err != nil || res.Action != "decline" {
+		t.Errorf("elicit = %+v, %v; want a decline", res, err)
+	}
+	if !strings.Contains(out.String(), "declined: mcptool: the requested schema is not a JSON Schema") || strings.Contains(out.String(), "Answer it?") {
+		t.Errorf("the terminal shows:\n%s", out.String())
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/agentloop/agentloop/internal/childenv"
 	"github.com/agentloop/agentloop/mcptool"
 )
 
@@ -131,7 +132,7 @@ func parseMCPServer(name string, raw json.RawMessage, getenv func(string) string
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			if mcptool.CheckEnv([]string{k + "="}) != nil {
+			if childenv.Check([]string{k + "="}) != nil {
 				return mcpServer{}, fmt.Errorf("env: %q is not a variable name", k)
 			}
 			srv.env = append(srv.env, k+"="+x.expand("env."+k, e.Env[k]))

@@ -1,16 +1,20 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os/exec"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentloop/agentloop/mcptool"
@@ -75,10 +79,14 @@ func (t *terminal) elicit(ctx context.Context, server string, p *mcp.ElicitParam
 		return &mcp.ElicitResult{Action: "decline"}, nil
 	}
 	fmt.Fprintf(t.out, "\nMCP server %s asks: %s\n", server, p.Message)
+	form, err := mcptool.Form(p)
+	if err != nil {
+		fmt.Fprintf(t.out, "  declined: %v\n", err)
+		return &mcp.ElicitResult{Action: "decline"}, nil
+	}
 	if !t.confirmLocked("Answer it? (no declines)") {
 		return &mcp.ElicitResult{Action: "decline"}, nil
 	}
-	form := mcptool.Form(p)
 	names := make([]string, 0, len(form.Properties))
 	for n := range form.Properties {
 		names = append(names, n)
@@ -86,11 +94,12 @@ func (t *terminal) elicit(ctx context.Context, server string, p *mcp.ElicitParam
 	sort.Strings(names)
 	content := map[string]any{}
 	for _, name := range names {
-		f := form.Properties[name]
-		required := false
-		for _, r := range form.Required {
-			required = required || r == name
+		f := cmp.Or(form.Properties[name], &jsonschema.Schema{})
+		var def any
+		if f.Default != nil && json.Unmarshal(f.Default, &def) != nil {
+			def = nil
 		}
+		required := slices.Contains(form.Required, name)
 		for {
 			if ctx.Err() != nil {
 				return &mcp.ElicitResult{Action: "cancel"}, nil
@@ -104,9 +113,8 @@ func (t *terminal) elicit(ctx context.Context, server string, p *mcp.ElicitParam
 			} else if f.Type != "" {
 				fmt.Fprintf(t.out, " [%s]", f.Type)
 			}
-			if f.Default != nil {
-				d, _ := json.Marshal(f.Default)
-				fmt.Fprintf(t.out, " default %s", d)
+			if def != nil {
+				fmt.Fprintf(t.out, " default %s", f.Default)
 			}
 			fmt.Fprint(t.out, ": ")
 			line, ok := t.readLine()
@@ -115,8 +123,8 @@ func (t *terminal) elicit(ctx context.Context, server string, p *mcp.ElicitParam
 			}
 			line = strings.TrimSpace(line)
 			if line == "" {
-				if f.Default != nil {
-					content[name] = f.Default
+				if def != nil {
+					content[name] = def
 					break
 				}
 				if !required {
@@ -138,7 +146,7 @@ func (t *terminal) elicit(ctx context.Context, server string, p *mcp.ElicitParam
 }
 
 // fieldValue parses an answer as the field's type.
-func fieldValue(f mcptool.FormField, s string) (any, error) {
+func fieldValue(f *jsonschema.Schema, s string) (any, error) {
 	if len(f.Enum) > 0 {
 		for _, e := range f.Enum {
 			if fmt.Sprint(e) == s {
@@ -172,6 +180,10 @@ func fieldValue(f mcptool.FormField, s string) (any, error) {
 	return s, nil
 }
 
+// errDeclined is the reason a server gets for a sampling request the user
+// declined.
+var errDeclined = errors.New("declined by the user")
+
 // approveSampling asks the user whether a server may use the model.
 //
 //lint:ignore SA1019 sampling is deprecated from MCP 2026-07-28, but servers of the earlier versions still use it.
@@ -191,7 +203,7 @@ func (t *terminal) approveSampling(ctx context.Context, server string, p *mcp.Cr
 	if t.confirmLocked("Allow it?") {
 		return nil
 	}
-	return mcptool.ErrDeclined
+	return errDeclined
 }
 
 // newBrowserCommand returns the command that opens a browser, with only

@@ -15,8 +15,9 @@ import (
 
 // A renderer shows a run's events to the user.
 type renderer interface {
-	// event shows one event.
-	event(ev agent.Event)
+	// event shows one event; err is the error yielded with it, the run's
+	// error when ev is the Result that ends the run.
+	event(ev agent.Event, err error)
 	// fail shows the error that ended a run.
 	fail(err error)
 	// note shows a one-line remark, such as a refusal notice.
@@ -44,10 +45,10 @@ func newJSONRenderer(stdout, stderr io.Writer, priced bool) *jsonRenderer {
 	return &jsonRenderer{out: stdout, errw: stderr, enc: enc, priced: priced}
 }
 
-func (r *jsonRenderer) event(ev agent.Event) {
+func (r *jsonRenderer) event(ev agent.Event, runErr error) {
 	// An error here would be a bug in an event's fields, so it is
 	// reported, not hidden.
-	b, err := marshalEvent(ev, r.priced)
+	b, err := marshalEvent(ev, runErr, r.priced)
 	if err != nil {
 		fmt.Fprintf(r.errw, "agentloop: cannot encode %s event: %v\n", eventType(ev), err)
 		return
@@ -119,7 +120,7 @@ func newTextRenderer(stdout, stderr io.Writer, st style, stderrTerm, sameScreen,
 	return r
 }
 
-func (r *textRenderer) event(ev agent.Event) {
+func (r *textRenderer) event(ev agent.Event, _ error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch ev := ev.(type) {
@@ -230,12 +231,12 @@ func (r *textRenderer) event(ev agent.Event) {
 		}
 		r.line(r.style.warn(msg))
 		r.spinLocked("thinking")
-	case agent.Done:
+	case agent.Result:
 		r.stopSpin()
 		r.closeErrLine()
 		// An interrupted turn's text stays: the history keeps it too. A
 		// failed run's last turn never completed.
-		if ev.Result.State != agent.Failed {
+		if ev.State != agent.Failed {
 			r.flush()
 		}
 		r.held.Reset()
@@ -244,7 +245,7 @@ func (r *textRenderer) event(ev agent.Event) {
 			r.midLine = false
 		}
 		if r.lesson {
-			res := ev.Result
+			res := ev
 			r.line(r.style.phase("done") + r.style.dim(fmt.Sprintf(" %s after %s: %d input and %d output tokens",
 				res.State, plural(res.Iterations, "model turn", "model turns"), res.Usage.InputTokens+res.Usage.CacheReadInputTokens+res.Usage.CacheCreationInputTokens, res.Usage.OutputTokens)))
 		}

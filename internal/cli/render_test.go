@@ -29,7 +29,7 @@ func TestTextRenderer(t *testing.T) {
 		agent.ToolDone{ID: "t1", Name: "calc", Content: "one\n  line", Duration: time.Millisecond},
 		agent.TurnStart{Iteration: 2},
 		agent.TextDelta{Text: "Done"},
-		agent.Done{Result: agent.Result{State: agent.Finished, Iterations: 2}},
+		agent.Result{State: agent.Finished, Iterations: 2},
 	}
 	for _, tc := range []struct {
 		name               string
@@ -69,7 +69,7 @@ func TestTextRenderer(t *testing.T) {
 			name: "thinking is one unbroken run on stderr",
 			events: []agent.Event{
 				agent.ThinkingDelta{Thinking: "Let me "}, agent.ThinkingDelta{Thinking: "think."},
-				agent.TextDelta{Text: "Answer."}, agent.Done{},
+				agent.TextDelta{Text: "Answer."}, agent.Result{},
 			},
 			stdout: "Answer.\n",
 			stderr: "Let me think.\n",
@@ -83,7 +83,7 @@ func TestTextRenderer(t *testing.T) {
 				agent.TextDelta{Text: "Partial"},
 				agent.Retry{Attempt: 2, Error: "overloaded", Discard: true},
 				agent.TurnStart{Iteration: 1},
-				agent.TextDelta{Text: "Whole."}, agent.UsageUpdate{}, agent.Done{},
+				agent.TextDelta{Text: "Whole."}, agent.UsageUpdate{}, agent.Result{},
 			},
 			stdout: "Whole.\n",
 			stderr: "retrying the turn (attempt 2): overloaded; its partial output is discarded\n",
@@ -98,7 +98,7 @@ func TestTextRenderer(t *testing.T) {
 				agent.TextDelta{Text: "ab\ncdefgh"},
 				agent.Retry{Attempt: 2, Error: "overloaded", Discard: true},
 				agent.TurnStart{Iteration: 1},
-				agent.TextDelta{Text: "Whole."}, agent.UsageUpdate{}, agent.Done{},
+				agent.TextDelta{Text: "Whole."}, agent.UsageUpdate{}, agent.Result{},
 			},
 			term:   &screen{cols: 4, rows: 24},
 			stdout: "ab\ncdefgh\r\x1b[2A\x1b[JWhole.\n",
@@ -120,10 +120,10 @@ func TestTextRenderer(t *testing.T) {
 			events: []agent.Event{
 				agent.TurnStart{Iteration: 1},
 				agent.TextDelta{Text: "Kept"},
-				agent.Done{Result: agent.Result{State: agent.Cancelled}},
+				agent.Result{State: agent.Cancelled},
 				agent.TurnStart{Iteration: 1},
 				agent.TextDelta{Text: "Lost"},
-				agent.Done{Result: agent.Result{State: agent.Failed}},
+				agent.Result{State: agent.Failed},
 			},
 			stdout: "Kept\n",
 		},
@@ -145,7 +145,7 @@ func TestTextRenderer(t *testing.T) {
 			var out, errw strings.Builder
 			r := newTextRenderer(&out, &errw, style{}, false, tc.sameScreen, tc.lesson, tc.term)
 			for _, ev := range tc.events {
-				r.event(ev)
+				r.event(ev, nil)
 			}
 			r.close()
 			if diff := cmp.Diff(tc.stdout, out.String()); diff != "" {
@@ -247,7 +247,7 @@ func TestPauseStopsSpinner(t *testing.T) {
 		defer r.mu.Unlock()
 		return r.spin.running
 	}
-	r.event(agent.ToolCall{ID: "toolu_1", Name: "bash", Input: []byte(`{}`)})
+	r.event(agent.ToolCall{ID: "toolu_1", Name: "bash", Input: []byte(`{}`)}, nil)
 	r.note("a retry")
 	if !running() {
 		t.Fatal("no spinner after a tool call and a note")
@@ -256,7 +256,7 @@ func TestPauseStopsSpinner(t *testing.T) {
 	if running() {
 		t.Error("the spinner still runs after pause")
 	}
-	r.event(agent.ToolDone{ID: "toolu_1", Name: "bash", Content: "ok"})
+	r.event(agent.ToolDone{ID: "toolu_1", Name: "bash", Content: "ok"}, nil)
 	r.close()
 }
 

@@ -386,10 +386,10 @@ func (s *session) drive(ctx context.Context, input string) error {
 func (s *session) show(evs iter.Seq2[agent.Event, error]) (res agent.Result, runErr error) {
 	for ev, err := range evs {
 		if ev != nil {
-			s.render.event(ev)
+			s.render.event(ev, err)
 		}
-		if d, ok := ev.(agent.Done); ok {
-			res = d.Result
+		if r, ok := ev.(agent.Result); ok {
+			res = r
 		}
 		if err != nil {
 			runErr = err

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentloop/agentloop/internal/apirules"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 )
@@ -84,7 +85,7 @@ func Interrupt(h *memory.History, shown string) {
 // the turn's after the compaction, what the model reads now.
 func ServerCompaction(h *memory.History, msg llm.Message, usage llm.Usage) (memory.Compaction, bool) {
 	for _, b := range msg.Content {
-		if rb, ok := b.(llm.RawBlock); ok && rb.Type == llm.CompactionBlock {
+		if rb, ok := b.(llm.RawBlock); ok && rb.Type == apirules.CompactionBlock {
 			return memory.Compaction{Before: h.Tokens(), After: int(usage.Context()), Steps: []string{"on the server"}}, true
 		}
 	}

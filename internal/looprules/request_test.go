@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentloop/agentloop/internal/apirules"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 )
@@ -69,7 +70,7 @@ func TestServerCompaction(t *testing.T) {
 	if _, ok := ServerCompaction(h, plain, llm.Usage{InputTokens: 5}); ok {
 		t.Error("a turn without a compaction block reports a compaction")
 	}
-	compacted := llm.Message{Role: llm.Assistant, Content: []llm.Block{llm.RawBlock{Type: llm.CompactionBlock, JSON: []byte(`{"type":"compaction","content":"sum"}`)}, llm.Text{Text: "ok"}}}
+	compacted := llm.Message{Role: llm.Assistant, Content: []llm.Block{llm.RawBlock{Type: apirules.CompactionBlock, JSON: []byte(`{"type":"compaction","content":"sum"}`)}, llm.Text{Text: "ok"}}}
 	c, ok := ServerCompaction(h, compacted, llm.Usage{InputTokens: 5, OutputTokens: 2})
 	want := memory.Compaction{Before: h.Tokens(), After: 7, Steps: []string{"on the server"}}
 	if diff := cmp.Diff(want, c); !ok || diff != "" {

@@ -191,6 +191,15 @@ func (p *Policy) Approve(ctx context.Context, call llm.ToolUse) error {
 	return errors.New("the user said no to this call. Do not retry it; ask the user what to do instead, or take another approach")
 }
 
+// DenyOnly returns a policy that holds calls to p's deny rules alone, with
+// p's way of resolving paths: it allows every call that no Deny rule
+// matches, and asks nobody. It suits a call a person has approved
+// elsewhere, such as in a durable run's workflow, which p's Allow,
+// ReadOnly and Ask no longer decide.
+func (p *Policy) DenyOnly() *Policy {
+	return &Policy{Deny: slices.Clone(p.Deny), AllowAll: true, Dir: p.Dir, Path: p.Path}
+}
+
 // alwaysRule is the rule an Always answer adds: the exact command for
 // bash, since one command says little about the next, and the whole tool
 // for the others.

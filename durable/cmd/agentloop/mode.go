@@ -88,15 +88,8 @@ func (mode) Decide(ctx context.Context, t cli.Temporal, session, callID string, 
 func (mode) Run(ctx context.Context, t cli.Temporal, p cli.Prompt) iter.Seq2[agent.Event, error] {
 	return func(yield func(agent.Event, error) bool) {
 		res, err := run(ctx, t, p, yield)
-		yield(agent.Done{Result: res, Error: errText(err)}, err)
+		yield(res, err)
 	}
-}
-
-func errText(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }
 
 // run runs the prompt, yielding its events but the last, and returns how
@@ -198,7 +191,8 @@ func agentEvent(ev durable.Event, names map[string]string, session string, note 
 	case ev.Compacted != nil:
 		return agent.Compacted{Compaction: *ev.Compacted}
 	case ev.Discard:
-		return agent.Retry{Attempt: 2, Error: "the model turn's worker failed", Discard: true}
+		// An event a worker without Attempt recorded was a retry all the same.
+		return agent.Retry{Attempt: max(ev.Attempt, 2), Error: "the model turn's worker failed", Discard: true}
 	case ev.Usage != nil:
 		return *ev.Usage
 	case ev.ToolCall != nil && ev.Waiting:
