@@ -168,7 +168,7 @@ func encodeRequest(r Request, count bool) (body, error) {
 			}
 			n += size(b)
 			if t, ok := b.(ToolUse); ok && len(t.Input) >= 64<<10 && apirules.IsObject(t.Input) && utf8.Valid(t.Input) {
-				bigs, n = append(bigs, bytes.TrimSpace(t.Input)), n-len(t.Input)
+				bigs, n = append(bigs, t.Input), n-len(t.Input)
 			}
 		}
 	}
@@ -223,7 +223,7 @@ func encodeRequest(r Request, count bool) (body, error) {
 	buf := bytes.NewBuffer(make([]byte, 0, n+n/4))
 	enc, ends := jsontext.NewEncoder(buf, lenient), []int{} // where each big input's {} ends
 	bigInput := json2.MarshalToFunc(func(e *jsontext.Encoder, in json.RawMessage) error {
-		if in = bytes.TrimSpace(in); e != enc || len(ends) == len(bigs) || len(in) == 0 || &in[0] != &bigs[len(ends)][0] {
+		if e != enc || len(ends) == len(bigs) || len(in) == 0 || &in[0] != &bigs[len(ends)][0] {
 			return errors.ErrUnsupported // written as usual, a cached block's too (in its own encoder)
 		}
 		err := e.WriteValue(jsontext.Value("{}"))

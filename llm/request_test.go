@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -259,4 +260,31 @@ func TestSendInParts(t *testing.T) {
 	if diff := cmp.Diff([]got{w, w}, gots, cmp.AllowUnexported(got{})); diff != "" {
 		t.Errorf("attempts as the server read them (-want +got):\n%s", diff)
 	}
+}
+
+// FuzzSplice checks a body with a big tool input in it against the
+// encoder's own: an error where the encoder errs, else the same JSON
+// values, valid UTF-8 where the encoder's is.
+func FuzzSplice(f *testing.F) {
+	for _, s := range [][2]string{{`"a \" é\n"`, ""}, {"1", " \n"}, {"\"\xff\"", ""}, {"{", ""}, {`"\ud800"`, "\t"}, {"[]", ""}, {"0", "\v"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, value, ws string) {
+		in := json.RawMessage(ws + `{"c":[` + strings.Repeat(value+",", (64<<10)/(len(value)+1)+1) + `0]}` + ws)
+		req := Request{Model: "claude-x", Messages: []Message{{Role: User, Content: []Block{Text{Text: "go"}}},
+			{Role: Assistant, Content: []Block{ToolUse{ID: "a", Name: "t", Input: in}}},
+			{Role: User, Content: []Block{ToolResult{ToolUseID: "a"}}}}}
+		got, err := requestBody(req, false)
+		want, wantErr := marshal(wireRequest{Model: req.Model, MaxTokens: DefaultMaxTokens, Messages: req.Messages, Stream: true})
+		if (err == nil) != (wantErr == nil) {
+			t.Fatalf("error %v, the encoder's %v", err, wantErr)
+		}
+		var gotV, wantV any
+		if err == nil && (json.Unmarshal(got, &gotV) != nil || json.Unmarshal(want, &wantV) != nil) {
+			t.Fatalf("a body is not JSON:\n%.200s\n%.200s", got, want)
+		}
+		if diff := cmp.Diff(wantV, gotV); diff != "" || utf8.Valid(got) != utf8.Valid(want) {
+			t.Errorf("the body differs from the encoder's (valid UTF-8: %v, %v):\n%.300s", utf8.Valid(got), utf8.Valid(want), diff)
+		}
+	})
 }

@@ -266,7 +266,7 @@ var ValidID = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`).MatchString
 // That holds because the module never changes a tool input once made, and
 // a History shares them on that condition.
 func IsObject(in json.RawMessage) bool {
-	if in = bytes.TrimSpace(in); len(in) == 0 || in[0] != '{' {
+	if in = bytes.Trim(in, " \t\r\n"); len(in) == 0 || in[0] != '{' { // JSON's whitespace, not Unicode's
 		return false
 	}
 	if len(in) < 64<<10 {

@@ -19,7 +19,7 @@ func TestIsObject(t *testing.T) {
 		`{"a":1,"a":2}`, "{\"a\":\"\xff\xfe\"}", `{"a":"\ud800"}`, `{"a":"\udc00\ud800"}`,
 		`{"a":"\u00e9"}`, `{"a":-0}`, `{"a":1e400}`, big,
 		`{`, `{"a":1,}`, `{"a":01}`, `{"a":"\x"}`, "{\"a\":\"\x01\"}", `{"a":1} {}`, `{"a":NaN}`,
-		`[]`, `"{}"`, `null`, ``, ` `, `1`,
+		`[]`, `"{}"`, `null`, ``, ` `, `1`, "\v{}", "{}\f", "\u00a0{}", "\r\n{}\t",
 		`{"a":` + strings.Repeat(`[`, 10001) + strings.Repeat(`]`, 10001) + `}`,
 	} {
 		want := strings.HasPrefix(strings.TrimSpace(in), "{") && json.Valid([]byte(in))
