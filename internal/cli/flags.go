@@ -131,6 +131,9 @@ Commands:
 MCP servers over HTTP that require OAuth are authorized in the browser
 ($BROWSER, else xdg-open or open; the URL is also printed), and their tokens
 are kept in the user config directory (agentloop/mcp-tokens, mode 0600).
+The instructions an MCP server gives for its tools are added to the end of
+the system prompt, after --append-system, labelled with the server's name,
+at most 4 KB each.
 
 Environment:
   ANTHROPIC_API_KEY     the API key, sent as x-api-key

@@ -190,7 +190,11 @@ func (s *session) connectMCP(ctx context.Context, o *options, reg *tool.Registry
 			}
 		}
 		if err != nil {
-			s.render.note("MCP server %s is not available; continuing without its tools: %v", srv.what, err)
+			hint := ""
+			if errors.Is(err, mcptool.ErrHandshakeTimeout) {
+				hint = fmt.Sprintf("; if it is only slow to start, give it longer with --mcp-timeout, such as --mcp-timeout %v", 2*o.mcpTimeout)
+			}
+			s.render.note("MCP server %s is not available; continuing without its tools: %v%s", srv.what, err, hint)
 			continue
 		}
 		s.servers = append(s.servers, conn)
@@ -199,6 +203,35 @@ func (s *session) connectMCP(ctx context.Context, o *options, reg *tool.Registry
 			s.render.note("MCP server %s: some of its tools are not available: %v", srv.what, err)
 		}
 	}
+}
+
+// instructionsCap bounds, in bytes, what one server's instructions add to
+// the system prompt (about a thousand tokens), so that no server crowds the
+// context.
+const instructionsCap = 4096
+
+// withInstructions returns system followed by the instructions of each
+// connected server that gave any, labelled with its name, in the order the
+// servers were given. The MCP spec has a server explain its tools to the
+// model this way; without them the model would use the tools blind.
+func (s *session) withInstructions(system string) string {
+	var b strings.Builder
+	b.WriteString(system)
+	for _, srv := range s.servers {
+		in := strings.TrimSpace(srv.Instructions())
+		if in == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		if len(in) > instructionsCap {
+			s.log.Debug("MCP server instructions truncated", "server", srv.Name(), "bytes", len(in), "kept", instructionsCap)
+		}
+		fmt.Fprintf(&b, "The MCP server %s gives these instructions for its tools:\n<mcp_server_instructions server=%q>\n%s\n</mcp_server_instructions>",
+			srv.Name(), srv.Name(), tool.Truncate(in, instructionsCap))
+	}
+	return b.String()
 }
 
 // mcpOptions returns the connection options for srv.

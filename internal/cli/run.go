@@ -260,7 +260,7 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 	}
 	s.cfg = agent.Config{
 		Model:          client,
-		System:         s.builtins.system(o),
+		System:         s.withInstructions(s.builtins.system(o)),
 		Registry:       reg,
 		Approve:        s.builtins.approve(reg),
 		History:        history,

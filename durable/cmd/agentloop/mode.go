@@ -192,7 +192,7 @@ func agentEvent(ev durable.Event, names map[string]string, session string, note 
 		return agent.Compacted{Compaction: *ev.Compacted}
 	case ev.Discard:
 		// An event a worker without Attempt recorded was a retry all the same.
-		return agent.Retry{Attempt: max(ev.Attempt, 2), Error: "the model turn's worker failed", Discard: true}
+		return agent.Retry{Attempt: max(ev.Attempt, 2), Error: "the previous attempt failed", Discard: true}
 	case ev.Usage != nil:
 		return *ev.Usage
 	case ev.ToolCall != nil && ev.Waiting:

@@ -81,7 +81,7 @@ func TestAgentEventRetry(t *testing.T) {
 		{durable.Event{Discard: true}, 2},
 	}
 	for _, tt := range tests {
-		want := agent.Retry{Attempt: tt.want, Error: "the model turn's worker failed", Discard: true}
+		want := agent.Retry{Attempt: tt.want, Error: "the previous attempt failed", Discard: true}
 		if diff := cmp.Diff(agent.Event(want), agentEvent(tt.in, nil, "s", nil)); diff != "" {
 			t.Errorf("agentEvent(%+v) (-want +got):\n%s", tt.in, diff)
 		}
