@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"unicode/utf8"
 
 	"github.com/agentloop/agentloop/internal/apirules"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -159,7 +158,7 @@ func encodeRequest(r Request, count bool) (body, error) {
 	}
 	// A big tool input goes in a part of its own, where the encoder wrote {}:
 	// not checked again (IsObject remembers the Assembler's check), nor copied.
-	// Invalid UTF-8, which the encoder mends, is left to it.
+	// Invalid UTF-8, which the encoder mends, is left to it (lone surrogates too).
 	var bigs [][]byte
 	for i, m := range r.Messages {
 		for j, b := range m.Content {
@@ -167,7 +166,7 @@ func encodeRequest(r Request, count bool) (body, error) {
 				return nil, fmt.Errorf("llm: message %d: content block %d is nil", i, j)
 			}
 			n += size(b)
-			if t, ok := b.(ToolUse); ok && len(t.Input) >= 64<<10 && apirules.IsObject(t.Input) && utf8.Valid(t.Input) {
+			if t, ok := b.(ToolUse); ok && len(t.Input) >= 64<<10 && apirules.IsUTF8Object(t.Input) {
 				bigs, n = append(bigs, t.Input), n-len(t.Input)
 			}
 		}

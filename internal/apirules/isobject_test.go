@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 	"weak"
 )
 
@@ -26,6 +27,11 @@ func TestIsObject(t *testing.T) {
 		if got := IsObject(json.RawMessage(in)); got != want {
 			t.Errorf("IsObject(%.40q) = %v, want %v", in, got, want)
 		}
+		// Strictly: no invalid UTF-8, and no lone surrogate (the two above).
+		strict := want && utf8.ValidString(in) && !strings.Contains(in, `\ud800"`)
+		if got := IsUTF8Object(json.RawMessage(in)); got != strict {
+			t.Errorf("IsUTF8Object(%.40q) = %v, want %v", in, got, strict)
+		}
 	}
 }
 
@@ -37,7 +43,7 @@ func TestIsObjectOnce(t *testing.T) {
 	known := func(in []byte) bool {
 		accepted.Lock()
 		defer accepted.Unlock()
-		return slices.Contains(accepted.ring[:], checked{weak.Make(&in[0]), len(in)})
+		return slices.ContainsFunc(accepted.ring[:], func(c checked) bool { return c.start == weak.Make(&in[0]) && c.len == len(in) })
 	}
 	if !IsObject(big) || !known(big) {
 		t.Fatal("a big valid input is not remembered")
@@ -55,5 +61,14 @@ func TestIsObjectOnce(t *testing.T) {
 	bad[len(bad)-1] = ']'
 	if IsObject(bad) || known(bad) {
 		t.Error("a big invalid input is remembered")
+	}
+	if !IsUTF8Object(big) {
+		t.Error("a big valid UTF-8 input is remembered as not strictly valid")
+	}
+	mended := append([]byte(`{"a":"\ud800",`), big[1:]...)
+	for range 2 { // checked, then remembered
+		if !IsObject(mended) || IsUTF8Object(mended) || !known(mended) {
+			t.Errorf("a big input with a lone surrogate: IsObject %v, IsUTF8Object %v, remembered %v", IsObject(mended), IsUTF8Object(mended), known(mended))
+		}
 	}
 }
