@@ -106,7 +106,7 @@ func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Event, error
 			yield(nil, errors.New("llm: a Stream can be ranged over only once"))
 			return
 		}
-		body, err := requestBody(req, false)
+		body, err := encodeRequest(req, false)
 		if err != nil {
 			yield(nil, err)
 			return
@@ -125,7 +125,7 @@ func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Event, error
 }
 
 // streamOnce makes one attempt at a streamed turn.
-func (c *Client) streamOnce(ctx context.Context, body []byte, beta string, yielded *bool, yield func(Event, error) bool) error {
+func (c *Client) streamOnce(ctx context.Context, body body, beta string, yielded *bool, yield func(Event, error) bool) error {
 	var opts []option.RequestOption
 	if beta != "" {
 		opts = append(opts, option.WithHeaderAdd("anthropic-beta", beta))
@@ -162,14 +162,14 @@ func (c *Client) streamOnce(ctx context.Context, body []byte, beta string, yield
 // read, while an idle timer cancels the attempt if the server sends nothing
 // for idleTimeout. Its error names the cause: the caller's context, or the
 // idle timer.
-func (c *Client) exchange(ctx context.Context, path string, body []byte, opts []option.RequestOption,
+func (c *Client) exchange(ctx context.Context, path string, body body, opts []option.RequestOption,
 	read func(*http.Response, *time.Timer) error) error {
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	idle := time.AfterFunc(c.idleTimeout, func() { cancel(errIdleTimeout) })
 	defer idle.Stop()
 	var resp *http.Response
-	err := c.sdk.Post(actx, path, body, &resp, opts...)
+	err := c.sdk.Post(actx, path, http.NoBody, &resp, append(opts, body.send())...)
 	switch {
 	case err == nil:
 		defer resp.Body.Close()
@@ -280,7 +280,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // seconds fails as a stalled stream. Extra, MaxTokens and Container are not
 // sent.
 func (c *Client) CountTokens(ctx context.Context, req Request) (int, error) {
-	body, err := requestBody(req, true)
+	body, err := encodeRequest(req, true)
 	if err != nil {
 		return 0, err
 	}

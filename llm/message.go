@@ -114,13 +114,13 @@ func (b Image) MarshalJSON() ([]byte, error) { return marshal(b) }
 // MarshalJSON writes the block's JSON, checked and compacted.
 func (b RawBlock) MarshalJSON() ([]byte, error) { return marshal(b) }
 
-func marshal(v any) ([]byte, error) { return json2.Marshal(v, lenient, blockMarshalers) }
+func marshal(v any) ([]byte, error) { return json2.Marshal(v, lenient, writeBlocks) }
 
 // blockMarshalers write each block, "type" first, straight into the encoder
 // of the whole request. Through the MarshalJSON methods, which are for
 // encoding/json, a block's JSON would be copied and checked again inside
 // each enclosing value: for a 5 MiB tool input, most of a request's time.
-var blockMarshalers = json2.WithMarshalers(json2.JoinMarshalers(
+var blockMarshalers = json2.JoinMarshalers(
 	typed(func(b Text) textWire { return textWire(b) }),
 	typed(func(b Thinking) thinkingWire { return thinkingWire(b) }),
 	typed(func(b RedactedThinking) redactedWire { return redactedWire(b) }),
@@ -142,7 +142,9 @@ var blockMarshalers = json2.WithMarshalers(json2.JoinMarshalers(
 		return nil
 	}),
 	marshalCached,
-))
+)
+
+var writeBlocks = json2.WithMarshalers(blockMarshalers)
 
 // The blocks' fields without their methods, for typed.
 type (

@@ -6,9 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"slices"
 
 	"github.com/agentloop/agentloop/internal/apirules"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	json2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -128,10 +132,10 @@ type (
 // lenient are the options for all JSON here, encoding/json's grammar.
 var lenient = apirules.Lenient
 
-// requestBody writes the body of a Messages API call, or with count set of
-// a count_tokens call: the parts that take up context. Extra, mostly about
-// generation, is not sent to count_tokens, which rejects unknown fields.
-func requestBody(r Request, count bool) ([]byte, error) {
+// encodeRequest writes the body of a Messages API call, or with count set
+// of a count_tokens call: the parts that take up context. Extra, mostly
+// about generation, is not sent to count_tokens, which rejects unknown fields.
+func encodeRequest(r Request, count bool) (body, error) {
 	if r.Model == "" {
 		return nil, errors.New("llm: Request.Model is empty")
 	}
@@ -139,9 +143,8 @@ func requestBody(r Request, count bool) ([]byte, error) {
 	if r.System != "" {
 		w.System = []Block{Text{Text: r.System}}
 	}
-	// The body is written straight into one buffer sized for it: through
-	// json2.Marshal's pooled buffer and its copy, a 5 MiB tool input would
-	// be two 5 MiB bodies. n is about the big fields' size.
+	// The body is written into one buffer sized for it, n and a margin (the
+	// encoder grows a bytes.Buffer with under a quarter free), not copied.
 	n := 4096 + len(r.System)
 	for i, t := range r.Tools {
 		if t.Name == "" {
@@ -153,12 +156,19 @@ func requestBody(r Request, count bool) ([]byte, error) {
 		w.Tools = append(w.Tools, wireTool{ToolSpec: t})
 		n += len(t.Name) + len(t.Description) + len(t.InputSchema)
 	}
+	// A big tool input goes in a part of its own, where the encoder wrote {}:
+	// not checked again (IsObject remembers the Assembler's check), nor copied.
+	// Invalid UTF-8, which the encoder mends, is left to it (lone surrogates too).
+	var bigs [][]byte
 	for i, m := range r.Messages {
 		for j, b := range m.Content {
 			if b == nil {
 				return nil, fmt.Errorf("llm: message %d: content block %d is nil", i, j)
 			}
 			n += size(b)
+			if t, ok := b.(ToolUse); ok && len(t.Input) >= 64<<10 && apirules.IsUTF8Object(t.Input) {
+				bigs, n = append(bigs, t.Input), n-len(t.Input)
+			}
 		}
 	}
 	if r.Cache {
@@ -209,19 +219,30 @@ func requestBody(r Request, count bool) ([]byte, error) {
 			w.Compaction = &wireSummarize{"summarize", *r.Summarize}
 		}
 	}
-	// The encoder grows a bytes.Buffer with under a quarter of its length
-	// free, hence the margin.
 	buf := bytes.NewBuffer(make([]byte, 0, n+n/4))
-	if err := json2.MarshalWrite(buf, w, lenient, blockMarshalers); err != nil {
+	enc, ends := jsontext.NewEncoder(buf, lenient), []int{} // where each big input's {} ends
+	bigInput := json2.MarshalToFunc(func(e *jsontext.Encoder, in json.RawMessage) error {
+		if e != enc || len(ends) == len(bigs) || len(in) == 0 || &in[0] != &bigs[len(ends)][0] {
+			return errors.ErrUnsupported // written as usual, a cached block's too (in its own encoder)
+		}
+		err := e.WriteValue(jsontext.Value("{}"))
+		ends = append(ends, int(e.OutputOffset()))
+		return err
+	})
+	if err := json2.MarshalEncode(enc, w, lenient, json2.WithMarshalers(json2.JoinMarshalers(bigInput, blockMarshalers))); err != nil {
 		return nil, fmt.Errorf("llm: writing the request: %w", err)
 	}
-	body := buf.Bytes()
-	if count || len(r.Extra) == 0 {
-		return body, nil
+	var b body
+	out, from := bytes.TrimSuffix(buf.Bytes(), []byte("\n")), 0 // an Encoder ends a value with a newline
+	for i, end := range ends {
+		b, from = append(b, out[from:end-2], bigs[i]), end
+	}
+	if b = append(b, out[from:]); count || len(r.Extra) == 0 {
+		return b, nil
 	}
 	// Extra overrides the fields above, at the cost of a copy of the body.
 	var fields map[string]jsontext.Value
-	if err := json2.Unmarshal(body, &fields, lenient); err != nil {
+	if err := json2.Unmarshal(slices.Concat(b...), &fields, lenient); err != nil {
 		return nil, err
 	}
 	for k, v := range r.Extra {
@@ -230,7 +251,8 @@ func requestBody(r Request, count bool) ([]byte, error) {
 			return nil, fmt.Errorf("llm: Request.Extra[%q]: %w", k, err)
 		}
 	}
-	return json2.Marshal(fields, lenient, json2.Deterministic(true))
+	out, err := json2.Marshal(fields, lenient, json2.Deterministic(true))
+	return body{out}, err
 }
 
 // cached is a block with a cache breakpoint added to its JSON.
@@ -273,4 +295,20 @@ func size(b Block) int {
 		n += len(b.JSON)
 	}
 	return n
+}
+
+// A body is a request's JSON in parts, sent without joining them.
+type body [][]byte
+
+// send returns the option that puts b in a request, with its length, which
+// the SDK would give only a []byte body: it is to be posted http.NoBody.
+func (b body) send() option.RequestOption {
+	n, read := 0, func() io.ReadCloser { bufs := net.Buffers(slices.Clone(b)); return io.NopCloser(&bufs) }
+	for _, p := range b {
+		n += len(p)
+	}
+	return option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		req.Body, req.ContentLength, req.GetBody = read(), int64(n), func() (io.ReadCloser, error) { return read(), nil }
+		return next(req)
+	})
 }

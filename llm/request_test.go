@@ -4,15 +4,29 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentloop/agentloop/anthropictest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// requestBody is the body encodeRequest writes, in one piece, as a server
+// reads it.
+func requestBody(r Request, count bool) ([]byte, error) {
+	b, err := encodeRequest(r, count)
+	return slices.Concat(b...), err
+}
 
 // TestRequestGolden checks the request body built for each Request against
 // testdata/request_*.json. Run with -update to rewrite them.
@@ -133,4 +147,146 @@ func TestCacheBreakpoint(t *testing.T) {
 			t.Errorf("last block sent as %s, want %s", got, tt.want)
 		}
 	}
+}
+
+// TestSplicedInputs checks the body around big tool inputs, which are put
+// in as they are rather than through the encoder: the same JSON values as
+// the encoder would write, each input's bytes verbatim, except one the
+// encoder must mend (invalid UTF-8) or reject, and one under a cache
+// breakpoint, which the encoder writes.
+func TestSplicedInputs(t *testing.T) {
+	big := func(ws, s string) json.RawMessage {
+		return json.RawMessage(`{` + ws + `"content":` + ws + `"` + strings.Repeat(s, 70_000/len(s)) + `"}`)
+	}
+	compact, spaced, mangled := big("", `a \"b\"\n é`), big("\n ", "x"), big("", "y\xff")
+	conv := []Message{
+		{Role: User, Content: []Block{Text{Text: "go"}}},
+		{Role: Assistant, Content: []Block{ToolUse{ID: "a", Name: "t", Input: compact}, ToolUse{ID: "b", Name: "t", Input: spaced},
+			ToolUse{ID: "c", Name: "t", Input: mangled}, ToolUse{ID: "d", Name: "t", Input: json.RawMessage(`{"n": 1}`)},
+			ToolUse{ID: "e", Name: "t", Input: compact}}},
+		{Role: User, Content: []Block{ToolResult{ToolUseID: "a"}, ToolResult{ToolUseID: "b"}, ToolResult{ToolUseID: "c"},
+			ToolResult{ToolUseID: "d"}, ToolResult{ToolUseID: "e"}}},
+	}
+	for _, tt := range []struct {
+		name     string
+		req      Request
+		verbatim []json.RawMessage
+	}{
+		{"body", Request{Model: "claude-x", Messages: conv}, []json.RawMessage{compact, spaced}},
+		{"extra", Request{Model: "claude-x", Messages: conv, Extra: map[string]any{"metadata": map[string]string{"user_id": "u"}}}, []json.RawMessage{compact}},
+		{"cached last", Request{Model: "claude-3-5-haiku", Messages: conv[:2:2], Cache: true}, []json.RawMessage{spaced}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			body, err := requestBody(tt.req, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got, want any
+			if err := json.Unmarshal(body, &got); err != nil {
+				t.Fatalf("the body is not JSON: %v", err)
+			}
+			wantBody, err := marshal(wireRequest{Model: tt.req.Model, MaxTokens: DefaultMaxTokens, Messages: tt.req.Messages, Stream: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			json.Unmarshal(wantBody, &want)
+			if m, ok := got.(map[string]any); ok && tt.req.Extra != nil || tt.req.Cache {
+				delete(m, "metadata") // what Extra and Cache add is TestRequestGolden's
+				msgs := m["messages"].([]any)
+				content := msgs[len(msgs)-1].(map[string]any)["content"].([]any)
+				delete(content[len(content)-1].(map[string]any), "cache_control")
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("body (-as encoded +spliced):\n%s", diff)
+			}
+			for _, in := range tt.verbatim {
+				if !bytes.Contains(body, in) {
+					t.Errorf("input %.20s… is not in the body verbatim", in)
+				}
+			}
+			if bytes.Contains(body, []byte("\xff")) {
+				t.Error("invalid UTF-8 sent as it is")
+			}
+		})
+	}
+	bad := append(bytes.Clone(compact[:len(compact)-1]), ']')
+	if _, err := requestBody(Request{Model: "claude-x", Messages: []Message{conv[0],
+		{Role: Assistant, Content: []Block{ToolUse{ID: "a", Name: "t", Input: bad}}}, conv[2]}}, false); err == nil {
+		t.Error("a big invalid input is sent")
+	}
+}
+
+// TestSendInParts checks that a body sent in parts, a big tool input as
+// the history holds it, arrives whole with its length, not chunked, on
+// every attempt.
+func TestSendInParts(t *testing.T) {
+	input := json.RawMessage(`{"content":"` + strings.Repeat(`a \"b\" é\n`, 10_000) + `"}`)
+	req := Request{Model: "claude-x", Messages: []Message{{Role: User, Content: []Block{Text{Text: "go"}}},
+		{Role: Assistant, Content: []Block{ToolUse{ID: "a", Name: "t", Input: input}}},
+		{Role: User, Content: []Block{ToolResult{ToolUseID: "a"}}}}}
+	want, err := requestBody(req, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parts, _ := encodeRequest(req, false); len(parts) != 3 || &parts[1][0] != &input[0] {
+		t.Fatalf("the input is not sent from its own bytes: %d parts", len(parts))
+	}
+	type got struct {
+		length   int64
+		chunked  bool
+		matching bool
+	}
+	var gots []got
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		gots = append(gots, got{r.ContentLength, slices.Contains(r.TransferEncoding, "chunked"), bytes.Equal(b, want)})
+		if len(gots) == 1 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(529)
+			io.WriteString(w, `{"type":"error","error":{"type":"overloaded_error","message":"busy"}}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write(anthropictest.NewStream().Text("ok").Stop("end_turn").Bytes())
+	}))
+	defer srv.Close()
+	c, _ := testClient(srv.URL, Config{})
+	for _, err := range c.Stream(t.Context(), req) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := got{int64(len(want)), false, true}
+	if diff := cmp.Diff([]got{w, w}, gots, cmp.AllowUnexported(got{})); diff != "" {
+		t.Errorf("attempts as the server read them (-want +got):\n%s", diff)
+	}
+}
+
+// FuzzSplice checks a body with a big tool input in it against the
+// encoder's own: an error where the encoder errs, else the same JSON
+// values, and no invalid UTF-8.
+func FuzzSplice(f *testing.F) {
+	for _, s := range [][2]string{{`"a \" é\n"`, ""}, {"1", " \n"}, {"\"\xff\"", ""}, {"{", ""}, {`"\ud800"`, "\t"}, {"[]", ""}, {"0", "\v"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, value, ws string) {
+		in := json.RawMessage(ws + `{"c":[` + strings.Repeat(value+",", (64<<10)/(len(value)+1)+1) + `0]}` + ws)
+		req := Request{Model: "claude-x", Messages: []Message{{Role: User, Content: []Block{Text{Text: "go"}}},
+			{Role: Assistant, Content: []Block{ToolUse{ID: "a", Name: "t", Input: in}}},
+			{Role: User, Content: []Block{ToolResult{ToolUseID: "a"}}}}}
+		got, err := requestBody(req, false)
+		want, wantErr := marshal(wireRequest{Model: req.Model, MaxTokens: DefaultMaxTokens, Messages: req.Messages, Stream: true})
+		if (err == nil) != (wantErr == nil) {
+			t.Fatalf("error %v, the encoder's %v", err, wantErr)
+		}
+		var gotV, wantV any
+		if err == nil && (json.Unmarshal(got, &gotV) != nil || json.Unmarshal(want, &wantV) != nil) {
+			t.Fatalf("a body is not JSON:\n%.200s\n%.200s", got, want)
+		}
+		// The encoder mends invalid UTF-8, raw or escaped (a lone surrogate).
+		strict := jsontext.AllowDuplicateNames(true)
+		if diff := cmp.Diff(wantV, gotV); diff != "" || err == nil && !jsontext.Value(got).IsValid(strict) {
+			t.Errorf("the body differs from the encoder's (strictly valid: %v):\n%.300s", jsontext.Value(got).IsValid(strict), diff)
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"slices"
 
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -34,8 +35,12 @@ type attempt struct {
 }
 
 // startChat starts the telemetry of an attempt at req, whose JSON is body.
-func startChat(in *telemetry.Instruments, ctx context.Context, req Request, body []byte) *attempt {
-	ch := in.StartChat(ctx, telemetry.ChatRequest{Model: req.Model, MaxTokens: cmp.Or(req.MaxTokens, DefaultMaxTokens), Body: body})
+func startChat(in *telemetry.Instruments, ctx context.Context, req Request, b body) *attempt {
+	r := telemetry.ChatRequest{Model: req.Model, MaxTokens: cmp.Or(req.MaxTokens, DefaultMaxTokens)}
+	if in.Capture { // only recorded content reads the body
+		r.Body = slices.Concat(b...)
+	}
+	ch := in.StartChat(ctx, r)
 	a := &attempt{Chat: ch}
 	if in.Capture && ch.Active() {
 		a.asm = new(Assembler)

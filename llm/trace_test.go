@@ -177,7 +177,7 @@ func TestChatSpanContent(t *testing.T) {
 				ToolResult{ToolUseID: "toolu_2", Content: []Block{Text{Text: "a "}, Image{MediaType: "image/gif", Data: "R0"}, Text{Text: "b"}}, IsError: true},
 				ToolResult{ToolUseID: "toolu_3"}, Text{Text: ""}}},
 		}}
-	body, err := requestBody(req, false)
+	body, err := encodeRequest(req, false)
 	if err != nil {
 		t.Fatal(err)
 	}

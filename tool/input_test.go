@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentloop/agentloop/internal/apirules"
 	"github.com/agentloop/agentloop/llm"
 )
 
@@ -79,40 +82,93 @@ var shapeSeeds = []string{
 	`{"x": -0, "y": 2e-400}`, `{"x": 1, "y": 2, "inner": null}`, `{"x": true, "y": false}`, `{"x": 1, "y": 2,}`,
 }
 
-// FuzzShape checks that a tool whose schema reads no string's content
-// judges every input as the full parse does, and words its errors alike.
+// scopedSchema reads the content of some strings only: those of e, tags
+// and inner.s.
+const scopedSchema = `{"type":"object","additionalProperties":false,"properties":{"x":{"type":"number"},
+	"y":{"type":"number"},"e":{"enum":["a","b\n\"c\u00e9"]},"tags":{"type":"array","items":{"type":"string","maxLength":3}},
+	"inner":{"$ref":"#/$defs/inner"},"s":{"type":"string"}},
+	"$defs":{"inner":{"type":"object","properties":{"n":{"type":"integer"},"s":{"pattern":"^a"}}}}}`
+
+// FuzzShape checks that a tool whose schema reads the content of no
+// string, or of some, judges every input as the full parse does, and words
+// its errors alike.
 func FuzzShape(f *testing.F) {
 	for _, s := range shapeSeeds {
 		f.Add(s)
 	}
-	fast := Must(New("point", "Echo a point.", func(ctx context.Context, in pointInput) (string, error) { return "ok", nil }))
-	if !fast.shapeOnly {
-		f.Fatal("pointInput's schema reads strings; the test needs one that does not")
+	for _, s := range []string{`{"e": "a", "s": "zz"}`, `{"e": "c", "s": "a"}`, `{"e": "b\n\"c\u00e9"}`, `{"tags": ["abcd"]}`,
+		`{"inner": {"s": "b", "n": "s"}, "s": 1}`, `{"inner": {"s": "a"}, "q": "x"}`} {
+		f.Add(s)
 	}
-	full := *fast
-	full.shapeOnly = false
+	point := Must(New("point", "Echo a point.", func(ctx context.Context, in pointInput) (string, error) { return "ok", nil }))
+	scoped := Must(NewRaw("scoped", "", json.RawMessage(scopedSchema), func(context.Context, json.RawMessage) (llm.ToolResult, error) {
+		return llm.ToolResult{}, nil
+	}))
+	fulls := map[*Tool]*Tool{}
+	for _, fast := range []*Tool{point, scoped} {
+		var top any
+		json.Unmarshal([]byte(fast.spec.InputSchema), &top)
+		if stringScopes(top, "", map[string]bool{}) {
+			f.Fatalf("%s's schema reads every string; the test needs one that does not", fast.spec.Name)
+		}
+		full := *fast
+		full.decodeOpts = apirules.Lenient
+		fulls[fast] = &full
+	}
 	f.Fuzz(func(t *testing.T, input string) {
-		_, errFast := prepare(fast, json.RawMessage(input))
-		_, errFull := prepare(&full, json.RawMessage(input))
-		if diff := cmp.Diff(fmt.Sprint(errFull), fmt.Sprint(errFast)); diff != "" {
-			t.Errorf("prepare(%q): shape-only differs from the full parse (-full +shape):\n%s", input, diff)
+		for fast, full := range fulls {
+			_, errFast := prepare(fast, json.RawMessage(input))
+			_, errFull := prepare(full, json.RawMessage(input))
+			if diff := cmp.Diff(fmt.Sprint(errFull), fmt.Sprint(errFast)); diff != "" {
+				t.Errorf("%s: prepare(%q): leaving strings unread differs from the full parse (-full +unread):\n%s", fast.spec.Name, input, diff)
+			}
 		}
 	})
 }
 
-// TestShapeReadsStrings checks that a schema reading strings' content is
-// validated on the whole input, not its shape.
-func TestShapeReadsStrings(t *testing.T) {
+// TestStringScopes checks which strings' content a schema may read: none,
+// those under some properties, or all of them.
+func TestStringScopes(t *testing.T) {
+	for _, tt := range []struct {
+		schema string
+		names  []string // nil: none
+		all    bool
+	}{
+		{`{"type":"object","properties":{"a":{"type":"string"},"enum":{"type":"string"}}}`, nil, false},
+		{`{"properties":{"op":{"enum":["add"]},"n":{"type":"number"}}}`, []string{"op"}, false},
+		{`{"properties":{"a":{"properties":{"b":{"pattern":"x"}}},"c":{"items":{"maxLength":2}}}}`, []string{"b", "c"}, false},
+		{`{"properties":{"m":{"additionalProperties":{"format":"email"}}}}`, []string{"m"}, false},
+		{`{"properties":{"u":{"uniqueItems":true}},"allOf":[{"properties":{"k":{"const":"x"}}}]}`, []string{"k", "u"}, false},
+		{`{"properties":{"p":{"$ref":"#/$defs/d"},"r":{"$ref":"#"}},"$defs":{"d":{"properties":{"q":{"minLength":1}}}}}`, []string{"q"}, false},
+		{`{"enum":[{}]}`, nil, true},
+		{`{"patternProperties":{"^x":{"minLength":1}}}`, nil, true},
+		{`{"properties":{"p":{"$ref":"#/$defs/d"}},"$defs":{"d":{"enum":["a"]}}}`, nil, true},
+		{`{"properties":{"a":{"type":"string"},"b":{"$ref":"#/properties/a"}}}`, nil, true},
+		{`{"properties":{"a":{"$ref":"https://example.com/s.json"}}}`, nil, true},
+	} {
+		var top any
+		if err := json.Unmarshal([]byte(tt.schema), &top); err != nil {
+			t.Fatal(err)
+		}
+		names := map[string]bool{}
+		all := stringScopes(top, "", names)
+		if got := slices.Sorted(maps.Keys(names)); all != tt.all || !tt.all && !slices.Equal(got, tt.names) {
+			t.Errorf("stringScopes(%s) = %v, %v; want %v, %v", tt.schema, got, all, tt.names, tt.all)
+		}
+	}
+}
+
+// TestScopedStrings checks that the strings a schema reads are validated
+// whole, beside strings left unread.
+func TestScopedStrings(t *testing.T) {
 	schema := json.RawMessage(`{"type":"object","properties":{"s":{"type":"string","maxLength":2},
 		"e":{"enum":["a"]},"u":{"type":"array","uniqueItems":true}}}`)
 	raw := Must(NewRaw("raw", "", schema, func(context.Context, json.RawMessage) (llm.ToolResult, error) { return llm.ToolResult{}, nil }))
-	if raw.shapeOnly {
-		t.Fatal("a schema with maxLength is checked on its shape only")
-	}
 	for input, want := range map[string]string{
-		`{"s": "abc"}`:      `invalid input for tool "raw": field "s": maxLength: got 3, want 2`,
-		`{"e": "b"}`:        `invalid input for tool "raw": field "e": value must be 'a'`,
-		`{"u": ["a", "a"]}`: `invalid input for tool "raw": field "u": items at 0 and 1 are equal`,
+		`{"s": "abc", "t": "unread"}`:     `invalid input for tool "raw": field "s": maxLength: got 3, want 2`,
+		`{"e": "b", "t": "unread"}`:       `invalid input for tool "raw": field "e": value must be 'a'`,
+		`{"u": ["a", "a"], "t": "a\n"}`:   `invalid input for tool "raw": field "u": items at 0 and 1 are equal`,
+		`{"u": [{"t": "a"}, {"t": "b"}]}`: "<nil>",
 	} {
 		if _, err := prepare(raw, json.RawMessage(input)); fmt.Sprint(err) != want {
 			t.Errorf("prepare(%s) = %v, want %s", input, err, want)

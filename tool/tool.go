@@ -41,9 +41,9 @@ type Tool struct {
 	Timeout time.Duration
 
 	spec        llm.ToolSpec
-	schema      *jsv.Schema // nil for a raw schema the validator cannot use,
-	unvalidated error       // and why (see NewRaw)
-	shapeOnly   bool        // the schema reads no string's content (see prepare)
+	schema      *jsv.Schema   // nil for a raw schema the validator cannot use,
+	unvalidated error         // and why (see NewRaw)
+	decodeOpts  json2.Options // how prepare reads the input (see stringScopes)
 	handler     func(ctx context.Context, input json.RawMessage) (llm.ToolResult, error)
 }
 
@@ -146,7 +146,7 @@ func newTool(name, description string, schema json.RawMessage, nilFn bool, handl
 		}
 		return nil, fmt.Errorf("tool %q: the input schema must have type \"object\", not %s (with New, make In a struct)", name, b)
 	}
-	t := &Tool{spec: llm.ToolSpec{Name: name, Description: description, InputSchema: schema}, handler: handler, shapeOnly: !readsStrings(top)}
+	t := &Tool{spec: llm.ToolSpec{Name: name, Description: description, InputSchema: schema}, handler: handler}
 	// The compiler loads nothing: a $ref to a file or a URL fails to compile.
 	const url = "https://agentloop.invalid/input.json" // a name for the schema; never fetched
 	c := jsv.NewCompiler()
@@ -156,6 +156,10 @@ func newTool(name, description string, schema json.RawMessage, nilFn bool, handl
 	}
 	if err != nil {
 		t.unvalidated = fmt.Errorf("the validator cannot use the schema: %w", err)
+	}
+	t.decodeOpts = apirules.Lenient
+	if names := map[string]bool{}; t.schema == nil || !stringScopes(top, "", names) {
+		t.decodeOpts = json2.JoinOptions(apirules.Lenient, unreadStrings(names)) // without a schema, only the object is checked
 	}
 	return t, nil
 }
@@ -218,18 +222,12 @@ func prepare(t *Tool, input json.RawMessage) (json.RawMessage, error) {
 	if len(bytes.TrimSpace(input)) == 0 {
 		input = json.RawMessage("{}") // an empty streamed input means {}
 	}
-	// Most schemas read no string's content: checking the input with its
-	// strings left unread spares unquoting and copying a written file's
-	// 5 MiB. Only a pass ends here; the full path words what is wrong.
+	// The validator gets the input as Go values, each string left unread
+	// unless the schema may read it: a written file's 5 MiB is then
+	// checked, not unquoted and copied. json/v2 parses in one pass, where
+	// encoding/json scans first; encoding/json words its rare failures.
 	var v any
-	if (t.shapeOnly || t.schema == nil) && json2.Unmarshal(input, &v, apirules.Lenient, unreadStrings) == nil {
-		if _, ok := v.(map[string]any); ok && (t.schema == nil || t.schema.Validate(v) == nil) {
-			return input, nil
-		}
-	}
-	// encoding/json words the rare failures of json/v2, which parses in one
-	// pass where encoding/json scans first: half the time of a 5 MiB input.
-	if v = nil; json2.Unmarshal(input, &v, apirules.Lenient) != nil {
+	if json2.Unmarshal(input, &v, t.decodeOpts) != nil {
 		if err := json.Unmarshal(input, new(json.RawMessage)); err != nil {
 			return nil, fmt.Errorf("invalid input for tool %q: the input is not valid JSON: %v", t.spec.Name, err)
 		}
@@ -252,34 +250,58 @@ func prepare(t *Tool, input json.RawMessage) (json.RawMessage, error) {
 }
 
 var (
-	namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`) // the Messages API's rule for tool names
-	printer     = message.NewPrinter(language.English)        // words the validator's messages
-	// unreadStrings decodes each string value as "", checked but not
-	// unquoted; object names are decoded as usual.
-	unreadStrings = json2.WithUnmarshalers(json2.UnmarshalFromFunc(func(dec *jsontext.Decoder, _ *string) error {
-		if k, n := dec.StackIndex(dec.StackDepth()); k == '{' && n%2 == 0 {
-			return errors.ErrUnsupported // a name
+	namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)             // the Messages API's rule for tool names
+	printer     = message.NewPrinter(language.English)                    // words the validator's messages
+	localRef    = regexp.MustCompile(`^#(/(\$defs|definitions)/[^/]+)?$`) // the $refs stringScopes follows
+)
+
+// unreadStrings decodes each string value as "", checked but not unquoted,
+// unless a name on its path is in read; object names are decoded as usual.
+func unreadStrings(read map[string]bool) json2.Options {
+	return json2.WithUnmarshalers(json2.UnmarshalFromFunc(func(dec *jsontext.Decoder, _ *string) error {
+		k, n := dec.StackIndex(dec.StackDepth())
+		if k == '{' && n%2 == 0 || len(read) > 0 && slices.ContainsFunc(slices.Collect(dec.StackPointer().Tokens()), func(name string) bool { return read[name] }) {
+			return errors.ErrUnsupported // a name, or a string the schema may read
 		}
 		_, err := dec.ReadValue()
 		return err
 	}))
-)
+}
 
-// readsStrings reports whether schema s may read a string's content, or
-// compare values whole: whether such a keyword is anywhere, even as a name.
-func readsStrings(s any) bool {
+// stringScopes reports whether schema s may read any string of an input,
+// or compare values whole; if not, it adds to names the properties under
+// which it does, as a keyword under properties.p reads only at or below a
+// member p (through "$ref": "#" too). It walks values that are data (enum,
+// default) too: more reading, never less.
+func stringScopes(s any, scope string, names map[string]bool) (all bool) {
 	switch s := s.(type) {
 	case map[string]any:
 		for k, v := range s {
-			if slices.Contains([]string{"minLength", "maxLength", "pattern", "format", "enum", "const", "uniqueItems",
-				"contentEncoding", "contentMediaType", "contentSchema"}, k) || readsStrings(v) {
-				return true
+			sub := scope
+			switch k {
+			case "minLength", "maxLength", "pattern", "format", "enum", "const", "uniqueItems",
+				"contentEncoding", "contentMediaType", "contentSchema":
+				names[scope], all = true, all || scope == "" // unscoped: at the top, or in a $defs entry
+			case "properties":
+				if props, ok := v.(map[string]any); ok {
+					for name, p := range props {
+						all = stringScopes(p, name, names) || all
+					}
+					continue
+				}
+			case "$defs", "definitions":
+				sub = "" // a $ref may apply them anywhere
+			case "$ref", "$dynamicRef", "$recursiveRef":
+				all = all || !localRef.MatchString(fmt.Sprint(v))
 			}
+			all = stringScopes(v, sub, names) || all
 		}
 	case []any:
-		return slices.ContainsFunc(s, readsStrings)
+		for _, v := range s {
+			all = stringScopes(v, scope, names) || all
+		}
 	}
-	return false
+	return all
 }
 
 // problems appends what is wrong with input v to out, one line per failed

@@ -32,7 +32,7 @@ import (
 // The server is anthropictest in this process, Buffered (not one flush per
 // event), so that it costs the clients as little as it can.
 //
-//	go test ./internal/cli -run '^$' -bench 'BigPayload|LongText|AtRest' -benchtime 5x
+//	go test ./internal/cli -run '^$' -bench 'BigPayload$|LongText$|ShortAnswer|AtRest' -benchtime 5x
 //
 // With AGENTLOOP_BENCH_BASELINE set to another agentloop binary, that one
 // runs too, as agentloop-baseline.
@@ -224,6 +224,15 @@ func BenchmarkBigPayload(b *testing.B) {
 // Message.Accumulate joins text with +=, and took 18.7 s per answer.
 func BenchmarkLongText(b *testing.B) {
 	runChildren(b, longTextReplies(), append([]child{floorChild}, cliChildren("Tell me a long story.")...)...)
+}
+
+// BenchmarkShortAnswer is a round trip with nothing big in it, a
+// one-word answer: what a run costs beyond the binary at rest (the code
+// of the HTTP client, the loop and the renderer, their first buffers),
+// which the big payloads' peaks include too.
+func BenchmarkShortAnswer(b *testing.B) {
+	runChildren(b, []anthropictest.Reply{anthropictest.NewStream().Text("Hi.").Stop("end_turn")},
+		append([]child{floorChild}, cliChildren("Say hi.")...)...)
 }
 
 // BenchmarkAtRest starts the CLI for --help, which only prints, beside
