@@ -32,6 +32,30 @@ func command(ctx context.Context, env map[string]string, stdout, stderr *bytes.B
 	return cli.RunWith(ctx, mode{}, args, func(k string) string { return env[k] }, strings.NewReader(""), stdout, stderr, make(chan os.Signal))
 }
 
+// startWorker starts a Temporal server and the CLI's worker on task queue
+// queue, with env and the worker's further args, and returns the server
+// and the flags that reach the worker. When t ends, the worker stops
+// before the server, and an exit other than 0 fails t.
+func startWorker(t *testing.T, env map[string]string, queue string, args ...string) (*temporaltest.TestServer, []string) {
+	t.Helper()
+	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	common := []string{"--temporal", ts.GetFrontendHostPort(), "--namespace", ts.GetDefaultNamespace(), "--task-queue", queue}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var out bytes.Buffer
+	go func() {
+		var stdout bytes.Buffer
+		done <- command(ctx, env, &stdout, &out, append(append([]string{"worker"}, common...), args...)...)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-done; code != exitOK {
+			t.Errorf("worker: exit %d:\n%s", code, out.String())
+		}
+	})
+	return ts, common
+}
+
 // TestWorkerAndPrompt runs a worker and the prompts of one session against
 // a real Temporal server and the fake API: the answer streams to stdout
 // through the plain CLI's renderer, the calculator runs on the worker, a
@@ -45,24 +69,9 @@ func TestWorkerAndPrompt(t *testing.T) {
 		anthropictest.NewStream().Text("Still 42.").Stop("end_turn"),
 		anthropictest.NewStream().Text("Yes.").Stop("end_turn"),
 	)
-	defer api.Close()
-	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	t.Cleanup(api.Close)
 	env := map[string]string{"ANTHROPIC_BASE_URL": api.URL, "ANTHROPIC_API_KEY": "sk-ant-test"}
-	common := []string{"--temporal", ts.GetFrontendHostPort(), "--namespace", ts.GetDefaultNamespace(), "--task-queue", "cli"}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	workerDone := make(chan int, 1)
-	var workerOut bytes.Buffer
-	go func() {
-		var stdout bytes.Buffer
-		workerDone <- command(ctx, env, &stdout, &workerOut, append(append([]string{"worker"}, common...), "--tools", "calculator", "--append-system", "Be brief.")...)
-	}()
-	defer func() {
-		cancel()
-		if code := <-workerDone; code != exitOK {
-			t.Errorf("worker: exit %d:\n%s", code, workerOut.String())
-		}
-	}()
+	_, common := startWorker(t, env, "cli", "--tools", "calculator", "--append-system", "Be brief.")
 
 	for _, tt := range []struct {
 		prompt, want string
@@ -151,24 +160,9 @@ func TestProgress(t *testing.T) {
 			Block(anthropictest.Block{Type: "thinking", Signature: "sig"}, "Checking the ", "sum first.").
 			Text("It is ", "42.").Stop("end_turn"),
 	)
-	defer api.Close()
-	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	t.Cleanup(api.Close)
 	env := map[string]string{"ANTHROPIC_BASE_URL": api.URL, "ANTHROPIC_API_KEY": "sk-ant-test"}
-	common := []string{"--temporal", ts.GetFrontendHostPort(), "--namespace", ts.GetDefaultNamespace(), "--task-queue", "progress"}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	workerDone := make(chan int, 1)
-	var workerOut bytes.Buffer
-	go func() {
-		var stdout bytes.Buffer
-		workerDone <- command(ctx, env, &stdout, &workerOut, append([]string{"worker"}, common...)...)
-	}()
-	defer func() {
-		cancel()
-		if code := <-workerDone; code != exitOK {
-			t.Errorf("worker: exit %d:\n%s", code, workerOut.String())
-		}
-	}()
+	_, common := startWorker(t, env, "progress")
 
 	var stdout, stderr bytes.Buffer
 	if code := command(context.Background(), env, &stdout, &stderr, append(common, "what is 6*7?")...); code != exitOK {

@@ -10,7 +10,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/server/temporaltest"
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/anthropictest"
@@ -26,24 +25,9 @@ func TestRetryAttempt(t *testing.T) {
 		anthropictest.NewStream().Text("part").ErrorEvent("overloaded_error", "Overloaded"),
 		anthropictest.NewStream().Text("Whole.").Stop("end_turn"),
 	)
-	defer api.Close()
-	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	t.Cleanup(api.Close)
 	env := map[string]string{"ANTHROPIC_BASE_URL": api.URL, "ANTHROPIC_API_KEY": "sk-ant-test"}
-	common := []string{"--temporal", ts.GetFrontendHostPort(), "--namespace", ts.GetDefaultNamespace(), "--task-queue", "retry"}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	workerDone := make(chan int, 1)
-	var workerOut bytes.Buffer
-	go func() {
-		var stdout bytes.Buffer
-		workerDone <- command(ctx, env, &stdout, &workerOut, append([]string{"worker"}, common...)...)
-	}()
-	defer func() {
-		cancel()
-		if code := <-workerDone; code != exitOK {
-			t.Errorf("worker: exit %d:\n%s", code, workerOut.String())
-		}
-	}()
+	ts, common := startWorker(t, env, "retry")
 
 	var stdout, stderr bytes.Buffer
 	if code := command(context.Background(), env, &stdout, &stderr, append(common, "--json", "--session", "retry", "hi")...); code != exitOK {
