@@ -64,7 +64,8 @@ func (cfg Config) withDefaults() Config {
 
 // A History is the conversation of an agent: the messages to send, with the
 // usage of the turns that wrote them. It is for one goroutine at a time,
-// and never shares internal slices with callers.
+// and never shares internal slices with callers; byte payloads (tool
+// inputs, raw blocks) are kept as appended, not copied: don't modify them.
 type History struct {
 	cfg     Config
 	entries []entry
