@@ -109,7 +109,9 @@ func New(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("agent: Config.%s is negative (%d)", limits[i], v)
 		}
 	}
-	cfg.History = cmp.Or(cfg.History, memory.New(memory.Config{}))
+	if cfg.History == nil {
+		cfg.History = memory.New(memory.Config{})
+	}
 	if th, max := cfg.Thinking, cfg.History.Config().MaxTokens; th != nil && !th.Adaptive && th.BudgetTokens >= max {
 		// The API's rule: the thinking budget is part of max_tokens.
 		return nil, fmt.Errorf("agent: Config.Thinking.BudgetTokens (%d) must be below the history's MaxTokens (%d)", th.BudgetTokens, max)
@@ -118,7 +120,9 @@ func New(cfg Config) (*Agent, error) {
 	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, 3)
 	cfg.RepeatLimit = cmp.Or(cfg.RepeatLimit, looprules.RepeatLimit)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
-	cfg.Registry = cmp.Or(cfg.Registry, tool.NewRegistry(tool.Config{Logger: cfg.Logger}))
+	if cfg.Registry == nil {
+		cfg.Registry = tool.NewRegistry(tool.Config{Logger: cfg.Logger})
+	}
 	for _, t := range cfg.Tools {
 		if t != nil { // Register says what a nil one is
 			if got, ok := cfg.Registry.Lookup(t.Spec().Name); ok && got == t {

@@ -206,8 +206,11 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 	ctx, cancel := context.WithCancel(r.ctx)
 	t = &turn{cancel: cancel, repeats: r.repeats}
 	var asm llm.Assembler
+	var out llm.Turn // set by the body once the stream ends well
 	defer func() {
-		out := asm.Turn()
+		if err != nil {
+			out = asm.Turn()
+		}
 		t.usage = out.Usage // a failed attempt is billed too
 		// Code runs on only in its container; a retry may continue a failed one's.
 		r.cont = cmp.Or(out.Container, r.cont)
@@ -247,7 +250,7 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 			return t, context.Cause(r.ctx)
 		}
 	}
-	out := asm.Turn()
+	out = asm.Turn()
 	if !out.Done {
 		return t, llm.ErrIncompleteStream
 	}
