@@ -170,3 +170,39 @@ func BenchmarkBigDispatch(b *testing.B) {
 		}
 	}
 }
+
+// manyStrings is a call of 10,000 short strings to a tool whose schema
+// reads one of its fields (an enum), so prepare unquotes some strings.
+var manyStrings = struct {
+	schema json.RawMessage
+	input  json.RawMessage
+}{
+	json.RawMessage(`{"type":"object","properties":{"op":{"enum":["add","sub"]},"lines":{"type":"array","items":{"type":"string"}}}}`),
+	json.RawMessage(`{"op":"add","lines":[` + strings.Repeat(`"some line of text",`, 10_000) + `"end"]}`),
+}
+
+// BenchmarkManyStringsDirect is the floor for manyStrings: decoding it as
+// encoding/json does into Go values.
+func BenchmarkManyStringsDirect(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		var v any
+		if err := json.Unmarshal(manyStrings.input, &v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkManyStringsPrepare is input checking alone for manyStrings.
+func BenchmarkManyStringsPrepare(b *testing.B) {
+	t, err := NewRaw("lines", "Take lines.", manyStrings.schema, func(context.Context, json.RawMessage) (llm.ToolResult, error) { return llm.ToolResult{}, nil })
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := prepare(t, manyStrings.input); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

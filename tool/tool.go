@@ -269,7 +269,7 @@ func unreadStrings(read map[string]bool) json2.Options {
 }
 
 // stringScopes reports whether schema s may read any string of an input,
-// or compare values whole; if not, it adds to names the properties under
+// or compare values whole, and adds to names the properties under
 // which it does, as a keyword under properties.p reads only at or below a
 // member p (through "$ref": "#" too). It walks values that are data (enum,
 // default) too: more reading, never less.
