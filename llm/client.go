@@ -182,7 +182,7 @@ func (c *Client) exchange(ctx context.Context, path string, body body, opts []op
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		resp.Body.Close()
 		err = newHTTPError(resp.StatusCode, resp.Header, body, c.now())
-	case ctx.Err() == nil && context.Cause(actx) != errIdleTimeout:
+	default: // unless the cause was ctx or the idle timer, as below
 		err = fmt.Errorf("%w: %w", errConnection, err)
 	}
 	if ctx.Err() != nil {

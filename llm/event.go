@@ -8,9 +8,9 @@ import (
 // An Event is one step of a streamed model turn: one of the exported types
 // below, or an unexported one that only an [Assembler] needs. Switch on the
 // events you show, and give every event to an Assembler. A turn is
-// MessageStart, then each content block's start, deltas and BlockStop,
-// then MessageDelta and MessageStop. Index is the block's position in the
-// message content.
+// MessageStart, then each content block's deltas (a tool use's after its
+// ToolUseStart) and BlockStop, then MessageDelta and MessageStop. Index is
+// the block's position in the message content.
 type Event interface{ isEvent() }
 
 // MessageStart opens a turn. Container is as in [MessageDelta].

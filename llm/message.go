@@ -55,7 +55,8 @@ type RedactedThinking struct {
 // object; an empty one means {}. Caller (raw JSON: {"type":"direct"} for the
 // model, or the code execution tool that made the call) and ToolsetName
 // (of a toolset member) are kept only so that the block goes back as it
-// came; they are empty when the API sent none.
+// came; they are empty when the API sent none. Input is shared, not copied,
+// once made: don't modify its bytes.
 type ToolUse struct {
 	ID          string          `json:"id"`
 	Name        string          `json:"name"`

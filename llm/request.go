@@ -158,7 +158,8 @@ func encodeRequest(r Request, count bool) (body, error) {
 	}
 	// A big tool input goes in a part of its own, where the encoder wrote {}:
 	// not checked again (IsObject remembers the Assembler's check), nor copied.
-	// Invalid UTF-8, which the encoder mends, is left to it (lone surrogates too).
+	// Invalid UTF-8, which the encoder mends, is left to it (lone surrogates too),
+	// and so is the whole body when Extra rewrites it.
 	var bigs [][]byte
 	for i, m := range r.Messages {
 		for j, b := range m.Content {
@@ -166,7 +167,7 @@ func encodeRequest(r Request, count bool) (body, error) {
 				return nil, fmt.Errorf("llm: message %d: content block %d is nil", i, j)
 			}
 			n += size(b)
-			if t, ok := b.(ToolUse); ok && len(t.Input) >= 64<<10 && apirules.IsUTF8Object(t.Input) {
+			if t, ok := b.(ToolUse); ok && (count || len(r.Extra) == 0) && len(t.Input) >= 64<<10 && apirules.IsUTF8Object(t.Input) {
 				bigs, n = append(bigs, t.Input), n-len(t.Input)
 			}
 		}
@@ -211,7 +212,7 @@ func encodeRequest(r Request, count bool) (body, error) {
 		return nil, err
 	}
 	if !count {
-		w.MaxTokens, w.Container, w.Stream = cmp.Or(max(r.MaxTokens, 0), DefaultMaxTokens), r.Container, true
+		w.MaxTokens, w.Container, w.Stream = r.maxTokens(), r.Container, true
 		if len(r.ContextEdits) > 0 {
 			w.ContextManagement = &wireEdits{r.ContextEdits}
 		}
@@ -242,7 +243,7 @@ func encodeRequest(r Request, count bool) (body, error) {
 	}
 	// Extra overrides the fields above, at the cost of a copy of the body.
 	var fields map[string]jsontext.Value
-	if err := json2.Unmarshal(slices.Concat(b...), &fields, lenient); err != nil {
+	if err := json2.Unmarshal(b[0], &fields, lenient); err != nil { // one part: nothing was spliced
 		return nil, err
 	}
 	for k, v := range r.Extra {
@@ -254,6 +255,9 @@ func encodeRequest(r Request, count bool) (body, error) {
 	out, err := json2.Marshal(fields, lenient, json2.Deterministic(true))
 	return body{out}, err
 }
+
+// maxTokens is the max_tokens sent for r: MaxTokens, or the default.
+func (r Request) maxTokens() int { return cmp.Or(max(r.MaxTokens, 0), DefaultMaxTokens) }
 
 // cached is a block with a cache breakpoint added to its JSON.
 type cached struct{ Block }

@@ -190,7 +190,7 @@ func TestSplicedInputs(t *testing.T) {
 				t.Fatal(err)
 			}
 			json.Unmarshal(wantBody, &want)
-			if m, ok := got.(map[string]any); ok && tt.req.Extra != nil || tt.req.Cache {
+			if m, ok := got.(map[string]any); ok && (tt.req.Extra != nil || tt.req.Cache) {
 				delete(m, "metadata") // what Extra and Cache add is TestRequestGolden's
 				msgs := m["messages"].([]any)
 				content := msgs[len(msgs)-1].(map[string]any)["content"].([]any)

@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -36,11 +35,7 @@ type attempt struct {
 
 // startChat starts the telemetry of an attempt at req, whose JSON is body.
 func startChat(in *telemetry.Instruments, ctx context.Context, req Request, b body) *attempt {
-	r := telemetry.ChatRequest{Model: req.Model, MaxTokens: cmp.Or(req.MaxTokens, DefaultMaxTokens)}
-	if in.Capture { // only recorded content reads the body
-		r.Body = slices.Concat(b...)
-	}
-	ch := in.StartChat(ctx, r)
+	ch := in.StartChat(ctx, telemetry.ChatRequest{Model: req.Model, MaxTokens: req.maxTokens(), Body: func() []byte { return slices.Concat(b...) }})
 	a := &attempt{Chat: ch}
 	if in.Capture && ch.Active() {
 		a.asm = new(Assembler)

@@ -74,9 +74,10 @@ func Spans(scope string, tp trace.TracerProvider, capture bool) *Instruments {
 type ChatRequest struct {
 	Model     string
 	MaxTokens int
-	// Body is the request's JSON, whose system prompt, tool names and
-	// messages are recorded when content is.
-	Body []byte
+	// Body returns the request's JSON, whose system prompt, tool names and
+	// messages are recorded when content is; only then is it called, since
+	// the JSON may have to be joined from parts (megabytes).
+	Body func() []byte
 }
 
 // A Chat is one attempt of a model call: its "chat {model}" span, and what
@@ -113,7 +114,7 @@ func (in *Instruments) StartChat(ctx context.Context, r ChatRequest) *Chat {
 			Name string `json:"name"`
 		} `json:"tools"`
 	}
-	if in.Capture && decode(r.Body, &body) {
+	if in.Capture && r.Body != nil && decode(r.Body(), &body) {
 		msgs := make([]attribute.Value, len(body.Messages))
 		for i, m := range body.Messages {
 			msgs[i] = m.value("")
