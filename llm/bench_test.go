@@ -222,3 +222,31 @@ func BenchmarkRequestBody(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkUnmarshalBigBlock decodes a whole 5 MiB tool_use block, as a
+// block start or a saved message may hold one: ours, and encoding/json
+// into the same block, the floor it was before.
+//
+//	go test ./llm -run '^$' -bench UnmarshalBigBlock -benchmem
+func BenchmarkUnmarshalBigBlock(b *testing.B) {
+	data, _ := json.Marshal(map[string]any{"type": "tool_use", "id": "toolu_1", "name": "write",
+		"input": map[string]any{"content": strings.Repeat("\tfmt.Println(\"héllo\")\n", 5<<20/24)}})
+	b.Run("ours", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := unmarshalBlock(data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var head struct{ Type string }
+			var tu ToolUse
+			if json.Unmarshal(data, &head) != nil || json.Unmarshal(data, &tu) != nil {
+				b.Fatal("decoding failed")
+			}
+		}
+	})
+}

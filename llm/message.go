@@ -9,6 +9,7 @@ import (
 
 	json2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 )
 
 // Role says who wrote a [Message].
@@ -226,7 +227,7 @@ func unmarshalBlock(data []byte) (Block, error) {
 	var head struct {
 		Type string `json:"type"`
 	}
-	if err := json.Unmarshal(data, &head); err != nil {
+	if err := json2.Unmarshal(data, &head, asV1); err != nil {
 		return nil, err
 	}
 	if head.Type == "" {
@@ -253,9 +254,13 @@ var decoders = map[string]func([]byte) (Block, error){"text": decodeAs[Text], "t
 // decodeAs unmarshals data into a block of type B.
 func decodeAs[B Block](data []byte) (Block, error) {
 	var b B
-	err := json.Unmarshal(data, &b)
+	err := json2.Unmarshal(data, &b, asV1)
 	return b, err
 }
+
+// asV1 reads JSON as encoding/json does, in one pass where it takes two
+// (a block start or a saved message may hold a 5 MiB tool input).
+var asV1 = jsonv1.DefaultOptionsV1()
 
 // TextOf returns the concatenated text of the [Text] blocks in blocks.
 func TextOf(blocks []Block) string {
