@@ -96,14 +96,18 @@ func BenchmarkSearch(b *testing.B) {
 func BenchmarkWriteFileOverwrite(b *testing.B) {
 	dir := b.TempDir()
 	text := strings.Repeat("line with \"quotes\" and a tab\t and é\n", 5<<20/40)
-	os.WriteFile(filepath.Join(dir, "big.txt"), []byte(text), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "big.txt"), []byte(text), 0o644); err != nil {
+		b.Fatal(err)
+	}
 	ws, err := Open(Config{Dir: dir})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer ws.Close()
 	reg := tool.NewRegistry(tool.Config{})
-	reg.Register(ws.WriteFile())
+	if err := reg.Register(ws.WriteFile()); err != nil {
+		b.Fatal(err)
+	}
 	input, _ := json.Marshal(WriteInput{Path: "big.txt", Content: strings.ToUpper(text)})
 	call := []llm.ToolUse{{ID: "toolu_1", Name: "write_file", Input: input}}
 	b.SetBytes(int64(len(text)))
