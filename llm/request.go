@@ -23,7 +23,7 @@ import (
 type Request struct {
 	Model     string    // the model name, for example "claude-sonnet-5-5"; required
 	MaxTokens int       // the output cap; zero means [DefaultMaxTokens]
-	System    string    // the system prompt; empty means none
+	System    string    // the system prompt; empty or blank means none
 	Messages  []Message // the conversation, starting with a user message
 	Tools     []ToolSpec
 	// ToolChoice constrains tool use. Nil means the API's default (auto).
@@ -140,7 +140,7 @@ func encodeRequest(r Request, count bool) (body, error) {
 		return nil, errors.New("llm: Request.Model is empty")
 	}
 	w := wireRequest{Model: r.Model, Messages: r.Messages}
-	if r.System != "" {
+	if !apirules.IsBlank(r.System) { // the API rejects a blank text block
 		w.System = []Block{Text{Text: r.System}}
 	}
 	// The body is written into one buffer sized for it, n and a margin (the

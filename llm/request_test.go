@@ -49,6 +49,7 @@ func TestRequestGolden(t *testing.T) {
 		req  Request
 	}{
 		{"minimal", Request{Model: "claude-x", Messages: conv[:1]}},
+		{"blank_system", Request{Model: "claude-x", System: " \n\t", Messages: conv[:1]}}, // sent as none: the API rejects a blank text block
 		{"full", Request{
 			Model: "claude-sonnet-4-6", MaxTokens: 1000, System: "Be brief.", Messages: conv, Tools: tools,
 			ToolChoice: &ToolChoice{Type: "any"}, Thinking: &ThinkingConfig{BudgetTokens: 500},
