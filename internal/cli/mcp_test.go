@@ -18,17 +18,22 @@ import (
 	"github.com/agentloop/agentloop/internal/testenv"
 )
 
+// shellLine returns words as one --mcp line, each word quoted as a shell
+// would, so that a clone whose path holds a space still splits back into
+// the same words.
+func shellLine(words []string) string {
+	quoted := make([]string, len(words))
+	for i, w := range words {
+		quoted[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+	}
+	return strings.Join(quoted, " ")
+}
+
 // TestMCPEverything drives the CLI with --mcp against the reference MCP
 // server from npm: the scripted model calls the server's echo tool, and the
 // server's real answer must come back to the model as the tool_result.
 func TestMCPEverything(t *testing.T) {
-	// The --mcp line, each word quoted as a shell would, so that a clone
-	// whose path holds a space still splits back into the same words.
-	var words []string
-	for _, w := range testenv.EverythingServer(t) {
-		words = append(words, "'"+strings.ReplaceAll(w, "'", `'\''`)+"'")
-	}
-	line := strings.Join(words, " ")
+	line := shellLine(testenv.EverythingServer(t))
 	// The servers get this marker through --mcp-env, and what they start
 	// inherits it, so that any process left behind can be found afterwards.
 	marker := "agentloop-mcp-test-" + strconv.Itoa(os.Getpid())
