@@ -276,15 +276,21 @@ func TestMCPEnv(t *testing.T) {
 	}
 }
 
-// TestMCPEnvInvalid checks that a bad --mcp-env exits 2 naming the flag,
-// without showing a value.
+// TestMCPEnvInvalid checks that a bad --mcp-env exits 2 naming the flag
+// and what is wrong, without showing a value.
 func TestMCPEnvInvalid(t *testing.T) {
-	for _, arg := range []string{"1BAD=sk-SECRET", "=x", "UNSET_VARIABLE_XYZ"} {
+	const names = ": want NAME=VALUE or NAME, with a name of letters, digits and underscores"
+	for _, tt := range []struct{ arg, want string }{
+		{"1BAD=sk-SECRET", `--mcp-env: environment entry "1BAD" is not NAME=VALUE` + names},
+		{"=x", `--mcp-env: environment entry "" is not NAME=VALUE` + names},
+		{"UNSET_VARIABLE_XYZ", "--mcp-env UNSET_VARIABLE_XYZ: UNSET_VARIABLE_XYZ is not set in this environment"},
+	} {
+		arg := tt.arg
 		h := newHarness(t)
 		r := h.run(strings.NewReader(""), "--mcp", "true", "--mcp-env", arg, "hi")
 		r.check(t, 2)
-		if !strings.Contains(r.stderr, "--mcp-env") || strings.Contains(r.stderr, "SECRET") {
-			t.Errorf("--mcp-env %s: stderr = %q", arg, r.stderr)
+		if !strings.Contains(r.stderr, tt.want) || strings.Contains(r.stderr, "SECRET") {
+			t.Errorf("--mcp-env %s: stderr = %q, want %q in it", arg, r.stderr, tt.want)
 		}
 		if n := len(h.srv.Requests()); n != 0 {
 			t.Errorf("--mcp-env %s: %d requests sent", arg, n)
