@@ -89,13 +89,14 @@ func compactionTrigger(cm *contextManagement) int {
 
 // prompt returns the messages the model reads: as the API does, it drops
 // every block before the last compaction block, which then opens the
-// prompt in its assistant message.
+// prompt in its assistant message, whose Text is of the blocks kept.
 func prompt(msgs []Message) []Message {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		for j := len(msgs[i].Content) - 1; j >= 0; j-- {
 			if msgs[i].Content[j].Type == "compaction" {
 				m := msgs[i]
 				m.Content = m.Content[j:]
+				m.Text = textOf(m.Content) // the dropped blocks' text is not read either
 				return append([]Message{m}, msgs[i+1:]...)
 			}
 		}

@@ -90,7 +90,8 @@ func TestContextManagementChecks(t *testing.T) {
 }
 
 // TestPromptAfterCompaction checks that the prompt the model reads starts
-// at the last compaction block, and that a conversation may open with a
+// at the last compaction block, that each prompt message's Text is of the
+// blocks kept, and that a conversation may open with a
 // compaction block, as an on-demand compaction's reply is sent back.
 func TestPromptAfterCompaction(t *testing.T) {
 	body := `{"model":"m","max_tokens":10,"messages":[` +
@@ -101,15 +102,22 @@ func TestPromptAfterCompaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
+	var got, texts []string
 	for _, m := range p.Prompt {
 		for _, b := range m.Content {
 			got = append(got, m.Role+":"+b.Type+":"+b.Text)
 		}
+		texts = append(texts, m.Text)
 	}
 	want := []string{"assistant:compaction:", "assistant:text:kept", "user:text:new"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Prompt (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"kept", "new"}, texts); diff != "" {
+		t.Errorf("Prompt's Text (-want +got):\n%s", diff)
+	}
+	if got := p.Messages[1].Text; got != "droppedkept" {
+		t.Errorf("Messages[1].Text = %q, want the whole message's text %q", got, "droppedkept")
 	}
 	opens := `{"model":"m","max_tokens":10,"messages":[{"role":"assistant","content":[{"type":"compaction","content":"S","signature":"x"}]},{"role":"user","content":"go on"}]}`
 	if err := CheckRequest([]byte(opens)); err != nil {

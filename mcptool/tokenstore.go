@@ -53,7 +53,9 @@ func loadToken(s TokenStore, key string) (*savedToken, error) {
 	}
 	var t savedToken
 	if err := json.Unmarshal(data, &t); err != nil {
-		return nil, fmt.Errorf("the token saved for %s: %w", key, err)
+		// The key, not the store's file: the caller authorizes afresh,
+		// and saving the new token replaces what could not be read.
+		return nil, fmt.Errorf("mcptool: the OAuth token saved for %s cannot be read: %w", key, err)
 	}
 	if t.Server != key {
 		return nil, nil // a store that mixed up its keys, such as a hash collision
@@ -92,21 +94,13 @@ func (d DirStore) file(key string) string {
 	return filepath.Join(string(d), hex.EncodeToString(sum[:12])+".json")
 }
 
-// Load implements TokenStore. A file that does not hold JSON, as Save
-// writes, is an error naming the file.
+// Load implements TokenStore.
 func (d DirStore) Load(key string) ([]byte, error) {
-	path := d.file(key)
-	b, err := os.ReadFile(path)
+	b, err := os.ReadFile(d.file(key))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	if !json.Valid(b) {
-		return nil, fmt.Errorf("token file %s: not JSON", path)
-	}
-	return b, nil
+	return b, err
 }
 
 // Save implements TokenStore. It writes a new file and renames it into

@@ -12,7 +12,8 @@ import (
 
 // TestDirStore checks a DirStore's round trip and what it does with files
 // it did not write: nothing saved is no token, a file that is not JSON is an
-// error naming it, and a token saved under another key is not returned.
+// error naming the server, and a token saved under another key is not
+// returned.
 func TestDirStore(t *testing.T) {
 	dir := DirStore(filepath.Join(t.TempDir(), "tokens"))
 	const key = "https://mcp.example.com/mcp"
@@ -48,7 +49,8 @@ func TestDirStore(t *testing.T) {
 	if err := os.WriteFile(dir.file(key), []byte("{not json"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := loadToken(dir, key); err == nil || !strings.Contains(err.Error(), dir.file(key)) {
-		t.Errorf("loadToken of a corrupt file = %v; want an error naming %s", err, dir.file(key))
+	const wantErr = "mcptool: the OAuth token saved for " + key + " cannot be read: "
+	if got, err := loadToken(dir, key); got != nil || err == nil || !strings.HasPrefix(err.Error(), wantErr) {
+		t.Errorf("loadToken of a corrupt file = %v, %v; want an error starting %q", got, err, wantErr)
 	}
 }

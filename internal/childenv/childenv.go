@@ -35,16 +35,18 @@ func Default() []string {
 func Check(env []string) error {
 	for _, kv := range env {
 		name, _, ok := strings.Cut(kv, "=")
-		if !ok || !validName(name) {
+		if !ok || !ValidName(name) {
 			return fmt.Errorf("environment entry %q is not NAME=VALUE", name)
 		}
 	}
 	return nil
 }
 
-// validName reports whether name is a portable environment variable
-// name: letters, digits and underscores, not starting with a digit.
-func validName(name string) bool {
+// ValidName reports whether name is a portable environment variable
+// name: letters, digits and underscores, not starting with a digit. Check
+// holds each entry's name to it; the CLI checks with it the names it is
+// given without a value (a bare --mcp-env, a .mcp.json's env keys).
+func ValidName(name string) bool {
 	if name == "" || '0' <= name[0] && name[0] <= '9' {
 		return false
 	}

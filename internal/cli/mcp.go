@@ -58,8 +58,8 @@ func (m *mcpFlags) check(getenv func(string) string) error {
 	m.getenv = getenv
 	for i, kv := range m.mcpEnv {
 		name, _, hasValue := strings.Cut(kv, "=")
-		if err := childenv.Check([]string{name + "="}); err != nil {
-			return usageError("--mcp-env: %v: want NAME=VALUE or NAME, with a name of letters, digits and underscores", err)
+		if !childenv.ValidName(name) {
+			return usageError("--mcp-env: environment entry %q is not NAME=VALUE: want NAME=VALUE or NAME, with a name of letters, digits and underscores", name)
 		}
 		if !hasValue {
 			v := getenv(name)

@@ -18,17 +18,22 @@ import (
 	"github.com/agentloop/agentloop/internal/testenv"
 )
 
+// shellLine returns words as one --mcp line, each word quoted as a shell
+// would, so that a clone whose path holds a space still splits back into
+// the same words.
+func shellLine(words []string) string {
+	quoted := make([]string, len(words))
+	for i, w := range words {
+		quoted[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+	}
+	return strings.Join(quoted, " ")
+}
+
 // TestMCPEverything drives the CLI with --mcp against the reference MCP
 // server from npm: the scripted model calls the server's echo tool, and the
 // server's real answer must come back to the model as the tool_result.
 func TestMCPEverything(t *testing.T) {
-	// The --mcp line, each word quoted as a shell would, so that a clone
-	// whose path holds a space still splits back into the same words.
-	var words []string
-	for _, w := range testenv.EverythingServer(t) {
-		words = append(words, "'"+strings.ReplaceAll(w, "'", `'\''`)+"'")
-	}
-	line := strings.Join(words, " ")
+	line := shellLine(testenv.EverythingServer(t))
 	// The servers get this marker through --mcp-env, and what they start
 	// inherits it, so that any process left behind can be found afterwards.
 	marker := "agentloop-mcp-test-" + strconv.Itoa(os.Getpid())
@@ -271,15 +276,21 @@ func TestMCPEnv(t *testing.T) {
 	}
 }
 
-// TestMCPEnvInvalid checks that a bad --mcp-env exits 2 naming the flag,
-// without showing a value.
+// TestMCPEnvInvalid checks that a bad --mcp-env exits 2 naming the flag
+// and what is wrong, without showing a value.
 func TestMCPEnvInvalid(t *testing.T) {
-	for _, arg := range []string{"1BAD=sk-SECRET", "=x", "UNSET_VARIABLE_XYZ"} {
+	const names = ": want NAME=VALUE or NAME, with a name of letters, digits and underscores"
+	for _, tt := range []struct{ arg, want string }{
+		{"1BAD=sk-SECRET", `--mcp-env: environment entry "1BAD" is not NAME=VALUE` + names},
+		{"=x", `--mcp-env: environment entry "" is not NAME=VALUE` + names},
+		{"UNSET_VARIABLE_XYZ", "--mcp-env UNSET_VARIABLE_XYZ: UNSET_VARIABLE_XYZ is not set in this environment"},
+	} {
+		arg := tt.arg
 		h := newHarness(t)
 		r := h.run(strings.NewReader(""), "--mcp", "true", "--mcp-env", arg, "hi")
 		r.check(t, 2)
-		if !strings.Contains(r.stderr, "--mcp-env") || strings.Contains(r.stderr, "SECRET") {
-			t.Errorf("--mcp-env %s: stderr = %q", arg, r.stderr)
+		if !strings.Contains(r.stderr, tt.want) || strings.Contains(r.stderr, "SECRET") {
+			t.Errorf("--mcp-env %s: stderr = %q, want %q in it", arg, r.stderr, tt.want)
 		}
 		if n := len(h.srv.Requests()); n != 0 {
 			t.Errorf("--mcp-env %s: %d requests sent", arg, n)

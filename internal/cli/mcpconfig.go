@@ -132,7 +132,7 @@ func parseMCPServer(name string, raw json.RawMessage, getenv func(string) string
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			if childenv.Check([]string{k + "="}) != nil {
+			if !childenv.ValidName(k) {
 				return mcpServer{}, fmt.Errorf("env: %q is not a variable name", k)
 			}
 			srv.env = append(srv.env, k+"="+x.expand("env."+k, e.Env[k]))

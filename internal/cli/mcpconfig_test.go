@@ -36,7 +36,8 @@ func TestMCPConfig(t *testing.T) {
 		"typo": {"comand": "x"},
 		"missing": {"command": "/nonexistent/mcp-server", "args": ["--token", "${MY_TOKEN}"]},
 		"unset": {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer ${NOT_SET_ANYWHERE}"}},
-		"wrongtype": {"command": "x", "args": "sk-SECRET"}
+		"wrongtype": {"command": "x", "args": "sk-SECRET"},
+		"badenv": {"command": "x", "env": {"BAD-NAME": "sk-SECRET"}}
 	}}`)
 	h := newHarness(t,
 		anthropictest.NewStream().ToolUse("toolu_e", "env", `{}`).Stop("tool_use"),
@@ -46,7 +47,7 @@ func TestMCPConfig(t *testing.T) {
 	r := h.run(strings.NewReader(""), "--mcp-config", path, "go")
 	r.check(t, 0)
 	for _, want := range []string{path + ": mcpServers.typo: unknown key \"comand\"", "mcpServers.unset: headers.Authorization: ${NOT_SET_ANYWHERE} is not set",
-		"mcpServers.wrongtype: args: want []string"} {
+		"mcpServers.wrongtype: args: want []string", `mcpServers.badenv: env: "BAD-NAME" is not a variable name`} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 		}

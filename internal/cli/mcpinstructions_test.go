@@ -10,12 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentloop/agentloop/internal/testenv"
-	"github.com/agentloop/agentloop/tool"
 )
 
 // instructionsServer starts a real MCP server (the go-sdk's) over
@@ -76,11 +76,7 @@ func everythingInstructions(t *testing.T) (string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var words []string
-	for _, w := range cmd {
-		words = append(words, "'"+strings.ReplaceAll(w, "'", `'\''`)+"'")
-	}
-	return strings.Join(words, " "), strings.TrimSpace(string(b))
+	return shellLine(cmd), strings.TrimSpace(string(b))
 }
 
 // TestMCPInstructions checks that the instructions each connected MCP
@@ -93,51 +89,53 @@ func TestMCPInstructions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	long := strings.Repeat("Call the tools in order. ", 1000) // 25,000 bytes
+	// The cap is written out, 4096 bytes, so that a wrong instructionsCap
+	// fails: 4,081 bytes of ASCII, then é after é, so that byte 4096 is the
+	// second of an é and the cut, on a rune boundary, keeps 4095 bytes.
+	long := strings.Repeat("Call the tools in order. ", 163) + "Then: " + strings.Repeat("é", 10000)
 	for _, tt := range []struct {
 		name string
-		// args returns the flags, given servers started for the case.
-		args func(t *testing.T) []string
-		want func(t *testing.T) string
+		// setup returns the flags, given servers started for the case, and
+		// the system prompt they must give.
+		setup func(t *testing.T) (args []string, want string)
 	}{{
 		name: "no servers",
-		args: func(*testing.T) []string { return []string{"--system", "Be brief."} },
-		want: func(*testing.T) string { return "Be brief." },
+		setup: func(*testing.T) ([]string, string) {
+			return []string{"--system", "Be brief."}, "Be brief."
+		},
 	}, {
 		name: "a server without instructions adds nothing",
-		args: func(*testing.T) []string {
-			return []string{"--system", "Be brief.", "--mcp", exe, "--mcp-env", "AGENTLOOP_TEST_MCP=1"}
+		setup: func(*testing.T) ([]string, string) {
+			return []string{"--system", "Be brief.", "--mcp", exe, "--mcp-env", "AGENTLOOP_TEST_MCP=1"}, "Be brief."
 		},
-		want: func(*testing.T) string { return "Be brief." },
 	}, {
 		name: "after --system and --append-system, in the order given",
-		args: func(t *testing.T) []string {
+		setup: func(t *testing.T) ([]string, string) {
 			return []string{"--system", "Be brief.", "--append-system", "Say when done.",
-				"--mcp", exe, "--mcp-env", "AGENTLOOP_TEST_MCP=1", // no instructions
-				"--mcp-url", instructionsServer(t, "zeta", "Zeta's tools are slow: call them once.\n"),
-				"--mcp-url", instructionsServer(t, "alpha", "  Alpha answers in French.  ")}
-		},
-		want: func(*testing.T) string {
-			return "Be brief.\n\nSay when done.\n\n" + instructionsBlock("zeta", "Zeta's tools are slow: call them once.") +
-				"\n\n" + instructionsBlock("alpha", "Alpha answers in French.")
+					"--mcp", exe, "--mcp-env", "AGENTLOOP_TEST_MCP=1", // no instructions
+					"--mcp-url", instructionsServer(t, "zeta", "Zeta's tools are slow: call them once.\n"),
+					"--mcp-url", instructionsServer(t, "alpha", "  Alpha answers in French.  ")},
+				"Be brief.\n\nSay when done.\n\n" + instructionsBlock("zeta", "Zeta's tools are slow: call them once.") +
+					"\n\n" + instructionsBlock("alpha", "Alpha answers in French.")
 		},
 	}, {
 		name: "without a system prompt, only the instructions",
-		args: func(t *testing.T) []string {
-			return []string{"--mcp-url", instructionsServer(t, "solo", "Use solo_ping first.")}
+		setup: func(t *testing.T) ([]string, string) {
+			return []string{"--mcp-url", instructionsServer(t, "solo", "Use solo_ping first.")},
+				instructionsBlock("solo", "Use solo_ping first.")
 		},
-		want: func(*testing.T) string { return instructionsBlock("solo", "Use solo_ping first.") },
 	}, {
-		name: "capped",
-		args: func(t *testing.T) []string {
-			return []string{"--system", "Be brief.", "--mcp-url", instructionsServer(t, "chatty", long)}
-		},
-		want: func(*testing.T) string {
-			return "Be brief.\n\n" + instructionsBlock("chatty", tool.Truncate(strings.TrimSpace(long), instructionsCap))
+		name: "capped at 4096 bytes, on a rune boundary",
+		setup: func(t *testing.T) ([]string, string) {
+			if len(long) != 24081 || utf8.RuneStart(long[4096]) || !utf8.RuneStart(long[4095]) {
+				t.Fatalf("the input does not have byte 4096 inside an é (%d bytes)", len(long))
+			}
+			return []string{"--system", "Be brief.", "--mcp-url", instructionsServer(t, "chatty", long)},
+				"Be brief.\n\n" + instructionsBlock("chatty", long[:4095]+"… [19986 more bytes]")
 		},
 	}, {
 		name: "a config file's servers, by their config names",
-		args: func(t *testing.T) []string {
+		setup: func(t *testing.T) ([]string, string) {
 			cfg := filepath.Join(t.TempDir(), "mcp.json")
 			b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
 				"second": map[string]string{"type": "http", "url": instructionsServer(t, "two", "Two.")},
@@ -146,24 +144,20 @@ func TestMCPInstructions(t *testing.T) {
 			if err := os.WriteFile(cfg, b, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			return []string{"--system", "Be brief.", "--mcp-config", cfg}
-		},
-		want: func(*testing.T) string {
-			return "Be brief.\n\n" + instructionsBlock("first", "One.") + "\n\n" + instructionsBlock("second", "Two.")
+			return []string{"--system", "Be brief.", "--mcp-config", cfg},
+				"Be brief.\n\n" + instructionsBlock("first", "One.") + "\n\n" + instructionsBlock("second", "Two.")
 		},
 	}, {
 		name: "the reference server from npm",
-		args: func(t *testing.T) []string {
-			line, _ := everythingInstructions(t)
-			return []string{"--system", "Be brief.", "--mcp", line}
-		},
-		want: func(t *testing.T) string {
-			_, in := everythingInstructions(t)
-			return "Be brief.\n\n" + instructionsBlock("mcp-servers_everything", in)
+		setup: func(t *testing.T) ([]string, string) {
+			line, in := everythingInstructions(t)
+			return []string{"--system", "Be brief.", "--mcp", line},
+				"Be brief.\n\n" + instructionsBlock("mcp-servers_everything", in)
 		},
 	}} {
 		t.Run(tt.name, func(t *testing.T) {
-			args := append([]string{"--tools", "calculator"}, tt.args(t)...)
+			args, want := tt.setup(t)
+			args = append([]string{"--tools", "calculator"}, args...)
 			h := newHarness(t, text("ok"))
 			r := h.run(strings.NewReader(""), append(args, "hi")...)
 			r.check(t, 0)
@@ -174,7 +168,7 @@ func TestMCPInstructions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.want(t), systemText(t, p.System)); diff != "" {
+			if diff := cmp.Diff(want, systemText(t, p.System)); diff != "" {
 				t.Errorf("system prompt (-want +got):\n%s", diff)
 			}
 		})

@@ -245,9 +245,8 @@ func (r *textRenderer) event(ev agent.Event, _ error) {
 			r.midLine = false
 		}
 		if r.lesson {
-			res := ev
 			r.line(r.style.phase("done") + r.style.dim(fmt.Sprintf(" %s after %s: %d input and %d output tokens",
-				res.State, plural(res.Iterations, "model turn", "model turns"), res.Usage.InputTokens+res.Usage.CacheReadInputTokens+res.Usage.CacheCreationInputTokens, res.Usage.OutputTokens)))
+				ev.State, plural(ev.Iterations, "model turn", "model turns"), ev.Usage.InputTokens+ev.Usage.CacheReadInputTokens+ev.Usage.CacheCreationInputTokens, ev.Usage.OutputTokens)))
 		}
 	}
 }
