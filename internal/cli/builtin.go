@@ -15,6 +15,7 @@ import (
 	"github.com/agentloop/agentloop/tools/calculator"
 	"github.com/agentloop/agentloop/tools/files"
 	"github.com/agentloop/agentloop/tools/permission"
+	"github.com/agentloop/agentloop/tools/sandbox"
 	"github.com/agentloop/agentloop/tools/shell"
 	"github.com/agentloop/agentloop/tools/web"
 )
@@ -48,6 +49,11 @@ type builtinOptions struct {
 	yes          bool
 	appendSystem string
 	secretEnv    []string
+	// --sandbox and --sandbox-net; check settles sandbox to workspace or
+	// off, with the notice to show when the default had to be off.
+	sandbox       string
+	sandboxNet    bool
+	sandboxNotice string
 	// The parsed --allow and --deny rules.
 	allowRules, denyRules []permission.Rule
 }
@@ -59,6 +65,8 @@ func defineBuiltinFlags(fs *flag.FlagSet, b *builtinOptions) {
 	fs.BoolVar(&b.yes, "yes", false, "")
 	fs.StringVar(&b.appendSystem, "append-system", "", "")
 	fs.Var((*listFlag)(&b.secretEnv), "secret-env", "")
+	fs.StringVar(&b.sandbox, "sandbox", "", "")
+	fs.BoolVar(&b.sandboxNet, "sandbox-net", false, "")
 }
 
 // check parses the rules, naming the flag of a bad one.
@@ -76,7 +84,7 @@ func (b *builtinOptions) check() error {
 			*f.rules = append(*f.rules, r)
 		}
 	}
-	return nil
+	return b.checkSandbox()
 }
 
 // parseTools expands --tools' names and groups, in order, each tool once.
@@ -116,7 +124,8 @@ type builtins struct {
 	ws     *files.Workspace // nil without file tools
 	names  []string         // the tools registered
 	policy *permission.Policy
-	asker  *terminalAsker // nil when there is no terminal to ask on
+	asker  *terminalAsker  // nil when there is no terminal to ask on
+	box    *sandbox.Policy // bash's sandbox; nil when bash is unconfined
 }
 
 // registerBuiltins registers the tools o names in reg.
@@ -144,7 +153,11 @@ func registerBuiltins(o *options, reg *tool.Registry) (*builtins, error) {
 				}
 			}
 		case name == shell.Name:
-			tools = append(tools, shell.New(shell.Config{Dir: dir, Env: os.Environ(), Secrets: o.builtin.secretEnv}))
+			var env []string
+			if b.box, env, err = o.builtin.sandboxPolicy(dir, os.Environ()); err != nil {
+				return nil, err
+			}
+			tools = append(tools, shell.New(shell.Config{Dir: dir, Env: env, Secrets: o.builtin.secretEnv, Sandbox: b.box}))
 		case name == web.Name:
 			tools = append(tools, web.New(web.Config{}))
 		case name == calculator.Name:
@@ -225,9 +238,18 @@ func (b *builtins) defaultSystem() string {
 			"The file tools work only inside the working directory and the added directories; paths outside them are refused. Relative paths are relative to the working directory.",
 			"Read a file before you edit it, and make the smallest edit that does the job. Prefer edit_file to rewriting a whole file.")
 	}
+	switch {
+	case slices.Contains(b.names, shell.Name) && b.box == nil:
+		rules = append(rules, "bash is not confined: it runs with the user's permissions. Keep its commands to the project, and never touch files outside it.")
+	case slices.Contains(b.names, shell.Name):
+		net := "it cannot use the network"
+		if b.box.Net {
+			net = "it may use the network"
+		}
+		rules = append(rules, "bash runs in a sandbox: it can read any file but write only in the working directory, the added directories and the temporary directory, and "+net+". Keep its commands to the project.")
+	}
 	if slices.Contains(b.names, shell.Name) {
-		rules = append(rules, "bash is not confined: it runs with the user's permissions. Keep its commands to the project, and never touch files outside it.",
-			"After changing code, build it and run its tests.")
+		rules = append(rules, "After changing code, build it and run its tests.")
 	}
 	if asks := slices.DeleteFunc(slices.Clone(b.names), func(n string) bool { return !slices.Contains(mutatingTools, n) }); len(asks) > 0 && !b.policy.AllowAll {
 		rules = append(rules, fmt.Sprintf("%s need the user's permission for each call unless a rule allows it. "+

@@ -115,7 +115,7 @@ func TestSystemPrompt(t *testing.T) {
 		want  []string // parts of the system prompt
 		not   []string
 	}{
-		{"default", nil, []string{"read_file", "write_file", "edit_file", "glob", "grep", "bash"},
+		{"default", []string{"--sandbox", "off"}, []string{"read_file", "write_file", "edit_file", "glob", "grep", "bash"},
 			[]string{"Working directory: " + dir + "\n", "Tools: read_file, write_file, edit_file, glob, grep, bash\n",
 				"paths outside them are refused", "bash is not confined", "write_file, edit_file, bash need the user's permission"},
 			[]string{"Added directories"}},
@@ -235,7 +235,9 @@ func TestEndToEnd(t *testing.T) {
 		step("toolu_1", "grep", `{"pattern":"func Sum"}`),
 		step("toolu_2", "read_file", `{"path":"sum.go"}`),
 		step("toolu_3", "edit_file", `{"path":"sum.go","old_string":"return a - b","new_string":"return a + b"}`),
-		step("toolu_4", "bash", `{"command":"go test ./..."}`),
+		// Under the default sandbox go builds into agentloop's own cache,
+		// which is cold here: the test's timeout leaves room for that.
+		step("toolu_4", "bash", `{"command":"go test ./...","timeout":600}`),
 		text("Fixed: Sum subtracted; it adds now, and go test passes."),
 	)
 	r := h.run(strings.NewReader(""), "--allow", "edit_file", "--allow", "bash(go test:*)", "fix the failing test")

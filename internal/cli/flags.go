@@ -63,7 +63,12 @@ Flags:
                       (web_fetch), all (the three groups), none, and
                       calculator
   --add-dir DIR       let the file tools use DIR too, besides the working
-                      directory (repeatable); bash is not confined
+                      directory, and sandboxed bash write there (repeatable)
+  --sandbox MODE      workspace: the kernel confines bash to writing in the
+                      working directory, each --add-dir and the temporary
+                      directory, with no TCP; off: bash is unconfined
+                      (default workspace where Linux has Landlock, else off)
+  --sandbox-net       let sandboxed bash open and accept TCP connections
   --allow RULE        run the calls RULE matches without asking (repeatable):
                       a tool, as in edit_file, or a tool and its command,
                       URL or path, exact as in 'bash(git status)' or a

@@ -30,7 +30,16 @@ func TestMain(m *testing.M) {
 		crashServer()
 		return
 	}
-	os.Exit(m.Run())
+	// bash's sandbox makes a build cache in the user's cache directory:
+	// the tests' goes away with them.
+	cache, err := os.MkdirTemp("", "agentloop-test-cache")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CACHE_HOME", cache)
+	code := m.Run()
+	os.RemoveAll(cache)
+	os.Exit(code)
 }
 
 const testKey = "sk-ant-test-SECRET-0123456789"

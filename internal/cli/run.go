@@ -9,6 +9,7 @@ import (
 	"iter"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/agentloop/agentloop/agent"
@@ -17,6 +18,7 @@ import (
 	"github.com/agentloop/agentloop/mcptool"
 	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/tool"
+	"github.com/agentloop/agentloop/tools/shell"
 )
 
 // Defaults shown in --help. They are the library's own, so that the CLI
@@ -237,6 +239,9 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 	var err error
 	if s.builtins, err = registerBuiltins(o, reg); err != nil {
 		return nil, err
+	}
+	if n := o.builtin.sandboxNotice; n != "" && slices.Contains(s.builtins.names, shell.Name) {
+		fmt.Fprintln(stderr, n)
 	}
 	s.connectMCP(ctx, o, reg, client)
 

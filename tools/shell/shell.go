@@ -11,11 +11,12 @@
 // A process that leaves the group on purpose (setsid, a detaching daemon)
 // is out of reach; a subreaper or a cgroup would be needed to follow it.
 //
-// The command is not confined: it can read and write anything the user
-// can. It gets the environment without ANTHROPIC_* and without the
-// variables marked secret, so that a prompt-injected command cannot read
-// the API key; guard the tool with a permission check
-// (package permission) and say so to the user.
+// Without [Config.Sandbox] the command is not confined: it can read and
+// write anything the user can. With it, the kernel confines the command
+// and everything it starts (package sandbox). Either way it gets the
+// environment without ANTHROPIC_* and without the variables marked secret,
+// so that a prompt-injected command cannot read the API key; guard the tool
+// with a permission check (package permission) and say so to the user.
 package shell
 
 import (
@@ -30,6 +31,7 @@ import (
 
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
+	"github.com/agentloop/agentloop/tools/sandbox"
 )
 
 // Name is the tool's name, as the model calls it.
@@ -62,6 +64,12 @@ type Config struct {
 	// MaxOutputBytes caps the output returned; the middle of a longer one
 	// is cut, keeping its head and tail. Default [DefaultMaxOutputBytes].
 	MaxOutputBytes int
+	// Sandbox, if set, confines every command to the policy, by the
+	// kernel: see package sandbox. Where the kernel cannot, each call
+	// fails with an is_error result; check with sandbox.Check first.
+	// Default nil: commands run unconfined, for library users who confine
+	// the whole process some other way (a container, a VM).
+	Sandbox *sandbox.Policy
 }
 
 // Input is the bash tool's input.
@@ -74,7 +82,13 @@ const description = `Run a shell command with bash -c in the working directory a
 The command runs without a terminal and with stdin empty, so use non-interactive flags (git --no-pager, apt-get -y). Each call starts a new shell: cd and variables do not carry over to the next call; chain commands with && instead.
 The default timeout is 120 seconds (at most 600, set with timeout); on timeout the command and every process it started are killed. Processes left in the background are killed when the command ends, unless they left the process group (setsid, nohup with a new session, daemons).
 Long output is cut in the middle, keeping its start and end; filter it (grep, head, tail) when you can.
-The command is NOT confined to the working directory: it runs with the user's permissions, so do not touch files outside the project. Prefer read_file, edit_file, glob and grep for files.`
+Prefer read_file, edit_file, glob and grep for files.`
+
+const unconfined = `
+The command is NOT confined to the working directory: it runs with the user's permissions, so do not touch files outside the project.`
+
+const confined = `
+The command runs in a sandbox: it can read any file but write only in these directories: %s. %s A write elsewhere fails with "Permission denied"; do not try to work around it.`
 
 // New returns the bash tool.
 func New(cfg Config) *tool.Tool {
@@ -91,7 +105,15 @@ func New(cfg Config) *tool.Tool {
 		cfg.Env = os.Environ()
 	}
 	env := Environ(cfg.Env, cfg.Secrets)
-	t, err := tool.New(Name, description, func(ctx context.Context, in Input) (any, error) {
+	desc := description + unconfined
+	if p := cfg.Sandbox; p != nil {
+		net := "It cannot open network connections."
+		if p.Net {
+			net = "It may use the network."
+		}
+		desc = description + fmt.Sprintf(confined, strings.Join(p.Write, ", "), net)
+	}
+	t, err := tool.New(Name, desc, func(ctx context.Context, in Input) (any, error) {
 		return run(ctx, cfg, env, in)
 	})
 	if err != nil {
@@ -150,6 +172,12 @@ func run(ctx context.Context, cfg Config, env []string, in Input) (any, error) {
 	}
 	out := newHeadTail(cfg.MaxOutputBytes)
 	cmd := exec.Command("bash", "-c", in.Command)
+	if cfg.Sandbox != nil {
+		var err error
+		if cmd, err = sandbox.Command(*cfg.Sandbox, "bash", "-c", in.Command); err != nil {
+			return nil, err
+		}
+	}
 	cmd.Dir, cmd.Env = cfg.Dir, env
 	status, err := runGroup(ctx, cmd, out, timeout)
 	if err != nil {
