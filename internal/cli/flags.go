@@ -64,8 +64,7 @@ Flags:
                       calculator
   --add-dir DIR       let the file tools use DIR too, besides the working
                       directory (repeatable); bash is not confined
-  --no-project-context
-                      do not read the instructions files (AGENTS.md, else
+  --no-project-context  read no instructions files (AGENTS.md, else
                       CLAUDE.md, from the repository's root down to the
                       working directory, and agentloop/AGENTS.md in the
                       user's config directory) or skills (.agents/skills,
