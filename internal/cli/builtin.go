@@ -17,6 +17,7 @@ import (
 	"github.com/agentloop/agentloop/tools/permission"
 	"github.com/agentloop/agentloop/tools/sandbox"
 	"github.com/agentloop/agentloop/tools/shell"
+	"github.com/agentloop/agentloop/tools/skills"
 	"github.com/agentloop/agentloop/tools/web"
 )
 
@@ -126,6 +127,11 @@ type builtins struct {
 	policy *permission.Policy
 	asker  *terminalAsker  // nil when there is no terminal to ask on
 	box    *sandbox.Policy // bash's sandbox; nil when bash is unconfined
+	// The project's context (context.go): its instructions files and
+	// skills, and a warning for each one skipped.
+	instructions []instructionsFile
+	skills       []skills.Skill
+	warnings     []string
 }
 
 // registerBuiltins registers the tools o names in reg.
@@ -135,12 +141,20 @@ func registerBuiltins(o *options, reg *tool.Registry) (*builtins, error) {
 		return nil, fmt.Errorf("the working directory: %w", err)
 	}
 	b := &builtins{dir: dir, names: o.tools}
+	b.instructions, b.warnings = o.project.instructionsFiles(dir)
+	var warnings []string
+	b.skills, warnings = o.project.findSkills(dir)
+	b.warnings = append(b.warnings, warnings...)
+	skillDirs := make([]string, len(b.skills))
+	for i, s := range b.skills {
+		skillDirs[i] = s.Dir // readable by the file tools, for the skills' files
+	}
 	var tools, wsTools []*tool.Tool
 	for _, name := range o.tools {
 		switch {
 		case slices.Contains(fileTools, name):
 			if b.ws == nil {
-				b.ws, err = files.Open(files.Config{Dir: dir, AddDirs: o.builtin.addDirs})
+				b.ws, err = files.Open(files.Config{Dir: dir, AddDirs: o.builtin.addDirs, ReadDirs: skillDirs})
 				if err != nil {
 					return nil, usageError("--add-dir: %v", err)
 				}
@@ -163,6 +177,9 @@ func registerBuiltins(o *options, reg *tool.Registry) (*builtins, error) {
 		case name == calculator.Name:
 			tools = append(tools, calculator.New())
 		}
+	}
+	if len(b.skills) > 0 {
+		tools = append(tools, skills.Tool(b.skills))
 	}
 	if err := reg.Register(tools...); err != nil {
 		b.close()
@@ -208,12 +225,14 @@ func (b *builtins) close() {
 }
 
 // system returns the system prompt: --system, or the default one when a
-// built-in tool besides the calculator is on, and then --append-system.
+// built-in tool besides the calculator is on, then the instructions files,
+// and then --append-system.
 func (b *builtins) system(o *options) string {
 	s := o.system
 	if s == "" && slices.ContainsFunc(b.names, func(n string) bool { return n != calculator.Name }) {
 		s = b.defaultSystem()
 	}
+	s = withInstructionsFiles(s, b.instructions)
 	if o.builtin.appendSystem != "" {
 		if s != "" {
 			s += "\n\n"

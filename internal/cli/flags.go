@@ -69,6 +69,11 @@ Flags:
                       directory, with no TCP; off: bash is unconfined
                       (default workspace where Linux has Landlock, else off)
   --sandbox-net       let sandboxed bash open and accept TCP connections
+  --no-project-context  read no instructions files (AGENTS.md, else
+                      CLAUDE.md, from the repository's root down to the
+                      working directory, and agentloop/AGENTS.md in the
+                      user's config directory) or skills (.agents/skills,
+                      .claude/skills, agentloop/skills in the config dir)
   --allow RULE        run the calls RULE matches without asking (repeatable):
                       a tool, as in edit_file, or a tool and its command,
                       URL or path, exact as in 'bash(git status)' or a
@@ -189,7 +194,8 @@ type options struct {
 	compaction    string // --compaction (compaction.go)
 	mcp           []string
 	mcpURL        []string
-	mcpFlags      // the other MCP flags, in mcp.go
+	mcpFlags                     // the other MCP flags, in mcp.go
+	project       contextOptions // AGENTS.md, CLAUDE.md and skills (context.go)
 	session       string
 	builtin       builtinOptions // the built-in tools' flags (builtin.go)
 	json          bool
@@ -265,6 +271,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		return nil, usageError("--thinking must be 0 (off) or a budget in tokens")
 	}
 
+	o.project.configDir = userConfigDir(getenv)
 	if err := o.mcpFlags.check(getenv); err != nil {
 		return nil, err
 	}
@@ -327,6 +334,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	o.mcpFlags.define(fs)
 	fs.StringVar(&o.session, "session", "", "")
 	defineBuiltinFlags(fs, &o.builtin)
+	o.project.define(fs)
 	defineDurableFlags(fs, &o.durable)
 	fs.BoolVar(&o.json, "json", false, "")
 	fs.BoolVar(&o.verbose, "v", false, "")

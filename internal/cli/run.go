@@ -243,6 +243,15 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 	if n := o.builtin.sandboxNotice; n != "" && slices.Contains(s.builtins.names, shell.Name) {
 		fmt.Fprintln(stderr, n)
 	}
+	for _, w := range s.builtins.warnings {
+		fmt.Fprintln(stderr, w)
+	}
+	for _, f := range s.builtins.instructions {
+		logger.Info("agentloop: instructions file loaded", "path", f.path, "bytes", len(f.text))
+	}
+	for _, sk := range s.builtins.skills {
+		logger.Info("agentloop: skill offered", "name", sk.Name, "dir", sk.Dir)
+	}
 	s.connectMCP(ctx, o, reg, client)
 
 	s.memCfg = memory.Config{

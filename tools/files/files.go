@@ -63,6 +63,10 @@ type Config struct {
 	// AddDirs are more directories the tools may read and write.
 	// Relative ones are resolved against Dir. Default none.
 	AddDirs []string
+	// ReadDirs are directories the tools may read but never write, such
+	// as the folders of skills. Relative ones are resolved against Dir.
+	// Default none.
+	ReadDirs []string
 }
 
 // A Workspace is a set of root directories and the file tools confined to
@@ -74,8 +78,9 @@ type Workspace struct {
 
 // A root is one directory the tools may use.
 type root struct {
-	path string // absolute, links resolved
-	r    *os.Root
+	path     string // absolute, links resolved
+	r        *os.Root
+	readOnly bool // one of Config.ReadDirs
 }
 
 // Open opens the roots cfg names. Each must be an existing directory.
@@ -85,7 +90,8 @@ func Open(cfg Config) (*Workspace, error) {
 		dir = "."
 	}
 	w := &Workspace{}
-	for i, d := range append([]string{dir}, cfg.AddDirs...) {
+	dirs := append([]string{dir}, cfg.AddDirs...)
+	for i, d := range append(dirs, cfg.ReadDirs...) {
 		if i > 0 && !filepath.IsAbs(d) {
 			d = filepath.Join(w.dir, d)
 		}
@@ -105,7 +111,7 @@ func Open(cfg Config) (*Workspace, error) {
 		if i == 0 {
 			w.dir = abs
 		}
-		w.roots = append(w.roots, &root{path: abs, r: r})
+		w.roots = append(w.roots, &root{path: abs, r: r, readOnly: i >= len(dirs)})
 	}
 	return w, nil
 }
@@ -123,12 +129,14 @@ func (w *Workspace) Close() error {
 // Dir returns the working directory, absolute and with links resolved.
 func (w *Workspace) Dir() string { return w.dir }
 
-// Roots returns the directories the tools may use, the working directory
-// first.
+// Roots returns the directories the tools may read and write, the working
+// directory first; Config.ReadDirs are not among them.
 func (w *Workspace) Roots() []string {
-	paths := make([]string, len(w.roots))
-	for i, r := range w.roots {
-		paths[i] = r.path
+	var paths []string
+	for _, r := range w.roots {
+		if !r.readOnly {
+			paths = append(paths, r.path)
+		}
 	}
 	return paths
 }
@@ -172,13 +180,20 @@ func (w *Workspace) locate(p string) (*root, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("resolving %s: %w", p, err)
 	}
+	// The deepest root that holds the path decides, so that a read-only
+	// directory inside the working directory stays read-only.
+	var found *root
+	var foundRel string
 	for _, r := range w.roots {
-		if rel, ok := within(r.path, real); ok {
-			if testHookLocated != nil {
-				testHookLocated()
-			}
-			return r, rel, nil
+		if rel, ok := within(r.path, real); ok && (found == nil || len(r.path) > len(found.path)) {
+			found, foundRel = r, rel
 		}
+	}
+	if found != nil {
+		if testHookLocated != nil {
+			testHookLocated()
+		}
+		return found, foundRel, nil
 	}
 	if real != abs {
 		return nil, "", fmt.Errorf("refused: %s leads, through a symbolic link, to %s, which is outside %s", p, real, w.rootList())
@@ -186,11 +201,30 @@ func (w *Workspace) locate(p string) (*root, string, error) {
 	return nil, "", fmt.Errorf("refused: %s is outside %s", p, w.rootList())
 }
 
+// locateWrite is locate for a path to be written: a read-only root
+// refuses it.
+func (w *Workspace) locateWrite(p string) (*root, string, error) {
+	r, rel, err := w.locate(p)
+	if err == nil && r.readOnly {
+		return nil, "", fmt.Errorf("refused: %s is in %s, which the file tools may read but not write", p, r.path)
+	}
+	return r, rel, err
+}
+
 // rootList names the roots for an error message.
 func (w *Workspace) rootList() string {
 	s := "the working directory " + w.dir
-	if len(w.roots) > 1 {
-		s += " and the added directories " + strings.Join(w.Roots()[1:], ", ")
+	if rw := w.Roots(); len(rw) > 1 {
+		s += " and the added directories " + strings.Join(rw[1:], ", ")
+	}
+	var ro []string
+	for _, r := range w.roots {
+		if r.readOnly {
+			ro = append(ro, r.path)
+		}
+	}
+	if len(ro) > 0 {
+		s += " (and, to read only, " + strings.Join(ro, ", ") + ")"
 	}
 	return s
 }

@@ -99,7 +99,7 @@ type change struct {
 // planWrite plans in; the file's old content is read only for a preview,
 // whose diff needs it: the write itself does not.
 func (w *Workspace) planWrite(in WriteInput, preview bool) (*change, error) {
-	r, rel, err := w.locate(in.Path)
+	r, rel, err := w.locateWrite(in.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +132,7 @@ func (w *Workspace) planEdit(in EditInput) (*change, error) {
 	if in.OldString == in.NewString {
 		return nil, errors.New("old_string and new_string are the same: there is nothing to change")
 	}
-	r, rel, err := w.locate(in.Path)
+	r, rel, err := w.locateWrite(in.Path)
 	if err != nil {
 		return nil, err
 	}
