@@ -83,15 +83,15 @@ func TestServerCrashMidRun(t *testing.T) {
 	other := connectInMemory(t, testServer("alpha", nil, nil), nil)
 	reg := registered(t, h, other)
 
-	before := reg.Run(t.Context(), []llm.ToolUse{{ID: "0", Name: "echo", Input: json.RawMessage(`{"message":"up"}`)}})
+	before := reg.Run(t.Context(), []llm.ToolUse{{ID: "0", Name: "mcp__helper__echo", Input: json.RawMessage(`{"message":"up"}`)}})
 	if diff := cmp.Diff([]llm.ToolResult{{ToolUseID: "0", Content: []llm.Block{llm.Text{Text: "up"}}}}, before); diff != "" {
 		t.Fatalf("before the crash (-want +got):\n%s", diff)
 	}
 
-	crash := reg.Run(t.Context(), []llm.ToolUse{{ID: "1", Name: "crash", Input: json.RawMessage(`{}`)}})
+	crash := reg.Run(t.Context(), []llm.ToolUse{{ID: "1", Name: "mcp__helper__crash", Input: json.RawMessage(`{}`)}})
 	after := reg.Run(t.Context(), []llm.ToolUse{
-		{ID: "2", Name: "echo", Input: json.RawMessage(`{"message":"still there?"}`)},
-		{ID: "3", Name: "alpha__echo", Input: json.RawMessage(`{"message":"yes"}`)},
+		{ID: "2", Name: "mcp__helper__echo", Input: json.RawMessage(`{"message":"still there?"}`)},
+		{ID: "3", Name: "mcp__alpha__echo", Input: json.RawMessage(`{"message":"yes"}`)},
 	})
 	for _, r := range []llm.ToolResult{crash[0], after[0]} {
 		text := llm.TextOf(r.Content)
@@ -128,7 +128,7 @@ func TestCloseLeavesNoProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := registered(t, s)
-	res := reg.Run(t.Context(), []llm.ToolUse{{ID: "1", Name: "spawn", Input: json.RawMessage(`{}`)}})
+	res := reg.Run(t.Context(), []llm.ToolUse{{ID: "1", Name: "mcp__helper__spawn", Input: json.RawMessage(`{}`)}})
 	if res[0].IsError {
 		t.Fatalf("spawn: %+v", res[0])
 	}
@@ -160,7 +160,7 @@ func TestCallAfterClose(t *testing.T) {
 	s := connectInMemory(t, testServer("alpha", nil, nil), nil)
 	reg := registered(t, s)
 	s.Close()
-	got := reg.Run(context.Background(), []llm.ToolUse{{ID: "1", Name: "echo", Input: json.RawMessage(`{"message":"x"}`)}})
+	got := reg.Run(context.Background(), []llm.ToolUse{{ID: "1", Name: "mcp__alpha__echo", Input: json.RawMessage(`{"message":"x"}`)}})
 	if !got[0].IsError || !strings.Contains(llm.TextOf(got[0].Content), `mcp server "alpha"`) {
 		t.Errorf("call after Close = %+v, want is_error naming the server", got[0])
 	}

@@ -48,7 +48,7 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	results := reg.Run(ctx, []llm.ToolUse{{ID: "toolu_1", Name: "greet", Input: json.RawMessage(`{"name":"Ada"}`)}})
+	results := reg.Run(ctx, []llm.ToolUse{{ID: "toolu_1", Name: "mcp__greeter__greet", Input: json.RawMessage(`{"name":"Ada"}`)}})
 	fmt.Println(srv.Name(), llm.TextOf(results[0].Content))
 	// Output: greeter Hello, Ada!
 }

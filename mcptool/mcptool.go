@@ -22,10 +22,11 @@ import (
 // Options configures a connection to a server. The zero value, and a nil
 // *Options, work.
 type Options struct {
-	// Name is the server's name: the prefix of namespaced tool names and
-	// the name in error messages. Empty means the name the server reports
-	// when it starts, and failing that the command's base name or the URL's
-	// host. It is cleaned to the characters a tool name allows.
+	// Name is the server's name: part of its tools' names (see
+	// [ToolName]) and the name in error messages. Empty means the name the
+	// server reports when it starts, and failing that the command's base
+	// name or the URL's host. It is cleaned to the characters a tool name
+	// allows, and at most 64 of them.
 	Name string
 	// Logger receives the lines the server writes to stderr, at Info, and
 	// connection trouble, at Warn. Nil discards them.
@@ -252,6 +253,7 @@ func connect(ctx context.Context, t mcp.Transport, opts *Options, fallback strin
 		name = fallback
 	}
 	s.name = cleanName(name, "mcp")
+	s.name = s.name[:min(len(s.name), maxName)]
 	s.session = session
 	s.logger = s.logger.With("mcp_server", s.name)
 	return s, nil
