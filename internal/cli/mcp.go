@@ -2,6 +2,9 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,6 +22,7 @@ import (
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/mcptool"
 	"github.com/agentloop/agentloop/tool"
+	"github.com/agentloop/agentloop/tools/shell"
 )
 
 // mcpFlags are the MCP flags beyond --mcp and --mcp-url, and what the
@@ -34,7 +38,16 @@ type mcpFlags struct {
 	// Set by check from the environment.
 	getenv   func(string) string
 	tokenDir string // where OAuth tokens are kept; empty: not kept
+	answers  string // the file of the answers about .mcp.json files; empty: not kept
 	header   http.Header
+	// urls are the --mcp-url URLs, expanded by check.
+	urls []string
+	// configServers are the servers of --mcp-config, read by check.
+	configServers []mcpServer
+	// secrets are the values no MCP note may show: the key, the token,
+	// and what the MCP flags and files took from the environment or
+	// passed in a header or variable.
+	secrets []string
 	// Set by attachTerminal: the terminal to ask the user on, if any, and
 	// whether it may be asked during a turn.
 	term           *terminal
@@ -51,23 +64,31 @@ func (m *mcpFlags) define(fs *flag.FlagSet) {
 	fs.DurationVar(&m.mcpTimeout, "mcp-timeout", 60*time.Second, "")
 }
 
-// check validates the flags and resolves what they take from the
-// environment. Its errors name the flag but never show a value, which may
-// be a secret.
-func (m *mcpFlags) check(getenv func(string) string) error {
+// check validates the flags, the --mcp-url URLs among them, and resolves
+// what they take from the environment: a bare --mcp-env NAME, and ${VAR}
+// in an --mcp-env value, an --mcp-header value or an --mcp-url, so that a
+// secret need not be on the command line, which every user of the machine
+// can read. It reads the --mcp-config file: the user named it, so any
+// fault in it is a usage error. Its errors name the flag but never show a
+// value, which may be a secret.
+func (m *mcpFlags) check(getenv func(string) string, urls []string) error {
 	m.getenv = getenv
+	x := &expander{getenv: getenv, values: &m.secrets}
+	m.secrets = append(m.secrets, getenv("ANTHROPIC_API_KEY"), getenv("ANTHROPIC_AUTH_TOKEN"))
 	for i, kv := range m.mcpEnv {
-		name, _, hasValue := strings.Cut(kv, "=")
+		name, value, hasValue := strings.Cut(kv, "=")
 		if !childenv.ValidName(name) {
 			return usageError("--mcp-env: environment entry %q is not NAME=VALUE: want NAME=VALUE or NAME, with a name of letters, digits and underscores", name)
 		}
 		if !hasValue {
-			v := getenv(name)
-			if v == "" {
+			value = getenv(name)
+			if value == "" {
 				return usageError("--mcp-env %s: %s is not set in this environment, so there is nothing to pass through", name, name)
 			}
-			m.mcpEnv[i] = name + "=" + v
 		}
+		value = x.expand("--mcp-env "+name, value)
+		m.mcpEnv[i] = name + "=" + value
+		m.secrets = append(m.secrets, value)
 	}
 	m.header = http.Header{}
 	for _, h := range m.mcpHeader {
@@ -76,7 +97,15 @@ func (m *mcpFlags) check(getenv func(string) string) error {
 		if !ok || !validHeaderName(name) {
 			return usageError("--mcp-header %q: want 'Name: value'", name)
 		}
-		m.header.Add(name, strings.TrimSpace(value))
+		value = x.expand("--mcp-header "+name, strings.TrimSpace(value))
+		m.header.Add(name, value)
+		m.secrets = append(m.secrets, value)
+	}
+	for _, u := range urls {
+		m.urls = append(m.urls, x.expand("--mcp-url "+u, u))
+	}
+	if x.err != nil {
+		return usageError("%v", x.err)
 	}
 	if m.mcpTimeout <= 0 {
 		return usageError("--mcp-timeout must be positive")
@@ -88,6 +117,14 @@ func (m *mcpFlags) check(getenv func(string) string) error {
 	}
 	if dir := userConfigDir(getenv); dir != "" {
 		m.tokenDir = filepath.Join(dir, "agentloop", "mcp-tokens")
+		m.answers = filepath.Join(dir, "agentloop", "mcp-json-answers.json")
+	}
+	if m.mcpConfig != "" {
+		var errs []error
+		m.configServers, errs = readMCPConfig(m.mcpConfig, x)
+		if len(errs) > 0 {
+			return usageError("--mcp-config: %w", errors.Join(errs...))
+		}
 	}
 	return nil
 }
@@ -126,7 +163,8 @@ func (m *mcpFlags) attachTerminal(stdin io.Reader, stderr io.Writer, isTerminal,
 }
 
 // mcpServers returns the servers the flags and config files name. What
-// cannot be read is noted and skipped.
+// cannot be read of a .mcp.json the user did not name is noted and
+// skipped.
 func (s *session) mcpServers(o *options) []mcpServer {
 	if o.demo {
 		// The demo is a fixed script, offline: no servers, and no
@@ -140,30 +178,160 @@ func (s *session) mcpServers(o *options) []mcpServer {
 	for _, line := range o.mcp {
 		servers = append(servers, mcpServer{what: fmt.Sprintf("%q", line), command: line, env: o.mcpEnv})
 	}
-	for _, u := range o.mcpURL {
-		servers = append(servers, mcpServer{what: u, url: u, header: o.header})
+	for i, u := range o.mcpURL {
+		servers = append(servers, mcpServer{what: u, url: o.urls[i], header: o.header})
 	}
-	config := o.mcpConfig
-	if config == "" {
-		// A repository's .mcp.json would start processes just by being
-		// there, so it is used only when the user says so.
-		if _, err := os.Stat(".mcp.json"); err == nil {
-			if o.term != nil && o.term.confirm("This directory has a .mcp.json. Start the MCP servers it lists?") {
-				config = ".mcp.json"
-			} else if o.term == nil {
-				s.render.note("./.mcp.json is not used: pass --mcp-config .mcp.json to start its MCP servers")
-			}
-		}
+	if o.mcpConfig != "" {
+		return append(servers, o.configServers...)
 	}
-	if config != "" {
-		found, errs := readMCPConfig(config, o.getenv)
+	return append(servers, s.projectServers(o)...)
+}
+
+// projectServers returns the servers of the working directory's .mcp.json,
+// if the user agrees to them. A repository's file would start processes,
+// and send what it likes where it likes, just by being there: it may not
+// use the key or a --secret-env variable, and it is used only when the
+// user agrees, on a terminal, after seeing each server's command or URL
+// and the variables it uses. The answer is remembered for the file's
+// content at its path, so that the question comes again only when the file
+// changes: asked on every run, people learn to say yes.
+func (s *session) projectServers(o *options) []mcpServer {
+	const path = ".mcp.json"
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		s.mcpNote("./%s cannot be read, and is not used: %v", path, err)
+		return nil
+	}
+	x := &expander{getenv: o.getenv, values: &o.secrets, refuse: o.secretName}
+	servers, errs := parseMCPConfig(path, b, x)
+	if len(servers) == 0 {
 		for _, err := range errs {
-			s.render.note("%v; continuing without it", err)
+			s.mcpNote("%v; not used", err)
 		}
-		servers = append(servers, found...)
+		return nil
 	}
+	noteErrors := func() {
+		for _, err := range errs {
+			s.mcpNote("%v; not used", err)
+		}
+	}
+	abs, _ := filepath.Abs(path)
+	sum := sha256.Sum256(append([]byte(abs+"\x00"), b...))
+	key := hex.EncodeToString(sum[:])
+	answers := readAnswers(o.answers)
+	yes, known := answers[key]
+	switch {
+	case known && yes:
+		s.mcpNote("./%s: starting its MCP servers, as you agreed to this version of it before", path)
+	case known:
+		s.mcpNote("./%s is not used, as you answered for this version of it before: pass --mcp-config %s to start its MCP servers", path, path)
+	case o.term == nil:
+		s.mcpNote("./%s is not used: pass --mcp-config %s to start its MCP servers", path, path)
+	default:
+		// What cannot be used is said first, so that the question is
+		// read knowing it: a file that reaches for the key shows it.
+		noteErrors()
+		errs = nil
+		var q strings.Builder
+		fmt.Fprintf(&q, "This directory has a %s that would start these MCP servers:\n", path)
+		for _, srv := range servers {
+			fmt.Fprintf(&q, "  %s: %s", srv.what, srv.shown)
+			if len(srv.vars) > 0 {
+				fmt.Fprintf(&q, " (using $%s)", strings.Join(srv.vars, ", $"))
+			}
+			q.WriteString("\n")
+		}
+		q.WriteString("Start them? Your answer holds until the file changes.")
+		yes = o.term.confirm(q.String())
+		answers[key] = yes
+		if err := writeAnswers(o.answers, answers); err != nil {
+			s.mcpNote("your answer about ./%s is not remembered: %v", path, err)
+		}
+		if !yes {
+			s.mcpNote("./%s is not used: pass --mcp-config %s to start its MCP servers", path, path)
+		}
+	}
+	if !yes {
+		return nil
+	}
+	noteErrors()
 	return servers
 }
+
+// secretName reports whether the variable name holds a secret that a
+// file the user did not name must not expand: ANTHROPIC_* and the
+// --secret-env variables, the ones bash does not get either.
+func (o *options) secretName(name string) bool {
+	return len(shell.Environ([]string{name + "="}, o.builtin.secretEnv)) == 0
+}
+
+// readAnswers reads the remembered answers about .mcp.json files: for the
+// SHA-256 of a file's absolute path, a NUL and its content, whether the
+// user agreed to it. A missing or unreadable file is no answers.
+func readAnswers(path string) map[string]bool {
+	answers := map[string]bool{}
+	if path != "" {
+		if b, err := os.ReadFile(path); err == nil {
+			_ = json.Unmarshal(b, &answers)
+		}
+	}
+	return answers
+}
+
+// writeAnswers saves answers at path, readable by the user alone, by a
+// rename, so that a crash leaves the old file or the new one.
+func writeAnswers(path string, answers map[string]bool) error {
+	if path == "" {
+		return errors.New("there is no user config directory to keep it in")
+	}
+	b, err := json.Marshal(answers)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".mcp-json-answers-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}
+
+// mcpNote shows a note about the MCP servers, with every secret the
+// session knows of scrubbed from it: an error may quote a URL or a line
+// that holds one.
+func (s *session) mcpNote(format string, args ...any) {
+	var keep []string
+	for _, v := range s.o.secrets {
+		if len(v) >= minSecret {
+			keep = append(keep, v)
+		}
+	}
+	for _, name := range s.o.builtin.secretEnv {
+		if v := s.o.getenv(name); len(v) >= minSecret {
+			keep = append(keep, v)
+		}
+	}
+	s.render.note("%s", redactor{secrets: keep}.scrub(fmt.Sprintf(format, args...)))
+}
+
+// minSecret is the length from which a value is taken for a secret in
+// notes: shorter ones, such as DEBUG=1, would scrub every "1".
+const minSecret = 8
 
 // connectMCP starts or connects to the MCP servers the flags and the
 // config file name. A server that fails is reported and skipped: the agent
@@ -194,13 +362,13 @@ func (s *session) connectMCP(ctx context.Context, o *options, reg *tool.Registry
 			if errors.Is(err, mcptool.ErrHandshakeTimeout) {
 				hint = fmt.Sprintf("; if it is only slow to start, give it longer with --mcp-timeout, such as --mcp-timeout %v", 2*o.mcpTimeout)
 			}
-			s.render.note("MCP server %s is not available; continuing without its tools: %v%s", srv.what, err, hint)
+			s.mcpNote("MCP server %s is not available; continuing without its tools: %v%s", srv.what, err, hint)
 			continue
 		}
 		s.servers = append(s.servers, conn)
 		// Register registers what it can and names what it could not.
 		if err := conn.Register(ctx, reg); err != nil {
-			s.render.note("MCP server %s: some of its tools are not available: %v", srv.what, err)
+			s.mcpNote("MCP server %s: some of its tools are not available: %v", srv.what, err)
 		}
 	}
 }
@@ -246,9 +414,9 @@ func (s *session) mcpOptions(o *options, srv mcpServer, model llm.Model) *mcptoo
 		Roots:            o.roots,
 		Progress: func(server, tool string, progress, total float64, message string) {
 			if total > 0 {
-				s.render.note("MCP %s: %s: %.0f/%.0f %s", server, tool, progress, total, message)
+				s.mcpNote("MCP %s: %s: %.0f/%.0f %s", server, tool, progress, total, message)
 			} else {
-				s.render.note("MCP %s: %s: %.0f %s", server, tool, progress, message)
+				s.mcpNote("MCP %s: %s: %.0f %s", server, tool, progress, message)
 			}
 		},
 	}
@@ -266,7 +434,7 @@ func (s *session) mcpOptions(o *options, srv mcpServer, model llm.Model) *mcptoo
 		}
 		oauth.OpenURL = func(ctx context.Context, u string) error { return s.openBrowser(o, srv.what, u) }
 		oauth.Refused = func() {
-			s.render.note("MCP server %s refused the saved authorization (revoked or expired); authorizing again", srv.what)
+			s.mcpNote("MCP server %s refused the saved authorization (revoked or expired); authorizing again", srv.what)
 		}
 		if o.tokenDir != "" {
 			oauth.Store = mcptool.DirStore(o.tokenDir)
@@ -295,7 +463,7 @@ var browserEnv = []string{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "D
 // a command with %s for the URL or the URL appended), else xdg-open or
 // open.
 func (s *session) openBrowser(o *options, what, u string) error {
-	s.render.note("MCP server %s needs your authorization. Opening a browser; if none opens, visit:\n  %s", what, u)
+	s.mcpNote("MCP server %s needs your authorization. Opening a browser; if none opens, visit:\n  %s", what, u)
 	var env []string
 	for _, k := range browserEnv {
 		if v := o.getenv(k); v != "" {

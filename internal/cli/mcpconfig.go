@@ -9,7 +9,9 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/agentloop/agentloop/internal/childenv"
 	"github.com/agentloop/agentloop/mcptool"
@@ -19,7 +21,8 @@ import (
 // config file.
 type mcpServer struct {
 	name string // the config file's key; empty for a flag
-	// what names the server in notes: its name, command line or URL.
+	// what names the server in notes: its name, command line or URL, as
+	// the user wrote it, before any ${VAR} was expanded.
 	what    string
 	command string   // stdio: a flag's command line, or a file's command
 	args    []string // stdio: a file's arguments
@@ -27,6 +30,11 @@ type mcpServer struct {
 	url     string   // http
 	header  http.Header
 	oauth   *mcptool.OAuth // http: the file's oauth settings, nil for none
+	// shown is a file's entry as the consent question shows it: the
+	// command and its arguments, or the URL, as written; vars are the
+	// variables it uses.
+	shown string
+	vars  []string
 }
 
 // mcpConfigKeys are the keys a server entry may have, Claude Code's
@@ -36,23 +44,32 @@ var mcpConfigKeys = []string{"type", "command", "args", "env", "url", "headers",
 // oauthConfigKeys are the keys of a server's oauth object.
 var oauthConfigKeys = []string{"clientId", "clientSecret", "callbackPort", "clientMetadataUrl", "grant", "privateKey", "privateKeyFile", "idp"}
 
-// readMCPConfig reads the servers of an .mcp.json file. It returns the
-// servers it could read and an error for each part it could not, naming
-// the file and the key, so that one bad entry costs only that server.
-// Values may use ${VAR} and ${VAR:-default}, expanded from getenv, so
-// that secrets stay out of the file; the errors name variables but never
-// show a value.
-func readMCPConfig(path string, getenv func(string) string) ([]mcpServer, []error) {
+// readMCPConfig reads the servers of the .mcp.json file at path. See
+// parseMCPConfig.
+func readMCPConfig(path string, x *expander) ([]mcpServer, []error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, []error{fmt.Errorf("MCP config %s: %w", path, err)}
 	}
+	return parseMCPConfig(path, b, x)
+}
+
+// parseMCPConfig reads the servers of b, an .mcp.json file read from
+// path. It returns the servers it could read and an error for each part it
+// could not, naming the file and the key, so that one bad entry costs only
+// that server. Values may use ${VAR} and ${VAR:-default}, expanded by x,
+// so that secrets stay out of the file; the errors name variables but
+// never show a value.
+func parseMCPConfig(path string, b []byte, x *expander) ([]mcpServer, []error) {
 	var file map[string]json.RawMessage
 	if err := json.Unmarshal(b, &file); err != nil {
 		return nil, []error{fmt.Errorf("MCP config %s is not valid JSON: %v", path, jsonErrorAt(b, err))}
 	}
 	raw, ok := file["mcpServers"]
 	if !ok {
+		if _, vscode := file["servers"]; vscode {
+			return nil, []error{fmt.Errorf(`MCP config %s: no "mcpServers" object, but a "servers" one, as VS Code's mcp.json has: rename it "mcpServers", the key of Claude Code's .mcp.json`, path)}
+		}
 		return nil, []error{fmt.Errorf("MCP config %s: no \"mcpServers\" object", path)}
 	}
 	var entries map[string]json.RawMessage
@@ -69,7 +86,7 @@ func readMCPConfig(path string, getenv func(string) string) ([]mcpServer, []erro
 		errs    []error
 	)
 	for _, name := range names {
-		srv, err := parseMCPServer(name, entries[name], getenv)
+		srv, err := parseMCPServer(name, entries[name], x)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("MCP config %s: mcpServers.%s: %w", path, name, err))
 			continue
@@ -89,7 +106,7 @@ func jsonErrorAt(b []byte, err error) string {
 }
 
 // parseMCPServer reads one server entry.
-func parseMCPServer(name string, raw json.RawMessage, getenv func(string) string) (mcpServer, error) {
+func parseMCPServer(name string, raw json.RawMessage, x *expander) (mcpServer, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil {
 		return mcpServer{}, fmt.Errorf("not an object")
@@ -105,7 +122,7 @@ func parseMCPServer(name string, raw json.RawMessage, getenv func(string) string
 			return mcpServer{}, fmt.Errorf("%s: %v", k, typeError(err))
 		}
 	}
-	x := expander{getenv: getenv}
+	x.start()
 	srv := mcpServer{name: name, what: fmt.Sprintf("%q", name)}
 	typ := e.Type
 	if typ == "" {
@@ -123,6 +140,7 @@ func parseMCPServer(name string, raw json.RawMessage, getenv func(string) string
 			return mcpServer{}, fmt.Errorf("url, headers and oauth are for http servers; this one has a command")
 		}
 		srv.command = x.expand("command", e.Command)
+		srv.shown = shownLine(append([]string{e.Command}, e.Args...))
 		for i, a := range e.Args {
 			srv.args = append(srv.args, x.expand(fmt.Sprintf("args[%d]", i), a))
 		}
@@ -145,6 +163,7 @@ func parseMCPServer(name string, raw json.RawMessage, getenv func(string) string
 			return mcpServer{}, fmt.Errorf("command, args and env are for stdio servers; this one has a url")
 		}
 		srv.url = x.expand("url", e.URL)
+		srv.shown = shownLine([]string{e.URL})
 		srv.header = http.Header{}
 		for k, v := range e.Headers {
 			if !validHeaderName(k) {
@@ -153,7 +172,7 @@ func parseMCPServer(name string, raw json.RawMessage, getenv func(string) string
 			srv.header.Set(k, x.expand("headers."+k, v))
 		}
 		if e.OAuth != nil {
-			o, err := parseOAuth(e.OAuth, &x)
+			o, err := parseOAuth(e.OAuth, x)
 			if err != nil {
 				return mcpServer{}, fmt.Errorf("oauth: %w", err)
 			}
@@ -167,6 +186,7 @@ func parseMCPServer(name string, raw json.RawMessage, getenv func(string) string
 	if x.err != nil {
 		return mcpServer{}, x.err
 	}
+	srv.vars = x.used
 	return srv, nil
 }
 
@@ -272,18 +292,41 @@ func parseOAuth(raw json.RawMessage, x *expander) (*mcptool.OAuth, error) {
 }
 
 // expander expands ${VAR} and ${VAR:-default} as Claude Code does, and
-// keeps the first error: a variable that is not set and has no default.
+// keeps the first error: a variable that is not set and has no default,
+// or one it must not expand.
 type expander struct {
 	getenv func(string) string
-	err    error
+	// refuse, when set, names the variables that must not be expanded
+	// here: the secrets a file the user did not choose must not get.
+	refuse func(name string) bool
+	// values collects every value expanded, for the notes to scrub.
+	values *[]string
+
+	err  error
+	used []string // the variables referred to since start
 }
 
 var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
 
+// start begins a new entry: no error, no variables used.
+func (x *expander) start() { x.err, x.used = nil, nil }
+
 func (x *expander) expand(key, s string) string {
 	return varRef.ReplaceAllStringFunc(s, func(ref string) string {
 		m := varRef.FindStringSubmatch(ref)
+		if !slices.Contains(x.used, m[1]) {
+			x.used = append(x.used, m[1])
+		}
+		if x.refuse != nil && x.refuse(m[1]) {
+			if x.err == nil {
+				x.err = fmt.Errorf("%s: ${%s} is a secret, and is expanded only in a file you name with --mcp-config", key, m[1])
+			}
+			return ""
+		}
 		if v := x.getenv(m[1]); v != "" {
+			if x.values != nil {
+				*x.values = append(*x.values, v)
+			}
 			return v
 		}
 		if m[2] != "" {
@@ -294,6 +337,21 @@ func (x *expander) expand(key, s string) string {
 		}
 		return ""
 	})
+}
+
+// shownLine returns words as one line for a question, each quoted as Go
+// would when it holds a blank, a quote or a character that is not
+// printable, so that a file cannot hide a word or reach the terminal
+// with an escape sequence.
+func shownLine(words []string) string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		out[i] = w
+		if w == "" || strings.ContainsFunc(w, func(r rune) bool { return !unicode.IsPrint(r) || unicode.IsSpace(r) || r == '"' || r == '\'' }) {
+			out[i] = strconv.Quote(w)
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 // validHeaderName reports whether name is an HTTP header name (a token).
