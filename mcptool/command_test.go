@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -64,6 +67,28 @@ func TestConnectCommandFailsToStart(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestHandshakeTimeoutKills checks that a server that does not complete
+// the handshake in time is killed at once, with SIGKILL, and is not first
+// given its stdin's end and SIGTERM with seconds to act on each, which a
+// stubborn server ignores: the start is bounded by HandshakeTimeout alone.
+func TestHandshakeTimeoutKills(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "signals")
+	cmd := helperCommand(t, "stubborn")
+	_, err := ConnectCommand(t.Context(), cmd, &Options{HandshakeTimeout: 50 * time.Millisecond, Env: []string{"STUBBORN_LOG=" + log}})
+	if !errors.Is(err, ErrHandshakeTimeout) {
+		t.Fatalf("error = %v, want ErrHandshakeTimeout", err)
+	}
+	if cmd.ProcessState == nil {
+		t.Fatal("the server was not waited for")
+	}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Errorf("the server ended with %v, want killed by SIGKILL", cmd.ProcessState)
+	}
+	if b, err := os.ReadFile(log); err == nil {
+		t.Errorf("the server was sent SIGTERM first: %q", b)
 	}
 }
 

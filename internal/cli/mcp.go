@@ -366,8 +366,13 @@ func (s *session) connectMCP(ctx context.Context, o *options, reg *tool.Registry
 			continue
 		}
 		s.servers = append(s.servers, conn)
-		// Register registers what it can and names what it could not.
-		if err := conn.Register(ctx, reg); err != nil {
+		// Register registers what it can and names what it could not. A
+		// server that does not list its tools must not hold the start
+		// up either.
+		listCtx, cancel := context.WithTimeout(ctx, o.mcpTimeout)
+		err = conn.Register(listCtx, reg)
+		cancel()
+		if err != nil {
 			s.mcpNote("MCP server %s: some of its tools are not available: %v", srv.what, err)
 		}
 	}
