@@ -213,28 +213,28 @@ func (s *session) projectServers(o *options) []mcpServer {
 		}
 		return nil
 	}
-	noteErrors := func() {
-		for _, err := range errs {
-			s.mcpNote("%v; not used", err)
-		}
-	}
 	abs, _ := filepath.Abs(path)
 	sum := sha256.Sum256(append([]byte(abs+"\x00"), b...))
 	key := hex.EncodeToString(sum[:])
 	answers := readAnswers(o.answers)
 	yes, known := answers[key]
+	if !known && o.term == nil {
+		s.mcpNote("./%s is not used: pass --mcp-config %s to start its MCP servers", path, path)
+		return nil
+	}
+	if yes || !known {
+		// Before the question, so that it is read knowing them: a file
+		// that reaches for the key shows it here.
+		for _, err := range errs {
+			s.mcpNote("%v; not used", err)
+		}
+	}
 	switch {
 	case known && yes:
 		s.mcpNote("./%s: starting its MCP servers, as you agreed to this version of it before", path)
 	case known:
 		s.mcpNote("./%s is not used, as you answered for this version of it before: pass --mcp-config %s to start its MCP servers", path, path)
-	case o.term == nil:
-		s.mcpNote("./%s is not used: pass --mcp-config %s to start its MCP servers", path, path)
 	default:
-		// What cannot be used is said first, so that the question is
-		// read knowing it: a file that reaches for the key shows it.
-		noteErrors()
-		errs = nil
 		var q strings.Builder
 		fmt.Fprintf(&q, "This directory has a %s that would start these MCP servers:\n", path)
 		for _, srv := range servers {
@@ -257,7 +257,6 @@ func (s *session) projectServers(o *options) []mcpServer {
 	if !yes {
 		return nil
 	}
-	noteErrors()
 	return servers
 }
 
