@@ -203,6 +203,18 @@ func crashServer() {
 		io.Copy(io.Discard, os.Stdin) // never answers the handshake
 		os.Exit(0)
 	}
+	if os.Getenv("AGENTLOOP_TEST_MCP_NOLIST") != "" {
+		// Completes the handshake, but never lists its tools.
+		srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method == "tools/list" {
+					<-ctx.Done()
+					return nil, ctx.Err()
+				}
+				return next(ctx, method, req)
+			}
+		})
+	}
 	if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		os.Exit(1)
 	}
@@ -325,6 +337,23 @@ func TestMCPHandshakeTimeout(t *testing.T) {
 	r.check(t, 0)
 	if !strings.Contains(r.stderr, "handshake timed out") || !strings.Contains(r.stderr, exe) {
 		t.Errorf("stderr:\n%s", r.stderr)
+	}
+}
+
+// TestMCPListTimeout checks that a server that completes the handshake
+// but never lists its tools does not hold the start up: --mcp-timeout
+// bounds the listing too, and the run goes on without it.
+func TestMCPListTimeout(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, text("fine"))
+	r := h.run(strings.NewReader(""), "--mcp", exe, "--mcp-env", "AGENTLOOP_TEST_MCP=1", "--mcp-env", "AGENTLOOP_TEST_MCP_NOLIST=1",
+		"--mcp-timeout", "200ms", "hi")
+	r.check(t, 0)
+	if !strings.Contains(r.stderr, "some of its tools are not available") || r.stdout != "fine\n" {
+		t.Errorf("stdout %q, stderr:\n%s", r.stdout, r.stderr)
 	}
 }
 
