@@ -2,9 +2,6 @@ package cli
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -22,7 +19,6 @@ import (
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/mcptool"
 	"github.com/agentloop/agentloop/tool"
-	"github.com/agentloop/agentloop/tools/shell"
 )
 
 // mcpFlags are the MCP flags beyond --mcp and --mcp-url, and what the
@@ -185,129 +181,6 @@ func (s *session) mcpServers(o *options) []mcpServer {
 		return append(servers, o.configServers...)
 	}
 	return append(servers, s.projectServers(o)...)
-}
-
-// projectServers returns the servers of the working directory's .mcp.json,
-// if the user agrees to them. A repository's file would start processes,
-// and send what it likes where it likes, just by being there: it may not
-// use the key or a --secret-env variable, and it is used only when the
-// user agrees, on a terminal, after seeing each server's command or URL
-// and the variables it uses. The answer is remembered for the file's
-// content at its path, so that the question comes again only when the file
-// changes: asked on every run, people learn to say yes.
-func (s *session) projectServers(o *options) []mcpServer {
-	const path = ".mcp.json"
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		s.mcpNote("./%s cannot be read, and is not used: %v", path, err)
-		return nil
-	}
-	x := &expander{getenv: o.getenv, values: &o.secrets, refuse: o.secretName}
-	servers, errs := parseMCPConfig(path, b, x)
-	if len(servers) == 0 {
-		for _, err := range errs {
-			s.mcpNote("%v; not used", err)
-		}
-		return nil
-	}
-	abs, _ := filepath.Abs(path)
-	sum := sha256.Sum256(append([]byte(abs+"\x00"), b...))
-	key := hex.EncodeToString(sum[:])
-	answers := readAnswers(o.answers)
-	yes, known := answers[key]
-	if !known && o.term == nil {
-		s.mcpNote("./%s is not used: pass --mcp-config %s to start its MCP servers", path, path)
-		return nil
-	}
-	if yes || !known {
-		// Before the question, so that it is read knowing them: a file
-		// that reaches for the key shows it here.
-		for _, err := range errs {
-			s.mcpNote("%v; not used", err)
-		}
-	}
-	switch {
-	case known && yes:
-		s.mcpNote("./%s: starting its MCP servers, as you agreed to this version of it before", path)
-	case known:
-		s.mcpNote("./%s is not used, as you answered for this version of it before: pass --mcp-config %s to start its MCP servers", path, path)
-	default:
-		var q strings.Builder
-		fmt.Fprintf(&q, "This directory has a %s that would start these MCP servers:\n", path)
-		for _, srv := range servers {
-			fmt.Fprintf(&q, "  %s: %s", srv.what, srv.shown)
-			if len(srv.vars) > 0 {
-				fmt.Fprintf(&q, " (using $%s)", strings.Join(srv.vars, ", $"))
-			}
-			q.WriteString("\n")
-		}
-		q.WriteString("Start them? Your answer holds until the file changes.")
-		yes = o.term.confirm(q.String())
-		answers[key] = yes
-		if err := writeAnswers(o.answers, answers); err != nil {
-			s.mcpNote("your answer about ./%s is not remembered: %v", path, err)
-		}
-		if !yes {
-			s.mcpNote("./%s is not used: pass --mcp-config %s to start its MCP servers", path, path)
-		}
-	}
-	if !yes {
-		return nil
-	}
-	return servers
-}
-
-// secretName reports whether the variable name holds a secret that a
-// file the user did not name must not expand: ANTHROPIC_* and the
-// --secret-env variables, the ones bash does not get either.
-func (o *options) secretName(name string) bool {
-	return len(shell.Environ([]string{name + "="}, o.builtin.secretEnv)) == 0
-}
-
-// readAnswers reads the remembered answers about .mcp.json files: for the
-// SHA-256 of a file's absolute path, a NUL and its content, whether the
-// user agreed to it. A missing or unreadable file is no answers.
-func readAnswers(path string) map[string]bool {
-	answers := map[string]bool{}
-	if path != "" {
-		if b, err := os.ReadFile(path); err == nil {
-			_ = json.Unmarshal(b, &answers)
-		}
-	}
-	return answers
-}
-
-// writeAnswers saves answers at path, readable by the user alone, by a
-// rename, so that a crash leaves the old file or the new one.
-func writeAnswers(path string, answers map[string]bool) error {
-	if path == "" {
-		return errors.New("there is no user config directory to keep it in")
-	}
-	b, err := json.Marshal(answers)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".mcp-json-answers-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
 }
 
 // mcpNote shows a note about the MCP servers, with every secret the
