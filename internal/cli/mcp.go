@@ -76,13 +76,12 @@ func (m *mcpFlags) check(getenv func(string) string, urls []string) error {
 		if !childenv.ValidName(name) {
 			return usageError("--mcp-env: environment entry %q is not NAME=VALUE: want NAME=VALUE or NAME, with a name of letters, digits and underscores", name)
 		}
-		if !hasValue {
-			value = getenv(name)
-			if value == "" {
-				return usageError("--mcp-env %s: %s is not set in this environment, so there is nothing to pass through", name, name)
-			}
+		if hasValue {
+			value = x.expand("--mcp-env "+name, value)
+		} else if value = getenv(name); value == "" {
+			// Passed through as it is: a value is not a template.
+			return usageError("--mcp-env %s: %s is not set in this environment, so there is nothing to pass through", name, name)
 		}
-		value = x.expand("--mcp-env "+name, value)
 		m.mcpEnv[i] = name + "=" + value
 		m.secrets = append(m.secrets, value)
 	}

@@ -226,12 +226,14 @@ func TestMCPFlagsFromEnvironment(t *testing.T) {
 		text("done"),
 	)
 	h.env["SERVER_TOKEN"] = "tok-SECRET-123"
-	r := h.run(strings.NewReader(""), "--mcp", exe, "--mcp-env", "AGENTLOOP_TEST_MCP=1", "--mcp-env", "TOKEN=${SERVER_TOKEN}",
+	h.env["LITERAL"] = "${UNSET_ONE}" // passed through by name, as it is, not expanded
+	r := h.run(strings.NewReader(""), "--mcp", exe, "--mcp-env", "AGENTLOOP_TEST_MCP=1", "--mcp-env", "TOKEN=${SERVER_TOKEN}", "--mcp-env", "LITERAL",
 		"--mcp-url", "http://127.0.0.1:1/mcp?key=${SERVER_TOKEN}", "--mcp-header", "Authorization: Bearer ${SERVER_TOKEN}", "go")
 	r.check(t, 0)
 	res := h.srv.Requests()[1].ToolResults()
-	if len(res) != 1 || !strings.Contains(res[0].Content[0].Text, "\nTOKEN=tok-SECRET-123") {
-		t.Errorf("the server's environment lacks TOKEN: %+v", res)
+	if len(res) != 1 || !strings.Contains(res[0].Content[0].Text, "\nTOKEN=tok-SECRET-123\n") ||
+		!strings.Contains(res[0].Content[0].Text, "\nLITERAL=${UNSET_ONE}") {
+		t.Errorf("the server's environment lacks TOKEN or LITERAL: %+v", res)
 	}
 	if !strings.Contains(r.stderr, "MCP server http://127.0.0.1:1/mcp?key=${SERVER_TOKEN} is not available") || strings.Contains(r.stderr, "tok-SECRET-123") {
 		t.Errorf("stderr:\n%s", r.stderr)
