@@ -186,18 +186,25 @@ func (s *session) mcpServers(o *options) []mcpServer {
 // session knows of scrubbed from it: an error may quote a URL or a line
 // that holds one.
 func (s *session) mcpNote(format string, args ...any) {
+	s.render.note("%s", redactor{secrets: s.o.knownSecrets()}.scrub(fmt.Sprintf(format, args...)))
+}
+
+// knownSecrets returns the values that no note or log may show: the key,
+// the token, the values of the --secret-env variables named in full, and
+// those the MCP flags and files passed or took from the environment.
+func (o *options) knownSecrets() []string {
 	var keep []string
-	for _, v := range s.o.secrets {
+	for _, v := range o.secrets {
 		if len(v) >= minSecret {
 			keep = append(keep, v)
 		}
 	}
-	for _, name := range s.o.builtin.secretEnv {
-		if v := s.o.getenv(name); len(v) >= minSecret {
+	for _, name := range o.builtin.secretEnv {
+		if v := o.getenv(name); len(v) >= minSecret {
 			keep = append(keep, v)
 		}
 	}
-	s.render.note("%s", redactor{secrets: keep}.scrub(fmt.Sprintf(format, args...)))
+	return keep
 }
 
 // minSecret is the length from which a value is taken for a secret in

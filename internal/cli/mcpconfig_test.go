@@ -215,7 +215,8 @@ func TestMCPConfigInWorkingDirectorySecrets(t *testing.T) {
 // TestMCPFlagsFromEnvironment checks that --mcp-url, --mcp-header and
 // --mcp-env values take ${VAR} from the environment, so that a secret need
 // not be on the command line, where ps shows it to every user; that an
-// unset one is a usage error; and that a note never shows the value.
+// unset one is a usage error; and that neither a note nor the -v log shows
+// the value.
 func TestMCPFlagsFromEnvironment(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -227,7 +228,8 @@ func TestMCPFlagsFromEnvironment(t *testing.T) {
 	)
 	h.env["SERVER_TOKEN"] = "tok-SECRET-123"
 	h.env["LITERAL"] = "${UNSET_ONE}" // passed through by name, as it is, not expanded
-	r := h.run(strings.NewReader(""), "--mcp", exe, "--mcp-env", "AGENTLOOP_TEST_MCP=1", "--mcp-env", "TOKEN=${SERVER_TOKEN}", "--mcp-env", "LITERAL",
+	// With -v, whose log names each HTTP request's URL.
+	r := h.run(strings.NewReader(""), "-v", "--mcp", exe, "--mcp-env", "AGENTLOOP_TEST_MCP=1", "--mcp-env", "TOKEN=${SERVER_TOKEN}", "--mcp-env", "LITERAL",
 		"--mcp-url", "http://127.0.0.1:1/mcp?key=${SERVER_TOKEN}", "--mcp-header", "Authorization: Bearer ${SERVER_TOKEN}", "go")
 	r.check(t, 0)
 	res := h.srv.Requests()[1].ToolResults()
