@@ -97,3 +97,13 @@ func ExampleConnectURL() {
 	defer srv.Close()
 	// ... srv.Register(ctx, reg) ...
 }
+
+// The model, permission rules and logs see a server's tools under these
+// names.
+func ExampleToolName() {
+	fmt.Println(mcptool.ToolName("github", "create_issue"))
+	fmt.Println(mcptool.ToolName("my files", "read.file"))
+	// Output:
+	// mcp__github__create_issue
+	// mcp__my_files__read_file
+}
