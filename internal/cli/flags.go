@@ -98,11 +98,11 @@ Flags:
                       through from this environment (repeatable); they get
                       only HOME, LOGNAME, PATH, SHELL, TERM and USER besides
   --mcp-header 'NAME: VALUE'
-                      send a header to every --mcp-url server (repeatable)
-                      Every user of the machine can read a command line
-                      (ps): give a secret to --mcp-url, --mcp-env and
-                      --mcp-header as '${VAR}', in single quotes, and it is
-                      taken from this environment, as in
+                      send a header to every --mcp-url server (repeatable).
+                      Warning: every user of the machine can read a
+                      command line (ps). Give a secret to --mcp-url,
+                      --mcp-env or --mcp-header as '${VAR}', in single
+                      quotes, and it is taken from this environment:
                       --mcp-header 'Authorization: Bearer ${GITHUB_TOKEN}'
   --mcp-config FILE   start or connect to the servers of a Claude Code style
                       .mcp.json: {"mcpServers": {NAME: {"command", "args",
