@@ -15,7 +15,7 @@ func benchCall(b *testing.B, s *Server) {
 	if err := s.Register(b.Context(), reg); err != nil {
 		b.Fatal(err)
 	}
-	calls := []llm.ToolUse{{ID: "1", Name: "echo", Input: json.RawMessage(`{"message":"hi"}`)}}
+	calls := []llm.ToolUse{{ID: "1", Name: ToolName(s.Name(), "echo"), Input: json.RawMessage(`{"message":"hi"}`)}}
 	b.ReportAllocs()
 	for b.Loop() {
 		if r := reg.Run(b.Context(), calls); r[0].IsError {

@@ -85,7 +85,7 @@ func capabilityServer(reported <-chan struct{}) *mcp.Server {
 
 func run1(t *testing.T, reg *tool.Registry, ctx context.Context, name string) llm.ToolResult {
 	t.Helper()
-	return reg.Run(ctx, []llm.ToolUse{{ID: "1", Name: name, Input: json.RawMessage(`{}`)}})[0]
+	return reg.Run(ctx, []llm.ToolUse{{ID: "1", Name: "mcp__caps__" + name, Input: json.RawMessage(`{}`)}})[0]
 }
 
 // TestProgress checks that a call's progress notifications reach
@@ -216,7 +216,7 @@ func TestToolListChanged(t *testing.T) {
 	msgs := make(chan string, 16)
 	s := connectInMemory(t, capabilityServer(nil), &Options{Logger: slog.New(signalHandler{slog.DiscardHandler, msgs})})
 	reg := registered(t, s)
-	if _, ok := reg.Lookup("late"); ok {
+	if _, ok := reg.Lookup("mcp__caps__late"); ok {
 		t.Fatal("late is registered before it exists")
 	}
 	if r := run1(t, reg, t.Context(), "grow"); r.IsError {

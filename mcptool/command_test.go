@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -67,6 +70,28 @@ func TestConnectCommandFailsToStart(t *testing.T) {
 	}
 }
 
+// TestHandshakeTimeoutKills checks that a server that does not complete
+// the handshake in time is killed at once, with SIGKILL, and is not first
+// given its stdin's end and SIGTERM with seconds to act on each, which a
+// stubborn server ignores: the start is bounded by HandshakeTimeout alone.
+func TestHandshakeTimeoutKills(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "signals")
+	cmd := helperCommand(t, "stubborn")
+	_, err := ConnectCommand(t.Context(), cmd, &Options{HandshakeTimeout: 50 * time.Millisecond, Env: []string{"STUBBORN_LOG=" + log}})
+	if !errors.Is(err, ErrHandshakeTimeout) {
+		t.Fatalf("error = %v, want ErrHandshakeTimeout", err)
+	}
+	if cmd.ProcessState == nil {
+		t.Fatal("the server was not waited for")
+	}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Errorf("the server ended with %v, want killed by SIGKILL", cmd.ProcessState)
+	}
+	if b, err := os.ReadFile(log); err == nil {
+		t.Errorf("the server was sent SIGTERM first: %q", b)
+	}
+}
+
 // TestServerCrashMidRun checks that a server dying during a call costs the
 // model only that server's tools: the call in flight and later ones are
 // is_error results naming the server, and another server's tools still work.
@@ -83,15 +108,15 @@ func TestServerCrashMidRun(t *testing.T) {
 	other := connectInMemory(t, testServer("alpha", nil, nil), nil)
 	reg := registered(t, h, other)
 
-	before := reg.Run(t.Context(), []llm.ToolUse{{ID: "0", Name: "echo", Input: json.RawMessage(`{"message":"up"}`)}})
+	before := reg.Run(t.Context(), []llm.ToolUse{{ID: "0", Name: "mcp__helper__echo", Input: json.RawMessage(`{"message":"up"}`)}})
 	if diff := cmp.Diff([]llm.ToolResult{{ToolUseID: "0", Content: []llm.Block{llm.Text{Text: "up"}}}}, before); diff != "" {
 		t.Fatalf("before the crash (-want +got):\n%s", diff)
 	}
 
-	crash := reg.Run(t.Context(), []llm.ToolUse{{ID: "1", Name: "crash", Input: json.RawMessage(`{}`)}})
+	crash := reg.Run(t.Context(), []llm.ToolUse{{ID: "1", Name: "mcp__helper__crash", Input: json.RawMessage(`{}`)}})
 	after := reg.Run(t.Context(), []llm.ToolUse{
-		{ID: "2", Name: "echo", Input: json.RawMessage(`{"message":"still there?"}`)},
-		{ID: "3", Name: "alpha__echo", Input: json.RawMessage(`{"message":"yes"}`)},
+		{ID: "2", Name: "mcp__helper__echo", Input: json.RawMessage(`{"message":"still there?"}`)},
+		{ID: "3", Name: "mcp__alpha__echo", Input: json.RawMessage(`{"message":"yes"}`)},
 	})
 	for _, r := range []llm.ToolResult{crash[0], after[0]} {
 		text := llm.TextOf(r.Content)
@@ -128,7 +153,7 @@ func TestCloseLeavesNoProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := registered(t, s)
-	res := reg.Run(t.Context(), []llm.ToolUse{{ID: "1", Name: "spawn", Input: json.RawMessage(`{}`)}})
+	res := reg.Run(t.Context(), []llm.ToolUse{{ID: "1", Name: "mcp__helper__spawn", Input: json.RawMessage(`{}`)}})
 	if res[0].IsError {
 		t.Fatalf("spawn: %+v", res[0])
 	}
@@ -160,7 +185,7 @@ func TestCallAfterClose(t *testing.T) {
 	s := connectInMemory(t, testServer("alpha", nil, nil), nil)
 	reg := registered(t, s)
 	s.Close()
-	got := reg.Run(context.Background(), []llm.ToolUse{{ID: "1", Name: "echo", Input: json.RawMessage(`{"message":"x"}`)}})
+	got := reg.Run(context.Background(), []llm.ToolUse{{ID: "1", Name: "mcp__alpha__echo", Input: json.RawMessage(`{"message":"x"}`)}})
 	if !got[0].IsError || !strings.Contains(llm.TextOf(got[0].Content), `mcp server "alpha"`) {
 		t.Errorf("call after Close = %+v, want is_error naming the server", got[0])
 	}

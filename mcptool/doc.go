@@ -43,13 +43,16 @@
 // A call is forwarded with its context, so cancelling the run cancels the
 // call on the server. The result maps onto a tool result: text as text,
 // PNG, JPEG, GIF and WebP images as images, PDF resources as documents,
-// structured content as its JSON (unless a text block already holds it),
-// and what the API cannot take (audio, resource links, other embedded
+// structured content as its JSON only when the result has no text (a
+// server is asked to repeat it as text, and the model needs it once), and
+// what the API cannot take (audio, resource links, other embedded
 // resources) as a line of text describing it, rather than silently
 // dropped. An MCP tool error becomes an is_error result with the server's
 // text. A server that crashes mid-run turns its tools' calls into is_error
 // results naming the server; the other tools keep working.
 //
-// When a tool's name is already taken in the registry, by a tool of another
-// server or any other tool, it is registered as server__tool instead.
+// Each tool is registered as mcp__server__tool ([ToolName]), as Claude
+// Code names MCP tools, so that the model, permission rules and logs can
+// tell which server a tool comes from, and two servers' tools of one name
+// both work.
 package mcptool

@@ -31,15 +31,16 @@ func TestEverythingServer(t *testing.T) {
 		// Tools this package cannot take are reported, not fatal.
 		t.Logf("Register: %v", err)
 	}
-	for _, name := range []string{"echo", "get-sum", "get-tiny-image"} {
-		if _, ok := reg.Lookup(name); !ok {
-			t.Fatalf("tool %q not registered", name)
+	name := func(tool string) string { return ToolName(s.Name(), tool) }
+	for _, tool := range []string{"echo", "get-sum", "get-tiny-image"} {
+		if _, ok := reg.Lookup(name(tool)); !ok {
+			t.Fatalf("tool %q not registered", name(tool))
 		}
 	}
 
 	got := reg.Run(t.Context(), []llm.ToolUse{
-		{ID: "1", Name: "echo", Input: json.RawMessage(`{"message":"hello from Go"}`)},
-		{ID: "2", Name: "get-sum", Input: json.RawMessage(`{"a":3,"b":5}`)},
+		{ID: "1", Name: name("echo"), Input: json.RawMessage(`{"message":"hello from Go"}`)},
+		{ID: "2", Name: name("get-sum"), Input: json.RawMessage(`{"a":3,"b":5}`)},
 	})
 	want := []llm.ToolResult{
 		{ToolUseID: "1", Content: []llm.Block{llm.Text{Text: "Echo: hello from Go"}}},
@@ -49,7 +50,7 @@ func TestEverythingServer(t *testing.T) {
 		t.Errorf("results (-want +got):\n%s", diff)
 	}
 
-	img := reg.Run(t.Context(), []llm.ToolUse{{ID: "3", Name: "get-tiny-image", Input: json.RawMessage(`{}`)}})[0]
+	img := reg.Run(t.Context(), []llm.ToolUse{{ID: "3", Name: name("get-tiny-image"), Input: json.RawMessage(`{}`)}})[0]
 	var images int
 	for _, b := range img.Content {
 		if im, ok := b.(llm.Image); ok && im.MediaType == "image/png" && strings.HasPrefix(im.Data, "iVBORw0KGgo") {

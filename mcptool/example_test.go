@@ -48,7 +48,7 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	results := reg.Run(ctx, []llm.ToolUse{{ID: "toolu_1", Name: "greet", Input: json.RawMessage(`{"name":"Ada"}`)}})
+	results := reg.Run(ctx, []llm.ToolUse{{ID: "toolu_1", Name: "mcp__greeter__greet", Input: json.RawMessage(`{"name":"Ada"}`)}})
 	fmt.Println(srv.Name(), llm.TextOf(results[0].Content))
 	// Output: greeter Hello, Ada!
 }
@@ -96,4 +96,14 @@ func ExampleConnectURL() {
 	}
 	defer srv.Close()
 	// ... srv.Register(ctx, reg) ...
+}
+
+// The model, permission rules and logs see a server's tools under these
+// names.
+func ExampleToolName() {
+	fmt.Println(mcptool.ToolName("github", "create_issue"))
+	fmt.Println(mcptool.ToolName("my files", "read.file"))
+	// Output:
+	// mcp__github__create_issue
+	// mcp__my_files__read_file
 }

@@ -36,6 +36,19 @@ func TestMain(m *testing.M) {
 		// A server that never answers: it reads and ignores its input.
 		io.Copy(io.Discard, os.Stdin)
 		os.Exit(0)
+	case "stubborn":
+		// A server that never answers, ignores the end of its input and
+		// SIGTERM, and records each SIGTERM in the file $STUBBORN_LOG.
+		terms := make(chan os.Signal, 1)
+		signal.Notify(terms, syscall.SIGTERM)
+		go io.Copy(io.Discard, os.Stdin)
+		for range terms {
+			f, err := os.OpenFile(os.Getenv("STUBBORN_LOG"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+			if err == nil {
+				fmt.Fprintln(f, "SIGTERM")
+				f.Close()
+			}
+		}
 	case "grandchild":
 		helperGrandchild()
 	default:

@@ -22,10 +22,11 @@ import (
 // Options configures a connection to a server. The zero value, and a nil
 // *Options, work.
 type Options struct {
-	// Name is the server's name: the prefix of namespaced tool names and
-	// the name in error messages. Empty means the name the server reports
-	// when it starts, and failing that the command's base name or the URL's
-	// host. It is cleaned to the characters a tool name allows.
+	// Name is the server's name: part of its tools' names (see
+	// [ToolName]) and the name in error messages. Empty means the name the
+	// server reports when it starts, and failing that the command's base
+	// name or the URL's host. It is cleaned to the characters a tool name
+	// allows, and at most 64 of them.
 	Name string
 	// Logger receives the lines the server writes to stderr, at Info, and
 	// connection trouble, at Warn. Nil discards them.
@@ -49,7 +50,8 @@ type Options struct {
 	// error saying it requires authorization.
 	OAuth *OAuth
 	// HandshakeTimeout bounds the MCP handshake: a server that has not
-	// completed it by then fails to connect, with an error naming it. The
+	// completed it by then fails to connect, with an error naming it, and
+	// a command is killed at once rather than asked to stop. The
 	// time a user spends authorizing in the browser does not count. Zero
 	// means 60s, long enough for npx to fetch a server package.
 	HandshakeTimeout time.Duration
@@ -163,7 +165,9 @@ func ConnectURL(ctx context.Context, rawURL string, opts *Options) (*Server, err
 // environment [Options.Env] describes; a non-nil one is the caller's
 // choice and is used as it is, with Options.Env added. The server's stderr
 // goes to the logger, and its last lines into the error if it fails to
-// start. ctx bounds only the start and the handshake.
+// start. ctx bounds only the start and the handshake. A server that fails
+// the handshake, or does not complete it in time, is killed at once, with
+// whatever it started.
 func ConnectCommand(ctx context.Context, cmd *exec.Cmd, opts *Options) (*Server, error) {
 	// Errors name the server by Options.Name when there is one, else by
 	// its command line: the caller who named it may have put a secret in
@@ -188,10 +192,12 @@ func ConnectCommand(ctx context.Context, cmd *exec.Cmd, opts *Options) (*Server,
 	cmd.Env = append(cmd.Env, extra...)
 	base := filepath.Base(cmd.Path)
 	p := startProcess(cmd, opts.logger().With("mcp_command", base))
-	s, err := connect(ctx, &mcp.CommandTransport{Command: cmd}, opts, base, nil)
+	t := &startingTransport{CommandTransport: mcp.CommandTransport{Command: cmd}, p: p}
+	s, err := connect(ctx, t, opts, base, nil)
 	if err != nil {
 		// A failed handshake has already closed the connection, which
-		// waited for the process, so its stderr is complete.
+		// killed the process and waited for it, so its stderr is
+		// complete.
 		p.cleanup()
 		err = fmt.Errorf("mcptool: start server %q: %w", line, err)
 		if tail := p.stderr.tail(); tail != "" {
@@ -199,6 +205,7 @@ func ConnectCommand(ctx context.Context, cmd *exec.Cmd, opts *Options) (*Server,
 		}
 		return nil, err
 	}
+	t.started.Store(true)
 	s.proc = p
 	return s, nil
 }
@@ -252,6 +259,7 @@ func connect(ctx context.Context, t mcp.Transport, opts *Options, fallback strin
 		name = fallback
 	}
 	s.name = cleanName(name, "mcp")
+	s.name = s.name[:min(len(s.name), maxName)]
 	s.session = session
 	s.logger = s.logger.With("mcp_server", s.name)
 	return s, nil

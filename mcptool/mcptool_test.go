@@ -71,6 +71,10 @@ func testServer(name string, started, cancelled chan<- struct{}) *mcp.Server {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: map[string]int{"answer": 42}}, nil
 		})
+	s.AddTool(&mcp.Tool{Name: "structured_image", Description: "Returns structured content and an image.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{MIMEType: "image/png", Data: png}}, StructuredContent: map[string]int{"answer": 42}}, nil
+		})
 	s.AddTool(&mcp.Tool{Name: "dotted.name", Description: "Has a name the API rejects.", InputSchema: json.RawMessage(dottedSchema)},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(req.Params.Arguments)}}}, nil
@@ -145,14 +149,16 @@ func TestCall(t *testing.T) {
 			llm.Text{Text: "[image omitted: 6 bytes of image/svg+xml, a type the model cannot read]"},
 		}}},
 		{"structured", `{}`, llm.ToolResult{Content: []llm.Block{llm.Text{Text: `{"answer":42}`}}}},
-		{"structured_too", `{}`, llm.ToolResult{Content: []llm.Block{llm.Text{Text: "The answer is 42."}, llm.Text{Text: `{"answer":42}`}}}},
+		// With text, the text alone: not the same content twice.
+		{"structured_too", `{}`, llm.ToolResult{Content: []llm.Block{llm.Text{Text: "The answer is 42."}}}},
 		{"structured_too", `{"repeat":true}`, llm.ToolResult{Content: []llm.Block{llm.Text{Text: `{ "answer": 42 }`}}}},
+		{"structured_image", `{}`, llm.ToolResult{Content: []llm.Block{llm.Image{MediaType: "image/png", Data: b64}, llm.Text{Text: `{"answer":42}`}}}},
 		// The model calls the cleaned name; the server gets its own.
 		{"dotted_name", `{"n":3}`, llm.ToolResult{Content: []llm.Block{llm.Text{Text: `{"n":3}`}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := reg.Run(t.Context(), []llm.ToolUse{{ID: "id1", Name: tt.name, Input: json.RawMessage(tt.input)}})
+			got := reg.Run(t.Context(), []llm.ToolUse{{ID: "id1", Name: "mcp__alpha__" + tt.name, Input: json.RawMessage(tt.input)}})
 			tt.want.ToolUseID = "id1"
 			if diff := cmp.Diff([]llm.ToolResult{tt.want}, got); diff != "" {
 				t.Errorf("result (-want +got):\n%s", diff)
@@ -167,11 +173,14 @@ func TestToolsPassSchemaThrough(t *testing.T) {
 	var spec llm.ToolSpec
 	for _, sp := range registered(t, s).Specs() {
 		names = append(names, sp.Name)
-		if sp.Name == "dotted_name" {
+		if sp.Name == "mcp__alpha__dotted_name" {
 			spec = sp
 		}
 	}
-	want := []string{"dotted_name", "echo", "fail", "image", "mixed", "slow", "structured", "structured_too"}
+	var want []string
+	for _, n := range []string{"dotted_name", "echo", "fail", "image", "mixed", "slow", "structured", "structured_image", "structured_too"} {
+		want = append(want, "mcp__alpha__"+n)
+	}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Fatalf("tool names (-want +got):\n%s", diff)
 	}
@@ -188,13 +197,15 @@ func TestToolsPassSchemaThrough(t *testing.T) {
 	}
 }
 
-func TestRegisterNamespacesClashes(t *testing.T) {
+// TestRegisterPrefixesServer checks that each server's tools carry its
+// name, so that two servers' tools of one name both work.
+func TestRegisterPrefixesServer(t *testing.T) {
 	alpha := connectInMemory(t, testServer("alpha", nil, nil), nil)
 	beta := connectInMemory(t, testServer("beta", nil, nil), nil)
 	reg := registered(t, alpha, beta)
 	got := reg.Run(t.Context(), []llm.ToolUse{
-		{ID: "a", Name: "echo", Input: json.RawMessage(`{"message":"x"}`)},
-		{ID: "b", Name: "beta__echo", Input: json.RawMessage(`{"message":"y"}`)},
+		{ID: "a", Name: "mcp__alpha__echo", Input: json.RawMessage(`{"message":"x"}`)},
+		{ID: "b", Name: "mcp__beta__echo", Input: json.RawMessage(`{"message":"y"}`)},
 	})
 	want := []llm.ToolResult{
 		{ToolUseID: "a", Content: []llm.Block{llm.Text{Text: "alpha: x"}}},
@@ -205,7 +216,7 @@ func TestRegisterNamespacesClashes(t *testing.T) {
 	}
 	// Registering the same server again has nowhere left to go.
 	err := beta.Register(t.Context(), reg)
-	if err == nil || !strings.Contains(err.Error(), `server "beta": tool "beta__echo": duplicate tool name`) {
+	if err == nil || !strings.Contains(err.Error(), `server "beta": tool "mcp__beta__echo": duplicate tool name`) {
 		t.Errorf("second Register error = %v, want one naming beta's echo", err)
 	}
 }
@@ -218,7 +229,7 @@ func TestCancelReachesServer(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan []llm.ToolResult)
 	go func() {
-		done <- reg.Run(ctx, []llm.ToolUse{{ID: "s", Name: "slow", Input: json.RawMessage(`{}`)}})
+		done <- reg.Run(ctx, []llm.ToolUse{{ID: "s", Name: "mcp__alpha__slow", Input: json.RawMessage(`{}`)}})
 	}()
 	<-started
 	cancel()
@@ -263,7 +274,7 @@ func TestConnectURL(t *testing.T) {
 	if s.Name() != "web" {
 		t.Errorf("Name() = %q, want web", s.Name())
 	}
-	got := registered(t, s).Run(t.Context(), []llm.ToolUse{{ID: "1", Name: "echo", Input: json.RawMessage(`{"message":"over http"}`)}})
+	got := registered(t, s).Run(t.Context(), []llm.ToolUse{{ID: "1", Name: "mcp__web__echo", Input: json.RawMessage(`{"message":"over http"}`)}})
 	want := []llm.ToolResult{{ToolUseID: "1", Content: []llm.Block{llm.Text{Text: "web: over http"}}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("result (-want +got):\n%s", diff)
@@ -282,25 +293,32 @@ func TestConnectURLErrors(t *testing.T) {
 	ts.Client().CloseIdleConnections()
 }
 
-func TestCleanName(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"echo", "echo"},
-		{"get-sum", "get-sum"},
-		{"a.b/c d", "a_b_c_d"},
-		{"é", "__"},
-		{"", "fallback"},
-		{strings.Repeat("x", 70), strings.Repeat("x", 64)},
+func TestToolName(t *testing.T) {
+	long := strings.Repeat("x", 60)
+	tests := []struct{ server, tool, want string }{
+		{"github", "create_issue", "mcp__github__create_issue"},
+		{"everything", "get-sum", "mcp__everything__get-sum"},
+		{"my server", "a.b/c", "mcp__my_server__a_b_c"},
+		{"é", "t", "mcp______t"},
+		// Cut to 64, ending in a hash of the whole, so that long names
+		// that differ only at the end stay apart.
+		{"s", long + "1", "mcp__s__" + long[:47] + "_7861a61c"},
+		{"s", long + "2", "mcp__s__" + long[:47] + "_f43c21bc"},
 	}
 	for _, tt := range tests {
-		if got := cleanName(tt.in, "fallback"); got != tt.want {
-			t.Errorf("cleanName(%q) = %q, want %q", tt.in, got, tt.want)
+		got := ToolName(tt.server, tt.tool)
+		if got != tt.want {
+			t.Errorf("ToolName(%q, %q) = %q, want %q", tt.server, tt.tool, got, tt.want)
+		}
+		nop := func(context.Context, json.RawMessage) (llm.ToolResult, error) { return llm.ToolResult{}, nil }
+		if _, err := tool.NewRaw(got, "", json.RawMessage(`{"type":"object"}`), nop); err != nil {
+			t.Errorf("ToolName(%q, %q) = %q, not a valid tool name: %v", tt.server, tt.tool, got, err)
 		}
 	}
 }
 
 // TestRegisterSkipsBadTool checks that one tool this package cannot
-// register costs only that tool: here both its name and its namespaced
-// name are taken.
+// register costs only that tool: here its name is taken.
 func TestRegisterSkipsBadTool(t *testing.T) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "odd", Version: "v1"}, nil)
 	ok := func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -310,7 +328,7 @@ func TestRegisterSkipsBadTool(t *testing.T) {
 	srv.AddTool(&mcp.Tool{Name: "taken", InputSchema: json.RawMessage(`{"type":"object"}`)}, ok)
 	s := connectInMemory(t, srv, nil)
 	reg := tool.NewRegistry(tool.Config{})
-	for _, name := range []string{"taken", "odd__taken"} {
+	for _, name := range []string{"mcp__odd__taken"} {
 		tl, err := tool.NewRaw(name, "", json.RawMessage(`{"type":"object"}`),
 			func(context.Context, json.RawMessage) (llm.ToolResult, error) { return llm.ToolResult{}, nil })
 		if err != nil {
@@ -321,10 +339,10 @@ func TestRegisterSkipsBadTool(t *testing.T) {
 		}
 	}
 	err := s.Register(t.Context(), reg)
-	if err == nil || !strings.Contains(err.Error(), `server "odd": tool "odd__taken": duplicate tool name`) {
+	if err == nil || !strings.Contains(err.Error(), `server "odd": tool "mcp__odd__taken": duplicate tool name`) {
 		t.Errorf("Register error = %v, want a duplicate error naming the server and the tool", err)
 	}
-	got := reg.Run(t.Context(), []llm.ToolUse{{ID: "1", Name: "good", Input: json.RawMessage(`{}`)}})
+	got := reg.Run(t.Context(), []llm.ToolUse{{ID: "1", Name: "mcp__odd__good", Input: json.RawMessage(`{}`)}})
 	if diff := cmp.Diff([]llm.ToolResult{{ToolUseID: "1", Content: []llm.Block{llm.Text{Text: "fine"}}}}, got); diff != "" {
 		t.Errorf("the good tool (-want +got):\n%s", diff)
 	}
@@ -349,6 +367,7 @@ func TestRegisterUnvalidatableSchema(t *testing.T) {
 	}
 	reg := registered(t, connectInMemory(t, srv, nil))
 	for name, schema := range schemas {
+		name = "mcp__odd__" + name
 		tl, ok := reg.Lookup(name)
 		if !ok {
 			t.Errorf("tool %s was not registered", name)

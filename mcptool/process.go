@@ -2,10 +2,14 @@ package mcptool
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // A process is a server command this package started: its stderr, and
@@ -29,6 +33,39 @@ func (p *process) cleanup() {
 	if p.cmd.Process != nil {
 		killProcessGroup(p.cmd.Process.Pid)
 	}
+}
+
+// startingTransport is the command transport, except that a connection
+// closed before the handshake completed (it timed out, was cancelled or
+// failed) kills the server and its process group at once. The transport's
+// own Close would close the server's stdin and wait 5s for it to exit,
+// and 5s more after SIGTERM; a server that did not start has nothing to
+// finish, and HandshakeTimeout must bound the whole start.
+type startingTransport struct {
+	mcp.CommandTransport
+	p       *process
+	started atomic.Bool // the handshake completed: Close is the polite one
+}
+
+func (t *startingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.CommandTransport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return startingConn{c, t}, nil
+}
+
+type startingConn struct {
+	mcp.Connection
+	t *startingTransport
+}
+
+func (c startingConn) Close() error {
+	if !c.t.started.Load() {
+		c.t.p.cmd.Process.Kill()
+		c.t.p.cleanup()
+	}
+	return c.Connection.Close()
 }
 
 // stderrLog logs a server's stderr line by line and keeps its last lines

@@ -3,12 +3,14 @@ package mcptool
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -20,14 +22,12 @@ import (
 )
 
 // Register lists the server's tools and registers them in reg, each under
-// its own name made valid for the API (characters outside [a-zA-Z0-9_-]
-// become '_', and at most 64 of them). Input schemas are the server's,
-// unchanged. Calling a tool forwards the call, with its ctx, to the
-// server. A tool whose name is taken, by another server's tool or any
-// other, is registered as server__tool instead ([Server.Name], two
-// underscores, the tool's name). A tool that still cannot be registered is
-// skipped and named in the returned error; the others are registered all
-// the same, so the agent can work with what it has.
+// the name [ToolName] gives it, so that the model, permission rules and
+// logs can tell which server a tool comes from. Input schemas are the
+// server's, unchanged. Calling a tool forwards the call, with its ctx, to
+// the server. A tool that cannot be registered, such as one whose name is
+// taken, is skipped and named in the returned error; the others are
+// registered all the same, so the agent can work with what it has.
 //
 // When the server's list changes later (notifications/tools/list_changed),
 // its new tools are registered in reg too, so that the agent offers them
@@ -68,11 +68,7 @@ func (s *Server) registerLocked(list []*mcp.Tool) error {
 			continue
 		}
 		reg := s.tools.reg
-		name := cleanName(t.Name, "tool")
-		if _, taken := reg.Lookup(name); taken {
-			name = cleanName(s.name+"__"+name, "tool")
-		}
-		tt, err := s.newTool(name, t)
+		tt, err := s.newTool(ToolName(s.name, t.Name), t)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -197,9 +193,10 @@ func (s *Server) call(ctx context.Context, remote string, input json.RawMessage)
 		return llm.ToolResult{Content: []llm.Block{llm.Text{Text: msg}}, IsError: true}, nil
 	}
 	out := llm.ToolResult{Content: blocks(res.Content), IsError: res.IsError}
-	if res.StructuredContent != nil && !hasJSON(res.Content, res.StructuredContent) {
-		// The spec asks servers to repeat it as text, but not all do: the
-		// model gets it either way.
+	if res.StructuredContent != nil && !slices.ContainsFunc(res.Content, isText) {
+		// The spec asks a server to repeat its structured content as
+		// text, and the model gets the text alone, not the same twice;
+		// a server that gave no text gets its JSON sent.
 		if b, err := json.Marshal(res.StructuredContent); err == nil {
 			out.Content = append(out.Content, llm.Text{Text: string(b)})
 		}
@@ -207,34 +204,16 @@ func (s *Server) call(ctx context.Context, remote string, input json.RawMessage)
 	return out, nil
 }
 
+func isText(c mcp.Content) bool {
+	_, ok := c.(*mcp.TextContent)
+	return ok
+}
+
 // lostConnection reports whether err means the server is gone: the
 // connection was closed, or the server hung up mid-call (a crash reads as
 // EOF).
 func lostConnection(err error) bool {
 	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
-}
-
-// hasJSON reports whether a text block of content holds v as JSON.
-func hasJSON(content []mcp.Content, v any) bool {
-	want, err := json.Marshal(v)
-	if err != nil {
-		return false
-	}
-	var norm any
-	if json.Unmarshal(want, &norm) != nil {
-		return false
-	}
-	for _, c := range content {
-		t, ok := c.(*mcp.TextContent)
-		if !ok {
-			continue
-		}
-		var got any
-		if json.Unmarshal([]byte(t.Text), &got) == nil && reflect.DeepEqual(got, norm) {
-			return true
-		}
-	}
-	return false
 }
 
 // imageTypes are the media types the Messages API accepts for images.
@@ -315,9 +294,29 @@ func orUnknown(mime string) string {
 	return mime
 }
 
-// cleanName makes s a valid API tool name, ^[a-zA-Z0-9_-]{1,64}$, by
-// replacing every other byte with '_' and cutting it to 64 bytes. An empty
-// s becomes empty, which must itself be valid.
+// ToolName returns the name under which [Server.Register] registers the
+// tool named tool of the server named server: "mcp__", the server's name,
+// "__" and the tool's name, as Claude Code names MCP tools, with each
+// character a tool name cannot hold (outside [a-zA-Z0-9_-]) replaced by
+// '_'. A name longer than the API's 64 characters keeps its first 55 and
+// ends in '_' and 8 hex digits of a hash of the whole, so that two long
+// names stay apart. Permission rules name MCP tools by it: a rule for
+// mcp__github__create_issue is a rule for that tool of the server
+// [Server.Name] calls github.
+func ToolName(server, tool string) string {
+	name := cleanName("mcp__"+server+"__"+tool, "")
+	if len(name) <= maxName {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return name[:maxName-9] + "_" + hex.EncodeToString(sum[:4])
+}
+
+// maxName is the longest tool name the API takes.
+const maxName = 64
+
+// cleanName makes s a name of the characters a tool name allows, by
+// replacing every other byte with '_'. An empty s becomes empty.
 func cleanName(s, empty string) string {
 	if s == "" {
 		return empty
@@ -328,5 +327,5 @@ func cleanName(s, empty string) string {
 			b[i] = '_'
 		}
 	}
-	return string(b[:min(len(b), 64)])
+	return string(b)
 }

@@ -108,15 +108,25 @@ Flags:
                       through from this environment (repeatable); they get
                       only HOME, LOGNAME, PATH, SHELL, TERM and USER besides
   --mcp-header 'NAME: VALUE'
-                      send a header to every --mcp-url server (repeatable)
+                      send a header to every --mcp-url server (repeatable).
+                      Warning: every user of the machine can read a
+                      command line (ps). Give a secret to --mcp-url,
+                      --mcp-env or --mcp-header as '${VAR}', in single
+                      quotes, and it is taken from this environment:
+                      --mcp-header 'Authorization: Bearer ${GITHUB_TOKEN}'
   --mcp-config FILE   start or connect to the servers of a Claude Code style
                       .mcp.json: {"mcpServers": {NAME: {"command", "args",
                       "env"} or {"type": "http", "url", "headers", "oauth"}}};
-                      values may use ${VAR}. A .mcp.json in the working
+                      values may use ${VAR} and ${VAR:-default}. A fault in
+                      the file is a usage error. A .mcp.json in the working
                       directory is used only with this flag, or when you
-                      agree to it on a terminal
+                      agree on a terminal to the servers it lists (asked
+                      again when it changes), and may not use ${VAR} for
+                      ANTHROPIC_* or a --secret-env variable. Each tool of
+                      a server is offered as mcp__SERVER__TOOL
   --mcp-timeout D     give up on an MCP server that has not completed its
-                      handshake within D (default 60s; time spent
+                      handshake within D, and stop it at once; then D
+                      again for listing its tools (default 60s; time spent
                       authorizing in the browser does not count)
   --root DIR          offer DIR to the MCP servers as a root, besides the
                       working directory (repeatable)
@@ -272,7 +282,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	}
 
 	o.project.configDir = userConfigDir(getenv)
-	if err := o.mcpFlags.check(getenv); err != nil {
+	if err := o.mcpFlags.check(getenv, o.mcpURL); err != nil {
 		return nil, err
 	}
 

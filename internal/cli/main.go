@@ -75,6 +75,8 @@ func sameFile(a, b any) bool {
 // main runs the command and turns its error into a message on stderr and an
 // exit status. It is the one place where errors become exit statuses.
 func (c *cli) main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// Before anything starts a child or reads a secret.
+	protectProcess()
 	err := c.run(ctx, args, stdin, stdout, stderr)
 	reportError(stderr, err)
 	return exitCode(err)

@@ -34,7 +34,16 @@ type mcpFlags struct {
 	// Set by check from the environment.
 	getenv   func(string) string
 	tokenDir string // where OAuth tokens are kept; empty: not kept
+	answers  string // the file of the answers about .mcp.json files; empty: not kept
 	header   http.Header
+	// urls are the --mcp-url URLs, expanded by check.
+	urls []string
+	// configServers are the servers of --mcp-config, read by check.
+	configServers []mcpServer
+	// secrets are the values no MCP note may show: the key, the token,
+	// and what the MCP flags and files took from the environment or
+	// passed in a header or variable.
+	secrets []string
 	// Set by attachTerminal: the terminal to ask the user on, if any, and
 	// whether it may be asked during a turn.
 	term           *terminal
@@ -51,23 +60,30 @@ func (m *mcpFlags) define(fs *flag.FlagSet) {
 	fs.DurationVar(&m.mcpTimeout, "mcp-timeout", 60*time.Second, "")
 }
 
-// check validates the flags and resolves what they take from the
-// environment. Its errors name the flag but never show a value, which may
-// be a secret.
-func (m *mcpFlags) check(getenv func(string) string) error {
+// check validates the flags, the --mcp-url URLs among them, and resolves
+// what they take from the environment: a bare --mcp-env NAME, and ${VAR}
+// in an --mcp-env value, an --mcp-header value or an --mcp-url, so that a
+// secret need not be on the command line, which every user of the machine
+// can read. It reads the --mcp-config file: the user named it, so any
+// fault in it is a usage error. Its errors name the flag but never show a
+// value, which may be a secret.
+func (m *mcpFlags) check(getenv func(string) string, urls []string) error {
 	m.getenv = getenv
+	x := &expander{getenv: getenv, values: &m.secrets}
+	m.secrets = append(m.secrets, getenv("ANTHROPIC_API_KEY"), getenv("ANTHROPIC_AUTH_TOKEN"))
 	for i, kv := range m.mcpEnv {
-		name, _, hasValue := strings.Cut(kv, "=")
+		name, value, hasValue := strings.Cut(kv, "=")
 		if !childenv.ValidName(name) {
 			return usageError("--mcp-env: environment entry %q is not NAME=VALUE: want NAME=VALUE or NAME, with a name of letters, digits and underscores", name)
 		}
-		if !hasValue {
-			v := getenv(name)
-			if v == "" {
-				return usageError("--mcp-env %s: %s is not set in this environment, so there is nothing to pass through", name, name)
-			}
-			m.mcpEnv[i] = name + "=" + v
+		if hasValue {
+			value = x.expand("--mcp-env "+name, value)
+		} else if value = getenv(name); value == "" {
+			// Passed through as it is: a value is not a template.
+			return usageError("--mcp-env %s: %s is not set in this environment, so there is nothing to pass through", name, name)
 		}
+		m.mcpEnv[i] = name + "=" + value
+		m.secrets = append(m.secrets, value)
 	}
 	m.header = http.Header{}
 	for _, h := range m.mcpHeader {
@@ -76,7 +92,15 @@ func (m *mcpFlags) check(getenv func(string) string) error {
 		if !ok || !validHeaderName(name) {
 			return usageError("--mcp-header %q: want 'Name: value'", name)
 		}
-		m.header.Add(name, strings.TrimSpace(value))
+		value = x.expand("--mcp-header "+name, strings.TrimSpace(value))
+		m.header.Add(name, value)
+		m.secrets = append(m.secrets, value)
+	}
+	for _, u := range urls {
+		m.urls = append(m.urls, x.expand("--mcp-url "+u, u))
+	}
+	if x.err != nil {
+		return usageError("%v", x.err)
 	}
 	if m.mcpTimeout <= 0 {
 		return usageError("--mcp-timeout must be positive")
@@ -88,6 +112,14 @@ func (m *mcpFlags) check(getenv func(string) string) error {
 	}
 	if dir := userConfigDir(getenv); dir != "" {
 		m.tokenDir = filepath.Join(dir, "agentloop", "mcp-tokens")
+		m.answers = filepath.Join(dir, "agentloop", "mcp-json-answers.json")
+	}
+	if m.mcpConfig != "" {
+		var errs []error
+		m.configServers, errs = readMCPConfig(m.mcpConfig, x)
+		if len(errs) > 0 {
+			return usageError("--mcp-config: %w", errors.Join(errs...))
+		}
 	}
 	return nil
 }
@@ -126,7 +158,8 @@ func (m *mcpFlags) attachTerminal(stdin io.Reader, stderr io.Writer, isTerminal,
 }
 
 // mcpServers returns the servers the flags and config files name. What
-// cannot be read is noted and skipped.
+// cannot be read of a .mcp.json the user did not name is noted and
+// skipped.
 func (s *session) mcpServers(o *options) []mcpServer {
 	if o.demo {
 		// The demo is a fixed script, offline: no servers, and no
@@ -140,30 +173,43 @@ func (s *session) mcpServers(o *options) []mcpServer {
 	for _, line := range o.mcp {
 		servers = append(servers, mcpServer{what: fmt.Sprintf("%q", line), command: line, env: o.mcpEnv})
 	}
-	for _, u := range o.mcpURL {
-		servers = append(servers, mcpServer{what: u, url: u, header: o.header})
+	for i, u := range o.mcpURL {
+		servers = append(servers, mcpServer{what: u, url: o.urls[i], header: o.header})
 	}
-	config := o.mcpConfig
-	if config == "" {
-		// A repository's .mcp.json would start processes just by being
-		// there, so it is used only when the user says so.
-		if _, err := os.Stat(".mcp.json"); err == nil {
-			if o.term != nil && o.term.confirm("This directory has a .mcp.json. Start the MCP servers it lists?") {
-				config = ".mcp.json"
-			} else if o.term == nil {
-				s.render.note("./.mcp.json is not used: pass --mcp-config .mcp.json to start its MCP servers")
-			}
-		}
+	if o.mcpConfig != "" {
+		return append(servers, o.configServers...)
 	}
-	if config != "" {
-		found, errs := readMCPConfig(config, o.getenv)
-		for _, err := range errs {
-			s.render.note("%v; continuing without it", err)
-		}
-		servers = append(servers, found...)
-	}
-	return servers
+	return append(servers, s.projectServers(o)...)
 }
+
+// mcpNote shows a note about the MCP servers, with every secret the
+// session knows of scrubbed from it: an error may quote a URL or a line
+// that holds one.
+func (s *session) mcpNote(format string, args ...any) {
+	s.render.note("%s", redactor{secrets: s.o.knownSecrets()}.scrub(fmt.Sprintf(format, args...)))
+}
+
+// knownSecrets returns the values that no note or log may show: the key,
+// the token, the values of the --secret-env variables named in full, and
+// those the MCP flags and files passed or took from the environment.
+func (o *options) knownSecrets() []string {
+	var keep []string
+	for _, v := range o.secrets {
+		if len(v) >= minSecret {
+			keep = append(keep, v)
+		}
+	}
+	for _, name := range o.builtin.secretEnv {
+		if v := o.getenv(name); len(v) >= minSecret {
+			keep = append(keep, v)
+		}
+	}
+	return keep
+}
+
+// minSecret is the length from which a value is taken for a secret in
+// notes: shorter ones, such as DEBUG=1, would scrub every "1".
+const minSecret = 8
 
 // connectMCP starts or connects to the MCP servers the flags and the
 // config file name. A server that fails is reported and skipped: the agent
@@ -194,13 +240,18 @@ func (s *session) connectMCP(ctx context.Context, o *options, reg *tool.Registry
 			if errors.Is(err, mcptool.ErrHandshakeTimeout) {
 				hint = fmt.Sprintf("; if it is only slow to start, give it longer with --mcp-timeout, such as --mcp-timeout %v", 2*o.mcpTimeout)
 			}
-			s.render.note("MCP server %s is not available; continuing without its tools: %v%s", srv.what, err, hint)
+			s.mcpNote("MCP server %s is not available; continuing without its tools: %v%s", srv.what, err, hint)
 			continue
 		}
 		s.servers = append(s.servers, conn)
-		// Register registers what it can and names what it could not.
-		if err := conn.Register(ctx, reg); err != nil {
-			s.render.note("MCP server %s: some of its tools are not available: %v", srv.what, err)
+		// Register registers what it can and names what it could not. A
+		// server that does not list its tools must not hold the start
+		// up either.
+		listCtx, cancel := context.WithTimeout(ctx, o.mcpTimeout)
+		err = conn.Register(listCtx, reg)
+		cancel()
+		if err != nil {
+			s.mcpNote("MCP server %s: some of its tools are not available: %v", srv.what, err)
 		}
 	}
 }
@@ -246,9 +297,9 @@ func (s *session) mcpOptions(o *options, srv mcpServer, model llm.Model) *mcptoo
 		Roots:            o.roots,
 		Progress: func(server, tool string, progress, total float64, message string) {
 			if total > 0 {
-				s.render.note("MCP %s: %s: %.0f/%.0f %s", server, tool, progress, total, message)
+				s.mcpNote("MCP %s: %s: %.0f/%.0f %s", server, tool, progress, total, message)
 			} else {
-				s.render.note("MCP %s: %s: %.0f %s", server, tool, progress, message)
+				s.mcpNote("MCP %s: %s: %.0f %s", server, tool, progress, message)
 			}
 		},
 	}
@@ -266,7 +317,7 @@ func (s *session) mcpOptions(o *options, srv mcpServer, model llm.Model) *mcptoo
 		}
 		oauth.OpenURL = func(ctx context.Context, u string) error { return s.openBrowser(o, srv.what, u) }
 		oauth.Refused = func() {
-			s.render.note("MCP server %s refused the saved authorization (revoked or expired); authorizing again", srv.what)
+			s.mcpNote("MCP server %s refused the saved authorization (revoked or expired); authorizing again", srv.what)
 		}
 		if o.tokenDir != "" {
 			oauth.Store = mcptool.DirStore(o.tokenDir)
@@ -295,7 +346,7 @@ var browserEnv = []string{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "D
 // a command with %s for the URL or the URL appended), else xdg-open or
 // open.
 func (s *session) openBrowser(o *options, what, u string) error {
-	s.render.note("MCP server %s needs your authorization. Opening a browser; if none opens, visit:\n  %s", what, u)
+	s.mcpNote("MCP server %s needs your authorization. Opening a browser; if none opens, visit:\n  %s", what, u)
 	var env []string
 	for _, k := range browserEnv {
 		if v := o.getenv(k); v != "" {

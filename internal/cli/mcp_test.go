@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -39,9 +40,21 @@ func TestMCPEverything(t *testing.T) {
 	marker := "agentloop-mcp-test-" + strconv.Itoa(os.Getpid())
 	t.Setenv("AGENTLOOP_TEST_MARKER", marker)
 
+	// The server names itself, and its echo tool is mcp__<that>__echo.
 	h := newHarness(t,
-		anthropictest.NewStream().Text("Echoing.").
-			ToolUse("toolu_e", "echo", `{"mess`, `age": "hello from`, ` agentloop"}`).Stop("tool_use"),
+		anthropictest.ReplyFunc(func(r *anthropictest.Request) anthropictest.Reply {
+			echo := ""
+			if p, err := r.Params(); err == nil {
+				for _, raw := range p.Tools {
+					var tool struct{ Name string }
+					if json.Unmarshal(raw, &tool) == nil && strings.HasPrefix(tool.Name, "mcp__") && strings.HasSuffix(tool.Name, "__echo") {
+						echo = tool.Name
+					}
+				}
+			}
+			return anthropictest.NewStream().Text("Echoing.").
+				ToolUse("toolu_e", echo, `{"mess`, `age": "hello from`, ` agentloop"}`).Stop("tool_use")
+		}),
 		text("The server said hello."),
 	)
 	r := h.run(strings.NewReader(""), "--tools", "calculator", "--mcp", line, "--mcp", "/nonexistent/mcp-server-xyz --flag",
@@ -72,7 +85,8 @@ func TestMCPEverything(t *testing.T) {
 		}
 		names = append(names, tool.Name)
 	}
-	if !contains(names, "echo") || !contains(names, "calculator") {
+	if !slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "mcp__") && strings.HasSuffix(n, "__echo") }) ||
+		!contains(names, "calculator") {
 		t.Errorf("tools offered = %v, want the server's echo and the built-in calculator", names)
 	}
 	results := reqs[1].ToolResults()
@@ -189,6 +203,18 @@ func crashServer() {
 		io.Copy(io.Discard, os.Stdin) // never answers the handshake
 		os.Exit(0)
 	}
+	if os.Getenv("AGENTLOOP_TEST_MCP_NOLIST") != "" {
+		// Completes the handshake, but never lists its tools.
+		srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method == "tools/list" {
+					<-ctx.Done()
+					return nil, ctx.Err()
+				}
+				return next(ctx, method, req)
+			}
+		})
+	}
 	if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		os.Exit(1)
 	}
@@ -204,16 +230,16 @@ func TestMCPCrash(t *testing.T) {
 	}
 	// The server is this test binary; the variable makes it one.
 	h := newHarness(t,
-		anthropictest.NewStream().ToolUse("toolu_g", "greet", `{}`).Stop("tool_use"),
-		anthropictest.NewStream().ToolUse("toolu_c", "crash", `{}`).Stop("tool_use"),
+		anthropictest.NewStream().ToolUse("toolu_g", "mcp__crashy__greet", `{}`).Stop("tool_use"),
+		anthropictest.NewStream().ToolUse("toolu_c", "mcp__crashy__crash", `{}`).Stop("tool_use"),
 		anthropictest.NewStream().
-			ToolUse("toolu_g2", "greet", `{}`).
+			ToolUse("toolu_g2", "mcp__crashy__greet", `{}`).
 			ToolUse("toolu_k", "calculator", `{"a":6,"b":7,"operation":"multiply"}`).Stop("tool_use"),
 		text("The server crashed; 6 × 7 = 42."),
 	)
 	r := h.run(strings.NewReader(""), "--tools", "calculator", "--mcp", exe, "--mcp-env", "AGENTLOOP_TEST_MCP=1", "go")
 	r.check(t, 0)
-	for _, want := range []string{"← greet#1 hello", `✗ crash#2 error:`, `"crashy"`, "✗ greet#3 error:", "← calculator#4 42"} {
+	for _, want := range []string{"← mcp__crashy__greet#1 hello", `✗ mcp__crashy__crash#2 error:`, `"crashy"`, "✗ mcp__crashy__greet#3 error:", "← calculator#4 42"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 		}
@@ -251,7 +277,7 @@ func TestMCPEnv(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t,
-				anthropictest.NewStream().ToolUse("toolu_e", "env", `{}`).Stop("tool_use"),
+				anthropictest.NewStream().ToolUse("toolu_e", "mcp__crashy__env", `{}`).Stop("tool_use"),
 				text("done"),
 			)
 			args := append([]string{"--mcp", exe, "--mcp-env", "AGENTLOOP_TEST_MCP=1"}, tc.flags...)
@@ -314,6 +340,23 @@ func TestMCPHandshakeTimeout(t *testing.T) {
 	}
 }
 
+// TestMCPListTimeout checks that a server that completes the handshake
+// but never lists its tools does not hold the start up: --mcp-timeout
+// bounds the listing too, and the run goes on without it.
+func TestMCPListTimeout(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, text("fine"))
+	r := h.run(strings.NewReader(""), "--mcp", exe, "--mcp-env", "AGENTLOOP_TEST_MCP=1", "--mcp-env", "AGENTLOOP_TEST_MCP_NOLIST=1",
+		"--mcp-timeout", "200ms", "hi")
+	r.check(t, 0)
+	if !strings.Contains(r.stderr, "some of its tools are not available") || r.stdout != "fine\n" {
+		t.Errorf("stdout %q, stderr:\n%s", r.stdout, r.stderr)
+	}
+}
+
 // TestMCPSampling checks that --mcp-sampling serves a server's sampling
 // request with the agent's model, and that without it (and no terminal)
 // sampling is off.
@@ -324,7 +367,7 @@ func TestMCPSampling(t *testing.T) {
 	}
 	for _, on := range []bool{true, false} {
 		t.Run(fmt.Sprint(on), func(t *testing.T) {
-			replies := []anthropictest.Reply{anthropictest.NewStream().ToolUse("toolu_s", "ask_model", `{}`).Stop("tool_use")}
+			replies := []anthropictest.Reply{anthropictest.NewStream().ToolUse("toolu_s", "mcp__crashy__ask_model", `{}`).Stop("tool_use")}
 			if on {
 				replies = append(replies, text("pong"))
 			}
@@ -370,7 +413,7 @@ func TestMCPElicitation(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t,
-				anthropictest.NewStream().ToolUse("toolu_a", "ask", `{}`).Stop("tool_use"),
+				anthropictest.NewStream().ToolUse("toolu_a", "mcp__crashy__ask", `{}`).Stop("tool_use"),
 				text("done"),
 			)
 			h.terminals["stdin"], h.terminals["stderr"] = tc.terminal, tc.terminal

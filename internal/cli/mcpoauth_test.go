@@ -45,7 +45,7 @@ func TestMCPOAuth(t *testing.T) {
 			srv.RevokeAll() // the user signed agentloop out at the server
 		}
 		h := newHarness(t,
-			anthropictest.NewStream().ToolUse("toolu_w", "whoami", `{}`).Stop("tool_use"),
+			anthropictest.NewStream().ToolUse("toolu_w", "mcp__guarded__whoami", `{}`).Stop("tool_use"),
 			text("You are authorized."),
 		)
 		h.env["XDG_CONFIG_HOME"] = config
@@ -94,7 +94,7 @@ func TestMCPHeader(t *testing.T) {
 	}))
 	defer ts.Close()
 	h := newHarness(t,
-		anthropictest.NewStream().ToolUse("toolu_p", "ping", `{}`).Stop("tool_use"),
+		anthropictest.NewStream().ToolUse("toolu_p", "mcp__keyed__ping", `{}`).Stop("tool_use"),
 		text("pong"),
 	)
 	r := h.run(strings.NewReader(""), "--mcp-url", ts.URL, "--mcp-header", "X-Api-Key: k-123", "ping")

@@ -118,7 +118,7 @@ func (c *cli) setup(ctx context.Context, o *options, key, token string, stdin io
 	}
 	o.attachTerminal(stdin, stderr, c.isTerminal(stdin) && c.isTerminal(stderr), interactive)
 	n := &notices{w: stderr}
-	logger := slog.New(noticeHandler{newLogger(stderr, o.verbose, key, token).Handler(), n})
+	logger := slog.New(noticeHandler{newLogger(stderr, o.verbose, append(o.knownSecrets(), key, token)...).Handler(), n})
 	client := llm.New(llm.Config{
 		APIKey:     key,
 		AuthToken:  token,

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -55,7 +54,9 @@ func (b *builtinOptions) checkSandbox() error {
 // at that cache, not at the user's: an entry a confined command wrote into
 // the user's Go build cache would be trusted by the user's next build
 // outside the sandbox. The module and npm caches stay readable, so that
-// what was downloaded before builds offline.
+// what was downloaded before builds offline. Without a user cache
+// directory (no HOME, or one it cannot write) there is no cache to point
+// them at, and go build fails as it would without the sandbox.
 func (b *builtinOptions) sandboxPolicy(dir string, env []string) (*sandbox.Policy, []string, error) {
 	if b.sandbox != sandboxWorkspace {
 		return nil, env, nil
@@ -70,12 +71,14 @@ func (b *builtinOptions) sandboxPolicy(dir string, env []string) (*sandbox.Polic
 	}
 	cache, err := os.UserCacheDir()
 	if err != nil {
-		return nil, nil, fmt.Errorf("the sandbox's build cache: %w", err)
+		// Without a home, Go has no build cache either: nothing to point.
+		return p, env, nil
 	}
 	cache = filepath.Join(cache, "agentloop", "sandbox")
 	goCache := filepath.Join(cache, "go-build")
-	if err := os.MkdirAll(goCache, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return nil, nil, fmt.Errorf("the sandbox's build cache: %w", err)
+	if err := os.MkdirAll(goCache, 0o700); err != nil {
+		// An unwritable home: Go's own cache is no more writable than ours.
+		return p, env, nil
 	}
 	p.Write = append(p.Write, cache)
 	env = append(env[:len(env):len(env)], "GOCACHE="+goCache, "npm_config_cache="+filepath.Join(cache, "npm"))

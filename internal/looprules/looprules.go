@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/agentloop/agentloop/internal/apirules"
 	"github.com/agentloop/agentloop/llm"
@@ -65,10 +66,16 @@ func NotRun(id, why string) llm.ToolResult {
 }
 
 // Shown is a tool result's content as a run's ToolDone event shows it: its
-// text, then "[image]" for each image, so that an image-only result is not
-// a blank.
+// text blocks, a line apart so that two blocks do not run together, then
+// "[image]" for each image, so that an image-only result is not a blank.
 func Shown(content []llm.Block) string {
-	s := llm.TextOf(content)
+	var texts []string
+	for _, b := range content {
+		if t, ok := b.(llm.Text); ok {
+			texts = append(texts, t.Text)
+		}
+	}
+	s := strings.Join(texts, "\n")
 	for _, b := range content {
 		if _, ok := b.(llm.Image); ok {
 			if s != "" {

@@ -117,6 +117,7 @@ func TestShown(t *testing.T) {
 		{[]llm.Block{llm.Text{Text: " indented"}}, " indented"}, // the text as the tool wrote it
 		{[]llm.Block{img}, "[image]"},
 		{[]llm.Block{llm.Text{Text: "a plot:"}, img, img}, "a plot: [image] [image]"},
+		{[]llm.Block{llm.Text{Text: "The answer is 42."}, llm.Text{Text: "{}"}}, "The answer is 42.\n{}"}, // not "42.{}"
 	} {
 		if got := Shown(tt.content); got != tt.want {
 			t.Errorf("Shown(%v) = %q, want %q", tt.content, got, tt.want)

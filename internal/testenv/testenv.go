@@ -1,7 +1,8 @@
 // Package testenv finds what this module's tests read from outside its
 // packages: the shared recorded streams, which are read in place and never
 // copied into the repository, and the reference MCP server that .ci/run
-// installs. A test that needs one and does not find it skips, saying why.
+// installs. A test that needs one and does not find it skips, saying why
+// and how to get it.
 //
 //	dir := testenv.Fixtures(t) // shared/fixtures/anthropic-sse, or t.Skip
 //
@@ -10,6 +11,7 @@ package testenv
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 )
@@ -34,14 +36,22 @@ func Fixtures(tb testing.TB) string {
 }
 
 // EverythingServer returns the command and arguments that start the
-// reference MCP server @modelcontextprotocol/server-everything over stdio,
-// as .ci/run installs it under <repo>/.ci/node_modules, or skips tb, saying
-// how to install it.
+// reference MCP server @modelcontextprotocol/server-everything over stdio:
+// the one .ci/run installs under <repo>/.ci/node_modules, found by walking
+// up from the working directory, else mcp-server-everything on PATH. When
+// there is neither it skips tb, giving the command that installs it: the
+// tests never fetch anything themselves, since they run offline.
 func EverythingServer(tb testing.TB) []string {
 	tb.Helper()
 	bin, ok := findUp(filepath.Join(".ci", "node_modules", ".bin", "mcp-server-everything"))
 	if !ok {
-		tb.Skip("mcp-server-everything is not installed: npm install --prefix .ci @modelcontextprotocol/server-everything (.ci/run does)")
+		var err error
+		bin, err = exec.LookPath("mcp-server-everything")
+		ok = err == nil
+	}
+	if !ok {
+		tb.Skip("mcp-server-everything is not installed; from the repository root: " +
+			"npm install --prefix .ci @modelcontextprotocol/server-everything@2026.8.31 (the version .ci/run pins; .ci/run installs it too)")
 	}
 	return []string{bin, "stdio"}
 }

@@ -27,3 +27,22 @@ func TestFindUp(t *testing.T) {
 		t.Error("findUp found a path that does not exist")
 	}
 }
+
+// TestEverythingServerOnPath checks that the server is found on PATH when
+// no .ci/node_modules is above the working directory.
+func TestEverythingServerOnPath(t *testing.T) {
+	bin := t.TempDir()
+	exe := filepath.Join(bin, "mcp-server-everything")
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin)
+	t.Chdir(t.TempDir())
+	if _, ok := findUp(filepath.Join(".ci", "node_modules")); ok {
+		t.Skip("a .ci/node_modules is above the temporary directory")
+	}
+	got := EverythingServer(t)
+	if len(got) != 2 || got[0] != exe || got[1] != "stdio" {
+		t.Errorf("EverythingServer = %q, want [%s stdio]", got, exe)
+	}
+}
