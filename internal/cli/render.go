@@ -234,10 +234,10 @@ func (r *textRenderer) event(ev agent.Event, _ error) {
 	case agent.Result:
 		r.stopSpin()
 		r.closeErrLine()
-		// An interrupted turn's text stays: the history keeps it too. A
-		// failed run's last turn never completed.
-		if ev.State != agent.Failed {
-			r.flush()
+		// Text still held is a turn's that never completed (a run cut
+		// short or failed mid-turn): it never reaches a pipe or a file.
+		if r.held.Len() > 0 && ev.State != agent.Failed {
+			r.line(r.style.warn("the turn in progress did not complete: its partial text is left out of stdout"))
 		}
 		r.held.Reset()
 		if r.midLine {

@@ -69,7 +69,7 @@ func TestTextRenderer(t *testing.T) {
 			name: "thinking is one unbroken run on stderr",
 			events: []agent.Event{
 				agent.ThinkingDelta{Thinking: "Let me "}, agent.ThinkingDelta{Thinking: "think."},
-				agent.TextDelta{Text: "Answer."}, agent.Result{},
+				agent.TextDelta{Text: "Answer."}, agent.UsageUpdate{}, agent.Result{},
 			},
 			stdout: "Answer.\n",
 			stderr: "Let me think.\n",
@@ -116,15 +116,35 @@ func TestTextRenderer(t *testing.T) {
 			stderr: "retrying the turn (attempt 2): overloaded; its partial output is discarded\n",
 		},
 		{
-			name: "an interrupted turn's text stays, a failed one's goes",
+			// Off a terminal stdout holds the text of completed turns
+			// only: not that of a turn cut short by Ctrl-C or
+			// --max-duration, nor of one that failed.
+			name: "an unfinished turn's text never reaches a pipe",
+			events: []agent.Event{
+				agent.TurnStart{Iteration: 1},
+				agent.TextDelta{Text: "Complete."}, agent.UsageUpdate{},
+				agent.TurnStart{Iteration: 2},
+				agent.TextDelta{Text: "Cut"},
+				agent.Result{State: agent.Cancelled},
+				agent.TurnStart{Iteration: 1},
+				agent.TextDelta{Text: "Timed out"},
+				agent.Result{State: agent.TimeLimit},
+				agent.TurnStart{Iteration: 1},
+				agent.TextDelta{Text: "Failed"},
+				agent.Result{State: agent.Failed},
+			},
+			stdout: "Complete.\n",
+			stderr: strings.Repeat("the turn in progress did not complete: its partial text is left out of stdout\n", 2),
+		},
+		{
+			// On a terminal it was shown as it streamed, and stays.
+			name: "an interrupted turn's text stays on a terminal",
 			events: []agent.Event{
 				agent.TurnStart{Iteration: 1},
 				agent.TextDelta{Text: "Kept"},
 				agent.Result{State: agent.Cancelled},
-				agent.TurnStart{Iteration: 1},
-				agent.TextDelta{Text: "Lost"},
-				agent.Result{State: agent.Failed},
 			},
+			term:   &screen{},
 			stdout: "Kept\n",
 		},
 		{
