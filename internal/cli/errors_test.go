@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/anthropictest"
 )
@@ -153,6 +155,26 @@ func TestRunErrors(t *testing.T) {
 				t.Errorf("stderr reports a status 200 for an error:\n%s", r.stderr)
 			}
 		})
+	}
+}
+
+// TestPromptTooLong: a prompt too long for the window, with nothing to
+// compact, reports no compaction (none happened), and with --json its
+// error is the last line, with no "done" before it.
+func TestPromptTooLong(t *testing.T) {
+	tooLong := anthropictest.Repeat(anthropictest.HTTPError{Status: 400, Type: "invalid_request_error",
+		Message: "prompt is too long: 1000000 tokens > 200000 maximum", RequestID: "req_400"})
+	h := newHarness(t, tooLong)
+	r := h.run(strings.NewReader(""), "hi")
+	r.check(t, exitFailure)
+	if want := "agentloop: API error 400 invalid_request_error: prompt is too long: 1000000 tokens > 200000 maximum (request req_400)\n"; r.stderr != want {
+		t.Errorf("stderr = %q, want only the error: %q", r.stderr, want)
+	}
+	h = newHarness(t, tooLong)
+	r = h.run(strings.NewReader(""), "--json", "hi")
+	r.check(t, exitFailure)
+	if diff := cmp.Diff([]string{"turn_start", "error"}, jsonTypes(t, r.stdout)); diff != "" {
+		t.Errorf("lines (-want +got):\n%s", diff)
 	}
 }
 

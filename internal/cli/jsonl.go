@@ -62,17 +62,10 @@ func marshalEvent(ev agent.Event, err error, priced bool) ([]byte, error) {
 			}{UsageUpdate: e}
 		}
 	case agent.Result:
-		type unpriced struct {
-			agent.Result
-			CostUSD *float64 `json:"cost_usd"` // shadows the embedded 0
-		}
 		done := struct {
 			Result any    `json:"result"`
 			Error  string `json:"error,omitempty"`
-		}{Result: e}
-		if !priced {
-			done.Result = unpriced{Result: e}
-		}
+		}{Result: resultValue(e, priced)}
 		if err != nil {
 			done.Error = err.Error()
 		}
@@ -95,14 +88,28 @@ func marshalEvent(ev agent.Event, err error, priced bool) ([]byte, error) {
 	return append(out, body[1:]...), nil
 }
 
+// resultValue is res as the JSON lines write it: unless priced, with a
+// cost of null.
+func resultValue(res agent.Result, priced bool) any {
+	if priced {
+		return res
+	}
+	return struct {
+		agent.Result
+		CostUSD *float64 `json:"cost_usd"` // shadows the embedded 0
+	}{Result: res}
+}
+
 // errorRecord is the JSON line --json writes for the error that ended a
-// run. Like every event's line it opens with its "type".
+// run. Like every event's line it opens with its "type". For a run that
+// failed it is the last line, in place of "done", and holds its result.
 type errorRecord struct {
 	Type      string `json:"type"` // "error"
 	Message   string `json:"message"`
 	Status    int    `json:"status,omitempty"`
 	ErrorType string `json:"error_type,omitempty"`
 	RequestID string `json:"request_id,omitempty"`
+	Result    any    `json:"result,omitempty"`
 }
 
 // newErrorRecord returns the record of err.

@@ -331,17 +331,20 @@ func TestJSON(t *testing.T) {
 		t.Errorf("last event is %q, want done", types[len(types)-1])
 	}
 
-	// An error ends with an "error" line after "done".
+	// A failed run ends with an "error" line, the last thing a reader
+	// sees: no "done" comes before it, and it holds the run's result.
 	r = h.run(strings.NewReader(""), "--json", "hi")
 	r.check(t, exitFailure)
 	types = jsonTypes(t, r.stdout)
-	if got := types[len(types)-1]; got != "error" {
-		t.Errorf("last line is %q, want error", got)
+	if diff := cmp.Diff([]string{"turn_start", "error"}, types); diff != "" {
+		t.Errorf("lines (-want +got):\n%s", diff)
 	}
 	// Shaped like every other line: "type" first.
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-	if last := lines[len(lines)-1]; !strings.HasPrefix(last, `{"type":"error","message":"invalid x-api-key","status":401,`) {
-		t.Errorf("the error line is %s, want it to open with its type", last)
+	last := lines[len(lines)-1]
+	if !strings.HasPrefix(last, `{"type":"error","message":"invalid x-api-key","status":401,`) ||
+		!strings.Contains(last, `"result":{"text":"","state":"failed","iterations":1,`) {
+		t.Errorf("the error line is %s, want it to open with its type and hold the result", last)
 	}
 	if !strings.Contains(r.stdout, "req_401") || !strings.Contains(r.stderr, "req_401") {
 		t.Errorf("the request id is missing:\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -32,20 +33,24 @@ type renderer interface {
 // jsonRenderer writes each event to stdout as one JSON line with a "type".
 // Notes and errors go to stderr as text, where a person will see them, and
 // errors also go to stdout, so that a program reading the lines sees why
-// the run failed.
+// the run failed: a failed run ends with an "error" line that holds its
+// result, in place of "done", so that the error is the last line.
 type jsonRenderer struct {
 	out, errw io.Writer
-	enc       *json.Encoder
 	priced    bool // the model has a price: costs are numbers, not null
+	// failed is the result of a run that failed, held for its error line.
+	failed *agent.Result
 }
 
 func newJSONRenderer(stdout, stderr io.Writer, priced bool) *jsonRenderer {
-	enc := json.NewEncoder(stdout)
-	enc.SetEscapeHTML(false)
-	return &jsonRenderer{out: stdout, errw: stderr, enc: enc, priced: priced}
+	return &jsonRenderer{out: stdout, errw: stderr, priced: priced}
 }
 
 func (r *jsonRenderer) event(ev agent.Event, runErr error) {
+	if res, ok := ev.(agent.Result); ok && res.State == agent.Failed && runErr != nil {
+		r.failed = &res // fail writes it, with the error
+		return
+	}
 	// An error here would be a bug in an event's fields, so it is
 	// reported, not hidden.
 	b, err := marshalEvent(ev, runErr, r.priced)
@@ -53,15 +58,46 @@ func (r *jsonRenderer) event(ev agent.Event, runErr error) {
 		fmt.Fprintf(r.errw, "agentloop: cannot encode %s event: %v\n", eventType(ev), err)
 		return
 	}
-	r.out.Write(append(b, '\n'))
+	r.write(b)
 }
 
 func (r *jsonRenderer) fail(err error) {
-	r.enc.Encode(newErrorRecord(err))
+	rec := newErrorRecord(err)
+	if r.failed != nil {
+		rec.Result = resultValue(*r.failed, r.priced)
+		r.failed = nil
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		fmt.Fprintf(r.errw, "agentloop: cannot encode the error: %v\n", err)
+		return
+	}
+	r.write(b)
+}
+
+// write writes one JSON line. encoding/json leaves C1 controls raw, which
+// some terminals take for CSI or OSC, so they are written as \u escapes:
+// the same JSON, safe to show.
+func (r *jsonRenderer) write(line []byte) {
+	var b []byte
+	for {
+		// In UTF-8, 0xc2 and a byte of 0x80 to 0x9f are U+0080 to U+009F.
+		i := bytes.IndexByte(line, 0xc2)
+		if i < 0 || i+1 == len(line) {
+			break
+		}
+		if c := line[i+1]; c <= 0x9f {
+			b = fmt.Appendf(append(b, line[:i]...), `\u%04x`, c)
+		} else {
+			b = append(b, line[:i+2]...)
+		}
+		line = line[i+2:]
+	}
+	r.out.Write(append(append(b, line...), '\n'))
 }
 
 func (r *jsonRenderer) note(format string, args ...any) {
-	fmt.Fprintf(r.errw, "agentloop: "+format+"\n", args...)
+	io.WriteString(r.errw, "agentloop: "+visible(fmt.Sprintf(format, args...))+"\n")
 }
 
 func (r *jsonRenderer) pause() {}
@@ -145,7 +181,7 @@ func (r *textRenderer) event(ev agent.Event, _ error) {
 			r.endOutLine()
 			r.errOpen = "thinking"
 		}
-		io.WriteString(r.errw, r.style.dim(ev.Thinking))
+		io.WriteString(r.errw, r.style.dim(printable(ev.Thinking)))
 	case agent.TextDelta:
 		if r.screen == nil {
 			r.held.WriteString(ev.Text)
@@ -153,7 +189,7 @@ func (r *textRenderer) event(ev agent.Event, _ error) {
 		}
 		r.stopSpin()
 		r.closeErrLine()
-		r.write(ev.Text)
+		r.write(printable(ev.Text))
 	case agent.ToolCallStart:
 		r.stopSpin()
 		label := r.label(ev.ID, ev.Name)
@@ -162,7 +198,7 @@ func (r *textRenderer) event(ev agent.Event, _ error) {
 			io.WriteString(r.errw, "        ")
 			r.errOpen = ev.ID
 		}
-		r.spinLocked("writing " + ev.Name + " input")
+		r.spinLocked("writing " + visible(ev.Name) + " input")
 	case agent.ToolInputDelta:
 		if !r.lesson || r.errOpen != ev.ID {
 			return
@@ -170,7 +206,7 @@ func (r *textRenderer) event(ev agent.Event, _ error) {
 		r.stopSpin()
 		// Each fragment is printed as it came, with a bar after it: the
 		// cuts fall anywhere, even inside a key or a number.
-		io.WriteString(r.errw, r.style.fragment(ev.PartialJSON)+r.style.dim("│"))
+		io.WriteString(r.errw, r.style.fragment(visible(ev.PartialJSON))+r.style.dim("│"))
 	case agent.ToolCall:
 		r.stopSpin()
 		r.running++
@@ -180,7 +216,7 @@ func (r *textRenderer) event(ev agent.Event, _ error) {
 		} else {
 			r.line(r.style.tool("→ "+label) + " " + compactJSON(ev.Input, 100))
 		}
-		r.spinLocked("running " + ev.Name)
+		r.spinLocked("running " + visible(ev.Name))
 	case agent.ToolDone:
 		r.stopSpin()
 		r.running = max(0, r.running-1)
@@ -218,7 +254,7 @@ func (r *textRenderer) event(ev agent.Event, _ error) {
 		r.stopSpin()
 		msg := fmt.Sprintf("compacted the history from about %d to %d tokens", ev.Before, ev.After)
 		if len(ev.Steps) > 0 {
-			msg += " (" + strings.Join(ev.Steps, ", ") + ")"
+			msg += " (" + visible(strings.Join(ev.Steps, ", ")) + ")"
 		}
 		r.line(r.style.dim(msg))
 	case agent.Retry:
@@ -296,7 +332,7 @@ func (r *textRenderer) label(id, name string) string {
 	l, ok := r.labels[id]
 	if !ok {
 		r.ncalls++
-		l = fmt.Sprintf("%s#%d", name, r.ncalls)
+		l = fmt.Sprintf("%s#%d", visible(name), r.ncalls)
 		r.labels[id] = l
 	}
 	return l
@@ -315,7 +351,7 @@ func (r *textRenderer) note(format string, args ...any) {
 	// A note can come mid-turn (a retry's): the spinner goes on after it.
 	spinning := r.spin != nil && r.spin.running
 	r.stopSpin()
-	r.line(r.style.warn(fmt.Sprintf(format, args...)))
+	r.line(r.style.warn(visible(fmt.Sprintf(format, args...))))
 	if spinning {
 		r.spinLocked(r.spin.label)
 	}
@@ -409,7 +445,8 @@ func compactJSON(input json.RawMessage, n int) string {
 }
 
 // shorten returns s on one line, its runs of white space collapsed, cut to
-// n runes with an ellipsis.
+// n runes with an ellipsis, and visible: what needs an escape on a terminal
+// is escaped, each escape counting as its runes.
 func shorten(s string, n int) string {
 	return shortenRunes(func(yield func(rune) bool) {
 		for _, r := range s {
@@ -424,25 +461,29 @@ func shorten(s string, n int) string {
 // of it than the n runes it shows.
 func shortenRunes(runes iter.Seq[rune], n int) string {
 	var b strings.Builder
-	count, cut, space := 0, 0, false
-	// emit writes r, and reports true instead if the text is longer than n.
-	emit := func(r rune) bool {
-		if count == n-1 {
+	width, cut, space := 0, 0, false
+	// emit appends t, of w runes, unless it would take the text past n;
+	// cut is where the text ends that leaves room for the ellipsis.
+	emit := func(t string, w int) bool {
+		if width+w > n {
+			return false
+		}
+		b.WriteString(t)
+		if width += w; width < n {
 			cut = b.Len()
 		}
-		if count == n {
-			return true
-		}
-		b.WriteRune(r)
-		count++
-		return false
+		return true
 	}
 	for r := range runes {
 		if unicode.IsSpace(r) {
-			space = count > 0
+			space = width > 0
 			continue
 		}
-		if space && emit(' ') || emit(r) {
+		t := string(r)
+		if needsEscape(r, true) {
+			t = escapeRune(r)
+		}
+		if space && !emit(" ", 1) || !emit(t, utf8.RuneCountInString(t)) {
 			return b.String()[:cut] + "…"
 		}
 		space = false
