@@ -55,7 +55,7 @@ func TestUsageErrors(t *testing.T) {
 			[]string{"ANTHROPIC_BASE_URL", `"localhost:8080"`, "https://"}},
 		{"blank prompt argument", []string{" ", "\t"}, nil, "", []string{"prompt is blank"}},
 		{"empty prompt argument", []string{""}, nil, "piped input", []string{"prompt is blank"}},
-		{"demo with a prompt", []string{"demo", "please"}, nil, "", []string{"demo takes no prompt"}},
+		{"demo with a prompt", []string{"demo", "--fast", "please"}, nil, "", []string{"demo takes no prompt"}},
 		{"demo with a session", []string{"--session", "x.jsonl", "demo"}, nil, "", []string{"--session"}},
 		{"demo with an MCP server", []string{"--mcp-url", "http://example.com/mcp", "demo"}, nil, "", []string{"--mcp-url"}},
 	} {

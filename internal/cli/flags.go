@@ -32,7 +32,10 @@ across turns, with line editing and history (arrow keys, Ctrl-R); /help lists
 the commands, /exit ends it, /clear starts a new conversation (with --session,
 the old transcript is kept beside the new one), /usage shows the tokens and
 cost so far, Ctrl-C interrupts the current turn and a second Ctrl-C exits.
-Flags go before the prompt.
+Flags go before the prompt. A command (demo, help, and the durable mode's
+worker, approve and deny) is a first word alone or followed by its flags;
+before other words it is part of the prompt, so agentloop help me fix it
+asks the model. -- ends the flags: agentloop -- demo asks about "demo".
 
 The answer streams to stdout. When stdout is not a terminal, each model
 turn's text is written once the turn is complete, so that the partial text of
@@ -267,7 +270,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	rest := fs.Args()
 	// "--" ends the flags, so "agentloop -- demo" asks the model about "demo".
 	dashed := len(args) > len(rest) && args[len(args)-len(rest)-1] == "--"
-	if len(rest) > 0 && rest[0] == "demo" && !dashed {
+	if len(rest) > 0 && rest[0] == "demo" && !dashed && isCommand(rest) {
 		o.demo = true
 		dfs := flag.NewFlagSet("agentloop demo", flag.ContinueOnError)
 		dfs.SetOutput(io.Discard)
@@ -287,9 +290,9 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		}
 		return o, nil
 	}
-	// "agentloop help", alone, is --help: a prompt of one word "help" is
-	// more likely a user looking for the flags than a question.
-	if len(rest) == 1 && rest[0] == "help" && !dashed {
+	// "agentloop help" is --help: a prompt of one word "help" is more
+	// likely a user looking for the flags than a question.
+	if len(rest) > 0 && rest[0] == "help" && !dashed && isCommand(rest) {
 		o.help = true
 		return o, nil
 	}
@@ -300,6 +303,15 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		}
 	}
 	return o, nil
+}
+
+// isCommand reports whether words, which begin with the name of a command
+// (demo, help, worker, approve, deny), are that command: the name alone, or
+// followed by a flag. Followed by anything else it is the first word of a
+// prompt, so that "agentloop deny that the bug exists" asks the model, as
+// "agentloop help me fix it" does.
+func isCommand(words []string) bool {
+	return len(words) == 1 || len(words[1]) > 1 && words[1][0] == '-'
 }
 
 // newFlagSet defines every flag but --tools on o.

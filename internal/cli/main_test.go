@@ -477,6 +477,48 @@ func TestHelpAndVersion(t *testing.T) {
 	}
 }
 
+// TestCommandWords checks that a command is a first word alone or before
+// its flags, and that before other words it begins a prompt: "help me fix
+// it" and "deny that the bug exists" both go to the model.
+func TestCommandWords(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		prompt string // sent to the model; "" for none
+		code   int
+		out    string // a part of stdout or stderr
+	}{
+		{[]string{"help"}, "", 0, "Usage:"},
+		{[]string{"help", "-v"}, "", 0, "Usage:"},
+		{[]string{"help", "me", "fix", "it"}, "help me fix it", 0, "ok"},
+		{[]string{"deny", "that", "the", "bug", "exists"}, "deny that the bug exists", 0, "ok"},
+		{[]string{"approve", "of", "this"}, "approve of this", 0, "ok"},
+		{[]string{"worker", "bees", "dance"}, "worker bees dance", 0, "ok"},
+		{[]string{"demo", "the", "loop"}, "demo the loop", 0, "ok"},
+		{[]string{"--", "demo"}, "demo", 0, "ok"},
+		{[]string{"--", "help"}, "help", 0, "ok"},
+		// The plain build has no durable mode, and says so.
+		{[]string{"deny"}, "", exitUsage, "no durable mode"},
+		{[]string{"approve", "--session", "s", "toolu_1"}, "", exitUsage, "no durable mode"},
+		{[]string{"worker", "-v"}, "", exitUsage, "no durable mode"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			h := newHarness(t, text("ok"))
+			r := h.run(strings.NewReader(""), tc.args...)
+			r.check(t, tc.code)
+			if !strings.Contains(r.stdout+r.stderr, tc.out) {
+				t.Errorf("output lacks %q:\nstdout:\n%s\nstderr:\n%s", tc.out, r.stdout, r.stderr)
+			}
+			var got string
+			if reqs := h.srv.Requests(); len(reqs) > 0 {
+				got = reqs[0].Messages()[0].Text
+			}
+			if got != tc.prompt {
+				t.Errorf("prompt sent %q, want %q", got, tc.prompt)
+			}
+		})
+	}
+}
+
 // An unknown model runs on conservative defaults, and -v says so.
 func TestUnknownModelLogged(t *testing.T) {
 	for _, verbose := range []bool{false, true} {

@@ -35,7 +35,12 @@ var defaultContextLimit = memory.New(memory.Config{Model: defaultModel, MaxToken
 // run is the whole command. Its error decides the exit status (see
 // exitCode); main prints it.
 func (c *cli) run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	sub, args := durableCommand(args) // durable hook
+	sub, rest := durableCommand(args) // durable hook
+	if sub != "" && isCommand(args) {
+		args = rest
+	} else {
+		sub = ""
+	}
 	o, err := parseFlags(args, c.getenv)
 	if err != nil {
 		return err
