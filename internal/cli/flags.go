@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"io"
@@ -44,7 +45,10 @@ is erased. Tool calls and their results, retries and history compaction are
 reported on stderr.
 
 Flags:
-  --model NAME        the model (default $ANTHROPIC_MODEL, else %s)
+  --model NAME        the model, by name or by Claude Code's aliases opus,
+                      sonnet and haiku for the current ones (default
+                      $ANTHROPIC_MODEL, else %s); a name agentloop
+                      does not know is sent as it is, with a warning
   --max-tokens N      the output cap of one model turn (default %d)
   --max-iterations N  model turns per prompt before giving up (default %d)
   --max-duration D    give up on a prompt after D of wall time, such as 90s
@@ -120,7 +124,9 @@ Flags:
   --session FILE      a JSONL transcript: loaded if it exists, so the
                       conversation continues, and saved after every turn
   --json              write the agent's events to stdout as JSON Lines, one
-                      event per line, each with a "type" field
+                      event per line, each with a "type" field; the last is
+                      "done", or for a run that failed "error", with the
+                      run's result
   -v                  write a debug log to stderr (keys are never printed)
   --version           print the version and exit
 
@@ -195,6 +201,9 @@ type options struct {
 	version       bool
 	help          bool
 	telemetry     llm.Telemetry // otel hook: set by run from OTEL_* (see otel.go)
+	// warnings are said on stderr before the run: values taken, but
+	// perhaps not meant.
+	warnings []string
 
 	demo   bool // the demo command
 	fast   bool // demo --fast
@@ -217,17 +226,19 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	fs := newFlagSet(o)
 	var tools listFlag
 	fs.Var(&tools, "tools", "")
-	if err := fs.Parse(args); err != nil {
-		return nil, usageError("%v (see agentloop --help)", err)
+	if err := parseArgs(fs, args); err != nil {
+		return nil, err
 	}
 	if err := o.builtin.check(); err != nil {
 		return nil, err
 	}
-	if o.model == "" {
-		o.model = getenv("ANTHROPIC_MODEL")
+	if err := checkSecretEnv(o.builtin.secretEnv); err != nil {
+		return nil, err
 	}
-	if o.model == "" {
-		o.model = defaultModel
+	var warning string
+	o.model, warning = resolveModel(cmp.Or(o.model, getenv("ANTHROPIC_MODEL"), defaultModel))
+	if warning != "" {
+		o.warnings = append(o.warnings, warning)
 	}
 	var err error
 	if len(tools) == 0 {
@@ -259,6 +270,9 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		return nil, usageError("--max-total-tokens must be 0 (no limit) or positive")
 	case o.contextLimit < 0:
 		return nil, usageError("--context-limit must be positive")
+	case known && o.contextLimit > info.ContextWindow:
+		// The API would refuse every request before compaction began.
+		return nil, usageError("--context-limit %d is over the %d-token context window of %s", o.contextLimit, info.ContextWindow, o.model)
 	case o.thinking < 0:
 		return nil, usageError("--thinking must be 0 (off) or a budget in tokens")
 	}
@@ -277,8 +291,8 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		dfs.BoolVar(&o.fast, "fast", false, "")
 		dfs.BoolVar(&o.help, "help", false, "")
 		dfs.BoolVar(&o.help, "h", false, "")
-		if err := dfs.Parse(rest[1:]); err != nil {
-			return nil, usageError("demo: %v (see agentloop --help)", err)
+		if err := parseArgs(dfs, rest[1:]); err != nil {
+			return nil, err
 		}
 		if dfs.NArg() > 0 {
 			return nil, usageError("demo takes no prompt, got %q", strings.Join(dfs.Args(), " "))

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentloop/agentloop/anthropictest"
+	"github.com/agentloop/agentloop/llm"
 )
 
 // TestMain lets a test run the real command: the test binary, started with
@@ -519,18 +520,45 @@ func TestCommandWords(t *testing.T) {
 	}
 }
 
-// An unknown model runs on conservative defaults, and -v says so.
-func TestUnknownModelLogged(t *testing.T) {
-	for _, verbose := range []bool{false, true} {
-		h := newHarness(t, text("ok"))
-		args := []string{"--model", "claude-next", "hi"}
-		if verbose {
-			args = append([]string{"-v"}, args...)
-		}
-		r := h.run(strings.NewReader(""), args...)
-		r.check(t, 0)
-		if got := strings.Contains(r.stderr, "model unknown to llm.Models"); got != verbose {
-			t.Errorf("-v %v: stderr mentions the unknown model: %v\n%s", verbose, got, r.stderr)
+// TestModelNames checks --model and ANTHROPIC_MODEL: Claude Code's
+// aliases name the current models, and a name llm.Models does not know is
+// sent as it is, with a warning on stderr (a typo would cost a 404).
+func TestModelNames(t *testing.T) {
+	for _, tc := range []struct {
+		flag, env string
+		sent      string
+		warned    bool
+	}{
+		{"opus", "", "claude-opus-5-5", false},
+		{"sonnet", "", "claude-sonnet-5-5", false},
+		{"haiku", "", "claude-haiku-5-5", false},
+		{"", "opus", "claude-opus-5-5", false},
+		{"claude-opus-4-6", "", "claude-opus-4-6", false},
+		{"claude-haiku-4-5-20251001", "", "claude-haiku-4-5-20251001", false},
+		{"", "", defaultModel, false},
+		{"claude-next", "", "claude-next", true},
+		{"", "claude-from-env", "claude-from-env", true},
+	} {
+		t.Run(tc.flag+"/"+tc.env, func(t *testing.T) {
+			h := newHarness(t, text("ok"))
+			h.env["ANTHROPIC_MODEL"] = tc.env
+			args := []string{"hi"}
+			if tc.flag != "" {
+				args = append([]string{"--model", tc.flag}, args...)
+			}
+			r := h.run(strings.NewReader(""), args...)
+			r.check(t, 0)
+			if p, err := h.srv.Requests()[0].Params(); err != nil || p.Model != tc.sent {
+				t.Errorf("model sent %q, %v; want %q", p.Model, err, tc.sent)
+			}
+			if got := strings.Contains(r.stderr, `warning: model "`+tc.sent+`" is not one agentloop knows`); got != tc.warned {
+				t.Errorf("warned %v, want %v:\n%s", got, tc.warned, r.stderr)
+			}
+		})
+	}
+	for alias, model := range modelAliases {
+		if _, ok := llm.Models[model]; !ok {
+			t.Errorf("the alias %s names %s, which llm.Models does not hold", alias, model)
 		}
 	}
 }

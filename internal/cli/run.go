@@ -45,6 +45,11 @@ func (c *cli) run(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	if err != nil {
 		return err
 	}
+	if !o.help && !o.version {
+		for _, w := range o.warnings {
+			fmt.Fprintln(stderr, "agentloop: "+w)
+		}
+	}
 	switch {
 	case o.help:
 		_, err := io.WriteString(stdout, helpText())
@@ -281,8 +286,9 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 		s.cfg.Middleware = logModel(logger)
 	}
 	s.cfg.Thinking, s.cfg.Effort = o.thinkingConfig(), o.effort
-	if _, known := llm.LookupModel(o.model); !known {
-		logger.Info("agentloop: model unknown to llm.Models: no price or limits, and the current models' rules (adaptive thinking, no forced tool use, bound thinking blocks)", "model", o.model)
+	if err := checkContextLimit(s.memCfg, s.cfg.System, reg.Specs()); err != nil {
+		s.close()
+		return nil, err
 	}
 	s.agent, err = agent.New(s.cfg)
 	if err != nil {
