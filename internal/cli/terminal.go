@@ -256,6 +256,17 @@ func needsEscape(r rune, strict bool) bool {
 		unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point)
 }
 
+// visibleWriter writes through visible, for a sink that writes text from
+// a server with plain fmt calls, each a whole string.
+type visibleWriter struct{ w io.Writer }
+
+func (v visibleWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(v.w, visible(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
 // escapeRune returns r as a Go escape: \x1b, \u202e or \U000e0041.
 func escapeRune(r rune) string {
 	q := strconv.QuoteRuneToASCII(r)

@@ -1,6 +1,9 @@
 package cli
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestScreen checks that the screen counts the rows a write moves the
 // cursor down, wrapping included, so that erase goes back far enough and
@@ -71,5 +74,16 @@ func TestEscape(t *testing.T) {
 				t.Errorf("visible(%q) = %q, want %q", tc.in, got, tc.visible)
 			}
 		})
+	}
+}
+
+// TestVisibleWriter checks the writer that the MCP servers' questions
+// (elicitation forms, sampling, consent) are written through.
+func TestVisibleWriter(t *testing.T) {
+	var b strings.Builder
+	term := &terminal{in: strings.NewReader("n\n"), out: visibleWriter{&b}}
+	term.confirm("MCP server x\x1b]0;t\x07 asks:\u2800 ok?")
+	if want := "MCP server x\\x1b]0;t\\a asks:\\u2800 ok? [y/N] "; b.String() != want {
+		t.Errorf("wrote %q, want %q", b.String(), want)
 	}
 }
