@@ -161,12 +161,14 @@ func (r *jsonRenderer) fail(err error) {
 		rec.Result = resultValue(*r.failed, r.priced)
 		r.failed = nil
 	}
-	b, err := json.Marshal(rec)
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // a message's "a > b" stays readable
+	if err := enc.Encode(rec); err != nil {
 		fmt.Fprintf(r.errw, "agentloop: cannot encode the error: %v\n", err)
 		return
 	}
-	r.write(b)
+	r.write(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
 }
 
 // write writes one JSON line. encoding/json leaves C1 controls raw, which

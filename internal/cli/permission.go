@@ -136,7 +136,7 @@ func (a *terminalAsker) describe(call llm.ToolUse) question {
 	switch {
 	case call.Name == "bash":
 		return question{
-			heading: fmt.Sprintf("bash wants to run a command in %s:", a.dir),
+			heading: fmt.Sprintf("bash wants to run a command in %s:", visible(a.dir)),
 			body:    "  $ " + strings.ReplaceAll(visible(in.Command), "\n", "\n    ") + "\n",
 			summary: "bash: " + shorten(firstLine(in.Command), summaryTarget) + " (" + size(in.Command) + ")",
 		}

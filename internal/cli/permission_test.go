@@ -203,7 +203,7 @@ func TestQuestion(t *testing.T) {
 		{"an internationalized host and a port", "web_fetch", `{"url":"http://bücher.de:8080/"}`,
 			"web_fetch wants to fetch http://xn--bcher-kva.de:8080/ (an internationalized host, shown in punycode)", "", nil},
 		{"a URL with controls", "web_fetch", jsonString("url", "https://a.com/\x1b[2J"), `web_fetch wants to fetch https://a.com/\x1b[2J`, "", nil},
-		{"another tool", "mcp__x__y\x1b[8m", `{"a":"\u202e"}`, `mcp__x__y\x1b[8m wants to run with input {"a":"\u202e"}`, "", nil},
+		{"another tool", "mcp__x__y\x1b[8m", "{\"a\":\"\u202e\u2800\"}", `mcp__x__y\x1b[8m wants to run with input {"a":"\u202e\u2800"}`, "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q := a.describe(llm.ToolUse{ID: "toolu_1", Name: tc.tool, Input: json.RawMessage(tc.input)})
