@@ -31,6 +31,7 @@ func TestUsageErrors(t *testing.T) {
 		{"bad number", []string{"--max-tokens", "lots", "hi"}, nil, "", []string{`invalid value "lots" for --max-tokens: `}},
 		{"bad number, one dash", []string{"-max-tokens=lots", "hi"}, nil, "", []string{`invalid value "lots" for --max-tokens: `}},
 		{"a flag without its value", []string{"--model"}, nil, "", []string{"--model needs a value ("}},
+		{"a flag for a value", []string{"--model", "--json", "hi"}, nil, "", []string{"--model needs a value, but --json follows it"}},
 		// A blank value is not the default.
 		{"blank model", []string{"--model=", "hi"}, nil, "", []string{"--model needs a value, not a blank one"}},
 		{"blank secret-env", []string{"--secret-env", "", "hi"}, nil, "", []string{"--secret-env needs a value, not a blank one"}},

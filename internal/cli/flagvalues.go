@@ -41,6 +41,9 @@ func parseArgs(fs *flag.FlagSet, args []string) error {
 		case f.Value.(checkedValue).IsBoolFlag() || hasValue:
 		case i+1 == len(args):
 			return usageError("%s needs a value (see agentloop --help)", flagName(name))
+		case isFlag(fs, args[i+1]):
+			// --model --json would take "--json" for a model's name.
+			return usageError("%s needs a value, but %s follows it (see agentloop --help)", flagName(name), args[i+1])
 		default:
 			i++
 		}
@@ -49,6 +52,13 @@ func parseArgs(fs *flag.FlagSet, args []string) error {
 		return usageError("%v (see agentloop --help)", err) // the scan above found none
 	}
 	return bad
+}
+
+// isFlag reports whether arg names a flag of fs, as -v, --json or
+// --model=x. A negative number names none.
+func isFlag(fs *flag.FlagSet, arg string) bool {
+	name, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(arg, "-"), "-"), "=")
+	return strings.HasPrefix(arg, "-") && name != "" && fs.Lookup(name) != nil
 }
 
 // flagName is how --help writes the flag name: -v, --model.
