@@ -27,6 +27,7 @@ func TestUsageErrors(t *testing.T) {
 		// Flags are named as --help names them, with two dashes.
 		{"unknown flag", []string{"--bogus", "hi"}, nil, "", []string{"agentloop: unknown flag --bogus (see agentloop --help)\n"}},
 		{"unknown flag with a value", []string{"-v", "--bogus=1", "hi"}, nil, "", []string{"unknown flag --bogus ("}},
+		{"unknown flag, one dash", []string{"-bogus", "hi"}, nil, "", []string{"unknown flag --bogus ("}},
 		{"unknown demo flag", []string{"demo", "--bogus"}, nil, "", []string{"unknown flag --bogus ("}},
 		{"bad number", []string{"--max-tokens", "lots", "hi"}, nil, "", []string{`invalid value "lots" for --max-tokens: `}},
 		{"bad number, one dash", []string{"-max-tokens=lots", "hi"}, nil, "", []string{`invalid value "lots" for --max-tokens: `}},

@@ -40,9 +40,12 @@ asks the model. -- ends the flags: agentloop -- demo asks about "demo".
 
 The answer streams to stdout. When stdout is not a terminal, each model
 turn's text is written once the turn is complete, so that the partial text of
-a turn that failed and was retried never reaches it; on a terminal that text
-is erased. Tool calls and their results, retries and history compaction are
-reported on stderr.
+a turn that failed and was retried, or was cut short by Ctrl-C or
+--max-duration, never reaches it; on a terminal a retried turn's text is
+erased. Tool calls and their results, retries and history compaction are
+reported on stderr. On a terminal, control characters from the model, a tool
+or a server are shown escaped (\x1b), and on stderr invisible and non-ASCII
+blank characters too.
 
 Flags:
   --model NAME        the model, by name or by Claude Code's aliases opus,

@@ -37,7 +37,7 @@ func parseArgs(fs *flag.FlagSet, args []string) error {
 		f := fs.Lookup(name)
 		switch {
 		case f == nil:
-			return usageError("unknown flag %s (see agentloop --help)", strings.SplitN(a, "=", 2)[0])
+			return usageError("unknown flag %s (see agentloop --help)", flagName(name))
 		case f.Value.(checkedValue).IsBoolFlag() || hasValue:
 		case i+1 == len(args):
 			return usageError("%s needs a value (see agentloop --help)", flagName(name))
