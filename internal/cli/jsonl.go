@@ -189,7 +189,12 @@ func (r *jsonRenderer) write(line []byte) {
 		}
 		line = line[i+2:]
 	}
-	r.out.Write(append(append(b, line...), '\n'))
+	if b == nil {
+		b = line // no C1 control: no copy
+	} else {
+		b = append(b, line...)
+	}
+	r.out.Write(append(b, '\n'))
 }
 
 func (r *jsonRenderer) note(format string, args ...any) {
