@@ -197,8 +197,8 @@ func (s *spinner) loop(stop chan struct{}) {
 }
 
 // printable returns s as it may be written to a terminal. Each control
-// character but newline and tab (C0, DEL and C1: ESC, CSI and OSC among
-// them), each bidirectional control, and each byte that is not UTF-8 is
+// character but newline, tab and the CR of a CRLF (C0, DEL and C1: ESC, CSI
+// and OSC among them), each bidirectional control, and each byte that is not UTF-8 is
 // written as a Go escape (\x1b, \u202e, \xff), so that text from a model, a
 // tool or a server can neither move the cursor, clear the screen, recolour
 // or retitle it, nor reorder what it shows. Text that needs no escape is
@@ -221,6 +221,8 @@ func escapeText(s string, strict bool) string {
 		switch {
 		case r == utf8.RuneError && n == 1:
 			esc = fmt.Sprintf(`\x%02x`, s[i])
+		case r == '\r' && !strict && strings.HasPrefix(s[i+1:], "\n"):
+			// A line end written CRLF overwrites nothing.
 		case needsEscape(r, strict):
 			esc = escapeRune(r)
 		}

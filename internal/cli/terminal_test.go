@@ -59,6 +59,7 @@ func TestEscape(t *testing.T) {
 		{"clear screen, a fake prompt", "\x1b[2J\x1b[H$ ", `\x1b[2J\x1b[H$ `, `\x1b[2J\x1b[H$ `},
 		{"OSC: a window title", "\x1b]0;PWNED\x07", `\x1b]0;PWNED\a`, `\x1b]0;PWNED\a`},
 		{"C1: CSI and OSC in one code point", "\u009b2J\u009d0;x\u009c", `\u009b2J\u009d0;x\u009c`, `\u009b2J\u009d0;x\u009c`},
+		{"a CRLF line end, and a CR that would overwrite", "a\r\nb\rc", "a\r\nb\\rc", "a\\r\nb\\rc"},
 		{"backspace and DEL", "rm\b\b\x7f", `rm\b\b\x7f`, `rm\b\b\x7f`},
 		{"a bidirectional override", "rm -rf \u202e/ fig.txt", `rm -rf \u202e/ fig.txt`, `rm -rf \u202e/ fig.txt`},
 		{"bytes that are not UTF-8", "a\xff\x9bb", `a\xff\x9bb`, `a\xff\x9bb`},
