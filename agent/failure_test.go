@@ -175,6 +175,19 @@ func TestPromptTooLong(t *testing.T) {
 		}
 		validHistory(t, a.cfg.History)
 	})
+	// A lone prompt too long for the window leaves nothing to compact: no
+	// compaction is reported, only the failure.
+	t.Run("nothing to compact", func(t *testing.T) {
+		_, client := fake(t, at.ReplyFunc(func(*at.Request) at.Reply { return tooLong() }))
+		a := newAgent(t, client, Config{History: memory.New(memory.Config{Model: llm.DefaultModel})})
+		evs, res, err := collect(t, a.Stream(t.Context(), "a prompt the fake calls too long"))
+		if res.State != Failed || !errors.Is(err, llm.ErrPromptTooLong) {
+			t.Fatalf("result %+v, %v; want a failure with the 400", res, err)
+		}
+		if diff := cmp.Diff([]string{"turn_start", "result"}, kinds(evs, false)); diff != "" {
+			t.Errorf("events (-want +got):\n%s", diff)
+		}
+	})
 }
 
 func TestCompactBeforeRequest(t *testing.T) {

@@ -25,8 +25,10 @@ func (r *run) request(final bool) (llm.Request, error) {
 		Effort: r.cfg.Effort, NoCache: r.cfg.DisableCache, Container: r.cont}, final), nil
 }
 
-// compact compacts the history and reports it, also when it changed it
-// but could not get under the limit. Summary calls count in the run's usage.
+// compact compacts the history and reports it when it shrank, also when
+// it could not get under the limit; a compaction that shrank nothing (a
+// failed server call, a lone prompt too long) is not one to report. Summary
+// calls count in the run's usage.
 func (r *run) compact() error {
 	ctx, span := r.otel.StartCompact(r.ctx, r.cfg.ConversationID) // otel hook: the compact_history span
 	c, err := r.cfg.History.Compact(ctx, r.cfg.Model)             // otel hook: ctx, was r.ctx
@@ -36,7 +38,7 @@ func (r *run) compact() error {
 	}
 	telemetry.EndCompact(span, c.Before, c.After, c.Steps, err, typ)
 	r.usage = r.usage.Add(c.Usage)
-	if err == nil || len(c.Steps) > 0 {
+	if c.After < c.Before {
 		r.cfg.Logger.Info("agent: compacted the history", slog.Int("before", c.Before), slog.Int("after", c.After), slog.Any("err", err))
 		r.emit(Compacted{c})
 	}

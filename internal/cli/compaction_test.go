@@ -33,7 +33,7 @@ func TestCompactionFlag(t *testing.T) {
 		{args: []string{"--model", "claude-opus-5-5", "--compaction", "off"}, stderr: "strategy=off"},
 		{args: []string{"--model", "claude-haiku-4-5", "--compaction", "server"}, code: exitUsage, stderr: "--compaction server: claude-haiku-4-5 cannot compact on the server"},
 		{args: []string{"--compaction", "smart"}, code: exitUsage, stderr: `--compaction must be server, client or off, not "smart"`},
-		{args: []string{"--compaction", ""}, stderr: "strategy=server", wantEdits: []string{llm.ClearToolUses, llm.Compact}},
+		{args: []string{"--compaction", ""}, code: exitUsage, stderr: "--compaction needs a value, not a blank one"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			h := newHarness(t, text("ok"))

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/anthropictest"
 )
@@ -22,8 +24,25 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{"no key", []string{"hi"}, map[string]string{"ANTHROPIC_API_KEY": ""}, "",
 			[]string{"ANTHROPIC_API_KEY", "export ANTHROPIC_API_KEY="}},
-		{"unknown flag", []string{"--bogus", "hi"}, nil, "", []string{"bogus", "--help"}},
-		{"bad number", []string{"--max-tokens", "lots", "hi"}, nil, "", []string{"max-tokens"}},
+		// Flags are named as --help names them, with two dashes.
+		{"unknown flag", []string{"--bogus", "hi"}, nil, "", []string{"agentloop: unknown flag --bogus (see agentloop --help)\n"}},
+		{"unknown flag with a value", []string{"-v", "--bogus=1", "hi"}, nil, "", []string{"unknown flag --bogus ("}},
+		{"unknown flag, one dash", []string{"-bogus", "hi"}, nil, "", []string{"unknown flag --bogus ("}},
+		{"unknown demo flag", []string{"demo", "--bogus"}, nil, "", []string{"unknown flag --bogus ("}},
+		{"bad number", []string{"--max-tokens", "lots", "hi"}, nil, "", []string{`invalid value "lots" for --max-tokens: `}},
+		{"bad number, one dash", []string{"-max-tokens=lots", "hi"}, nil, "", []string{`invalid value "lots" for --max-tokens: `}},
+		{"a flag without its value", []string{"--model"}, nil, "", []string{"--model needs a value ("}},
+		{"a flag for a value", []string{"--model", "--json", "hi"}, nil, "", []string{"--model needs a value, but --json follows it"}},
+		// A blank value is not the default.
+		{"blank model", []string{"--model=", "hi"}, nil, "", []string{"--model needs a value, not a blank one"}},
+		{"blank secret-env", []string{"--secret-env", "", "hi"}, nil, "", []string{"--secret-env needs a value, not a blank one"}},
+		{"blank session", []string{"--session", " ", "hi"}, nil, "", []string{"--session needs a value, not a blank one"}},
+		{"secret-env with a value", []string{"--secret-env", "TOKEN=abc", "hi"}, nil, "", []string{`--secret-env "TOKEN=abc" is not a variable name or a pattern`}},
+		{"secret-env bad pattern", []string{"--secret-env", "AWS_[", "hi"}, nil, "", []string{`--secret-env "AWS_["`}},
+		{"context limit below the system prompt", []string{"--context-limit", "5", "hi"}, nil, "",
+			[]string{"--context-limit 5 leaves no room for the conversation: the system prompt and the tool definitions take about"}},
+		{"context limit over the window", []string{"--model", "claude-opus-4-6", "--context-limit", "300000", "hi"}, nil, "",
+			[]string{"--context-limit 300000 is over the 200000-token context window of claude-opus-4-6"}},
 		{"zero max tokens", []string{"--max-tokens", "0", "hi"}, nil, "", []string{"--max-tokens must be at least 1"}},
 		{"max tokens over the model's output", []string{"--model", "claude-sonnet-5-5", "--max-tokens", "9999999", "hi"}, nil, "",
 			[]string{"--max-tokens 9999999 is over the", "claude-sonnet-5-5 can write in one turn"}},
@@ -53,7 +72,7 @@ func TestUsageErrors(t *testing.T) {
 			[]string{"ANTHROPIC_BASE_URL", `"localhost:8080"`, "https://"}},
 		{"blank prompt argument", []string{" ", "\t"}, nil, "", []string{"prompt is blank"}},
 		{"empty prompt argument", []string{""}, nil, "piped input", []string{"prompt is blank"}},
-		{"demo with a prompt", []string{"demo", "please"}, nil, "", []string{"demo takes no prompt"}},
+		{"demo with a prompt", []string{"demo", "--fast", "please"}, nil, "", []string{"demo takes no prompt"}},
 		{"demo with a session", []string{"--session", "x.jsonl", "demo"}, nil, "", []string{"--session"}},
 		{"demo with an MCP server", []string{"--mcp-url", "http://example.com/mcp", "demo"}, nil, "", []string{"--mcp-url"}},
 	} {
@@ -153,6 +172,26 @@ func TestRunErrors(t *testing.T) {
 				t.Errorf("stderr reports a status 200 for an error:\n%s", r.stderr)
 			}
 		})
+	}
+}
+
+// TestPromptTooLong: a prompt too long for the window, with nothing to
+// compact, reports no compaction (none happened), and with --json its
+// error is the last line, with no "done" before it.
+func TestPromptTooLong(t *testing.T) {
+	tooLong := anthropictest.Repeat(anthropictest.HTTPError{Status: 400, Type: "invalid_request_error",
+		Message: "prompt is too long: 1000000 tokens > 200000 maximum", RequestID: "req_400"})
+	h := newHarness(t, tooLong)
+	r := h.run(strings.NewReader(""), "hi")
+	r.check(t, exitFailure)
+	if want := "agentloop: API error 400 invalid_request_error: prompt is too long: 1000000 tokens > 200000 maximum (request req_400)\n"; r.stderr != want {
+		t.Errorf("stderr = %q, want only the error: %q", r.stderr, want)
+	}
+	h = newHarness(t, tooLong)
+	r = h.run(strings.NewReader(""), "--json", "hi")
+	r.check(t, exitFailure)
+	if diff := cmp.Diff([]string{"turn_start", "error"}, jsonTypes(t, r.stdout)); diff != "" {
+		t.Errorf("lines (-want +got):\n%s", diff)
 	}
 }
 

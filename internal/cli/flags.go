@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"io"
@@ -32,16 +33,25 @@ across turns, with line editing and history (arrow keys, Ctrl-R); /help lists
 the commands, /exit ends it, /clear starts a new conversation (with --session,
 the old transcript is kept beside the new one), /usage shows the tokens and
 cost so far, Ctrl-C interrupts the current turn and a second Ctrl-C exits.
-Flags go before the prompt.
+Flags go before the prompt. A command (demo, help, and the durable mode's
+worker, approve and deny) is a first word alone or followed by its flags;
+before other words it is part of the prompt, so agentloop help me fix it
+asks the model. -- ends the flags: agentloop -- demo asks about "demo".
 
 The answer streams to stdout. When stdout is not a terminal, each model
 turn's text is written once the turn is complete, so that the partial text of
-a turn that failed and was retried never reaches it; on a terminal that text
-is erased. Tool calls and their results, retries and history compaction are
-reported on stderr.
+a turn that failed and was retried, or was cut short by Ctrl-C or
+--max-duration, never reaches it; on a terminal a retried turn's text is
+erased. Tool calls and their results, retries and history compaction are
+reported on stderr. On a terminal, control characters from the model, a tool
+or a server are shown escaped (\x1b), and on stderr invisible and non-ASCII
+blank characters too.
 
 Flags:
-  --model NAME        the model (default $ANTHROPIC_MODEL, else %s)
+  --model NAME        the model, by name or by Claude Code's aliases opus,
+                      sonnet and haiku for the current ones (default
+                      $ANTHROPIC_MODEL, else %s); a name agentloop
+                      does not know is sent as it is, with a warning
   --max-tokens N      the output cap of one model turn (default %d)
   --max-iterations N  model turns per prompt before giving up (default %d)
   --max-duration D    give up on a prompt after D of wall time, such as 90s
@@ -137,7 +147,9 @@ Flags:
   --session FILE      a JSONL transcript: loaded if it exists, so the
                       conversation continues, and saved after every turn
   --json              write the agent's events to stdout as JSON Lines, one
-                      event per line, each with a "type" field
+                      event per line, each with a "type" field; the last is
+                      "done", or for a run that failed "error", with the
+                      run's result
   -v                  write a debug log to stderr (keys are never printed)
   --version           print the version and exit
 
@@ -213,6 +225,9 @@ type options struct {
 	version       bool
 	help          bool
 	telemetry     llm.Telemetry // otel hook: set by run from OTEL_* (see otel.go)
+	// warnings are said on stderr before the run: values taken, but
+	// perhaps not meant.
+	warnings []string
 
 	demo   bool // the demo command
 	fast   bool // demo --fast
@@ -235,17 +250,19 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	fs := newFlagSet(o)
 	var tools listFlag
 	fs.Var(&tools, "tools", "")
-	if err := fs.Parse(args); err != nil {
-		return nil, usageError("%v (see agentloop --help)", err)
+	if err := parseArgs(fs, args); err != nil {
+		return nil, err
 	}
 	if err := o.builtin.check(); err != nil {
 		return nil, err
 	}
-	if o.model == "" {
-		o.model = getenv("ANTHROPIC_MODEL")
+	if err := checkSecretEnv(o.builtin.secretEnv); err != nil {
+		return nil, err
 	}
-	if o.model == "" {
-		o.model = defaultModel
+	var warning string
+	o.model, warning = resolveModel(cmp.Or(o.model, getenv("ANTHROPIC_MODEL"), defaultModel))
+	if warning != "" {
+		o.warnings = append(o.warnings, warning)
 	}
 	var err error
 	if len(tools) == 0 {
@@ -277,6 +294,9 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		return nil, usageError("--max-total-tokens must be 0 (no limit) or positive")
 	case o.contextLimit < 0:
 		return nil, usageError("--context-limit must be positive")
+	case known && o.contextLimit > info.ContextWindow:
+		// The API would refuse every request before compaction began.
+		return nil, usageError("--context-limit %d is over the %d-token context window of %s", o.contextLimit, info.ContextWindow, o.model)
 	case o.thinking < 0:
 		return nil, usageError("--thinking must be 0 (off) or a budget in tokens")
 	}
@@ -289,15 +309,15 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	rest := fs.Args()
 	// "--" ends the flags, so "agentloop -- demo" asks the model about "demo".
 	dashed := len(args) > len(rest) && args[len(args)-len(rest)-1] == "--"
-	if len(rest) > 0 && rest[0] == "demo" && !dashed {
+	if len(rest) > 0 && rest[0] == "demo" && !dashed && isCommand(rest) {
 		o.demo = true
 		dfs := flag.NewFlagSet("agentloop demo", flag.ContinueOnError)
 		dfs.SetOutput(io.Discard)
 		dfs.BoolVar(&o.fast, "fast", false, "")
 		dfs.BoolVar(&o.help, "help", false, "")
 		dfs.BoolVar(&o.help, "h", false, "")
-		if err := dfs.Parse(rest[1:]); err != nil {
-			return nil, usageError("demo: %v (see agentloop --help)", err)
+		if err := parseArgs(dfs, rest[1:]); err != nil {
+			return nil, err
 		}
 		if dfs.NArg() > 0 {
 			return nil, usageError("demo takes no prompt, got %q", strings.Join(dfs.Args(), " "))
@@ -309,9 +329,9 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		}
 		return o, nil
 	}
-	// "agentloop help", alone, is --help: a prompt of one word "help" is
-	// more likely a user looking for the flags than a question.
-	if len(rest) == 1 && rest[0] == "help" && !dashed {
+	// "agentloop help" is --help: a prompt of one word "help" is more
+	// likely a user looking for the flags than a question.
+	if len(rest) > 0 && rest[0] == "help" && !dashed && isCommand(rest) {
 		o.help = true
 		return o, nil
 	}
@@ -322,6 +342,15 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		}
 	}
 	return o, nil
+}
+
+// isCommand reports whether words, which begin with the name of a command
+// (demo, help, worker, approve, deny), are that command: the name alone, or
+// followed by a flag. Followed by anything else it is the first word of a
+// prompt, so that "agentloop deny that the bug exists" asks the model, as
+// "agentloop help me fix it" does.
+func isCommand(words []string) bool {
+	return len(words) == 1 || len(words[1]) > 1 && words[1][0] == '-'
 }
 
 // newFlagSet defines every flag but --tools on o.

@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/llm"
@@ -62,17 +64,10 @@ func marshalEvent(ev agent.Event, err error, priced bool) ([]byte, error) {
 			}{UsageUpdate: e}
 		}
 	case agent.Result:
-		type unpriced struct {
-			agent.Result
-			CostUSD *float64 `json:"cost_usd"` // shadows the embedded 0
-		}
 		done := struct {
 			Result any    `json:"result"`
 			Error  string `json:"error,omitempty"`
-		}{Result: e}
-		if !priced {
-			done.Result = unpriced{Result: e}
-		}
+		}{Result: resultValue(e, priced)}
 		if err != nil {
 			done.Error = err.Error()
 		}
@@ -95,14 +90,28 @@ func marshalEvent(ev agent.Event, err error, priced bool) ([]byte, error) {
 	return append(out, body[1:]...), nil
 }
 
+// resultValue is res as the JSON lines write it: unless priced, with a
+// cost of null.
+func resultValue(res agent.Result, priced bool) any {
+	if priced {
+		return res
+	}
+	return struct {
+		agent.Result
+		CostUSD *float64 `json:"cost_usd"` // shadows the embedded 0
+	}{Result: res}
+}
+
 // errorRecord is the JSON line --json writes for the error that ended a
-// run. Like every event's line it opens with its "type".
+// run. Like every event's line it opens with its "type". For a run that
+// failed it is the last line, in place of "done", and holds its result.
 type errorRecord struct {
 	Type      string `json:"type"` // "error"
 	Message   string `json:"message"`
 	Status    int    `json:"status,omitempty"`
 	ErrorType string `json:"error_type,omitempty"`
 	RequestID string `json:"request_id,omitempty"`
+	Result    any    `json:"result,omitempty"`
 }
 
 // newErrorRecord returns the record of err.
@@ -114,3 +123,83 @@ func newErrorRecord(err error) errorRecord {
 	}
 	return rec
 }
+
+// jsonRenderer writes each event to stdout as one JSON line with a "type".
+// Notes and errors go to stderr as text, where a person will see them, and
+// errors also go to stdout, so that a program reading the lines sees why
+// the run failed: a failed run ends with an "error" line that holds its
+// result, in place of "done", so that the error is the last line.
+type jsonRenderer struct {
+	out, errw io.Writer
+	priced    bool // the model has a price: costs are numbers, not null
+	// failed is the result of a run that failed, held for its error line.
+	failed *agent.Result
+}
+
+func newJSONRenderer(stdout, stderr io.Writer, priced bool) *jsonRenderer {
+	return &jsonRenderer{out: stdout, errw: stderr, priced: priced}
+}
+
+func (r *jsonRenderer) event(ev agent.Event, runErr error) {
+	if res, ok := ev.(agent.Result); ok && res.State == agent.Failed && runErr != nil {
+		r.failed = &res // fail writes it, with the error
+		return
+	}
+	// An error here would be a bug in an event's fields, so it is
+	// reported, not hidden.
+	b, err := marshalEvent(ev, runErr, r.priced)
+	if err != nil {
+		fmt.Fprintf(r.errw, "agentloop: cannot encode %s event: %v\n", eventType(ev), err)
+		return
+	}
+	r.write(b)
+}
+
+func (r *jsonRenderer) fail(err error) {
+	rec := newErrorRecord(err)
+	if r.failed != nil {
+		rec.Result = resultValue(*r.failed, r.priced)
+		r.failed = nil
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // a message's "a > b" stays readable
+	if err := enc.Encode(rec); err != nil {
+		fmt.Fprintf(r.errw, "agentloop: cannot encode the error: %v\n", err)
+		return
+	}
+	r.write(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
+}
+
+// write writes one JSON line. encoding/json leaves C1 controls raw, which
+// some terminals take for CSI or OSC, so they are written as \u escapes:
+// the same JSON, safe to show.
+func (r *jsonRenderer) write(line []byte) {
+	var b []byte
+	for {
+		// In UTF-8, 0xc2 and a byte of 0x80 to 0x9f are U+0080 to U+009F.
+		i := bytes.IndexByte(line, 0xc2)
+		if i < 0 || i+1 == len(line) {
+			break
+		}
+		if c := line[i+1]; c <= 0x9f {
+			b = fmt.Appendf(append(b, line[:i]...), `\u%04x`, c)
+		} else {
+			b = append(b, line[:i+2]...)
+		}
+		line = line[i+2:]
+	}
+	if b == nil {
+		b = line // no C1 control: no copy
+	} else {
+		b = append(b, line...)
+	}
+	r.out.Write(append(b, '\n'))
+}
+
+func (r *jsonRenderer) note(format string, args ...any) {
+	io.WriteString(r.errw, "agentloop: "+visible(fmt.Sprintf(format, args...))+"\n")
+}
+
+func (r *jsonRenderer) pause() {}
+func (r *jsonRenderer) close() {}

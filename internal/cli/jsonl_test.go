@@ -3,6 +3,8 @@ package cli
 import (
 	"encoding/json"
 	"errors"
+	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,5 +71,23 @@ func TestEventJSONUnpriced(t *testing.T) {
 		if err != nil || string(got) != tt.want {
 			t.Errorf("marshalEvent(%#v, false)\n got %s, %v\nwant %s", tt.ev, got, err, tt.want)
 		}
+	}
+}
+
+// TestJSONLinesEscapeC1 checks that --json writes C1 controls, which
+// encoding/json leaves raw and some terminals obey, as \u escapes: the
+// same JSON, decoding to the same text.
+func TestJSONLinesEscapeC1(t *testing.T) {
+	var out strings.Builder
+	r := newJSONRenderer(&out, io.Discard, true)
+	text := "\u009b2J\u009d0;x\u009c é \u00a0\u00bf\x1b"
+	r.event(agent.TextDelta{Text: text}, nil)
+	want := `{"type":"text_delta","text":"\u009b2J\u009d0;x\u009c é ` + "\u00a0\u00bf" + `\u001b"}` + "\n"
+	if out.String() != want {
+		t.Errorf("got  %q\nwant %q", out.String(), want)
+	}
+	var ev agent.TextDelta
+	if err := json.Unmarshal([]byte(out.String()), &ev); err != nil || ev.Text != text {
+		t.Errorf("decodes to %q, %v; want %q", ev.Text, err, text)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentloop/agentloop/anthropictest"
+	"github.com/agentloop/agentloop/llm"
 )
 
 // TestMain lets a test run the real command: the test binary, started with
@@ -340,17 +341,20 @@ func TestJSON(t *testing.T) {
 		t.Errorf("last event is %q, want done", types[len(types)-1])
 	}
 
-	// An error ends with an "error" line after "done".
+	// A failed run ends with an "error" line, the last thing a reader
+	// sees: no "done" comes before it, and it holds the run's result.
 	r = h.run(strings.NewReader(""), "--json", "hi")
 	r.check(t, exitFailure)
 	types = jsonTypes(t, r.stdout)
-	if got := types[len(types)-1]; got != "error" {
-		t.Errorf("last line is %q, want error", got)
+	if diff := cmp.Diff([]string{"turn_start", "error"}, types); diff != "" {
+		t.Errorf("lines (-want +got):\n%s", diff)
 	}
 	// Shaped like every other line: "type" first.
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-	if last := lines[len(lines)-1]; !strings.HasPrefix(last, `{"type":"error","message":"invalid x-api-key","status":401,`) {
-		t.Errorf("the error line is %s, want it to open with its type", last)
+	last := lines[len(lines)-1]
+	if !strings.HasPrefix(last, `{"type":"error","message":"invalid x-api-key","status":401,`) ||
+		!strings.Contains(last, `"result":{"text":"","state":"failed","iterations":1,`) {
+		t.Errorf("the error line is %s, want it to open with its type and hold the result", last)
 	}
 	if !strings.Contains(r.stdout, "req_401") || !strings.Contains(r.stderr, "req_401") {
 		t.Errorf("the request id is missing:\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
@@ -483,18 +487,87 @@ func TestHelpAndVersion(t *testing.T) {
 	}
 }
 
-// An unknown model runs on conservative defaults, and -v says so.
-func TestUnknownModelLogged(t *testing.T) {
-	for _, verbose := range []bool{false, true} {
-		h := newHarness(t, text("ok"))
-		args := []string{"--model", "claude-next", "hi"}
-		if verbose {
-			args = append([]string{"-v"}, args...)
-		}
-		r := h.run(strings.NewReader(""), args...)
-		r.check(t, 0)
-		if got := strings.Contains(r.stderr, "model unknown to llm.Models"); got != verbose {
-			t.Errorf("-v %v: stderr mentions the unknown model: %v\n%s", verbose, got, r.stderr)
+// TestCommandWords checks that a command is a first word alone or before
+// its flags, and that before other words it begins a prompt: "help me fix
+// it" and "deny that the bug exists" both go to the model.
+func TestCommandWords(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		prompt string // sent to the model; "" for none
+		code   int
+		out    string // a part of stdout or stderr
+	}{
+		{[]string{"help"}, "", 0, "Usage:"},
+		{[]string{"help", "-v"}, "", 0, "Usage:"},
+		{[]string{"help", "me", "fix", "it"}, "help me fix it", 0, "ok"},
+		{[]string{"deny", "that", "the", "bug", "exists"}, "deny that the bug exists", 0, "ok"},
+		{[]string{"approve", "of", "this"}, "approve of this", 0, "ok"},
+		{[]string{"worker", "bees", "dance"}, "worker bees dance", 0, "ok"},
+		{[]string{"demo", "the", "loop"}, "demo the loop", 0, "ok"},
+		{[]string{"--", "demo"}, "demo", 0, "ok"},
+		{[]string{"--", "help"}, "help", 0, "ok"},
+		// The plain build has no durable mode, and says so.
+		{[]string{"deny"}, "", exitUsage, "no durable mode"},
+		{[]string{"approve", "--session", "s", "toolu_1"}, "", exitUsage, "no durable mode"},
+		{[]string{"worker", "-v"}, "", exitUsage, "no durable mode"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			h := newHarness(t, text("ok"))
+			r := h.run(strings.NewReader(""), tc.args...)
+			r.check(t, tc.code)
+			if !strings.Contains(r.stdout+r.stderr, tc.out) {
+				t.Errorf("output lacks %q:\nstdout:\n%s\nstderr:\n%s", tc.out, r.stdout, r.stderr)
+			}
+			var got string
+			if reqs := h.srv.Requests(); len(reqs) > 0 {
+				got = reqs[0].Messages()[0].Text
+			}
+			if got != tc.prompt {
+				t.Errorf("prompt sent %q, want %q", got, tc.prompt)
+			}
+		})
+	}
+}
+
+// TestModelNames checks --model and ANTHROPIC_MODEL: Claude Code's
+// aliases name the current models, and a name llm.Models does not know is
+// sent as it is, with a warning on stderr (a typo would cost a 404).
+func TestModelNames(t *testing.T) {
+	for _, tc := range []struct {
+		flag, env string
+		sent      string
+		warned    bool
+	}{
+		{"opus", "", "claude-opus-5-5", false},
+		{"sonnet", "", "claude-sonnet-5-5", false},
+		{"haiku", "", "claude-haiku-5-5", false},
+		{"", "opus", "claude-opus-5-5", false},
+		{"claude-opus-4-6", "", "claude-opus-4-6", false},
+		{"claude-haiku-4-5-20251001", "", "claude-haiku-4-5-20251001", false},
+		{"", "", defaultModel, false},
+		{"claude-next", "", "claude-next", true},
+		{"", "claude-from-env", "claude-from-env", true},
+	} {
+		t.Run(tc.flag+"/"+tc.env, func(t *testing.T) {
+			h := newHarness(t, text("ok"))
+			h.env["ANTHROPIC_MODEL"] = tc.env
+			args := []string{"hi"}
+			if tc.flag != "" {
+				args = append([]string{"--model", tc.flag}, args...)
+			}
+			r := h.run(strings.NewReader(""), args...)
+			r.check(t, 0)
+			if p, err := h.srv.Requests()[0].Params(); err != nil || p.Model != tc.sent {
+				t.Errorf("model sent %q, %v; want %q", p.Model, err, tc.sent)
+			}
+			if got := strings.Contains(r.stderr, `warning: model "`+tc.sent+`" is not one agentloop knows`); got != tc.warned {
+				t.Errorf("warned %v, want %v:\n%s", got, tc.warned, r.stderr)
+			}
+		})
+	}
+	for alias, model := range modelAliases {
+		if _, ok := llm.Models[model]; !ok {
+			t.Errorf("the alias %s names %s, which llm.Models does not hold", alias, model)
 		}
 	}
 }

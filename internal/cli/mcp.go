@@ -152,7 +152,7 @@ func userConfigDir(getenv func(string) string) string {
 // turns, are answered as without a terminal.
 func (m *mcpFlags) attachTerminal(stdin io.Reader, stderr io.Writer, isTerminal, repl bool) {
 	if isTerminal {
-		m.term = &terminal{in: stdin, out: stderr}
+		m.term = &terminal{in: stdin, out: visibleWriter{stderr}} // servers' text, escaped
 		m.askDuringTurns = !repl
 	}
 }

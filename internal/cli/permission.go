@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
+	"net"
+	"net/url"
 	"strings"
 	"sync"
-	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/net/idna"
 
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tools/files"
@@ -75,18 +78,23 @@ func (a *terminalAsker) next(ctx context.Context, prompt string) (string, error)
 
 // ask is the policy's AskFunc.
 func (a *terminalAsker) ask(ctx context.Context, call llm.ToolUse, always permission.Rule) (permission.Answer, error) {
-	what, body := a.describe(call)
+	d := a.describe(call)
 	// The spinner must not draw over the question while it waits.
 	a.render.pause()
-	io.WriteString(a.w, a.style.warn(what)+"\n"+body)
-	scope := "every " + call.Name + " call"
+	io.WriteString(a.w, a.style.warn(d.heading)+"\n"+d.body)
+	if d.body != "" {
+		// A long command or diff scrolls its start away: what matters is
+		// said again right above the question.
+		io.WriteString(a.w, a.style.wrap("1", d.summary)+"\n")
+	}
+	scope := "every " + visible(call.Name) + " call"
 	if always.Arg != "" {
 		scope = "this exact command"
 	}
 	for {
 		// Plain text: a line editor measures its prompt, and colour codes would
 		// throw that off.
-		line, err := a.next(ctx, fmt.Sprintf("Allow? [y]es, [n]o, [a]lways (%s, for the rest of this session): ", scope))
+		line, err := a.next(ctx, fmt.Sprintf("Allow? [y/N] (or a: always allow %s, for the rest of this session) ", scope))
 		if err != nil {
 			io.WriteString(a.w, "\n")
 			return permission.No, err
@@ -102,46 +110,114 @@ func (a *terminalAsker) ask(ctx context.Context, call llm.ToolUse, always permis
 	}
 }
 
-// describe returns the question's heading and what the call would do.
-func (a *terminalAsker) describe(call llm.ToolUse) (string, string) {
+// A question is what the terminal shows of a call before asking about it:
+// a heading, the body (the command, the diff) in full, and a summary of
+// one line (the tool, its target, the size of what it runs or writes).
+type question struct{ heading, body, summary string }
+
+// summaryTarget is how many runes of a call's target the summary shows.
+const summaryTarget = 60
+
+// describe returns the question for call. Everything the model wrote is
+// shown visible (see visible), so that no control sequence can redraw the
+// question into something else and nothing can hide in it.
+func (a *terminalAsker) describe(call llm.ToolUse) question {
 	var in struct {
-		Command string `json:"command"`
-		URL     string `json:"url"`
-		Path    string `json:"path"`
+		Command   string `json:"command"`
+		URL       string `json:"url"`
+		Path      string `json:"path"`
+		Content   string `json:"content"`
+		OldString string `json:"old_string"`
+		NewString string `json:"new_string"`
 	}
 	json.Unmarshal(call.Input, &in)
-	// What the model wrote is shown escaped, so that no control sequence in
-	// it can redraw the question into something else.
-	in.Command, in.URL, in.Path = printable(in.Command), printable(in.URL), printable(in.Path)
+	name := visible(call.Name)
+	path := shorten(in.Path, summaryTarget)
 	switch {
 	case call.Name == "bash":
-		return fmt.Sprintf("bash wants to run a command in %s:", a.dir), "  $ " + strings.ReplaceAll(in.Command, "\n", "\n    ") + "\n"
+		return question{
+			heading: fmt.Sprintf("bash wants to run a command in %s:", visible(a.dir)),
+			body:    "  $ " + strings.ReplaceAll(visible(in.Command), "\n", "\n    ") + "\n",
+			summary: "bash: " + shorten(firstLine(in.Command), summaryTarget) + " (" + size(in.Command) + ")",
+		}
 	case call.Name == "web_fetch":
-		return "web_fetch wants to fetch " + in.URL, ""
+		u, idn := asciiHost(in.URL)
+		h := "web_fetch wants to fetch " + visible(u)
+		if idn {
+			h += " (an internationalized host, shown in punycode)"
+		}
+		return question{heading: h}
 	case a.ws != nil:
-		if diff, ok, err := a.ws.Preview(call.Name, call.Input); ok {
-			if err != nil {
-				return fmt.Sprintf("%s wants to change %s, but it will fail: %s", call.Name, in.Path, printable(err.Error())), ""
+		diff, ok, err := a.ws.Preview(call.Name, call.Input)
+		switch {
+		case ok && err != nil:
+			return question{heading: fmt.Sprintf("%s wants to change %s, but it will fail: %s", name, visible(in.Path), visible(err.Error()))}
+		case ok && call.Name == "edit_file":
+			return question{
+				heading: fmt.Sprintf("%s wants to change %s:", name, visible(in.Path)),
+				body:    a.colorDiff(visible(diff)),
+				summary: fmt.Sprintf("%s: %s (%s in place of %s)", name, path, size(in.NewString), plural(countLines(in.OldString), "line", "lines")),
 			}
-			return fmt.Sprintf("%s wants to change %s:", call.Name, in.Path), a.colorDiff(printable(diff))
+		case ok:
+			return question{
+				heading: fmt.Sprintf("%s wants to change %s:", name, visible(in.Path)),
+				body:    a.colorDiff(visible(diff)),
+				summary: fmt.Sprintf("%s: %s (%s)", name, path, size(in.Content)),
+			}
 		}
 	}
-	return fmt.Sprintf("%s wants to run with input %s", call.Name, compactJSON(call.Input, 500)), ""
+	return question{heading: fmt.Sprintf("%s wants to run with input %s", name, compactJSON(call.Input, 500))}
 }
 
-// printable returns s with every control character but newline and tab,
-// and every bidirectional override, written as an escape such as \x1b.
-func printable(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if (unicode.IsControl(r) && r != '\n' && r != '\t') || unicode.Is(unicode.Bidi_Control, r) {
-			q := strconv.QuoteRuneToASCII(r)
-			b.WriteString(q[1 : len(q)-1])
-			continue
+// firstLine returns the first line of s that is not blank.
+func firstLine(s string) string {
+	for l := range strings.Lines(s) {
+		if strings.TrimSpace(l) != "" {
+			return l
 		}
-		b.WriteRune(r)
 	}
-	return b.String()
+	return ""
+}
+
+// countLines returns how many lines s has, a last one without a newline
+// included.
+func countLines(s string) int {
+	n := strings.Count(s, "\n")
+	if s != "" && !strings.HasSuffix(s, "\n") {
+		n++
+	}
+	return n
+}
+
+// size says how long s is, in lines and bytes.
+func size(s string) string {
+	return plural(countLines(s), "line", "lines") + ", " + plural(len(s), "byte", "bytes")
+}
+
+// asciiHost returns raw with its host in punycode, as the connection will
+// name it, and whether the host was not ASCII: one that mixes in another
+// script (a Cyrillic о for a Latin o) then shows as what it is. A URL that
+// does not parse is returned as it is.
+func asciiHost(raw string) (string, bool) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw, false
+	}
+	host := u.Hostname()
+	if !strings.ContainsFunc(host, func(r rune) bool { return r >= utf8.RuneSelf }) {
+		return raw, false
+	}
+	ascii, err := idna.Lookup.ToASCII(host)
+	if err != nil {
+		// Not a valid name: the fetch will fail, but the question must
+		// not show it as one it resembles.
+		ascii, _ = idna.Punycode.ToASCII(host)
+	}
+	if port := u.Port(); port != "" {
+		ascii = net.JoinHostPort(ascii, port)
+	}
+	u.Host = ascii
+	return u.String(), true
 }
 
 // colorDiff colours a unified diff's added and removed lines.

@@ -228,3 +228,32 @@ func TestPTYResumedHistory(t *testing.T) {
 		t.Errorf("Up recalled %q, want the resumed session's prompt", got)
 	}
 }
+
+// TestPTYEscapes checks on a real terminal that nothing a tool or the
+// model sends reaches it raw: read_file (which runs without asking) of a
+// file that clears the screen, paints a fake prompt and sets the window
+// title shows those sequences escaped, and so does the model's answer.
+func TestPTYEscapes(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if err := os.WriteFile("evil.txt", []byte("\x1b]0;PWNED\x07\x1b[2J\x1b[Hagentloop$ \n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := anthropictest.NewServer(
+		anthropictest.NewStream().Usage(10, 0, 0, 0).ToolUse("toolu_1", "read_file", `{"path":"evil.txt"}`).Stop("tool_use", 5),
+		text("\x1b]2;RETITLED\x07\x1b[31mDone."))
+	defer srv.Close()
+	p := startPTY(t, map[string]string{"ANTHROPIC_API_KEY": testKey, "ANTHROPIC_BASE_URL": srv.URL}, "read evil.txt")
+	at := p.expect(0, `\x1b]0;PWNED\a\x1b[2J\x1b[Hagentloop$`)
+	p.expect(at, `\x1b]2;RETITLED\a\x1b[31mDone.`)
+	if code := p.wait(); code != 0 {
+		t.Errorf("exit status %d", code)
+	}
+	p.mu.Lock()
+	out := p.out.String()
+	p.mu.Unlock()
+	for _, raw := range []string{"\x1b]", "\x07", "\x1b[2J", "\x1b[H", "\x1b[31m"} {
+		if strings.Contains(out, raw) {
+			t.Errorf("the terminal got %q raw:\n%q", raw, out)
+		}
+	}
+}

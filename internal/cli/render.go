@@ -29,44 +29,6 @@ type renderer interface {
 	close()
 }
 
-// jsonRenderer writes each event to stdout as one JSON line with a "type".
-// Notes and errors go to stderr as text, where a person will see them, and
-// errors also go to stdout, so that a program reading the lines sees why
-// the run failed.
-type jsonRenderer struct {
-	out, errw io.Writer
-	enc       *json.Encoder
-	priced    bool // the model has a price: costs are numbers, not null
-}
-
-func newJSONRenderer(stdout, stderr io.Writer, priced bool) *jsonRenderer {
-	enc := json.NewEncoder(stdout)
-	enc.SetEscapeHTML(false)
-	return &jsonRenderer{out: stdout, errw: stderr, enc: enc, priced: priced}
-}
-
-func (r *jsonRenderer) event(ev agent.Event, runErr error) {
-	// An error here would be a bug in an event's fields, so it is
-	// reported, not hidden.
-	b, err := marshalEvent(ev, runErr, r.priced)
-	if err != nil {
-		fmt.Fprintf(r.errw, "agentloop: cannot encode %s event: %v\n", eventType(ev), err)
-		return
-	}
-	r.out.Write(append(b, '\n'))
-}
-
-func (r *jsonRenderer) fail(err error) {
-	r.enc.Encode(newErrorRecord(err))
-}
-
-func (r *jsonRenderer) note(format string, args ...any) {
-	fmt.Fprintf(r.errw, "agentloop: "+format+"\n", args...)
-}
-
-func (r *jsonRenderer) pause() {}
-func (r *jsonRenderer) close() {}
-
 // textRenderer shows a run to a person: the answer on stdout as it streams,
 // everything else on stderr. On a terminal it adds colour (unless NO_COLOR)
 // and a spinner; otherwise it prints plain lines and nothing that moves.
@@ -145,7 +107,7 @@ func (r *textRenderer) event(ev agent.Event, _ error) {
 			r.endOutLine()
 			r.errOpen = "thinking"
 		}
-		io.WriteString(r.errw, r.style.dim(ev.Thinking))
+		io.WriteString(r.errw, r.style.dim(printable(ev.Thinking)))
 	case agent.TextDelta:
 		if r.screen == nil {
 			r.held.WriteString(ev.Text)
@@ -153,7 +115,7 @@ func (r *textRenderer) event(ev agent.Event, _ error) {
 		}
 		r.stopSpin()
 		r.closeErrLine()
-		r.write(ev.Text)
+		r.write(printable(ev.Text))
 	case agent.ToolCallStart:
 		r.stopSpin()
 		label := r.label(ev.ID, ev.Name)
@@ -162,7 +124,7 @@ func (r *textRenderer) event(ev agent.Event, _ error) {
 			io.WriteString(r.errw, "        ")
 			r.errOpen = ev.ID
 		}
-		r.spinLocked("writing " + ev.Name + " input")
+		r.spinLocked("writing " + visible(ev.Name) + " input")
 	case agent.ToolInputDelta:
 		if !r.lesson || r.errOpen != ev.ID {
 			return
@@ -170,7 +132,7 @@ func (r *textRenderer) event(ev agent.Event, _ error) {
 		r.stopSpin()
 		// Each fragment is printed as it came, with a bar after it: the
 		// cuts fall anywhere, even inside a key or a number.
-		io.WriteString(r.errw, r.style.fragment(ev.PartialJSON)+r.style.dim("│"))
+		io.WriteString(r.errw, r.style.fragment(visible(ev.PartialJSON))+r.style.dim("│"))
 	case agent.ToolCall:
 		r.stopSpin()
 		r.running++
@@ -180,7 +142,7 @@ func (r *textRenderer) event(ev agent.Event, _ error) {
 		} else {
 			r.line(r.style.tool("→ "+label) + " " + compactJSON(ev.Input, 100))
 		}
-		r.spinLocked("running " + ev.Name)
+		r.spinLocked("running " + visible(ev.Name))
 	case agent.ToolDone:
 		r.stopSpin()
 		r.running = max(0, r.running-1)
@@ -218,7 +180,7 @@ func (r *textRenderer) event(ev agent.Event, _ error) {
 		r.stopSpin()
 		msg := fmt.Sprintf("compacted the history from about %d to %d tokens", ev.Before, ev.After)
 		if len(ev.Steps) > 0 {
-			msg += " (" + strings.Join(ev.Steps, ", ") + ")"
+			msg += " (" + visible(strings.Join(ev.Steps, ", ")) + ")"
 		}
 		r.line(r.style.dim(msg))
 	case agent.Retry:
@@ -234,10 +196,10 @@ func (r *textRenderer) event(ev agent.Event, _ error) {
 	case agent.Result:
 		r.stopSpin()
 		r.closeErrLine()
-		// An interrupted turn's text stays: the history keeps it too. A
-		// failed run's last turn never completed.
-		if ev.State != agent.Failed {
-			r.flush()
+		// Text still held is a turn's that never completed (a run cut
+		// short or failed mid-turn): it never reaches a pipe or a file.
+		if r.held.Len() > 0 && ev.State != agent.Failed {
+			r.line(r.style.warn("the turn in progress did not complete: its partial text is left out of stdout"))
 		}
 		r.held.Reset()
 		if r.midLine {
@@ -296,7 +258,7 @@ func (r *textRenderer) label(id, name string) string {
 	l, ok := r.labels[id]
 	if !ok {
 		r.ncalls++
-		l = fmt.Sprintf("%s#%d", name, r.ncalls)
+		l = fmt.Sprintf("%s#%d", visible(name), r.ncalls)
 		r.labels[id] = l
 	}
 	return l
@@ -315,7 +277,7 @@ func (r *textRenderer) note(format string, args ...any) {
 	// A note can come mid-turn (a retry's): the spinner goes on after it.
 	spinning := r.spin != nil && r.spin.running
 	r.stopSpin()
-	r.line(r.style.warn(fmt.Sprintf(format, args...)))
+	r.line(r.style.warn(visible(fmt.Sprintf(format, args...))))
 	if spinning {
 		r.spinLocked(r.spin.label)
 	}
@@ -409,7 +371,8 @@ func compactJSON(input json.RawMessage, n int) string {
 }
 
 // shorten returns s on one line, its runs of white space collapsed, cut to
-// n runes with an ellipsis.
+// n runes with an ellipsis, and visible: what needs an escape on a terminal
+// is escaped, each escape counting as its runes.
 func shorten(s string, n int) string {
 	return shortenRunes(func(yield func(rune) bool) {
 		for _, r := range s {
@@ -424,25 +387,29 @@ func shorten(s string, n int) string {
 // of it than the n runes it shows.
 func shortenRunes(runes iter.Seq[rune], n int) string {
 	var b strings.Builder
-	count, cut, space := 0, 0, false
-	// emit writes r, and reports true instead if the text is longer than n.
-	emit := func(r rune) bool {
-		if count == n-1 {
+	width, cut, space := 0, 0, false
+	// emit appends t, of w runes, unless it would take the text past n;
+	// cut is where the text ends that leaves room for the ellipsis.
+	emit := func(t string, w int) bool {
+		if width+w > n {
+			return false
+		}
+		b.WriteString(t)
+		if width += w; width < n {
 			cut = b.Len()
 		}
-		if count == n {
-			return true
-		}
-		b.WriteRune(r)
-		count++
-		return false
+		return true
 	}
 	for r := range runes {
 		if unicode.IsSpace(r) {
-			space = count > 0
+			space = width > 0
 			continue
 		}
-		if space && emit(' ') || emit(r) {
+		t := string(r)
+		if needsEscape(r, true) {
+			t = escapeRune(r)
+		}
+		if space && !emit(" ", 1) || !emit(t, utf8.RuneCountInString(t)) {
 			return b.String()[:cut] + "…"
 		}
 		space = false

@@ -69,7 +69,7 @@ func TestTextRenderer(t *testing.T) {
 			name: "thinking is one unbroken run on stderr",
 			events: []agent.Event{
 				agent.ThinkingDelta{Thinking: "Let me "}, agent.ThinkingDelta{Thinking: "think."},
-				agent.TextDelta{Text: "Answer."}, agent.Result{},
+				agent.TextDelta{Text: "Answer."}, agent.UsageUpdate{}, agent.Result{},
 			},
 			stdout: "Answer.\n",
 			stderr: "Let me think.\n",
@@ -116,15 +116,35 @@ func TestTextRenderer(t *testing.T) {
 			stderr: "retrying the turn (attempt 2): overloaded; its partial output is discarded\n",
 		},
 		{
-			name: "an interrupted turn's text stays, a failed one's goes",
+			// Off a terminal stdout holds the text of completed turns
+			// only: not that of a turn cut short by Ctrl-C or
+			// --max-duration, nor of one that failed.
+			name: "an unfinished turn's text never reaches a pipe",
+			events: []agent.Event{
+				agent.TurnStart{Iteration: 1},
+				agent.TextDelta{Text: "Complete."}, agent.UsageUpdate{},
+				agent.TurnStart{Iteration: 2},
+				agent.TextDelta{Text: "Cut"},
+				agent.Result{State: agent.Cancelled},
+				agent.TurnStart{Iteration: 1},
+				agent.TextDelta{Text: "Timed out"},
+				agent.Result{State: agent.TimeLimit},
+				agent.TurnStart{Iteration: 1},
+				agent.TextDelta{Text: "Failed"},
+				agent.Result{State: agent.Failed},
+			},
+			stdout: "Complete.\n",
+			stderr: strings.Repeat("the turn in progress did not complete: its partial text is left out of stdout\n", 2),
+		},
+		{
+			// On a terminal it was shown as it streamed, and stays.
+			name: "an interrupted turn's text stays on a terminal",
 			events: []agent.Event{
 				agent.TurnStart{Iteration: 1},
 				agent.TextDelta{Text: "Kept"},
 				agent.Result{State: agent.Cancelled},
-				agent.TurnStart{Iteration: 1},
-				agent.TextDelta{Text: "Lost"},
-				agent.Result{State: agent.Failed},
 			},
+			term:   &screen{},
 			stdout: "Kept\n",
 		},
 		{
@@ -134,6 +154,30 @@ func TestTextRenderer(t *testing.T) {
 				agent.ToolDone{ID: "t1", Name: "screenshot"},
 			},
 			stderr: "→ screenshot#1 {}\n← screenshot#1 (no text)\n",
+		},
+		{
+			// Nothing a model or a tool sends reaches a terminal raw: not
+			// the answer, the thinking, a tool's name, input or result.
+			name: "escapes on a terminal",
+			events: []agent.Event{
+				agent.TurnStart{Iteration: 1},
+				agent.ThinkingDelta{Thinking: "\x1b[2Jhm"},
+				agent.TextDelta{Text: "\x1b]0;title\x07Hi\n"},
+				agent.ToolCall{ID: "t1", Name: "x\x1b[8m", Input: json.RawMessage("{\"s\":\"\u009b\u2800\"}")},
+				agent.ToolDone{ID: "t1", Name: "x\x1b[8m", Content: "1\t\x1b[H\x1b[2J$ "},
+				agent.UsageUpdate{}, agent.Result{},
+			},
+			term:   &screen{},
+			stdout: "\\x1b]0;title\\aHi\n",
+			stderr: "\\x1b[2Jhm\n→ x\\x1b[8m#1 {\"s\":\"\\u009b\\u2800\"}\n← x\\x1b[8m#1 1 \\x1b[H\\x1b[2J$\n",
+		},
+		{
+			// A pipe or a file gets the answer's exact text.
+			name: "a pipe gets the answer as written",
+			events: []agent.Event{
+				agent.TextDelta{Text: "\x1b[1mbold\x1b[0m"}, agent.UsageUpdate{}, agent.Result{},
+			},
+			stdout: "\x1b[1mbold\x1b[0m\n",
 		},
 		{
 			name:   "compaction",
@@ -258,21 +302,4 @@ func TestPauseStopsSpinner(t *testing.T) {
 	}
 	r.event(agent.ToolDone{ID: "toolu_1", Name: "bash", Content: "ok"}, nil)
 	r.close()
-}
-
-// TestPrintable checks that what the model wrote cannot redraw a
-// permission question: control characters and bidirectional overrides are
-// escaped, newlines and tabs kept.
-func TestPrintable(t *testing.T) {
-	for in, want := range map[string]string{
-		"git status":                     "git status",
-		"touch EVIL #\r\x1b[K  $ ls -la": `touch EVIL #\r\x1b[K  $ ls -la`,
-		"a\tb\nc":                        "a\tb\nc",
-		"rm -rf \u202e/ fig.txt":         `rm -rf \u202e/ fig.txt`,
-		"é ü 日本":                         "é ü 日本",
-	} {
-		if got := printable(in); got != want {
-			t.Errorf("printable(%q) = %q, want %q", in, got, want)
-		}
-	}
 }

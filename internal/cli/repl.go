@@ -261,6 +261,6 @@ func (s *session) showUsage() {
 // reportError prints err as the command's final error would be printed.
 func reportError(w io.Writer, err error) {
 	if err != nil && err.Error() != "" {
-		fmt.Fprintf(w, "agentloop: %v\n", err)
+		io.WriteString(w, "agentloop: "+visible(err.Error())+"\n")
 	}
 }

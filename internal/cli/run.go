@@ -37,10 +37,20 @@ var defaultContextLimit = memory.New(memory.Config{Model: defaultModel, MaxToken
 // run is the whole command. Its error decides the exit status (see
 // exitCode); main prints it.
 func (c *cli) run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	sub, args := durableCommand(args) // durable hook
+	sub, rest := durableCommand(args) // durable hook
+	if sub != "" && isCommand(args) {
+		args = rest
+	} else {
+		sub = ""
+	}
 	o, err := parseFlags(args, c.getenv)
 	if err != nil {
 		return err
+	}
+	if !o.help && !o.version {
+		for _, w := range o.warnings {
+			fmt.Fprintln(stderr, "agentloop: "+w)
+		}
 	}
 	switch {
 	case o.help:
@@ -290,8 +300,9 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 		s.cfg.Middleware = logModel(logger)
 	}
 	s.cfg.Thinking, s.cfg.Effort = o.thinkingConfig(), o.effort
-	if _, known := llm.LookupModel(o.model); !known {
-		logger.Info("agentloop: model unknown to llm.Models: no price or limits, and the current models' rules (adaptive thinking, no forced tool use, bound thinking blocks)", "model", o.model)
+	if err := checkContextLimit(s.memCfg, s.cfg.System, reg.Specs()); err != nil {
+		s.close()
+		return nil, err
 	}
 	s.agent, err = agent.New(s.cfg)
 	if err != nil {

@@ -3,8 +3,11 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/mattn/go-runewidth"
@@ -191,4 +194,83 @@ func (s *spinner) loop(stop chan struct{}) {
 		s.drawn = true
 		s.mu.Unlock()
 	}
+}
+
+// printable returns s as it may be written to a terminal. Each control
+// character but newline, tab and the CR of a CRLF (C0, DEL and C1: ESC, CSI
+// and OSC among them), each bidirectional control, and each byte that is not UTF-8 is
+// written as a Go escape (\x1b, \u202e, \xff), so that text from a model, a
+// tool or a server can neither move the cursor, clear the screen, recolour
+// or retitle it, nor reorder what it shows. Text that needs no escape is
+// returned as it is, without a copy.
+func printable(s string) string { return escapeText(s, false) }
+
+// visible is printable for what a person reads to judge it (tool calls and
+// results, the permission question, notes, errors): invisible characters
+// and every blank but the ASCII space are escaped too, such as U+200B,
+// U+00A0 and U+2800, so that nothing can hide in a line that looks empty
+// or pass for a space.
+func visible(s string) string { return escapeText(s, true) }
+
+func escapeText(s string, strict bool) string {
+	var b strings.Builder
+	done := 0 // s[:done] is in b
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		esc := ""
+		switch {
+		case r == utf8.RuneError && n == 1:
+			esc = fmt.Sprintf(`\x%02x`, s[i])
+		case r == '\r' && !strict && strings.HasPrefix(s[i+1:], "\n"):
+			// A line end written CRLF overwrites nothing.
+		case needsEscape(r, strict):
+			esc = escapeRune(r)
+		}
+		if esc != "" {
+			b.WriteString(s[done:i])
+			b.WriteString(esc)
+			done = i + n
+		}
+		i += n
+	}
+	if done == 0 {
+		return s
+	}
+	b.WriteString(s[done:])
+	return b.String()
+}
+
+// needsEscape reports whether r must be escaped on a terminal: always a
+// control character but newline and tab, or a bidirectional control;
+// strictly, also a character that shows nothing or a blank other than the
+// ASCII space.
+func needsEscape(r rune, strict bool) bool {
+	switch {
+	case r == '\n' || r == '\t' || r == ' ':
+		return false
+	case unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r):
+		return true
+	case !strict || r < 0x80:
+		return false
+	}
+	// U+2800, the blank Braille pattern, is a symbol that draws nothing.
+	return r == '\u2800' || unicode.In(r, unicode.Cf, unicode.Zs, unicode.Zl, unicode.Zp,
+		unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point)
+}
+
+// visibleWriter writes through visible, for a sink that writes text from
+// a server with plain fmt calls, each a whole string.
+type visibleWriter struct{ w io.Writer }
+
+func (v visibleWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(v.w, visible(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// escapeRune returns r as a Go escape: \x1b, \u202e or \U000e0041.
+func escapeRune(r rune) string {
+	q := strconv.QuoteRuneToASCII(r)
+	return q[1 : len(q)-1]
 }

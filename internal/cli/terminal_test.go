@@ -1,6 +1,9 @@
 package cli
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestScreen checks that the screen counts the rows a write moves the
 // cursor down, wrapping included, so that erase goes back far enough and
@@ -38,5 +41,50 @@ func TestScreen(t *testing.T) {
 				t.Errorf("erase = %q, %v; want %q", seq, ok, tc.erase)
 			}
 		})
+	}
+}
+
+// TestEscape checks the one escaping of text bound for a terminal: nothing
+// from a model, a tool or a server can move the cursor, clear the screen,
+// retitle the window or reorder text (printable), and in what a person
+// judges nothing can hide either (visible).
+func TestEscape(t *testing.T) {
+	for _, tc := range []struct {
+		name, in           string
+		printable, visible string
+	}{
+		{"plain", "git status", "git status", "git status"},
+		{"newlines, tabs and other scripts stay", "a\tb\nc é 日本 привет", "a\tb\nc é 日本 привет", "a\tb\nc é 日本 привет"},
+		{"a carriage return and CSI that redraw a line", "touch EVIL #\r\x1b[K  $ ls -la", `touch EVIL #\r\x1b[K  $ ls -la`, `touch EVIL #\r\x1b[K  $ ls -la`},
+		{"clear screen, a fake prompt", "\x1b[2J\x1b[H$ ", `\x1b[2J\x1b[H$ `, `\x1b[2J\x1b[H$ `},
+		{"OSC: a window title", "\x1b]0;PWNED\x07", `\x1b]0;PWNED\a`, `\x1b]0;PWNED\a`},
+		{"C1: CSI and OSC in one code point", "\u009b2J\u009d0;x\u009c", `\u009b2J\u009d0;x\u009c`, `\u009b2J\u009d0;x\u009c`},
+		{"a CRLF line end, and a CR that would overwrite", "a\r\nb\rc", "a\r\nb\\rc", "a\\r\nb\\rc"},
+		{"backspace and DEL", "rm\b\b\x7f", `rm\b\b\x7f`, `rm\b\b\x7f`},
+		{"a bidirectional override", "rm -rf \u202e/ fig.txt", `rm -rf \u202e/ fig.txt`, `rm -rf \u202e/ fig.txt`},
+		{"bytes that are not UTF-8", "a\xff\x9bb", `a\xff\x9bb`, `a\xff\x9bb`},
+		{"blank Braille hides a tail", "echo hi\u2800\u2800; rm -rf ~", "echo hi\u2800\u2800; rm -rf ~", `echo hi\u2800\u2800; rm -rf ~`},
+		{"zero width and non-ASCII spaces", "a\u200bb\u00a0c\u3000d\ufeff", "a\u200bb\u00a0c\u3000d\ufeff", `a\u200bb\u00a0c\u3000d\ufeff`},
+		{"Hangul filler and a tag character", "x\u3164y\U000E0041", "x\u3164y\U000E0041", `x\u3164y\U000e0041`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := printable(tc.in); got != tc.printable {
+				t.Errorf("printable(%q) = %q, want %q", tc.in, got, tc.printable)
+			}
+			if got := visible(tc.in); got != tc.visible {
+				t.Errorf("visible(%q) = %q, want %q", tc.in, got, tc.visible)
+			}
+		})
+	}
+}
+
+// TestVisibleWriter checks the writer that the MCP servers' questions
+// (elicitation forms, sampling, consent) are written through.
+func TestVisibleWriter(t *testing.T) {
+	var b strings.Builder
+	term := &terminal{in: strings.NewReader("n\n"), out: visibleWriter{&b}}
+	term.confirm("MCP server x\x1b]0;t\x07 asks:\u2800 ok?")
+	if want := "MCP server x\\x1b]0;t\\a asks:\\u2800 ok? [y/N] "; b.String() != want {
+		t.Errorf("wrote %q, want %q", b.String(), want)
 	}
 }

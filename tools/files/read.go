@@ -77,6 +77,9 @@ func (w *Workspace) read(ctx context.Context, in ReadInput) (any, error) {
 // comes, whatever the call's context says.
 func statFile(r *root, rel, path, verb string) (fs.FileInfo, error) {
 	fi, err := r.r.Stat(rel)
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
+		err = pe.Err // its "statat" and relative path would only muddle the message
+	}
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("%s %s: %w", verb, path, err)
