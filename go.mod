@@ -21,6 +21,8 @@ require (
 	golang.org/x/term v0.48.0
 )
 
+require mvdan.cc/sh/v3 v3.14.1
+
 require (
 	github.com/JohannesKaufmann/dom v0.3.1 // indirect
 	github.com/bahlo/generic-list-go v0.2.0 // indirect

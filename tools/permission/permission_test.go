@@ -210,7 +210,7 @@ func TestSubject(t *testing.T) {
 		`{}`,
 		big,
 	} {
-		k, v := subject(call("t", input))
+		k, v := inputSubject(call("t", input))
 		wk, wv := reference(input)
 		if k != wk || v != wv {
 			t.Errorf("subject(%.60q) = %q, %.40q; want %q, %.40q", input, k, v, wk, wv)

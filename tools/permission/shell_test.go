@@ -1,0 +1,195 @@
+package permission
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/agentloop/agentloop/llm"
+)
+
+// bash returns a bash call of cmd.
+func bash(cmd string) llm.ToolUse {
+	in, _ := json.Marshal(map[string]string{"command": cmd})
+	return llm.ToolUse{ID: "toolu_1", Name: "bash", Input: in}
+}
+
+// Outcomes of Approve, as parts of its error.
+const (
+	allowed = ""
+	denied  = "the user's rule"
+	doubted = "cannot be checked against the user's rule"
+	asks    = "there is no one to ask"
+)
+
+// TestDenyEvasions: a deny rule holds against the shell's other spellings
+// of the command it names (issue 22, item 4). Each spelling either
+// matches the rule or, where the text cannot say what runs, is left to a
+// person, which with nobody to ask denies it.
+func TestDenyEvasions(t *testing.T) {
+	p := &Policy{AllowAll: true, Deny: rules(t, "bash(git push:*)")}
+	tests := []struct {
+		cmd, want string
+	}{
+		{"git push", denied},
+		{"git push origin main", denied},
+		{"command git push", denied},
+		{"git -C . push", denied},
+		{"git -C . --git-dir=.git push", denied},
+		{"nice git push", denied},
+		{"nice -n 5 git push", denied},
+		{"nohup git push", denied},
+		{"time git push", denied},
+		{"timeout 10 git push", denied},
+		{"timeout -s KILL 10 git push", denied},
+		{"exec git push", denied},
+		{"env git push", denied},
+		{"env -i FOO=1 git push", denied},
+		{"FOO=1 git push", denied},
+		{"sudo -u root git push", denied},
+		{"git${IFS}push", doubted},
+		{"if true; then git push; fi", denied},
+		{"for i in 1; do git push; done", denied},
+		{"f() { git push; }; f", denied},
+		{"git --no-pager push", denied},
+		{"'git' push", denied},
+		{`"git" "push"`, denied},
+		{`g\it push`, denied},
+		{"$'git' push", denied},
+		{"{git,push}", denied},
+		{`sh -c "git push"`, denied},
+		{`bash -lc 'cd x && git push'`, denied},
+		{`bash -o pipefail -c 'git push'`, denied},
+		{`sh -c 'sh -c "git push"'`, denied},
+		{`eval "git push"`, denied},
+		{`eval git push`, denied},
+		{`trap 'git push' EXIT`, denied},
+		{"/usr/bin/git push", denied},
+		{"./git push", denied},
+		{"echo $(git push)", denied},
+		{"cat <(git push)", denied},
+		{"ls | xargs git push", denied},
+		{"echo push | xargs git", doubted},
+		{"git $sub", doubted},
+		{"$GIT push", doubted},
+		{"g* push", doubted},
+		{"git -c alias.p=push p", doubted},
+		{"git -c core.pager='sh -c \"git push\"' log", doubted},
+		{"echo git push | bash", doubted},
+		{"bash script.sh", doubted},
+		{"source ./push.sh", doubted},
+		{`sh -c "$CMD"`, doubted},
+		{"env -S 'git push'", doubted},
+		{"timeout $T git push", doubted},
+		{"if then fi (", doubted},
+		// What the rule does not name runs.
+		{"git status", allowed},
+		{"git log --grep push", allowed},
+		{"echo git push", allowed},
+		{"git pushy", allowed},
+		{"FOO=push git status", allowed},
+	}
+	for _, tt := range tests {
+		err := p.Approve(t.Context(), bash(tt.cmd))
+		if got := outcome(err); got != tt.want {
+			t.Errorf("%s: %v; want %q", tt.cmd, err, tt.want)
+		}
+	}
+}
+
+// outcome names what err says, as the constants above.
+func outcome(err error) string {
+	if err == nil {
+		return allowed
+	}
+	for _, o := range []string{doubted, denied, asks} {
+		if strings.Contains(err.Error(), o) {
+			return o
+		}
+	}
+	return err.Error()
+}
+
+// TestAllowPrefix: a prefix allow rule allows its program with any words,
+// but not those that run another program or write a file of the model's
+// choosing, nor anything the parse of the whole line does not show to
+// be allowed (issue 22, item 3).
+func TestAllowPrefix(t *testing.T) {
+	p := &Policy{Dir: "/w", Allow: rules(t, "bash(go test:*)", "bash(git status:*)", "bash(find:*)",
+		"bash(npm:*)", "bash(rg:*)", "bash(ls)", "bash(tail:*)")}
+	tests := []struct {
+		cmd, want string
+	}{
+		{"go test ./...", allowed},
+		{"go test -run TestX -v ./pkg/", allowed},
+		{"go test ./... 2>&1", allowed},
+		{"go test ./... > /dev/null 2>&1", allowed},
+		{"go test ./... | tail -20", allowed},
+		{"go vet ./... && go test ./...", asks},
+		{"timeout 60 go test ./...", allowed},
+		{"nice go test", allowed},
+		{`sh -c "go test ./..."`, allowed},
+		{"ls", allowed},
+		{"ls -l", asks},
+		{"git status", allowed},
+		{"git --no-pager status", allowed},
+		{"git -C sub status", allowed},
+		{"find . -name '*.go'", allowed},
+		{"npm test", allowed},
+		{"rg TODO", allowed},
+		// Exec and write options.
+		{"go test -exec 'sh -c id' ./...", asks},
+		{"go test -exec=/tmp/x ./...", asks},
+		{"go test --toolexec /tmp/x ./...", asks},
+		{"go test -c -o ~/.bashrc", asks},
+		{"go test -coverprofile=/etc/x ./...", asks},
+		{"go -C /tmp/evil test", asks},
+		{"go test -vettool=/tmp/x", asks},
+		{"git -c core.pager=sh status", asks},
+		{"git --exec-path=/tmp status", asks},
+		{"git -C /etc status", asks},
+		{"git -C ../other status", asks},
+		{"git -C ~ status", asks},
+		{"git --git-dir=/tmp/evil/.git status", asks},
+		{"find . -exec rm {} +", asks},
+		{"find . -delete", asks},
+		{"find . -fprint /etc/x", asks},
+		{"npm exec evil", asks},
+		{"npm x evil", asks},
+		{"rg --pre ./evil x", asks},
+		// The rest of the line.
+		{"go test; rm -rf ~", asks},
+		{"go test && rm -rf ~", asks},
+		{"go test $(rm -rf ~)", asks},
+		{"go test `rm -rf ~`", asks},
+		{"go test > /etc/passwd", asks},
+		{"go test >> x", asks},
+		{"go test &> x", asks},
+		{"go test >& x", asks},
+		{"go test $FLAGS", asks},
+		{"GOFLAGS=-toolexec=/tmp/x go test", asks},
+		{"PATH=/tmp/evil:$PATH; go test", asks},
+		{"export GOFLAGS=x; go test", asks},
+		{"env GOFLAGS=x go test", asks},
+		{"sudo go test", asks},
+		{"echo x | xargs go test", asks},
+		{"go test *", asks},
+		{"./go test", asks},
+		{"/tmp/go test", asks},
+		{"go() { rm -rf ~; }; go test", asks},
+		{`sh -c "go test; rm -rf ~"`, asks},
+		{"bash go-test.sh", asks},
+		{"(( x[$(id)] )); go test", asks},
+		{"[[ $x -eq 1 ]] && go test", asks},
+		{"go test <<EOF\n$(rm -rf ~)\nEOF", asks},
+		{"go testify", asks},
+		{"", asks},
+		{"go test (", asks},
+	}
+	for _, tt := range tests {
+		err := p.Approve(t.Context(), bash(tt.cmd))
+		if got := outcome(err); got != tt.want {
+			t.Errorf("%s: %v; want %q", tt.cmd, err, tt.want)
+		}
+	}
+}
