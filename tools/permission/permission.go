@@ -9,21 +9,48 @@
 // # Rules
 //
 // A rule names a tool, and optionally what the call acts on: its command
-// (bash), its URL (web_fetch) or its path (the file tools).
+// (bash), its URL (web_fetch) or its path (the file tools). Claude Code's
+// names (Bash, Read, Edit, Write, Glob, Grep, WebFetch) may stand for ours.
 //
 //	edit_file              every call of edit_file
 //	bash(git status)       exactly the command git status
-//	bash(go test:*)        go test, alone or followed by arguments
-//	edit_file(docs/:*)     any path under docs/
+//	bash(go test:*)        go test, alone or followed by any words
+//	edit_file(docs/:*)     any path under docs/ (also written docs/**)
 //	web_fetch(https://go.dev/:*)
+//	web_fetch(domain:go.dev)
 //
-// A prefix rule for bash allows only a simple command: one with no ;, &,
-// |, <, >, $, backquote, parentheses, braces, backslash or newline, so that
-// bash(go test:*) does not allow "go test; rm -rf ~". Such a command is
-// asked about instead, unless an exact rule names it. A deny rule for bash
-// matches the command or any part of it between those operators. Rules
-// are a guard against mistakes, not a sandbox: bash can do anything the
-// user can.
+// A read_file rule covers grep and glob too, and an edit_file rule
+// write_file, so that a path kept from one is not reached with the other.
+// URLs are compared as [web.NormalizeURL] writes them, paths made absolute
+// (see [Policy.Path]).
+//
+// # Commands
+//
+// A bash command line is parsed as bash parses it (mvdan.cc/sh), and rules
+// match the words of each simple command in it, with quotes and escapes
+// removed, in every list, pipeline, branch, loop, function and
+// substitution, and in the code of sh -c, bash -c, eval and trap. A
+// deny rule matches a command whichever way it is spelt: behind the
+// wrappers command, env, exec, nice, nohup, time, timeout, xargs, sudo
+// and doas; after git's and go's global options (git -C . push); and by the
+// program's name (/usr/bin/git is git). Where the text cannot say what
+// runs (an expansion as a program or subcommand, git $sub, a script from
+// a file or stdin, a line bash would not parse, git -c, which can alias
+// anything), the call is asked about, and denied with nobody to ask.
+//
+// An allow rule allows a line only if it allows every command in it
+// (each may be allowed by another rule), the program is named as the rule
+// names it (./go is not go), and the line has no expansion, substitution,
+// variable assignment, arithmetic or redirection to a file, so that
+// bash(go test:*) does not allow "go test; rm -rf ~", "go test $(…)" or
+// "GOFLAGS=-toolexec=x go test". A prefix rule grants everything the
+// program can do with any further words, except well-known options that run
+// another program or write a file of the caller's choosing, which are asked
+// about: go's -exec, -toolexec, -vettool, -o and the profile outputs,
+// git's -c, --exec-path and -C outside the working directory, find's
+// -exec and -delete, npm exec, rg --pre. Rules match text: they do not see
+// into scripts, Makefiles, test code or other interpreters (python -c), so
+// a rule is a guard against mistakes, not a sandbox.
 package permission
 
 import (
@@ -410,7 +437,11 @@ func (p *Policy) argMatches(r Rule, s subject) bool {
 		dirOnly := strings.HasSuffix(arg, "/")
 		arg = p.abs(arg)
 		if dirOnly {
-			arg = strings.TrimRight(arg, string(filepath.Separator)) + string(filepath.Separator)
+			arg = strings.TrimRight(arg, string(filepath.Separator))
+			if r.Prefix && s.path == arg {
+				return true // the directory itself, as grep and glob search it
+			}
+			arg += string(filepath.Separator)
 		}
 		subj = s.path
 	default:

@@ -1,11 +1,13 @@
 package permission
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/agentloop/agentloop/llm"
+	"github.com/google/go-cmp/cmp"
 )
 
 // bash returns a bash call of cmd.
@@ -191,5 +193,23 @@ func TestAllowPrefix(t *testing.T) {
 		if got := outcome(err); got != tt.want {
 			t.Errorf("%s: %v; want %q", tt.cmd, err, tt.want)
 		}
+	}
+}
+
+// TestDoubtAsks: a command a deny rule may match is asked about even
+// under AllowAll and an allow rule for the whole tool; an Always answer
+// allows that very text again, and nothing else.
+func TestDoubtAsks(t *testing.T) {
+	var asked []string
+	p := &Policy{AllowAll: true, Allow: rules(t, "bash"), Deny: rules(t, "bash(git push:*)"),
+		Ask: func(ctx context.Context, c llm.ToolUse, always Rule) (Answer, error) {
+			asked = append(asked, always.String())
+			return Always, nil
+		}}
+	for _, cmd := range []string{"git $sub", "git $sub", "git $other", "git push"} {
+		p.Approve(t.Context(), bash(cmd))
+	}
+	if diff := cmp.Diff([]string{"bash(git $sub)", "bash(git $other)"}, asked); diff != "" {
+		t.Errorf("questions (-want +got):\n%s", diff)
 	}
 }
