@@ -19,8 +19,9 @@
 //	web_fetch(https://go.dev/:*)
 //	web_fetch(domain:go.dev)
 //
-// A read_file rule covers grep and glob too, and an edit_file rule
-// write_file, so that a path kept from one is not reached with the other.
+// A read_file deny rule covers grep and glob too, and an edit_file deny
+// rule write_file, so that a path kept from one is not reached with the
+// other; an allow rule allows its own tool alone.
 // URLs are compared as [web.NormalizeURL] writes them, paths made absolute
 // (see [Policy.Path]).
 //
@@ -92,7 +93,7 @@ var claudeNames = map[string]string{
 	"Glob": "glob", "Grep": "grep", "WebFetch": web.Name,
 }
 
-// covered are the tools that a rule of another tool covers too, as
+// covered are the tools that a deny rule of another tool covers too, as
 // Claude Code's Read and Edit rules do: a file a rule keeps from
 // read_file must not be read with grep.
 var covered = map[string][]string{
@@ -100,7 +101,7 @@ var covered = map[string][]string{
 	"edit_file": {"write_file"},
 }
 
-// covers reports whether a rule of tool applies to a call of name.
+// covers reports whether a deny rule of tool applies to a call of name.
 func covers(tool, name string) bool {
 	return tool == name || slices.Contains(covered[tool], name)
 }
@@ -365,7 +366,7 @@ func (p *Policy) allowed(s subject) bool {
 // each command of a line may be allowed by another rule. exactOnly limits
 // a command to a rule that names its whole text.
 func (p *Policy) allowedBy(rules []Rule, s subject, exactOnly bool) bool {
-	rules = slices.DeleteFunc(slices.Clone(rules), func(r Rule) bool { return !covers(r.Tool, s.name) })
+	rules = slices.DeleteFunc(slices.Clone(rules), func(r Rule) bool { return r.Tool != s.name })
 	for _, r := range rules {
 		switch {
 		case r.Arg == "" && !exactOnly:

@@ -129,6 +129,7 @@ func TestApprove(t *testing.T) {
 		{"grep elsewhere", &Policy{Dir: "/w", Deny: rules(t, "read_file(secrets/:*)")}, call("grep", `{"pattern":"key","path":"src"}`), allowed},
 		{"an edit_file rule covers write_file", &Policy{Dir: "/w", AllowAll: true, Deny: rules(t, "Edit(secrets/**)")}, call("write_file", `{"path":"secrets/k","content":""}`), denied},
 		{"a write_file rule does not cover edit_file", &Policy{Allow: rules(t, "write_file")}, call("edit_file", `{"path":"a"}`), noOne},
+		{"an edit_file allow rule allows edit_file alone", &Policy{Allow: rules(t, "Edit")}, call("write_file", `{"path":"a"}`), noOne},
 		{"a domain rule, the host spelt otherwise", &Policy{AllowAll: true, Deny: rules(t, "web_fetch(domain:evil.com)")}, call("web_fetch", `{"url":"HTTPS://u:p@Evil.COM.:443/x"}`), denied},
 		{"a domain rule, over http", &Policy{AllowAll: true, Deny: rules(t, "web_fetch(domain:evil.com)")}, call("web_fetch", `{"url":"http://evil.com:8080/"}`), denied},
 		{"a domain rule, another host", &Policy{AllowAll: true, Deny: rules(t, "web_fetch(domain:evil.com)")}, call("web_fetch", `{"url":"https://evil.com.example/"}`), allowed},
