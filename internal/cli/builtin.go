@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/mcptool"
 	"github.com/agentloop/agentloop/tool"
 	"github.com/agentloop/agentloop/tools/calculator"
 	"github.com/agentloop/agentloop/tools/files"
@@ -77,6 +78,75 @@ func (b *builtinOptions) check() error {
 		}
 	}
 	return nil
+}
+
+// checkRules checks that each --allow and --deny rule names a tool: a
+// built-in one, offered or not, or one in reg, where an MCP tool may be
+// named as Claude Code names it, mcp__server__tool, which becomes its
+// name in reg. A rule that names no tool would protect nothing, so it is
+// a usage error. It runs once the MCP servers have connected, since only
+// then are their tools known; a tool a server adds later cannot be named.
+func (b *builtins) checkRules(reg *tool.Registry, servers []*mcptool.Server) error {
+	for _, f := range []struct {
+		name  string
+		rules []permission.Rule
+	}{{"--allow", b.policy.Allow}, {"--deny", b.policy.Deny}} {
+		for i, r := range f.rules {
+			name, ok := ruleTool(reg, servers, r.Tool)
+			if !ok {
+				var others []string
+				for _, spec := range reg.Specs() {
+					if !slices.Contains(builtinTools, spec.Name) {
+						others = append(others, spec.Name)
+					}
+				}
+				mcp := "no MCP server's tools"
+				if len(others) > 0 {
+					mcp = "the MCP servers' " + strings.Join(others, ", ")
+				}
+				return usageError("%s %s: no tool is named %s: the tools are the built-in %s, and %s; name an MCP tool as mcp__server__tool",
+					f.name, r, r.Tool, strings.Join(builtinTools, ", "), mcp)
+			}
+			f.rules[i].Tool = name
+		}
+	}
+	return nil
+}
+
+// ruleTool returns the name in reg of the tool a rule names: a built-in
+// tool, a tool in reg, or mcp__server__tool, the server's tool, which
+// mcptool registers as tool, or as server__tool when that name is taken.
+func ruleTool(reg *tool.Registry, servers []*mcptool.Server, name string) (string, bool) {
+	if _, ok := reg.Lookup(name); ok || slices.Contains(builtinTools, name) {
+		return name, true
+	}
+	for _, srv := range servers {
+		t, ok := strings.CutPrefix(name, "mcp__"+srv.Name()+"__")
+		if !ok {
+			continue
+		}
+		for _, n := range []string{srv.Name() + "__" + t, t} {
+			if _, ok := reg.Lookup(n); ok {
+				return n, true
+			}
+		}
+	}
+	return "", false
+}
+
+// alwaysScope says, for the question, what an Always answer allows: the
+// rule the policy would add.
+func alwaysScope(always permission.Rule) string {
+	host, isHost := strings.CutPrefix(always.Arg, "domain:")
+	switch {
+	case isHost:
+		return "every fetch from " + host
+	case always.Arg != "" && always.Tool == web.Name:
+		return "this exact URL"
+	case always.Arg != "":
+		return "this exact command"
+	}
+	return "every " + always.Tool + " call"
 }
 
 // parseTools expands --tools' names and groups, in order, each tool once.

@@ -239,6 +239,10 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 		return nil, err
 	}
 	s.connectMCP(ctx, o, reg, client)
+	if err := s.builtins.checkRules(reg, s.servers); err != nil {
+		s.close()
+		return nil, err
+	}
 
 	s.memCfg = memory.Config{
 		Model:        o.model,
