@@ -79,10 +79,7 @@ func (a *terminalAsker) ask(ctx context.Context, call llm.ToolUse, always permis
 	// The spinner must not draw over the question while it waits.
 	a.render.pause()
 	io.WriteString(a.w, a.style.warn(what)+"\n"+body)
-	scope := "every " + call.Name + " call"
-	if always.Arg != "" {
-		scope = "this exact command"
-	}
+	scope := alwaysScope(always)
 	for {
 		// Plain text: a line editor measures its prompt, and colour codes would
 		// throw that off.
