@@ -19,9 +19,8 @@ require (
 	golang.org/x/sync v0.25.0
 	golang.org/x/sys v0.50.0
 	golang.org/x/term v0.48.0
+	mvdan.cc/sh/v3 v3.14.1
 )
-
-require mvdan.cc/sh/v3 v3.14.1
 
 require (
 	github.com/JohannesKaufmann/dom v0.3.1 // indirect
