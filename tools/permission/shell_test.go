@@ -58,7 +58,7 @@ func TestDenyEvasions(t *testing.T) {
 		{`"git" "push"`, denied},
 		{`g\it push`, denied},
 		{"$'git' push", denied},
-		{"{git,push}", denied},
+		{"{git,push}", doubted},
 		{`sh -c "git push"`, denied},
 		{`bash -lc 'cd x && git push'`, denied},
 		{`bash -o pipefail -c 'git push'`, denied},
@@ -78,8 +78,11 @@ func TestDenyEvasions(t *testing.T) {
 		{"git -c alias.p=push p", doubted},
 		{"git -c core.pager='sh -c \"git push\"' log", doubted},
 		{"echo git push | bash", doubted},
-		{"bash script.sh", doubted},
-		{"source ./push.sh", doubted},
+		{`bash <<< "git push"`, doubted},
+		{"bash -s < push.sh", doubted},
+		{`bash /dev/stdin <<< "git push"`, doubted},
+		{`source /dev/stdin <<< "git push"`, doubted},
+		{"bash <(echo git push)", doubted},
 		{`sh -c "$CMD"`, doubted},
 		{"env -S 'git push'", doubted},
 		{"timeout $T git push", doubted},
@@ -90,6 +93,7 @@ func TestDenyEvasions(t *testing.T) {
 		{"echo git push", allowed},
 		{"git pushy", allowed},
 		{"FOO=push git status", allowed},
+		{"bash scripts/check.sh", allowed}, // rules do not see into scripts
 	}
 	for _, tt := range tests {
 		err := p.Approve(t.Context(), bash(tt.cmd))
@@ -181,6 +185,7 @@ func TestAllowPrefix(t *testing.T) {
 		{"go() { rm -rf ~; }; go test", asks},
 		{`sh -c "go test; rm -rf ~"`, asks},
 		{"bash go-test.sh", asks},
+		{"mkdir -p a/{b,c}", asks},
 		{"(( x[$(id)] )); go test", asks},
 		{"[[ $x -eq 1 ]] && go test", asks},
 		{"go test <<EOF\n$(rm -rf ~)\nEOF", asks},
@@ -211,5 +216,36 @@ func TestDoubtAsks(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"bash(git $sub)", "bash(git $other)"}, asked); diff != "" {
 		t.Errorf("questions (-want +got):\n%s", diff)
+	}
+}
+
+// TestDenyNamesWrapper: a deny rule may name a wrapper or a shell itself,
+// and an allow rule a script a shell runs.
+func TestDenyNamesWrapper(t *testing.T) {
+	tests := []struct {
+		rule, cmd, want string
+	}{
+		{"bash(sudo:*)", "sudo rm -rf /", denied},
+		{"bash(sudo:*)", "nice sudo -u root ls", denied},
+		{"bash(xargs:*)", "ls | xargs rm", denied},
+		{"bash(bash:*)", `bash -c "ls"`, denied},
+		{"bash(bash:*)", "echo ls | bash", denied},
+		{"bash(bash:*)", "/bin/bash x.sh", denied},
+		{"bash(bash:*)", "sh x.sh", allowed},
+		{"bash(rm -rf /)", "sudo rm -rf /", denied},
+		{"bash(rm -rf /)", "rm -rf / x", allowed},
+		{"bash(rm -rf /)", "rm -rf / $x", doubted},
+	}
+	for _, tt := range tests {
+		p := &Policy{AllowAll: true, Deny: rules(t, tt.rule)}
+		if got := outcome(p.Approve(t.Context(), bash(tt.cmd))); got != tt.want {
+			t.Errorf("%s, %s: %q; want %q", tt.rule, tt.cmd, got, tt.want)
+		}
+	}
+	p := &Policy{Allow: rules(t, "bash(bash scripts/check.sh:*)")}
+	for cmd, want := range map[string]string{"bash scripts/check.sh -v": allowed, "bash other.sh": asks, "scripts/check.sh": asks} {
+		if got := outcome(p.Approve(t.Context(), bash(cmd))); got != want {
+			t.Errorf("allow bash scripts/check.sh:*, %s: %q; want %q", cmd, got, want)
+		}
 	}
 }
