@@ -89,7 +89,7 @@ Flags:
                       bash rule matches a command however it is spelt:
                       quoted, behind env, nice, sudo, xargs or sh -c, after
                       git's -C, by path; a command whose program the text
-                      cannot show (git $x, a script) asks, and is denied
+                      cannot show (git $x, … | sh) asks, and is denied
                       without a terminal. Rules match text, not what a
                       script or program does: they are not a sandbox
   --yes               run every tool call without asking, except those a

@@ -35,9 +35,10 @@
 // wrappers command, env, exec, nice, nohup, time, timeout, xargs, sudo
 // and doas; after git's and go's global options (git -C . push); and by the
 // program's name (/usr/bin/git is git). Where the text cannot say what
-// runs (an expansion as a program or subcommand, git $sub, a script from
-// a file or stdin, a line bash would not parse, git -c, which can alias
-// anything), the call is asked about, and denied with nobody to ask.
+// runs (an expansion as a program or subcommand, git $sub, code a shell
+// reads from stdin, a line bash would not parse, git -c, which can alias
+// anything), the call is asked about, and denied with nobody to ask. A
+// rule may name a wrapper or a shell itself: bash(sudo:*), bash(bash:*).
 //
 // An allow rule allows a line only if it allows every command in it
 // (each may be allowed by another rule), the program is named as the rule
@@ -277,9 +278,9 @@ func (p *Policy) Approve(ctx context.Context, call llm.ToolUse) error {
 	case doubt == nil && (free || p.allowed(s)):
 		return nil
 	case p.Ask == nil && doubt != nil:
-		return fmt.Errorf("this command cannot be checked against the user's rule %s: an expansion, a script or "+
-			"an option stands where a program or its subcommand would be. Write the command out plainly, "+
-			"or tell the user what you want to run", doubt)
+		return fmt.Errorf("this command cannot be checked against the user's rule %s: an expansion, code a "+
+			"shell reads from stdin or an option such as git -c stands where a program or its subcommand would "+
+			"be. Write the command out plainly, or tell the user what you want to run", doubt)
 	case p.Ask == nil:
 		return fmt.Errorf("%s needs the user's permission, and there is no one to ask: no terminal. "+
 			"Tell the user; they can allow it with a rule such as %s", call.Name, always)
@@ -308,9 +309,11 @@ func (p *Policy) Approve(ctx context.Context, call llm.ToolUse) error {
 // p's way of resolving paths: it allows every call that no Deny rule
 // matches, and asks nobody. It suits a call a person has approved
 // elsewhere, such as in a durable run's workflow, which p's Allow,
-// ReadOnly and Ask no longer decide.
+// ReadOnly and Ask no longer decide; so a command that a deny rule only
+// may match, which p would ask about, is taken as approved.
 func (p *Policy) DenyOnly() *Policy {
-	return &Policy{Deny: slices.Clone(p.Deny), AllowAll: true, Dir: p.Dir, Path: p.Path}
+	approved := func(context.Context, llm.ToolUse, Rule) (Answer, error) { return Yes, nil }
+	return &Policy{Deny: slices.Clone(p.Deny), AllowAll: true, Ask: approved, Dir: p.Dir, Path: p.Path}
 }
 
 // A subject is what a call acts on, parsed for the rules.
@@ -393,7 +396,7 @@ func (p *Policy) allowedBy(rules []Rule, s subject, exactOnly bool) bool {
 
 // denies reports whether deny rule r matches the call. A bash rule is
 // matched against every command in the line; one that cannot be known
-// (an expansion as its program, a script) may match any.
+// (an expansion as its program, code read from stdin) may match any.
 func (p *Policy) denies(r Rule, s subject) verdict {
 	switch {
 	case !covers(r.Tool, s.name):

@@ -285,6 +285,7 @@ func TestDenyOnly(t *testing.T) {
 		{"a chain that p's allow rule does not allow", p, call("bash", `{"command":"go test ./... && ls"}`), false},
 		{"a deny rule", p, call("bash", `{"command":"rm -rf x"}`), true},
 		{"a deny rule in a chain", p, call("bash", `{"command":"ls; rm -rf x"}`), true},
+		{"a command a deny rule may match, approved", p, call("bash", `{"command":"$cmd -rf x"}`), false},
 		{"a deny rule through p's Path", p, call("edit_file", `{"path":"innocent/k"}`), true},
 		{"a deny rule through p's Dir", inDir, call("edit_file", `{"path":"/w/secrets/k"}`), true},
 		{"outside the denied directory", inDir, call("edit_file", `{"path":"/w/docs/k"}`), false},
@@ -314,7 +315,7 @@ func TestDenyOnlyFields(t *testing.T) {
 		"Deny":     "carried",
 		"ReadOnly": "dropped, as Allow",
 		"AllowAll": "set",
-		"Ask":      "dropped: nobody is asked",
+		"Ask":      "replaced: the call was approved, and nobody is asked",
 		"Dir":      "carried, for the deny rules' paths",
 		"Path":     "carried, for the deny rules' paths",
 	}
