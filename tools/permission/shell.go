@@ -124,7 +124,20 @@ func (l *line) call(n *syntax.CallExpr, depth int) {
 // errGlob stops expand at a glob, whose words depend on the files there.
 var errGlob = errors.New("glob")
 
-var expandConfig = &expand.Config{ReadDir2: func(string) ([]fs.DirEntry, error) { return nil, errGlob }}
+// expandConfig is how literal expands a word: with ~ and ~user left as
+// written, nothing looked up, and a glob an error. A new one each time,
+// since expand keeps state in it.
+func expandConfig() *expand.Config {
+	return &expand.Config{
+		Env: expand.FuncEnviron(func(name string) string {
+			if user, ok := strings.CutPrefix(name, "HOME"); ok {
+				return "~" + strings.TrimPrefix(user, " ")
+			}
+			return ""
+		}),
+		ReadDir2: func(string) ([]fs.DirEntry, error) { return nil, errGlob },
+	}
+}
 
 // literal returns the words w becomes, if the text alone decides them:
 // quotes removed and escapes resolved, as bash does. A brace expansion
@@ -134,7 +147,7 @@ func literal(w *syntax.Word) ([]string, bool) {
 	if !static(w.Parts, true) || syntax.SplitBraces(&braces) {
 		return nil, false
 	}
-	fields, err := expand.Fields(expandConfig, w)
+	fields, err := expand.Fields(expandConfig(), w)
 	return fields, err == nil
 }
 

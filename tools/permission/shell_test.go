@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/agentloop/agentloop/llm"
 	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
 )
 
 // bash returns a bash call of cmd.
@@ -246,6 +248,54 @@ func TestDenyNamesWrapper(t *testing.T) {
 	for cmd, want := range map[string]string{"bash scripts/check.sh -v": allowed, "bash other.sh": asks, "scripts/check.sh": asks} {
 		if got := outcome(p.Approve(t.Context(), bash(cmd))); got != want {
 			t.Errorf("allow bash scripts/check.sh:*, %s: %q; want %q", cmd, got, want)
+		}
+	}
+}
+
+// TestLiteral: words become what bash makes of them, with ~ left as
+// written, and words only bash can know are not literal.
+func TestLiteral(t *testing.T) {
+	tests := []struct {
+		src  string
+		want []string
+	}{
+		{`'a b' "c\"d" e\ f $'g\th'`, []string{"a b", `c"d`, "e f", "g\th"}},
+		{`~ ~/x ~root/y`, []string{"~", "~/x", "~root/y"}},
+		{`\* "*" '?'`, []string{"*", "*", "?"}},
+		{`a$b`, nil},
+		{`"$b"`, nil},
+		{`*.go`, nil},
+		{`{a,b}`, nil},
+		{`$(x)`, nil},
+	}
+	for _, tt := range tests {
+		var got []string
+		l := parseLine("cmd " + tt.src)
+		for _, w := range l.cmds[0].argv()[1:] {
+			if w != dyn {
+				got = append(got, w)
+			}
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%s: (-want +got):\n%s", tt.src, diff)
+		}
+	}
+}
+
+// TestApproveConcurrent: a Policy parses commands from many goroutines at
+// once (the registry runs calls in parallel); run with -race.
+func TestApproveConcurrent(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	p := &Policy{AllowAll: true, Deny: rules(t, "bash(git push:*)")}
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() { errs[i] = p.Approve(t.Context(), bash(`'git' "push" ~/x`)) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if outcome(err) != denied {
+			t.Errorf("call %d: %v", i, err)
 		}
 	}
 }
