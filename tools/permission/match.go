@@ -107,7 +107,7 @@ func denyArgs(rule []string, prefix bool, argv []string) verdict {
 var risky = map[string][]string{
 	"go": {"exec", "toolexec", "vettool", "o", "ldflags", "gcflags", "asmflags", "gccgoflags", "overlay", "modfile", "pkgdir",
 		"coverprofile", "cpuprofile", "memprofile", "blockprofile", "mutexprofile", "trace", "outputdir"},
-	"git":  {"output", "upload-pack", "receive-pack", "exec", "ext-diff", "textconv"},
+	"git":  {"output", "upload-pack", "receive-pack", "exec", "x", "extcmd", "ext-diff", "textconv"},
 	"find": {"exec", "execdir", "ok", "okdir", "delete", "fprint", "fprint0", "fprintf", "fls"},
 	"rg":   {"pre"},
 	// npm exec and npm x run any package's binary; npm explore runs a

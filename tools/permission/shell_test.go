@@ -124,7 +124,7 @@ func outcome(err error) string {
 // be allowed (issue 22, item 3).
 func TestAllowPrefix(t *testing.T) {
 	p := &Policy{Dir: "/w", Allow: rules(t, "bash(go test:*)", "bash(git status:*)", "bash(find:*)",
-		"bash(npm:*)", "bash(rg:*)", "bash(ls)", "bash(tail:*)")}
+		"bash(npm:*)", "bash(rg:*)", "bash(ls)", "bash(tail:*)", "bash(git rebase:*)")}
 	tests := []struct {
 		cmd, want string
 	}{
@@ -159,6 +159,9 @@ func TestAllowPrefix(t *testing.T) {
 		{"git -C ../other status", asks},
 		{"git -C ~ status", asks},
 		{"git --git-dir=/tmp/evil/.git status", asks},
+		{"git rebase main", allowed},
+		{"git rebase -x 'rm -rf ~' main", asks},
+		{"git rebase --exec=x main", asks},
 		{"find . -exec rm {} +", asks},
 		{"find . -delete", asks},
 		{"find . -fprint /etc/x", asks},
