@@ -101,24 +101,52 @@ func (l *line) call(n *syntax.CallExpr, depth int) {
 		}
 		words = append(words, ws...)
 	}
+	l.command(words, depth)
+}
+
+// command adds the command words runs, and those it runs in turn.
+func (l *line) command(words []string, depth int) {
 	layers, known, plain := unwrap(words)
-	l.plain = l.plain && plain
-	if !known {
-		l.cmds = append(l.cmds, command{layers: layers})
-		l.plain = false
-		return
-	}
-	c := command{layers: layers, known: true}
-	switch code, kind := innerCode(c.argv()); kind {
-	case codeNone:
-	case codeUnknown:
-		c.known = false
-		l.plain = false
-	case codeLine:
-		c.denyOnly = true
-		l.add(code, depth+1)
+	l.plain = l.plain && plain && known
+	c := command{layers: layers, known: known}
+	if known {
+		switch code, kind := innerCode(c.argv()); kind {
+		case codeUnknown:
+			c.known = false
+			l.plain = false
+		case codeLine:
+			c.denyOnly = true
+			l.add(code, depth+1)
+		}
+		for _, sub := range findExecs(c.argv()) {
+			l.command(sub, depth)
+		}
 	}
 	l.cmds = append(l.cmds, c)
+}
+
+// findExecs returns the commands a find runs with -exec, -execdir, -ok and
+// -okdir, each file name ({}) an expansion.
+func findExecs(argv []string) [][]string {
+	if len(argv) == 0 || path.Base(argv[0]) != "find" {
+		return nil
+	}
+	var cmds [][]string
+	for i := 1; i < len(argv); i++ {
+		if !slices.Contains([]string{"-exec", "-execdir", "-ok", "-okdir"}, argv[i]) {
+			continue
+		}
+		var cmd []string
+		for i++; i < len(argv) && argv[i] != ";" && argv[i] != "+"; i++ {
+			w := argv[i]
+			if strings.Contains(w, "{}") {
+				w = dyn
+			}
+			cmd = append(cmd, w)
+		}
+		cmds = append(cmds, cmd)
+	}
+	return cmds
 }
 
 // errGlob stops expand at a glob, whose words depend on the files there.
@@ -227,7 +255,9 @@ var wrappers = map[string]wrapper{
 		long: []string{"--user", "--group", "--chdir", "--host", "--prompt", "--role", "--type", "--other-user",
 			"--close-from", "--command-timeout", "--chroot"},
 		longFlags: []string{"--askpass", "--background", "--preserve-env", "--set-home", "--non-interactive", "--stdin"}},
-	"doas": {values: "uC", flags: "n"},
+	"doas":   {values: "uC", flags: "n"},
+	"setsid": {flags: "cfw", plain: true},
+	"stdbuf": {values: "ioe", long: []string{"--input", "--output", "--error"}, plain: true},
 }
 
 // unwrap strips the wrappers off words. known is false when an expansion
@@ -249,7 +279,10 @@ func unwrap(words []string) (layers [][]string, known, plain bool) {
 			return layers, true, plain
 		}
 		rest, used, ok := w.skip(words[1:])
-		if !ok {
+		// xargs -I R puts its input in place of R, wherever R is.
+		if !ok || w.appends && slices.ContainsFunc(words[1:len(words)-len(rest)], func(a string) bool {
+			return strings.HasPrefix(a, "--replace") || len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsAny(a, "Ii")
+		}) {
 			return layers, false, false
 		}
 		plain = plain && w.plain && !(used && w.optsChange)
@@ -361,6 +394,14 @@ func innerCode(argv []string) (string, int) {
 			return "", codeUnknown
 		}
 		return args[0], codeLine
+	case prog == "alias": // runs its values where the names are used
+		var code []string
+		for _, a := range args {
+			if _, value, ok := strings.Cut(a, "="); ok {
+				code = append(code, value)
+			}
+		}
+		return strings.Join(code, "\n"), codeLine
 	case prog == "source" || prog == ".":
 		if len(args) == 0 {
 			return "", codeNone
