@@ -30,11 +30,12 @@
 // A bash command line is parsed as bash parses it (mvdan.cc/sh), and rules
 // match the words of each simple command in it, with quotes and escapes
 // removed, in every list, pipeline, branch, loop, function and
-// substitution, and in the code of sh -c, bash -c, eval and trap. A
-// deny rule matches a command whichever way it is spelt: behind the
-// wrappers command, env, exec, nice, nohup, time, timeout, xargs, sudo
-// and doas; after git's and go's global options (git -C . push); and by the
-// program's name (/usr/bin/git is git). Where the text cannot say what
+// substitution, in the code of sh -c, bash -c, eval, trap and alias, and
+// in the commands find -exec runs. A deny rule matches a command whichever
+// way it is spelt: behind the wrappers command, env, exec, nice, nohup,
+// setsid, stdbuf, time, timeout, xargs, sudo and doas; after git's and
+// go's global options (git -C . push); and by the program's name
+// (/usr/bin/git is git). Where the text cannot say what
 // runs (an expansion as a program or subcommand, git $sub, code a shell
 // reads from stdin, a line bash would not parse, git -c, which can alias
 // anything), the call is asked about, and denied with nobody to ask. A
