@@ -65,7 +65,7 @@ func TestParseRule(t *testing.T) {
 	}
 }
 
-func rules(t *testing.T, ss ...string) []Rule {
+func rules(t testing.TB, ss ...string) []Rule {
 	var rs []Rule
 	for _, s := range ss {
 		r, err := ParseRule(s)

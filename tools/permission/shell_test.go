@@ -311,3 +311,19 @@ func TestApproveConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// FuzzApprove: no command line makes Approve panic, and each is allowed,
+// denied by the rule, or (with nobody to ask) denied as unknowable.
+func FuzzApprove(f *testing.F) {
+	for _, s := range []string{"git push", "a{b,c}d $(x) `y` <(z)", "find . -exec {} +", "xargs -0I{} sh -c '{}'",
+		"f() { g; }; f", "[[ a =~ b ]] && (( x++ ))", "cat <<'EOF'\n$x\nEOF", "eval 'eval \"git push\"'"} {
+		f.Add(s)
+	}
+	p := &Policy{AllowAll: true, Deny: rules(f, "bash(git push:*)")}
+	f.Fuzz(func(t *testing.T, cmd string) {
+		err := p.Approve(t.Context(), bash(cmd))
+		if o := outcome(err); o != allowed && o != denied && o != doubted {
+			t.Errorf("%q: %v", cmd, err)
+		}
+	})
+}
