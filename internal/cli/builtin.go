@@ -88,6 +88,53 @@ func (b *builtinOptions) check() error {
 	return b.checkSandbox()
 }
 
+// checkRules checks that each --allow and --deny rule names a tool: a
+// built-in one, offered or not, or one in reg, where an MCP tool is named
+// as Claude Code and mcptool name it, mcp__server__tool. A rule that names
+// no tool would protect nothing, so it is a usage error. It runs once the
+// MCP servers have connected, since only then are their tools known; a
+// tool a server adds later cannot be named.
+func (b *builtins) checkRules(reg *tool.Registry) error {
+	for _, f := range []struct {
+		name  string
+		rules []permission.Rule
+	}{{"--allow", b.policy.Allow}, {"--deny", b.policy.Deny}} {
+		for _, r := range f.rules {
+			if _, ok := reg.Lookup(r.Tool); ok || slices.Contains(builtinTools, r.Tool) {
+				continue
+			}
+			var others []string
+			for _, spec := range reg.Specs() {
+				if !slices.Contains(builtinTools, spec.Name) {
+					others = append(others, spec.Name)
+				}
+			}
+			mcp := "no MCP server's tools"
+			if len(others) > 0 {
+				mcp = "the MCP servers' " + strings.Join(others, ", ")
+			}
+			return usageError("%s %s: no tool is named %s: the tools are the built-in %s, and %s; name an MCP tool as mcp__server__tool",
+				f.name, r, r.Tool, strings.Join(builtinTools, ", "), mcp)
+		}
+	}
+	return nil
+}
+
+// alwaysScope says, for the question, what an Always answer allows: the
+// rule the policy would add.
+func alwaysScope(always permission.Rule) string {
+	host, isHost := strings.CutPrefix(always.Arg, "domain:")
+	switch {
+	case isHost:
+		return "every fetch from " + host
+	case always.Arg != "" && always.Tool == web.Name:
+		return "this exact URL"
+	case always.Arg != "":
+		return "this exact command"
+	}
+	return "every " + always.Tool + " call"
+}
+
 // parseTools expands --tools' names and groups, in order, each tool once.
 func parseTools(list string) ([]string, error) {
 	var names, named []string

@@ -52,6 +52,10 @@ func TestBuiltinFlagErrors(t *testing.T) {
 	}{
 		{[]string{"--allow", "bash(", "hi"}, `--allow: invalid rule "bash(": a missing closing parenthesis`},
 		{[]string{"--deny", "two words", "hi"}, `--deny: invalid rule "two words"`},
+		{[]string{"--deny", "nosuchtool", "hi"}, "--deny nosuchtool: no tool is named nosuchtool: the tools are the built-in read_file, write_file, edit_file, glob, grep, bash, web_fetch, calculator, and no MCP server's tools; name an MCP tool as mcp__server__tool"},
+		{[]string{"--allow", "mcp__github__create_issue", "hi"}, "--allow mcp__github__create_issue: no tool is named mcp__github__create_issue"},
+		{[]string{"--deny", "bash(go test && rm:*)", "hi"}, `--deny: invalid rule "bash(go test && rm:*)": a prefix rule must be one command of plain words`},
+		{[]string{"--deny", "WebFetch(domain:go.dev/x)", "hi"}, `--deny: invalid rule "WebFetch(domain:go.dev/x)": domain: takes a host name alone`},
 		{[]string{"--add-dir", "/nonexistent/dir-xyz", "hi"}, "--add-dir: files: directory /nonexistent/dir-xyz"},
 	} {
 		h := newHarness(t)
@@ -175,6 +179,8 @@ func TestPermissionWithoutTerminal(t *testing.T) {
 		{"--deny wins over --yes", []string{"--yes", "--deny", "edit_file"}, false, "denied: the user's rule edit_file forbids this call", true},
 		{"--deny wins over --allow", []string{"--allow", "edit_file", "--deny", "edit_file(f.txt)"}, false, "forbids", true},
 		{"--deny through a link", []string{"--yes", "--deny", "edit_file(real.txt)"}, false, "forbids", true},
+		{"--deny in Claude Code's words", []string{"--yes", "--deny", "Edit(f.txt)"}, false, "the user's rule edit_file(f.txt) forbids", true},
+		{"--deny of a tool not offered", []string{"--tools", "files", "--yes", "--deny", "web_fetch"}, true, "edited f.txt", false},
 		{"without file tools", []string{"--tools", "shell"}, false, `unknown tool "edit_file"`, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -331,5 +337,31 @@ func TestAddDir(t *testing.T) {
 		if len(res) != 1 || res[0].IsError != tc.isError || !strings.HasPrefix(res[0].Content[0].Text, tc.want) {
 			t.Errorf("%q: tool_result %+v, want %q", tc.args, res, tc.want)
 		}
+	}
+}
+
+// TestRuleMCPTool: a rule names an MCP tool as Claude Code does,
+// mcp__server__tool, its name in the registry; a bare tool name names no
+// tool.
+func TestRuleMCPTool(t *testing.T) {
+	url := instructionsServer(t, "solo", "")
+	for _, tc := range []struct {
+		rule, result string
+		isError      bool
+	}{
+		{"mcp__solo__solo_ping", "the user's rule mcp__solo__solo_ping forbids this call", true},
+		{"calculator", "pong", false},
+	} {
+		h := newHarness(t, anthropictest.NewStream().ToolUse("toolu_p", "mcp__solo__solo_ping", `{}`).Stop("tool_use"), text("done"))
+		h.run(strings.NewReader(""), "--tools", "calculator", "--mcp-url", url, "--deny", tc.rule, "ping").check(t, exitOK)
+		res := h.srv.Requests()[1].ToolResults()
+		if len(res) != 1 || res[0].IsError != tc.isError || !strings.Contains(res[0].Content[0].Text, tc.result) {
+			t.Errorf("--deny %s: tool_result = %+v, want is_error %v and %q", tc.rule, res, tc.isError, tc.result)
+		}
+	}
+	r := newHarness(t).run(strings.NewReader(""), "--tools", "calculator", "--mcp-url", url, "--deny", "solo_ping", "ping")
+	r.check(t, exitUsage)
+	if !strings.Contains(r.stderr, "no tool is named solo_ping") || !strings.Contains(r.stderr, "mcp__solo__solo_ping") {
+		t.Errorf("a bare MCP tool name: stderr %q", r.stderr)
 	}
 }

@@ -87,12 +87,31 @@ Flags:
   --allow RULE        run the calls RULE matches without asking (repeatable):
                       a tool, as in edit_file, or a tool and its command,
                       URL or path, exact as in 'bash(git status)' or a
-                      prefix as in 'bash(go test:*)'. read_file, glob, grep
-                      and MCP tools run freely; write_file, edit_file, bash
-                      and web_fetch ask on the terminal (yes, no, or always
-                      for the session) and are denied without one
+                      prefix as in 'bash(go test:*)', 'edit_file(docs/:*)'
+                      or 'web_fetch(https://go.dev/:*)', or a host as in
+                      'web_fetch(domain:go.dev)'. Claude Code's names work
+                      too: Bash, Read, Edit, Write, Glob, Grep, WebFetch and
+                      mcp__server__tool; a rule naming no tool is an error.
+                      A bash rule matches each command of the parsed line,
+                      and allows the line only if it allows them all and
+                      the line has no expansion, assignment or redirection
+                      to a file. A prefix rule grants all the program can
+                      do with more words, but for well-known options that
+                      run a program or write a file (go test -exec, git -c,
+                      find -exec, npm exec), which ask. read_file, glob,
+                      grep and MCP tools run freely; write_file, edit_file,
+                      bash and web_fetch ask on the terminal (yes, no, or
+                      always for the session: that exact command, that
+                      host, or the whole tool) and are denied without one
   --deny RULE         never run the calls RULE matches (repeatable); deny
-                      rules win over --allow and --yes
+                      rules win over --allow and --yes. A read_file rule
+                      covers grep and glob, an edit_file rule write_file. A
+                      bash rule matches a command however it is spelt:
+                      quoted, behind env, nice, sudo, xargs or sh -c, after
+                      git's -C, by path; a command whose program the text
+                      cannot show (git $x, … | sh) asks, and is denied
+                      without a terminal. Rules match text, not what a
+                      script or program does: they are not a sandbox
   --yes               run every tool call without asking, except those a
                       --deny rule matches
   --secret-env NAME   leave the variable NAME, or every variable a pattern

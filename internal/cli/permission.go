@@ -87,10 +87,7 @@ func (a *terminalAsker) ask(ctx context.Context, call llm.ToolUse, always permis
 		// said again right above the question.
 		io.WriteString(a.w, a.style.wrap("1", d.summary)+"\n")
 	}
-	scope := "every " + visible(call.Name) + " call"
-	if always.Arg != "" {
-		scope = "this exact command"
-	}
+	scope := alwaysScope(always)
 	for {
 		// Plain text: a line editor measures its prompt, and colour codes would
 		// throw that off.

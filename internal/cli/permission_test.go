@@ -55,7 +55,7 @@ func TestPermissionPTY(t *testing.T) {
 				"this exact command", "yes\r"},
 			"hello\nworld\n", []string{"from-bash\n[exit status 0]"}, []bool{false}},
 		{"a URL", []string{"--tools", "web"}, []anthropictest.Reply{fetch, text("done")},
-			[]string{"web_fetch wants to fetch " + page.URL, "", "every web_fetch call", "y\r"},
+			[]string{"web_fetch wants to fetch " + page.URL, "", "every fetch from 127.0.0.1", "y\r"},
 			"hello\nworld\n", []string{"# Fetched"}, []bool{false}},
 		{"always", nil, []anthropictest.Reply{twoEdits, text("done")},
 			// The first edit is asked about, the write too (another tool);

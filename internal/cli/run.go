@@ -263,6 +263,10 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 		logger.Info("agentloop: skill offered", "name", sk.Name, "dir", sk.Dir)
 	}
 	s.connectMCP(ctx, o, reg, client)
+	if err := s.builtins.checkRules(reg); err != nil {
+		s.close()
+		return nil, err
+	}
 
 	s.memCfg = memory.Config{
 		Model:        o.model,

@@ -9,27 +9,58 @@
 // # Rules
 //
 // A rule names a tool, and optionally what the call acts on: its command
-// (bash), its URL (web_fetch) or its path (the file tools).
+// (bash), its URL (web_fetch) or its path (the file tools). Claude Code's
+// names (Bash, Read, Edit, Write, Glob, Grep, WebFetch) may stand for ours.
 //
 //	edit_file              every call of edit_file
 //	bash(git status)       exactly the command git status
-//	bash(go test:*)        go test, alone or followed by arguments
-//	edit_file(docs/:*)     any path under docs/
+//	bash(go test:*)        go test, alone or followed by any words
+//	edit_file(docs/:*)     any path under docs/ (also written docs/**)
 //	web_fetch(https://go.dev/:*)
+//	web_fetch(domain:go.dev)
 //
-// A prefix rule for bash allows only a simple command: one with no ;, &,
-// |, <, >, $, backquote, parentheses, braces, backslash or newline, so that
-// bash(go test:*) does not allow "go test; rm -rf ~". Such a command is
-// asked about instead, unless an exact rule names it. A deny rule for bash
-// matches the command or any part of it between those operators. Rules
-// are a guard against mistakes, not a sandbox: bash can do anything the
-// user can.
+// A read_file deny rule covers grep and glob too, and an edit_file deny
+// rule write_file, so that a path kept from one is not reached with the
+// other; an allow rule allows its own tool alone.
+// URLs are compared as [web.NormalizeURL] writes them, paths made absolute
+// (see [Policy.Path]).
+//
+// # Commands
+//
+// A bash command line is parsed as bash parses it (mvdan.cc/sh), and rules
+// match the words of each simple command in it, with quotes and escapes
+// removed, in every list, pipeline, branch, loop, function and
+// substitution, in the code of sh -c, bash -c, eval, trap and alias, and
+// in the commands find -exec runs. A deny rule matches a command whichever
+// way it is spelt: behind the wrappers command, env, exec, nice, nohup,
+// setsid, stdbuf, time, timeout, xargs, sudo and doas; after git's and
+// go's global options (git -C . push); and by the program's name
+// (/usr/bin/git is git). Where the text cannot say what
+// runs (an expansion as a program or subcommand, git $sub, code a shell
+// reads from stdin, a line bash would not parse, git -c, which can alias
+// anything), the call is asked about, and denied with nobody to ask. A
+// rule may name a wrapper or a shell itself: bash(sudo:*), bash(bash:*).
+//
+// An allow rule allows a line only if it allows every command in it
+// (each may be allowed by another rule), the program is named as the rule
+// names it (./go is not go), and the line has no expansion, substitution,
+// variable assignment, arithmetic or redirection to a file, so that
+// bash(go test:*) does not allow "go test; rm -rf ~", "go test $(…)" or
+// "GOFLAGS=-toolexec=x go test". A prefix rule grants everything the
+// program can do with any further words, except well-known options that run
+// another program or write a file of the caller's choosing, which are asked
+// about: go's -exec, -toolexec, -vettool, -o and the profile outputs,
+// git's -c, --exec-path and -C outside the working directory, find's
+// -exec and -delete, npm exec, rg --pre. Rules match text: they do not see
+// into scripts, Makefiles, test code or other interpreters (python -c), so
+// a rule is a guard against mistakes, not a sandbox.
 package permission
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -38,6 +69,7 @@ import (
 
 	"github.com/agentloop/agentloop/internal/apirules"
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/tools/web"
 	"github.com/go-json-experiment/json"
 )
 
@@ -56,8 +88,37 @@ type Rule struct {
 
 var ruleName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
-// ParseRule parses a rule such as edit_file, bash(git status) or
-// bash(go test:*).
+// claudeNames are Claude Code's names for the built-in tools, which
+// rules may use instead of ours: Bash(rm:*) is bash(rm:*).
+var claudeNames = map[string]string{
+	"Bash": "bash", "Read": "read_file", "Edit": "edit_file", "Write": "write_file",
+	"Glob": "glob", "Grep": "grep", "WebFetch": web.Name,
+}
+
+// covered are the tools that a deny rule of another tool covers too, as
+// Claude Code's Read and Edit rules do: a file a rule keeps from
+// read_file must not be read with grep.
+var covered = map[string][]string{
+	"read_file": {"grep", "glob"},
+	"edit_file": {"write_file"},
+}
+
+// covers reports whether a deny rule of tool applies to a call of name.
+func covers(tool, name string) bool {
+	return tool == name || slices.Contains(covered[tool], name)
+}
+
+// domainPrefix starts a web_fetch rule that names a host, as Claude
+// Code's WebFetch(domain:go.dev) does.
+const domainPrefix = "domain:"
+
+// ParseRule parses a rule such as edit_file, bash(git status),
+// bash(go test:*) or web_fetch(domain:go.dev). Claude Code's tool names
+// (Bash, Read, Edit, Write, Glob, Grep, WebFetch) are read as ours. It
+// checks what it can without knowing the tools: a bash prefix rule must be
+// one command of literal words, a URL must be http or https (it is kept
+// normalised, as [web.NormalizeURL] makes it), and a path has no glob
+// but a trailing /**, read as :* (docs/** is docs/:*).
 func ParseRule(s string) (Rule, error) {
 	s = strings.TrimSpace(s)
 	name, arg, hasArg := strings.Cut(s, "(")
@@ -66,19 +127,64 @@ func ParseRule(s string) (Rule, error) {
 	if !ruleName.MatchString(r.Tool) {
 		return Rule{}, fmt.Errorf("invalid rule %q: it must start with a tool name, as in edit_file or bash(go test:*)", s)
 	}
-	if hasArg {
-		if !strings.HasSuffix(arg, ")") {
-			return Rule{}, fmt.Errorf("invalid rule %q: a missing closing parenthesis", s)
+	if ours, ok := claudeNames[r.Tool]; ok {
+		r.Tool = ours
+	}
+	if !hasArg {
+		return r, nil
+	}
+	if !strings.HasSuffix(arg, ")") {
+		return Rule{}, fmt.Errorf("invalid rule %q: a missing closing parenthesis", s)
+	}
+	arg = strings.TrimSpace(strings.TrimSuffix(arg, ")"))
+	if r.Arg, r.Prefix = strings.CutSuffix(arg, ":*"); r.Prefix {
+		r.Arg = strings.TrimRight(r.Arg, " ")
+	}
+	if r.Arg == "" {
+		return Rule{}, fmt.Errorf("invalid rule %q: empty parentheses; write just %s for every call", s, r.Tool)
+	}
+	var err error
+	switch r.Tool {
+	case "bash":
+		if _, ok := ruleWords(r.Arg); r.Prefix && !ok {
+			err = errors.New("a prefix rule must be one command of plain words, with no operator, quote or expansion, as bash(go test:*)")
 		}
-		arg = strings.TrimSpace(strings.TrimSuffix(arg, ")"))
-		if r.Arg, r.Prefix = strings.CutSuffix(arg, ":*"); r.Prefix {
-			r.Arg = strings.TrimRight(r.Arg, " ")
+	case web.Name:
+		err = r.parseURL()
+	case "read_file", "write_file", "edit_file", "glob", "grep":
+		if dir, ok := strings.CutSuffix(r.Arg, "/**"); ok && !r.Prefix {
+			r.Arg, r.Prefix = dir+"/", true
 		}
-		if r.Arg == "" {
-			return Rule{}, fmt.Errorf("invalid rule %q: empty parentheses; write just %s for every call", s, r.Tool)
+		switch {
+		case strings.ContainsAny(r.Arg, "*?["):
+			err = fmt.Errorf("paths are matched as written, not as globs: write %s(docs/:*) for every path under docs", r.Tool)
+		case strings.HasPrefix(r.Arg, "~"):
+			err = errors.New("write the path in full: ~ is not expanded")
 		}
 	}
+	if err != nil {
+		return Rule{}, fmt.Errorf("invalid rule %q: %w", s, err)
+	}
 	return r, nil
+}
+
+// parseURL checks and normalises a web_fetch rule's URL or domain.
+func (r *Rule) parseURL() error {
+	host, isDomain := strings.CutPrefix(r.Arg, domainPrefix)
+	if isDomain {
+		u, err := web.NormalizeURL("https://" + host + "/")
+		if err != nil || r.Prefix || u.Host != u.Hostname() || strings.ContainsAny(host, "/?#@") {
+			return fmt.Errorf("%s takes a host name alone, as web_fetch(domain:go.dev)", domainPrefix)
+		}
+		r.Arg = domainPrefix + u.Hostname()
+		return nil
+	}
+	u, err := web.NormalizeURL(r.Arg)
+	if err != nil {
+		return fmt.Errorf("%w; write a URL such as https://go.dev/doc/:* or a host such as domain:go.dev", err)
+	}
+	r.Arg = u.String()
+	return nil
 }
 
 // String returns the rule as ParseRule reads it.
@@ -154,28 +260,37 @@ func (p *Policy) Approve(ctx context.Context, call llm.ToolUse) error {
 	if free && len(p.Deny) == 0 {
 		return nil // no rule needs the subject, which costs a parse of the input
 	}
-	key, subj := subject(call)
-	if key == "path" {
-		subj = p.abs(subj)
-	}
+	s := p.subject(call)
+	var doubt *Rule // a deny rule that may match
 	for _, r := range p.Deny {
-		if p.denies(r, call.Name, key, subj) {
+		switch p.denies(r, s) {
+		case yes:
 			return fmt.Errorf("the user's rule %s forbids this call; do not try to get around it", r)
+		case maybe:
+			doubt = &r
 		}
 	}
-	if free || p.allowed(call.Name, key, subj) {
+	// A command that may be one a deny rule forbids is for a person to
+	// judge, unless they already allowed this very text.
+	always := p.alwaysRule(s)
+	switch {
+	case doubt != nil && p.allowedBy(p.sessionRules(), s, true):
 		return nil
-	}
-	if p.Ask == nil {
+	case doubt == nil && (free || p.allowed(s)):
+		return nil
+	case p.Ask == nil && doubt != nil:
+		return fmt.Errorf("this command cannot be checked against the user's rule %s: an expansion, code a "+
+			"shell reads from stdin or an option such as git -c stands where a program or its subcommand would "+
+			"be. Write the command out plainly, or tell the user what you want to run", doubt)
+	case p.Ask == nil:
 		return fmt.Errorf("%s needs the user's permission, and there is no one to ask: no terminal. "+
-			"Tell the user; they can allow it with a rule such as %s", call.Name, p.alwaysRule(call.Name, key, subj))
+			"Tell the user; they can allow it with a rule such as %s", call.Name, always)
 	}
 	p.askMu.Lock()
 	defer p.askMu.Unlock()
-	if p.allowed(call.Name, key, subj) { // an Always answered while this call waited
+	if p.allowedBy(p.sessionRules(), s, doubt != nil) { // an Always answered while this call waited
 		return nil
 	}
-	always := p.alwaysRule(call.Name, key, subj)
 	ans, err := p.Ask(ctx, call, always)
 	switch {
 	case err != nil:
@@ -195,81 +310,147 @@ func (p *Policy) Approve(ctx context.Context, call llm.ToolUse) error {
 // p's way of resolving paths: it allows every call that no Deny rule
 // matches, and asks nobody. It suits a call a person has approved
 // elsewhere, such as in a durable run's workflow, which p's Allow,
-// ReadOnly and Ask no longer decide.
+// ReadOnly and Ask no longer decide; so a command that a deny rule only
+// may match, which p would ask about, is taken as approved.
 func (p *Policy) DenyOnly() *Policy {
-	return &Policy{Deny: slices.Clone(p.Deny), AllowAll: true, Dir: p.Dir, Path: p.Path}
+	approved := func(context.Context, llm.ToolUse, Rule) (Answer, error) { return Yes, nil }
+	return &Policy{Deny: slices.Clone(p.Deny), AllowAll: true, Ask: approved, Dir: p.Dir, Path: p.Path}
+}
+
+// A subject is what a call acts on, parsed for the rules.
+type subject struct {
+	name string   // the tool
+	key  string   // the input field: command, url or path; "" for none
+	raw  string   // its value
+	line line     // a command, parsed
+	url  *url.URL // a URL, normalised; nil if it is not a valid one
+	path string   // a path, in the form rules are compared in
+}
+
+func (p *Policy) subject(call llm.ToolUse) subject {
+	s := subject{name: call.Name}
+	s.key, s.raw = inputSubject(call)
+	switch s.key {
+	case "command":
+		s.line = parseLine(s.raw)
+	case "url":
+		s.url, _ = web.NormalizeURL(s.raw)
+	case "path":
+		s.path = p.abs(s.raw)
+	}
+	return s
 }
 
 // alwaysRule is the rule an Always answer adds: the exact command for
-// bash, since one command says little about the next, and the whole tool
-// for the others.
-func (p *Policy) alwaysRule(name, key, subj string) Rule {
-	if key == "command" {
-		return Rule{Tool: name, Arg: strings.TrimSpace(subj)}
+// bash, since one command says little about the next; the host for a
+// URL; and the whole tool for the others.
+func (p *Policy) alwaysRule(s subject) Rule {
+	switch {
+	case s.key == "command":
+		return Rule{Tool: s.name, Arg: strings.TrimSpace(s.raw)}
+	case s.key == "url" && s.url != nil:
+		return Rule{Tool: s.name, Arg: domainPrefix + s.url.Hostname()}
+	case s.key == "url":
+		return Rule{Tool: s.name, Arg: s.raw}
 	}
-	return Rule{Tool: name}
+	return Rule{Tool: s.name}
 }
 
-func (p *Policy) allowed(name, key, subj string) bool {
+func (p *Policy) sessionRules() []Rule {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, rs := range [][]Rule{p.Allow, p.session} {
-		for _, r := range rs {
-			if r.Tool == name && p.allows(r, key, subj) {
-				return true
-			}
-		}
-	}
-	return false
+	return slices.Clone(p.session)
 }
 
-// allows reports whether allow rule r, of the call's tool, matches its
-// subject.
-func (p *Policy) allows(r Rule, key, subj string) bool {
-	switch {
-	case r.Arg == "":
-		return true
-	case key == "":
-		return false
-	case key == "command":
-		cmd := strings.TrimSpace(subj)
-		if !r.Prefix {
-			return cmd == r.Arg
-		}
-		return !strings.ContainsAny(cmd, shellOperators) && commandHasPrefix(cmd, r.Arg)
-	}
-	return p.argMatches(r, key, subj)
+func (p *Policy) allowed(s subject) bool {
+	return p.allowedBy(append(p.sessionRules(), p.Allow...), s, false)
 }
 
-// denies reports whether deny rule r matches the call.
-func (p *Policy) denies(r Rule, name, key, subj string) bool {
-	switch {
-	case r.Tool != name:
-		return false
-	case r.Arg == "":
-		return true
-	case key == "":
-		return false
-	case key == "command":
-		for _, part := range commandParts(subj) {
-			if part == r.Arg || r.Prefix && commandHasPrefix(part, r.Arg) {
-				return true
-			}
+// allowedBy reports whether rules allow the call, all of them together:
+// each command of a line may be allowed by another rule. exactOnly limits
+// a command to a rule that names its whole text.
+func (p *Policy) allowedBy(rules []Rule, s subject, exactOnly bool) bool {
+	rules = slices.DeleteFunc(slices.Clone(rules), func(r Rule) bool { return r.Tool != s.name })
+	for _, r := range rules {
+		switch {
+		case r.Arg == "" && !exactOnly:
+			return true
+		case s.key == "command" && !r.Prefix && r.Arg == strings.TrimSpace(s.raw):
+			return true
+		case s.key != "command" && !exactOnly && p.argMatches(r, s):
+			return true
 		}
+	}
+	if s.key != "command" || exactOnly || !s.line.plain || len(s.line.cmds) == 0 {
 		return false
 	}
-	return p.argMatches(r, key, subj)
+	for _, c := range s.line.cmds {
+		if !c.denyOnly && !slices.ContainsFunc(rules, func(r Rule) bool {
+			words, ok := ruleWords(r.Arg)
+			return ok && p.allowsCommand(words, r.Prefix, c.argv())
+		}) {
+			return false
+		}
+	}
+	return true
+}
+
+// denies reports whether deny rule r matches the call. A bash rule is
+// matched against every command in the line; one that cannot be known
+// (an expansion as its program, code read from stdin) may match any.
+func (p *Policy) denies(r Rule, s subject) verdict {
+	switch {
+	case !covers(r.Tool, s.name):
+		return no
+	case r.Arg == "":
+		return yes
+	case s.key == "command":
+		if !r.Prefix && r.Arg == strings.TrimSpace(s.raw) {
+			return yes
+		}
+		words, ok := ruleWords(r.Arg)
+		if !ok {
+			return no // a chain, which an exact rule matches only whole
+		}
+		v := no
+		for _, c := range s.line.cmds {
+			v = max(v, denyCommand(words, r.Prefix, c))
+		}
+		return v
+	case p.argMatches(r, s):
+		return yes
+	}
+	return no
 }
 
 // argMatches matches a URL or a path against r.
-func (p *Policy) argMatches(r Rule, key, subj string) bool {
-	arg := r.Arg
-	if key == "path" {
+func (p *Policy) argMatches(r Rule, s subject) bool {
+	arg, subj := r.Arg, ""
+	switch s.key {
+	case "url":
+		if host, ok := strings.CutPrefix(arg, domainPrefix); ok {
+			return s.url != nil && s.url.Hostname() == host
+		}
+		subj = s.raw // not an http URL: an MCP tool's, compared as written
+		if s.url != nil {
+			subj = s.url.String()
+			if u, err := web.NormalizeURL(arg); err == nil {
+				arg = u.String()
+			}
+		}
+	case "path":
 		dirOnly := strings.HasSuffix(arg, "/")
 		arg = p.abs(arg)
 		if dirOnly {
-			arg = strings.TrimRight(arg, string(filepath.Separator)) + string(filepath.Separator)
+			arg = strings.TrimRight(arg, string(filepath.Separator))
+			if r.Prefix && s.path == arg {
+				return true // the directory itself, as grep and glob search it
+			}
+			arg += string(filepath.Separator)
 		}
+		subj = s.path
+	default:
+		return false
 	}
 	if r.Prefix {
 		return strings.HasPrefix(subj, arg)
@@ -291,36 +472,10 @@ func (p *Policy) abs(path string) string {
 	return filepath.Clean(path)
 }
 
-// shellOperators are the characters that chain, redirect or substitute
-// commands in bash.
-const shellOperators = ";&|<>$`()\\{}\n\r"
-
-// commandHasPrefix reports whether cmd is prefix or starts with it and a
-// space: go test:* matches "go test ./..." but not "go testify".
-func commandHasPrefix(cmd, prefix string) bool {
-	return cmd == prefix || strings.HasPrefix(cmd, prefix+" ") || strings.HasPrefix(cmd, prefix+"\t")
-}
-
-// commandParts splits a command at its operators, each part trimmed and
-// without leading variable assignments (FOO=1 rm x is rm x).
-func commandParts(cmd string) []string {
-	var parts []string
-	for part := range strings.FieldsFuncSeq(cmd, func(r rune) bool { return strings.ContainsRune(";&|()`\n\r{}", r) || r == '$' }) {
-		words := strings.Fields(part)
-		for len(words) > 0 && strings.Contains(words[0], "=") {
-			words = words[1:]
-		}
-		if len(words) > 0 {
-			parts = append(parts, strings.Join(words, " "))
-		}
-	}
-	return append(parts, strings.TrimSpace(cmd))
-}
-
-// subject returns what a call acts on, and its input field: the command,
-// the URL or the path. Only those fields are decoded: the input may be a
-// 5 MiB file's text, which is validated but not copied.
-func subject(call llm.ToolUse) (key, value string) {
+// inputSubject returns what a call acts on, and its input field: the
+// command, the URL or the path. Only those fields are decoded: the input
+// may be a 5 MiB file's text, which is validated but not copied.
+func inputSubject(call llm.ToolUse) (key, value string) {
 	var in struct {
 		Command any `json:"command"`
 		URL     any `json:"url"`

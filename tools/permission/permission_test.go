@@ -24,6 +24,25 @@ func TestParseRule(t *testing.T) {
 		{"bash(go test :*)", Rule{Tool: "bash", Arg: "go test", Prefix: true}, ""},
 		{"web_fetch(https://go.dev/:*)", Rule{Tool: "web_fetch", Arg: "https://go.dev/", Prefix: true}, ""},
 		{"bash(echo (a))", Rule{Tool: "bash", Arg: "echo (a)"}, ""},
+		{"bash(go vet ./... && go test ./...)", Rule{Tool: "bash", Arg: "go vet ./... && go test ./..."}, ""},
+		{"Bash(rm:*)", Rule{Tool: "bash", Arg: "rm", Prefix: true}, ""},
+		{"Read(./.env)", Rule{Tool: "read_file", Arg: "./.env"}, ""},
+		{"Edit(docs/**)", Rule{Tool: "edit_file", Arg: "docs/", Prefix: true}, ""},
+		{"Write(x)", Rule{Tool: "write_file", Arg: "x"}, ""},
+		{"Glob", Rule{Tool: "glob"}, ""},
+		{"Grep", Rule{Tool: "grep"}, ""},
+		{"WebFetch(domain:Go.DEV.)", Rule{Tool: "web_fetch", Arg: "domain:go.dev"}, ""},
+		{"web_fetch(HTTPS://user@Go.dev:443:*)", Rule{Tool: "web_fetch", Arg: "https://go.dev/", Prefix: true}, ""},
+		{"mcp__github__create_issue", Rule{Tool: "mcp__github__create_issue"}, ""},
+		{"bash(go test && rm:*)", Rule{}, `invalid rule "bash(go test && rm:*)": a prefix rule must be one command of plain words`},
+		{"bash($X:*)", Rule{}, `invalid rule "bash($X:*)": a prefix rule must be one command`},
+		{"bash(go test > x:*)", Rule{}, `invalid rule "bash(go test > x:*)": a prefix rule must be one command`},
+		{"web_fetch(ftp://go.dev/)", Rule{}, `invalid rule "web_fetch(ftp://go.dev/)": refused: "ftp://go.dev/" is not an http or https URL; write a URL such as`},
+		{"web_fetch(go.dev)", Rule{}, `invalid rule "web_fetch(go.dev)": refused: "go.dev" is not an http or https URL`},
+		{"web_fetch(domain:go.dev/doc)", Rule{}, `invalid rule "web_fetch(domain:go.dev/doc)": domain: takes a host name alone`},
+		{"web_fetch(domain:go.dev:*)", Rule{}, `invalid rule "web_fetch(domain:go.dev:*)": domain: takes a host name alone`},
+		{"read_file(src/*.go)", Rule{}, `invalid rule "read_file(src/*.go)": paths are matched as written, not as globs: write read_file(docs/:*)`},
+		{"Read(~/.ssh/:*)", Rule{}, `invalid rule "Read(~/.ssh/:*)": write the path in full`},
 		{"", Rule{}, `invalid rule "": it must start with a tool name`},
 		{"bash(", Rule{}, `invalid rule "bash(": a missing closing parenthesis`},
 		{"bash()", Rule{}, `invalid rule "bash()": empty parentheses; write just bash for every call`},
@@ -46,7 +65,7 @@ func TestParseRule(t *testing.T) {
 	}
 }
 
-func rules(t *testing.T, ss ...string) []Rule {
+func rules(t testing.TB, ss ...string) []Rule {
 	var rs []Rule
 	for _, s := range ss {
 		r, err := ParseRule(s)
@@ -104,6 +123,20 @@ func TestApprove(t *testing.T) {
 		{"Path resolves a link", &Policy{AllowAll: true, Deny: rules(t, "edit_file(secrets/:*)"),
 			Path: func(p string) string { return strings.Replace("/w/"+p, "/w/innocent/", "/w/secrets/", 1) }},
 			call("edit_file", `{"path":"innocent/k"}`), denied},
+		{"Claude Code's name for bash", &Policy{AllowAll: true, Deny: rules(t, "Bash(rm:*)")}, call("bash", `{"command":"rm -rf x"}`), denied},
+		{"a read_file rule covers grep", &Policy{Dir: "/w", Deny: rules(t, "read_file(secrets/:*)")}, call("grep", `{"pattern":"key","path":"secrets/k"}`), denied},
+		{"and glob", &Policy{Dir: "/w", Deny: rules(t, "Read(secrets/**)")}, call("glob", `{"pattern":"*","path":"/w/secrets"}`), denied + " read_file(secrets/:*)"},
+		{"grep elsewhere", &Policy{Dir: "/w", Deny: rules(t, "read_file(secrets/:*)")}, call("grep", `{"pattern":"key","path":"src"}`), allowed},
+		{"an edit_file rule covers write_file", &Policy{Dir: "/w", AllowAll: true, Deny: rules(t, "Edit(secrets/**)")}, call("write_file", `{"path":"secrets/k","content":""}`), denied},
+		{"a write_file rule does not cover edit_file", &Policy{Allow: rules(t, "write_file")}, call("edit_file", `{"path":"a"}`), noOne},
+		{"an edit_file allow rule allows edit_file alone", &Policy{Allow: rules(t, "Edit")}, call("write_file", `{"path":"a"}`), noOne},
+		{"a domain rule, the host spelt otherwise", &Policy{AllowAll: true, Deny: rules(t, "web_fetch(domain:evil.com)")}, call("web_fetch", `{"url":"HTTPS://u:p@Evil.COM.:443/x"}`), denied},
+		{"a domain rule, over http", &Policy{AllowAll: true, Deny: rules(t, "web_fetch(domain:evil.com)")}, call("web_fetch", `{"url":"http://evil.com:8080/"}`), denied},
+		{"a domain rule, another host", &Policy{AllowAll: true, Deny: rules(t, "web_fetch(domain:evil.com)")}, call("web_fetch", `{"url":"https://evil.com.example/"}`), allowed},
+		{"a URL rule, the URL spelt otherwise", &Policy{AllowAll: true, Deny: rules(t, "web_fetch(https://x.dev/secret:*)")}, call("web_fetch", `{"url":"https://X.dev/a/../%73ecret/k"}`), denied},
+		{"URL prefix, host alone", &Policy{Allow: rules(t, "web_fetch(https://go.dev:*)")}, call("web_fetch", `{"url":"https://go.dev.evil/"}`), noOne},
+		{"an invalid URL's hint is not the whole tool", &Policy{}, call("web_fetch", `{"url":"ftp://x/"}`), "such as web_fetch(ftp://x/)"},
+		{"a URL's hint is its host", &Policy{}, call("web_fetch", `{"url":"https://Go.dev/doc"}`), "such as web_fetch(domain:go.dev)"},
 		{"ReadOnly overrides the default", &Policy{ReadOnly: []string{}}, call("read_file", `{"path":"a"}`), noOne},
 		{"an MCP tool asks", &Policy{}, call("some_mcp_tool", `{}`), noOne},
 	}
@@ -124,7 +157,7 @@ func TestApprove(t *testing.T) {
 // calls its rule matches from then on; an error from the question denies.
 func TestAsk(t *testing.T) {
 	var asked []string
-	answers := []Answer{Yes, No, Always, Always}
+	answers := []Answer{Yes, No, Always, Always, Always}
 	p := &Policy{Ask: func(ctx context.Context, c llm.ToolUse, always Rule) (Answer, error) {
 		asked = append(asked, c.Name+" "+string(c.Input)+" always="+always.String())
 		a := answers[0]
@@ -135,13 +168,15 @@ func TestAsk(t *testing.T) {
 		call llm.ToolUse
 		ok   bool
 	}{
-		{call("edit_file", `{"path":"a"}`), true},           // yes
-		{call("edit_file", `{"path":"a"}`), false},          // no
-		{call("edit_file", `{"path":"b"}`), true},           // always
-		{call("edit_file", `{"path":"c"}`), true},           // not asked
-		{call("bash", `{"command":"go test ./..."}`), true}, // always, for this command
-		{call("bash", `{"command":"go test ./..."}`), true}, // not asked
-		{call("read_file", `{"path":"a"}`), true},           // not asked
+		{call("edit_file", `{"path":"a"}`), true},               // yes
+		{call("edit_file", `{"path":"a"}`), false},              // no
+		{call("edit_file", `{"path":"b"}`), true},               // always
+		{call("edit_file", `{"path":"c"}`), true},               // not asked
+		{call("bash", `{"command":"go test ./..."}`), true},     // always, for this command
+		{call("bash", `{"command":"go test ./..."}`), true},     // not asked
+		{call("read_file", `{"path":"a"}`), true},               // not asked
+		{call("web_fetch", `{"url":"https://go.dev/a"}`), true}, // always, for go.dev
+		{call("web_fetch", `{"url":"http://GO.dev/b"}`), true},  // not asked
 	}
 	for i, s := range steps {
 		err := p.Approve(t.Context(), s.call)
@@ -157,14 +192,18 @@ func TestAsk(t *testing.T) {
 		`edit_file {"path":"a"} always=edit_file`,
 		`edit_file {"path":"b"} always=edit_file`,
 		`bash {"command":"go test ./..."} always=bash(go test ./...)`,
+		`web_fetch {"url":"https://go.dev/a"} always=web_fetch(domain:go.dev)`,
 	}
 	if diff := cmp.Diff(want, asked); diff != "" {
 		t.Errorf("questions (-want +got):\n%s", diff)
 	}
-	// Another command is asked about again.
-	answers = []Answer{No}
+	// Another command, and another host, are asked about again.
+	answers = []Answer{No, No}
 	if err := p.Approve(t.Context(), call("bash", `{"command":"go vet"}`)); err == nil {
 		t.Error("a different command was not asked about")
+	}
+	if err := p.Approve(t.Context(), call("web_fetch", `{"url":"https://go.dev.evil/"}`)); err == nil {
+		t.Error("a different host was not asked about")
 	}
 
 	failing := &Policy{Ask: func(ctx context.Context, c llm.ToolUse, always Rule) (Answer, error) { return Yes, context.Canceled }}
@@ -210,7 +249,7 @@ func TestSubject(t *testing.T) {
 		`{}`,
 		big,
 	} {
-		k, v := subject(call("t", input))
+		k, v := inputSubject(call("t", input))
 		wk, wv := reference(input)
 		if k != wk || v != wv {
 			t.Errorf("subject(%.60q) = %q, %.40q; want %q, %.40q", input, k, v, wk, wv)
@@ -246,6 +285,7 @@ func TestDenyOnly(t *testing.T) {
 		{"a chain that p's allow rule does not allow", p, call("bash", `{"command":"go test ./... && ls"}`), false},
 		{"a deny rule", p, call("bash", `{"command":"rm -rf x"}`), true},
 		{"a deny rule in a chain", p, call("bash", `{"command":"ls; rm -rf x"}`), true},
+		{"a command a deny rule may match, approved", p, call("bash", `{"command":"$cmd -rf x"}`), false},
 		{"a deny rule through p's Path", p, call("edit_file", `{"path":"innocent/k"}`), true},
 		{"a deny rule through p's Dir", inDir, call("edit_file", `{"path":"/w/secrets/k"}`), true},
 		{"outside the denied directory", inDir, call("edit_file", `{"path":"/w/docs/k"}`), false},
@@ -275,7 +315,7 @@ func TestDenyOnlyFields(t *testing.T) {
 		"Deny":     "carried",
 		"ReadOnly": "dropped, as Allow",
 		"AllowAll": "set",
-		"Ask":      "dropped: nobody is asked",
+		"Ask":      "replaced: the call was approved, and nobody is asked",
 		"Dir":      "carried, for the deny rules' paths",
 		"Path":     "carried, for the deny rules' paths",
 	}

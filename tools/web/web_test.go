@@ -88,3 +88,65 @@ func TestFetch(t *testing.T) {
 		})
 	}
 }
+
+func TestNormalizeURL(t *testing.T) {
+	tests := []struct{ in, want, wantErr string }{
+		{"https://go.dev/doc", "https://go.dev/doc", ""},
+		{"HTTPS://Go.DEV./doc", "https://go.dev/doc", ""},
+		{"https://go.dev", "https://go.dev/", ""},
+		{"https://go.dev:443/x", "https://go.dev/x", ""},
+		{"http://go.dev:80/x", "http://go.dev/x", ""},
+		{"https://go.dev:80/x", "https://go.dev:80/x", ""},
+		{"http://go.dev:8080/x?q=1#frag", "http://go.dev:8080/x?q=1", ""},
+		{"https://user:secret@go.dev/x", "https://go.dev/x", ""},
+		{"https://go.dev/a/../b/./%64oc", "https://go.dev/b/doc", ""},
+		{"https://bücher.example/", "https://xn--bcher-kva.example/", ""},
+		{"http://127.0.0.1:80/", "http://127.0.0.1/", ""},
+		{"http://[::1]:80/x", "http://[::1]/x", ""},
+		{"http://[::1]:8080/x", "http://[::1]:8080/x", ""},
+		{"file:///etc/passwd", "", `refused: "file:///etc/passwd" is not an http or https URL`},
+		{"http:///x", "", `invalid URL "http:///x": no host`},
+		{"https://user@:443/", "", `invalid URL "https://user@:443/": no host`},
+		{"http://%zz/", "", `invalid URL "http://%zz/"`},
+	}
+	for _, tt := range tests {
+		u, err := NormalizeURL(tt.in)
+		switch {
+		case tt.wantErr != "":
+			if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
+				t.Errorf("NormalizeURL(%q) = %v, %v; want the error %q…", tt.in, u, err, tt.wantErr)
+			}
+		case err != nil || u.String() != tt.want:
+			t.Errorf("NormalizeURL(%q) = %v, %v; want %s", tt.in, u, err, tt.want)
+		}
+	}
+}
+
+// TestRedirectDowngrade: a redirect from https to http is not followed,
+// even on the same host, while one within https is.
+func TestRedirectDowngrade(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.Handle("/text", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write([]byte("over " + map[bool]string{true: "https", false: "http"}[r.TLS != nil]))
+	}))
+	srv := httptest.NewTLSServer(mux)
+	defer srv.Close()
+	defer srv.Client().CloseIdleConnections()
+	plain := "http" + strings.TrimPrefix(srv.URL, "https") // the same host and port
+	mux.Handle("/down", http.RedirectHandler(plain+"/text", http.StatusFound))
+	mux.Handle("/same", http.RedirectHandler(srv.URL+"/text", http.StatusFound))
+
+	reg := tool.NewRegistry(tool.Config{})
+	reg.Register(New(Config{HTTPClient: srv.Client()}))
+	for _, tt := range []struct{ url, want string }{
+		{srv.URL + "/down", srv.URL + "/down redirects from https to http, " + plain + "/text; not followed, since the page would travel unencrypted"},
+		{srv.URL + "/same", "(redirected to " + srv.URL + "/text)\n\nover https"},
+	} {
+		b, _ := json.Marshal(Input{URL: tt.url})
+		res := reg.Run(t.Context(), []llm.ToolUse{{ID: "toolu_1", Name: Name, Input: b}})[0]
+		if diff := cmp.Diff(tt.want, llm.TextOf(res.Content)); diff != "" {
+			t.Errorf("%s: (-want +got):\n%s", tt.url, diff)
+		}
+	}
+}
