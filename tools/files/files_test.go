@@ -136,7 +136,7 @@ func TestReadFile(t *testing.T) {
 		{"binary", in{"path": "bin.dat"}, "bin.dat is a binary file (application/octet-stream, 12 bytes); read_file shows only text and images", false, true},
 		{"not UTF-8", in{"path": "latin.txt"}, "latin.txt is a binary file", true, true},
 		{"directory", in{"path": "dir"}, "dir is a directory; use glob to list its files", false, true},
-		{"missing", in{"path": "nope.txt"}, "reading nope.txt: statat nope.txt: no such file or directory", false, true},
+		{"missing", in{"path": "nope.txt"}, "reading nope.txt: no such file or directory", false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -123,15 +123,21 @@ func (w *Workspace) grep(ctx context.Context, in GrepInput) (string, error) {
 		if g.left == 0 || g.out.Len() > maxOutputBytes {
 			return fs.SkipAll
 		}
-		f, err := r.r.Open(p)
+		f, _, err := openFile(r, p, p, "searching")
 		if err != nil {
-			return nil // unreadable, or a link out of the root: skip it
+			return nil // unreadable, no longer a file, or a link out of the root: skip it
 		}
 		defer f.Close()
 		return g.file(w.display(r, p), f)
 	}
 	if fi, serr := r.r.Stat(start); serr == nil && !fi.IsDir() {
-		err = search(start)
+		// One file, named: say why it cannot be searched.
+		f, _, err := openFile(r, start, cmp.Or(in.Path, "."), "searching")
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		err = g.file(w.display(r, start), f)
 	} else {
 		err = walk(ctx, r, start, func(p string, d fs.DirEntry) error {
 			if in.Glob != "" {

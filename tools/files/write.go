@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -117,9 +118,12 @@ func (w *Workspace) planWrite(in WriteInput, preview bool) (*change, error) {
 	}
 	c.exists, c.mode = true, fi.Mode().Perm()
 	if preview && fi.Size() <= maxEditBytes {
-		b, err := r.r.ReadFile(rel)
-		if err == nil {
-			c.old = string(b)
+		if f, _, err := openFile(r, rel, in.Path, "writing"); err == nil {
+			b, err := io.ReadAll(io.LimitReader(f, maxEditBytes+1))
+			if err == nil && len(b) <= maxEditBytes {
+				c.old = string(b)
+			}
+			f.Close()
 		}
 	}
 	return c, nil
@@ -136,16 +140,20 @@ func (w *Workspace) planEdit(in EditInput) (*change, error) {
 	if err != nil {
 		return nil, err
 	}
-	fi, err := statFile(r, rel, in.Path, "editing")
-	switch {
-	case err != nil:
+	f, fi, err := openFile(r, rel, in.Path, "editing")
+	if err != nil {
 		return nil, err
-	case fi.Size() > maxEditBytes:
+	}
+	defer f.Close()
+	if fi.Size() > maxEditBytes {
 		return nil, fmt.Errorf("%s has %d bytes, more than edit_file loads (%d); use bash, for example sed", in.Path, fi.Size(), maxEditBytes)
 	}
-	b, err := r.r.ReadFile(rel)
-	if err != nil {
+	b, err := io.ReadAll(io.LimitReader(f, maxEditBytes+1))
+	switch {
+	case err != nil:
 		return nil, fmt.Errorf("editing %s: %w", in.Path, err)
+	case len(b) > maxEditBytes:
+		return nil, fmt.Errorf("%s grew past %d bytes while it was read; use bash, for example sed", in.Path, maxEditBytes)
 	}
 	if binary(b[:min(len(b), sniffBytes)]) {
 		return nil, fmt.Errorf("%s is a binary file; edit_file edits only text", in.Path)
