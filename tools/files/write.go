@@ -161,10 +161,13 @@ func (w *Workspace) planEdit(in EditInput) (*change, error) {
 	text, old, repl := string(b), in.OldString, in.NewString
 	n := strings.Count(text, old)
 	if n == 0 && strings.Contains(text, "\r\n") && !strings.Contains(old, "\r\n") {
-		// The model writes LF; the file has CRLF. Match, and write, in the
-		// file's own line endings.
-		old, repl = toCRLF(old), toCRLF(repl)
+		// The model writes LF; the file has CRLF. Match in the file's own
+		// line endings.
+		old = toCRLF(old)
 		n = strings.Count(text, old)
+	}
+	if crlfAt(text, old) {
+		repl = toCRLF(repl)
 	}
 	switch {
 	case n == 0:
@@ -177,6 +180,17 @@ func (w *Workspace) planEdit(in EditInput) (*change, error) {
 	}
 	return &change{r: r, rel: rel, display: w.display(r, rel), old: text, new: strings.Replace(text, old, repl, n),
 		exists: true, mode: fi.Mode().Perm(), count: n}, nil
+}
+
+// crlfAt reports whether the lines new_string adds in place of old in
+// text end in CRLF: where old spans a line break, as that one does; else,
+// as most of text's lines do.
+func crlfAt(text, old string) bool {
+	if i := strings.IndexByte(old, '\n'); i >= 0 {
+		return i > 0 && old[i-1] == '\r'
+	}
+	crlf := strings.Count(text, "\r\n")
+	return crlf > strings.Count(text, "\n")-crlf
 }
 
 // toCRLF turns the lone LFs of s into CRLF.
