@@ -105,3 +105,25 @@ func TestSwappedForPipe(t *testing.T) {
 		})
 	}
 }
+
+// TestPipeIgnoreFiles checks that glob and grep pass over a .gitignore
+// that is a named pipe, in the directory searched or below it, instead of
+// waiting on it for good.
+func TestPipeIgnoreFiles(t *testing.T) {
+	e := newEnv(t, map[string]string{"a.txt": "x\n", "sub/b.txt": "x\n"})
+	mkfifo(t, e.dir, ".gitignore")
+	mkfifo(t, filepath.Join(e.dir, "sub"), ".gitignore")
+	for _, tt := range []struct {
+		tool  string
+		input in
+		want  string
+	}{
+		{"glob", in{"pattern": "**/b.txt"}, "sub/b.txt\n"},
+		{"grep", in{"pattern": "x"}, "a.txt:1:x\nsub/b.txt:1:x\n"},
+	} {
+		got, isErr := e.text(tt.tool, tt.input)
+		if isErr || got != tt.want {
+			t.Errorf("%s = %q, %v; want %q", tt.tool, got, isErr, tt.want)
+		}
+	}
+}
