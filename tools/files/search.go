@@ -132,9 +132,9 @@ func (w *Workspace) grep(ctx context.Context, in GrepInput) (string, error) {
 	}
 	if fi, serr := r.r.Stat(start); serr == nil && !fi.IsDir() {
 		// One file, named: say why it cannot be searched.
-		f, _, err := openFile(r, start, cmp.Or(in.Path, "."), "searching")
-		if err != nil {
-			return "", err
+		f, _, oerr := openFile(r, start, in.Path, "searching")
+		if oerr != nil {
+			return "", oerr
 		}
 		defer f.Close()
 		err = g.file(w.display(r, start), f)
