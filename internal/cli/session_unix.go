@@ -40,13 +40,12 @@ func untrusted(fi fs.FileInfo) error {
 
 // lockSession locks the --session file at path against other runs, which
 // would each save over the other's turns, and returns how to unlock it.
-// The lock is an flock(2) on a file beside it, .NAME.lock (named like the
-// temporary files of a save, so no file of the user's is taken for it),
+// The lock is an flock(2) on a file beside it, .NAME.lock (named like a
+// save's temporary files, so that no file of the user's is taken for it),
 // which, unlike path, no save renames over; the kernel drops it if the
-// process dies. Unlocking
-// removes the file while it is still locked, so a run that opened it
-// just before checks, once it holds the lock, that the path still names
-// what it locked, and tries again if not.
+// process dies. Unlocking removes the file while it is still locked, so a
+// run that opened it just before checks, once it holds the lock, that the
+// path still names what it locked, and tries again if not.
 func lockSession(path string) (unlock func(), err error) {
 	name := lockName(path)
 	for {
