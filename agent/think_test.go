@@ -160,6 +160,8 @@ func TestToolInputs(t *testing.T) {
 		{"not JSON", at.NewStream().ToolUse("toolu_1", "echo", `{"text": "unterminated`), true,
 			`{"INVALID_JSON":"{\"text\": \"unterminated"}`, true, "not valid JSON"},
 		{"unknown tool", at.NewStream().ToolUse("toolu_1", "nope", `{}`), true, `{}`, true, "nope"},
+		{"past 32 MiB", at.NewStream().ToolUse("toolu_1", "echo", `{"text":"`, strings.Repeat("a", 16<<20), strings.Repeat("a", 16<<20), `"}`), true,
+			`{"INVALID_JSON":"[dropped: this input ran past 32 MiB, the most one tool call may send; split the work into smaller calls]"}`, true, "ran past 32 MiB"},
 		{"no registry", at.NewStream().ToolUse("toolu_1", "echo", `{"text":"x"}`), false, `{"text":"x"}`, true, "no tools"},
 	}
 	for _, tt := range tests {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 
@@ -24,7 +25,8 @@ import (
 // Tool input is the concatenated fragments, parsed at BlockStop, else the
 // start's input, else {}. An input that is not a JSON object is wrapped as
 // {"INVALID_JSON": "<the raw text>"}, as the API's docs suggest, so that
-// the block can still be sent back.
+// the block can still be sent back. So is one whose fragments run past
+// [maxToolInput]: they are dropped as they come, and the text says why.
 //
 // Empty text blocks, which the API rejects, are dropped. Other block types
 // become [RawBlock]s, with any streamed input or unknown deltas merged in.
@@ -58,6 +60,8 @@ type partial struct {
 	block     Block    // when done; nil for a dropped empty text block
 	buf, sig  []byte   // text or thinking; a signature
 	frags     []string // input fragments, joined once at BlockStop
+	inputLen  int      // their bytes
+	tooBig    bool     // they ran past maxToolInput, and were dropped
 	citations []json.RawMessage
 	tool      ToolUseStart // a tool_use block's start
 	raw       json.RawMessage
@@ -92,7 +96,7 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 		a.delta(ev.Index, "thinking").add(ev.Thinking)
 	case ToolInputDelta:
 		if p := a.open(ev.Index, "tool_use", "raw"); p != nil {
-			p.frags = append(p.frags, ev.PartialJSON)
+			p.addInput(ev.PartialJSON)
 		}
 	case signatureDelta:
 		if p := a.open(ev.Index, "thinking"); p != nil {
@@ -173,6 +177,39 @@ func (p *partial) add(s string) {
 	p.buf = append(p.buf, s...)
 }
 
+// maxToolInput is the most input one tool call may stream: 32 MiB, the
+// size of the largest request the API takes, which a history holding a
+// bigger input could never be sent in again. Without it a stream could
+// make the Assembler hold any amount (200 MiB of deltas took 653 MB).
+const maxToolInput = 32 << 20
+
+// tooBigInput replaces an input that ran past maxToolInput. It is marked
+// invalid, so that the call is answered with an is_error result instead
+// of being run, and the model told why, to try again in smaller pieces.
+var tooBigInput = apirules.MarkInvalid(fmt.Appendf(nil,
+	"[dropped: this input ran past %d MiB, the most one tool call may send; split the work into smaller calls]", maxToolInput>>20))
+
+// addInput appends a fragment of input, unless the input has run past
+// maxToolInput: then what came is dropped, and so is all that follows.
+func (p *partial) addInput(frag string) {
+	if p.tooBig {
+		return
+	}
+	if p.inputLen += len(frag); p.inputLen > maxToolInput {
+		p.tooBig, p.frags = true, nil
+		return
+	}
+	p.frags = append(p.frags, frag)
+}
+
+// input is the block's input from its start's input and its fragments.
+func (p *partial) input(start json.RawMessage) json.RawMessage {
+	if p.tooBig {
+		return tooBigInput
+	}
+	return toolInput(start, p.frags)
+}
+
 // finish builds the block from what arrived; nil for an empty text block.
 func (p *partial) finish() Block {
 	switch p.kind {
@@ -186,10 +223,10 @@ func (p *partial) finish() Block {
 		return Thinking{Thinking: string(p.buf), Signature: string(p.sig)}
 	case "tool_use":
 		t := p.tool
-		return ToolUse{ID: t.ID, Name: t.Name, Input: toolInput(t.Input, p.frags), Caller: t.Caller, ToolsetName: t.ToolsetName}
+		return ToolUse{ID: t.ID, Name: t.Name, Input: p.input(t.Input), Caller: t.Caller, ToolsetName: t.ToolsetName}
 	}
 	raw := p.raw
-	if len(p.frags) > 0 || len(p.merges) > 0 {
+	if len(p.frags) > 0 || p.tooBig || len(p.merges) > 0 {
 		raw = p.rebuild()
 	}
 	// Typed as unmarshalBlock types it (redacted_thinking), so that a
@@ -204,17 +241,18 @@ func (p *partial) finish() Block {
 
 // rebuild returns the raw block's JSON with its input and deltas' fields.
 func (p *partial) rebuild() json.RawMessage {
-	if placeholder := []byte(`"input":{}}`); len(p.frags) > 0 && p.merges == nil && bytes.HasSuffix(p.raw, placeholder) {
+	hasInput := len(p.frags) > 0 || p.tooBig
+	if placeholder := []byte(`"input":{}}`); hasInput && p.merges == nil && bytes.HasSuffix(p.raw, placeholder) {
 		// The API's own shape, the empty input last: a splice costs a few
 		// allocations where the general path costs some twenty.
-		return slices.Concat(p.raw[:len(p.raw)-3], toolInput(nil, p.frags), []byte("}"))
+		return slices.Concat(p.raw[:len(p.raw)-3], p.input(nil), []byte("}"))
 	}
 	var fields map[string]jsontext.Value
 	if json2.Unmarshal(p.raw, &fields, lenient) != nil {
 		return p.raw
 	}
-	if len(p.frags) > 0 {
-		fields["input"] = jsontext.Value(toolInput(json.RawMessage(fields["input"]), p.frags))
+	if hasInput {
+		fields["input"] = jsontext.Value(p.input(json.RawMessage(fields["input"])))
 	}
 	for k, m := range p.merges {
 		if fields[k] = m.val; m.val == nil {

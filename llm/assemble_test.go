@@ -194,3 +194,57 @@ func TestAssemblerContainer(t *testing.T) {
 		})
 	}
 }
+
+// TestToolInputCap checks that a tool input that streams past maxToolInput
+// is dropped as it comes, not gathered, and that the block then carries an
+// invalid input saying why, which the agent answers with an is_error
+// result; an input of just maxToolInput bytes is kept.
+func TestToolInputCap(t *testing.T) {
+	const chunk = 1 << 20
+	frags := func(n int) []string { // n bytes of a JSON object, in 1 MiB fragments
+		s := `{"s":"` + strings.Repeat("a", n-len(`{"s":""}`)) + `"}`
+		var fs []string
+		for len(s) > chunk {
+			fs, s = append(fs, s[:chunk]), s[chunk:]
+		}
+		return append(fs, s)
+	}
+	tooBig := string(apirules.MarkInvalid([]byte("[dropped: this input ran past 32 MiB, the most one tool call may send; split the work into smaller calls]")))
+	tests := []struct {
+		name  string
+		start Event
+		size  int
+		want  func(in string) bool
+	}{
+		{"tool_use at the cap", ToolUseStart{ID: "t", Name: "f"}, maxToolInput, func(in string) bool { return len(in) == maxToolInput }},
+		{"tool_use past the cap", ToolUseStart{ID: "t", Name: "f"}, maxToolInput + 1, func(in string) bool { return in == tooBig }},
+		{"server_tool_use past the cap", rawStart{Type: "server_tool_use", Raw: json.RawMessage(`{"type":"server_tool_use","id":"s","name":"web_search","input":{}}`)},
+			maxToolInput + 1, func(in string) bool { return in == tooBig }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var a Assembler
+			a.Add(MessageStart{})
+			a.Add(tt.start)
+			for _, f := range frags(tt.size) {
+				a.Add(ToolInputDelta{PartialJSON: f})
+			}
+			if p := a.blocks[0]; tt.size > maxToolInput && (p.frags != nil || !p.tooBig) {
+				t.Errorf("past the cap, %d fragments are kept", len(p.frags))
+			}
+			b, ok := a.Add(BlockStop{})
+			var in string
+			switch b := b.(type) {
+			case ToolUse:
+				in = string(b.Input)
+			case RawBlock:
+				var f struct{ Input json.RawMessage }
+				json.Unmarshal(b.JSON, &f)
+				in = string(f.Input)
+			}
+			if !ok || !tt.want(in) {
+				t.Errorf("block %T with an input of %d bytes (%.120s)", b, len(in), in)
+			}
+		})
+	}
+}

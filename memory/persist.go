@@ -49,13 +49,15 @@ type meta struct {
 
 // Save writes the history to path as JSONL, one message per line with its
 // usage. It writes a temporary file, syncs it and renames it over path, so
-// that a crash leaves the old file or the new one, never a torn one. A file
-// that exists keeps its mode; a new one gets 0600, since transcripts hold
-// whatever the tools read.
+// that a crash leaves the old file or the new one, never a torn one. The
+// file is 0600, since transcripts hold whatever the tools read: one that
+// exists keeps its mode only as far as that is narrower (0400 stays, 0666
+// becomes 0600). A symbolic link at path is replaced, not followed, and
+// lends the file no mode.
 func (h *History) Save(path string) (err error) {
 	mode := os.FileMode(0o600)
-	if fi, err := os.Stat(path); err == nil {
-		mode = fi.Mode().Perm()
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
+		mode &= fi.Mode().Perm()
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {

@@ -251,21 +251,49 @@ func TestSaveAtomic(t *testing.T) {
 	}
 }
 
-// TestSaveKeepsMode checks that saving over a file keeps its mode, and that
-// a new file is private.
-func TestSaveKeepsMode(t *testing.T) {
-	dir := t.TempDir()
-	fresh, shared := filepath.Join(dir, "new.jsonl"), filepath.Join(dir, "shared.jsonl")
-	if err := os.WriteFile(shared, nil, 0o640); err != nil {
+// TestSaveMode checks that a saved history is private: a new file is
+// 0600, and one that exists keeps its mode only as far as that is
+// narrower. A planted 0666 file, or a symbolic link to a 0644 one, lent
+// the new transcript its mode.
+func TestSaveMode(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		setup func(t *testing.T, path string)
+		want  os.FileMode
+	}{
+		{"new", func(*testing.T, string) {}, 0o600},
+		{"0640", func(t *testing.T, path string) { writeMode(t, path, 0o640) }, 0o600},
+		{"planted 0666", func(t *testing.T, path string) { writeMode(t, path, 0o666) }, 0o600},
+		{"0400", func(t *testing.T, path string) { writeMode(t, path, 0o400) }, 0o400},
+		{"a link to a 0644 file", func(t *testing.T, path string) {
+			target := path + ".target"
+			writeMode(t, target, 0o644)
+			if err := os.Symlink(target, path); err != nil {
+				t.Skip("no symbolic links here:", err)
+			}
+		}, 0o600},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "chat.jsonl")
+			tt.setup(t, path)
+			if err := sample(t).Save(path); err != nil {
+				t.Fatal(err)
+			}
+			fi, err := os.Lstat(path)
+			if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != tt.want {
+				t.Errorf("after Save: %v (err %v), want a file of mode %v", fi.Mode(), err, tt.want)
+			}
+		})
+	}
+}
+
+// writeMode writes an empty file at path with mode perm, past the umask.
+func writeMode(t *testing.T, path string, perm os.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(path, nil, perm); err != nil {
 		t.Fatal(err)
 	}
-	os.Chmod(shared, 0o640) // past the umask
-	for path, want := range map[string]os.FileMode{fresh: 0o600, shared: 0o640} {
-		if err := sample(t).Save(path); err != nil {
-			t.Fatal(err)
-		}
-		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != want {
-			t.Errorf("%s: mode %v after Save (err %v), want %v", filepath.Base(path), fi.Mode().Perm(), err, want)
-		}
+	if err := os.Chmod(path, perm); err != nil {
+		t.Fatal(err)
 	}
 }

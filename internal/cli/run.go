@@ -231,6 +231,8 @@ type session struct {
 	log      *slog.Logger
 	// interactive is whether the session is a REPL.
 	interactive bool
+	// unlock releases the --session file's lock (session.go), if it is held.
+	unlock func()
 
 	// Totals over the session's runs, for /usage.
 	usage   llm.Usage
@@ -276,12 +278,7 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 		Logger:       logger,
 		Counter:      client.CountTokens,
 	}
-	// Found now, before a request is paid for, not at the first save.
-	var history *memory.History
-	err = checkWritable(o.session)
-	if err == nil {
-		history, err = s.loadHistory()
-	}
+	history, err := s.loadHistory()
 	if err != nil {
 		s.close()
 		return nil, err
@@ -316,29 +313,6 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 	return s, nil
 }
 
-// loadHistory loads the --session file if it exists, else starts afresh.
-func (s *session) loadHistory() (*memory.History, error) {
-	if s.o.session == "" {
-		return memory.New(s.memCfg), nil
-	}
-	var h *memory.History
-	f, err := os.Open(s.o.session)
-	if err == nil {
-		defer f.Close()
-		h, err = memory.Decode(f, s.memCfg)
-	}
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return memory.New(s.memCfg), nil
-	case err != nil:
-		// Starting afresh would overwrite the file at the first save, so a
-		// damaged transcript stops the command instead.
-		return nil, usageError("--session %s cannot be resumed: %s; move it aside, or pass another --session, to start afresh",
-			s.o.session, describeLoadError(err))
-	}
-	return h, nil
-}
-
 // close shuts the MCP servers down and stops the renderer.
 func (s *session) close() {
 	for _, srv := range s.servers {
@@ -349,6 +323,10 @@ func (s *session) close() {
 	s.servers = nil
 	s.builtins.close()
 	s.render.close()
+	if s.unlock != nil {
+		s.unlock()
+		s.unlock = nil
+	}
 }
 
 // errForceExit ends the command when a second Ctrl-C arrives before an

@@ -48,8 +48,13 @@ func checkWritable(path string) error {
 		}
 		return usageError("--session %s cannot be saved: %v; pass a path in a writable directory", path, err)
 	}
-	fi, err := os.Stat(path)
+	fi, err := os.Lstat(path)
 	switch {
+	case err == nil && fi.Mode()&fs.ModeSymlink != 0:
+		// A save renames a new file over the path: the link would go, and
+		// what it leads to stay as it was.
+		target, _ := os.Readlink(path)
+		return usageError("--session %s is a symbolic link (to %s), which a save would replace with a file; pass the file it leads to", path, target)
 	case err == nil && fi.IsDir():
 		return fail(errors.New("it is a directory"))
 	case err == nil && !fi.Mode().IsRegular():
@@ -71,6 +76,64 @@ func checkWritable(path string) error {
 	}
 	f.Close()
 	return os.Remove(f.Name())
+}
+
+// errSessionBusy is what lockSession returns when another run holds the
+// lock.
+var errSessionBusy = errors.New("it is in use by another agentloop")
+
+// loadHistory claims the --session file, if there is one, and loads it if
+// it exists, else starts afresh. It checks that the file can be saved, and
+// locks it against other runs until the session closes; all this before a
+// request is paid for, not at the first save.
+func (s *session) loadHistory() (*memory.History, error) {
+	path := s.o.session
+	if path == "" {
+		return memory.New(s.memCfg), nil
+	}
+	if err := checkWritable(path); err != nil {
+		return nil, err
+	}
+	unlock, err := lockSession(path)
+	switch {
+	case errors.Is(err, errSessionBusy):
+		return nil, usageError("--session %s cannot be used: %v; wait for that run to end, or pass another --session", path, err)
+	case err != nil:
+		return nil, usageError("--session %s cannot be locked against other runs: %v", path, err)
+	}
+	s.unlock = unlock
+	f, err := os.OpenFile(path, loadFlags, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return memory.New(s.memCfg), nil
+	}
+	var h *memory.History
+	if err == nil {
+		defer f.Close()
+		h, err = s.load(f)
+	}
+	if err != nil {
+		// Starting afresh would overwrite the file at the first save, so a
+		// damaged or doubtful transcript stops the command instead.
+		return nil, usageError("--session %s cannot be resumed: %s; move it aside, or pass another --session, to start afresh",
+			path, describeLoadError(err))
+	}
+	return h, nil
+}
+
+// load reads the opened --session file f, if it is a regular file that
+// only its owner may have written.
+func (s *session) load(f *os.File) (*memory.History, error) {
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, err
+	case !fi.Mode().IsRegular():
+		return nil, errors.New("it is not a regular file")
+	}
+	if err := untrusted(fi); err != nil {
+		return nil, err
+	}
+	return memory.Decode(f, s.memCfg)
 }
 
 // save writes the --session file, if there is one.

@@ -17,6 +17,10 @@
 // either: os.Root resolves each component itself and refuses to leave.
 // Nothing is ever written outside the roots.
 //
+// The tools read and write only regular files. A named pipe or a device
+// is refused, judged on what was opened, and the open never waits on one,
+// so a call cannot hang on a pipe with no writer, holding its slot.
+//
 // glob and grep honour .gitignore files, read with go-git's gitignore
 // package (the matcher of the most used pure-Go git implementation), and
 // always skip .git directories.

@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"os"
 	"strings"
 	"unicode/utf8"
 
@@ -45,13 +46,9 @@ func (w *Workspace) read(ctx context.Context, in ReadInput) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	fi, err := statFile(r, rel, in.Path, "reading")
+	f, fi, err := openFile(r, rel, in.Path, "reading")
 	if err != nil {
 		return nil, err
-	}
-	f, err := r.r.Open(rel)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", in.Path, err)
 	}
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 64<<10)
@@ -71,24 +68,35 @@ func (w *Workspace) read(ctx context.Context, in ReadInput) (any, error) {
 	return readLines(br, in, fi.Size())
 }
 
-// statFile returns what a file tool (its verb "reading" or "editing")
-// needs to know of path before opening it, which must be a regular file.
-// It is checked first because opening a named pipe blocks until a writer
-// comes, whatever the call's context says.
-func statFile(r *root, rel, path, verb string) (fs.FileInfo, error) {
-	fi, err := r.r.Stat(rel)
-	if pe, ok := errors.AsType[*fs.PathError](err); ok {
-		err = pe.Err // its "statat" and relative path would only muddle the message
+// openFile opens the file at rel in r, which the model called path, for a
+// file tool (its verb "reading" or "editing"). It must be a regular file,
+// and that is checked on the file opened, not on the path before: a check
+// first could be raced by a swap. Opening a named pipe blocks until a
+// writer comes, whatever the call's context says, so the open does not
+// wait (openFlags); the flag changes nothing for a regular file.
+func openFile(r *root, rel, path, verb string) (*os.File, fs.FileInfo, error) {
+	f, err := r.r.OpenFile(rel, openFlags, 0)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is named once, below
+		}
+		return nil, nil, fmt.Errorf("%s %s: %w", verb, path, err)
 	}
+	fi, err := f.Stat()
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("%s %s: %w", verb, path, err)
+		err = fmt.Errorf("%s %s: %w", verb, path, err)
 	case fi.IsDir():
-		return nil, fmt.Errorf("%s is a directory; use glob to list its files", path)
+		err = fmt.Errorf("%s is a directory; use glob to list its files", path)
 	case !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("%s is not a regular file (%s); the file tools work only on files", path, fi.Mode().Type())
+		err = fmt.Errorf("%s is not a regular file (%s); the file tools work only on files", path, fi.Mode().Type())
 	}
-	return fi, nil
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
 }
 
 // readLines numbers lines offset to offset+limit of r.

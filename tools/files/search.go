@@ -123,15 +123,21 @@ func (w *Workspace) grep(ctx context.Context, in GrepInput) (string, error) {
 		if g.left == 0 || g.out.Len() > maxOutputBytes {
 			return fs.SkipAll
 		}
-		f, err := r.r.Open(p)
+		f, _, err := openFile(r, p, p, "searching")
 		if err != nil {
-			return nil // unreadable, or a link out of the root: skip it
+			return nil // unreadable, no longer a file, or a link out of the root: skip it
 		}
 		defer f.Close()
 		return g.file(w.display(r, p), f)
 	}
 	if fi, serr := r.r.Stat(start); serr == nil && !fi.IsDir() {
-		err = search(start)
+		// One file, named: say why it cannot be searched.
+		f, _, oerr := openFile(r, start, in.Path, "searching")
+		if oerr != nil {
+			return "", oerr
+		}
+		defer f.Close()
+		err = g.file(w.display(r, start), f)
 	} else {
 		err = walk(ctx, r, start, func(p string, d fs.DirEntry) error {
 			if in.Glob != "" {
@@ -255,7 +261,7 @@ func walk(ctx context.Context, r *root, dir string, fn func(p string, d fs.DirEn
 	prefix, ps := outerIgnores(r.path)
 	parts := splitSlash(dir)
 	for i := 0; i <= len(parts); i++ {
-		ps = append(ps, readIgnore(fsys, parts[:i], prefix)...)
+		ps = append(ps, readIgnore(r, parts[:i], prefix)...)
 	}
 	return fs.WalkDir(fsys, dir, func(p string, d fs.DirEntry, err error) error {
 		if ctx.Err() != nil {
@@ -276,7 +282,7 @@ func walk(ctx context.Context, r *root, dir string, fn func(p string, d fs.DirEn
 		case d.IsDir() && (d.Name() == ".git" || ignored):
 			return fs.SkipDir
 		case d.IsDir():
-			ps = append(ps, readIgnore(fsys, parts, prefix)...)
+			ps = append(ps, readIgnore(r, parts, prefix)...)
 			return nil
 		case ignored || !d.Type().IsRegular():
 			return nil
@@ -313,8 +319,8 @@ func outerIgnores(dir string) (prefix []string, ps []gitignore.Pattern) {
 
 // readIgnore reads the patterns of the .gitignore file in the root's
 // directory whose path components are dir, if it has one.
-func readIgnore(fsys fs.FS, dir, prefix []string) []gitignore.Pattern {
-	b, err := fs.ReadFile(fsys, path.Join(append(slices.Clone(dir), ".gitignore")...))
+func readIgnore(r *root, dir, prefix []string) []gitignore.Pattern {
+	b, err := readRegular(r.r.OpenFile(filepath.Join(append(slices.Clone(dir), ".gitignore")...), openFlags, 0))
 	if err != nil {
 		return nil
 	}
@@ -323,11 +329,24 @@ func readIgnore(fsys fs.FS, dir, prefix []string) []gitignore.Pattern {
 
 // parseIgnore reads the patterns of the ignore file at path, if it exists.
 func parseIgnore(path string, domain []string) []gitignore.Pattern {
-	b, err := os.ReadFile(path)
+	b, err := readRegular(os.OpenFile(path, openFlags, 0))
 	if err != nil {
 		return nil
 	}
 	return parsePatterns(b, domain)
+}
+
+// readRegular reads f, opened with openFlags, if it is a regular file, and
+// closes it: an ignore file that is a named pipe must not hang a search.
+func readRegular(f *os.File, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	return io.ReadAll(f)
 }
 
 // parsePatterns parses the lines of an ignore file whose patterns apply

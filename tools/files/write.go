@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -117,9 +118,12 @@ func (w *Workspace) planWrite(in WriteInput, preview bool) (*change, error) {
 	}
 	c.exists, c.mode = true, fi.Mode().Perm()
 	if preview && fi.Size() <= maxEditBytes {
-		b, err := r.r.ReadFile(rel)
-		if err == nil {
-			c.old = string(b)
+		if f, _, err := openFile(r, rel, in.Path, "writing"); err == nil {
+			b, err := io.ReadAll(io.LimitReader(f, maxEditBytes+1))
+			if err == nil && len(b) <= maxEditBytes {
+				c.old = string(b)
+			}
+			f.Close()
 		}
 	}
 	return c, nil
@@ -136,16 +140,20 @@ func (w *Workspace) planEdit(in EditInput) (*change, error) {
 	if err != nil {
 		return nil, err
 	}
-	fi, err := statFile(r, rel, in.Path, "editing")
-	switch {
-	case err != nil:
+	f, fi, err := openFile(r, rel, in.Path, "editing")
+	if err != nil {
 		return nil, err
-	case fi.Size() > maxEditBytes:
+	}
+	defer f.Close()
+	if fi.Size() > maxEditBytes {
 		return nil, fmt.Errorf("%s has %d bytes, more than edit_file loads (%d); use bash, for example sed", in.Path, fi.Size(), maxEditBytes)
 	}
-	b, err := r.r.ReadFile(rel)
-	if err != nil {
+	b, err := io.ReadAll(io.LimitReader(f, maxEditBytes+1))
+	switch {
+	case err != nil:
 		return nil, fmt.Errorf("editing %s: %w", in.Path, err)
+	case len(b) > maxEditBytes:
+		return nil, fmt.Errorf("%s grew past %d bytes while it was read; use bash, for example sed", in.Path, maxEditBytes)
 	}
 	if binary(b[:min(len(b), sniffBytes)]) {
 		return nil, fmt.Errorf("%s is a binary file; edit_file edits only text", in.Path)
@@ -153,10 +161,13 @@ func (w *Workspace) planEdit(in EditInput) (*change, error) {
 	text, old, repl := string(b), in.OldString, in.NewString
 	n := strings.Count(text, old)
 	if n == 0 && strings.Contains(text, "\r\n") && !strings.Contains(old, "\r\n") {
-		// The model writes LF; the file has CRLF. Match, and write, in the
-		// file's own line endings.
-		old, repl = toCRLF(old), toCRLF(repl)
+		// The model writes LF; the file has CRLF. Match in the file's own
+		// line endings.
+		old = toCRLF(old)
 		n = strings.Count(text, old)
+	}
+	if crlfAt(text, old) {
+		repl = toCRLF(repl)
 	}
 	switch {
 	case n == 0:
@@ -169,6 +180,17 @@ func (w *Workspace) planEdit(in EditInput) (*change, error) {
 	}
 	return &change{r: r, rel: rel, display: w.display(r, rel), old: text, new: strings.Replace(text, old, repl, n),
 		exists: true, mode: fi.Mode().Perm(), count: n}, nil
+}
+
+// crlfAt reports whether the lines new_string adds in place of old in
+// text end in CRLF: where old spans a line break, as that one does; else,
+// as most of text's lines do.
+func crlfAt(text, old string) bool {
+	if i := strings.IndexByte(old, '\n'); i >= 0 {
+		return i > 0 && old[i-1] == '\r'
+	}
+	crlf := strings.Count(text, "\r\n")
+	return crlf > strings.Count(text, "\n")-crlf
 }
 
 // toCRLF turns the lone LFs of s into CRLF.
