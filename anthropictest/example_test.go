@@ -50,10 +50,13 @@ func ExampleStream_Bytes() {
 	fmt.Print(string(s.Bytes()))
 	// Output:
 	// event: message_start
-	// data: {"type":"message_start","message":{"id":"msg_01AnthropicTestMessage0001","type":"message","role":"assistant","model":"claude-sonnet-5-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1,"service_tier":"standard"}}}
+	// data: {"type":"message_start","message":{"id":"msg_01AnthropicTest000000001","type":"message","role":"assistant","model":"claude-sonnet-5-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1,"service_tier":"standard"}}}
 	//
 	// event: content_block_start
 	// data: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"get_time","input":{}}}
+	//
+	// event: ping
+	// data: {"type": "ping"}
 	//
 	// event: content_block_delta
 	// data: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":""}}
@@ -90,6 +93,7 @@ func ExampleStream_Block() {
 	}
 	// Output:
 	// {"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}
+	// {"type": "ping"}
 	// {"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Hm."}}
 	// {"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":""}}
 	// {"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"sig"}}

@@ -1,6 +1,7 @@
 package anthropictest
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"net"
@@ -157,13 +158,20 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 
+	model, stream := defaultModel, false
+	if set, err := req.settings(); err == nil {
+		model, stream = cmp.Or(set.Model, model), set.Stream
+	}
 	c := &call{
-		req:   req,
-		id:    fmt.Sprintf("req_anthropictest%010d", req.N),
-		ctx:   r.Context().Done(),
-		done:  s.done,
-		after: s.hooks.after,
-		srv:   s,
+		req:    req,
+		id:     reqID(req.N),
+		msgID:  msgID(req.N),
+		model:  model,
+		stream: stream,
+		ctx:    r.Context().Done(),
+		done:   s.done,
+		after:  s.hooks.after,
+		srv:    s,
 	}
 	if s.hooks.served != nil {
 		defer s.hooks.served(req.N)
@@ -214,12 +222,15 @@ func (s *Server) serveCount(w http.ResponseWriter, r *http.Request) {
 
 // A call is one request being answered: what a Reply needs from the server.
 type call struct {
-	req   *Request
-	id    string          // the request-id header
-	ctx   <-chan struct{} // closed when the client goes away
-	done  <-chan struct{} // closed when the server closes
-	after func(time.Duration) <-chan time.Time
-	srv   *Server // records the thinking blocks streamed, for strict mode
+	req    *Request
+	id     string          // the request-id header
+	msgID  string          // the id of the message a Stream replies with
+	model  string          // the model it names: the one requested
+	stream bool            // the request asked for a stream, not a Message
+	ctx    <-chan struct{} // closed when the client goes away
+	done   <-chan struct{} // closed when the server closes
+	after  func(time.Duration) <-chan time.Time
+	srv    *Server // records the thinking blocks streamed, for strict mode
 }
 
 // wait waits d and reports whether the reply should go on.

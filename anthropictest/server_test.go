@@ -100,9 +100,11 @@ func TestStreamWireFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The message has an id of its own and the model the request named.
 	want := "event: message_start\n" +
-		`data: {"type":"message_start","message":{"id":"msg_01AnthropicTestMessage0001","type":"message","role":"assistant","model":"claude-sonnet-5-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1,"service_tier":"standard"}}}` + "\n\n" +
+		`data: {"type":"message_start","message":{"id":"msg_01AnthropicTest000000001","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1,"service_tier":"standard"}}}` + "\n\n" +
 		"event: content_block_start\n" + `data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}` + "\n\n" +
+		"event: ping\n" + `data: {"type": "ping"}` + "\n\n" +
 		"event: content_block_delta\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}}` + "\n\n" +
 		"event: content_block_delta\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"lo"}}` + "\n\n" +
 		"event: ping\n" + `data: {"type": "ping"}` + "\n\n" +
@@ -210,7 +212,7 @@ func TestQueueOrderAndEmptyQueue(t *testing.T) {
 			t.Fatal(err)
 		}
 		var d struct{ Delta struct{ Text string } }
-		json.Unmarshal([]byte(evs[2].data), &d)
+		json.Unmarshal([]byte(evs[3].data), &d)
 		texts = append(texts, d.Delta.Text)
 	}
 	if diff := cmp.Diff([]string{"one", "two"}, texts); diff != "" {
@@ -337,8 +339,8 @@ func TestReplyFuncAndRepeat(t *testing.T) {
 			}
 			defer resp.Body.Close()
 			evs, err := readEvents(resp.Body)
-			if err == nil && !strings.Contains(evs[2].data, `"text":"1"`) {
-				err = errors.New("unexpected delta " + evs[2].data)
+			if err == nil && !strings.Contains(evs[3].data, `"text":"1"`) {
+				err = errors.New("unexpected delta " + evs[3].data)
 			}
 			errs <- err
 		}()

@@ -113,6 +113,7 @@ type issue struct {
 // role each.
 type settings struct {
 	Model    string `json:"model"`
+	Stream   bool   `json:"stream"`
 	Thinking struct {
 		Type         string `json:"type"`
 		BlockBinding struct {
