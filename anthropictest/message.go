@@ -60,6 +60,7 @@ func (p *plan) serveMessage(w http.ResponseWriter, c *call) {
 	h.Set("Content-Type", "application/json")
 	h.Set("Request-Id", c.id)
 	h.Set("Content-Length", strconv.Itoa(len(msg)))
+	setRateLimits(h, c)
 	w.WriteHeader(http.StatusOK)
 	if !complete {
 		msg = msg[:len(msg)/2] // net/http then closes the connection: the body ends early

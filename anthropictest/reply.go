@@ -67,7 +67,8 @@ type HTTPError struct {
 	// otherwise (the official SDKs read both, preferring retry-after-ms).
 	RetryAfter time.Duration
 	// ShouldRetry, if "true" or "false", is sent as x-should-retry, which
-	// overrides the official SDKs' own choice to retry.
+	// overrides the official SDKs' own choice to retry. Default: "true"
+	// for 529, as the API sends, and none otherwise.
 	ShouldRetry string
 	// Header holds any other response headers, such as
 	// anthropic-ratelimit-*. They are set last, so they override the rest.
@@ -109,8 +110,8 @@ func (e HTTPError) serve(w http.ResponseWriter, c *call) {
 	default:
 		h.Set("Retry-After-Ms", strconv.FormatInt(d.Milliseconds(), 10))
 	}
-	if e.ShouldRetry != "" {
-		h.Set("X-Should-Retry", e.ShouldRetry)
+	if retry := e.ShouldRetry; retry != "" || status == 529 {
+		h.Set("X-Should-Retry", cmp.Or(retry, "true"))
 	}
 	for k, v := range e.Header {
 		h[k] = v

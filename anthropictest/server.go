@@ -266,7 +266,41 @@ func writeStreamHeader(w http.ResponseWriter, c *call) {
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Request-Id", c.id)
+	setRateLimits(h, c)
 	w.WriteHeader(http.StatusOK)
+}
+
+// Rate limits the fake reports, a tier's: requests, input and output
+// tokens a minute.
+const (
+	requestsLimit     = 4000
+	inputTokensLimit  = 2_000_000
+	outputTokensLimit = 400_000
+)
+
+// setRateLimits sets the anthropic-ratelimit-* headers the API sends with
+// each reply: each limit, what remains of it (one request fewer for each
+// request so far, the tokens untouched) and when it is whole again (RFC
+// 3339), now, as a bucket this full is.
+func setRateLimits(h http.Header, c *call) {
+	reset := time.Now().UTC().Format(time.RFC3339)
+	n := 0
+	if c.req != nil {
+		n = c.req.N
+	}
+	for _, l := range []struct {
+		name             string
+		limit, remaining int
+	}{
+		{"requests", requestsLimit, max(0, requestsLimit-n)},
+		{"input-tokens", inputTokensLimit, inputTokensLimit},
+		{"output-tokens", outputTokensLimit, outputTokensLimit},
+		{"tokens", inputTokensLimit + outputTokensLimit, inputTokensLimit + outputTokensLimit},
+	} {
+		h.Set("Anthropic-Ratelimit-"+l.name+"-Limit", strconv.Itoa(l.limit))
+		h.Set("Anthropic-Ratelimit-"+l.name+"-Remaining", strconv.Itoa(l.remaining))
+		h.Set("Anthropic-Ratelimit-"+l.name+"-Reset", reset)
+	}
 }
 
 // resetConn takes the connection from net/http and closes it with linger 0,
