@@ -46,11 +46,7 @@ func (p *plan) serveMessage(w http.ResponseWriter, c *call) {
 		c.stall()
 		return
 	}
-	body := p.body
-	if p.start {
-		body = append(p.event(c, 0, 0, p.ends[0]), p.body[p.ends[0]:]...)
-	}
-	msg, complete, e := assemble(body)
+	msg, complete, e := p.message(c)
 	if e != nil {
 		e.RequestID = c.id
 		e.serve(w, c)
@@ -66,6 +62,15 @@ func (p *plan) serveMessage(w http.ResponseWriter, c *call) {
 		msg = msg[:len(msg)/2] // net/http then closes the connection: the body ends early
 	}
 	w.Write(msg)
+}
+
+// message returns the Message p streams in reply c (see assemble).
+func (p *plan) message(c *call) (msg []byte, complete bool, e *HTTPError) {
+	body := p.body
+	if p.start {
+		body = append(p.event(c, 0, 0, p.ends[0]), p.body[p.ends[0]:]...)
+	}
+	return assemble(body)
 }
 
 // errorStatus is the HTTP status of each error type, for an error event

@@ -211,6 +211,15 @@ func (s *Stream) serve(w http.ResponseWriter, c *call) {
 		c.srv.register(c, s)
 	}
 	p := s.compile()
+	if c.threaded && c.srv != nil {
+		// A whole Message is held before it is sent, so that a client that
+		// continues the thread as soon as it has read it finds it; any
+		// other reply frees the thread once served (serveHTTP).
+		if msg, complete, e := p.message(c); complete && e == nil {
+			c.reply = msg
+			c.srv.settleThread(c.req, c)
+		}
+	}
 	if !c.stream {
 		p.serveMessage(w, c)
 		return

@@ -58,11 +58,12 @@ type Server struct {
 	done      chan struct{} // closed by Close, to end stalls and pacing
 	closeOnce sync.Once
 
-	mu     sync.Mutex
-	queue  []Reply
-	reqs   []*Request
-	counts int                // count_tokens requests so far
-	issued map[string][]issue // signed thinking blocks streamed, by signature
+	mu      sync.Mutex
+	queue   []Reply
+	reqs    []*Request
+	counts  int                // count_tokens requests so far
+	issued  map[string][]issue // signed thinking blocks streamed, by signature
+	threads map[string]*held   // threads held, by the id of their last response (thread.go)
 
 	hooks hooks
 }
@@ -143,6 +144,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	// request that breaks its model's rules (strict.go); neither uses a
 	// scripted reply (compaction.go).
 	reply := checkContextManagement(req)
+	if reply == nil {
+		reply = s.openThread(req) // before strict mode, which checks a thread's whole conversation
+	}
 	if e := s.checkStrict(req, false); reply == nil && e != nil {
 		reply = *e
 	}
@@ -158,20 +162,21 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 
-	model, stream := defaultModel, false
+	model, stream, threaded := defaultModel, false, false
 	if set, err := req.settings(); err == nil {
-		model, stream = cmp.Or(set.Model, model), set.Stream
+		model, stream, threaded = cmp.Or(set.Model, model), set.Stream, set.Thread.Type != ""
 	}
 	c := &call{
-		req:    req,
-		id:     reqID(req.N),
-		msgID:  msgID(req.N),
-		model:  model,
-		stream: stream,
-		ctx:    r.Context().Done(),
-		done:   s.done,
-		after:  s.hooks.after,
-		srv:    s,
+		req:      req,
+		id:       reqID(req.N),
+		msgID:    msgID(req.N),
+		model:    model,
+		stream:   stream,
+		threaded: threaded,
+		ctx:      r.Context().Done(),
+		done:     s.done,
+		after:    s.hooks.after,
+		srv:      s,
 	}
 	if s.hooks.served != nil {
 		defer s.hooks.served(req.N)
@@ -180,6 +185,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		reply = HTTPError{Message: fmt.Sprintf("anthropictest: no reply was scripted for request %d", req.N), ShouldRetry: "false"}
 	}
 	reply.serve(w, c)
+	if threaded && !c.settled {
+		s.settleThread(req, c) // no whole Message: nothing to hold
+	}
 }
 
 // read reads r and its body, or returns nil if the client went away
@@ -222,15 +230,18 @@ func (s *Server) serveCount(w http.ResponseWriter, r *http.Request) {
 
 // A call is one request being answered: what a Reply needs from the server.
 type call struct {
-	req    *Request
-	id     string          // the request-id header
-	msgID  string          // the id of the message a Stream replies with
-	model  string          // the model it names: the one requested
-	stream bool            // the request asked for a stream, not a Message
-	ctx    <-chan struct{} // closed when the client goes away
-	done   <-chan struct{} // closed when the server closes
-	after  func(time.Duration) <-chan time.Time
-	srv    *Server // records the thinking blocks streamed, for strict mode
+	req      *Request
+	id       string          // the request-id header
+	msgID    string          // the id of the message a Stream replies with
+	model    string          // the model it names: the one requested
+	stream   bool            // the request asked for a stream, not a Message
+	threaded bool            // the request has a thread field (thread.go)
+	reply    []byte          // the Message sent in full, when threaded
+	settled  bool            // settleThread has run
+	ctx      <-chan struct{} // closed when the client goes away
+	done     <-chan struct{} // closed when the server closes
+	after    func(time.Duration) <-chan time.Time
+	srv      *Server // records the thinking blocks streamed, for strict mode
 }
 
 // wait waits d and reports whether the reply should go on.

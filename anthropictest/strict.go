@@ -193,7 +193,7 @@ func (s *Server) checkStrict(r *Request, count bool) *HTTPError {
 	if !issued {
 		return nil // no block to check: the messages need no decoding
 	}
-	p, err := r.Params()
+	p, err := r.full()
 	if err != nil {
 		return nil
 	}
@@ -321,7 +321,7 @@ func (s *Server) register(c *call, st *Stream) {
 	if items == nil {
 		return // nothing to record: the request, which may be megabytes, is not decoded
 	}
-	p, err := c.req.Params()
+	p, err := c.req.full()
 	if err != nil {
 		return
 	}
