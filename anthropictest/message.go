@@ -48,7 +48,6 @@ func (p *plan) serveMessage(w http.ResponseWriter, c *call) {
 	}
 	msg, complete, e := p.message(c)
 	if e != nil {
-		e.RequestID = c.id
 		e.serve(w, c)
 		return
 	}
@@ -100,9 +99,9 @@ func assemble(body []byte) (msg []byte, complete bool, e *HTTPError) {
 			b, _ := decodeObject(ev.get("content_block"))
 			acc := &blockAcc{block: b}
 			blocks = append(blocks, acc)
-			byIndex[ev.int("index")] = acc
+			byIndex[ev.num("index")] = acc
 		case "content_block_delta":
-			if acc := byIndex[ev.int("index")]; acc != nil {
+			if acc := byIndex[ev.num("index")]; acc != nil {
 				d, _ := decodeObject(ev.get("delta"))
 				acc.add(d)
 			}
@@ -121,19 +120,28 @@ func assemble(body []byte) (msg []byte, complete bool, e *HTTPError) {
 			complete = true
 		case "error":
 			er, _ := decodeObject(ev.get("error"))
-			typ := er.string("type")
-			return nil, false, &HTTPError{Status: cmp.Or(errorStatus[typ], 500), Type: typ, Message: er.string("message")}
+			typ := er.str("type")
+			return nil, false, &HTTPError{Status: cmp.Or(errorStatus[typ], 500), Type: typ, Message: er.str("message")}
 		}
 	}
-	content := []byte{'['}
+	content := make([][]byte, len(blocks))
 	for i, acc := range blocks {
-		if i > 0 {
-			content = append(content, ',')
-		}
-		content = append(content, acc.json()...)
+		content[i] = acc.json()
 	}
-	m.set("content", append(content, ']'))
+	m.set("content", jsonArray(content))
 	return m.json(), complete, nil
+}
+
+// jsonArray returns the JSON array of vs, each JSON.
+func jsonArray[V ~[]byte](vs []V) []byte {
+	b := []byte{'['}
+	for i, v := range vs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, v...)
+	}
+	return append(b, ']')
 }
 
 // A blockAcc is one content block being assembled from its start and its
@@ -150,11 +158,11 @@ func (a *blockAcc) add(d object) {
 	appendTo := func(b **strings.Builder, field string) {
 		if *b == nil {
 			*b = new(strings.Builder)
-			(*b).WriteString(a.block.string(field))
+			(*b).WriteString(a.block.str(field))
 		}
-		(*b).WriteString(d.string(field))
+		(*b).WriteString(d.str(field))
 	}
-	switch d.string("type") {
+	switch d.str("type") {
 	case "text_delta":
 		appendTo(&a.text, "text")
 	case "thinking_delta":
@@ -162,7 +170,7 @@ func (a *blockAcc) add(d object) {
 	case "signature_delta":
 		appendTo(&a.sig, "signature")
 	case "input_json_delta":
-		a.input.WriteString(d.string("partial_json"))
+		a.input.WriteString(d.str("partial_json"))
 	case "citations_delta":
 		a.citations = append(a.citations, d.get("citation"))
 	case "compaction_delta":
@@ -175,9 +183,12 @@ func (a *blockAcc) add(d object) {
 // body stays JSON and the client sees the damage.
 func (a *blockAcc) json() []byte {
 	b := a.block
-	for field, acc := range map[string]*strings.Builder{"text": a.text, "thinking": a.thinking, "signature": a.sig} {
-		if acc != nil {
-			b.set(field, appendJSONString(nil, acc.String()))
+	for _, f := range []struct {
+		name string
+		acc  *strings.Builder
+	}{{"text", a.text}, {"thinking", a.thinking}, {"signature", a.sig}} {
+		if f.acc != nil {
+			b.set(f.name, appendJSONString(nil, f.acc.String()))
 		}
 	}
 	if in := strings.TrimSpace(a.input.String()); in != "" {
@@ -188,14 +199,7 @@ func (a *blockAcc) json() []byte {
 		b.set("input", v)
 	}
 	if a.citations != nil {
-		cs := []byte{'['}
-		for i, c := range a.citations {
-			if i > 0 {
-				cs = append(cs, ',')
-			}
-			cs = append(cs, c...)
-		}
-		b.set("citations", append(cs, ']'))
+		b.set("citations", jsonArray(a.citations))
 	}
 	if a.content != nil {
 		b.set("content", a.content)
@@ -243,8 +247,8 @@ func (o object) get(name string) jsontext.Value {
 	return nil
 }
 
-// string returns the member name if it is a string, else "".
-func (o object) string(name string) string {
+// str returns the member name if it is a string, else "".
+func (o object) str(name string) string {
 	v := o.get(name)
 	if v.Kind() != '"' {
 		return ""
@@ -253,8 +257,8 @@ func (o object) string(name string) string {
 	return tok.String()
 }
 
-// int returns the member name if it is a number, else -1.
-func (o object) int(name string) int64 {
+// num returns the member name if it is an integer, else -1.
+func (o object) num(name string) int64 {
 	n, err := strconv.ParseInt(string(o.get(name)), 10, 64)
 	if err != nil {
 		return -1

@@ -101,7 +101,7 @@ func (s *Server) settleThread(r *Request, c *call) {
 		if err == nil {
 			msg := Message{Role: "assistant", Content: content, Text: textOf(content)}
 			next = &held{system: p.System, tools: p.Tools, messages: append(slices.Clone(p.Messages), msg)}
-			id = reply.string("id")
+			id = reply.str("id")
 		}
 	}
 	s.mu.Lock()
