@@ -106,6 +106,22 @@ func ExampleStream_Block() {
 	// {"type":"content_block_stop","index":2}
 }
 
+// A request that does not ask for a stream gets the whole Message the
+// script streams, with an id of its own and the model it asked for.
+func ExampleStream_Message() {
+	srv := anthropictest.NewServer(anthropictest.NewStream().Text("Hello, ", "world").ToolUse("toolu_1", "now"))
+	defer srv.Close()
+	resp, _ := http.Post(srv.URL+"/v1/messages", "application/json",
+		strings.NewReader(`{"model":"claude-opus-4-8","max_tokens":9,"messages":[{"role":"user","content":"hi"}]}`))
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Println(resp.Header.Get("Content-Type"))
+	fmt.Println(string(body))
+	// Output:
+	// application/json
+	// {"id":"msg_01AnthropicTest000000001","type":"message","role":"assistant","model":"claude-opus-4-8","content":[{"type":"text","text":"Hello, world"},{"type":"tool_use","id":"toolu_1","name":"now","input":{}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":10,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":3,"service_tier":"standard"}}
+}
+
 // A ReplyFunc computes the reply from the request, here to drive a tool
 // loop for as long as the client keeps answering tool calls.
 func ExampleReplyFunc() {

@@ -11,6 +11,8 @@ import (
 
 // A Stream is a scripted streaming reply: a builder for the server-sent
 // events the Messages API emits for one response. *Stream implements Reply.
+// To a request that does not ask for a stream it sends the same response
+// whole, as the Message those events build (message.go).
 //
 // NewStream starts the script with an implicit message_start. Each builder
 // method appends to the script and returns the Stream, so scripts read top to
