@@ -216,8 +216,7 @@ func (s *Stream) serve(w http.ResponseWriter, c *call) {
 		// continues the thread as soon as it has read it finds it; any
 		// other reply frees the thread once served (serveHTTP).
 		if msg, complete, e := p.message(c); complete && e == nil {
-			c.reply = msg
-			c.srv.settleThread(c.req, c)
+			c.srv.settleThread(c.req, c, msg)
 		}
 	}
 	if !c.stream {

@@ -186,7 +186,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	reply.serve(w, c)
 	if threaded && !c.settled {
-		s.settleThread(req, c) // no whole Message: nothing to hold
+		s.settleThread(req, c, nil) // no whole Message: nothing to hold
 	}
 }
 
@@ -236,7 +236,6 @@ type call struct {
 	model    string          // the model it names: the one requested
 	stream   bool            // the request asked for a stream, not a Message
 	threaded bool            // the request has a thread field (thread.go)
-	reply    []byte          // the Message sent in full, when threaded
 	settled  bool            // settleThread has run
 	ctx      <-chan struct{} // closed when the client goes away
 	done     <-chan struct{} // closed when the server closes
@@ -295,10 +294,7 @@ const (
 // 3339), now, as a bucket this full is.
 func setRateLimits(h http.Header, c *call) {
 	reset := time.Now().UTC().Format(time.RFC3339)
-	n := 0
-	if c.req != nil {
-		n = c.req.N
-	}
+	n := c.req.N
 	for _, l := range []struct {
 		name             string
 		limit, remaining int

@@ -88,19 +88,19 @@ func (s *Server) openThread(r *Request) Reply {
 	return nil
 }
 
-// settleThread marks the response r continues as continued, or frees it
-// if c's reply is not a whole Message, and holds the reply to a threaded
-// request under its id.
-func (s *Server) settleThread(r *Request, c *call) {
+// settleThread, for reply c to r, marks the response r continues as
+// continued, or frees it if msg, the Message c sends, is nil, and holds
+// msg under its id.
+func (s *Server) settleThread(r *Request, c *call, msg []byte) {
 	c.settled = true
 	var next *held
 	var id string
-	if p, err := r.full(); err == nil && c.reply != nil {
-		reply, _ := decodeObject(c.reply)
+	if p, err := r.full(); err == nil && msg != nil {
+		reply, _ := decodeObject(msg)
 		content, _, err := decodeContent(json.RawMessage(reply.get("content")))
 		if err == nil {
-			msg := Message{Role: "assistant", Content: content, Text: textOf(content)}
-			next = &held{system: p.System, tools: p.Tools, messages: append(slices.Clone(p.Messages), msg)}
+			m := Message{Role: "assistant", Content: content, Text: textOf(content)}
+			next = &held{system: p.System, tools: p.Tools, messages: append(slices.Clone(p.Messages), m)}
 			id = reply.str("id")
 		}
 	}
