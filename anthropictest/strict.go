@@ -144,15 +144,6 @@ type settings struct {
 	Messages []roleOnly `json:"messages"`
 }
 
-// A thread is a request's thread field, of the message-threads beta
-// (message-threads-2026-08-12): {"type":"create"} asks the API to hold
-// the conversation under the response's id, {"type":"continue",
-// "previous_message_id":…} sends only the turn after that response.
-type thread struct {
-	Type              string `json:"type"`
-	PreviousMessageID string `json:"previous_message_id"`
-}
-
 type roleOnly struct {
 	Role string `json:"role"`
 }
