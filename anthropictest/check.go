@@ -77,7 +77,7 @@ func check(body []byte) []violation {
 	continued := th.Type == "continue"
 	switch {
 	case th.Type != "" && !continued && th.Type != "create":
-		vs = append(vs, violation{"thread", "thread.type", fmt.Sprintf("Input tag %q found using 'type' does not match any of the expected tags: 'create', 'continue'", th.Type)})
+		vs = append(vs, violation{"thread", "thread.type", fmt.Sprintf(msgThreadType, th.Type)})
 	case continued && th.PreviousMessageID == "":
 		vs = append(vs, violation{"required", "thread.previous_message_id", "thread.previous_message_id is required"})
 	}

@@ -39,8 +39,9 @@ type thread struct {
 const betaThreads = "message-threads-2026-08-12"
 
 // The API's messages for a continue it cannot take, as the SDK's docs give
-// them.
+// them, and for a type it does not know, as pydantic words it.
 const (
+	msgThreadType      = "Input tag '%s' found using 'type' does not match any of the expected tags: 'create', 'continue'"
 	msgThreadNotFound  = "No usable Thread state was found for `previous_message_id`. Replay the full conversation with `thread: {\"type\": \"create\"}` to start a new Thread."
 	msgThreadContinued = "The response that `previous_message_id` names has already been continued, and each response can be continued only once. Continue from the Thread's most recent response `id`."
 	msgThreadInFlight  = "Another request is still continuing from the same `previous_message_id`. Wait for it to complete and continue from its response `id`, or replay the full conversation with `thread: {\"type\": \"create\"}`."
@@ -80,7 +81,7 @@ func (s *Server) openThread(r *Request) Reply {
 		return nil
 	case "continue":
 	default:
-		return bad(http.StatusBadRequest, "", "thread.type: Input tag '%s' found using 'type' does not match any of the expected tags: 'create', 'continue'", set.Thread.Type)
+		return bad(http.StatusBadRequest, "", "thread.type: "+msgThreadType, set.Thread.Type)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
