@@ -152,6 +152,7 @@ func TestThreadErrors(t *testing.T) {
 		{true, cont(99)},          // 6: not held
 		{true, cont(4)},           // 7: stalls
 		{true, cont(4)},           // 8: in flight
+		{true, `"type":"resume"`}, // 9: no such type
 	} {
 		status, err := send(context.Background(), step.beta, step.thread)
 		got = append(got, result{status, err})
@@ -165,6 +166,7 @@ func TestThreadErrors(t *testing.T) {
 		{404, "not_found_error thread_not_found"},
 		{200, ""},
 		{400, "invalid_request_error thread_continue_in_flight"},
+		{400, "invalid_request_error"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("replies (-want +got):\n%s", diff)
