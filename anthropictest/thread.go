@@ -27,10 +27,7 @@ import (
 // A continued request's Params.Prompt holds the whole conversation, and
 // strict mode checks that.
 
-// A thread is a request's thread field, of the message-threads beta
-// (message-threads-2026-08-12): {"type":"create"} asks the API to hold
-// the conversation under the response's id, {"type":"continue",
-// "previous_message_id":…} sends only the turn after that response.
+// A thread is a request's thread field.
 type thread struct {
 	Type              string `json:"type"`
 	PreviousMessageID string `json:"previous_message_id"`
