@@ -16,7 +16,8 @@ import (
 // The request must decode ("json"), name a model and a positive max_tokens
 // ("required"), and hold messages ("no-messages"). Its messages are held to
 // the same rules that package memory keeps its history within: roles
-// ("role", "first-user"), content ("empty-content", "empty-text",
+// ("role", "first-user"; a mid-conversation system message where the API
+// takes one, "system-placement"), content ("empty-content", "empty-text",
 // "trailing-whitespace", "block-type", "block-role"), tool calls
 // ("tool-use-id", "tool-input", "tool-unanswered", "tool-result-first",
 // "tool-result-once", "tool-result-orphan") and thinking
@@ -25,8 +26,16 @@ import (
 // merged turns. On the current models, the request is also held to what
 // the model takes, as the server's strict mode is: its thinking mode
 // ("thinking-mode"), no forced tool choice ("tool-choice"), its effort
-// levels ("effort") and no prefill ("prefill"); and, on any model, to no
-// sampling parameters ("sampling"), as at API version 2026-10-21.
+// levels ("effort"), no prefill ("prefill") and system messages only where
+// it takes them ("system-message"); and, on any model, to no sampling
+// parameters ("sampling"), as at API version 2026-10-21.
+//
+// A request that continues a thread of the message-threads beta
+// (thread {"type":"continue","previous_message_id":…}, which it must name,
+// "required"; "thread" for an unknown type) sends only the turn after the
+// thread's last response, which the API holds: its messages may be none
+// and need not open with a user message, and tool results in its first
+// user turn are taken to answer that response.
 func CheckRequest(body []byte) error {
 	vs := check(body)
 	if len(vs) == 0 {
@@ -61,13 +70,45 @@ func check(body []byte) []violation {
 	for i, m := range p.Messages {
 		msgs[i] = apirules.Message{Role: m.Role, Content: ruleBlocks(m.Content)}
 	}
-	for _, v := range apirules.Check(msgs) {
-		vs = append(vs, violation{v.Rule, path(p.Messages, v), v.Msg})
+	var th thread
+	if set, err := r.settings(); err == nil {
+		th = set.Thread
+	}
+	continued := th.Type == "continue"
+	switch {
+	case th.Type != "" && !continued && th.Type != "create":
+		vs = append(vs, violation{"thread", "thread.type", fmt.Sprintf(msgThreadType, th.Type)})
+	case continued && th.PreviousMessageID == "":
+		vs = append(vs, violation{"required", "thread.previous_message_id", "thread.previous_message_id is required"})
+	}
+	for _, v := range (apirules.Rules{SystemMessages: true}).Check(msgs) {
+		if !(continued && afterHeld(msgs, v)) {
+			vs = append(vs, violation{v.Rule, path(p.Messages, v), v.Msg})
+		}
 	}
 	if _, _, v := modelRules(r, false); v != nil {
 		vs = append(vs, *v)
 	}
 	return vs
+}
+
+// afterHeld reports whether v is no violation in the messages of a request
+// that continues a thread (the message-threads beta): they follow the
+// thread's last response, which the API holds and the request does not
+// send, so they may be none, need not open with a user message, and their
+// first user turn answers tool calls the request cannot show.
+func afterHeld(msgs []apirules.Message, v apirules.Violation) bool {
+	switch v.Rule {
+	case "no-messages", "first-user":
+		return true
+	case "tool-result-orphan":
+		i := 0 // the end of the user turn that opens msgs
+		for i < len(msgs) && msgs[i].Role == "user" {
+			i++
+		}
+		return v.Message < i
+	}
+	return false
 }
 
 // ruleBlocks converts blocks to the rules' view of them.

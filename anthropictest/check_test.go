@@ -18,7 +18,13 @@ const (
 	answerAdd = `{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_a","content":"5"}]}`
 	askBoth   = `{"role":"assistant","content":[{"type":"tool_use","id":"toolu_a","name":"add","input":{"a":2,"b":3}},{"type":"tool_use","id":"toolu_m","name":"mul","input":{"a":4,"b":5}}]}`
 	final     = `{"role":"assistant","content":[{"type":"text","text":"5 and 20."}]}`
+	sys       = `{"role":"system","content":"The user is on call: keep it short."}`
 )
+
+// threaded wraps messages in a request with the thread field {"type":typ…}.
+func threaded(typ, messages string) string {
+	return `{"model":"claude-sonnet-4-5","max_tokens":1024,"thread":{"type":` + typ + `},"messages":[` + messages + `]}`
+}
 
 func TestCheckRequest(t *testing.T) {
 	tests := []struct {
@@ -46,6 +52,13 @@ func TestCheckRequest(t *testing.T) {
 		{"empty final assistant prefill", body(user + `,{"role":"assistant","content":[]}`), nil},
 		{"final assistant prefill", body(user + `,{"role":"assistant","content":"The answer is"}`), nil},
 		{"unknown block types pass", body(`{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBO"}},{"type":"brand_new","x":1}]}`), nil},
+		{"system message after a user turn, last", body(user + `,` + sys), nil},
+		{"system messages after tool results, before the assistant", body(user + `,` + askAdd + `,` + answerAdd + `,` + sys + `,{"role":"system","content":[{"type":"text","text":"Be brief."},{"type":"tool_removal","tool":{"type":"tool_reference","name":"add"}}]},` + final), nil},
+		{"system message after a paused turn", body(user + `,{"role":"assistant","content":[{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{}},{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[]}]},` + sys), nil},
+		{"system message on opus 4.8", strings.Replace(body(user+`,`+sys), `"claude-sonnet-4-5"`, `"claude-opus-4-8"`, 1), nil},
+		{"thread continue: only the new turn, answering tools it cannot show", threaded(`"continue","previous_message_id":"msg_01AnthropicTest000000001"`, answerAdd+`,`+sys), nil},
+		{"thread continue with nothing new", threaded(`"continue","previous_message_id":"msg_01AnthropicTest000000001"`, ``), nil},
+		{"thread create", threaded(`"create"`, user), nil},
 
 		// One failing case per rule.
 		{"not JSON", `{"messages":`, []string{"json"}},
@@ -53,7 +66,17 @@ func TestCheckRequest(t *testing.T) {
 		{"model and max_tokens missing", `{"messages":[` + user + `]}`, []string{"required", "required"}},
 		{"no messages", body(``), []string{"no-messages"}},
 		{"first message from the assistant", body(final + `,` + user), []string{"first-user"}},
-		{"system role in messages", body(user + `,{"role":"system","content":"be nice"}`), []string{"role"}},
+		{"unknown role", body(user + `,{"role":"developer","content":"be nice"}`), []string{"role"}},
+		{"system message first", body(sys + `,` + user), []string{"first-user"}},
+		{"system message after an assistant turn", body(user + `,` + final + `,` + sys), []string{"system-placement"}},
+		{"system message before a user turn", body(user + `,` + sys + `,` + user), []string{"system-placement"}},
+		{"system message between a tool call and its result", body(user + `,` + askAdd + `,` + sys + `,` + answerAdd), []string{"tool-unanswered", "tool-result-orphan", "system-placement"}},
+		{"system message holding an image", body(user + `,{"role":"system","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBO"}}]}`), []string{"block-role"}},
+		{"system message on opus 4.7", strings.Replace(body(user+`,`+sys), `"claude-sonnet-4-5"`, `"claude-opus-4-7"`, 1), []string{"system-message"}},
+		{"system message on sonnet 5", strings.Replace(body(user+`,`+sys), `"claude-sonnet-4-5"`, `"claude-sonnet-5"`, 1), []string{"system-message"}},
+		{"thread continue without previous_message_id", threaded(`"continue"`, user), []string{"required"}},
+		{"thread of an unknown type", threaded(`"resume"`, user), []string{"thread"}},
+		{"thread continue: an orphan after the first turn", threaded(`"continue","previous_message_id":"msg_1"`, answerAdd+`,`+final+`,`+answerAdd), []string{"tool-result-orphan"}},
 		{"empty string content", body(`{"role":"user","content":""}`), []string{"empty-content"}},
 		{"empty content before the end", body(user + `,{"role":"assistant","content":[]},` + user), []string{"empty-content"}},
 		{"empty text block", body(`{"role":"user","content":[{"type":"text","text":""}]}`), []string{"empty-text"}},

@@ -17,6 +17,7 @@ func TestCompactionWireFormat(t *testing.T) {
 	got := string(NewStream().Usage(181, 1, 0, 0).Compaction("Summary.", 100, 83, 0, 55096).Text("Hi").Stop("end_turn", 8).Bytes())
 	for _, want := range []string{
 		"event: content_block_start\n" + `data: {"type":"content_block_start","index":0,"content_block":{"type":"compaction","content":null}}` + "\n\n" +
+			"event: ping\n" + `data: {"type": "ping"}` + "\n\n" +
 			"event: content_block_delta\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"compaction_delta","content":"Summary."}}` + "\n\n" +
 			"event: content_block_stop\n",
 		`"usage":{"input_tokens":181,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":8,` +

@@ -32,6 +32,18 @@
 //   - a ReplyFunc, which computes the reply from the request, or a Repeat,
 //     which answers every request from then on.
 //
+// A Stream answers as the API does: each reply has a message id of its own
+// and names the model requested (Stream.Message fixes them), and a ping
+// follows the first block's start. A request without "stream": true gets
+// the whole Message, as application/json, built from the same script
+// (message.go says how each fault looks then), so that the official SDKs'
+// non-streaming calls work too.
+//
+// The server holds the conversations of the message-threads beta
+// (thread.go): a request that continues a thread sends only its new turn,
+// and the server answers it from what it holds, or with the API's errors
+// (thread_not_found…), as the official SDKs' thread clients expect.
+//
 // The server also answers POST /v1/messages/count_tokens, with a count from
 // Server.CountTokens, without using the script. Server.Buffered makes it
 // write each stream in large writes, for benchmarks.

@@ -50,10 +50,13 @@ func ExampleStream_Bytes() {
 	fmt.Print(string(s.Bytes()))
 	// Output:
 	// event: message_start
-	// data: {"type":"message_start","message":{"id":"msg_01AnthropicTestMessage0001","type":"message","role":"assistant","model":"claude-sonnet-5-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1,"service_tier":"standard"}}}
+	// data: {"type":"message_start","message":{"id":"msg_01AnthropicTest000000001","type":"message","role":"assistant","model":"claude-sonnet-5-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1,"service_tier":"standard"}}}
 	//
 	// event: content_block_start
 	// data: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"get_time","input":{}}}
+	//
+	// event: ping
+	// data: {"type": "ping"}
 	//
 	// event: content_block_delta
 	// data: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":""}}
@@ -90,6 +93,7 @@ func ExampleStream_Block() {
 	}
 	// Output:
 	// {"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}
+	// {"type": "ping"}
 	// {"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Hm."}}
 	// {"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":""}}
 	// {"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"sig"}}
@@ -100,6 +104,22 @@ func ExampleStream_Block() {
 	// {"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"Go."}}
 	// {"type":"content_block_delta","index":2,"delta":{"type":"citations_delta","citation":{"type":"char_location","cited_text":"Go"}}}
 	// {"type":"content_block_stop","index":2}
+}
+
+// A request that does not ask for a stream gets the whole Message the
+// script streams, with an id of its own and the model it asked for.
+func ExampleStream_Message() {
+	srv := anthropictest.NewServer(anthropictest.NewStream().Text("Hello, ", "world").ToolUse("toolu_1", "now"))
+	defer srv.Close()
+	resp, _ := http.Post(srv.URL+"/v1/messages", "application/json",
+		strings.NewReader(`{"model":"claude-opus-4-8","max_tokens":9,"messages":[{"role":"user","content":"hi"}]}`))
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Println(resp.Header.Get("Content-Type"))
+	fmt.Println(string(body))
+	// Output:
+	// application/json
+	// {"id":"msg_01AnthropicTest000000001","type":"message","role":"assistant","model":"claude-opus-4-8","content":[{"type":"text","text":"Hello, world"},{"type":"tool_use","id":"toolu_1","name":"now","input":{}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":10,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":3,"service_tier":"standard"}}
 }
 
 // A ReplyFunc computes the reply from the request, here to drive a tool

@@ -23,11 +23,12 @@ func TestErrorEvent(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reading: %v", err)
 	}
-	want := []string{"message_start", "content_block_start", "content_block_delta", "error"}
+	want := []string{"message_start", "content_block_start", "ping", "content_block_delta", "error"}
 	if diff := cmp.Diff(want, eventNames(evs)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
-	if got, want := evs[len(evs)-1].data, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`; got != want {
+	// The error event carries the request's id, as the request-id header does.
+	if got, want := evs[len(evs)-1].data, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"`+resp.Header.Get("Request-Id")+`"}`; got != want {
 		t.Errorf("error data = %s, want %s", got, want)
 	}
 }
@@ -42,7 +43,7 @@ func TestEndWithoutStop(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reading: %v (want a clean end)", err)
 	}
-	want := []string{"message_start", "content_block_start", "content_block_delta", "content_block_delta", "content_block_stop"}
+	want := []string{"message_start", "content_block_start", "ping", "content_block_delta", "content_block_delta", "content_block_stop"}
 	if diff := cmp.Diff(want, eventNames(evs)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
@@ -126,7 +127,7 @@ func TestPace(t *testing.T) {
 	resp := post(t, context.Background(), newClient(t), srv.URL)
 	defer resp.Body.Close()
 
-	// Before Pace: message_start, start, delta "a" flow freely. After it,
+	// Before Pace: message_start, start, ping, delta "a" flow freely. After it,
 	// each event waits for a tick: stop(0), start(1), delta "b".
 	got := make(chan []sse, 1)
 	go func() { evs, _ := readEvents(resp.Body); got <- evs }()
@@ -137,7 +138,7 @@ func TestPace(t *testing.T) {
 		release <- time.Time{}
 	}
 	evs := waitFor(t, got, "the paced stream")
-	want := []string{"message_start", "content_block_start", "content_block_delta", "content_block_stop",
+	want := []string{"message_start", "content_block_start", "ping", "content_block_delta", "content_block_stop",
 		"content_block_start", "content_block_delta", "ping", "content_block_stop", "message_delta", "message_stop"}
 	if diff := cmp.Diff(want, eventNames(evs)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)

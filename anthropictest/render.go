@@ -1,17 +1,28 @@
 package anthropictest
 
 import (
+	"cmp"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 )
 
 // A plan is a rendered script: the body and where each event ends in it.
+// Two events differ from reply to reply, and are rendered again for each:
+// message_start, first if start is set, which carries the reply's id and
+// model, and the error event, last if errType is set, which carries the
+// request's id. body holds them as Bytes renders them.
 type plan struct {
 	body   []byte
 	ends   []int      // end offset in body of each event
 	pace   []paceMark // delay changes, by event number, ascending
 	ending ending
+
+	start           bool
+	id, model       string // set by Message, if at all
+	startUsage      []byte
+	errType, errMsg string
 }
 
 type paceMark struct {
@@ -40,13 +51,9 @@ func (s *Stream) compile() *plan {
 	b := p.body
 
 	if !s.noStart {
-		b = append(b, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":"...)
-		b = appendJSONString(b, s.id)
-		b = append(b, `,"type":"message","role":"assistant","model":`...)
-		b = appendJSONString(b, s.model)
-		b = append(b, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":`...)
-		b = s.appendUsage(b, s.outTok, true)
-		b = append(b, "}}\n\n"...)
+		p.start, p.id, p.model = true, s.id, s.model
+		p.startUsage = s.appendUsage(nil, s.outTok, true)
+		b = p.appendStart(b, msgID(1), defaultModel)
 		p.ends = append(p.ends, len(b))
 	}
 
@@ -81,6 +88,10 @@ func (s *Stream) render(p *plan, b []byte, it item, deltas int) []byte {
 		return b
 	case kBlockStart:
 		b = append(append(append(appendBlockEvent(b, "content_block_start", it.index), `,"content_block":`...), it.a...), "}\n\n"...)
+		if p.start && it.index == 0 {
+			p.ends = append(p.ends, len(b))
+			b = append(b, pingEvent...)
+		}
 	case kTextDelta:
 		b = appendDelta(b, it.index, `{"type":"text_delta","text":`, it.a)
 	case kThinkingDelta:
@@ -114,14 +125,54 @@ func (s *Stream) render(p *plan, b []byte, it item, deltas int) []byte {
 		p.ends = append(p.ends, len(b))
 		b = append(b, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"...)
 	case kError:
-		b = append(b, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":"...)
-		b = appendJSONString(b, it.a)
-		b = append(b, `,"message":`...)
-		b = appendJSONString(b, it.b)
-		b = append(b, "}}\n\n"...)
+		p.errType, p.errMsg = it.a, it.b
+		b = p.appendError(b, reqID(1))
 	}
 	p.ends = append(p.ends, len(b))
 	return b
+}
+
+// pingEvent is the ping the API sends after a stream's first
+// content_block_start, with its space.
+const pingEvent = "event: ping\ndata: {\"type\": \"ping\"}\n\n"
+
+// msgID and reqID are the message id and request id of a server's nth
+// reply: msg_01 and 22 characters, as the API's; req_ and 27.
+func msgID(n int) string { return fmt.Sprintf("msg_01AnthropicTest%09d", n) }
+func reqID(n int) string { return fmt.Sprintf("req_anthropictest%010d", n) }
+
+// appendStart appends the message_start event of a reply with the given
+// id and model, unless Message set them.
+func (p *plan) appendStart(b []byte, id, model string) []byte {
+	b = append(b, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":"...)
+	b = appendJSONString(b, cmp.Or(p.id, id))
+	b = append(b, `,"type":"message","role":"assistant","model":`...)
+	b = appendJSONString(b, cmp.Or(p.model, model))
+	b = append(b, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":`...)
+	b = append(b, p.startUsage...)
+	return append(b, "}}\n\n"...)
+}
+
+// appendError appends the error event of a reply to request requestID.
+func (p *plan) appendError(b []byte, requestID string) []byte {
+	b = append(b, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":"...)
+	b = appendJSONString(b, p.errType)
+	b = append(b, `,"message":`...)
+	b = appendJSONString(b, p.errMsg)
+	b = append(b, `},"request_id":`...)
+	b = appendJSONString(b, requestID)
+	return append(b, "}\n\n"...)
+}
+
+// event returns event i of the plan, body[from:to], as sent in reply c.
+func (p *plan) event(c *call, i, from, to int) []byte {
+	switch {
+	case i == 0 && p.start:
+		return p.appendStart(nil, c.msgID, c.model)
+	case i == len(p.ends)-1 && p.errType != "":
+		return p.appendError(nil, c.id)
+	}
+	return p.body[from:to]
 }
 
 func (s *Stream) appendUsage(b []byte, output int, start bool) []byte {
@@ -160,11 +211,39 @@ func (s *Stream) serve(w http.ResponseWriter, c *call) {
 		c.srv.register(c, s)
 	}
 	p := s.compile()
+	if c.threaded && c.srv != nil {
+		// A whole Message is held before it is sent, so that a client that
+		// continues the thread as soon as it has read it finds it; any
+		// other reply frees the thread once served (serveHTTP).
+		if msg, complete, e := p.message(c); complete && e == nil {
+			c.srv.settleThread(c.req, c, msg)
+		}
+	}
+	if !c.stream {
+		p.serveMessage(w, c)
+		return
+	}
 	writeStreamHeader(w, c)
 	f, _ := w.(http.Flusher)
 	if c.srv != nil && c.srv.Buffered && len(p.pace) == 0 {
-		if _, err := w.Write(p.body); err != nil {
+		// Three writes at most: the events rendered per reply, and the rest.
+		n, from := len(p.ends), 0
+		if p.start {
+			w.Write(p.event(c, 0, 0, p.ends[0]))
+			from = p.ends[0]
+		}
+		to := len(p.body)
+		if p.errType != "" {
+			to = from
+			if n >= 2 {
+				to = p.ends[n-2]
+			}
+		}
+		if _, err := w.Write(p.body[from:to]); err != nil {
 			return
+		}
+		if p.errType != "" {
+			w.Write(p.event(c, n-1, to, len(p.body)))
 		}
 		if f != nil {
 			f.Flush()
@@ -179,7 +258,7 @@ func (s *Stream) serve(w http.ResponseWriter, c *call) {
 			if delay > 0 && !c.wait(delay) {
 				return
 			}
-			if _, err := w.Write(p.body[start:end]); err != nil {
+			if _, err := w.Write(p.event(c, i, start, end)); err != nil {
 				return
 			}
 			if f != nil {

@@ -67,8 +67,12 @@ type HTTPError struct {
 	// otherwise (the official SDKs read both, preferring retry-after-ms).
 	RetryAfter time.Duration
 	// ShouldRetry, if "true" or "false", is sent as x-should-retry, which
-	// overrides the official SDKs' own choice to retry.
+	// overrides the official SDKs' own choice to retry. Default: "true"
+	// for 529, as the API sends, and none otherwise.
 	ShouldRetry string
+	// ErrorCode, if set, is sent as the error's details.error_code, as the
+	// API's newer errors carry, such as thread_not_found.
+	ErrorCode string
 	// Header holds any other response headers, such as
 	// anthropic-ratelimit-*. They are set last, so they override the rest.
 	Header http.Header
@@ -84,9 +88,17 @@ func (e HTTPError) serve(w http.ResponseWriter, c *call) {
 	if body == nil {
 		typ := cmp.Or(e.Type, apirules.ErrorTypes[status], "api_error")
 		// A struct, not a map, so the keys keep the API's order.
+		type details struct {
+			ErrorCode string `json:"error_code"`
+		}
 		type apiError struct {
-			Type    string `json:"type"`
-			Message string `json:"message"`
+			Type    string   `json:"type"`
+			Message string   `json:"message"`
+			Details *details `json:"details,omitempty"`
+		}
+		var d *details
+		if e.ErrorCode != "" {
+			d = &details{e.ErrorCode}
 		}
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
@@ -95,7 +107,7 @@ func (e HTTPError) serve(w http.ResponseWriter, c *call) {
 			Type      string   `json:"type"`
 			Error     apiError `json:"error"`
 			RequestID string   `json:"request_id"`
-		}{"error", apiError{typ, e.Message}, id})
+		}{"error", apiError{typ, e.Message, d}, id})
 		body = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	}
 	h := w.Header()
@@ -109,8 +121,8 @@ func (e HTTPError) serve(w http.ResponseWriter, c *call) {
 	default:
 		h.Set("Retry-After-Ms", strconv.FormatInt(d.Milliseconds(), 10))
 	}
-	if e.ShouldRetry != "" {
-		h.Set("X-Should-Retry", e.ShouldRetry)
+	if retry := e.ShouldRetry; retry != "" || status == 529 {
+		h.Set("X-Should-Retry", cmp.Or(retry, "true"))
 	}
 	for k, v := range e.Header {
 		h[k] = v

@@ -3,6 +3,7 @@ package anthropictest
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -22,6 +23,7 @@ type Request struct {
 
 	set    *settings // the checks' view of Body (strict.go)
 	setErr error
+	held   *held // the thread the request continues (thread.go)
 }
 
 // Params decodes the body's main fields.
@@ -45,7 +47,11 @@ func (r *Request) Params() (*Params, error) {
 		}
 		p.Messages = append(p.Messages, Message{Role: m.Role, Content: content, StringContent: isString, Text: textOf(content)})
 	}
-	p.Prompt = prompt(p.Messages)
+	msgs := p.Messages
+	if r.held != nil {
+		msgs = append(slices.Clone(r.held.messages), msgs...)
+	}
+	p.Prompt = prompt(msgs)
 	p.CompactionTrigger = compactionTrigger(w.ContextManagement)
 	return &p, nil
 }
@@ -89,7 +95,8 @@ type Params struct {
 	Messages []Message       `json:"-"`
 	// Prompt is what the model reads of Messages: as the API does, it
 	// drops every block before the last compaction block, which then opens
-	// the prompt in its assistant message.
+	// the prompt in its assistant message. For a request that continues a
+	// thread (thread.go), the messages the server holds come first.
 	Prompt []Message `json:"-"`
 	// CompactionTrigger is the input tokens at which the request's
 	// compact_20260112 edit of context_management compacts (150,000 if it

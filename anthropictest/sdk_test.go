@@ -43,24 +43,43 @@ func compact(t *testing.T, raw []byte) string {
 
 // viaSDK streams one reply from a fresh server through the SDK.
 func viaSDK(t *testing.T, reply Reply) (message, error) {
+	return viaSDKCall(t, reply, true)
+}
+
+// viaSDKNew gets one reply from a fresh server through the SDK's
+// non-streaming call, Messages.New.
+func viaSDKNew(t *testing.T, reply Reply) (message, error) {
+	return viaSDKCall(t, reply, false)
+}
+
+func viaSDKCall(t *testing.T, reply Reply, streaming bool) (message, error) {
 	t.Helper()
 	srv := NewServer(reply)
 	defer srv.Close()
 	client := anthropic.NewClient(option.WithBaseURL(srv.URL), option.WithAPIKey("test"), option.WithMaxRetries(0))
-	stream := client.Messages.NewStreaming(context.Background(), anthropic.MessageNewParams{
+	params := anthropic.MessageNewParams{
 		Model:     "claude-sonnet-5-5",
 		MaxTokens: 1024,
 		Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))},
-	})
-	defer stream.Close()
-	var acc anthropic.Message
-	for stream.Next() {
-		if err := acc.Accumulate(stream.Current()); err != nil {
-			t.Fatalf("Accumulate: %v", err)
-		}
 	}
-	if err := stream.Err(); err != nil {
-		return message{}, err
+	var acc anthropic.Message
+	if streaming {
+		stream := client.Messages.NewStreaming(context.Background(), params)
+		defer stream.Close()
+		for stream.Next() {
+			if err := acc.Accumulate(stream.Current()); err != nil {
+				t.Fatalf("Accumulate: %v", err)
+			}
+		}
+		if err := stream.Err(); err != nil {
+			return message{}, err
+		}
+	} else {
+		m, err := client.Messages.New(context.Background(), params)
+		if err != nil {
+			return message{}, err
+		}
+		acc = *m
 	}
 	if err := CheckRequest(srv.Requests()[0].Body); err != nil {
 		t.Errorf("the SDK's own request fails CheckRequest: %v", err)
@@ -87,7 +106,7 @@ func viaSDK(t *testing.T, reply Reply) (message, error) {
 func TestSDKAssemblesScript(t *testing.T) {
 	const cite = `{"type":"char_location","cited_text":"sky","document_index":0,"document_title":"doc","start_char_index":0,"end_char_index":3}`
 	const search = `{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[{"type":"web_search_result","title":"T","url":"https://example.com","encrypted_content":"abc","page_age":null}]}`
-	base := message{ID: defaultMessageID, Model: defaultModel, In: 10}
+	base := message{ID: msgID(1), Model: defaultModel, In: 10}
 	with := func(m message, f func(*message)) message { f(&m); return m }
 
 	tests := []struct {
@@ -134,7 +153,7 @@ func TestSDKAssemblesScript(t *testing.T) {
 		name: "thinking, redacted thinking, then text; usage set",
 		stream: NewStream().Usage(321, 3, 7, 55096).
 			Block(Block{Type: "thinking", Signature: "sig=="}, "Let me ", "think.").Block(Block{Type: "redacted_thinking", Data: "EmwKAhgBEgy"}).Text("Done.").Stop("end_turn", 99),
-		want: message{ID: defaultMessageID, Model: defaultModel, StopReason: "end_turn", In: 321, Out: 99, CacheW: 7, CacheR: 55096,
+		want: message{ID: msgID(1), Model: defaultModel, StopReason: "end_turn", In: 321, Out: 99, CacheW: 7, CacheR: 55096,
 			Content: []block{
 				{Type: "thinking", Thinking: "Let me think.", Signature: "sig=="},
 				{Type: "redacted_thinking", Data: "EmwKAhgBEgy"},
@@ -191,6 +210,21 @@ func TestSDKAssemblesScript(t *testing.T) {
 			if diff := cmp.Diff(got, again); diff != "" {
 				t.Errorf("Replay(Bytes()) differs (-served +replayed):\n%s", diff)
 			}
+			// A request without "stream": true gets the same message whole.
+			whole, err := viaSDKNew(t, tt.stream)
+			if err != nil {
+				t.Fatalf("SDK Messages.New error: %v", err)
+			}
+			if diff := cmp.Diff(got, whole); diff != "" {
+				t.Errorf("Messages.New differs (-streamed +whole):\n%s", diff)
+			}
+			whole, err = viaSDKNew(t, Replay(tt.stream.Bytes()))
+			if err != nil {
+				t.Fatalf("SDK Messages.New error on Replay(Bytes()): %v", err)
+			}
+			if diff := cmp.Diff(got, whole); diff != "" {
+				t.Errorf("Messages.New of Replay(Bytes()) differs (-streamed +whole):\n%s", diff)
+			}
 		})
 	}
 }
@@ -217,4 +251,50 @@ func TestSDKSeesFaults(t *testing.T) {
 			t.Fatal("SDK stream err = nil after a connection reset")
 		}
 	})
+}
+
+// TestSDKReplyIdentity checks that each reply has a message id of its own
+// and names the model requested, streamed or not, unless Message fixes them.
+func TestSDKReplyIdentity(t *testing.T) {
+	reply := NewStream().Text("hi")
+	srv := NewServer(Repeat(ReplyFunc(func(r *Request) Reply {
+		if r.N == 4 {
+			return NewStream().Message("msg_fixed", "claude-opus-5").Text("hi")
+		}
+		return reply
+	})))
+	defer srv.Close()
+	client := anthropic.NewClient(option.WithBaseURL(srv.URL), option.WithAPIKey("test"), option.WithMaxRetries(0))
+	type identity struct{ ID, Model string }
+	var got []identity
+	for i, model := range []string{"claude-opus-4-8", "claude-haiku-5-5", "claude-opus-4-8", "claude-opus-4-8"} {
+		params := anthropic.MessageNewParams{Model: anthropic.Model(model), MaxTokens: 10,
+			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}}
+		var m anthropic.Message
+		if i%2 == 0 {
+			stream := client.Messages.NewStreaming(context.Background(), params)
+			for stream.Next() {
+				m.Accumulate(stream.Current())
+			}
+			if err := stream.Close(); err != nil || stream.Err() != nil {
+				t.Fatal(err, stream.Err())
+			}
+		} else {
+			whole, err := client.Messages.New(context.Background(), params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m = *whole
+		}
+		got = append(got, identity{m.ID, string(m.Model)})
+	}
+	want := []identity{
+		{"msg_01AnthropicTest000000001", "claude-opus-4-8"},
+		{"msg_01AnthropicTest000000002", "claude-haiku-5-5"},
+		{"msg_01AnthropicTest000000003", "claude-opus-4-8"},
+		{"msg_fixed", "claude-opus-5"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("replies (-want +got):\n%s", diff)
+	}
 }

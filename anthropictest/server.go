@@ -1,6 +1,7 @@
 package anthropictest
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"net"
@@ -57,11 +58,12 @@ type Server struct {
 	done      chan struct{} // closed by Close, to end stalls and pacing
 	closeOnce sync.Once
 
-	mu     sync.Mutex
-	queue  []Reply
-	reqs   []*Request
-	counts int                // count_tokens requests so far
-	issued map[string][]issue // signed thinking blocks streamed, by signature
+	mu      sync.Mutex
+	queue   []Reply
+	reqs    []*Request
+	counts  int                // count_tokens requests so far
+	issued  map[string][]issue // signed thinking blocks streamed, by signature
+	threads map[string]*held   // threads held, by the id of their last response (thread.go)
 
 	hooks hooks
 }
@@ -142,6 +144,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	// request that breaks its model's rules (strict.go); neither uses a
 	// scripted reply (compaction.go).
 	reply := checkContextManagement(req)
+	if reply == nil {
+		reply = s.openThread(req) // before strict mode, which checks a thread's whole conversation
+	}
 	if e := s.checkStrict(req, false); reply == nil && e != nil {
 		reply = *e
 	}
@@ -157,13 +162,21 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 
+	model, stream, threaded := defaultModel, false, false
+	if set, err := req.settings(); err == nil {
+		model, stream, threaded = cmp.Or(set.Model, model), set.Stream, set.Thread.Type != ""
+	}
 	c := &call{
-		req:   req,
-		id:    fmt.Sprintf("req_anthropictest%010d", req.N),
-		ctx:   r.Context().Done(),
-		done:  s.done,
-		after: s.hooks.after,
-		srv:   s,
+		req:      req,
+		id:       reqID(req.N),
+		msgID:    msgID(req.N),
+		model:    model,
+		stream:   stream,
+		threaded: threaded,
+		ctx:      r.Context().Done(),
+		done:     s.done,
+		after:    s.hooks.after,
+		srv:      s,
 	}
 	if s.hooks.served != nil {
 		defer s.hooks.served(req.N)
@@ -172,6 +185,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		reply = HTTPError{Message: fmt.Sprintf("anthropictest: no reply was scripted for request %d", req.N), ShouldRetry: "false"}
 	}
 	reply.serve(w, c)
+	if threaded && !c.settled {
+		s.settleThread(req, c, nil) // no whole Message: nothing to hold
+	}
 }
 
 // read reads r and its body, or returns nil if the client went away
@@ -214,12 +230,17 @@ func (s *Server) serveCount(w http.ResponseWriter, r *http.Request) {
 
 // A call is one request being answered: what a Reply needs from the server.
 type call struct {
-	req   *Request
-	id    string          // the request-id header
-	ctx   <-chan struct{} // closed when the client goes away
-	done  <-chan struct{} // closed when the server closes
-	after func(time.Duration) <-chan time.Time
-	srv   *Server // records the thinking blocks streamed, for strict mode
+	req      *Request
+	id       string          // the request-id header
+	msgID    string          // the id of the message a Stream replies with
+	model    string          // the model it names: the one requested
+	stream   bool            // the request asked for a stream, not a Message
+	threaded bool            // the request has a thread field (thread.go)
+	settled  bool            // settleThread has run
+	ctx      <-chan struct{} // closed when the client goes away
+	done     <-chan struct{} // closed when the server closes
+	after    func(time.Duration) <-chan time.Time
+	srv      *Server // records the thinking blocks streamed, for strict mode
 }
 
 // wait waits d and reports whether the reply should go on.
@@ -255,7 +276,38 @@ func writeStreamHeader(w http.ResponseWriter, c *call) {
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Request-Id", c.id)
+	setRateLimits(h, c)
 	w.WriteHeader(http.StatusOK)
+}
+
+// Rate limits the fake reports, a tier's: requests, input and output
+// tokens a minute.
+const (
+	requestsLimit     = 4000
+	inputTokensLimit  = 2_000_000
+	outputTokensLimit = 400_000
+)
+
+// setRateLimits sets the anthropic-ratelimit-* headers the API sends with
+// each reply: each limit, what remains of it (one request fewer for each
+// request so far, the tokens untouched) and when it is whole again (RFC
+// 3339), now, as a bucket this full is.
+func setRateLimits(h http.Header, c *call) {
+	reset := time.Now().UTC().Format(time.RFC3339)
+	n := c.req.N
+	for _, l := range []struct {
+		name             string
+		limit, remaining int
+	}{
+		{"requests", requestsLimit, max(0, requestsLimit-n)},
+		{"input-tokens", inputTokensLimit, inputTokensLimit},
+		{"output-tokens", outputTokensLimit, outputTokensLimit},
+		{"tokens", inputTokensLimit + outputTokensLimit, inputTokensLimit + outputTokensLimit},
+	} {
+		h.Set("Anthropic-Ratelimit-"+l.name+"-Limit", strconv.Itoa(l.limit))
+		h.Set("Anthropic-Ratelimit-"+l.name+"-Remaining", strconv.Itoa(l.remaining))
+		h.Set("Anthropic-Ratelimit-"+l.name+"-Reset", reset)
+	}
 }
 
 // resetConn takes the connection from net/http and closes it with linger 0,

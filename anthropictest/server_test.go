@@ -100,9 +100,11 @@ func TestStreamWireFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The message has an id of its own and the model the request named.
 	want := "event: message_start\n" +
-		`data: {"type":"message_start","message":{"id":"msg_01AnthropicTestMessage0001","type":"message","role":"assistant","model":"claude-sonnet-5-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1,"service_tier":"standard"}}}` + "\n\n" +
+		`data: {"type":"message_start","message":{"id":"msg_01AnthropicTest000000001","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1,"service_tier":"standard"}}}` + "\n\n" +
 		"event: content_block_start\n" + `data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}` + "\n\n" +
+		"event: ping\n" + `data: {"type": "ping"}` + "\n\n" +
 		"event: content_block_delta\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}}` + "\n\n" +
 		"event: content_block_delta\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"lo"}}` + "\n\n" +
 		"event: ping\n" + `data: {"type": "ping"}` + "\n\n" +
@@ -179,7 +181,7 @@ func TestHTTPError(t *testing.T) {
 		ContentType: "application/json",
 		Body:        `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"},"request_id":"req_anthropictest0000000001"}`,
 	}, {
-		Status: 529, RequestID: "req_011CUdgeEaEXcfa9PDdxrNMk", ContentType: "application/json",
+		Status: 529, RequestID: "req_011CUdgeEaEXcfa9PDdxrNMk", Retry: "true", ContentType: "application/json", // x-should-retry as the API sends on 529
 		Body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_011CUdgeEaEXcfa9PDdxrNMk"}`,
 	}, {
 		Status: 413, RequestID: "req_anthropictest0000000003", ContentType: "application/json",
@@ -210,7 +212,7 @@ func TestQueueOrderAndEmptyQueue(t *testing.T) {
 			t.Fatal(err)
 		}
 		var d struct{ Delta struct{ Text string } }
-		json.Unmarshal([]byte(evs[2].data), &d)
+		json.Unmarshal([]byte(evs[3].data), &d)
 		texts = append(texts, d.Delta.Text)
 	}
 	if diff := cmp.Diff([]string{"one", "two"}, texts); diff != "" {
@@ -337,8 +339,8 @@ func TestReplyFuncAndRepeat(t *testing.T) {
 			}
 			defer resp.Body.Close()
 			evs, err := readEvents(resp.Body)
-			if err == nil && !strings.Contains(evs[2].data, `"text":"1"`) {
-				err = errors.New("unexpected delta " + evs[2].data)
+			if err == nil && !strings.Contains(evs[3].data, `"text":"1"`) {
+				err = errors.New("unexpected delta " + evs[3].data)
 			}
 			errs <- err
 		}()
@@ -358,5 +360,53 @@ func TestReplyFuncAndRepeat(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 500 {
 		t.Errorf("nil ReplyFunc result: status %d, want 500", resp.StatusCode)
+	}
+}
+
+// TestRateLimitHeaders checks that a reply, streamed or not, carries the
+// anthropic-ratelimit-* headers the API sends, with RFC 3339 resets and
+// one request fewer remaining for each request.
+func TestRateLimitHeaders(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	srv := NewServer(Repeat(NewStream().Text("hi")))
+	defer srv.Close()
+	client := newClient(t)
+	for n, stream := range []bool{true, false, true} {
+		var resp *http.Response
+		var err error
+		if stream {
+			resp, err = tryPost(context.Background(), client, srv.URL)
+		} else {
+			resp, err = postWhole(t, context.Background(), srv.URL)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		got := map[string]string{}
+		for k, v := range resp.Header {
+			if strings.HasPrefix(k, "Anthropic-Ratelimit-") {
+				if strings.HasSuffix(k, "-Reset") {
+					if _, err := time.Parse(time.RFC3339, v[0]); err != nil {
+						t.Errorf("%s = %q: %v", k, v[0], err)
+					}
+					v = []string{"<RFC 3339>"}
+				}
+				got[k] = v[0]
+			}
+		}
+		want := map[string]string{
+			"Anthropic-Ratelimit-Requests-Limit": "4000", "Anthropic-Ratelimit-Requests-Remaining": strconv.Itoa(4000 - n - 1),
+			"Anthropic-Ratelimit-Input-Tokens-Limit": "2000000", "Anthropic-Ratelimit-Input-Tokens-Remaining": "2000000",
+			"Anthropic-Ratelimit-Output-Tokens-Limit": "400000", "Anthropic-Ratelimit-Output-Tokens-Remaining": "400000",
+			"Anthropic-Ratelimit-Tokens-Limit": "2400000", "Anthropic-Ratelimit-Tokens-Remaining": "2400000",
+		}
+		for _, name := range []string{"Requests", "Input-Tokens", "Output-Tokens", "Tokens"} {
+			want["Anthropic-Ratelimit-"+name+"-Reset"] = "<RFC 3339>"
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("request %d (stream %v): headers (-want +got):\n%s", n+1, stream, diff)
+		}
 	}
 }

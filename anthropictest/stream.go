@@ -11,6 +11,8 @@ import (
 
 // A Stream is a scripted streaming reply: a builder for the server-sent
 // events the Messages API emits for one response. *Stream implements Reply.
+// To a request that does not ask for a stream it sends the same response
+// whole, as the Message those events build (message.go).
 //
 // NewStream starts the script with an implicit message_start. Each builder
 // method appends to the script and returns the Stream, so scripts read top to
@@ -39,9 +41,9 @@ import (
 type Stream struct {
 	mu       sync.Mutex
 	items    []item
-	noStart  bool // Replay: no implicit message_start
-	id       string
-	model    string
+	noStart  bool   // Replay: no implicit message_start
+	id       string // set by Message; empty: each reply's own
+	model    string // set by Message; empty: the requested model
 	inTok    int
 	outTok   int
 	cacheW   int
@@ -95,18 +97,16 @@ type item struct {
 	d     time.Duration
 }
 
-// Defaults of the message_start event.
-const (
-	defaultMessageID = "msg_01AnthropicTestMessage0001"
-	defaultModel     = "claude-sonnet-5-5"
-)
+// defaultModel is the model a reply names when the request names none, and
+// the one Bytes renders.
+const defaultModel = "claude-sonnet-5-5"
 
-// NewStream returns an empty script whose message_start carries the id
-// msg_01AnthropicTestMessage0001, the model claude-sonnet-5-5 and usage of
-// 10 input and 1 output tokens.
-func NewStream() *Stream {
-	return &Stream{id: defaultMessageID, model: defaultModel, inTok: 10, outTok: 1}
-}
+// NewStream returns an empty script whose message_start carries usage of
+// 10 input and 1 output tokens and, as the API's does, a message id of its
+// own (msg_01AnthropicTest and the request's number, nine digits) and the
+// model the request asked for; Message sets them. A ping follows the first
+// content_block_start, where real streams have one.
+func NewStream() *Stream { return &Stream{inTok: 10, outTok: 1} }
 
 // Replay returns a Stream that sends sse verbatim, such as a recorded .sse
 // file, as a 200 text/event-stream body, flushing at each blank line so that
@@ -146,6 +146,17 @@ func (s *Stream) closeOpen() {
 		s.addLocked(item{kind: kBlockStop, index: s.nextIdx - 1})
 		s.open = false
 	}
+}
+
+// Message sets the id and the model that message_start carries in every
+// reply of the Stream, for a test that needs a fixed id or a model other
+// than the one requested (an alias resolved, a fallback); an empty
+// argument keeps the default.
+func (s *Stream) Message(id, model string) *Stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.id, s.model, s.plan = id, model, nil
+	return s
 }
 
 // Usage sets the usage of message_start: input_tokens, output_tokens,
@@ -297,9 +308,10 @@ func (s *Stream) stop(it item) *Stream {
 func (s *Stream) Pace(d time.Duration) *Stream { return s.add(item{kind: kPace, d: d}) }
 
 // ErrorEvent sends an error event mid-stream,
-// {"type":"error","error":{"type":errType,"message":message}}, then ends the
-// response without message_stop, as the API does when it is overloaded
-// mid-stream. The open block, if any, is left open.
+// {"type":"error","error":{"type":errType,"message":message},"request_id":"req_…"},
+// with the request-id header's value, then ends the response without
+// message_stop, as the API does when it is overloaded mid-stream. The open
+// block, if any, is left open.
 func (s *Stream) ErrorEvent(errType, message string) *Stream {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -333,9 +345,10 @@ func (s *Stream) terminal(e ending) *Stream {
 }
 
 // Bytes returns the whole response body the Stream sends, as one byte
-// slice. Faults that are not bytes (Reset, Stall, pacing) are not
-// represented. It is handy for benchmarks and golden files, and Replay(Bytes())
-// sends the same body.
+// slice: the body it sends to a server's first request, for model
+// claude-sonnet-5-5, unless Message says otherwise. Faults that are not
+// bytes (Reset, Stall, pacing) are not represented. It is handy for
+// benchmarks and golden files, and Replay(Bytes()) sends the same body.
 func (s *Stream) Bytes() []byte {
 	return append([]byte(nil), s.compile().body...)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -82,11 +83,12 @@ func events(t *testing.T, s *Stream) []string {
 }
 
 func TestStreamShapes(t *testing.T) {
-	const start = `message_start {"type":"message_start","message":{"id":"msg_01AnthropicTestMessage0001","type":"message","role":"assistant","model":"claude-sonnet-5-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1,"service_tier":"standard"}}}`
+	const start = `message_start {"type":"message_start","message":{"id":"msg_01AnthropicTest000000001","type":"message","role":"assistant","model":"claude-sonnet-5-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1,"service_tier":"standard"}}}`
 	delta := func(reason string, out string) string {
 		return `message_delta {"type":"message_delta","delta":{"stop_reason":"` + reason + `","stop_sequence":null},"usage":{"input_tokens":10,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":` + out + `}}`
 	}
 	const stop = `message_stop {"type":"message_stop"}`
+	const ping = `ping {"type": "ping"}` // after the first block's start, as the API sends one
 	tests := []struct {
 		name   string
 		stream *Stream
@@ -100,6 +102,7 @@ func TestStreamShapes(t *testing.T) {
 		stream: NewStream().ToolUse("toolu_1", "now"),
 		want: []string{start,
 			`content_block_start {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"now","input":{}}}`,
+			ping,
 			`content_block_delta {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":""}}`,
 			`content_block_stop {"type":"content_block_stop","index":0}`,
 			delta("tool_use", "1"), stop},
@@ -108,6 +111,7 @@ func TestStreamShapes(t *testing.T) {
 		stream: NewStream().Block(Block{Type: "thinking", Signature: "c2ln"}, "hm").Stop("end_turn"),
 		want: []string{start,
 			`content_block_start {"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`,
+			ping,
 			`content_block_delta {"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}`,
 			`content_block_delta {"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":""}}`,
 			`content_block_delta {"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"c2ln"}}`,
@@ -118,6 +122,7 @@ func TestStreamShapes(t *testing.T) {
 		stream: NewStream().Block(Block{Type: "thinking"}).Stop("end_turn"),
 		want: []string{start,
 			`content_block_start {"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`,
+			ping,
 			`content_block_delta {"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":""}}`,
 			`content_block_stop {"type":"content_block_stop","index":0}`,
 			delta("end_turn", "1"), stop},
@@ -126,6 +131,7 @@ func TestStreamShapes(t *testing.T) {
 		stream: NewStream().Block(Block{Type: "redacted_thinking", Data: "EmwK"}).Block(Block{Raw: []byte(`{"type":"fallback"}`)}).Stop("end_turn"),
 		want: []string{start,
 			`content_block_start {"type":"content_block_start","index":0,"content_block":{"type":"redacted_thinking","data":"EmwK"}}`,
+			ping,
 			`content_block_stop {"type":"content_block_stop","index":0}`,
 			`content_block_start {"type":"content_block_start","index":1,"content_block":{"type":"fallback"}}`,
 			`content_block_stop {"type":"content_block_stop","index":1}`,
@@ -137,6 +143,7 @@ func TestStreamShapes(t *testing.T) {
 			Compaction("sum"),
 		want: []string{start,
 			`content_block_start {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"roll","input":{"p":2}}}`,
+			ping,
 			`content_block_stop {"type":"content_block_stop","index":0}`,
 			`content_block_start {"type":"content_block_start","index":1,"content_block":{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{}}}`,
 			`content_block_delta {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":""}}`,
@@ -151,6 +158,7 @@ func TestStreamShapes(t *testing.T) {
 		stream: NewStream().ToolUse("toolu_1", "a", `{}`).EndBlock().Text("b").Stop("max_tokens"),
 		want: []string{start,
 			`content_block_start {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"a","input":{}}}`,
+			ping,
 			`content_block_delta {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":""}}`,
 			`content_block_delta {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{}"}}`,
 			`content_block_stop {"type":"content_block_stop","index":0}`,
@@ -169,6 +177,7 @@ func TestStreamShapes(t *testing.T) {
 		stream: NewStream().ToolUse("toolu_1", "write", `{"text":"ab`).Stop("max_tokens"),
 		want: []string{start,
 			`content_block_start {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"write","input":{}}}`,
+			ping,
 			`content_block_delta {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":""}}`,
 			`content_block_delta {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"text\":\"ab"}}`,
 			delta("max_tokens", "2"), stop},
@@ -177,6 +186,7 @@ func TestStreamShapes(t *testing.T) {
 		stream: NewStream().Text("a").EndBlock().Event("ping", `{"type": "ping"}`).Event("future_event", `{"type":"future_event"}`).Text().Stop("end_turn"),
 		want: []string{start,
 			`content_block_start {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+			ping,
 			`content_block_delta {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a"}}`,
 			`content_block_stop {"type":"content_block_stop","index":0}`,
 			`ping {"type": "ping"}`,
@@ -243,11 +253,13 @@ func TestStreamPanics(t *testing.T) {
 }
 
 // TestBufferedAndShared checks a Buffered server sends the same bytes, and
-// that one Stream can serve overlapping requests.
+// that one Stream can serve overlapping requests, each reply with its own
+// message id.
 func TestBufferedAndShared(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	s := NewStream().Text(Split(strings.Repeat("token ", 2000), 5)...)
-	want := s.Bytes()
+	want := bytes.Replace(s.Bytes(), []byte(`"model":"`+defaultModel+`"`), []byte(`"model":"m"`), 1)
+	ids := make(chan string, 6)
 	srv := NewServer(Repeat(NewStream().Text(Split(strings.Repeat("token ", 2000), 5)...)))
 	srv.Buffered = true
 	defer srv.Close()
@@ -268,8 +280,13 @@ func TestBufferedAndShared(t *testing.T) {
 			}
 			got, err := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if err == nil && !bytes.Equal(got, want) {
-				err = io.ErrUnexpectedEOF
+			// The message id is the only difference: msg_01AnthropicTest and nine digits.
+			const at = len(`event: message_start\ndata: {"type":"message_start","message":{"id":"msg_01AnthropicTest`)
+			if err == nil && (len(got) != len(want) || !bytes.Equal(got[:at], want[:at]) || !bytes.Equal(got[at+9:], want[at+9:])) {
+				err = fmt.Errorf("reply differs from Bytes():\n%.300s", got)
+			}
+			if err == nil {
+				ids <- string(got[at : at+9])
 			}
 			errs <- err
 		}()
@@ -278,5 +295,13 @@ func TestBufferedAndShared(t *testing.T) {
 		if err := waitFor(t, errs, "a reply"); err != nil {
 			t.Errorf("reply: %v", err)
 		}
+	}
+	close(ids)
+	seen := map[string]bool{}
+	for id := range ids {
+		seen[id] = true
+	}
+	if len(seen) != 3 { // three requests to each server, numbered 1 to 3 on each
+		t.Errorf("message ids %v, want three, each used once on each server", seen)
 	}
 }

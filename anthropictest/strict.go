@@ -59,6 +59,7 @@ type strictRules struct {
 	binds     bool // thinking blocks are checked for their prefix
 	reads     bool // thinking blocks are checked for their model
 	noPrefill bool // a prefill is a 400, and so are non-default sampling parameters at 2023-06-01
+	noSystem  bool // a system message in messages is a 400
 }
 
 // The API's messages, from models/opus-5-5/migration-guide and
@@ -72,6 +73,9 @@ const (
 	msgModel      = "%s: Invalid `signature` in `thinking` block. The block was written by %s, which %s cannot read (the API would drop it without an error; anthropictest's strict mode rejects it)."
 	// The errors page's (api/errors, "Prefill not supported").
 	msgPrefill = "Prefilling assistant messages is not supported for this model."
+	// The docs say only that the request is a 400; the text is as reported
+	// against the API.
+	msgSystem = "messages.%d.role: role 'system' is not supported on this model"
 	// The docs give no text for the sampling 400s. At 2026-10-21 the field
 	// is unknown, as pydantic words it ("%s: Extra inputs are not
 	// permitted", as reported against the API); at 2023-06-01 a removed
@@ -93,12 +97,15 @@ var strictModels = map[string]strictRules{
 	"claude-haiku-5-5":  {enabled: msgEnabled, efforts: efforts, binds: true, reads: true, noPrefill: true},
 	// Claude Opus 4.7 and later reject a budget, and a prefill (as Claude
 	// Opus 4.6 and Sonnet 4.6 do, which are not held to these rules).
+	// Mid-conversation system messages are taken by Claude Opus 4.8 and the
+	// models after it but Claude Sonnet 5 (the docs' list, which does not
+	// name Sonnet 5.5 or Haiku 5.5: they are let through).
 	"claude-opus-5":   {enabled: msgEnabled, efforts: efforts, noPrefill: true},
-	"claude-sonnet-5": {enabled: msgEnabled, efforts: efforts, noPrefill: true},
+	"claude-sonnet-5": {enabled: msgEnabled, efforts: efforts, noPrefill: true, noSystem: true},
 	"claude-fable-5":  {enabled: msgEnabled, efforts: efforts, noPrefill: true},
 	"claude-mythos-5": {enabled: msgEnabled, efforts: efforts, noPrefill: true},
 	"claude-opus-4-8": {enabled: msgEnabled, efforts: efforts, noPrefill: true},
-	"claude-opus-4-7": {enabled: msgEnabled, efforts: efforts, noPrefill: true},
+	"claude-opus-4-7": {enabled: msgEnabled, efforts: efforts, noPrefill: true, noSystem: true},
 }
 
 // An issue is one signed thinking block the server streamed.
@@ -113,6 +120,7 @@ type issue struct {
 // role each.
 type settings struct {
 	Model    string `json:"model"`
+	Stream   bool   `json:"stream"`
 	Thinking struct {
 		Type         string `json:"type"`
 		BlockBinding struct {
@@ -129,12 +137,15 @@ type settings struct {
 	TopP        *float64        `json:"top_p"`
 	TopK        json.RawMessage `json:"top_k"`
 	Compaction  json.RawMessage `json:"compaction"` // a compaction request
+	Thread      thread          `json:"thread"`
 	// Decoded by contextManagement, only when present.
 	ContextManagement json.RawMessage `json:"context_management"`
 	// The roles alone: the content is decoded only after an assistant turn.
-	Messages []struct {
-		Role string `json:"role"`
-	} `json:"messages"`
+	Messages []roleOnly `json:"messages"`
+}
+
+type roleOnly struct {
+	Role string `json:"role"`
 }
 
 // settings decodes the request's settings, once: the server's checks of
@@ -173,7 +184,7 @@ func (s *Server) checkStrict(r *Request, count bool) *HTTPError {
 	if !issued {
 		return nil // no block to check: the messages need no decoding
 	}
-	p, err := r.Params()
+	p, err := r.full()
 	if err != nil {
 		return nil
 	}
@@ -200,6 +211,11 @@ func modelRules(r *Request, count bool) (set settings, rules strictRules, v *vio
 			if i := prefilled(r.Messages()); i >= 0 {
 				return set, rules, &violation{"prefill", fmt.Sprintf("messages.%d", i), msgPrefill}
 			}
+		}
+	}
+	if rules.noSystem {
+		if i := slices.IndexFunc(set.Messages, func(m roleOnly) bool { return m.Role == "system" }); i >= 0 {
+			return set, rules, &violation{"system-message", fmt.Sprintf("messages.%d.role", i), fmt.Sprintf(msgSystem, i)}
 		}
 	}
 	switch t := set.Thinking.Type; {
@@ -296,7 +312,7 @@ func (s *Server) register(c *call, st *Stream) {
 	if items == nil {
 		return // nothing to record: the request, which may be megabytes, is not decoded
 	}
-	p, err := c.req.Params()
+	p, err := c.req.full()
 	if err != nil {
 		return
 	}

@@ -93,6 +93,9 @@ func TestStrictRequestRules(t *testing.T) {
 		{"tool_choice none on opus 5.5", "claude-opus-5-5", tools + `,"tool_choice":{"type":"none"}`, false, ""},
 		{"an effort no model takes", "claude-opus-5-5", `,"output_config":{"effort":"extreme"}`, false, `output_config.effort: "extreme" is not supported for this model.`},
 		{"forced any on opus 5", "claude-opus-5", tools + `,"tool_choice":{"type":"any"}`, false, ""},
+		{"a system message on opus 4.7", "claude-opus-4-7", `,"messages":[{"role":"user","content":"hi"},{"role":"system","content":"Be brief."}]`, false, "messages.1.role: role 'system' is not supported on this model"},
+		{"a system message on sonnet 5, counted", "claude-sonnet-5", `,"messages":[{"role":"user","content":"hi"},{"role":"system","content":"Be brief."}]`, true, "messages.1.role: role 'system' is not supported on this model"},
+		{"a system message on opus 5.5 is accepted", "claude-opus-5-5", `,"messages":[{"role":"user","content":"hi"},{"role":"system","content":"Be brief."}]`, false, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

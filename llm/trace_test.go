@@ -30,7 +30,8 @@ import (
 func TestClientMetrics(t *testing.T) {
 	srv := anthropictest.NewServer(
 		anthropictest.HTTPError{Status: 529, Type: "overloaded_error", Message: "Overloaded", RetryAfter: time.Millisecond},
-		anthropictest.NewStream().Usage(100, 20, 30, 50).Text("hi").Stop("end_turn", 20),
+		// The reply names a model other than the one asked for, as when an alias resolves.
+		anthropictest.NewStream().Message("", "claude-sonnet-5-5").Usage(100, 20, 30, 50).Text("hi").Stop("end_turn", 20),
 	)
 	defer srv.Close()
 	reader := sdkmetric.NewManualReader()
