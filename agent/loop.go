@@ -18,7 +18,9 @@ import (
 // → observe → act; request.go builds the requests and spans.
 
 // Stream appends input to the history and runs the loop on it, yielding
-// its events, until the model ends its turn or a limit is hit.
+// its events, until the model ends its turn or a limit is hit. A blank
+// input goes on from a history that ends with the user's turn, such as
+// that of a run that ended [Paused]; otherwise it fails the run.
 //
 // The last event is always the run's [Result], with a nil error unless
 // the run ended [Failed] (the error wraps any [*llm.APIError]) or
@@ -112,11 +114,12 @@ func (r *run) emit(e Event) {
 
 // loop is the think → act → observe cycle; Stream turns its error to a state.
 func (r *run) loop(input string) (State, error) {
-	if strings.TrimSpace(input) == "" {
+	r.cfg.History.SetPrefix(r.cfg.System, r.specs)
+	if strings.TrimSpace(input) != "" {
+		r.cfg.History.AppendUser(llm.Text{Text: input})
+	} else if msgs := r.cfg.History.Messages(); len(msgs) == 0 || msgs[len(msgs)-1].Role != llm.User {
 		return Failed, errEmptyPrompt
 	}
-	r.cfg.History.SetPrefix(r.cfg.System, r.specs)
-	r.cfg.History.AppendUser(llm.Text{Text: input})
 	for {
 		if err := r.ctx.Err(); err != nil {
 			return Cancelled, err

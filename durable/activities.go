@@ -21,7 +21,9 @@ import (
 // required.
 type Config struct {
 	// Model streams the model turns. Required. An [*llm.Client] in
-	// production.
+	// production, with MaxAttempts 1: Temporal's retry policy is the one
+	// that retries a model turn, and a client that retries too multiplies
+	// the requests of a failing turn.
 	Model llm.Model
 	// Registry runs the tool calls. Default: an empty registry.
 	Registry *tool.Registry
@@ -53,6 +55,7 @@ type Config struct {
 const (
 	errPromptTooLong = "PromptTooLong"
 	errAPI           = "APIError"
+	errAfterCalls    = "AfterCalls" // a model turn failed after it handed over a call
 )
 
 // Activities are the activities of a durable run. Register them with
@@ -115,6 +118,10 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 	var asm llm.Assembler
 	calls := 0
 	for ev, err := range a.cfg.Model.Stream(ctx, in.Request) {
+		if err != nil && calls > 0 && ctx.Err() == nil {
+			// Its calls may have run: the agent decides (see model).
+			return TurnOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), errAfterCalls, nil)
+		}
 		if err != nil {
 			return TurnOutput{}, classify(err)
 		}
@@ -130,9 +137,10 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 			// starts when the turn ends, and so does one with a large
 			// input, which the signal would put in the history twice.
 			if tu, ok := block.(llm.ToolUse); ok && stopped && in.Eager && len(tu.Input) <= BlobThreshold {
-				pub.flush() // what streamed before the call is shown before it
+				pub.flush()                                // what streamed before the call is shown before it
+				pos := len(asm.Turn().Message.Content) - 1 // the earlier blocks are complete
 				err := activity.GetClient(ctx).SignalWorkflow(ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID,
-					signalToolUse, toolUseSignal{Source: source, Use: tu})
+					signalToolUse, toolUseSignal{Source: source, Use: tu, Pos: pos})
 				if err == nil {
 					calls++
 				} else {
@@ -162,10 +170,12 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 // each tool call whose input is complete.
 const signalToolUse = "agentloop.tool_use"
 
-// toolUseSignal is a complete tool call of the model turn attempt Source.
+// toolUseSignal is a complete tool call of the model turn attempt Source,
+// the block at Pos of its message.
 type toolUseSignal struct {
 	Source string      `json:"source"`
 	Use    llm.ToolUse `json:"use"`
+	Pos    int         `json:"pos"`
 }
 
 // attemptSource names the attempt of the activity: its signals are told

@@ -235,7 +235,8 @@ func (c *cli) serve(ctx context.Context, o *options, t Temporal, stdout, stderr 
 	}
 	logger := newLogger(stderr, o.verbose, key, token)
 	t.Logger = logger
-	client := llm.New(llm.Config{APIKey: key, AuthToken: token, BaseURL: c.getenv("ANTHROPIC_BASE_URL"),
+	// MaxAttempts 1: Temporal retries the model activity (durable.Config.Model).
+	client := llm.New(llm.Config{APIKey: key, AuthToken: token, BaseURL: c.getenv("ANTHROPIC_BASE_URL"), MaxAttempts: 1,
 		HTTPClient: httpClient(logger, o.verbose), Logger: logger, Telemetry: o.telemetry})
 	s, err := c.newSession(ctx, o, client, logger, stdout, stderr, false)
 	if err != nil {
