@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/agentloop/agentloop/internal/telemetry"
 	"github.com/agentloop/agentloop/llm"
@@ -48,7 +49,17 @@ type Config struct {
 	// again; the model gets an is_error result saying it may or may not
 	// have run. Default none: every tool is at-least-once.
 	AtMostOnce []string
+	// BlobStore is the store of the DataConverter the worker's client
+	// uses, if any. Without one, a tool result over [PayloadLimit] cannot
+	// cross Temporal: the model gets an is_error result saying so, and the
+	// call is not retried. Default nil.
+	BlobStore BlobStore
 }
+
+// PayloadLimit is the largest encoded tool result a run carries without a
+// BlobStore: Temporal's 2 MiB payload limit, less a margin for the rest of
+// the activity's completion.
+const PayloadLimit = 2<<20 - 64<<10
 
 // Error types of the activities' application errors, for the workflow to
 // classify a failure by, since a Go error does not cross the wire.
@@ -228,8 +239,23 @@ func (a *Activities) CallTool(ctx context.Context, call llm.ToolUse, approved bo
 		// what a cancelled activity means.
 		return ToolOutput{}, err
 	}
-	return ToolOutput{ToolResult: res, Duration: took}, nil
+	out := ToolOutput{ToolResult: res, Duration: took}
+	if a.cfg.BlobStore == nil {
+		// Measured as it will go, compressed, images included: a result
+		// Temporal refuses would fail the activity, run the tool again and
+		// again, and tell the model only that its worker failed.
+		if p, err := dataConverter.ToPayload(out); err == nil && proto.Size(p) > PayloadLimit {
+			out.ToolResult = notRun(call, fmt.Sprintf("not delivered: this call ran, but its result is %d bytes encoded, over the %d "+
+				"that a durable run carries without a blob store. Ask for less at once: a part, a summary, or a file to read in pieces.",
+				proto.Size(p), PayloadLimit))
+		}
+	}
+	return out, nil
 }
+
+// dataConverter is DataConverter(nil), which measures a payload as it goes
+// without a blob store.
+var dataConverter = DataConverter(nil)
 
 // heartbeat heartbeats for the activity of ctx until the returned function
 // is called, three times per heartbeat timeout, so that the server notices a

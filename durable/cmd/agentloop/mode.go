@@ -64,8 +64,12 @@ func (mode) Serve(ctx context.Context, t cli.Temporal, w cli.Worker) error {
 	}
 	defer c.Close()
 	wk := worker.New(c, t.TaskQueue, worker.Options{})
+	var store durable.BlobStore
+	if t.Blobs != "" {
+		store = durable.DirStore(t.Blobs)
+	}
 	if err := durable.Register(wk, durable.Config{Model: w.Model, Registry: w.Registry, Approve: w.Approve,
-		System: w.System, AtMostOnce: w.AtMostOnce, Telemetry: t.Telemetry}); err != nil {
+		System: w.System, AtMostOnce: w.AtMostOnce, Telemetry: t.Telemetry, BlobStore: store}); err != nil {
 		return err
 	}
 	stop := make(chan any)
