@@ -151,7 +151,7 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 				pub.flush()                                // what streamed before the call is shown before it
 				pos := len(asm.Turn().Message.Content) - 1 // the earlier blocks are complete
 				err := activity.GetClient(ctx).SignalWorkflow(ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID,
-					signalToolUse, toolUseSignal{Source: source, Use: tu, Pos: pos})
+					signalToolUse, toolUseSignal{Source: source, Use: tu, Pos: pos, Batches: pub.batches()})
 				if err == nil {
 					calls++
 				} else {
@@ -182,11 +182,12 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 const signalToolUse = "agentloop.tool_use"
 
 // toolUseSignal is a complete tool call of the model turn attempt Source,
-// the block at Pos of its message.
+// the block at Pos of its message, signalled after Batches of its text.
 type toolUseSignal struct {
-	Source string      `json:"source"`
-	Use    llm.ToolUse `json:"use"`
-	Pos    int         `json:"pos"`
+	Source  string      `json:"source"`
+	Use     llm.ToolUse `json:"use"`
+	Pos     int         `json:"pos"`
+	Batches int         `json:"batches,omitempty"`
 }
 
 // attemptSource names the attempt of the activity: its signals are told

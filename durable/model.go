@@ -65,7 +65,7 @@ func (m model) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Event,
 			RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second, MaximumAttempts: 5},
 		})
 		f := workflow.ExecuteActivity(actx, activityModelTurn, TurnInput{Request: req, Stream: r.in.Stream && turn, Eager: turn && len(req.Tools) > 0})
-		s := signalled{id: id, ch: workflow.GetSignalChannel(r.root, signalToolUse), yield: yield, done: map[string]bool{}}
+		s := signalled{run: r, id: id, ch: workflow.GetSignalChannel(r.root, signalToolUse), yield: yield, done: map[string]bool{}}
 		stop := func(err error) {
 			cancel()
 			yield(nil, err)
@@ -128,10 +128,11 @@ func (m model) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Event,
 
 // signalled yields the calls a model activity signals, as they come.
 type signalled struct {
+	*run
 	id      string // the activity's
 	ch      workflow.ReceiveChannel
 	yield   func(llm.Event, error) bool
-	started bool            // MessageStart went
+	opened  bool            // MessageStart went
 	source  string          // the attempt whose calls were yielded
 	n       int             // calls yielded
 	done    map[string]bool // their ids
@@ -140,8 +141,8 @@ type signalled struct {
 
 // emit yields evs, after a MessageStart if none went yet.
 func (s *signalled) emit(evs ...llm.Event) bool {
-	if !s.started {
-		s.started = true
+	if !s.opened {
+		s.opened = true
 		evs = append([]llm.Event{llm.MessageStart{}}, evs...)
 	}
 	for _, ev := range evs {
@@ -164,6 +165,11 @@ func (s *signalled) receive(want string) error {
 			continue // an earlier activity's, or an earlier attempt's
 		case s.source != "" && sig.Source != s.source:
 			return errAttemptChanged
+		}
+		// What streamed before the call is shown before it: the batches
+		// were signalled first, but their coroutine may not have run yet.
+		if err := workflow.Await(s.root, func() bool { return s.ev.received[sig.Source] >= sig.Batches }); err != nil {
+			return err
 		}
 		s.source = sig.Source
 		s.n++
