@@ -83,6 +83,9 @@ func (m model) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Event,
 				stop(err)
 				return
 			}
+			if s.stopped {
+				return // the deferred cancel stops the activity
+			}
 		}
 		var out TurnOutput
 		if err := f.Get(r.root, &out); err != nil {
