@@ -53,7 +53,8 @@ type Config struct {
 	MaxTotalTokens int64
 	// MaxAttempts is how many times a turn is tried whose stream fails
 	// transiently ([llm.IsRetryable]) after output arrived, where the llm
-	// client no longer retries, waiting by [llm.RetryWait]. Default 3; 1: no retry.
+	// client no longer retries, waiting by [Runtime].Backoff (by default
+	// [llm.RetryWait]). Default 3; 1: no retry.
 	MaxAttempts int
 	// DisableCache turns off prompt caching, which is on by default.
 	DisableCache bool
