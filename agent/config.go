@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agentloop/agentloop/internal/looprules"
 	"github.com/agentloop/agentloop/internal/telemetry" // otel hook
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
@@ -54,7 +53,8 @@ type Config struct {
 	MaxTotalTokens int64
 	// MaxAttempts is how many times a turn is tried whose stream fails
 	// transiently ([llm.IsRetryable]) after output arrived, where the llm
-	// client no longer retries, waiting by [llm.RetryWait]. Default 3; 1: no retry.
+	// client no longer retries, waiting by [Runtime].Backoff (by default
+	// [llm.RetryWait]). Default 3; 1: no retry.
 	MaxAttempts int
 	// DisableCache turns off prompt caching, which is on by default.
 	DisableCache bool
@@ -72,6 +72,11 @@ type Config struct {
 	// Logger receives a line for each unusual event: retries, unknown stop
 	// reasons, compactions. Default: discard.
 	Logger *slog.Logger
+	// Runtime runs the tool calls and keeps the time (see [Runtime]).
+	// Default nil: the Registry's calls on goroutines, and the system
+	// clock. A Runtime of one's own brings its own tools, so Tools and
+	// Registry must then be unset.
+	Runtime Runtime
 
 	// otel hook: the three fields below.
 
@@ -89,8 +94,9 @@ type Config struct {
 // An Agent runs the think → act → observe loop over one conversation. Its
 // runs must not overlap, since they share its history; Agents are cheap.
 type Agent struct {
-	cfg       Config                                                  // with defaults, and Model wrapped by Middleware
-	retryWait func(ctx context.Context, attempt int, err error) error // tests shorten it
+	cfg       Config // with defaults, and Model wrapped by Middleware
+	rt        Runtime
+	retryWait func(ctx context.Context, attempt int, err error) error // rt.Backoff; tests shorten it
 	busy      atomic.Bool                                             // a run is in progress
 	otel      *telemetry.Instruments                                  // otel hook
 }
@@ -116,9 +122,12 @@ func New(cfg Config) (*Agent, error) {
 		// The API's rule: the thinking budget is part of max_tokens.
 		return nil, fmt.Errorf("agent: Config.Thinking.BudgetTokens (%d) must be below the history's MaxTokens (%d)", th.BudgetTokens, max)
 	}
-	cfg.MaxIterations = cmp.Or(cfg.MaxIterations, looprules.MaxIterations)
+	if cfg.Runtime != nil && (cfg.Registry != nil || len(cfg.Tools) > 0) {
+		return nil, errors.New("agent: Config.Tools and Config.Registry must be unset with a Config.Runtime, which brings its own tools")
+	}
+	cfg.MaxIterations = cmp.Or(cfg.MaxIterations, DefaultMaxIterations)
 	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, 3)
-	cfg.RepeatLimit = cmp.Or(cfg.RepeatLimit, looprules.RepeatLimit)
+	cfg.RepeatLimit = cmp.Or(cfg.RepeatLimit, 3)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	if cfg.Registry == nil {
 		cfg.Registry = tool.NewRegistry(tool.Config{Logger: cfg.Logger})
@@ -138,7 +147,8 @@ func New(cfg Config) (*Agent, error) {
 			return nil, errors.New("agent: Config.Middleware returned a nil Model")
 		}
 	}
-	return &Agent{cfg: cfg, retryWait: llm.RetryWait,
+	rt := cmp.Or[Runtime](cfg.Runtime, goroutines{cfg.Registry})
+	return &Agent{cfg: cfg, rt: rt, retryWait: rt.Backoff,
 		// otel hook: spans only; the model calls' metrics are the *llm.Client's.
 		otel: telemetry.Spans("github.com/agentloop/agentloop/agent", cfg.Telemetry.TracerProvider, cfg.Telemetry.CaptureContent)}, nil
 }
@@ -156,6 +166,7 @@ const (
 	Failed         State = "failed"          // an error, returned alongside, ended the run; the history is rolled back
 	TimeLimit      State = "time_limit"      // the run hit Config.MaxDuration
 	TokenLimit     State = "token_limit"     // the run hit Config.MaxTotalTokens
+	Paused         State = "paused"          // Config.Runtime paused the run between two turns; see Runtime.Pause
 )
 
 // Result is the outcome of a run: [Agent.Run] returns it, and

@@ -20,7 +20,16 @@
 // is_error result, so that the model writes the call again, shorter, where
 // stopping would lose the turn's work.
 //
-// A turn whose stream fails transiently after output arrived is retried
-// whole, up to [Config.MaxAttempts], with a [Retry] event telling the
-// caller to discard what it showed.
+// A turn whose stream fails transiently after output arrived is retried,
+// up to [Config.MaxAttempts], with a [Retry] event telling the caller to
+// discard what it showed. The tool calls the failed turn already ran are
+// not discarded: they run to their end and stay in the history, with their
+// results, before the retry, so that the model knows what it did.
+//
+// # Seams
+//
+// The loop starts no goroutine and reads no clock itself: tool calls and
+// time come from a [Runtime] (by default, the Registry on goroutines and
+// the system clock), turns from the [llm.Model]. Package durable gives both
+// its own, to run this same loop as a Temporal workflow.
 package agent

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,6 +15,7 @@ import (
 	at "github.com/agentloop/agentloop/anthropictest"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
+	"github.com/agentloop/agentloop/tool"
 )
 
 // TestMidStreamFailure checks that a turn that fails after output arrived
@@ -27,6 +30,7 @@ func TestMidStreamFailure(t *testing.T) {
 		events   []string
 		retries  []Retry
 		requests int
+		kept     []string // the history's exchange kept from a failed attempt
 	}{{
 		name: "error event after text, then success",
 		replies: []at.Reply{
@@ -38,14 +42,16 @@ func TestMidStreamFailure(t *testing.T) {
 		retries:  []Retry{{Attempt: 2, Error: "llm: overloaded_error: Overloaded (request req_anthropictest0000000001)", Discard: true}},
 		requests: 2,
 	}, {
+		// The call ran: its tool_use and result are kept, not its turn's text.
 		name: "reset after a tool call started, then success",
 		replies: []at.Reply{
-			at.NewStream().Text("Calling.").ToolUse("toolu_1", "block", `{"n":1}`).EndBlock().Reset(),
+			at.NewStream().Text("Calling.").ToolUse("toolu_1", "echo", `{"text":"hi"}`).EndBlock().Reset(),
 			at.NewStream().Text("The answer is 42.").Stop("end_turn"),
 		},
 		state:    Finished,
-		events:   []string{"turn_start", "tool_call_start", "tool_call", "retry", "turn_start", "result"},
+		events:   []string{"turn_start", "tool_call_start", "tool_call", "tool_done", "retry", "turn_start", "result"},
 		requests: 2,
+		kept:     []string{"assistant:", "user:hi"},
 	}, {
 		name: "stream that ends without message_stop, then success",
 		replies: []at.Reply{
@@ -118,17 +124,23 @@ func TestMidStreamFailure(t *testing.T) {
 			if n := len(srv.Requests()); n != tt.requests {
 				t.Errorf("%d requests, want %d", n, tt.requests)
 			}
-			// On success the history holds the user's message and the final
-			// turn: no partial turn, no error text, no tool call of a failed
-			// attempt. A failed run leaves it as it was: empty.
+			// On success the history holds the user's message, the calls a
+			// failed attempt ran, and the final turn: no partial turn, no
+			// error text. A failed run leaves it as it was: empty.
 			msgs := a.cfg.History.Messages()
 			var roles []string
 			for _, m := range msgs {
-				roles = append(roles, fmt.Sprintf("%s:%s", m.Role, llm.TextOf(m.Content)))
+				text := llm.TextOf(m.Content)
+				for _, b := range m.Content {
+					if r, ok := b.(llm.ToolResult); ok {
+						text += llm.TextOf(r.Content)
+					}
+				}
+				roles = append(roles, fmt.Sprintf("%s:%s", m.Role, text))
 			}
 			var want []string
 			if tt.state == Finished {
-				want = []string{"user:What is the answer?", "assistant:The answer is 42."}
+				want = slices.Concat([]string{"user:What is the answer?"}, tt.kept, []string{"assistant:The answer is 42."})
 			}
 			if diff := cmp.Diff(want, roles); diff != "" {
 				t.Errorf("history (-want +got):\n%s", diff)
@@ -272,5 +284,61 @@ func TestCompactionReportedWhenStillTooLong(t *testing.T) {
 	}
 	if n := len(srv.Requests()); n < 2 {
 		t.Errorf("%d requests, want summaries and the turn", n)
+	}
+}
+
+// TestEagerCallKept: a call that ran while a turn streamed stays in the
+// history, with its real result, when the turn fails and is tried again,
+// so that the model is not left unaware of its side effect and does not
+// do it twice. A failed run still takes it back, with the rest.
+func TestEagerCallKept(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		answer  error // of the second attempt
+		state   State
+		history []string
+	}{
+		{"retried", nil, Finished, []string{"user: count", "assistant: ", "user: count is 1", "assistant: Counted."}},
+		{"failed", errors.New("scripted: down"), Failed, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			n := 0
+			counter, err := tool.New("count", "Count.", func(context.Context, struct{}) (string, error) {
+				n++
+				return fmt.Sprintf("count is %d", n), nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := (&scripted{}).add(fmt.Errorf("reset: %w", llm.ErrIncompleteStream),
+				llm.MessageStart{},
+				llm.ToolUseStart{Index: 0, ID: "toolu_1", Name: "count", Input: json.RawMessage(`{}`)},
+				llm.BlockStop{Index: 0})
+			if tt.answer != nil {
+				m.add(tt.answer)
+			} else {
+				m.add(nil, textTurn("Counted.", llm.EndTurn)...)
+			}
+			a := newAgent(t, m, Config{Tools: []*tool.Tool{counter}, MaxAttempts: 2})
+			res, _ := a.Run(t.Context(), "count")
+			if res.State != tt.state {
+				t.Errorf("state = %s, want %s", res.State, tt.state)
+			}
+			if n != 1 {
+				t.Errorf("the tool ran %d times, want 1", n)
+			}
+			if len(m.reqs) != 2 {
+				t.Fatalf("%d requests, want 2", len(m.reqs))
+			}
+			// The retry itself was asked with the call and its result.
+			last := m.reqs[1].Messages
+			if got := len(last); got != 3 || llm.TextOf(last[2].Content[0].(llm.ToolResult).Content) != "count is 1" {
+				t.Errorf("the retry's request lacks the call's result: %+v", last)
+			}
+			if diff := cmp.Diff(tt.history, texts(a.cfg.History)); diff != "" {
+				t.Errorf("history (-want +got):\n%s", diff)
+			}
+			validHistory(t, a.cfg.History)
+		})
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentloop/agentloop/internal/looprules"
 	"github.com/agentloop/agentloop/internal/telemetry" // otel hook
 	"github.com/agentloop/agentloop/llm"
 )
@@ -19,7 +18,9 @@ import (
 // → observe → act; request.go builds the requests and spans.
 
 // Stream appends input to the history and runs the loop on it, yielding
-// its events, until the model ends its turn or a limit is hit.
+// its events, until the model ends its turn or a limit is hit. A blank
+// input goes on from a history that ends with the user's turn, such as
+// that of a run that ended [Paused]; otherwise it fails the run.
 //
 // The last event is always the run's [Result], with a nil error unless
 // the run ended [Failed] (the error wraps any [*llm.APIError]) or
@@ -43,17 +44,17 @@ func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error
 		defer cancel(nil)
 		if a.cfg.MaxDuration > 0 {
 			var stop context.CancelFunc
-			ctx, stop = context.WithTimeoutCause(ctx, a.cfg.MaxDuration, errMaxDuration)
+			ctx, stop = a.rt.WithTimeout(ctx, a.cfg.MaxDuration, errMaxDuration)
 			defer stop()
 		}
 		ctx, span := a.startRun(ctx, input) // otel hook: the invoke_agent span
 		defer span.End()
-		r := &run{Agent: a, ctx: ctx, cancel: cancel, yield: yield, specs: a.cfg.Registry.Specs()}
+		r := &run{Agent: a, ctx: ctx, cancel: cancel, yield: yield, specs: a.rt.Specs()}
 		rollback := a.cfg.History.Checkpoint()
 		state, err := r.loop(input)
 		// Every call's context has been cancelled by now.
-		grace, stopGrace := context.WithTimeout(context.WithoutCancel(ctx), toolGrace)
-		if err := a.cfg.Registry.Wait(grace); err != nil {
+		grace, stopGrace := a.rt.WithTimeout(context.WithoutCancel(ctx), toolGrace, context.DeadlineExceeded)
+		if err := a.rt.Wait(grace); err != nil {
 			r.cfg.Logger.Warn("agent: a tool handler ignored its cancelled context", "err", err)
 		}
 		stopGrace()
@@ -71,13 +72,13 @@ func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error
 		case state == Failed || state == Refused:
 			rollback()
 		case state == Cancelled || state == TimeLimit:
-			looprules.Interrupt(a.cfg.History, r.shown.String())
+			interrupt(a.cfg.History, r.shown.String())
 		}
 		telemetry.Repaired(r.ctx, a.cfg.History.Repair()) // whatever happened, leave a history the API accepts (otel hook)
 		if r.stopped {
 			return
 		}
-		res := Result{Text: r.text, State: state, Iterations: r.iter, Usage: r.usage, CostUSD: looprules.Cost(r.cfg.History, r.usage)}
+		res := Result{Text: r.text, State: state, Iterations: r.iter, Usage: r.usage, CostUSD: cost(r.cfg.History, r.usage)}
 		a.endRun(span, res, err) // otel hook
 		yield(res, err)
 	}
@@ -98,7 +99,7 @@ type run struct {
 	iter    int       // model calls so far
 	usage   llm.Usage // summed over every model call, retries included
 	text    string    // text of the latest turn
-	repeats looprules.Repeats
+	repeats repeats
 	shown   strings.Builder // text the current attempt has shown, for an interrupted run
 	cont    string          // latest code execution container id, for the next request
 }
@@ -113,11 +114,12 @@ func (r *run) emit(e Event) {
 
 // loop is the think → act → observe cycle; Stream turns its error to a state.
 func (r *run) loop(input string) (State, error) {
-	if strings.TrimSpace(input) == "" {
-		return Failed, looprules.ErrEmptyPrompt
-	}
 	r.cfg.History.SetPrefix(r.cfg.System, r.specs)
-	r.cfg.History.AppendUser(llm.Text{Text: input})
+	if strings.TrimSpace(input) != "" {
+		r.cfg.History.AppendUser(llm.Text{Text: input})
+	} else if msgs := r.cfg.History.Messages(); len(msgs) == 0 || msgs[len(msgs)-1].Role != llm.User {
+		return Failed, errEmptyPrompt
+	}
 	for {
 		if err := r.ctx.Err(); err != nil {
 			return Cancelled, err
@@ -129,6 +131,9 @@ func (r *run) loop(input string) (State, error) {
 		final := r.iter >= r.cfg.MaxIterations
 		if final && !r.cfg.FinalAnswer {
 			return IterationLimit, nil
+		}
+		if r.iter > 0 && !final && r.rt.Pause() { // each run takes a turn at least
+			return Paused, nil
 		}
 		r.iter++
 		t, err := r.turn(final)
@@ -151,9 +156,9 @@ type turn struct {
 	msg     llm.Message
 	stop    llm.StopReason
 	usage   llm.Usage
-	calls   []*pending        // in tool_use order
-	repeats looprules.Repeats // the repeat state after this turn's calls
-	yielded bool              // the model yielded at least one event
+	calls   []*pending // in tool_use order
+	repeats repeats    // the repeat state after this turn's calls
+	yielded bool       // the model yielded at least one event
 	cancel  context.CancelFunc
 }
 
@@ -173,7 +178,7 @@ func (r *run) turn(final bool) (*turn, error) {
 		r.usage = r.usage.Add(t.usage)
 		if err == nil {
 			r.shown.Reset() // the turn goes into the history whole
-			r.emit(UsageUpdate{Turn: t.usage, Total: r.usage, CostUSD: looprules.Cost(r.cfg.History, r.usage)})
+			r.emit(UsageUpdate{Turn: t.usage, Total: r.usage, CostUSD: cost(r.cfg.History, r.usage)})
 			return t, nil
 		}
 		switch {
@@ -200,8 +205,8 @@ func (r *run) turn(final bool) (*turn, error) {
 
 // think streams one model turn: it passes the events on, assembles the turn
 // and starts each tool call at its block's stop, while later blocks still
-// stream. On error the started calls are cancelled, and the partial turn
-// only says whether output had arrived.
+// stream. On error the calls that started are kept (see keep), and the
+// partial turn only says whether output had arrived.
 func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 	ctx, cancel := context.WithCancel(r.ctx)
 	t = &turn{cancel: cancel, repeats: r.repeats}
@@ -215,7 +220,7 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 		// Code runs on only in its container; a retry may continue a failed one's.
 		r.cont = cmp.Or(out.Container, r.cont)
 		if err != nil {
-			t.discard()
+			r.keep(t)
 		}
 	}()
 	ids := make(map[int]string) // tool_use block index → call id
@@ -256,65 +261,66 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 	}
 	t.msg, t.stop = out.Message, out.StopReason
 	if t.stop == llm.ModelContextWindowExceeded {
-		return t, looprules.ErrContextWindow // turn compacts and asks again
+		return t, errContextWindow // turn compacts and asks again
 	}
-	if c, ok := looprules.ServerCompaction(r.cfg.History, t.msg, out.Usage); ok {
+	if c, ok := serverCompaction(r.cfg.History, t.msg, out.Usage); ok {
 		r.cfg.Logger.Info("agent: the server compacted the history", slog.Int("before", c.Before))
 		r.emit(Compacted{c})
 	}
-	var cut []llm.ToolUse
-	t.msg, cut = looprules.Cut(t.msg, out.Incomplete)
-	for _, tu := range cut {
-		t.calls = append(t.calls, r.notRun(tu, looprules.CutOff))
+	var cutCalls []llm.ToolUse
+	t.msg, cutCalls = cut(t.msg, out.Incomplete)
+	for _, tu := range cutCalls {
+		t.calls = append(t.calls, r.notRun(tu, cutOff))
 	}
 	r.text = llm.TextOf(t.msg.Content)
 	return t, nil
 }
 
 // observe applies the turn's stop reason: the state the run ends in, if it
-// does, and whether the loop goes on.
+// does, and whether the loop goes on. Whatever the stop reason (tool_use,
+// or max_tokens cutting a later block), answered calls keep the history
+// valid and the model going; only a refusal ends the run first.
 func (r *run) observe(t *turn) (State, bool) {
-	o, known := looprules.Stop(t.stop, len(t.calls) > 0)
-	switch o {
-	case looprules.Refuse:
+	switch {
+	case t.stop == llm.Refusal:
 		// Stream takes the refused exchange back, as the API asks.
 		t.discard()
 		return Refused, false
-	case looprules.Act:
+	case len(t.calls) > 0:
 		r.act(t)
 		return "", true
 	}
 	if len(t.msg.Content) > 0 {
 		r.cfg.History.AppendAssistant(t.msg, t.usage)
 	}
-	switch {
-	case o == looprules.Resume:
+	switch t.stop {
+	case llm.PauseTurn, llm.CompactionStop:
 		// Sent back as the last message, the paused turn resumes: after a
 		// compaction, from the summary.
 		return "", true
-	case o == looprules.Truncate:
+	case llm.MaxTokens:
 		return Truncated, false
-	case !known:
+	case llm.EndTurn, llm.StopSequence, llm.ToolUseStop: // tool_use: only server tools ran
+	default:
 		r.cfg.Logger.Warn("agent: unknown stop reason; treating it as end_turn", "stop_reason", t.stop)
 	}
 	return Finished, false
 }
 
-// A pending call is a tool call started while its turn streams. res and
-// took (start to finish, not to collection) are set before done closes.
+// A pending call is a tool call started while its turn streams. wait
+// returns its result and its own running time, once.
 type pending struct {
 	call llm.ToolUse
-	done chan struct{}
-	res  llm.ToolResult
-	took time.Duration
+	ran  bool // the Runtime started it: the loop did not answer it itself
+	wait func() (llm.ToolResult, time.Duration)
 }
 
 // startCall reports call and starts it under the turn's ctx, unless the
-// loop's rules (looprules.Check) or Approve stop it: on the stream's
-// goroutine, to see calls in order and let Approve ask a person.
-func (r *run) startCall(ctx context.Context, rep *looprules.Repeats, call llm.ToolUse, final bool) *pending {
+// loop's rules (check) or Approve stop it: on the stream's goroutine, to
+// see calls in order and let Approve ask a person.
+func (r *run) startCall(ctx context.Context, rep *repeats, call llm.ToolUse, final bool) *pending {
 	r.emit(ToolCall{ID: call.ID, Name: call.Name, Input: call.Input})
-	if why, skip := looprules.Check(rep, r.cfg.RepeatLimit, call, final); skip {
+	if why, skip := check(rep, r.cfg.RepeatLimit, call, final); skip {
 		return r.notRun(call, why)
 	}
 	if r.cfg.Approve != nil {
@@ -323,24 +329,19 @@ func (r *run) startCall(ctx context.Context, rep *looprules.Repeats, call llm.To
 		}
 	}
 	ctx, span := r.otel.StartTool(ctx, call.Name, call.ID, call.Input) // otel hook: the execute_tool span
-	p := &pending{call: call, done: make(chan struct{})}
-	began, wait := time.Now(), r.cfg.Registry.Start(ctx, call)
-	// Waiting here times the call, not the stream; wait returns once ctx ends.
-	go func() {
-		p.res = wait()
-		p.took = time.Since(began)
-		r.otel.EndTool(span, p.res.IsError, llm.TextOf(p.res.Content)) // otel hook
-		close(p.done)
-	}()
-	return p
+	wait := r.rt.Start(ctx, call)
+	return &pending{call: call, ran: true, wait: func() (llm.ToolResult, time.Duration) {
+		res, took := wait()
+		r.otel.EndTool(span, res.IsError, llm.TextOf(res.Content)) // otel hook
+		return res, took
+	}}
 }
 
 // notRun returns a call that was not run, whose is_error result says why.
 func (r *run) notRun(call llm.ToolUse, why string) *pending {
 	telemetry.Event(r.ctx, telemetry.EventNotRun, telemetry.ToolKeys(call.Name, call.ID)...) // otel hook
-	p := &pending{call: call, done: make(chan struct{}), res: looprules.NotRun(call.ID, why)}
-	close(p.done)
-	return p
+	res := notRunResult(call.ID, why)
+	return &pending{call: call, wait: func() (llm.ToolResult, time.Duration) { return res, 0 }}
 }
 
 // act appends turn t and the results of its calls, in tool_use order, to
@@ -350,17 +351,44 @@ func (r *run) act(t *turn) {
 	r.repeats = t.repeats
 	results := make([]llm.Block, len(t.calls))
 	for i, p := range t.calls {
-		<-p.done
-		results[i] = p.res
-		r.emit(ToolDone{ID: p.call.ID, Name: p.call.Name, Content: looprules.Shown(p.res.Content), IsError: p.res.IsError, Duration: p.took})
+		results[i] = r.collect(p)
 	}
 	r.cfg.History.AppendUser(results...)
+}
+
+// collect waits for call p and reports its outcome.
+func (r *run) collect(p *pending) llm.ToolResult {
+	res, took := p.wait()
+	r.emit(ToolDone{ID: p.call.ID, Name: p.call.Name, Content: shown(res.Content), IsError: res.IsError, Duration: took})
+	return res
+}
+
+// keep ends the calls of a turn that failed. A call that ran may have
+// changed the world, and the turn that asked for it vanishes: so keep
+// waits for each (they run on, unless the run is cancelled) and puts
+// those that ran in the history, their tool_use blocks as an assistant
+// turn of their own and their real results after it. The model, asked
+// again, sees what it already did, and is never left unaware of a side
+// effect. A run that then fails rolls them back with the rest.
+func (r *run) keep(t *turn) {
+	var uses, results []llm.Block
+	for _, p := range t.calls {
+		if res := r.collect(p); p.ran {
+			uses, results = append(uses, p.call), append(results, res)
+		}
+	}
+	t.cancel()
+	if len(uses) > 0 {
+		r.cfg.History.AppendAssistant(llm.Message{Role: llm.Assistant, Content: uses}, llm.Usage{})
+		r.cfg.History.AppendUser(results...)
+		r.repeats = t.repeats
+	}
 }
 
 // discard cancels the calls t started and waits for them to return.
 func (t *turn) discard() {
 	t.cancel()
 	for _, p := range t.calls {
-		<-p.done
+		p.wait()
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	at "github.com/agentloop/agentloop/anthropictest"
-	"github.com/agentloop/agentloop/internal/looprules"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 )
@@ -55,7 +54,7 @@ func TestNoPrefillOnCurrentModels(t *testing.T) {
 		}, "user"},
 		{"an interrupted run", nil, func(h *memory.History) {
 			h.AppendUser(llm.Text{Text: "tell me a story"})
-			answer(h, llm.Text{Text: "Once"}, llm.Text{Text: looprules.Interrupted})
+			answer(h, llm.Text{Text: "Once"}, llm.Text{Text: interrupted})
 		}, "user"},
 		{"a turn left paused", nil, func(h *memory.History) {
 			h.AppendUser(llm.Text{Text: "search"})

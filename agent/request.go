@@ -7,22 +7,39 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/agentloop/agentloop/internal/looprules"
 	"github.com/agentloop/agentloop/internal/telemetry" // otel hook
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 )
 
 // request builds the next request from the history, repaired first and,
-// when it has outgrown its limit, compacted.
+// when it has outgrown its limit, compacted. A history that cannot shrink
+// is sent anyway, since its count may be a high estimate: the API's 400
+// would make the loop compact again. A final request, at the iteration
+// limit, still lists the tools, since the history holds calls of them, but
+// lets the model call none.
 func (r *run) request(final bool) (llm.Request, error) {
-	fixes, err := looprules.Prepare(r.cfg.History, r.cfg.Logger, r.compact)
-	telemetry.Repaired(r.ctx, fixes) // otel hook
-	if err != nil {
-		return llm.Request{}, err
+	h := r.cfg.History
+	if fixes := h.Repair(); len(fixes) > 0 {
+		r.cfg.Logger.Warn("agent: repaired the history", "fixes", fixes)
+		telemetry.Repaired(r.ctx, fixes) // otel hook
 	}
-	return looprules.Request(r.cfg.History, looprules.Settings{System: r.cfg.System, Tools: r.specs, Thinking: r.cfg.Thinking,
-		Effort: r.cfg.Effort, NoCache: r.cfg.DisableCache, Container: r.cont}, final), nil
+	if h.NeedsCompaction() {
+		if err := r.compact(); errors.Is(err, memory.ErrCannotCompact) {
+			r.cfg.Logger.Warn("agent: sending a history over the context limit", "err", err)
+		} else if err != nil {
+			return llm.Request{}, err
+		}
+	}
+	hc := h.Config()
+	req := llm.Request{Model: hc.Model, MaxTokens: hc.MaxTokens, System: r.cfg.System, Messages: h.Messages(),
+		Tools: r.specs, Thinking: r.cfg.Thinking, Effort: r.cfg.Effort, Cache: !r.cfg.DisableCache, Container: r.cont,
+		// Context editing and server compaction, as the history's strategy has it.
+		ContextEdits: h.ContextManagement(thinks(hc.Model, r.cfg.Thinking))}
+	if final && len(r.specs) > 0 {
+		req.ToolChoice = &llm.ToolChoice{Type: "none"}
+	}
+	return req, nil
 }
 
 // compact compacts the history and reports it when it shrank, also when

@@ -14,7 +14,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	at "github.com/agentloop/agentloop/anthropictest"
-	"github.com/agentloop/agentloop/internal/looprules"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/tool"
@@ -105,7 +104,7 @@ func TestInterruptedRunReadsNaturally(t *testing.T) {
 	for _, m := range srv.Requests()[1].Messages() {
 		got = append(got, m.Role+": "+m.Text)
 	}
-	want := []string{"user: tell me a story", "assistant: The first half" + looprules.Interrupted, "user: go on"}
+	want := []string{"user: tell me a story", "assistant: The first half" + interrupted, "user: go on"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("second request (-want +got):\n%s", diff)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	at "github.com/agentloop/agentloop/anthropictest"
-	"github.com/agentloop/agentloop/internal/looprules"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 )
@@ -111,7 +110,7 @@ func TestStopReasons(t *testing.T) {
 			}
 			res := reqs[1].ToolResults()
 			if len(res) != 2 || res[0].IsError || res[0].Content[0].Text != "whole" ||
-				!res[1].IsError || res[1].Content[0].Text != looprules.CutOff {
+				!res[1].IsError || res[1].Content[0].Text != cutOff {
 				t.Errorf("tool results = %+v", res)
 			}
 		},

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/agentloop/agentloop/internal/telemetry"
 	"github.com/agentloop/agentloop/llm"
@@ -21,7 +22,9 @@ import (
 // required.
 type Config struct {
 	// Model streams the model turns. Required. An [*llm.Client] in
-	// production.
+	// production, with MaxAttempts 1: Temporal's retry policy is the one
+	// that retries a model turn, and a client that retries too multiplies
+	// the requests of a failing turn.
 	Model llm.Model
 	// Registry runs the tool calls. Default: an empty registry.
 	Registry *tool.Registry
@@ -46,13 +49,24 @@ type Config struct {
 	// again; the model gets an is_error result saying it may or may not
 	// have run. Default none: every tool is at-least-once.
 	AtMostOnce []string
+	// BlobStore is the store of the DataConverter the worker's client
+	// uses, if any. Without one, a tool result over [PayloadLimit] cannot
+	// cross Temporal: the model gets an is_error result saying so, and the
+	// call is not retried. Default nil.
+	BlobStore BlobStore
 }
+
+// PayloadLimit is the largest encoded tool result a run carries without a
+// BlobStore: Temporal's 2 MiB payload limit, less a margin for the rest of
+// the activity's completion.
+const PayloadLimit = 2<<20 - 64<<10
 
 // Error types of the activities' application errors, for the workflow to
 // classify a failure by, since a Go error does not cross the wire.
 const (
 	errPromptTooLong = "PromptTooLong"
 	errAPI           = "APIError"
+	errAfterCalls    = "AfterCalls" // a model turn failed after it handed over a call
 )
 
 // Activities are the activities of a durable run. Register them with
@@ -115,6 +129,10 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 	var asm llm.Assembler
 	calls := 0
 	for ev, err := range a.cfg.Model.Stream(ctx, in.Request) {
+		if err != nil && calls > 0 && ctx.Err() == nil {
+			// Its calls may have run: the agent decides (see model).
+			return TurnOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), errAfterCalls, nil)
+		}
 		if err != nil {
 			return TurnOutput{}, classify(err)
 		}
@@ -130,9 +148,10 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 			// starts when the turn ends, and so does one with a large
 			// input, which the signal would put in the history twice.
 			if tu, ok := block.(llm.ToolUse); ok && stopped && in.Eager && len(tu.Input) <= BlobThreshold {
-				pub.flush() // what streamed before the call is shown before it
+				pub.flush()                                // what streamed before the call is shown before it
+				pos := len(asm.Turn().Message.Content) - 1 // the earlier blocks are complete
 				err := activity.GetClient(ctx).SignalWorkflow(ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID,
-					signalToolUse, toolUseSignal{Source: source, Use: tu})
+					signalToolUse, toolUseSignal{Source: source, Use: tu, Pos: pos, Batches: pub.batches()})
 				if err == nil {
 					calls++
 				} else {
@@ -162,10 +181,13 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 // each tool call whose input is complete.
 const signalToolUse = "agentloop.tool_use"
 
-// toolUseSignal is a complete tool call of the model turn attempt Source.
+// toolUseSignal is a complete tool call of the model turn attempt Source,
+// the block at Pos of its message, signalled after Batches of its text.
 type toolUseSignal struct {
-	Source string      `json:"source"`
-	Use    llm.ToolUse `json:"use"`
+	Source  string      `json:"source"`
+	Use     llm.ToolUse `json:"use"`
+	Pos     int         `json:"pos"`
+	Batches int         `json:"batches,omitempty"`
 }
 
 // attemptSource names the attempt of the activity: its signals are told
@@ -218,8 +240,23 @@ func (a *Activities) CallTool(ctx context.Context, call llm.ToolUse, approved bo
 		// what a cancelled activity means.
 		return ToolOutput{}, err
 	}
-	return ToolOutput{ToolResult: res, Duration: took}, nil
+	out := ToolOutput{ToolResult: res, Duration: took}
+	if a.cfg.BlobStore == nil {
+		// Measured as it will go, compressed, images included: a result
+		// Temporal refuses would fail the activity, run the tool again and
+		// again, and tell the model only that its worker failed.
+		if p, err := dataConverter.ToPayload(out); err == nil && proto.Size(p) > PayloadLimit {
+			out.ToolResult = notRun(call, fmt.Sprintf("not delivered: this call ran, but its result is %d bytes encoded, over the %d "+
+				"that a durable run carries without a blob store. Ask for less at once: a part, a summary, or a file to read in pieces.",
+				proto.Size(p), PayloadLimit))
+		}
+	}
+	return out, nil
 }
+
+// dataConverter is DataConverter(nil), which measures a payload as it goes
+// without a blob store.
+var dataConverter = DataConverter(nil)
 
 // heartbeat heartbeats for the activity of ctx until the returned function
 // is called, three times per heartbeat timeout, so that the server notices a

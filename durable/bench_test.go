@@ -23,7 +23,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 	b.Run("in-process", func(b *testing.B) {
 		e := newEnv(b, conversational())
 		add, _ := adder()
-		model := llm.New(llm.Config{BaseURL: e.api.URL})
+		model := llm.New(llm.Config{BaseURL: e.api.URL, MaxAttempts: 1})
 		b.ResetTimer()
 		for i := range b.N {
 			a, err := agent.New(agent.Config{Model: model, Tools: []*tool.Tool{add}, History: memory.New(memory.Config{})})

@@ -11,7 +11,6 @@ import (
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/anthropictest"
-	"github.com/agentloop/agentloop/internal/looprules"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
 )
@@ -37,7 +36,7 @@ func TestCutShort(t *testing.T) {
 			t.Errorf("state = %s, want %s", res.State, state)
 		}
 		h := res.History
-		if len(h) != 4 || llm.TextOf(h[2].Content[0].(llm.ToolResult).Content) != "cancelled" || llm.TextOf(h[3].Content) != looprules.Interrupted {
+		if len(h) != 4 || llm.TextOf(h[2].Content[0].(llm.ToolResult).Content) != "cancelled" || llm.TextOf(h[3].Content) != "[interrupted]" {
 			t.Errorf("history = %+v, want the call cancelled and the turn interrupted", h)
 		}
 	}

@@ -276,7 +276,7 @@ func killMidTool(t *testing.T, e *env, queue string, atMostOnce bool, wantRan []
 		t.Fatal(err)
 	}
 	w := worker.New(c, queue, testWorkerOptions())
-	if err := Register(w, Config{Model: llm.New(llm.Config{BaseURL: e.api.URL}), Registry: reg}); err != nil {
+	if err := Register(w, Config{Model: llm.New(llm.Config{BaseURL: e.api.URL, MaxAttempts: 1}), Registry: reg}); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Start(); err != nil {

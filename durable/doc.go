@@ -1,14 +1,18 @@
 // Package durable runs the agent loop as a Temporal workflow, so that a run
 // survives the death of the process that runs it.
 //
-// The loop is the one package agent runs, split where Temporal needs it:
+// The workflow runs package agent's own loop (an agent.Agent), through the
+// loop's seams (agent.Runtime, llm.Model, agent.Config.Approve), split
+// where Temporal needs it:
 //
 //   - Each model turn is an activity ([Activities.ModelTurn]). It streams
-//     with the worker's [llm.Model] (an [*llm.Client]), which retries
-//     transient errors before any output itself, and returns the assembled
-//     message, stop reason and usage. Any other failure goes to Temporal's
-//     retry policy, except a 4xx (not [llm.IsRetryable]), which is not
-//     retried.
+//     with the worker's [llm.Model] (an [*llm.Client] that does not retry
+//     itself) and returns the assembled message, stop reason and usage. A
+//     transient failure goes to Temporal's retry policy, after the
+//     server's retry-after if it sent one; a 4xx (not [llm.IsRetryable]) is
+//     not retried. A failure after the turn handed over a tool call is the
+//     agent's to retry, since the call may have run: it is kept, with its
+//     result, in the history before the retry.
 //   - Each tool call is an activity ([Activities.CallTool]). The calls of a
 //     turn run in parallel, except that the calls of a [tool.Tool] marked
 //     Sequential, and those of the tools that share a Queue, run one after
@@ -17,18 +21,18 @@
 //     on another worker: tool calls are at-least-once. A tool named in
 //     [Config.AtMostOnce] is never retried; the model gets an is_error
 //     result instead.
-//   - Everything else runs in the workflow, deterministically: the history
-//     with its rules (package memory's own code), compaction (whose summary
-//     call is a ModelTurn activity), the limits, every stop reason, repeat
-//     detection and approvals.
+//   - Everything else is agent's and memory's own code, run in the workflow,
+//     deterministically: the history with its rules, compaction (whose
+//     summary call is a ModelTurn activity), the limits, every stop reason,
+//     repeat detection and approvals.
 //
 // As in process, a call starts the moment its input has streamed: the
 // model activity signals it to the workflow, which starts its activity
 // while the turn still streams (one whose input is over [BlobThreshold]
 // starts when the turn ends, to keep it out of the history twice). If the
-// turn's attempt fails, the calls it started are cancelled, and only the
-// next attempt's calls reach the history. A continue-as-new carries the
-// history with its exact token counts (memory's Encode).
+// turn then fails, the calls it started run to their end and stay in the
+// history, as in process. A continue-as-new carries the history with its
+// exact token counts (memory's Encode).
 //
 // [Tracing] carries the trace context from a client through the workflow
 // into the activities, so that a run's chat and execute_tool spans
@@ -49,8 +53,9 @@
 // results and durations, and its compactions; [Stream] reads them, with a
 // long-poll update. A summary call's text is not streamed.
 //
-// A run continues as new after [Input].TurnsPerRun model turns, carrying
-// the conversation over, so that its workflow history stays bounded. The
+// A run continues as new between two turns when Temporal suggests it (or
+// after [Input].TurnsPerRun turns, if set), carrying the conversation over,
+// so that its workflow history stays bounded. The
 // [DataConverter] compresses payloads, and moves any that are still large
 // into a [BlobStore] shared by the workers and clients, so that Temporal's
 // 2 MB payload limit caps neither a conversation nor a tool input. A

@@ -61,7 +61,7 @@ func testWorkerOptions() worker.Options {
 func (e *env) worker(t testing.TB, queue string, cfg Config, tools ...*tool.Tool) worker.Worker {
 	t.Helper()
 	if cfg.Model == nil {
-		cfg.Model = llm.New(llm.Config{BaseURL: e.api.URL})
+		cfg.Model = llm.New(llm.Config{BaseURL: e.api.URL, MaxAttempts: 1})
 	}
 	if cfg.Registry == nil {
 		cfg.Registry = tool.NewRegistry(tool.Config{})

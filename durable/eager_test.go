@@ -2,10 +2,10 @@ package durable
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,7 +80,7 @@ func TestToolsStartWhileModelStreams(t *testing.T) {
 		return "first ran", nil
 	}))
 	add, _ := adder()
-	e.worker(t, "eager", Config{Model: holdAfterFirst[llm.ToolUseStart](llm.New(llm.Config{BaseURL: e.api.URL}), ran)}, first, add)
+	e.worker(t, "eager", Config{Model: holdAfterFirst[llm.ToolUseStart](llm.New(llm.Config{BaseURL: e.api.URL, MaxAttempts: 1}), ran)}, first, add)
 	res := e.run(t, "eager", "eager", Input{Prompt: "go"})
 	if res.Text != "Done." {
 		t.Errorf("text = %q, want Done.", res.Text)
@@ -96,26 +96,36 @@ func TestToolsStartWhileModelStreams(t *testing.T) {
 }
 
 // TestEagerCallsOfFailedAttempt: a turn that fails after a call started is
-// tried again; the failed attempt's call is cancelled, as in process, and
-// only the new attempt's calls reach the history.
+// tried again, by the agent's loop as in process; the failed attempt's
+// call runs once, and it and its real result are in the history before
+// the retry, so that the model knows what it already did.
 func TestEagerCallsOfFailedAttempt(t *testing.T) {
 	e := newEnv(t,
-		anthropictest.NewStream().ToolUse("toolu_1", "wait", `{}`).Text("and then").Reset(),
+		anthropictest.NewStream().ToolUse("toolu_1", "count", `{}`).Text("and then").Reset(),
 		anthropictest.NewStream().ToolUse("toolu_2", "add", `{"a":1,"b":2}`).Stop("tool_use"),
 		anthropictest.NewStream().Text("3.").Stop("end_turn"),
 	)
-	started, cancelled := make(chan struct{}), make(chan error, 1)
-	wait := tool.Must(tool.New("wait", "waits until cancelled", func(ctx context.Context, _ none) (string, error) {
-		close(started)
-		<-ctx.Done()
-		cancelled <- ctx.Err()
-		return "", ctx.Err()
+	ran := make(chan struct{})
+	var runs atomic.Int32
+	count := tool.Must(tool.New("count", "counts its runs", func(ctx context.Context, _ none) (string, error) {
+		n := runs.Add(1)
+		if n == 1 {
+			close(ran)
+		}
+		return fmt.Sprintf("counted %d", n), nil
 	}))
 	add, _ := adder()
-	e.worker(t, "eager-retry", Config{Model: holdAfterFirst[llm.ToolUseStart](llm.New(llm.Config{BaseURL: e.api.URL}), started)}, wait, add)
-	res := e.run(t, "eager-retry", "eager-retry", Input{Prompt: "go", Heartbeat: 5 * time.Second})
-	if err := <-cancelled; !errors.Is(err, context.Canceled) {
-		t.Errorf("the failed attempt's call ended with %v, want it cancelled", err)
+	e.worker(t, "eager-retry", Config{Model: holdAfterFirst[llm.ToolUseStart](llm.New(llm.Config{BaseURL: e.api.URL, MaxAttempts: 1}), ran)}, count, add)
+	res := e.run(t, "eager-retry", "eager-retry", Input{Prompt: "go"})
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the call ran %d times, want once", n)
+	}
+	var got []string
+	for _, b := range e.api.Requests()[1].ToolResults() {
+		got = append(got, b.ToolUseID+": "+b.Content[0].Text)
+	}
+	if diff := cmp.Diff([]string{"toolu_1: counted 1"}, got); diff != "" {
+		t.Errorf("the retry's tool results (-want +got):\n%s", diff)
 	}
 	var uses []string
 	for _, m := range res.History {
@@ -125,7 +135,7 @@ func TestEagerCallsOfFailedAttempt(t *testing.T) {
 			}
 		}
 	}
-	if diff := cmp.Diff([]string{"toolu_2"}, uses); diff != "" {
+	if diff := cmp.Diff([]string{"toolu_1", "toolu_2"}, uses); diff != "" {
 		t.Errorf("tool calls in the history (-want +got):\n%s", diff)
 	}
 	e.checkRequests(t)

@@ -56,7 +56,7 @@ func TestStreamThinking(t *testing.T) {
 			Text(words...).Stop("end_turn"),
 	)
 	seen := make(chan struct{})
-	e.worker(t, "thinking", Config{Model: holdAfterFirst[llm.ThinkingDelta](llm.New(llm.Config{BaseURL: e.api.URL}), seen)})
+	e.worker(t, "thinking", Config{Model: holdAfterFirst[llm.ThinkingDelta](llm.New(llm.Config{BaseURL: e.api.URL, MaxAttempts: 1}), seen)})
 	wr, err := e.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: "thinking", TaskQueue: "thinking"},
 		WorkflowName, Input{Prompt: "2+2?", Stream: true})
 	if err != nil {

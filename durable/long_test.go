@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -160,6 +162,36 @@ func TestContinueAsNewKeepsTokenCounts(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("requests differ from in-process (-in-process +durable):\n%s", diff)
+	}
+	e.checkRequests(t)
+}
+
+// TestOversizedResult: without a blob store, a tool result (an image) too
+// large for Temporal reaches the model as an is_error result saying so; the tool
+// runs once, and the run goes on.
+func TestOversizedResult(t *testing.T) {
+	data := incompressible(3 << 20)
+	e := newEnv(t,
+		anthropictest.NewStream().ToolUse("toolu_1", "dump", `{}`).Stop("tool_use"),
+		anthropictest.NewStream().Text("Too big.").Stop("end_turn"),
+	)
+	var runs atomic.Int32
+	// An image, which the registry's cap on text does not shorten.
+	dump := tool.Must(tool.New("dump", "dumps data", func(ctx context.Context, _ none) (llm.Block, error) {
+		runs.Add(1)
+		return llm.Image{MediaType: "image/png", Data: data}, nil
+	}))
+	e.worker(t, "oversized", Config{}, dump) // no BlobStore: as the CLI without --blobs
+	res := e.run(t, "oversized", "oversized", Input{Prompt: "dump"})
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the tool ran %d times, want once", n)
+	}
+	results := e.api.Requests()[1].ToolResults()
+	if len(results) != 1 || !results[0].IsError || !strings.Contains(results[0].Content[0].Text, "without a blob store") {
+		t.Errorf("tool result = %+v, want an is_error result about the payload limit", results)
+	}
+	if res.Text != "Too big." {
+		t.Errorf("text = %q", res.Text)
 	}
 	e.checkRequests(t)
 }

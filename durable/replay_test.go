@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
@@ -185,5 +186,51 @@ func TestReplay(t *testing.T) {
 				t.Error(err)
 			}
 		})
+	}
+}
+
+// TestReplayAcrossChange: a change that issues a new command replays the
+// recorded runs only behind a workflow.GetVersion gate, which is how a
+// change to the loop (agent, memory, llm: the workflow runs their code)
+// must ship while runs are in flight. Here the change is a timer before
+// the run; ungated, replay fails on every recorded history.
+func TestReplayAcrossChange(t *testing.T) {
+	changed := func(gated bool) func(workflow.Context, Input) (Result, error) {
+		return func(ctx workflow.Context, in Input) (Result, error) {
+			if !gated || workflow.GetVersion(ctx, "test-timer", workflow.DefaultVersion, 1) == 1 {
+				if err := workflow.Sleep(ctx, time.Millisecond); err != nil {
+					return Result{}, err
+				}
+			}
+			return Workflow(ctx, in)
+		}
+	}
+	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no recorded histories (%v)", err)
+	}
+	for _, gated := range []bool{true, false} {
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := client.HistoryFromJSON(bytes.NewReader(b), client.HistoryJSONOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: DataConverter(nil)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.RegisterWorkflowWithOptions(changed(gated), workflow.RegisterOptions{Name: WorkflowName})
+			err = r.ReplayWorkflowHistory(log.NewStructuredLogger(slog.New(slog.DiscardHandler)), h)
+			if gated && err != nil {
+				t.Errorf("%s: the gated change does not replay: %v", f, err)
+			}
+			if !gated && err == nil {
+				t.Errorf("%s: the ungated change replays; the test would not catch a breaking one", f)
+			}
+		}
 	}
 }

@@ -28,7 +28,7 @@ func TestStream(t *testing.T) {
 	)
 	seen := make(chan struct{})
 	add, _ := adder()
-	e.worker(t, "stream", Config{Model: holdAfterFirst[llm.TextDelta](llm.New(llm.Config{BaseURL: e.api.URL}), seen)}, add)
+	e.worker(t, "stream", Config{Model: holdAfterFirst[llm.TextDelta](llm.New(llm.Config{BaseURL: e.api.URL, MaxAttempts: 1}), seen)}, add)
 	wr, err := e.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: "stream", TaskQueue: "stream"},
 		WorkflowName, Input{Prompt: "count", Stream: true, TurnsPerRun: 1})
 	if err != nil {

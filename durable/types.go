@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/agentloop/agentloop/agent"
-	"github.com/agentloop/agentloop/internal/looprules"
 	"github.com/agentloop/agentloop/llm"
 )
 
@@ -16,7 +15,6 @@ const WorkflowName = "agentloop.Run"
 
 // Defaults of [Input]'s fields.
 const (
-	DefaultTurnsPerRun  = 50
 	DefaultHeartbeat    = 10 * time.Second
 	DefaultModelTimeout = 10 * time.Minute
 	DefaultToolTimeout  = 10 * time.Minute
@@ -77,8 +75,9 @@ type Input struct {
 	// every tool. Default none.
 	Approve []string `json:"approve,omitempty"`
 
-	// TurnsPerRun is how many model turns one workflow run takes before it
-	// continues as new. Default [DefaultTurnsPerRun].
+	// TurnsPerRun, if set, caps the model turns of one workflow run, after
+	// which it continues as new. Default 0: a run continues as new when
+	// Temporal suggests it (its history grows large), between two turns.
 	TurnsPerRun int `json:"turns_per_run,omitempty"`
 	// Heartbeat is the activities' heartbeat timeout: how soon a dead
 	// worker is noticed. Default [DefaultHeartbeat].
@@ -102,8 +101,10 @@ type Input struct {
 	Resume *Resume `json:"resume,omitempty"`
 }
 
-// Resume is the state of a run that continues as new: what package agent
-// keeps in its run struct, carried to the next workflow run.
+// Resume is the state of a run that continues as new, carried to the next
+// workflow run: the agent's run paused between two turns (agent.Paused),
+// and goes on there with what is left of its limits. A call's repeat count
+// starts over.
 type Resume struct {
 	// Before is the history before the run, for a run that fails or is
 	// refused to put back.
@@ -111,17 +112,16 @@ type Resume struct {
 	// History is the conversation so far, as memory.History.Encode
 	// writes it: with the exact token counts the API reported, which
 	// Input.History, a list of messages, cannot carry.
-	History   []byte            `json:"history"`
-	Iteration int               `json:"iteration"`
-	Usage     llm.Usage         `json:"usage"`
-	Text      string            `json:"text,omitempty"`
-	Repeat    looprules.Repeats `json:"repeat"`
-	Container string            `json:"container,omitempty"`
-	Tools     []ToolInfo        `json:"tools"`
-	Started   time.Time         `json:"started"`
-	Runs      int               `json:"runs"`
-	Seq       int               `json:"seq,omitempty"`    // of the last streamed event
-	Events    []Event           `json:"events,omitempty"` // the latest, for pollers that are behind
+	History []byte `json:"history"`
+	// Iteration and Usage are the model calls and tokens of the workflow
+	// runs so far.
+	Iteration int        `json:"iteration"`
+	Usage     llm.Usage  `json:"usage"`
+	Tools     []ToolInfo `json:"tools"`
+	Started   time.Time  `json:"started"`
+	Runs      int        `json:"runs"`
+	Seq       int        `json:"seq,omitempty"`    // of the last streamed event
+	Events    []Event    `json:"events,omitempty"` // the latest, for pollers that are behind
 }
 
 // ToolInfo describes a tool of the worker to the workflow, in its [Offer].

@@ -2,28 +2,31 @@ package durable
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"iter"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace/noop"
+	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/agentloop/agentloop/agent"
-	"github.com/agentloop/agentloop/internal/looprules"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 )
 
-// Workflow runs the think → act → observe loop on in.Prompt, as
-// agent.Agent.Stream does, with each model turn and each tool call an
-// activity. It returns the run's result and the conversation after it. A
-// run that fails fails the workflow, with the error; the conversation is
-// then the input's, unchanged.
+// Workflow runs package agent's own loop on in.Prompt, in the workflow: an
+// agent.Agent whose Model runs each model turn as an activity and whose
+// Runtime runs each tool call as one and keeps the workflow's time (see
+// model.go and runtime.go). It returns the run's result and the
+// conversation after it. A run that fails fails the workflow, with the
+// error; the conversation is then the input's, unchanged.
 func Workflow(ctx workflow.Context, in Input) (Result, error) {
 	r, err := start(ctx, in)
 	if err != nil {
@@ -32,27 +35,32 @@ func Workflow(ctx workflow.Context, in Input) (Result, error) {
 	return r.finish(r.loop())
 }
 
-// A run is the state of one workflow run: what agent's run struct holds.
+// A run is the state of one workflow run.
 type run struct {
-	root, ctx workflow.Context // ctx is cancelled when MaxDuration passes
-	in        Input
-	h         *memory.History
-	before    []llm.Message
-	tools     []ToolInfo
-	specs     []llm.ToolSpec
-	iter      int // model calls of the run, over every workflow run
-	turns     int // model calls of this workflow run
-	usage     llm.Usage
-	text      string
-	rep       looprules.Repeats
-	cont      string
-	started   time.Time
-	runs      int
-	timedOut  bool
-	waiting   []*approval // calls waiting for a decision, in the order they came
-	batch     *batch      // the calls of the latest model turn
-	ev        events
-	log       interface{ Warn(string, ...any) }
+	root     workflow.Context
+	in       Input
+	h        *memory.History
+	before   []llm.Message // the history before the run, for a failed run
+	tools    []ToolInfo
+	base     progress  // of the workflow runs before this one
+	started  time.Time // when the first workflow run started
+	runs     int
+	waiting  []*approval     // calls waiting for a decision, in the order they came
+	approved map[string]bool // calls a person allowed, by id
+	ev       events
+
+	streaming bool // the next model call is a turn's, whose text streams
+	turns     int  // model turns of this workflow run
+	models    int  // model activities started, for their ids
+	calls     int  // tool activities started, for their ids
+	running   int  // tool calls not yet returned
+	last      map[string]workflow.Future
+}
+
+// progress is what the workflow runs before this one did.
+type progress struct {
+	Iteration int
+	Usage     llm.Usage
 }
 
 // An approval is a call that waits for a [Decision].
@@ -64,10 +72,10 @@ type approval struct {
 
 // start sets the run up from its input: defaults, the history, the tools
 // (from the worker on a first run, from the input on continue-as-new) and
-// the approval handlers.
+// the handlers.
 func start(ctx workflow.Context, in Input) (*run, error) {
 	defaults(&in)
-	r := &run{root: ctx, ctx: ctx, in: in, log: workflow.GetLogger(ctx)}
+	r := &run{root: ctx, in: in, approved: map[string]bool{}, last: map[string]workflow.Future{}}
 	r.h = restore(in, in.History)
 	if in.Resume != nil && in.Resume.History != nil {
 		// With its exact token counts, which a list of messages lacks.
@@ -85,63 +93,34 @@ func start(ctx workflow.Context, in Input) (*run, error) {
 	if err := r.streamHandlers(); err != nil {
 		return nil, err
 	}
-	r.receiveToolUses()
 	if res := in.Resume; res != nil {
-		r.before, r.iter, r.usage, r.text, r.rep = res.Before, res.Iteration, res.Usage, res.Text, res.Repeat
-		r.cont, r.tools, r.started, r.runs = res.Container, res.Tools, res.Started, res.Runs
+		r.before, r.base, r.tools, r.started, r.runs = res.Before, progress{res.Iteration, res.Usage}, res.Tools, res.Started, res.Runs
 		r.ev.seq, r.ev.log = res.Seq, res.Events
-	} else {
-		if strings.TrimSpace(in.Prompt) == "" {
-			return nil, temporal.NewNonRetryableApplicationError(looprules.ErrEmptyPrompt.Error(), "Failed", nil)
-		}
-		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
-		var offer Offer
-		if err := workflow.ExecuteActivity(actx, activityTools).Get(ctx, &offer); err != nil {
-			return nil, err
-		}
-		r.tools = offer.Tools
-		// And so for the runs it continues as, which are given r.in.
-		if r.in.System == "" {
-			r.in.System = offer.System
-		}
-		if r.in.AppendSystem != "" {
-			r.in.System = strings.TrimSpace(r.in.System + "\n\n" + r.in.AppendSystem)
-			r.in.AppendSystem = ""
-		}
-		r.before, r.started, r.runs = r.h.Messages(), workflow.Now(ctx), 1
+		return r, nil
 	}
-	for _, t := range r.tools {
-		r.specs = append(r.specs, t.Spec)
+	if strings.TrimSpace(in.Prompt) == "" {
+		return nil, temporal.NewNonRetryableApplicationError("agent: the prompt is empty", "Failed", nil)
 	}
-	r.h.SetPrefix(r.in.System, r.specs)
-	if in.Resume == nil {
-		r.h.AppendUser(llm.Text{Text: in.Prompt})
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
+	var offer Offer
+	if err := workflow.ExecuteActivity(actx, activityTools).Get(ctx, &offer); err != nil {
+		return nil, err
 	}
-	if in.MaxDuration > 0 {
-		var cancel workflow.CancelFunc
-		r.ctx, cancel = workflow.WithCancel(ctx)
-		left := in.MaxDuration - workflow.Now(ctx).Sub(r.started)
-		workflow.Go(r.ctx, func(c workflow.Context) {
-			if left <= 0 || workflow.NewTimer(c, left).Get(c, nil) == nil {
-				r.timedOut = true
-				cancel()
-			}
-		})
+	r.tools = offer.Tools
+	// And so for the runs it continues as, which are given r.in.
+	if r.in.System == "" {
+		r.in.System = offer.System
 	}
+	if r.in.AppendSystem != "" {
+		r.in.System = strings.TrimSpace(r.in.System + "\n\n" + r.in.AppendSystem)
+		r.in.AppendSystem = ""
+	}
+	r.before, r.started, r.runs = r.h.Messages(), workflow.Now(ctx), 1
 	return r, nil
 }
 
 // defaults fills in the zero fields of in.
 func defaults(in *Input) {
-	if in.MaxIterations == 0 {
-		in.MaxIterations = looprules.MaxIterations
-	}
-	if in.RepeatLimit == 0 {
-		in.RepeatLimit = looprules.RepeatLimit
-	}
-	if in.TurnsPerRun <= 0 {
-		in.TurnsPerRun = DefaultTurnsPerRun
-	}
 	if in.Heartbeat <= 0 {
 		in.Heartbeat = DefaultHeartbeat
 	}
@@ -153,6 +132,9 @@ func defaults(in *Input) {
 	}
 	if in.ToolAttempts <= 0 {
 		in.ToolAttempts = 5
+	}
+	if in.MaxIterations <= 0 {
+		in.MaxIterations = agent.DefaultMaxIterations
 	}
 }
 
@@ -170,6 +152,126 @@ func restore(in Input, msgs []llm.Message) *memory.History {
 		}
 	}
 	return h
+}
+
+// loop runs the agent's loop on the run's prompt, or, in a run that
+// continues as new, on the history as it stands, with what is left of the
+// run's limits.
+func (r *run) loop() (agent.Result, error) {
+	maxDuration := r.in.MaxDuration
+	if maxDuration > 0 {
+		if maxDuration -= workflow.Now(r.root).Sub(r.started); maxDuration <= 0 {
+			return agent.Result{State: agent.TimeLimit}, nil
+		}
+	}
+	maxTokens := r.in.MaxTotalTokens
+	if maxTokens > 0 {
+		maxTokens -= r.base.Usage.Context() // > 0: the loop pauses only below its limits
+	}
+	// The agent's context, cancelled when the workflow is. Its children
+	// are plain cancel contexts: no goroutine, no timer, so the loop stays
+	// deterministic; what blocks, blocks in the workflow (model.go and
+	// runtime.go).
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	workflow.Go(r.root, func(c workflow.Context) {
+		c.Done().Receive(c, nil)
+		cancel()
+	})
+	a, err := agent.New(agent.Config{
+		Model: model{r}, Runtime: runtime{r}, History: r.h, System: r.in.System, Thinking: r.in.Thinking, Effort: r.in.Effort,
+		MaxIterations: r.in.MaxIterations - r.base.Iteration, FinalAnswer: r.in.FinalAnswer, MaxDuration: maxDuration,
+		MaxTotalTokens: maxTokens, RepeatLimit: r.in.RepeatLimit, DisableCache: r.in.DisableCache, Approve: r.approve,
+		Logger:    slog.New(logHandler{workflow.GetLogger(r.root)}),
+		Telemetry: llm.Telemetry{TracerProvider: noop.NewTracerProvider()}, // the activities trace; a replay must not
+	})
+	if err != nil {
+		return agent.Result{State: agent.Failed}, err
+	}
+	prompt := r.in.Prompt
+	if r.in.Resume != nil {
+		prompt = "" // the paused run goes on
+	}
+	var res agent.Result
+	for ev, err := range a.Stream(ctx, prompt) {
+		if ev, ok := ev.(agent.Result); ok {
+			res, res.Iterations, res.Usage = ev, r.base.Iteration+ev.Iterations, r.base.Usage.Add(ev.Usage)
+			res.CostUSD = r.cost(res.Usage)
+			return res, err
+		}
+		r.observe(ev)
+	}
+	return res, nil
+}
+
+// cost prices usage at the run's model.
+func (r *run) cost(u llm.Usage) float64 {
+	m, _ := llm.LookupModel(r.h.Config().Model)
+	return m.Price.Cost(u)
+}
+
+// observe publishes an event of the agent's for [Stream]. The turns' text
+// and thinking are the model activity's to stream, as it receives them.
+func (r *run) observe(ev agent.Event) {
+	switch ev := ev.(type) {
+	case agent.TurnStart:
+		r.streaming = true // the model call that follows is this turn's
+		r.publish(Event{Turn: r.base.Iteration + ev.Iteration})
+	case agent.ToolCall:
+		r.publish(Event{ToolCall: &llm.ToolUse{ID: ev.ID, Name: ev.Name, Input: ev.Input}})
+	case agent.ToolDone:
+		r.publish(Event{ToolDone: &llm.ToolResult{ToolUseID: ev.ID, Content: []llm.Block{llm.Text{Text: ev.Content}}, IsError: ev.IsError},
+			Duration: ev.Duration})
+	case agent.UsageUpdate:
+		ev.Total = r.base.Usage.Add(ev.Total)
+		ev.CostUSD = r.cost(ev.Total)
+		r.publish(Event{Usage: &ev})
+	case agent.Compacted:
+		r.publish(Event{Compacted: &ev.Compaction})
+	case agent.Retry:
+		r.publish(Event{Discard: true, Attempt: ev.Attempt})
+	}
+}
+
+// finish turns how the agent's run ended into the workflow's outcome. The
+// agent rolled back, marked and repaired the history of this workflow run;
+// a failed or refused run that continued as new goes back further, to the
+// history before its first.
+func (r *run) finish(res agent.Result, err error) (Result, error) {
+	switch res.State {
+	case agent.Paused:
+		return Result{}, r.continueAsNew(res)
+	case agent.Failed, agent.Refused:
+		r.h = restore(r.in, r.before)
+	case agent.Cancelled:
+		err = nil
+	}
+	r.drain()
+	r.publish(Event{Done: res.State})
+	if err := r.closeStream(true); err != nil {
+		return Result{}, err
+	}
+	if res.State == agent.Failed {
+		return Result{}, temporal.NewNonRetryableApplicationError(err.Error(), "Failed", nil)
+	}
+	return Result{Result: res, History: r.h.Messages(), Runs: r.runs}, nil
+}
+
+// continueAsNew carries the run over to a new workflow run, once every
+// update handler has returned.
+func (r *run) continueAsNew(res agent.Result) error {
+	if err := r.closeStream(false); err != nil {
+		return err
+	}
+	var carried bytes.Buffer
+	if err := r.h.Encode(&carried); err != nil {
+		return err
+	}
+	next := r.in
+	next.History = nil
+	next.Resume = &Resume{History: carried.Bytes(), Before: r.before, Iteration: res.Iterations, Usage: res.Usage,
+		Tools: r.tools, Started: r.started, Runs: r.runs + 1, Seq: r.ev.seq, Events: r.ev.log[max(0, len(r.ev.log)-carriedEvents):]}
+	return workflow.NewContinueAsNewError(r.root, WorkflowName, next)
 }
 
 // handlers registers the query that lists the calls waiting for approval
@@ -206,280 +308,46 @@ func (r *run) handlers() error {
 		}})
 }
 
-// errContinue ends the loop of a workflow run that continues as new.
-var errContinue = errors.New("continue as new")
-
-// loop is the think → act → observe cycle of agent/loop.go's run.loop.
-func (r *run) loop() (agent.State, error) {
-	for {
-		if err := r.ctx.Err(); err != nil {
-			return agent.Cancelled, err
-		}
-		if lim := r.in.MaxTotalTokens; lim > 0 && r.usage.Context() >= lim {
-			return agent.TokenLimit, nil
-		}
-		final := r.iter >= r.in.MaxIterations
-		if final && !r.in.FinalAnswer {
-			return agent.IterationLimit, nil
-		}
-		if r.turns >= r.in.TurnsPerRun {
-			return "", errContinue
-		}
-		r.iter++
-		r.turns++
-		t, err := r.turn(final)
-		if err != nil {
-			return agent.Failed, err
-		}
-		state, next := r.observe(t)
-		switch {
-		case state == agent.Refused, !final && !next:
-			return state, nil
-		case final:
-			return agent.IterationLimit, nil
-		}
+// approve is the agent's Approve hook: a call of a tool in Input.Approve
+// waits, in the workflow, for a person's [Decision].
+func (r *run) approve(ctx context.Context, call llm.ToolUse) error {
+	if !slices.Contains(r.in.Approve, call.Name) && !slices.Contains(r.in.Approve, "*") {
+		return nil
 	}
-}
-
-// finish turns how the loop ended into the workflow's outcome, as
-// agent.Agent.Stream does: it rolls a failed or refused run back, marks
-// one cut short as interrupted, and repairs the history whatever happened.
-func (r *run) finish(state agent.State, err error) (Result, error) {
+	a := &approval{call: call}
+	r.waiting = append(r.waiting, a)
+	r.publish(Event{ToolCall: &call, Waiting: true})
+	err := workflow.Await(r.root, func() bool { return a.decided || ctx.Err() != nil })
+	r.waiting = slices.DeleteFunc(r.waiting, func(w *approval) bool { return w == a })
 	switch {
-	case errors.Is(err, errContinue):
-		return Result{}, r.continueAsNew()
-	case r.timedOut:
-		state, err = agent.TimeLimit, nil
-	case err != nil && r.root.Err() != nil:
-		state, err = agent.Cancelled, nil
 	case err != nil:
-		state = agent.Failed
-	}
-	switch state {
-	case agent.Failed, agent.Refused:
-		r.h = restore(r.in, r.before)
-	case agent.Cancelled, agent.TimeLimit:
-		looprules.Interrupt(r.h, "")
-	}
-	r.h.Repair()
-	r.drain()
-	r.publish(Event{Done: state})
-	if err := r.closeStream(true); err != nil {
-		return Result{}, err
-	}
-	if state == agent.Failed {
-		return Result{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("agent: iteration %d: %v", r.iter, err), "Failed", nil)
-	}
-	return Result{
-		Result:  agent.Result{Text: r.text, State: state, Iterations: r.iter, Usage: r.usage, CostUSD: r.cost()},
-		History: r.h.Messages(),
-		Runs:    r.runs,
-	}, nil
-}
-
-// cost prices the run's usage so far.
-func (r *run) cost() float64 {
-	return looprules.Cost(r.h, r.usage)
-}
-
-// continueAsNew carries the run over to a new workflow run, once every
-// update handler has returned.
-func (r *run) continueAsNew() error {
-	if err := r.closeStream(false); err != nil {
 		return err
+	case !a.decided:
+		return context.Cause(ctx)
+	case !a.d.Allow:
+		return errors.New(cmp.Or(a.d.Reason, "the user did not approve this call"))
 	}
-	var carried bytes.Buffer
-	if err := r.h.Encode(&carried); err != nil {
-		return err
-	}
-	next := r.in
-	next.History = nil
-	next.Resume = &Resume{History: carried.Bytes(), Before: r.before, Iteration: r.iter, Usage: r.usage, Text: r.text, Repeat: r.rep,
-		Container: r.cont, Tools: r.tools, Started: r.started, Runs: r.runs + 1, Seq: r.ev.seq,
-		Events: r.ev.log[max(0, len(r.ev.log)-carriedEvents):]}
-	return workflow.NewContinueAsNewError(r.root, WorkflowName, next)
+	r.approved[call.ID] = true
+	return nil
 }
 
-// turn runs one model turn, compacting the history and asking again, once,
-// when the prompt was too long, as agent's run.turn does. Other retries are
-// the activity's.
-func (r *run) turn(final bool) (*TurnOutput, error) {
-	compacted := false
-	for {
-		req, err := r.request(final)
-		if err != nil {
-			return nil, err
-		}
-		r.publish(Event{Turn: r.iter})
-		r.batch = r.newBatch(final)
-		out, err := r.model(req, r.batch.id, len(r.specs) > 0 && !final)
-		if err == nil {
-			err = r.settle(out)
-		}
-		r.batch.closed = true
-		if err == nil {
-			r.usage = r.usage.Add(out.Usage)
-			if out.Container != "" {
-				r.cont = out.Container
-			}
-			if out.Stop != llm.ModelContextWindowExceeded {
-				if c, ok := looprules.ServerCompaction(r.h, out.Message, out.Usage); ok {
-					r.publish(Event{Compacted: &c}) // as agent's think reports it
-				}
-				r.publish(Event{Usage: &agent.UsageUpdate{Turn: out.Usage, Total: r.usage, CostUSD: r.cost()}})
-				return out, nil
-			}
-			err = looprules.ErrContextWindow
-		}
-		r.batch.cancel() // the turn failed: so do the calls it started
-		overflow, tooLong := promptTooLong(err)
-		if r.ctx.Err() != nil || compacted || !tooLong {
-			return nil, err
-		}
-		compacted = true
-		r.h.MarkOverflow(overflow)
-		if cerr := r.compact(); cerr != nil {
-			return nil, fmt.Errorf("%w (compacting after it: %v)", err, cerr)
-		}
-	}
-}
+// logHandler hands the agent's log lines to the workflow's logger, which
+// drops them during a replay.
+type logHandler struct{ log log.Logger }
 
-// promptTooLong reports whether err says the prompt was too long, and
-// returns the API error that said so, for MarkOverflow to read.
-func promptTooLong(err error) (error, bool) {
-	if errors.Is(err, llm.ErrPromptTooLong) {
-		return err, true
-	}
-	var ae *temporal.ApplicationError
-	if !errors.As(err, &ae) || ae.Type() != errPromptTooLong {
-		return nil, false
-	}
-	var api llm.APIError
-	if ae.HasDetails() && ae.Details(&api) == nil {
-		return &api, true
-	}
-	return err, true
-}
-
-// model runs the ModelTurn activity with the given ID (empty: Temporal's),
-// whose calls start as they come when eager. A summary call passes an
-// empty id: its text is not the answer, so it is not streamed, as package
-// agent does not show it.
-func (r *run) model(req llm.Request, id string, eager bool) (*TurnOutput, error) {
-	ctx := workflow.WithActivityOptions(r.ctx, workflow.ActivityOptions{
-		ActivityID:          id,
-		StartToCloseTimeout: r.in.ModelTimeout,
-		HeartbeatTimeout:    r.in.Heartbeat,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second, MaximumAttempts: 5},
+func (h logHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h logHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h logHandler) WithGroup(string) slog.Handler            { return h }
+func (h logHandler) Handle(_ context.Context, rec slog.Record) error {
+	var kv []any
+	rec.Attrs(func(a slog.Attr) bool {
+		kv = append(kv, a.Key, a.Value.Any())
+		return true
 	})
-	var out TurnOutput
-	err := workflow.ExecuteActivity(ctx, activityModelTurn, TurnInput{Request: req, Stream: r.in.Stream && id != "", Eager: eager}).Get(ctx, &out)
-	if err != nil {
-		r.drain()
-		return nil, err
+	if rec.Level >= slog.LevelWarn {
+		h.log.Warn(rec.Message, kv...)
+	} else {
+		h.log.Info(rec.Message, kv...)
 	}
-	// The batches were signalled before the activity completed, but the
-	// coroutine that receives them may not have run yet: wait for it, so
-	// that the turn's text comes before what follows it.
-	if out.Batches > 0 {
-		if err := workflow.Await(r.root, func() bool { return r.ev.received[out.Source] >= out.Batches }); err != nil {
-			return nil, err
-		}
-	}
-	return &out, nil
-}
-
-// request builds the next request from the history, repairing and, when
-// it has outgrown its limit, compacting it first, as package agent does.
-func (r *run) request(final bool) (llm.Request, error) {
-	if _, err := looprules.Prepare(r.h, r.log, r.compact); err != nil {
-		return llm.Request{}, err
-	}
-	return looprules.Request(r.h, looprules.Settings{System: r.in.System, Tools: r.specs, Thinking: r.in.Thinking,
-		Effort: r.in.Effort, NoCache: r.in.DisableCache, Container: r.cont}, final), nil
-}
-
-// errNoServerSummary declines an on-demand server compaction (see compact).
-var errNoServerSummary = errors.New("durable: on-demand server compaction is not used in a workflow")
-
-// compact compacts the history with memory's own code, its summary call a
-// ModelTurn activity.
-func (r *run) compact() error {
-	summary := llm.ModelFunc(func(_ context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
-		return func(yield func(llm.Event, error) bool) {
-			if req.Summarize != nil {
-				// The activity returns a summary's text, not the compaction
-				// block an on-demand server compaction answers with, so that
-				// block would be billed and lost: the client summary runs
-				// instead. Threshold compaction during a turn keeps its block.
-				yield(nil, errNoServerSummary)
-				return
-			}
-			out, err := r.model(req, "", false)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			for _, ev := range []llm.Event{
-				llm.MessageStart{},
-				llm.TextDelta{Index: 0, Text: llm.TextOf(out.Message.Content)},
-				llm.BlockStop{Index: 0},
-				llm.MessageDelta{StopReason: out.Stop, Usage: out.Usage},
-				llm.MessageStop{},
-			} {
-				if !yield(ev, nil) {
-					return
-				}
-			}
-		}
-	})
-	// The context only reaches summary, which uses the workflow's.
-	c, err := r.h.Compact(context.Background(), summary)
-	r.usage = r.usage.Add(c.Usage)
-	if err == nil || len(c.Steps) > 0 { // as agent's compact reports it
-		r.publish(Event{Compacted: &c})
-	}
-	return err
-}
-
-// observe applies the turn's stop reason, as agent's run.observe does. It
-// returns the state the run ends in, if it ends, and whether it goes on.
-func (r *run) observe(t *TurnOutput) (agent.State, bool) {
-	// The turn is over once observed: act has waited for its calls, and
-	// a refusal's are void. Its batch's context, a child of the run's,
-	// would otherwise stay among the run's children until the run ends.
-	defer r.batch.cancel()
-	// Only the last block can be cut, by max_tokens (agent's run.think).
-	msg, cutUses := looprules.Cut(t.Message, t.Cut.Content)
-	cut := map[string]bool{}
-	for _, tu := range cutUses {
-		cut[tu.ID] = true
-	}
-	r.text = llm.TextOf(msg.Content)
-	var uses []llm.ToolUse
-	for _, b := range msg.Content {
-		if tu, ok := b.(llm.ToolUse); ok {
-			uses = append(uses, tu)
-		}
-	}
-	o, known := looprules.Stop(t.Stop, len(uses) > 0)
-	switch o {
-	case looprules.Refuse:
-		return agent.Refused, false
-	case looprules.Act:
-		r.act(msg, t.Usage, uses, cut)
-		return "", true
-	}
-	if len(msg.Content) > 0 {
-		r.h.AppendAssistant(msg, t.Usage)
-	}
-	switch {
-	case o == looprules.Resume:
-		return "", true
-	case o == looprules.Truncate:
-		return agent.Truncated, false
-	case !known:
-		r.log.Warn("agent: unknown stop reason; treating it as end_turn", "stop_reason", t.Stop)
-	}
-	return agent.Finished, false
+	return nil
 }

@@ -341,3 +341,28 @@ func (a *Assembler) Turn() Turn {
 	}
 	return t
 }
+
+// BlockEvents returns the events that stream block b at index, BlockStop
+// last, so that a Model that hands on a turn it received whole (such as a
+// Temporal activity's result) can yield it as a stream: an Assembler
+// given them rebuilds b.
+func BlockEvents(index int, b Block) []Event {
+	var evs []Event
+	switch b := b.(type) {
+	case Text:
+		evs = append(evs, TextDelta{Index: index, Text: b.Text})
+		for _, c := range b.Citations {
+			evs = append(evs, citationDelta{Index: index, Citation: c})
+		}
+	case Thinking:
+		evs = append(evs, ThinkingDelta{Index: index, Thinking: b.Thinking}, signatureDelta{Index: index, Signature: b.Signature})
+	case ToolUse:
+		evs = append(evs, ToolUseStart{Index: index, ID: b.ID, Name: b.Name, Input: b.Input, Caller: b.Caller, ToolsetName: b.ToolsetName})
+	case RawBlock:
+		evs = append(evs, rawStart{Index: index, Type: b.Type, Raw: b.JSON})
+	default:
+		raw, _ := json.Marshal(b) // every block type marshals
+		evs = append(evs, rawStart{Index: index, Type: b.blockType(), Raw: raw})
+	}
+	return append(evs, BlockStop{Index: index})
+}

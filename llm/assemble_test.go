@@ -248,3 +248,24 @@ func TestToolInputCap(t *testing.T) {
 		})
 	}
 }
+
+// TestBlockEvents: the events of each kind of block rebuild it.
+func TestBlockEvents(t *testing.T) {
+	blocks := []Block{
+		Text{Text: "hi", Citations: []json.RawMessage{json.RawMessage(`{"type":"char_location"}`)}},
+		Thinking{Thinking: "hmm", Signature: "sig"},
+		RedactedThinking{Data: "xyz"},
+		ToolUse{ID: "toolu_1", Name: "echo", Input: json.RawMessage(`{"text":"a"}`)},
+		RawBlock{Type: "server_tool_use", JSON: json.RawMessage(`{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{}}`)},
+	}
+	var asm Assembler
+	asm.Add(MessageStart{})
+	for i, b := range blocks {
+		for _, ev := range BlockEvents(i, b) {
+			asm.Add(ev)
+		}
+	}
+	if diff := cmp.Diff(blocks, asm.Turn().Message.Content); diff != "" {
+		t.Errorf("blocks (-want +got):\n%s", diff)
+	}
+}

@@ -244,11 +244,18 @@ const maxRetryWait = time.Minute
 // that clients do not come back in step. It returns err at once if the
 // server asks to wait over a minute, and ctx's error if ctx ends first.
 func RetryWait(ctx context.Context, attempt int, err error) error {
-	d, ok := backoff(attempt, err, rand.Int64N)
+	d, ok := RetryDelay(attempt, err)
 	if !ok {
 		return err
 	}
 	return sleepCtx(ctx, d)
+}
+
+// RetryDelay is how long [RetryWait] waits, jitter included, for a caller
+// that keeps its own timers (a Temporal workflow): false when the server
+// asks to wait over a minute.
+func RetryDelay(attempt int, err error) (time.Duration, bool) {
+	return backoff(attempt, err, rand.Int64N)
 }
 
 // backoff is RetryWait's wait, false if too long, with the jitter given.

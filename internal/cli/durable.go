@@ -235,7 +235,8 @@ func (c *cli) serve(ctx context.Context, o *options, t Temporal, stdout, stderr 
 	}
 	logger := newLogger(stderr, o.verbose, key, token)
 	t.Logger = logger
-	client := llm.New(llm.Config{APIKey: key, AuthToken: token, BaseURL: c.getenv("ANTHROPIC_BASE_URL"),
+	// MaxAttempts 1: Temporal retries the model activity (durable.Config.Model).
+	client := llm.New(llm.Config{APIKey: key, AuthToken: token, BaseURL: c.getenv("ANTHROPIC_BASE_URL"), MaxAttempts: 1,
 		HTTPClient: httpClient(logger, o.verbose), Logger: logger, Telemetry: o.telemetry})
 	s, err := c.newSession(ctx, o, client, logger, stdout, stderr, false)
 	if err != nil {
@@ -244,6 +245,9 @@ func (c *cli) serve(ctx context.Context, o *options, t Temporal, stdout, stderr 
 	defer s.close()
 	fmt.Fprintf(stderr, "agentloop: worker on %s, task queue %s, tools: %s\n", t.HostPort, t.TaskQueue,
 		strings.Join(specNames(s.cfg.Registry), ", "))
+	if t.Blobs == "" {
+		fmt.Fprintln(stderr, "agentloop: no --blobs store: a tool result over Temporal's 2 MiB payload limit reaches the model as an error, not the result")
+	}
 	rules, denyOnly := s.cfg.Approve, s.builtins.policy.DenyOnly()
 	approve := func(ctx context.Context, call llm.ToolUse, approved bool) error {
 		if approved {

@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/agentloop/agentloop/agent"
-	"github.com/agentloop/agentloop/internal/looprules"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/mcptool"
 	"github.com/agentloop/agentloop/memory"
@@ -26,7 +25,7 @@ import (
 const (
 	defaultModel         = llm.DefaultModel
 	defaultMaxTokens     = llm.DefaultMaxTokens
-	defaultMaxIterations = looprules.MaxIterations
+	defaultMaxIterations = agent.DefaultMaxIterations
 )
 
 // defaultContextLimit is memory's default threshold for the default model

@@ -21,7 +21,7 @@ import (
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/durable"
 	"github.com/agentloop/agentloop/internal/cli"
-	"github.com/agentloop/agentloop/internal/looprules"
+	"github.com/agentloop/agentloop/llm"
 )
 
 // mode is the durable mode of the command, on the durable package.
@@ -64,8 +64,12 @@ func (mode) Serve(ctx context.Context, t cli.Temporal, w cli.Worker) error {
 	}
 	defer c.Close()
 	wk := worker.New(c, t.TaskQueue, worker.Options{})
+	var store durable.BlobStore
+	if t.Blobs != "" {
+		store = durable.DirStore(t.Blobs)
+	}
 	if err := durable.Register(wk, durable.Config{Model: w.Model, Registry: w.Registry, Approve: w.Approve,
-		System: w.System, AtMostOnce: w.AtMostOnce, Telemetry: t.Telemetry}); err != nil {
+		System: w.System, AtMostOnce: w.AtMostOnce, Telemetry: t.Telemetry, BlobStore: store}); err != nil {
 		return err
 	}
 	stop := make(chan any)
@@ -205,7 +209,7 @@ func agentEvent(ev durable.Event, names map[string]string, session string, note 
 		return agent.ToolCall{ID: ev.ToolCall.ID, Name: ev.ToolCall.Name, Input: ev.ToolCall.Input}
 	case ev.ToolDone != nil:
 		return agent.ToolDone{ID: ev.ToolDone.ToolUseID, Name: names[ev.ToolDone.ToolUseID],
-			Content: looprules.Shown(ev.ToolDone.Content), IsError: ev.ToolDone.IsError, Duration: ev.Duration}
+			Content: llm.TextOf(ev.ToolDone.Content), IsError: ev.ToolDone.IsError, Duration: ev.Duration}
 	}
 	return nil
 }

@@ -52,7 +52,7 @@ func TestRetryAttempt(t *testing.T) {
 	// machine an attempt may also time out, and the turn run more often,
 	// as its history says: then each retry that streamed shows its own
 	// attempt, the last the turn's last.
-	if last := lastAttempt(t, ts.GetDefaultClient(), "retry", "turn/1.0"); last > 3 {
+	if last := lastAttempt(t, ts.GetDefaultClient(), "retry", "model/1"); last > 3 {
 		t.Logf("the turn ran %d times", last)
 		for i, l := range got {
 			if !l.Discard || l.Attempt < 2 || i > 0 && l.Attempt <= got[i-1].Attempt {

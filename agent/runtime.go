@@ -1,0 +1,76 @@
+package agent
+
+import (
+	"context"
+	"time"
+
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/tool"
+)
+
+// A Runtime is everything a run takes from the world besides its Model and
+// its hooks: where tool calls run, and time. The loop itself starts no
+// goroutine, reads no clock, draws no random number and blocks only in the
+// Model, in Approve and in these methods, so that a Runtime (and Model)
+// that do all of it in a Temporal workflow's own primitives make the same
+// loop a deterministic workflow (package durable does this).
+//
+// The default, for a nil [Config].Runtime, runs the calls on the Registry's
+// goroutines and uses the system clock.
+type Runtime interface {
+	// Specs are the tools the model may call.
+	Specs() []llm.ToolSpec
+	// Start starts call under ctx and returns a function that waits for
+	// its result and reports how long the call itself ran (0 if it did
+	// not run). The loop calls wait exactly once, in tool_use order; a
+	// call whose ctx ends must still return, with an is_error result.
+	Start(ctx context.Context, call llm.ToolUse) (wait func() (llm.ToolResult, time.Duration))
+	// Wait waits until every call started has returned, or ctx ends; then
+	// it returns an error naming the calls still running.
+	Wait(ctx context.Context) error
+	// WithTimeout returns a child of ctx that is cancelled with cause
+	// after d, as context.WithTimeoutCause does.
+	WithTimeout(ctx context.Context, d time.Duration, cause error) (context.Context, context.CancelFunc)
+	// Backoff waits before try attempt+1 of a model turn that failed with
+	// err, as [llm.RetryWait] does: it returns err if the wait would be too
+	// long, and ctx's cause if ctx ends first.
+	Backoff(ctx context.Context, attempt int, err error) error
+	// Pause reports whether the run should stop before its next model
+	// turn, to be resumed later (a workflow that continues as new). The
+	// run then ends [Paused]. The default never pauses.
+	Pause() bool
+}
+
+// goroutines is the default Runtime: the registry's calls, on goroutines.
+type goroutines struct{ reg *tool.Registry }
+
+func (g goroutines) Specs() []llm.ToolSpec { return g.reg.Specs() }
+
+func (g goroutines) Start(ctx context.Context, call llm.ToolUse) func() (llm.ToolResult, time.Duration) {
+	began, wait := time.Now(), g.reg.Start(ctx, call)
+	done := make(chan struct{})
+	var res llm.ToolResult
+	var took time.Duration
+	// Waiting here times the call, not the stream; wait returns once ctx ends.
+	go func() {
+		res = wait()
+		took = time.Since(began)
+		close(done)
+	}()
+	return func() (llm.ToolResult, time.Duration) {
+		<-done
+		return res, took
+	}
+}
+
+func (g goroutines) Wait(ctx context.Context) error { return g.reg.Wait(ctx) }
+
+func (goroutines) WithTimeout(ctx context.Context, d time.Duration, cause error) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, d, cause)
+}
+
+func (goroutines) Backoff(ctx context.Context, attempt int, err error) error {
+	return llm.RetryWait(ctx, attempt, err)
+}
+
+func (goroutines) Pause() bool { return false }
