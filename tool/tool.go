@@ -244,8 +244,8 @@ func unreadable(err error) string {
 }
 
 var (
-	namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)            // the Messages API's rule for tool names
-	v1          = jsonv1.DefaultOptionsV1()                              // encoding/json's grammar and errors, json/v2's speed
+	namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`) // the Messages API's rule for tool names
+	v1          = jsonv1.DefaultOptionsV1()                   // encoding/json's grammar and errors, json/v2's speed
 	refPattern  = regexp.MustCompile(`"\$ref"\s*:\s*"([^"]*)"`)
 	number      = regexp.MustCompile(`(\d)/1\b|(\.\d*[1-9])0+\b|\.0+\b`) // the zeros a bound's number is printed with
 )
