@@ -186,7 +186,12 @@ func (p *partial) finish() Block {
 		return Thinking{Thinking: string(p.buf), Signature: string(p.sig)}
 	case "tool_use":
 		t := p.tool
-		return ToolUse{ID: t.ID, Name: t.Name, Input: toolInput(t.Input, p.frags), Caller: t.Caller, ToolsetName: t.ToolsetName}
+		in, strict := toolInput(t.Input, p.frags)
+		b := ToolUse{ID: t.ID, Name: t.Name, Input: in, Caller: t.Caller, ToolsetName: t.ToolsetName}
+		if strict {
+			b.checked = in
+		}
+		return b
 	}
 	raw := p.raw
 	if len(p.frags) > 0 || len(p.merges) > 0 {
@@ -207,14 +212,16 @@ func (p *partial) rebuild() json.RawMessage {
 	if placeholder := []byte(`"input":{}}`); len(p.frags) > 0 && p.merges == nil && bytes.HasSuffix(p.raw, placeholder) {
 		// The API's own shape, the empty input last: a splice costs a few
 		// allocations where the general path costs some twenty.
-		return slices.Concat(p.raw[:len(p.raw)-3], toolInput(nil, p.frags), []byte("}"))
+		in, _ := toolInput(nil, p.frags)
+		return slices.Concat(p.raw[:len(p.raw)-3], in, []byte("}"))
 	}
 	var fields map[string]jsontext.Value
 	if json2.Unmarshal(p.raw, &fields, lenient) != nil {
 		return p.raw
 	}
 	if len(p.frags) > 0 {
-		fields["input"] = jsontext.Value(toolInput(json.RawMessage(fields["input"]), p.frags))
+		in, _ := toolInput(json.RawMessage(fields["input"]), p.frags)
+		fields["input"] = jsontext.Value(in)
 	}
 	for k, m := range p.merges {
 		if fields[k] = m.val; m.val == nil {
@@ -236,26 +243,27 @@ func (p *partial) rebuild() json.RawMessage {
 }
 
 // toolInput is a tool call's input from its start's input and its
-// fragments, joined once at their exact size: the history keeps it.
-func toolInput(start json.RawMessage, frags []string) json.RawMessage {
+// fragments, joined once at their exact size: the history keeps it. It is
+// checked once, here, and strict says it is a JSON object of valid UTF-8.
+func toolInput(start json.RawMessage, frags []string) (in json.RawMessage, strict bool) {
 	n := 0
 	for _, f := range frags {
 		n += len(f)
 	}
-	in := make([]byte, 0, n)
+	in = make([]byte, 0, n)
 	for _, f := range frags {
 		in = append(in, f...)
 	}
 	if in = bytes.TrimSpace(in); len(in) == 0 {
 		in = bytes.Clone(bytes.TrimSpace(start))
 		if len(in) == 0 || string(in) == "null" {
-			return json.RawMessage("{}")
+			return json.RawMessage("{}"), true
 		}
 	}
-	if apirules.IsObject(in) {
-		return in
+	if ok, strict := apirules.IsObject(in); ok {
+		return in, strict
 	}
-	return apirules.MarkInvalid(in)
+	return apirules.MarkInvalid(in), true
 }
 
 // maxMergedFields bounds the fields deltas set on a block, lest a hostile
