@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	json2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -292,6 +293,19 @@ func decodeAs[B Block](data []byte) (Block, error) {
 // asV1 reads JSON as encoding/json does, in one pass where it takes two
 // (a block start or a saved message may hold a 5 MiB tool input).
 var asV1 = jsonv1.DefaultOptionsV1()
+
+// Truncate returns s cut to about n bytes, on a UTF-8 boundary, with a note
+// of the bytes cut, so that one long text cannot crowd out the rest of a
+// message to the model.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + fmt.Sprintf("… [%d more bytes]", len(s)-n)
+}
 
 // TextOf returns the concatenated text of the [Text] blocks in blocks.
 func TextOf(blocks []Block) string {

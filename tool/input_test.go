@@ -71,7 +71,7 @@ func TestInputProblems(t *testing.T) {
 		{"a ref to the root: the first problem", "root", `{"kids": [{"n": 1}, {"n": 1, "m": 2}]}`,
 			`invalid input for tool "root": unexpected additional properties ["m"]`},
 		{"a long value is cut short", "draft7", `{"n": 1, "p": "` + strings.Repeat("b", 1000) + `"}`,
-			`invalid input for tool "draft7": field "p": ` + Truncate(`pattern: "`+strings.Repeat("b", 1000)+`" does not match regular expression "^a"`, 300)},
+			`invalid input for tool "draft7": field "p": ` + llm.Truncate(`pattern: "`+strings.Repeat("b", 1000)+`" does not match regular expression "^a"`, 300)},
 		{"a number as written", "point", `{"x": 1, "y": 2, "label": 3}`,
 			`invalid input for tool "point": field "label": got number, want string`},
 	}

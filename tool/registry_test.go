@@ -243,26 +243,6 @@ func TestTruncate(t *testing.T) {
 	}
 }
 
-// TestTruncateString checks Truncate, the cut memory's summary transcript
-// and mcptool use: on a rune boundary, with the bytes cut noted.
-func TestTruncateString(t *testing.T) {
-	for _, tt := range []struct {
-		s    string
-		n    int
-		want string
-	}{
-		{"hello", 5, "hello"},
-		{"hello", 3, "hel… [2 more bytes]"},
-		{"a€b", 2, "a… [4 more bytes]"}, // inside "€", 3 bytes: back to its start
-		{"a€b", 4, "a€… [1 more bytes]"},
-		{"€", 0, "… [3 more bytes]"},
-	} {
-		if got := Truncate(tt.s, tt.n); got != tt.want {
-			t.Errorf("Truncate(%q, %d) = %q, want %q", tt.s, tt.n, got, tt.want)
-		}
-	}
-}
-
 func TestRegisterErrors(t *testing.T) {
 	ok := func(name string) *Tool {
 		return Must(NewRaw(name, "", json.RawMessage(`{"type":"object"}`), func(context.Context, json.RawMessage) (llm.ToolResult, error) {

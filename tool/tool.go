@@ -163,15 +163,8 @@ func newTool(name, description string, schema json.RawMessage, nilFn bool, handl
 // [llm.Request.Tools]. The schema bytes are shared; do not modify them.
 func (t *Tool) Spec() llm.ToolSpec { return t.spec }
 
-// Truncate returns s cut to about n bytes, on a UTF-8 boundary, with a note
-// of the bytes cut, so that one long text cannot crowd out the rest.
-func Truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	n = runeStart(s, n)
-	return s[:n] + fmt.Sprintf("… [%d more bytes]", len(s)-n)
-}
+// Truncate is [llm.Truncate], for the callers of its old place.
+func Truncate(s string, n int) string { return llm.Truncate(s, n) }
 
 // runeStart returns the start of the UTF-8 sequence at s[n], n < len(s).
 func runeStart(s string, n int) int {
@@ -365,7 +358,7 @@ func violation(at string, err error) string {
 	if kw, _, _ := strings.Cut(msg, ":"); slices.Contains([]string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}, kw) {
 		msg = number.ReplaceAllString(msg, "$1$2")
 	}
-	return field(at) + Truncate(msg, 300)
+	return field(at) + llm.Truncate(msg, 300)
 }
 
 func field(at string) string {
