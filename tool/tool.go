@@ -163,9 +163,6 @@ func newTool(name, description string, schema json.RawMessage, nilFn bool, handl
 // [llm.Request.Tools]. The schema bytes are shared; do not modify them.
 func (t *Tool) Spec() llm.ToolSpec { return t.spec }
 
-// Truncate is [llm.Truncate], for the callers of its old place.
-func Truncate(s string, n int) string { return llm.Truncate(s, n) }
-
 // runeStart returns the start of the UTF-8 sequence at s[n], n < len(s).
 func runeStart(s string, n int) int {
 	for n > 0 && !utf8.RuneStart(s[n]) {
