@@ -17,10 +17,7 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -42,7 +39,7 @@ const flushTimeout = 3 * time.Second
 //     /v1/metrics are added for OTLP/HTTP, or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
 //     and _METRICS_ENDPOINT, used as they are;
 //   - OTEL_EXPORTER_OTLP_PROTOCOL (or _TRACES_PROTOCOL, _METRICS_PROTOCOL):
-//     http/protobuf, the default, or grpc;
+//     http/protobuf, the default and the only one;
 //   - OTEL_EXPORTER_OTLP_HEADERS (and _TRACES_HEADERS, _METRICS_HEADERS);
 //   - OTEL_SERVICE_NAME (default agentloop) and OTEL_RESOURCE_ATTRIBUTES;
 //   - OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true, which records
@@ -79,14 +76,7 @@ func (c *cli) startTelemetry(ctx context.Context, stderr io.Writer) (llm.Telemet
 	tel := llm.Telemetry{CaptureContent: capture}
 	var stops []func(context.Context) error
 	if traces.url != "" {
-		var exp sdktrace.SpanExporter
-		if traces.grpc {
-			exp, err = otlptracegrpc.New(ctx, otlptracegrpc.WithEndpointURL(traces.url), otlptracegrpc.WithHeaders(traces.headers),
-				otlptracegrpc.WithTimeout(flushTimeout), otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: false}))
-		} else {
-			exp, err = otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(traces.url), otlptracehttp.WithHeaders(traces.headers),
-				otlptracehttp.WithTimeout(flushTimeout), otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}))
-		}
+		exp, err := otlptrace.New(ctx, traceClient{traces})
 		if err != nil {
 			return llm.Telemetry{}, nil, fmt.Errorf("starting the OTLP trace exporter: %w", err)
 		}
@@ -94,18 +84,7 @@ func (c *cli) startTelemetry(ctx context.Context, stderr io.Writer) (llm.Telemet
 		tel.TracerProvider, stops = tp, append(stops, tp.Shutdown)
 	}
 	if metrics.url != "" {
-		var exp sdkmetric.Exporter
-		if metrics.grpc {
-			exp, err = otlpmetricgrpc.New(ctx, otlpmetricgrpc.WithEndpointURL(metrics.url), otlpmetricgrpc.WithHeaders(metrics.headers),
-				otlpmetricgrpc.WithTimeout(flushTimeout), otlpmetricgrpc.WithRetry(otlpmetricgrpc.RetryConfig{Enabled: false}))
-		} else {
-			exp, err = otlpmetrichttp.New(ctx, otlpmetrichttp.WithEndpointURL(metrics.url), otlpmetrichttp.WithHeaders(metrics.headers),
-				otlpmetrichttp.WithTimeout(flushTimeout), otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: false}))
-		}
-		if err != nil {
-			return llm.Telemetry{}, nil, fmt.Errorf("starting the OTLP metric exporter: %w", err)
-		}
-		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)), sdkmetric.WithResource(res))
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(metricExporter{metrics})), sdkmetric.WithResource(res))
 		tel.MeterProvider, stops = mp, append(stops, mp.Shutdown)
 	}
 	// Export failures are reported once, at exit, rather than by the SDK's
@@ -133,32 +112,23 @@ func (c *cli) startTelemetry(ctx context.Context, stderr io.Writer) (llm.Telemet
 	return tel, flush, nil
 }
 
-// An otlpTarget is where one signal goes.
-type otlpTarget struct {
-	url     string // empty: the signal is not exported
-	grpc    bool
-	headers map[string]string
-}
-
 // otlpTarget reads the variables of signal ("TRACES" or "METRICS"), whose
-// OTLP/HTTP path under the base endpoint is path.
-func (c *cli) otlpTarget(signal, path string) (otlpTarget, error) {
+// OTLP/HTTP path under the base endpoint is path: where it goes, nowhere
+// when the url is empty.
+func (c *cli) otlpTarget(signal, path string) (otlpClient, error) {
 	env := func(name string) string {
 		return cmp.Or(c.getenv("OTEL_EXPORTER_OTLP_"+signal+"_"+name), c.getenv("OTEL_EXPORTER_OTLP_"+name))
 	}
-	var t otlpTarget
+	var t otlpClient
 	base, own := c.getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), c.getenv("OTEL_EXPORTER_OTLP_"+signal+"_ENDPOINT")
 	if base == "" && own == "" || c.getenv("OTEL_"+signal+"_EXPORTER") == "none" {
 		return t, nil
 	}
-	switch protocol := env("PROTOCOL"); protocol {
-	case "", "http/protobuf":
-		t.url = cmp.Or(own, strings.TrimSuffix(base, "/")+path)
-	case "grpc":
-		t.url, t.grpc = cmp.Or(own, base), true
-	default:
-		return t, usageError("OTEL_EXPORTER_OTLP_PROTOCOL %q is not supported: use http/protobuf or grpc", protocol)
+	// gRPC would link what the binary keeps out (see otlp.go).
+	if protocol := env("PROTOCOL"); protocol != "" && protocol != "http/protobuf" {
+		return t, usageError("OTEL_EXPORTER_OTLP_PROTOCOL %q is not supported: use http/protobuf", protocol)
 	}
+	t.url = cmp.Or(own, strings.TrimSuffix(base, "/")+path)
 	if u, err := url.Parse(t.url); err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
 		return t, usageError("OTLP endpoint %q is not an http:// or https:// URL", t.url)
 	}
