@@ -41,6 +41,7 @@ const flushTimeout = 3 * time.Second
 //   - OTEL_EXPORTER_OTLP_PROTOCOL (or _TRACES_PROTOCOL, _METRICS_PROTOCOL):
 //     http/protobuf, the default and the only one;
 //   - OTEL_EXPORTER_OTLP_HEADERS (and _TRACES_HEADERS, _METRICS_HEADERS);
+//   - OTEL_EXPORTER_OTLP_COMPRESSION (and _TRACES_, _METRICS_): gzip or none;
 //   - OTEL_SERVICE_NAME (default agentloop) and OTEL_RESOURCE_ATTRIBUTES;
 //   - OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true, which records
 //     prompts, answers and tool input and output on the spans;
@@ -129,6 +130,13 @@ func (c *cli) otlpTarget(signal, path string) (otlpClient, error) {
 		return t, usageError("OTEL_EXPORTER_OTLP_PROTOCOL %q is not supported: use http/protobuf", protocol)
 	}
 	t.url = cmp.Or(own, strings.TrimSuffix(base, "/")+path)
+	switch compression := env("COMPRESSION"); compression {
+	case "", "none":
+	case "gzip":
+		t.gzip = true
+	default:
+		return t, usageError("OTEL_EXPORTER_OTLP_COMPRESSION %q is not supported: use gzip or none", compression)
+	}
 	if u, err := url.Parse(t.url); err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
 		return t, usageError("OTLP endpoint %q is not an http:// or https:// URL", t.url)
 	}

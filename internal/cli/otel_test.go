@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"io"
 	"net"
@@ -31,6 +32,8 @@ type collector struct {
 	raw     [][]byte
 	reqs    []*coltracepb.ExportTraceServiceRequest
 	metrics []*colmetricspb.ExportMetricsServiceRequest
+	// encodings holds each request's Content-Encoding, "none" for none.
+	encodings []string
 }
 
 // metricNames returns the names of the exported metrics.
@@ -87,6 +90,19 @@ func (c *collector) keep(raw []byte, req *coltracepb.ExportTraceServiceRequest, 
 // in protobuf.
 func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
+	enc := r.Header.Get("Content-Encoding")
+	if enc == "" {
+		enc = "none"
+	}
+	c.mu.Lock()
+	c.encodings = append(c.encodings, enc)
+	c.mu.Unlock()
+	if err == nil && r.Header.Get("Content-Encoding") == "gzip" {
+		var zr *gzip.Reader
+		if zr, err = gzip.NewReader(bytes.NewReader(body)); err == nil {
+			body, err = io.ReadAll(zr)
+		}
+	}
 	if r.Header.Get("Content-Type") != "application/x-protobuf" || err != nil {
 		http.Error(w, "bad export", http.StatusBadRequest)
 		return
@@ -174,19 +190,14 @@ func calcReplies() []anthropictest.Reply {
 // and with content capture off, no prompt, answer or tool text in any
 // byte, nor the API key.
 func TestOTLPExport(t *testing.T) {
-	for _, tt := range []struct {
-		protocol string
-		start    func(*testing.T) (*collector, string)
-	}{
-		{"http/protobuf", startHTTPCollector},
-	} {
-		t.Run(tt.protocol, func(t *testing.T) {
-			col, endpoint := tt.start(t)
+	for _, compression := range []string{"none", "gzip"} {
+		t.Run(compression, func(t *testing.T) {
+			col, endpoint := startHTTPCollector(t)
 			code, stderr := runCLI(t, map[string]string{
-				"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
-				"OTEL_EXPORTER_OTLP_PROTOCOL": tt.protocol,
-				"OTEL_SERVICE_NAME":           "agent-under-test",
-				"OTEL_RESOURCE_ATTRIBUTES":    "deployment.environment.name=test,team=a%20b",
+				"OTEL_EXPORTER_OTLP_ENDPOINT":    endpoint,
+				"OTEL_EXPORTER_OTLP_COMPRESSION": compression,
+				"OTEL_SERVICE_NAME":              "agent-under-test",
+				"OTEL_RESOURCE_ATTRIBUTES":       "deployment.environment.name=test,team=a%20b",
 			}, nil, calcReplies()...)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
@@ -261,6 +272,11 @@ func TestOTLPExport(t *testing.T) {
 			if strings.Contains(stderr, "not all exported") {
 				t.Errorf("stderr: %s", stderr)
 			}
+			col.mu.Lock()
+			if encodings := slices.Compact(col.encodings); !slices.Equal(encodings, []string{compression}) {
+				t.Errorf("the exports' Content-Encoding: %q, want %s alone", encodings, compression)
+			}
+			col.mu.Unlock()
 			raw := col.bytes()
 			for _, secret := range []string{"PROMPT-MARKER", "ANSWER-MARKER", `"add"`, testKey} {
 				if bytes.Contains(raw, []byte(secret)) {
@@ -384,6 +400,7 @@ func TestTelemetryConfig(t *testing.T) {
 		{"disabled", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_SDK_DISABLED": "true"}, ""},
 		{"exporters none", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_TRACES_EXPORTER": "none", "OTEL_METRICS_EXPORTER": "none"}, ""},
 		{"protocol", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, "OTEL_EXPORTER_OTLP_PROTOCOL"},
+		{"compression", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION": "zstd"}, "OTEL_EXPORTER_OTLP_COMPRESSION"},
 		{"grpc", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4317", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "grpc"}, `OTEL_EXPORTER_OTLP_PROTOCOL "grpc" is not supported: use http/protobuf`},
 		{"endpoint", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "127.0.0.1:4318"}, "not an http:// or https:// URL"},
 		{"capture", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "maybe"}, "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"},

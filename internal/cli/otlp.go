@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"io"
@@ -32,6 +33,7 @@ import (
 type otlpClient struct {
 	url     string
 	headers map[string]string
+	gzip    bool // OTEL_EXPORTER_OTLP_COMPRESSION=gzip
 }
 
 // export posts an Export*ServiceRequest holding items, its field 1 (the
@@ -46,6 +48,13 @@ func export[M proto.Message](ctx context.Context, c otlpClient, items []M) error
 		}
 		body = protowire.AppendBytes(protowire.AppendTag(body, 1, protowire.BytesType), b)
 	}
+	if c.gzip {
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		zw.Write(body)
+		zw.Close()
+		body = b.Bytes()
+	}
 	ctx, cancel := context.WithTimeout(ctx, flushTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
@@ -53,6 +62,9 @@ func export[M proto.Message](ctx context.Context, c otlpClient, items []M) error
 		return err
 	}
 	req.Header.Set("Content-Type", "application/x-protobuf")
+	if c.gzip {
+		req.Header.Set("Content-Encoding", "gzip")
+	}
 	for k, v := range c.headers {
 		req.Header.Set(k, v)
 	}
