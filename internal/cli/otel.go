@@ -5,11 +5,15 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -42,6 +46,8 @@ const flushTimeout = 3 * time.Second
 //     http/protobuf, the default and the only one;
 //   - OTEL_EXPORTER_OTLP_HEADERS (and _TRACES_HEADERS, _METRICS_HEADERS);
 //   - OTEL_EXPORTER_OTLP_COMPRESSION (and _TRACES_, _METRICS_): gzip or none;
+//   - OTEL_EXPORTER_OTLP_CERTIFICATE, the CA's PEM file, and
+//     _CLIENT_CERTIFICATE and _CLIENT_KEY for mutual TLS (each also per signal);
 //   - OTEL_SERVICE_NAME (default agentloop) and OTEL_RESOURCE_ATTRIBUTES;
 //   - OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true, which records
 //     prompts, answers and tool input and output on the spans;
@@ -144,6 +150,25 @@ func (c *cli) otlpTarget(signal, path string) (otlpClient, error) {
 	if t.headers, err = keyValues(env("HEADERS")); err != nil {
 		return t, usageError("OTEL_EXPORTER_OTLP_HEADERS: %v", err)
 	}
+	ca, cert, key := env("CERTIFICATE"), env("CLIENT_CERTIFICATE"), env("CLIENT_KEY")
+	if ca == "" && cert == "" && key == "" {
+		return t, nil
+	}
+	tlsConfig := &tls.Config{}
+	if ca != "" {
+		pem, err := os.ReadFile(ca)
+		if tlsConfig.RootCAs = x509.NewCertPool(); err != nil || !tlsConfig.RootCAs.AppendCertsFromPEM(pem) {
+			return t, usageError("OTEL_EXPORTER_OTLP_CERTIFICATE %q is not a readable PEM certificate file", ca)
+		}
+	}
+	if cert != "" || key != "" {
+		pair, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			return t, usageError("OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE and _CLIENT_KEY: %v", err)
+		}
+		tlsConfig.Certificates = []tls.Certificate{pair}
+	}
+	t.http = &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: tlsConfig}}
 	return t, nil
 }
 

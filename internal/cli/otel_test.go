@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/pem"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -287,6 +289,27 @@ func TestOTLPExport(t *testing.T) {
 	}
 }
 
+// TestOTLPCertificate checks that OTEL_EXPORTER_OTLP_CERTIFICATE names the
+// CA that an https collector's certificate is checked against: the exports
+// arrive with it, and without it they are refused and reported.
+func TestOTLPCertificate(t *testing.T) {
+	col := &collector{}
+	srv := httptest.NewTLSServer(col)
+	t.Cleanup(srv.Close)
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stderr := runCLI(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL, "OTEL_EXPORTER_OTLP_CERTIFICATE": ca}, nil, calcReplies()...)
+	if _, spans := col.spans(); code != 0 || len(spans) == 0 || strings.Contains(stderr, "not all exported") {
+		t.Errorf("with the CA: exit %d, %d spans, stderr:\n%s", code, len(spans), stderr)
+	}
+	code, stderr = runCLI(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL}, nil, calcReplies()...)
+	if code != 0 || !strings.Contains(stderr, "telemetry was not all exported") {
+		t.Errorf("without the CA: exit %d, stderr does not report the refused exports:\n%s", code, stderr)
+	}
+}
+
 // TestOTLPCaptureContent checks that the conventions' variable turns
 // content capture on.
 func TestOTLPCaptureContent(t *testing.T) {
@@ -401,6 +424,8 @@ func TestTelemetryConfig(t *testing.T) {
 		{"exporters none", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_TRACES_EXPORTER": "none", "OTEL_METRICS_EXPORTER": "none"}, ""},
 		{"protocol", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, "OTEL_EXPORTER_OTLP_PROTOCOL"},
 		{"compression", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION": "zstd"}, "OTEL_EXPORTER_OTLP_COMPRESSION"},
+		{"certificate", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_CERTIFICATE": "/nonexistent/ca.pem"}, "OTEL_EXPORTER_OTLP_CERTIFICATE"},
+		{"client key", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE": "/nonexistent/c.pem"}, "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE"},
 		{"grpc", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4317", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "grpc"}, `OTEL_EXPORTER_OTLP_PROTOCOL "grpc" is not supported: use http/protobuf`},
 		{"endpoint", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "127.0.0.1:4318"}, "not an http:// or https:// URL"},
 		{"capture", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "maybe"}, "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"},

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"fmt"
@@ -33,7 +34,8 @@ import (
 type otlpClient struct {
 	url     string
 	headers map[string]string
-	gzip    bool // OTEL_EXPORTER_OTLP_COMPRESSION=gzip
+	gzip    bool         // OTEL_EXPORTER_OTLP_COMPRESSION=gzip
+	http    *http.Client // nil: http.DefaultClient
 }
 
 // export posts an Export*ServiceRequest holding items, its field 1 (the
@@ -68,7 +70,7 @@ func export[M proto.Message](ctx context.Context, c otlpClient, items []M) error
 	for k, v := range c.headers {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := cmp.Or(c.http, http.DefaultClient).Do(req)
 	if err != nil {
 		return err
 	}
