@@ -32,6 +32,11 @@ import (
 // complete turns and the answer shown so far, marked "[interrupted]", so
 // that the next prompt follows a complete exchange.
 func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error] {
+	return a.traced(ctx, input, a.stream)
+}
+
+// stream is Stream without its telemetry.
+func (a *Agent) stream(ctx context.Context, input string) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		if !a.busy.CompareAndSwap(false, true) {
 			yield(Result{State: Failed}, errBusy)
@@ -46,8 +51,6 @@ func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error
 			ctx, stop = context.WithTimeoutCause(ctx, a.cfg.MaxDuration, errMaxDuration)
 			defer stop()
 		}
-		ctx, span := a.startRun(ctx, input) // otel hook: the invoke_agent span
-		defer span.End()
 		r := &run{Agent: a, ctx: ctx, cancel: cancel, yield: yield, specs: a.cfg.Registry.Specs()}
 		rollback := a.cfg.History.Checkpoint()
 		state, err := r.loop(input)
@@ -78,7 +81,6 @@ func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error
 			return
 		}
 		res := Result{Text: r.text, State: state, Iterations: r.iter, Usage: r.usage, CostUSD: looprules.Cost(r.cfg.History, r.usage)}
-		a.endRun(span, res, err) // otel hook
 		yield(res, err)
 	}
 }

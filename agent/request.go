@@ -3,9 +3,8 @@ package agent
 import (
 	"context"
 	"errors"
+	"iter"
 	"log/slog"
-
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentloop/agentloop/internal/looprules"
 	"github.com/agentloop/agentloop/internal/telemetry" // otel hook
@@ -49,18 +48,25 @@ func (r *run) showText(text string) {
 	r.emit(TextDelta{Text: text})
 }
 
-// startRun starts the span of a run on input, by the GenAI semantic
-// conventions (see internal/telemetry).
-func (a *Agent) startRun(ctx context.Context, input string) (context.Context, trace.Span) {
-	hc := a.cfg.History.Config()
-	return a.otel.StartAgent(ctx, telemetry.Agent{Name: a.cfg.Name, Model: hc.Model,
-		ConversationID: a.cfg.ConversationID, MaxTokens: hc.MaxTokens, Input: input, System: a.cfg.System})
-}
-
-// endRun sets the outcome of a run on its span; the caller ends it.
-func (a *Agent) endRun(span trace.Span, res Result, err error) {
-	u := res.Usage
-	a.otel.EndAgent(span, telemetry.Outcome{State: string(res.State), Iterations: res.Iterations,
-		Usage: [4]int64{u.Context() - u.OutputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens},
-		Text:  res.Text, Err: err, ErrType: llm.ErrorType(err)})
+// traced wraps a run in its invoke_agent span, by the GenAI semantic
+// conventions (see internal/telemetry): the span opens before the run and
+// closes with its Result, so that the loop never touches it.
+func (a *Agent) traced(ctx context.Context, input string, run func(context.Context, string) iter.Seq2[Event, error]) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		hc := a.cfg.History.Config()
+		ctx, span := a.otel.StartAgent(ctx, telemetry.Agent{Name: a.cfg.Name, Model: hc.Model,
+			ConversationID: a.cfg.ConversationID, MaxTokens: hc.MaxTokens, Input: input, System: a.cfg.System})
+		defer span.End()
+		for ev, err := range run(ctx, input) {
+			if res, ok := ev.(Result); ok {
+				u := res.Usage
+				a.otel.EndAgent(span, telemetry.Outcome{State: string(res.State), Iterations: res.Iterations,
+					Usage: [4]int64{u.Context() - u.OutputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens},
+					Text:  res.Text, Err: err, ErrType: llm.ErrorType(err)})
+			}
+			if !yield(ev, err) {
+				return
+			}
+		}
+	}
 }
