@@ -93,6 +93,8 @@ type Agent struct {
 	retryWait func(ctx context.Context, attempt int, err error) error // tests shorten it
 	busy      atomic.Bool                                             // a run is in progress
 	otel      *telemetry.Instruments                                  // otel hook
+	// startTool starts a call: the registry's Start, in its execute_tool span.
+	startTool func(ctx context.Context, call llm.ToolUse) (wait func() llm.ToolResult)
 }
 
 var errBusy = errors.New("agent: another run of this Agent is in progress")
@@ -138,9 +140,11 @@ func New(cfg Config) (*Agent, error) {
 			return nil, errors.New("agent: Config.Middleware returned a nil Model")
 		}
 	}
-	return &Agent{cfg: cfg, retryWait: llm.RetryWait,
+	a := &Agent{cfg: cfg, retryWait: llm.RetryWait,
 		// otel hook: spans only; the model calls' metrics are the *llm.Client's.
-		otel: telemetry.Spans("github.com/agentloop/agentloop/agent", cfg.Telemetry.TracerProvider, cfg.Telemetry.CaptureContent)}, nil
+		otel: telemetry.Spans("github.com/agentloop/agentloop/agent", cfg.Telemetry.TracerProvider, cfg.Telemetry.CaptureContent)}
+	a.startTool = a.tracedTool(cfg.Registry.Start)
+	return a, nil
 }
 
 // A State says how a run ended.

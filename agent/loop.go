@@ -324,14 +324,12 @@ func (r *run) startCall(ctx context.Context, rep *looprules.Repeats, call llm.To
 			return r.notRun(call, "denied: "+err.Error())
 		}
 	}
-	ctx, span := r.otel.StartTool(ctx, call.Name, call.ID, call.Input) // otel hook: the execute_tool span
 	p := &pending{call: call, done: make(chan struct{})}
-	began, wait := time.Now(), r.cfg.Registry.Start(ctx, call)
+	began, wait := time.Now(), r.startTool(ctx, call)
 	// Waiting here times the call, not the stream; wait returns once ctx ends.
 	go func() {
 		p.res = wait()
 		p.took = time.Since(began)
-		r.otel.EndTool(span, p.res.IsError, llm.TextOf(p.res.Content)) // otel hook
 		close(p.done)
 	}()
 	return p

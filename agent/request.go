@@ -5,6 +5,7 @@ import (
 	"errors"
 	"iter"
 	"log/slog"
+	"sync"
 
 	"github.com/agentloop/agentloop/internal/looprules"
 	"github.com/agentloop/agentloop/internal/telemetry" // otel hook
@@ -68,5 +69,19 @@ func (a *Agent) traced(ctx context.Context, input string, run func(context.Conte
 				return
 			}
 		}
+	}
+}
+
+// tracedTool wraps start, a registry's Start, in the execute_tool span of
+// each call it starts, which ends when the call's result is first waited for.
+func (a *Agent) tracedTool(start func(context.Context, llm.ToolUse) func() llm.ToolResult) func(context.Context, llm.ToolUse) func() llm.ToolResult {
+	return func(ctx context.Context, call llm.ToolUse) func() llm.ToolResult {
+		ctx, span := a.otel.StartTool(ctx, call.Name, call.ID, call.Input)
+		wait := start(ctx, call) // now: the call starts as the model streams
+		return sync.OnceValue(func() llm.ToolResult {
+			res := wait()
+			a.otel.EndTool(span, res.IsError, llm.TextOf(res.Content))
+			return res
+		})
 	}
 }
