@@ -94,8 +94,8 @@ type Config struct {
 // An Agent runs the think → act → observe loop over one conversation. Its
 // runs must not overlap, since they share its history; Agents are cheap.
 type Agent struct {
-	cfg       Config // with defaults, and Model wrapped by Middleware
-	rt        Runtime
+	cfg       Config                                                  // with defaults, and Model wrapped by Middleware
+	rt        Runtime                                                 // Config.Runtime, its calls in their execute_tool spans
 	retryWait func(ctx context.Context, attempt int, err error) error // rt.Backoff; tests shorten it
 	busy      atomic.Bool                                             // a run is in progress
 	otel      *telemetry.Instruments                                  // otel hook
@@ -148,9 +148,11 @@ func New(cfg Config) (*Agent, error) {
 		}
 	}
 	rt := cmp.Or[Runtime](cfg.Runtime, goroutines{cfg.Registry})
-	return &Agent{cfg: cfg, rt: rt, retryWait: rt.Backoff,
+	a := &Agent{cfg: cfg, retryWait: rt.Backoff,
 		// otel hook: spans only; the model calls' metrics are the *llm.Client's.
-		otel: telemetry.Spans("github.com/agentloop/agentloop/agent", cfg.Telemetry.TracerProvider, cfg.Telemetry.CaptureContent)}, nil
+		otel: telemetry.Spans("github.com/agentloop/agentloop/agent", cfg.Telemetry.TracerProvider, cfg.Telemetry.CaptureContent)}
+	a.rt = tracedTools{rt, a.otel}
+	return a, nil
 }
 
 // A State says how a run ended.
@@ -176,7 +178,7 @@ type Result struct {
 	State      State     `json:"state"`      // how the run ended
 	Iterations int       `json:"iterations"` // model calls, FinalAnswer's included, retries not
 	Usage      llm.Usage `json:"usage"`      // summed over every model call, retries included
-	CostUSD    float64   `json:"cost_usd"`   // Usage at the price in llm.Models; 0 for a model it lacks
+	CostUSD    float64   `json:"cost_usd"`   // Usage at the price in the model table (llm.LookupModel); 0 for a model it lacks
 }
 
 // Run runs the loop on input and returns its result: [Agent.Stream],

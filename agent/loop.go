@@ -33,6 +33,11 @@ import (
 // complete turns and the answer shown so far, marked "[interrupted]", so
 // that the next prompt follows a complete exchange.
 func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error] {
+	return a.traced(ctx, input, a.stream)
+}
+
+// stream is Stream without its telemetry.
+func (a *Agent) stream(ctx context.Context, input string) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		if !a.busy.CompareAndSwap(false, true) {
 			yield(Result{State: Failed}, errBusy)
@@ -47,8 +52,6 @@ func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error
 			ctx, stop = a.rt.WithTimeout(ctx, a.cfg.MaxDuration, errMaxDuration)
 			defer stop()
 		}
-		ctx, span := a.startRun(ctx, input) // otel hook: the invoke_agent span
-		defer span.End()
 		r := &run{Agent: a, ctx: ctx, cancel: cancel, yield: yield, specs: a.rt.Specs()}
 		rollback := a.cfg.History.Checkpoint()
 		state, err := r.loop(input)
@@ -79,7 +82,6 @@ func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error
 			return
 		}
 		res := Result{Text: r.text, State: state, Iterations: r.iter, Usage: r.usage, CostUSD: cost(r.cfg.History, r.usage)}
-		a.endRun(span, res, err) // otel hook
 		yield(res, err)
 	}
 }
@@ -328,13 +330,7 @@ func (r *run) startCall(ctx context.Context, rep *repeats, call llm.ToolUse, fin
 			return r.notRun(call, "denied: "+err.Error())
 		}
 	}
-	ctx, span := r.otel.StartTool(ctx, call.Name, call.ID, call.Input) // otel hook: the execute_tool span
-	wait := r.rt.Start(ctx, call)
-	return &pending{call: call, ran: true, wait: func() (llm.ToolResult, time.Duration) {
-		res, took := wait()
-		r.otel.EndTool(span, res.IsError, llm.TextOf(res.Content)) // otel hook
-		return res, took
-	}}
+	return &pending{call: call, ran: true, wait: r.rt.Start(ctx, call)}
 }
 
 // notRun returns a call that was not run, whose is_error result says why.

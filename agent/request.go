@@ -3,9 +3,9 @@ package agent
 import (
 	"context"
 	"errors"
+	"iter"
 	"log/slog"
-
-	"go.opentelemetry.io/otel/trace"
+	"time"
 
 	"github.com/agentloop/agentloop/internal/telemetry" // otel hook
 	"github.com/agentloop/agentloop/llm"
@@ -68,18 +68,42 @@ func (r *run) showText(text string) {
 	r.emit(TextDelta{Text: text})
 }
 
-// startRun starts the span of a run on input, by the GenAI semantic
-// conventions (see internal/telemetry).
-func (a *Agent) startRun(ctx context.Context, input string) (context.Context, trace.Span) {
-	hc := a.cfg.History.Config()
-	return a.otel.StartAgent(ctx, telemetry.Agent{Name: a.cfg.Name, Model: hc.Model,
-		ConversationID: a.cfg.ConversationID, MaxTokens: hc.MaxTokens, Input: input, System: a.cfg.System})
+// traced wraps a run in its invoke_agent span, by the GenAI semantic
+// conventions (see internal/telemetry): the span opens before the run and
+// closes with its Result, so that the loop never touches it.
+func (a *Agent) traced(ctx context.Context, input string, run func(context.Context, string) iter.Seq2[Event, error]) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		hc := a.cfg.History.Config()
+		ctx, span := a.otel.StartAgent(ctx, telemetry.Agent{Name: a.cfg.Name, Model: hc.Model,
+			ConversationID: a.cfg.ConversationID, MaxTokens: hc.MaxTokens, Input: input, System: a.cfg.System})
+		defer span.End()
+		for ev, err := range run(ctx, input) {
+			if res, ok := ev.(Result); ok {
+				u := res.Usage
+				a.otel.EndAgent(span, telemetry.Outcome{State: string(res.State), Iterations: res.Iterations,
+					Usage: [4]int64{u.Context() - u.OutputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens},
+					Text:  res.Text, Err: err, ErrType: llm.ErrorType(err)})
+			}
+			if !yield(ev, err) {
+				return
+			}
+		}
+	}
 }
 
-// endRun sets the outcome of a run on its span; the caller ends it.
-func (a *Agent) endRun(span trace.Span, res Result, err error) {
-	u := res.Usage
-	a.otel.EndAgent(span, telemetry.Outcome{State: string(res.State), Iterations: res.Iterations,
-		Usage: [4]int64{u.Context() - u.OutputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens},
-		Text:  res.Text, Err: err, ErrType: llm.ErrorType(err)})
+// tracedTools is a Runtime whose calls each run in their execute_tool
+// span, which ends when the call's result is waited for.
+type tracedTools struct {
+	Runtime
+	otel *telemetry.Instruments
+}
+
+func (t tracedTools) Start(ctx context.Context, call llm.ToolUse) func() (llm.ToolResult, time.Duration) {
+	ctx, span := t.otel.StartTool(ctx, call.Name, call.ID, call.Input)
+	wait := t.Runtime.Start(ctx, call) // now: the call starts as the model streams
+	return func() (llm.ToolResult, time.Duration) {
+		res, took := wait()
+		t.otel.EndTool(span, res.IsError, llm.TextOf(res.Content))
+		return res, took
+	}
 }

@@ -191,7 +191,7 @@ func serverCompaction(h *memory.History, msg llm.Message, usage llm.Usage) (memo
 	return memory.Compaction{}, false
 }
 
-// cost prices usage at the price in llm.Models of h's model: 0 for a model
+// cost prices usage at the price in the model table (llm.LookupModel) of h's model: 0 for a model
 // it lacks.
 func cost(h *memory.History, usage llm.Usage) float64 {
 	m, _ := llm.LookupModel(h.Config().Model)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"iter"
 	"net/http"
 	"testing"
 
@@ -94,13 +95,17 @@ func BenchmarkRunSpansOff(b *testing.B) {
 		b.Fatal(err)
 	}
 	call := llm.ToolUse{ID: "toolu_1", Name: "calculator", Input: []byte(`{}`)}
+	run := func(ctx context.Context, _ string) iter.Seq2[Event, error] {
+		return func(yield func(Event, error) bool) {
+			_, ts := a.otel.StartTool(ctx, call.Name, call.ID, call.Input)
+			a.otel.EndTool(ts, false, "")
+			telemetry.Retry(ctx, 2, 0, "overloaded_error", true)
+			yield(Result{}, nil)
+		}
+	}
 	b.ReportAllocs()
 	for b.Loop() {
-		ctx, span := a.startRun(context.Background(), "hi")
-		_, ts := a.otel.StartTool(ctx, call.Name, call.ID, call.Input)
-		a.otel.EndTool(ts, false, "")
-		telemetry.Retry(ctx, 2, 0, "overloaded_error", true)
-		a.endRun(span, Result{}, nil)
-		span.End()
+		for range a.traced(context.Background(), "hi", run) {
+		}
 	}
 }

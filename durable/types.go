@@ -36,7 +36,7 @@ type Input struct {
 	// MaxTokens is the max_tokens of each turn. Default [llm.DefaultMaxTokens].
 	MaxTokens int `json:"max_tokens,omitempty"`
 	// ContextWindow is the model's context window. Default: the model's in
-	// [llm.Models].
+	// the model table ([llm.LookupModel]).
 	ContextWindow int `json:"context_window,omitempty"`
 	// ContextLimit is the compaction threshold (see memory.Config).
 	ContextLimit int `json:"context_limit,omitempty"`

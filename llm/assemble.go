@@ -202,10 +202,11 @@ func (p *partial) addInput(frag string) {
 	p.frags = append(p.frags, frag)
 }
 
-// input is the block's input from its start's input and its fragments.
-func (p *partial) input(start json.RawMessage) json.RawMessage {
+// input is the block's input from its start's input and its fragments,
+// and whether it is strictly valid (see toolInput).
+func (p *partial) input(start json.RawMessage) (in json.RawMessage, strict bool) {
 	if p.tooBig {
-		return tooBigInput
+		return tooBigInput, true
 	}
 	return toolInput(start, p.frags)
 }
@@ -223,7 +224,12 @@ func (p *partial) finish() Block {
 		return Thinking{Thinking: string(p.buf), Signature: string(p.sig)}
 	case "tool_use":
 		t := p.tool
-		return ToolUse{ID: t.ID, Name: t.Name, Input: p.input(t.Input), Caller: t.Caller, ToolsetName: t.ToolsetName}
+		in, strict := p.input(t.Input)
+		b := ToolUse{ID: t.ID, Name: t.Name, Input: in, Caller: t.Caller, ToolsetName: t.ToolsetName}
+		if strict {
+			b.checked = in
+		}
+		return b
 	}
 	raw := p.raw
 	if len(p.frags) > 0 || p.tooBig || len(p.merges) > 0 {
@@ -245,14 +251,16 @@ func (p *partial) rebuild() json.RawMessage {
 	if placeholder := []byte(`"input":{}}`); hasInput && p.merges == nil && bytes.HasSuffix(p.raw, placeholder) {
 		// The API's own shape, the empty input last: a splice costs a few
 		// allocations where the general path costs some twenty.
-		return slices.Concat(p.raw[:len(p.raw)-3], p.input(nil), []byte("}"))
+		in, _ := p.input(nil)
+		return slices.Concat(p.raw[:len(p.raw)-3], in, []byte("}"))
 	}
 	var fields map[string]jsontext.Value
 	if json2.Unmarshal(p.raw, &fields, lenient) != nil {
 		return p.raw
 	}
 	if hasInput {
-		fields["input"] = jsontext.Value(p.input(json.RawMessage(fields["input"])))
+		in, _ := p.input(json.RawMessage(fields["input"]))
+		fields["input"] = jsontext.Value(in)
 	}
 	for k, m := range p.merges {
 		if fields[k] = m.val; m.val == nil {
@@ -274,26 +282,27 @@ func (p *partial) rebuild() json.RawMessage {
 }
 
 // toolInput is a tool call's input from its start's input and its
-// fragments, joined once at their exact size: the history keeps it.
-func toolInput(start json.RawMessage, frags []string) json.RawMessage {
+// fragments, joined once at their exact size: the history keeps it. It is
+// checked once, here, and strict says it is a JSON object of valid UTF-8.
+func toolInput(start json.RawMessage, frags []string) (in json.RawMessage, strict bool) {
 	n := 0
 	for _, f := range frags {
 		n += len(f)
 	}
-	in := make([]byte, 0, n)
+	in = make([]byte, 0, n)
 	for _, f := range frags {
 		in = append(in, f...)
 	}
 	if in = bytes.TrimSpace(in); len(in) == 0 {
 		in = bytes.Clone(bytes.TrimSpace(start))
 		if len(in) == 0 || string(in) == "null" {
-			return json.RawMessage("{}")
+			return json.RawMessage("{}"), true
 		}
 	}
-	if apirules.IsObject(in) {
-		return in
+	if ok, strict := apirules.IsObject(in); ok {
+		return in, strict
 	}
-	return apirules.MarkInvalid(in)
+	return apirules.MarkInvalid(in), true
 }
 
 // maxMergedFields bounds the fields deltas set on a block, lest a hostile

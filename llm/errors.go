@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -70,11 +71,26 @@ func (e *APIError) Error() string {
 }
 
 // Is reports whether target is [ErrPromptTooLong] and e says so. The API
-// has no code for it: this is the one place that classifies by message.
+// has no code for it: this and PromptTokens are the one place that reads
+// its message.
 func (e *APIError) Is(target error) bool {
 	return target == ErrPromptTooLong && (e.StatusCode == http.StatusRequestEntityTooLarge ||
-		e.Type == "request_too_large" || strings.Contains(strings.ToLower(e.Message), "prompt is too long"))
+		e.Type == "request_too_large" || tooLong.MatchString(e.Message))
 }
+
+// PromptTokens returns the size of a prompt too long as the API gave it
+// ("prompt is too long: 215439 tokens > 200000 maximum"), or 0.
+func (e *APIError) PromptTokens() int {
+	m := tooLong.FindStringSubmatch(e.Message)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+// tooLong reads the API's message for a prompt too long, and its size.
+var tooLong = regexp.MustCompile(`(?i)prompt is too long(?:: (\d+) tokens > \d+)?`)
 
 // IsRetryable reports whether err is a transient failure worth sending the
 // same request again for: a retryable [*APIError] (overloaded, rate

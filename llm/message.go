@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	json2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
+
+	"github.com/agentloop/agentloop/internal/apirules"
 )
 
 // Role says who wrote a [Message].
@@ -64,6 +67,35 @@ type ToolUse struct {
 	Input       json.RawMessage `json:"input"`
 	Caller      json.RawMessage `json:"caller,omitempty"`
 	ToolsetName string          `json:"toolset_name,omitempty"`
+
+	// checked is the Input an [Assembler] made and found a JSON object of
+	// valid UTF-8 as it joined it. While Input is those very bytes, the
+	// fact holds, and nothing reads them again (see ValidInput).
+	checked json.RawMessage
+}
+
+// ValidInput reports whether Input is a JSON object, as the API requires
+// (an empty one means {}; duplicate names and invalid UTF-8 are taken, as
+// encoding/json takes them). An input the Assembler made is known to be
+// one, and not read again: for a 5 MiB input a pass saved at every use.
+func (b ToolUse) ValidInput() bool {
+	if b.wellFormed() || len(bytes.TrimSpace(b.Input)) == 0 {
+		return true
+	}
+	ok, _ := apirules.IsObject(b.Input)
+	return ok
+}
+
+// wellFormed reports whether Input is the one its Assembler checked, a JSON
+// object that an encoder, which mends invalid UTF-8, writes unchanged.
+func (b ToolUse) wellFormed() bool {
+	return len(b.Input) > 0 && len(b.checked) == len(b.Input) && &b.checked[0] == &b.Input[0]
+}
+
+// Equal reports whether b and c hold the same fields, whether or not an
+// Assembler checked either's input, for go-cmp, which would not look inside.
+func (b ToolUse) Equal(c ToolUse) bool {
+	return b.ID == c.ID && b.Name == c.Name && bytes.Equal(b.Input, c.Input) && bytes.Equal(b.Caller, c.Caller) && b.ToolsetName == c.ToolsetName
 }
 
 // ToolResult answers the [ToolUse] whose ID is ToolUseID with [Text] and
@@ -261,6 +293,19 @@ func decodeAs[B Block](data []byte) (Block, error) {
 // asV1 reads JSON as encoding/json does, in one pass where it takes two
 // (a block start or a saved message may hold a 5 MiB tool input).
 var asV1 = jsonv1.DefaultOptionsV1()
+
+// Truncate returns s cut to about n bytes, on a UTF-8 boundary, with a note
+// of the bytes cut, so that one long text cannot crowd out the rest of a
+// message to the model.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + fmt.Sprintf("… [%d more bytes]", len(s)-n)
+}
 
 // TextOf returns the concatenated text of the [Text] blocks in blocks.
 func TextOf(blocks []Block) string {

@@ -72,3 +72,56 @@ func TestMessageRoundTrip(t *testing.T) {
 		t.Error("a block without a type decoded")
 	}
 }
+
+// TestValidInput checks that a tool input is a JSON object by the
+// Assembler's word while it is the input the Assembler checked, and by
+// reading it otherwise: a decoded copy, or an input set in its place.
+func TestValidInput(t *testing.T) {
+	checked := assembled("a", json.RawMessage(`{"path": "x"}`))
+	decoded, err := unmarshalBlock([]byte(`{"type":"tool_use","id":"a","name":"t","input":{"path": "x"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replaced, prefix := checked, checked
+	replaced.Input, prefix.Input = json.RawMessage(`{"path": `), checked.Input[:len(checked.Input)-1]
+	for _, tt := range []struct {
+		name              string
+		b                 ToolUse
+		valid, wellFormed bool
+	}{
+		{"assembled", checked, true, true},
+		{"decoded", decoded.(ToolUse), true, false},
+		{"empty", ToolUse{ID: "a", Name: "t"}, true, false},
+		{"not an object", ToolUse{ID: "a", Name: "t", Input: json.RawMessage(`[]`)}, false, false},
+		{"invalid UTF-8", ToolUse{ID: "a", Name: "t", Input: json.RawMessage("{\"a\":\"\xff\"}")}, true, false},
+		{"replaced", replaced, false, false},
+		{"a prefix of the checked bytes", prefix, false, false},
+	} {
+		if valid, wf := tt.b.ValidInput(), tt.b.wellFormed(); valid != tt.valid || wf != tt.wellFormed {
+			t.Errorf("%s: ValidInput() = %v, wellFormed() = %v; want %v, %v", tt.name, valid, wf, tt.valid, tt.wellFormed)
+		}
+	}
+	if !checked.Equal(decoded.(ToolUse)) || checked.Equal(replaced) {
+		t.Error("Equal does not compare the fields alone")
+	}
+}
+
+// TestTruncateString checks Truncate, the cut memory's summary transcript,
+// tool's messages and mcptool use: on a rune boundary, with the bytes cut noted.
+func TestTruncateString(t *testing.T) {
+	for _, tt := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"hello", 5, "hello"},
+		{"hello", 3, "hel… [2 more bytes]"},
+		{"a€b", 2, "a… [4 more bytes]"}, // inside "€", 3 bytes: back to its start
+		{"a€b", 4, "a€… [1 more bytes]"},
+		{"€", 0, "… [3 more bytes]"},
+	} {
+		if got := Truncate(tt.s, tt.n); got != tt.want {
+			t.Errorf("Truncate(%q, %d) = %q, want %q", tt.s, tt.n, got, tt.want)
+		}
+	}
+}

@@ -60,13 +60,14 @@ func (p Price) Cost(u Usage) float64 {
 	return c
 }
 
-// Models holds the Claude API's models, from the platform docs (November
+// models holds the Claude API's models, from the platform docs (November
 // 2026): models overview, pricing, thinking, effort, "What's new", context
 // editing and compaction-threshold pages. Prices are for 5-minute cache
 // writes; 1-hour writes, batch discounts and Haiku 5.5's prompt-length tiers
-// (its lower tier is listed) are not modelled. A program may add or change
-// entries before it makes its first request.
-var Models = map[string]ModelInfo{
+// (its lower tier is listed) are not modelled. It is read, never written,
+// after init, so that concurrent clients share it without a lock; a caller
+// reads it through [LookupModel], which hands out copies.
+var models = map[string]ModelInfo{
 	// Bound thinking (models/opus-5-5/whats-new-opus-5-5, models/fable-5-1/whats-new-fable-5-1).
 	"claude-fable-5-1":  {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 0.25}, Thinking: adaptive, Efforts: efforts5, ContextEditing: true, ServerCompaction: true},
 	"claude-mythos-5-1": {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 0.25}, Thinking: adaptive, Efforts: efforts5, ContextEditing: true, ServerCompaction: true},
@@ -106,16 +107,17 @@ var (
 	efforts5, efforts4                   = []string{"low", "medium", "high", "xhigh", "max"}, []string{"low", "medium", "high", "max"}
 )
 
-// LookupModel returns what [Models] knows of model, by its name or, for a
+// LookupModel returns what the module knows of model, by its name or, for a
 // dated name such as "claude-haiku-4-5-20251001", the name without the
 // date. For a model it does not know, ok is false and info holds the
 // current models' rules (adaptive thinking only, no forced tool use, bound
 // thinking, every effort level), no limits and no price, so that nothing
 // the API might reject is sent unasked.
 func LookupModel(model string) (info ModelInfo, ok bool) {
-	if info, ok = Models[apirules.Undated(model)]; !ok {
+	if info, ok = models[apirules.Undated(model)]; !ok {
 		info = ModelInfo{Thinking: adaptive, Efforts: efforts5}
 	}
+	info.Thinking, info.Efforts = slices.Clone(info.Thinking), slices.Clone(info.Efforts) // the table's stay as they are
 	return info, ok
 }
 
@@ -133,7 +135,7 @@ func (f ModelFunc) Stream(ctx context.Context, req Request) iter.Seq2[Event, err
 	return f(ctx, req)
 }
 
-// check checks r, whose body is w, against [Models] and the API's rules,
+// check checks r, whose body is w, against [LookupModel]'s table and the API's rules,
 // so that what the API would refuse with a 400 fails here, naming it. It
 // reads Extra's tool_choice, thinking and output_config in place of w's.
 // A Messages call (not count, which is not sent Extra, and which memory
@@ -150,7 +152,7 @@ func (f ModelFunc) Stream(ctx context.Context, req Request) iter.Seq2[Event, err
 //     model, so that even a default value is a 400.
 func check(r Request, w wireRequest, count bool) error {
 	info, known := LookupModel(r.Model)
-	unknown := map[bool]string{false: " (a model llm.Models does not know gets the current models' rules)"}[known]
+	unknown := map[bool]string{false: " (a model llm does not know gets the current models' rules)"}[known]
 	choice, thinking, output := *cmp.Or(w.ToolChoice, &ToolChoice{}), *cmp.Or(w.Thinking, &wireThinking{}), *cmp.Or(w.Output, &wireOutput{})
 	for name, v := range map[string]any{"tool_choice": &choice, "thinking": &thinking, "output_config": &output} {
 		if x, ok := r.Extra[name]; ok {

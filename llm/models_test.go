@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -33,9 +34,9 @@ func TestLookupModel(t *testing.T) {
 			t.Errorf("LookupModel(%q) = %+v, %v costing %v; want window %d, %v, costing %v", tt.model, m, ok, got, tt.window, tt.ok, tt.usd)
 		}
 	}
-	for name, m := range Models {
+	for name, m := range models {
 		if m.ContextWindow <= 0 || m.MaxOutput <= 0 || m.MaxOutput >= m.ContextWindow || m.Price.Input <= 0 {
-			t.Errorf("Models[%q] = %+v: limits or price missing", name, m)
+			t.Errorf("models[%q] = %+v: limits or price missing", name, m)
 		}
 	}
 }
@@ -109,6 +110,21 @@ func TestCurrentModelRules(t *testing.T) {
 		m, _ := LookupModel(model)
 		if got := (rules{strings.Join(m.Thinking, " "), m.UnboundThinking}); got != w {
 			t.Errorf("%s: %+v, want %+v", model, got, w)
+		}
+	}
+}
+
+// TestLookupModelCopies checks that what LookupModel returns is the
+// caller's: changing it changes nothing for the next caller, so that
+// clients on many goroutines share the table without a race.
+func TestLookupModelCopies(t *testing.T) {
+	for _, model := range []string{DefaultModel, "claude-unknown-9"} {
+		before, _ := LookupModel(model)
+		want := fmt.Sprintf("%+v", before) // what it holds now, not what it may share
+		m, _ := LookupModel(model)
+		m.Thinking[0], m.Efforts[0], m.ContextWindow = "changed", "changed", 1
+		if after, _ := LookupModel(model); fmt.Sprintf("%+v", after) != want {
+			t.Errorf("LookupModel(%q) after a caller changed its result = %+v, want %s", model, after, want)
 		}
 	}
 }

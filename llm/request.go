@@ -156,10 +156,9 @@ func encodeRequest(r Request, count bool) (body, error) {
 		w.Tools = append(w.Tools, wireTool{ToolSpec: t})
 		n += len(t.Name) + len(t.Description) + len(t.InputSchema)
 	}
-	// A big tool input goes in a part of its own, where the encoder wrote {}:
-	// not checked again (IsObject remembers the Assembler's check), nor copied.
-	// Invalid UTF-8, which the encoder mends, is left to it (lone surrogates too),
-	// and so is the whole body when Extra rewrites it.
+	// A big tool input the Assembler checked goes in a part of its own, where
+	// the encoder wrote {}: not checked again, nor copied. Any other input is
+	// left to the encoder, and so is the whole body when Extra rewrites it.
 	var bigs [][]byte
 	for i, m := range r.Messages {
 		for j, b := range m.Content {
@@ -167,7 +166,7 @@ func encodeRequest(r Request, count bool) (body, error) {
 				return nil, fmt.Errorf("llm: message %d: content block %d is nil", i, j)
 			}
 			n += size(b)
-			if t, ok := b.(ToolUse); ok && (count || len(r.Extra) == 0) && len(t.Input) >= 64<<10 && apirules.IsUTF8Object(t.Input) {
+			if t, ok := b.(ToolUse); ok && (count || len(r.Extra) == 0) && len(t.Input) >= 64<<10 && t.wellFormed() {
 				bigs, n = append(bigs, t.Input), n-len(t.Input)
 			}
 		}

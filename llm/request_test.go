@@ -160,11 +160,13 @@ func TestSplicedInputs(t *testing.T) {
 		return json.RawMessage(`{` + ws + `"content":` + ws + `"` + strings.Repeat(s, 70_000/len(s)) + `"}`)
 	}
 	compact, spaced, mangled := big("", `a \"b\"\n é`), big("\n ", "x"), big("", "y\xff")
+	// The last is compact again, but not as an Assembler made it: the
+	// encoder writes it.
 	conv := []Message{
 		{Role: User, Content: []Block{Text{Text: "go"}}},
-		{Role: Assistant, Content: []Block{ToolUse{ID: "a", Name: "t", Input: compact}, ToolUse{ID: "b", Name: "t", Input: spaced},
-			ToolUse{ID: "c", Name: "t", Input: mangled}, ToolUse{ID: "d", Name: "t", Input: json.RawMessage(`{"n": 1}`)},
-			ToolUse{ID: "e", Name: "t", Input: compact}}},
+		{Role: Assistant, Content: []Block{assembled("a", compact), assembled("b", spaced),
+			assembled("c", mangled), assembled("d", json.RawMessage(`{"n": 1}`)),
+			ToolUse{ID: "e", Name: "t", Input: bytes.Clone(compact)}}},
 		{Role: User, Content: []Block{ToolResult{ToolUseID: "a"}, ToolResult{ToolUseID: "b"}, ToolResult{ToolUseID: "c"},
 			ToolResult{ToolUseID: "d"}, ToolResult{ToolUseID: "e"}}},
 	}
@@ -211,10 +213,27 @@ func TestSplicedInputs(t *testing.T) {
 		})
 	}
 	bad := append(bytes.Clone(compact[:len(compact)-1]), ']')
-	if _, err := requestBody(Request{Model: "claude-x", Messages: []Message{conv[0],
-		{Role: Assistant, Content: []Block{ToolUse{ID: "a", Name: "t", Input: bad}}}, conv[2]}}, false); err == nil {
-		t.Error("a big invalid input is sent")
+	// An input set in place of the one the Assembler checked is not taken
+	// for checked, be it other bytes or a prefix of the same.
+	prefix, other := assembled("a", compact), assembled("a", compact)
+	prefix.Input, other.Input = prefix.Input[:len(prefix.Input)-1], bad
+	for _, b := range []ToolUse{{ID: "a", Name: "t", Input: bad}, prefix, other} {
+		if _, err := requestBody(Request{Model: "claude-x", Messages: []Message{conv[0],
+			{Role: Assistant, Content: []Block{b}}, conv[2]}}, false); err == nil {
+			t.Errorf("a big invalid input is sent: %.20s…", b.Input[len(b.Input)-20:])
+		}
 	}
+}
+
+// assembled returns the tool_use block an Assembler makes of input as it
+// streams: the block whose input it checked, which is not read again.
+func assembled(id string, input json.RawMessage) ToolUse {
+	var a Assembler
+	a.Add(MessageStart{})
+	a.Add(ToolUseStart{ID: id, Name: "t", Input: json.RawMessage("{}")})
+	a.Add(ToolInputDelta{PartialJSON: string(input)})
+	b, _ := a.Add(BlockStop{})
+	return b.(ToolUse)
 }
 
 // TestSendInParts checks that a body sent in parts, a big tool input as
@@ -223,8 +242,9 @@ func TestSplicedInputs(t *testing.T) {
 func TestSendInParts(t *testing.T) {
 	input := json.RawMessage(`{"content":"` + strings.Repeat(`a \"b\" é\n`, 10_000) + `"}`)
 	req := Request{Model: "claude-x", Messages: []Message{{Role: User, Content: []Block{Text{Text: "go"}}},
-		{Role: Assistant, Content: []Block{ToolUse{ID: "a", Name: "t", Input: input}}},
+		{Role: Assistant, Content: []Block{assembled("a", input)}},
 		{Role: User, Content: []Block{ToolResult{ToolUseID: "a"}}}}}
+	input = req.Messages[1].Content[0].(ToolUse).Input
 	want, err := requestBody(req, false)
 	if err != nil {
 		t.Fatal(err)
@@ -273,7 +293,7 @@ func FuzzSplice(f *testing.F) {
 	f.Fuzz(func(t *testing.T, value, ws string) {
 		in := json.RawMessage(ws + `{"c":[` + strings.Repeat(value+",", (64<<10)/(len(value)+1)+1) + `0]}` + ws)
 		req := Request{Model: "claude-x", Messages: []Message{{Role: User, Content: []Block{Text{Text: "go"}}},
-			{Role: Assistant, Content: []Block{ToolUse{ID: "a", Name: "t", Input: in}}},
+			{Role: Assistant, Content: []Block{assembled("a", in)}},
 			{Role: User, Content: []Block{ToolResult{ToolUseID: "a"}}}}}
 		got, err := requestBody(req, false)
 		want, wantErr := marshal(wireRequest{Model: req.Model, MaxTokens: DefaultMaxTokens, Messages: req.Messages, Stream: true})

@@ -243,7 +243,7 @@ func blocks(content []mcp.Content) []llm.Block {
 			out = append(out, embedded(c.Resource))
 		default:
 			b, _ := json.Marshal(c)
-			out = append(out, llm.Text{Text: fmt.Sprintf("[MCP content this client does not read: %s]", tool.Truncate(string(b), 200))})
+			out = append(out, llm.Text{Text: fmt.Sprintf("[MCP content this client does not read: %s]", llm.Truncate(string(b), 200))})
 		}
 	}
 	return out

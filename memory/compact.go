@@ -12,7 +12,6 @@ import (
 
 	"github.com/agentloop/agentloop/internal/apirules"
 	"github.com/agentloop/agentloop/llm"
-	"github.com/agentloop/agentloop/tool"
 )
 
 // ErrCannotCompact means Compact could not bring the history under
@@ -227,7 +226,7 @@ func (h *History) hardCut(target, limit int) int {
 	if !head.summary {
 		note := cutHeader
 		if task := llm.TextOf(head.msg.Content); !apirules.IsBlank(task) {
-			note += "\n\nThe conversation began with this request:\n\n" + tool.Truncate(task, 2000)
+			note += "\n\nThe conversation began with this request:\n\n" + llm.Truncate(task, 2000)
 		}
 		head = measured(entry{msg: userText(note)})
 	}
@@ -296,7 +295,7 @@ func writeBlock(b *strings.Builder, blk llm.Block, original map[string][]llm.Blo
 	case llm.Text:
 		b.WriteString(blk.Text + "\n")
 	case llm.ToolUse:
-		fmt.Fprintf(b, "[tool call %s %s: %s]\n", blk.ID, blk.Name, tool.Truncate(string(blk.Input), maxResultChars))
+		fmt.Fprintf(b, "[tool call %s %s: %s]\n", blk.ID, blk.Name, llm.Truncate(string(blk.Input), maxResultChars))
 	case llm.ToolResult:
 		content, ok := original[blk.ToolUseID]
 		if !ok {
@@ -307,7 +306,7 @@ func writeBlock(b *strings.Builder, blk llm.Block, original map[string][]llm.Blo
 			writeBlock(&body, c, nil)
 		}
 		fmt.Fprintf(b, "[tool %s %s]\n%s\n", map[bool]string{false: "result", true: "error"}[blk.IsError], blk.ToolUseID,
-			tool.Truncate(strings.TrimSpace(body.String()), maxResultChars))
+			llm.Truncate(strings.TrimSpace(body.String()), maxResultChars))
 	case llm.Image:
 		fmt.Fprintf(b, "[image %s]\n", blk.MediaType)
 	case llm.RawBlock:
@@ -317,7 +316,7 @@ func writeBlock(b *strings.Builder, blk llm.Block, original map[string][]llm.Blo
 			fmt.Fprintf(b, "[summary of the earlier turns]\n%s\n", c.Content)
 			return
 		}
-		fmt.Fprintf(b, "[%s block: %s]\n", blk.Type, tool.Truncate(string(blk.JSON), 1000))
+		fmt.Fprintf(b, "[%s block: %s]\n", blk.Type, llm.Truncate(string(blk.JSON), 1000))
 	}
 }
 

@@ -19,7 +19,7 @@ type Config struct {
 	// count_tokens and, by default, of summaries. Default: [llm.DefaultModel].
 	Model string
 	// ContextWindow is the model's context window in tokens. Default: the
-	// model's in [llm.Models], or 200_000 for a model it does not know.
+	// model's as [llm.LookupModel] gives it, or 200_000 for a model it does not know.
 	ContextWindow int
 	// MaxTokens is the turns' max_tokens, room the reply needs in the
 	// window. Default: [llm.DefaultMaxTokens].
@@ -75,7 +75,7 @@ type History struct {
 	prefixChars int           // characters of system and tools, for estimates
 	prefixKey   string        // a hash of system and tools, to see them change
 	ratio       float64       // learned characters per token
-	model       llm.ModelInfo // llm.Models' cfg.Model; one it does not know binds its thinking
+	model       llm.ModelInfo // llm.LookupModel's cfg.Model; one it does not know binds its thinking
 }
 
 // An entry is one message with what we know about it.

@@ -79,7 +79,8 @@ func clean(es []entry, note func(string)) []entry {
 			note("dropped messages with an unknown role")
 			continue
 		case i == len(es)-1 && m.Role == llm.Assistant && slices.ContainsFunc(e.rules, func(b apirules.Block) bool {
-			return b.Type == "tool_use" && !apirules.IsObject(b.Input)
+			ok, _ := apirules.IsObject(b.Input)
+			return b.Type == "tool_use" && !ok
 		}):
 			note("dropped a trailing incomplete assistant turn")
 			continue
@@ -133,7 +134,7 @@ func cleanBlock(role llm.Role, b llm.Block, rb apirules.Block, seen map[string]b
 			note("gave tool calls with a bad or duplicate id a fresh one")
 		}
 		seen[id], turn[b.ID], b.ID = true, append(turn[b.ID], id), id
-		if !apirules.IsObject(rb.Input) {
+		if ok, _ := apirules.IsObject(rb.Input); !ok {
 			b.Input = []byte("{}")
 			note("replaced tool inputs that were not JSON objects with {}")
 		}
@@ -281,7 +282,7 @@ func ruleBlock(b llm.Block) apirules.Block {
 		return apirules.Block{Type: "text", Text: b.Text}
 	case llm.ToolUse:
 		in := b.Input
-		if len(in) == 0 || apirules.IsObject(in) {
+		if b.ValidInput() {
 			in = []byte("{}") // as llm marshals an empty one; a checked one needs no second check
 		}
 		return apirules.Block{Type: "tool_use", ID: b.ID, Name: b.Name, Input: in}

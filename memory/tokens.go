@@ -9,8 +9,6 @@ import (
 	_ "image/jpeg"
 	_ "image/png"
 	"math"
-	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/agentloop/agentloop/llm"
@@ -143,10 +141,6 @@ func imageCost(img llm.Image) int {
 	return max(1, int(math.Ceil(w*s*hgt*s/750)))
 }
 
-// tooLongRE reads the count in the API's "prompt is too long: 215439
-// tokens > 200000 maximum".
-var tooLongRE = regexp.MustCompile(`(\d+) tokens > (\d+)`)
-
 // MarkOverflow records that the API found the history too long for the
 // context window, as err said (one matching [llm.ErrPromptTooLong], or the
 // stop reason model_context_window_exceeded). The count it reports, else
@@ -158,9 +152,7 @@ func (h *History) MarkOverflow(err error) {
 	}
 	n := 0
 	if ae, ok := errors.AsType[*llm.APIError](err); ok {
-		if m := tooLongRE.FindStringSubmatch(ae.Message); m != nil {
-			n, _ = strconv.Atoi(m[1])
-		}
+		n = ae.PromptTokens()
 	}
 	if n > 0 {
 		h.learn(n)

@@ -200,7 +200,7 @@ func TestRepair(t *testing.T) {
 			did:  []string{"gave tool calls with a bad or duplicate id a fresh one", "answered interrupted tool calls"},
 		},
 		{
-			// A model not in llm.Models is taken to bind its thinking.
+			// A model not in the model table (llm.LookupModel) is taken to bind its thinking.
 			name: "the thinking a fresh id invalidates dropped",
 			in:   []llm.Message{user(text("a")), asst(use("t1")), user(result("t1", "x")), asst(llm.Thinking{Thinking: "hm", Signature: "s"}, use("t1")), user(result("t1", "y"))},
 			want: []llm.Message{user(text("a")), asst(use("t1")), user(result("t1", "x")), asst(use("toolu_repaired_1")), user(result("toolu_repaired_1", "y"))},

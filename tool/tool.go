@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -14,15 +17,9 @@ import (
 	"unicode/utf8"
 
 	json2 "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
 	"github.com/google/jsonschema-go/jsonschema"
-	jsv "github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 
-	"github.com/agentloop/agentloop/internal/apirules"
 	"github.com/agentloop/agentloop/llm"
 )
 
@@ -41,9 +38,9 @@ type Tool struct {
 	Timeout time.Duration
 
 	spec        llm.ToolSpec
-	schema      *jsv.Schema   // nil for a raw schema the validator cannot use,
-	unvalidated error         // and why (see NewRaw)
-	decodeOpts  json2.Options // how prepare reads the input (see stringScopes)
+	schema      *jsonschema.Resolved // nil for a raw schema the validator cannot use,
+	unvalidated error                // and why (see NewRaw)
+	split       bool                 // the schema's $refs are to its definitions: problems may walk it
 	handler     func(ctx context.Context, input json.RawMessage) (llm.ToolResult, error)
 }
 
@@ -96,30 +93,24 @@ func NewWithSchema[In, Out any](name, description string, schema *jsonschema.Sch
 	return t, err
 }
 
-// decode decodes input into an In as encoding/json does, with its errors,
-// but in json/v2's one pass: a third less time on 5 MiB. As the schema passed,
-// only a value too big for its Go type (1e400), or In and schema at odds, fails.
+// decode decodes input into an In as encoding/json does, in json/v2's one
+// pass. As the schema passed, only a value too big for its Go type (1e400),
+// or In and schema at odds, fails.
 func decode[In any](tool string, input json.RawMessage) (in In, err error) {
-	if json2.Unmarshal(input, &in, jsonv1.DefaultOptionsV1()) == nil {
-		return in, nil
+	if err = json2.Unmarshal(input, &in, v1); err != nil {
+		return *new(In), fmt.Errorf("invalid input for tool %q: %s", tool, unreadable(err))
 	}
-	in = *new(In)
-	var te *json.UnmarshalTypeError
-	if err = json.Unmarshal(input, &in); errors.As(err, &te) {
-		err = fmt.Errorf("invalid input for tool %q: field %q: %s does not fit in a Go %s", tool, te.Field, te.Value, te.Type)
-	} else if err != nil {
-		err = fmt.Errorf("invalid input for tool %q: %v", tool, err)
-	}
-	return in, err
+	return in, nil
 }
 
 // NewRaw makes a tool from a hand-written or foreign JSON schema with
 // "type": "object", such as an MCP server's, sent to the model as given, and
 // a handler of the raw input, whose result's ToolUseID the registry sets.
 // Inputs are validated against the schema if the validator can use it; if
-// not (an unknown draft, a $ref out of the schema), they are checked only
-// for being a JSON object, fn must check them itself (as an MCP server
-// does), and [Registry.Register] logs why. fn's error becomes an is_error result.
+// not (a draft other than 2020-12 and 7, a $ref out of the schema), they are
+// checked only for being a JSON object, fn must check them itself (as an
+// MCP server does), and [Registry.Register] logs why. fn's error becomes an
+// is_error result.
 func NewRaw(name, description string, schema json.RawMessage, fn func(ctx context.Context, input json.RawMessage) (llm.ToolResult, error)) (*Tool, error) {
 	return newTool(name, description, append(json.RawMessage(nil), schema...), fn == nil, fn)
 }
@@ -134,9 +125,8 @@ func newTool(name, description string, schema json.RawMessage, nilFn bool, handl
 	if !namePattern.MatchString(name) {
 		return nil, fmt.Errorf("tool %q: invalid name: the API requires 1 to 64 letters, digits, '_' or '-' (%s)", name, namePattern)
 	}
-	doc, err := jsv.UnmarshalJSON(bytes.NewReader(schema))
-	top, _ := doc.(map[string]any)
-	if err != nil || top == nil {
+	var top map[string]any
+	if json.Unmarshal(schema, &top) != nil || top == nil {
 		return nil, fmt.Errorf("tool %q: the input schema is not a JSON schema object: %.40s", name, schema)
 	}
 	if typ, ok := top["type"]; typ != "object" {
@@ -147,43 +137,31 @@ func newTool(name, description string, schema json.RawMessage, nilFn bool, handl
 		return nil, fmt.Errorf("tool %q: the input schema must have type \"object\", not %s (with New, make In a struct)", name, b)
 	}
 	t := &Tool{spec: llm.ToolSpec{Name: name, Description: description, InputSchema: schema}, handler: handler}
-	// The compiler loads nothing: a $ref to a file or a URL fails to compile.
-	const url = "https://agentloop.invalid/input.json" // a name for the schema; never fetched
-	c := jsv.NewCompiler()
-	c.UseLoader(noLoader{})
-	if err = c.AddResource(url, doc); err == nil {
-		t.schema, err = c.Compile(url)
+	// Resolve loads nothing: a $ref to a file or a URL fails.
+	drafts := []string{"", "https://json-schema.org/draft/2020-12/schema", "http://json-schema.org/draft-07/schema#", "https://json-schema.org/draft-07/schema#"}
+	var s jsonschema.Schema
+	err := json.Unmarshal(schema, &s)
+	if err == nil {
+		t.schema, err = s.Resolve(nil)
+	}
+	if err == nil && !slices.Contains(drafts, s.Schema) {
+		err = fmt.Errorf("unknown draft %q: the validator reads 2020-12 and 7", s.Schema)
 	}
 	if err != nil {
-		t.unvalidated = fmt.Errorf("the validator cannot use the schema: %w", err)
+		t.schema, t.unvalidated = nil, fmt.Errorf("the validator cannot use the schema: %w", err)
 	}
-	t.decodeOpts = apirules.Lenient
-	if names := map[string]bool{}; t.schema == nil || !stringScopes(top, "", names) {
-		t.decodeOpts = json2.JoinOptions(apirules.Lenient, unreadStrings(names)) // without a schema, only the object is checked
+	// problems checks the parts of an input one by one, against the parts of
+	// the schema with its definitions: a $ref elsewhere would point out of them.
+	t.split = !bytes.Contains(schema, []byte(`"$dynamicRef"`))
+	for _, ref := range refPattern.FindAllSubmatch(schema, -1) {
+		t.split = t.split && (bytes.HasPrefix(ref[1], []byte("#/$defs/")) || bytes.HasPrefix(ref[1], []byte("#/definitions/")))
 	}
 	return t, nil
-}
-
-// noLoader refuses every schema the compiler would fetch.
-type noLoader struct{}
-
-func (noLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("not loading %s: a tool's schema must be self-contained", url)
 }
 
 // Spec returns the tool's description for the model, to send in
 // [llm.Request.Tools]. The schema bytes are shared; do not modify them.
 func (t *Tool) Spec() llm.ToolSpec { return t.spec }
-
-// Truncate returns s cut to about n bytes, on a UTF-8 boundary, with a note
-// of the bytes cut, so that one long text cannot crowd out the rest.
-func Truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	n = runeStart(s, n)
-	return s[:n] + fmt.Sprintf("… [%d more bytes]", len(s)-n)
-}
 
 // runeStart returns the start of the UTF-8 sequence at s[n], n < len(s).
 func runeStart(s string, n int) int {
@@ -222,26 +200,23 @@ func prepare(t *Tool, input json.RawMessage) (json.RawMessage, error) {
 	if len(bytes.TrimSpace(input)) == 0 {
 		input = json.RawMessage("{}") // an empty streamed input means {}
 	}
-	// The validator gets the input as Go values, each string left unread
-	// unless the schema may read it: a written file's 5 MiB is then
-	// checked, not unquoted and copied. json/v2 parses in one pass, where
-	// encoding/json scans first; encoding/json words its rare failures.
 	var v any
-	if json2.Unmarshal(input, &v, t.decodeOpts) != nil {
-		if err := json.Unmarshal(input, new(json.RawMessage)); err != nil {
-			return nil, fmt.Errorf("invalid input for tool %q: the input is not valid JSON: %v", t.spec.Name, err)
-		}
-		// Valid JSON a float64 cannot hold (1e400): keep numbers as written.
-		v, _ = jsv.UnmarshalJSON(bytes.NewReader(input))
+	if err := json2.Unmarshal(input, &v, v1); err != nil {
+		return nil, fmt.Errorf("invalid input for tool %q: %s", t.spec.Name, unreadable(err))
 	}
 	if _, ok := v.(map[string]any); !ok {
 		return nil, fmt.Errorf("invalid input for tool %q: the input must be a JSON object, got %.40s", t.spec.Name, bytes.TrimSpace(input))
 	}
-	var verr *jsv.ValidationError
-	if t.schema == nil || !errors.As(t.schema.Validate(v), &verr) {
+	if t.schema == nil || t.schema.Validate(v) == nil {
 		return input, nil
 	}
-	ps := slices.Compact(slices.Sorted(slices.Values(problems(v, verr, nil))))
+	var ps []string
+	if t.split {
+		ps = problems(v, t.schema.Schema(), t.schema.Schema(), "", nil)
+	} else {
+		ps = []string{violation("", t.schema.Validate(v))}
+	}
+	ps = slices.Compact(slices.Sorted(slices.Values(ps)))
 	msg := ps[0]
 	if len(ps) > 1 {
 		msg = fmt.Sprintf("%d problems:\n- %s", len(ps), strings.Join(ps, "\n- "))
@@ -249,110 +224,155 @@ func prepare(t *Tool, input json.RawMessage) (json.RawMessage, error) {
 	return nil, fmt.Errorf("invalid input for tool %q: %s", t.spec.Name, msg)
 }
 
+// unreadable words why input could not be decoded: not JSON, or a value
+// its Go type cannot hold.
+func unreadable(err error) string {
+	if te, ok := errors.AsType[*jsonv1.UnmarshalTypeError](err); ok && te.Field != "" {
+		return fmt.Sprintf("field %q: %s does not fit in a Go %s", te.Field, te.Value, te.Type)
+	}
+	return "the input is not valid JSON: " + err.Error()
+}
+
 var (
-	namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)             // the Messages API's rule for tool names
-	printer     = message.NewPrinter(language.English)                    // words the validator's messages
-	localRef    = regexp.MustCompile(`^#(/(\$defs|definitions)/[^/]+)?$`) // the $refs stringScopes follows
+	namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`) // the Messages API's rule for tool names
+	v1          = jsonv1.DefaultOptionsV1()                   // encoding/json's grammar and errors, json/v2's speed
+	refPattern  = regexp.MustCompile(`"\$ref"\s*:\s*"([^"]*)"`)
+	number      = regexp.MustCompile(`(\d)/1\b|(\.\d*[1-9])0+\b|\.0+\b`) // the zeros a bound's number is printed with
 )
 
-// unreadStrings decodes each string value as "", checked but not unquoted,
-// unless a name on its path is in read; object names are decoded as usual.
-func unreadStrings(read map[string]bool) json2.Options {
-	return json2.WithUnmarshalers(json2.UnmarshalFromFunc(func(dec *jsontext.Decoder, _ *string) error {
-		k, n := dec.StackIndex(dec.StackDepth())
-		if k == '{' && n%2 == 0 || len(read) > 0 && slices.ContainsFunc(slices.Collect(dec.StackPointer().Tokens()), func(name string) bool { return read[name] }) {
-			return errors.ErrUnsupported // a name, or a string the schema may read
+// problems appends to out a line for each way v, at path at, breaks schema
+// s, a part of root whose $refs are to root's definitions. The validator
+// stops at the first problem, so an object or array whose schema only types
+// it and shapes its members is checked member by member, and each member's
+// own problem is reported.
+func problems(v any, s, root *jsonschema.Schema, at string, out []string) []string {
+	if got, want := typeOf(v), types(s); len(want) > 0 && !slices.Contains(want, got) && !(got == "integer" && slices.Contains(want, "number")) {
+		if got == "integer" {
+			got = "number" // as the model wrote it; integer is what a number may be
 		}
-		_, err := dec.ReadValue()
-		return err
-	}))
-}
-
-// stringScopes reports whether schema s may read any string of an input,
-// or compare values whole, and adds to names the properties under
-// which it does, as a keyword under properties.p reads only at or below a
-// member p (through "$ref": "#" too). It walks values that are data (enum,
-// default) too: more reading, never less.
-func stringScopes(s any, scope string, names map[string]bool) (all bool) {
-	switch s := s.(type) {
-	case map[string]any:
-		for k, v := range s {
-			sub := scope
-			switch k {
-			case "minLength", "maxLength", "pattern", "format", "enum", "const", "uniqueItems",
-				"contentEncoding", "contentMediaType", "contentSchema":
-				names[scope], all = true, all || scope == "" // unscoped: at the top, or in a $defs entry
-			case "properties":
-				if props, ok := v.(map[string]any); ok {
-					for name, p := range props {
-						all = stringScopes(p, name, names) || all
-					}
-					continue
-				}
-			case "$defs", "definitions":
-				sub = "" // a $ref may apply them anywhere
-			case "$ref", "$dynamicRef", "$recursiveRef":
-				all = all || !localRef.MatchString(fmt.Sprint(v))
-			}
-			all = stringScopes(v, sub, names) || all
-		}
-	case []any:
-		for _, v := range s {
-			all = stringScopes(v, scope, names) || all
-		}
+		return append(out, field(at)+fmt.Sprintf("got %s, want %s", got, strings.Join(want, " or ")))
 	}
-	return all
-}
-
-// problems appends what is wrong with input v to out, one line per failed
-// keyword, the leaves of the validator's error tree, each naming its field;
-// the inner nodes (the root, $ref, allOf) only group them.
-func problems(v any, e *jsv.ValidationError, out []string) []string {
-	for _, c := range e.Causes {
-		out = problems(v, c, out)
-	}
-	if len(e.Causes) > 0 {
+	if !shapeOnly(s) {
+		part := *s
+		if s != root {
+			part.Defs, part.Definitions = root.Defs, root.Definitions
+		}
+		rs, err := part.Resolve(nil)
+		if err == nil {
+			err = rs.Validate(v)
+		}
+		if err != nil {
+			out = append(out, violation(at, err))
+		}
 		return out
 	}
-	at := fieldPath(v, e.InstanceLocation)
-	switch k := e.ErrorKind.(type) {
-	case *kind.Required:
-		return append(out, "missing required "+fields(at, k.Missing))
-	case *kind.AdditionalProperties:
-		return append(out, "unknown "+fields(at, k.Properties)+"; use only the fields in the input schema")
+	switch v := v.(type) {
+	case map[string]any:
+		var missing, unknown []string
+		for _, name := range s.Required {
+			if _, ok := v[name]; !ok {
+				missing = append(missing, name)
+			}
+		}
+		for _, name := range slices.Sorted(maps.Keys(v)) {
+			switch sub, ok := s.Properties[name]; {
+			case ok:
+				out = problems(v[name], sub, root, join(at, name), out)
+			case isFalse(s.AdditionalProperties):
+				unknown = append(unknown, name)
+			case s.AdditionalProperties != nil:
+				out = problems(v[name], s.AdditionalProperties, root, join(at, name), out)
+			}
+		}
+		if len(missing) > 0 {
+			out = append(out, "missing required "+fields(at, missing))
+		}
+		if len(unknown) > 0 {
+			out = append(out, "unknown "+fields(at, unknown)+"; use only the fields in the input schema")
+		}
+	case []any:
+		for i, item := range v {
+			if s.Items != nil {
+				out = problems(item, s.Items, root, fmt.Sprintf("%s[%d]", at, i), out)
+			}
+		}
 	}
-	if at == "" {
-		return append(out, e.ErrorKind.LocalizedString(printer))
-	}
-	return append(out, fmt.Sprintf("field %q: %s", at, e.ErrorKind.LocalizedString(printer)))
+	return out
 }
 
-// fieldPath names the value at loc, a JSON pointer's tokens, within v as
-// the model wrote it (tags[1].name), looking into v for what is an index.
-func fieldPath(v any, loc []string) (path string) {
-	for _, tok := range loc {
-		if a, ok := v.([]any); ok {
-			if i, err := strconv.Atoi(tok); err == nil && i < len(a) {
-				v = a[i]
-			}
-			path += "[" + tok + "]"
-			continue
-		}
-		m, _ := v.(map[string]any)
-		if v = m[tok]; path != "" {
-			path += "."
-		}
-		path += tok
-	}
-	return path
+// shapeOnly reports whether s says no more of a value than its type, its
+// properties, which are required, whether others may be there, and its
+// items: what [problems] checks member by member.
+func shapeOnly(s *jsonschema.Schema) bool {
+	c := *s
+	c.Type, c.Types, c.Properties, c.Required, c.AdditionalProperties, c.Items = "", nil, nil, nil, nil, nil
+	c.ID, c.Schema, c.Comment, c.Defs, c.Definitions, c.Extra, c.PropertyOrder = "", "", "", nil, nil, nil, nil
+	c.Title, c.Description, c.Default, c.Examples, c.Deprecated, c.ReadOnly, c.WriteOnly = "", "", nil, nil, false, false, false
+	return reflect.ValueOf(c).IsZero()
 }
+
+// isFalse reports whether s is the schema false, which nothing matches.
+func isFalse(s *jsonschema.Schema) bool {
+	return s != nil && s.Not != nil && reflect.ValueOf(*s.Not).IsZero()
+}
+
+// types is the JSON types s allows; none means any.
+func types(s *jsonschema.Schema) []string {
+	if s.Type != "" {
+		return []string{s.Type}
+	}
+	return s.Types
+}
+
+// typeOf names the JSON type of v, a value as json/v2 decodes into any.
+func typeOf(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case float64:
+		if v == math.Trunc(v) && !math.IsInf(v, 0) {
+			return "integer"
+		}
+		return "number"
+	case string:
+		return "string"
+	case []any:
+		return "array"
+	}
+	return "object"
+}
+
+// violation words the validator's error at path at: its innermost cause,
+// which names the keyword, cut short, lest it quote a long value whole,
+// and a bound's numbers as written (255, not 255.000000; 300, not 300/1).
+func violation(at string, err error) string {
+	for errors.Unwrap(err) != nil {
+		err = errors.Unwrap(err)
+	}
+	msg := err.Error()
+	if kw, _, _ := strings.Cut(msg, ":"); slices.Contains([]string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}, kw) {
+		msg = number.ReplaceAllString(msg, "$1$2")
+	}
+	return field(at) + llm.Truncate(msg, 300)
+}
+
+func field(at string) string {
+	if at == "" {
+		return ""
+	}
+	return fmt.Sprintf("field %q: ", at)
+}
+
+func join(at, name string) string { return strings.TrimPrefix(at+"."+name, ".") }
 
 // fields names properties of the object at path at: field "a", or fields
 // "at.a", "at.b".
 func fields(at string, names []string) string {
 	names = slices.Sorted(slices.Values(names))
 	for i, n := range names {
-		names[i] = strconv.Quote(strings.TrimPrefix(at+"."+n, "."))
+		names[i] = strconv.Quote(join(at, n))
 	}
 	if len(names) == 1 {
 		return "field " + names[0]

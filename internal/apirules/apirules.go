@@ -15,11 +15,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
-	"sync"
 	"unicode"
-	"weak"
 
 	json2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -165,7 +162,7 @@ func (c *checker) block(i, j int, role string, b Block, ids map[string]int) {
 		default:
 			ids[b.ID] = i
 		}
-		if !IsObject(b.Input) {
+		if ok, _ := IsObject(b.Input); !ok {
 			got := "nothing"
 			if b.Input != nil {
 				got = fmt.Sprintf("%.40s", bytes.TrimSpace(b.Input))
@@ -279,69 +276,18 @@ func tally(n map[string]int, msgs []Message, typ string) {
 var ValidID = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`).MatchString
 
 // IsObject reports whether in is a JSON object, valid as encoding/json's
-// Valid has it (duplicate names and invalid UTF-8 allowed). jsontext
-// checks it in about half json.Valid's time, and a big input is checked
-// once: the Assembler checks a streamed tool input as it joins it, and the
-// history and the request the same bytes, each 5 ms for 5 MiB. That holds
-// because the module never changes a tool input once made, and a History
-// shares them on that condition.
-func IsObject(in json.RawMessage) bool {
-	ok, _ := object(in)
-	return ok
-}
-
-// IsUTF8Object reports whether in is a JSON object, as IsObject does, with
-// no invalid UTF-8 in it, raw or escaped (a lone surrogate): one that an
-// encoder, which mends those, writes unchanged.
-func IsUTF8Object(in json.RawMessage) bool {
-	ok, utf8 := object(in)
-	return ok && utf8
-}
-
-// object reports whether in is a JSON object, and whether strictly one (see
-// IsUTF8Object). For a valid UTF-8 input, the usual one, that is one pass.
-func object(in json.RawMessage) (ok, utf8 bool) {
+// Valid has it (duplicate names and invalid UTF-8 allowed), and whether
+// strictly one too: with no invalid UTF-8 in it, raw or escaped (a lone
+// surrogate), which an encoder mends, so that one writes it unchanged. For a
+// valid UTF-8 input, the usual one, that is one pass, half json.Valid's time.
+func IsObject(in json.RawMessage) (ok, strict bool) {
 	if in = bytes.Trim(in, " \t\r\n"); len(in) == 0 || in[0] != '{' { // JSON's whitespace, not Unicode's
 		return false, false
 	}
-	var key checked
-	if len(in) >= 64<<10 {
-		key.start, key.len = weak.Make(&in[0]), len(in)
-		accepted.Lock()
-		i := slices.IndexFunc(accepted.ring[:], func(c checked) bool { return c.start == key.start && c.len == key.len })
-		if i >= 0 {
-			utf8 = accepted.ring[i].utf8
-		}
-		accepted.Unlock()
-		if i >= 0 {
-			return true, utf8
-		}
+	if jsontext.Value(in).IsValid(jsontext.AllowDuplicateNames(true)) {
+		return true, true
 	}
-	if key.utf8 = jsontext.Value(in).IsValid(jsontext.AllowDuplicateNames(true)); !key.utf8 && !jsontext.Value(in).IsValid(Lenient) {
-		return false, false
-	}
-	if key.len > 0 {
-		accepted.Lock()
-		accepted.ring[accepted.next%len(accepted.ring)] = key
-		accepted.next++
-		accepted.Unlock()
-	}
-	return true, key.utf8
-}
-
-// accepted holds the last big inputs IsObject accepted, by identity. A weak
-// pointer keeps its input alive no more than a number would, and one made
-// to new bytes never equals one made to bytes since freed.
-var accepted struct {
-	sync.Mutex
-	ring [8]checked
-	next int
-}
-
-type checked struct {
-	start weak.Pointer[byte]
-	len   int
-	utf8  bool // strictly valid (see IsUTF8Object)
+	return jsontext.Value(in).IsValid(Lenient), false
 }
 
 // Lenient makes go-json-experiment read JSON as encoding/json does, in the

@@ -424,7 +424,7 @@ func checkThinking(thinking, maxTokens int) error {
 }
 
 // checkModelFlags checks --thinking and --effort against what the model
-// takes (llm.Models), so that neither becomes a 400 from the API.
+// takes (llm.LookupModel), so that neither becomes a 400 from the API.
 func checkModelFlags(o *options) error {
 	info, _ := llm.LookupModel(o.model)
 	levels := strings.Join(info.Efforts, ", ")

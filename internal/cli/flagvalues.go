@@ -102,7 +102,7 @@ func (v checkedValue) IsBoolFlag() bool {
 }
 
 // modelAliases are Claude Code's model aliases, each the current model of
-// its family in llm.Models.
+// its family in the model table (llm.LookupModel).
 var modelAliases = map[string]string{
 	"opus":   "claude-opus-5-5",
 	"sonnet": "claude-sonnet-5-5",
@@ -110,7 +110,7 @@ var modelAliases = map[string]string{
 }
 
 // resolveModel returns the model that name (from --model or
-// ANTHROPIC_MODEL) stands for, and a warning when llm.Models does not know
+// ANTHROPIC_MODEL) stands for, and a warning when the model table (llm.LookupModel) does not know
 // it: the name is sent as it is, as a model newer than this build would be
 // named, but a typo would cost a request and a 404.
 func resolveModel(name string) (model, warning string) {

@@ -530,7 +530,7 @@ func TestCommandWords(t *testing.T) {
 }
 
 // TestModelNames checks --model and ANTHROPIC_MODEL: Claude Code's
-// aliases name the current models, and a name llm.Models does not know is
+// aliases name the current models, and a name llm.LookupModel does not know is
 // sent as it is, with a warning on stderr (a typo would cost a 404).
 func TestModelNames(t *testing.T) {
 	for _, tc := range []struct {
@@ -566,8 +566,8 @@ func TestModelNames(t *testing.T) {
 		})
 	}
 	for alias, model := range modelAliases {
-		if _, ok := llm.Models[model]; !ok {
-			t.Errorf("the alias %s names %s, which llm.Models does not hold", alias, model)
+		if _, ok := llm.LookupModel(model); !ok {
+			t.Errorf("the alias %s names %s, which llm.LookupModel does not know", alias, model)
 		}
 	}
 }

@@ -280,7 +280,7 @@ func (s *session) withInstructions(system string) string {
 			s.log.Debug("MCP server instructions truncated", "server", srv.Name(), "bytes", len(in), "kept", instructionsCap)
 		}
 		fmt.Fprintf(&b, "The MCP server %s gives these instructions for its tools:\n<mcp_server_instructions server=%q>\n%s\n</mcp_server_instructions>",
-			srv.Name(), srv.Name(), tool.Truncate(in, instructionsCap))
+			srv.Name(), srv.Name(), llm.Truncate(in, instructionsCap))
 	}
 	return b.String()
 }

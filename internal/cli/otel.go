@@ -5,11 +5,15 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -17,10 +21,7 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -42,8 +43,11 @@ const flushTimeout = 3 * time.Second
 //     /v1/metrics are added for OTLP/HTTP, or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
 //     and _METRICS_ENDPOINT, used as they are;
 //   - OTEL_EXPORTER_OTLP_PROTOCOL (or _TRACES_PROTOCOL, _METRICS_PROTOCOL):
-//     http/protobuf, the default, or grpc;
+//     http/protobuf, the default and the only one;
 //   - OTEL_EXPORTER_OTLP_HEADERS (and _TRACES_HEADERS, _METRICS_HEADERS);
+//   - OTEL_EXPORTER_OTLP_COMPRESSION (and _TRACES_, _METRICS_): gzip or none;
+//   - OTEL_EXPORTER_OTLP_CERTIFICATE, the CA's PEM file, and
+//     _CLIENT_CERTIFICATE and _CLIENT_KEY for mutual TLS (each also per signal);
 //   - OTEL_SERVICE_NAME (default agentloop) and OTEL_RESOURCE_ATTRIBUTES;
 //   - OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true, which records
 //     prompts, answers and tool input and output on the spans;
@@ -79,14 +83,7 @@ func (c *cli) startTelemetry(ctx context.Context, stderr io.Writer) (llm.Telemet
 	tel := llm.Telemetry{CaptureContent: capture}
 	var stops []func(context.Context) error
 	if traces.url != "" {
-		var exp sdktrace.SpanExporter
-		if traces.grpc {
-			exp, err = otlptracegrpc.New(ctx, otlptracegrpc.WithEndpointURL(traces.url), otlptracegrpc.WithHeaders(traces.headers),
-				otlptracegrpc.WithTimeout(flushTimeout), otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: false}))
-		} else {
-			exp, err = otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(traces.url), otlptracehttp.WithHeaders(traces.headers),
-				otlptracehttp.WithTimeout(flushTimeout), otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}))
-		}
+		exp, err := otlptrace.New(ctx, traceClient{traces})
 		if err != nil {
 			return llm.Telemetry{}, nil, fmt.Errorf("starting the OTLP trace exporter: %w", err)
 		}
@@ -94,18 +91,7 @@ func (c *cli) startTelemetry(ctx context.Context, stderr io.Writer) (llm.Telemet
 		tel.TracerProvider, stops = tp, append(stops, tp.Shutdown)
 	}
 	if metrics.url != "" {
-		var exp sdkmetric.Exporter
-		if metrics.grpc {
-			exp, err = otlpmetricgrpc.New(ctx, otlpmetricgrpc.WithEndpointURL(metrics.url), otlpmetricgrpc.WithHeaders(metrics.headers),
-				otlpmetricgrpc.WithTimeout(flushTimeout), otlpmetricgrpc.WithRetry(otlpmetricgrpc.RetryConfig{Enabled: false}))
-		} else {
-			exp, err = otlpmetrichttp.New(ctx, otlpmetrichttp.WithEndpointURL(metrics.url), otlpmetrichttp.WithHeaders(metrics.headers),
-				otlpmetrichttp.WithTimeout(flushTimeout), otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: false}))
-		}
-		if err != nil {
-			return llm.Telemetry{}, nil, fmt.Errorf("starting the OTLP metric exporter: %w", err)
-		}
-		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)), sdkmetric.WithResource(res))
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(metricExporter{metrics})), sdkmetric.WithResource(res))
 		tel.MeterProvider, stops = mp, append(stops, mp.Shutdown)
 	}
 	// Export failures are reported once, at exit, rather than by the SDK's
@@ -133,31 +119,29 @@ func (c *cli) startTelemetry(ctx context.Context, stderr io.Writer) (llm.Telemet
 	return tel, flush, nil
 }
 
-// An otlpTarget is where one signal goes.
-type otlpTarget struct {
-	url     string // empty: the signal is not exported
-	grpc    bool
-	headers map[string]string
-}
-
 // otlpTarget reads the variables of signal ("TRACES" or "METRICS"), whose
-// OTLP/HTTP path under the base endpoint is path.
-func (c *cli) otlpTarget(signal, path string) (otlpTarget, error) {
+// OTLP/HTTP path under the base endpoint is path: where it goes, nowhere
+// when the url is empty.
+func (c *cli) otlpTarget(signal, path string) (otlpClient, error) {
 	env := func(name string) string {
 		return cmp.Or(c.getenv("OTEL_EXPORTER_OTLP_"+signal+"_"+name), c.getenv("OTEL_EXPORTER_OTLP_"+name))
 	}
-	var t otlpTarget
+	var t otlpClient
 	base, own := c.getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), c.getenv("OTEL_EXPORTER_OTLP_"+signal+"_ENDPOINT")
 	if base == "" && own == "" || c.getenv("OTEL_"+signal+"_EXPORTER") == "none" {
 		return t, nil
 	}
-	switch protocol := env("PROTOCOL"); protocol {
-	case "", "http/protobuf":
-		t.url = cmp.Or(own, strings.TrimSuffix(base, "/")+path)
-	case "grpc":
-		t.url, t.grpc = cmp.Or(own, base), true
+	// gRPC would link what the binary keeps out (see otlp.go).
+	if protocol := env("PROTOCOL"); protocol != "" && protocol != "http/protobuf" {
+		return t, usageError("OTEL_EXPORTER_OTLP_PROTOCOL %q is not supported: use http/protobuf", protocol)
+	}
+	t.url = cmp.Or(own, strings.TrimSuffix(base, "/")+path)
+	switch compression := env("COMPRESSION"); compression {
+	case "", "none":
+	case "gzip":
+		t.gzip = true
 	default:
-		return t, usageError("OTEL_EXPORTER_OTLP_PROTOCOL %q is not supported: use http/protobuf or grpc", protocol)
+		return t, usageError("OTEL_EXPORTER_OTLP_COMPRESSION %q is not supported: use gzip or none", compression)
 	}
 	if u, err := url.Parse(t.url); err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
 		return t, usageError("OTLP endpoint %q is not an http:// or https:// URL", t.url)
@@ -166,6 +150,25 @@ func (c *cli) otlpTarget(signal, path string) (otlpTarget, error) {
 	if t.headers, err = keyValues(env("HEADERS")); err != nil {
 		return t, usageError("OTEL_EXPORTER_OTLP_HEADERS: %v", err)
 	}
+	ca, cert, key := env("CERTIFICATE"), env("CLIENT_CERTIFICATE"), env("CLIENT_KEY")
+	if ca == "" && cert == "" && key == "" {
+		return t, nil
+	}
+	tlsConfig := &tls.Config{}
+	if ca != "" {
+		pem, err := os.ReadFile(ca)
+		if tlsConfig.RootCAs = x509.NewCertPool(); err != nil || !tlsConfig.RootCAs.AppendCertsFromPEM(pem) {
+			return t, usageError("OTEL_EXPORTER_OTLP_CERTIFICATE %q is not a readable PEM certificate file", ca)
+		}
+	}
+	if cert != "" || key != "" {
+		pair, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			return t, usageError("OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE and _CLIENT_KEY: %v", err)
+		}
+		tlsConfig.Certificates = []tls.Certificate{pair}
+	}
+	t.http = &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: tlsConfig}}
 	return t, nil
 }
 

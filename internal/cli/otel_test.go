@@ -2,53 +2,40 @@ package cli
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/pem"
 	"io"
-	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/agentloop/agentloop/anthropictest"
 )
 
-// collector is an OTLP receiver on loopback, over HTTP or gRPC, that keeps
-// every export request: decoded, and as the bytes that came over the wire.
+// collector is an OTLP/HTTP receiver on loopback that keeps every export
+// request: decoded by the official OTLP packages, and as the bytes that
+// came over the wire.
 type collector struct {
-	coltracepb.UnimplementedTraceServiceServer
 	mu      sync.Mutex
 	raw     [][]byte
 	reqs    []*coltracepb.ExportTraceServiceRequest
 	metrics []*colmetricspb.ExportMetricsServiceRequest
-}
-
-// metricsService is the collector's gRPC metrics service.
-type metricsService struct {
-	colmetricspb.UnimplementedMetricsServiceServer
-	c *collector
-}
-
-func (m metricsService) Export(_ context.Context, req *colmetricspb.ExportMetricsServiceRequest) (*colmetricspb.ExportMetricsServiceResponse, error) {
-	raw, _ := proto.Marshal(req)
-	m.c.mu.Lock()
-	defer m.c.mu.Unlock()
-	m.c.raw = append(m.c.raw, raw)
-	m.c.metrics = append(m.c.metrics, req)
-	return &colmetricspb.ExportMetricsServiceResponse{}, nil
+	// encodings holds each request's Content-Encoding, "none" for none.
+	encodings []string
 }
 
 // metricNames returns the names of the exported metrics.
@@ -69,17 +56,55 @@ func (c *collector) metricNames() []string {
 	return slices.Compact(names)
 }
 
-func (c *collector) keep(raw []byte, req *coltracepb.ExportTraceServiceRequest) {
+// tokens sums the last export's token usage histogram by token type.
+func (c *collector) tokens() map[string]float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sums := map[string]float64{}
+	for _, rm := range c.metrics[len(c.metrics)-1].ResourceMetrics {
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				if m.Name != "gen_ai.client.token.usage" {
+					continue
+				}
+				for _, p := range m.GetHistogram().DataPoints {
+					sums[attrMap(p.Attributes)["gen_ai.token.type"].(string)] += p.GetSum()
+				}
+			}
+		}
+	}
+	return sums
+}
+
+func (c *collector) keep(raw []byte, req *coltracepb.ExportTraceServiceRequest, metrics *colmetricspb.ExportMetricsServiceRequest) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.raw = append(c.raw, raw)
-	c.reqs = append(c.reqs, req)
+	if req != nil {
+		c.reqs = append(c.reqs, req)
+	}
+	if metrics != nil {
+		c.metrics = append(c.metrics, metrics)
+	}
 }
 
 // ServeHTTP answers POST /v1/traces and /v1/metrics, the OTLP/HTTP paths,
 // in protobuf.
 func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
+	enc := r.Header.Get("Content-Encoding")
+	if enc == "" {
+		enc = "none"
+	}
+	c.mu.Lock()
+	c.encodings = append(c.encodings, enc)
+	c.mu.Unlock()
+	if err == nil && r.Header.Get("Content-Encoding") == "gzip" {
+		var zr *gzip.Reader
+		if zr, err = gzip.NewReader(bytes.NewReader(body)); err == nil {
+			body, err = io.ReadAll(zr)
+		}
+	}
 	if r.Header.Get("Content-Type") != "application/x-protobuf" || err != nil {
 		http.Error(w, "bad export", http.StatusBadRequest)
 		return
@@ -92,7 +117,7 @@ func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "bad export", http.StatusBadRequest)
 			return
 		}
-		c.keep(body, req)
+		c.keep(body, req, nil)
 		out, _ = proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
 	case "/v1/metrics":
 		req := &colmetricspb.ExportMetricsServiceRequest{}
@@ -100,7 +125,7 @@ func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "bad export", http.StatusBadRequest)
 			return
 		}
-		metricsService{c: c}.Export(r.Context(), req)
+		c.keep(body, nil, req)
 		out, _ = proto.Marshal(&colmetricspb.ExportMetricsServiceResponse{})
 	default:
 		http.NotFound(w, r)
@@ -108,13 +133,6 @@ func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/x-protobuf")
 	w.Write(out)
-}
-
-// Export is the gRPC method.
-func (c *collector) Export(_ context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
-	raw, _ := proto.Marshal(req)
-	c.keep(raw, req)
-	return &coltracepb.ExportTraceServiceResponse{}, nil
 }
 
 // spans returns every exported span, with the resource it came with.
@@ -146,21 +164,6 @@ func startHTTPCollector(t *testing.T) (*collector, string) {
 	return c, srv.URL
 }
 
-// startGRPCCollector returns a collector and its endpoint URL.
-func startGRPCCollector(t *testing.T) (*collector, string) {
-	c := &collector{}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	coltracepb.RegisterTraceServiceServer(srv, c)
-	colmetricspb.RegisterMetricsServiceServer(srv, metricsService{c: c})
-	go srv.Serve(lis)
-	t.Cleanup(srv.Stop)
-	return c, "http://" + lis.Addr().String()
-}
-
 // runCLI runs the command in-process with env, against a fake API that
 // answers with replies.
 func runCLI(t *testing.T, env map[string]string, interrupts chan os.Signal, replies ...anthropictest.Reply) (code int, stderr string) {
@@ -183,26 +186,20 @@ func calcReplies() []anthropictest.Reply {
 }
 
 // TestOTLPExport runs the command with OTEL_EXPORTER_OTLP_ENDPOINT pointing
-// at a loopback collector, over OTLP/HTTP and gRPC, and checks what
+// at a loopback collector, over OTLP/HTTP, and checks what
 // arrived: one trace of the run, its model calls and its tool call, with
 // the conventions' main attributes and the resource the environment names,
 // and with content capture off, no prompt, answer or tool text in any
 // byte, nor the API key.
 func TestOTLPExport(t *testing.T) {
-	for _, tt := range []struct {
-		protocol string
-		start    func(*testing.T) (*collector, string)
-	}{
-		{"http/protobuf", startHTTPCollector},
-		{"grpc", startGRPCCollector},
-	} {
-		t.Run(tt.protocol, func(t *testing.T) {
-			col, endpoint := tt.start(t)
+	for _, compression := range []string{"none", "gzip"} {
+		t.Run(compression, func(t *testing.T) {
+			col, endpoint := startHTTPCollector(t)
 			code, stderr := runCLI(t, map[string]string{
-				"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
-				"OTEL_EXPORTER_OTLP_PROTOCOL": tt.protocol,
-				"OTEL_SERVICE_NAME":           "agent-under-test",
-				"OTEL_RESOURCE_ATTRIBUTES":    "deployment.environment.name=test,team=a%20b",
+				"OTEL_EXPORTER_OTLP_ENDPOINT":    endpoint,
+				"OTEL_EXPORTER_OTLP_COMPRESSION": compression,
+				"OTEL_SERVICE_NAME":              "agent-under-test",
+				"OTEL_RESOURCE_ATTRIBUTES":       "deployment.environment.name=test,team=a%20b",
 			}, nil, calcReplies()...)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
@@ -262,9 +259,26 @@ func TestOTLPExport(t *testing.T) {
 			if diff := cmp.Diff(wantMetrics, col.metricNames()); diff != "" {
 				t.Errorf("metrics (-want +got):\n%s", diff)
 			}
+			// The token histograms sum what the chat spans say, which the
+			// SDK's own transform put in OTLP.
+			spanTokens := map[string]float64{}
+			for _, s := range spans {
+				if a := attrMap(s.Attributes); strings.HasPrefix(s.Name, "chat ") {
+					spanTokens["input"] += float64(a["gen_ai.usage.input_tokens"].(int64))
+					spanTokens["output"] += float64(a["gen_ai.usage.output_tokens"].(int64))
+				}
+			}
+			if diff := cmp.Diff(spanTokens, col.tokens()); diff != "" {
+				t.Errorf("gen_ai.client.token.usage sums by gen_ai.token.type (-want +got):\n%s", diff)
+			}
 			if strings.Contains(stderr, "not all exported") {
 				t.Errorf("stderr: %s", stderr)
 			}
+			col.mu.Lock()
+			if encodings := slices.Compact(col.encodings); !slices.Equal(encodings, []string{compression}) {
+				t.Errorf("the exports' Content-Encoding: %q, want %s alone", encodings, compression)
+			}
+			col.mu.Unlock()
 			raw := col.bytes()
 			for _, secret := range []string{"PROMPT-MARKER", "ANSWER-MARKER", `"add"`, testKey} {
 				if bytes.Contains(raw, []byte(secret)) {
@@ -272,6 +286,27 @@ func TestOTLPExport(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOTLPCertificate checks that OTEL_EXPORTER_OTLP_CERTIFICATE names the
+// CA that an https collector's certificate is checked against: the exports
+// arrive with it, and without it they are refused and reported.
+func TestOTLPCertificate(t *testing.T) {
+	col := &collector{}
+	srv := httptest.NewTLSServer(col)
+	t.Cleanup(srv.Close)
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stderr := runCLI(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL, "OTEL_EXPORTER_OTLP_CERTIFICATE": ca}, nil, calcReplies()...)
+	if _, spans := col.spans(); code != 0 || len(spans) == 0 || strings.Contains(stderr, "not all exported") {
+		t.Errorf("with the CA: exit %d, %d spans, stderr:\n%s", code, len(spans), stderr)
+	}
+	code, stderr = runCLI(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL}, nil, calcReplies()...)
+	if code != 0 || !strings.Contains(stderr, "telemetry was not all exported") {
+		t.Errorf("without the CA: exit %d, stderr does not report the refused exports:\n%s", code, stderr)
 	}
 }
 
@@ -337,47 +372,23 @@ func TestOTLPInterrupted(t *testing.T) {
 // never answers neither fails the run nor holds up its exit, and that the
 // lost spans are reported. The collector answers nothing until the run has
 // returned, so the run's returning at all shows that the exporter gave up
-// by itself; over gRPC, whose requests carry their deadline, the collector
-// also sees that the exporter waits at most flushTimeout.
+// by itself.
 func TestOTLPUnreachable(t *testing.T) {
-	for _, tt := range []struct {
-		protocol string
-		start    func(t *testing.T, done <-chan struct{}) (endpoint string, deadlines func() []time.Duration)
-	}{
-		{"http/protobuf", startSilentListener},
-		{"grpc", startSilentGRPCCollector},
-	} {
-		t.Run(tt.protocol, func(t *testing.T) {
-			done := make(chan struct{})
-			endpoint, deadlines := tt.start(t, done)
-			code, stderr := runCLI(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL": tt.protocol},
-				nil, calcReplies()...)
-			close(done) // the run is over: the collector may let go
-			if code != 0 {
-				t.Fatalf("exit %d: %s", code, stderr)
-			}
-			if !strings.Contains(stderr, "telemetry was not all exported") {
-				t.Errorf("stderr does not report the lost spans:\n%s", stderr)
-			}
-			if deadlines == nil {
-				return
-			}
-			got := deadlines()
-			if len(got) == 0 {
-				t.Error("the collector got no trace export")
-			}
-			for _, d := range got {
-				if d > flushTimeout { // it only shrinks on the way: no false alarm on a slow machine
-					t.Errorf("an export's deadline was %v away, want at most flushTimeout (%v)", d, flushTimeout)
-				}
-			}
-		})
+	done := make(chan struct{})
+	endpoint := startSilentListener(t, done)
+	code, stderr := runCLI(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}, nil, calcReplies()...)
+	close(done) // the run is over: the collector may let go
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "telemetry was not all exported") {
+		t.Errorf("stderr does not report the lost spans:\n%s", stderr)
 	}
 }
 
 // startSilentListener returns the URL of a loopback listener that accepts
 // connections and neither reads nor answers until done is closed.
-func startSilentListener(t *testing.T, done <-chan struct{}) (string, func() []time.Duration) {
+func startSilentListener(t *testing.T, done <-chan struct{}) string {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -396,61 +407,7 @@ func startSilentListener(t *testing.T, done <-chan struct{}) (string, func() []t
 			conns.Go(func() { <-done; conn.Close() })
 		}
 	})
-	return "http://" + lis.Addr().String(), nil
-}
-
-// startSilentGRPCCollector returns the endpoint of a gRPC collector whose
-// exports answer only once done is closed, and a function that returns how
-// far away each trace export's deadline was when it arrived.
-func startSilentGRPCCollector(t *testing.T, done <-chan struct{}) (string, func() []time.Duration) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &silentCollector{done: done}
-	srv := grpc.NewServer()
-	coltracepb.RegisterTraceServiceServer(srv, c)
-	colmetricspb.RegisterMetricsServiceServer(srv, silentMetrics{done: done})
-	go srv.Serve(lis)
-	t.Cleanup(srv.Stop)
-	return "http://" + lis.Addr().String(), func() []time.Duration {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return slices.Clone(c.deadlines)
-	}
-}
-
-// silentCollector is a trace service that holds every export until done
-// is closed, and keeps how far away each one's deadline was.
-type silentCollector struct {
-	coltracepb.UnimplementedTraceServiceServer
-	done      <-chan struct{}
-	mu        sync.Mutex
-	deadlines []time.Duration // math.MaxInt64: the export had none
-}
-
-func (c *silentCollector) Export(ctx context.Context, _ *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
-	d := time.Duration(math.MaxInt64) // no deadline
-	if dl, ok := ctx.Deadline(); ok {
-		d = time.Until(dl)
-	}
-	c.mu.Lock()
-	c.deadlines = append(c.deadlines, d)
-	c.mu.Unlock()
-	<-c.done
-	return &coltracepb.ExportTraceServiceResponse{}, nil
-}
-
-// silentMetrics is a metrics service that holds every export until done
-// is closed.
-type silentMetrics struct {
-	colmetricspb.UnimplementedMetricsServiceServer
-	done <-chan struct{}
-}
-
-func (m silentMetrics) Export(context.Context, *colmetricspb.ExportMetricsServiceRequest) (*colmetricspb.ExportMetricsServiceResponse, error) {
-	<-m.done
-	return &colmetricspb.ExportMetricsServiceResponse{}, nil
+	return "http://" + lis.Addr().String()
 }
 
 // TestTelemetryConfig checks the environment's handling: nothing starts
@@ -466,6 +423,10 @@ func TestTelemetryConfig(t *testing.T) {
 		{"disabled", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_SDK_DISABLED": "true"}, ""},
 		{"exporters none", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_TRACES_EXPORTER": "none", "OTEL_METRICS_EXPORTER": "none"}, ""},
 		{"protocol", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, "OTEL_EXPORTER_OTLP_PROTOCOL"},
+		{"compression", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION": "zstd"}, "OTEL_EXPORTER_OTLP_COMPRESSION"},
+		{"certificate", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_CERTIFICATE": "/nonexistent/ca.pem"}, "OTEL_EXPORTER_OTLP_CERTIFICATE"},
+		{"client key", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE": "/nonexistent/c.pem"}, "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE"},
+		{"grpc", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4317", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "grpc"}, `OTEL_EXPORTER_OTLP_PROTOCOL "grpc" is not supported: use http/protobuf`},
 		{"endpoint", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "127.0.0.1:4318"}, "not an http:// or https:// URL"},
 		{"capture", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "maybe"}, "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"},
 		{"resource", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_RESOURCE_ATTRIBUTES": "novalue"}, "OTEL_RESOURCE_ATTRIBUTES"},

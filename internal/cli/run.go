@@ -29,7 +29,7 @@ const (
 )
 
 // defaultContextLimit is memory's default threshold for the default model
-// and max-tokens: the model's context window in llm.Models, less room for
+// and max-tokens: the model's context window in the model table (llm.LookupModel), less room for
 // the reply and a margin.
 var defaultContextLimit = memory.New(memory.Config{Model: defaultModel, MaxTokens: defaultMaxTokens}).Config().ContextLimit
 

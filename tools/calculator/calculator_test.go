@@ -32,7 +32,7 @@ func TestCalculator(t *testing.T) {
 		{"division by zero", `{"a": 1, "b": 0, "operation": "divide"}`, "division by zero", true},
 		{"overflow", `{"a": 1e308, "b": 10, "operation": "multiply"}`, "the result of multiply on 1e+308 and 10 is too large for a 64-bit float", true},
 		{"unknown operation", `{"a": 1, "b": 2, "operation": "power"}`,
-			`invalid input for tool "calculator": field "operation": value must be one of 'add', 'subtract', 'multiply', 'divide'`, true},
+			`invalid input for tool "calculator": field "operation": enum: power does not equal any of: [add subtract multiply divide]`, true},
 		{"missing b", `{"a": 1, "operation": "add"}`, `invalid input for tool "calculator": missing required field "b"`, true},
 		{"missing all", `{}`, `invalid input for tool "calculator": missing required fields "a", "b", "operation"`, true},
 		{"a is a string", `{"a": "3", "b": 5, "operation": "add"}`, `invalid input for tool "calculator": field "a": got string, want number`, true},

@@ -1,0 +1,33 @@
+package cli
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestDependencies checks edges the binary and the layers must not grow
+// back: html/template (which golang.org/x/net/trace brings with gRPC, the
+// OTLP collector packages bringing gRPC), whose reflection makes the linker
+// keep every exported method of the program, near doubling the binary and
+// its resting memory; and memory's import of tool, which its layer is below.
+func TestDependencies(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command to list dependencies with")
+	}
+	for _, tt := range []struct{ pkg, forbidden string }{
+		{"github.com/agentloop/agentloop/cmd/agentloop", "html/template"},
+		{"github.com/agentloop/agentloop/cmd/agentloop", "google.golang.org/grpc"},
+		{"github.com/agentloop/agentloop/memory", "github.com/agentloop/agentloop/tool"},
+		{"github.com/agentloop/agentloop/llm", "github.com/agentloop/agentloop/tool"},
+	} {
+		out, err := exec.Command("go", "list", "-deps", tt.pkg).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", tt.pkg, err)
+		}
+		if slices.Contains(strings.Fields(string(out)), tt.forbidden) {
+			t.Errorf("%s depends on %s again", tt.pkg, tt.forbidden)
+		}
+	}
+}
