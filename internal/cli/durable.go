@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -276,6 +277,11 @@ func (c *cli) devServer(ctx context.Context, o *options, stdout, stderr io.Write
 	default:
 		if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 			return usageError("server: --temporal %q: the port must be a number from 0 to 65535", addr)
+		}
+	}
+	if d.db != "" {
+		if info, err := os.Stat(filepath.Dir(d.db)); err != nil || !info.IsDir() {
+			return usageError("server: --db %s: its directory %s does not exist", d.db, filepath.Dir(d.db))
 		}
 	}
 	ctx, stop := c.watchInterrupts(ctx)

@@ -357,6 +357,7 @@ func TestDurableServer(t *testing.T) {
 		{"bad port", []string{"--temporal", "localhost:http"}, exitUsage, DevServer{}, ""},
 		{"prompt", []string{"hi"}, exitUsage, DevServer{}, ""},
 		{"session", []string{"--session", "s1"}, exitUsage, DevServer{}, ""},
+		{"no directory", []string{"--db", "nowhere/runs.db"}, exitUsage, DevServer{}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t)

@@ -142,6 +142,9 @@ func (s serverLogger) Panic(msg string, tags ...tag.Tag) {
 
 func (s serverLogger) Fatal(msg string, tags ...tag.Tag) {
 	s.log(slog.LevelError, msg, tags)
+	for _, t := range tags {
+		msg += fmt.Sprintf(", %s: %v", t.Key(), t.Value())
+	}
 	fmt.Fprintln(os.Stderr, "agentloop: the Temporal server stopped:", msg)
 	os.Exit(1)
 }
