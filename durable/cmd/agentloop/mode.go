@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"strings"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -140,6 +141,8 @@ func run(ctx context.Context, t cli.Temporal, p cli.Prompt, yield func(agent.Eve
 		decide: func(ctx context.Context, d durable.Decision) error { return durable.Approve(ctx, c, id, d) }}
 	defer qs.close()
 	names := map[string]string{} // call id → tool name, for ToolDone
+	var shown strings.Builder    // the latest turn's answer text, as shown
+	ended := false               // the stream's Done came
 	for ev, err := range durable.Stream(ctx, c, id) {
 		if err != nil {
 			if ctx.Err() != nil {
@@ -147,9 +150,13 @@ func run(ctx context.Context, t cli.Temporal, p cli.Prompt, yield func(agent.Eve
 			}
 			return failed, err
 		}
-		if ev.Done != "" {
+		if ended = ev.Done != ""; ended {
 			break
 		}
+		if ev.Turn > 0 || ev.Discard {
+			shown.Reset()
+		}
+		shown.WriteString(ev.Text)
 		qs.follow(ev)
 		if e := agentEvent(ev, names, id, note); e != nil && !yield(e, nil) {
 			return failed, context.Canceled
@@ -181,6 +188,17 @@ func run(ctx context.Context, t cli.Temporal, p cli.Prompt, yield func(agent.Eve
 			err = errors.New(ae.Message())
 		}
 		return failed, err
+	}
+	if !ended && ctx.Err() == nil {
+		// The run ended, and went, before the client read its last
+		// events: its answer still shows.
+		rest, ok := strings.CutPrefix(res.Text, shown.String())
+		if !ok {
+			rest = res.Text
+		}
+		if rest != "" && !yield(agent.TextDelta{Text: rest}, nil) {
+			return failed, context.Canceled
+		}
 	}
 	return res.Result, nil
 }

@@ -99,3 +99,53 @@ func TestDecidedElsewhere(t *testing.T) {
 		})
 	}
 }
+
+// TestLateReader: a client that reads on only after the run has ended and
+// gone (a question it waited on, a stalled terminal) still shows the
+// answer, which the stream no longer has.
+func TestLateReader(t *testing.T) {
+	api := anthropictest.NewServer(
+		anthropictest.NewStream().ToolUse("toolu_1", "calculator", `{"a":6,"b":7,"operation":"multiply"}`).Stop("tool_use"),
+		anthropictest.NewStream().Text("It is ", "42.").Stop("end_turn"),
+	)
+	t.Cleanup(api.Close)
+	env := map[string]string{"ANTHROPIC_BASE_URL": api.URL, "ANTHROPIC_API_KEY": "sk-ant-test"}
+	ts, _ := startWorker(t, env, "late", "--tools", "calculator")
+	tc := cli.Temporal{HostPort: ts.GetFrontendHostPort(), Namespace: ts.GetDefaultNamespace(), TaskQueue: "late"}
+	c, err := dial(tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	p := cli.Prompt{Prompt: "what is 6*7?", Session: "late", Approve: []string{"calculator"},
+		Note: func(s string) {
+			if !strings.Contains(s, "waits for approval") {
+				return
+			}
+			// Approved elsewhere, while this client stalls until the
+			// run is over.
+			if err := (mode{}).Decide(ctx, tc, "late", "toolu_1", true, ""); err != nil {
+				t.Error(err)
+			}
+			if err := c.GetWorkflow(ctx, "late", "").Get(ctx, nil); err != nil {
+				t.Error(err)
+			}
+		}}
+	var text strings.Builder
+	var res agent.Result
+	for ev, err := range (mode{}).Run(ctx, tc, p) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch e := ev.(type) {
+		case agent.TextDelta:
+			text.WriteString(e.Text)
+		case agent.Result:
+			res = e
+		}
+	}
+	if res.State != agent.Finished || text.String() != "It is 42." {
+		t.Errorf("the run ended %s, showing %q; want finished, showing the answer", res.State, text.String())
+	}
+}
