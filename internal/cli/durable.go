@@ -267,9 +267,9 @@ const defaultServer = "127.0.0.1:7233"
 func (c *cli) devServer(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	d := o.durable
 	addr := cmp.Or(d.temporal, defaultServer)
-	switch _, port, err := net.SplitHostPort(addr); {
-	case err != nil:
-		return usageError("server: --temporal %q: want HOST:PORT, such as %s", addr, defaultServer)
+	switch host, port, err := net.SplitHostPort(addr); {
+	case err != nil || host == "":
+		return usageError("server: --temporal %q: want HOST:PORT, such as %s (0.0.0.0:7233 for every interface)", addr, defaultServer)
 	case o.promptGiven:
 		return usageError("server takes no prompt, got %q", o.prompt)
 	case o.session != "":

@@ -354,6 +354,7 @@ func TestDurableServer(t *testing.T) {
 			DevServer{HostPort: "0.0.0.0:0", Namespace: "dev", DB: "runs.db"},
 			"agentloop --temporal 127.0.0.1:40001 --namespace dev \"a prompt\"\n"},
 		{"no port", []string{"--temporal", "localhost"}, exitUsage, DevServer{}, ""},
+		{"no host", []string{"--temporal", ":7233"}, exitUsage, DevServer{}, ""},
 		{"bad port", []string{"--temporal", "localhost:http"}, exitUsage, DevServer{}, ""},
 		{"prompt", []string{"hi"}, exitUsage, DevServer{}, ""},
 		{"session", []string{"--session", "s1"}, exitUsage, DevServer{}, ""},

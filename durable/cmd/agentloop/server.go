@@ -25,6 +25,9 @@ import (
 // clusterName is the dev server's one cluster.
 const clusterName = "active"
 
+// loopback is where the services but the frontend listen.
+const loopback = "127.0.0.1"
+
 // Server runs a development Temporal server, as temporal server start-dev
 // does: the four services in this process, on loopback ports, with SQLite
 // in memory or in s.DB, until ctx is done.
@@ -33,12 +36,25 @@ func (mode) Server(ctx context.Context, s cli.DevServer) error {
 	if err != nil {
 		return err
 	}
+	// The server binds an IP, not a name such as localhost.
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return fmt.Errorf("server: --temporal %s: %w", s.HostPort, err)
+	}
+	ip := ips[0].Unmap()
 	if port == "0" {
-		if port, err = freePort(host); err != nil {
+		if port, err = freePort(ip.String()); err != nil {
 			return err
 		}
 	}
 	s.HostPort = net.JoinHostPort(host, port)
+	// The server dials its own frontend here: loopback when it listens on
+	// every interface. The other services listen on loopback alone.
+	dial := ip.String()
+	if ip.IsUnspecified() {
+		dial = loopback
+	}
+	frontend := net.JoinHostPort(dial, port)
 	sql := &config.SQL{PluginName: sqliteplugin.PluginName, DatabaseName: s.DB,
 		// setup: a new file gets the schema; one that has it is kept.
 		ConnectAttributes: map[string]string{"mode": "rwc", "setup": "true"}}
@@ -58,29 +74,28 @@ func (mode) Server(ctx context.Context, s cli.DevServer) error {
 			DataStores: map[string]config.DataStore{"sqlite": {SQL: sql}}},
 		ClusterMetadata: &cluster.Config{FailoverVersionIncrement: 10, MasterClusterName: clusterName, CurrentClusterName: clusterName,
 			ClusterInformation: map[string]cluster.ClusterInformation{
-				clusterName: {Enabled: true, InitialFailoverVersion: 1, RPCAddress: s.HostPort},
+				clusterName: {Enabled: true, InitialFailoverVersion: 1, RPCAddress: frontend},
 			}},
 		DCRedirectionPolicy: config.DCRedirectionPolicy{Policy: "noop"},
 		Services:            map[string]config.Service{},
-		PublicClient:        config.PublicClient{HostPort: s.HostPort},
+		PublicClient:        config.PublicClient{HostPort: frontend},
 	}
-	conf.Global.Membership.BroadcastAddress = host
+	conf.Global.Membership.BroadcastAddress = loopback
 	conf.Archival.History.State, conf.Archival.Visibility.State = "disabled", "disabled"
 	conf.NamespaceDefaults.Archival.History.State, conf.NamespaceDefaults.Archival.Visibility.State = "disabled", "disabled"
-	// The frontend on the address asked for; the other services on free
-	// ports of the same host, which only the server dials.
 	hosts := map[primitives.ServiceName]static.Hosts{}
 	for _, svc := range []primitives.ServiceName{primitives.FrontendService, primitives.HistoryService,
 		primitives.MatchingService, primitives.WorkerService} {
-		p := port
+		bind, p, addr := ip.String(), port, frontend
 		if svc != primitives.FrontendService {
-			if p, err = freePort(host); err != nil {
+			if p, err = freePort(loopback); err != nil {
 				return err
 			}
+			bind, addr = loopback, net.JoinHostPort(loopback, p)
 		}
 		n, _ := strconv.Atoi(p)
-		conf.Services[string(svc)] = config.Service{RPC: config.RPC{GRPCPort: n, BindOnIP: host}}
-		hosts[svc] = static.SingleLocalHost(net.JoinHostPort(host, p))
+		conf.Services[string(svc)] = config.Service{RPC: config.RPC{GRPCPort: n, BindOnIP: bind}}
+		hosts[svc] = static.SingleLocalHost(addr)
 	}
 	srv, err := temporal.NewServer(
 		temporal.WithConfig(conf),
