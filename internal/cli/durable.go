@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"cmp"
 	"context"
 	"flag"
@@ -8,9 +9,13 @@ import (
 	"io"
 	"iter"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentloop/agentloop/agent"
@@ -39,6 +44,24 @@ type Durable interface {
 	// Decide allows or denies the call callID that waits for approval in
 	// session; reason is told to the model when it is denied.
 	Decide(ctx context.Context, t Temporal, session, callID string, allow bool, reason string) error
+	// Server runs a development Temporal server until ctx is done, and
+	// then stops it.
+	Server(ctx context.Context, s DevServer) error
+}
+
+// DevServer is what agentloop server runs: a Temporal server for
+// development, in one process, with nothing else to install.
+type DevServer struct {
+	// HostPort is where the frontend listens; port 0 picks a free one.
+	HostPort string
+	// Namespace is created if it does not exist.
+	Namespace string
+	// DB is the SQLite file that keeps the server's runs across restarts;
+	// empty keeps them in memory, lost when the server stops.
+	DB     string
+	Logger *slog.Logger
+	// Ready is called with the frontend's address once it serves.
+	Ready func(hostPort string)
 }
 
 // Temporal says where the durable runs are, and where their telemetry goes.
@@ -95,8 +118,12 @@ type Prompt struct {
 	Note func(string)
 	// Ask, when there is a terminal to ask on, asks the user whether a
 	// call that waits for approval may run: the in-process CLI's
-	// question. Nil: the call waits for agentloop approve or deny.
-	Ask func(context.Context, llm.ToolUse) (bool, error)
+	// question, whose "always" means what it means in process. It returns
+	// nil to allow the call, or an error whose text the model is told. An
+	// error after ctx ended is no answer: the caller withdraws a question
+	// by ending its ctx when the run shows the call decided elsewhere.
+	// Nil: the call waits for agentloop approve or deny.
+	Ask func(context.Context, llm.ToolUse) error
 }
 
 // MainWith is Main with the durable mode d; nil is the plain build's.
@@ -124,9 +151,9 @@ func RunWith(ctx context.Context, d Durable, args []string, getenv func(string) 
 
 // durableOptions are the durable mode's flags.
 type durableOptions struct {
-	temporal, namespace, queue, blobs string
-	detach                            bool
-	approve, atMostOnce               listFlag
+	temporal, namespace, queue, blobs, db string
+	detach                                bool
+	approve, atMostOnce                   listFlag
 }
 
 func defineDurableFlags(fs *flag.FlagSet, d *durableOptions) {
@@ -134,6 +161,7 @@ func defineDurableFlags(fs *flag.FlagSet, d *durableOptions) {
 	fs.StringVar(&d.namespace, "namespace", "default", "")
 	fs.StringVar(&d.queue, "task-queue", "agentloop", "")
 	fs.StringVar(&d.blobs, "blobs", "", "")
+	fs.StringVar(&d.db, "db", "", "")
 	fs.BoolVar(&d.detach, "detach", false, "")
 	fs.Var(&d.approve, "approve", "")
 	fs.Var(&d.atMostOnce, "at-most-once", "")
@@ -143,23 +171,31 @@ func defineDurableFlags(fs *flag.FlagSet, d *durableOptions) {
 const durableUsage = `
 Durable mode (the build of durable/cmd/agentloop, in its own module: from a
 clone of the repository, cd durable && go install ./cmd/agentloop):
+  agentloop server [--temporal HOST:PORT] [--namespace N] [--db FILE]
   agentloop worker --temporal HOST:PORT [flags]
   agentloop --temporal HOST:PORT [--session ID] [flags] [prompt...]
   agentloop approve|deny --temporal HOST:PORT --session ID CALL_ID [reason...]
 
-A worker serves durable runs on Temporal, with the tools, MCP servers and
-system prompt of the usual flags and their --allow, --deny and --yes rules.
-Nobody is asked on a worker, so a call that would ask is denied, unless a
-person approved it in the run: then only --deny stops it. A prompt with
---temporal runs on the workers and survives their deaths: --session names
-the conversation (a workflow ID; a new one is printed on stderr), and the
-answer streams, with the exit statuses above. A call named by --approve
-waits in the run, and is asked about on a terminal. Ctrl-C cancels the run;
-with --detach it only detaches, and the run goes on.
+The server is a Temporal server for development, in one process: it
+listens on --temporal (default ` + defaultServer + `; port 0 picks one),
+prints its address, and keeps its runs in memory, or in the SQLite file
+--db, until Ctrl-C. A worker serves durable runs on Temporal, with the
+tools, MCP servers and system prompt of the usual flags and their --allow,
+--deny and --yes rules. Nobody is asked on a worker, so a call that would
+ask is denied, unless a person approved it in the run: then only --deny
+stops it. A prompt with --temporal runs on the workers and survives their
+deaths: --session names the conversation (a workflow ID; a new one is
+printed on stderr), and the answer streams, with the exit statuses above.
+A call named by --approve waits in the run, and is asked about on a
+terminal as in process; a call answered elsewhere first is no longer
+asked about. Ctrl-C cancels the run; with --detach it only detaches, and
+the run goes on.
 
   --temporal HOST:PORT  the Temporal frontend; turns the durable mode on
   --namespace N       the Temporal namespace (default default)
   --task-queue Q      the workers' task queue (default agentloop)
+  --db FILE           the server's SQLite file, created if need be; its
+                      runs outlive the server
   --blobs DIR         a directory every worker and client shares, for
                       payloads over Temporal's 2 MB limit
   --detach            Ctrl-C detaches from the run instead of cancelling it
@@ -174,7 +210,7 @@ with --detach it only detaches, and the run goes on.
 
 // durableCommand strips the durable mode's subcommand off args.
 func durableCommand(args []string) (string, []string) {
-	if len(args) > 0 && (args[0] == "worker" || args[0] == "approve" || args[0] == "deny") {
+	if len(args) > 0 && (args[0] == "server" || args[0] == "worker" || args[0] == "approve" || args[0] == "deny") {
 		return args[0], args[1:]
 	}
 	return "", args
@@ -183,12 +219,17 @@ func durableCommand(args []string) (string, []string) {
 // runDurable runs the durable mode: a worker, a decision, or a prompt.
 func (c *cli) runDurable(ctx context.Context, sub string, o *options, stdin io.Reader, stdout, stderr io.Writer) error {
 	if c.durable == nil {
-		return usageError("this build of agentloop has no durable mode (worker, approve, deny, --temporal): " +
+		return usageError("this build of agentloop has no durable mode (server, worker, approve, deny, --temporal): " +
 			"install the one that has from a clone of the repository, with (cd durable && go install ./cmd/agentloop)")
 	}
 	d := o.durable
-	if d.temporal == "" {
-		return usageError("%s needs --temporal HOST:PORT, the Temporal frontend", cmp.Or(sub, "the durable mode"))
+	switch {
+	case sub == "server":
+		return c.devServer(ctx, o, stdout, stderr)
+	case d.temporal == "":
+		return usageError("%s needs --temporal HOST:PORT, the Temporal frontend (agentloop server starts one)", cmp.Or(sub, "the durable mode"))
+	case d.db != "":
+		return usageError("--db is a flag of agentloop server")
 	}
 	tel, flush, err := c.startTelemetry(ctx, stderr)
 	if err != nil {
@@ -216,6 +257,55 @@ func (c *cli) runDurable(ctx context.Context, sub string, o *options, stdin io.R
 		return c.durable.Decide(ctx, t, o.session, id, sub == "approve", strings.TrimSpace(reason))
 	}
 	return c.durablePrompt(ctx, o, t, stdin, stdout, stderr)
+}
+
+// defaultServer is where agentloop server listens by default: Temporal's
+// usual port, on loopback only.
+const defaultServer = "127.0.0.1:7233"
+
+// devServer runs agentloop server until Ctrl-C.
+func (c *cli) devServer(ctx context.Context, o *options, stdout, stderr io.Writer) error {
+	d := o.durable
+	addr := cmp.Or(d.temporal, defaultServer)
+	switch host, port, err := net.SplitHostPort(addr); {
+	case err != nil || host == "":
+		return usageError("server: --temporal %q: want HOST:PORT, such as %s (0.0.0.0:7233 for every interface)", addr, defaultServer)
+	case o.promptGiven:
+		return usageError("server takes no prompt, got %q", o.prompt)
+	case o.session != "":
+		return usageError("server takes no --session")
+	default:
+		if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+			return usageError("server: --temporal %q: the port must be a number from 0 to 65535", addr)
+		}
+	}
+	if d.db != "" {
+		if info, err := os.Stat(filepath.Dir(d.db)); err != nil || !info.IsDir() {
+			return usageError("server: --db %s: its directory %s does not exist", d.db, filepath.Dir(d.db))
+		}
+	}
+	ctx, stop := c.watchInterrupts(ctx)
+	defer stop()
+	err := c.durable.Server(ctx, DevServer{HostPort: addr, Namespace: d.namespace, DB: d.db,
+		Logger: newLogger(stderr, o.verbose, "", ""),
+		Ready: func(addr string) {
+			kept := "in memory, lost when it stops (--db FILE keeps them)"
+			if d.db != "" {
+				kept = "in " + d.db
+			}
+			flags := "--temporal " + addr
+			if d.namespace != "default" {
+				flags += " --namespace " + d.namespace
+			}
+			fmt.Fprintf(stdout, "Temporal development server on %s, namespace %s; runs kept %s.\n"+
+				"Ctrl-C stops it. In another terminal:\n"+
+				"  agentloop worker %s\n"+
+				"  agentloop %s \"a prompt\"\n", addr, d.namespace, kept, flags, flags)
+		}})
+	if ctx.Err() != nil && err == nil {
+		return nil // stopped on purpose
+	}
+	return err
 }
 
 // serve runs a worker with the tools of the usual flags, built as a
@@ -301,15 +391,20 @@ func (c *cli) durablePrompt(ctx context.Context, o *options, t Temporal, stdin i
 		Note: func(msg string) { s.render.note("%s", msg) }}
 	if c.isTerminal(stdin) && c.isTerminal(stderr) {
 		dir, _ := os.Getwd()
-		a := &terminalAsker{w: stderr, render: s.render, style: c.newStyle(stderr), stdin: stdin, dir: dir}
-		always := map[string]bool{} // tools answered "always", for the rest of the run
-		p.Ask = func(ctx context.Context, call llm.ToolUse) (bool, error) {
-			if always[call.Name] {
-				return true, nil
+		a := &terminalAsker{w: stderr, render: s.render, style: c.newStyle(stderr), stdin: stdin, dir: dir,
+			readLine: questionLines(stderr, stdin)}
+		// The in-process policy, every tool asking, so that "always" adds
+		// the rule it adds in process: the exact command for bash.
+		policy := &permission.Policy{ReadOnly: []string{}, Ask: a.ask}
+		turn := make(chan struct{}, 1) // one question at a time, which a withdrawn one stops waiting for
+		p.Ask = func(ctx context.Context, call llm.ToolUse) error {
+			select {
+			case turn <- struct{}{}:
+			case <-ctx.Done():
+				return ctx.Err()
 			}
-			ans, err := a.ask(ctx, call, permission.Rule{Tool: call.Name})
-			always[call.Name] = err == nil && ans == permission.Always
-			return err == nil && ans != permission.No, err
+			defer func() { <-turn }()
+			return policy.Approve(ctx, call)
 		}
 	}
 	p.AppendSystem = o.builtin.appendSystem // the worker's default system prompt is the worker's to add to
@@ -322,4 +417,63 @@ func (c *cli) durablePrompt(ctx context.Context, o *options, t Temporal, stdin i
 		s.render.note("detached: the run goes on in session %s (agentloop --temporal %s --session %s continues it)", o.session, t.HostPort, o.session)
 	}
 	return err
+}
+
+// questionLines returns the durable mode's terminalAsker.readLine. A
+// question there may be withdrawn, when the call is decided elsewhere, so
+// stdin is read only while a question is open, and a line that comes after
+// its question was withdrawn is dropped: it was typed for that question,
+// not for the next one.
+func questionLines(w io.Writer, stdin io.Reader) func(context.Context, string) (string, error) {
+	sc := bufio.NewScanner(stdin)
+	var (
+		mu      sync.Mutex
+		open    chan string // the open question's; nil when none is; closed at the end of input
+		reading bool        // a goroutine waits in sc.Scan
+		eof     bool
+	)
+	read := func() {
+		ok := sc.Scan()
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case open == nil: // dropped
+		case ok:
+			open <- sc.Text()
+		default:
+			close(open)
+		}
+		open, reading, eof = nil, false, !ok
+	}
+	return func(ctx context.Context, prompt string) (string, error) {
+		io.WriteString(w, prompt)
+		ch := make(chan string, 1)
+		mu.Lock()
+		if eof {
+			mu.Unlock()
+			return "", io.EOF
+		}
+		open = ch
+		if !reading {
+			// A read of a terminal cannot be abandoned: it ends with a
+			// line, or with the process.
+			reading = true
+			go read()
+		}
+		mu.Unlock()
+		select {
+		case l, ok := <-ch:
+			if !ok {
+				return "", io.EOF
+			}
+			return l, nil
+		case <-ctx.Done():
+			mu.Lock()
+			if open == ch {
+				open = nil
+			}
+			mu.Unlock()
+			return "", ctx.Err()
+		}
+	}
 }

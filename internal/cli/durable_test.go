@@ -11,8 +11,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/llm"
@@ -26,6 +28,7 @@ func TestNoDurableMode(t *testing.T) {
 		{"--temporal", "localhost:7233", "hi"},
 		{"approve", "--temporal", "localhost:7233", "--session", "s", "toolu_1"},
 		{"deny", "--session", "s", "toolu_1", "too", "risky"},
+		{"server"},
 	} {
 		h := newHarness(t)
 		r := h.run(strings.NewReader(""), args...)
@@ -48,7 +51,8 @@ type fakeDurable struct {
 	prompt  Prompt
 	worker  Worker
 	decided []string
-	asked   []bool
+	asked   []error // Ask's answers: nil allowed
+	server  DevServer
 }
 
 func (f *fakeDurable) Serve(ctx context.Context, t Temporal, w Worker) error {
@@ -61,8 +65,7 @@ func (f *fakeDurable) Run(ctx context.Context, t Temporal, p Prompt) iter.Seq2[a
 	return func(yield func(agent.Event, error) bool) {
 		p.Started("s-new")
 		if p.Ask != nil {
-			ok, err := p.Ask(ctx, llm.ToolUse{ID: "toolu_1", Name: "bash", Input: []byte(`{"command":"make deploy"}`)})
-			f.asked = append(f.asked, ok && err == nil)
+			f.asked = append(f.asked, p.Ask(ctx, llm.ToolUse{ID: "toolu_1", Name: "bash", Input: []byte(`{"command":"make deploy"}`)}))
 		}
 		if f.block {
 			<-ctx.Done()
@@ -92,6 +95,12 @@ func (f *fakeDurable) state() agent.State {
 
 func (f *fakeDurable) Decide(ctx context.Context, t Temporal, session, callID string, allow bool, reason string) error {
 	f.decided = append(f.decided, fmt.Sprintf("%s %s %v %q", session, callID, allow, reason))
+	return nil
+}
+
+func (f *fakeDurable) Server(ctx context.Context, s DevServer) error {
+	f.server = s
+	s.Ready("127.0.0.1:40001")
 	return nil
 }
 
@@ -145,18 +154,41 @@ func TestDurablePrompt(t *testing.T) {
 }
 
 // TestDurableAsk: on a terminal, a call that waits for approval is asked
-// about as in process, and "always" answers the tool's later calls too.
+// about as in process, and "always" means what it means there: for bash,
+// that exact command, not every later call of the tool.
 func TestDurableAsk(t *testing.T) {
-	h := newHarness(t)
-	h.terminals["stdin"], h.terminals["stderr"] = true, true
-	f := &fakeDurable{events: []agent.Event{agent.TurnStart{Iteration: 1}}}
-	r := h.runDurable(f, strings.NewReader("a\n"), "--temporal", "localhost:7233", "deploy it")
-	r.check(t, exitOK)
-	if ok, err := f.prompt.Ask(context.Background(), llm.ToolUse{ID: "toolu_2", Name: "bash", Input: []byte(`{"command":"ls"}`)}); !ok || err != nil {
-		t.Errorf("a second bash call after always: %v, %v", ok, err)
-	}
-	if !slices.Equal(f.asked, []bool{true}) || !strings.Contains(r.stderr, "make deploy") {
-		t.Errorf("asked %v; stderr:\n%s", f.asked, r.stderr)
+	for _, tt := range []struct {
+		name, answer string
+		allowed      bool
+		later        map[string]bool // a later call's command → allowed without asking
+	}{
+		{"always", "a\n", true, map[string]bool{"make deploy": true, " make deploy ": true, "ls": false, "make deploy; rm -rf ~": false}},
+		{"yes", "y\n", true, map[string]bool{"make deploy": false}},
+		{"no", "n\n", false, map[string]bool{"make deploy": false}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.terminals["stdin"], h.terminals["stderr"] = true, true
+			f := &fakeDurable{events: []agent.Event{agent.TurnStart{Iteration: 1}}}
+			r := h.runDurable(f, strings.NewReader(tt.answer), "--temporal", "localhost:7233", "deploy it")
+			r.check(t, exitOK)
+			if len(f.asked) != 1 || (f.asked[0] == nil) != tt.allowed {
+				t.Fatalf("answered %v, want allowed %v; stderr:\n%s", f.asked, tt.allowed, r.stderr)
+			}
+			if !tt.allowed && !strings.Contains(f.asked[0].Error(), "the user said no") {
+				t.Errorf("a denial tells the model %q, not the in-process words", f.asked[0])
+			}
+			if !strings.Contains(r.stderr, "make deploy") || !strings.Contains(r.stderr, "this exact command") {
+				t.Errorf("the question does not show the command and what always means:\n%s", r.stderr)
+			}
+			// stdin is at its end: a call asked about again is denied.
+			for cmd, want := range tt.later {
+				call := llm.ToolUse{ID: "toolu_2", Name: "bash", Input: []byte(fmt.Sprintf(`{"command":%q}`, cmd))}
+				if err := f.prompt.Ask(context.Background(), call); (err == nil) != want {
+					t.Errorf("later bash %q: %v, want allowed %v", cmd, err, want)
+				}
+			}
+		})
 	}
 }
 
@@ -263,4 +295,85 @@ func TestDurableWorkerCtrlC(t *testing.T) {
 	if code := c.main(context.Background(), []string{"worker", "--temporal", "x:1", "--tools", "calculator"}, strings.NewReader(""), &stdout, &stderr); code != exitOK {
 		t.Errorf("exit %d, want 0; stderr:\n%s", code, stderr.String())
 	}
+}
+
+// TestQuestionLines: a question withdrawn because its call was decided
+// elsewhere does not leave its late answer to the next question.
+func TestQuestionLines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pr, pw := io.Pipe()
+		var prompts strings.Builder
+		readLine := questionLines(&prompts, pr)
+		ask := func(ctx context.Context) <-chan string {
+			got := make(chan string, 1)
+			go func() {
+				l, err := readLine(ctx, "Allow? ")
+				got <- fmt.Sprint(l, err)
+			}()
+			return got
+		}
+		ctx, withdraw := context.WithCancel(context.Background())
+		first := ask(ctx)
+		synctest.Wait()
+		withdraw()
+		if got := <-first; got != "context canceled" {
+			t.Errorf("the withdrawn question got %q", got)
+		}
+		go pw.Write([]byte("y\n")) // typed for the withdrawn question
+		synctest.Wait()
+		second := ask(context.Background())
+		synctest.Wait()
+		go pw.Write([]byte("n\n"))
+		if got := <-second; got != "n<nil>" {
+			t.Errorf("the next question got %q, want the line typed for it", got)
+		}
+		pw.Close()
+		if got := <-ask(context.Background()); got != "EOF" {
+			t.Errorf("at the end of input: %q", got)
+		}
+		if got := prompts.String(); got != "Allow? Allow? Allow? " {
+			t.Errorf("prompts %q", got)
+		}
+	})
+}
+
+// TestDurableServer: agentloop server runs the durable mode's server on
+// the flags' address, namespace and file, prints how to use it, and
+// refuses flags it has no use for.
+func TestDurableServer(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args []string
+		code int
+		want DevServer
+		out  string
+	}{
+		{"defaults", nil, exitOK, DevServer{HostPort: "127.0.0.1:7233", Namespace: "default"},
+			"agentloop worker --temporal 127.0.0.1:40001\n"},
+		{"flags", []string{"--temporal", "0.0.0.0:0", "--namespace", "dev", "--db", "runs.db"}, exitOK,
+			DevServer{HostPort: "0.0.0.0:0", Namespace: "dev", DB: "runs.db"},
+			"agentloop --temporal 127.0.0.1:40001 --namespace dev \"a prompt\"\n"},
+		{"no port", []string{"--temporal", "localhost"}, exitUsage, DevServer{}, ""},
+		{"no host", []string{"--temporal", ":7233"}, exitUsage, DevServer{}, ""},
+		{"bad port", []string{"--temporal", "localhost:http"}, exitUsage, DevServer{}, ""},
+		{"prompt", []string{"hi"}, exitUsage, DevServer{}, ""},
+		{"session", []string{"--session", "s1"}, exitUsage, DevServer{}, ""},
+		{"no directory", []string{"--db", "nowhere/runs.db"}, exitUsage, DevServer{}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			f := &fakeDurable{}
+			r := h.runDurable(f, strings.NewReader(""), append([]string{"server"}, tt.args...)...)
+			r.check(t, tt.code)
+			if diff := cmp.Diff(tt.want, f.server, cmpopts.IgnoreFields(DevServer{}, "Logger", "Ready")); diff != "" {
+				t.Errorf("the server got (-want +got):\n%s", diff)
+			}
+			if !strings.Contains(r.stdout, tt.out) {
+				t.Errorf("stdout %q does not hold %q", r.stdout, tt.out)
+			}
+		})
+	}
+	h := newHarness(t)
+	r := h.runDurable(&fakeDurable{}, strings.NewReader(""), "worker", "--temporal", "x:1", "--db", "runs.db")
+	r.check(t, exitUsage)
 }

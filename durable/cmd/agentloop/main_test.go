@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,7 +30,7 @@ const (
 )
 
 // command runs the durable build in process with env as its environment.
-func command(ctx context.Context, env map[string]string, stdout, stderr *bytes.Buffer, args ...string) int {
+func command(ctx context.Context, env map[string]string, stdout, stderr io.Writer, args ...string) int {
 	return cli.RunWith(ctx, mode{}, args, func(k string) string { return env[k] }, strings.NewReader(""), stdout, stderr, make(chan os.Signal))
 }
 
@@ -40,20 +42,35 @@ func startWorker(t *testing.T, env map[string]string, queue string, args ...stri
 	t.Helper()
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
 	common := []string{"--temporal", ts.GetFrontendHostPort(), "--namespace", ts.GetDefaultNamespace(), "--task-queue", queue}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	var out bytes.Buffer
-	go func() {
-		var stdout bytes.Buffer
-		done <- command(ctx, env, &stdout, &out, append(append([]string{"worker"}, common...), args...)...)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if code := <-done; code != exitOK {
-			t.Errorf("worker: exit %d:\n%s", code, out.String())
-		}
-	})
+	start(t, env, io.Discard, append(append([]string{"worker"}, common...), args...)...)
 	return ts, common
+}
+
+// start runs the command in the background, as a worker or a server
+// runs, with env and stdout. stop, also called when t ends, interrupts
+// it, and fails t unless it exits 0; exited is closed when it exits.
+func start(t *testing.T, env map[string]string, stdout io.Writer, args ...string) (stop func(), exited <-chan struct{}) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	var code int
+	var stderr bytes.Buffer
+	go func() {
+		defer close(done)
+		code = command(ctx, env, stdout, &stderr, args...)
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			if code != exitOK {
+				t.Errorf("%s: exit %d:\n%s", args[0], code, stderr.String())
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop, done
 }
 
 // TestWorkerAndPrompt runs a worker and the prompts of one session against

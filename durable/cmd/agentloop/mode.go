@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"strings"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -40,7 +41,10 @@ func dial(t cli.Temporal) (client.Client, error) {
 	}
 	c, err := client.Dial(client.Options{HostPort: t.HostPort, Namespace: t.Namespace, DataConverter: dataConverter(t),
 		Interceptors: []interceptor.ClientInterceptor{tracing}, Logger: tlog.NewStructuredLogger(logger)})
-	if err != nil {
+	if _, down := errors.AsType[*serviceerror.Unavailable](err); down {
+		return nil, fmt.Errorf("connecting to Temporal at %s: %w; is a server running there? "+
+			"agentloop server starts one for development", t.HostPort, err)
+	} else if err != nil {
 		return nil, fmt.Errorf("connecting to Temporal at %s: %w", t.HostPort, err)
 	}
 	return c, nil
@@ -131,7 +135,18 @@ func run(ctx context.Context, t cli.Temporal, p cli.Prompt, yield func(agent.Eve
 	if p.Started != nil {
 		p.Started(id)
 	}
+	note := p.Note
+	if note == nil {
+		note = func(string) {}
+	}
+	// Asked on the terminal, answered in the workflow, while the stream
+	// goes on: it shows when a call is decided, here or elsewhere.
+	qs := &questions{ask: p.Ask, note: note, open: map[string]*question{},
+		decide: func(ctx context.Context, d durable.Decision) error { return durable.Approve(ctx, c, id, d) }}
+	defer qs.close()
 	names := map[string]string{} // call id → tool name, for ToolDone
+	var shown strings.Builder    // the latest turn's answer text, as shown
+	ended := false               // the stream's Done came
 	for ev, err := range durable.Stream(ctx, c, id) {
 		if err != nil {
 			if ctx.Err() != nil {
@@ -139,23 +154,22 @@ func run(ctx context.Context, t cli.Temporal, p cli.Prompt, yield func(agent.Eve
 			}
 			return failed, err
 		}
-		if ev.Done != "" {
+		if ended = ev.Done != ""; ended {
 			break
 		}
-		if e := agentEvent(ev, names, id, p.Note); e != nil && !yield(e, nil) {
+		if ev.Turn > 0 || ev.Discard {
+			shown.Reset()
+		}
+		shown.WriteString(ev.Text)
+		qs.follow(ev)
+		if e := agentEvent(ev, names, id, note); e != nil && !yield(e, nil) {
 			return failed, context.Canceled
 		}
 		if ev.Waiting && p.Ask != nil {
-			// Asked on the terminal, answered in the workflow; a call
-			// another client answered first is no longer waiting.
-			if allow, err := p.Ask(ctx, *ev.ToolCall); err == nil {
-				d := durable.Decision{CallID: ev.ToolCall.ID, Allow: allow, Reason: "the user said no"}
-				if err := durable.Approve(ctx, c, id, d); err != nil && p.Note != nil {
-					p.Note(fmt.Sprintf("answering %s: %v", ev.ToolCall.ID, err))
-				}
-			}
+			qs.start(ctx, *ev.ToolCall)
 		}
 	}
+	qs.close()
 	if ctx.Err() != nil {
 		if p.Detach {
 			return agent.Result{State: agent.Cancelled}, nil
@@ -178,6 +192,17 @@ func run(ctx context.Context, t cli.Temporal, p cli.Prompt, yield func(agent.Eve
 			err = errors.New(ae.Message())
 		}
 		return failed, err
+	}
+	if !ended && ctx.Err() == nil {
+		// The run ended, and went, before the client read its last
+		// events: its answer still shows.
+		rest, ok := strings.CutPrefix(res.Text, shown.String())
+		if !ok {
+			rest = res.Text
+		}
+		if rest != "" && !yield(agent.TextDelta{Text: rest}, nil) {
+			return failed, context.Canceled
+		}
 	}
 	return res.Result, nil
 }
