@@ -218,7 +218,12 @@ func (r *run) observe(ev agent.Event) {
 		r.streaming = true // the model call that follows is this turn's
 		r.publish(Event{Turn: r.base.Iteration + ev.Iteration})
 	case agent.ToolCall:
-		r.publish(Event{ToolCall: &llm.ToolUse{ID: ev.ID, Name: ev.Name, Input: ev.Input}})
+		// A call that waits for approval is published by approve: waiting,
+		// then starting once approved, which is how a client tells that it
+		// was approved elsewhere.
+		if !r.needsApproval(ev.Name) {
+			r.publish(Event{ToolCall: &llm.ToolUse{ID: ev.ID, Name: ev.Name, Input: ev.Input}})
+		}
 	case agent.ToolDone:
 		r.publish(Event{ToolDone: &llm.ToolResult{ToolUseID: ev.ID, Content: []llm.Block{llm.Text{Text: ev.Content}}, IsError: ev.IsError},
 			Duration: ev.Duration})
@@ -311,7 +316,7 @@ func (r *run) handlers() error {
 // approve is the agent's Approve hook: a call of a tool in Input.Approve
 // waits, in the workflow, for a person's [Decision].
 func (r *run) approve(ctx context.Context, call llm.ToolUse) error {
-	if !slices.Contains(r.in.Approve, call.Name) && !slices.Contains(r.in.Approve, "*") {
+	if !r.needsApproval(call.Name) {
 		return nil
 	}
 	a := &approval{call: call}
@@ -328,7 +333,13 @@ func (r *run) approve(ctx context.Context, call llm.ToolUse) error {
 		return errors.New(cmp.Or(a.d.Reason, "the user did not approve this call"))
 	}
 	r.approved[call.ID] = true
+	r.publish(Event{ToolCall: &call}) // it starts
 	return nil
+}
+
+// needsApproval reports whether a call of the tool waits for a Decision.
+func (r *run) needsApproval(tool string) bool {
+	return slices.Contains(r.in.Approve, tool) || slices.Contains(r.in.Approve, "*")
 }
 
 // logHandler hands the agent's log lines to the workflow's logger, which

@@ -356,7 +356,8 @@ func TestDurableServer(t *testing.T) {
 		{"no port", []string{"--temporal", "localhost"}, exitUsage, DevServer{}, ""},
 		{"no host", []string{"--temporal", ":7233"}, exitUsage, DevServer{}, ""},
 		{"bad port", []string{"--temporal", "localhost:http"}, exitUsage, DevServer{}, ""},
-		{"prompt", []string{"hi"}, exitUsage, DevServer{}, ""},
+		// "server hi" is a prompt (see TestCommandWords); after a flag, words are a mistake.
+		{"prompt", []string{"--namespace", "dev", "hi"}, exitUsage, DevServer{}, ""},
 		{"session", []string{"--session", "s1"}, exitUsage, DevServer{}, ""},
 		{"no directory", []string{"--db", "nowhere/runs.db"}, exitUsage, DevServer{}, ""},
 	} {
