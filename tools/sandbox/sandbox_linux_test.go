@@ -131,6 +131,21 @@ func TestGoBuild(t *testing.T) {
 	}
 }
 
+// TestGitCommit commits in a repository inside the writable directory, as
+// a model does when it finishes a change.
+func TestGitCommit(t *testing.T) {
+	supported(t)
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	dir := t.TempDir()
+	script := `git init -q . && echo a > a && git add a && git -c user.name=a -c user.email=a@b commit -qm first && git log --format=%s`
+	out, err := confined(t, sandbox.Policy{Write: []string{dir}}, dir, script, "HOME="+dir, "GIT_CONFIG_NOSYSTEM=1")
+	if err != nil || strings.TrimSpace(out) != "first" {
+		t.Fatalf("git commit under the sandbox: %v\n%s", err, out)
+	}
+}
+
 func TestBadPolicy(t *testing.T) {
 	supported(t)
 	if _, err := sandbox.Command(sandbox.Policy{Write: []string{"relative"}}, "bash"); err == nil {
