@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
@@ -179,6 +180,9 @@ type builtins struct {
 	instructions []instructionsFile
 	skills       []skills.Skill
 	warnings     []string
+
+	mu      sync.Mutex
+	denials []denial // calls denied for want of someone to ask (output.go)
 }
 
 // registerBuiltins registers the tools o names in reg.
@@ -259,8 +263,27 @@ func (b *builtins) approve(reg *tool.Registry) func(context.Context, llm.ToolUse
 		if _, ok := reg.Lookup(call.Name); !ok {
 			return nil // the registry says it is unknown
 		}
-		return b.policy.Approve(ctx, call)
+		err := b.policy.Approve(ctx, call)
+		if d, ok := newDenial(call, err); ok {
+			b.mu.Lock()
+			b.denials = append(b.denials, d)
+			b.mu.Unlock()
+		}
+		return err
 	}
+}
+
+// takeDenials returns the calls denied since it was last called, for want
+// of someone to ask.
+func (b *builtins) takeDenials() []denial {
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ds := b.denials
+	b.denials = nil
+	return ds
 }
 
 // close releases the workspace.
