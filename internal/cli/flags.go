@@ -118,6 +118,13 @@ Flags:
                       script or program does: they are not a sandbox
   --yes               run every tool call without asking, except those a
                       --deny rule matches
+  --permission-mode MODE
+                      Claude Code's modes: default (ask), acceptEdits
+                      (write_file and edit_file run without asking),
+                      plan (offer only read_file, glob and grep, have MCP
+                      tools ask, and ask the model for a plan rather than
+                      changes) or bypassPermissions (--yes). --deny rules
+                      win over every mode
   --secret-env NAME   leave the variable NAME, or every variable a pattern
                       such as 'AWS_*' matches, out of bash's environment
                       (repeatable); ANTHROPIC_* is always left out

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -11,6 +12,10 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/agentloop/agentloop/anthropictest"
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/tool"
+	"github.com/agentloop/agentloop/tools/calculator"
+	"github.com/agentloop/agentloop/tools/permission"
 )
 
 // TestOutputFormatJSON checks --output-format json: stdout is one object,
@@ -191,5 +196,55 @@ func TestStreamJSONAlias(t *testing.T) {
 	want := "turn_start text_delta usage_update done"
 	if diff := cmp.Diff([]string{want, want, want}, outs); diff != "" {
 		t.Errorf("event types (-want +got):\n%s", diff)
+	}
+}
+
+// TestPlanMode checks that plan mode offers only the read-only built-in
+// tools and asks the model for a plan, and that acceptEdits offers every
+// tool.
+func TestPlanMode(t *testing.T) {
+	for _, tc := range []struct {
+		mode  string
+		tools []string
+		plan  bool
+	}{
+		{"plan", []string{"read_file", "glob", "grep"}, true},
+		{"acceptEdits", []string{"read_file", "write_file", "edit_file", "glob", "grep", "bash"}, false},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			h := newHarness(t, text("1. Do it."))
+			h.run(strings.NewReader(""), "--permission-mode", tc.mode, "--sandbox", "off", "fix it").check(t, 0)
+			req := h.srv.Requests()[0]
+			if diff := cmp.Diff(tc.tools, toolNames(t, req)); diff != "" {
+				t.Errorf("tools (-want +got):\n%s", diff)
+			}
+			if sys := systemOf(t, req); strings.Contains(sys, "Plan mode is on") != tc.plan {
+				t.Errorf("system prompt asks for a plan: %v, want %v\n%s", !tc.plan, tc.plan, sys)
+			}
+		})
+	}
+}
+
+// TestPlanModeAsksMCP checks that plan mode runs only the built-in
+// read-only tools freely: another tool, such as an MCP server's, may
+// change anything, so it needs permission.
+func TestPlanModeAsksMCP(t *testing.T) {
+	reg := tool.NewRegistry(tool.Config{})
+	noop := func(context.Context, struct{}) (string, error) { return "", nil }
+	reg.Register(calculator.New(), tool.Must(tool.New("mcp__srv__write", "writes", noop)))
+	for _, tc := range []struct {
+		plan bool
+		want []bool // denied: calculator, mcp__srv__write
+	}{{false, []bool{false, false}}, {true, []bool{false, true}}} {
+		b := &builtins{plan: tc.plan, policy: &permission.Policy{}}
+		approve := b.approve(reg)
+		var got []bool
+		for _, name := range []string{"calculator", "mcp__srv__write"} {
+			got = append(got, approve(context.Background(), llm.ToolUse{ID: "t", Name: name, Input: json.RawMessage("{}")}) != nil)
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("plan %v: denied (-want +got):\n%s", tc.plan, diff)
+		}
 	}
 }
