@@ -248,3 +248,17 @@ func TestPlanModeAsksMCP(t *testing.T) {
 		}
 	}
 }
+
+func TestShellQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		"edit_file":           "edit_file",
+		"mcp__srv__tool":      "mcp__srv__tool",
+		"bash(go test ./...)": "'bash(go test ./...)'",
+		"bash(echo 'hi')":     `'bash(echo '\''hi'\'')'`,
+		"web_fetch(domain:x)": "'web_fetch(domain:x)'",
+	} {
+		if got := shellQuote(in); got != want {
+			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
