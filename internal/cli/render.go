@@ -229,7 +229,6 @@ func (r *textRenderer) event(ev agent.Event, _ error) {
 		msg := fmt.Sprintf("retrying the turn (attempt %d): %s", ev.Attempt, shorten(strings.TrimPrefix(ev.Error, "llm: "), 100))
 		if ev.Discard {
 			r.discard()
-			r.turnCalls = false // the calls were the discarded attempt's
 			msg += "; its partial output is discarded"
 		}
 		r.line(r.style.warn(msg))

@@ -214,6 +214,22 @@ func TestTextRenderer(t *testing.T) {
 			stderr:    "First.\n",
 		},
 		{
+			// The calls of a discarded attempt are not the retried turn's:
+			// each attempt starts with its own TurnStart.
+			name: "a retried turn without calls is the answer",
+			events: []agent.Event{
+				agent.TurnStart{Iteration: 1},
+				agent.TextDelta{Text: "Part"}, agent.ToolCallStart{ID: "t1", Name: "calc"},
+				agent.Retry{Attempt: 2, Error: "overloaded", Discard: true},
+				agent.TurnStart{Iteration: 1},
+				agent.TextDelta{Text: "Answer."}, agent.UsageUpdate{},
+				agent.Result{State: agent.Finished},
+			},
+			finalOnly: true,
+			stdout:    "Answer.\n",
+			stderr:    "retrying the turn (attempt 2): overloaded; its partial output is discarded\n",
+		},
+		{
 			// A run that stops at a limit has no final answer.
 			name: "a limit leaves stdout empty",
 			events: []agent.Event{
