@@ -122,6 +122,14 @@ func summaryLine(res agent.Result, priced bool, changed int) string {
 		res.Usage.Context(), costText(res.CostUSD, priced), plural(changed, "file changed", "files changed"))
 }
 
+// narrate writes text of a turn that was not the final one to stderr, as
+// it writes thinking, when only the final answer goes to stdout.
+func (r *textRenderer) narrate(text string) {
+	if text = strings.TrimSpace(text); text != "" {
+		r.line(r.style.dim(printable(text)))
+	}
+}
+
 func (r *textRenderer) done(e ending) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

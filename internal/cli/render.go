@@ -263,14 +263,6 @@ func (r *textRenderer) write(text string) {
 	}
 }
 
-// narrate writes text of a turn that was not the final one to stderr, as
-// it writes thinking, when only the final answer goes to stdout.
-func (r *textRenderer) narrate(text string) {
-	if text = strings.TrimSpace(text); text != "" {
-		r.line(r.style.dim(printable(text)))
-	}
-}
-
 // flush writes the text held for the current turn.
 func (r *textRenderer) flush() {
 	if r.held.Len() == 0 {
