@@ -79,6 +79,10 @@ func newDenial(call llm.ToolUse, err error) (denial, bool) {
 	return denial{ToolName: call.Name, ToolUseID: call.ID, ToolInput: in, Rule: ue.Rule.String()}, true
 }
 
+// maxSuggestion is how long a suggested --allow flag may be in the
+// denials line before it is cut.
+const maxSuggestion = 120
+
 // denialLine says which calls were denied and the flag that would allow
 // each, once per rule: the one line a non-interactive run ends with.
 func denialLine(ds []denial) string {
@@ -89,7 +93,13 @@ func denialLine(ds []denial) string {
 			continue
 		}
 		seen[d.Rule] = true
-		parts = append(parts, "--allow "+shellQuote(d.Rule))
+		flag := "--allow " + shellQuote(d.Rule)
+		if strings.Contains(d.Rule, "\n") || len(flag) > maxSuggestion {
+			// A heredoc would break the line: a glimpse says which
+			// command it was; --output-format json has the whole rule.
+			flag = shorten(flag, maxSuggestion)
+		}
+		parts = append(parts, flag)
 	}
 	return fmt.Sprintf("%s denied, with no terminal to ask; to allow, rerun with %s",
 		plural(len(ds), "call was", "calls were"), strings.Join(parts, " "))

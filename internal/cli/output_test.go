@@ -262,3 +262,15 @@ func TestShellQuote(t *testing.T) {
 		}
 	}
 }
+
+// TestDenialLine checks that a long or multi-line command is cut in the
+// denials line, which stays one line.
+func TestDenialLine(t *testing.T) {
+	long := "bash(cat <<EOF\n" + strings.Repeat("x", 200) + "\nEOF)"
+	got := denialLine([]denial{{Rule: "edit_file"}, {Rule: long}, {Rule: "edit_file"}})
+	want := "3 calls were denied, with no terminal to ask; to allow, rerun with --allow edit_file --allow 'bash(cat <<EOF " +
+		strings.Repeat("x", 120-len("--allow 'bash(cat <<EOF ")-1) + "…"
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("denialLine (-want +got):\n%s", diff)
+	}
+}
