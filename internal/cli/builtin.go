@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
@@ -45,9 +46,11 @@ var mutatingTools = []string{"write_file", "edit_file", shell.Name, web.Name}
 // builtinOptions are the flags of the built-in tools and their
 // permissions.
 type builtinOptions struct {
-	addDirs      []string
-	allow, deny  []string
-	yes          bool
+	addDirs     []string
+	allow, deny []string
+	yes         bool
+	// mode is --permission-mode (permission.go); check settles it.
+	mode         string
 	appendSystem string
 	secretEnv    []string
 	// --sandbox and --sandbox-net; check settles sandbox to workspace or
@@ -64,6 +67,7 @@ func defineBuiltinFlags(fs *flag.FlagSet, b *builtinOptions) {
 	fs.Var((*listFlag)(&b.allow), "allow", "")
 	fs.Var((*listFlag)(&b.deny), "deny", "")
 	fs.BoolVar(&b.yes, "yes", false, "")
+	fs.StringVar(&b.mode, "permission-mode", "", "")
 	fs.StringVar(&b.appendSystem, "append-system", "", "")
 	fs.Var((*listFlag)(&b.secretEnv), "secret-env", "")
 	fs.StringVar(&b.sandbox, "sandbox", "", "")
@@ -84,6 +88,9 @@ func (b *builtinOptions) check() error {
 			}
 			*f.rules = append(*f.rules, r)
 		}
+	}
+	if err := b.checkMode(); err != nil {
+		return err
 	}
 	return b.checkSandbox()
 }
@@ -172,6 +179,7 @@ type builtins struct {
 	ws     *files.Workspace // nil without file tools
 	names  []string         // the tools registered
 	policy *permission.Policy
+	plan   bool            // --permission-mode plan
 	asker  *terminalAsker  // nil when there is no terminal to ask on
 	box    *sandbox.Policy // bash's sandbox; nil when bash is unconfined
 	// The project's context (context.go): its instructions files and
@@ -179,6 +187,9 @@ type builtins struct {
 	instructions []instructionsFile
 	skills       []skills.Skill
 	warnings     []string
+
+	mu      sync.Mutex
+	denials []denial // calls denied for want of someone to ask (output.go)
 }
 
 // registerBuiltins registers the tools o names in reg.
@@ -187,7 +198,7 @@ func registerBuiltins(o *options, reg *tool.Registry) (*builtins, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the working directory: %w", err)
 	}
-	b := &builtins{dir: dir, names: o.tools}
+	b := &builtins{dir: dir, names: o.tools, plan: o.builtin.mode == modePlan}
 	b.instructions, b.warnings = o.project.instructionsFiles(dir)
 	var warnings []string
 	b.skills, warnings = o.project.findSkills(dir)
@@ -196,8 +207,11 @@ func registerBuiltins(o *options, reg *tool.Registry) (*builtins, error) {
 	for i, s := range b.skills {
 		skillDirs[i] = s.Dir // readable by the file tools, for the skills' files
 	}
+	if o.builtin.mode == modePlan {
+		b.names = slices.DeleteFunc(slices.Clone(o.tools), func(n string) bool { return slices.Contains(mutatingTools, n) })
+	}
 	var tools, wsTools []*tool.Tool
-	for _, name := range o.tools {
+	for _, name := range b.names {
 		switch {
 		case slices.Contains(fileTools, name):
 			if b.ws == nil {
@@ -251,7 +265,9 @@ func registerBuiltins(o *options, reg *tool.Registry) (*builtins, error) {
 func (b *builtins) approve(reg *tool.Registry) func(context.Context, llm.ToolUse) error {
 	b.policy.ReadOnly = []string{}
 	for _, spec := range reg.Specs() {
-		if !slices.Contains(mutatingTools, spec.Name) {
+		// In plan mode only the built-in read-only tools run freely: an
+		// MCP tool may change anything, so it asks.
+		if !slices.Contains(mutatingTools, spec.Name) && (!b.plan || slices.Contains(builtinTools, spec.Name)) {
 			b.policy.ReadOnly = append(b.policy.ReadOnly, spec.Name)
 		}
 	}
@@ -259,8 +275,27 @@ func (b *builtins) approve(reg *tool.Registry) func(context.Context, llm.ToolUse
 		if _, ok := reg.Lookup(call.Name); !ok {
 			return nil // the registry says it is unknown
 		}
-		return b.policy.Approve(ctx, call)
+		err := b.policy.Approve(ctx, call)
+		if d, ok := newDenial(call, err); ok {
+			b.mu.Lock()
+			b.denials = append(b.denials, d)
+			b.mu.Unlock()
+		}
+		return err
 	}
+}
+
+// takeDenials returns the calls denied since it was last called, for want
+// of someone to ask.
+func (b *builtins) takeDenials() []denial {
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ds := b.denials
+	b.denials = nil
+	return ds
 }
 
 // close releases the workspace.
@@ -278,6 +313,12 @@ func (b *builtins) system(o *options) string {
 	s := o.system
 	if s == "" && slices.ContainsFunc(b.names, func(n string) bool { return n != calculator.Name }) {
 		s = b.defaultSystem()
+	}
+	if b.plan {
+		if s != "" {
+			s += "\n\n"
+		}
+		s += planPrompt
 	}
 	s = withInstructionsFiles(s, b.instructions)
 	if o.builtin.appendSystem != "" {

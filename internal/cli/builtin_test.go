@@ -182,6 +182,11 @@ func TestPermissionWithoutTerminal(t *testing.T) {
 		{"--deny in Claude Code's words", []string{"--yes", "--deny", "Edit(f.txt)"}, false, "the user's rule edit_file(f.txt) forbids", true},
 		{"--deny of a tool not offered", []string{"--tools", "files", "--yes", "--deny", "web_fetch"}, true, "edited f.txt", false},
 		{"without file tools", []string{"--tools", "shell"}, false, `unknown tool "edit_file"`, true},
+		{"acceptEdits", []string{"--permission-mode", "acceptEdits"}, true, "edited f.txt", false},
+		{"--deny wins over acceptEdits", []string{"--permission-mode", "acceptEdits", "--deny", "edit_file"}, false, "forbids", true},
+		{"bypassPermissions", []string{"--permission-mode", "bypassPermissions"}, true, "edited f.txt", false},
+		{"default", []string{"--permission-mode", "default"}, false, "needs the user's permission", true},
+		{"plan offers no edit_file", []string{"--permission-mode", "plan"}, false, `unknown tool "edit_file"`, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Chdir(t.TempDir())

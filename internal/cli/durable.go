@@ -409,10 +409,15 @@ func (c *cli) durablePrompt(ctx context.Context, o *options, t Temporal, stdin i
 	}
 	p.AppendSystem = o.builtin.appendSystem // the worker's default system prompt is the worker's to add to
 	p.Thinking, p.Effort, p.Compaction = o.thinkingConfig(), o.effort, o.compaction
+	var res agent.Result
 	err := s.interruptible(ctx, c.interrupts, func(ctx context.Context) error {
-		res, err := s.show(c.durable.Run(ctx, t, p))
-		return s.outcome(res, err)
+		r, err := s.show(c.durable.Run(ctx, t, p))
+		res = r
+		return s.outcome(r, err)
 	})
+	if err != errForceExit { // else the run may still be writing res
+		s.render.done(ending{res: res, outcome: err, oneShot: true})
+	}
 	if exitCode(err) == exitInterrupted && o.durable.detach && o.session != "" {
 		s.render.note("detached: the run goes on in session %s (agentloop --temporal %s --session %s continues it)", o.session, t.HostPort, o.session)
 	}

@@ -133,6 +133,11 @@ func TestDurablePrompt(t *testing.T) {
 			nil, exitLimit, "Hello.\n", "iteration limit reached"},
 		{"failed", &fakeDurable{err: errors.New("agent: iteration 1: boom")}, nil, exitFailure, "", "boom"},
 		{"json", &fakeDurable{events: turn}, []string{"--json"}, exitOK, `{"type":"turn_start","iteration":1}`, ""},
+		{"result", &fakeDurable{events: append(turn, agent.Result{Text: "Hello.", State: agent.Finished, Iterations: 1})},
+			[]string{"--output-format", "json", "--session", "s1"}, exitOK,
+			`{"type":"result","subtype":"success","is_error":false,`, ""},
+		{"result of a limit", &fakeDurable{events: append(turn, agent.Result{State: agent.IterationLimit, Iterations: 3})},
+			[]string{"--output-format", "json"}, exitLimit, `"subtype":"error_max_turns","is_error":true,`, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t)

@@ -33,6 +33,10 @@ func TestUsageErrors(t *testing.T) {
 		{"bad number, one dash", []string{"-max-tokens=lots", "hi"}, nil, "", []string{`invalid value "lots" for --max-tokens: `}},
 		{"a flag without its value", []string{"--model"}, nil, "", []string{"--model needs a value ("}},
 		{"a flag for a value", []string{"--model", "--json", "hi"}, nil, "", []string{"--model needs a value, but --json follows it"}},
+		{"bad permission mode", []string{"--permission-mode", "auto", "hi"}, nil, "", []string{`--permission-mode "auto": want default, acceptEdits, plan or bypassPermissions`}},
+		{"plan with --yes", []string{"--permission-mode", "plan", "--yes", "hi"}, nil, "", []string{"--permission-mode plan changes nothing, and --yes"}},
+		{"bad output format", []string{"--output-format", "xml", "hi"}, nil, "", []string{`--output-format "xml": want text, json or stream-json`}},
+		{"--json against --output-format", []string{"--json", "--output-format", "json", "hi"}, nil, "", []string{"--json is --output-format stream-json, not json"}},
 		// A blank value is not the default.
 		{"blank model", []string{"--model=", "hi"}, nil, "", []string{"--model needs a value, not a blank one"}},
 		{"blank secret-env", []string{"--secret-env", "", "hi"}, nil, "", []string{"--secret-env needs a value, not a blank one"}},

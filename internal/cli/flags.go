@@ -38,11 +38,15 @@ worker, approve and deny) is a first word alone or followed by its flags;
 before other words it is part of the prompt, so agentloop help me fix it
 asks the model. -- ends the flags: agentloop -- demo asks about "demo".
 
-The answer streams to stdout. When stdout is not a terminal, each model
-turn's text is written once the turn is complete, so that the partial text of
-a turn that failed and was retried, or was cut short by Ctrl-C or
---max-duration, never reaches it; on a terminal a retried turn's text is
-erased. Tool calls and their results, retries and history compaction are
+The answer streams to stdout. When stdout is not a terminal, it gets the
+final answer alone, the last turn's text, written once the turn is complete;
+the text of the turns that called tools goes to stderr (--all-turns writes
+every turn's text to stdout). Either way the partial text of a turn that
+failed and was retried, or was cut short by Ctrl-C or --max-duration, never
+reaches it; on a terminal a retried turn's text is erased. A one-shot run on
+a terminal ends with a line on stderr: turns, tokens, cost, files changed.
+A run in which calls were denied, with no terminal to ask, ends with a line
+naming the --allow rule for each; its exit status is unchanged. Tool calls and their results, retries and history compaction are
 reported on stderr. On a terminal, control characters from the model, a tool
 or a server are shown escaped (\x1b), and on stderr invisible and non-ASCII
 blank characters too.
@@ -114,6 +118,13 @@ Flags:
                       script or program does: they are not a sandbox
   --yes               run every tool call without asking, except those a
                       --deny rule matches
+  --permission-mode MODE
+                      Claude Code's modes: default (ask), acceptEdits
+                      (write_file and edit_file run without asking),
+                      plan (offer only read_file, glob and grep, have MCP
+                      tools ask, and ask the model for a plan rather than
+                      changes) or bypassPermissions (--yes). --deny rules
+                      win over every mode
   --secret-env NAME   leave the variable NAME, or every variable a pattern
                       such as 'AWS_*' matches, out of bash's environment
                       (repeatable); ANTHROPIC_* is always left out
@@ -165,10 +176,17 @@ Flags:
                       interactive session included) sampling is off
   --session FILE      a JSONL transcript: loaded if it exists, so the
                       conversation continues, and saved after every turn
-  --json              write the agent's events to stdout as JSON Lines, one
-                      event per line, each with a "type" field; the last is
-                      "done", or for a run that failed "error", with the
-                      run's result
+  --output-format FORMAT
+                      text (the default), json: one object at the end,
+                      {"type":"result","subtype","is_error","result",
+                      "session_id","total_cost_usd","usage","num_turns",
+                      "duration_ms","stop_reason",…} as Claude Code writes
+                      it, or stream-json: the agent's events as JSON Lines,
+                      each with a "type"; the last is "done", or for a run
+                      that failed "error", with the run's result
+  --json              --output-format stream-json
+  --all-turns         in text mode with stdout not a terminal, write every
+                      turn's text to stdout, not only the final answer
   -v                  write a debug log to stderr (keys are never printed)
   --version           print the version and exit
 
@@ -239,7 +257,9 @@ type options struct {
 	project       contextOptions // AGENTS.md, CLAUDE.md and skills (context.go)
 	session       string
 	builtin       builtinOptions // the built-in tools' flags (builtin.go)
-	json          bool
+	json          bool           // --json, an alias settled into outputFormat
+	outputFormat  string         // text, json or stream-json (output.go)
+	allTurns      bool           // --all-turns
 	verbose       bool
 	version       bool
 	help          bool
@@ -297,6 +317,9 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		return nil, err
 	}
 	if err := checkCompaction(o); err != nil {
+		return nil, err
+	}
+	if err := checkOutputFormat(o); err != nil {
 		return nil, err
 	}
 	switch info, known := llm.LookupModel(o.model); {
@@ -395,6 +418,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	o.project.define(fs)
 	defineDurableFlags(fs, &o.durable)
 	fs.BoolVar(&o.json, "json", false, "")
+	fs.StringVar(&o.outputFormat, "output-format", "", "")
+	fs.BoolVar(&o.allTurns, "all-turns", false, "")
 	fs.BoolVar(&o.verbose, "v", false, "")
 	fs.BoolVar(&o.version, "version", false, "")
 	fs.BoolVar(&o.help, "help", false, "")

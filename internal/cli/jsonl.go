@@ -161,14 +161,24 @@ func (r *jsonRenderer) fail(err error) {
 		rec.Result = resultValue(*r.failed, r.priced)
 		r.failed = nil
 	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false) // a message's "a > b" stays readable
-	if err := enc.Encode(rec); err != nil {
+	b, err := marshalNoEscape(rec)
+	if err != nil {
 		fmt.Fprintf(r.errw, "agentloop: cannot encode the error: %v\n", err)
 		return
 	}
-	r.write(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
+	r.write(b)
+}
+
+// marshalNoEscape is json.Marshal without HTML escapes, so that a
+// message's "a > b" stays readable.
+func marshalNoEscape(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // write writes one JSON line. encoding/json leaves C1 controls raw, which

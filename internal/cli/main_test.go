@@ -300,10 +300,13 @@ func TestToolCalls(t *testing.T) {
 	)
 	r := h.run(strings.NewReader(""), "--tools", "calculator", "add 3 and 5")
 	r.check(t, 0)
-	if r.stdout != "Let me add.\n3 + 5 = 8.\n" {
-		t.Errorf("stdout = %q, want only the answer text", r.stdout)
+	// On a pipe stdout holds the final answer alone; the narration of the
+	// turn that called tools goes to stderr.
+	if r.stdout != "3 + 5 = 8.\n" {
+		t.Errorf("stdout = %q, want only the final answer", r.stdout)
 	}
 	for _, want := range []string{
+		"Let me add.\n",
 		`→ calculator#1 {"a":3,"b":5,"operation":"add"}`,
 		`← calculator#1 8`,
 		`→ calculator#2 {"a":1,"b":0,"operation":"divide"}`,
@@ -607,5 +610,37 @@ func TestThinkingBetweenToolCalls(t *testing.T) {
 				t.Errorf("%s --json: done text %q; output:\n%s", model, done.Result.Text, r.stdout)
 			}
 		}
+	}
+}
+
+// TestFinalAnswerOnly checks what stdout holds off a terminal: the final
+// turn's answer alone, unless --all-turns asks for every turn's text.
+func TestFinalAnswerOnly(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		args           []string
+		stdout, stderr string
+	}{
+		{"final answer only", nil, "Done: 8.\n", "Step 1: adding.\n"},
+		{"--all-turns", []string{"--all-turns"}, "Step 1: adding.\nDone: 8.\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t,
+				anthropictest.NewStream().Text("Step 1: adding.").
+					ToolUse("toolu_1", "calculator", `{"a": 3, "b": 5, "operation": "add"}`).Stop("tool_use"),
+				text("Done: 8."),
+			)
+			r := h.run(strings.NewReader(""), append(tc.args, "--tools", "calculator", "add")...)
+			r.check(t, 0)
+			if diff := cmp.Diff(tc.stdout, r.stdout); diff != "" {
+				t.Errorf("stdout (-want +got):\n%s", diff)
+			}
+			if tc.stderr != "" && !strings.Contains(r.stderr, tc.stderr) {
+				t.Errorf("stderr lacks %q:\n%s", tc.stderr, r.stderr)
+			}
+			if tc.stderr == "" && strings.Contains(r.stderr, "Step 1") {
+				t.Errorf("--all-turns wrote the narration to stderr too:\n%s", r.stderr)
+			}
+		})
 	}
 }

@@ -19,6 +19,41 @@ import (
 	"github.com/agentloop/agentloop/tools/permission"
 )
 
+// The --permission-mode values, Claude Code's.
+const (
+	modeDefault     = "default"           // ask about each mutating call
+	modeAcceptEdits = "acceptEdits"       // run file edits without asking
+	modePlan        = "plan"              // offer only read-only tools, and ask for a plan
+	modeBypass      = "bypassPermissions" // --yes
+)
+
+// planPrompt tells the model what plan mode wants of it.
+const planPrompt = "Plan mode is on: the user wants a plan, not changes. Investigate with the read-only tools you " +
+	"have, change nothing, and end with a concrete, numbered plan of the changes you would make and how you would " +
+	"check them, for the user to approve."
+
+// checkMode checks --permission-mode and turns it into rules: acceptEdits
+// allows write_file and edit_file, bypassPermissions is --yes. Deny rules
+// still win over both. Plan mode's tools and prompt are registerBuiltins'
+// and system's.
+func (b *builtinOptions) checkMode() error {
+	switch b.mode {
+	case "", modeDefault:
+		b.mode = modeDefault
+	case modeAcceptEdits:
+		b.allowRules = append(b.allowRules, permission.Rule{Tool: "write_file"}, permission.Rule{Tool: "edit_file"})
+	case modeBypass:
+		b.yes = true
+	case modePlan:
+		if b.yes {
+			return usageError("--permission-mode plan changes nothing, and --yes would let every call run: give one of them")
+		}
+	default:
+		return usageError("--permission-mode %q: want default, acceptEdits, plan or bypassPermissions", b.mode)
+	}
+	return nil
+}
+
 // terminalAsker asks on the terminal whether a tool call may run, showing
 // the exact command, or the diff of a file change.
 type terminalAsker struct {

@@ -257,3 +257,22 @@ func TestPTYEscapes(t *testing.T) {
 		}
 	}
 }
+
+// TestPTYSummary checks that a one-shot run on a real terminal streams its
+// whole answer, narration included, and ends with the summary line.
+func TestPTYSummary(t *testing.T) {
+	srv := anthropictest.NewServer(
+		anthropictest.NewStream().Usage(10, 0, 0, 0).Text("Step 1: adding.").
+			ToolUse("toolu_1", "calculator", `{"a": 3, "b": 5, "operation": "add"}`).Stop("tool_use", 5),
+		text("Done: 8."),
+	)
+	defer srv.Close()
+	p := startPTY(t, map[string]string{"ANTHROPIC_API_KEY": testKey, "ANTHROPIC_BASE_URL": srv.URL, "NO_COLOR": "1"},
+		"--tools", "calculator", "add 3 and 5")
+	at := p.expect(0, "Step 1: adding.")
+	at = p.expect(at, "Done: 8.")
+	p.expect(at, "2 turns · 30 tokens · $0.0001 · 0 files changed")
+	if code := p.wait(); code != 0 {
+		t.Errorf("exit status %d, want 0", code)
+	}
+}

@@ -22,6 +22,8 @@ type renderer interface {
 	fail(err error)
 	// note shows a one-line remark, such as a refusal notice.
 	note(format string, args ...any)
+	// done ends a prompt's run, once its outcome is known (output.go).
+	done(e ending)
 	// pause stops anything animating until the next event, so that a
 	// question can wait on the screen.
 	pause()
@@ -63,13 +65,28 @@ type textRenderer struct {
 	rawOut io.Writer
 	// held is the current turn's text, when stdout is not a terminal.
 	held strings.Builder
+
+	// finalOnly keeps stdout to the final turn's answer when stdout is not
+	// a terminal: a completed turn that called tools is narration, and
+	// goes to stderr; the last one without calls waits in answer for the
+	// run's end. --all-turns turns it off.
+	finalOnly bool
+	turnCalls bool // the current turn called a tool
+	answer    string
+	// summary ends a one-shot run with a line of turns, tokens, cost and
+	// files changed (stderr is a terminal); priced says the cost is known.
+	summary, priced bool
+	// edits are the paths of the file edits in flight, by call id, and
+	// changed the paths edited so far in the run.
+	edits   map[string]string
+	changed map[string]bool
 }
 
 // newTextRenderer returns a renderer. outTerm, when stdout is a terminal,
 // holds its size (zero when unknown); nil means stdout is not one.
 func newTextRenderer(stdout, stderr io.Writer, st style, stderrTerm, sameScreen, lesson bool, outTerm *screen) *textRenderer {
 	r := &textRenderer{out: stdout, errw: stderr, rawOut: stdout, style: st, sameScreen: sameScreen, lesson: lesson,
-		labels: map[string]string{}, screen: outTerm}
+		labels: map[string]string{}, screen: outTerm, edits: map[string]string{}, changed: map[string]bool{}}
 	if outTerm != nil {
 		r.out = trackingWriter{stdout, outTerm}
 		if sameScreen {
@@ -88,6 +105,9 @@ func (r *textRenderer) event(ev agent.Event, _ error) {
 	switch ev := ev.(type) {
 	case agent.TurnStart:
 		r.closeErrLine()
+		// A turn without tool calls that another follows was not final.
+		r.narrate(r.answer)
+		r.answer, r.turnCalls = "", false
 		// Each turn's text is its own paragraph, even off a terminal.
 		if r.midLine {
 			io.WriteString(r.out, "\n")
@@ -118,6 +138,7 @@ func (r *textRenderer) event(ev agent.Event, _ error) {
 		r.write(printable(ev.Text))
 	case agent.ToolCallStart:
 		r.stopSpin()
+		r.turnCalls = true
 		label := r.label(ev.ID, ev.Name)
 		if r.lesson {
 			r.line(r.style.phase("act") + " " + r.style.tool(label) + r.style.dim(" tool_use "+ev.ID+": its input arrives in fragments"))
@@ -136,6 +157,12 @@ func (r *textRenderer) event(ev agent.Event, _ error) {
 	case agent.ToolCall:
 		r.stopSpin()
 		r.running++
+		if ev.Name == "write_file" || ev.Name == "edit_file" {
+			var in struct{ Path string }
+			if json.Unmarshal(ev.Input, &in) == nil && in.Path != "" {
+				r.edits[ev.ID] = in.Path
+			}
+		}
 		label := r.label(ev.ID, ev.Name)
 		if r.lesson {
 			r.line(r.style.phase("act") + " " + r.style.tool(label) + r.style.dim(" assembled, valid JSON; running it: ") + compactJSON(ev.Input, 200))
@@ -146,6 +173,10 @@ func (r *textRenderer) event(ev agent.Event, _ error) {
 	case agent.ToolDone:
 		r.stopSpin()
 		r.running = max(0, r.running-1)
+		if p, ok := r.edits[ev.ID]; ok && !ev.IsError {
+			r.changed[p] = true
+		}
+		delete(r.edits, ev.ID)
 		label := r.label(ev.ID, ev.Name)
 		content := shorten(ev.Content, 200)
 		if content == "" {
@@ -170,7 +201,16 @@ func (r *textRenderer) event(ev agent.Event, _ error) {
 		}
 	case agent.UsageUpdate:
 		// The turn is complete: its text can no longer be discarded.
-		r.flush()
+		switch {
+		case !r.finalOnly:
+			r.flush()
+		case r.turnCalls:
+			r.narrate(r.held.String())
+			r.held.Reset()
+		default:
+			r.answer = r.held.String()
+			r.held.Reset()
+		}
 		if r.lesson {
 			r.stopSpin()
 			r.line(r.style.dim(fmt.Sprintf("        usage: %d input tokens, %d output tokens this turn",
@@ -202,6 +242,8 @@ func (r *textRenderer) event(ev agent.Event, _ error) {
 			r.line(r.style.warn("the turn in progress did not complete: its partial text is left out of stdout"))
 		}
 		r.held.Reset()
+		r.write(r.answer)
+		r.answer = ""
 		if r.midLine {
 			io.WriteString(r.out, "\n")
 			r.midLine = false

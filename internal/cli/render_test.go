@@ -35,6 +35,7 @@ func TestTextRenderer(t *testing.T) {
 		name               string
 		events             []agent.Event
 		sameScreen, lesson bool
+		finalOnly          bool
 		// term is stdout's terminal; nil means it is not one.
 		term           *screen
 		stdout, stderr string
@@ -180,6 +181,67 @@ func TestTextRenderer(t *testing.T) {
 			stdout: "\x1b[1mbold\x1b[0m\n",
 		},
 		{
+			// Off a terminal stdout gets the final answer alone; the
+			// text of a turn that called tools is narration, on stderr.
+			name: "final answer only",
+			events: []agent.Event{
+				agent.TurnStart{Iteration: 1},
+				agent.TextDelta{Text: "Step 1: adding.\n"},
+				agent.ToolCallStart{ID: "t1", Name: "calc"},
+				agent.ToolCall{ID: "t1", Name: "calc", Input: json.RawMessage(`{}`)},
+				agent.ToolDone{ID: "t1", Name: "calc", Content: "3"},
+				agent.UsageUpdate{},
+				agent.TurnStart{Iteration: 2},
+				agent.TextDelta{Text: "Done."}, agent.UsageUpdate{},
+				agent.Result{State: agent.Finished},
+			},
+			finalOnly: true,
+			stdout:    "Done.\n",
+			stderr:    "→ calc#1 {}\n← calc#1 3\nStep 1: adding.\n",
+		},
+		{
+			// A turn without calls that another follows was not final.
+			name: "a turn followed by another is narration",
+			events: []agent.Event{
+				agent.TurnStart{Iteration: 1},
+				agent.TextDelta{Text: "First."}, agent.UsageUpdate{},
+				agent.TurnStart{Iteration: 2},
+				agent.TextDelta{Text: "Second."}, agent.UsageUpdate{},
+				agent.Result{State: agent.Finished},
+			},
+			finalOnly: true,
+			stdout:    "Second.\n",
+			stderr:    "First.\n",
+		},
+		{
+			// The calls of a discarded attempt are not the retried turn's:
+			// each attempt starts with its own TurnStart.
+			name: "a retried turn without calls is the answer",
+			events: []agent.Event{
+				agent.TurnStart{Iteration: 1},
+				agent.TextDelta{Text: "Part"}, agent.ToolCallStart{ID: "t1", Name: "calc"},
+				agent.Retry{Attempt: 2, Error: "overloaded", Discard: true},
+				agent.TurnStart{Iteration: 1},
+				agent.TextDelta{Text: "Answer."}, agent.UsageUpdate{},
+				agent.Result{State: agent.Finished},
+			},
+			finalOnly: true,
+			stdout:    "Answer.\n",
+			stderr:    "retrying the turn (attempt 2): overloaded; its partial output is discarded\n",
+		},
+		{
+			// A run that stops at a limit has no final answer.
+			name: "a limit leaves stdout empty",
+			events: []agent.Event{
+				agent.TurnStart{Iteration: 1},
+				agent.TextDelta{Text: "Step 1."},
+				agent.ToolCallStart{ID: "t1", Name: "calc"}, agent.UsageUpdate{},
+				agent.Result{State: agent.IterationLimit},
+			},
+			finalOnly: true,
+			stderr:    "Step 1.\n",
+		},
+		{
 			name:   "compaction",
 			events: []agent.Event{agent.Compacted{Compaction: memory.Compaction{Before: 190000, After: 60000, Steps: []string{"summarised 40 messages"}}}},
 			stderr: "compacted the history from about 190000 to 60000 tokens (summarised 40 messages)\n",
@@ -188,6 +250,7 @@ func TestTextRenderer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errw strings.Builder
 			r := newTextRenderer(&out, &errw, style{}, false, tc.sameScreen, tc.lesson, tc.term)
+			r.finalOnly = tc.finalOnly
 			for _, ev := range tc.events {
 				r.event(ev, nil)
 			}

@@ -245,12 +245,8 @@ func (s *session) repl(ctx context.Context, lr lineReader, interrupts <-chan os.
 // showUsage prints the session's token use and cost so far.
 func (s *session) showUsage() {
 	u := s.usage
-	cost := "cost unknown"
-	// The agent prices runs by llm's model table; a model it lacks costs 0
-	// there, which is not the same as free.
-	if _, ok := llm.LookupModel(s.o.model); ok {
-		cost = fmt.Sprintf("$%.4f", s.costUSD)
-	}
+	_, priced := llm.LookupModel(s.o.model)
+	cost := costText(s.costUSD, priced)
 	fmt.Fprintf(s.stderr, "%s: %d input tokens (%d read from cache, %d written to it), %d output tokens, %s\n",
 		plural(s.turns, "run", "runs"), u.InputTokens+u.CacheReadInputTokens+u.CacheCreationInputTokens,
 		u.CacheReadInputTokens, u.CacheCreationInputTokens, u.OutputTokens, cost)

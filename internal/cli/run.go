@@ -364,12 +364,15 @@ func (s *session) interruptible(ctx context.Context, interrupts <-chan os.Signal
 }
 
 // drive runs one turn to its end.
-func (s *session) drive(ctx context.Context, input string) error {
+func (s *session) drive(ctx context.Context, input string) (outcome error) {
 	res, runErr := s.show(s.agent.Stream(ctx, input))
 	s.usage = s.usage.Add(res.Usage)
 	s.costUSD += res.CostUSD
 	s.turns++
-	outcome := s.outcome(res, runErr)
+	outcome = s.outcome(res, runErr)
+	defer func() {
+		s.render.done(ending{res: res, outcome: outcome, denials: s.builtins.takeDenials(), oneShot: !s.interactive})
+	}()
 	// A failed run leaves the history as it was before it (package agent
 	// rolls it back), so the file is not rewritten either: a run that
 	// failed changes nothing. An interrupted run is saved, with the
@@ -451,9 +454,12 @@ func limitError(format string, args ...any) error {
 
 // newRenderer picks the renderer for the flags and the terminals at hand.
 func (c *cli) newRenderer(o *options, stdout, stderr io.Writer, lesson bool) renderer {
-	if o.json {
-		_, priced := llm.LookupModel(o.model)
+	_, priced := llm.LookupModel(o.model)
+	switch o.outputFormat {
+	case formatStreamJSON:
 		return newJSONRenderer(stdout, stderr, priced)
+	case formatJSON:
+		return newResultRenderer(stdout, stderr, priced, o.session)
 	}
 	outTerm, errTerm := c.isTerminal(stdout), c.isTerminal(stderr)
 	var scr *screen
@@ -463,7 +469,10 @@ func (c *cli) newRenderer(o *options, stdout, stderr io.Writer, lesson bool) ren
 			scr.size = func() (int, int) { return c.termSize(stdout) }
 		}
 	}
-	return newTextRenderer(stdout, stderr, c.newStyle(stderr), errTerm, (outTerm && errTerm) || sameFile(stdout, stderr), lesson, scr)
+	r := newTextRenderer(stdout, stderr, c.newStyle(stderr), errTerm, (outTerm && errTerm) || sameFile(stdout, stderr), lesson, scr)
+	r.finalOnly = !outTerm && !lesson && !o.allTurns
+	r.summary, r.priced = errTerm && !lesson, priced
+	return r
 }
 
 // newStyle returns the colours for w: none unless w is a terminal, and

@@ -212,6 +212,20 @@ const (
 	Always
 )
 
+// An UnaskedError denies a call that needs a person's permission when
+// there is no one to ask ([Policy.Ask] is nil). Rule is the rule that
+// would allow it, such as bash(go test ./...), so that a caller can tell
+// the user how to allow it next time.
+type UnaskedError struct {
+	Tool string
+	Rule Rule
+}
+
+func (e *UnaskedError) Error() string {
+	return fmt.Sprintf("%s needs the user's permission, and there is no one to ask: no terminal. "+
+		"Tell the user; they can allow it with a rule such as %s", e.Tool, e.Rule)
+}
+
 // An AskFunc asks a person whether call may run. always is the rule that
 // the answer Always adds, so that the question can say what it means. It
 // may block; a non-nil error (ctx ending) denies the call.
@@ -283,8 +297,7 @@ func (p *Policy) Approve(ctx context.Context, call llm.ToolUse) error {
 			"shell reads from stdin or an option such as git -c stands where a program or its subcommand would "+
 			"be. Write the command out plainly, or tell the user what you want to run", doubt)
 	case p.Ask == nil:
-		return fmt.Errorf("%s needs the user's permission, and there is no one to ask: no terminal. "+
-			"Tell the user; they can allow it with a rule such as %s", call.Name, always)
+		return &UnaskedError{Tool: call.Name, Rule: always}
 	}
 	p.askMu.Lock()
 	defer p.askMu.Unlock()

@@ -329,3 +329,33 @@ func TestDenyOnlyFields(t *testing.T) {
 		t.Errorf("Policy has fields that DenyOnly does not know about: %v; decide in DenyOnly whether it carries them, and list them here", missed)
 	}
 }
+
+// TestUnaskedError checks that a call denied for want of someone to ask
+// says so by type, with the rule that would allow it, so that a caller can
+// list such calls without reading the message.
+func TestUnaskedError(t *testing.T) {
+	tests := []struct {
+		call llm.ToolUse
+		want Rule
+	}{
+		{call("bash", `{"command":" go test ./... "}`), Rule{Tool: "bash", Arg: "go test ./..."}},
+		{call("edit_file", `{"path":"a"}`), Rule{Tool: "edit_file"}},
+		{call("web_fetch", `{"url":"https://Go.dev/x"}`), Rule{Tool: "web_fetch", Arg: "domain:go.dev"}},
+	}
+	for _, tt := range tests {
+		err := (&Policy{}).Approve(context.Background(), tt.call)
+		ue, ok := errors.AsType[*UnaskedError](err)
+		if !ok {
+			t.Errorf("%s: Approve = %v, want an *UnaskedError", tt.call.Name, err)
+			continue
+		}
+		if diff := cmp.Diff(tt.want, ue.Rule); diff != "" {
+			t.Errorf("%s: rule (-want +got):\n%s", tt.call.Name, diff)
+		}
+	}
+	// A deny rule's refusal is the user's choice, not a missing question.
+	err := (&Policy{Deny: rules(t, "bash")}).Approve(context.Background(), call("bash", `{"command":"ls"}`))
+	if _, ok := errors.AsType[*UnaskedError](err); ok || err == nil {
+		t.Errorf("a deny rule's refusal = %v, want an error that is not an *UnaskedError", err)
+	}
+}
