@@ -132,6 +132,10 @@ type settings struct {
 	} `json:"tool_choice"`
 	OutputConfig struct {
 		Effort string `json:"effort"`
+		Format *struct {
+			Type   string `json:"type"`
+			Schema any    `json:"schema"`
+		} `json:"format"`
 	} `json:"output_config"`
 	Temperature *float64        `json:"temperature"`
 	TopP        *float64        `json:"top_p"`

@@ -1,0 +1,150 @@
+package apirules
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// The structured outputs page's subset of JSON Schema: the keywords the API
+// takes in output_config.format's schema, and the string formats.
+var (
+	formatKeywords = []string{"$ref", "$defs", "definitions", "type", "properties", "required", "additionalProperties",
+		"items", "enum", "const", "anyOf", "allOf", "description", "title", "default", "format", "minItems"}
+	stringFormats = []string{"date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"}
+)
+
+// OutputSchema returns schema, a JSON schema, as output_config.format
+// takes it, transformed as the official SDKs do: each keyword the API does
+// not take (a minimum, a pattern, an unknown format, a schema for other
+// properties) moves into its schema's description, oneOf becomes anyOf,
+// and every object gets additionalProperties false. The answer is still
+// validated against the original, which says more.
+func OutputSchema(schema []byte) ([]byte, error) {
+	var s map[string]any
+	if err := json.Unmarshal(schema, &s); err != nil {
+		return nil, fmt.Errorf("the schema is not a JSON object: %w", err)
+	}
+	return json.Marshal(transform(s))
+}
+
+func transform(s map[string]any) map[string]any {
+	out := make(map[string]any, len(s))
+	var moved []string
+	for _, k := range slices.Sorted(maps.Keys(s)) {
+		v := s[k]
+		sub, isSchema := v.(map[string]any)
+		switch {
+		case k == "$schema" || k == "$id" || k == "$comment":
+		case k == "properties" || k == "$defs" || k == "definitions":
+			m, _ := v.(map[string]any)
+			t := make(map[string]any, len(m))
+			for name, p := range m {
+				if p, ok := p.(map[string]any); ok {
+					t[name] = transform(p)
+				}
+			}
+			out[k] = t
+		case k == "items" && isSchema:
+			out[k] = transform(sub)
+		case k == "anyOf" || k == "oneOf" || k == "allOf":
+			list, _ := v.([]any)
+			t := make([]any, 0, len(list))
+			for _, p := range list {
+				if p, ok := p.(map[string]any); ok {
+					t = append(t, transform(p))
+				}
+			}
+			out[cmpOr(k, "oneOf", "anyOf")] = t
+		case k == "additionalProperties" && v == false:
+		case k == "format" && !slices.Contains(stringFormats, fmt.Sprint(v)),
+			k == "minItems" && v != 0.0 && v != 1.0,
+			!slices.Contains(formatKeywords, k):
+			b, _ := json.Marshal(v)
+			moved = append(moved, k+": "+string(b))
+		case k != "additionalProperties":
+			out[k] = v
+		}
+	}
+	if _, ok := s["properties"]; ok || isType(s, "object") {
+		out["additionalProperties"] = false
+	}
+	if len(moved) > 0 {
+		d, _ := out["description"].(string)
+		out["description"] = strings.TrimSpace(d + "\n\n{" + strings.Join(moved, ", ") + "}")
+	}
+	return out
+}
+
+// cmpOr returns to if k is from, else k.
+func cmpOr(k, from, to string) string {
+	if k == from {
+		return to
+	}
+	return k
+}
+
+// isType reports whether schema s allows JSON type typ.
+func isType(s map[string]any, typ string) bool {
+	switch t := s["type"].(type) {
+	case string:
+		return t == typ
+	case []any:
+		return slices.Contains(t, any(typ))
+	}
+	return false
+}
+
+// FormatProblems returns each way schema, output_config.format's, breaks
+// the API's rules for it, naming its JSON pointer: a keyword it does not
+// take, an object without additionalProperties false, a string format it
+// does not know, a minItems above 1.
+func FormatProblems(schema any) []string {
+	return formatProblems(schema, "", nil)
+}
+
+func formatProblems(v any, at string, out []string) []string {
+	s, ok := v.(map[string]any)
+	if !ok {
+		return append(out, fmt.Sprintf("%s: a schema must be a JSON object", cmpOr(at, "", "/")))
+	}
+	for _, k := range slices.Sorted(maps.Keys(s)) {
+		v := s[k]
+		switch k {
+		case "properties", "$defs", "definitions":
+			m, _ := v.(map[string]any)
+			for _, name := range slices.Sorted(maps.Keys(m)) {
+				out = formatProblems(m[name], at+"/"+k+"/"+name, out)
+			}
+		case "items":
+			out = formatProblems(v, at+"/items", out)
+		case "anyOf", "allOf":
+			list, _ := v.([]any)
+			for i, p := range list {
+				out = formatProblems(p, fmt.Sprintf("%s/%s/%d", at, k, i), out)
+			}
+		case "format":
+			if !slices.Contains(stringFormats, fmt.Sprint(v)) {
+				out = append(out, fmt.Sprintf("%s/format: format %v is not supported (supported: %s)", at, v, strings.Join(stringFormats, ", ")))
+			}
+		case "minItems":
+			if v != 0.0 && v != 1.0 {
+				out = append(out, fmt.Sprintf("%s/minItems: only 0 and 1 are supported, not %v", at, v))
+			}
+		case "additionalProperties":
+			if v != false {
+				out = append(out, fmt.Sprintf("%s/additionalProperties: must be false", at))
+			}
+		default:
+			if !slices.Contains(formatKeywords, k) && k != "$schema" {
+				out = append(out, fmt.Sprintf("%s/%s: keyword %q is not supported in output_config.format", at, k, k))
+			}
+		}
+	}
+	if _, has := s["additionalProperties"]; !has && (isType(s, "object") || s["properties"] != nil) {
+		out = append(out, fmt.Sprintf("%s: an object schema must set additionalProperties to false", cmpOr(at, "", "/")))
+	}
+	return out
+}
