@@ -2,8 +2,10 @@ package apirules
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -12,25 +14,43 @@ import (
 // takes in output_config.format's schema, and the string formats.
 var (
 	formatKeywords = []string{"$ref", "$defs", "definitions", "type", "properties", "required", "additionalProperties",
-		"items", "enum", "const", "anyOf", "allOf", "description", "title", "default", "format", "minItems"}
+		"items", "enum", "const", "anyOf", "allOf", "description", "title", "default", "format", "minItems", "pattern"}
 	stringFormats = []string{"date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"}
+	// badPattern finds what the API's regular expressions lack:
+	// lookaround, backreferences, word boundaries.
+	badPattern = regexp.MustCompile(`\(\?<?[=!]|\\[1-9bBk]`)
 )
 
 // OutputSchema returns schema, a JSON schema, as output_config.format
 // takes it, transformed as the official SDKs do: each keyword the API does
-// not take (a minimum, a pattern, an unknown format, a schema for other
-// properties) moves into its schema's description, oneOf becomes anyOf,
-// and every object gets additionalProperties false. The answer is still
-// validated against the original, which says more.
+// not take (a minimum, a pattern with lookaround, an unknown format)
+// moves into its schema's description, oneOf
+// and a list of types become anyOf, and every object gets
+// additionalProperties false. The answer is still
+// validated against the original, which says more. A schema that allows
+// properties it does not name has no such form: [ErrOpenObject].
 func OutputSchema(schema []byte) ([]byte, error) {
 	var s map[string]any
 	if err := json.Unmarshal(schema, &s); err != nil {
 		return nil, fmt.Errorf("the schema is not a JSON object: %w", err)
 	}
-	return json.Marshal(transform(s))
+	open := false
+	out := transform(s, &open)
+	if open {
+		return nil, ErrOpenObject
+	}
+	return json.Marshal(out)
 }
 
-func transform(s map[string]any) map[string]any {
+// ErrOpenObject says a schema allows properties it does not name (a Go
+// map, an any): output_config.format cannot, since the API takes only
+// additionalProperties false, which would hold the answer to {}.
+var ErrOpenObject = errors.New("the schema allows properties it does not name, which output_config.format cannot")
+
+func transform(s map[string]any, open *bool) map[string]any {
+	if types, ok := s["type"].([]any); ok && len(types) > 1 {
+		return transform(union(s, types), open)
+	}
 	out := make(map[string]any, len(s))
 	var moved []string
 	for _, k := range slices.Sorted(maps.Keys(s)) {
@@ -43,28 +63,31 @@ func transform(s map[string]any) map[string]any {
 			t := make(map[string]any, len(m))
 			for name, p := range m {
 				if p, ok := p.(map[string]any); ok {
-					t[name] = transform(p)
+					t[name] = transform(p, open)
 				}
 			}
 			out[k] = t
 		case k == "items" && isSchema:
-			out[k] = transform(sub)
+			out[k] = transform(sub, open)
 		case k == "anyOf" || k == "oneOf" || k == "allOf":
 			list, _ := v.([]any)
 			t := make([]any, 0, len(list))
 			for _, p := range list {
 				if p, ok := p.(map[string]any); ok {
-					t = append(t, transform(p))
+					t = append(t, transform(p, open))
 				}
 			}
 			out[cmpOr(k, "oneOf", "anyOf")] = t
 		case k == "additionalProperties" && v == false:
+		case k == "additionalProperties":
+			*open = true
 		case k == "format" && !slices.Contains(stringFormats, fmt.Sprint(v)),
 			k == "minItems" && v != 0.0 && v != 1.0,
+			k == "pattern" && badPattern.MatchString(fmt.Sprint(v)),
 			!slices.Contains(formatKeywords, k):
 			b, _ := json.Marshal(v)
 			moved = append(moved, k+": "+string(b))
-		case k != "additionalProperties":
+		default:
 			out[k] = v
 		}
 	}
@@ -75,6 +98,28 @@ func transform(s map[string]any) map[string]any {
 		d, _ := out["description"].(string)
 		out["description"] = strings.TrimSpace(d + "\n\n{" + strings.Join(moved, ", ") + "}")
 	}
+	return out
+}
+
+// union returns s, whose type lists several, as the anyOf of one schema
+// per type, each with s's keywords, the null one bare; s's description
+// stays on the whole.
+func union(s map[string]any, types []any) map[string]any {
+	out := map[string]any{}
+	var variants []any
+	for _, t := range types {
+		v := map[string]any{"type": t}
+		for k, x := range s {
+			switch {
+			case k == "description" || k == "title" || k == "default":
+				out[k] = x
+			case k != "type" && t != "null":
+				v[k] = x
+			}
+		}
+		variants = append(variants, v)
+	}
+	out["anyOf"] = variants
 	return out
 }
 
@@ -100,7 +145,7 @@ func isType(s map[string]any, typ string) bool {
 // FormatProblems returns each way schema, output_config.format's, breaks
 // the API's rules for it, naming its JSON pointer: a keyword it does not
 // take, an object without additionalProperties false, a string format it
-// does not know, a minItems above 1.
+// does not know, a minItems above 1, a pattern it cannot match.
 func FormatProblems(schema any) []string {
 	return formatProblems(schema, "", nil)
 }
@@ -128,6 +173,10 @@ func formatProblems(v any, at string, out []string) []string {
 		case "format":
 			if !slices.Contains(stringFormats, fmt.Sprint(v)) {
 				out = append(out, fmt.Sprintf("%s/format: format %v is not supported (supported: %s)", at, v, strings.Join(stringFormats, ", ")))
+			}
+		case "pattern":
+			if badPattern.MatchString(fmt.Sprint(v)) {
+				out = append(out, fmt.Sprintf("%s/pattern: lookaround, backreferences and word boundaries are not supported: %v", at, v))
 			}
 		case "minItems":
 			if v != 0.0 && v != 1.0 {
