@@ -66,8 +66,8 @@ type Config struct {
 	// valid against it, such as jsonschema.For[T]'s, which Result.Output
 	// then holds (see package typed, which decodes it into a T). On models
 	// with [llm.ModelInfo].StructuredOutputs it is sent, in the subset the
-	// API takes, as output_config.format; on others the system prompt asks
-	// for it. Either way the answer is validated against Schema itself, an
+	// API takes, as output_config.format; on others, and for a schema the
+	// API cannot take (a map), the system prompt asks for it. Either way the answer is validated against Schema itself, an
 	// invalid one is sent back with its violations, and a run that ends
 	// without a valid one fails with an [*OutputError]. Default nil: prose.
 	Schema *jsonschema.Schema

@@ -40,8 +40,9 @@ type output struct {
 	format json.RawMessage // output_config.format's schema, on models that take one
 }
 
-// newOutput prepares s for model, and on models without structured
-// outputs asks for the JSON in system, which it returns.
+// newOutput prepares s for model, and where output_config.format cannot
+// carry it (a model without structured outputs, a schema with a map) asks
+// for the JSON in system, which it returns.
 func newOutput(s *jsonschema.Schema, model, system string) (*output, string, error) {
 	rs, err := s.Resolve(nil)
 	if err != nil {
@@ -53,8 +54,9 @@ func newOutput(s *jsonschema.Schema, model, system string) (*output, string, err
 	}
 	o := &output{schema: rs}
 	if info, _ := llm.LookupModel(model); info.StructuredOutputs {
-		o.format, err = apirules.OutputSchema(raw)
-		return o, system, err
+		if o.format, err = apirules.OutputSchema(raw); err == nil { // else a map: asked in words
+			return o, system, nil
+		}
 	}
 	ask := "Your final answer must be only a JSON value valid against this JSON schema, with no other text:\n" + string(raw)
 	return o, strings.TrimSpace(system + "\n\n" + ask), nil

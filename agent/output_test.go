@@ -36,6 +36,8 @@ func TestTypedAnswer(t *testing.T) {
 		model   string // the history's; default llm.DefaultModel
 		reasks  int
 		tools   bool
+		schema  *jsonschema.Schema // default forecastSchema
+		words   bool               // asked in words on a model with structured outputs
 		replies []at.Reply
 		state   State
 		output  string   // Result.Output
@@ -88,6 +90,12 @@ func TestTypedAnswer(t *testing.T) {
 		replies: []at.Reply{at.NewStream().Text(`{"city":"Pa`).Stop("max_tokens")},
 		state:   Truncated, errAs: ptr(Truncated),
 	}, {
+		name:    "a map, which output_config.format cannot hold, asked in words",
+		schema:  mapSchema(t),
+		words:   true,
+		replies: []at.Reply{at.NewStream().Text(`{"paris":21}`).Stop("end_turn")},
+		state:   Finished, output: `{"paris":21}`,
+	}, {
 		name:    "fenced answer of a model asked in words",
 		model:   "claude-sonnet-4-0",
 		replies: []at.Reply{at.NewStream().Text("```json\n" + valid + "\n```").Stop("end_turn")},
@@ -104,7 +112,11 @@ func TestTypedAnswer(t *testing.T) {
 			h.AppendUser(llm.Text{Text: "earlier"})
 			h.AppendAssistant(llm.Message{Role: llm.Assistant, Content: []llm.Block{llm.Text{Text: "ok"}}}, llm.Usage{})
 			before := h.Messages()
-			cfg := Config{Schema: forecastSchema(t), Reasks: tt.reasks, History: h}
+			schema := tt.schema
+			if schema == nil {
+				schema = forecastSchema(t)
+			}
+			cfg := Config{Schema: schema, Reasks: tt.reasks, History: h}
 			if tt.tools {
 				cfg.Registry = newTools(t).reg
 			}
@@ -163,6 +175,7 @@ func TestTypedAnswer(t *testing.T) {
 				t.Fatal(err)
 			}
 			info, _ := llm.LookupModel(model)
+			info.StructuredOutputs = info.StructuredOutputs && !tt.words
 			if sent := body.OutputConfig != nil && body.OutputConfig.Format != nil; sent != info.StructuredOutputs {
 				t.Errorf("output_config.format sent = %v, want %v", sent, info.StructuredOutputs)
 			}
@@ -171,6 +184,15 @@ func TestTypedAnswer(t *testing.T) {
 			}
 		})
 	}
+}
+
+func mapSchema(t testing.TB) *jsonschema.Schema {
+	t.Helper()
+	s, err := jsonschema.For[map[string]int](nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 func ptr[T any](v T) *T { return &v }
