@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/agentloop/agentloop/llm" // otel hook
 )
 
@@ -169,6 +171,14 @@ Flags:
                       event per line, each with a "type" field; the last is
                       "done", or for a run that failed "error", with the
                       run's result
+  --json-schema SCHEMA
+                      ask for a final answer that is JSON valid against
+                      SCHEMA, a JSON schema given inline or as @FILE; an
+                      invalid answer is sent back, with what is wrong, up
+                      to twice. stdout then holds only the answer's JSON,
+                      on one line (with --json, the result's
+                      "structured_output"); with no valid answer, the run
+                      fails (exit 1) and stderr says why
   -v                  write a debug log to stderr (keys are never printed)
   --version           print the version and exit
 
@@ -240,6 +250,7 @@ type options struct {
 	session       string
 	builtin       builtinOptions // the built-in tools' flags (builtin.go)
 	json          bool
+	schema        *jsonschema.Schema // --json-schema (jsonschema.go)
 	verbose       bool
 	version       bool
 	help          bool
@@ -395,6 +406,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	o.project.define(fs)
 	defineDurableFlags(fs, &o.durable)
 	fs.BoolVar(&o.json, "json", false, "")
+	defineSchemaFlag(fs, o)
 	fs.BoolVar(&o.verbose, "v", false, "")
 	fs.BoolVar(&o.version, "version", false, "")
 	fs.BoolVar(&o.help, "help", false, "")
