@@ -38,7 +38,7 @@ type Request struct {
 	// OutputSchema, when set, is sent as output_config.format, a
 	// json_schema format, so that the API constrains the answer to it. It
 	// must be in the subset of JSON Schema the API takes (see
-	// [ModelInfo].StructuredOutputs). Empty sends none.
+	// [ModelInfo].StructuredOutputs). Empty or null sends none.
 	OutputSchema json.RawMessage
 	// Cache puts cache_control breakpoints on the last tool, the system
 	// prompt and the last message, so that each call of a loop reads the
@@ -214,10 +214,12 @@ func encodeRequest(r Request, count bool) (body, error) {
 			w.Thinking = &wireThinking{Type: "enabled", BudgetTokens: th.BudgetTokens}
 		}
 	}
-	if r.Effort != "" || len(r.OutputSchema) > 0 {
+	// A Request that went through JSON (a durable turn's) holds null for none.
+	format := len(r.OutputSchema) > 0 && string(r.OutputSchema) != "null"
+	if r.Effort != "" || format {
 		w.Output = &wireOutput{Effort: r.Effort}
 	}
-	if len(r.OutputSchema) > 0 {
+	if format {
 		w.Output.Format = &wireFormat{Type: "json_schema", Schema: r.OutputSchema}
 	}
 	if err := check(r, w, count); err != nil {
