@@ -64,12 +64,13 @@ type Config struct {
 
 	// Schema, when set, asks for a final answer that is one JSON value
 	// valid against it, such as jsonschema.For[T]'s, which Result.Output
-	// then holds (see package typed, which decodes it into a T). On models
-	// with [llm.ModelInfo].StructuredOutputs it is sent, in the subset the
-	// API takes, as output_config.format; on others, and for a schema the
-	// API cannot take (a map), the system prompt asks for it. Either way the answer is validated against Schema itself, an
-	// invalid one is sent back with its violations, and a run that ends
-	// without a valid one fails with an [*OutputError]. Default nil: prose.
+	// then holds (package typed decodes it into a T). On models with
+	// [llm.ModelInfo].StructuredOutputs it is sent, in the subset the API
+	// takes, as output_config.format; on others, and for a schema the API
+	// cannot take (a map), the system prompt asks for it. Either way the
+	// answer is validated against Schema itself, an invalid one is sent
+	// back with its violations, and a run that ends without a valid one
+	// returns an [*OutputError]. Default nil: prose.
 	Schema *jsonschema.Schema
 	// Reasks is how many times an answer invalid against Schema is sent
 	// back. Default 2; negative: none.

@@ -25,12 +25,13 @@ import (
 //
 // The last event is always the run's [Result], with a nil error unless
 // the run ended [Failed] (the error wraps any [*llm.APIError]) or
-// [Cancelled] (ctx.Err()). If the caller stops reading, the run is
+// [Cancelled] (ctx.Err()), or, with Config.Schema, without a valid answer
+// (an [*OutputError]). If the caller stops reading, the run is
 // cancelled and no Result is sent. The run ends when every tool handler it
 // started has returned, or 5s (toolGrace) after, with a warning naming it.
 //
-// The history is always left valid. A run that fails or is refused leaves
-// it as it was, compactions included. A run cut short keeps its prompt, its
+// The history is always left valid. A run that fails or is refused, or
+// ends with an OutputError, leaves it as it was, compactions included. A run cut short keeps its prompt, its
 // complete turns and the answer shown so far, marked "[interrupted]", so
 // that the next prompt follows a complete exchange.
 func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error] {
@@ -75,7 +76,7 @@ func (a *Agent) stream(ctx context.Context, input string) iter.Seq2[Event, error
 			_, err = r.answer(state) // a typed run that ended without an answer
 		}
 		switch {
-		case state == Failed || state == Refused || err != nil && state != Cancelled:
+		case state == Failed || state == Refused || err != nil && state != Cancelled: // the last: an OutputError
 			rollback()
 		case state == Cancelled || state == TimeLimit:
 			interrupt(a.cfg.History, r.shown.String())
