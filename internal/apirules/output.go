@@ -23,12 +23,12 @@ var (
 
 // OutputSchema returns schema, a JSON schema, as output_config.format
 // takes it, transformed as the official SDKs do: each keyword the API does
-// not take (a minimum, a pattern with lookaround, an unknown format)
-// moves into its schema's description, oneOf
-// and a list of types become anyOf, and every object gets
-// additionalProperties false. The answer is still
-// validated against the original, which says more. A schema that allows
-// properties it does not name has no such form: [ErrOpenObject].
+// not take (a minimum, a pattern with lookaround, an unknown format) moves
+// into its schema's description, oneOf and a list of types become anyOf,
+// and every object gets additionalProperties false. The transform only
+// loosens: the answer is still validated against the original. A schema
+// that allows properties it does not name has no such form:
+// [ErrOpenObject].
 func OutputSchema(schema []byte) ([]byte, error) {
 	var s map[string]any
 	if err := json.Unmarshal(schema, &s); err != nil {
@@ -47,6 +47,8 @@ func OutputSchema(schema []byte) ([]byte, error) {
 // additionalProperties false, which would hold the answer to {}.
 var ErrOpenObject = errors.New("the schema allows properties it does not name, which output_config.format cannot")
 
+// transform is OutputSchema's, for one schema; it sets open for a schema
+// that allows properties it does not name.
 func transform(s map[string]any, open *bool) map[string]any {
 	if types, ok := s["type"].([]any); ok && len(types) > 1 {
 		return transform(union(s, types), open)
@@ -77,7 +79,7 @@ func transform(s map[string]any, open *bool) map[string]any {
 					t = append(t, transform(p, open))
 				}
 			}
-			out[cmpOr(k, "oneOf", "anyOf")] = t
+			out[replaced(k, "oneOf", "anyOf")] = t
 		case k == "additionalProperties" && v == false:
 		case k == "additionalProperties":
 			*open = true
@@ -123,8 +125,8 @@ func union(s map[string]any, types []any) map[string]any {
 	return out
 }
 
-// cmpOr returns to if k is from, else k.
-func cmpOr(k, from, to string) string {
+// replaced returns to if k is from, else k.
+func replaced(k, from, to string) string {
 	if k == from {
 		return to
 	}
@@ -153,7 +155,7 @@ func FormatProblems(schema any) []string {
 func formatProblems(v any, at string, out []string) []string {
 	s, ok := v.(map[string]any)
 	if !ok {
-		return append(out, fmt.Sprintf("%s: a schema must be a JSON object", cmpOr(at, "", "/")))
+		return append(out, fmt.Sprintf("%s: a schema must be a JSON object", replaced(at, "", "/")))
 	}
 	for _, k := range slices.Sorted(maps.Keys(s)) {
 		v := s[k]
@@ -193,7 +195,7 @@ func formatProblems(v any, at string, out []string) []string {
 		}
 	}
 	if _, has := s["additionalProperties"]; !has && (isType(s, "object") || s["properties"] != nil) {
-		out = append(out, fmt.Sprintf("%s: an object schema must set additionalProperties to false", cmpOr(at, "", "/")))
+		out = append(out, fmt.Sprintf("%s: an object schema must set additionalProperties to false", replaced(at, "", "/")))
 	}
 	return out
 }
