@@ -122,7 +122,7 @@ func (r schemaRenderer) event(ev agent.Event, err error) {
 // answerErr is err, unless it says only that a limit ended a run with
 // --json-schema before its answer: then the limit's own exit status tells.
 func answerErr(err error) error {
-	if oe, ok := err.(*agent.OutputError); ok && (oe.State == agent.IterationLimit || oe.State == agent.TokenLimit) {
+	if oe, ok := errors.AsType[*agent.OutputError](err); ok && (oe.State == agent.IterationLimit || oe.State == agent.TokenLimit) {
 		return nil
 	}
 	return err

@@ -45,6 +45,14 @@ func TestJSONSchema(t *testing.T) {
 		stderr:   []string{`field "y": got string, want integer`},
 		requests: 3,
 	}, {
+		name: "a limit before the answer exits as limits do",
+		args: []string{"--tools", "calculator", "--max-iterations", "1", "--json-schema", pointSchema, "a point"},
+		replies: []anthropictest.Reply{anthropictest.NewStream().
+			ToolUse("toolu_1", "calculator", `{"a": 1, "b": 1, "operation": "add"}`).Stop("tool_use")},
+		code:     exitLimit,
+		stderr:   []string{"iteration limit reached"},
+		requests: 1,
+	}, {
 		name:    "--json carries structured_output",
 		args:    []string{"--json", "--json-schema", pointSchema, "a point"},
 		replies: []anthropictest.Reply{text(`{"x":1,"y":2}`)},
