@@ -343,3 +343,48 @@ func samplePeakHeap() (stop func() uint64) {
 	}()
 	return func() uint64 { close(done); return <-result }
 }
+
+// BenchmarkTypedRun measures what Config.Schema costs over a plain run:
+// the same one-turn answer, `{"city":"Paris","temp":21}`, from a model
+// that takes no time, with and without the schema. "run" reuses one
+// agent, the history rolled back after each run: what differs is the
+// validation of the answer. "new" makes the agent too, as typed.Run does:
+// it adds preparing the schema (resolving it, and transforming it for
+// output_config.format), once per agent.
+func BenchmarkTypedRun(b *testing.B) {
+	answer := llm.ModelFunc(func(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
+		return func(yield func(llm.Event, error) bool) {
+			for _, ev := range textTurn(`{"city":"Paris","temp":21}`, llm.EndTurn) {
+				if !yield(ev, nil) {
+					return
+				}
+			}
+		}
+	})
+	for _, name := range []string{"plain/run", "typed/run", "plain/new", "typed/new"} {
+		b.Run(name, func(b *testing.B) {
+			typed, fresh := strings.HasPrefix(name, "typed"), strings.HasSuffix(name, "new")
+			cfg := Config{Model: answer, History: memory.New(memory.Config{})}
+			if typed {
+				cfg.Schema = forecastSchema(b)
+			}
+			a, err := New(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if fresh {
+					if a, err = New(cfg); err != nil {
+						b.Fatal(err)
+					}
+				}
+				rollback := cfg.History.Checkpoint()
+				if res, err := a.Run(context.Background(), "Weather in Paris?"); err != nil || typed != (res.Output != nil) {
+					b.Fatalf("%+v, %v", res, err)
+				}
+				rollback()
+			}
+		})
+	}
+}

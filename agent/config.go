@@ -3,11 +3,14 @@ package agent
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/agentloop/agentloop/internal/telemetry" // otel hook
 	"github.com/agentloop/agentloop/llm"
@@ -59,6 +62,20 @@ type Config struct {
 	// DisableCache turns off prompt caching, which is on by default.
 	DisableCache bool
 
+	// Schema, when set, asks for a final answer that is one JSON value
+	// valid against it, such as jsonschema.For[T]'s, which Result.Output
+	// then holds (package typed decodes it into a T). On models with
+	// [llm.ModelInfo].StructuredOutputs it is sent, in the subset the API
+	// takes, as output_config.format; on others, and for a schema the API
+	// cannot take (a map), the system prompt asks for it. Either way the
+	// answer is validated against Schema itself, an invalid one is sent
+	// back with its violations, and a run that ends without a valid one
+	// returns an [*OutputError]. Default nil: prose.
+	Schema *jsonschema.Schema
+	// Reasks is how many times an answer invalid against Schema is sent
+	// back. Default 2; negative: none.
+	Reasks int
+
 	// Approve, when set, is asked before each tool call, on the goroutine
 	// reading the stream, so it may block to ask a person. An error denies
 	// the call with the is_error result "denied: <error>". Default nil.
@@ -95,6 +112,7 @@ type Config struct {
 // runs must not overlap, since they share its history; Agents are cheap.
 type Agent struct {
 	cfg       Config                                                  // with defaults, and Model wrapped by Middleware
+	out       *output                                                 // for a Config.Schema
 	rt        Runtime                                                 // Config.Runtime, its calls in their execute_tool spans
 	retryWait func(ctx context.Context, attempt int, err error) error // rt.Backoff; tests shorten it
 	busy      atomic.Bool                                             // a run is in progress
@@ -125,6 +143,14 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Runtime != nil && (cfg.Registry != nil || len(cfg.Tools) > 0) {
 		return nil, errors.New("agent: Config.Tools and Config.Registry must be unset with a Config.Runtime, which brings its own tools")
 	}
+	var out *output
+	if cfg.Schema != nil {
+		var err error
+		if out, cfg.System, err = newOutput(cfg.Schema, cfg.History.Config().Model, cfg.System); err != nil {
+			return nil, err
+		}
+	}
+	cfg.Reasks = max(cmp.Or(cfg.Reasks, 2), 0)
 	cfg.MaxIterations = cmp.Or(cfg.MaxIterations, DefaultMaxIterations)
 	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, 3)
 	cfg.RepeatLimit = cmp.Or(cfg.RepeatLimit, 3)
@@ -148,7 +174,7 @@ func New(cfg Config) (*Agent, error) {
 		}
 	}
 	rt := cmp.Or[Runtime](cfg.Runtime, goroutines{cfg.Registry})
-	a := &Agent{cfg: cfg, retryWait: rt.Backoff,
+	a := &Agent{cfg: cfg, out: out, retryWait: rt.Backoff,
 		// otel hook: spans only; the model calls' metrics are the *llm.Client's.
 		otel: telemetry.Spans("github.com/agentloop/agentloop/agent", cfg.Telemetry.TracerProvider, cfg.Telemetry.CaptureContent)}
 	a.rt = tracedTools{rt, a.otel}
@@ -179,6 +205,9 @@ type Result struct {
 	Iterations int       `json:"iterations"` // model calls, FinalAnswer's included, retries not
 	Usage      llm.Usage `json:"usage"`      // summed over every model call, retries included
 	CostUSD    float64   `json:"cost_usd"`   // Usage at the price in the model table (llm.LookupModel); 0 for a model it lacks
+	// Output is the final answer as JSON valid against Config.Schema, set
+	// only when the run has one.
+	Output json.RawMessage `json:"structured_output,omitempty"`
 }
 
 // Run runs the loop on input and returns its result: [Agent.Stream],

@@ -26,6 +26,14 @@
 // not discarded: they run to their end and stay in the history, with their
 // results, before the retry, so that the model knows what it did.
 //
+// # Typed answers
+//
+// With [Config.Schema] the run's final answer must be JSON valid against
+// a schema: validated by the validator tools use, sent back with each
+// violation by its path up to [Config.Reasks] times, and returned in
+// [Result].Output, or else an [*OutputError]. Package typed builds the
+// schema from a Go type and decodes the answer into it.
+//
 // # Seams
 //
 // The loop starts no goroutine and reads no clock itself: tool calls and

@@ -21,7 +21,10 @@ import (
 // "trailing-whitespace", "block-type", "block-role"), tool calls
 // ("tool-use-id", "tool-input", "tool-unanswered", "tool-result-first",
 // "tool-result-once", "tool-result-orphan") and thinking
-// ("thinking-signature"). Consecutive messages of one role are allowed,
+// ("thinking-signature"). An output_config.format must be a json_schema
+// in the subset of JSON Schema the structured outputs page gives: its
+// keywords, string formats and minItems, every object with
+// additionalProperties false ("output-format"). Consecutive messages of one role are allowed,
 // because the API merges them into one turn; the tool rules apply to the
 // merged turns. On the current models, the request is also held to what
 // the model takes, as the server's strict mode is: its thinking mode
@@ -88,6 +91,25 @@ func check(body []byte) []violation {
 	}
 	if _, _, v := modelRules(r, false); v != nil {
 		vs = append(vs, *v)
+	}
+	if set, err := r.settings(); err == nil && set.OutputConfig.Format != nil {
+		vs = append(vs, outputFormat(set.OutputConfig.Format.Type, set.OutputConfig.Format.Schema)...)
+	}
+	return vs
+}
+
+// outputFormat checks output_config.format: a json_schema format whose
+// schema is in the subset of JSON Schema the API takes.
+func outputFormat(typ string, schema any) []violation {
+	if typ != "json_schema" {
+		return []violation{{"output-format", "output_config.format.type", fmt.Sprintf("output_config.format.type must be \"json_schema\", not %q", typ)}}
+	}
+	if schema == nil {
+		return []violation{{"required", "output_config.format.schema", "output_config.format.schema is required"}}
+	}
+	var vs []violation
+	for _, p := range apirules.FormatProblems(schema) {
+		vs = append(vs, violation{"output-format", "output_config.format.schema", p})
 	}
 	return vs
 }

@@ -24,6 +24,8 @@ import (
 //   - a forced tool_choice ("any" or "tool") on a model that rejects it,
 //     on count_tokens too;
 //   - an output_config.effort the model does not take;
+//   - an output_config.format that CheckRequest rejects ("output-format"),
+//     on any model;
 //   - messages that end with an assistant turn the caller wrote, a prefill
 //     ("Prefilling assistant messages is not supported for this model."),
 //     on every model here; the API's own paused turn sent back (server
@@ -132,6 +134,10 @@ type settings struct {
 	} `json:"tool_choice"`
 	OutputConfig struct {
 		Effort string `json:"effort"`
+		Format *struct {
+			Type   string `json:"type"`
+			Schema any    `json:"schema"`
+		} `json:"format"`
 	} `json:"output_config"`
 	Temperature *float64        `json:"temperature"`
 	TopP        *float64        `json:"top_p"`
@@ -172,6 +178,11 @@ func (s *Server) checkStrict(r *Request, count bool) *HTTPError {
 		return nil
 	}
 	set, rules, v := modelRules(r, count)
+	if f := set.OutputConfig.Format; v == nil && f != nil {
+		if vs := outputFormat(f.Type, f.Schema); len(vs) > 0 {
+			v = &vs[0]
+		}
+	}
 	switch {
 	case v != nil:
 		return &HTTPError{Status: 400, Message: v.msg}

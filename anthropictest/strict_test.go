@@ -95,6 +95,9 @@ func TestStrictRequestRules(t *testing.T) {
 		{"forced any on opus 5", "claude-opus-5", tools + `,"tool_choice":{"type":"any"}`, false, ""},
 		{"a system message on opus 4.7", "claude-opus-4-7", `,"messages":[{"role":"user","content":"hi"},{"role":"system","content":"Be brief."}]`, false, "messages.1.role: role 'system' is not supported on this model"},
 		{"a system message on sonnet 5, counted", "claude-sonnet-5", `,"messages":[{"role":"user","content":"hi"},{"role":"system","content":"Be brief."}]`, true, "messages.1.role: role 'system' is not supported on this model"},
+		{"an output_config.format the API rejects", "claude-sonnet-5-5", `,"output_config":{"format":{"type":"json_schema","schema":{"type":"integer","minimum":1}}}`, false,
+			`/minimum: keyword "minimum" is not supported in output_config.format`},
+		{"an output_config.format in the API's subset", "claude-sonnet-5-5", `,"output_config":{"format":{"type":"json_schema","schema":{"type":"object","properties":{"n":{"type":"integer"}},"additionalProperties":false}}}`, false, ""},
 		{"a system message on opus 5.5 is accepted", "claude-opus-5-5", `,"messages":[{"role":"user","content":"hi"},{"role":"system","content":"Be brief."}]`, false, ""},
 	}
 	for _, tt := range tests {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/llm"
 )
@@ -57,6 +59,15 @@ type Input struct {
 	Effort string `json:"effort,omitempty"`
 	// DisableCache turns prompt caching off.
 	DisableCache bool `json:"disable_cache,omitempty"`
+	// Schema asks for a final answer that is JSON valid against it, as
+	// agent.Config.Schema does: Result.Output then holds it. A run that
+	// ends without one fails with a non-retryable application error of
+	// type "OutputError" whose details are the [*agent.OutputError].
+	// Default none.
+	Schema *jsonschema.Schema `json:"schema,omitempty"`
+	// Reasks is as in agent.Config: default 2, negative none. The count
+	// starts over when a run continues as new.
+	Reasks int `json:"reasks,omitempty"`
 
 	// MaxIterations caps the model calls of the run. Default 20, as in
 	// agent.Config.

@@ -182,6 +182,7 @@ func (r *run) loop() (agent.Result, error) {
 		Model: model{r}, Runtime: runtime{r}, History: r.h, System: r.in.System, Thinking: r.in.Thinking, Effort: r.in.Effort,
 		MaxIterations: r.in.MaxIterations - r.base.Iteration, FinalAnswer: r.in.FinalAnswer, MaxDuration: maxDuration,
 		MaxTotalTokens: maxTokens, RepeatLimit: r.in.RepeatLimit, DisableCache: r.in.DisableCache, Approve: r.approve,
+		Schema: r.in.Schema, Reasks: r.in.Reasks,
 		Logger:    slog.New(logHandler{workflow.GetLogger(r.root)}),
 		Telemetry: llm.Telemetry{TracerProvider: noop.NewTracerProvider()}, // the activities trace; a replay must not
 	})
@@ -243,12 +244,13 @@ func (r *run) observe(ev agent.Event) {
 // a failed or refused run that continued as new goes back further, to the
 // history before its first.
 func (r *run) finish(res agent.Result, err error) (Result, error) {
-	switch res.State {
-	case agent.Paused:
+	oe, typed := errors.AsType[*agent.OutputError](err)
+	switch {
+	case res.State == agent.Paused:
 		return Result{}, r.continueAsNew(res)
-	case agent.Failed, agent.Refused:
+	case res.State == agent.Failed, res.State == agent.Refused, typed:
 		r.h = restore(r.in, r.before)
-	case agent.Cancelled:
+	case res.State == agent.Cancelled:
 		err = nil
 	}
 	r.drain()
@@ -256,7 +258,10 @@ func (r *run) finish(res agent.Result, err error) (Result, error) {
 	if err := r.closeStream(true); err != nil {
 		return Result{}, err
 	}
-	if res.State == agent.Failed {
+	switch {
+	case typed:
+		return Result{}, temporal.NewNonRetryableApplicationError(err.Error(), "OutputError", nil, oe)
+	case res.State == agent.Failed:
 		return Result{}, temporal.NewNonRetryableApplicationError(err.Error(), "Failed", nil)
 	}
 	return Result{Result: res, History: r.h.Messages(), Runs: r.runs}, nil

@@ -41,6 +41,10 @@ type ModelInfo struct {
 	// context editing page's models), and the compact_20260112 edit (the
 	// compaction-threshold page's).
 	ContextEditing, ServerCompaction bool
+	// StructuredOutputs says whether it takes output_config.format, a JSON
+	// schema that constrains its answer (the structured outputs page's
+	// models). Other models are asked for JSON in words.
+	StructuredOutputs bool
 }
 
 // Price is a model's price in USD per million tokens.
@@ -69,32 +73,32 @@ func (p Price) Cost(u Usage) float64 {
 // reads it through [LookupModel], which hands out copies.
 var models = map[string]ModelInfo{
 	// Bound thinking (models/opus-5-5/whats-new-opus-5-5, models/fable-5-1/whats-new-fable-5-1).
-	"claude-fable-5-1":  {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 0.25}, Thinking: adaptive, Efforts: efforts5, ContextEditing: true, ServerCompaction: true},
-	"claude-mythos-5-1": {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 0.25}, Thinking: adaptive, Efforts: efforts5, ContextEditing: true, ServerCompaction: true},
-	"claude-opus-5-5":   {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{4, 20, 5, 0.20}, Thinking: adaptive, Efforts: efforts5, ContextEditing: true, ServerCompaction: true},
+	"claude-fable-5-1":  {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 0.25}, Thinking: adaptive, Efforts: efforts5, ContextEditing: true, ServerCompaction: true, StructuredOutputs: true},
+	"claude-mythos-5-1": {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 0.25}, Thinking: adaptive, Efforts: efforts5, ContextEditing: true, ServerCompaction: true, StructuredOutputs: true},
+	"claude-opus-5-5":   {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{4, 20, 5, 0.20}, Thinking: adaptive, Efforts: efforts5, ContextEditing: true, ServerCompaction: true, StructuredOutputs: true},
 	// Sonnet 5.5 takes "between_tools" instead of "disabled". Haiku 5.5 may
 	// turn thinking off (at high effort or below), and so force a tool.
-	"claude-sonnet-5-5": {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{2, 10, 2.50, 0.10}, Thinking: adaptive, Efforts: efforts5, ContextEditing: true, ServerCompaction: true},
-	"claude-haiku-5-5":  {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{0.10, 0.50, 0.125, 0.01}, Thinking: adaptiveOrOff, Efforts: efforts5, ContextEditing: true, ServerCompaction: true},
+	"claude-sonnet-5-5": {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{2, 10, 2.50, 0.10}, Thinking: adaptive, Efforts: efforts5, ContextEditing: true, ServerCompaction: true, StructuredOutputs: true},
+	"claude-haiku-5-5":  {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{0.10, 0.50, 0.125, 0.01}, Thinking: adaptiveOrOff, Efforts: efforts5, ContextEditing: true, ServerCompaction: true, StructuredOutputs: true},
 	// Claude Opus 4.7 and later reject a budget.
-	"claude-fable-5":  {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 1}, Thinking: adaptiveOrOff, UnboundThinking: true, Efforts: efforts5, ContextEditing: true, ServerCompaction: true},
-	"claude-mythos-5": {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 1}, Thinking: adaptiveOrOff, UnboundThinking: true, Efforts: efforts5, ContextEditing: true, ServerCompaction: true},
-	"claude-opus-5":   {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{5, 25, 6.25, 0.50}, Thinking: adaptiveOrOff, UnboundThinking: true, Efforts: efforts5, ContextEditing: true, ServerCompaction: true},
-	"claude-sonnet-5": {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{2, 10, 2.50, 0.20}, Thinking: adaptiveOrOff, UnboundThinking: true, Efforts: efforts5, ContextEditing: true, ServerCompaction: true},
-	"claude-opus-4-8": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}, Thinking: adaptiveOrOff, UnboundThinking: true, Efforts: efforts5, ContextEditing: true, ServerCompaction: true},
-	"claude-opus-4-7": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}, Thinking: adaptiveOrOff, UnboundThinking: true, Efforts: efforts5, ContextEditing: true, ServerCompaction: true},
+	"claude-fable-5":  {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 1}, Thinking: adaptiveOrOff, UnboundThinking: true, Efforts: efforts5, ContextEditing: true, ServerCompaction: true, StructuredOutputs: true},
+	"claude-mythos-5": {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 1}, Thinking: adaptiveOrOff, UnboundThinking: true, Efforts: efforts5, ContextEditing: true, ServerCompaction: true, StructuredOutputs: true},
+	"claude-opus-5":   {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{5, 25, 6.25, 0.50}, Thinking: adaptiveOrOff, UnboundThinking: true, Efforts: efforts5, ContextEditing: true, ServerCompaction: true, StructuredOutputs: true},
+	"claude-sonnet-5": {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{2, 10, 2.50, 0.20}, Thinking: adaptiveOrOff, UnboundThinking: true, Efforts: efforts5, ContextEditing: true, ServerCompaction: true, StructuredOutputs: true},
+	"claude-opus-4-8": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}, Thinking: adaptiveOrOff, UnboundThinking: true, Efforts: efforts5, ContextEditing: true, ServerCompaction: true, StructuredOutputs: true},
+	"claude-opus-4-7": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}, Thinking: adaptiveOrOff, UnboundThinking: true, Efforts: efforts5, ContextEditing: true, ServerCompaction: true, StructuredOutputs: true},
 	// Claude 4.6 models still take a budget (deprecated) besides adaptive.
-	"claude-opus-4-6":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}, Thinking: anyThinking, UnboundThinking: true, Efforts: efforts4, ContextEditing: true, ServerCompaction: true},
-	"claude-sonnet-4-6": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}, Thinking: anyThinking, UnboundThinking: true, Efforts: efforts4, ContextEditing: true, ServerCompaction: true},
+	"claude-opus-4-6":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}, Thinking: anyThinking, UnboundThinking: true, Efforts: efforts4, ContextEditing: true, ServerCompaction: true, StructuredOutputs: true},
+	"claude-sonnet-4-6": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}, Thinking: anyThinking, UnboundThinking: true, Efforts: efforts4, ContextEditing: true, ServerCompaction: true, StructuredOutputs: true},
 	// Claude 4.5 models and earlier: a budget is the only thinking mode.
-	"claude-opus-4-5":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}, Thinking: budgetOrOff, UnboundThinking: true, Prefill: true, Efforts: []string{"low", "medium", "high"}, ContextEditing: true},
-	"claude-opus-4-1":   {ContextWindow: 200_000, MaxOutput: 32_000, Price: Price{15, 75, 18.75, 1.50}, Thinking: budgetOrOff, UnboundThinking: true, Prefill: true},
+	"claude-opus-4-5":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}, Thinking: budgetOrOff, UnboundThinking: true, Prefill: true, Efforts: []string{"low", "medium", "high"}, ContextEditing: true, StructuredOutputs: true},
+	"claude-opus-4-1":   {ContextWindow: 200_000, MaxOutput: 32_000, Price: Price{15, 75, 18.75, 1.50}, Thinking: budgetOrOff, UnboundThinking: true, Prefill: true, StructuredOutputs: true},
 	"claude-opus-4-0":   {ContextWindow: 200_000, MaxOutput: 32_000, Price: Price{15, 75, 18.75, 1.50}, Thinking: budgetOrOff, UnboundThinking: true, Prefill: true},
 	"claude-opus-4":     {ContextWindow: 200_000, MaxOutput: 32_000, Price: Price{15, 75, 18.75, 1.50}, Thinking: budgetOrOff, UnboundThinking: true, Prefill: true},
-	"claude-sonnet-4-5": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}, Thinking: budgetOrOff, UnboundThinking: true, Prefill: true, ContextEditing: true},
+	"claude-sonnet-4-5": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}, Thinking: budgetOrOff, UnboundThinking: true, Prefill: true, ContextEditing: true, StructuredOutputs: true},
 	"claude-sonnet-4-0": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}, Thinking: budgetOrOff, UnboundThinking: true, Prefill: true},
 	"claude-sonnet-4":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}, Thinking: budgetOrOff, UnboundThinking: true, Prefill: true},
-	"claude-haiku-4-5":  {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{1, 5, 1.25, 0.10}, Thinking: budgetOrOff, UnboundThinking: true, Prefill: true, ContextEditing: true},
+	"claude-haiku-4-5":  {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{1, 5, 1.25, 0.10}, Thinking: budgetOrOff, UnboundThinking: true, Prefill: true, ContextEditing: true, StructuredOutputs: true},
 	"claude-3-5-haiku":  {ContextWindow: 200_000, MaxOutput: 8192, Price: Price{0.80, 4, 1, 0.08}, Thinking: thinkingOff, UnboundThinking: true, Prefill: true},
 	"claude-3-haiku":    {ContextWindow: 200_000, MaxOutput: 4096, Price: Price{0.25, 1.25, 0.30, 0.03}, Thinking: thinkingOff, UnboundThinking: true, Prefill: true},
 }

@@ -35,6 +35,11 @@ type Request struct {
 	// "xhigh" or "max", as far as the model takes it ([ModelInfo].Efforts).
 	// Empty sends none: the model's default.
 	Effort string
+	// OutputSchema, when set, is sent as output_config.format, a
+	// json_schema format, so that the API constrains the answer to it. It
+	// must be in the subset of JSON Schema the API takes (see
+	// [ModelInfo].StructuredOutputs). Empty or null sends none.
+	OutputSchema json.RawMessage
 	// Cache puts cache_control breakpoints on the last tool, the system
 	// prompt and the last message, so that each call of a loop reads the
 	// previous one's prefix from the prompt cache.
@@ -122,7 +127,12 @@ type (
 		Display      string `json:"display,omitempty"`
 	}
 	wireOutput struct {
-		Effort string `json:"effort"`
+		Effort string      `json:"effort,omitempty"`
+		Format *wireFormat `json:"format,omitempty"`
+	}
+	wireFormat struct {
+		Type   string          `json:"type"`
+		Schema json.RawMessage `json:"schema"`
 	}
 	wireEdits struct {
 		Edits []ContextEdit `json:"edits"`
@@ -204,8 +214,13 @@ func encodeRequest(r Request, count bool) (body, error) {
 			w.Thinking = &wireThinking{Type: "enabled", BudgetTokens: th.BudgetTokens}
 		}
 	}
-	if r.Effort != "" {
+	// A Request that went through JSON (a durable turn's) holds null for none.
+	format := len(r.OutputSchema) > 0 && string(r.OutputSchema) != "null"
+	if r.Effort != "" || format {
 		w.Output = &wireOutput{Effort: r.Effort}
+	}
+	if format {
+		w.Output.Format = &wireFormat{Type: "json_schema", Schema: r.OutputSchema}
 	}
 	if err := check(r, w, count); err != nil {
 		return nil, err

@@ -65,6 +65,10 @@ func TestRequestGolden(t *testing.T) {
 			Thinking: &ThinkingConfig{Adaptive: true, Display: "summarized"}, Effort: "xhigh"}},
 		{"tool_choice_none", Request{Model: "claude-x", Messages: conv[:1], ToolChoice: &ToolChoice{Type: "none"}}},
 		{"container", Request{Model: "claude-x", Messages: conv[:1], Container: "container_011CWHPPTDTn1XufeRB9uHeH"}},
+		{"output_format", Request{Model: "claude-opus-5-5", Messages: conv[:1], Effort: "low",
+			OutputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"],"additionalProperties":false}`)}},
+		// A Request decoded from JSON (a durable turn's) holds null: sent as none.
+		{"output_format_null", Request{Model: "claude-x", Messages: conv[:1], OutputSchema: json.RawMessage("null")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -152,11 +152,18 @@ func newTool(name, description string, schema json.RawMessage, nilFn bool, handl
 	}
 	// problems checks the parts of an input one by one, against the parts of
 	// the schema with its definitions: a $ref elsewhere would point out of them.
-	t.split = !bytes.Contains(schema, []byte(`"$dynamicRef"`))
-	for _, ref := range refPattern.FindAllSubmatch(schema, -1) {
-		t.split = t.split && (bytes.HasPrefix(ref[1], []byte("#/$defs/")) || bytes.HasPrefix(ref[1], []byte("#/definitions/")))
-	}
+	t.split = splittable(schema)
 	return t, nil
+}
+
+// splittable reports whether [problems] may walk schema: whether its $refs
+// are all to its own definitions.
+func splittable(schema []byte) bool {
+	split := !bytes.Contains(schema, []byte(`"$dynamicRef"`))
+	for _, ref := range refPattern.FindAllSubmatch(schema, -1) {
+		split = split && (bytes.HasPrefix(ref[1], []byte("#/$defs/")) || bytes.HasPrefix(ref[1], []byte("#/definitions/")))
+	}
+	return split
 }
 
 // Spec returns the tool's description for the model, to send in
@@ -210,18 +217,40 @@ func prepare(t *Tool, input json.RawMessage) (json.RawMessage, error) {
 	if t.schema == nil || t.schema.Validate(v) == nil {
 		return input, nil
 	}
-	var ps []string
-	if t.split {
-		ps = problems(v, t.schema.Schema(), t.schema.Schema(), "", nil)
-	} else {
-		ps = []string{violation("", t.schema.Validate(v))}
-	}
-	ps = slices.Compact(slices.Sorted(slices.Values(ps)))
+	ps := report(t.schema, t.split, v)
 	msg := ps[0]
 	if len(ps) > 1 {
 		msg = fmt.Sprintf("%d problems:\n- %s", len(ps), strings.Join(ps, "\n- "))
 	}
 	return nil, fmt.Errorf("invalid input for tool %q: %s", t.spec.Name, msg)
+}
+
+// report returns each way v breaks schema s, sorted, assuming one; split
+// says whether [problems] may walk s.
+func report(s *jsonschema.Resolved, split bool, v any) []string {
+	var ps []string
+	if split {
+		ps = problems(v, s.Schema(), s.Schema(), "", nil)
+	} else {
+		ps = []string{violation("", s.Validate(v))}
+	}
+	return slices.Compact(slices.Sorted(slices.Values(ps)))
+}
+
+// Violations checks data, JSON the model wrote other than a tool's input
+// (such as a typed final answer), as a tool's input is checked: it returns
+// each way data breaks schema, naming its path as a tool's input error
+// does, or why data is not JSON; none if data is valid.
+func Violations(schema *jsonschema.Resolved, data []byte) []string {
+	var v any
+	if err := json2.Unmarshal(data, &v, v1); err != nil {
+		return []string{"not valid JSON: " + err.Error()}
+	}
+	if schema.Validate(v) == nil {
+		return nil
+	}
+	raw, _ := json.Marshal(schema.Schema())
+	return report(schema, splittable(raw), v)
 }
 
 // unreadable words why input could not be decoded: not JSON, or a value

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
@@ -112,6 +114,7 @@ type Prompt struct {
 	Thinking       *llm.ThinkingConfig
 	Effort         string
 	Compaction     string
+	Schema         *jsonschema.Schema // --json-schema
 	// Started is called with the session's ID once the run has started.
 	Started func(session string)
 	// Note shows a remark on stderr, such as a call that waits.
@@ -408,7 +411,7 @@ func (c *cli) durablePrompt(ctx context.Context, o *options, t Temporal, stdin i
 		}
 	}
 	p.AppendSystem = o.builtin.appendSystem // the worker's default system prompt is the worker's to add to
-	p.Thinking, p.Effort, p.Compaction = o.thinkingConfig(), o.effort, o.compaction
+	p.Thinking, p.Effort, p.Compaction, p.Schema = o.thinkingConfig(), o.effort, o.compaction, o.schema
 	var res agent.Result
 	err := s.interruptible(ctx, c.interrupts, func(ctx context.Context) error {
 		r, err := s.show(c.durable.Run(ctx, t, p))

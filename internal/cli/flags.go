@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/agentloop/agentloop/llm" // otel hook
 )
 
@@ -34,10 +36,11 @@ type options struct {
 	mcpFlags                     // the other MCP flags, in mcp.go
 	project       contextOptions // AGENTS.md, CLAUDE.md and skills (context.go)
 	session       string
-	builtin       builtinOptions // the built-in tools' flags (builtin.go)
-	json          bool           // --json, an alias settled into outputFormat
-	outputFormat  string         // text, json or stream-json (output.go)
-	allTurns      bool           // --all-turns
+	builtin       builtinOptions     // the built-in tools' flags (builtin.go)
+	json          bool               // --json, an alias settled into outputFormat
+	outputFormat  string             // text, json or stream-json (output.go)
+	schema        *jsonschema.Schema // --json-schema (jsonschema.go)
+	allTurns      bool               // --all-turns
 	verbose       bool
 	version       bool
 	help          bool
@@ -198,6 +201,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.json, "json", false, "")
 	fs.StringVar(&o.outputFormat, "output-format", "", "")
 	fs.BoolVar(&o.allTurns, "all-turns", false, "")
+	defineSchemaFlag(fs, o)
 	fs.BoolVar(&o.verbose, "v", false, "")
 	fs.BoolVar(&o.version, "version", false, "")
 	fs.BoolVar(&o.help, "help", false, "")

@@ -175,6 +175,15 @@ Flags:
   --json              --output-format stream-json
   --all-turns         in text mode with stdout not a terminal, write every
                       turn's text to stdout, not only the final answer
+  --json-schema SCHEMA
+                      ask for a final answer that is JSON valid against
+                      SCHEMA, a JSON schema given inline or as @FILE; an
+                      invalid answer is sent back, with what is wrong, up
+                      to twice. stdout then holds only the answer's JSON,
+                      on one line (with --output-format json or
+                      stream-json, the result's "structured_output"); with
+                      no valid answer, the run fails (exit 1) and stderr
+                      says why
   -v                  write a debug log to stderr (keys are never printed)
   --version           print the version and exit
 

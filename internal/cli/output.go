@@ -178,8 +178,7 @@ type resultRecord struct {
 	Usage             llm.Usage `json:"usage"`
 	PermissionDenials []denial  `json:"permission_denials"`
 	// StructuredOutput is the answer as JSON, validated against
-	// --json-schema. That flag lands separately: this field is its place,
-	// empty until then.
+	// --json-schema; absent without it.
 	StructuredOutput json.RawMessage `json:"structured_output,omitempty"`
 	State            agent.State     `json:"state"`           // how the run ended, as package agent names it
 	Error            string          `json:"error,omitempty"` // why the run failed or stopped
@@ -196,7 +195,7 @@ var stopReasons = map[agent.State]string{
 func newResultRecord(e ending, d time.Duration, priced bool, session string) resultRecord {
 	rec := resultRecord{Type: "result", Subtype: "success", DurationMS: d.Milliseconds(),
 		NumTurns: e.res.Iterations, Result: e.res.Text, SessionID: session, Usage: e.res.Usage,
-		PermissionDenials: append([]denial{}, e.denials...), State: e.res.State}
+		PermissionDenials: append([]denial{}, e.denials...), State: e.res.State, StructuredOutput: e.res.Output}
 	if reason, ok := stopReasons[e.res.State]; ok {
 		rec.StopReason = &reason
 	}

@@ -43,6 +43,17 @@ func TestOutputFormatJSON(t *testing.T) {
 			},
 		},
 		{
+			name:    "a typed answer",
+			replies: []anthropictest.Reply{text(`{"sum": 8}`)},
+			args:    []string{"--tools", "none", "--json-schema", `{"type":"object","properties":{"sum":{"type":"integer"}},"required":["sum"]}`, "add"},
+			want: map[string]any{
+				"type": "result", "subtype": "success", "is_error": false, "num_turns": 1.0,
+				"result": `{"sum": 8}`, "structured_output": map[string]any{"sum": 8.0}, "stop_reason": "end_turn", "total_cost_usd": 0.00007, "state": "finished",
+				"usage":              map[string]any{"input_tokens": 10.0, "output_tokens": 5.0},
+				"permission_denials": []any{},
+			},
+		},
+		{
 			name:    "the session file names the session",
 			replies: []anthropictest.Reply{text("hi.")},
 			args:    []string{"--session", session, "hi"},

@@ -299,7 +299,7 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 	if o.verbose {
 		s.cfg.Middleware = logModel(logger)
 	}
-	s.cfg.Thinking, s.cfg.Effort = o.thinkingConfig(), o.effort
+	s.cfg.Thinking, s.cfg.Effort, s.cfg.Schema = o.thinkingConfig(), o.effort, o.schema
 	if err := checkContextLimit(s.memCfg, s.cfg.System, reg.Specs()); err != nil {
 		s.close()
 		return nil, err
@@ -411,7 +411,7 @@ func (s *session) show(evs iter.Seq2[agent.Event, error]) (res agent.Result, run
 // state the agent can end in is named here, and exitCode turns the error
 // into the status.
 func (s *session) outcome(res agent.Result, err error) error {
-	switch {
+	switch err = answerErr(err); {
 	case res.State == agent.Cancelled || errors.Is(err, context.Canceled):
 		return errInterrupted
 	case err != nil:
@@ -460,6 +460,9 @@ func (c *cli) newRenderer(o *options, stdout, stderr io.Writer, lesson bool) ren
 		return newJSONRenderer(stdout, stderr, priced)
 	case formatJSON:
 		return newResultRenderer(stdout, stderr, priced, o.session)
+	}
+	if o.schema != nil { // stdout holds only the answer
+		return schemaRenderer{newTextRenderer(io.Discard, stderr, c.newStyle(stderr), c.isTerminal(stderr), false, false, nil), stdout}
 	}
 	outTerm, errTerm := c.isTerminal(stdout), c.isTerminal(stderr)
 	var scr *screen
