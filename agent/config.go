@@ -51,6 +51,12 @@ type Config struct {
 	// MaxTotalTokens caps one run's input (cached or not) and output tokens,
 	// checked before each model call; the run then ends [TokenLimit]. Default 0: no limit.
 	MaxTotalTokens int64
+	// MaxCostUSD caps one run's cost in USD, its subagents' included (runs
+	// of an Agent inside its tool calls, under the call's ctx), checked
+	// before each model call; the run then ends [BudgetLimit]. Costs are the
+	// model table's list prices ([llm.LookupModel]): a model it does not
+	// price cannot take a budget, and New says so. Default 0: no limit.
+	MaxCostUSD float64
 	// MaxAttempts is how many times a turn is tried whose stream fails
 	// transiently ([llm.IsRetryable]) after output arrived, where the llm
 	// client no longer retries, waiting by [Runtime].Backoff (by default
@@ -118,6 +124,9 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.History == nil {
 		cfg.History = memory.New(memory.Config{})
 	}
+	if err := checkBudget(cfg.MaxCostUSD, cfg.History.Config().Model); err != nil {
+		return nil, err
+	}
 	if th, max := cfg.Thinking, cfg.History.Config().MaxTokens; th != nil && !th.Adaptive && th.BudgetTokens >= max {
 		// The API's rule: the thinking budget is part of max_tokens.
 		return nil, fmt.Errorf("agent: Config.Thinking.BudgetTokens (%d) must be below the history's MaxTokens (%d)", th.BudgetTokens, max)
@@ -168,6 +177,7 @@ const (
 	Failed         State = "failed"          // an error, returned alongside, ended the run; the history is rolled back
 	TimeLimit      State = "time_limit"      // the run hit Config.MaxDuration
 	TokenLimit     State = "token_limit"     // the run hit Config.MaxTotalTokens
+	BudgetLimit    State = "budget_limit"    // the run, with its subagents, hit Config.MaxCostUSD, or a subagent its parent's
 	Paused         State = "paused"          // Config.Runtime paused the run between two turns; see Runtime.Pause
 )
 

@@ -52,7 +52,8 @@ func (a *Agent) stream(ctx context.Context, input string) iter.Seq2[Event, error
 			ctx, stop = a.rt.WithTimeout(ctx, a.cfg.MaxDuration, errMaxDuration)
 			defer stop()
 		}
-		r := &run{Agent: a, ctx: ctx, cancel: cancel, yield: yield, specs: a.rt.Specs()}
+		ctx, spent := newMeter(ctx, a.cfg.MaxCostUSD)
+		r := &run{Agent: a, ctx: ctx, cancel: cancel, yield: yield, specs: a.rt.Specs(), spent: spent}
 		rollback := a.cfg.History.Checkpoint()
 		state, err := r.loop(input)
 		// Every call's context has been cancelled by now.
@@ -93,13 +94,14 @@ var errMaxDuration = errors.New("agent: Config.MaxDuration exceeded")
 // A run is the state of one call of Stream.
 type run struct {
 	*Agent
-	ctx     context.Context // cancelled when the caller stops reading or MaxDuration passes
+	ctx     context.Context // cancelled when the caller stops reading or MaxDuration passes; carries spent
 	cancel  context.CancelCauseFunc
 	yield   func(Event, error) bool
 	stopped bool // the caller stopped reading
 	specs   []llm.ToolSpec
 	iter    int       // model calls so far
 	usage   llm.Usage // summed over every model call, retries included
+	spent   *meter    // the run's cost and its subagents', against the budgets
 	text    string    // text of the latest turn
 	repeats repeats
 	shown   strings.Builder // text the current attempt has shown, for an interrupted run
@@ -116,6 +118,11 @@ func (r *run) emit(e Event) {
 
 // loop is the think → act → observe cycle; Stream turns its error to a state.
 func (r *run) loop(input string) (State, error) {
+	if r.spent.budgeted() { // a subagent's budget is its parent's
+		if err := unpriced(r.cfg.History.Config().Model); err != nil {
+			return Failed, err
+		}
+	}
 	r.cfg.History.SetPrefix(r.cfg.System, r.specs)
 	if strings.TrimSpace(input) != "" {
 		r.cfg.History.AppendUser(llm.Text{Text: input})
@@ -128,6 +135,9 @@ func (r *run) loop(input string) (State, error) {
 		}
 		if lim := r.cfg.MaxTotalTokens; lim > 0 && r.usage.Context() >= lim {
 			return TokenLimit, nil
+		}
+		if r.spent.reached() {
+			return BudgetLimit, nil
 		}
 		// The best-effort answer, if asked for, is one more call without tools.
 		final := r.iter >= r.cfg.MaxIterations
@@ -178,6 +188,7 @@ func (r *run) turn(final bool) (*turn, error) {
 		r.shown.Reset()
 		t, err := r.think(req, final)
 		r.usage = r.usage.Add(t.usage)
+		r.spent.add(cost(r.cfg.History, t.usage))
 		if err == nil {
 			r.shown.Reset() // the turn goes into the history whole
 			r.emit(UsageUpdate{Turn: t.usage, Total: r.usage, CostUSD: cost(r.cfg.History, r.usage)})
