@@ -83,6 +83,7 @@ type Prompt struct {
 	MaxIterations  int
 	MaxDuration    time.Duration
 	MaxTotalTokens int64
+	MaxCostUSD     float64 // --max-budget-usd
 	ContextLimit   int
 	System         string
 	AppendSystem   string // added to System, or to the worker's when System is empty
@@ -291,7 +292,7 @@ func (c *cli) durablePrompt(ctx context.Context, o *options, t Temporal, stdin i
 	defer s.render.close()
 	p := Prompt{Prompt: o.prompt, Session: o.session, Detach: o.durable.detach, Approve: o.durable.approve,
 		Model: o.model, MaxTokens: o.maxTokens, MaxIterations: o.maxIterations, MaxDuration: o.maxDuration,
-		MaxTotalTokens: o.maxTotal, ContextLimit: o.contextLimit, System: o.system,
+		MaxTotalTokens: o.maxTotal, MaxCostUSD: o.maxBudget, ContextLimit: o.contextLimit, System: o.system,
 		Started: func(id string) {
 			if o.session == "" {
 				s.render.note("session %s", id)

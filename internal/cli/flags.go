@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
 	"runtime/debug"
 	"slices"
@@ -60,6 +61,10 @@ Flags:
                       give up on a prompt, before its next model turn, once
                       its turns have used N tokens: input, cached or not,
                       and output, summed over the turns (default 0: no limit)
+  --max-budget-usd N  give up on a prompt, before its next model turn, once
+                      its turns have cost N USD at the model's list price;
+                      a model agentloop does not price cannot take one
+                      (default 0: no limit)
   --context-limit N   compact the history when it exceeds N tokens (default
                       the context window less --max-tokens and a margin:
                       %d with the default --max-tokens)
@@ -207,7 +212,8 @@ Exit status:
        blank prompt, no API key, a --session file that cannot be read (it
        is left untouched) or saved; found before any request is sent
   3    a limit was reached: --max-iterations ("iteration limit"),
-       --max-duration ("time limit") or --max-total-tokens ("token limit")
+       --max-duration ("time limit"), --max-total-tokens ("token limit")
+       or --max-budget-usd ("budget limit")
   130  interrupted by Ctrl-C
 `
 
@@ -226,7 +232,8 @@ type options struct {
 	maxTokens     int
 	maxIterations int
 	maxDuration   time.Duration
-	maxTotal      int64 // --max-total-tokens
+	maxTotal      int64   // --max-total-tokens
+	maxBudget     float64 // --max-budget-usd
 	contextLimit  int
 	system        string
 	tools         []string
@@ -311,6 +318,10 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		return nil, usageError("--max-duration must be 0 (no limit) or positive")
 	case o.maxTotal < 0:
 		return nil, usageError("--max-total-tokens must be 0 (no limit) or positive")
+	case !(o.maxBudget >= 0) || math.IsInf(o.maxBudget, 1):
+		return nil, usageError("--max-budget-usd must be 0 (no limit) or a positive amount, not %v", o.maxBudget)
+	case o.maxBudget > 0 && info.Price == (llm.Price{}):
+		return nil, usageError("--max-budget-usd needs the price of the model, and agentloop does not know that of %s", o.model)
 	case o.contextLimit < 0:
 		return nil, usageError("--context-limit must be positive")
 	case known && o.contextLimit > info.ContextWindow:
@@ -382,6 +393,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.maxIterations, "max-iterations", defaultMaxIterations, "")
 	fs.DurationVar(&o.maxDuration, "max-duration", 0, "")
 	fs.Int64Var(&o.maxTotal, "max-total-tokens", 0, "")
+	fs.Float64Var(&o.maxBudget, "max-budget-usd", 0, "")
 	fs.IntVar(&o.contextLimit, "context-limit", 0, "")
 	fs.StringVar(&o.system, "system", "", "")
 	fs.IntVar(&o.thinking, "thinking", 0, "")

@@ -291,6 +291,7 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 		MaxIterations:  o.maxIterations,
 		MaxDuration:    o.maxDuration,
 		MaxTotalTokens: o.maxTotal,
+		MaxCostUSD:     o.maxBudget,
 		Logger:         logger,
 		Name:           "agentloop",       // otel hook
 		ConversationID: conversationID(o), // otel hook
@@ -427,7 +428,7 @@ func (s *session) outcome(res agent.Result, err error) error {
 	case agent.Truncated:
 		s.render.note("the answer was cut off at --max-tokens %d", s.o.maxTokens)
 		return nil
-	// The three limits stop a run that has not produced a final answer, so
+	// The limits stop a run that has not produced a final answer, so
 	// a script must be able to tell them from one that has: each exits 3.
 	case agent.IterationLimit:
 		return limitError("iteration limit reached: %s without a final answer (raise --max-iterations)",
@@ -438,6 +439,9 @@ func (s *session) outcome(res agent.Result, err error) error {
 	case agent.TokenLimit:
 		return limitError("token limit reached: %d tokens used of --max-total-tokens %d, without a final answer",
 			res.Usage.Context(), s.o.maxTotal)
+	case agent.BudgetLimit:
+		return limitError("budget limit reached: $%.4f spent of --max-budget-usd %v, without a final answer",
+			res.CostUSD, s.o.maxBudget)
 	default:
 		// A state a later version of package agent adds.
 		return &exitError{code: exitFailure, err: fmt.Errorf("the run ended with state %q", res.State)}
