@@ -142,3 +142,24 @@ func TestBudgetConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestBudgetCountsSummaries: a summary call of a compaction spends the
+// budget like a turn.
+func TestBudgetCountsSummaries(t *testing.T) {
+	srv, client := fake(t, at.Repeat(at.ReplyFunc(func(r *at.Request) at.Reply {
+		if isSummary(r) {
+			return at.NewStream().Usage(500_000, 1, 0, 0).Text("SUMMARY: the user asked things.").Stop("end_turn") // $1
+		}
+		return at.NewStream().Usage(5000, 1, 0, 0).ToolUse(fmt.Sprintf("toolu_%d", r.N), "echo", fmt.Sprintf(`{"text":"call %d"}`, r.N)).Stop("tool_use")
+	})))
+	a := newAgent(t, client, Config{History: longHistory(25), Registry: newTools(t).reg, MaxCostUSD: 0.5})
+	res, err := a.Run(t.Context(), "go on")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The summary, then the first turn; the check before the second stops the run.
+	if n := len(srv.Requests()); res.State != BudgetLimit || n != 2 {
+		t.Errorf("result = %+v after %d requests; want %s after 2", res, n, BudgetLimit)
+	}
+	validHistory(t, a.cfg.History)
+}
