@@ -65,10 +65,17 @@ type Config struct {
 	// DisableCache turns off prompt caching, which is on by default.
 	DisableCache bool
 
-	// Approve, when set, is asked before each tool call, on the goroutine
-	// reading the stream, so it may block to ask a person. An error denies
-	// the call with the is_error result "denied: <error>". Default nil.
-	Approve func(ctx context.Context, call llm.ToolUse) error
+	// Hooks are called, in order, before and after each tool call, on the
+	// prompt, when the model would stop and before a compaction (see
+	// [Hook]). Default none.
+	Hooks []Hook
+	// HookTimeout bounds each call of a hook; one that outlives it has
+	// failed. Default 0: none, so that a hook may wait for a person.
+	HookTimeout time.Duration
+	// Ask decides a tool call a hook asks about (Decision.Ask) with its
+	// question: nil lets it run, an error denies it, and the model reads
+	// the error. Default nil: nobody to ask, so such a call is denied.
+	Ask func(ctx context.Context, call llm.ToolUse, question string) error
 	// Middleware wraps Model, for logging and tracing. Default nil.
 	Middleware func(llm.Model) llm.Model
 	// RepeatLimit is how many times in a row a tool may be called with the
@@ -115,8 +122,8 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Model == nil {
 		return nil, errors.New("agent: Config.Model is required")
 	}
-	limits := []string{"MaxIterations", "MaxDuration", "MaxTotalTokens", "MaxAttempts"}
-	for i, v := range []int64{int64(cfg.MaxIterations), int64(cfg.MaxDuration), cfg.MaxTotalTokens, int64(cfg.MaxAttempts)} {
+	limits := []string{"MaxIterations", "MaxDuration", "MaxTotalTokens", "MaxAttempts", "HookTimeout"}
+	for i, v := range []int64{int64(cfg.MaxIterations), int64(cfg.MaxDuration), cfg.MaxTotalTokens, int64(cfg.MaxAttempts), int64(cfg.HookTimeout)} {
 		if v < 0 {
 			return nil, fmt.Errorf("agent: Config.%s is negative (%d)", limits[i], v)
 		}
@@ -177,6 +184,7 @@ const (
 	Failed         State = "failed"          // an error, returned alongside, ended the run; the history is rolled back
 	TimeLimit      State = "time_limit"      // the run hit Config.MaxDuration
 	TokenLimit     State = "token_limit"     // the run hit Config.MaxTotalTokens
+	Blocked        State = "blocked"         // a hook blocked the prompt, and Result.Text says why; the history is as it was
 	BudgetLimit    State = "budget_limit"    // the run, with its subagents, hit Config.MaxCostUSD, or a subagent its parent's
 	Paused         State = "paused"          // Config.Runtime paused the run between two turns; see Runtime.Pause
 )

@@ -73,7 +73,7 @@ func (a *Agent) stream(ctx context.Context, input string) iter.Seq2[Event, error
 			state, err = Failed, fmt.Errorf("agent: iteration %d: %w", r.iter, err)
 		}
 		switch {
-		case state == Failed || state == Refused:
+		case state == Failed || state == Refused || state == Blocked:
 			rollback()
 		case state == Cancelled || state == TimeLimit:
 			interrupt(a.cfg.History, r.shown.String())
@@ -125,7 +125,16 @@ func (r *run) loop(input string) (State, error) {
 	}
 	r.cfg.History.SetPrefix(r.cfg.System, r.specs)
 	if strings.TrimSpace(input) != "" {
-		r.cfg.History.AppendUser(llm.Text{Text: input})
+		prompt := []llm.Block{llm.Text{Text: input}}
+		d, _ := r.hooks(r.ctx, HookEvent{Point: PromptSubmit, Prompt: input})
+		if d.Deny != "" {
+			r.text = d.Deny
+			return Blocked, nil
+		}
+		if d.Context != "" {
+			prompt = append(prompt, llm.Text{Text: d.Context})
+		}
+		r.cfg.History.AppendUser(prompt...)
 	} else if msgs := r.cfg.History.Messages(); len(msgs) == 0 || msgs[len(msgs)-1].Role != llm.User {
 		return Failed, errEmptyPrompt
 	}
@@ -317,6 +326,11 @@ func (r *run) observe(t *turn) (State, bool) {
 	default:
 		r.cfg.Logger.Warn("agent: unknown stop reason; treating it as end_turn", "stop_reason", t.stop)
 	}
+	// A hook may keep the model going, within the iteration limit.
+	if d, _ := r.hooks(r.ctx, HookEvent{Point: BeforeStop, Text: r.text}); d.Continue != "" && r.iter < r.cfg.MaxIterations {
+		r.cfg.History.AppendUser(llm.Text{Text: d.Continue})
+		return "", true
+	}
 	return Finished, false
 }
 
@@ -329,19 +343,19 @@ type pending struct {
 }
 
 // startCall reports call and starts it under the turn's ctx, unless the
-// loop's rules (check) or Approve stop it: on the stream's goroutine, to
-// see calls in order and let Approve ask a person.
+// loop's rules (check) or a hook stop it: on the stream's goroutine, to
+// see calls in order and let a hook ask a person. A hook's rewritten input
+// runs; the history keeps the model's.
 func (r *run) startCall(ctx context.Context, rep *repeats, call llm.ToolUse, final bool) *pending {
 	r.emit(ToolCall{ID: call.ID, Name: call.Name, Input: call.Input})
 	if why, skip := check(rep, r.cfg.RepeatLimit, call, final); skip {
 		return r.notRun(call, why)
 	}
-	if r.cfg.Approve != nil {
-		if err := r.cfg.Approve(ctx, call); err != nil {
-			return r.notRun(call, "denied: "+err.Error())
-		}
+	run, why, ok := r.beforeTool(ctx, call)
+	if !ok {
+		return r.notRun(call, why)
 	}
-	return &pending{call: call, ran: true, wait: r.rt.Start(ctx, call)}
+	return &pending{call: call, ran: true, wait: r.rt.Start(ctx, run)}
 }
 
 // notRun returns a call that was not run, whose is_error result says why.
@@ -363,9 +377,12 @@ func (r *run) act(t *turn) {
 	r.cfg.History.AppendUser(results...)
 }
 
-// collect waits for call p and reports its outcome.
+// collect waits for call p and reports its outcome, as the hooks leave it.
 func (r *run) collect(p *pending) llm.ToolResult {
 	res, took := p.wait()
+	if p.ran {
+		res = r.afterTool(p.call, res)
+	}
 	r.emit(ToolDone{ID: p.call.ID, Name: p.call.Name, Content: shown(res.Content), IsError: res.IsError, Duration: took})
 	return res
 }

@@ -47,6 +47,7 @@ func (r *run) request(final bool) (llm.Request, error) {
 // failed server call, a lone prompt too long) is not one to report. Summary
 // calls count in the run's usage, and its budget.
 func (r *run) compact() error {
+	r.hooks(r.ctx, HookEvent{Point: BeforeCompact})
 	ctx, span := r.otel.StartCompact(r.ctx, r.cfg.ConversationID) // otel hook: the compact_history span
 	c, err := r.cfg.History.Compact(ctx, r.cfg.Model)             // otel hook: ctx, was r.ctx
 	typ := llm.ErrorType(err)                                     // otel hook: ends the span

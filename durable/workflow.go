@@ -189,7 +189,7 @@ func (r *run) loop() (agent.Result, error) {
 	a, err := agent.New(agent.Config{
 		Model: model{r}, Runtime: runtime{r}, History: r.h, System: r.in.System, Thinking: r.in.Thinking, Effort: r.in.Effort,
 		MaxIterations: r.in.MaxIterations - r.base.Iteration, FinalAnswer: r.in.FinalAnswer, MaxDuration: maxDuration,
-		MaxTotalTokens: maxTokens, MaxCostUSD: maxCost, RepeatLimit: r.in.RepeatLimit, DisableCache: r.in.DisableCache, Approve: r.approve,
+		MaxTotalTokens: maxTokens, MaxCostUSD: maxCost, RepeatLimit: r.in.RepeatLimit, DisableCache: r.in.DisableCache, Hooks: []agent.Hook{agent.ToolGate(r.approve)},
 		Logger:    slog.New(logHandler{workflow.GetLogger(r.root)}),
 		Telemetry: llm.Telemetry{TracerProvider: noop.NewTracerProvider()}, // the activities trace; a replay must not
 	})
@@ -316,7 +316,7 @@ func (r *run) handlers() error {
 		}})
 }
 
-// approve is the agent's Approve hook: a call of a tool in Input.Approve
+// approve is the check of the agent's tool-call hook: a call of a tool in Input.Approve
 // waits, in the workflow, for a person's [Decision].
 func (r *run) approve(ctx context.Context, call llm.ToolUse) error {
 	if !slices.Contains(r.in.Approve, call.Name) && !slices.Contains(r.in.Approve, "*") {

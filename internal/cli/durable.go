@@ -249,7 +249,7 @@ func (c *cli) serve(ctx context.Context, o *options, t Temporal, stdout, stderr 
 	if t.Blobs == "" {
 		fmt.Fprintln(stderr, "agentloop: no --blobs store: a tool result over Temporal's 2 MiB payload limit reaches the model as an error, not the result")
 	}
-	rules, denyOnly := s.cfg.Approve, s.builtins.policy.DenyOnly()
+	rules, denyOnly := s.builtins.approve(s.cfg.Registry), s.builtins.policy.DenyOnly()
 	approve := func(ctx context.Context, call llm.ToolUse, approved bool) error {
 		if approved {
 			return denyOnly.Approve(ctx, call)

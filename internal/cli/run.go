@@ -286,7 +286,7 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 		Model:          client,
 		System:         s.withInstructions(s.builtins.system(o)),
 		Registry:       reg,
-		Approve:        s.builtins.approve(reg),
+		Hooks:          []agent.Hook{agent.ToolGate(s.builtins.approve(reg))},
 		History:        history,
 		MaxIterations:  o.maxIterations,
 		MaxDuration:    o.maxDuration,
