@@ -248,6 +248,7 @@ func TestOutcome(t *testing.T) {
 		{agent.TimeLimit, nil, exitLimit},
 		{agent.TokenLimit, nil, exitLimit},
 		{agent.BudgetLimit, nil, exitLimit},
+		{agent.Blocked, nil, exitFailure},
 		{agent.Cancelled, context.Canceled, exitInterrupted},
 		{agent.Failed, io.ErrUnexpectedEOF, exitFailure},
 		{"a_state_from_the_future", nil, exitFailure},

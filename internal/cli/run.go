@@ -428,6 +428,8 @@ func (s *session) outcome(res agent.Result, err error) error {
 	case agent.Truncated:
 		s.render.note("the answer was cut off at --max-tokens %d", s.o.maxTokens)
 		return nil
+	case agent.Blocked:
+		return &exitError{code: exitFailure, err: fmt.Errorf("the prompt was blocked: %s", res.Text)}
 	// The limits stop a run that has not produced a final answer, so
 	// a script must be able to tell them from one that has: each exits 3.
 	case agent.IterationLimit:
