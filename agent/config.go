@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -127,6 +128,9 @@ func New(cfg Config) (*Agent, error) {
 		if v < 0 {
 			return nil, fmt.Errorf("agent: Config.%s is negative (%d)", limits[i], v)
 		}
+	}
+	if i := slices.IndexFunc(cfg.Hooks, func(h Hook) bool { return h == nil }); i >= 0 {
+		return nil, fmt.Errorf("agent: Config.Hooks[%d] is nil", i)
 	}
 	if cfg.History == nil {
 		cfg.History = memory.New(memory.Config{})
