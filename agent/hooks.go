@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -55,8 +56,9 @@ type HookEvent struct {
 
 // A Decision is what a hook wants done; its zero value lets the run go
 // on unchanged. A field a point does not take is ignored. Of several
-// hooks, the first Deny or Ask wins, a later Input or Content replaces an
-// earlier one, and Contexts and Continue reasons are joined.
+// hooks, the first Deny wins, over any Ask, then the first Ask; a later
+// Input or Content replaces an earlier one; Contexts and Continue reasons
+// are joined.
 type Decision struct {
 	// Deny, before a tool call, denies it: the model reads the is_error
 	// result "denied: <Deny>". On a prompt, it blocks it.
@@ -79,8 +81,8 @@ type Decision struct {
 }
 
 // ToolGate returns a hook that asks allow before each tool call and
-// denies the call with the error it returns, such as the
-// [permission.Policy] Approve method.
+// denies the call with the error it returns, such as the Approve method
+// of package tools/permission's Policy.
 func ToolGate(allow func(ctx context.Context, call llm.ToolUse) error) Hook {
 	return func(ctx context.Context, e HookEvent) (Decision, error) {
 		if e.Point != BeforeTool {
@@ -114,9 +116,7 @@ func (r *run) hooks(ctx context.Context, e HookEvent) (d Decision, failed bool) 
 			failed = true
 			continue
 		}
-		if d.Deny == "" && d.Ask == "" {
-			d.Deny, d.Ask = got.Deny, got.Ask
-		}
+		d.Deny, d.Ask = cmp.Or(d.Deny, got.Deny), cmp.Or(d.Ask, got.Ask)
 		if got.Input != nil {
 			d.Input = got.Input
 		}

@@ -45,6 +45,8 @@ func TestBeforeToolHooks(t *testing.T) {
 		{"deny", []Hook{hookAt(BeforeTool, Decision{Deny: "not today"}, nil)}, nil, 0, "denied: not today", true},
 		{"the first deny wins", []Hook{hookAt(BeforeTool, Decision{Deny: "first"}, nil), hookAt(BeforeTool, Decision{Deny: "second"}, nil)},
 			nil, 0, "denied: first", true},
+		{"deny wins over ask", []Hook{hookAt(BeforeTool, Decision{Ask: "echo hi?"}, nil), hookAt(BeforeTool, Decision{Deny: "never"}, nil)},
+			allowAsk, 0, "denied: never", true},
 		{"a failing hook denies", []Hook{hookAt(BeforeTool, Decision{}, nil), hookAt(BeforeTool, Decision{}, errors.New("crashed"))},
 			nil, 0, "denied: a check of this call failed", true},
 		{"a hook that times out denies", []Hook{blocking}, nil, time.Millisecond, "denied: a check of this call failed", true},
