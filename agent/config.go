@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -54,6 +55,12 @@ type Config struct {
 	// MaxTotalTokens caps one run's input (cached or not) and output tokens,
 	// checked before each model call; the run then ends [TokenLimit]. Default 0: no limit.
 	MaxTotalTokens int64
+	// MaxCostUSD caps one run's cost in USD, its subagents' included (runs
+	// of an Agent inside its tool calls, under the call's ctx), checked
+	// before each model call; the run then ends [BudgetLimit]. Costs are the
+	// model table's list prices ([llm.LookupModel]): a model it does not
+	// price cannot take a budget, and New says so. Default 0: no limit.
+	MaxCostUSD float64
 	// MaxAttempts is how many times a turn is tried whose stream fails
 	// transiently ([llm.IsRetryable]) after output arrived, where the llm
 	// client no longer retries, waiting by [Runtime].Backoff (by default
@@ -76,10 +83,17 @@ type Config struct {
 	// back. Default 2; negative: none.
 	Reasks int
 
-	// Approve, when set, is asked before each tool call, on the goroutine
-	// reading the stream, so it may block to ask a person. An error denies
-	// the call with the is_error result "denied: <error>". Default nil.
-	Approve func(ctx context.Context, call llm.ToolUse) error
+	// Hooks are called, in order, before and after each tool call, on the
+	// prompt, when the model would stop and before a compaction (see
+	// [Hook]). Default none.
+	Hooks []Hook
+	// HookTimeout bounds each call of a hook; one that outlives it has
+	// failed. Default 0: none, so that a hook may wait for a person.
+	HookTimeout time.Duration
+	// Ask decides a tool call a hook asks about (Decision.Ask) with its
+	// question: nil lets it run, an error denies it, and the model reads
+	// the error. Default nil: nobody to ask, so such a call is denied.
+	Ask func(ctx context.Context, call llm.ToolUse, question string) error
 	// Middleware wraps Model, for logging and tracing. Default nil.
 	Middleware func(llm.Model) llm.Model
 	// RepeatLimit is how many times in a row a tool may be called with the
@@ -127,14 +141,20 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Model == nil {
 		return nil, errors.New("agent: Config.Model is required")
 	}
-	limits := []string{"MaxIterations", "MaxDuration", "MaxTotalTokens", "MaxAttempts"}
-	for i, v := range []int64{int64(cfg.MaxIterations), int64(cfg.MaxDuration), cfg.MaxTotalTokens, int64(cfg.MaxAttempts)} {
+	limits := []string{"MaxIterations", "MaxDuration", "MaxTotalTokens", "MaxAttempts", "HookTimeout"}
+	for i, v := range []int64{int64(cfg.MaxIterations), int64(cfg.MaxDuration), cfg.MaxTotalTokens, int64(cfg.MaxAttempts), int64(cfg.HookTimeout)} {
 		if v < 0 {
 			return nil, fmt.Errorf("agent: Config.%s is negative (%d)", limits[i], v)
 		}
 	}
+	if i := slices.IndexFunc(cfg.Hooks, func(h Hook) bool { return h == nil }); i >= 0 {
+		return nil, fmt.Errorf("agent: Config.Hooks[%d] is nil", i)
+	}
 	if cfg.History == nil {
 		cfg.History = memory.New(memory.Config{})
+	}
+	if err := checkBudget(cfg.MaxCostUSD, cfg.History.Config().Model); err != nil {
+		return nil, err
 	}
 	if th, max := cfg.Thinking, cfg.History.Config().MaxTokens; th != nil && !th.Adaptive && th.BudgetTokens >= max {
 		// The API's rule: the thinking budget is part of max_tokens.
@@ -194,6 +214,8 @@ const (
 	Failed         State = "failed"          // an error, returned alongside, ended the run; the history is rolled back
 	TimeLimit      State = "time_limit"      // the run hit Config.MaxDuration
 	TokenLimit     State = "token_limit"     // the run hit Config.MaxTotalTokens
+	Blocked        State = "blocked"         // a hook blocked the prompt, and Result.Text says why; the history is as it was
+	BudgetLimit    State = "budget_limit"    // the run, with its subagents, hit Config.MaxCostUSD, or a subagent its parent's
 	Paused         State = "paused"          // Config.Runtime paused the run between two turns; see Runtime.Pause
 )
 

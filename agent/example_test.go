@@ -2,7 +2,6 @@ package agent_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -98,8 +97,8 @@ func ExampleAgent_Stream() {
 	// -- finished after 3 turns: (3 + 5) × 12 = 96.
 }
 
-// Run is Stream without the events. Here an approval hook denies every
-// call; the model reads the denial as the tool's result.
+// Run is Stream without the events. Here a hook denies every call; the
+// model reads the denial as the tool's result.
 func ExampleAgent_Run() {
 	srv := anthropictest.NewServer(
 		anthropictest.NewStream().ToolUse("toolu_1", "calculator", `{"a": 1, "b": 1, "operation": "add"}`).Stop("tool_use"),
@@ -109,9 +108,12 @@ func ExampleAgent_Run() {
 	a, _ := agent.New(agent.Config{
 		Model: llm.New(llm.Config{BaseURL: srv.URL, HTTPClient: &http.Client{}}),
 		Tools: []*tool.Tool{calculator.New()},
-		Approve: func(ctx context.Context, call llm.ToolUse) error {
-			return errors.New("read-only session")
-		},
+		Hooks: []agent.Hook{func(ctx context.Context, e agent.HookEvent) (agent.Decision, error) {
+			if e.Point == agent.BeforeTool {
+				return agent.Decision{Deny: "read-only session"}, nil
+			}
+			return agent.Decision{}, nil
+		}},
 	})
 	res, err := a.Run(context.Background(), "What is 1 + 1?")
 	fmt.Println(res.State, res.Iterations, res.Text, err)

@@ -193,7 +193,7 @@ func TestCancel(t *testing.T) {
 	})
 }
 
-func TestApprove(t *testing.T) {
+func TestToolGate(t *testing.T) {
 	srv, client := fake(t,
 		at.NewStream().
 			ToolUse("toolu_1", "echo", `{"text":"fine"}`).
@@ -205,13 +205,13 @@ func TestApprove(t *testing.T) {
 	var asked []string
 	a := newAgent(t, client, Config{
 		Registry: tt.reg,
-		Approve: func(ctx context.Context, call llm.ToolUse) error {
+		Hooks: []Hook{ToolGate(func(ctx context.Context, call llm.ToolUse) error {
 			asked = append(asked, call.ID)
 			if call.Name == "calculator" {
 				return errors.New("no arithmetic today")
 			}
 			return nil
-		},
+		})},
 	})
 	_, _, err := collect(t, a.Stream(t.Context(), "go"))
 	if err != nil {

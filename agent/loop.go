@@ -54,7 +54,8 @@ func (a *Agent) stream(ctx context.Context, input string) iter.Seq2[Event, error
 			ctx, stop = a.rt.WithTimeout(ctx, a.cfg.MaxDuration, errMaxDuration)
 			defer stop()
 		}
-		r := &run{Agent: a, ctx: ctx, cancel: cancel, yield: yield, specs: a.rt.Specs()}
+		ctx, spent := newMeter(ctx, a.cfg.MaxCostUSD)
+		r := &run{Agent: a, ctx: ctx, cancel: cancel, yield: yield, specs: a.rt.Specs(), spent: spent}
 		rollback := a.cfg.History.Checkpoint()
 		state, err := r.loop(input)
 		// Every call's context has been cancelled by now.
@@ -76,7 +77,7 @@ func (a *Agent) stream(ctx context.Context, input string) iter.Seq2[Event, error
 			_, err = r.answer(state) // a typed run that ended without an answer
 		}
 		switch {
-		case state == Failed || state == Refused || err != nil && state != Cancelled: // the last: an OutputError
+		case state == Failed || state == Refused || state == Blocked || err != nil && state != Cancelled: // the last: an OutputError
 			rollback()
 		case state == Cancelled || state == TimeLimit:
 			interrupt(a.cfg.History, r.shown.String())
@@ -97,13 +98,14 @@ var errMaxDuration = errors.New("agent: Config.MaxDuration exceeded")
 // A run is the state of one call of Stream.
 type run struct {
 	*Agent
-	ctx     context.Context // cancelled when the caller stops reading or MaxDuration passes
+	ctx     context.Context // cancelled when the caller stops reading or MaxDuration passes; carries spent
 	cancel  context.CancelCauseFunc
 	yield   func(Event, error) bool
 	stopped bool // the caller stopped reading
 	specs   []llm.ToolSpec
 	iter    int       // model calls so far
 	usage   llm.Usage // summed over every model call, retries included
+	spent   *meter    // the run's cost and its subagents', against the budgets
 	text    string    // text of the latest turn
 	repeats repeats
 	shown   strings.Builder // text the current attempt has shown, for an interrupted run
@@ -122,9 +124,23 @@ func (r *run) emit(e Event) {
 
 // loop is the think → act → observe cycle; Stream turns its error to a state.
 func (r *run) loop(input string) (State, error) {
+	if r.spent.budgeted() { // a subagent's budget is its parent's
+		if err := unpriced(r.cfg.History.Config().Model); err != nil {
+			return Failed, err
+		}
+	}
 	r.cfg.History.SetPrefix(r.cfg.System, r.specs)
 	if strings.TrimSpace(input) != "" {
-		r.cfg.History.AppendUser(llm.Text{Text: input})
+		prompt := []llm.Block{llm.Text{Text: input}}
+		d, _ := r.hooks(r.ctx, HookEvent{Point: PromptSubmit, Prompt: input})
+		if d.Deny != "" {
+			r.text = d.Deny
+			return Blocked, nil
+		}
+		if d.Context != "" {
+			prompt = append(prompt, llm.Text{Text: d.Context})
+		}
+		r.cfg.History.AppendUser(prompt...)
 	} else if msgs := r.cfg.History.Messages(); len(msgs) == 0 || msgs[len(msgs)-1].Role != llm.User {
 		return Failed, errEmptyPrompt
 	}
@@ -134,6 +150,9 @@ func (r *run) loop(input string) (State, error) {
 		}
 		if lim := r.cfg.MaxTotalTokens; lim > 0 && r.usage.Context() >= lim {
 			return TokenLimit, nil
+		}
+		if r.spent.reached() {
+			return BudgetLimit, nil
 		}
 		// The best-effort answer, if asked for, is one more call without tools.
 		final := r.iter >= r.cfg.MaxIterations
@@ -189,6 +208,7 @@ func (r *run) turn(final bool) (*turn, error) {
 		r.shown.Reset()
 		t, err := r.think(req, final)
 		r.usage = r.usage.Add(t.usage)
+		r.spent.add(cost(r.cfg.History, t.usage))
 		if err == nil {
 			r.shown.Reset() // the turn goes into the history whole
 			r.emit(UsageUpdate{Turn: t.usage, Total: r.usage, CostUSD: cost(r.cfg.History, r.usage)})
@@ -317,6 +337,11 @@ func (r *run) observe(t *turn) (State, bool) {
 	default:
 		r.cfg.Logger.Warn("agent: unknown stop reason; treating it as end_turn", "stop_reason", t.stop)
 	}
+	// A hook may keep the model going, within the iteration limit.
+	if d, _ := r.hooks(r.ctx, HookEvent{Point: BeforeStop, Text: r.text}); d.Continue != "" && r.iter < r.cfg.MaxIterations {
+		r.cfg.History.AppendUser(llm.Text{Text: d.Continue})
+		return "", true
+	}
 	return Finished, false
 }
 
@@ -329,19 +354,19 @@ type pending struct {
 }
 
 // startCall reports call and starts it under the turn's ctx, unless the
-// loop's rules (check) or Approve stop it: on the stream's goroutine, to
-// see calls in order and let Approve ask a person.
+// loop's rules (check) or a hook stop it: on the stream's goroutine, to
+// see calls in order and let a hook ask a person. A hook's rewritten input
+// runs; the history keeps the model's.
 func (r *run) startCall(ctx context.Context, rep *repeats, call llm.ToolUse, final bool) *pending {
 	r.emit(ToolCall{ID: call.ID, Name: call.Name, Input: call.Input})
 	if why, skip := check(rep, r.cfg.RepeatLimit, call, final); skip {
 		return r.notRun(call, why)
 	}
-	if r.cfg.Approve != nil {
-		if err := r.cfg.Approve(ctx, call); err != nil {
-			return r.notRun(call, "denied: "+err.Error())
-		}
+	run, why, ok := r.beforeTool(ctx, call)
+	if !ok {
+		return r.notRun(call, why)
 	}
-	return &pending{call: call, ran: true, wait: r.rt.Start(ctx, call)}
+	return &pending{call: call, ran: true, wait: r.rt.Start(ctx, run)}
 }
 
 // notRun returns a call that was not run, whose is_error result says why.
@@ -363,9 +388,12 @@ func (r *run) act(t *turn) {
 	r.cfg.History.AppendUser(results...)
 }
 
-// collect waits for call p and reports its outcome.
+// collect waits for call p and reports its outcome, as the hooks leave it.
 func (r *run) collect(p *pending) llm.ToolResult {
 	res, took := p.wait()
+	if p.ran {
+		res = r.afterTool(p.call, res)
+	}
 	r.emit(ToolDone{ID: p.call.ID, Name: p.call.Name, Content: shown(res.Content), IsError: res.IsError, Duration: took})
 	return res
 }

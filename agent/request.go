@@ -48,8 +48,9 @@ func (r *run) request(final bool) (llm.Request, error) {
 // compact compacts the history and reports it when it shrank, also when
 // it could not get under the limit; a compaction that shrank nothing (a
 // failed server call, a lone prompt too long) is not one to report. Summary
-// calls count in the run's usage.
+// calls count in the run's usage, and its budget.
 func (r *run) compact() error {
+	r.hooks(r.ctx, HookEvent{Point: BeforeCompact})
 	ctx, span := r.otel.StartCompact(r.ctx, r.cfg.ConversationID) // otel hook: the compact_history span
 	c, err := r.cfg.History.Compact(ctx, r.cfg.Model)             // otel hook: ctx, was r.ctx
 	typ := llm.ErrorType(err)                                     // otel hook: ends the span
@@ -58,6 +59,7 @@ func (r *run) compact() error {
 	}
 	telemetry.EndCompact(span, c.Before, c.After, c.Steps, err, typ)
 	r.usage = r.usage.Add(c.Usage)
+	r.spent.add(cost(r.cfg.History, c.Usage))
 	if c.After < c.Before {
 		r.cfg.Logger.Info("agent: compacted the history", slog.Int("before", c.Before), slog.Int("after", c.After), slog.Any("err", err))
 		r.emit(Compacted{c})

@@ -11,7 +11,7 @@ import (
 // A Runtime is everything a run takes from the world besides its Model and
 // its hooks: where tool calls run, and time. The loop itself starts no
 // goroutine, reads no clock, draws no random number and blocks only in the
-// Model, in Approve and in these methods, so that a Runtime (and Model)
+// Model, in the hooks and in these methods, so that a Runtime (and Model)
 // that do all of it in a Temporal workflow's own primitives make the same
 // loop a deterministic workflow (package durable does this).
 //

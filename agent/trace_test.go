@@ -126,7 +126,7 @@ func TestSpanTree(t *testing.T) {
 				cfg.History = tt.history()
 			}
 			if tt.deny {
-				cfg.Approve = func(context.Context, llm.ToolUse) error { return errors.New("no") }
+				cfg.Hooks = []Hook{ToolGate(func(context.Context, llm.ToolUse) error { return errors.New("no") })}
 			}
 			a, err := New(cfg)
 			if err != nil {

@@ -2,7 +2,7 @@
 // survives the death of the process that runs it.
 //
 // The workflow runs package agent's own loop (an agent.Agent), through the
-// loop's seams (agent.Runtime, llm.Model, agent.Config.Approve), split
+// loop's seams (agent.Runtime, llm.Model, agent.Config.Hooks), split
 // where Temporal needs it:
 //
 //   - Each model turn is an activity ([Activities.ModelTurn]). It streams

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/anthropictest"
@@ -192,6 +193,47 @@ func TestOversizedResult(t *testing.T) {
 	}
 	if res.Text != "Too big." {
 		t.Errorf("text = %q", res.Text)
+	}
+	e.checkRequests(t)
+}
+
+// TestBudgetAcrossContinueAsNew spends $1 a turn, one turn per workflow
+// run, under a budget of $2.50: each run takes what the runs before it
+// spent off its budget, so the third turn's spending ends the conversation
+// as it ends in process, before a fourth request.
+func TestBudgetAcrossContinueAsNew(t *testing.T) {
+	replies := func() []anthropictest.Reply {
+		var rs []anthropictest.Reply
+		for i := range 5 {
+			rs = append(rs, anthropictest.NewStream().ToolUse(fmt.Sprintf("toolu_%d", i), "add", fmt.Sprintf(`{"a":%d,"b":1}`, i)).
+				Usage(500_000, 5, 0, 0).Stop("tool_use")) // $1 at the default model's price
+		}
+		return rs
+	}
+	e := newEnv(t, replies()...)
+	add, _ := adder()
+	e.worker(t, "budget", Config{}, add)
+	res := e.run(t, "budget", "budget", Input{Prompt: "add", TurnsPerRun: 1, MaxCostUSD: 2.5})
+
+	api := anthropictest.NewServer(replies()...)
+	defer api.Close()
+	add2, _ := adder()
+	a, err := agent.New(agent.Config{Model: llm.New(llm.Config{BaseURL: api.URL}), Tools: []*tool.Tool{add2}, MaxCostUSD: 2.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := a.Run(context.Background(), "add")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.State != agent.BudgetLimit || want.Iterations != 3 {
+		t.Fatalf("in process: %+v; want the budget limit after 3 turns", want)
+	}
+	if diff := cmp.Diff(want, res.Result, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+		t.Errorf("durable result differs from in-process (-in-process +durable):\n%s", diff)
+	}
+	if n := len(e.api.Requests()); n != 3 || res.Runs != 3 {
+		t.Errorf("%d requests in %d workflow runs, want 3 in 3", n, res.Runs)
 	}
 	e.checkRequests(t)
 }

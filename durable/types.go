@@ -79,6 +79,9 @@ type Input struct {
 	MaxDuration time.Duration `json:"max_duration,omitempty"`
 	// MaxTotalTokens caps the tokens of the run. Default 0: none.
 	MaxTotalTokens int64 `json:"max_total_tokens,omitempty"`
+	// MaxCostUSD caps the cost of the run, as in agent.Config: the model
+	// must have a price. Default 0: none.
+	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
 	// RepeatLimit is as in agent.Config: default 3, negative turns it off.
 	RepeatLimit int `json:"repeat_limit,omitempty"`
 

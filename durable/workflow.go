@@ -168,6 +168,14 @@ func (r *run) loop() (agent.Result, error) {
 	if maxTokens > 0 {
 		maxTokens -= r.base.Usage.Context() // > 0: the loop pauses only below its limits
 	}
+	maxCost := r.in.MaxCostUSD
+	if maxCost > 0 {
+		// Below the limit too, but for rounding: a cost summed turn by turn
+		// may differ in its last bits from the total's.
+		if maxCost -= r.cost(r.base.Usage); maxCost <= 0 {
+			return agent.Result{State: agent.BudgetLimit, Iterations: r.base.Iteration, Usage: r.base.Usage, CostUSD: r.cost(r.base.Usage)}, nil
+		}
+	}
 	// The agent's context, cancelled when the workflow is. Its children
 	// are plain cancel contexts: no goroutine, no timer, so the loop stays
 	// deterministic; what blocks, blocks in the workflow (model.go and
@@ -181,7 +189,7 @@ func (r *run) loop() (agent.Result, error) {
 	a, err := agent.New(agent.Config{
 		Model: model{r}, Runtime: runtime{r}, History: r.h, System: r.in.System, Thinking: r.in.Thinking, Effort: r.in.Effort,
 		MaxIterations: r.in.MaxIterations - r.base.Iteration, FinalAnswer: r.in.FinalAnswer, MaxDuration: maxDuration,
-		MaxTotalTokens: maxTokens, RepeatLimit: r.in.RepeatLimit, DisableCache: r.in.DisableCache, Approve: r.approve,
+		MaxTotalTokens: maxTokens, MaxCostUSD: maxCost, RepeatLimit: r.in.RepeatLimit, DisableCache: r.in.DisableCache, Hooks: []agent.Hook{agent.ToolGate(r.approve)},
 		Schema: r.in.Schema, Reasks: r.in.Reasks,
 		Logger:    slog.New(logHandler{workflow.GetLogger(r.root)}),
 		Telemetry: llm.Telemetry{TracerProvider: noop.NewTracerProvider()}, // the activities trace; a replay must not
@@ -318,7 +326,7 @@ func (r *run) handlers() error {
 		}})
 }
 
-// approve is the agent's Approve hook: a call of a tool in Input.Approve
+// approve is the check of the agent's tool-call hook: a call of a tool in Input.Approve
 // waits, in the workflow, for a person's [Decision].
 func (r *run) approve(ctx context.Context, call llm.ToolUse) error {
 	if !r.needsApproval(call.Name) {

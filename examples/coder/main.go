@@ -78,7 +78,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, in io.R
 		History:       memory.New(memory.Config{Model: getenv("ANTHROPIC_MODEL")}),
 		System:        fmt.Sprintf(system, ws.Dir()),
 		Tools:         append(ws.Tools(), shell.New(shell.Config{Dir: ws.Dir()})),
-		Approve:       policy.Approve,
+		Hooks:         []agent.Hook{agent.ToolGate(policy.Approve)},
 		MaxIterations: 50,
 	})
 	if err != nil {

@@ -258,7 +258,7 @@ func registerBuiltins(o *options, reg *tool.Registry) (*builtins, error) {
 	return b, nil
 }
 
-// approve returns the agent's Approve hook. Every tool in reg but the
+// approve returns the check of the agent's tool-call hook. Every tool in reg but the
 // mutating built-ins runs without asking, and a call of a tool that does
 // not exist is let through for the registry to answer, rather than asked
 // about.

@@ -108,6 +108,7 @@ type Prompt struct {
 	MaxIterations  int
 	MaxDuration    time.Duration
 	MaxTotalTokens int64
+	MaxCostUSD     float64 // --max-budget-usd
 	ContextLimit   int
 	System         string
 	AppendSystem   string // added to System, or to the worker's when System is empty
@@ -341,7 +342,7 @@ func (c *cli) serve(ctx context.Context, o *options, t Temporal, stdout, stderr 
 	if t.Blobs == "" {
 		fmt.Fprintln(stderr, "agentloop: no --blobs store: a tool result over Temporal's 2 MiB payload limit reaches the model as an error, not the result")
 	}
-	rules, denyOnly := s.cfg.Approve, s.builtins.policy.DenyOnly()
+	rules, denyOnly := s.builtins.approve(s.cfg.Registry), s.builtins.policy.DenyOnly()
 	approve := func(ctx context.Context, call llm.ToolUse, approved bool) error {
 		if approved {
 			return denyOnly.Approve(ctx, call)
@@ -384,7 +385,7 @@ func (c *cli) durablePrompt(ctx context.Context, o *options, t Temporal, stdin i
 	defer s.render.close()
 	p := Prompt{Prompt: o.prompt, Session: o.session, Detach: o.durable.detach, Approve: o.durable.approve,
 		Model: o.model, MaxTokens: o.maxTokens, MaxIterations: o.maxIterations, MaxDuration: o.maxDuration,
-		MaxTotalTokens: o.maxTotal, ContextLimit: o.contextLimit, System: o.system,
+		MaxTotalTokens: o.maxTotal, MaxCostUSD: o.maxBudget, ContextLimit: o.contextLimit, System: o.system,
 		Started: func(id string) {
 			if o.session == "" {
 				s.render.note("session %s", id)

@@ -56,6 +56,11 @@ func TestUsageErrors(t *testing.T) {
 		{"negative duration", []string{"--max-duration", "-1s", "hi"}, nil, "", []string{"--max-duration"}},
 		{"duration without unit", []string{"--max-duration", "90", "hi"}, nil, "", []string{"max-duration"}},
 		{"negative token limit", []string{"--max-total-tokens", "-5", "hi"}, nil, "", []string{"--max-total-tokens"}},
+		{"negative budget", []string{"--max-budget-usd", "-1", "hi"}, nil, "", []string{"--max-budget-usd must be 0 (no limit) or a positive amount, not -1"}},
+		{"NaN budget", []string{"--max-budget-usd", "NaN", "hi"}, nil, "", []string{"--max-budget-usd must be 0 (no limit) or a positive amount, not NaN"}},
+		{"infinite budget", []string{"--max-budget-usd", "Inf", "hi"}, nil, "", []string{"--max-budget-usd must be 0 (no limit) or a positive amount, not +Inf"}},
+		{"budget on an unpriced model", []string{"--model", "claude-unpriced-1", "--max-budget-usd", "1", "hi"}, nil, "",
+			[]string{"--max-budget-usd needs the price of the model, and agentloop does not know that of claude-unpriced-1"}},
 		{"thinking above max tokens", []string{"--model", "claude-sonnet-4-6", "--thinking", "9000", "--max-tokens", "4096", "hi"}, nil, "",
 			[]string{"--thinking 9000 must be below --max-tokens 4096"}},
 		{"thinking at the default max tokens", []string{"--model", "claude-sonnet-4-6", "--thinking", "8192", "hi"}, nil, "",
@@ -135,6 +140,12 @@ func TestRunErrors(t *testing.T) {
 			anthropictest.Repeat(anthropictest.NewStream().Usage(10, 0, 0, 0).
 				ToolUse("toolu_x", "calculator", `{"a":1,"b":1,"operation":"add"}`).Stop("tool_use", 5)),
 			exitLimit, "", []string{"token limit", "30 tokens used of --max-total-tokens 20"}},
+		// $1.0001 a turn at the default model's price: the check before the
+		// second turn stops the run.
+		{"budget limit", []string{"--tools", "calculator", "--max-budget-usd", "0.5", "hi"},
+			anthropictest.Repeat(anthropictest.NewStream().Usage(500_000, 0, 0, 0).
+				ToolUse("toolu_x", "calculator", `{"a":1,"b":1,"operation":"add"}`).Stop("tool_use", 5)),
+			exitLimit, "", []string{"budget limit reached: $1.0001 spent of --max-budget-usd 0.5, without a final answer"}},
 		{"retried turn", []string{"hi"},
 			anthropictest.Repeat(anthropictest.ReplyFunc(func(r *anthropictest.Request) anthropictest.Reply {
 				if r.N == 1 {
@@ -240,6 +251,8 @@ func TestOutcome(t *testing.T) {
 		{agent.IterationLimit, nil, exitLimit},
 		{agent.TimeLimit, nil, exitLimit},
 		{agent.TokenLimit, nil, exitLimit},
+		{agent.BudgetLimit, nil, exitLimit},
+		{agent.Blocked, nil, exitFailure},
 		{agent.Cancelled, context.Canceled, exitInterrupted},
 		{agent.Failed, io.ErrUnexpectedEOF, exitFailure},
 		{"a_state_from_the_future", nil, exitFailure},

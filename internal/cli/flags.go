@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"flag"
 	"io"
+	"math"
 	"net/url"
 	"runtime/debug"
 	"slices"
@@ -24,7 +25,8 @@ type options struct {
 	maxTokens     int
 	maxIterations int
 	maxDuration   time.Duration
-	maxTotal      int64 // --max-total-tokens
+	maxTotal      int64   // --max-total-tokens
+	maxBudget     float64 // --max-budget-usd
 	contextLimit  int
 	system        string
 	tools         []string
@@ -115,6 +117,10 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		return nil, usageError("--max-duration must be 0 (no limit) or positive")
 	case o.maxTotal < 0:
 		return nil, usageError("--max-total-tokens must be 0 (no limit) or positive")
+	case !(o.maxBudget >= 0) || math.IsInf(o.maxBudget, 1):
+		return nil, usageError("--max-budget-usd must be 0 (no limit) or a positive amount, not %v", o.maxBudget)
+	case o.maxBudget > 0 && info.Price == (llm.Price{}):
+		return nil, usageError("--max-budget-usd needs the price of the model, and agentloop does not know that of %s", o.model)
 	case o.contextLimit < 0:
 		return nil, usageError("--context-limit must be positive")
 	case known && o.contextLimit > info.ContextWindow:
@@ -186,6 +192,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.maxIterations, "max-iterations", defaultMaxIterations, "")
 	fs.DurationVar(&o.maxDuration, "max-duration", 0, "")
 	fs.Int64Var(&o.maxTotal, "max-total-tokens", 0, "")
+	fs.Float64Var(&o.maxBudget, "max-budget-usd", 0, "")
 	fs.IntVar(&o.contextLimit, "context-limit", 0, "")
 	fs.StringVar(&o.system, "system", "", "")
 	fs.IntVar(&o.thinking, "thinking", 0, "")

@@ -52,6 +52,10 @@ Flags:
                       give up on a prompt, before its next model turn, once
                       its turns have used N tokens: input, cached or not,
                       and output, summed over the turns (default 0: no limit)
+  --max-budget-usd N  give up on a prompt, before its next model turn, once
+                      its turns have cost N USD at the model's list price;
+                      a model agentloop does not price cannot take one
+                      (default 0: no limit)
   --context-limit N   compact the history when it exceeds N tokens (default
                       the context window less --max-tokens and a margin:
                       %d with the default --max-tokens)
@@ -222,7 +226,8 @@ Exit status:
        blank prompt, no API key, a --session file that cannot be read (it
        is left untouched) or saved; found before any request is sent
   3    a limit was reached: --max-iterations ("iteration limit"),
-       --max-duration ("time limit") or --max-total-tokens ("token limit")
+       --max-duration ("time limit"), --max-total-tokens ("token limit")
+       or --max-budget-usd ("budget limit")
   130  interrupted by Ctrl-C
 `
 

@@ -87,7 +87,7 @@ const (
 	exitOK          = 0
 	exitFailure     = 1   // an API or runtime error after retries
 	exitUsage       = 2   // a usage or configuration error
-	exitLimit       = 3   // --max-iterations, --max-duration or --max-total-tokens was reached
+	exitLimit       = 3   // --max-iterations, --max-duration, --max-total-tokens or --max-budget-usd was reached
 	exitInterrupted = 130 // Ctrl-C, as a shell reports SIGINT
 )
 

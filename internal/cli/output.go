@@ -213,7 +213,12 @@ func newResultRecord(e ending, d time.Duration, priced bool, session string) res
 		rec.Subtype = "error_max_duration"
 	case agent.TokenLimit:
 		rec.Subtype = "error_max_total_tokens"
-	default:
+	case agent.BudgetLimit:
+		rec.Subtype = "error_max_budget_usd" // Claude Code's
+	}
+	if _, ok := errors.AsType[*agent.OutputError](e.outcome); ok && e.res.State == agent.Failed {
+		rec.Subtype = "error_max_structured_output_retries" // Claude Code's
+	} else if rec.Subtype == "success" {
 		rec.Subtype = "error_during_execution"
 	}
 	if exitCode(e.outcome) == exitInterrupted {

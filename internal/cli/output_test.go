@@ -65,6 +65,19 @@ func TestOutputFormatJSON(t *testing.T) {
 			},
 		},
 		{
+			name:    "budget limit",
+			replies: []anthropictest.Reply{addCall},
+			args:    []string{"--tools", "calculator", "--max-budget-usd", "0.00001", "add"},
+			code:    exitLimit,
+			want: map[string]any{
+				"type": "result", "subtype": "error_max_budget_usd", "is_error": true, "num_turns": 1.0,
+				"result": "Adding.", "stop_reason": nil, "total_cost_usd": 0.00007, "state": "budget_limit",
+				"usage":              map[string]any{"input_tokens": 10.0, "output_tokens": 5.0},
+				"permission_denials": []any{},
+				"error":              "budget limit reached: $0.0001 spent of --max-budget-usd 0.00001, without a final answer",
+			},
+		},
+		{
 			name:    "iteration limit",
 			replies: []anthropictest.Reply{addCall},
 			args:    []string{"--tools", "calculator", "--max-iterations", "1", "add"},

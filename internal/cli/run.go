@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/agentloop/agentloop/agent"
@@ -286,11 +287,12 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 		Model:          client,
 		System:         s.withInstructions(s.builtins.system(o)),
 		Registry:       reg,
-		Approve:        s.builtins.approve(reg),
+		Hooks:          []agent.Hook{agent.ToolGate(s.builtins.approve(reg))},
 		History:        history,
 		MaxIterations:  o.maxIterations,
 		MaxDuration:    o.maxDuration,
 		MaxTotalTokens: o.maxTotal,
+		MaxCostUSD:     o.maxBudget,
 		Logger:         logger,
 		Name:           "agentloop",       // otel hook
 		ConversationID: conversationID(o), // otel hook
@@ -430,7 +432,9 @@ func (s *session) outcome(res agent.Result, err error) error {
 	case agent.Truncated:
 		s.render.note("the answer was cut off at --max-tokens %d", s.o.maxTokens)
 		return nil
-	// The three limits stop a run that has not produced a final answer, so
+	case agent.Blocked:
+		return &exitError{code: exitFailure, err: fmt.Errorf("the prompt was blocked: %s", res.Text)}
+	// The limits stop a run that has not produced a final answer, so
 	// a script must be able to tell them from one that has: each exits 3.
 	case agent.IterationLimit:
 		return limitError("iteration limit reached: %s without a final answer (raise --max-iterations)",
@@ -441,6 +445,9 @@ func (s *session) outcome(res agent.Result, err error) error {
 	case agent.TokenLimit:
 		return limitError("token limit reached: %d tokens used of --max-total-tokens %d, without a final answer",
 			res.Usage.Context(), s.o.maxTotal)
+	case agent.BudgetLimit:
+		return limitError("budget limit reached: $%.4f spent of --max-budget-usd %s, without a final answer",
+			res.CostUSD, strconv.FormatFloat(s.o.maxBudget, 'f', -1, 64))
 	default:
 		// A state a later version of package agent adds.
 		return &exitError{code: exitFailure, err: fmt.Errorf("the run ended with state %q", res.State)}

@@ -1,10 +1,10 @@
 // Package permission decides which tool calls may run: read-only tools
 // freely, others when a rule allows them or a person says yes. Deny rules
-// win over everything. [Policy.Approve] is an agent.Config.Approve hook:
+// win over everything. [Policy.Approve] is the check of an agent hook:
 //
 //	allow, _ := permission.ParseRule("bash(go test:*)")
 //	p := &permission.Policy{Allow: []permission.Rule{allow}, Ask: askOnTerminal}
-//	a, err := agent.New(agent.Config{Model: client, Tools: reg, Approve: p.Approve})
+//	a, err := agent.New(agent.Config{Model: client, Tools: reg, Hooks: []agent.Hook{agent.ToolGate(p.Approve)}})
 //
 // # Rules
 //
@@ -264,7 +264,7 @@ type Policy struct {
 }
 
 // Approve returns nil if call may run, or an error, which the model
-// reads, saying why not. It has the signature of agent.Config.Approve.
+// reads, saying why not. agent.ToolGate makes it a hook.
 func (p *Policy) Approve(ctx context.Context, call llm.ToolUse) error {
 	readOnly := p.ReadOnly
 	if readOnly == nil {

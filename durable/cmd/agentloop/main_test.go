@@ -27,6 +27,7 @@ const (
 	exitOK      = 0
 	exitFailure = 1
 	exitUsage   = 2
+	exitLimit   = 3
 )
 
 // command runs the durable build in process with env as its environment.
@@ -147,6 +148,29 @@ func TestWorkerAndPrompt(t *testing.T) {
 		if err := anthropictest.CheckRequest(r.Body); err != nil {
 			t.Errorf("request %d: %v", r.N, err)
 		}
+	}
+}
+
+// TestBudgetLimit: --max-budget-usd reaches the workflow, whose run stops
+// before the request that would spend past it, and the command exits 3
+// with "budget limit", as in process.
+func TestBudgetLimit(t *testing.T) {
+	// $1.0001 a turn at the default model's price.
+	api := anthropictest.NewServer(anthropictest.Repeat(anthropictest.NewStream().Usage(500_000, 0, 0, 0).
+		ToolUse("toolu_1", "calculator", `{"expression":"6*7"}`).Stop("tool_use", 5)))
+	t.Cleanup(api.Close)
+	env := map[string]string{"ANTHROPIC_BASE_URL": api.URL, "ANTHROPIC_API_KEY": "sk-ant-test"}
+	_, common := startWorker(t, env, "budget", "--tools", "calculator")
+
+	var stdout, stderr bytes.Buffer
+	if code := command(context.Background(), env, &stdout, &stderr, append(common, "--max-budget-usd", "0.5", "what is 6*7?")...); code != exitLimit {
+		t.Fatalf("exit %d, want 3; stderr:\n%s", code, stderr.String())
+	}
+	if want := "budget limit reached: $1.0001 spent of --max-budget-usd 0.5"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+	}
+	if n := len(api.Requests()); n != 1 {
+		t.Errorf("%d requests, want 1", n)
 	}
 }
 

@@ -110,7 +110,7 @@ func run(ctx context.Context, t cli.Temporal, p cli.Prompt, yield func(agent.Eve
 	}
 	defer c.Close()
 	in := durable.Input{Prompt: p.Prompt, Model: p.Model, MaxTokens: p.MaxTokens, MaxIterations: p.MaxIterations,
-		MaxDuration: p.MaxDuration, MaxTotalTokens: p.MaxTotalTokens, ContextLimit: p.ContextLimit, System: p.System,
+		MaxDuration: p.MaxDuration, MaxTotalTokens: p.MaxTotalTokens, MaxCostUSD: p.MaxCostUSD, ContextLimit: p.ContextLimit, System: p.System,
 		AppendSystem: p.AppendSystem, Thinking: p.Thinking, Effort: p.Effort, Compaction: p.Compaction, Approve: p.Approve, Stream: true,
 		Schema: p.Schema}
 	id := p.Session

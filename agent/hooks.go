@@ -1,0 +1,171 @@
+package agent
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/agentloop/agentloop/llm"
+)
+
+// A Hook is called at each point of a run's life that a [HookEvent] names,
+// and returns what the run should do there. The hooks of [Config].Hooks
+// run in order, on the loop's goroutine, so a hook may block to ask a
+// person (in a workflow, in the workflow's own primitives). A hook that
+// fails (returns an error, or outlives Config.HookTimeout) is logged and
+// counts as no decision, but before a tool call it denies the call: a
+// check that did not run is not a pass.
+//
+// A hook sees what it needs and nothing that holds a secret: the tool
+// call, its result, the prompt, the model's text, the session's name.
+type Hook func(ctx context.Context, e HookEvent) (Decision, error)
+
+// A HookPoint names where in a run a hook is called.
+type HookPoint string
+
+// The points where hooks are called.
+const (
+	// BeforeTool: a call the loop's own checks let through, before it
+	// starts. Decision.Deny, Ask or Input.
+	BeforeTool HookPoint = "before_tool"
+	// AfterTool: a call that ran, before the model reads its result.
+	// Decision.Content or Context.
+	AfterTool HookPoint = "after_tool"
+	// PromptSubmit: a run's prompt, before it joins the history.
+	// Decision.Deny (the run ends [Blocked]) or Context.
+	PromptSubmit HookPoint = "prompt_submit"
+	// BeforeStop: the model ended its turn, and the run would finish.
+	// Decision.Continue, unless the iteration limit is reached.
+	BeforeStop HookPoint = "before_stop"
+	// BeforeCompact: the history is about to be compacted by the client.
+	// No decision.
+	BeforeCompact HookPoint = "before_compact"
+)
+
+// A HookEvent is what a hook is told; the fields of its Point are set.
+type HookEvent struct {
+	Point   HookPoint       `json:"point"`
+	Session string          `json:"session,omitempty"` // Config.ConversationID
+	Prompt  string          `json:"prompt,omitempty"`  // PromptSubmit
+	Call    *llm.ToolUse    `json:"call,omitempty"`    // BeforeTool, AfterTool
+	Result  *llm.ToolResult `json:"result,omitempty"`  // AfterTool
+	Text    string          `json:"text,omitempty"`    // BeforeStop: the model's last turn's text
+}
+
+// A Decision is what a hook wants done; its zero value lets the run go
+// on unchanged. A field a point does not take is ignored. Of several
+// hooks, the first Deny wins, over any Ask, then the first Ask; a later
+// Input or Content replaces an earlier one; Contexts and Continue reasons
+// are joined.
+type Decision struct {
+	// Deny, before a tool call, denies it: the model reads the is_error
+	// result "denied: <Deny>". On a prompt, it blocks it.
+	Deny string
+	// Ask, before a tool call, leaves it to the caller: [Config].Ask
+	// decides, with this question.
+	Ask string
+	// Input, before a tool call, is the input it runs with instead, which
+	// is checked again as the model's is.
+	Input json.RawMessage
+	// Content, after a tool call, replaces its result's content, such as
+	// with a redacted copy.
+	Content []llm.Block
+	// Context, after a tool call or on a prompt, is text added for the
+	// model: to the result, or after the prompt.
+	Context string
+	// Continue, when the model would stop, makes it go on, with this
+	// text as the next user turn.
+	Continue string
+}
+
+// ToolGate returns a hook that asks allow before each tool call and
+// denies the call with the error it returns, such as the Approve method
+// of package tools/permission's Policy.
+func ToolGate(allow func(ctx context.Context, call llm.ToolUse) error) Hook {
+	return func(ctx context.Context, e HookEvent) (Decision, error) {
+		if e.Point != BeforeTool {
+			return Decision{}, nil
+		}
+		if err := allow(ctx, *e.Call); err != nil {
+			return Decision{Deny: err.Error()}, nil
+		}
+		return Decision{}, nil
+	}
+}
+
+var errHookTimeout = errors.New("agent: the hook outlived Config.HookTimeout")
+
+// hooks calls the hooks at e.Point and merges their decisions. It reports
+// whether one failed.
+func (r *run) hooks(ctx context.Context, e HookEvent) (d Decision, failed bool) {
+	e.Session = r.cfg.ConversationID
+	for i, h := range r.cfg.Hooks {
+		hctx, stop := ctx, context.CancelFunc(func() {})
+		if r.cfg.HookTimeout > 0 {
+			hctx, stop = r.rt.WithTimeout(ctx, r.cfg.HookTimeout, errHookTimeout)
+		}
+		got, err := h(hctx, e)
+		if err == nil && hctx.Err() != nil {
+			err = context.Cause(hctx)
+		}
+		stop()
+		if err != nil {
+			r.cfg.Logger.Warn("agent: a hook failed", "hook", i, "point", e.Point, "err", err)
+			failed = true
+			continue
+		}
+		d.Deny, d.Ask = cmp.Or(d.Deny, got.Deny), cmp.Or(d.Ask, got.Ask)
+		if got.Input != nil {
+			d.Input = got.Input
+		}
+		if got.Content != nil {
+			d.Content = got.Content
+		}
+		d.Context = join(d.Context, got.Context)
+		d.Continue = join(d.Continue, got.Continue)
+	}
+	return d, failed
+}
+
+func join(a, b string) string {
+	if a == "" || b == "" {
+		return a + b
+	}
+	return a + "\n\n" + b
+}
+
+// beforeTool applies the hooks to call: the call to run, or why it is not.
+func (r *run) beforeTool(ctx context.Context, call llm.ToolUse) (llm.ToolUse, string, bool) {
+	seen := call // a hook's to read, not to change what runs
+	d, failed := r.hooks(ctx, HookEvent{Point: BeforeTool, Call: &seen})
+	switch {
+	case failed:
+		return call, "denied: a check of this call failed", false
+	case d.Deny != "":
+		return call, "denied: " + d.Deny, false
+	case d.Ask != "" && r.cfg.Ask == nil:
+		return call, fmt.Sprintf("denied: %s (the user must be asked, and nobody can be)", d.Ask), false
+	case d.Ask != "":
+		if err := r.cfg.Ask(ctx, call, d.Ask); err != nil {
+			return call, "denied: " + err.Error(), false
+		}
+	}
+	if d.Input != nil {
+		call.Input = d.Input // the Runtime checks it, as it is not the Assembler's
+	}
+	return call, "", true
+}
+
+// afterTool applies the hooks to the result of call, which ran.
+func (r *run) afterTool(call llm.ToolUse, res llm.ToolResult) llm.ToolResult {
+	d, _ := r.hooks(r.ctx, HookEvent{Point: AfterTool, Call: &call, Result: &res})
+	if d.Content != nil {
+		res.Content = d.Content
+	}
+	if d.Context != "" {
+		res.Content = append(res.Content[:len(res.Content):len(res.Content)], llm.Text{Text: d.Context})
+	}
+	return res
+}
