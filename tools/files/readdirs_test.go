@@ -16,15 +16,7 @@ func TestReadDirs(t *testing.T) {
 	skill := filepath.Join(filepath.Dir(e.dir), "skill")
 	os.MkdirAll(skill, 0o755)
 	os.WriteFile(filepath.Join(skill, "SKILL.md"), []byte("steps\n"), 0o644)
-	ws, err := Open(Config{Dir: e.dir, ReadDirs: []string{skill}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ws.Close() })
-	e.ws, e.reg = ws, tool.NewRegistry(tool.Config{})
-	if err := e.reg.Register(ws.Tools()...); err != nil {
-		t.Fatal(err)
-	}
+	ws := e.reopen(Config{Dir: e.dir, ReadDirs: []string{skill}})
 	md := filepath.Join(skill, "SKILL.md")
 	for _, tc := range []struct {
 		tool    string
@@ -60,15 +52,7 @@ func TestReadDirs(t *testing.T) {
 // stays read-only, while the rest of the working directory is writable.
 func TestReadDirInside(t *testing.T) {
 	e := newEnv(t, map[string]string{".claude/skills/s/SKILL.md": "steps\n", "a.txt": "a\n"})
-	ws, err := Open(Config{Dir: e.dir, ReadDirs: []string{".claude/skills/s"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ws.Close() })
-	e.ws, e.reg = ws, tool.NewRegistry(tool.Config{})
-	if err := e.reg.Register(ws.Tools()...); err != nil {
-		t.Fatal(err)
-	}
+	e.reopen(Config{Dir: e.dir, ReadDirs: []string{".claude/skills/s"}})
 	if got, isErr := e.text("write_file", in{"path": ".claude/skills/s/SKILL.md", "content": "evil\n"}); !isErr || !strings.Contains(got, "may read but not write") {
 		t.Errorf("write into the read-only directory: %q (is_error %v)", got, isErr)
 	}
@@ -78,4 +62,19 @@ func TestReadDirInside(t *testing.T) {
 	if got := e.read(".claude/skills/s/SKILL.md"); got != "steps\n" {
 		t.Errorf("SKILL.md = %q", got)
 	}
+}
+
+// reopen gives e a workspace of cfg, in place of its own.
+func (e *env) reopen(cfg Config) *Workspace {
+	e.t.Helper()
+	ws, err := Open(cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { ws.Close() })
+	e.ws, e.reg = ws, tool.NewRegistry(tool.Config{})
+	if err := e.reg.Register(ws.Tools()...); err != nil {
+		e.t.Fatal(err)
+	}
+	return ws
 }
