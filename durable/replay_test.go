@@ -169,24 +169,31 @@ func TestReplay(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			h, err := client.HistoryFromJSON(bytes.NewReader(b), client.HistoryJSONOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: DataConverter(nil)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			r.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
-			if err := r.ReplayWorkflowHistory(log.NewStructuredLogger(slog.New(slog.DiscardHandler)), h); err != nil {
+			if err := replay(t, f, Workflow); err != nil {
 				t.Error(err)
 			}
 		})
 	}
+}
+
+// replay replays the recorded history in file f with wf as the workflow;
+// the error is the replay's.
+func replay(t *testing.T, f string, wf func(workflow.Context, Input) (Result, error)) error {
+	t.Helper()
+	b, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := client.HistoryFromJSON(bytes.NewReader(b), client.HistoryJSONOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: DataConverter(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.RegisterWorkflowWithOptions(wf, workflow.RegisterOptions{Name: WorkflowName})
+	return r.ReplayWorkflowHistory(log.NewStructuredLogger(slog.New(slog.DiscardHandler)), h)
 }
 
 // TestReplayAcrossChange: a change that issues a new command replays the
@@ -211,20 +218,7 @@ func TestReplayAcrossChange(t *testing.T) {
 	}
 	for _, gated := range []bool{true, false} {
 		for _, f := range files {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			h, err := client.HistoryFromJSON(bytes.NewReader(b), client.HistoryJSONOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: DataConverter(nil)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			r.RegisterWorkflowWithOptions(changed(gated), workflow.RegisterOptions{Name: WorkflowName})
-			err = r.ReplayWorkflowHistory(log.NewStructuredLogger(slog.New(slog.DiscardHandler)), h)
+			err := replay(t, f, changed(gated))
 			if gated && err != nil {
 				t.Errorf("%s: the gated change does not replay: %v", f, err)
 			}
