@@ -24,7 +24,7 @@ func TestREPL(t *testing.T) {
 		t.Errorf("stdout (-want +got):\n%s", diff)
 	}
 	for _, want := range []string{"/help for the commands", "1 run: ", "$0.0001", "of the 5000 that trigger compaction",
-		"conversation cleared", "unknown command /bogus", "/exit   end the session"} {
+		"conversation cleared", "unknown command /bogus", "/exit            end the session"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 		}
