@@ -184,9 +184,9 @@ type builtins struct {
 	// policies are the permission policy of each mode; policy is that
 	// of the mode the session started in.
 	policies map[string]*permission.Policy
-	mode     atomic.Int32   // the mode now: its index in permissionModes
-	asker    *terminalAsker // nil when there is no terminal to ask on
-	box    *sandbox.Policy // bash's sandbox; nil when bash is unconfined
+	mode     atomic.Int32    // the mode now: its index in permissionModes
+	asker    *terminalAsker  // nil when there is no terminal to ask on
+	box      *sandbox.Policy // bash's sandbox; nil when bash is unconfined
 	// The project's context (context.go): its instructions files and
 	// skills, and a warning for each one skipped.
 	instructions []instructionsFile

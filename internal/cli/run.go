@@ -234,7 +234,7 @@ type session struct {
 	// context is what the REPL's !commands ran and printed, for the next
 	// prompt.
 	context string
-	log      *slog.Logger
+	log     *slog.Logger
 	// interactive is whether the session is a REPL.
 	interactive bool
 	// unlock releases the --session file's lock (session.go), if it is held.
