@@ -126,13 +126,24 @@ func (s *session) compact(ctx context.Context) error {
 		return nil
 	}
 	cfg := h.Config()
-	now := cfg
-	now.ContextLimit = max(1, h.Tokens()) // as if the limit were reached now
+	// Compact as if the limit were the size now: it aims at 60% of that.
+	// The count, when there is one, is the size as Compact will see it.
+	now, tokens := cfg, h.Tokens()
+	specs := s.cfg.Registry.Specs()
+	if cfg.Counter != nil {
+		n, err := cfg.Counter(ctx, llm.Request{Model: cfg.Model, MaxTokens: cfg.MaxTokens, System: s.cfg.System, Tools: specs, Messages: h.Messages()})
+		if err != nil {
+			return fmt.Errorf("/compact: counting the conversation's tokens: %w", err)
+		}
+		tokens = max(tokens, n)
+	}
+	now.ContextLimit = max(1, tokens)
 	tmp, err := withHistoryConfig(h, now)
 	if err != nil {
 		return fmt.Errorf("/compact: %w", err)
 	}
-	tmp.SetPrefix(s.cfg.System, s.cfg.Registry.Specs())
+	tmp.SetPrefix(s.cfg.System, specs)
+	// A compaction that fails leaves the conversation as it was.
 	c, err := tmp.Compact(ctx, s.cfg.Model)
 	if err != nil {
 		return fmt.Errorf("/compact: %w", err)
