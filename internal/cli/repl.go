@@ -140,6 +140,9 @@ func (l *lines) answer(ctx context.Context, prompt string) (string, error) {
 // terminal is the turn's.
 func (s *session) repl(ctx context.Context, lr lineReader, interrupts <-chan os.Signal) error {
 	fmt.Fprintf(s.stderr, "agentloop %s · /help for the commands · Ctrl-C interrupts a turn\n", s.o.model)
+	if m := s.builtins.currentMode(); m != modeDefault {
+		fmt.Fprintf(s.stderr, "permission mode: %s: %s (Shift-Tab for the next)\n", m, modeNotes[m])
+	}
 	if msgs := s.cfg.History.Messages(); len(msgs) > 0 {
 		fmt.Fprintf(s.stderr, "resuming %s: %s\n", s.o.session, plural(len(msgs), "message", "messages"))
 		for _, m := range msgs {
@@ -193,7 +196,9 @@ func (s *session) repl(ctx context.Context, lr lineReader, interrupts <-chan os.
 		if line == "" {
 			continue
 		}
-		lr.remember(line)
+		if !strings.Contains(line, "\n") { // liner edits one line
+			lr.remember(line)
+		}
 		if strings.HasPrefix(line, "/") && !strings.Contains(line, "\n") {
 			if s.command(ctx, line, interrupts) {
 				return nil

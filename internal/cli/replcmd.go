@@ -314,6 +314,10 @@ func (s *session) resume(arg string) error {
 		}
 		path = files[n-1].path
 	}
+	if filepath.Clean(path) == filepath.Clean(s.o.session) {
+		fmt.Fprintf(s.stderr, "(already in %s)\n", visible(path))
+		return nil
+	}
 	if err := s.save(); err != nil {
 		return err
 	}
