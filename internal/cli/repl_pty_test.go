@@ -93,10 +93,14 @@ func TestREPLContinuation(t *testing.T) {
 }
 
 // TestREPLAttach checks @path: a file the file tools may read goes with the
-// prompt, labelled with its path; a path a --deny rule forbids and a
-// missing one are refused with a message that names them, and nothing is
-// sent.
+// prompt, labelled with its path; a path a --deny rule forbids, a missing
+// one and one outside the working directory are refused with a message that
+// names them, and nothing is sent.
 func TestREPLAttach(t *testing.T) {
+	outside := t.TempDir() + "/outside.txt"
+	if err := os.WriteFile(outside, []byte("beyond\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	t.Chdir(t.TempDir())
 	for name, text := range map[string]string{"notes.txt": "alpha\nbeta\n", "secret.txt": "hunter2\n"} {
 		if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
@@ -111,6 +115,9 @@ func TestREPLAttach(t *testing.T) {
 	at = p.expect(at, "> ")
 	p.send("what is in @missing.txt\r")
 	at = p.expect(at, "@missing.txt: reading missing.txt: no such file or directory")
+	at = p.expect(at, "> ")
+	p.send("what is in @" + outside + "\r")
+	at = p.expect(at, "@"+outside+": refused: "+outside+" is outside the working directory")
 	at = p.expect(at, "> ")
 	p.send("sum up @no\t") // Tab completes the path
 	at = p.expect(at, "sum up @notes.txt")
