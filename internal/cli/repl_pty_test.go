@@ -278,3 +278,17 @@ func TestREPLModelCostCompact(t *testing.T) {
 func toolCall(tool, input string) anthropictest.Reply {
 	return anthropictest.NewStream().Usage(10, 0, 0, 0).ToolUse("toolu_"+tool, tool, input).Stop("tool_use", 5)
 }
+
+// TestREPLShiftTabFromPlan checks that a session started in plan mode says
+// so, and that leaving plan mode with Shift-Tab says the write tools are
+// still not there.
+func TestREPLShiftTabFromPlan(t *testing.T) {
+	srv := anthropictest.NewServer()
+	defer srv.Close()
+	p := startPTY(t, map[string]string{"ANTHROPIC_API_KEY": testKey, "ANTHROPIC_BASE_URL": srv.URL}, "--permission-mode", "plan")
+	at := p.expect(0, "permission mode: plan")
+	at = p.expect(at, "> ")
+	p.send("\x1b[Z")
+	p.expect(at, "permission mode: bypassPermissions: every call runs without asking, unless a --deny rule forbids it (but this session started in plan mode, so it has only the read-only tools)")
+	p.exit()
+}
