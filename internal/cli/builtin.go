@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
@@ -179,9 +181,12 @@ type builtins struct {
 	ws     *files.Workspace // nil without file tools
 	names  []string         // the tools registered
 	policy *permission.Policy
-	plan   bool            // --permission-mode plan
-	asker  *terminalAsker  // nil when there is no terminal to ask on
-	box    *sandbox.Policy // bash's sandbox; nil when bash is unconfined
+	// policies are the permission policy of each mode; policy is that
+	// of the mode the session started in.
+	policies map[string]*permission.Policy
+	mode     atomic.Int32    // the mode now: its index in permissionModes
+	asker    *terminalAsker  // nil when there is no terminal to ask on
+	box      *sandbox.Policy // bash's sandbox; nil when bash is unconfined
 	// The project's context (context.go): its instructions files and
 	// skills, and a warning for each one skipped.
 	instructions []instructionsFile
@@ -198,7 +203,7 @@ func registerBuiltins(o *options, reg *tool.Registry) (*builtins, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the working directory: %w", err)
 	}
-	b := &builtins{dir: dir, names: o.tools, plan: o.builtin.mode == modePlan}
+	b := &builtins{dir: dir, names: o.tools}
 	b.instructions, b.warnings = o.project.instructionsFiles(dir)
 	var warnings []string
 	b.skills, warnings = o.project.findSkills(dir)
@@ -246,16 +251,33 @@ func registerBuiltins(o *options, reg *tool.Registry) (*builtins, error) {
 		b.close()
 		return nil, err
 	}
-	b.policy = &permission.Policy{
-		Allow:    o.builtin.allowRules,
-		Deny:     o.builtin.denyRules,
-		AllowAll: o.builtin.yes,
-		Dir:      b.dir,
+	b.policies = map[string]*permission.Policy{}
+	for _, m := range permissionModes {
+		p := &permission.Policy{Allow: o.builtin.allowRules, Deny: o.builtin.denyRules, AllowAll: m == modeBypass, Dir: b.dir}
+		if m == modeAcceptEdits {
+			p.Allow = append(slices.Clone(p.Allow), permission.Rule{Tool: "write_file"}, permission.Rule{Tool: "edit_file"})
+		}
+		if b.ws != nil {
+			p.Path = b.ws.Resolve // a link cannot dodge a rule
+		}
+		b.policies[m] = p
 	}
-	if b.ws != nil {
-		b.policy.Path = b.ws.Resolve // a link cannot dodge a rule
-	}
+	b.setMode(o.builtin.mode)
+	b.policy = b.policies[o.builtin.mode]
 	return b, nil
+}
+
+// currentMode returns the permission mode now.
+func (b *builtins) currentMode() string { return permissionModes[b.mode.Load()] }
+
+// setMode sets the permission mode, one of permissionModes.
+func (b *builtins) setMode(m string) { b.mode.Store(int32(slices.Index(permissionModes, m))) }
+
+// cycleMode moves to the next permission mode, and returns it.
+func (b *builtins) cycleMode() string {
+	i := (b.mode.Load() + 1) % int32(len(permissionModes))
+	b.mode.Store(i)
+	return permissionModes[i]
 }
 
 // approve returns the check of the agent's tool-call hook. Every tool in reg but the
@@ -263,19 +285,28 @@ func registerBuiltins(o *options, reg *tool.Registry) (*builtins, error) {
 // not exist is let through for the registry to answer, rather than asked
 // about.
 func (b *builtins) approve(reg *tool.Registry) func(context.Context, llm.ToolUse) error {
-	b.policy.ReadOnly = []string{}
-	for _, spec := range reg.Specs() {
-		// In plan mode only the built-in read-only tools run freely: an
-		// MCP tool may change anything, so it asks.
-		if !slices.Contains(mutatingTools, spec.Name) && (!b.plan || slices.Contains(builtinTools, spec.Name)) {
-			b.policy.ReadOnly = append(b.policy.ReadOnly, spec.Name)
+	for m, p := range b.policies {
+		p.ReadOnly = []string{}
+		for _, spec := range reg.Specs() {
+			// In plan mode only the built-in read-only tools run freely: an
+			// MCP tool may change anything, so it asks.
+			if !slices.Contains(mutatingTools, spec.Name) && (m != modePlan || slices.Contains(builtinTools, spec.Name)) {
+				p.ReadOnly = append(p.ReadOnly, spec.Name)
+			}
 		}
 	}
 	return func(ctx context.Context, call llm.ToolUse) error {
 		if _, ok := reg.Lookup(call.Name); !ok {
 			return nil // the registry says it is unknown
 		}
-		err := b.policy.Approve(ctx, call)
+		mode := b.currentMode()
+		var err error
+		if mode == modePlan && slices.Contains(mutatingTools, call.Name) {
+			// A session that started in another mode still has these tools.
+			err = errors.New("plan mode is on: the user wants a plan, not changes, so this tool may not run; investigate with the read-only tools and present your plan")
+		} else {
+			err = b.policies[mode].Approve(ctx, call)
+		}
 		if d, ok := newDenial(call, err); ok {
 			b.mu.Lock()
 			b.denials = append(b.denials, d)
@@ -314,7 +345,7 @@ func (b *builtins) system(o *options) string {
 	if s == "" && slices.ContainsFunc(b.names, func(n string) bool { return n != calculator.Name }) {
 		s = b.defaultSystem()
 	}
-	if b.plan {
+	if b.currentMode() == modePlan {
 		if s != "" {
 			s += "\n\n"
 		}
@@ -378,7 +409,9 @@ func (b *builtins) ask(c *cli, stdin io.Reader, stderr io.Writer, render rendere
 		return
 	}
 	b.asker = &terminalAsker{w: stderr, render: render, style: c.newStyle(stderr), stdin: stdin, ws: b.ws, dir: b.dir}
-	b.policy.Ask = b.asker.ask
+	for _, p := range b.policies {
+		p.Ask = b.asker.ask
+	}
 }
 
 // shareLines makes the asker read its answers through the REPL's line

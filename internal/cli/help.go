@@ -18,9 +18,10 @@ it is attached to the prompt as a document, so git diff | agentloop "review
 this" sends both. With no arguments the prompt is read from stdin, and when
 stdin is a terminal an interactive session starts: the conversation carries
 across turns, with line editing and history (arrow keys, Ctrl-R); /help lists
-the commands, /exit ends it, /clear starts a new conversation (with --session,
-the old transcript is kept beside the new one), /usage shows the tokens and
-cost so far, Ctrl-C interrupts the current turn and a second Ctrl-C exits.
+its commands (/model, /compact, /cost, /resume, /clear, /exit), @path attaches
+a file, !command runs one, a line ending in \ or Alt-Enter goes on to the
+next, Shift-Tab cycles the permission mode, Ctrl-C interrupts the current turn
+and a second Ctrl-C exits.
 Flags go before the prompt. A command (demo, help, and the durable mode's
 worker, approve and deny) is a first word alone or followed by its flags;
 before other words it is part of the prompt, so agentloop help me fix it

@@ -261,7 +261,10 @@ func TestPlanModeAsksMCP(t *testing.T) {
 		plan bool
 		want []bool // denied: calculator, mcp__srv__write
 	}{{false, []bool{false, false}}, {true, []bool{false, true}}} {
-		b := &builtins{plan: tc.plan, policy: &permission.Policy{}}
+		b := &builtins{policies: map[string]*permission.Policy{modeDefault: {}, modePlan: {}}}
+		if tc.plan {
+			b.setMode(modePlan)
+		}
 		approve := b.approve(reg)
 		var got []bool
 		for _, name := range []string{"calculator", "mcp__srv__write"} {

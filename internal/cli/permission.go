@@ -32,16 +32,22 @@ const planPrompt = "Plan mode is on: the user wants a plan, not changes. Investi
 	"have, change nothing, and end with a concrete, numbered plan of the changes you would make and how you would " +
 	"check them, for the user to approve."
 
-// checkMode checks --permission-mode and turns it into rules: acceptEdits
-// allows write_file and edit_file, bypassPermissions is --yes. Deny rules
-// still win over both. Plan mode's tools and prompt are registerBuiltins'
-// and system's.
+// permissionModes are the modes in the order Shift-Tab cycles them, as in
+// Claude Code.
+var permissionModes = []string{modeDefault, modeAcceptEdits, modePlan, modeBypass}
+
+// checkMode checks --permission-mode. --yes is bypassPermissions. Each
+// mode's rules are registerBuiltins' (see builtins.policies); plan mode's
+// tools and prompt are registerBuiltins' and system's.
 func (b *builtinOptions) checkMode() error {
 	switch b.mode {
-	case "", modeDefault:
-		b.mode = modeDefault
-	case modeAcceptEdits:
-		b.allowRules = append(b.allowRules, permission.Rule{Tool: "write_file"}, permission.Rule{Tool: "edit_file"})
+	case "", modeDefault, modeAcceptEdits:
+		if b.mode == "" {
+			b.mode = modeDefault
+		}
+		if b.yes {
+			b.mode = modeBypass
+		}
 	case modeBypass:
 		b.yes = true
 	case modePlan:

@@ -139,8 +139,9 @@ func TestPTY(t *testing.T) {
 	at = p.expect(at, "thinking…")
 	p.send("\x03") // Ctrl-C: the terminal sends SIGINT
 	at = p.expect(at, "(interrupted)")
-	p.expect(at, "> ")
+	at = p.expect(at, "> ")
 	p.send("\x03")
+	p.expect(at, pasteOff) // the terminal is given back as it was
 	if code := p.wait(); code != exitInterrupted {
 		t.Errorf("exit status %d, want %d", code, exitInterrupted)
 	}

@@ -9,18 +9,25 @@ import (
 	"os"
 	"strings"
 
-	"github.com/peterh/liner"
-
 	"github.com/agentloop/agentloop/llm"
 )
 
 // replHelp is what /help prints.
-const replHelp = `/help   this list
-/usage  the tokens and cost so far, and how full the context is
-/clear  start a new conversation (with --session, the old transcript is kept)
-/exit   end the session (also /quit, or Ctrl-D)
-Up and Down recall earlier prompts, Ctrl-R searches them. Ctrl-C interrupts a
-turn; a second Ctrl-C exits.
+const replHelp = `/help            this list
+/model [name]    show the model, or switch to another: opus, sonnet, haiku or a model's id
+/compact         compact the conversation now, to free context
+/cost            the tokens and cost so far, and how full the context is (also /usage)
+/resume [N|FILE] list the transcripts beside --session, or go on with one
+/clear           start a new conversation (with --session, the old transcript is kept)
+/exit            end the session (also /quit, or Ctrl-D)
+@path            attach a file, relative to the working directory: it goes with the
+                 prompt, labelled with its path (Tab completes the path)
+!command         run a shell command, asking as the bash tool would; the command and
+                 its output go with the next prompt
+A line that ends in \ goes on to the next, and so does Alt-Enter; a paste is one
+prompt, its newlines kept. Shift-Tab cycles the permission mode: default,
+acceptEdits, plan, bypassPermissions. Up and Down recall earlier prompts, Ctrl-R
+searches them. Ctrl-C interrupts a turn; a second Ctrl-C exits.
 `
 
 // errPromptInterrupt is a lineReader's answer to Ctrl-C at the prompt.
@@ -37,28 +44,6 @@ type lineReader interface {
 	// close gives the terminal back as it was.
 	close()
 }
-
-// editor is the lineReader of a real terminal: line editing, history and
-// reverse search, by github.com/peterh/liner. liner works on the process's
-// own stdin and stdout, so it is used only when both are terminals.
-type editor struct{ st *liner.State }
-
-func newEditor() lineReader {
-	st := liner.NewLiner()
-	st.SetCtrlCAborts(true)
-	return editor{st}
-}
-
-func (e editor) readLine(prompt string) (string, error) {
-	l, err := e.st.Prompt(prompt)
-	if errors.Is(err, liner.ErrPromptAborted) {
-		return "", errPromptInterrupt
-	}
-	return l, err
-}
-
-func (e editor) remember(line string) { e.st.AppendHistory(line) }
-func (e editor) close()               { e.st.Close() }
 
 // scanner is the lineReader of anything else: plain lines, the prompt on
 // stderr. Ctrl-C at its prompt arrives as an interrupt, not from here.
@@ -117,6 +102,7 @@ type read struct {
 type lines struct {
 	lr      lineReader
 	pending chan read // the read in progress, if any
+	modeKey func()    // Shift-Tab's; nil: the key does nothing
 }
 
 // start begins reading a line, showing prompt, unless a read is already in
@@ -125,7 +111,7 @@ func (l *lines) start(prompt string) <-chan read {
 	if l.pending == nil {
 		c := make(chan read, 1)
 		go func() {
-			line, err := l.lr.readLine(prompt)
+			line, err := readInput(l.lr, prompt, l.modeKey)
 			c <- read{line, err}
 		}()
 		l.pending = c
@@ -154,6 +140,9 @@ func (l *lines) answer(ctx context.Context, prompt string) (string, error) {
 // terminal is the turn's.
 func (s *session) repl(ctx context.Context, lr lineReader, interrupts <-chan os.Signal) error {
 	fmt.Fprintf(s.stderr, "agentloop %s · /help for the commands · Ctrl-C interrupts a turn\n", s.o.model)
+	if m := s.builtins.currentMode(); m != modeDefault {
+		fmt.Fprintf(s.stderr, "permission mode: %s: %s (Shift-Tab for the next)\n", m, modeNotes[m])
+	}
 	if msgs := s.cfg.History.Messages(); len(msgs) > 0 {
 		fmt.Fprintf(s.stderr, "resuming %s: %s\n", s.o.session, plural(len(msgs), "message", "messages"))
 		for _, m := range msgs {
@@ -163,7 +152,7 @@ func (s *session) repl(ctx context.Context, lr lineReader, interrupts <-chan os.
 			}
 		}
 	}
-	in := &lines{lr: lr}
+	in := &lines{lr: lr, modeKey: s.nextMode}
 	s.builtins.shareLines(in) // permission questions read their answers here
 	strikes := 0              // Ctrl-C presses since the last line typed
 	strike := func() bool {
@@ -207,27 +196,37 @@ func (s *session) repl(ctx context.Context, lr lineReader, interrupts <-chan os.
 		if line == "" {
 			continue
 		}
-		lr.remember(line)
-		switch line {
-		case "/exit", "/quit":
-			return nil
-		case "/help":
-			io.WriteString(s.stderr, replHelp)
-			continue
-		case "/clear":
-			if err := s.clear(); err != nil {
-				reportError(s.stderr, err)
+		if !strings.Contains(line, "\n") { // liner edits one line
+			lr.remember(line)
+		}
+		if strings.HasPrefix(line, "/") && !strings.Contains(line, "\n") {
+			if s.command(ctx, line, interrupts) {
+				return nil
 			}
 			continue
-		case "/usage":
-			s.showUsage()
+		}
+		if cmd, ok := strings.CutPrefix(line, "!"); ok {
+			err := s.interruptible(ctx, interrupts, func(ctx context.Context) error { return s.bang(ctx, strings.TrimSpace(cmd)) })
+			if err == errForceExit {
+				return errInterrupted
+			}
+			reportError(s.stderr, err)
 			continue
 		}
-		if strings.HasPrefix(line, "/") {
-			fmt.Fprintf(s.stderr, "unknown command %s; /help lists the commands\n", line)
-			continue
-		}
-		err := s.turn(ctx, line, interrupts)
+		err := s.interruptible(ctx, interrupts, func(ctx context.Context) error {
+			prompt, err := s.attach(ctx, line)
+			if err != nil {
+				return err // nothing is sent
+			}
+			if err := s.syncSystem(); err != nil {
+				return err
+			}
+			err = s.drive(ctx, s.context+prompt)
+			if exitCode(err) != exitFailure { // a failed turn changed nothing
+				s.context = ""
+			}
+			return err
+		})
 		switch {
 		case err == errForceExit:
 			return errInterrupted
@@ -240,6 +239,39 @@ func (s *session) repl(ctx context.Context, lr lineReader, interrupts <-chan os.
 			reportError(s.stderr, err)
 		}
 	}
+}
+
+// command runs the slash command line, and reports whether it ends the
+// session.
+func (s *session) command(ctx context.Context, line string, interrupts <-chan os.Signal) (exit bool) {
+	name, arg, _ := strings.Cut(line, " ")
+	arg = strings.TrimSpace(arg)
+	var err error
+	switch name {
+	case "/exit", "/quit":
+		return true
+	case "/help":
+		io.WriteString(s.stderr, replHelp)
+	case "/clear":
+		if err = s.clear(); err == nil {
+			s.context = ""
+		}
+	case "/usage", "/cost":
+		s.showUsage()
+	case "/model":
+		err = s.model(arg)
+	case "/compact":
+		err = s.interruptible(ctx, interrupts, s.compact)
+		if err == errForceExit {
+			return true
+		}
+	case "/resume":
+		err = s.resume(arg)
+	default:
+		err = fmt.Errorf("unknown command %s; /help lists the commands", visible(name))
+	}
+	reportError(s.stderr, err)
+	return false
 }
 
 // showUsage prints the session's token use and cost so far.

@@ -228,7 +228,13 @@ type session struct {
 	servers []*mcptool.Server
 	// builtins are the built-in tools and their permissions (builtin.go).
 	builtins *builtins
-	log      *slog.Logger
+	// gate approves or denies each tool call, the model's and the user's
+	// (the REPL's @path and !command).
+	gate func(context.Context, llm.ToolUse) error
+	// context is what the REPL's !commands ran and printed, for the next
+	// prompt.
+	context string
+	log     *slog.Logger
 	// interactive is whether the session is a REPL.
 	interactive bool
 	// unlock releases the --session file's lock (session.go), if it is held.
@@ -283,11 +289,12 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 		s.close()
 		return nil, err
 	}
+	s.gate = s.builtins.approve(reg)
 	s.cfg = agent.Config{
 		Model:          client,
 		System:         s.withInstructions(s.builtins.system(o)),
 		Registry:       reg,
-		Hooks:          []agent.Hook{agent.ToolGate(s.builtins.approve(reg))},
+		Hooks:          []agent.Hook{agent.ToolGate(s.gate)},
 		History:        history,
 		MaxIterations:  o.maxIterations,
 		MaxDuration:    o.maxDuration,
