@@ -95,6 +95,18 @@ var claudeNames = map[string]string{
 	"Glob": "glob", "Grep": "grep", "WebFetch": web.Name,
 }
 
+// ClaudeCodeName returns Claude Code's name for the built-in tool name,
+// such as Bash for bash, or "" if Claude Code has none: hooks written for
+// Claude Code match and read tools by these names.
+func ClaudeCodeName(name string) string {
+	for theirs, ours := range claudeNames {
+		if ours == name {
+			return theirs
+		}
+	}
+	return ""
+}
+
 // covered are the tools that a deny rule of another tool covers too, as
 // Claude Code's Read and Edit rules do: a file a rule keeps from
 // read_file must not be read with grep.
@@ -240,6 +252,11 @@ type Policy struct {
 	// Deny lists the rules of calls that never run. They win over Allow,
 	// ReadOnly and AllowAll.
 	Deny []Rule
+	// Confirm lists the rules of calls a person is asked about each time,
+	// whatever Allow, ReadOnly, AllowAll or an earlier Always answer
+	// would let run: Claude Code's ask rules. An Always answer to such a
+	// call counts as Yes. Deny wins over Confirm.
+	Confirm []Rule
 	// ReadOnly names the tools that run without asking. Default nil:
 	// [DefaultReadOnly]. An empty, non-nil slice makes every tool ask.
 	ReadOnly []string
@@ -271,7 +288,7 @@ func (p *Policy) Approve(ctx context.Context, call llm.ToolUse) error {
 		readOnly = DefaultReadOnly
 	}
 	free := p.AllowAll || slices.Contains(readOnly, call.Name)
-	if free && len(p.Deny) == 0 {
+	if free && len(p.Deny) == 0 && len(p.Confirm) == 0 {
 		return nil // no rule needs the subject, which costs a parse of the input
 	}
 	s := p.subject(call)
@@ -284,10 +301,22 @@ func (p *Policy) Approve(ctx context.Context, call llm.ToolUse) error {
 			doubt = &r
 		}
 	}
+	// A call an ask rule may match is asked about, in doubt too.
+	var confirm *Rule
+	for _, r := range p.Confirm {
+		if p.denies(r, s) != no {
+			confirm = &r
+			break
+		}
+	}
 	// A command that may be one a deny rule forbids is for a person to
 	// judge, unless they already allowed this very text.
 	always := p.alwaysRule(s)
 	switch {
+	case confirm != nil && p.Ask == nil:
+		return fmt.Errorf("the user's rule %s asks the user about this call, and there is no one to ask: no terminal. "+
+			"Tell the user what you wanted to do", confirm)
+	case confirm != nil:
 	case doubt != nil && p.allowedBy(p.sessionRules(), s, true):
 		return nil
 	case doubt == nil && (free || p.allowed(s)):
@@ -301,13 +330,15 @@ func (p *Policy) Approve(ctx context.Context, call llm.ToolUse) error {
 	}
 	p.askMu.Lock()
 	defer p.askMu.Unlock()
-	if p.allowedBy(p.sessionRules(), s, doubt != nil) { // an Always answered while this call waited
+	if confirm == nil && p.allowedBy(p.sessionRules(), s, doubt != nil) { // an Always answered while this call waited
 		return nil
 	}
 	ans, err := p.Ask(ctx, call, always)
 	switch {
 	case err != nil:
 		return fmt.Errorf("not asked: %w", err)
+	case ans == Always && confirm != nil:
+		return nil
 	case ans == Always:
 		p.mu.Lock()
 		p.session = append(p.session, always)
