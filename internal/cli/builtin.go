@@ -49,8 +49,10 @@ type builtinOptions struct {
 	addDirs     []string
 	allow, deny []string
 	yes         bool
-	// mode is --permission-mode (permission.go); check settles it.
+	// mode is --permission-mode (permission.go); check settles it, and
+	// applySettings may set it from a settings file unless modeGiven.
 	mode         string
+	modeGiven    bool
 	appendSystem string
 	secretEnv    []string
 	// --sandbox and --sandbox-net; check settles sandbox to workspace or
@@ -60,6 +62,9 @@ type builtinOptions struct {
 	sandboxNotice string
 	// The parsed --allow and --deny rules.
 	allowRules, denyRules []permission.Rule
+	// The settings files' rules (settings.go): permissions.allow, deny
+	// and ask.
+	settingsAllow, settingsDeny, settingsAsk []permission.Rule
 }
 
 func defineBuiltinFlags(fs *flag.FlagSet, b *builtinOptions) {
@@ -100,12 +105,13 @@ func (b *builtinOptions) check() error {
 // as Claude Code and mcptool name it, mcp__server__tool. A rule that names
 // no tool would protect nothing, so it is a usage error. It runs once the
 // MCP servers have connected, since only then are their tools known; a
-// tool a server adds later cannot be named.
-func (b *builtins) checkRules(reg *tool.Registry) error {
+// tool a server adds later cannot be named. A settings file's rules are
+// not checked: one written for Claude Code names tools agentloop lacks.
+func (b *builtinOptions) checkRules(reg *tool.Registry) error {
 	for _, f := range []struct {
 		name  string
 		rules []permission.Rule
-	}{{"--allow", b.policy.Allow}, {"--deny", b.policy.Deny}} {
+	}{{"--allow", b.allowRules}, {"--deny", b.denyRules}} {
 		for _, r := range f.rules {
 			if _, ok := reg.Lookup(r.Tool); ok || slices.Contains(builtinTools, r.Tool) {
 				continue
@@ -247,8 +253,9 @@ func registerBuiltins(o *options, reg *tool.Registry) (*builtins, error) {
 		return nil, err
 	}
 	b.policy = &permission.Policy{
-		Allow:    o.builtin.allowRules,
-		Deny:     o.builtin.denyRules,
+		Allow:    append(slices.Clip(o.builtin.allowRules), o.builtin.settingsAllow...),
+		Deny:     append(slices.Clip(o.builtin.denyRules), o.builtin.settingsDeny...),
+		Confirm:  o.builtin.settingsAsk,
 		AllowAll: o.builtin.yes,
 		Dir:      b.dir,
 	}
@@ -263,6 +270,13 @@ func registerBuiltins(o *options, reg *tool.Registry) (*builtins, error) {
 // not exist is let through for the registry to answer, rather than asked
 // about.
 func (b *builtins) approve(reg *tool.Registry) func(context.Context, llm.ToolUse) error {
+	judge := b.judge(reg)
+	return func(ctx context.Context, call llm.ToolUse) error { return judge(ctx, call, b.policy) }
+}
+
+// judge is approve with the policy to apply, the session's or one a
+// PreToolUse hook's decision makes of it (see gate).
+func (b *builtins) judge(reg *tool.Registry) func(context.Context, llm.ToolUse, *permission.Policy) error {
 	b.policy.ReadOnly = []string{}
 	for _, spec := range reg.Specs() {
 		// In plan mode only the built-in read-only tools run freely: an
@@ -271,11 +285,11 @@ func (b *builtins) approve(reg *tool.Registry) func(context.Context, llm.ToolUse
 			b.policy.ReadOnly = append(b.policy.ReadOnly, spec.Name)
 		}
 	}
-	return func(ctx context.Context, call llm.ToolUse) error {
+	return func(ctx context.Context, call llm.ToolUse, p *permission.Policy) error {
 		if _, ok := reg.Lookup(call.Name); !ok {
 			return nil // the registry says it is unknown
 		}
-		err := b.policy.Approve(ctx, call)
+		err := p.Approve(ctx, call)
 		if d, ok := newDenial(call, err); ok {
 			b.mu.Lock()
 			b.denials = append(b.denials, d)

@@ -228,6 +228,7 @@ type session struct {
 	servers []*mcptool.Server
 	// builtins are the built-in tools and their permissions (builtin.go).
 	builtins *builtins
+	hooks    *hookRunner // the settings files' hooks (hooks.go)
 	log      *slog.Logger
 	// interactive is whether the session is a REPL.
 	interactive bool
@@ -247,11 +248,15 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 	s := &session{o: o, stderr: stderr, log: logger}
 	s.render = c.newRenderer(o, stdout, stderr, lesson)
 
+	if err := s.applySettings(o); err != nil {
+		return nil, err
+	}
 	reg := tool.NewRegistry(tool.Config{Logger: logger})
 	var err error
 	if s.builtins, err = registerBuiltins(o, reg); err != nil {
 		return nil, err
 	}
+	s.hooks = newHookRunner(o.hooks, s.builtins.dir, o, s.render.note)
 	if n := o.builtin.sandboxNotice; n != "" && slices.Contains(s.builtins.names, shell.Name) {
 		fmt.Fprintln(stderr, n)
 	}
@@ -265,7 +270,7 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 		logger.Info("agentloop: skill offered", "name", sk.Name, "dir", sk.Dir)
 	}
 	s.connectMCP(ctx, o, reg, client)
-	if err := s.builtins.checkRules(reg); err != nil {
+	if err := o.builtin.checkRules(reg); err != nil {
 		s.close()
 		return nil, err
 	}
@@ -287,7 +292,7 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 		Model:          client,
 		System:         s.withInstructions(s.builtins.system(o)),
 		Registry:       reg,
-		Hooks:          []agent.Hook{agent.ToolGate(s.builtins.approve(reg))},
+		Hooks:          []agent.Hook{s.gate(s.builtins.judge(reg)), s.lifecycle()},
 		History:        history,
 		MaxIterations:  o.maxIterations,
 		MaxDuration:    o.maxDuration,
@@ -302,6 +307,7 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 		s.cfg.Middleware = logModel(logger)
 	}
 	s.cfg.Thinking, s.cfg.Effort, s.cfg.Schema = o.thinkingConfig(), o.effort, o.schema
+	s.sessionStart(ctx)
 	if err := checkContextLimit(s.memCfg, s.cfg.System, reg.Specs()); err != nil {
 		s.close()
 		return nil, err
