@@ -174,7 +174,11 @@ type hookRunner struct {
 
 func newHookRunner(cfg hookConfig, dir string, o *options, note func(string, ...any)) *hookRunner {
 	env := append(childenv.Default(), "AGENTLOOP_PROJECT_DIR="+dir, "CLAUDE_PROJECT_DIR="+dir)
-	h := &hookRunner{cfg: cfg, dir: dir, env: env, mode: o.builtin.mode, note: note, context: map[string]string{}}
+	mode := o.builtin.mode
+	if o.builtin.yes {
+		mode = modeBypass // --yes is that mode
+	}
+	h := &hookRunner{cfg: cfg, dir: dir, env: env, mode: mode, note: note, context: map[string]string{}}
 	if o.session != "" {
 		h.transcript, _ = filepath.Abs(o.session)
 	}
@@ -416,7 +420,7 @@ func (s *session) lifecycle() agent.Hook {
 			delete(h.context, e.Call.ID)
 			v := h.fire(ctx, "PostToolUse", hookSubjects(e.Call.Name), map[string]any{"session_id": e.Session,
 				"tool_name": hookToolName(e.Call.Name), "tool_input": e.Call.Input, "tool_use_id": e.Call.ID,
-				"tool_response": map[string]any{"content": resultText(e.Result), "is_error": e.Result.IsError}})
+				"tool_response": map[string]any{"content": llm.TextOf(e.Result.Content), "is_error": e.Result.IsError}})
 			return agent.Decision{Context: join(pre, join(v.block, v.context))}, nil
 		case agent.PromptSubmit:
 			h.stopActive = false
@@ -452,15 +456,4 @@ func (s *session) sessionStart(ctx context.Context) {
 		s.hooks.note("SessionStart hook: %s", visible(v.block))
 	}
 	s.cfg.System = join(s.cfg.System, v.context)
-}
-
-// resultText is the text of a tool result.
-func resultText(res *llm.ToolResult) string {
-	var b strings.Builder
-	for _, blk := range res.Content {
-		if t, ok := blk.(llm.Text); ok {
-			b.WriteString(t.Text)
-		}
-	}
-	return b.String()
 }
