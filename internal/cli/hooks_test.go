@@ -309,3 +309,24 @@ func TestPreCompactHook(t *testing.T) {
 		t.Errorf("stderr:\n%s", r.stderr)
 	}
 }
+
+// TestPreToolUseHookAsks: a hook's ask puts the call to the user on the
+// terminal, with the hook's reason, even under --yes.
+func TestPreToolUseHookAsks(t *testing.T) {
+	for _, tc := range []struct {
+		answer string
+		ran    bool
+	}{{"y\n", true}, {"n\n", false}} {
+		dir := t.TempDir()
+		t.Chdir(dir)
+		script := `echo '{"hookSpecificOutput":{"permissionDecision":"ask","permissionDecisionReason":"this deletes files"}}'`
+		h := newHarness(t, bashCall("echo ran"), text("done"))
+		h.terminals["stdin"], h.terminals["stderr"] = true, true
+		r := h.run(strings.NewReader(tc.answer), "--yes", "--settings", hookSettings(t, dir, "PreToolUse", "", script, 0), "go")
+		r.check(t, 0)
+		got := resultTexts(h.srv.Requests()[1].ToolResults()[0])
+		if ran := strings.HasPrefix(got, "ran"); ran != tc.ran || !strings.Contains(r.stderr, "a PreToolUse hook asks: this deletes files") {
+			t.Errorf("answer %q: tool_result %q, want ran %v\nstderr:\n%s", tc.answer, got, tc.ran, r.stderr)
+		}
+	}
+}
