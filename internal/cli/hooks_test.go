@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -327,6 +328,38 @@ func TestPreToolUseHookAsks(t *testing.T) {
 		got := resultTexts(h.srv.Requests()[1].ToolResults()[0])
 		if ran := strings.HasPrefix(got, "ran"); ran != tc.ran || !strings.Contains(r.stderr, "a PreToolUse hook asks: this deletes files") {
 			t.Errorf("answer %q: tool_result %q, want ran %v\nstderr:\n%s", tc.answer, got, tc.ran, r.stderr)
+		}
+	}
+}
+
+// TestReadmeHookExample runs the README's worked example, a PreToolUse
+// hook that blocks rm -rf, from a project's .claude/settings.json named
+// with --settings.
+func TestReadmeHookExample(t *testing.T) {
+	if _, err := exec.LookPath("jq"); err != nil {
+		t.Skip("the example uses jq:", err)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The example's two code blocks: the settings, then the script.
+	_, after, _ := strings.Cut(string(readme), "A worked example: a `PreToolUse` hook that blocks `rm -rf`.")
+	blocks := strings.Split(after, "```")
+	settings, script := strings.TrimPrefix(blocks[1], "json\n"), strings.TrimPrefix(blocks[3], "sh\n")
+	dir := t.TempDir()
+	t.Chdir(dir)
+	writeFile(t, filepath.Join(dir, ".claude", "settings.json"), settings)
+	writeFile(t, filepath.Join(dir, ".claude", "hooks", "no-rm-rf.sh"), script)
+	os.Chmod(filepath.Join(dir, ".claude", "hooks", "no-rm-rf.sh"), 0o700)
+	for _, tc := range []struct{ command, want string }{
+		{"rm -rf build", "denied: rm -rf is blocked by a hook"},
+		{"echo ran", "ran"},
+	} {
+		h := newHarness(t, bashCall(tc.command), text("done"))
+		h.run(strings.NewReader(""), "--yes", "--settings", ".claude/settings.json", "go").check(t, 0)
+		if got := resultTexts(h.srv.Requests()[1].ToolResults()[0]); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%s: tool_result %q, want %q", tc.command, got, tc.want)
 		}
 	}
 }

@@ -366,18 +366,18 @@ func TestUnaskedError(t *testing.T) {
 func TestConfirm(t *testing.T) {
 	tests := []struct {
 		name   string
-		policy Policy
+		policy *Policy
 		call   llm.ToolUse
 		asked  int // of two calls
 		wantOK bool
 	}{
-		{"allowed", Policy{Allow: rules(t, "bash(rm:*)"), Confirm: rules(t, "Bash(rm:*)")}, call("bash", `{"command":"rm a"}`), 2, true},
-		{"allow all", Policy{AllowAll: true, Confirm: rules(t, "bash(rm:*)")}, call("bash", `{"command":"rm a && ls"}`), 2, true},
-		{"read-only", Policy{Confirm: rules(t, "Read(.env)")}, call("read_file", `{"path":".env"}`), 2, true},
-		{"covered", Policy{Confirm: rules(t, "Read(.env)")}, call("grep", `{"pattern":"x","path":".env"}`), 2, true},
-		{"in doubt", Policy{AllowAll: true, Confirm: rules(t, "bash(rm:*)")}, call("bash", `{"command":"$X a"}`), 2, true},
-		{"other call", Policy{AllowAll: true, Confirm: rules(t, "bash(rm:*)")}, call("bash", `{"command":"ls"}`), 0, true},
-		{"denied", Policy{AllowAll: true, Deny: rules(t, "bash(rm:*)"), Confirm: rules(t, "bash(rm:*)")}, call("bash", `{"command":"rm a"}`), 0, false},
+		{"allowed", &Policy{Allow: rules(t, "bash(rm:*)"), Confirm: rules(t, "Bash(rm:*)")}, call("bash", `{"command":"rm a"}`), 2, true},
+		{"allow all", &Policy{AllowAll: true, Confirm: rules(t, "bash(rm:*)")}, call("bash", `{"command":"rm a && ls"}`), 2, true},
+		{"read-only", &Policy{Confirm: rules(t, "Read(.env)")}, call("read_file", `{"path":".env"}`), 2, true},
+		{"covered", &Policy{Confirm: rules(t, "Read(.env)")}, call("grep", `{"pattern":"x","path":".env"}`), 2, true},
+		{"in doubt", &Policy{AllowAll: true, Confirm: rules(t, "bash(rm:*)")}, call("bash", `{"command":"$X a"}`), 2, true},
+		{"other call", &Policy{AllowAll: true, Confirm: rules(t, "bash(rm:*)")}, call("bash", `{"command":"ls"}`), 0, true},
+		{"denied", &Policy{AllowAll: true, Deny: rules(t, "bash(rm:*)"), Confirm: rules(t, "bash(rm:*)")}, call("bash", `{"command":"rm a"}`), 0, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
