@@ -265,18 +265,13 @@ func registerBuiltins(o *options, reg *tool.Registry) (*builtins, error) {
 	return b, nil
 }
 
-// approve returns the check of the agent's tool-call hook. Every tool in reg but the
+// approve returns the permission check of the agent's tool-call hook
+// (gate), which applies the policy p it is given: the session's, or one a
+// PreToolUse hook's decision makes of it. Every tool in reg but the
 // mutating built-ins runs without asking, and a call of a tool that does
 // not exist is let through for the registry to answer, rather than asked
 // about.
-func (b *builtins) approve(reg *tool.Registry) func(context.Context, llm.ToolUse) error {
-	judge := b.judge(reg)
-	return func(ctx context.Context, call llm.ToolUse) error { return judge(ctx, call, b.policy) }
-}
-
-// judge is approve with the policy to apply, the session's or one a
-// PreToolUse hook's decision makes of it (see gate).
-func (b *builtins) judge(reg *tool.Registry) func(context.Context, llm.ToolUse, *permission.Policy) error {
+func (b *builtins) approve(reg *tool.Registry) func(ctx context.Context, call llm.ToolUse, p *permission.Policy) error {
 	b.policy.ReadOnly = []string{}
 	for _, spec := range reg.Specs() {
 		// In plan mode only the built-in read-only tools run freely: an

@@ -345,7 +345,7 @@ func (c *cli) serve(ctx context.Context, o *options, t Temporal, stdout, stderr 
 	}
 	// The PreToolUse hooks and the policy, as in process (gate); a hook's
 	// rewritten input cannot reach a durable run's call, so it denies it.
-	gate, denyOnly := s.gate(s.builtins.judge(s.cfg.Registry)), s.builtins.policy.DenyOnly()
+	gate, denyOnly := s.gate(s.builtins.approve(s.cfg.Registry)), s.builtins.policy.DenyOnly()
 	approve := func(ctx context.Context, call llm.ToolUse, approved bool) error {
 		if approved {
 			return denyOnly.Approve(ctx, call)

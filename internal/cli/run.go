@@ -292,7 +292,7 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 		Model:          client,
 		System:         s.withInstructions(s.builtins.system(o)),
 		Registry:       reg,
-		Hooks:          []agent.Hook{s.gate(s.builtins.judge(reg)), s.lifecycle()},
+		Hooks:          []agent.Hook{s.gate(s.builtins.approve(reg)), s.lifecycle()},
 		History:        history,
 		MaxIterations:  o.maxIterations,
 		MaxDuration:    o.maxDuration,
