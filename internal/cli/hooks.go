@@ -228,7 +228,8 @@ func (h *hookRunner) fire(ctx context.Context, event string, subjects []string, 
 }
 
 // run runs one hook and adds what it said to v. Its error says why the
-// hook did not answer: it could not start, timed out, or wrote garbage.
+// hook did not answer: it could not start, was killed, timed out, or wrote
+// garbage.
 func (h *hookRunner) run(ctx context.Context, event string, c hookCommand, stdin []byte, v *verdict) error {
 	tctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
@@ -258,8 +259,8 @@ func (h *hookRunner) run(ctx context.Context, event string, c hookCommand, stdin
 		h.note("the %s hook %s exited with status %d: %s", event, shownLine([]string{shorten(c.command, 80)}),
 			ee.ExitCode(), visible(strings.TrimSpace(stderr.String())))
 		return nil
-	case err != nil:
-		return fmt.Errorf("did not run: %w", err)
+	case err != nil: // it could not start, or a signal ended it
+		return fmt.Errorf("failed: %w", err)
 	}
 	return h.read(event, stdout.String(), v)
 }
@@ -393,16 +394,17 @@ func (s *session) gate(approve func(context.Context, llm.ToolUse, *permission.Po
 		if v.allow || v.ask != "" {
 			p = &permission.Policy{Deny: p.Deny, Confirm: p.Confirm, AllowAll: true, Ask: p.Ask, Dir: p.Dir, Path: p.Path}
 		}
-		if v.ask != "" {
+		switch {
+		case v.ask != "" && p.Ask == nil:
+			return agent.Decision{Deny: v.ask + ": a PreToolUse hook asks the user about this call, and there is no one to ask: no terminal"}, nil
+		case v.ask != "":
 			p.Confirm = append(slices.Clone(p.Confirm), permission.Rule{Tool: call.Name})
-			if p.Ask != nil {
-				s.render.note("a PreToolUse hook asks: %s", visible(v.ask))
-			}
+			s.render.note("a PreToolUse hook asks: %s", visible(v.ask))
 		}
 		if err := approve(ctx, call, p); err != nil {
 			return agent.Decision{Deny: err.Error()}, nil
 		}
-		if v.context != "" && s.hooks != nil {
+		if v.context != "" {
 			s.hooks.context[call.ID] = v.context
 		}
 		return agent.Decision{Input: v.input}, nil

@@ -89,7 +89,7 @@ func TestPreToolUseHook(t *testing.T) {
 		{name: "allow does not beat a deny rule", script: `echo '{"hookSpecificOutput":{"permissionDecision":"allow"}}'`,
 			args: []string{"--deny", "Bash(echo:*)"}, isError: true, result: "forbids this call"},
 		{name: "ask with nobody to ask", script: `echo '{"hookSpecificOutput":{"permissionDecision":"ask","permissionDecisionReason":"sure?"}}'`,
-			args: []string{"--yes"}, isError: true, result: "there is no one to ask"},
+			args: []string{"--yes"}, isError: true, result: "denied: sure?: a PreToolUse hook asks the user about this call, and there is no one to ask"},
 		{name: "updated input", script: `echo '{"hookSpecificOutput":{"permissionDecision":"allow","updatedInput":{"command":"echo rewritten"}}}'`,
 			result: "rewritten"},
 		{name: "updated input meets the deny rules", script: `echo '{"hookSpecificOutput":{"updatedInput":{"command":"rm -rf x"}}}'`,
