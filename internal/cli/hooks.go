@@ -193,6 +193,7 @@ type verdict struct {
 	block     string // exit status 2's stderr, or decision block's reason
 	context   string // additionalContext, or plain stdout where it counts
 	failed    error  // the first hook that did not run to its end, or answered garbage
+	halt      bool   // continue: false, which wins over a Stop hook's block
 }
 
 // fire runs the hooks of event whose matcher matches one of subjects, or
@@ -267,6 +268,8 @@ func (h *hookRunner) run(ctx context.Context, event string, c hookCommand, stdin
 
 // hookOutput is the JSON a hook may write on stdout, Claude Code's fields.
 type hookOutput struct {
+	Continue           *bool  `json:"continue"`
+	StopReason         string `json:"stopReason"`
 	Decision           string `json:"decision"`
 	Reason             string `json:"reason"`
 	SystemMessage      string `json:"systemMessage"`
@@ -297,6 +300,21 @@ func (h *hookRunner) read(event, stdout string, v *verdict) error {
 	}
 	if o.SystemMessage != "" {
 		h.note("%s hook: %s", event, visible(o.SystemMessage))
+	}
+	if o.Continue != nil && !*o.Continue {
+		// Claude Code then stops: here the call or the prompt is refused,
+		// and the run ends rather than go on for a Stop hook.
+		reason := cmp.Or(o.StopReason, "a "+event+" hook said not to continue")
+		switch event {
+		case "PreToolUse":
+			v.deny = join(v.deny, reason)
+		case "UserPromptSubmit":
+			v.block = join(v.block, reason)
+		case "Stop":
+			v.halt = true
+		default:
+			h.note("%s hook: %s (continue: false stops only a tool call, a prompt or a Stop hook's going on)", event, visible(reason))
+		}
 	}
 	hs := o.HookSpecificOutput
 	switch d := o.Decision; {
@@ -431,6 +449,9 @@ func (s *session) lifecycle() agent.Hook {
 		case agent.BeforeStop:
 			v := h.fire(ctx, "Stop", nil, map[string]any{"session_id": e.Session, "stop_hook_active": h.stopActive,
 				"last_assistant_message": e.Text})
+			if v.halt {
+				v.block = ""
+			}
 			h.stopActive = v.block != ""
 			return agent.Decision{Continue: v.block}, nil
 		case agent.BeforeCompact:

@@ -106,6 +106,8 @@ func TestPreToolUseHook(t *testing.T) {
 			result: "timed out after 200ms, and was killed", stderr: "timed out after 200ms"},
 		{name: "matcher misses", matcher: "Write|Edit", script: "exit 2", args: []string{"--yes"}, result: "ran"},
 		{name: "plain stdout ignored", script: "echo hello", args: []string{"--yes"}, result: "ran"},
+		{name: "continue false", script: `echo '{"continue":false,"stopReason":"frozen"}'`, args: []string{"--yes"}, isError: true,
+			result: "denied: frozen"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -201,6 +203,7 @@ func TestUserPromptSubmitHook(t *testing.T) {
 	}{
 		{name: "exit 2", script: "echo 'no secrets in prompts' >&2; exit 2", blocked: "the prompt was blocked: no secrets in prompts"},
 		{name: "block", script: `echo '{"decision":"block","reason":"not today"}'`, blocked: "the prompt was blocked: not today"},
+		{name: "continue false", script: `echo '{"continue":false,"stopReason":"maintenance"}'`, blocked: "the prompt was blocked: maintenance"},
 		{name: "plain stdout", script: saveInput + "echo 'The time is noon.'", context: "The time is noon."},
 		{name: "JSON context", script: `echo '{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"ticket 42"}}'`, context: "ticket 42"},
 	}
@@ -361,5 +364,18 @@ func TestReadmeHookExample(t *testing.T) {
 		if got := resultTexts(h.srv.Requests()[1].ToolResults()[0]); !strings.HasPrefix(got, tc.want) {
 			t.Errorf("%s: tool_result %q, want %q", tc.command, got, tc.want)
 		}
+	}
+}
+
+// TestStopHookHalts: continue: false wins over a Stop hook's block, and
+// the run ends.
+func TestStopHookHalts(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	script := `echo '{"decision":"block","reason":"go on","continue":false}'`
+	h := newHarness(t, text("all done"), text("went on"))
+	h.run(strings.NewReader(""), "--settings", hookSettings(t, dir, "Stop", "", script, 0), "fix it").check(t, 0)
+	if n := len(h.srv.Requests()); n != 1 {
+		t.Errorf("%d requests, want 1", n)
 	}
 }
