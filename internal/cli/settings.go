@@ -60,8 +60,11 @@ func loadSettings(getenv func(string) string, flagValue string) ([]*settingsFile
 	)
 	for _, p := range append(paths, projectSettings...) {
 		st, err := os.Stat(p)
-		if errors.Is(err, os.ErrNotExist) || named != nil && st != nil && os.SameFile(st, named) {
-			continue // --settings names it: it is read as the user's choice
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if named != nil && st != nil && os.SameFile(st, named) {
+			continue // --settings names it: it is read there, as the user's choice
 		}
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -79,13 +82,14 @@ func loadSettings(getenv func(string) string, flagValue string) ([]*settingsFile
 	}
 	name, b := "--settings", []byte(flagValue)
 	if !strings.HasPrefix(strings.TrimSpace(flagValue), "{") {
-		var err error
-		if name, b = flagValue, nil; named == nil || named.IsDir() {
+		if named == nil || named.IsDir() {
 			return nil, nil, usageError("--settings %s: want a settings file or a JSON object", flagValue)
 		}
+		var err error
 		if b, err = os.ReadFile(flagValue); err != nil {
 			return nil, nil, usageError("--settings: %v", err)
 		}
+		name = flagValue
 	}
 	f, w, err := parseSettings(name, b)
 	if err != nil {
