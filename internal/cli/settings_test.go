@@ -181,3 +181,26 @@ func TestProjectSettingsConsent(t *testing.T) {
 		})
 	}
 }
+
+// TestSettingsFileErrors: an error in the user's or the project's file,
+// read without being named, names that file.
+func TestSettingsFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	config := t.TempDir()
+	user := filepath.Join(config, "agentloop", "settings.json")
+	for _, tc := range []struct{ path, content, want string }{
+		{user, `{"permissions": {"ask": {}}}`, "settings " + user + ": permissions.ask: want []string, not a JSON object"},
+		{filepath.Join(".claude", "settings.local.json"), `{"hooks": }`, "settings .claude/settings.local.json is not a JSON object: line 1"},
+	} {
+		writeFile(t, tc.path, tc.content)
+		h := newHarness(t)
+		h.env["XDG_CONFIG_HOME"] = config
+		r := h.run(strings.NewReader(""), "hi")
+		r.check(t, exitUsage)
+		if !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("stderr:\n%s\nwant %q", r.stderr, tc.want)
+		}
+		os.Remove(tc.path)
+	}
+}
