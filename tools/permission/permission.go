@@ -21,7 +21,8 @@
 //
 // A read_file deny rule covers grep and glob too, and an edit_file deny
 // rule write_file, so that a path kept from one is not reached with the
-// other; an allow rule allows its own tool alone.
+// other; an allow rule allows its own tool alone. Confirm rules, Claude
+// Code's ask rules, match as deny rules do, and have the call asked about.
 // URLs are compared as [web.NormalizeURL] writes them, paths made absolute
 // (see [Policy.Path]).
 //
@@ -316,7 +317,7 @@ func (p *Policy) Approve(ctx context.Context, call llm.ToolUse) error {
 	case confirm != nil && p.Ask == nil:
 		return fmt.Errorf("the user's rule %s asks the user about this call, and there is no one to ask: no terminal. "+
 			"Tell the user what you wanted to do", confirm)
-	case confirm != nil:
+	case confirm != nil: // asked below, whatever would allow it
 	case doubt != nil && p.allowedBy(p.sessionRules(), s, true):
 		return nil
 	case doubt == nil && (free || p.allowed(s)):
