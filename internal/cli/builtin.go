@@ -51,8 +51,10 @@ type builtinOptions struct {
 	addDirs     []string
 	allow, deny []string
 	yes         bool
-	// mode is --permission-mode (permission.go); check settles it.
+	// mode is --permission-mode (permission.go); check settles it, and
+	// applySettings may set it from a settings file unless modeGiven.
 	mode         string
+	modeGiven    bool
 	appendSystem string
 	secretEnv    []string
 	// --sandbox and --sandbox-net; check settles sandbox to workspace or
@@ -62,6 +64,9 @@ type builtinOptions struct {
 	sandboxNotice string
 	// The parsed --allow and --deny rules.
 	allowRules, denyRules []permission.Rule
+	// The settings files' rules (settings.go): permissions.allow, deny
+	// and ask.
+	settingsAllow, settingsDeny, settingsAsk []permission.Rule
 }
 
 func defineBuiltinFlags(fs *flag.FlagSet, b *builtinOptions) {
@@ -102,12 +107,13 @@ func (b *builtinOptions) check() error {
 // as Claude Code and mcptool name it, mcp__server__tool. A rule that names
 // no tool would protect nothing, so it is a usage error. It runs once the
 // MCP servers have connected, since only then are their tools known; a
-// tool a server adds later cannot be named.
-func (b *builtins) checkRules(reg *tool.Registry) error {
+// tool a server adds later cannot be named. A settings file's rules are
+// not checked: one written for Claude Code names tools agentloop lacks.
+func (b *builtinOptions) checkRules(reg *tool.Registry) error {
 	for _, f := range []struct {
 		name  string
 		rules []permission.Rule
-	}{{"--allow", b.policy.Allow}, {"--deny", b.policy.Deny}} {
+	}{{"--allow", b.allowRules}, {"--deny", b.denyRules}} {
 		for _, r := range f.rules {
 			if _, ok := reg.Lookup(r.Tool); ok || slices.Contains(builtinTools, r.Tool) {
 				continue
@@ -253,9 +259,15 @@ func registerBuiltins(o *options, reg *tool.Registry) (*builtins, error) {
 	}
 	b.policies = map[string]*permission.Policy{}
 	for _, m := range permissionModes {
-		p := &permission.Policy{Allow: o.builtin.allowRules, Deny: o.builtin.denyRules, AllowAll: m == modeBypass, Dir: b.dir}
+		p := &permission.Policy{
+			Allow:    append(slices.Clip(o.builtin.allowRules), o.builtin.settingsAllow...),
+			Deny:     append(slices.Clip(o.builtin.denyRules), o.builtin.settingsDeny...),
+			Confirm:  o.builtin.settingsAsk,
+			AllowAll: m == modeBypass,
+			Dir:      b.dir,
+		}
 		if m == modeAcceptEdits {
-			p.Allow = append(slices.Clone(p.Allow), permission.Rule{Tool: "write_file"}, permission.Rule{Tool: "edit_file"})
+			p.Allow = append(slices.Clip(p.Allow), permission.Rule{Tool: "write_file"}, permission.Rule{Tool: "edit_file"})
 		}
 		if b.ws != nil {
 			p.Path = b.ws.Resolve // a link cannot dodge a rule
@@ -280,11 +292,16 @@ func (b *builtins) cycleMode() string {
 	return permissionModes[i]
 }
 
-// approve returns the check of the agent's tool-call hook. Every tool in reg but the
+// current returns the permission policy of the mode now.
+func (b *builtins) current() *permission.Policy { return b.policies[b.currentMode()] }
+
+// approve returns the permission check of the agent's tool-call hook
+// (toolGate), which applies the policy p it is given: the mode's, or one a
+// PreToolUse hook's decision makes of it. Every tool in reg but the
 // mutating built-ins runs without asking, and a call of a tool that does
 // not exist is let through for the registry to answer, rather than asked
 // about.
-func (b *builtins) approve(reg *tool.Registry) func(context.Context, llm.ToolUse) error {
+func (b *builtins) approve(reg *tool.Registry) func(ctx context.Context, call llm.ToolUse, p *permission.Policy) error {
 	for m, p := range b.policies {
 		p.ReadOnly = []string{}
 		for _, spec := range reg.Specs() {
@@ -295,17 +312,16 @@ func (b *builtins) approve(reg *tool.Registry) func(context.Context, llm.ToolUse
 			}
 		}
 	}
-	return func(ctx context.Context, call llm.ToolUse) error {
+	return func(ctx context.Context, call llm.ToolUse, p *permission.Policy) error {
 		if _, ok := reg.Lookup(call.Name); !ok {
 			return nil // the registry says it is unknown
 		}
-		mode := b.currentMode()
 		var err error
-		if mode == modePlan && slices.Contains(mutatingTools, call.Name) {
+		if b.currentMode() == modePlan && slices.Contains(mutatingTools, call.Name) {
 			// A session that started in another mode still has these tools.
 			err = errors.New("plan mode is on: the user wants a plan, not changes, so this tool may not run; investigate with the read-only tools and present your plan")
 		} else {
-			err = b.policies[mode].Approve(ctx, call)
+			err = p.Approve(ctx, call)
 		}
 		if d, ok := newDenial(call, err); ok {
 			b.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -342,12 +343,20 @@ func (c *cli) serve(ctx context.Context, o *options, t Temporal, stdout, stderr 
 	if t.Blobs == "" {
 		fmt.Fprintln(stderr, "agentloop: no --blobs store: a tool result over Temporal's 2 MiB payload limit reaches the model as an error, not the result")
 	}
-	rules, denyOnly := s.builtins.approve(s.cfg.Registry), s.builtins.policy.DenyOnly()
+	// The PreToolUse hooks and the policy, as in process (toolGate); a hook's
+	// rewritten input cannot reach a durable run's call, so it denies it.
+	gate, denyOnly := s.toolGate(s.builtins.approve(s.cfg.Registry)), s.builtins.policy.DenyOnly()
 	approve := func(ctx context.Context, call llm.ToolUse, approved bool) error {
 		if approved {
 			return denyOnly.Approve(ctx, call)
 		}
-		return rules(ctx, call)
+		switch d, _ := gate(ctx, agent.HookEvent{Point: agent.BeforeTool, Call: &call}); {
+		case d.Deny != "":
+			return errors.New(d.Deny)
+		case d.Input != nil:
+			return errors.New("a PreToolUse hook rewrote the input, which a durable worker cannot run")
+		}
+		return nil
 	}
 	err = c.durable.Serve(ctx, t, Worker{Model: client, Registry: s.cfg.Registry, Approve: approve,
 		System: s.cfg.System, AtMostOnce: o.durable.atMostOnce})

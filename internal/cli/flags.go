@@ -38,6 +38,12 @@ type options struct {
 	mcpFlags                     // the other MCP flags, in mcp.go
 	project       contextOptions // AGENTS.md, CLAUDE.md and skills (context.go)
 	session       string
+	// settings is --settings, a file or JSON; settingsFiles are the
+	// settings files read (settings.go), and hooks their hooks, once
+	// applySettings has taken those the user agrees to.
+	settings      string
+	settingsFiles []*settingsFile
+	hooks         hookConfig
 	builtin       builtinOptions     // the built-in tools' flags (builtin.go)
 	json          bool               // --json, an alias settled into outputFormat
 	outputFormat  string             // text, json or stream-json (output.go)
@@ -75,6 +81,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	if err := parseArgs(fs, args); err != nil {
 		return nil, err
 	}
+	o.builtin.modeGiven = o.builtin.mode != ""
 	if err := o.builtin.check(); err != nil {
 		return nil, err
 	}
@@ -164,6 +171,11 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		o.help = true
 		return o, nil
 	}
+	var warnings []string
+	if o.settingsFiles, warnings, err = loadSettings(getenv, o.settings); err != nil {
+		return nil, err
+	}
+	o.warnings = append(o.warnings, warnings...)
 	if len(rest) > 0 {
 		o.prompt, o.promptGiven = strings.Join(rest, " "), true
 		if strings.TrimSpace(o.prompt) == "" {
@@ -202,6 +214,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Var((*listFlag)(&o.mcpURL), "mcp-url", "")
 	o.mcpFlags.define(fs)
 	fs.StringVar(&o.session, "session", "", "")
+	fs.StringVar(&o.settings, "settings", "", "")
 	defineBuiltinFlags(fs, &o.builtin)
 	o.project.define(fs)
 	defineDurableFlags(fs, &o.durable)

@@ -118,6 +118,19 @@ Flags:
                       tools ask, and ask the model for a plan rather than
                       changes) or bypassPermissions (--yes). --deny rules
                       win over every mode
+  --settings FILE|JSON
+                      a settings file, or its JSON, in Claude Code's
+                      settings.json schema: its permissions (allow, deny,
+                      ask, additionalDirectories, defaultMode) and hooks
+                      (PreToolUse, PostToolUse, UserPromptSubmit, Stop,
+                      PreCompact, SessionStart; see the README). Read too,
+                      lowest first: agentloop/settings.json in the user's
+                      config directory, then the working directory's
+                      .claude/settings.json and .claude/settings.local.json,
+                      whose deny and ask rules always hold, and whose other
+                      rules, directories, mode and hooks are used only if
+                      you agree on a terminal (remembered until the file
+                      changes) or --settings names the file
   --secret-env NAME   leave the variable NAME, or every variable a pattern
                       such as 'AWS_*' matches, out of bash's environment
                       (repeatable); ANTHROPIC_* is always left out

@@ -127,9 +127,7 @@ func (s *session) projectServers(o *options) []mcpServer {
 		}
 		return nil
 	}
-	abs, _ := filepath.Abs(path)
-	sum := sha256.Sum256(append([]byte(abs+"\x00"), b...))
-	key := hex.EncodeToString(sum[:])
+	key := answerKey(path, b)
 	answers := readAnswers(o.answers)
 	yes, known := answers[key]
 	if !known && o.term == nil {
@@ -181,9 +179,19 @@ func (o *options) secretName(name string) bool {
 	return len(shell.Environ([]string{name + "="}, o.builtin.secretEnv)) == 0
 }
 
-// readAnswers reads the remembered answers about .mcp.json files: for the
-// SHA-256 of a file's absolute path, a NUL and its content, whether the
-// user agreed to it. A missing or unreadable file is no answers.
+// answerKey is the key of the remembered answer about the file at path
+// with content b: the SHA-256 of its absolute path, a NUL and its content,
+// so that an answer holds for this version of this file alone.
+func answerKey(path string, b []byte) string {
+	abs, _ := filepath.Abs(path)
+	sum := sha256.Sum256(append([]byte(abs+"\x00"), b...))
+	return hex.EncodeToString(sum[:])
+}
+
+// readAnswers reads the remembered answers about the repository's files
+// that would run commands (.mcp.json, .claude/settings.json): for a file's
+// answerKey, whether the user agreed to it. A missing or unreadable file
+// is no answers.
 func readAnswers(path string) map[string]bool {
 	answers := map[string]bool{}
 	if path != "" {

@@ -268,7 +268,7 @@ func TestPlanModeAsksMCP(t *testing.T) {
 		approve := b.approve(reg)
 		var got []bool
 		for _, name := range []string{"calculator", "mcp__srv__write"} {
-			got = append(got, approve(context.Background(), llm.ToolUse{ID: "t", Name: name, Input: json.RawMessage("{}")}) != nil)
+			got = append(got, approve(context.Background(), llm.ToolUse{ID: "t", Name: name, Input: json.RawMessage("{}")}, b.current()) != nil)
 		}
 		if diff := cmp.Diff(tc.want, got); diff != "" {
 			t.Errorf("plan %v: denied (-want +got):\n%s", tc.plan, diff)

@@ -178,8 +178,13 @@ func (s *session) call(ctx context.Context, name string, input any) (llm.ToolRes
 		return llm.ToolResult{}, err
 	}
 	call := llm.ToolUse{ID: "toolu_user_" + strconv.FormatInt(time.Now().UnixNano(), 36), Name: name, Input: in}
-	if err := s.gate(ctx, call); err != nil {
+	switch d, err := s.gate(ctx, agent.HookEvent{Point: agent.BeforeTool, Call: &call}); {
+	case err != nil:
 		return llm.ToolResult{}, fmt.Errorf("not allowed: %w", err)
+	case d.Deny != "":
+		return llm.ToolResult{}, fmt.Errorf("not allowed: %s", d.Deny)
+	case d.Input != nil:
+		call.Input = d.Input // a PreToolUse hook's rewrite
 	}
 	return s.cfg.Registry.Run(ctx, []llm.ToolUse{call})[0], nil
 }

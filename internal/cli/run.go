@@ -230,10 +230,11 @@ type session struct {
 	builtins *builtins
 	// gate approves or denies each tool call, the model's and the user's
 	// (the REPL's @path and !command).
-	gate func(context.Context, llm.ToolUse) error
+	gate agent.Hook
 	// context is what the REPL's !commands ran and printed, for the next
 	// prompt.
 	context string
+	hooks   *hookRunner // the settings files' hooks (hooks.go)
 	log     *slog.Logger
 	// interactive is whether the session is a REPL.
 	interactive bool
@@ -253,11 +254,15 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 	s := &session{o: o, stderr: stderr, log: logger}
 	s.render = c.newRenderer(o, stdout, stderr, lesson)
 
+	if err := s.applySettings(o); err != nil {
+		return nil, err
+	}
 	reg := tool.NewRegistry(tool.Config{Logger: logger})
 	var err error
 	if s.builtins, err = registerBuiltins(o, reg); err != nil {
 		return nil, err
 	}
+	s.hooks = newHookRunner(o.hooks, s.builtins.dir, o, s.render.note)
 	if n := o.builtin.sandboxNotice; n != "" && slices.Contains(s.builtins.names, shell.Name) {
 		fmt.Fprintln(stderr, n)
 	}
@@ -271,7 +276,7 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 		logger.Info("agentloop: skill offered", "name", sk.Name, "dir", sk.Dir)
 	}
 	s.connectMCP(ctx, o, reg, client)
-	if err := s.builtins.checkRules(reg); err != nil {
+	if err := o.builtin.checkRules(reg); err != nil {
 		s.close()
 		return nil, err
 	}
@@ -289,12 +294,12 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 		s.close()
 		return nil, err
 	}
-	s.gate = s.builtins.approve(reg)
+	s.gate = s.toolGate(s.builtins.approve(reg))
 	s.cfg = agent.Config{
 		Model:          client,
 		System:         s.withInstructions(s.builtins.system(o)),
 		Registry:       reg,
-		Hooks:          []agent.Hook{agent.ToolGate(s.gate)},
+		Hooks:          []agent.Hook{s.gate, s.lifecycle()},
 		History:        history,
 		MaxIterations:  o.maxIterations,
 		MaxDuration:    o.maxDuration,
@@ -309,6 +314,7 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 		s.cfg.Middleware = logModel(logger)
 	}
 	s.cfg.Thinking, s.cfg.Effort, s.cfg.Schema = o.thinkingConfig(), o.effort, o.schema
+	s.sessionStart(ctx)
 	if err := checkContextLimit(s.memCfg, s.cfg.System, reg.Specs()); err != nil {
 		s.close()
 		return nil, err

@@ -21,7 +21,8 @@
 //
 // A read_file deny rule covers grep and glob too, and an edit_file deny
 // rule write_file, so that a path kept from one is not reached with the
-// other; an allow rule allows its own tool alone.
+// other; an allow rule allows its own tool alone. Confirm rules, Claude
+// Code's ask rules, match as deny rules do, and have the call asked about.
 // URLs are compared as [web.NormalizeURL] writes them, paths made absolute
 // (see [Policy.Path]).
 //
@@ -93,6 +94,18 @@ var ruleName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 var claudeNames = map[string]string{
 	"Bash": "bash", "Read": "read_file", "Edit": "edit_file", "Write": "write_file",
 	"Glob": "glob", "Grep": "grep", "WebFetch": web.Name,
+}
+
+// ClaudeCodeName returns Claude Code's name for the built-in tool name,
+// such as Bash for bash, or "" if Claude Code has none: hooks written for
+// Claude Code match and read tools by these names.
+func ClaudeCodeName(name string) string {
+	for theirs, ours := range claudeNames {
+		if ours == name {
+			return theirs
+		}
+	}
+	return ""
 }
 
 // covered are the tools that a deny rule of another tool covers too, as
@@ -240,6 +253,11 @@ type Policy struct {
 	// Deny lists the rules of calls that never run. They win over Allow,
 	// ReadOnly and AllowAll.
 	Deny []Rule
+	// Confirm lists the rules of calls a person is asked about each time,
+	// whatever Allow, ReadOnly, AllowAll or an earlier Always answer
+	// would let run: Claude Code's ask rules. An Always answer to such a
+	// call counts as Yes. Deny wins over Confirm.
+	Confirm []Rule
 	// ReadOnly names the tools that run without asking. Default nil:
 	// [DefaultReadOnly]. An empty, non-nil slice makes every tool ask.
 	ReadOnly []string
@@ -271,7 +289,7 @@ func (p *Policy) Approve(ctx context.Context, call llm.ToolUse) error {
 		readOnly = DefaultReadOnly
 	}
 	free := p.AllowAll || slices.Contains(readOnly, call.Name)
-	if free && len(p.Deny) == 0 {
+	if free && len(p.Deny) == 0 && len(p.Confirm) == 0 {
 		return nil // no rule needs the subject, which costs a parse of the input
 	}
 	s := p.subject(call)
@@ -284,10 +302,22 @@ func (p *Policy) Approve(ctx context.Context, call llm.ToolUse) error {
 			doubt = &r
 		}
 	}
+	// A call an ask rule may match is asked about, in doubt too.
+	var confirm *Rule
+	for _, r := range p.Confirm {
+		if p.denies(r, s) != no {
+			confirm = &r
+			break
+		}
+	}
 	// A command that may be one a deny rule forbids is for a person to
 	// judge, unless they already allowed this very text.
 	always := p.alwaysRule(s)
 	switch {
+	case confirm != nil && p.Ask == nil:
+		return fmt.Errorf("the user's rule %s asks the user about this call, and there is no one to ask: no terminal. "+
+			"Tell the user what you wanted to do", confirm)
+	case confirm != nil: // asked below, whatever would allow it
 	case doubt != nil && p.allowedBy(p.sessionRules(), s, true):
 		return nil
 	case doubt == nil && (free || p.allowed(s)):
@@ -301,13 +331,15 @@ func (p *Policy) Approve(ctx context.Context, call llm.ToolUse) error {
 	}
 	p.askMu.Lock()
 	defer p.askMu.Unlock()
-	if p.allowedBy(p.sessionRules(), s, doubt != nil) { // an Always answered while this call waited
+	if confirm == nil && p.allowedBy(p.sessionRules(), s, doubt != nil) { // an Always answered while this call waited
 		return nil
 	}
 	ans, err := p.Ask(ctx, call, always)
 	switch {
 	case err != nil:
 		return fmt.Errorf("not asked: %w", err)
+	case ans == Always && confirm != nil:
+		return nil
 	case ans == Always:
 		p.mu.Lock()
 		p.session = append(p.session, always)

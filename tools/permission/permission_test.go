@@ -315,6 +315,7 @@ func TestDenyOnlyFields(t *testing.T) {
 		"Deny":     "carried",
 		"ReadOnly": "dropped, as Allow",
 		"AllowAll": "set",
+		"Confirm":  "dropped: a person approved the call",
 		"Ask":      "replaced: the call was approved, and nobody is asked",
 		"Dir":      "carried, for the deny rules' paths",
 		"Path":     "carried, for the deny rules' paths",
@@ -357,5 +358,52 @@ func TestUnaskedError(t *testing.T) {
 	err := (&Policy{Deny: rules(t, "bash")}).Approve(context.Background(), call("bash", `{"command":"ls"}`))
 	if _, ok := errors.AsType[*UnaskedError](err); ok || err == nil {
 		t.Errorf("a deny rule's refusal = %v, want an error that is not an *UnaskedError", err)
+	}
+}
+
+// TestConfirm: an ask rule asks about a call whatever would let it run,
+// each time, and denies it with nobody to ask; a deny rule wins over it.
+func TestConfirm(t *testing.T) {
+	tests := []struct {
+		name   string
+		policy *Policy
+		call   llm.ToolUse
+		asked  int // of two calls
+		wantOK bool
+	}{
+		{"allowed", &Policy{Allow: rules(t, "bash(rm:*)"), Confirm: rules(t, "Bash(rm:*)")}, call("bash", `{"command":"rm a"}`), 2, true},
+		{"allow all", &Policy{AllowAll: true, Confirm: rules(t, "bash(rm:*)")}, call("bash", `{"command":"rm a && ls"}`), 2, true},
+		{"read-only", &Policy{Confirm: rules(t, "Read(.env)")}, call("read_file", `{"path":".env"}`), 2, true},
+		{"covered", &Policy{Confirm: rules(t, "Read(.env)")}, call("grep", `{"pattern":"x","path":".env"}`), 2, true},
+		{"in doubt", &Policy{AllowAll: true, Confirm: rules(t, "bash(rm:*)")}, call("bash", `{"command":"$X a"}`), 2, true},
+		{"other call", &Policy{AllowAll: true, Confirm: rules(t, "bash(rm:*)")}, call("bash", `{"command":"ls"}`), 0, true},
+		{"denied", &Policy{AllowAll: true, Deny: rules(t, "bash(rm:*)"), Confirm: rules(t, "bash(rm:*)")}, call("bash", `{"command":"rm a"}`), 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			asked := 0
+			tt.policy.Ask = func(context.Context, llm.ToolUse, Rule) (Answer, error) { asked++; return Always, nil }
+			for range 2 {
+				if err := tt.policy.Approve(t.Context(), tt.call); (err == nil) != tt.wantOK {
+					t.Fatalf("Approve: %v, want ok %v", err, tt.wantOK)
+				}
+			}
+			if asked != tt.asked {
+				t.Errorf("asked %d times, want %d", asked, tt.asked)
+			}
+			tt.policy.Ask = nil
+			err := tt.policy.Approve(t.Context(), tt.call)
+			if tt.asked > 0 && (err == nil || !strings.Contains(err.Error(), "asks the user about this call, and there is no one to ask")) {
+				t.Errorf("nobody to ask: %v", err)
+			}
+		})
+	}
+}
+
+func TestClaudeCodeName(t *testing.T) {
+	for ours, want := range map[string]string{"bash": "Bash", "read_file": "Read", "web_fetch": "WebFetch", "calculator": ""} {
+		if got := ClaudeCodeName(ours); got != want {
+			t.Errorf("ClaudeCodeName(%q) = %q, want %q", ours, got, want)
+		}
 	}
 }

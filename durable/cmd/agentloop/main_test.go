@@ -174,6 +174,27 @@ func TestBudgetLimit(t *testing.T) {
 	}
 }
 
+// TestWorkerSettings: a worker takes --settings, whose deny rules and
+// PreToolUse hooks hold for the calls of the runs it serves.
+func TestWorkerSettings(t *testing.T) {
+	api := anthropictest.NewServer(
+		anthropictest.NewStream().ToolUse("toolu_1", "calculator", `{"expression":"6*7"}`).Stop("tool_use"),
+		anthropictest.NewStream().Text("No maths today.").Stop("end_turn"))
+	t.Cleanup(api.Close)
+	env := map[string]string{"ANTHROPIC_BASE_URL": api.URL, "ANTHROPIC_API_KEY": "sk-ant-test"}
+	settings := `{"hooks": {"PreToolUse": [{"matcher": "calculator", "hooks": [{"type": "command", "command": "echo no maths >&2; exit 2"}]}]}}`
+	_, common := startWorker(t, env, "settings", "--tools", "calculator", "--settings", settings)
+
+	var stdout, stderr bytes.Buffer
+	if code := command(context.Background(), env, &stdout, &stderr, append(common, "what is 6*7?")...); code != exitOK {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+	res := api.Requests()[1].ToolResults()
+	if len(res) != 1 || !res[0].IsError || !strings.Contains(res[0].Content[0].Text, "no maths") {
+		t.Errorf("tool_result %+v, want the hook's denial", res)
+	}
+}
+
 // TestUsage checks the durable mode's usage errors: each exits 2 before
 // anything connects.
 func TestUsage(t *testing.T) {
