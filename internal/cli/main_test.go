@@ -31,13 +31,15 @@ func TestMain(m *testing.M) {
 		crashServer()
 		return
 	}
-	// bash's sandbox makes a build cache in the user's cache directory:
-	// the tests' goes away with them.
+	// bash's sandbox makes a build cache in the user's cache directory,
+	// and a run that is not told otherwise saves its session in the
+	// user's state directory: the tests' go away with them.
 	cache, err := os.MkdirTemp("", "agentloop-test-cache")
 	if err != nil {
 		panic(err)
 	}
 	os.Setenv("XDG_CACHE_HOME", cache)
+	os.Setenv("XDG_STATE_HOME", cache)
 	code := m.Run()
 	os.RemoveAll(cache)
 	os.Exit(code)

@@ -155,7 +155,7 @@ func (l *lines) answer(ctx context.Context, prompt string) (string, error) {
 func (s *session) repl(ctx context.Context, lr lineReader, interrupts <-chan os.Signal) error {
 	fmt.Fprintf(s.stderr, "agentloop %s · /help for the commands · Ctrl-C interrupts a turn\n", s.o.model)
 	if msgs := s.cfg.History.Messages(); len(msgs) > 0 {
-		fmt.Fprintf(s.stderr, "resuming %s: %s\n", s.o.session, plural(len(msgs), "message", "messages"))
+		fmt.Fprintf(s.stderr, "resuming %s: %s\n", s.name(), plural(len(msgs), "message", "messages"))
 		for _, m := range msgs {
 			// The earlier prompts, for Up to recall as if typed here.
 			if t := llm.TextOf(m.Content); m.Role == llm.User && t != "" && !strings.Contains(t, "\n") {
