@@ -65,7 +65,7 @@ func (c *cli) run(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	case o.demo:
 		return c.demo(ctx, o, stdout, stderr)
 	case o.sessions.list:
-		return listCommand(&o.sessions, stdout)
+		return listCommand(&o.sessions, stdout, stderr)
 	}
 
 	tel, flush, err := c.startTelemetry(ctx, stderr) // otel hook

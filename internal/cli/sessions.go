@@ -153,7 +153,7 @@ func (s *session) pickSession() error {
 	s.dir = dir
 	switch {
 	case f.cont:
-		all, err := listSessions(dir)
+		all, err := scanSessions(dir)
 		if err != nil {
 			return err
 		}
@@ -181,7 +181,7 @@ func (s *session) pickSession() error {
 // findSession returns the id of the session in dir that id is, or is the
 // start of.
 func findSession(dir, id string) (string, error) {
-	all, err := listSessions(dir)
+	all, err := scanSessions(dir)
 	if err != nil {
 		return "", err
 	}
@@ -218,9 +218,19 @@ type sessionInfo struct {
 	Priced  bool
 }
 
-// listSessions returns the sessions saved in dir, the newest first; none
-// when dir does not exist.
+// listSessions returns the sessions saved in dir, the newest first, each
+// with its first prompt and cost; none when dir does not exist.
 func listSessions(dir string) ([]sessionInfo, error) {
+	all, err := scanSessions(dir)
+	for i := range all {
+		all[i].read()
+	}
+	return all, err
+}
+
+// scanSessions is listSessions without reading the files: their ids,
+// paths and times.
+func scanSessions(dir string) ([]sessionInfo, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -238,9 +248,7 @@ func listSessions(dir string) ([]sessionInfo, error) {
 		if err != nil {
 			continue // pruned by another run since
 		}
-		si := sessionInfo{ID: id, Path: filepath.Join(dir, e.Name()), Modified: fi.ModTime()}
-		si.read()
-		out = append(out, si)
+		out = append(out, sessionInfo{ID: id, Path: filepath.Join(dir, e.Name()), Modified: fi.ModTime()})
 	}
 	slices.SortFunc(out, func(a, b sessionInfo) int {
 		return cmp.Or(b.Modified.Compare(a.Modified), strings.Compare(a.ID, b.ID))
@@ -284,7 +292,7 @@ const maxListedPrompt = 60
 
 // listCommand is agentloop sessions: this directory's sessions, or with
 // --all every project's, newest first.
-func listCommand(f *sessionFlags, stdout io.Writer) error {
+func listCommand(f *sessionFlags, stdout, stderr io.Writer) error {
 	if f.root == "" {
 		return usageError("sessions: no state directory to keep sessions in: set HOME, or XDG_STATE_HOME")
 	}
@@ -320,11 +328,12 @@ func listCommand(f *sessionFlags, stdout io.Writer) error {
 			rows = append(rows, row{si, filepath.Base(dir)})
 		}
 	}
-	if len(rows) == 0 {
-		_, err := fmt.Fprintln(stdout, "no sessions saved in this directory (agentloop sessions --all lists every directory's)")
+	if len(rows) == 0 { // said on stderr: stdout is for the rows
+		msg := "agentloop: no sessions saved in this directory (agentloop sessions --all lists every directory's)"
 		if f.all {
-			_, err = fmt.Fprintln(stdout, "no sessions saved")
+			msg = "agentloop: no sessions saved"
 		}
+		_, err := fmt.Fprintln(stderr, msg)
 		return err
 	}
 	slices.SortStableFunc(rows, func(a, b row) int { return b.Modified.Compare(a.Modified) })

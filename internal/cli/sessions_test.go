@@ -377,8 +377,8 @@ func TestSessionsCommand(t *testing.T) {
 	t.Chdir(t.TempDir())
 	r = h.run(strings.NewReader(""), "sessions")
 	r.check(t, 0)
-	if !strings.HasPrefix(r.stdout, "no sessions saved in this directory") {
-		t.Errorf("agentloop sessions elsewhere = %q", r.stdout)
+	if r.stdout != "" || !strings.Contains(r.stderr, "no sessions saved in this directory") {
+		t.Errorf("agentloop sessions elsewhere: stdout %q, stderr %q; want a note on stderr alone", r.stdout, r.stderr)
 	}
 }
 
