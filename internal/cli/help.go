@@ -232,6 +232,7 @@ Environment:
   ANTHROPIC_BASE_URL    the API's base URL, for any compatible server
   ANTHROPIC_MODEL       the default for --model
   NO_COLOR              when set, no colour
+  XDG_STATE_HOME        where sessions are kept (default ~/.local/state)
   OTEL_EXPORTER_OTLP_ENDPOINT  export traces and metrics over OTLP; the other
                         OTEL_* variables apply, and
                         OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true
