@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/llm"
@@ -237,14 +236,12 @@ type session struct {
 	interactive bool
 	// unlock releases the session file's lock (session.go), if it is held.
 	unlock func()
-	// path is the file the conversation is loaded from and saved to, ""
-	// for none; id is its session id, "" for a --session file; dir holds
-	// the working directory's sessions, "" without them; persist is false
-	// with --no-session-persistence (sessions.go).
+	// The conversation's file, its session id and the directory's
+	// sessions, and whether it is saved (sessions.go); the values no
+	// saved session may hold (scrubbed).
 	path, id, dir string
 	persist       bool
-	// secrets are the values no saved session may hold (scrubbed).
-	secrets []string
+	secrets       []string
 
 	// Totals over the session's runs, for /usage.
 	usage   llm.Usage
@@ -297,9 +294,6 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 	if err != nil {
 		s.close()
 		return nil, err
-	}
-	if s.dir != "" && s.persist { // this run's session is locked, so kept
-		pruneSessions(o.sessions.root, time.Now())
 	}
 	s.cfg = agent.Config{
 		Model:          client,

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/memory"
@@ -88,7 +89,8 @@ var errSessionBusy = errors.New("it is in use by another agentloop")
 // loadHistory claims the session's file, if there is one, and loads it if
 // it exists, else starts afresh. It checks that the file can be saved, and
 // locks it against other runs until the session closes; all this before a
-// request is paid for, not at the first save.
+// request is paid for, not at the first save. Then, the session being
+// safe from it, it prunes the old sessions.
 func (s *session) loadHistory() (*memory.History, error) {
 	path := s.path
 	if path == "" {
@@ -112,6 +114,9 @@ func (s *session) loadHistory() (*memory.History, error) {
 			return nil, usageError("%s cannot be locked against other runs: %v", what, err)
 		}
 		s.unlock = unlock
+		if s.id != "" {
+			pruneSessions(s.o.sessions.root, time.Now())
+		}
 	}
 	f, err := os.OpenFile(path, loadFlags, 0)
 	if errors.Is(err, fs.ErrNotExist) && (s.id == "" || !s.o.sessions.resuming()) {
