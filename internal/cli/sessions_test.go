@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -65,7 +66,7 @@ func resultOf(t *testing.T, r result) resultRecord {
 // --output-format json gives and that --resume (whole or by its start)
 // and --continue take up again.
 func TestSessionsByDefault(t *testing.T) {
-	h, dir := sessionHarness(t, text("Hello, Ada."), text("Ada."), text("Still Ada."), text("Hi."))
+	h, dir := sessionHarness(t, text("Hello, Ada."), text("Ada."), text("Still Ada."), text("Yes."), text("Hi."))
 	rec := resultOf(t, h.run(strings.NewReader(""), "--output-format", "json", "I am Ada"))
 	if _, err := uuid.Parse(rec.SessionID); err != nil {
 		t.Fatalf("session_id %q is not a UUID: %v", rec.SessionID, err)
@@ -89,6 +90,14 @@ func TestSessionsByDefault(t *testing.T) {
 		if got := len(reqs[i].Messages()); got != want {
 			t.Errorf("request %d sent %d messages, want %d", i+1, got, want)
 		}
+	}
+	// The REPL resumes it too, and says so.
+	h.terminals["stdin"] = true
+	r := h.run(strings.NewReader("Sure?\n"), "-c")
+	r.check(t, 0)
+	h.terminals["stdin"] = false
+	if want := "resuming session " + rec.SessionID + ": 6 messages"; !strings.Contains(r.stderr, want) {
+		t.Errorf("the REPL does not say %q:\n%s", want, r.stderr)
 	}
 	if got := sessionFiles(t, dir); len(got) != 1 {
 		t.Errorf("resuming made new sessions: %q", got)
@@ -398,5 +407,43 @@ func TestREPLClearStartsSession(t *testing.T) {
 	}
 	if n := len(h.srv.Requests()[1].Messages()); n != 1 {
 		t.Errorf("the prompt after /clear sent %d messages, want 1", n)
+	}
+}
+
+// TestOpenSession checks openSession, the REPL's /resume: it makes a
+// saved session the conversation, by a start of its id, and holds its
+// lock; an unknown id is an error that leaves the current one as it was.
+func TestOpenSession(t *testing.T) {
+	h, dir := sessionHarness(t, text("one"), text("two"), text("three"))
+	h.run(strings.NewReader(""), "first").check(t, 0)
+	first := strings.TrimSuffix(sessionFiles(t, dir)[0], ".jsonl")
+	h.run(strings.NewReader(""), "second").check(t, 0)
+
+	var stdout, stderr syncBuffer
+	getenv := func(k string) string { return h.env[k] }
+	o, err := parseFlags([]string{"third"}, getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := h.cli(nil, &stdout, &stderr).setup(t.Context(), o, testKey, "", strings.NewReader(""), &stdout, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	current := s.id
+	if err := s.openSession("ffff"); err == nil || !strings.Contains(err.Error(), "no session ffff") || s.id != current {
+		t.Fatalf("openSession(unknown) = %v, and the session is %s; want an error naming it, and %s kept", err, s.id, current)
+	}
+	if err := s.openSession(first[:6]); err != nil || s.id != first {
+		t.Fatalf("openSession(%s) = %v, and the session is %s; want %s", first[:6], err, s.id, first)
+	}
+	if _, err := lockSession(filepath.Join(dir, first+".jsonl")); !errors.Is(err, errSessionBusy) {
+		t.Errorf("the opened session is not locked: lockSession = %v", err)
+	}
+	if err := s.turn(t.Context(), o.prompt, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(h.srv.Requests()[2].Messages()); n != 3 {
+		t.Errorf("the turn after openSession sent %d messages, want the opened session's 2 and the prompt", n)
 	}
 }
