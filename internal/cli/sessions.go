@@ -210,7 +210,8 @@ type sessionInfo struct {
 	ID       string
 	Path     string
 	Modified time.Time
-	// FirstPrompt is the text of the first user message, as typed.
+	// FirstPrompt is the text of the first user message, as typed, that
+	// the file still holds.
 	FirstPrompt string
 	// CostUSD is what the model turns the file holds cost at the model
 	// table's prices; Priced is false when one's model has none.
@@ -269,14 +270,17 @@ func (si *sessionInfo) read() {
 	sc.Buffer(nil, math.MaxInt)
 	for sc.Scan() {
 		var msg llm.Message
-		var meta struct {
-			Usage llm.Usage `json:"usage"`
-			Model string    `json:"model"`
+		var meta struct { // memory's, as it writes them
+			Usage   llm.Usage `json:"usage"`
+			Model   string    `json:"model"`
+			Summary bool      `json:"summary"`
 		}
 		if json.Unmarshal(sc.Bytes(), &msg) != nil || json.Unmarshal(sc.Bytes(), &meta) != nil {
 			continue
 		}
-		if si.FirstPrompt == "" && msg.Role == llm.User {
+		// A compaction's summary stands in for the first prompts: the
+		// first one typed since is the first there is.
+		if si.FirstPrompt == "" && msg.Role == llm.User && !meta.Summary {
 			si.FirstPrompt = llm.TextOf(msg.Content)
 		}
 		if meta.Usage != (llm.Usage{}) {
@@ -296,7 +300,7 @@ func listCommand(f *sessionFlags, stdout, stderr io.Writer) error {
 	if f.root == "" {
 		return usageError("sessions: no state directory to keep sessions in: set HOME, or XDG_STATE_HOME")
 	}
-	dirs := []string{}
+	var dirs []string
 	if f.all {
 		entries, err := os.ReadDir(f.root)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -447,3 +447,38 @@ func TestOpenSession(t *testing.T) {
 		t.Errorf("the turn after openSession sent %d messages, want the opened session's 2 and the prompt", n)
 	}
 }
+
+// TestSessionInfoRead checks what the list shows of a session file: the
+// first prompt still there, past a compaction's summary, and the cost of
+// its turns, unknown when a turn's model has no price.
+func TestSessionInfoRead(t *testing.T) {
+	summary := `{"role":"user","content":[{"type":"text","text":"This session is being continued…"}],"summary":true}`
+	turn := func(model string) string {
+		return `{"role":"assistant","content":[{"type":"text","text":"ok"}],"usage":{"input_tokens":1000000,"output_tokens":0},"model":"` + model + `"}`
+	}
+	prompt := `{"role":"user","content":[{"type":"text","text":"the prompt"}]}`
+	price := func(model string) float64 { info, _ := llm.LookupModel(model); return info.Price.Input }
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		want  sessionInfo
+	}{
+		{"after a summary", []string{summary, turn(defaultModel), prompt, turn(defaultModel)},
+			sessionInfo{FirstPrompt: "the prompt", CostUSD: 2 * price(defaultModel), Priced: true}},
+		{"a model without a price", []string{prompt, turn("claude-unknown-1")},
+			sessionInfo{FirstPrompt: "the prompt"}},
+		{"a bad line", []string{"{", prompt, turn(defaultModel)},
+			sessionInfo{FirstPrompt: "the prompt", CostUSD: price(defaultModel), Priced: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "s.jsonl")
+			os.WriteFile(path, []byte(strings.Join(tc.lines, "\n")+"\n"), 0o600)
+			got := sessionInfo{Path: path}
+			got.read()
+			tc.want.Path = path
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("read (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
