@@ -511,6 +511,9 @@ func TestCommandWords(t *testing.T) {
 		{[]string{"demo", "the", "loop"}, "demo the loop", 0, "ok"},
 		{[]string{"--", "demo"}, "demo", 0, "ok"},
 		{[]string{"--", "help"}, "help", 0, "ok"},
+		{[]string{"sessions", "are", "slow"}, "sessions are slow", 0, "ok"},
+		{[]string{"sessions", "--all", "x"}, "", exitUsage, `sessions takes no arguments, got "x"`},
+		{[]string{"sessions"}, "", exitUsage, "no state directory"}, // the harness has no HOME
 		// The plain build has no durable mode, and says so.
 		{[]string{"deny"}, "", exitUsage, "no durable mode"},
 		{[]string{"approve", "--session", "s", "toolu_1"}, "", exitUsage, "no durable mode"},
