@@ -482,3 +482,51 @@ func TestSessionInfoRead(t *testing.T) {
 		})
 	}
 }
+
+// TestConcurrentSessions checks runs at the same time in one directory:
+// while one continues a session, a second --continue of it stops at once,
+// and a new conversation is a session of its own; each is saved whole.
+func TestConcurrentSessions(t *testing.T) {
+	h, dir := sessionHarness(t, text("one"), anthropictest.NewStream().Usage(10, 0, 0, 0).Text("Once upon a time").Stall(), text("two"))
+	h.run(strings.NewReader(""), "hi").check(t, 0)
+	first := sessionFiles(t, dir)[0]
+
+	h.terminals["stdout"] = true // the partial answer shows, and says the turn is under way
+	var stdout, stderr syncBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- h.cli(nil, &stdout, &stderr).main(t.Context(), []string{"-c", "tell me a story"}, strings.NewReader(""), &stdout, &stderr)
+	}()
+	stdout.waitFor(t, "Once upon a time")
+
+	r := h.run(strings.NewReader(""), "-c", "me too")
+	r.check(t, exitUsage)
+	if !strings.Contains(r.stderr, "in use by another agentloop") {
+		t.Errorf("the second --continue does not say the session is in use:\n%s", r.stderr)
+	}
+	h.run(strings.NewReader(""), "a new one").check(t, 0)
+
+	h.interrupts <- os.Interrupt
+	if got := <-code; got != exitInterrupted {
+		t.Fatalf("exit status %d, want %d; stderr:\n%s", got, exitInterrupted, stderr.String())
+	}
+	names := sessionFiles(t, dir)
+	if len(names) != 2 {
+		t.Fatalf("the sessions directory holds %q, want the two sessions alone", names)
+	}
+	for _, name := range names {
+		b, _ := os.ReadFile(filepath.Join(dir, name))
+		want := []string{"a new one"}
+		if name == first {
+			want = []string{"hi", "tell me a story", "Once upon a time"}
+		}
+		for _, w := range want {
+			if !strings.Contains(string(b), w) {
+				t.Errorf("session %s lacks %q:\n%s", name, w, b)
+			}
+		}
+		if strings.Contains(string(b), "me too") {
+			t.Errorf("session %s holds the refused run's prompt:\n%s", name, b)
+		}
+	}
+}
