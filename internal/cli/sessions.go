@@ -118,9 +118,14 @@ func projectKey(wd string) string {
 	return string(b[max(0, len(b)-100):]) + "-" + hex.EncodeToString(sum[:4])
 }
 
-// projectDir returns the sessions directory of the working directory.
+// projectDir returns the sessions directory of the working directory, by
+// its real path, so that a directory reached through a symbolic link has
+// the same sessions.
 func (f *sessionFlags) projectDir() (string, error) {
 	wd, err := os.Getwd()
+	if err == nil {
+		wd, err = filepath.EvalSymlinks(wd)
+	}
 	if err != nil {
 		return "", fmt.Errorf("the working directory: %w", err)
 	}

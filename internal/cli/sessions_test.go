@@ -530,3 +530,20 @@ func TestConcurrentSessions(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionThroughSymlink checks that a directory reached through a
+// symbolic link has the same sessions as by its own path.
+func TestSessionThroughSymlink(t *testing.T) {
+	h, _ := sessionHarness(t, text("one"), text("two"))
+	real, _ := os.Getwd()
+	h.run(strings.NewReader(""), "hi").check(t, 0)
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	t.Chdir(link)
+	h.run(strings.NewReader(""), "-c", "again").check(t, 0)
+	if n := len(h.srv.Requests()[1].Messages()); n != 3 {
+		t.Errorf("--continue through the link sent %d messages, want 3", n)
+	}
+}
