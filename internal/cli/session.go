@@ -251,7 +251,9 @@ func scrubbed(h *memory.History, cfg memory.Config, secrets []string) (*memory.H
 	var found []string
 	for _, sec := range secrets {
 		q, _ := json.Marshal(sec) // as Encode writes it in a string
-		if sec != "" && (bytes.Contains(b.Bytes(), []byte(sec)) || bytes.Contains(b.Bytes(), q[1:len(q)-1])) {
+		// A key as short as a word ("test", for a local server) is no
+		// secret, and scrubbing it would garble the conversation.
+		if len(sec) >= minSecret && (bytes.Contains(b.Bytes(), []byte(sec)) || bytes.Contains(b.Bytes(), q[1:len(q)-1])) {
 			found = append(found, sec)
 		}
 	}

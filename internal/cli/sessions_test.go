@@ -276,7 +276,7 @@ func TestScrubbedDropsThinking(t *testing.T) {
 		llm.Thinking{Thinking: "nothing to hide", Signature: "sig2"},
 		llm.Text{Text: "done, " + testKey},
 	}}, llm.Usage{InputTokens: 1})
-	got, err := scrubbed(h, memory.Config{}, []string{testKey, ""})
+	got, err := scrubbed(h, memory.Config{}, []string{testKey, "", "done"})
 	if err != nil {
 		t.Fatal(err)
 	}
