@@ -100,12 +100,19 @@ func (s *session) loadHistory() (*memory.History, error) {
 	if s.id != "" {
 		what, other = "session "+s.id, "start a new one, without --continue or --resume"
 	}
-	if s.persist {
-		if s.id == "" {
-			if err := checkWritable(path); err != nil {
-				return nil, err
-			}
+	if s.persist && s.id == "" {
+		if err := checkWritable(path); err != nil {
+			return nil, err
 		}
+	} else if s.persist {
+		// Made just before the lock goes in it: another run's pruning
+		// removes an empty one.
+		if err := os.MkdirAll(s.dir, 0o700); err != nil {
+			fmt.Fprintf(s.stderr, "agentloop: this conversation cannot be saved (%v); --no-session-persistence turns saving off\n", err)
+			s.persist = false
+		}
+	}
+	if s.persist {
 		unlock, err := lockSession(path)
 		switch {
 		case errors.Is(err, errSessionBusy):
@@ -118,8 +125,11 @@ func (s *session) loadHistory() (*memory.History, error) {
 			pruneSessions(s.o.sessions.root, time.Now())
 		}
 	}
+	if s.id != "" && !s.o.sessions.resuming() {
+		return memory.New(s.memCfg), nil // a new session: no file yet
+	}
 	f, err := os.OpenFile(path, loadFlags, 0)
-	if errors.Is(err, fs.ErrNotExist) && (s.id == "" || !s.o.sessions.resuming()) {
+	if errors.Is(err, fs.ErrNotExist) && s.id == "" {
 		return memory.New(s.memCfg), nil
 	}
 	var h *memory.History

@@ -172,12 +172,6 @@ func (s *session) pickSession() error {
 		}
 	default:
 		s.id = uuid.NewString()
-		if s.persist {
-			if err := os.MkdirAll(dir, 0o700); err != nil {
-				fmt.Fprintf(s.stderr, "agentloop: this conversation cannot be saved (%v); --no-session-persistence turns saving off\n", err)
-				s.persist = false
-			}
-		}
 	}
 	s.path = filepath.Join(dir, s.id+".jsonl")
 	return nil

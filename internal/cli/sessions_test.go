@@ -547,3 +547,18 @@ func TestSessionThroughSymlink(t *testing.T) {
 		t.Errorf("--continue through the link sent %d messages, want 3", n)
 	}
 }
+
+// TestSessionDirUnusable checks that a state directory that cannot hold
+// sessions does not stop a run that did not ask for one: it says so, and
+// answers.
+func TestSessionDirUnusable(t *testing.T) {
+	h, _ := sessionHarness(t, text("ok"))
+	file := filepath.Join(t.TempDir(), "a-file")
+	os.WriteFile(file, nil, 0o600)
+	h.env["XDG_STATE_HOME"], h.env["HOME"], h.env["LocalAppData"] = file, file, file
+	r := h.run(strings.NewReader(""), "hi")
+	r.check(t, 0)
+	if r.stdout != "ok\n" || !strings.Contains(r.stderr, "this conversation cannot be saved") {
+		t.Errorf("stdout %q, stderr %q; want the answer, and a word that it is not saved", r.stdout, r.stderr)
+	}
+}
