@@ -100,33 +100,39 @@ func (s *session) loadHistory() (*memory.History, error) {
 	if s.id != "" {
 		what, other = "session "+s.id, "start a new one, without --continue or --resume"
 	}
+	fresh := s.id != "" && !s.o.sessions.resuming() // a new session: no file yet
 	if s.persist && s.id == "" {
 		if err := checkWritable(path); err != nil {
 			return nil, err
 		}
-	} else if s.persist {
-		// Made just before the lock goes in it: another run's pruning
-		// removes an empty one.
-		if err := os.MkdirAll(s.dir, 0o700); err != nil {
-			fmt.Fprintf(s.stderr, "agentloop: this conversation cannot be saved (%v); --no-session-persistence turns saving off\n", err)
-			s.persist = false
-		}
 	}
 	if s.persist {
+		// The directory is made just before the lock goes in it, since
+		// another run's pruning removes an empty one.
 		unlock, err := lockSession(path)
+		if s.id != "" && errors.Is(err, fs.ErrNotExist) {
+			if err = os.MkdirAll(s.dir, 0o700); err == nil {
+				unlock, err = lockSession(path)
+			}
+		}
 		switch {
+		case err != nil && fresh:
+			// The user did not ask for it: a note, not a failure.
+			fmt.Fprintf(s.stderr, "agentloop: this conversation cannot be saved (%v); --no-session-persistence turns saving off\n", err)
+			s.persist = false
 		case errors.Is(err, errSessionBusy):
 			return nil, usageError("%s cannot be used: %v; wait for that run to end, or %s", what, err, other)
 		case err != nil:
 			return nil, usageError("%s cannot be locked against other runs: %v", what, err)
-		}
-		s.unlock = unlock
-		if s.id != "" {
-			pruneSessions(s.o.sessions.root, time.Now())
+		default:
+			s.unlock = unlock
+			if s.id != "" {
+				pruneSessions(s.o.sessions.root, time.Now())
+			}
 		}
 	}
-	if s.id != "" && !s.o.sessions.resuming() {
-		return memory.New(s.memCfg), nil // a new session: no file yet
+	if fresh {
+		return memory.New(s.memCfg), nil
 	}
 	f, err := os.OpenFile(path, loadFlags, 0)
 	if errors.Is(err, fs.ErrNotExist) && s.id == "" {
