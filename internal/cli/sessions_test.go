@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/agentloop/agentloop/anthropictest"
 	"github.com/agentloop/agentloop/llm"
-	"github.com/agentloop/agentloop/memory"
 )
 
 // sessionHarness is a harness whose runs keep sessions in a state
@@ -223,122 +221,6 @@ func TestNoSessionPersistence(t *testing.T) {
 	}
 }
 
-// TestContinueBusy checks that --continue on a session another run holds
-// stops at once, naming it, rather than saving over its turns.
-func TestContinueBusy(t *testing.T) {
-	h, dir := sessionHarness(t, text("one"), text("never sent"))
-	h.run(strings.NewReader(""), "hi").check(t, 0)
-	names := sessionFiles(t, dir)
-	unlock, err := lockSession(filepath.Join(dir, names[0]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unlock()
-	r := h.run(strings.NewReader(""), "-c", "more")
-	r.check(t, exitUsage)
-	id := strings.TrimSuffix(names[0], ".jsonl")
-	if want := "session " + id + " cannot be used: it is in use by another agentloop"; !strings.Contains(r.stderr, want) {
-		t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
-	}
-}
-
-// TestSessionHoldsNoSecret checks that the key and a --secret-env value
-// the model repeats are not written to the session, which still resumes.
-func TestSessionHoldsNoSecret(t *testing.T) {
-	const secret = "hunter2-SECRET-value"
-	h, dir := sessionHarness(t, text("Your key is "+testKey+" and the token "+secret+"."), text("ok"))
-	h.env["MY_TOKEN"] = secret
-	h.run(strings.NewReader(""), "--secret-env", "MY_TOKEN", "what are my secrets?").check(t, 0)
-	names := sessionFiles(t, dir)
-	b, _ := os.ReadFile(filepath.Join(dir, names[0]))
-	for _, s := range []string{testKey, secret} {
-		if strings.Contains(string(b), s) {
-			t.Errorf("the session holds %q:\n%s", s, b)
-		}
-	}
-	if !strings.Contains(string(b), "Your key is [REDACTED] and the token [REDACTED].") {
-		t.Errorf("the session lacks the scrubbed answer:\n%s", b)
-	}
-	h.run(strings.NewReader(""), "-c", "more").check(t, 0)
-	if got := h.srv.Requests()[1].Messages()[1].Text; strings.Contains(got, testKey) {
-		t.Errorf("the resumed history sent the key: %q", got)
-	}
-}
-
-// TestScrubbedDropsThinking checks that a thinking block that held a
-// secret is left out of the saved history, since its signature would not
-// match a changed text, and that one without is kept as it was.
-func TestScrubbedDropsThinking(t *testing.T) {
-	h := memory.New(memory.Config{})
-	h.AppendUser(llm.Text{Text: "hi"})
-	h.AppendAssistant(llm.Message{Role: llm.Assistant, Content: []llm.Block{
-		llm.Thinking{Thinking: "the key is " + testKey, Signature: "sig1"},
-		llm.Thinking{Thinking: "nothing to hide", Signature: "sig2"},
-		llm.Text{Text: "done, " + testKey},
-	}}, llm.Usage{InputTokens: 1})
-	got, err := scrubbed(h, memory.Config{}, []string{testKey, "", "done"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []llm.Block{llm.Thinking{Thinking: "nothing to hide", Signature: "sig2"}, llm.Text{Text: "done, [REDACTED]"}}
-	if diff := cmp.Diff(want, got.Messages()[1].Content); diff != "" {
-		t.Errorf("the saved answer (-want +got):\n%s", diff)
-	}
-	if got, _ := scrubbed(h, memory.Config{}, []string{"absent-secret-value"}); got != h {
-		t.Errorf("a history without a secret was copied")
-	}
-}
-
-// TestPruneSessions checks that a session unchanged for the retention
-// period is deleted at the start of a run, unless another run holds it,
-// and that pruning runs at most once a day.
-func TestPruneSessions(t *testing.T) {
-	h, dir := sessionHarness(t, text("one"), text("two"), text("three"))
-	h.run(strings.NewReader(""), "hi").check(t, 0)
-	fresh := sessionFiles(t, dir)[0]
-	old := time.Now().Add(-sessionRetention - time.Hour)
-	write := func(name string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(`{"role":"user","content":[{"type":"text","text":"old"}]}`+"\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		os.Chtimes(p, old, old)
-		return p
-	}
-	stale, held := write("11111111-0000-4000-8000-000000000000.jsonl"), write("22222222-0000-4000-8000-000000000000.jsonl")
-	tmp := write(".33333333-0000-4000-8000-000000000000.jsonl.tmp123")
-	unlock, err := lockSession(held)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unlock()
-	// Another project's, left empty by the pruning.
-	other := filepath.Join(filepath.Dir(dir), "other-project")
-	os.MkdirAll(other, 0o700)
-	otherOld := filepath.Join(other, "44444444-0000-4000-8000-000000000000.jsonl")
-	os.WriteFile(otherOld, nil, 0o600)
-	os.Chtimes(otherOld, old, old)
-	os.Remove(filepath.Join(filepath.Dir(dir), ".pruned")) // the first run pruned already
-
-	h.run(strings.NewReader(""), "hi").check(t, 0)
-	for _, p := range []string{stale, tmp, other} {
-		if _, err := os.Stat(p); !os.IsNotExist(err) {
-			t.Errorf("%s was not pruned", filepath.Base(p))
-		}
-	}
-	for _, p := range []string{held, filepath.Join(dir, fresh)} {
-		if _, err := os.Stat(p); err != nil {
-			t.Errorf("%s was pruned: %v", filepath.Base(p), err)
-		}
-	}
-	// Within a day of that, a run does not prune again.
-	stale = write(filepath.Base(stale))
-	h.run(strings.NewReader(""), "hi").check(t, 0)
-	if _, err := os.Stat(stale); err != nil {
-		t.Errorf("a second run on the same day pruned: %v", err)
-	}
-}
-
 // TestSessionsCommand checks agentloop sessions: this directory's
 // sessions newest first, with time, cost and the first prompt escaped and
 // cut; --all every directory's.
@@ -410,44 +292,6 @@ func TestREPLClearStartsSession(t *testing.T) {
 	}
 }
 
-// TestOpenSession checks openSession, the REPL's /resume: it makes a
-// saved session the conversation, by a start of its id, and holds its
-// lock; an unknown id is an error that leaves the current one as it was.
-func TestOpenSession(t *testing.T) {
-	h, dir := sessionHarness(t, text("one"), text("two"), text("three"))
-	h.run(strings.NewReader(""), "first").check(t, 0)
-	first := strings.TrimSuffix(sessionFiles(t, dir)[0], ".jsonl")
-	h.run(strings.NewReader(""), "second").check(t, 0)
-
-	var stdout, stderr syncBuffer
-	getenv := func(k string) string { return h.env[k] }
-	o, err := parseFlags([]string{"third"}, getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := h.cli(nil, &stdout, &stderr).setup(t.Context(), o, testKey, "", strings.NewReader(""), &stdout, &stderr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.close()
-	current := s.id
-	if err := s.openSession("ffff"); err == nil || !strings.Contains(err.Error(), "no session ffff") || s.id != current {
-		t.Fatalf("openSession(unknown) = %v, and the session is %s; want an error naming it, and %s kept", err, s.id, current)
-	}
-	if err := s.openSession(first[:6]); err != nil || s.id != first {
-		t.Fatalf("openSession(%s) = %v, and the session is %s; want %s", first[:6], err, s.id, first)
-	}
-	if _, err := lockSession(filepath.Join(dir, first+".jsonl")); !errors.Is(err, errSessionBusy) {
-		t.Errorf("the opened session is not locked: lockSession = %v", err)
-	}
-	if err := s.turn(t.Context(), o.prompt, nil); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(h.srv.Requests()[2].Messages()); n != 3 {
-		t.Errorf("the turn after openSession sent %d messages, want the opened session's 2 and the prompt", n)
-	}
-}
-
 // TestSessionInfoRead checks what the list shows of a session file: the
 // first prompt still there, past a compaction's summary, and the cost of
 // its turns, unknown when a turn's model has no price.
@@ -480,54 +324,6 @@ func TestSessionInfoRead(t *testing.T) {
 				t.Errorf("read (-want +got):\n%s", diff)
 			}
 		})
-	}
-}
-
-// TestConcurrentSessions checks runs at the same time in one directory:
-// while one continues a session, a second --continue of it stops at once,
-// and a new conversation is a session of its own; each is saved whole.
-func TestConcurrentSessions(t *testing.T) {
-	h, dir := sessionHarness(t, text("one"), anthropictest.NewStream().Usage(10, 0, 0, 0).Text("Once upon a time").Stall(), text("two"))
-	h.run(strings.NewReader(""), "hi").check(t, 0)
-	first := sessionFiles(t, dir)[0]
-
-	h.terminals["stdout"] = true // the partial answer shows, and says the turn is under way
-	var stdout, stderr syncBuffer
-	code := make(chan int, 1)
-	go func() {
-		code <- h.cli(nil, &stdout, &stderr).main(t.Context(), []string{"-c", "tell me a story"}, strings.NewReader(""), &stdout, &stderr)
-	}()
-	stdout.waitFor(t, "Once upon a time")
-
-	r := h.run(strings.NewReader(""), "-c", "me too")
-	r.check(t, exitUsage)
-	if !strings.Contains(r.stderr, "in use by another agentloop") {
-		t.Errorf("the second --continue does not say the session is in use:\n%s", r.stderr)
-	}
-	h.run(strings.NewReader(""), "a new one").check(t, 0)
-
-	h.interrupts <- os.Interrupt
-	if got := <-code; got != exitInterrupted {
-		t.Fatalf("exit status %d, want %d; stderr:\n%s", got, exitInterrupted, stderr.String())
-	}
-	names := sessionFiles(t, dir)
-	if len(names) != 2 {
-		t.Fatalf("the sessions directory holds %q, want the two sessions alone", names)
-	}
-	for _, name := range names {
-		b, _ := os.ReadFile(filepath.Join(dir, name))
-		want := []string{"a new one"}
-		if name == first {
-			want = []string{"hi", "tell me a story", "Once upon a time"}
-		}
-		for _, w := range want {
-			if !strings.Contains(string(b), w) {
-				t.Errorf("session %s lacks %q:\n%s", name, w, b)
-			}
-		}
-		if strings.Contains(string(b), "me too") {
-			t.Errorf("session %s holds the refused run's prompt:\n%s", name, b)
-		}
 	}
 }
 
