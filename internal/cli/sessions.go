@@ -341,18 +341,18 @@ func listCommand(f *sessionFlags, stdout, stderr io.Writer) error {
 	}
 	slices.SortStableFunc(rows, func(a, b row) int { return b.Modified.Compare(a.Modified) })
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	head := "ID\tMODIFIED\tCOST\tFIRST PROMPT"
+	// The prompt comes last, where its width does not matter.
+	head := "ID\tMODIFIED\tCOST\t"
 	if f.all {
-		head += "\tDIRECTORY"
+		head += "DIRECTORY\t"
 	}
-	fmt.Fprintln(tw, head)
+	fmt.Fprintln(tw, head+"FIRST PROMPT")
 	for _, r := range rows {
-		prompt := shorten(visible(strings.Join(strings.Fields(r.FirstPrompt), " ")), maxListedPrompt)
-		line := fmt.Sprintf("%s\t%s\t%s\t%s", r.ID, r.Modified.Local().Format("2006-01-02 15:04"), costText(r.CostUSD, r.Priced), prompt)
+		line := fmt.Sprintf("%s\t%s\t%s\t", r.ID, r.Modified.Local().Format("2006-01-02 15:04"), costText(r.CostUSD, r.Priced))
 		if f.all {
-			line += "\t" + r.project
+			line += r.project + "\t"
 		}
-		fmt.Fprintln(tw, line)
+		fmt.Fprintln(tw, line+shorten(visible(strings.Join(strings.Fields(r.FirstPrompt), " ")), maxListedPrompt))
 	}
 	return tw.Flush()
 }
