@@ -44,6 +44,7 @@ type options struct {
 	settings      string
 	settingsFiles []*settingsFile
 	hooks         hookConfig
+	sessions      sessionFlags       // --continue, --resume and the sessions command (sessions.go)
 	builtin       builtinOptions     // the built-in tools' flags (builtin.go)
 	json          bool               // --json, an alias settled into outputFormat
 	outputFormat  string             // text, json or stream-json (output.go)
@@ -138,6 +139,10 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	}
 
 	o.project.configDir = userConfigDir(getenv)
+	o.sessions.root = sessionsRoot(getenv)
+	if err := o.sessions.check(o.session, o.durable.temporal != ""); err != nil {
+		return nil, err
+	}
 	if err := o.mcpFlags.check(getenv, o.mcpURL); err != nil {
 		return nil, err
 	}
@@ -160,8 +165,24 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		}
 		// The demo is a fixed script, offline: another conversation or
 		// other servers' tools would break the script or the promise.
-		if o.session != "" || len(o.mcp) > 0 || len(o.mcpURL) > 0 {
-			return nil, usageError("demo runs a fixed script offline: it takes no --session, --mcp or --mcp-url")
+		if o.session != "" || o.sessions.resuming() || len(o.mcp) > 0 || len(o.mcpURL) > 0 {
+			return nil, usageError("demo runs a fixed script offline: it takes no --session, --continue, --resume, --mcp or --mcp-url")
+		}
+		o.sessions.noPersist = true // nor is it a conversation to keep
+		return o, nil
+	}
+	if len(rest) > 0 && rest[0] == "sessions" && !dashed && isCommand(rest) {
+		o.sessions.list = true
+		sfs := flag.NewFlagSet("agentloop sessions", flag.ContinueOnError)
+		sfs.SetOutput(io.Discard)
+		sfs.BoolVar(&o.sessions.all, "all", false, "")
+		sfs.BoolVar(&o.help, "help", false, "")
+		sfs.BoolVar(&o.help, "h", false, "")
+		if err := parseArgs(sfs, rest[1:]); err != nil {
+			return nil, err
+		}
+		if sfs.NArg() > 0 {
+			return nil, usageError("sessions takes no arguments, got %q", strings.Join(sfs.Args(), " "))
 		}
 		return o, nil
 	}
@@ -186,7 +207,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 }
 
 // isCommand reports whether words, which begin with the name of a command
-// (demo, help, worker, approve, deny), are that command: the name alone, or
+// (demo, help, sessions, worker, approve, deny), are that command: the name alone, or
 // followed by a flag. Followed by anything else it is the first word of a
 // prompt, so that "agentloop deny that the bug exists" asks the model, as
 // "agentloop help me fix it" does.
@@ -215,6 +236,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	o.mcpFlags.define(fs)
 	fs.StringVar(&o.session, "session", "", "")
 	fs.StringVar(&o.settings, "settings", "", "")
+	o.sessions.define(fs)
 	defineBuiltinFlags(fs, &o.builtin)
 	o.project.define(fs)
 	defineDurableFlags(fs, &o.durable)

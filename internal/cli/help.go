@@ -8,6 +8,7 @@ import "fmt"
 const usage = `Usage:
   agentloop [flags] [prompt...]
   agentloop [flags] demo [--fast]
+  agentloop sessions [--all]
   agentloop help
 
 agentloop runs an agent loop on the Anthropic Messages API: the model thinks,
@@ -180,8 +181,18 @@ Flags:
                       asking; without it, a one-prompt run on a terminal
                       asks about each request, and elsewhere (the
                       interactive session included) sampling is off
-  --session FILE      a JSONL transcript: loaded if it exists, so the
-                      conversation continues, and saved after every turn
+  --continue          continue this directory's latest session
+  -c                  --continue
+  --resume ID         continue the session ID of this directory, given
+                      whole or by a unique start (agentloop sessions
+                      lists them); an unknown one is a usage error
+  -r ID               --resume ID
+  --no-session-persistence  save no session (--continue and --resume
+                      still load one, and leave it as it was)
+  --session FILE      a JSONL transcript of your own, in place of the
+                      state directory's sessions: loaded if it exists, so
+                      the conversation continues, and saved after every
+                      turn
   --output-format FORMAT
                       text (the default), json: one object at the end,
                       {"type":"result","subtype","is_error","result",
@@ -210,7 +221,17 @@ Commands:
                       loopback: no key, no network. It shows think, act and
                       observe, and tool input JSON arriving in fragments.
                       --fast skips the pacing meant for human eyes.
+  sessions            list this directory's sessions, newest first: id,
+                      time, cost and first prompt; --all lists every
+                      directory's
   help                this text, as --help
+
+Every conversation is saved, as Claude Code keeps them, one file per session
+for each working directory, under $XDG_STATE_HOME/agentloop/sessions (else
+~/.local/state/agentloop/sessions; on macOS ~/Library/Application Support,
+on Windows %%LocalAppData%%), mode 0600; a session unchanged for 30 days is
+deleted. A prompt that fails is not saved. Secrets the run knows of (the
+key, the token, --secret-env and MCP secrets) are written as [REDACTED].
 
 MCP servers over HTTP that require OAuth are authorized in the browser
 ($BROWSER, else xdg-open or open; the URL is also printed), and their tokens
@@ -225,6 +246,7 @@ Environment:
   ANTHROPIC_BASE_URL    the API's base URL, for any compatible server
   ANTHROPIC_MODEL       the default for --model
   NO_COLOR              when set, no colour
+  XDG_STATE_HOME        where sessions are kept (default ~/.local/state)
   OTEL_EXPORTER_OTLP_ENDPOINT  export traces and metrics over OTLP; the other
                         OTEL_* variables apply, and
                         OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true
@@ -238,7 +260,8 @@ Exit status:
        and the request id); the --session file is left as it was
   2    a usage or configuration error, naming the flag or variable: a
        blank prompt, no API key, a --session file that cannot be read (it
-       is left untouched) or saved; found before any request is sent
+       is left untouched) or saved, a --resume ID that names no session
+       here; found before any request is sent
   3    a limit was reached: --max-iterations ("iteration limit"),
        --max-duration ("time limit"), --max-total-tokens ("token limit")
        or --max-budget-usd ("budget limit")

@@ -31,13 +31,15 @@ func TestMain(m *testing.M) {
 		crashServer()
 		return
 	}
-	// bash's sandbox makes a build cache in the user's cache directory:
-	// the tests' goes away with them.
+	// bash's sandbox makes a build cache in the user's cache directory,
+	// and a run that is not told otherwise saves its session in the
+	// user's state directory: the tests' go away with them.
 	cache, err := os.MkdirTemp("", "agentloop-test-cache")
 	if err != nil {
 		panic(err)
 	}
 	os.Setenv("XDG_CACHE_HOME", cache)
+	os.Setenv("XDG_STATE_HOME", cache)
 	code := m.Run()
 	os.RemoveAll(cache)
 	os.Exit(code)
@@ -509,6 +511,9 @@ func TestCommandWords(t *testing.T) {
 		{[]string{"demo", "the", "loop"}, "demo the loop", 0, "ok"},
 		{[]string{"--", "demo"}, "demo", 0, "ok"},
 		{[]string{"--", "help"}, "help", 0, "ok"},
+		{[]string{"sessions", "are", "slow"}, "sessions are slow", 0, "ok"},
+		{[]string{"sessions", "--all", "x"}, "", exitUsage, `sessions takes no arguments, got "x"`},
+		{[]string{"sessions"}, "", exitUsage, "no state directory"}, // the harness has no HOME
 		// The plain build has no durable mode, and says so.
 		{[]string{"deny"}, "", exitUsage, "no durable mode"},
 		{[]string{"approve", "--session", "s", "toolu_1"}, "", exitUsage, "no durable mode"},

@@ -220,15 +220,15 @@ func captureContent(v string) (bool, error) {
 	return false, usageError("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=%q: use true or false", v)
 }
 
-// conversationID names the conversation in traces: a hash of the --session
-// file's absolute path, so that its runs share one id across invocations
-// without putting the path (and the user's home directory) in a trace, else
-// a random id for this process's runs.
-func conversationID(o *options) string {
-	if o.session != "" {
-		p, err := filepath.Abs(o.session)
+// conversationID names the conversation in traces: a hash of the absolute
+// path of the session's file, so that its runs share one id across
+// invocations without putting the path (and the user's home directory) in
+// a trace, else a random id for this process's runs.
+func conversationID(session string) string {
+	if session != "" {
+		p, err := filepath.Abs(session)
 		if err != nil {
-			p = o.session
+			p = session
 		}
 		sum := sha256.Sum256([]byte(p))
 		return hex.EncodeToString(sum[:16])

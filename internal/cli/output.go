@@ -54,6 +54,9 @@ type ending struct {
 	// oneShot is whether the prompt came from the command line, not the
 	// REPL.
 	oneShot bool
+	// session is the session's id, or the --session file as given; ""
+	// when the conversation is not saved.
+	session string
 }
 
 // A denial is a call refused because it needed permission and there was
@@ -171,8 +174,8 @@ type resultRecord struct {
 	// Result is the final answer: the last model turn's text.
 	Result     string  `json:"result"`
 	StopReason *string `json:"stop_reason"`
-	// SessionID is the --session file as given; there is no session id
-	// without one.
+	// SessionID is the session's id, for --resume; with --session, the
+	// file as given.
 	SessionID         string    `json:"session_id,omitempty"`
 	TotalCostUSD      *float64  `json:"total_cost_usd"` // null for a model without a price
 	Usage             llm.Usage `json:"usage"`
@@ -192,9 +195,9 @@ var stopReasons = map[agent.State]string{
 }
 
 // newResultRecord returns the record of a run that ended as e, after d.
-func newResultRecord(e ending, d time.Duration, priced bool, session string) resultRecord {
+func newResultRecord(e ending, d time.Duration, priced bool) resultRecord {
 	rec := resultRecord{Type: "result", Subtype: "success", DurationMS: d.Milliseconds(),
-		NumTurns: e.res.Iterations, Result: e.res.Text, SessionID: session, Usage: e.res.Usage,
+		NumTurns: e.res.Iterations, Result: e.res.Text, SessionID: e.session, Usage: e.res.Usage,
 		PermissionDenials: append([]denial{}, e.denials...), State: e.res.State, StructuredOutput: e.res.Output}
 	if reason, ok := stopReasons[e.res.State]; ok {
 		rec.StopReason = &reason
@@ -230,17 +233,15 @@ func newResultRecord(e ending, d time.Duration, priced bool, session string) res
 // resultRenderer writes --output-format json: nothing while the run goes
 // on, then one JSON object. Notes and errors go to stderr as text.
 type resultRenderer struct {
-	errw    io.Writer
-	json    *jsonRenderer // writes the object, as --json writes a line
-	priced  bool
-	session string
-	start   time.Time
-	now     func() time.Time
+	errw   io.Writer
+	json   *jsonRenderer // writes the object, as --json writes a line
+	priced bool
+	start  time.Time
+	now    func() time.Time
 }
 
-func newResultRenderer(stdout, stderr io.Writer, priced bool, session string) *resultRenderer {
-	return &resultRenderer{errw: stderr, json: newJSONRenderer(stdout, stderr, priced), priced: priced,
-		session: session, now: time.Now}
+func newResultRenderer(stdout, stderr io.Writer, priced bool) *resultRenderer {
+	return &resultRenderer{errw: stderr, json: newJSONRenderer(stdout, stderr, priced), priced: priced, now: time.Now}
 }
 
 func (r *resultRenderer) event(agent.Event, error) {
@@ -255,7 +256,7 @@ func (r *resultRenderer) done(e ending) {
 		d = r.now().Sub(r.start)
 	}
 	r.start = time.Time{}
-	b, err := marshalNoEscape(newResultRecord(e, d, r.priced, r.session))
+	b, err := marshalNoEscape(newResultRecord(e, d, r.priced))
 	if err != nil {
 		fmt.Fprintf(r.errw, "agentloop: cannot encode the result: %v\n", err)
 		return

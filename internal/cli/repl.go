@@ -17,7 +17,7 @@ const replHelp = `/help            this list
 /model [name]    show the model, or switch to another: opus, sonnet, haiku or a model's id
 /compact         compact the conversation now, to free context
 /cost            the tokens and cost so far, and how full the context is (also /usage)
-/resume [N|FILE] list the transcripts beside --session, or go on with one
+/resume [N|ID]   list this directory's sessions (with --session, the transcripts beside it), or go on with one
 /clear           start a new conversation (with --session, the old transcript is kept)
 /exit            end the session (also /quit, or Ctrl-D)
 @path            attach a file, relative to the working directory: it goes with the
@@ -144,7 +144,7 @@ func (s *session) repl(ctx context.Context, lr lineReader, interrupts <-chan os.
 		fmt.Fprintf(s.stderr, "permission mode: %s: %s (Shift-Tab for the next)\n", m, modeNotes[m])
 	}
 	if msgs := s.cfg.History.Messages(); len(msgs) > 0 {
-		fmt.Fprintf(s.stderr, "resuming %s: %s\n", s.o.session, plural(len(msgs), "message", "messages"))
+		fmt.Fprintf(s.stderr, "resuming %s: %s\n", s.name(), plural(len(msgs), "message", "messages"))
 		for _, m := range msgs {
 			// The earlier prompts, for Up to recall as if typed here.
 			if t := llm.TextOf(m.Content); m.Role == llm.User && t != "" && !strings.Contains(t, "\n") {

@@ -293,13 +293,44 @@ func isDir(path string) bool {
 	return err == nil && fi.IsDir()
 }
 
-// resume is /resume, over the --session files: without an argument it
+// resumeSession is /resume over this directory's saved sessions: without
+// an argument it lists them, newest first; with a number from that list,
+// or an id (or its unique start), it goes on with that one, the current
+// one staying saved.
+func (s *session) resumeSession(arg string) error {
+	all, err := listSessions(s.dir)
+	if err != nil {
+		return fmt.Errorf("/resume: %w", err)
+	}
+	if arg == "" {
+		for i, si := range all {
+			fmt.Fprintf(s.stderr, "%3d  %s  %s  %s\n", i+1, si.Modified.Format("2006-01-02 15:04"), si.ID, visible(shorten(strings.Join(strings.Fields(si.FirstPrompt), " "), 60)))
+		}
+		fmt.Fprintln(s.stderr, "(/resume N goes on with the N-th, /resume ID with a session by its id)")
+		return nil
+	}
+	if n, err := strconv.Atoi(arg); err == nil && n >= 1 && n <= len(all) {
+		arg = all[n-1].ID
+	}
+	if err := s.save(); err != nil {
+		return err
+	}
+	if err := s.openSession(arg); err != nil {
+		return fmt.Errorf("/resume: %w", err)
+	}
+	s.context = ""
+	fmt.Fprintf(s.stderr, "(resumed %s: %s)\n", s.name(), plural(len(s.cfg.History.Messages()), "message", "messages"))
+	return nil
+}
+
+// resume is /resume. With --session, it works over the files beside it:
+// without an argument it
 // lists the transcripts in the directory of --session (those /clear set
 // aside among them), newest first; with a number from that list, or a
 // file's path, it saves the conversation and goes on with that one.
 func (s *session) resume(arg string) error {
 	if s.o.session == "" {
-		return errors.New("/resume: sessions are saved only with --session FILE; the transcripts beside it are the ones /resume lists")
+		return s.resumeSession(arg)
 	}
 	files, err := transcripts(filepath.Dir(s.o.session))
 	if err != nil {
@@ -327,7 +358,7 @@ func (s *session) resume(arg string) error {
 		return err
 	}
 	old, oldUnlock := s.o.session, s.unlock
-	s.o.session, s.unlock = path, nil
+	s.o.session, s.path, s.unlock = path, path, nil
 	h, err := s.loadHistory()
 	if err == nil {
 		cfg := s.cfg
@@ -338,7 +369,7 @@ func (s *session) resume(arg string) error {
 		if s.unlock != nil {
 			s.unlock()
 		}
-		s.o.session, s.unlock = old, oldUnlock
+		s.o.session, s.path, s.unlock = old, old, oldUnlock
 		return fmt.Errorf("/resume: %w", err)
 	}
 	if oldUnlock != nil {

@@ -63,6 +63,8 @@ func (c *cli) run(ctx context.Context, args []string, stdin io.Reader, stdout, s
 		return c.runDurable(ctx, sub, o, stdin, stdout, stderr)
 	case o.demo:
 		return c.demo(ctx, o, stdout, stderr)
+	case o.sessions.list:
+		return listCommand(&o.sessions, stdout, stderr)
 	}
 
 	tel, flush, err := c.startTelemetry(ctx, stderr) // otel hook
@@ -142,6 +144,7 @@ func (c *cli) setup(ctx context.Context, o *options, key, token string, stdin io
 		return nil, err
 	}
 	s.interactive = interactive
+	s.secrets = append(o.knownSecrets(), key, token)
 	n.setShow(s.render.note)
 	s.builtins.ask(c, stdin, stderr, s.render)
 	return s, nil
@@ -238,8 +241,14 @@ type session struct {
 	log     *slog.Logger
 	// interactive is whether the session is a REPL.
 	interactive bool
-	// unlock releases the --session file's lock (session.go), if it is held.
+	// unlock releases the session file's lock (session.go), if it is held.
 	unlock func()
+	// The conversation's file, its session id and the directory's
+	// sessions, and whether it is saved (sessions.go); the values no
+	// saved session may hold (scrubbed).
+	path, id, dir string
+	persist       bool
+	secrets       []string
 
 	// Totals over the session's runs, for /usage.
 	usage   llm.Usage
@@ -252,6 +261,9 @@ type session struct {
 // lesson turns on the demo's commentary in the renderer.
 func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, logger *slog.Logger, stdout, stderr io.Writer, lesson bool) (*session, error) {
 	s := &session{o: o, stderr: stderr, log: logger}
+	if err := s.pickSession(); err != nil {
+		return nil, err
+	}
 	s.render = c.newRenderer(o, stdout, stderr, lesson)
 
 	if err := s.applySettings(o); err != nil {
@@ -306,9 +318,9 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 		MaxTotalTokens: o.maxTotal,
 		MaxCostUSD:     o.maxBudget,
 		Logger:         logger,
-		Name:           "agentloop",       // otel hook
-		ConversationID: conversationID(o), // otel hook
-		Telemetry:      o.telemetry,       // otel hook
+		Name:           "agentloop",            // otel hook
+		ConversationID: conversationID(s.path), // otel hook
+		Telemetry:      o.telemetry,            // otel hook
 	}
 	if o.verbose {
 		s.cfg.Middleware = logModel(logger)
@@ -386,7 +398,7 @@ func (s *session) drive(ctx context.Context, input string) (outcome error) {
 	s.turns++
 	outcome = s.outcome(res, runErr)
 	defer func() {
-		s.render.done(ending{res: res, outcome: outcome, denials: s.builtins.takeDenials(), oneShot: !s.interactive})
+		s.render.done(ending{res: res, outcome: outcome, denials: s.builtins.takeDenials(), oneShot: !s.interactive, session: s.sessionID()})
 	}()
 	// A failed run leaves the history as it was before it (package agent
 	// rolls it back), so the file is not rewritten either: a run that
@@ -479,7 +491,7 @@ func (c *cli) newRenderer(o *options, stdout, stderr io.Writer, lesson bool) ren
 	case formatStreamJSON:
 		return newJSONRenderer(stdout, stderr, priced)
 	case formatJSON:
-		return newResultRenderer(stdout, stderr, priced, o.session)
+		return newResultRenderer(stdout, stderr, priced)
 	}
 	if o.schema != nil { // stdout holds only the answer
 		return schemaRenderer{newTextRenderer(io.Discard, stderr, c.newStyle(stderr), c.isTerminal(stderr), false, false, nil), stdout}

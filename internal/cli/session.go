@@ -1,13 +1,17 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/memory"
@@ -82,28 +86,56 @@ func checkWritable(path string) error {
 // lock.
 var errSessionBusy = errors.New("it is in use by another agentloop")
 
-// loadHistory claims the --session file, if there is one, and loads it if
+// loadHistory claims the session's file, if there is one, and loads it if
 // it exists, else starts afresh. It checks that the file can be saved, and
 // locks it against other runs until the session closes; all this before a
-// request is paid for, not at the first save.
+// request is paid for, not at the first save. Then, the session being
+// safe from it, it prunes the old sessions.
 func (s *session) loadHistory() (*memory.History, error) {
-	path := s.o.session
+	path := s.path
 	if path == "" {
 		return memory.New(s.memCfg), nil
 	}
-	if err := checkWritable(path); err != nil {
-		return nil, err
+	what, other := "--session "+path, "pass another --session"
+	if s.id != "" {
+		what, other = "session "+s.id, "start a new one, without --continue or --resume"
 	}
-	unlock, err := lockSession(path)
-	switch {
-	case errors.Is(err, errSessionBusy):
-		return nil, usageError("--session %s cannot be used: %v; wait for that run to end, or pass another --session", path, err)
-	case err != nil:
-		return nil, usageError("--session %s cannot be locked against other runs: %v", path, err)
+	fresh := s.id != "" && !s.o.sessions.resuming() // a new session: no file yet
+	if s.persist && s.id == "" {
+		if err := checkWritable(path); err != nil {
+			return nil, err
+		}
 	}
-	s.unlock = unlock
+	if s.persist {
+		// The directory is made just before the lock goes in it, since
+		// another run's pruning removes an empty one.
+		unlock, err := lockSession(path)
+		if s.id != "" && errors.Is(err, fs.ErrNotExist) {
+			if err = os.MkdirAll(s.dir, 0o700); err == nil {
+				unlock, err = lockSession(path)
+			}
+		}
+		switch {
+		case err != nil && fresh:
+			// The user did not ask for it: a note, not a failure.
+			fmt.Fprintf(s.stderr, "agentloop: this conversation cannot be saved (%v); --no-session-persistence turns saving off\n", err)
+			s.persist = false
+		case errors.Is(err, errSessionBusy):
+			return nil, usageError("%s cannot be used: %v; wait for that run to end, or %s", what, err, other)
+		case err != nil:
+			return nil, usageError("%s cannot be locked against other runs: %v", what, err)
+		default:
+			s.unlock = unlock
+			if s.id != "" {
+				pruneSessions(s.o.sessions.root, time.Now())
+			}
+		}
+	}
+	if fresh {
+		return memory.New(s.memCfg), nil
+	}
 	f, err := os.OpenFile(path, loadFlags, 0)
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) && s.id == "" {
 		return memory.New(s.memCfg), nil
 	}
 	var h *memory.History
@@ -114,6 +146,9 @@ func (s *session) loadHistory() (*memory.History, error) {
 	if err != nil {
 		// Starting afresh would overwrite the file at the first save, so a
 		// damaged or doubtful transcript stops the command instead.
+		if s.id != "" {
+			return nil, usageError("%s cannot be resumed: %s; %s", what, describeLoadError(err), other)
+		}
 		return nil, usageError("--session %s cannot be resumed: %s; move it aside, or pass another --session, to start afresh",
 			path, describeLoadError(err))
 	}
@@ -136,21 +171,44 @@ func (s *session) load(f *os.File) (*memory.History, error) {
 	return memory.Decode(f, s.memCfg)
 }
 
-// save writes the --session file, if there is one.
+// save writes the session's file, if it is saved, without the secrets the
+// run knows of (see scrubbed). A session agentloop keeps on its own that
+// cannot be saved is a note, not a failure: the user did not ask for it.
 func (s *session) save() error {
-	if s.o.session == "" {
+	if s.path == "" || !s.persist {
 		return nil
 	}
-	if err := s.cfg.History.Save(s.o.session); err != nil {
-		return fmt.Errorf("saving session: %w", err)
+	h, err := scrubbed(s.cfg.History, s.memCfg, s.secrets)
+	if err == nil {
+		err = h.Save(s.path)
 	}
-	return nil
+	switch {
+	case err == nil:
+		return nil
+	case s.id != "":
+		s.render.note("session %s was not saved: %v", s.id, err)
+		return nil
+	}
+	return fmt.Errorf("saving session: %w", err)
 }
 
-// clear starts a new conversation with the same settings. With --session,
-// the old transcript is renamed aside, never emptied, and the new one takes
-// its path from the next turn on.
+// clear starts a new conversation with the same settings. In this
+// directory's sessions it is a new session, the old one staying saved as
+// it is; with --session, the old transcript is renamed aside, never
+// emptied, and the new one takes its path from the next turn on.
 func (s *session) clear() error {
+	if s.dir != "" {
+		old := s.id
+		if err := s.openSession(""); err != nil {
+			return fmt.Errorf("/clear: the conversation is kept: %w", err)
+		}
+		if _, err := os.Stat(filepath.Join(s.dir, old+".jsonl")); err == nil {
+			fmt.Fprintf(s.stderr, "(new conversation; the old one is saved: agentloop -r %s resumes it)\n", old)
+		} else {
+			fmt.Fprintln(s.stderr, "(conversation cleared)")
+		}
+		return nil
+	}
 	aside, err := s.setAside()
 	if err != nil {
 		return fmt.Errorf("/clear: the conversation is kept, since its transcript could not be moved aside: %w", err)
@@ -163,7 +221,7 @@ func (s *session) clear() error {
 	}
 	s.agent, s.cfg = a, cfg
 	if aside != "" {
-		fmt.Fprintf(s.stderr, "(new conversation: %s starts afresh; the old transcript is kept as %s)\n", s.o.session, aside)
+		fmt.Fprintf(s.stderr, "(new conversation: %s starts afresh; the old transcript is kept as %s)\n", s.path, aside)
 	} else {
 		fmt.Fprintln(s.stderr, "(conversation cleared)")
 	}
@@ -174,7 +232,7 @@ func (s *session) clear() error {
 // chat.jsonl to chat.1.jsonl, then chat.2.jsonl, and returns that name. It
 // returns "" when there is no file to keep.
 func (s *session) setAside() (string, error) {
-	path := s.o.session
+	path := s.path
 	if path == "" {
 		return "", nil
 	}
@@ -192,4 +250,69 @@ func (s *session) setAside() (string, error) {
 			return "", err
 		}
 	}
+}
+
+// scrubbed returns h as it is to be written: with each of secrets (the
+// key, the token, the values the flags mark secret) replaced wherever it
+// stands in a string of the transcript, as notes and logs have them (see
+// redactor). The model may have read one in a tool's result, or been told
+// it, and a transcript outlives the run. A thinking block that held one is
+// left out, since its signature would not match the changed text. It
+// returns h itself when it holds no secret, as it mostly does.
+func scrubbed(h *memory.History, cfg memory.Config, secrets []string) (*memory.History, error) {
+	var b bytes.Buffer
+	if err := h.Encode(&b); err != nil {
+		return nil, err
+	}
+	var found []string
+	for _, sec := range secrets {
+		q, _ := json.Marshal(sec) // as Encode writes it in a string
+		// A key as short as a word ("test", for a local server) is no
+		// secret, and scrubbing it would garble the conversation.
+		if len(sec) >= minSecret && (bytes.Contains(b.Bytes(), []byte(sec)) || bytes.Contains(b.Bytes(), q[1:len(q)-1])) {
+			found = append(found, sec)
+		}
+	}
+	if len(found) == 0 {
+		return h, nil
+	}
+	r := redactor{secrets: found}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	for line := range bytes.Lines(b.Bytes()) {
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		if err := enc.Encode(scrubValue(v, r)); err != nil {
+			return nil, err
+		}
+	}
+	return memory.Decode(&out, cfg)
+}
+
+// scrubValue scrubs the strings of v, a decoded JSON value, in place.
+func scrubValue(v any, r redactor) any {
+	switch v := v.(type) {
+	case string:
+		return r.scrub(v)
+	case map[string]any:
+		for k, x := range v {
+			v[k] = scrubValue(x, r)
+		}
+	case []any:
+		v = slices.DeleteFunc(v, func(x any) bool {
+			blk, ok := x.(map[string]any)
+			t, _ := blk["thinking"].(string)
+			return ok && blk["type"] == "thinking" && r.scrub(t) != t
+		})
+		for i, x := range v {
+			v[i] = scrubValue(x, r)
+		}
+		return v
+	}
+	return v
 }

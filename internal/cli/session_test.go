@@ -7,7 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/agentloop/agentloop/anthropictest"
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/memory"
 )
 
 // TestFailedRunLeavesSession checks that a run that fails leaves the
@@ -184,5 +188,52 @@ func TestSessionResumeKeepsThinkingValid(t *testing.T) {
 				t.Errorf("%d thinking blocks sent back, want %d", n, tc.kept)
 			}
 		})
+	}
+}
+
+// TestSessionHoldsNoSecret checks that the key and a --secret-env value
+// the model repeats are not written to the session, which still resumes.
+func TestSessionHoldsNoSecret(t *testing.T) {
+	const secret = "hunter2-SECRET-value"
+	h, dir := sessionHarness(t, text("Your key is "+testKey+" and the token "+secret+"."), text("ok"))
+	h.env["MY_TOKEN"] = secret
+	h.run(strings.NewReader(""), "--secret-env", "MY_TOKEN", "what are my secrets?").check(t, 0)
+	names := sessionFiles(t, dir)
+	b, _ := os.ReadFile(filepath.Join(dir, names[0]))
+	for _, s := range []string{testKey, secret} {
+		if strings.Contains(string(b), s) {
+			t.Errorf("the session holds %q:\n%s", s, b)
+		}
+	}
+	if !strings.Contains(string(b), "Your key is [REDACTED] and the token [REDACTED].") {
+		t.Errorf("the session lacks the scrubbed answer:\n%s", b)
+	}
+	h.run(strings.NewReader(""), "-c", "more").check(t, 0)
+	if got := h.srv.Requests()[1].Messages()[1].Text; strings.Contains(got, testKey) {
+		t.Errorf("the resumed history sent the key: %q", got)
+	}
+}
+
+// TestScrubbedDropsThinking checks that a thinking block that held a
+// secret is left out of the saved history, since its signature would not
+// match a changed text, and that one without is kept as it was.
+func TestScrubbedDropsThinking(t *testing.T) {
+	h := memory.New(memory.Config{})
+	h.AppendUser(llm.Text{Text: "hi"})
+	h.AppendAssistant(llm.Message{Role: llm.Assistant, Content: []llm.Block{
+		llm.Thinking{Thinking: "the key is " + testKey, Signature: "sig1"},
+		llm.Thinking{Thinking: "nothing to hide", Signature: "sig2"},
+		llm.Text{Text: "done, " + testKey},
+	}}, llm.Usage{InputTokens: 1})
+	got, err := scrubbed(h, memory.Config{}, []string{testKey, "", "done"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []llm.Block{llm.Thinking{Thinking: "nothing to hide", Signature: "sig2"}, llm.Text{Text: "done, [REDACTED]"}}
+	if diff := cmp.Diff(want, got.Messages()[1].Content); diff != "" {
+		t.Errorf("the saved answer (-want +got):\n%s", diff)
+	}
+	if got, _ := scrubbed(h, memory.Config{}, []string{"absent-secret-value"}); got != h {
+		t.Errorf("a history without a secret was copied")
 	}
 }

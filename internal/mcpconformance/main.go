@@ -67,7 +67,8 @@ func run(agentloop, serverURL, scenario, contextJSON string) (int, error) {
 	}
 	defer os.RemoveAll(dir)
 
-	args := []string{"--max-iterations", "4"}
+	// The run's conversation is not kept in the user's state directory.
+	args := []string{"--max-iterations", "4", "--no-session-persistence"}
 	cfg, err := configFor(serverURL, scenario, contextJSON)
 	if err != nil {
 		return 0, err
