@@ -301,3 +301,54 @@ func TestNotRunEvent(t *testing.T) {
 		t.Errorf("calls with an execute_tool span (-want +got):\n%s", diff)
 	}
 }
+
+// TestNestedRun checks that a run inside a tool call, a subagent's, nests
+// under the call's execute_tool span: the span the tool's context carries.
+func TestNestedRun(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tel := telemetry.New(telemetry.Config{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))})
+	srv := at.NewServer(
+		at.NewStream().ToolUse("toolu_1", "ask", `{"question":"3 + 5?"}`).Stop("tool_use"),
+		at.NewStream().Text("8").Stop("end_turn"), // the subagent's answer
+		at.NewStream().Text("It is 8.").Stop("end_turn"),
+	)
+	defer srv.Close()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	client := llm.New(llm.Config{BaseURL: srv.URL, HTTPClient: &http.Client{Transport: tr}, Observe: tel.Observe(srv.URL)})
+	type question struct {
+		Question string `json:"question"`
+	}
+	ask := tool.Must(tool.New("ask", "Ask a helper.", func(ctx context.Context, q question) (string, error) {
+		sub, err := agent.New(agent.Config{Model: client, Name: "helper", Observer: tel})
+		if err != nil {
+			return "", err
+		}
+		res, err := sub.Run(ctx, q.Question)
+		return res.Text, err
+	}))
+	a, err := agent.New(agent.Config{Model: client, Tools: []*tool.Tool{ask}, Name: "main", Observer: tel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Run(t.Context(), "What is 3 + 5?"); err != nil {
+		t.Fatal(err)
+	}
+	// names returns the tree of span names, each with its children.
+	var names func(spans []span) []any
+	names = func(spans []span) []any {
+		var out []any
+		for _, s := range spans {
+			out = append(out, s.Name)
+			if len(s.Children) > 0 {
+				out = append(out, names(s.Children))
+			}
+		}
+		return out
+	}
+	want := []any{"invoke_agent main", []any{"chat claude-sonnet-5-5", "execute_tool ask",
+		[]any{"invoke_agent helper", []any{"chat claude-sonnet-5-5"}}, "chat claude-sonnet-5-5"}}
+	if diff := gocmp.Diff(want, names(spanTree(rec.Ended()))); diff != "" {
+		t.Errorf("span tree (-want +got):\n%s", diff)
+	}
+}
