@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/agentloop/agentloop/llm" // otel hook
+	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/telemetry"
 )
 
