@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.uber.org/goleak"
 
 	"github.com/agentloop/agentloop/agent"
 	at "github.com/agentloop/agentloop/anthropictest"
@@ -29,6 +30,8 @@ import (
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // TestSpanTree runs the loop against the fake API with a recording SDK and
 // compares the tree of spans, with their names, kinds, attributes, status

@@ -50,9 +50,11 @@ func BenchmarkTracing(b *testing.B) {
 		toolTurn: at.NewStream().Text("Let me add.").ToolUse("toolu_1", "calculator", `{"a":3,`, `"b":5,"operation":"add"}`).Stop("tool_use").Bytes(),
 		textTurn: at.NewStream().Text("It is ", "8.").Stop("end_turn").Bytes(),
 	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+	defer tp.Shutdown(context.Background())
 	recording := func(capture bool) *telemetry.Telemetry {
 		return telemetry.New(telemetry.Config{
-			TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter())),
+			TracerProvider: tp,
 			MeterProvider:  sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader())),
 			CaptureContent: capture,
 		})
