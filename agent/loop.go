@@ -15,7 +15,7 @@ import (
 )
 
 // This file is the whole loop: Stream → loop → turn (think, with retries)
-// → observe → act; request.go builds the requests and spans.
+// → observe → act; request.go builds the requests.
 
 // Stream appends input to the history and runs the loop on it, yielding
 // its events, until the model ends its turn or a limit is hit. A blank
