@@ -13,7 +13,6 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/agentloop/agentloop/internal/telemetry" // otel hook
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/tool"
@@ -108,18 +107,18 @@ type Config struct {
 	// clock. A Runtime of one's own brings its own tools, so Tools and
 	// Registry must then be unset.
 	Runtime Runtime
+	// Observer sees each run from the outside: its events, tool calls and
+	// compactions (see [Observer]; package telemetry traces them). Default
+	// nil: none.
+	Observer Observer
 
-	// otel hook: the three fields below.
-
-	// Name names the agent in traces: gen_ai.agent.name, and the span
-	// "invoke_agent {Name}". Default none.
+	// Name names the agent, for an Observer: in traces, gen_ai.agent.name
+	// and the span "invoke_agent {Name}". Default none.
 	Name string
-	// ConversationID is the gen_ai.conversation.id of the runs' spans,
-	// such as a session's id. Default none.
+	// ConversationID names the conversation the runs belong to, such as a
+	// session's id: hooks get it as HookEvent.Session, traces as
+	// gen_ai.conversation.id. Default none.
 	ConversationID string
-	// Telemetry says where the spans of runs, tool calls and compactions go
-	// (an *llm.Client's own, its model calls'). Default: the global providers.
-	Telemetry llm.Telemetry
 }
 
 // An Agent runs the think → act → observe loop over one conversation. Its
@@ -127,10 +126,9 @@ type Config struct {
 type Agent struct {
 	cfg       Config                                                  // with defaults, and Model wrapped by Middleware
 	out       *output                                                 // for a Config.Schema
-	rt        Runtime                                                 // Config.Runtime, its calls in their execute_tool spans
+	rt        Runtime                                                 // Config.Runtime, as the Observer wraps it
 	retryWait func(ctx context.Context, attempt int, err error) error // rt.Backoff; tests shorten it
 	busy      atomic.Bool                                             // a run is in progress
-	otel      *telemetry.Instruments                                  // otel hook
 }
 
 var errBusy = errors.New("agent: another run of this Agent is in progress")
@@ -194,12 +192,15 @@ func New(cfg Config) (*Agent, error) {
 		}
 	}
 	rt := cmp.Or[Runtime](cfg.Runtime, goroutines{cfg.Registry})
-	a := &Agent{cfg: cfg, out: out, retryWait: rt.Backoff,
-		// otel hook: spans only; the model calls' metrics are the *llm.Client's.
-		otel: telemetry.Spans("github.com/agentloop/agentloop/agent", cfg.Telemetry.TracerProvider, cfg.Telemetry.CaptureContent)}
-	a.rt = tracedTools{rt, a.otel}
-	return a, nil
+	if cfg.Observer != nil {
+		rt = cfg.Observer.Runtime(rt)
+	}
+	return &Agent{cfg: cfg, out: out, rt: rt, retryWait: rt.Backoff}, nil
 }
+
+// Config returns the agent's configuration, with its defaults filled in
+// and Model as Config.Middleware wrapped it.
+func (a *Agent) Config() Config { return a.cfg }
 
 // A State says how a run ended.
 type State string

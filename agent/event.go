@@ -77,8 +77,16 @@ type Compacted struct{ memory.Compaction }
 // what it received since the turn's [TurnStart]: none of it is kept.
 type Retry struct {
 	Attempt int    `json:"attempt"`
-	Error   string `json:"error"`
+	Error   string `json:"error"` // Err's text
+	Err     error  `json:"-"`     // why, for errors.Is and errors.As
 	Discard bool   `json:"discard"`
+}
+
+// Repaired says the history, about to be sent, broke a rule of the API,
+// such as a tool call left without its result, and was repaired; Fixes
+// says how.
+type Repaired struct {
+	Fixes []string `json:"fixes"`
 }
 
 func (TurnStart) isEvent()      {}
@@ -91,4 +99,5 @@ func (ToolDone) isEvent()       {}
 func (UsageUpdate) isEvent()    {}
 func (Compacted) isEvent()      {}
 func (Retry) isEvent()          {}
+func (Repaired) isEvent()       {}
 func (Result) isEvent()         {}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	at "github.com/agentloop/agentloop/anthropictest"
 	"github.com/agentloop/agentloop/llm"
@@ -112,12 +113,12 @@ func TestMidStreamFailure(t *testing.T) {
 				t.Errorf("err = %v", err)
 			}
 			for _, r := range eventsOf[Retry](evs) {
-				if !r.Discard || r.Error == "" {
-					t.Errorf("retry event %+v: want Discard and an error", r)
+				if !r.Discard || r.Error == "" || r.Err == nil || r.Err.Error() != r.Error {
+					t.Errorf("retry event %+v: want Discard and an error, its text in Error", r)
 				}
 			}
 			if tt.retries != nil {
-				if diff := cmp.Diff(tt.retries, eventsOf[Retry](evs)); diff != "" {
+				if diff := cmp.Diff(tt.retries, eventsOf[Retry](evs), cmpopts.IgnoreFields(Retry{}, "Err")); diff != "" {
 					t.Errorf("retries (-want +got):\n%s", diff)
 				}
 			}

@@ -11,12 +11,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentloop/agentloop/internal/telemetry" // otel hook
 	"github.com/agentloop/agentloop/llm"
 )
 
 // This file is the whole loop: Stream → loop → turn (think, with retries)
-// → observe → act; request.go builds the requests and spans.
+// → observe → act; request.go builds the requests.
 
 // Stream appends input to the history and runs the loop on it, yielding
 // its events, until the model ends its turn or a limit is hit. A blank
@@ -35,10 +34,13 @@ import (
 // complete turns and the answer shown so far, marked "[interrupted]", so
 // that the next prompt follows a complete exchange.
 func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error] {
-	return a.traced(ctx, input, a.stream)
+	if a.cfg.Observer != nil {
+		return a.cfg.Observer.Run(ctx, a, input, func(ctx context.Context) iter.Seq2[Event, error] { return a.stream(ctx, input) })
+	}
+	return a.stream(ctx, input)
 }
 
-// stream is Stream without its telemetry.
+// stream is Stream without its Observer.
 func (a *Agent) stream(ctx context.Context, input string) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		if !a.busy.CompareAndSwap(false, true) {
@@ -82,7 +84,7 @@ func (a *Agent) stream(ctx context.Context, input string) iter.Seq2[Event, error
 		case state == Cancelled || state == TimeLimit:
 			interrupt(a.cfg.History, r.shown.String())
 		}
-		telemetry.Repaired(r.ctx, a.cfg.History.Repair()) // whatever happened, leave a history the API accepts (otel hook)
+		a.cfg.History.Repair() // whatever happened, leave a history the API accepts
 		if r.stopped {
 			return
 		}
@@ -231,8 +233,7 @@ func (r *run) turn(final bool) (*turn, error) {
 		default:
 			return nil, err
 		}
-		r.emit(Retry{Attempt: attempt + 1, Error: err.Error(), Discard: t.yielded})
-		telemetry.Retry(r.ctx, attempt+1, 0, llm.ErrorType(err), t.yielded) // otel hook
+		r.emit(Retry{Attempt: attempt + 1, Error: err.Error(), Err: err, Discard: t.yielded})
 	}
 }
 
@@ -371,7 +372,6 @@ func (r *run) startCall(ctx context.Context, rep *repeats, call llm.ToolUse, fin
 
 // notRun returns a call that was not run, whose is_error result says why.
 func (r *run) notRun(call llm.ToolUse, why string) *pending {
-	telemetry.Event(r.ctx, telemetry.EventNotRun, telemetry.ToolKeys(call.Name, call.ID)...) // otel hook
 	res := notRunResult(call.ID, why)
 	return &pending{call: call, wait: func() (llm.ToolResult, time.Duration) { return res, 0 }}
 }

@@ -2,11 +2,28 @@ package agent
 
 import (
 	"context"
+	"iter"
 	"time"
 
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/tool"
 )
+
+// An Observer sees runs from the outside, as package telemetry does to
+// trace them, so that the loop itself carries no tracing. It wraps a run,
+// the Runtime that starts its tool calls and each compaction, and each of
+// them goes on under the context the Observer passes in: the work inside
+// (a subagent's run in a tool call, a summary's model call) nests under
+// whatever the Observer opened there, such as a span.
+type Observer interface {
+	// Run wraps a's run of input, which run starts under the ctx given.
+	Run(ctx context.Context, a *Agent, input string, run func(context.Context) iter.Seq2[Event, error]) iter.Seq2[Event, error]
+	// Runtime wraps the Runtime of the agent's runs, once, in [New].
+	Runtime(Runtime) Runtime
+	// Compact wraps a compaction of the history, which compact does.
+	Compact(ctx context.Context, compact func(context.Context) (memory.Compaction, error)) (memory.Compaction, error)
+}
 
 // A Runtime is everything a run takes from the world besides its Model and
 // its hooks: where tool calls run, and time. The loop itself starts no

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"iter"
 	"os"
@@ -249,4 +250,25 @@ func streamError(t *testing.T, s *at.Stream) *llm.APIError {
 	}
 	t.Fatal("the stream gave no *llm.APIError")
 	return nil
+}
+
+// TestRepairedEvent checks that a history that breaks the API's rules
+// before a request is repaired, and that the run says so, with what was
+// fixed, before the turn that sends it.
+func TestRepairedEvent(t *testing.T) {
+	_, client := fake(t, at.NewStream().Text("ok").Stop("end_turn"))
+	h := memory.New(memory.Config{})
+	h.AppendUser(llm.Text{Text: "add 1 and 2"})
+	h.AppendAssistant(llm.Message{Role: llm.Assistant, Content: []llm.Block{
+		llm.ToolUse{ID: "toolu_0", Name: "add", Input: json.RawMessage(`{"a":1,"b":2}`)}}}, llm.Usage{})
+	evs, _, err := collect(t, newAgent(t, client, Config{History: h}).Stream(t.Context(), "go on"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"repaired", "turn_start", "result"}, kinds(evs, false)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if r := eventsOf[Repaired](evs); len(r) != 1 || len(r[0].Fixes) == 0 {
+		t.Errorf("repaired events %+v, want one that names its fixes", r)
+	}
 }

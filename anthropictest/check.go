@@ -1,8 +1,11 @@
 package anthropictest
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/agentloop/agentloop/internal/apirules"
@@ -108,10 +111,63 @@ func outputFormat(typ string, schema any) []violation {
 		return []violation{{"required", "output_config.format.schema", "output_config.format.schema is required"}}
 	}
 	var vs []violation
-	for _, p := range apirules.FormatProblems(schema) {
+	for _, p := range formatProblems(schema, "", nil) {
 		vs = append(vs, violation{"output-format", "output_config.format.schema", p})
 	}
 	return vs
+}
+
+// formatProblems appends to out each way schema v, at JSON pointer at,
+// breaks the API's rules for output_config.format: a keyword it does not
+// take, an object without additionalProperties false, a string format it
+// does not know, a minItems above 1, a pattern it cannot match.
+func formatProblems(v any, at string, out []string) []string {
+	s, ok := v.(map[string]any)
+	if !ok {
+		return append(out, fmt.Sprintf("%s: a schema must be a JSON object", cmp.Or(at, "/")))
+	}
+	for _, k := range slices.Sorted(maps.Keys(s)) {
+		v := s[k]
+		switch k {
+		case "properties", "$defs", "definitions":
+			m, _ := v.(map[string]any)
+			for _, name := range slices.Sorted(maps.Keys(m)) {
+				out = formatProblems(m[name], at+"/"+k+"/"+name, out)
+			}
+		case "items":
+			out = formatProblems(v, at+"/items", out)
+		case "anyOf", "allOf":
+			list, _ := v.([]any)
+			for i, p := range list {
+				out = formatProblems(p, fmt.Sprintf("%s/%s/%d", at, k, i), out)
+			}
+		case "format":
+			if !slices.Contains(apirules.StringFormats, fmt.Sprint(v)) {
+				out = append(out, fmt.Sprintf("%s/format: format %v is not supported (supported: %s)", at, v, strings.Join(apirules.StringFormats, ", ")))
+			}
+		case "pattern":
+			if apirules.BadPattern.MatchString(fmt.Sprint(v)) {
+				out = append(out, fmt.Sprintf("%s/pattern: lookaround, backreferences and word boundaries are not supported: %v", at, v))
+			}
+		case "minItems":
+			if v != 0.0 && v != 1.0 {
+				out = append(out, fmt.Sprintf("%s/minItems: only 0 and 1 are supported, not %v", at, v))
+			}
+		case "additionalProperties":
+			if v != false {
+				out = append(out, fmt.Sprintf("%s/additionalProperties: must be false", at))
+			}
+		default:
+			if !slices.Contains(apirules.FormatKeywords, k) && k != "$schema" {
+				out = append(out, fmt.Sprintf("%s/%s: keyword %q is not supported in output_config.format", at, k, k))
+			}
+		}
+	}
+	types, _ := s["type"].([]any)
+	if _, has := s["additionalProperties"]; !has && (s["type"] == "object" || slices.Contains(types, any("object")) || s["properties"] != nil) {
+		out = append(out, fmt.Sprintf("%s: an object schema must set additionalProperties to false", cmp.Or(at, "/")))
+	}
+	return out
 }
 
 // afterHeld reports whether v is no violation in the messages of a request

@@ -1,6 +1,7 @@
 package anthropictest
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -149,4 +150,45 @@ func TestCheckErrorPaths(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("paths (-want +got):\n%s", diff)
 	}
+}
+
+// TestFormatProblems checks that CheckRequest rejects schemas the API would.
+func TestFormatProblems(t *testing.T) {
+	tests := []struct {
+		name, schema string
+		want         []string
+	}{
+		{"ok", `{"type":"object","properties":{"a":{"type":"string","format":"email"}},"additionalProperties":false}`, nil},
+		{"open object", `{"type":"object","properties":{"a":{"type":"string"}}}`,
+			[]string{"/: an object schema must set additionalProperties to false"}},
+		{"map", `{"type":"object","additionalProperties":{"type":"integer"}}`,
+			[]string{"/additionalProperties: must be false"}},
+		{"bounds", `{"type":"object","properties":{"n":{"type":"integer","minimum":1},"s":{"type":"string","minLength":2,"format":"hex"}},"additionalProperties":false}`,
+			[]string{`/properties/n/minimum: keyword "minimum" is not supported in output_config.format`,
+				"/properties/s/format: format hex is not supported (supported: date-time, time, date, duration, email, hostname, uri, ipv4, ipv6, uuid)",
+				`/properties/s/minLength: keyword "minLength" is not supported in output_config.format`}},
+		{"minItems", `{"type":"array","items":{"type":"string"},"minItems":3}`,
+			[]string{"/minItems: only 0 and 1 are supported, not 3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var s any
+			if err := json.Unmarshal([]byte(tt.schema), &s); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, formatProblems(s, "", nil)); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+			err := CheckRequest(formatRequest([]byte(tt.schema)))
+			if (err == nil) != (tt.want == nil) {
+				t.Errorf("CheckRequest = %v", err)
+			}
+		})
+	}
+}
+
+// formatRequest is a Messages API request with schema as output_config.format.
+func formatRequest(schema []byte) []byte {
+	return []byte(`{"model":"claude-sonnet-5-5","max_tokens":1024,"messages":[{"role":"user","content":"hi"}],` +
+		`"output_config":{"format":{"type":"json_schema","schema":` + string(schema) + `}}}`)
 }

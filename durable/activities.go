@@ -13,8 +13,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/agentloop/agentloop/internal/telemetry"
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/telemetry"
 	"github.com/agentloop/agentloop/tool"
 )
 
@@ -40,10 +40,11 @@ type Config struct {
 	// runs.
 	Approve func(ctx context.Context, call llm.ToolUse, approved bool) error
 	// Telemetry says where the execute_tool spans of the calls go; the
-	// chat spans are Model's. Default: the global OpenTelemetry provider.
+	// chat spans are Model's (its llm.Config.Observe). Default: the global
+	// OpenTelemetry provider.
 	// A client and worker made with [Tracing] put both under the caller's
 	// trace.
-	Telemetry llm.Telemetry
+	Telemetry telemetry.Config
 	// AtMostOnce names tools that must not run twice for one call, such as
 	// one that sends money. A call of one whose worker dies is not run
 	// again; the model gets an is_error result saying it may or may not
@@ -73,7 +74,7 @@ const (
 // [Register].
 type Activities struct {
 	cfg  Config
-	otel *telemetry.Instruments
+	otel *telemetry.Telemetry
 }
 
 // Register registers the workflow and its activities on w.
@@ -85,8 +86,7 @@ func Register(w worker.Registry, cfg Config) error {
 		cfg.Registry = tool.NewRegistry(tool.Config{})
 	}
 	w.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
-	otel := telemetry.Spans("github.com/agentloop/agentloop/durable", cfg.Telemetry.TracerProvider, cfg.Telemetry.CaptureContent)
-	w.RegisterActivityWithOptions(&Activities{cfg: cfg, otel: otel}, activity.RegisterOptions{Name: "agentloop."})
+	w.RegisterActivityWithOptions(&Activities{cfg: cfg, otel: telemetry.New(cfg.Telemetry)}, activity.RegisterOptions{Name: "agentloop."})
 	return nil
 }
 
@@ -230,11 +230,9 @@ func (a *Activities) CallTool(ctx context.Context, call llm.ToolUse, approved bo
 			return ToolOutput{ToolResult: notRun(call, "denied: "+err.Error())}, nil
 		}
 	}
-	tctx, span := a.otel.StartTool(ctx, call.Name, call.ID, call.Input)
 	began := time.Now()
-	res := a.cfg.Registry.Start(tctx, call)()
+	res := a.otel.Tool(ctx, call, func(ctx context.Context) llm.ToolResult { return a.cfg.Registry.Start(ctx, call)() })
 	took := time.Since(began)
-	a.otel.EndTool(span, res.IsError, llm.TextOf(res.Content))
 	if err := ctx.Err(); err != nil {
 		// The result says "cancelled"; the workflow, not the model, decides
 		// what a cancelled activity means.

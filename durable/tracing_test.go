@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentloop/agentloop/anthropictest"
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/telemetry"
 	"github.com/agentloop/agentloop/tool"
 )
 
@@ -48,9 +49,10 @@ func TestTracing(t *testing.T) {
 	if err := reg.Register(add); err != nil {
 		t.Fatal(err)
 	}
-	tel := llm.Telemetry{TracerProvider: tp}
+	tel := telemetry.Config{TracerProvider: tp}
 	w := worker.New(c, "traced", worker.Options{})
-	if err := Register(w, Config{Model: llm.New(llm.Config{BaseURL: e.api.URL, Telemetry: tel}), Registry: reg, Telemetry: tel}); err != nil {
+	api := llm.New(llm.Config{BaseURL: e.api.URL, Observe: telemetry.New(tel).Observe(e.api.URL)})
+	if err := Register(w, Config{Model: api, Registry: reg, Telemetry: tel}); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Start(); err != nil {

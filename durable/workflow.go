@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"go.opentelemetry.io/otel/trace/noop"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -191,8 +190,7 @@ func (r *run) loop() (agent.Result, error) {
 		MaxIterations: r.in.MaxIterations - r.base.Iteration, FinalAnswer: r.in.FinalAnswer, MaxDuration: maxDuration,
 		MaxTotalTokens: maxTokens, MaxCostUSD: maxCost, RepeatLimit: r.in.RepeatLimit, DisableCache: r.in.DisableCache, Hooks: []agent.Hook{agent.ToolGate(r.approve)},
 		Schema: r.in.Schema, Reasks: r.in.Reasks,
-		Logger:    slog.New(logHandler{workflow.GetLogger(r.root)}),
-		Telemetry: llm.Telemetry{TracerProvider: noop.NewTracerProvider()}, // the activities trace; a replay must not
+		Logger: slog.New(logHandler{workflow.GetLogger(r.root)}), // no Observer: the activities trace; a replay must not
 	})
 	if err != nil {
 		return agent.Result{State: agent.Failed}, err

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -29,6 +30,28 @@ func TestErrPromptTooLong(t *testing.T) {
 		}
 		if ae, ok := errors.AsType[*APIError](tt.err); ok && ae.PromptTokens() != tt.tokens {
 			t.Errorf("(%v).PromptTokens() = %d, want %d", tt.err, ae.PromptTokens(), tt.tokens)
+		}
+	}
+}
+
+func TestErrorType(t *testing.T) {
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{&APIError{StatusCode: 429, Type: "rate_limit_error"}, "rate_limit_error"},
+		{errors.Join(errors.New("x"), &APIError{Type: "overloaded_error"}), "overloaded_error"},
+		{errIdleTimeout, "timeout"},
+		{context.DeadlineExceeded, "timeout"},
+		{context.Canceled, "cancelled"},
+		{errConnection, "connection_error"},
+		{ErrIncompleteStream, "incomplete_stream"},
+		{errMalformedEvent, "malformed_event"},
+		{errors.New("something else"), "_OTHER"},
+	}
+	for _, tt := range tests {
+		if got := ErrorType(tt.err); got != tt.want {
+			t.Errorf("ErrorType(%v) = %q, want %q", tt.err, got, tt.want)
 		}
 	}
 }

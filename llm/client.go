@@ -16,8 +16,6 @@ import (
 
 	anthropic "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
-
-	"github.com/agentloop/agentloop/internal/telemetry" // otel hook
 )
 
 // Config configures a [Client]. The zero value works, without credentials,
@@ -39,7 +37,22 @@ type Config struct {
 	// MaxAttempts is how many times a request is tried, the first included.
 	// Zero means 3; 1 turns retries off. See [RetryWait].
 	MaxAttempts int
-	Telemetry   Telemetry // otel hook: where each attempt's spans and metrics go
+	// Observe, when set, is told of each HTTP attempt of a [Client.Stream],
+	// for tracing (package telemetry makes one). Before the attempt, it
+	// returns the context the attempt runs under, which may carry a span,
+	// and a function that sees each event the attempt yields, then, with a
+	// nil event, how the attempt ended: nil if it ended well or its
+	// consumer stopped reading. Default nil.
+	Observe func(ctx context.Context, a Attempt) (context.Context, func(Event, error))
+}
+
+// An Attempt is one HTTP attempt of a [Client.Stream], as Config.Observe
+// sees it.
+type Attempt struct {
+	Request Request
+	N       int           // 1 for the first attempt
+	Retried error         // for N > 1: why the attempt before failed
+	Wait    time.Duration // for N > 1: how long the client waited since
 }
 
 // A Client calls the Messages API. It is safe for concurrent use.
@@ -47,8 +60,8 @@ type Client struct {
 	sdk         anthropic.Client
 	log         *slog.Logger
 	maxAttempts int
-	idleTimeout time.Duration          // of a stream's silence; time between events the caller spends does not count
-	tel         *telemetry.Instruments // otel hook
+	idleTimeout time.Duration // of a stream's silence; time between events the caller spends does not count
+	observe     func(context.Context, Attempt) (context.Context, func(Event, error))
 
 	// Seams for tests: time and randomness.
 	sleep  func(ctx context.Context, d time.Duration) error
@@ -59,7 +72,7 @@ type Client struct {
 // New returns a Client for cfg.
 func New(cfg Config) *Client {
 	c := &Client{log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)), maxAttempts: cfg.MaxAttempts,
-		idleTimeout: 90 * time.Second, sleep: sleepCtx, now: time.Now, jitter: rand.Int64N}
+		idleTimeout: 90 * time.Second, observe: cfg.Observe, sleep: sleepCtx, now: time.Now, jitter: rand.Int64N}
 	if c.maxAttempts <= 0 {
 		c.maxAttempts = 3
 	}
@@ -84,8 +97,6 @@ func New(cfg Config) *Client {
 		}
 	}
 	c.sdk = anthropic.NewClient(opts...)
-	c.tel = telemetry.New("github.com/agentloop/agentloop/llm", cfg.Telemetry.TracerProvider, // otel hook
-		cfg.Telemetry.MeterProvider, cfg.Telemetry.CaptureContent, cfg.BaseURL)
 	return c
 }
 
@@ -112,10 +123,21 @@ func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Event, error
 			return
 		}
 		yielded := false
-		err = c.retry(ctx, &yielded, func(ctx context.Context) error {
-			at := startChat(c.tel, ctx, req, body) // otel hook: a chat span per attempt
-			err := c.streamOnce(at.Ctx, body, req.beta(), &yielded, at.observe(yield))
-			at.end(err)
+		err = c.retry(ctx, &yielded, func(ctx context.Context, a Attempt) error {
+			if c.observe == nil {
+				return c.streamOnce(ctx, body, req.beta(), &yielded, yield)
+			}
+			a.Request = req
+			ctx, seen := c.observe(ctx, a)
+			err := c.streamOnce(ctx, body, req.beta(), &yielded, func(ev Event, err error) bool {
+				seen(ev, nil)
+				return yield(ev, err)
+			})
+			if err == errStop {
+				seen(nil, nil)
+			} else {
+				seen(nil, err)
+			}
 			return err
 		})
 		if err != nil && err != errStop {
@@ -210,28 +232,28 @@ func (r *idleReader) Read(p []byte) (int, error) {
 
 // retry runs attempt until it succeeds, fails for good, or the attempts
 // run out; once *committed, an error is returned, not retried.
-func (c *Client) retry(ctx context.Context, committed *bool, attempt func(context.Context) error) error {
-	for n := 1; ; n++ {
-		err := attempt(ctx)
+func (c *Client) retry(ctx context.Context, committed *bool, attempt func(context.Context, Attempt) error) error {
+	for a := (Attempt{N: 1}); ; {
+		err := attempt(ctx, a)
 		if err == nil || err == errStop {
 			return err
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if *committed || !IsRetryable(err) || n >= c.maxAttempts {
+		if *committed || !IsRetryable(err) || a.N >= c.maxAttempts {
 			return err
 		}
-		wait, ok := backoff(n, err, c.jitter)
+		wait, ok := backoff(a.N, err, c.jitter)
 		if !ok {
 			c.log.Info("llm: server asks to wait longer than a minute; giving up", "err", err)
 			return err
 		}
-		c.log.Info("llm: retrying", "attempt", n+1, "of", c.maxAttempts, "wait", wait, "err", err)
-		telemetry.Retry(ctx, n+1, wait, ErrorType(err), false) // otel hook
+		c.log.Info("llm: retrying", "attempt", a.N+1, "of", c.maxAttempts, "wait", wait, "err", err)
 		if err := c.sleep(ctx, wait); err != nil {
 			return err
 		}
+		a = Attempt{N: a.N + 1, Retried: err, Wait: wait}
 	}
 }
 
@@ -292,7 +314,7 @@ func (c *Client) CountTokens(ctx context.Context, req Request) (int, error) {
 		return 0, err
 	}
 	var n int
-	err = c.retry(ctx, new(false), func(ctx context.Context) error {
+	err = c.retry(ctx, new(false), func(ctx context.Context, _ Attempt) error {
 		// The answer is small: the timer covers the whole exchange.
 		return c.exchange(ctx, "v1/messages/count_tokens", body, nil, func(resp *http.Response, _ *time.Timer) error {
 			answer, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))

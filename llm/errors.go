@@ -178,3 +178,26 @@ func parseRetryAfter(h http.Header, now time.Time) time.Duration {
 	}
 	return 0
 }
+
+// ErrorType names the class of err, low in cardinality, for OpenTelemetry's
+// error.type: an [*APIError]'s type (such as "overloaded_error"), "timeout"
+// for an idle stream or a passed deadline, "cancelled", "connection_error",
+// "incomplete_stream", "malformed_event", or "_OTHER".
+func ErrorType(err error) string {
+	ae, isAPI := errors.AsType[*APIError](err)
+	switch {
+	case isAPI && ae.Type != "":
+		return ae.Type
+	case errors.Is(err, errIdleTimeout), errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	case errors.Is(err, errConnection):
+		return "connection_error"
+	case errors.Is(err, ErrIncompleteStream):
+		return "incomplete_stream"
+	case errors.Is(err, errMalformedEvent):
+		return "malformed_event"
+	}
+	return "_OTHER"
+}

@@ -124,41 +124,6 @@ func TestOpenObject(t *testing.T) {
 	}
 }
 
-// TestFormatProblems checks that CheckRequest rejects schemas the API would.
-func TestFormatProblems(t *testing.T) {
-	tests := []struct {
-		name, schema string
-		want         []string
-	}{
-		{"ok", `{"type":"object","properties":{"a":{"type":"string","format":"email"}},"additionalProperties":false}`, nil},
-		{"open object", `{"type":"object","properties":{"a":{"type":"string"}}}`,
-			[]string{"/: an object schema must set additionalProperties to false"}},
-		{"map", `{"type":"object","additionalProperties":{"type":"integer"}}`,
-			[]string{"/additionalProperties: must be false"}},
-		{"bounds", `{"type":"object","properties":{"n":{"type":"integer","minimum":1},"s":{"type":"string","minLength":2,"format":"hex"}},"additionalProperties":false}`,
-			[]string{`/properties/n/minimum: keyword "minimum" is not supported in output_config.format`,
-				"/properties/s/format: format hex is not supported (supported: date-time, time, date, duration, email, hostname, uri, ipv4, ipv6, uuid)",
-				`/properties/s/minLength: keyword "minLength" is not supported in output_config.format`}},
-		{"minItems", `{"type":"array","items":{"type":"string"},"minItems":3}`,
-			[]string{"/minItems: only 0 and 1 are supported, not 3"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var s any
-			if err := json.Unmarshal([]byte(tt.schema), &s); err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tt.want, apirules.FormatProblems(s)); diff != "" {
-				t.Errorf("problems (-want +got):\n%s", diff)
-			}
-			err := anthropictest.CheckRequest(request([]byte(tt.schema)))
-			if (err == nil) != (tt.want == nil) {
-				t.Errorf("CheckRequest = %v", err)
-			}
-		})
-	}
-}
-
 // request is a Messages API request with schema as output_config.format.
 func request(schema []byte) []byte {
 	return []byte(`{"model":"claude-sonnet-5-5","max_tokens":1024,"messages":[{"role":"user","content":"hi"}],` +

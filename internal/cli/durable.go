@@ -23,6 +23,7 @@ import (
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/telemetry"
 	"github.com/agentloop/agentloop/tool"
 	"github.com/agentloop/agentloop/tools/permission"
 )
@@ -73,7 +74,7 @@ type Temporal struct {
 	// Blobs is a directory that every worker and client shares, for
 	// payloads over Temporal's limit; empty for none.
 	Blobs     string
-	Telemetry llm.Telemetry
+	Telemetry telemetry.Config
 	Logger    *slog.Logger
 }
 
@@ -332,7 +333,8 @@ func (c *cli) serve(ctx context.Context, o *options, t Temporal, stdout, stderr 
 	t.Logger = logger
 	// MaxAttempts 1: Temporal retries the model activity (durable.Config.Model).
 	client := llm.New(llm.Config{APIKey: key, AuthToken: token, BaseURL: c.getenv("ANTHROPIC_BASE_URL"), MaxAttempts: 1,
-		HTTPClient: httpClient(logger, o.verbose), Logger: logger, Telemetry: o.telemetry})
+		HTTPClient: httpClient(logger, o.verbose), Logger: logger,
+		Observe: telemetry.New(o.telemetry).Observe(c.getenv("ANTHROPIC_BASE_URL"))})
 	s, err := c.newSession(ctx, o, client, logger, stdout, stderr, false)
 	if err != nil {
 		return err

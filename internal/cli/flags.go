@@ -13,7 +13,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/agentloop/agentloop/llm" // otel hook
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/telemetry"
 )
 
 // minThinking is the smallest extended-thinking budget the API accepts.
@@ -53,7 +54,7 @@ type options struct {
 	verbose       bool
 	version       bool
 	help          bool
-	telemetry     llm.Telemetry // otel hook: set by run from OTEL_* (see otel.go)
+	telemetry     telemetry.Config // set by run from OTEL_* (see otel.go)
 	// warnings are said on stderr before the run: values taken, but
 	// perhaps not meant.
 	warnings []string

@@ -36,6 +36,8 @@ func eventType(ev agent.Event) string {
 		return "compacted"
 	case agent.Retry:
 		return "retry"
+	case agent.Repaired:
+		return "repaired"
 	case agent.Result:
 		return "done"
 	}

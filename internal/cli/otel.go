@@ -28,7 +28,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
-	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/telemetry"
 )
 
 // flushTimeout bounds the export of the last spans at exit, Ctrl-C
@@ -57,35 +57,35 @@ const flushTimeout = 3 * time.Second
 // With no endpoint set, nothing is started and the zero Telemetry is
 // returned. The returned function flushes and stops the exporters within
 // flushTimeout, and reports on stderr what it could not deliver.
-func (c *cli) startTelemetry(ctx context.Context, stderr io.Writer) (llm.Telemetry, func(), error) {
+func (c *cli) startTelemetry(ctx context.Context, stderr io.Writer) (telemetry.Config, func(), error) {
 	none := func() {}
 	if strings.EqualFold(c.getenv("OTEL_SDK_DISABLED"), "true") {
-		return llm.Telemetry{}, none, nil
+		return telemetry.Config{}, none, nil
 	}
 	traces, err := c.otlpTarget("TRACES", "/v1/traces")
 	if err != nil {
-		return llm.Telemetry{}, nil, err
+		return telemetry.Config{}, nil, err
 	}
 	metrics, err := c.otlpTarget("METRICS", "/v1/metrics")
 	if err != nil || traces.url == "" && metrics.url == "" {
-		return llm.Telemetry{}, none, err
+		return telemetry.Config{}, none, err
 	}
 	capture, err := captureContent(c.getenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"))
 	if err != nil {
-		return llm.Telemetry{}, nil, err
+		return telemetry.Config{}, nil, err
 	}
 	res, err := c.resource(ctx)
 	if err != nil {
-		return llm.Telemetry{}, nil, err
+		return telemetry.Config{}, nil, err
 	}
 	// Exports are not retried: a collector that is down must not hold up
 	// the exit past flushTimeout.
-	tel := llm.Telemetry{CaptureContent: capture}
+	tel := telemetry.Config{CaptureContent: capture}
 	var stops []func(context.Context) error
 	if traces.url != "" {
 		exp, err := otlptrace.New(ctx, traceClient{traces})
 		if err != nil {
-			return llm.Telemetry{}, nil, fmt.Errorf("starting the OTLP trace exporter: %w", err)
+			return telemetry.Config{}, nil, fmt.Errorf("starting the OTLP trace exporter: %w", err)
 		}
 		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 		tel.TracerProvider, stops = tp, append(stops, tp.Shutdown)

@@ -17,6 +17,7 @@ import (
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/mcptool"
 	"github.com/agentloop/agentloop/memory"
+	"github.com/agentloop/agentloop/telemetry"
 	"github.com/agentloop/agentloop/tool"
 	"github.com/agentloop/agentloop/tools/shell"
 )
@@ -137,7 +138,7 @@ func (c *cli) setup(ctx context.Context, o *options, key, token string, stdin io
 		BaseURL:    c.getenv("ANTHROPIC_BASE_URL"),
 		HTTPClient: httpClient(logger, o.verbose),
 		Logger:     logger,
-		Telemetry:  o.telemetry, // otel hook
+		Observe:    telemetry.New(o.telemetry).Observe(c.getenv("ANTHROPIC_BASE_URL")),
 	})
 	s, err := c.newSession(ctx, o, client, logger, stdout, stderr, false)
 	if err != nil {
@@ -318,9 +319,9 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 		MaxTotalTokens: o.maxTotal,
 		MaxCostUSD:     o.maxBudget,
 		Logger:         logger,
-		Name:           "agentloop",            // otel hook
-		ConversationID: conversationID(s.path), // otel hook
-		Telemetry:      o.telemetry,            // otel hook
+		Name:           "agentloop",
+		ConversationID: conversationID(s.path),
+		Observer:       telemetry.New(o.telemetry),
 	}
 	if o.verbose {
 		s.cfg.Middleware = logModel(logger)

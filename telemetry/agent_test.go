@@ -1,4 +1,4 @@
-package agent
+package telemetry_test
 
 import (
 	"bytes"
@@ -12,23 +12,26 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.uber.org/goleak"
 
+	"github.com/agentloop/agentloop/agent"
 	at "github.com/agentloop/agentloop/anthropictest"
-	"github.com/agentloop/agentloop/internal/telemetry"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
+	"github.com/agentloop/agentloop/telemetry"
 	"github.com/agentloop/agentloop/tool"
 	"github.com/agentloop/agentloop/tools/calculator"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // TestSpanTree runs the loop against the fake API with a recording SDK and
 // compares the tree of spans, with their names, kinds, attributes, status
@@ -111,24 +114,24 @@ func TestSpanTree(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := tracetest.NewSpanRecorder()
-			tel := llm.Telemetry{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), CaptureContent: tt.capture}
+			tel := telemetry.New(telemetry.Config{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), CaptureContent: tt.capture})
 			srv := at.NewServer(tt.replies...)
 			defer srv.Close()
 			tr := &http.Transport{}
 			defer tr.CloseIdleConnections()
-			client := llm.New(llm.Config{BaseURL: srv.URL, APIKey: "sk-ant-secret", HTTPClient: &http.Client{Transport: tr}, Telemetry: tel})
+			client := llm.New(llm.Config{BaseURL: srv.URL, APIKey: "sk-ant-secret", HTTPClient: &http.Client{Transport: tr}, Observe: tel.Observe(srv.URL)})
 			reg := tool.NewRegistry(tool.Config{})
 			if err := reg.Register(calculator.New()); err != nil {
 				t.Fatal(err)
 			}
-			cfg := Config{Model: client, Registry: reg, System: "Be brief.", Name: "helper", ConversationID: "conv_1", Telemetry: tel}
+			cfg := agent.Config{Model: client, Registry: reg, System: "Be brief.", Name: "helper", ConversationID: "conv_1", Observer: tel}
 			if tt.history != nil {
 				cfg.History = tt.history()
 			}
 			if tt.deny {
-				cfg.Hooks = []Hook{ToolGate(func(context.Context, llm.ToolUse) error { return errors.New("no") })}
+				cfg.Hooks = []agent.Hook{agent.ToolGate(func(context.Context, llm.ToolUse) error { return errors.New("no") })}
 			}
-			a, err := New(cfg)
+			a, err := agent.New(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -258,38 +261,97 @@ func plain(v attribute.Value) any {
 }
 
 // TestNotRunEvent checks that a call is reported as not run only when the
-// loop answered it itself: not when it ran in no time, as a tool does on a
-// synctest bubble's clock.
+// loop answered it itself, here the second of two equal calls.
 func TestNotRunEvent(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		rec := tracetest.NewSpanRecorder()
-		model := new(scripted).add(nil,
-			llm.MessageStart{ID: "msg_1"},
-			llm.ToolUseStart{Index: 0, ID: "toolu_1", Name: "calculator", Input: []byte(`{"a":3,"b":5,"operation":"add"}`)},
-			llm.BlockStop{Index: 0},
-			llm.ToolUseStart{Index: 1, ID: "toolu_2", Name: "calculator", Input: []byte(`{"a":3,"b":5,"operation":"add"}`)},
-			llm.BlockStop{Index: 1},
-			llm.MessageDelta{StopReason: llm.ToolUseStop},
-			llm.MessageStop{}).add(nil, textTurn("8", llm.EndTurn)...)
-		a := newAgent(t, model, Config{Tools: []*tool.Tool{calculator.New()}, RepeatLimit: 2,
-			Telemetry: llm.Telemetry{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))}})
-		if _, err := a.Run(t.Context(), "What is 3 + 5?"); err != nil {
-			t.Fatal(err)
+	rec := tracetest.NewSpanRecorder()
+	tel := telemetry.New(telemetry.Config{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))})
+	srv := at.NewServer(
+		at.NewStream().ToolUse("toolu_1", "calculator", `{"a":3,"b":5,"operation":"add"}`).
+			ToolUse("toolu_2", "calculator", `{"a":3,"b":5,"operation":"add"}`).Stop("tool_use"),
+		at.NewStream().Text("8").Stop("end_turn"))
+	defer srv.Close()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	client := llm.New(llm.Config{BaseURL: srv.URL, HTTPClient: &http.Client{Transport: tr}})
+	a, err := agent.New(agent.Config{Model: client, Tools: []*tool.Tool{calculator.New()}, RepeatLimit: 2, Observer: tel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Run(t.Context(), "What is 3 + 5?"); err != nil {
+		t.Fatal(err)
+	}
+	var notRun, ran []string
+	for _, s := range rec.Ended() {
+		for _, kv := range s.Attributes() {
+			if kv.Key == "gen_ai.tool.call.id" {
+				ran = append(ran, kv.Value.AsString())
+			}
 		}
-		var notRun []string
-		for _, s := range rec.Ended() {
-			for _, e := range s.Events() {
-				if e.Name == telemetry.EventNotRun {
-					for _, kv := range e.Attributes {
-						if kv.Key == "gen_ai.tool.call.id" {
-							notRun = append(notRun, kv.Value.AsString())
-						}
+		for _, e := range s.Events() {
+			if e.Name == telemetry.EventNotRun {
+				for _, kv := range e.Attributes {
+					if kv.Key == "gen_ai.tool.call.id" {
+						notRun = append(notRun, kv.Value.AsString())
 					}
 				}
 			}
 		}
-		if diff := gocmp.Diff([]string{"toolu_2"}, notRun); diff != "" {
-			t.Errorf("calls reported not run (-want +got):\n%s", diff)
+	}
+	if diff := gocmp.Diff([]string{"toolu_2"}, notRun); diff != "" {
+		t.Errorf("calls reported not run (-want +got):\n%s", diff)
+	}
+	if diff := gocmp.Diff([]string{"toolu_1"}, ran); diff != "" {
+		t.Errorf("calls with an execute_tool span (-want +got):\n%s", diff)
+	}
+}
+
+// TestNestedRun checks that a run inside a tool call, a subagent's, nests
+// under the call's execute_tool span: the span the tool's context carries.
+func TestNestedRun(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tel := telemetry.New(telemetry.Config{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))})
+	srv := at.NewServer(
+		at.NewStream().ToolUse("toolu_1", "ask", `{"question":"3 + 5?"}`).Stop("tool_use"),
+		at.NewStream().Text("8").Stop("end_turn"), // the subagent's answer
+		at.NewStream().Text("It is 8.").Stop("end_turn"),
+	)
+	defer srv.Close()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	client := llm.New(llm.Config{BaseURL: srv.URL, HTTPClient: &http.Client{Transport: tr}, Observe: tel.Observe(srv.URL)})
+	type question struct {
+		Question string `json:"question"`
+	}
+	ask := tool.Must(tool.New("ask", "Ask a helper.", func(ctx context.Context, q question) (string, error) {
+		sub, err := agent.New(agent.Config{Model: client, Name: "helper", Observer: tel})
+		if err != nil {
+			return "", err
 		}
-	})
+		res, err := sub.Run(ctx, q.Question)
+		return res.Text, err
+	}))
+	a, err := agent.New(agent.Config{Model: client, Tools: []*tool.Tool{ask}, Name: "main", Observer: tel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Run(t.Context(), "What is 3 + 5?"); err != nil {
+		t.Fatal(err)
+	}
+	// names returns the tree of span names, each with its children.
+	var names func(spans []span) []any
+	names = func(spans []span) []any {
+		var out []any
+		for _, s := range spans {
+			out = append(out, s.Name)
+			if len(s.Children) > 0 {
+				out = append(out, names(s.Children))
+			}
+		}
+		return out
+	}
+	want := []any{"invoke_agent main", []any{"chat claude-sonnet-5-5", "execute_tool ask",
+		[]any{"invoke_agent helper", []any{"chat claude-sonnet-5-5"}}, "chat claude-sonnet-5-5"}}
+	if diff := gocmp.Diff(want, names(spanTree(rec.Ended()))); diff != "" {
+		t.Errorf("span tree (-want +got):\n%s", diff)
+	}
 }

@@ -1,20 +1,22 @@
-package agent
+package telemetry_test
 
 import (
 	"bytes"
 	"context"
 	"io"
-	"iter"
 	"net/http"
 	"testing"
 
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/agentloop/agentloop/agent"
 	at "github.com/agentloop/agentloop/anthropictest"
-	"github.com/agentloop/agentloop/internal/telemetry"
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/telemetry"
 	"github.com/agentloop/agentloop/tool"
 	"github.com/agentloop/agentloop/tools/calculator"
 )
@@ -40,72 +42,53 @@ func (m memAPI) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // BenchmarkTracing measures one run (a tool round trip: two model calls
 // through a real *llm.Client over an in-memory transport, one tool call)
-// with telemetry off, which is the default, and with a recording SDK for
-// traces and metrics, with and without content capture.
+// without telemetry, which is the default; with it and no provider
+// installed (OpenTelemetry's no-op); and with a recording SDK for traces
+// and metrics, with and without content capture.
 func BenchmarkTracing(b *testing.B) {
 	api := memAPI{
 		toolTurn: at.NewStream().Text("Let me add.").ToolUse("toolu_1", "calculator", `{"a":3,`, `"b":5,"operation":"add"}`).Stop("tool_use").Bytes(),
 		textTurn: at.NewStream().Text("It is ", "8.").Stop("end_turn").Bytes(),
 	}
-	recording := func(capture bool) llm.Telemetry {
-		return llm.Telemetry{
-			TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter())),
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+	defer tp.Shutdown(context.Background())
+	recording := func(capture bool) *telemetry.Telemetry {
+		return telemetry.New(telemetry.Config{
+			TracerProvider: tp,
 			MeterProvider:  sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader())),
 			CaptureContent: capture,
-		}
+		})
 	}
 	for _, bc := range []struct {
 		name string
-		tel  func() llm.Telemetry
+		tel  *telemetry.Telemetry
 	}{
-		{"off", func() llm.Telemetry { return llm.Telemetry{} }},
-		{"recording", func() llm.Telemetry { return recording(false) }},
-		{"recording+content", func() llm.Telemetry { return recording(true) }},
+		{"none", nil},
+		{"off", telemetry.New(telemetry.Config{TracerProvider: noop.NewTracerProvider(), MeterProvider: metricnoop.NewMeterProvider()})},
+		{"recording", recording(false)},
+		{"recording+content", recording(true)},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			tel := bc.tel()
-			client := llm.New(llm.Config{APIKey: "test", HTTPClient: &http.Client{Transport: api}, Telemetry: tel})
+			cfg := llm.Config{APIKey: "test", HTTPClient: &http.Client{Transport: api}}
+			var obs agent.Observer
+			if bc.tel != nil {
+				cfg.Observe, obs = bc.tel.Observe(""), bc.tel
+			}
+			client := llm.New(cfg)
 			reg := tool.NewRegistry(tool.Config{})
 			if err := reg.Register(calculator.New()); err != nil {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				a, err := New(Config{Model: client, Registry: reg, Telemetry: tel})
+				a, err := agent.New(agent.Config{Model: client, Registry: reg, Observer: obs})
 				if err != nil {
 					b.Fatal(err)
 				}
-				if res, err := a.Run(context.Background(), "What is 3 + 5?"); err != nil || res.State != Finished {
+				if res, err := a.Run(context.Background(), "What is 3 + 5?"); err != nil || res.State != agent.Finished {
 					b.Fatalf("%+v, %v", res, err)
 				}
 			}
-			b.StopTimer()
-			if tp, ok := tel.TracerProvider.(*sdktrace.TracerProvider); ok {
-				tp.Shutdown(context.Background())
-			}
 		})
-	}
-}
-
-// BenchmarkRunSpansOff measures what telemetry adds to a run and one tool
-// call when no provider is installed.
-func BenchmarkRunSpansOff(b *testing.B) {
-	a, err := New(Config{Model: llm.ModelFunc(nil)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	call := llm.ToolUse{ID: "toolu_1", Name: "calculator", Input: []byte(`{}`)}
-	run := func(ctx context.Context, _ string) iter.Seq2[Event, error] {
-		return func(yield func(Event, error) bool) {
-			_, ts := a.otel.StartTool(ctx, call.Name, call.ID, call.Input)
-			a.otel.EndTool(ts, false, "")
-			telemetry.Retry(ctx, 2, 0, "overloaded_error", true)
-			yield(Result{}, nil)
-		}
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		for range a.traced(context.Background(), "hi", run) {
-		}
 	}
 }

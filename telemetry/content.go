@@ -1,11 +1,3 @@
-// Package telemetry is agentloop's mapping onto the OpenTelemetry GenAI
-// semantic conventions, shared by packages llm and agent, which call it
-// from small hooks: the chat, invoke_agent, execute_tool and
-// compact_history spans, the gen_ai.client.* metrics with the conventions'
-// buckets, content as the structured attribute values the conventions ask
-// for, agentloop's own event and attribute names for what the conventions
-// do not name, and the trace context of an MCP request's _meta. It uses
-// only the OpenTelemetry API; the SDK is the program's choice.
 package telemetry
 
 import (
@@ -16,6 +8,8 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/agentloop/agentloop/llm"
 )
 
 // Span events for what the conventions have no name for. A retry and a
@@ -121,6 +115,16 @@ func message(role, finish string, parts ...attribute.Value) attribute.Value {
 		attribute.String("finish_reason", finish))
 }
 
+// messages returns msgs as the conventions' messages; finish goes on the
+// last, for an output message.
+func messages(finish string, msgs ...llm.Message) attribute.Value {
+	vs := make([]attribute.Value, len(msgs))
+	for i, m := range msgs {
+		vs[i] = message(string(m.Role), finish, parts(m.Content)...)
+	}
+	return attribute.SliceValue(vs...)
+}
+
 // part is one part of a message: its type, then its fields.
 func part(typ string, kvs ...attribute.KeyValue) attribute.Value {
 	return mapValue(append([]attribute.KeyValue{attribute.String("type", typ)}, kvs...)...)
@@ -131,84 +135,32 @@ func textPart(text string) attribute.Value {
 	return part("text", attribute.String("content", text))
 }
 
-// wireMessage is a Messages API message, as far as the conventions' parts
-// record it; wireBlock is one of its content blocks.
-type wireMessage struct {
-	Role    string      `json:"role"`
-	Content wireContent `json:"content"`
-}
-
-type wireBlock struct {
-	Type      string          `json:"type"`
-	Text      string          `json:"text"`
-	Thinking  string          `json:"thinking"`
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	Input     json.RawMessage `json:"input"`
-	ToolUseID string          `json:"tool_use_id"`
-	Content   wireContent     `json:"content"` // a tool result's
-	Source    struct {
-		Type      string `json:"type"`
-		MediaType string `json:"media_type"`
-		Data      string `json:"data"`
-	} `json:"source"`
-}
-
-// wireContent is the content of a message or a tool result: blocks, or a
-// string for one text block. Any other content, such as a server tool's
-// error object, holds no parts.
-type wireContent []wireBlock
-
-func (c *wireContent) UnmarshalJSON(data []byte) error {
-	var s string
-	if json.Unmarshal(data, &s) == nil {
-		*c = wireContent{{Type: "text", Text: s}}
-	} else if json.Unmarshal(data, (*[]wireBlock)(c)) != nil {
-		*c = nil
-	}
-	return nil
-}
-
-// decode unmarshals the API's JSON into v, but for the fields of another
-// type than v's (a block of a type this package does not know may use a
-// name for something else).
-func decode(data []byte, v any) bool {
-	err := json.Unmarshal(data, v)
-	_, typeErr := err.(*json.UnmarshalTypeError)
-	return err == nil || typeErr
-}
-
-// value is m as a message of the conventions; finish only on output.
-func (m wireMessage) value(finish string) attribute.Value {
-	return message(m.Role, finish, m.Content.parts()...)
-}
-
 // parts returns the conventions' parts of the blocks. A block their
 // schemas have no part for is its type alone.
-func (c wireContent) parts() []attribute.Value {
-	parts := make([]attribute.Value, len(c))
-	for i, b := range c {
-		switch {
-		case b.Type == "text":
+func parts(blocks []llm.Block) []attribute.Value {
+	parts := make([]attribute.Value, len(blocks))
+	for i, b := range blocks {
+		switch b := b.(type) {
+		case llm.Text:
 			parts[i] = textPart(b.Text)
-		case b.Type == "thinking":
+		case llm.Thinking:
 			parts[i] = part("reasoning", attribute.String("content", b.Thinking))
-		case b.Type == "tool_use":
-			parts[i] = part("tool_call", attribute.String("id", b.ID), attribute.String("name", b.Name),
-				attribute.KeyValue{Key: "arguments", Value: jsonValue(b.Input)})
-		case b.Type == "tool_result":
-			var text strings.Builder
-			for _, c := range b.Content {
-				if c.Type == "text" {
-					text.WriteString(c.Text)
-				}
+		case llm.RedactedThinking:
+			parts[i] = part("redacted_thinking")
+		case llm.ToolUse:
+			args := []byte(b.Input)
+			if len(args) == 0 {
+				args = []byte("{}") // as the API gets it
 			}
+			parts[i] = part("tool_call", attribute.String("id", b.ID), attribute.String("name", b.Name),
+				attribute.KeyValue{Key: "arguments", Value: jsonValue(args)})
+		case llm.ToolResult:
 			parts[i] = part("tool_call_response", attribute.String("id", b.ToolUseID),
-				attribute.KeyValue{Key: "response", Value: textValue(text.String())})
-		case b.Type == "image" && b.Source.Type == "base64":
+				attribute.KeyValue{Key: "response", Value: textValue(llm.TextOf(b.Content))})
+		case llm.Image:
 			parts[i] = part("blob", attribute.String("modality", "image"),
-				attribute.String("mime_type", b.Source.MediaType), attribute.String("content", b.Source.Data))
-		default:
+				attribute.String("mime_type", b.MediaType), attribute.String("content", b.Data))
+		case llm.RawBlock:
 			parts[i] = part(b.Type)
 		}
 	}

@@ -1,9 +1,8 @@
-package llm
+package telemetry_test
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -20,7 +19,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/agentloop/agentloop/anthropictest"
-	"github.com/agentloop/agentloop/internal/telemetry"
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/telemetry"
 )
 
 // TestClientMetrics checks the gen_ai.client.* metrics of one model call
@@ -39,8 +39,9 @@ func TestClientMetrics(t *testing.T) {
 	defer mp.Shutdown(context.Background())
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
-	c := New(Config{BaseURL: srv.URL, HTTPClient: &http.Client{Transport: tr}, Telemetry: Telemetry{MeterProvider: mp}})
-	for _, err := range c.Stream(t.Context(), Request{Model: "claude-test", Messages: []Message{{Role: User, Content: []Block{Text{Text: "hi"}}}}}) {
+	tel := telemetry.New(telemetry.Config{MeterProvider: mp})
+	c := llm.New(llm.Config{BaseURL: srv.URL, HTTPClient: &http.Client{Transport: tr}, Observe: tel.Observe(srv.URL)})
+	for _, err := range c.Stream(t.Context(), llm.Request{Model: "claude-test", Messages: []llm.Message{{Role: llm.User, Content: []llm.Block{llm.Text{Text: "hi"}}}}}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,78 +122,38 @@ func TestClientMetrics(t *testing.T) {
 	}
 }
 
-func TestErrorType(t *testing.T) {
-	tests := []struct {
-		err  error
-		want string
-	}{
-		{&APIError{StatusCode: 429, Type: "rate_limit_error"}, "rate_limit_error"},
-		{errors.Join(errors.New("x"), &APIError{Type: "overloaded_error"}), "overloaded_error"},
-		{errIdleTimeout, "timeout"},
-		{context.DeadlineExceeded, "timeout"},
-		{context.Canceled, "cancelled"},
-		{errConnection, "connection_error"},
-		{ErrIncompleteStream, "incomplete_stream"},
-		{errMalformedEvent, "malformed_event"},
-		{errors.New("something else"), "_OTHER"},
-	}
-	for _, tt := range tests {
-		if got := ErrorType(tt.err); got != tt.want {
-			t.Errorf("ErrorType(%v) = %q, want %q", tt.err, got, tt.want)
-		}
-	}
-}
-
-// BenchmarkAttemptOff measures what telemetry adds to one attempt of a
-// model call when no provider is installed: the span and metric checks
-// around the stream, and one event through observe.
-func BenchmarkAttemptOff(b *testing.B) {
-	tel := telemetry.New("test", nil, nil, false, "")
-	req := Request{Model: "claude-test", Messages: []Message{{Role: User, Content: []Block{Text{Text: "hi"}}}}}
-	yield := func(Event, error) bool { return true }
-	b.ReportAllocs()
-	for b.Loop() {
-		a := startChat(tel, context.Background(), req, nil)
-		a.observe(yield)(MessageStop{}, nil)
-		a.end(nil)
-	}
-}
-
 // TestChatSpanContent records the content of one chat span, with every
 // block kind in its input and output, and compares it, with each value's
 // type, to testdata/chat_content.json. Run with -update to rewrite it.
 func TestChatSpanContent(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
-	tel := telemetry.New("test", sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), nil, true, "")
-	req := Request{Model: "claude-test", System: "Be brief.", Cache: true,
-		Tools: []ToolSpec{{Name: "add", InputSchema: json.RawMessage(`{"type":"object"}`)}, {Name: "read"}},
-		Messages: []Message{
-			{Role: User, Content: []Block{Text{Text: "look"}, Image{MediaType: "image/png", Data: "iVBO"},
-				RawBlock{Type: "document", JSON: json.RawMessage(`{"type":"document","source":{"type":"text","data":"d"}}`)},
-				RawBlock{Type: "image", JSON: json.RawMessage(`{"type":"image","source":{"type":"url","url":"https://x"}}`)}}},
-			{Role: Assistant, Content: []Block{Thinking{Thinking: "hmm", Signature: "sig"}, RedactedThinking{Data: "xx"},
-				ToolUse{ID: "toolu_1", Name: "add", Input: json.RawMessage(`{"b": 2, "a": [1.5, true, null, "x"]}`)},
-				ToolUse{ID: "toolu_2", Name: "read"}}},
-			{Role: User, Content: []Block{
-				ToolResult{ToolUseID: "toolu_1", Content: []Block{Text{Text: ` {"sum": 3}`}}},
-				ToolResult{ToolUseID: "toolu_2", Content: []Block{Text{Text: "a "}, Image{MediaType: "image/gif", Data: "R0"}, Text{Text: "b"}}, IsError: true},
-				ToolResult{ToolUseID: "toolu_3"}, Text{Text: ""}}},
+	tel := telemetry.New(telemetry.Config{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), CaptureContent: true})
+	req := llm.Request{Model: "claude-test", System: "Be brief.", Cache: true,
+		Tools: []llm.ToolSpec{{Name: "add", InputSchema: json.RawMessage(`{"type":"object"}`)}, {Name: "read"}},
+		Messages: []llm.Message{
+			{Role: llm.User, Content: []llm.Block{llm.Text{Text: "look"}, llm.Image{MediaType: "image/png", Data: "iVBO"},
+				llm.RawBlock{Type: "document", JSON: json.RawMessage(`{"type":"document","source":{"type":"text","data":"d"}}`)},
+				llm.RawBlock{Type: "image", JSON: json.RawMessage(`{"type":"image","source":{"type":"url","url":"https://x"}}`)}}},
+			{Role: llm.Assistant, Content: []llm.Block{llm.Thinking{Thinking: "hmm", Signature: "sig"}, llm.RedactedThinking{Data: "xx"},
+				llm.ToolUse{ID: "toolu_1", Name: "add", Input: json.RawMessage(`{"b": 2, "a": [1.5, true, null, "x"]}`)},
+				llm.ToolUse{ID: "toolu_2", Name: "read"}}},
+			{Role: llm.User, Content: []llm.Block{
+				llm.ToolResult{ToolUseID: "toolu_1", Content: []llm.Block{llm.Text{Text: ` {"sum": 3}`}}},
+				llm.ToolResult{ToolUseID: "toolu_2", Content: []llm.Block{llm.Text{Text: "a "}, llm.Image{MediaType: "image/gif", Data: "R0"}, llm.Text{Text: "b"}}, IsError: true},
+				llm.ToolResult{ToolUseID: "toolu_3"}, llm.Text{Text: ""}}},
 		}}
-	body, err := encodeRequest(req, false)
-	if err != nil {
-		t.Fatal(err)
+	srv := anthropictest.NewServer(anthropictest.NewStream().Message("msg_1", "claude-test").
+		Block(anthropictest.Block{Type: "thinking", Signature: "s"}, "so").Text("Sum: ", "3").ToolUse("toolu_4", "add", `{"a":1}`).
+		Block(anthropictest.Block{Type: "server_tool_use", ID: "srvtoolu_1", Name: "web_search"}).Stop("tool_use"))
+	defer srv.Close()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	c := llm.New(llm.Config{BaseURL: srv.URL, HTTPClient: &http.Client{Transport: tr}, Observe: tel.Observe(srv.URL)})
+	for _, err := range c.Stream(t.Context(), req) {
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
-	a := startChat(tel, context.Background(), req, body)
-	yield := a.observe(func(Event, error) bool { return true })
-	for _, ev := range []Event{MessageStart{ID: "msg_1", Model: "claude-test"},
-		ThinkingDelta{Index: 0, Thinking: "so"}, signatureDelta{Index: 0, Signature: "s"}, BlockStop{Index: 0},
-		TextDelta{Index: 1, Text: "Sum: "}, TextDelta{Index: 1, Text: "3"}, BlockStop{Index: 1},
-		ToolUseStart{Index: 2, ID: "toolu_4", Name: "add", Input: json.RawMessage(`{}`)}, ToolInputDelta{Index: 2, PartialJSON: `{"a":1}`}, BlockStop{Index: 2},
-		rawStart{Index: 3, Type: "server_tool_use", Raw: json.RawMessage(`{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{}}`)}, BlockStop{Index: 3},
-		MessageDelta{StopReason: ToolUseStop}, MessageStop{}} {
-		yield(ev, nil)
-	}
-	a.end(nil)
 	spans := rec.Ended()
 	if len(spans) != 1 {
 		t.Fatalf("%d spans, want 1", len(spans))
