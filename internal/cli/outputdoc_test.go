@@ -34,7 +34,7 @@ func TestREADMEDocumentsOutput(t *testing.T) {
 	// isEvent method): one added there fails here until it is listed.
 	events := []agent.Event{agent.TurnStart{}, agent.TextDelta{}, agent.ThinkingDelta{}, agent.ToolCallStart{},
 		agent.ToolInputDelta{}, agent.ToolCall{}, agent.ToolDone{}, agent.UsageUpdate{}, agent.Compacted{},
-		agent.Retry{}, agent.Result{}}
+		agent.Repaired{}, agent.Retry{}, agent.Result{}}
 	var listed []string
 	for _, ev := range events {
 		listed = append(listed, reflect.TypeOf(ev).Name())

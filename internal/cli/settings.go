@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/agentloop/agentloop/tools/permission"
 )
@@ -60,8 +61,8 @@ func loadSettings(getenv func(string) string, flagValue string) ([]*settingsFile
 	)
 	for _, p := range append(paths, projectSettings...) {
 		st, err := os.Stat(p)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			continue // none, as when a directory on its path is a file
 		}
 		if named != nil && st != nil && os.SameFile(st, named) {
 			continue // --settings names it: it is read there, as the user's choice
