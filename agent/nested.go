@@ -50,6 +50,13 @@ func (r *run) inCall(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, callKey{}, callSite{r.relay, id})
 }
 
+// CallID returns the tool_use id of the call whose ctx, or a child of it,
+// ctx is: a tool handler's ctx in a run. It returns "" for another ctx.
+func CallID(ctx context.Context) string {
+	at, _ := ctx.Value(callKey{}).(callSite)
+	return at.id
+}
+
 // take returns the queued events, then e unless nil, and empties the queue.
 func (l *relay) take(e Event) []Event {
 	l.mu.Lock()

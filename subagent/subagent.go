@@ -53,6 +53,10 @@ type Agent struct {
 	// set, is only a template: each run gets a new memory.History of its
 	// Config. The tools may not include one named task.
 	Config agent.Config
+	// Done, if set, is called after each run with the tool_use id of the
+	// call, the run's history and its Result, such as to keep its
+	// transcript. It may be called from several goroutines at once.
+	Done func(callID string, h *memory.History, res agent.Result)
 }
 
 // A subagent is an Agent, checked, with its history's Config.
@@ -136,27 +140,31 @@ func check(a Agent) (subagent, []string, error) {
 		s.memory = a.Config.History.Config()
 	}
 	s.Config.Name = cmp.Or(a.Config.Name, a.Name)
-	if _, err := s.new(); err != nil {
+	if _, err := agent.New(s.config()); err != nil {
 		return subagent{}, nil, fmt.Errorf("subagent: agent %q: %w", a.Name, err)
 	}
 	return s, slices.Compact(slices.Sorted(slices.Values(tools))), nil
 }
 
-// new returns a fresh agent of s's Config, with a new history.
-func (s subagent) new() (*agent.Agent, error) {
+// config is s's Config with a new history.
+func (s subagent) config() agent.Config {
 	cfg := s.Config
 	cfg.History = memory.New(s.memory)
-	return agent.New(cfg)
+	return cfg
 }
 
 // run runs s on prompt: its final text, or an error saying why there is
 // none, which the registry makes an is_error result.
 func (s subagent) run(ctx context.Context, prompt string) (llm.ToolResult, error) {
-	a, err := s.new()
+	cfg := s.config()
+	a, err := agent.New(cfg)
 	if err != nil {
 		return llm.ToolResult{}, fmt.Errorf("agent %q: %w", s.Name, err)
 	}
 	res, err := a.Run(ctx, prompt)
+	if s.Done != nil {
+		s.Done(agent.CallID(ctx), cfg.History, res)
+	}
 	switch {
 	case err != nil:
 		return llm.ToolResult{}, fmt.Errorf("agent %q failed: %w", s.Name, err)

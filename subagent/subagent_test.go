@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -98,12 +99,19 @@ func TestSubRun(t *testing.T) {
 	srv, parent := fake(t,
 		at.NewStream().Usage(10, 0, 0, 0).ToolUse("toolu_p1", "task", taskCall("reviewer", "Review main.go.")).Stop("tool_use", 1),
 		at.NewStream().Usage(20, 0, 0, 0).Text("The reviewer approves.").Stop("end_turn", 2))
+	var transcripts []string
 	reviewer := subagent.Agent{Name: "reviewer", Description: "Reviews code.", Config: agent.Config{
 		Model: child, System: "You review code.", Tools: []*tool.Tool{echo(t)},
-		History: memory.New(memory.Config{Model: "claude-haiku-5-5"})}}
+		History: memory.New(memory.Config{Model: "claude-haiku-5-5"})},
+		Done: func(id string, h *memory.History, res agent.Result) {
+			transcripts = append(transcripts, fmt.Sprintf("%s: %d messages, %s", id, len(h.Messages()), res.State))
+		}}
 	evs, res, err := run(t, t.Context(), parent, agent.Config{}, reviewer)
 	if err != nil || res.State != agent.Finished {
 		t.Fatalf("run = %v, %v", res.State, err)
+	}
+	if diff := cmp.Diff([]string{"toolu_p1: 4 messages, finished"}, transcripts); diff != "" {
+		t.Errorf("Done calls (-want +got):\n%s", diff)
 	}
 
 	// The sub-run's first request.
