@@ -38,6 +38,7 @@ type options struct {
 	mcpFlags                     // the other MCP flags, in mcp.go
 	project       contextOptions // AGENTS.md, CLAUDE.md and skills (context.go)
 	session       string
+	agents        string             // --agents (agents.go)
 	builtin       builtinOptions     // the built-in tools' flags (builtin.go)
 	json          bool               // --json, an alias settled into outputFormat
 	outputFormat  string             // text, json or stream-json (output.go)
@@ -202,6 +203,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Var((*listFlag)(&o.mcpURL), "mcp-url", "")
 	o.mcpFlags.define(fs)
 	fs.StringVar(&o.session, "session", "", "")
+	fs.StringVar(&o.agents, "agents", "", "")
 	defineBuiltinFlags(fs, &o.builtin)
 	o.project.define(fs)
 	defineDurableFlags(fs, &o.durable)

@@ -233,6 +233,8 @@ type session struct {
 	interactive bool
 	// unlock releases the --session file's lock (session.go), if it is held.
 	unlock func()
+	// transcripts are the subagents' of the current run (agents.go).
+	transcripts *transcripts
 
 	// Totals over the session's runs, for /usage.
 	usage   llm.Usage
@@ -265,6 +267,10 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 		logger.Info("agentloop: skill offered", "name", sk.Name, "dir", sk.Dir)
 	}
 	s.connectMCP(ctx, o, reg, client)
+	if err := s.addAgents(o, reg, client, logger); err != nil {
+		s.close()
+		return nil, err
+	}
 	if err := s.builtins.checkRules(reg); err != nil {
 		s.close()
 		return nil, err
@@ -367,6 +373,7 @@ func (s *session) interruptible(ctx context.Context, interrupts <-chan os.Signal
 
 // drive runs one turn to its end.
 func (s *session) drive(ctx context.Context, input string) (outcome error) {
+	s.transcripts.reset() // a failed run's
 	res, runErr := s.show(s.agent.Stream(ctx, input))
 	s.usage = s.usage.Add(res.Usage)
 	s.costUSD += res.CostUSD

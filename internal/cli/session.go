@@ -144,6 +144,9 @@ func (s *session) save() error {
 	if err := s.cfg.History.Save(s.o.session); err != nil {
 		return fmt.Errorf("saving session: %w", err)
 	}
+	if err := s.transcripts.save(s.o.session); err != nil {
+		return fmt.Errorf("saving a subagent's transcript: %w", err)
+	}
 	return nil
 }
 
