@@ -266,7 +266,7 @@ func (s *session) subagentConfig(o *options, d agentDef, reg *tool.Registry, cli
 	if d.Model != "" && d.Model != "inherit" {
 		var warning string
 		if sub.model, warning = resolveModel(d.Model); warning != "" {
-			logger.Warn("agentloop: " + d.source + ": " + warning)
+			fmt.Fprintf(s.stderr, "agentloop: %s: agent %q: %s\n", d.source, d.name, warning)
 		}
 		if sub.model != o.model { // the flags are the main model's
 			sub.thinking, sub.effort, sub.contextLimit = 0, "", 0

@@ -179,3 +179,30 @@ func TestAgentsFlagErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestAgentsModel: a subagent's model is an alias, a name sent as it is
+// with a warning when agentloop does not know it, or the main agent's.
+func TestAgentsModel(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, tc := range []struct {
+		model, want, warning string
+	}{
+		{"sonnet", "claude-sonnet-5-5", ""},
+		{"inherit", "claude-opus-5-5", ""},
+		{"", "claude-opus-5-5", ""},
+		{"claude-future-9", "claude-future-9", `--agents: agent "reviewer": warning: model "claude-future-9" is not one agentloop knows`},
+	} {
+		t.Run(tc.model, func(t *testing.T) {
+			h := newHarness(t, delegate("Review."), text("LGTM."), text("Done."))
+			def, _ := json.Marshal(map[string]any{"reviewer": map[string]string{"description": "d", "prompt": "p", "model": tc.model}})
+			r := h.run(strings.NewReader(""), "--model", "opus", "--agents", string(def), "review")
+			r.check(t, 0)
+			if p, _ := h.srv.Requests()[1].Params(); p.Model != tc.want {
+				t.Errorf("the subagent's model = %s, want %s", p.Model, tc.want)
+			}
+			if !strings.Contains(r.stderr, tc.warning) || tc.warning == "" && strings.Contains(r.stderr, "warning") {
+				t.Errorf("stderr = %q, want the warning %q", r.stderr, tc.warning)
+			}
+		})
+	}
+}
