@@ -11,6 +11,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	oteltrace "go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 
 	"github.com/agentloop/agentloop/agent"
@@ -394,5 +397,36 @@ func TestToolErrors(t *testing.T) {
 				t.Errorf("err = %v, want one containing %q", err, tc.err)
 			}
 		})
+	}
+}
+
+// TestSpans: the sub-run is an invoke_agent span under the task call's
+// execute_tool span, in the parent's trace.
+func TestSpans(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tel := llm.Telemetry{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))}
+	_, child := fake(t, at.NewStream().Text("done").Stop("end_turn"))
+	_, parent := fake(t,
+		at.NewStream().ToolUse("toolu_p1", "task", taskCall("reviewer", "go")).Stop("tool_use"),
+		at.NewStream().Text("ok").Stop("end_turn"))
+	if _, res, err := run(t, t.Context(), parent, agent.Config{Name: "main", Telemetry: tel},
+		subagent.Agent{Name: "reviewer", Description: "Reviews.", Config: agent.Config{Model: child, Telemetry: tel}}); err != nil || res.State != agent.Finished {
+		t.Fatalf("run = %v, %v", res.State, err)
+	}
+	byID := map[oteltrace.SpanID]sdktrace.ReadOnlySpan{}
+	for _, s := range rec.Ended() {
+		byID[s.SpanContext().SpanID()] = s
+	}
+	var chain []string
+	for _, s := range rec.Ended() {
+		if s.Name() != "invoke_agent reviewer" {
+			continue
+		}
+		for p := s; p != nil; p = byID[p.Parent().SpanID()] {
+			chain = append(chain, p.Name())
+		}
+	}
+	if diff := cmp.Diff([]string{"invoke_agent reviewer", "execute_tool task", "invoke_agent main"}, chain); diff != "" {
+		t.Errorf("the sub-run's span and its parents (-want +got):\n%s", diff)
 	}
 }
