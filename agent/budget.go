@@ -49,7 +49,7 @@ func (m *meter) add(u llm.Usage, usd float64) {
 	}
 }
 
-// below returns what the runs below m have used and cost.
+// nested returns what the runs below m have used and cost.
 func (m *meter) nested() (llm.Usage, float64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

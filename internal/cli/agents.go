@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -139,13 +140,7 @@ func parseAgentsFlag(v string) ([]agentDef, error) {
 		return nil, usageError(`%s: want a JSON object of agents by name, such as {"reviewer": {"description": "…", "prompt": "…"}}: %v`, src, cmp.Or(err, errors.New("null")))
 	}
 	var defs []agentDef
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(m)) {
 		d := agentDef{name: name, source: src}
 		dec := json.NewDecoder(bytes.NewReader(m[name]))
 		dec.DisallowUnknownFields()
@@ -164,6 +159,10 @@ func parseAgentsFlag(v string) ([]agentDef, error) {
 func readAgentFile(path string) (agentDef, error) {
 	fail := func(format string, args ...any) (agentDef, error) {
 		return agentDef{}, usageError("agent file %s: %s", path, fmt.Sprintf(format, args...))
+	}
+	// Stat first: opening a pipe could block.
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
+		return fail("not a regular file")
 	}
 	f, err := os.Open(path)
 	if err != nil {

@@ -123,6 +123,8 @@ func TestAgentFiles(t *testing.T) {
 		wantErr string // "" for a good file
 	}{
 		{"good", "---\nname: reviewer\ndescription: Reviews code.\ntools: Read, Grep\nmodel: inherit\ncolor: blue\n---\nYou review code.\n", nil, ""},
+		{"all tools", "---\nname: reviewer\ndescription: Reviews code.\ntools:\n---\nYou review code.\n", []string{"--tools", "calculator"}, ""},
+		{"a link to a folder", "", nil, "not a regular file"},
 		{"unknown field", "---\nname: reviewer\ndescription: d\ndisallowedTools: Bash\n---\nbody\n", nil, "field disallowedTools not found"},
 		{"no name", "---\ndescription: d\n---\nbody\n", nil, `name "": want 1 to 64 lower-case letters`},
 		{"no description", "---\nname: reviewer\n---\nbody\n", nil, `agent "reviewer": description is missing`},
@@ -137,6 +139,9 @@ func TestAgentFiles(t *testing.T) {
 			t.Chdir(dir)
 			path := filepath.Join(dir, ".claude", "agents", "reviewer.md")
 			os.MkdirAll(filepath.Dir(path), 0o755)
+			if tc.file == "" {
+				os.Symlink(dir, path)
+			}
 			os.WriteFile(path, []byte(tc.file), 0o644)
 			h := newHarness(t, text("ok"))
 			r := h.run(strings.NewReader(""), append(tc.args, "hi")...)
@@ -149,7 +154,11 @@ func TestAgentFiles(t *testing.T) {
 			}
 			r.check(t, 0)
 			req := h.srv.Requests()[0]
-			if !strings.Contains(string(req.Body), "- reviewer: Reviews code. (tools: grep, read_file)") {
+			want := "- reviewer: Reviews code. (tools: grep, read_file)"
+			if len(tc.args) > 0 {
+				want = "- reviewer: Reviews code. (tools: calculator)"
+			}
+			if !strings.Contains(string(req.Body), want) {
 				t.Errorf("the task tool does not list the reviewer:\n%s", req.Body)
 			}
 		})
