@@ -72,7 +72,7 @@ type input struct {
 	SubagentType string `json:"subagent_type" jsonschema:"the agent to give the task to"`
 }
 
-var validName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+var validName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
 // Tool returns the task tool, which gives a task to one of agents. Its
 // description lists each agent by name and description. It returns an
@@ -106,8 +106,11 @@ func Tool(agents ...Agent) (*tool.Tool, error) {
 		"and what to report back. Calls in one turn run concurrently.\n\nThe agents (subagent_type):" + list.String()
 	return tool.NewWithSchema(ToolName, desc, schema, func(ctx context.Context, in input) (llm.ToolResult, error) {
 		s, ok := subs[in.SubagentType]
-		if !ok {
+		switch {
+		case !ok: // the schema's enum keeps this from happening
 			return llm.ToolResult{}, fmt.Errorf("unknown subagent_type %q; the agents are %s", in.SubagentType, strings.Join(names, ", "))
+		case strings.TrimSpace(in.Prompt) == "":
+			return llm.ToolResult{}, errors.New("the prompt is blank: give the agent its task, with everything it needs to know")
 		}
 		return s.run(ctx, in.Prompt)
 	})
@@ -116,7 +119,7 @@ func Tool(agents ...Agent) (*tool.Tool, error) {
 // check checks a, and returns it ready to run, with its tools' names.
 func check(a Agent) (subagent, []string, error) {
 	switch {
-	case !validName.MatchString(a.Name) || len(a.Name) > 64:
+	case !validName.MatchString(a.Name):
 		return subagent{}, nil, fmt.Errorf("subagent: agent name %q: want 1 to 64 lower-case letters, digits, '-' or '_'", a.Name)
 	case strings.TrimSpace(a.Description) == "":
 		return subagent{}, nil, fmt.Errorf("subagent: agent %q has no description", a.Name)

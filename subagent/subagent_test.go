@@ -198,6 +198,7 @@ func TestResults(t *testing.T) {
 			agent.Config{MaxIterations: 1}, true, `agent "reviewer" stopped without a final answer: iteration_limit`},
 		{"refused", taskCall("reviewer", "go"), []at.Reply{at.NewStream().Stop("refusal")}, agent.Config{}, true, "refused"},
 		{"missing prompt", `{"description":"x","subagent_type":"reviewer"}`, nil, agent.Config{}, true, `"prompt"`},
+		{"blank prompt", taskCall("reviewer", " \n"), nil, agent.Config{}, true, "the prompt is blank"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			childSrv, child := fake(t, tc.child...)
