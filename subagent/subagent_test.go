@@ -431,3 +431,29 @@ func TestSpans(t *testing.T) {
 		t.Errorf("the sub-run's span and its parents (-want +got):\n%s", diff)
 	}
 }
+
+// TestStopReading stops reading the parent's stream at the subagent's
+// first event: both runs end, and no goroutine is left.
+func TestStopReading(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the fakes' cleanups
+	_, child := fake(t, at.NewStream().Text("working").Stall())
+	_, parent := fake(t, at.NewStream().ToolUse("toolu_p1", "task", taskCall("worker", "go")).Stop("tool_use"))
+	task, err := subagent.Tool(subagent.Agent{Name: "worker", Description: "Works.", Config: agent.Config{Model: child}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := agent.New(agent.Config{Model: parent, Tools: []*tool.Tool{task}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got agent.Event
+	for ev := range a.Stream(t.Context(), "delegate") {
+		if n, ok := ev.(agent.Nested); ok {
+			got = n.Event
+			break
+		}
+	}
+	if _, ok := got.(agent.TurnStart); !ok {
+		t.Errorf("the subagent's first event = %#v, want its TurnStart", got)
+	}
+}
