@@ -207,6 +207,9 @@ func (d agentDef) check() error {
 // addAgents offers the session's subagents, if any, to the main agent: it
 // registers the task tool in reg, which holds the main agent's other tools.
 func (s *session) addAgents(o *options, reg *tool.Registry, client *llm.Client, logger *slog.Logger) error {
+	if o.demo {
+		return nil // a fixed script, which agent files must not change
+	}
 	defs, err := loadAgents(o.agents, o.project.agentDirs(s.builtins.dir))
 	if err != nil || len(defs) == 0 {
 		return err

@@ -215,3 +215,20 @@ func TestAgentsModel(t *testing.T) {
 		})
 	}
 }
+
+// TestAgentsNotInDemo: the demo's fixed script is not changed by the
+// agent files where it runs.
+func TestAgentsNotInDemo(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	path := filepath.Join(dir, ".claude", "agents", "reviewer.md")
+	os.MkdirAll(filepath.Dir(path), 0o755)
+	os.WriteFile(path, []byte("---\nname: reviewer\ndescription: d\n---\nbody\n"), 0o644)
+	h := newHarness(t)
+	h.env = map[string]string{}
+	r := h.run(strings.NewReader(""), "demo", "--fast")
+	r.check(t, 0)
+	if strings.Contains(r.stderr, "task") {
+		t.Errorf("the demo offered the task tool:\n%s", r.stderr)
+	}
+}

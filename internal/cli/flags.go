@@ -154,8 +154,8 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		}
 		// The demo is a fixed script, offline: another conversation or
 		// other servers' tools would break the script or the promise.
-		if o.session != "" || len(o.mcp) > 0 || len(o.mcpURL) > 0 {
-			return nil, usageError("demo runs a fixed script offline: it takes no --session, --mcp or --mcp-url")
+		if o.session != "" || len(o.mcp) > 0 || len(o.mcpURL) > 0 || o.agents != "" {
+			return nil, usageError("demo runs a fixed script offline: it takes no --session, --mcp, --mcp-url or --agents")
 		}
 		return o, nil
 	}
