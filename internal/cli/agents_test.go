@@ -232,3 +232,16 @@ func TestAgentsNotInDemo(t *testing.T) {
 		t.Errorf("the demo offered a subagent, or did not finish:\n%s", r.stderr)
 	}
 }
+
+// TestAgentsSettings: a subagent's history is configured as the main
+// agent's: its max_tokens, and its compaction (off: no context editing).
+func TestAgentsSettings(t *testing.T) {
+	t.Chdir(t.TempDir())
+	h := newHarness(t, delegate("Review."), text("LGTM."), text("Done."))
+	h.run(strings.NewReader(""), "--compaction", "off", "--max-tokens", "1000", "--agents", reviewerJSON, "review").check(t, 0)
+	req := h.srv.Requests()[1]
+	p, _ := req.Params()
+	if p.MaxTokens != 1000 || strings.Contains(string(req.Body), "context_management") {
+		t.Errorf("the subagent's request has max_tokens %d (want 1000) or context editing:\n%s", p.MaxTokens, req.Body)
+	}
+}

@@ -267,10 +267,6 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 		logger.Info("agentloop: skill offered", "name", sk.Name, "dir", sk.Dir)
 	}
 	s.connectMCP(ctx, o, reg, client)
-	if err := s.addAgents(o, reg, client, logger); err != nil {
-		s.close()
-		return nil, err
-	}
 	if err := s.builtins.checkRules(reg); err != nil {
 		s.close()
 		return nil, err
@@ -283,6 +279,10 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 		Compaction:   o.compaction,
 		Logger:       logger,
 		Counter:      client.CountTokens,
+	}
+	if err := s.addAgents(o, reg, client, logger); err != nil {
+		s.close()
+		return nil, err
 	}
 	history, err := s.loadHistory()
 	if err != nil {
