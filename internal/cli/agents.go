@@ -270,6 +270,9 @@ func (s *session) subagentConfig(o *options, d agentDef, reg *tool.Registry, cli
 		if sub.model, warning = resolveModel(d.Model); warning != "" {
 			fmt.Fprintf(s.stderr, "agentloop: %s: agent %q: %s\n", d.source, d.name, warning)
 		}
+		if info, _ := llm.LookupModel(sub.model); o.maxBudget > 0 && info.Price == (llm.Price{}) {
+			return agent.Config{}, usageError("%s: agent %q: --max-budget-usd needs the price of its model, and agentloop does not know that of %s", d.source, d.name, sub.model)
+		}
 		if sub.model != o.model { // the flags are the main model's
 			sub.thinking, sub.effort, sub.contextLimit = 0, "", 0
 			if info, ok := llm.LookupModel(sub.model); ok {

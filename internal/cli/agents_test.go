@@ -177,10 +177,11 @@ func TestAgentsFlagErrors(t *testing.T) {
 		{"bad name", `{"Code Reviewer": {"description": "d", "prompt": "p"}}`, `--agents: name "Code Reviewer"`},
 		{"missing file", `@nowhere.json`, "--agents: open nowhere.json: no such file"},
 		{"unknown tool", `{"reviewer": {"description": "d", "prompt": "p", "tools": ["Bash"]}}`, `--agents: agent "reviewer": tools: "bash" is not one of the main agent's tools (read_file`},
+		{"budget, unpriced model", `{"reviewer": {"description": "d", "prompt": "p", "model": "claude-future-9"}}`, `--agents: agent "reviewer": --max-budget-usd needs the price of its model`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
-			r := h.run(strings.NewReader(""), "--tools", "files", "--agents", tc.value, "hi")
+			r := h.run(strings.NewReader(""), "--tools", "files", "--max-budget-usd", "1", "--agents", tc.value, "hi")
 			r.check(t, exitUsage)
 			if !strings.Contains(r.stderr, tc.want) {
 				t.Errorf("stderr = %q, want %q", r.stderr, tc.want)
