@@ -246,3 +246,21 @@ func TestAgentsSettings(t *testing.T) {
 		t.Errorf("the subagent's request has max_tokens %d (want 1000) or context editing:\n%s", p.MaxTokens, req.Body)
 	}
 }
+
+// TestAgentsDurable: in the durable mode the worker's tools are the run's,
+// so --agents goes to the worker, which offers the task tool; on a prompt
+// it would be dropped, so it is an error there.
+func TestAgentsDurable(t *testing.T) {
+	t.Chdir(t.TempDir())
+	h := newHarness(t)
+	f := &fakeDurable{}
+	h.runDurable(f, strings.NewReader(""), "worker", "--temporal", "x:1", "--tools", "files", "--agents", reviewerJSON).check(t, exitOK)
+	if _, ok := f.worker.Registry.Lookup("task"); !ok {
+		t.Errorf("the worker does not offer the task tool")
+	}
+	r := h.runDurable(f, strings.NewReader(""), "--temporal", "x:1", "--agents", reviewerJSON, "hi")
+	r.check(t, exitUsage)
+	if !strings.Contains(r.stderr, "--agents is a flag of agentloop worker") {
+		t.Errorf("stderr = %q", r.stderr)
+	}
+}
