@@ -56,7 +56,7 @@ func (a *Agent) stream(ctx context.Context, input string) iter.Seq2[Event, error
 		}
 		ctx, spent := newMeter(ctx, a.cfg.MaxCostUSD, a.cfg.MaxTotalTokens)
 		r := &run{Agent: a, ctx: ctx, cancel: cancel, yield: yield, specs: a.rt.Specs(), spent: spent}
-		r.relay = newRelay(r)
+		r.relay = &relay{run: r, wake: make(chan struct{}, 1)}
 		rollback := a.cfg.History.Checkpoint()
 		state, err := r.loop(input)
 		// Every call's context has been cancelled by now.

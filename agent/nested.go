@@ -22,30 +22,24 @@ type Nested struct {
 
 func (Nested) isEvent() {}
 
-// A relay queues the events of runs inside a run's tool calls, which run
-// on other goroutines, for the run's loop to yield.
+// A relay queues the events of the runs inside a run's tool calls, which
+// run on other goroutines, for the run to yield on its own.
 type relay struct {
+	run   *run
 	mu    sync.Mutex
 	queue []Event
 	wake  chan struct{} // holds a token while events are queued
-	flush func()        // the run's: yields the queue, on its goroutine
 }
 
-type callKey struct{}
-
-// A callSite is where a run's tool call runs: the relay of its run and
-// its tool_use id.
+// A callSite, in a tool call's ctx, is the call's run's relay and its id.
 type callSite struct {
 	relay *relay
 	id    string
 }
 
-func newRelay(r *run) *relay {
-	return &relay{wake: make(chan struct{}, 1), flush: func() { r.emit(nil) }}
-}
+type callKey struct{}
 
-// inCall returns ctx for call id of this run: a run under it relays its
-// events here.
+// inCall returns ctx for call id of this run.
 func (r *run) inCall(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, callKey{}, callSite{r.relay, id})
 }
@@ -57,7 +51,7 @@ func CallID(ctx context.Context) string {
 	return at.id
 }
 
-// take returns the queued events, then e unless nil, and empties the queue.
+// take empties the queue, and returns it and then e unless nil.
 func (l *relay) take(e Event) []Event {
 	l.mu.Lock()
 	q := l.queue
@@ -93,20 +87,17 @@ func relayed(ctx context.Context, agent string, seq iter.Seq2[Event, error]) ite
 }
 
 // awaitRelaying waits until done is closed, yielding meanwhile the events
-// that runs inside the call of ctx relay to its run. It is called on the
-// run's goroutine (by a Runtime's wait), where yielding is safe.
+// relayed to the run of the call whose ctx is ctx. A Runtime's wait calls
+// it, on the run's goroutine, where yielding is safe.
 func awaitRelaying(ctx context.Context, done <-chan struct{}) {
 	at, ok := ctx.Value(callKey{}).(callSite)
-	if !ok {
-		<-done
-		return
-	}
-	for {
+	for ok {
 		select {
 		case <-done:
 			return
 		case <-at.relay.wake:
-			at.relay.flush()
+			at.relay.run.emit(nil)
 		}
 	}
+	<-done
 }
