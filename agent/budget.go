@@ -11,45 +11,66 @@ import (
 
 // A meter sums what a run has spent, and what the runs started under it
 // have: an agent run inside one of its tool calls (a subagent) runs under
-// the call's ctx, finds the meter there and adds its cost to every run
-// above it, so that a budget covers its subagents' spending, and a
-// subagent stops, [BudgetLimit], once a budget above it is spent.
+// the call's ctx, finds the meter there and adds its cost and tokens to
+// every run above it, so that a budget or token limit covers its
+// subagents' spending, and a subagent stops, [BudgetLimit] or
+// [TokenLimit], once a limit above it is reached.
 type meter struct {
-	parent *meter
-	max    float64 // the run's Config.MaxCostUSD; 0: none of its own
-	mu     sync.Mutex
-	spent  float64
+	parent    *meter
+	max       float64 // the run's Config.MaxCostUSD; 0: none of its own
+	maxTokens int64   // the run's Config.MaxTotalTokens; 0: none
+	mu        sync.Mutex
+	spent     float64   // USD, the run's own and below
+	tokens    int64     // as Usage.Context counts, the run's own and below
+	below     llm.Usage // the runs' below only, for the Result
+	belowUSD  float64
 }
 
 type meterKey struct{}
 
-// newMeter returns ctx carrying a meter with budget max, under ctx's own.
-func newMeter(ctx context.Context, max float64) (context.Context, *meter) {
+// newMeter returns ctx carrying a meter with budget max and token limit
+// maxTokens, under ctx's own.
+func newMeter(ctx context.Context, max float64, maxTokens int64) (context.Context, *meter) {
 	parent, _ := ctx.Value(meterKey{}).(*meter)
-	m := &meter{parent: parent, max: max}
+	m := &meter{parent: parent, max: max, maxTokens: maxTokens}
 	return context.WithValue(ctx, meterKey{}, m), m
 }
 
-// add adds usd to m and to every meter above it.
-func (m *meter) add(usd float64) {
-	for ; m != nil; m = m.parent {
-		m.mu.Lock()
-		m.spent += usd
-		m.mu.Unlock()
+// add adds u, costing usd, to m and to every meter above it.
+func (m *meter) add(u llm.Usage, usd float64) {
+	for p := m; p != nil; p = p.parent {
+		p.mu.Lock()
+		p.spent += usd
+		p.tokens += u.Context()
+		if p != m {
+			p.below, p.belowUSD = p.below.Add(u), p.belowUSD+usd
+		}
+		p.mu.Unlock()
 	}
 }
 
-// reached reports whether m's budget, or one above it, is spent.
-func (m *meter) reached() bool {
+// nested returns what the runs below m have used and cost.
+func (m *meter) nested() (llm.Usage, float64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.below, m.belowUSD
+}
+
+// reached returns the limit that m's run, or one above it, has reached:
+// TokenLimit, BudgetLimit, or none.
+func (m *meter) reached() State {
 	for ; m != nil; m = m.parent {
 		m.mu.Lock()
-		spent := m.max > 0 && m.spent >= m.max
+		tokens, spent := m.maxTokens > 0 && m.tokens >= m.maxTokens, m.max > 0 && m.spent >= m.max
 		m.mu.Unlock()
-		if spent {
-			return true
+		switch {
+		case tokens:
+			return TokenLimit
+		case spent:
+			return BudgetLimit
 		}
 	}
-	return false
+	return ""
 }
 
 // budgeted reports whether m or a meter above it has a budget.

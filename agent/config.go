@@ -52,7 +52,8 @@ type Config struct {
 	// [TimeLimit]. Default 0: no limit.
 	MaxDuration time.Duration
 	// MaxTotalTokens caps one run's input (cached or not) and output tokens,
-	// checked before each model call; the run then ends [TokenLimit]. Default 0: no limit.
+	// its subagents' included (as for MaxCostUSD), checked before each
+	// model call; the run then ends [TokenLimit]. Default 0: no limit.
 	MaxTotalTokens int64
 	// MaxCostUSD caps one run's cost in USD, its subagents' included (runs
 	// of an Agent inside its tool calls, under the call's ctx), checked
@@ -214,7 +215,7 @@ const (
 	Cancelled      State = "cancelled"       // ctx ended or the caller stopped reading; see Agent.Stream
 	Failed         State = "failed"          // an error, returned alongside, ended the run; the history is rolled back
 	TimeLimit      State = "time_limit"      // the run hit Config.MaxDuration
-	TokenLimit     State = "token_limit"     // the run hit Config.MaxTotalTokens
+	TokenLimit     State = "token_limit"     // the run, with its subagents, hit Config.MaxTotalTokens, or a subagent its parent's
 	Blocked        State = "blocked"         // a hook blocked the prompt, and Result.Text says why; the history is as it was
 	BudgetLimit    State = "budget_limit"    // the run, with its subagents, hit Config.MaxCostUSD, or a subagent its parent's
 	Paused         State = "paused"          // Config.Runtime paused the run between two turns; see Runtime.Pause
@@ -226,8 +227,8 @@ type Result struct {
 	Text       string    `json:"text"`       // the text of the model's last turn
 	State      State     `json:"state"`      // how the run ended
 	Iterations int       `json:"iterations"` // model calls, FinalAnswer's included, retries not
-	Usage      llm.Usage `json:"usage"`      // summed over every model call, retries included
-	CostUSD    float64   `json:"cost_usd"`   // Usage at the price in the model table (llm.LookupModel); 0 for a model it lacks
+	Usage      llm.Usage `json:"usage"`      // summed over every model call, retries and subagents' included
+	CostUSD    float64   `json:"cost_usd"`   // Usage at the prices in the model table (llm.LookupModel); 0 for a model it lacks
 	// Output is the final answer as JSON valid against Config.Schema, set
 	// only when the run has one.
 	Output json.RawMessage `json:"structured_output,omitempty"`

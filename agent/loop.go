@@ -34,10 +34,11 @@ import (
 // complete turns and the answer shown so far, marked "[interrupted]", so
 // that the next prompt follows a complete exchange.
 func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error] {
+	seq := a.stream(ctx, input)
 	if a.cfg.Observer != nil {
-		return a.cfg.Observer.Run(ctx, a, input, func(ctx context.Context) iter.Seq2[Event, error] { return a.stream(ctx, input) })
+		seq = a.cfg.Observer.Run(ctx, a, input, func(ctx context.Context) iter.Seq2[Event, error] { return a.stream(ctx, input) })
 	}
-	return a.stream(ctx, input)
+	return relayed(ctx, a.cfg.Name, seq)
 }
 
 // stream is Stream without its Observer.
@@ -56,8 +57,9 @@ func (a *Agent) stream(ctx context.Context, input string) iter.Seq2[Event, error
 			ctx, stop = a.rt.WithTimeout(ctx, a.cfg.MaxDuration, errMaxDuration)
 			defer stop()
 		}
-		ctx, spent := newMeter(ctx, a.cfg.MaxCostUSD)
+		ctx, spent := newMeter(ctx, a.cfg.MaxCostUSD, a.cfg.MaxTotalTokens)
 		r := &run{Agent: a, ctx: ctx, cancel: cancel, yield: yield, specs: a.rt.Specs(), spent: spent}
+		r.relay = &relay{run: r, wake: make(chan struct{}, 1)}
 		rollback := a.cfg.History.Checkpoint()
 		state, err := r.loop(input)
 		// Every call's context has been cancelled by now.
@@ -88,7 +90,9 @@ func (a *Agent) stream(ctx context.Context, input string) iter.Seq2[Event, error
 		if r.stopped {
 			return
 		}
-		res := Result{Text: r.text, State: state, Iterations: r.iter, Usage: r.usage, CostUSD: cost(r.cfg.History, r.usage), Output: r.output}
+		below, belowUSD := spent.nested()
+		res := Result{Text: r.text, State: state, Iterations: r.iter, Usage: r.usage.Add(below), CostUSD: cost(r.cfg.History, r.usage) + belowUSD, Output: r.output}
+		r.emit(nil) // the nested runs' last events
 		yield(res, err)
 	}
 }
@@ -107,7 +111,8 @@ type run struct {
 	specs   []llm.ToolSpec
 	iter    int       // model calls so far
 	usage   llm.Usage // summed over every model call, retries included
-	spent   *meter    // the run's cost and its subagents', against the budgets
+	spent   *meter    // the run's cost and tokens and its subagents', against the limits
+	relay   *relay    // the events of runs inside its tool calls (nested.go)
 	text    string    // text of the latest turn
 	repeats repeats
 	shown   strings.Builder // text the current attempt has shown, for an interrupted run
@@ -116,11 +121,14 @@ type run struct {
 	output  json.RawMessage // the valid answer, with Config.Schema
 }
 
-// emit yields e unless the caller has stopped reading, which cancels the run.
+// emit yields the nested events queued, then e unless nil, unless the
+// caller has stopped reading, which cancels the run.
 func (r *run) emit(e Event) {
-	if !r.stopped && !r.yield(e, nil) {
-		r.stopped = true
-		r.cancel(errors.New("agent: the caller stopped reading the stream"))
+	for _, e := range r.relay.take(e) {
+		if !r.stopped && !r.yield(e, nil) {
+			r.stopped = true
+			r.cancel(errors.New("agent: the caller stopped reading the stream"))
+		}
 	}
 }
 
@@ -150,11 +158,8 @@ func (r *run) loop(input string) (State, error) {
 		if err := r.ctx.Err(); err != nil {
 			return Cancelled, err
 		}
-		if lim := r.cfg.MaxTotalTokens; lim > 0 && r.usage.Context() >= lim {
-			return TokenLimit, nil
-		}
-		if r.spent.reached() {
-			return BudgetLimit, nil
+		if lim := r.spent.reached(); lim != "" {
+			return lim, nil
 		}
 		// The best-effort answer, if asked for, is one more call without tools.
 		final := r.iter >= r.cfg.MaxIterations
@@ -210,7 +215,7 @@ func (r *run) turn(final bool) (*turn, error) {
 		r.shown.Reset()
 		t, err := r.think(req, final)
 		r.usage = r.usage.Add(t.usage)
-		r.spent.add(cost(r.cfg.History, t.usage))
+		r.spent.add(t.usage, cost(r.cfg.History, t.usage))
 		if err == nil {
 			r.shown.Reset() // the turn goes into the history whole
 			r.emit(UsageUpdate{Turn: t.usage, Total: r.usage, CostUSD: cost(r.cfg.History, r.usage)})
@@ -367,7 +372,7 @@ func (r *run) startCall(ctx context.Context, rep *repeats, call llm.ToolUse, fin
 	if !ok {
 		return r.notRun(call, why)
 	}
-	return &pending{call: call, ran: true, wait: r.rt.Start(ctx, run)}
+	return &pending{call: call, ran: true, wait: r.rt.Start(r.inCall(ctx, call.ID), run)}
 }
 
 // notRun returns a call that was not run, whose is_error result says why.

@@ -57,7 +57,7 @@ func (r *run) compact() error {
 		c, err = compact(r.ctx)
 	}
 	r.usage = r.usage.Add(c.Usage)
-	r.spent.add(cost(r.cfg.History, c.Usage))
+	r.spent.add(c.Usage, cost(r.cfg.History, c.Usage))
 	if c.After < c.Before {
 		r.cfg.Logger.Info("agent: compacted the history", slog.Int("before", c.Before), slog.Int("after", c.After), slog.Any("err", err))
 		r.emit(Compacted{c})

@@ -75,7 +75,7 @@ func (g goroutines) Start(ctx context.Context, call llm.ToolUse) func() (llm.Too
 		close(done)
 	}()
 	return func() (llm.ToolResult, time.Duration) {
-		<-done
+		awaitRelaying(ctx, done)
 		return res, took
 	}
 }

@@ -236,6 +236,9 @@ func (c *cli) runDurable(ctx context.Context, sub string, o *options, stdin io.R
 		return usageError("%s needs --temporal HOST:PORT, the Temporal frontend (agentloop server starts one)", cmp.Or(sub, "the durable mode"))
 	case d.db != "":
 		return usageError("--db is a flag of agentloop server")
+	case o.agents != "" && sub != "worker":
+		// The prompt would drop them: the worker's tools are the run's.
+		return usageError("--agents is a flag of agentloop worker in the durable mode: its task tool runs the subagents")
 	}
 	tel, flush, err := c.startTelemetry(ctx, stderr)
 	if err != nil {

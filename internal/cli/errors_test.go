@@ -84,6 +84,7 @@ func TestUsageErrors(t *testing.T) {
 		{"demo with a prompt", []string{"demo", "--fast", "please"}, nil, "", []string{"demo takes no prompt"}},
 		{"demo with a session", []string{"--session", "x.jsonl", "demo"}, nil, "", []string{"--session"}},
 		{"demo with an MCP server", []string{"--mcp-url", "http://example.com/mcp", "demo"}, nil, "", []string{"--mcp-url"}},
+		{"demo with agents", []string{"--agents", `{}`, "demo"}, nil, "", []string{"--agents"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)

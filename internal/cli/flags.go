@@ -46,6 +46,7 @@ type options struct {
 	settingsFiles []*settingsFile
 	hooks         hookConfig
 	sessions      sessionFlags       // --continue, --resume and the sessions command (sessions.go)
+	agents        string             // --agents (agents.go)
 	builtin       builtinOptions     // the built-in tools' flags (builtin.go)
 	json          bool               // --json, an alias settled into outputFormat
 	outputFormat  string             // text, json or stream-json (output.go)
@@ -166,8 +167,8 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		}
 		// The demo is a fixed script, offline: another conversation or
 		// other servers' tools would break the script or the promise.
-		if o.session != "" || o.sessions.resuming() || len(o.mcp) > 0 || len(o.mcpURL) > 0 {
-			return nil, usageError("demo runs a fixed script offline: it takes no --session, --continue, --resume, --mcp or --mcp-url")
+		if o.session != "" || o.sessions.resuming() || len(o.mcp) > 0 || len(o.mcpURL) > 0 || o.agents != "" {
+			return nil, usageError("demo runs a fixed script offline: it takes no --session, --continue, --resume, --mcp, --mcp-url or --agents")
 		}
 		o.sessions.noPersist = true // nor is it a conversation to keep
 		return o, nil
@@ -238,6 +239,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.session, "session", "", "")
 	fs.StringVar(&o.settings, "settings", "", "")
 	o.sessions.define(fs)
+	fs.StringVar(&o.agents, "agents", "", "")
 	defineBuiltinFlags(fs, &o.builtin)
 	o.project.define(fs)
 	defineDurableFlags(fs, &o.durable)

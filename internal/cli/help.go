@@ -80,8 +80,9 @@ Flags:
   --no-project-context  read no instructions files (AGENTS.md, else
                       CLAUDE.md, from the repository's root down to the
                       working directory, and agentloop/AGENTS.md in the
-                      user's config directory) or skills (.agents/skills,
+                      user's config directory), skills (.agents/skills,
                       .claude/skills, agentloop/skills in the config dir)
+                      or agent files (see --agents)
   --allow RULE        run the calls RULE matches without asking (repeatable):
                       a tool, as in edit_file, or a tool and its command,
                       URL or path, exact as in 'bash(git status)' or a
@@ -193,6 +194,16 @@ Flags:
                       state directory's sessions: loaded if it exists, so
                       the conversation continues, and saved after every
                       turn
+  --agents JSON|@FILE subagents the model may give tasks to with the task
+                      tool, in Claude Code's shape: {"reviewer":
+                      {"description": "…", "prompt": "…", "tools":
+                      ["read_file", "grep"], "model": "haiku"}}; tools
+                      default to the main agent's, model to its own
+                      ("inherit"). Agent files are read too: NAME.md with
+                      front matter (name, description, tools, model) and
+                      the prompt as body, in .claude/agents and
+                      .agents/agents, then agentloop/agents in the config
+                      dir; the first agent of a name wins
   --output-format FORMAT
                       text (the default), json: one object at the end,
                       {"type":"result","subtype","is_error","result",
@@ -200,7 +211,9 @@ Flags:
                       "duration_ms","stop_reason",…} as Claude Code writes
                       it, or stream-json: the agent's events as JSON Lines,
                       each with a "type"; the last is "done", or for a run
-                      that failed "error", with the run's result
+                      that failed "error", with the run's result; a
+                      subagent's events carry "parent_tool_use_id" and
+                      "agent", and its end is "subagent_done"
   --json              --output-format stream-json
   --all-turns         in text mode with stdout not a terminal, write every
                       turn's text to stdout, not only the final answer

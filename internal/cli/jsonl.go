@@ -53,6 +53,8 @@ func eventType(ev agent.Event) string {
 func marshalEvent(ev agent.Event, err error, priced bool) ([]byte, error) {
 	var v any = ev
 	switch e := ev.(type) {
+	case agent.Nested:
+		return marshalNested(e, priced)
 	case agent.ToolCall:
 		if len(e.Input) == 0 {
 			e.Input = json.RawMessage("{}") // as the API saw it

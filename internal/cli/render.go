@@ -233,6 +233,8 @@ func (r *textRenderer) event(ev agent.Event, _ error) {
 		}
 		r.line(r.style.warn(msg))
 		r.spinLocked("thinking")
+	case agent.Nested:
+		r.nested(ev, 1)
 	case agent.Result:
 		r.stopSpin()
 		r.closeErrLine()

@@ -332,7 +332,7 @@ func (s *session) resume(arg string) error {
 	if s.o.session == "" {
 		return s.resumeSession(arg)
 	}
-	files, err := transcripts(filepath.Dir(s.o.session))
+	files, err := listSessionFiles(filepath.Dir(s.o.session))
 	if err != nil {
 		return fmt.Errorf("/resume: %w", err)
 	}
@@ -380,25 +380,25 @@ func (s *session) resume(arg string) error {
 	return nil
 }
 
-// A transcript is a session file /resume lists.
-type transcript struct {
+// A sessionFile is a --session file /resume lists.
+type sessionFile struct {
 	path, first string // first: its first prompt
 	mod         time.Time
 }
 
-// transcripts returns the session files in dir, newest first.
-func transcripts(dir string) ([]transcript, error) {
+// listSessionFiles returns the session files in dir, newest first.
+func listSessionFiles(dir string) ([]sessionFile, error) {
 	paths, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 	if err != nil {
 		return nil, err
 	}
-	var ts []transcript
+	var ts []sessionFile
 	for _, p := range paths {
 		fi, err := os.Lstat(p)
 		if err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
-		t := transcript{path: p, mod: fi.ModTime()}
+		t := sessionFile{path: p, mod: fi.ModTime()}
 		if b, err := os.ReadFile(p); err == nil {
 			if h, err := memory.Decode(bytes.NewReader(b), memory.Config{}); err == nil && len(h.Messages()) > 0 {
 				t.first = strings.Join(strings.Fields(llm.TextOf(h.Messages()[0].Content)), " ")
@@ -406,6 +406,6 @@ func transcripts(dir string) ([]transcript, error) {
 		}
 		ts = append(ts, t)
 	}
-	slices.SortStableFunc(ts, func(a, b transcript) int { return b.mod.Compare(a.mod) })
+	slices.SortStableFunc(ts, func(a, b sessionFile) int { return b.mod.Compare(a.mod) })
 	return ts, nil
 }

@@ -250,6 +250,8 @@ type session struct {
 	path, id, dir string
 	persist       bool
 	secrets       []string
+	// transcripts are the subagents' of the current run (agents.go).
+	transcripts *transcripts
 
 	// Totals over the session's runs, for /usage.
 	usage   llm.Usage
@@ -301,6 +303,10 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 		Compaction:   o.compaction,
 		Logger:       logger,
 		Counter:      client.CountTokens,
+	}
+	if err := s.addAgents(o, reg, client, logger); err != nil {
+		s.close()
+		return nil, err
 	}
 	history, err := s.loadHistory()
 	if err != nil {
@@ -393,6 +399,7 @@ func (s *session) interruptible(ctx context.Context, interrupts <-chan os.Signal
 
 // drive runs one turn to its end.
 func (s *session) drive(ctx context.Context, input string) (outcome error) {
+	s.transcripts.reset() // a failed run's
 	res, runErr := s.show(s.agent.Stream(ctx, input))
 	s.usage = s.usage.Add(res.Usage)
 	s.costUSD += res.CostUSD

@@ -182,6 +182,9 @@ func (s *session) save() error {
 	if err == nil {
 		err = h.Save(s.path)
 	}
+	if err == nil {
+		err = s.transcripts.save(s.path, func(h *memory.History) (*memory.History, error) { return scrubbed(h, s.memCfg, s.secrets) })
+	}
 	switch {
 	case err == nil:
 		return nil

@@ -149,19 +149,31 @@ func read(path string) (frontMatter, string, error) {
 	if len(b) > maxSkillBytes {
 		return meta, "", fmt.Errorf("skills: %s: larger than %d KiB", path, maxSkillBytes>>10)
 	}
-	b = bytes.ReplaceAll(b, []byte("\r\n"), []byte("\n"))
-	rest, ok := bytes.CutPrefix(b, []byte("---\n"))
-	if !ok {
-		return meta, "", fmt.Errorf("skills: %s: no front matter: the file must begin with a line ---", path)
-	}
-	yml, body, ok := bytes.Cut(rest, []byte("\n---\n"))
-	if !ok {
-		if yml, ok = bytes.CutSuffix(rest, []byte("\n---")); !ok {
-			return meta, "", fmt.Errorf("skills: %s: the front matter has no closing line ---", path)
-		}
+	yml, body, err := SplitFrontMatter(b)
+	if err != nil {
+		return meta, "", fmt.Errorf("skills: %s: %w", path, err)
 	}
 	if err := yaml.Unmarshal(yml, &meta); err != nil {
 		return meta, "", fmt.Errorf("skills: %s: the front matter: %w", path, err)
 	}
-	return meta, strings.TrimSpace(string(body)), nil
+	return meta, body, nil
+}
+
+// SplitFrontMatter splits a Markdown file with YAML front matter, as
+// Claude Code's skills and agent files are, into the front matter and the
+// body after it, trimmed. It fails unless b begins with a line --- and has
+// a closing one.
+func SplitFrontMatter(b []byte) (yml []byte, body string, err error) {
+	b = bytes.ReplaceAll(b, []byte("\r\n"), []byte("\n"))
+	rest, ok := bytes.CutPrefix(b, []byte("---\n"))
+	if !ok {
+		return nil, "", errors.New("no front matter: the file must begin with a line ---")
+	}
+	yml, after, ok := bytes.Cut(rest, []byte("\n---\n"))
+	if !ok {
+		if yml, ok = bytes.CutSuffix(rest, []byte("\n---")); !ok {
+			return nil, "", errors.New("the front matter has no closing line ---")
+		}
+	}
+	return yml, strings.TrimSpace(string(after)), nil
 }
