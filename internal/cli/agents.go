@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 
 	"go.yaml.in/yaml/v3"
 
@@ -100,8 +101,8 @@ func loadAgents(flag string, dirs []string) ([]agentDef, error) {
 	}
 	for _, dir := range dirs {
 		entries, err := os.ReadDir(dir)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			continue // none, as when a directory on its path is a file
 		}
 		if err != nil {
 			return nil, usageError("agent files: %v", err)

@@ -35,9 +35,16 @@ func TestREADMEDocumentsOutput(t *testing.T) {
 	events := []agent.Event{agent.TurnStart{}, agent.TextDelta{}, agent.ThinkingDelta{}, agent.ToolCallStart{},
 		agent.ToolInputDelta{}, agent.ToolCall{}, agent.ToolDone{}, agent.UsageUpdate{}, agent.Compacted{},
 		agent.Repaired{}, agent.Retry{}, agent.Result{}}
-	var listed []string
+	// A subagent's event (Nested) is written as its own event, with two
+	// fields added, which the README's paragraph under the table names.
+	listed := []string{"Nested"}
 	for _, ev := range events {
 		listed = append(listed, reflect.TypeOf(ev).Name())
+	}
+	for _, f := range []string{"parent_tool_use_id", "agent", "subagent_done"} {
+		if !strings.Contains(readme, "`"+f+"`") {
+			t.Errorf("README does not say how a subagent's events are written: %q is missing", f)
+		}
 	}
 	if diff := cmp.Diff(eventTypesIn(t, filepath.Join("..", "..", "agent")), sorted(listed)); diff != "" {
 		t.Errorf("the events of package agent (-declared +listed here):\n%s", diff)

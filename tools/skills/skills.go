@@ -27,6 +27,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -63,8 +64,8 @@ func Find(dirs ...string) ([]Skill, error) {
 	var errs []error
 	for _, dir := range dirs {
 		entries, err := os.ReadDir(dir)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			continue // none, as when a directory on its path is a file
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("skills: %w", err))
