@@ -133,10 +133,11 @@ type wireContainer struct {
 
 // wireUsage is a usage object; an absent or null field overwrites nothing.
 type wireUsage struct {
-	InputTokens              *int64 `json:"input_tokens"`
-	OutputTokens             *int64 `json:"output_tokens"`
-	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+	InputTokens              *int64         `json:"input_tokens"`
+	OutputTokens             *int64         `json:"output_tokens"`
+	CacheCreationInputTokens *int64         `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     *int64         `json:"cache_read_input_tokens"`
+	ServerToolUse            *ServerToolUse `json:"server_tool_use"`
 	Iterations               []struct {
 		Type string `json:"type"`
 		Usage
@@ -150,6 +151,9 @@ func (w wireUsage) merge(u Usage) Usage {
 		if f.src != nil {
 			*f.dst = *f.src
 		}
+	}
+	if w.ServerToolUse != nil {
+		u.ServerToolUse = *w.ServerToolUse
 	}
 	if w.Iterations != nil {
 		u.Compaction = nil // cumulative, as the rest
