@@ -55,7 +55,8 @@ func (a *Agent) stream(ctx context.Context, input string) iter.Seq2[Event, error
 			defer stop()
 		}
 		ctx, spent := newMeter(ctx, a.cfg.MaxCostUSD)
-		r := &run{Agent: a, ctx: ctx, cancel: cancel, yield: yield, specs: a.rt.Specs(), spent: spent}
+		r := &run{Agent: a, ctx: ctx, cancel: cancel, yield: yield, spent: spent}
+		r.specs, r.server = a.tools(a.rt.Specs())
 		rollback := a.cfg.History.Checkpoint()
 		state, err := r.loop(input)
 		// Every call's context has been cancelled by now.
@@ -103,6 +104,7 @@ type run struct {
 	yield   func(Event, error) bool
 	stopped bool // the caller stopped reading
 	specs   []llm.ToolSpec
+	server  []llm.ServerTool
 	iter    int       // model calls so far
 	usage   llm.Usage // summed over every model call, retries included
 	spent   *meter    // the run's cost and its subagents', against the budgets
