@@ -58,6 +58,8 @@ type options struct {
 	promptGiven bool
 
 	durable durableOptions // the durable mode's flags (durable.go)
+
+	server serverToolOptions // --server-tools, --tool-search… (toolsearch.go)
 }
 
 // listFlag is a repeatable string flag.
@@ -91,6 +93,9 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		tools = listFlag{defaultTools}
 	}
 	if o.tools, err = parseTools(strings.Join(tools, ",")); err != nil {
+		return nil, err
+	}
+	if err := o.server.check(o.tools); err != nil {
 		return nil, err
 	}
 	if err := checkModelFlags(o); err != nil {
@@ -201,6 +206,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Var((*listFlag)(&o.mcp), "mcp", "")
 	fs.Var((*listFlag)(&o.mcpURL), "mcp-url", "")
 	o.mcpFlags.define(fs)
+	defineServerToolFlags(fs, &o.server)
 	fs.StringVar(&o.session, "session", "", "")
 	defineBuiltinFlags(fs, &o.builtin)
 	o.project.define(fs)
