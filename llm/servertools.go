@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 
 	json2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -87,12 +88,10 @@ var withoutToolSearch = map[string]bool{"claude-opus-4-1": true, "claude-opus-4-
 	"claude-sonnet-4-0": true, "claude-sonnet-4": true, "claude-3-5-haiku": true, "claude-3-haiku": true}
 
 // IsToolSearch reports whether typ is a tool search tool's type.
-func IsToolSearch(typ string) bool { return toolSearchType.MatchString(typ) }
+func IsToolSearch(typ string) bool { return strings.HasPrefix(typ, "tool_search_tool_") }
 
-var (
-	toolSearchType = regexp.MustCompile(`^tool_search_tool_(regex|bm25)_\d{8}$`)
-	datedType      = regexp.MustCompile(`_\d{8}$`)
-)
+// datedType matches the date that ends a server tool's type.
+var datedType = regexp.MustCompile(`_\d{8}$`)
 
 // wireServerTool is a server tool as the API has it.
 type wireServerTool struct {
@@ -114,7 +113,10 @@ type wireLocation struct {
 // and checks what the API would refuse: a server tool without a type, a
 // name twice, both domain lists, a deferred tool without a tool search.
 func (w *wireRequest) addServerTools(r Request) error {
-	search := false
+	search, names := false, map[string]bool{}
+	for _, t := range r.Tools {
+		names[t.Name] = true
+	}
 	for i, s := range r.ServerTools {
 		if s.Type == "" {
 			return fmt.Errorf("llm: server tool %d has no type", i)
@@ -127,19 +129,11 @@ func (w *wireRequest) addServerTools(r Request) error {
 		if s.UserLocation != nil {
 			st.UserLocation = &wireLocation{"approximate", *s.UserLocation}
 		}
+		if names[st.Name] {
+			return fmt.Errorf("llm: two tools are named %q: tool names must be unique", st.Name)
+		}
+		names[st.Name], search = true, search || IsToolSearch(s.Type)
 		w.Tools = append(w.Tools, wireTool{server: &st})
-		search = search || IsToolSearch(s.Type)
-	}
-	names := map[string]bool{}
-	for _, t := range w.Tools {
-		name := t.Name
-		if t.server != nil {
-			name = t.server.Name
-		}
-		if names[name] {
-			return fmt.Errorf("llm: two tools are named %q: tool names must be unique", name)
-		}
-		names[name] = true
 	}
 	if i := slices.IndexFunc(r.Tools, func(t ToolSpec) bool { return t.DeferLoading }); i >= 0 && !search {
 		return fmt.Errorf("llm: tool %q has DeferLoading, but no tool search is among Request.ServerTools: the model could never load it", r.Tools[i].Name)
