@@ -53,6 +53,9 @@ func TestServerToolsFlag(t *testing.T) {
 	var out struct {
 		Result string  `json:"result"`
 		Cost   float64 `json:"total_cost_usd"`
+		Usage  struct {
+			ServerToolUse llm.ServerToolUse `json:"server_tool_use"`
+		} `json:"usage"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
 		t.Fatalf("%v: %s", err, r.stdout)
@@ -60,6 +63,9 @@ func TestServerToolsFlag(t *testing.T) {
 	// Sonnet 5.5: 10 input tokens at $2/M, 5 output at $10/M, 2 searches.
 	if wantCost := (10*2.0+5*10.0)/1e6 + 2*llm.WebSearchPrice; out.Result != "Go 1.26." || math.Abs(out.Cost-wantCost) > 1e-9 {
 		t.Errorf("result %q at $%v, want %q at $%v", out.Result, out.Cost, "Go 1.26.", wantCost)
+	}
+	if out.Usage.ServerToolUse.WebSearchRequests != 2 { // as Claude Code's usage has them
+		t.Errorf("usage.server_tool_use = %+v, want 2 web searches", out.Usage.ServerToolUse)
 	}
 }
 
