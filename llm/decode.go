@@ -133,15 +133,15 @@ type wireContainer struct {
 
 // wireUsage is a usage object; an absent or null field overwrites nothing.
 type wireUsage struct {
-	InputTokens              *int64         `json:"input_tokens"`
-	OutputTokens             *int64         `json:"output_tokens"`
-	CacheCreationInputTokens *int64         `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     *int64         `json:"cache_read_input_tokens"`
-	ServerToolUse            *ServerToolUse `json:"server_tool_use"`
+	InputTokens              *int64 `json:"input_tokens"`
+	OutputTokens             *int64 `json:"output_tokens"`
+	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
 	Iterations               []struct {
 		Type string `json:"type"`
 		Usage
 	} `json:"iterations"`
+	ServerToolUse *ServerToolUse `json:"server_tool_use"`
 }
 
 // merge returns u with the fields w sets overwritten.

@@ -120,8 +120,8 @@ var (
 // dated name such as "claude-haiku-4-5-20251001", the name without the
 // date. For a model it does not know, ok is false and info holds the
 // current models' rules (adaptive thinking only, no forced tool use, bound
-// thinking, every effort level), no limits and no price, so that nothing
-// the API might reject is sent unasked.
+// thinking, every effort level), no limits, no price and no tool search, so
+// that nothing the API might reject is sent unasked.
 func LookupModel(model string) (info ModelInfo, ok bool) {
 	if info, ok = models[apirules.Undated(model)]; !ok {
 		info = ModelInfo{Thinking: adaptive, Efforts: efforts5}
