@@ -86,3 +86,20 @@ func splitList(l listFlag) []string {
 	}
 	return out
 }
+
+// serverToolNote says which server tools the API ran in a turn, by its
+// usage, or is empty: their calls are not the agent's, and are not shown
+// as tool calls.
+func serverToolNote(u llm.ServerToolUse) string {
+	var ran []string
+	if u.WebSearchRequests > 0 {
+		ran = append(ran, plural(int(u.WebSearchRequests), "web search", "web searches"))
+	}
+	if u.WebFetchRequests > 0 {
+		ran = append(ran, plural(int(u.WebFetchRequests), "web fetch", "web fetches"))
+	}
+	if len(ran) == 0 {
+		return ""
+	}
+	return "the API ran " + strings.Join(ran, " and ")
+}

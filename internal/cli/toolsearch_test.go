@@ -67,6 +67,15 @@ func TestServerToolsFlag(t *testing.T) {
 	if out.Usage.ServerToolUse.WebSearchRequests != 2 { // as Claude Code's usage has them
 		t.Errorf("usage.server_tool_use = %+v, want 2 web searches", out.Usage.ServerToolUse)
 	}
+
+	// In text, stderr says what the API ran.
+	h = newHarness(t, anthropictest.NewStream().ServerToolUse("srvtoolu_01", "web_fetch", `{"url":"https://go.dev"}`).
+		WebFetchResult("srvtoolu_01", "https://go.dev", "Go").Text("Fetched.").ServerToolUsage(0, 1).Stop("end_turn"))
+	r = h.run(strings.NewReader(""), "--server-tools", "web_fetch", "read go.dev")
+	r.check(t, 0)
+	if !strings.Contains(r.stderr, "the API ran 1 web fetch") || r.stdout != "Fetched.\n" {
+		t.Errorf("stdout %q, stderr:\n%s\nwant the answer, and stderr naming the fetch", r.stdout, r.stderr)
+	}
 }
 
 // TestToolSearchFlag checks --tool-search with an MCP server's tools: on,
