@@ -234,6 +234,8 @@ func (c *cli) runDurable(ctx context.Context, sub string, o *options, stdin io.R
 		return usageError("%s needs --temporal HOST:PORT, the Temporal frontend (agentloop server starts one)", cmp.Or(sub, "the durable mode"))
 	case d.db != "":
 		return usageError("--db is a flag of agentloop server")
+	case len(o.server.names) > 0 || o.server.toolSearch != agent.ToolSearchAuto:
+		return usageError("--server-tools and --tool-search are not in the durable mode yet: its runs search the tools when they take over a tenth of the context window")
 	}
 	tel, flush, err := c.startTelemetry(ctx, stderr)
 	if err != nil {

@@ -144,3 +144,17 @@ func TestServerToolFlagErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestServerToolFlagsDurable checks that the durable mode, which does not
+// take them yet, refuses the server tool flags rather than ignore them.
+func TestServerToolFlagsDurable(t *testing.T) {
+	for _, args := range [][]string{{"--server-tools", "web_search"}, {"--tool-search", "off"}} {
+		f := &fakeDurable{}
+		h := newHarness(t)
+		r := h.runDurable(f, strings.NewReader(""), append(append([]string{"--temporal", "localhost:7233"}, args...), "hi")...)
+		r.check(t, exitUsage)
+		if !strings.Contains(r.stderr, "not in the durable mode") || f.prompt.Prompt != "" {
+			t.Errorf("%q: stderr %q, run %+v; want a usage error and no run", args, r.stderr, f.prompt)
+		}
+	}
+}
