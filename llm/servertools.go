@@ -110,8 +110,9 @@ type wireLocation struct {
 }
 
 // addServerTools appends r's server tools to w's tools, its client tools,
-// and checks what the API would refuse: a server tool without a type, a
-// name twice, both domain lists, a deferred tool without a tool search.
+// and checks what the API would refuse: a server tool without a type, tool
+// search on a model without it, a name twice, both domain lists, a deferred
+// tool without a tool search.
 func (w *wireRequest) addServerTools(r Request) error {
 	search, names := false, map[string]bool{}
 	for _, t := range r.Tools {
@@ -120,6 +121,9 @@ func (w *wireRequest) addServerTools(r Request) error {
 	for i, s := range r.ServerTools {
 		if s.Type == "" {
 			return fmt.Errorf("llm: server tool %d has no type", i)
+		}
+		if m, known := LookupModel(r.Model); known && IsToolSearch(s.Type) && !m.ToolSearch {
+			return fmt.Errorf("llm: %s does not take the tool search tool: send its tools without DeferLoading", r.Model)
 		}
 		if len(s.AllowedDomains) > 0 && len(s.BlockedDomains) > 0 {
 			return fmt.Errorf("llm: server tool %s: set AllowedDomains or BlockedDomains, not both", s.Type)

@@ -24,11 +24,16 @@ func TestServerToolErrors(t *testing.T) {
 		{"both domain lists", Request{ServerTools: []ServerTool{{Type: WebSearch, AllowedDomains: []string{"a"}, BlockedDomains: []string{"b"}}}},
 			"not both"},
 		{"name twice", Request{Tools: []ToolSpec{{Name: "web_search"}}, ServerTools: []ServerTool{{Type: WebSearch}}}, `two tools are named "web_search"`},
+		{"tool search on an older model", Request{Model: "claude-opus-4-1", ServerTools: []ServerTool{{Type: ToolSearchRegex}}},
+			"claude-opus-4-1 does not take the tool search tool"},
 		{"deferred without search", Request{Tools: []ToolSpec{deferred}, ServerTools: []ServerTool{{Type: WebSearch}}},
 			`tool "mcp__s__t" has DeferLoading, but no tool search`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.req.Model, tt.req.Messages = "claude-opus-5-5", hi
+			if tt.req.Model == "" {
+				tt.req.Model = "claude-opus-5-5"
+			}
+			tt.req.Messages = hi
 			_, err := requestBody(tt.req, false)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("err = %v, want one containing %q", err, tt.want)
