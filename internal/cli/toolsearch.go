@@ -23,6 +23,7 @@ type serverToolOptions struct {
 // the model calls each.
 var serverToolTypes = map[string]string{"web_search": llm.WebSearch, "web_fetch": llm.WebFetch, "code_execution": llm.CodeExecution}
 
+// defineServerToolFlags defines the flags of o on fs.
 func defineServerToolFlags(fs *flag.FlagSet, o *serverToolOptions) {
 	fs.StringVar(&o.list, "server-tools", "", "")
 	fs.Var(&o.allowedDomains, "allowed-domains", "")
