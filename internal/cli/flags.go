@@ -95,8 +95,10 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	if o.tools, err = parseTools(strings.Join(tools, ",")); err != nil {
 		return nil, err
 	}
-	if err := o.server.check(o.tools); err != nil {
+	if warning, err = o.server.check(o.tools, o.model); err != nil {
 		return nil, err
+	} else if warning != "" {
+		o.warnings = append(o.warnings, warning)
 	}
 	if err := checkModelFlags(o); err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"flag"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -33,17 +34,18 @@ func defineServerToolFlags(fs *flag.FlagSet, o *serverToolOptions) {
 
 // check checks the flags against each other and against tools, the
 // built-in tools offered, one of which (web_fetch) a server tool's name
-// would clash with.
-func (o *serverToolOptions) check(tools []string) error {
+// would clash with. It warns of --tool-search on with a model that the
+// table says has no tool search.
+func (o *serverToolOptions) check(tools []string, model string) (warning string, err error) {
 	for n := range strings.SplitSeq(o.list, ",") {
 		switch n = strings.TrimSpace(n); {
 		case n == "":
 		case serverToolTypes[n] == "":
-			return usageError("unknown server tool %q in --server-tools: the API's are code_execution, web_fetch and web_search", n)
+			return "", usageError("unknown server tool %q in --server-tools: the API's are code_execution, web_fetch and web_search", n)
 		case slices.Contains(o.names, n):
-			return usageError("--server-tools names %s twice", n)
+			return "", usageError("--server-tools names %s twice", n)
 		case slices.Contains(tools, n):
-			return usageError("--server-tools %s and the built-in tool %s have one name: drop it from --tools, or from --server-tools", n, n)
+			return "", usageError("--server-tools %s and the built-in tool %s have one name: drop it from --tools, or from --server-tools", n, n)
 		default:
 			o.names = append(o.names, n)
 		}
@@ -51,15 +53,20 @@ func (o *serverToolOptions) check(tools []string) error {
 	web := slices.Contains(o.names, "web_search") || slices.Contains(o.names, "web_fetch")
 	switch domains := len(o.allowedDomains) > 0 || len(o.blockedDomains) > 0; {
 	case domains && !web:
-		return usageError("--allowed-domains and --blocked-domains limit the server tools web_search and web_fetch: add one with --server-tools")
+		return "", usageError("--allowed-domains and --blocked-domains limit the server tools web_search and web_fetch: add one with --server-tools")
 	case len(o.allowedDomains) > 0 && len(o.blockedDomains) > 0:
-		return usageError("--allowed-domains and --blocked-domains cannot be used together: the API takes one list or the other")
+		return "", usageError("--allowed-domains and --blocked-domains cannot be used together: the API takes one list or the other")
 	}
 	switch o.toolSearch {
-	case agent.ToolSearchAuto, agent.ToolSearchOn, agent.ToolSearchOff:
-		return nil
+	case agent.ToolSearchOn:
+		if m, known := llm.LookupModel(model); known && !m.ToolSearch {
+			return fmt.Sprintf("--tool-search on: %s has no tool search, so every tool is sent whole", model), nil
+		}
+		return "", nil
+	case agent.ToolSearchAuto, agent.ToolSearchOff:
+		return "", nil
 	}
-	return usageError("--tool-search must be auto, on or off, not %q", o.toolSearch)
+	return "", usageError("--tool-search must be auto, on or off, not %q", o.toolSearch)
 }
 
 // tools returns the server tools the flags ask for.

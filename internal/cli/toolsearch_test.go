@@ -158,3 +158,23 @@ func TestServerToolFlagsDurable(t *testing.T) {
 		}
 	}
 }
+
+// TestToolSearchOnOlderModel checks that --tool-search on with a model
+// without tool search is said on stderr, and the run sends every tool,
+// the MCP server's whole.
+func TestToolSearchOnOlderModel(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, text("ok"))
+	r := h.run(strings.NewReader(""), "--model", "claude-opus-4-1", "--tool-search", "on",
+		"--mcp", exe, "--mcp-env", "AGENTLOOP_TEST_MCP=1", "hi")
+	r.check(t, 0)
+	if !strings.Contains(r.stderr, "--tool-search on: claude-opus-4-1 has no tool search") {
+		t.Errorf("stderr lacks the warning:\n%s", r.stderr)
+	}
+	if body := string(h.srv.Requests()[0].Body); !strings.Contains(body, "mcp__crashy__greet") || strings.Contains(body, "defer_loading") || strings.Contains(body, "tool_search") {
+		t.Errorf("request deferred tools on a model without tool search: %.300s", body)
+	}
+}
