@@ -104,6 +104,7 @@ type wireServerTool struct {
 	MaxContentTokens int           `json:"max_content_tokens,omitzero"`
 }
 
+// wireLocation is a user location as the API has it.
 type wireLocation struct {
 	Type string `json:"type"` // "approximate", the only kind
 	UserLocation
