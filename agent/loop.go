@@ -58,7 +58,8 @@ func (a *Agent) stream(ctx context.Context, input string) iter.Seq2[Event, error
 			defer stop()
 		}
 		ctx, spent := newMeter(ctx, a.cfg.MaxCostUSD, a.cfg.MaxTotalTokens)
-		r := &run{Agent: a, ctx: ctx, cancel: cancel, yield: yield, specs: a.rt.Specs(), spent: spent}
+		r := &run{Agent: a, ctx: ctx, cancel: cancel, yield: yield, spent: spent}
+		r.specs, r.server = a.tools(a.rt.Specs())
 		r.relay = &relay{run: r, wake: make(chan struct{}, 1)}
 		rollback := a.cfg.History.Checkpoint()
 		state, err := r.loop(input)
@@ -109,6 +110,7 @@ type run struct {
 	yield   func(Event, error) bool
 	stopped bool // the caller stopped reading
 	specs   []llm.ToolSpec
+	server  []llm.ServerTool
 	iter    int       // model calls so far
 	usage   llm.Usage // summed over every model call, retries included
 	spent   *meter    // the run's cost and tokens and its subagents', against the limits

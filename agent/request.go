@@ -30,13 +30,13 @@ func (r *run) request(final bool) (llm.Request, error) {
 	}
 	hc := h.Config()
 	req := llm.Request{Model: hc.Model, MaxTokens: hc.MaxTokens, System: r.cfg.System, Messages: h.Messages(),
-		Tools: r.specs, Thinking: r.cfg.Thinking, Effort: r.cfg.Effort, Cache: !r.cfg.DisableCache, Container: r.cont,
+		Tools: r.specs, ServerTools: r.server, Thinking: r.cfg.Thinking, Effort: r.cfg.Effort, Cache: !r.cfg.DisableCache, Container: r.cont,
 		// Context editing and server compaction, as the history's strategy has it.
 		ContextEdits: h.ContextManagement(thinks(hc.Model, r.cfg.Thinking))}
 	if r.out != nil {
 		req.OutputSchema = r.out.format
 	}
-	if final && len(r.specs) > 0 {
+	if final && len(r.specs)+len(r.server) > 0 {
 		req.ToolChoice = &llm.ToolChoice{Type: "none"}
 	}
 	return req, nil

@@ -27,7 +27,9 @@ import (
 // ("thinking-signature"). An output_config.format must be a json_schema
 // in the subset of JSON Schema the structured outputs page gives: its
 // keywords, string formats and minItems, every object with
-// additionalProperties false ("output-format"). Consecutive messages of one role are allowed,
+// additionalProperties false ("output-format"). A tool sent with
+// defer_loading needs a tool search tool, and one tool at least must not be
+// deferred ("tools"). Consecutive messages of one role are allowed,
 // because the API merges them into one turn; the tool rules apply to the
 // merged turns. On the current models, the request is also held to what
 // the model takes, as the server's strict mode is: its thinking mode
@@ -92,6 +94,7 @@ func check(body []byte) []violation {
 			vs = append(vs, violation{v.Rule, path(p.Messages, v), v.Msg})
 		}
 	}
+	vs = append(vs, checkTools(body)...)
 	if _, _, v := modelRules(r, false); v != nil {
 		vs = append(vs, *v)
 	}

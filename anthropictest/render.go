@@ -187,7 +187,7 @@ func (s *Stream) appendUsage(b []byte, output int, start bool) []byte {
 	if start {
 		b = append(b, `,"service_tier":"standard"`...)
 	} else {
-		b = s.appendIterations(b, output)
+		b = s.appendServerUse(s.appendIterations(b, output))
 	}
 	return append(b, '}')
 }

@@ -49,6 +49,7 @@ type Stream struct {
 	cacheW   int
 	cacheR   int
 	compact  [4]int // the compaction iteration's usage (compaction.go)
+	server   [2]int // web searches and fetches in message_delta's usage (servertools.go)
 	nextIdx  int
 	open     bool // a block is open (started and not yet stopped)
 	openTool bool // the open block streams tool input

@@ -178,6 +178,9 @@ func (s *Server) checkStrict(r *Request, count bool) *HTTPError {
 		return nil
 	}
 	set, rules, v := modelRules(r, count)
+	if vs := checkTools(r.Body); v == nil && len(vs) > 0 {
+		v = &vs[0]
+	}
 	if f := set.OutputConfig.Format; v == nil && f != nil {
 		if vs := outputFormat(f.Type, f.Schema); len(vs) > 0 {
 			v = &vs[0]

@@ -141,6 +141,7 @@ type wireUsage struct {
 		Type string `json:"type"`
 		Usage
 	} `json:"iterations"`
+	ServerToolUse *ServerToolUse `json:"server_tool_use"`
 }
 
 // merge returns u with the fields w sets overwritten.
@@ -150,6 +151,9 @@ func (w wireUsage) merge(u Usage) Usage {
 		if f.src != nil {
 			*f.dst = *f.src
 		}
+	}
+	if w.ServerToolUse != nil {
+		u.ServerToolUse = *w.ServerToolUse
 	}
 	if w.Iterations != nil {
 		u.Compaction = nil // cumulative, as the rest

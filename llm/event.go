@@ -130,13 +130,16 @@ type Usage struct {
 	// billed on top of the fields above, which measure the compacted
 	// context (the API's usage.iterations). Nil when it did not compact.
 	Compaction *Usage `json:"compaction,omitempty"`
+	// ServerToolUse counts the server tools' uses, web searches priced
+	// apart ([WebSearchPrice]).
+	ServerToolUse ServerToolUse `json:"server_tool_use,omitzero"`
 }
 
 // Add returns the field-by-field sum of u and v.
 func (u Usage) Add(v Usage) Usage {
 	s := Usage{InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens,
 		CacheCreationInputTokens: u.CacheCreationInputTokens + v.CacheCreationInputTokens,
-		CacheReadInputTokens:     u.CacheReadInputTokens + v.CacheReadInputTokens}
+		CacheReadInputTokens:     u.CacheReadInputTokens + v.CacheReadInputTokens, ServerToolUse: u.ServerToolUse.add(v.ServerToolUse)}
 	if c, d := u.Compaction, v.Compaction; c != nil || d != nil {
 		s.Compaction = new(cmp.Or(c, &Usage{}).Add(*cmp.Or(d, &Usage{})))
 	}

@@ -146,6 +146,7 @@ func TestDifferential(t *testing.T) {
 				OutputTokens:             want.Usage.OutputTokens,
 				CacheCreationInputTokens: want.Usage.CacheCreationInputTokens,
 				CacheReadInputTokens:     want.Usage.CacheReadInputTokens,
+				ServerToolUse:            ServerToolUse{want.Usage.ServerToolUse.WebSearchRequests, want.Usage.ServerToolUse.WebFetchRequests},
 			}
 			got := a.Turn().Usage
 			got.Compaction = nil // usage.iterations, which the SDK's Message leaves out (compaction_test.go checks it)

@@ -45,6 +45,9 @@ type ModelInfo struct {
 	// schema that constrains its answer (the structured outputs page's
 	// models). Other models are asked for JSON in words.
 	StructuredOutputs bool
+	// ToolSearch says whether it takes the tool search tool, and so tools
+	// sent with [ToolSpec].DeferLoading.
+	ToolSearch bool
 }
 
 // Price is a model's price in USD per million tokens.
@@ -54,10 +57,12 @@ type Price struct {
 	CacheRead     float64 // cache hits, usually 0.1× input
 }
 
-// Cost returns what usage u costs at price p, in USD, compaction included.
+// Cost returns what usage u costs at price p, in USD, compaction and web
+// searches included.
 func (p Price) Cost(u Usage) float64 {
 	c := (float64(u.InputTokens)*p.Input + float64(u.OutputTokens)*p.Output +
 		float64(u.CacheCreationInputTokens)*p.CacheWrite + float64(u.CacheReadInputTokens)*p.CacheRead) / 1e6
+	c += u.ServerToolUse.cost(p)
 	if u.Compaction != nil {
 		c += p.Cost(*u.Compaction)
 	}
@@ -115,12 +120,13 @@ var (
 // dated name such as "claude-haiku-4-5-20251001", the name without the
 // date. For a model it does not know, ok is false and info holds the
 // current models' rules (adaptive thinking only, no forced tool use, bound
-// thinking, every effort level), no limits and no price, so that nothing
-// the API might reject is sent unasked.
+// thinking, every effort level), no limits, no price and no tool search, so
+// that nothing the API might reject is sent unasked.
 func LookupModel(model string) (info ModelInfo, ok bool) {
 	if info, ok = models[apirules.Undated(model)]; !ok {
 		info = ModelInfo{Thinking: adaptive, Efforts: efforts5}
 	}
+	info.ToolSearch = ok && !withoutToolSearch[apirules.Undated(model)]
 	info.Thinking, info.Efforts = slices.Clone(info.Thinking), slices.Clone(info.Efforts) // the table's stay as they are
 	return info, ok
 }

@@ -26,6 +26,9 @@ type Request struct {
 	System    string    // the system prompt; empty or blank means none
 	Messages  []Message // the conversation, starting with a user message
 	Tools     []ToolSpec
+	// ServerTools are the tools the API runs itself, sent after Tools (see
+	// servertools.go). Nil means none.
+	ServerTools []ServerTool
 	// ToolChoice constrains tool use. Nil means the API's default (auto).
 	ToolChoice *ToolChoice
 	// Thinking configures thinking. Nil sends none: the model's default,
@@ -68,6 +71,10 @@ type ToolSpec struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"input_schema"`
+	// DeferLoading sends the tool with defer_loading: its definition reaches
+	// the model only once a tool search (see [ToolSearchRegex]), which the
+	// request must hold, finds it.
+	DeferLoading bool `json:"defer_loading,omitzero"`
 }
 
 // ToolChoice constrains which tool the model calls.
@@ -120,6 +127,7 @@ type (
 	wireTool struct {
 		ToolSpec
 		CacheControl json.RawMessage `json:"cache_control,omitempty"`
+		server       *wireServerTool // written in the spec's place (servertools.go)
 	}
 	wireThinking struct {
 		Type         string `json:"type"`
@@ -165,6 +173,9 @@ func encodeRequest(r Request, count bool) (body, error) {
 		}
 		w.Tools = append(w.Tools, wireTool{ToolSpec: t})
 		n += len(t.Name) + len(t.Description) + len(t.InputSchema)
+	}
+	if err := w.addServerTools(r); err != nil {
+		return nil, err
 	}
 	// A big tool input the Assembler checked goes in a part of its own, where
 	// the encoder wrote {}: not checked again, nor copied. Any other input is

@@ -67,6 +67,12 @@ func TestRequestGolden(t *testing.T) {
 		{"container", Request{Model: "claude-x", Messages: conv[:1], Container: "container_011CWHPPTDTn1XufeRB9uHeH"}},
 		{"output_format", Request{Model: "claude-opus-5-5", Messages: conv[:1], Effort: "low",
 			OutputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"],"additionalProperties":false}`)}},
+		// Server tools after the client tools, the cache breakpoint on the last one.
+		{"server_tools", Request{Model: "claude-opus-5-5", Messages: conv[:1], Cache: true,
+			Tools: []ToolSpec{tools[0], {Name: "mcp__files__grep", Description: "Greps.", DeferLoading: true}},
+			ServerTools: []ServerTool{{Type: ToolSearchRegex},
+				{Type: WebSearch, MaxUses: 5, AllowedDomains: []string{"go.dev"}, UserLocation: &UserLocation{City: "Paris", Country: "FR"}},
+				{Type: WebFetch, BlockedDomains: []string{"example.com"}, MaxContentTokens: 10_000}, {Type: CodeExecution}}}},
 		// A Request decoded from JSON (a durable turn's) holds null: sent as none.
 		{"output_format_null", Request{Model: "claude-x", Messages: conv[:1], OutputSchema: json.RawMessage("null")}},
 	}

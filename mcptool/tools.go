@@ -149,6 +149,7 @@ func (s *Server) newTool(name string, t *mcp.Tool) (*tool.Tool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mcptool: server %q: %w", s.name, err) // err names the tool
 	}
+	tt.Deferrable = true // with tool search on, an agent loads it when a search finds it
 	return tt, nil
 }
 

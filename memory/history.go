@@ -179,7 +179,11 @@ func (h *History) SetPrefix(system string, tools []llm.ToolSpec) {
 	fmt.Fprintf(hs, "%d:%s", len(system), system)
 	for _, t := range tools {
 		fmt.Fprintf(hs, "|%d:%s|%d:%s|%d:%s", len(t.Name), t.Name, len(t.Description), t.Description, len(t.InputSchema), t.InputSchema)
-		chars += len(t.Name) + len(t.Description) + len(t.InputSchema) + blockOverhead
+		if t.DeferLoading { // read by the model only once a search finds it
+			hs.Write([]byte("|deferred"))
+			continue
+		}
+		chars += specChars(t)
 	}
 	key := hex.EncodeToString(hs.Sum(nil)[:16])
 	if h.prefixKey != "" && key != h.prefixKey {

@@ -39,6 +39,21 @@ func (h *History) Tokens() int {
 	return h.estimate(h.prefixChars, h.entries)
 }
 
+// ToolTokens estimates the tokens specs take in a request, as if none were
+// deferred, at the ratio the history learned: what tool search would save.
+func (h *History) ToolTokens(specs []llm.ToolSpec) int {
+	chars := 0
+	for _, t := range specs {
+		chars += specChars(t)
+	}
+	return int(math.Ceil(float64(chars) / h.ratio))
+}
+
+// specChars is the characters an estimate charges for a tool's spec.
+func specChars(t llm.ToolSpec) int {
+	return len(t.Name) + len(t.Description) + len(t.InputSchema) + blockOverhead
+}
+
 // NeedsCompaction reports whether [History.Tokens] exceeds
 // Config.ContextLimit, unless Config.Compaction is "off".
 func (h *History) NeedsCompaction() bool {

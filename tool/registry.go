@@ -97,12 +97,15 @@ func (r *Registry) Lookup(name string) (*Tool, bool) {
 
 // Specs returns the tools' descriptions for [llm.Request.Tools], in the
 // stable order of registration, lest the tool list miss the prompt cache.
+// A Deferrable tool's has DeferLoading set, which an agent keeps only with
+// tool search on.
 func (r *Registry) Specs() []llm.ToolSpec {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	specs := make([]llm.ToolSpec, len(r.tools))
 	for i, t := range r.tools {
 		specs[i] = t.spec
+		specs[i].DeferLoading = t.Deferrable
 	}
 	return specs
 }

@@ -36,6 +36,10 @@ type Tool struct {
 	// Timeout bounds each call of this tool. Zero means the registry's
 	// [Config.Timeout]; negative means none.
 	Timeout time.Duration
+	// Deferrable lets an agent with tool search on send this tool's spec
+	// with [llm.ToolSpec].DeferLoading, to be loaded only when a search
+	// finds it: for the many tools of MCP servers.
+	Deferrable bool
 
 	spec        llm.ToolSpec
 	schema      *jsonschema.Resolved // nil for a raw schema the validator cannot use,

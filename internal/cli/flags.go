@@ -67,6 +67,8 @@ type options struct {
 	promptGiven bool
 
 	durable durableOptions // the durable mode's flags (durable.go)
+
+	server serverToolOptions // --server-tools, --tool-search… (toolsearch.go)
 }
 
 // listFlag is a repeatable string flag.
@@ -102,6 +104,11 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	}
 	if o.tools, err = parseTools(strings.Join(tools, ",")); err != nil {
 		return nil, err
+	}
+	if warning, err = o.server.check(o.tools, o.model); err != nil {
+		return nil, err
+	} else if warning != "" {
+		o.warnings = append(o.warnings, warning)
 	}
 	if err := checkModelFlags(o); err != nil {
 		return nil, err
@@ -236,6 +243,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Var((*listFlag)(&o.mcp), "mcp", "")
 	fs.Var((*listFlag)(&o.mcpURL), "mcp-url", "")
 	o.mcpFlags.define(fs)
+	defineServerToolFlags(fs, &o.server)
 	fs.StringVar(&o.session, "session", "", "")
 	fs.StringVar(&o.settings, "settings", "", "")
 	o.sessions.define(fs)

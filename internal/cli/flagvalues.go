@@ -145,6 +145,10 @@ func checkContextLimit(cfg memory.Config, system string, tools []llm.ToolSpec) e
 		return nil
 	}
 	h := memory.New(cfg)
+	tools = slices.Clone(tools)
+	for i := range tools {
+		tools[i].DeferLoading = false // counted whole, whether or not tool search defers it
+	}
 	h.SetPrefix(system, tools)
 	if n := h.Tokens(); cfg.ContextLimit <= n {
 		return usageError("--context-limit %d leaves no room for the conversation: the system prompt and the tool definitions take about %d tokens in every request",

@@ -172,6 +172,22 @@ Flags:
                       again when it changes), and may not use ${VAR} for
                       ANTHROPIC_* or a --secret-env variable. Each tool of
                       a server is offered as mcp__SERVER__TOOL
+  --tool-search MODE  auto (the default), on or off: on, MCP tools are sent
+                      deferred, and the model finds the ones it needs with
+                      the API's tool search, which keeps their definitions
+                      out of the context; auto turns it on when every tool's
+                      definition would take over a tenth of the context
+                      window. Models without tool search get every tool
+  --server-tools LIST tools the API runs itself, comma-separated:
+                      web_search, web_fetch and code_execution (web search
+                      is billed $10 per 1,000 searches, code execution by
+                      container hour)
+  --allowed-domains LIST
+                      let web_search and web_fetch reach only these
+                      domains, comma-separated (repeatable)
+  --blocked-domains LIST
+                      keep web_search and web_fetch off these domains,
+                      comma-separated (repeatable)
   --mcp-timeout D     give up on an MCP server that has not completed its
                       handshake within D, and stop it at once; then D
                       again for listing its tools (default 60s; time spent

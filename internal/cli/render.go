@@ -211,6 +211,9 @@ func (r *textRenderer) event(ev agent.Event, _ error) {
 			r.answer = r.held.String()
 			r.held.Reset()
 		}
+		if note := serverToolNote(ev.Turn.ServerToolUse); note != "" {
+			r.line(r.style.dim(note))
+		}
 		if r.lesson {
 			r.stopSpin()
 			r.line(r.style.dim(fmt.Sprintf("        usage: %d input tokens, %d output tokens this turn",

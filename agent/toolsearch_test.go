@@ -1,0 +1,135 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentloop/agentloop/anthropictest"
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/memory"
+	"github.com/agentloop/agentloop/tool"
+)
+
+// rateTool is a deferrable tool, as an MCP server's is.
+func rateTool(t *testing.T) *tool.Tool {
+	type in struct {
+		From string `json:"from"`
+		To   string `json:"to"`
+	}
+	rate := tool.Must(tool.New("mcp__fx__get_exchange_rate", "Returns the exchange rate between two currencies.",
+		func(_ context.Context, in in) (string, error) { return in.From + "/" + in.To + " = 1.08", nil }))
+	rate.Deferrable = true
+	return rate
+}
+
+// TestToolSearchRun is the whole path of a deferred tool: sent with
+// defer_loading beside the tool search tool, found by a search, called in
+// the same turn and run by the agent, the search's blocks kept for the
+// next request as they came.
+func TestToolSearchRun(t *testing.T) {
+	srv, client := fake(t,
+		anthropictest.NewStream().
+			ServerToolUse("srvtoolu_01", "tool_search_tool_bm25", `{"query":"exchange rate"}`).
+			ToolSearchResult("srvtoolu_01", "mcp__fx__get_exchange_rate").
+			ToolUse("toolu_01", "mcp__fx__get_exchange_rate", `{"from":"EUR","to":"USD"}`).Stop("tool_use"),
+		anthropictest.NewStream().Text("1.08 dollars a euro.").Stop("end_turn"))
+	a := newAgent(t, client, Config{Tools: []*tool.Tool{rateTool(t)}, ToolSearch: ToolSearchOn,
+		ServerTools: []llm.ServerTool{{Type: llm.WebSearch, MaxUses: 2}}})
+	_, res, err := collect(t, a.Stream(t.Context(), "EUR to USD?"))
+	if err != nil || res.Text != "1.08 dollars a euro." {
+		t.Fatalf("run: %q, %v", res.Text, err)
+	}
+	reqs := srv.Requests()
+	var first struct{ Tools []map[string]any }
+	json.Unmarshal(reqs[0].Body, &first)
+	for _, tl := range first.Tools {
+		delete(tl, "input_schema")
+		delete(tl, "description")
+		delete(tl, "cache_control")
+	}
+	want := []map[string]any{{"name": "mcp__fx__get_exchange_rate", "defer_loading": true},
+		{"type": llm.WebSearch, "name": "web_search", "max_uses": 2.0},
+		{"type": llm.ToolSearchBM25, "name": "tool_search_tool_bm25"}}
+	if diff := cmp.Diff(want, first.Tools); diff != "" {
+		t.Errorf("first request's tools (-want +got):\n%s", diff)
+	}
+	msgs := reqs[1].Messages()
+	var types []string
+	for _, b := range msgs[1].Content {
+		types = append(types, b.Type)
+	}
+	if diff := cmp.Diff([]string{"server_tool_use", "tool_search_tool_result", "tool_use"}, types); diff != "" {
+		t.Errorf("second request's assistant turn (-want +got):\n%s", diff)
+	}
+	var found struct {
+		Content struct {
+			ToolReferences []map[string]string `json:"tool_references"`
+		}
+	}
+	json.Unmarshal(msgs[1].Content[1].Raw, &found)
+	if diff := cmp.Diff([]map[string]string{{"type": "tool_reference", "tool_name": "mcp__fx__get_exchange_rate"}}, found.Content.ToolReferences); diff != "" {
+		t.Errorf("tool search result sent back (-want +got):\n%s", diff)
+	}
+	results := reqs[1].ToolResults()
+	if len(results) != 1 || results[0].ToolUseID != "toolu_01" || resultText(results[0]) != "EUR/USD = 1.08" || results[0].IsError {
+		t.Errorf("tool results = %+v, want the deferred tool's output", results)
+	}
+}
+
+func resultText(b anthropictest.Block) string {
+	var s strings.Builder
+	for _, c := range b.Content {
+		s.WriteString(c.Text)
+	}
+	return s.String()
+}
+
+// TestToolSearchChoice checks when a run defers its deferrable tools: by
+// Config.ToolSearch, the model's support, and in "auto" the share of the
+// context window the definitions would take.
+func TestToolSearchChoice(t *testing.T) {
+	many := func(n int) []*tool.Tool { // n deferrable tools of about 500 tokens each
+		var ts []*tool.Tool
+		for i := range n {
+			tl := tool.Must(tool.New(fmt.Sprintf("mcp__big__t%d", i), strings.Repeat("Does a thing well. ", 100),
+				func(context.Context, struct{}) (string, error) { return "", nil }))
+			tl.Deferrable = true
+			ts = append(ts, tl)
+		}
+		return ts
+	}
+	for _, tt := range []struct {
+		name, mode, model string
+		window, tools     int
+		want              bool
+	}{
+		{"on", ToolSearchOn, "claude-opus-5-5", 0, 1, true},
+		{"off", ToolSearchOff, "claude-opus-5-5", 300_000, 100, false},
+		{"auto, small", "", "claude-opus-5-5", 0, 1, false},
+		{"auto, over a tenth", ToolSearchAuto, "claude-opus-5-5", 300_000, 100, true},
+		{"auto, under a tenth", ToolSearchAuto, "claude-opus-5-5", 200_000, 10, false},
+		{"on, model without tool search", ToolSearchOn, "claude-opus-4-1", 0, 1, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, client := fake(t, anthropictest.NewStream().Text("ok").Stop("end_turn"))
+			h := memory.New(memory.Config{Model: tt.model, ContextWindow: tt.window})
+			a := newAgent(t, client, Config{Tools: many(tt.tools), ToolSearch: tt.mode, History: h})
+			if _, _, err := collect(t, a.Stream(t.Context(), "hi")); err != nil {
+				t.Fatal(err)
+			}
+			body := string(srv.Requests()[0].Body)
+			deferred, search := strings.Contains(body, `"defer_loading":true`), strings.Contains(body, llm.ToolSearchBM25)
+			if deferred != tt.want || search != tt.want {
+				t.Errorf("deferred %v, tool search tool %v; want both %v", deferred, search, tt.want)
+			}
+		})
+	}
+	if _, err := New(Config{Model: llm.ModelFunc(nil), ToolSearch: "sometimes"}); err == nil || !strings.Contains(err.Error(), `"sometimes"`) {
+		t.Errorf("New with ToolSearch \"sometimes\": %v, want an error naming it", err)
+	}
+}
