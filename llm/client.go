@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -40,6 +41,11 @@ type Config struct {
 	// Zero means 3; 1 turns retries off. See [RetryWait].
 	MaxAttempts int
 	Telemetry   Telemetry // otel hook: where each attempt's spans and metrics go
+	// Platform, when set, sends the requests to a cloud platform, which
+	// authenticates them its own way: APIKey and AuthToken are never sent
+	// there, and BaseURL, if set, replaces the platform's endpoint. Nil
+	// means the Anthropic API.
+	Platform *Platform
 }
 
 // A Client calls the Messages API. It is safe for concurrent use.
@@ -49,6 +55,8 @@ type Client struct {
 	maxAttempts int
 	idleTimeout time.Duration          // of a stream's silence; time between events the caller spends does not count
 	tel         *telemetry.Instruments // otel hook
+	platform    *Platform
+	onPlatform  []option.RequestOption // the platform's options, and BaseURL's after them
 
 	// Seams for tests: time and randomness.
 	sleep  func(ctx context.Context, d time.Duration) error
@@ -67,10 +75,16 @@ func New(cfg Config) *Client {
 	// are off, for this package's one policy.
 	opts := []option.RequestOption{option.WithoutEnvironmentDefaults(),
 		option.WithHTTPClient(cmp.Or(cfg.HTTPClient, http.DefaultClient)), option.WithMaxRetries(0)}
-	if cfg.BaseURL != "" {
+	if p := cfg.Platform; p != nil {
+		c.platform, c.onPlatform = p, slices.Clone(p.Options)
+		if cfg.BaseURL != "" {
+			c.onPlatform = append(c.onPlatform, option.WithBaseURL(cfg.BaseURL))
+		}
+	} else if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
 	switch {
+	case cfg.Platform != nil: // the Anthropic key never goes to another platform
 	case cfg.APIKey != "":
 		// The API documents x-api-key; SDK v2.15's option.WithAPIKey sends
 		// a bearer token instead.
@@ -104,6 +118,11 @@ func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Event, error
 	return func(yield func(Event, error) bool) {
 		if used.Swap(true) {
 			yield(nil, errors.New("llm: a Stream can be ranged over only once"))
+			return
+		}
+		req, err := c.platform.adapt(req)
+		if err != nil {
+			yield(nil, err)
 			return
 		}
 		body, err := encodeRequest(req, false)
@@ -169,7 +188,7 @@ func (c *Client) exchange(ctx context.Context, path string, body body, opts []op
 	idle := time.AfterFunc(c.idleTimeout, func() { cancel(errIdleTimeout) })
 	defer idle.Stop()
 	var resp *http.Response
-	err := c.sdk.Post(actx, path, http.NoBody, &resp, append(opts, body.send())...)
+	err := c.sdk.Post(actx, path, http.NoBody, &resp, slices.Concat(opts, []option.RequestOption{body.send()}, c.onPlatform)...)
 	switch {
 	case err == nil:
 		defer resp.Body.Close()
@@ -287,6 +306,13 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // seconds fails as a stalled stream. Extra, MaxTokens and Container are not
 // sent.
 func (c *Client) CountTokens(ctx context.Context, req Request) (int, error) {
+	if c.platform != nil && c.platform.NoCountTokens {
+		return 0, fmt.Errorf("llm: %s has no count_tokens route: %w", c.platform.Name, errors.ErrUnsupported)
+	}
+	req, err := c.platform.adapt(req)
+	if err != nil {
+		return 0, err
+	}
 	body, err := encodeRequest(req, true)
 	if err != nil {
 		return 0, err
