@@ -126,6 +126,10 @@ func (s *Server) pending() int {
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if rt, ok := platformRoute(r); ok { // platform.go
+		s.servePlatform(w, r, rt)
+		return
+	}
 	if r.Method == http.MethodPost && r.URL.Path == "/v1/messages/count_tokens" {
 		s.serveCount(w, r)
 		return
@@ -136,10 +140,13 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			Message: fmt.Sprintf("anthropictest: only POST /v1/messages and /v1/messages/count_tokens are served, not %s %s", r.Method, r.URL.Path)}.serve(w, c)
 		return
 	}
-	req := read(r)
-	if req == nil {
-		return
+	if req := read(r); req != nil {
+		s.serveMessages(w, r, req)
 	}
+}
+
+// serveMessages answers req, a Messages request, from the script.
+func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request, req *Request) {
 	// A context_management the API would refuse is refused, and so is a
 	// request that breaks its model's rules (strict.go); neither uses a
 	// scripted reply (compaction.go).
@@ -203,10 +210,13 @@ func read(r *http.Request) *Request {
 // serveCount answers a count_tokens request as the API does: 200
 // application/json, a request-id header, and {"input_tokens":N}.
 func (s *Server) serveCount(w http.ResponseWriter, r *http.Request) {
-	req := read(r)
-	if req == nil {
-		return
+	if req := read(r); req != nil {
+		s.count(w, req)
 	}
+}
+
+// count answers req, a count_tokens request.
+func (s *Server) count(w http.ResponseWriter, req *Request) {
 	s.mu.Lock()
 	s.counts++
 	req.N = s.counts
