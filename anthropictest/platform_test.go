@@ -48,3 +48,31 @@ func TestPlatformRules(t *testing.T) {
 		}
 	}
 }
+
+// TestLocal checks the local model server's answers: no count_tokens, a
+// 400 naming a field beyond the API's core, the script otherwise.
+func TestLocal(t *testing.T) {
+	srv := NewServer(NewStream().Text("ok"))
+	srv.Local = true
+	t.Cleanup(srv.Close)
+	msgs := `"model":"llama3","max_tokens":10,"messages":[{"role":"user","content":"hi"}]`
+	for _, tt := range []struct {
+		path, body string
+		status     int
+		want       string
+	}{
+		{"/v1/messages/count_tokens", `{` + msgs + `}`, 404, "not_found_error"},
+		{"/v1/messages", `{` + msgs + `,"context_management":{"edits":[]},"output_config":{}}`, 400, "unknown fields: [context_management output_config]"},
+		{"/v1/messages", `{` + msgs + `}`, 200, `"text":"ok"`},
+	} {
+		resp, err := http.Post(srv.URL+tt.path, "application/json", strings.NewReader(tt.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.status || !strings.Contains(string(body), tt.want) {
+			t.Errorf("%s: got %d %s, want %d with %s", tt.path, resp.StatusCode, body, tt.status, tt.want)
+		}
+	}
+}

@@ -47,6 +47,15 @@ type Server struct {
 	// rules on purpose.
 	Lenient bool
 
+	// Local makes the server answer as a local model server's
+	// Anthropic-compatible API does (Ollama 0.14 and later, llama.cpp's
+	// llama-server, vLLM), for a test of a client of one: count_tokens
+	// is not served (404), and a request with a top-level field beyond
+	// the Messages API's core (context_management, output_config,
+	// container…) gets a 400 naming it (local.go). Set it before the
+	// first request.
+	Local bool
+
 	// Buffered lets the server write each unpaced stream in large writes
 	// instead of flushing after each event as the API does. Benchmarks
 	// want it: per-event flushes measure the loopback, not the client's
@@ -130,7 +139,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.servePlatform(w, r, rt)
 		return
 	}
-	if r.Method == http.MethodPost && r.URL.Path == "/v1/messages/count_tokens" {
+	if r.Method == http.MethodPost && r.URL.Path == "/v1/messages/count_tokens" && !s.Local {
 		s.serveCount(w, r)
 		return
 	}
@@ -151,6 +160,9 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request, req *Requ
 	// request that breaks its model's rules (strict.go); neither uses a
 	// scripted reply (compaction.go).
 	reply := checkContextManagement(req)
+	if refused := refuseLocal(req); s.Local && refused != nil {
+		reply = refused
+	}
 	if reply == nil {
 		reply = s.openThread(req) // before strict mode, which checks a thread's whole conversation
 	}

@@ -121,3 +121,30 @@ func TestProviders(t *testing.T) {
 		})
 	}
 }
+
+// TestLocalServer runs the command against a local model server's
+// Anthropic-compatible API (Ollama, llama-server, vLLM): a model agentloop
+// does not know, no count_tokens route, and a 400 for any field beyond
+// the API's core. The run sends none: no context management, no thinking
+// unasked, and its cost is unknown.
+func TestLocalServer(t *testing.T) {
+	h := newHarness(t, anthropictest.NewStream().Text("Hi from qwen."))
+	h.srv.Local = true
+	r := h.run(strings.NewReader(""), "--model", "qwen3-coder:30b", "--context-limit", "30000",
+		"--tools", "files", "--output-format", "json", "hi")
+	if r.code != exitOK || !strings.Contains(r.stdout, `"result":"Hi from qwen."`) {
+		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, `"total_cost_usd":null`) {
+		t.Errorf("a cost for a model without a price: %s", r.stdout)
+	}
+	if !strings.Contains(r.stderr, `model "qwen3-coder:30b" is not one agentloop knows`) {
+		t.Errorf("no warning of the unknown model: %q", r.stderr)
+	}
+	body := string(h.srv.Requests()[0].Body)
+	for _, field := range []string{`"thinking"`, `"context_management"`, `"output_config"`} {
+		if strings.Contains(body, field) {
+			t.Errorf("the request sent %s: %s", field, body)
+		}
+	}
+}
