@@ -30,6 +30,7 @@ var platforms = []struct {
 	name       string
 	platform   func(t *testing.T) *llm.Platform
 	path, auth string // auth: the start of the header that carries the credential, "Name: value"
+	body       string // what the body must hold
 }{
 	{"bedrock", func(t *testing.T) *llm.Platform {
 		creds := aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
@@ -41,7 +42,8 @@ var platforms = []struct {
 		}
 		return p
 	}, "/model/global.anthropic.claude-sonnet-4-5-20250929-v1:0/invoke-with-response-stream",
-		"Authorization: AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/"},
+		"Authorization: AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/",
+		`"anthropic_version":"bedrock-2023-05-31"`}, // an ARN-versioned model's
 	{"vertex", func(t *testing.T) *llm.Platform {
 		creds := &google.Credentials{TokenSource: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "ya29.example"})}
 		p, err := vertex.New(t.Context(), vertex.Config{Region: "us-east5", ProjectID: "proj", Credentials: creds})
@@ -50,14 +52,14 @@ var platforms = []struct {
 		}
 		return p
 	}, "/v1/projects/proj/locations/us-east5/publishers/anthropic/models/claude-sonnet-4-5@20250929:streamRawPredict",
-		"Authorization: Bearer ya29.example"},
+		"Authorization: Bearer ya29.example", `"anthropic_version":`},
 	{"foundry", func(t *testing.T) *llm.Platform {
 		p, err := foundry.New(foundry.Config{Resource: "res", APIKey: "foundry-key"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return p
-	}, "/v1/messages", "X-Api-Key: foundry-key"},
+	}, "/v1/messages", "X-Api-Key: foundry-key", `"model":"claude-sonnet-4-5"`},
 }
 
 // TestPlatforms drives each platform's SDK middleware against the fake's
@@ -114,6 +116,9 @@ func TestPlatforms(t *testing.T) {
 					if strings.Contains(strings.Join(vs, " "), anthropicKey) {
 						t.Errorf("request %d sent the Anthropic key in %s", r.N, k)
 					}
+				}
+				if !strings.Contains(string(r.Body), p.body) {
+					t.Errorf("request %d: the body lacks %s: %s", r.N, p.body, r.Body)
 				}
 				if strings.Contains(string(r.Body), anthropicKey) {
 					t.Errorf("request %d sent the Anthropic key in its body", r.N)
