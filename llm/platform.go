@@ -16,7 +16,7 @@ import (
 // With [Config].Platform set, everything else works as on the Anthropic
 // API: streaming, retries, errors, telemetry.
 type Platform struct {
-	Name string // "bedrock", "vertex" or "foundry", for errors
+	Name string // the platform's name in errors, such as "Amazon Bedrock"
 	// Options are the SDK's request options that adapt a request to the
 	// platform (its URL, body, signature or credentials), applied to each
 	// request after the body is in place, as the SDK's platform middleware

@@ -109,6 +109,7 @@ func (c *cli) platform(ctx context.Context, o *options) (p *llm.Platform, baseUR
 			return nil, "", err
 		}
 		key := c.getenv("ANTHROPIC_FOUNDRY_API_KEY")
+		o.secrets = append(o.secrets, key) // out of every log; bash never gets ANTHROPIC_*
 		if key == "" && !skip {
 			return nil, "", usageError("Microsoft Foundry needs a key: set ANTHROPIC_FOUNDRY_API_KEY (agentloop does not sign in with Microsoft Entra ID)")
 		}
