@@ -148,3 +148,27 @@ func TestLocalServer(t *testing.T) {
 		}
 	}
 }
+
+// TestBedrockKeyNotInBash: on Bedrock, a Bedrock API key is the model's
+// credential, kept from bash as the Anthropic key is.
+func TestBedrockKeyNotInBash(t *testing.T) {
+	t.Chdir(t.TempDir())
+	t.Setenv("AWS_BEARER_TOKEN_BEDROCK", "bedrock-SECRET-0123")
+	t.Setenv("HARMLESS", "visible")
+	h := newHarness(t,
+		anthropictest.NewStream().Usage(10, 0, 0, 0).ToolUse("toolu_1", "bash", `{"command":"env"}`).Stop("tool_use", 5),
+		anthropictest.NewStream().Text("done"))
+	for k, v := range map[string]string{"CLAUDE_CODE_USE_BEDROCK": "1", "AWS_REGION": "us-east-1",
+		"AWS_BEARER_TOKEN_BEDROCK": "bedrock-SECRET-0123", "ANTHROPIC_BEDROCK_BASE_URL": h.srv.URL} {
+		h.env[k] = v
+	}
+	h.run(strings.NewReader(""), "--yes", "--sandbox", "off", "show the environment").check(t, 0)
+	res := h.srv.Requests()[1].ToolResults()
+	if len(res) != 1 || res[0].IsError {
+		t.Fatalf("tool_results %+v", res)
+	}
+	out := res[0].Content[0].Text
+	if !strings.Contains(out, "HARMLESS=visible") || strings.Contains(out, "bedrock-SECRET") {
+		t.Errorf("bash's environment, which must have HARMLESS and not the Bedrock key:\n%s", out)
+	}
+}
