@@ -134,6 +134,7 @@ func (b *bedrockWriter) WriteHeader(code int) {
 		b.stream = true
 		h.Set("Content-Type", "application/vnd.amazon.eventstream")
 		h.Set("X-Amzn-Requestid", h.Get("Request-Id"))
+		h.Del("Request-Id") // Bedrock's own id only
 	}
 	b.w.WriteHeader(code)
 }
@@ -208,6 +209,7 @@ func (b *bedrockWriter) finish() {
 	h := b.w.Header()
 	h.Set("X-Amzn-Errortype", cmp.Or(bedrockErrors[b.status], "InternalServerException")+":http://internal.amazon.com/coral/com.amazon.bedrock/")
 	h.Set("X-Amzn-Requestid", h.Get("Request-Id"))
+	h.Del("Request-Id")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	b.w.WriteHeader(b.status)
 	b.w.Write(body)

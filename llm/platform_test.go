@@ -96,8 +96,8 @@ func TestPlatforms(t *testing.T) {
 			}
 			_, err = collect(t, c, req)
 			var ae *llm.APIError
-			if !errors.As(err, &ae) || !strings.Contains(ae.Message, "Internal server error") {
-				t.Errorf("mid-stream error: got %v, want the stream's error", err)
+			if !errors.As(err, &ae) || !strings.Contains(ae.Message, "Internal server error") || !llm.IsRetryable(err) || ae.RequestID == "" {
+				t.Errorf("mid-stream error: got %v (retryable %v), want the stream's error, retryable, with its request id", err, llm.IsRetryable(err))
 			}
 
 			reqs := srv.Requests()
