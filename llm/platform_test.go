@@ -3,6 +3,7 @@ package llm_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -98,6 +99,23 @@ func TestPlatforms(t *testing.T) {
 			var ae *llm.APIError
 			if !errors.As(err, &ae) || !strings.Contains(ae.Message, "Internal server error") || !llm.IsRetryable(err) || ae.RequestID == "" {
 				t.Errorf("mid-stream error: got %v (retryable %v), want the stream's error, retryable, with its request id", err, llm.IsRetryable(err))
+			}
+
+			// count_tokens: the platform's route, or none (memory then estimates).
+			var counted *anthropictest.Request
+			srv.CountTokens = func(r *anthropictest.Request) int { counted = r; return 7 }
+			n, err := c.CountTokens(t.Context(), req)
+			switch {
+			case p.name == "bedrock":
+				if !errors.Is(err, errors.ErrUnsupported) || counted != nil {
+					t.Errorf("CountTokens on Bedrock: %d, %v; want ErrUnsupported, and no request", n, err)
+				}
+			case err != nil || n != 7:
+				t.Errorf("CountTokens: %d, %v", n, err)
+			case strings.Contains(fmt.Sprint(counted.Header), anthropicKey):
+				t.Errorf("count_tokens sent the Anthropic key")
+			case p.name == "vertex" && !strings.HasSuffix(counted.Path, "/models/count-tokens:rawPredict"):
+				t.Errorf("count_tokens went to %s", counted.Path)
 			}
 
 			reqs := srv.Requests()
