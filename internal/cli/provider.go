@@ -16,14 +16,20 @@ import (
 // Vertex AI or Microsoft Foundry. Each platform authenticates its own way;
 // the Anthropic key is never sent there.
 
-// providers are --provider's values, each with the variable that chooses it.
-var providers = []struct{ name, env string }{
-	{"anthropic", ""},
-	{"bedrock", "CLAUDE_CODE_USE_BEDROCK"},
-	{"vertex", "CLAUDE_CODE_USE_VERTEX"},
-	{"foundry", "CLAUDE_CODE_USE_FOUNDRY"},
+// A provider is one of --provider's values and Claude Code's variables for it.
+type provider struct{ name, use, baseURL, skipAuth string }
+
+// providers are --provider's values, each with Claude Code's variables:
+// the one that chooses it, the one that replaces its endpoint, and the one
+// that turns its authentication off, for a gateway that authenticates.
+var providers = []provider{
+	{"anthropic", "", "", ""},
+	{"bedrock", "CLAUDE_CODE_USE_BEDROCK", "ANTHROPIC_BEDROCK_BASE_URL", "CLAUDE_CODE_SKIP_BEDROCK_AUTH"},
+	{"vertex", "CLAUDE_CODE_USE_VERTEX", "ANTHROPIC_VERTEX_BASE_URL", "CLAUDE_CODE_SKIP_VERTEX_AUTH"},
+	{"foundry", "CLAUDE_CODE_USE_FOUNDRY", "ANTHROPIC_FOUNDRY_BASE_URL", "CLAUDE_CODE_SKIP_FOUNDRY_AUTH"},
 }
 
+// defineProviderFlag defines --provider; run checks its value.
 func defineProviderFlag(fs *flag.FlagSet, o *options) {
 	fs.StringVar(&o.provider, "provider", "", "")
 }
@@ -37,34 +43,40 @@ var vertexPlatform func(ctx context.Context, region, project string, skipAuth bo
 // the Anthropic API, and the base URL that replaces the platform's own.
 // A missing or wrong setting is a usage error naming the variable.
 func (c *cli) platform(ctx context.Context, o *options) (p *llm.Platform, baseURL string, err error) {
-	name := o.provider
-	if name == "" {
+	i := slices.IndexFunc(providers, func(pr provider) bool { return pr.name == o.provider })
+	if o.provider == "" {
+		i = 0
 		var chosen []string
-		for _, pr := range providers[1:] {
-			on, err := truthy(pr.env, c.getenv(pr.env))
+		for j, pr := range providers[1:] {
+			on, err := truthy(pr.use, c.getenv(pr.use))
 			if err != nil {
 				return nil, "", err
 			}
 			if on {
-				chosen, name = append(chosen, pr.env), pr.name
+				chosen, i = append(chosen, pr.use), j+1
 			}
 		}
 		if len(chosen) > 1 {
 			return nil, "", usageError("%s are all set: set one, or choose with --provider", strings.Join(chosen, " and "))
 		}
 	}
-	switch name {
-	case "", "anthropic":
+	switch {
+	case i < 0:
+		return nil, "", usageError("--provider must be anthropic, bedrock, vertex or foundry, not %q", o.provider)
+	case i == 0:
 		return nil, "", nil
+	}
+	pr := providers[i]
+	baseURL = c.getenv(pr.baseURL)
+	if err := checkURL(pr.baseURL, baseURL); err != nil {
+		return nil, "", err
+	}
+	skip, err := truthy(pr.skipAuth, c.getenv(pr.skipAuth))
+	if err != nil {
+		return nil, "", err
+	}
+	switch pr.name {
 	case "bedrock":
-		baseURL = c.getenv("ANTHROPIC_BEDROCK_BASE_URL")
-		if err := checkURL("ANTHROPIC_BEDROCK_BASE_URL", baseURL); err != nil {
-			return nil, "", err
-		}
-		skip, err := truthy("CLAUDE_CODE_SKIP_BEDROCK_AUTH", c.getenv("CLAUDE_CODE_SKIP_BEDROCK_AUTH"))
-		if err != nil {
-			return nil, "", err
-		}
 		region := c.getenv("AWS_REGION")
 		if region == "" {
 			return nil, "", usageError("Amazon Bedrock needs a region: set AWS_REGION, such as us-east-1")
@@ -78,14 +90,6 @@ func (c *cli) platform(ctx context.Context, o *options) (p *llm.Platform, baseUR
 			return nil, "", usageError("%v (the AWS credentials come from AWS_PROFILE, the AWS_* variables, ~/.aws or AWS_BEARER_TOKEN_BEDROCK)", err)
 		}
 	case "vertex":
-		baseURL = c.getenv("ANTHROPIC_VERTEX_BASE_URL")
-		if err := checkURL("ANTHROPIC_VERTEX_BASE_URL", baseURL); err != nil {
-			return nil, "", err
-		}
-		skip, err := truthy("CLAUDE_CODE_SKIP_VERTEX_AUTH", c.getenv("CLAUDE_CODE_SKIP_VERTEX_AUTH"))
-		if err != nil {
-			return nil, "", err
-		}
 		project, region := c.getenv("ANTHROPIC_VERTEX_PROJECT_ID"), c.getenv("CLOUD_ML_REGION")
 		switch {
 		case project == "":
@@ -100,14 +104,6 @@ func (c *cli) platform(ctx context.Context, o *options) (p *llm.Platform, baseUR
 			return nil, "", usageError("%v", err)
 		}
 	case "foundry":
-		baseURL = c.getenv("ANTHROPIC_FOUNDRY_BASE_URL")
-		if err := checkURL("ANTHROPIC_FOUNDRY_BASE_URL", baseURL); err != nil {
-			return nil, "", err
-		}
-		skip, err := truthy("CLAUDE_CODE_SKIP_FOUNDRY_AUTH", c.getenv("CLAUDE_CODE_SKIP_FOUNDRY_AUTH"))
-		if err != nil {
-			return nil, "", err
-		}
 		key := c.getenv("ANTHROPIC_FOUNDRY_API_KEY")
 		o.secrets = append(o.secrets, key) // out of every log; bash never gets ANTHROPIC_*
 		if key == "" && !skip {
@@ -116,9 +112,7 @@ func (c *cli) platform(ctx context.Context, o *options) (p *llm.Platform, baseUR
 		if p, err = foundry.New(foundry.Config{Resource: c.getenv("ANTHROPIC_FOUNDRY_RESOURCE"), BaseURL: baseURL, APIKey: key, SkipAuth: skip}); err != nil {
 			return nil, "", usageError("%v", err)
 		}
-		baseURL = "" // foundry's own
-	default:
-		return nil, "", usageError("--provider must be anthropic, bedrock, vertex or foundry, not %q", name)
+		baseURL = "" // the endpoint foundry.Config took
 	}
 	if err := o.fitPlatform(p); err != nil {
 		return nil, "", err
