@@ -32,6 +32,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/tidwall/gjson"
 
+	"github.com/agentloop/agentloop/internal/apirules"
 	"github.com/agentloop/agentloop/llm"
 )
 
@@ -175,10 +176,7 @@ func modelFor(region string) func(string) (string, error) {
 		if strings.HasPrefix(model, "arn:") || strings.Contains(model, "anthropic.") {
 			return model, nil
 		}
-		name := model
-		if i := strings.LastIndexByte(name, '-'); i > 0 && len(name)-i == 9 { // dated: the table's name
-			name = name[:i]
-		}
+		name := apirules.Undated(model) // the table's name
 		id, ok := models[name]
 		switch {
 		case !ok:

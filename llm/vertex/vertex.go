@@ -17,6 +17,7 @@
 package vertex
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,6 +31,7 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
 
+	"github.com/agentloop/agentloop/internal/apirules"
 	"github.com/agentloop/agentloop/llm"
 )
 
@@ -75,16 +77,9 @@ func New(ctx context.Context, cfg Config) (*llm.Platform, error) {
 	opts := []option.RequestOption{sdkvertex.WithCredentials(ctx, cfg.Region, cfg.ProjectID, creds)}
 	if cfg.SkipAuth {
 		// After the SDK's option, which wrapped the client in credentials.
-		opts = append(opts, option.WithHTTPClient(cmpClient(cfg.HTTPClient)))
+		opts = append(opts, option.WithHTTPClient(cmp.Or(cfg.HTTPClient, http.DefaultClient)))
 	}
 	return &llm.Platform{Name: "Vertex AI", Options: opts, Model: model}, nil
-}
-
-func cmpClient(c *http.Client) *http.Client {
-	if c == nil {
-		return http.DefaultClient
-	}
-	return c
 }
 
 // models maps the model table's names (llm.LookupModel) to Vertex AI's
@@ -108,11 +103,7 @@ func model(name string) (string, error) {
 	if strings.Contains(name, "@") {
 		return name, nil
 	}
-	base := name
-	if i := strings.LastIndexByte(base, '-'); i > 0 && len(base)-i == 9 { // dated: the table's name
-		base = base[:i]
-	}
-	if id, ok := models[base]; ok {
+	if id, ok := models[apirules.Undated(name)]; ok {
 		return id, nil
 	}
 	return "", fmt.Errorf("vertex: model %q is not one agentloop knows on Vertex AI (%s): name one of those, or pass a Vertex AI model id, such as claude-sonnet-4-5@20250929",
