@@ -24,7 +24,9 @@ import (
 // "trailing-whitespace", "block-type", "block-role"), tool calls
 // ("tool-use-id", "tool-input", "tool-unanswered", "tool-result-first",
 // "tool-result-once", "tool-result-orphan") and thinking
-// ("thinking-signature"). An output_config.format must be a json_schema
+// ("thinking-signature"). A body with anthropic_version is a cloud
+// platform's, whose model is in the URL: it must not name one ("platform").
+// An output_config.format must be a json_schema
 // in the subset of JSON Schema the structured outputs page gives: its
 // keywords, string formats and minItems, every object with
 // additionalProperties false ("output-format"). A tool sent with
@@ -68,7 +70,11 @@ func check(body []byte) []violation {
 		return []violation{{"json", "body", "does not decode: " + err.Error()}}
 	}
 	var vs []violation
-	if p.Model == "" {
+	set, setErr := r.settings()
+	switch platform := setErr == nil && set.Version != ""; {
+	case platform && p.Model != "":
+		vs = append(vs, violation{"platform", "model", "on Bedrock and Vertex AI the model goes in the URL, not the body"})
+	case !platform && p.Model == "":
 		vs = append(vs, violation{"required", "model", "model is required"})
 	}
 	if p.MaxTokens <= 0 {

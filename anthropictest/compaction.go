@@ -143,6 +143,9 @@ func (r *Request) betas() []string {
 			out = append(out, strings.TrimSpace(b))
 		}
 	}
+	if set, err := r.settings(); err == nil {
+		out = append(out, set.Betas...) // a platform's, in the body
+	}
 	return out
 }
 

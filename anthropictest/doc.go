@@ -48,6 +48,14 @@
 // Server.CountTokens, without using the script. Server.Buffered makes it
 // write each stream in large writes, for benchmarks.
 //
+// It serves the cloud platforms' routes too (platform.go): Amazon
+// Bedrock's /model/MODEL/invoke-with-response-stream, answered in AWS's
+// event-stream framing, and Vertex AI's …/models/MODEL:streamRawPredict,
+// each holding a request to that platform's body rules, so that the
+// official SDKs' Bedrock and Vertex adaptations run against it offline.
+// Server.Local makes it answer as a local model server does (Ollama,
+// llama-server, vLLM): no count_tokens, a 400 for Anthropic-only fields.
+//
 // CheckRequest reports every way a request body breaks the Messages API's
 // structural rules, such as a tool_use left without its tool_result, and
 // the current models' rules of strict mode (below), but for the thinking

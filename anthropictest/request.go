@@ -1,6 +1,7 @@
 package anthropictest
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -20,6 +21,13 @@ type Request struct {
 	Header http.Header
 	// Body is the request body, exactly as sent.
 	Body []byte
+	// Platform is "bedrock" or "vertex" for a request on that platform's
+	// route (platform.go), whose model is the one in Path; empty for the
+	// Anthropic API's.
+	Platform string
+
+	urlModel  string // a platform route's model
+	urlStream bool   // a platform route streams
 
 	set    *settings // the checks' view of Body (strict.go)
 	setErr error
@@ -40,6 +48,7 @@ func (r *Request) Params() (*Params, error) {
 		return nil, err
 	}
 	p := w.Params
+	p.Model, p.Stream = cmp.Or(r.urlModel, p.Model), p.Stream || r.urlStream
 	for _, m := range w.Messages {
 		content, isString, err := decodeContent(m.Content)
 		if err != nil {

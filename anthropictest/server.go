@@ -47,6 +47,15 @@ type Server struct {
 	// rules on purpose.
 	Lenient bool
 
+	// Local makes the server answer as a local model server's
+	// Anthropic-compatible API does (Ollama 0.14 and later, llama.cpp's
+	// llama-server, vLLM), for a test of a client of one: count_tokens
+	// is not served (404), and a request with a top-level field beyond
+	// the Messages API's core (context_management, output_config,
+	// container…) gets a 400 naming it (local.go). Set it before the
+	// first request.
+	Local bool
+
 	// Buffered lets the server write each unpaced stream in large writes
 	// instead of flushing after each event as the API does. Benchmarks
 	// want it: per-event flushes measure the loopback, not the client's
@@ -126,7 +135,11 @@ func (s *Server) pending() int {
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method == http.MethodPost && r.URL.Path == "/v1/messages/count_tokens" {
+	if rt, ok := platformRoute(r); ok { // platform.go
+		s.servePlatform(w, r, rt)
+		return
+	}
+	if r.Method == http.MethodPost && r.URL.Path == "/v1/messages/count_tokens" && !s.Local {
 		s.serveCount(w, r)
 		return
 	}
@@ -136,14 +149,20 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			Message: fmt.Sprintf("anthropictest: only POST /v1/messages and /v1/messages/count_tokens are served, not %s %s", r.Method, r.URL.Path)}.serve(w, c)
 		return
 	}
-	req := read(r)
-	if req == nil {
-		return
+	if req := read(r); req != nil {
+		s.serveMessages(w, r, req)
 	}
+}
+
+// serveMessages answers req, a Messages request, from the script.
+func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request, req *Request) {
 	// A context_management the API would refuse is refused, and so is a
 	// request that breaks its model's rules (strict.go); neither uses a
 	// scripted reply (compaction.go).
 	reply := checkContextManagement(req)
+	if refused := refuseLocal(req); s.Local && refused != nil {
+		reply = refused
+	}
 	if reply == nil {
 		reply = s.openThread(req) // before strict mode, which checks a thread's whole conversation
 	}
@@ -203,10 +222,13 @@ func read(r *http.Request) *Request {
 // serveCount answers a count_tokens request as the API does: 200
 // application/json, a request-id header, and {"input_tokens":N}.
 func (s *Server) serveCount(w http.ResponseWriter, r *http.Request) {
-	req := read(r)
-	if req == nil {
-		return
+	if req := read(r); req != nil {
+		s.count(w, req)
 	}
+}
+
+// count answers req, a count_tokens request.
+func (s *Server) count(w http.ResponseWriter, req *Request) {
 	s.mu.Lock()
 	s.counts++
 	req.N = s.counts

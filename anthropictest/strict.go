@@ -2,6 +2,7 @@ package anthropictest
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -144,6 +145,9 @@ type settings struct {
 	TopK        json.RawMessage `json:"top_k"`
 	Compaction  json.RawMessage `json:"compaction"` // a compaction request
 	Thread      thread          `json:"thread"`
+	// A platform's: the API version and betas, in the body.
+	Version string   `json:"anthropic_version"`
+	Betas   []string `json:"anthropic_beta"`
 	// Decoded by contextManagement, only when present.
 	ContextManagement json.RawMessage `json:"context_management"`
 	// The roles alone: the content is decoded only after an assistant turn.
@@ -162,6 +166,8 @@ func (r *Request) settings() (*settings, error) {
 		r.set = new(settings)
 		if r.setErr = json2.Unmarshal(r.Body, r.set, v1Syntax); r.setErr != nil {
 			r.set = nil
+		} else if r.Platform != "" { // the model is in the URL, and the version and betas in the body
+			r.set.Model, r.set.Stream = cmp.Or(r.urlModel, r.set.Model), r.set.Stream || r.urlStream
 		}
 	}
 	return r.set, r.setErr
@@ -217,7 +223,7 @@ func modelRules(r *Request, count bool) (set settings, rules strictRules, v *vio
 	}
 	set = *decoded
 	rules = strictModels[apirules.Undated(set.Model)]
-	if v := sampling(set, rules, r.Header.Get("anthropic-version")); v != nil {
+	if v := sampling(set, rules, cmp.Or(r.Header.Get("anthropic-version"), set.Version)); v != nil {
 		return set, rules, v
 	}
 	if rules.noPrefill && !count && set.Compaction == nil {

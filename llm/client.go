@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -44,6 +45,11 @@ type Config struct {
 	// nil event, how the attempt ended: nil if it ended well or its
 	// consumer stopped reading. Default nil.
 	Observe func(ctx context.Context, a Attempt) (context.Context, func(Event, error))
+	// Platform, when set, sends the requests to a cloud platform, which
+	// authenticates them its own way: APIKey and AuthToken are never sent
+	// there, and BaseURL, if set, replaces the platform's endpoint. Nil
+	// means the Anthropic API.
+	Platform *Platform
 }
 
 // An Attempt is one HTTP attempt of a [Client.Stream], as Config.Observe
@@ -62,6 +68,8 @@ type Client struct {
 	maxAttempts int
 	idleTimeout time.Duration // of a stream's silence; time between events the caller spends does not count
 	observe     func(context.Context, Attempt) (context.Context, func(Event, error))
+	platform    *Platform
+	onPlatform  []option.RequestOption // the platform's options, and BaseURL's after them
 
 	// Seams for tests: time and randomness.
 	sleep  func(ctx context.Context, d time.Duration) error
@@ -80,10 +88,16 @@ func New(cfg Config) *Client {
 	// are off, for this package's one policy.
 	opts := []option.RequestOption{option.WithoutEnvironmentDefaults(),
 		option.WithHTTPClient(cmp.Or(cfg.HTTPClient, http.DefaultClient)), option.WithMaxRetries(0)}
-	if cfg.BaseURL != "" {
+	if p := cfg.Platform; p != nil {
+		c.platform, c.onPlatform = p, slices.Clone(p.Options)
+		if cfg.BaseURL != "" {
+			c.onPlatform = append(c.onPlatform, option.WithBaseURL(cfg.BaseURL))
+		}
+	} else if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
 	switch {
+	case cfg.Platform != nil: // the Anthropic key never goes to another platform
 	case cfg.APIKey != "":
 		// The API documents x-api-key; SDK v2.15's option.WithAPIKey sends
 		// a bearer token instead.
@@ -115,6 +129,11 @@ func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Event, error
 	return func(yield func(Event, error) bool) {
 		if used.Swap(true) {
 			yield(nil, errors.New("llm: a Stream can be ranged over only once"))
+			return
+		}
+		req, err := c.platform.adapt(req)
+		if err != nil {
+			yield(nil, err)
 			return
 		}
 		body, err := encodeRequest(req, false)
@@ -191,7 +210,7 @@ func (c *Client) exchange(ctx context.Context, path string, body body, opts []op
 	idle := time.AfterFunc(c.idleTimeout, func() { cancel(errIdleTimeout) })
 	defer idle.Stop()
 	var resp *http.Response
-	err := c.sdk.Post(actx, path, http.NoBody, &resp, append(opts, body.send())...)
+	err := c.sdk.Post(actx, path, http.NoBody, &resp, slices.Concat(opts, []option.RequestOption{body.send()}, c.onPlatform)...)
 	switch {
 	case err == nil:
 		defer resp.Body.Close()
@@ -309,6 +328,13 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // seconds fails as a stalled stream. Extra, MaxTokens and Container are not
 // sent.
 func (c *Client) CountTokens(ctx context.Context, req Request) (int, error) {
+	if c.platform != nil && c.platform.NoCountTokens {
+		return 0, fmt.Errorf("llm: %s has no count_tokens route: %w", c.platform.Name, errors.ErrUnsupported)
+	}
+	req, err := c.platform.adapt(req)
+	if err != nil {
+		return 0, err
+	}
 	body, err := encodeRequest(req, true)
 	if err != nil {
 		return 0, err

@@ -56,7 +56,7 @@ func (r Request) beta() string {
 		ClearThinking: "context-management-2025-06-27", Compact: "compact-2026-01-12"}
 	var betas []string
 	if r.Summarize != nil {
-		betas = append(betas, "compact-2026-09-04")
+		betas = append(betas, summarizeBeta)
 	}
 	for _, e := range r.ContextEdits {
 		if b := need[e.Type]; b != "" && !slices.Contains(betas, b) {

@@ -132,7 +132,7 @@ func (e *APIError) decode(body []byte) bool {
 // newHTTPError builds the APIError of an HTTP error response; now is for a
 // retry-after given as a date.
 func newHTTPError(status int, h http.Header, body []byte, now time.Time) *APIError {
-	e := &APIError{StatusCode: status, RequestID: h.Get("request-id")}
+	e := &APIError{StatusCode: status, RequestID: requestID(h)}
 	if !e.decode(body) {
 		// A proxy answered: the start of its body usually tells.
 		if e.Message = strings.TrimSpace(string(body)); len(e.Message) > 200 {
@@ -155,14 +155,23 @@ func newHTTPError(status int, h http.Header, body []byte, now time.Time) *APIErr
 // newStreamError builds the APIError of an "error" event. Only overloaded
 // and internal errors are transient; either way the turn is lost.
 func newStreamError(data []byte, h http.Header) *APIError {
-	e := &APIError{RequestID: h.Get("request-id")}
+	e := &APIError{RequestID: requestID(h)}
 	if !e.decode(data) {
 		e.Type, e.Message = "malformed_error_event", string(data)
 	}
 	e.Type = cmp.Or(e.Type, "api_error")
-	e.retryable = e.Type == "overloaded_error" || e.Type == "api_error"
+	e.retryable = transientStream[e.Type]
 	return e
 }
+
+// requestID is the API's request-id, or Bedrock's x-amzn-RequestId.
+func requestID(h http.Header) string { return cmp.Or(h.Get("request-id"), h.Get("x-amzn-requestid")) }
+
+// transientStream are the error events' transient types: the API's, and
+// the exceptions of Bedrock's event stream, which the SDK's bedrock
+// package hands on as the type of an error event.
+var transientStream = map[string]bool{"overloaded_error": true, "api_error": true, "internalServerException": true,
+	"serviceUnavailableException": true, "throttlingException": true, "modelStreamErrorException": true}
 
 // parseRetryAfter reads retry-after-ms, else retry-after in seconds or as
 // an HTTP date: 0 for none, or for what is not a positive duration.

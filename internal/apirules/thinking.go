@@ -71,8 +71,18 @@ func Reads(model, producer string) bool {
 }
 
 // Undated returns model without a -YYYYMMDD date suffix, such as
-// "claude-haiku-4-5" for "claude-haiku-4-5-20251001".
+// "claude-haiku-4-5" for "claude-haiku-4-5-20251001", and without a cloud
+// platform's decorations: Amazon Bedrock's "anthropic." and inference
+// profile prefix and "-v1:0" suffix ("us.anthropic.claude-haiku-4-5-20251001-v1:0"),
+// Vertex AI's "@20251001", so that a platform's id names the same model.
 func Undated(model string) string {
+	if i := strings.Index(model, "anthropic."); i >= 0 && !strings.ContainsAny(model[:i], "/:") {
+		model = model[i+len("anthropic."):]
+		if j := strings.LastIndex(model, "-v"); j > 0 && strings.Trim(model[j+2:], "0123456789:") == "" {
+			model = model[:j]
+		}
+	}
+	model, _, _ = strings.Cut(model, "@")
 	if i := strings.LastIndexByte(model, '-'); i >= 0 && len(model)-i == 9 && strings.Trim(model[i+1:], "0123456789") == "" {
 		return model[:i]
 	}

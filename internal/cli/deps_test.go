@@ -11,7 +11,9 @@ import (
 // back: html/template (which golang.org/x/net/trace brings with gRPC, the
 // OTLP collector packages bringing gRPC), whose reflection makes the linker
 // keep every exported method of the program, near doubling the binary and
-// its resting memory; and memory's import of tool, which its layer is below.
+// its resting memory; memory's import of tool, which its layer is below;
+// and llm's of the cloud platforms' libraries, which llm/bedrock and
+// llm/vertex bring only to the programs that import them.
 func TestDependencies(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command to list dependencies with")
@@ -21,6 +23,9 @@ func TestDependencies(t *testing.T) {
 		{"github.com/agentloop/agentloop/cmd/agentloop", "google.golang.org/grpc"},
 		{"github.com/agentloop/agentloop/memory", "github.com/agentloop/agentloop/tool"},
 		{"github.com/agentloop/agentloop/llm", "github.com/agentloop/agentloop/tool"},
+		// A program that uses llm alone compiles no cloud platform's libraries.
+		{"github.com/agentloop/agentloop/llm", "github.com/aws/aws-sdk-go-v2/aws"},
+		{"github.com/agentloop/agentloop/llm", "golang.org/x/oauth2/google"},
 	} {
 		out, err := exec.Command("go", "list", "-deps", tt.pkg).Output()
 		if err != nil {

@@ -56,6 +56,9 @@ type options struct {
 	version       bool
 	help          bool
 	telemetry     telemetry.Config // set by run from OTEL_* (see otel.go)
+	provider      string           // --provider (provider.go)
+	platform      *llm.Platform    // the provider's, nil for the Anthropic API: set by run
+	baseURL       string           // the API's or the platform's base URL: set by run
 	// warnings are said on stderr before the run: values taken, but
 	// perhaps not meant.
 	warnings []string
@@ -240,6 +243,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.thinking, "thinking", 0, "")
 	fs.StringVar(&o.effort, "effort", "", "")
 	defineCompactionFlag(fs, o)
+	defineProviderFlag(fs, o)
 	fs.Var((*listFlag)(&o.mcp), "mcp", "")
 	fs.Var((*listFlag)(&o.mcpURL), "mcp-url", "")
 	o.mcpFlags.define(fs)
@@ -322,13 +326,16 @@ func (o *options) thinkingConfig() *llm.ThinkingConfig {
 // checkBaseURL checks ANTHROPIC_BASE_URL, which the SDK would otherwise
 // take as a path ("localhost:8080" has no scheme) and fail on at the first
 // request.
-func checkBaseURL(raw string) error {
+func checkBaseURL(raw string) error { return checkURL("ANTHROPIC_BASE_URL", raw) }
+
+// checkURL checks raw, the base URL variable name gives, as checkBaseURL.
+func checkURL(name, raw string) error {
 	if raw == "" {
 		return nil
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usageError("ANTHROPIC_BASE_URL %q is not an http:// or https:// URL with a host, such as https://api.anthropic.com", raw)
+		return usageError("%s %q is not an http:// or https:// URL with a host, such as https://api.anthropic.com", name, raw)
 	}
 	return nil
 }

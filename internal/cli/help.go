@@ -46,6 +46,10 @@ Flags:
                       sonnet and haiku for the current ones (default
                       $ANTHROPIC_MODEL, else %s); a name agentloop
                       does not know is sent as it is, with a warning
+  --provider NAME     where the model runs: anthropic (the Anthropic API, or
+                      $ANTHROPIC_BASE_URL's server), bedrock, vertex or
+                      foundry (default: as CLAUDE_CODE_USE_BEDROCK, _VERTEX
+                      or _FOUNDRY says, else anthropic); see Environment
   --max-tokens N      the output cap of one model turn (default %d)
   --max-iterations N  model turns per prompt before giving up (default %d)
   --max-duration D    give up on a prompt after D of wall time, such as 90s
@@ -274,6 +278,19 @@ Environment:
   ANTHROPIC_AUTH_TOKEN  a bearer token, used when ANTHROPIC_API_KEY is unset
   ANTHROPIC_BASE_URL    the API's base URL, for any compatible server
   ANTHROPIC_MODEL       the default for --model
+  CLAUDE_CODE_USE_BEDROCK=1  Amazon Bedrock: AWS_REGION (required),
+                        AWS_PROFILE and the AWS credential chain, or
+                        AWS_BEARER_TOKEN_BEDROCK (a Bedrock API key);
+                        ANTHROPIC_BEDROCK_BASE_URL, CLAUDE_CODE_SKIP_BEDROCK_AUTH=1
+                        for a gateway that authenticates
+  CLAUDE_CODE_USE_VERTEX=1   Vertex AI (a -tags vertex build):
+                        ANTHROPIC_VERTEX_PROJECT_ID and CLOUD_ML_REGION
+                        (required), Google application default credentials;
+                        ANTHROPIC_VERTEX_BASE_URL, CLAUDE_CODE_SKIP_VERTEX_AUTH=1
+  CLAUDE_CODE_USE_FOUNDRY=1  Microsoft Foundry: ANTHROPIC_FOUNDRY_RESOURCE or
+                        ANTHROPIC_FOUNDRY_BASE_URL, ANTHROPIC_FOUNDRY_API_KEY;
+                        CLAUDE_CODE_SKIP_FOUNDRY_AUTH=1
+                        On a platform the Anthropic key is never sent.
   NO_COLOR              when set, no colour
   XDG_STATE_HOME        where sessions are kept (default ~/.local/state)
   OTEL_EXPORTER_OTLP_ENDPOINT  export traces and metrics over OTLP; the other

@@ -76,13 +76,21 @@ func (c *cli) run(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	o.telemetry = tel
 
 	key, token := c.getenv("ANTHROPIC_API_KEY"), c.getenv("ANTHROPIC_AUTH_TOKEN")
-	if key == "" && token == "" {
-		return usageError("no API key: set ANTHROPIC_API_KEY (export ANTHROPIC_API_KEY=sk-ant-...), " +
-			"or ANTHROPIC_AUTH_TOKEN for a bearer token; `agentloop demo` runs without one")
-	}
-	if err := checkBaseURL(c.getenv("ANTHROPIC_BASE_URL")); err != nil {
+	platform, baseURL, err := c.platform(ctx, o) // provider.go
+	switch {
+	case err != nil:
 		return err
+	case platform != nil:
+	case key == "" && token == "":
+		return usageError("no API key: set ANTHROPIC_API_KEY (export ANTHROPIC_API_KEY=sk-ant-...), " +
+			"or ANTHROPIC_AUTH_TOKEN for a bearer token, or choose a cloud platform (--provider); `agentloop demo` runs without one")
+	default:
+		baseURL = c.getenv("ANTHROPIC_BASE_URL")
+		if err := checkBaseURL(baseURL); err != nil {
+			return err
+		}
 	}
+	o.baseURL = baseURL
 	// Until the first turn starts, Ctrl-C abandons the setup: reading the
 	// prompt and starting MCP servers may both hang.
 	setupCtx, endSetup := c.watchInterrupts(ctx)
@@ -135,7 +143,8 @@ func (c *cli) setup(ctx context.Context, o *options, key, token string, stdin io
 	client := llm.New(llm.Config{
 		APIKey:     key,
 		AuthToken:  token,
-		BaseURL:    c.getenv("ANTHROPIC_BASE_URL"),
+		BaseURL:    o.baseURL,
+		Platform:   o.platform,
 		HTTPClient: httpClient(logger, o.verbose),
 		Logger:     logger,
 		Observe:    telemetry.New(o.telemetry).Observe(c.getenv("ANTHROPIC_BASE_URL")),
@@ -302,7 +311,7 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 		ContextLimit: o.contextLimit,
 		Compaction:   o.compaction,
 		Logger:       logger,
-		Counter:      client.CountTokens,
+		Counter:      o.counter(client),
 	}
 	if err := s.addAgents(o, reg, client, logger); err != nil {
 		s.close()
