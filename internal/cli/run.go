@@ -147,7 +147,7 @@ func (c *cli) setup(ctx context.Context, o *options, key, token string, stdin io
 		Platform:   o.platform,
 		HTTPClient: httpClient(logger, o.verbose),
 		Logger:     logger,
-		Observe:    telemetry.New(o.telemetry).Observe(c.getenv("ANTHROPIC_BASE_URL")),
+		Observe:    telemetry.New(o.telemetry).Observe(o.baseURL),
 	})
 	s, err := c.newSession(ctx, o, client, logger, stdout, stderr, false)
 	if err != nil {

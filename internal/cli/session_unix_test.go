@@ -258,6 +258,7 @@ func TestOpenSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	o.baseURL = getenv("ANTHROPIC_BASE_URL") // as run sets it
 	s, err := h.cli(nil, &stdout, &stderr).setup(t.Context(), o, testKey, "", strings.NewReader(""), &stdout, &stderr)
 	if err != nil {
 		t.Fatal(err)
