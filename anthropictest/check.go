@@ -95,7 +95,7 @@ func check(body []byte) []violation {
 	case continued && th.PreviousMessageID == "":
 		vs = append(vs, violation{"required", "thread.previous_message_id", "thread.previous_message_id is required"})
 	}
-	for _, v := range (apirules.Rules{SystemMessages: true}).Check(msgs) {
+	for _, v := range checkMessages(msgs) {
 		if !(continued && afterHeld(msgs, v)) {
 			vs = append(vs, violation{v.Rule, path(p.Messages, v), v.Msg})
 		}

@@ -65,8 +65,7 @@ type Block struct {
 // field, if any. The rules, as Rule names them: no-messages, role,
 // first-user, empty-content, empty-text, trailing-whitespace, block-type,
 // block-role, tool-use-id, tool-input, tool-unanswered, tool-result-first,
-// tool-result-once, tool-result-orphan, thinking-signature, and, with
-// Rules.SystemMessages, system-placement.
+// tool-result-once, tool-result-orphan, thinking-signature.
 type Violation struct {
 	Rule                 string
 	Message, Block, Item int
@@ -80,32 +79,21 @@ type Violation struct {
 // into one turn, and the tool rules apply to the merged turns: a tool_use
 // is answered at the start of the user turn after its assistant turn. A
 // final assistant message is a prefill: it may be empty, but may not end in
-// whitespace.
-func Check(msgs []Message) []Violation { return Rules{}.Check(msgs) }
-
-// Rules are the rules Check holds messages to, where the API's depend on
-// the model.
-type Rules struct {
-	// SystemMessages allows mid-conversation system messages (see
-	// system.go), which only some models take. By default a system
-	// message breaks the "role" rule.
-	SystemMessages bool
-}
-
-// Check returns every violation of r in msgs, as the package's Check does.
-func (r Rules) Check(msgs []Message) []Violation {
+// whitespace. A message of another role breaks the "role" rule (the fake
+// API, anthropictest, holds mid-conversation system messages to their own).
+func Check(msgs []Message) []Violation {
 	var c checker
 	if len(msgs) == 0 {
 		c.add("no-messages", -1, -1, "", "at least one message is required")
 		return c.vs
 	}
 	if msgs[0].Role != "user" && !opensWithCompaction(msgs[0]) {
-		c.add("first-user", 0, -1, "role", "the first message must be a user message, not %q%s", msgs[0].Role, firstSystemHint(msgs[0]))
+		c.add("first-user", 0, -1, "role", "the first message must be a user message, not %q", msgs[0].Role)
 	}
 	ids := map[string]int{} // tool_use id → message of its first use
 	for i, m := range msgs {
 		last := i == len(msgs)-1
-		if m.Role != "user" && m.Role != "assistant" && !(r.SystemMessages && m.Role == "system") {
+		if m.Role != "user" && m.Role != "assistant" {
 			c.add("role", i, -1, "role", "unknown role %q: use user or assistant (system goes in the system field)", m.Role)
 		}
 		if len(m.Content) == 0 && !(last && m.Role == "assistant") {
@@ -121,9 +109,6 @@ func (r Rules) Check(msgs []Message) []Violation {
 		}
 	}
 	c.pairs(msgs)
-	if r.SystemMessages {
-		c.systemPlacement(msgs)
-	}
 	return c.vs
 }
 
@@ -189,12 +174,8 @@ func (c *checker) block(i, j int, role string, b Block, ids map[string]int) {
 
 // AllowedIn reports whether a message of role may hold a block of type
 // typ: tool_use and thinking only the assistant's, tool_result, image and
-// document only the user's, and a system message only text and tool
-// changes.
+// document only the user's.
 func AllowedIn(role, typ string) bool {
-	if role == "system" {
-		return systemBlocks[typ]
-	}
 	return !(assistantOnly[typ] && role == "user" || userOnly[typ] && role == "assistant")
 }
 
