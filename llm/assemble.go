@@ -356,22 +356,41 @@ func (a *Assembler) Turn() Turn {
 // Temporal activity's result) can yield it as a stream: an Assembler
 // given them rebuilds b.
 func BlockEvents(index int, b Block) []Event {
-	var evs []Event
+	return append(openEvents(nil, index, b, nil), BlockStop{Index: index})
+}
+
+// openEvents appends to q the events that open block b at index, as the
+// stream does: its start, then deltas for what it already holds. raw, if
+// not nil, is the JSON b was read from (the decoder's buffer: copied), to
+// hand on a block kept raw.
+func openEvents(q []Event, index int, b Block, raw []byte) []Event {
 	switch b := b.(type) {
 	case Text:
-		evs = append(evs, TextDelta{Index: index, Text: b.Text})
+		q = append(q, TextDelta{Index: index, Text: b.Text})
 		for _, c := range b.Citations {
-			evs = append(evs, citationDelta{Index: index, Citation: c})
+			q = append(q, citationDelta{Index: index, Citation: c})
 		}
 	case Thinking:
-		evs = append(evs, ThinkingDelta{Index: index, Thinking: b.Thinking}, signatureDelta{Index: index, Signature: b.Signature})
+		q = append(q, ThinkingDelta{Index: index, Thinking: b.Thinking})
+		if b.Signature != "" {
+			q = append(q, signatureDelta{Index: index, Signature: b.Signature})
+		}
 	case ToolUse:
-		evs = append(evs, ToolUseStart{Index: index, ID: b.ID, Name: b.Name, Input: b.Input, Caller: b.Caller, ToolsetName: b.ToolsetName})
-	case RawBlock:
-		evs = append(evs, rawStart{Index: index, Type: b.Type, Raw: b.JSON})
+		if string(b.Caller) == "null" {
+			b.Caller = nil
+		}
+		q = append(q, ToolUseStart{Index: index, ID: b.ID, Name: b.Name, Input: b.Input, Caller: b.Caller, ToolsetName: b.ToolsetName})
 	default:
-		raw, _ := json.Marshal(b) // every block type marshals
-		evs = append(evs, rawStart{Index: index, Type: b.blockType(), Raw: raw})
+		rb, isRaw := b.(RawBlock)
+		switch {
+		case raw != nil:
+			raw = bytes.Clone(raw)
+		case isRaw:
+			raw = rb.JSON
+		default:
+			raw, _ = json.Marshal(b) // every block type marshals
+		}
+		q = append(q, rawStart{Index: index, Type: b.blockType(), Raw: raw})
 	}
-	return append(evs, BlockStop{Index: index})
+	return q
 }

@@ -298,31 +298,10 @@ func (d *decoder) event(what, data []byte) (Event, error) {
 // start, then deltas for what it already holds.
 func (d *decoder) startEvents(index int, raw []byte) error {
 	b, err := unmarshalBlock(raw)
-	if err != nil {
-		return err
+	if err == nil {
+		d.queue = openEvents(d.queue, index, b, raw)
 	}
-	q := d.queue
-	switch b := b.(type) {
-	case Text:
-		q = append(q, TextDelta{Index: index, Text: b.Text})
-		for _, c := range b.Citations {
-			q = append(q, citationDelta{Index: index, Citation: c})
-		}
-	case Thinking:
-		q = append(q, ThinkingDelta{Index: index, Thinking: b.Thinking})
-		if b.Signature != "" {
-			q = append(q, signatureDelta{Index: index, Signature: b.Signature})
-		}
-	case ToolUse:
-		if string(b.Caller) == "null" {
-			b.Caller = nil
-		}
-		q = append(q, ToolUseStart{Index: index, ID: b.ID, Name: b.Name, Input: b.Input, Caller: b.Caller, ToolsetName: b.ToolsetName})
-	default:
-		q = append(q, rawStart{Index: index, Type: b.blockType(), Raw: bytes.Clone(raw)})
-	}
-	d.queue = q
-	return nil
+	return err
 }
 
 // messageStart reads a message_start; usage starts over with it.
