@@ -338,7 +338,7 @@ func (s *session) resume(arg string) error {
 	}
 	if arg == "" {
 		for i, f := range files {
-			fmt.Fprintf(s.stderr, "%3d  %s  %s  %s\n", i+1, f.mod.Format("2006-01-02 15:04"), visible(f.path), visible(shorten(f.first, 60)))
+			fmt.Fprintf(s.stderr, "%3d  %s  %s  %s\n", i+1, f.Modified.Format("2006-01-02 15:04"), visible(f.Path), visible(shorten(strings.Join(strings.Fields(f.FirstPrompt), " "), 60)))
 		}
 		fmt.Fprintln(s.stderr, "(/resume N goes on with the N-th, /resume FILE with another file)")
 		return nil
@@ -348,7 +348,7 @@ func (s *session) resume(arg string) error {
 		if n < 1 || n > len(files) {
 			return fmt.Errorf("/resume %d: there are %d transcripts; /resume lists them", n, len(files))
 		}
-		path = files[n-1].path
+		path = files[n-1].Path
 	}
 	if filepath.Clean(path) == filepath.Clean(s.o.session) {
 		fmt.Fprintf(s.stderr, "(already in %s)\n", visible(path))
@@ -380,32 +380,25 @@ func (s *session) resume(arg string) error {
 	return nil
 }
 
-// A sessionFile is a --session file /resume lists.
-type sessionFile struct {
-	path, first string // first: its first prompt
-	mod         time.Time
-}
-
-// listSessionFiles returns the session files in dir, newest first.
-func listSessionFiles(dir string) ([]sessionFile, error) {
+// listSessionFiles returns the session files in dir, newest first, each
+// with its first prompt: the --session files /resume lists. A subagent's
+// transcript beside one (NAME.task-ID.jsonl) is not a conversation to go
+// on with.
+func listSessionFiles(dir string) ([]sessionInfo, error) {
 	paths, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 	if err != nil {
 		return nil, err
 	}
-	var ts []sessionFile
+	var out []sessionInfo
 	for _, p := range paths {
 		fi, err := os.Lstat(p)
-		if err != nil || !fi.Mode().IsRegular() {
+		if err != nil || !fi.Mode().IsRegular() || strings.Contains(filepath.Base(p), ".task-") {
 			continue
 		}
-		t := sessionFile{path: p, mod: fi.ModTime()}
-		if b, err := os.ReadFile(p); err == nil {
-			if h, err := memory.Decode(bytes.NewReader(b), memory.Config{}); err == nil && len(h.Messages()) > 0 {
-				t.first = strings.Join(strings.Fields(llm.TextOf(h.Messages()[0].Content)), " ")
-			}
-		}
-		ts = append(ts, t)
+		si := sessionInfo{Path: p, Modified: fi.ModTime()}
+		si.read()
+		out = append(out, si)
 	}
-	slices.SortStableFunc(ts, func(a, b sessionFile) int { return b.mod.Compare(a.mod) })
-	return ts, nil
+	slices.SortStableFunc(out, func(a, b sessionInfo) int { return b.Modified.Compare(a.Modified) })
+	return out, nil
 }
