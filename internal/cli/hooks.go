@@ -465,18 +465,20 @@ func (s *session) lifecycle() agent.Hook {
 	}
 }
 
-// sessionStart runs the SessionStart hooks, source "startup" or "resume"
-// (a --session file with a conversation in it), and adds what they say
-// for the model to the system prompt.
-func (s *session) sessionStart(ctx context.Context) {
-	source := "startup"
-	if s.cfg.History != nil && len(s.cfg.History.Messages()) > 0 {
+// sessionStart runs the SessionStart hooks, with source "clear" after
+// /clear, else "startup" or "resume" (a session with a conversation in
+// it), and puts what they say for the model at the end of the system
+// prompt, in place of what they said before.
+func (s *session) sessionStart(ctx context.Context, source string) {
+	if source == "" && s.cfg.History != nil && len(s.cfg.History.Messages()) > 0 {
 		source = "resume"
 	}
+	source = cmp.Or(source, "startup")
 	v := s.hooks.fire(ctx, "SessionStart", []string{source}, map[string]any{"session_id": s.cfg.ConversationID,
 		"source": source, "model": s.o.model})
 	if v.block != "" {
 		s.hooks.note("SessionStart hook: %s", visible(v.block))
 	}
-	s.cfg.System = join(s.cfg.System, v.context)
+	s.startContext = v.context
+	s.cfg.System = s.system()
 }

@@ -294,6 +294,25 @@ func TestSessionStartHook(t *testing.T) {
 	}
 }
 
+// TestSessionStartHookOnClear: /clear in the REPL runs the SessionStart
+// hooks with source "clear", and what they say replaces, at the end of the
+// system prompt, what the startup hooks said.
+func TestSessionStartHookOnClear(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	h := newHarness(t, text("one"), text("two"))
+	h.terminals["stdin"] = true
+	script := `if grep -q '"source":"clear"'; then echo 'after clear'; else echo 'at startup'; fi`
+	h.run(strings.NewReader("hi\n/clear\nagain\n"), "--settings", hookSettings(t, dir, "SessionStart", "", script, 0)).check(t, 0)
+	reqs := h.srv.Requests()
+	if sys := systemOf(t, reqs[0]); !strings.HasSuffix(sys, "at startup") {
+		t.Errorf("first system prompt %q, want the startup hook's output at its end", sys)
+	}
+	if sys := systemOf(t, reqs[1]); !strings.HasSuffix(sys, "after clear") || strings.Contains(sys, "at startup") {
+		t.Errorf("system prompt after /clear %q, want the clear hook's output in place of the startup hook's", sys)
+	}
+}
+
 // TestPreCompactHook: a PreCompact hook runs, trigger auto, before the
 // client compacts the history.
 func TestPreCompactHook(t *testing.T) {

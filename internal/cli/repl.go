@@ -255,6 +255,8 @@ func (s *session) command(ctx context.Context, line string, interrupts <-chan os
 	case "/clear":
 		if err = s.clear(); err == nil {
 			s.context = ""
+			s.sessionStart(ctx, "clear")
+			err = s.reconfigure(s.cfg)
 		}
 	case "/usage", "/cost":
 		s.showUsage()

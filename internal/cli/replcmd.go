@@ -47,10 +47,16 @@ func (s *session) nextMode() {
 	fmt.Fprintf(s.stderr, "permission mode: %s: %s (Shift-Tab for the next)\n", m, note)
 }
 
+// system returns the system prompt: the mode's, the instructions of the
+// MCP servers, then what the SessionStart hooks said.
+func (s *session) system() string {
+	return join(s.withInstructions(s.builtins.system(s.o)), s.startContext)
+}
+
 // syncSystem makes the agent's system prompt that of the permission mode
 // now: plan mode asks for a plan.
 func (s *session) syncSystem() error {
-	sys := s.withInstructions(s.builtins.system(s.o))
+	sys := s.system()
 	if sys == s.cfg.System {
 		return nil
 	}

@@ -247,8 +247,11 @@ type session struct {
 	// context is what the REPL's !commands ran and printed, for the next
 	// prompt.
 	context string
-	hooks   *hookRunner // the settings files' hooks (hooks.go)
-	log     *slog.Logger
+	// startContext is what the SessionStart hooks said for the model,
+	// which ends the system prompt.
+	startContext string
+	hooks        *hookRunner // the settings files' hooks (hooks.go)
+	log          *slog.Logger
 	// interactive is whether the session is a REPL.
 	interactive bool
 	// unlock releases the session file's lock (session.go), if it is held.
@@ -325,7 +328,7 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 	s.gate = s.toolGate(s.builtins.approve(reg))
 	s.cfg = agent.Config{
 		Model:          client,
-		System:         s.withInstructions(s.builtins.system(o)),
+		System:         s.system(),
 		Registry:       reg,
 		Hooks:          []agent.Hook{s.gate, s.lifecycle()},
 		History:        history,
@@ -343,7 +346,7 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 	}
 	s.cfg.Thinking, s.cfg.Effort, s.cfg.Schema = o.thinkingConfig(), o.effort, o.schema
 	s.cfg.ServerTools, s.cfg.ToolSearch = o.server.tools(), o.server.toolSearch
-	s.sessionStart(ctx)
+	s.sessionStart(ctx, "")
 	if err := checkContextLimit(s.memCfg, s.cfg.System, reg.Specs()); err != nil {
 		s.close()
 		return nil, err
