@@ -48,6 +48,7 @@ type run struct {
 	waiting  []*approval     // calls waiting for a decision, in the order they came
 	approved map[string]bool // calls a person allowed, by id
 	ev       events
+	sent     sent // the last request a worker completed
 
 	streaming bool // the next model call is a turn's, whose text streams
 	turns     int  // model turns of this workflow run
@@ -93,8 +94,18 @@ func start(ctx workflow.Context, in Input) (*run, error) {
 	if err := r.streamHandlers(); err != nil {
 		return nil, err
 	}
+	if err := r.messagesHandler(); err != nil {
+		return nil, err
+	}
 	if res := in.Resume; res != nil {
 		r.before, r.base, r.tools, r.started, r.runs = res.Before, progress{res.Iteration, res.Usage}, res.Tools, res.Started, res.Runs
+		msgs := r.h.Messages()
+		if r.before == nil {
+			r.before = msgs[:min(res.BeforeLen, len(msgs))]
+		}
+		if p := res.Prefix; p != nil && p.Len <= len(msgs) {
+			r.sent = sent{version: p.Version, msgs: msgs[:p.Len]}
+		}
 		r.ev.seq, r.ev.log = res.Seq, res.Events
 		return r, nil
 	}
@@ -287,8 +298,18 @@ func (r *run) continueAsNew(res agent.Result) error {
 	}
 	next := r.in
 	next.History = nil
-	next.Resume = &Resume{History: carried.Bytes(), Before: r.before, Iteration: res.Iterations, Usage: res.Usage,
+	next.Resume = &Resume{History: carried.Bytes(), Iteration: res.Iterations, Usage: res.Usage,
 		Tools: r.tools, Started: r.started, Runs: r.runs + 1, Seq: r.ev.seq, Events: r.ev.log[max(0, len(r.ev.log)-carriedEvents):]}
+	// What the history begins with is named, not carried again.
+	msgs := r.h.Messages()
+	if n := len(r.before); commonPrefix(r.before, msgs) == n {
+		next.Resume.BeforeLen = n
+	} else {
+		next.Resume.Before = r.before
+	}
+	if n := commonPrefix(r.sent.msgs, msgs); n > 0 {
+		next.Resume.Prefix = &Prefix{Version: r.sent.version, Len: n}
+	}
 	return workflow.NewContinueAsNewError(r.root, WorkflowName, next)
 }
 
