@@ -64,7 +64,9 @@ func (m model) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Event,
 			HeartbeatTimeout:    r.in.Heartbeat,
 			RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second, MaximumAttempts: 5},
 		})
-		in := TurnInput{Request: req, Stream: r.in.Stream && turn, Eager: turn && len(req.Tools) > 0}
+		in := TurnInput{Request: req, Stream: turn && r.watched(), Eager: turn && len(req.Tools) > 0}
+		r.ev.whole = turn && !in.Stream
+		defer r.endTurn()
 		r.refer(&in)
 		f := workflow.ExecuteActivity(actx, activityModelTurn, in)
 		s := signalled{run: r, id: id, ch: workflow.GetSignalChannel(r.root, signalToolUse), yield: yield, done: map[string]bool{}}

@@ -106,9 +106,12 @@ type Input struct {
 	// fails. Default 5. Tools in Config.AtMostOnce are tried once.
 	ToolAttempts int `json:"tool_attempts,omitempty"`
 
-	// Stream publishes the run's events for [Stream] to read. Each batch
-	// of text is a signal in the workflow history, so leave it off for
-	// runs that no one watches. Default off.
+	// Stream says that a caller watches the run from its start, with
+	// [Stream], as if its lease began with the run: its first turn's text
+	// streams too. Every run's events can be read with [Stream]; while
+	// someone watches, each batch of text is a signal in the workflow
+	// history, and otherwise a turn's text comes whole at its end.
+	// Default off.
 	Stream bool `json:"stream,omitempty"`
 
 	// Resume is set by the workflow itself when it continues as new.

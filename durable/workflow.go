@@ -230,10 +230,19 @@ func (r *run) cost(u llm.Usage) float64 {
 	return m.Price.Cost(u)
 }
 
-// observe publishes an event of the agent's for [Stream]. The turns' text
-// and thinking are the model activity's to stream, as it receives them.
+// observe publishes an event of the agent's for [Stream]. A watched
+// turn's text and thinking are the model activity's to stream, as it
+// receives them; an unwatched turn's come whole, from its output.
 func (r *run) observe(ev agent.Event) {
 	switch ev := ev.(type) {
+	case agent.TextDelta:
+		if r.ev.whole {
+			r.publish(Event{Text: ev.Text})
+		}
+	case agent.ThinkingDelta:
+		if r.ev.whole {
+			r.publish(Event{Thinking: ev.Thinking})
+		}
 	case agent.TurnStart:
 		r.streaming = true // the model call that follows is this turn's
 		r.publish(Event{Turn: r.base.Iteration + ev.Iteration})
@@ -274,7 +283,7 @@ func (r *run) finish(res agent.Result, err error) (Result, error) {
 	}
 	r.drain()
 	r.publish(Event{Done: res.State})
-	if err := r.closeStream(true); err != nil {
+	if err := r.closeStream(); err != nil {
 		return Result{}, err
 	}
 	switch {
@@ -289,7 +298,7 @@ func (r *run) finish(res agent.Result, err error) (Result, error) {
 // continueAsNew carries the run over to a new workflow run, once every
 // update handler has returned.
 func (r *run) continueAsNew(res agent.Result) error {
-	if err := r.closeStream(false); err != nil {
+	if err := r.closeStream(); err != nil {
 		return err
 	}
 	var carried bytes.Buffer
