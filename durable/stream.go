@@ -368,8 +368,10 @@ func poll(ctx context.Context, c client.Client, workflowID string, after int) ([
 	resp, err := c.QueryWorkflowWithOptions(ctx, req)
 	open := true
 	if err == nil && resp.QueryRejected != nil {
-		// Closed: its last events are read from its history.
-		open, req.QueryRejectCondition = false, enumspb.QUERY_REJECT_CONDITION_NONE
+		// Closed: its last events are read from its history. A run that
+		// continued as new goes on in the next, which the next poll reads.
+		open = resp.QueryRejected.Status == enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW
+		req.QueryRejectCondition = enumspb.QUERY_REJECT_CONDITION_NONE
 		resp, err = c.QueryWorkflowWithOptions(ctx, req)
 	}
 	if err != nil {
