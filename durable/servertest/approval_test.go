@@ -1,6 +1,8 @@
-package durable
+package servertest
 
 import (
+	. "github.com/agentloop/agentloop/durable"
+
 	"context"
 	"strings"
 	"sync/atomic"
@@ -32,7 +34,7 @@ func deployer() (*tool.Tool, *atomic.Int32) {
 // waiting returns an event test that is true once the workflow has
 // finished the task after its model turn: the call then waits.
 func waiting() func(*historypb.HistoryEvent) bool {
-	turn := completed(activityModelTurn)
+	turn := completed("agentloop.ModelTurn")
 	seen := false
 	return func(ev *historypb.HistoryEvent) bool {
 		if !seen {

@@ -1,6 +1,8 @@
-package durable
+package servertest
 
 import (
+	. "github.com/agentloop/agentloop/durable"
+
 	"context"
 	"encoding/json"
 	"strings"
@@ -151,7 +153,15 @@ func TestStreamCompacted(t *testing.T) {
 
 			api := anthropictest.NewServer(tt.replies()...)
 			defer api.Close()
-			h := restore(in, in.History) // as the workflow starts it
+			// As the workflow starts it: counts unknown.
+			h := memory.New(memory.Config{ContextLimit: in.ContextLimit, Compaction: in.Compaction})
+			for _, m := range in.History {
+				if m.Role == llm.Assistant {
+					h.AppendAssistant(m, llm.Usage{})
+				} else {
+					h.AppendUser(m.Content...)
+				}
+			}
 			a, err := agent.New(agent.Config{Model: llm.New(llm.Config{BaseURL: api.URL}), History: h})
 			if err != nil {
 				t.Fatal(err)

@@ -1,6 +1,8 @@
-package durable
+package servertest
 
 import (
+	. "github.com/agentloop/agentloop/durable"
+
 	"context"
 	"crypto/sha256"
 	"encoding/base64"

@@ -1,6 +1,8 @@
-package durable
+package servertest
 
 import (
+	. "github.com/agentloop/agentloop/durable"
+
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -30,7 +32,7 @@ func turnInputs(t *testing.T, c client.Client, id, runID string) []int {
 			if err != nil {
 				t.Fatalf("history of %s: %v", id, err)
 			}
-			if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.ActivityType.GetName() == activityModelTurn {
+			if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.ActivityType.GetName() == "agentloop.ModelTurn" {
 				sizes = append(sizes, proto.Size(a.Input))
 			}
 			if a := ev.GetWorkflowExecutionContinuedAsNewEventAttributes(); a != nil {

@@ -1,6 +1,8 @@
-package durable
+package servertest
 
 import (
+	. "github.com/agentloop/agentloop/durable"
+
 	"context"
 	"sync"
 	"testing"
@@ -49,7 +51,7 @@ func TestQueueRunsInOrder(t *testing.T) {
 
 	// Wait for the workflow task that acts on the completed model turn: its
 	// commands, in the history with it, schedule every call that may start.
-	turned, acted := completed(activityModelTurn), false
+	turned, acted := completed("agentloop.ModelTurn"), false
 	waitEvent(t, e.c, "queue", func(ev *historypb.HistoryEvent) bool {
 		if turned(ev) {
 			acted = true
@@ -64,7 +66,7 @@ func TestQueueRunsInOrder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.ActivityType.GetName() == activityCallTool {
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.ActivityType.GetName() == "agentloop.CallTool" {
 			scheduled = append(scheduled, a.ActivityId)
 		}
 	}

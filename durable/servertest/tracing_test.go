@@ -1,6 +1,8 @@
-package durable
+package servertest
 
 import (
+	. "github.com/agentloop/agentloop/durable"
+
 	"context"
 	"slices"
 	"strings"
@@ -93,8 +95,8 @@ func TestTracing(t *testing.T) {
 		}
 	}
 	run := []string{"caller", "StartWorkflow:" + WorkflowName, "RunWorkflow:" + WorkflowName}
-	model := append(slices.Clone(run), "StartActivity:"+activityModelTurn, "RunActivity:"+activityModelTurn, "chat "+llm.DefaultModel)
-	want := [][]string{model, append(slices.Clone(run), "StartActivity:"+activityCallTool, "RunActivity:"+activityCallTool, "execute_tool add"), model}
+	model := append(slices.Clone(run), "StartActivity:"+"agentloop.ModelTurn", "RunActivity:"+"agentloop.ModelTurn", "chat "+llm.DefaultModel)
+	want := [][]string{model, append(slices.Clone(run), "StartActivity:"+"agentloop.CallTool", "RunActivity:"+"agentloop.CallTool", "execute_tool add"), model}
 	sortChains := func(cs [][]string) { slices.SortFunc(cs, func(a, b []string) int { return slices.Compare(a, b) }) }
 	sortChains(got)
 	sortChains(want)

@@ -1,6 +1,8 @@
-package durable
+package servertest
 
 import (
+	. "github.com/agentloop/agentloop/durable"
+
 	"context"
 	"strings"
 	"testing"
@@ -25,7 +27,7 @@ func recorded(t *testing.T, c client.Client, id, runID string) (signals, updates
 		}
 		switch ev.EventType {
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
-			if ev.GetWorkflowExecutionSignaledEventAttributes().SignalName == signalStream {
+			if ev.GetWorkflowExecutionSignaledEventAttributes().SignalName == "agentloop.stream" {
 				signals++
 			}
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED:
