@@ -1,14 +1,13 @@
 package servertest
 
 import (
-	. "github.com/agentloop/agentloop/durable"
-
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/anthropictest"
+	. "github.com/agentloop/agentloop/durable"
 )
 
 // TestDiscardAttempt: each retry of a model turn that failed mid-stream

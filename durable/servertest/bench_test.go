@@ -1,8 +1,6 @@
 package servertest
 
 import (
-	. "github.com/agentloop/agentloop/durable"
-
 	"context"
 	"fmt"
 	"strings"
@@ -13,6 +11,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/agentloop/agentloop/agent"
+	. "github.com/agentloop/agentloop/durable"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/tool"

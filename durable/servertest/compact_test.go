@@ -1,13 +1,12 @@
 package servertest
 
 import (
-	. "github.com/agentloop/agentloop/durable"
-
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/agentloop/agentloop/anthropictest"
+	. "github.com/agentloop/agentloop/durable"
 	"github.com/agentloop/agentloop/llm"
 )
 

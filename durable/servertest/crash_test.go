@@ -1,8 +1,6 @@
 package servertest
 
 import (
-	. "github.com/agentloop/agentloop/durable"
-
 	"bufio"
 	"context"
 	"errors"
@@ -23,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/agentloop/agentloop/anthropictest"
+	. "github.com/agentloop/agentloop/durable"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
 )

@@ -1,8 +1,6 @@
 package servertest
 
 import (
-	. "github.com/agentloop/agentloop/durable"
-
 	"context"
 	"encoding/json"
 	"sync/atomic"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/anthropictest"
+	. "github.com/agentloop/agentloop/durable"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
 )

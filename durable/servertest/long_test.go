@@ -1,8 +1,6 @@
 package servertest
 
 import (
-	. "github.com/agentloop/agentloop/durable"
-
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/anthropictest"
+	. "github.com/agentloop/agentloop/durable"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/tool"

@@ -1,8 +1,6 @@
 package servertest
 
 import (
-	. "github.com/agentloop/agentloop/durable"
-
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -16,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/agentloop/agentloop/anthropictest"
+	. "github.com/agentloop/agentloop/durable"
 	"github.com/agentloop/agentloop/tool"
 )
 

@@ -1,8 +1,6 @@
 package servertest
 
 import (
-	. "github.com/agentloop/agentloop/durable"
-
 	"context"
 	"strings"
 	"testing"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/anthropictest"
+	. "github.com/agentloop/agentloop/durable"
 )
 
 // recorded counts the signals of streamed text and the updates in the history of the workflow
