@@ -310,8 +310,9 @@ func (r *run) closeStream() error {
 
 // Stream yields the events of the run whose workflow ID is workflowID,
 // from the first, until its Done event, or until it closed without one;
-// then the result is the workflow's, with client.Client.GetWorkflow. It follows the run across continue-as-new,
-// and reads a run that ended as well as one in progress.
+// then the result is the workflow's, with client.Client.GetWorkflow. It
+// follows the run across continue-as-new, and reads a run that ended as
+// well as one in progress.
 //
 // It polls the run with a query, which is not recorded in the workflow's
 // history, at most [StreamInterval] apart, and holds a watcher's lease on
@@ -359,7 +360,8 @@ func Stream(ctx context.Context, c client.Client, workflowID string) iter.Seq2[E
 	}
 }
 
-// poll returns the events after seq of the latest run of workflowID, and
+// poll returns the events after the sequence number after of the latest
+// run of workflowID, and
 // whether it is open: one that closed, such as a run that failed before
 // its loop started, has nothing more to say.
 func poll(ctx context.Context, c client.Client, workflowID string, after int) ([]Event, bool, error) {
