@@ -361,9 +361,8 @@ func Stream(ctx context.Context, c client.Client, workflowID string) iter.Seq2[E
 }
 
 // poll returns the events after the sequence number after of the latest
-// run of workflowID, and
-// whether it is open: one that closed, such as a run that failed before
-// its loop started, has nothing more to say.
+// run of workflowID, and whether it is open: one that closed, such as a
+// run that failed before its loop started, has nothing more to say.
 func poll(ctx context.Context, c client.Client, workflowID string, after int) ([]Event, bool, error) {
 	req := &client.QueryWorkflowWithOptionsRequest{WorkflowID: workflowID, QueryType: QueryEvents, Args: []any{after},
 		QueryRejectCondition: enumspb.QUERY_REJECT_CONDITION_NOT_OPEN}
