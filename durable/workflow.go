@@ -308,7 +308,13 @@ func (r *run) continueAsNew(res agent.Result) error {
 	next := r.in
 	next.History = nil
 	next.Resume = &Resume{History: carried.Bytes(), Iteration: res.Iterations, Usage: res.Usage,
-		Tools: r.tools, Started: r.started, Runs: r.runs + 1, Seq: r.ev.seq, Events: r.ev.log[max(0, len(r.ev.log)-carriedEvents):]}
+		Tools: r.tools, Started: r.started, Runs: r.runs + 1, Seq: r.ev.seq}
+	if r.watched() {
+		// For a watcher that has not read them yet. Unwatched, a run's
+		// events are its own: a reader that comes later reads the last
+		// workflow run's.
+		next.Resume.Events = r.ev.log[max(0, len(r.ev.log)-carriedEvents):]
+	}
 	// What the history begins with is named, not carried again.
 	msgs := r.h.Messages()
 	if n := len(r.before); commonPrefix(r.before, msgs) == n {

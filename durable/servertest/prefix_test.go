@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/agentloop/agentloop/anthropictest"
@@ -19,10 +20,12 @@ import (
 )
 
 // turnInputs returns the encoded size of every model turn's input in the
-// workflow runs of id, from the first run on, across continue-as-new.
-func turnInputs(t *testing.T, c client.Client, id, runID string) []int {
+// workflow runs of id, from the first run on, across continue-as-new, and
+// the inputs of the runs it continued as.
+func turnInputs(t *testing.T, c client.Client, dc converter.DataConverter, id, runID string) ([]int, []Input) {
 	t.Helper()
 	var sizes []int
+	var next []Input
 	for runID != "" {
 		it := c.GetWorkflowHistory(context.Background(), id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		runID = ""
@@ -36,16 +39,22 @@ func turnInputs(t *testing.T, c client.Client, id, runID string) []int {
 			}
 			if a := ev.GetWorkflowExecutionContinuedAsNewEventAttributes(); a != nil {
 				runID = a.NewExecutionRunId
+				var in Input
+				if err := dc.FromPayloads(a.Input, &in); err != nil {
+					t.Fatal(err)
+				}
+				next = append(next, in)
 			}
 		}
 	}
-	return sizes
+	return sizes, next
 }
 
 // TestTurnInputsStaySmall: each model turn's input holds what is new since
 // the turn before, not the conversation, which grows by an incompressible
 // tool result a turn, within a workflow run and across continue-as-new;
-// yet every request the model gets holds the whole conversation.
+// yet every request the model gets holds the whole conversation. A
+// continue-as-new carries the conversation once, and no events.
 func TestTurnInputsStaySmall(t *testing.T) {
 	const turns, size = 6, 12 << 10 // 16 KiB of base64
 	var replies []anthropictest.Reply
@@ -76,7 +85,16 @@ func TestTurnInputsStaySmall(t *testing.T) {
 	if res.Runs != 3 || res.Text != "Done." {
 		t.Fatalf("result: %d runs, %q; want 3 runs, %q", res.Runs, res.Text, "Done.")
 	}
-	sizes := turnInputs(t, e.c, "small", first)
+	sizes, next := turnInputs(t, e.c, DataConverter(e.store), "small", first)
+	for i, in := range next {
+		// No one watched: a run's events stay in it.
+		if in.Resume == nil {
+			t.Fatalf("continue-as-new %d carries no Resume", i+1)
+		}
+		if n := len(in.Resume.Events); n > 0 || in.Resume.Before != nil {
+			t.Errorf("continue-as-new %d carries %d events and Before %v, want none: the history holds it", i+1, n, in.Resume.Before)
+		}
+	}
 	if len(sizes) != turns+1 {
 		t.Fatalf("%d model turns in the history, want %d", len(sizes), turns+1)
 	}
