@@ -312,7 +312,8 @@ func (r *run) closeStream() error {
 // from the first, until its Done event, or until it closed without one;
 // then the result is the workflow's, with client.Client.GetWorkflow. It
 // follows the run across continue-as-new, and reads a run that ended as
-// well as one in progress.
+// well as one in progress; a reader that comes after a continue-as-new
+// that no one watched reads the events of the workflow runs from there.
 //
 // It polls the run with a query, which is not recorded in the workflow's
 // history, at most [StreamInterval] apart, and holds a watcher's lease on
