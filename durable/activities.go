@@ -73,8 +73,9 @@ const (
 // Activities are the activities of a durable run. Register them with
 // [Register].
 type Activities struct {
-	cfg  Config
-	otel *telemetry.Telemetry
+	cfg   Config
+	otel  *telemetry.Telemetry
+	convs conversations
 }
 
 // Register registers the workflow and its activities on w.
@@ -124,11 +125,15 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 	defer heartbeat(ctx)()
 	info := activity.GetInfo(ctx)
 	source := attemptSource(info)
+	req, err := a.request(ctx, in)
+	if err != nil {
+		return TurnOutput{}, err
+	}
 	pub := newPublisher(ctx, source, in.Stream)
 	defer pub.close() // on every path, before the activity completes
 	var asm llm.Assembler
 	calls := 0
-	for ev, err := range a.cfg.Model.Stream(ctx, in.Request) {
+	for ev, err := range a.cfg.Model.Stream(ctx, req) {
 		if err != nil && calls > 0 && ctx.Err() == nil {
 			// Its calls may have run: the agent decides (see model).
 			return TurnOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), errAfterCalls, nil)

@@ -1,6 +1,7 @@
 package durable
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/memory"
 )
 
 // Approve decides a call that waits for approval in the run whose workflow
@@ -74,8 +76,15 @@ func Conversation(ctx context.Context, c client.Client, dc converter.DataConvert
 	if err := dc.FromPayloads(started.Input, &in); err != nil {
 		return nil, fmt.Errorf("durable: workflow %s: reading its input: %w", workflowID, err)
 	}
-	if in.Resume != nil {
-		return in.Resume.Before, nil
+	if res := in.Resume; res != nil && res.Before == nil {
+		h, err := memory.Decode(bytes.NewReader(res.History), memory.Config{})
+		if err != nil {
+			return nil, fmt.Errorf("durable: workflow %s: reading its carried history: %w", workflowID, err)
+		}
+		msgs := h.Messages()
+		return msgs[:min(res.BeforeLen, len(msgs))], nil
+	} else if res != nil {
+		return res.Before, nil
 	}
 	return in.History, nil
 }

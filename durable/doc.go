@@ -47,11 +47,19 @@
 // each call runs; [Config].System is the system prompt of runs that bring
 // none.
 //
-// With [Input].Stream set, the model activity signals the answer's text
-// and the model's thinking to the workflow in batches at most
-// [StreamInterval] apart, and the workflow adds the tool calls with their
-// results and durations, and its compactions; [Stream] reads them, with a
-// long-poll update. A summary call's text is not streamed.
+// Every run keeps its events, which [Stream] reads with a query, not
+// recorded in the history: the answer's text and the model's thinking, the
+// tool calls with their results and durations, and the compactions. While
+// a caller watches (Stream holds a lease, or [Input].Stream is set), the
+// model activity signals the text to the workflow in batches at most
+// [StreamInterval] apart, as it streams; otherwise a turn's text comes
+// whole when the turn ends, and nothing is signalled. A summary call's
+// text is not streamed.
+//
+// A model turn's input holds only the messages that are new since the
+// run's last request, and names that request ([Prefix]); a worker that
+// lacks it reads it from the workflow with a query. So the history grows by
+// what is new, not by the conversation, each turn.
 //
 // A run continues as new between two turns when Temporal suggests it (or
 // after [Input].TurnsPerRun turns, if set), carrying the conversation over,
@@ -67,7 +75,9 @@
 //
 // The Temporal server and SDK are large dependencies. This package lives in
 // its own Go module, so that users of the core packages and the plain build
-// of the agentloop CLI never download or compile them. The durable mode of
-// the CLI is the build in cmd/agentloop of this module: the same command,
-// through internal/cli's hook, with worker, approve, deny and --temporal.
+// of the agentloop CLI never download or compile them; it requires the
+// Temporal SDK, not the server. The durable mode of the CLI is the module
+// in cmd/agentloop: the same command, through internal/cli's hook, with
+// worker, approve, deny, server and --temporal. The tests on a real
+// Temporal server are the module in servertest.
 package durable

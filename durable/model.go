@@ -64,7 +64,11 @@ func (m model) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Event,
 			HeartbeatTimeout:    r.in.Heartbeat,
 			RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second, MaximumAttempts: 5},
 		})
-		f := workflow.ExecuteActivity(actx, activityModelTurn, TurnInput{Request: req, Stream: r.in.Stream && turn, Eager: turn && len(req.Tools) > 0})
+		in := TurnInput{Request: req, Stream: turn && r.watched(), Eager: turn && len(req.Tools) > 0}
+		r.ev.whole = turn && !in.Stream
+		defer r.endTurn()
+		r.refer(&in)
+		f := workflow.ExecuteActivity(actx, activityModelTurn, in)
 		s := signalled{run: r, id: id, ch: workflow.GetSignalChannel(r.root, signalToolUse), yield: yield, done: map[string]bool{}}
 		stop := func(err error) {
 			cancel()
@@ -96,6 +100,7 @@ func (m model) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Event,
 			yield(nil, modelError(err))
 			return
 		}
+		r.sent = sent{version: version(r.root, id), msgs: req.Messages}
 		// Its signals came before it completed, but may not have been read.
 		for s.n < out.Calls || r.ev.received[out.Source] < out.Batches {
 			if err := workflow.Await(r.root, func() bool { return s.ch.Len() > 0 || s.n >= out.Calls && r.ev.received[out.Source] >= out.Batches }); err != nil {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"slices"
 	"sync"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
@@ -68,10 +70,14 @@ const carriedEvents = 256
 // StreamInterval is the longest a streamed batch of text waits.
 const StreamInterval = 250 * time.Millisecond
 
-// Names of the streaming signal and update.
+// watchLease is how long a watcher's signal makes a run stream its text.
+const watchLease = time.Minute
+
+// Names of the streaming signals, and of the query that [Stream] polls.
 const (
 	signalStream = "agentloop.stream"
-	UpdateEvents = "events"
+	signalWatch  = "agentloop.watch"
+	QueryEvents  = "events"
 )
 
 // publisher batches a turn's text and thinking and signals them to the
@@ -200,19 +206,28 @@ func (p *publisher) send(e Event) {
 	}
 }
 
-// events is the workflow's side of streaming: the run's events, and the
-// update that hands them out.
+// events is the workflow's side of streaming: the run's events, which
+// the events query hands out.
 type events struct {
 	seq      int
 	log      []Event
-	closing  bool           // the run ends or continues as new: pollers return now
-	read     int            // the latest event a poller has been given
 	received map[string]int // batches received, by Source
+	// watchedUntil is when the last watcher's lease ends: while it
+	// lasts, a turn's text is signalled as it streams.
+	watchedUntil time.Time
+	// whole says that the current turn's text is published as the agent
+	// yields it, from the turn's output, not signalled as it streams.
+	// The calls that the turn started early, and their results, are then
+	// held until it ends, so that they follow the text written before
+	// them, as when it streams.
+	whole bool
+	held  []Event
 }
 
-// publish appends e to the run's events, if the run streams.
+// publish appends e to the run's events, or holds it (see events.whole).
 func (r *run) publish(e Event) {
-	if !r.in.Stream {
+	if r.ev.whole && (e.ToolCall != nil && !e.Waiting || e.ToolDone != nil) {
+		r.ev.held = append(r.ev.held, e)
 		return
 	}
 	if e.Source != "" {
@@ -227,10 +242,33 @@ func (r *run) publish(e Event) {
 	r.ev.log = append(r.ev.log, e)
 }
 
-// streamHandlers receives the model activity's batches and answers the
-// events update: the events after a sequence number, waiting until there
-// are some or the run ends.
+// endTurn publishes what the turn held.
+func (r *run) endTurn() {
+	r.ev.whole = false
+	for _, e := range r.ev.held {
+		r.publish(e)
+	}
+	r.ev.held = nil
+}
+
+// watched reports whether a watcher's lease lasts.
+func (r *run) watched() bool {
+	return workflow.Now(r.root).Before(r.ev.watchedUntil)
+}
+
+// streamHandlers receives the watchers' leases and the model activity's
+// batches, and answers the events query: the events after a sequence
+// number. A query is not recorded in the history.
 func (r *run) streamHandlers() error {
+	if r.in.Stream {
+		r.ev.watchedUntil = workflow.Now(r.root).Add(watchLease)
+	}
+	watch := workflow.GetSignalChannel(r.root, signalWatch)
+	workflow.Go(r.root, func(ctx workflow.Context) {
+		for watch.Receive(ctx, nil) {
+			r.ev.watchedUntil = workflow.Now(ctx).Add(watchLease)
+		}
+	})
 	ch := workflow.GetSignalChannel(r.root, signalStream)
 	workflow.Go(r.root, func(ctx workflow.Context) {
 		for {
@@ -241,23 +279,9 @@ func (r *run) streamHandlers() error {
 			r.publish(e)
 		}
 	})
-	return workflow.SetUpdateHandler(r.root, UpdateEvents, func(ctx workflow.Context, after int) ([]Event, error) {
-		if !r.in.Stream {
-			return nil, errNoStream
-		}
-		if err := workflow.Await(ctx, func() bool { return r.ev.seq > after || r.ev.closing }); err != nil {
-			return nil, err
-		}
-		var out []Event
-		for _, e := range r.ev.log {
-			if e.Seq > after {
-				out = append(out, e)
-			}
-		}
-		if len(out) > 0 {
-			r.ev.read = max(r.ev.read, out[len(out)-1].Seq)
-		}
-		return out, nil
+	return workflow.SetQueryHandler(r.root, QueryEvents, func(after int) ([]Event, error) {
+		i, _ := slices.BinarySearchFunc(r.ev.log, after+1, func(e Event, seq int) int { return e.Seq - seq })
+		return r.ev.log[i:], nil
 	})
 }
 
@@ -275,48 +299,42 @@ func (r *run) drain() {
 	}
 }
 
-// readGrace is how long a streaming run that ends waits for a poller to
-// read its last events, so that a caller between two polls still sees them.
-const readGrace = 10 * time.Second
-
-// closeStream lets every poller return before the run ends or continues as
-// new, draining the batches already signalled. A run that ends first gives
-// pollers readGrace to read the last events.
-func (r *run) closeStream(ending bool) error {
+// closeStream publishes the batches already signalled and waits for the
+// update handlers to return, before the run ends or continues as new.
+func (r *run) closeStream() error {
 	r.drain()
-	// A cancelled run still hands out its last events.
+	// A cancelled run still ends its handlers.
 	ctx, _ := workflow.NewDisconnectedContext(r.root)
-	if ending && r.in.Stream {
-		if _, err := workflow.AwaitWithTimeout(ctx, readGrace, func() bool { return r.ev.read >= r.ev.seq }); err != nil {
-			return err
-		}
-	}
-	r.ev.closing = true
 	return workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(r.root) })
 }
 
 // Stream yields the events of the run whose workflow ID is workflowID,
-// which must have been started with Input.Stream set, from the first, until
-// its Done event; then the result is the workflow's, with
-// client.Client.GetWorkflow. It follows the run across continue-as-new.
+// from the first, until its Done event, or until it closed without one;
+// then the result is the workflow's, with client.Client.GetWorkflow. It
+// follows the run across continue-as-new, and reads a run that ended as
+// well as one in progress; a reader that comes after a continue-as-new
+// that no one watched reads the events of the workflow runs from there.
+//
+// It polls the run with a query, which is not recorded in the workflow's
+// history, at most [StreamInterval] apart, and holds a watcher's lease on
+// it by a signal a minute: while one is held, the model's text is
+// signalled to the workflow as it streams; otherwise a turn's text comes
+// whole when the turn ends.
 func Stream(ctx context.Context, c client.Client, workflowID string) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		after := 0
+		var leased time.Time
 		for {
-			h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-				WorkflowID:   workflowID,
-				UpdateName:   UpdateEvents,
-				Args:         []any{after},
-				WaitForStage: client.WorkflowUpdateStageCompleted,
-			})
-			var evs []Event
-			if err == nil {
-				err = h.Get(ctx, &evs)
-			}
-			if err != nil {
-				if _, gone := errors.AsType[*serviceerror.NotFound](err); gone && after > 0 {
-					return // the run ended between two polls, after readGrace
+			if time.Since(leased) > watchLease/2 {
+				err := c.SignalWorkflow(ctx, workflowID, "", signalWatch, nil)
+				if _, gone := errors.AsType[*serviceerror.NotFound](err); err != nil && !gone {
+					yield(Event{}, err)
+					return
 				}
+				leased = time.Now()
+			}
+			evs, open, err := poll(ctx, c, workflowID, after)
+			if err != nil {
 				yield(Event{}, err)
 				return
 			}
@@ -326,9 +344,41 @@ func Stream(ctx context.Context, c client.Client, workflowID string) iter.Seq2[E
 					return
 				}
 			}
+			if !open {
+				return // it failed before its loop ran, or was terminated
+			}
+			if len(evs) == 0 {
+				t := time.NewTimer(StreamInterval)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					yield(Event{}, ctx.Err())
+					return
+				case <-t.C:
+				}
+			}
 		}
 	}
 }
 
-// errNoStream is returned by a poller of a run that does not stream.
-var errNoStream = errors.New("durable: the run was not started with Input.Stream")
+// poll returns the events after the sequence number after of the latest
+// run of workflowID, and whether it is open: one that closed, such as a
+// run that failed before its loop started, has nothing more to say.
+func poll(ctx context.Context, c client.Client, workflowID string, after int) ([]Event, bool, error) {
+	req := &client.QueryWorkflowWithOptionsRequest{WorkflowID: workflowID, QueryType: QueryEvents, Args: []any{after},
+		QueryRejectCondition: enumspb.QUERY_REJECT_CONDITION_NOT_OPEN}
+	resp, err := c.QueryWorkflowWithOptions(ctx, req)
+	open := true
+	if err == nil && resp.QueryRejected != nil {
+		// Closed: its last events are read from its history. A run that
+		// continued as new goes on in the next, which the next poll reads.
+		open = resp.QueryRejected.Status == enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW
+		req.QueryRejectCondition = enumspb.QUERY_REJECT_CONDITION_NONE
+		resp, err = c.QueryWorkflowWithOptions(ctx, req)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	var evs []Event
+	return evs, open, resp.QueryResult.Get(&evs)
+}

@@ -106,9 +106,12 @@ type Input struct {
 	// fails. Default 5. Tools in Config.AtMostOnce are tried once.
 	ToolAttempts int `json:"tool_attempts,omitempty"`
 
-	// Stream publishes the run's events for [Stream] to read. Each batch
-	// of text is a signal in the workflow history, so leave it off for
-	// runs that no one watches. Default off.
+	// Stream says that a caller watches the run from its start, with
+	// [Stream], as if its lease began with the run: its first turn's text
+	// streams too. Every run's events can be read with [Stream]; while
+	// someone watches, each batch of text is a signal in the workflow
+	// history, and otherwise a turn's text comes whole at its end.
+	// Default off.
 	Stream bool `json:"stream,omitempty"`
 
 	// Resume is set by the workflow itself when it continues as new.
@@ -121,8 +124,10 @@ type Input struct {
 // starts over.
 type Resume struct {
 	// Before is the history before the run, for a run that fails or is
-	// refused to put back.
-	Before []llm.Message `json:"before"`
+	// refused to put back; nil when it is the first BeforeLen messages of
+	// History, so that a run does not carry its conversation twice.
+	Before    []llm.Message `json:"before,omitempty"`
+	BeforeLen int           `json:"before_len,omitempty"`
 	// History is the conversation so far, as memory.History.Encode
 	// writes it: with the exact token counts the API reported, which
 	// Input.History, a list of messages, cannot carry.
@@ -134,8 +139,11 @@ type Resume struct {
 	Tools     []ToolInfo `json:"tools"`
 	Started   time.Time  `json:"started"`
 	Runs      int        `json:"runs"`
-	Seq       int        `json:"seq,omitempty"`    // of the last streamed event
-	Events    []Event    `json:"events,omitempty"` // the latest, for pollers that are behind
+	// Prefix names the first messages of History as the previous run's
+	// last model request sent them, for the next turn to name.
+	Prefix *Prefix `json:"prefix,omitempty"`
+	Seq    int     `json:"seq,omitempty"`    // of the last streamed event
+	Events []Event `json:"events,omitempty"` // the latest, for pollers that are behind
 }
 
 // ToolInfo describes a tool of the worker to the workflow, in its [Offer].
@@ -157,7 +165,14 @@ type Result struct {
 
 // TurnInput is the input of [Activities.ModelTurn].
 type TurnInput struct {
+	// Request is the turn's request. When Prefix is set, its Messages are
+	// empty: they are the Prefix's, then New.
 	Request llm.Request `json:"request"`
+	// Prefix names the messages that the request begins with, which an
+	// earlier request of the run sent.
+	Prefix *Prefix `json:"prefix,omitempty"`
+	// New are the messages after the Prefix's.
+	New []llm.Message `json:"new,omitempty"`
 	// Stream signals the turn's text to the workflow as it streams.
 	Stream bool `json:"stream,omitempty"`
 	// Eager signals each tool call to the workflow as its input

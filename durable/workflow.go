@@ -47,6 +47,7 @@ type run struct {
 	waiting  []*approval     // calls waiting for a decision, in the order they came
 	approved map[string]bool // calls a person allowed, by id
 	ev       events
+	sent     sent // the last request a worker completed
 
 	streaming bool // the next model call is a turn's, whose text streams
 	turns     int  // model turns of this workflow run
@@ -92,8 +93,18 @@ func start(ctx workflow.Context, in Input) (*run, error) {
 	if err := r.streamHandlers(); err != nil {
 		return nil, err
 	}
+	if err := r.messagesHandler(); err != nil {
+		return nil, err
+	}
 	if res := in.Resume; res != nil {
 		r.before, r.base, r.tools, r.started, r.runs = res.Before, progress{res.Iteration, res.Usage}, res.Tools, res.Started, res.Runs
+		msgs := r.h.Messages()
+		if r.before == nil {
+			r.before = msgs[:min(res.BeforeLen, len(msgs))]
+		}
+		if p := res.Prefix; p != nil && p.Len <= len(msgs) {
+			r.sent = sent{version: p.Version, msgs: msgs[:p.Len]}
+		}
 		r.ev.seq, r.ev.log = res.Seq, res.Events
 		return r, nil
 	}
@@ -217,10 +228,19 @@ func (r *run) cost(u llm.Usage) float64 {
 	return m.Price.Cost(u)
 }
 
-// observe publishes an event of the agent's for [Stream]. The turns' text
-// and thinking are the model activity's to stream, as it receives them.
+// observe publishes an event of the agent's for [Stream]. A watched
+// turn's text and thinking are the model activity's to stream, as it
+// receives them; an unwatched turn's come whole, from its output.
 func (r *run) observe(ev agent.Event) {
 	switch ev := ev.(type) {
+	case agent.TextDelta:
+		if r.ev.whole {
+			r.publish(Event{Text: ev.Text})
+		}
+	case agent.ThinkingDelta:
+		if r.ev.whole {
+			r.publish(Event{Thinking: ev.Thinking})
+		}
 	case agent.TurnStart:
 		r.streaming = true // the model call that follows is this turn's
 		r.publish(Event{Turn: r.base.Iteration + ev.Iteration})
@@ -261,7 +281,7 @@ func (r *run) finish(res agent.Result, err error) (Result, error) {
 	}
 	r.drain()
 	r.publish(Event{Done: res.State})
-	if err := r.closeStream(true); err != nil {
+	if err := r.closeStream(); err != nil {
 		return Result{}, err
 	}
 	switch {
@@ -276,7 +296,7 @@ func (r *run) finish(res agent.Result, err error) (Result, error) {
 // continueAsNew carries the run over to a new workflow run, once every
 // update handler has returned.
 func (r *run) continueAsNew(res agent.Result) error {
-	if err := r.closeStream(false); err != nil {
+	if err := r.closeStream(); err != nil {
 		return err
 	}
 	var carried bytes.Buffer
@@ -285,8 +305,24 @@ func (r *run) continueAsNew(res agent.Result) error {
 	}
 	next := r.in
 	next.History = nil
-	next.Resume = &Resume{History: carried.Bytes(), Before: r.before, Iteration: res.Iterations, Usage: res.Usage,
-		Tools: r.tools, Started: r.started, Runs: r.runs + 1, Seq: r.ev.seq, Events: r.ev.log[max(0, len(r.ev.log)-carriedEvents):]}
+	next.Resume = &Resume{History: carried.Bytes(), Iteration: res.Iterations, Usage: res.Usage,
+		Tools: r.tools, Started: r.started, Runs: r.runs + 1, Seq: r.ev.seq}
+	if r.watched() {
+		// For a watcher that has not read them yet. Unwatched, a run's
+		// events are its own: a reader that comes later reads the last
+		// workflow run's.
+		next.Resume.Events = r.ev.log[max(0, len(r.ev.log)-carriedEvents):]
+	}
+	// What the history begins with is named, not carried again.
+	msgs := r.h.Messages()
+	if n := len(r.before); commonPrefix(r.before, msgs) == n {
+		next.Resume.BeforeLen = n
+	} else {
+		next.Resume.Before = r.before
+	}
+	if n := commonPrefix(r.sent.msgs, msgs); n > 0 {
+		next.Resume.Prefix = &Prefix{Version: r.sent.version, Len: n}
+	}
 	return workflow.NewContinueAsNewError(r.root, WorkflowName, next)
 }
 

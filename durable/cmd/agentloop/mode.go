@@ -178,13 +178,6 @@ func run(ctx context.Context, t cli.Temporal, p cli.Prompt, yield func(agent.Eve
 		if err := c.CancelWorkflow(context.WithoutCancel(ctx), id, wr.GetRunID()); err != nil {
 			return failed, err
 		}
-		// Read the run to its end, which it would otherwise hold for a
-		// reader of its last events.
-		for ev, err := range durable.Stream(context.WithoutCancel(ctx), c, id) {
-			if err != nil || ev.Done != "" {
-				break
-			}
-		}
 	}
 	var res durable.Result
 	if err := wr.Get(context.WithoutCancel(ctx), &res); err != nil {

@@ -1,4 +1,4 @@
-package durable
+package servertest
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/anthropictest"
+	. "github.com/agentloop/agentloop/durable"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
 )
@@ -32,7 +33,7 @@ func deployer() (*tool.Tool, *atomic.Int32) {
 // waiting returns an event test that is true once the workflow has
 // finished the task after its model turn: the call then waits.
 func waiting() func(*historypb.HistoryEvent) bool {
-	turn := completed(activityModelTurn)
+	turn := completed("agentloop.ModelTurn")
 	seen := false
 	return func(ev *historypb.HistoryEvent) bool {
 		if !seen {

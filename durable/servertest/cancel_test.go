@@ -1,4 +1,4 @@
-package durable
+package servertest
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/anthropictest"
+	. "github.com/agentloop/agentloop/durable"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
 )
@@ -71,7 +72,7 @@ func TestCutShort(t *testing.T) {
 		// The call starts while the model's turn streams: wait until the
 		// workflow has the turn too, so the cancel cuts a running call
 		// short rather than the turn it came in.
-		waitEvent(t, e.c, id, completed(activityModelTurn))
+		waitEvent(t, e.c, id, completed("agentloop.ModelTurn"))
 		if err := e.c.CancelWorkflow(context.Background(), id, ""); err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +90,7 @@ func TestCutShort(t *testing.T) {
 			done := start(t, id, Input{MaxDuration: limit})
 			res := <-done
 			turnFirst := false
-			turn := completed(activityModelTurn)
+			turn := completed("agentloop.ModelTurn")
 			waitEvent(t, e.c, id, func(ev *historypb.HistoryEvent) bool {
 				turnFirst = turn(ev)
 				return turnFirst || ev.GetTimerFiredEventAttributes() != nil

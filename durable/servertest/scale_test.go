@@ -1,4 +1,4 @@
-package durable
+package servertest
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/anthropictest"
+	. "github.com/agentloop/agentloop/durable"
 )
 
 // conversational answers any number of runs at once: a prompt "run N"

@@ -1,4 +1,4 @@
-package durable
+package servertest
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/agentloop/agentloop/agent"
+	. "github.com/agentloop/agentloop/durable"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/tool"

@@ -1,4 +1,4 @@
-package durable
+package servertest
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/agentloop/agentloop/anthropictest"
+	. "github.com/agentloop/agentloop/durable"
 	"github.com/agentloop/agentloop/tool"
 )
 
@@ -49,7 +50,7 @@ func TestQueueRunsInOrder(t *testing.T) {
 
 	// Wait for the workflow task that acts on the completed model turn: its
 	// commands, in the history with it, schedule every call that may start.
-	turned, acted := completed(activityModelTurn), false
+	turned, acted := completed("agentloop.ModelTurn"), false
 	waitEvent(t, e.c, "queue", func(ev *historypb.HistoryEvent) bool {
 		if turned(ev) {
 			acted = true
@@ -64,7 +65,7 @@ func TestQueueRunsInOrder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.ActivityType.GetName() == activityCallTool {
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.ActivityType.GetName() == "agentloop.CallTool" {
 			scheduled = append(scheduled, a.ActivityId)
 		}
 	}

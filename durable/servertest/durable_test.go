@@ -1,4 +1,4 @@
-package durable
+package servertest
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/anthropictest"
+	. "github.com/agentloop/agentloop/durable"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
 )

@@ -1,4 +1,4 @@
-package durable
+package servertest
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/anthropictest"
+	. "github.com/agentloop/agentloop/durable"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/tool"
@@ -151,7 +152,15 @@ func TestStreamCompacted(t *testing.T) {
 
 			api := anthropictest.NewServer(tt.replies()...)
 			defer api.Close()
-			h := restore(in, in.History) // as the workflow starts it
+			// As the workflow starts it: counts unknown.
+			h := memory.New(memory.Config{ContextLimit: in.ContextLimit, Compaction: in.Compaction})
+			for _, m := range in.History {
+				if m.Role == llm.Assistant {
+					h.AppendAssistant(m, llm.Usage{})
+				} else {
+					h.AppendUser(m.Content...)
+				}
+			}
 			a, err := agent.New(agent.Config{Model: llm.New(llm.Config{BaseURL: api.URL}), History: h})
 			if err != nil {
 				t.Fatal(err)

@@ -1,4 +1,4 @@
-package durable
+package servertest
 
 import (
 	"testing"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/anthropictest"
+	. "github.com/agentloop/agentloop/durable"
 )
 
 // TestDiscardAttempt: each retry of a model turn that failed mid-stream

@@ -1,4 +1,4 @@
-package durable
+package servertest
 
 import (
 	"bufio"
@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/agentloop/agentloop/anthropictest"
+	. "github.com/agentloop/agentloop/durable"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tool"
 )
@@ -302,6 +303,11 @@ func killMidTool(t *testing.T, e *env, queue string, atMostOnce bool, wantRan []
 	results := reqs[len(reqs)-1].ToolResults()
 	if len(results) != 2 || results[0].Content[0].Text != "one" || !strings.HasPrefix(results[1].Content[0].Text, wantSecond) {
 		t.Errorf("tool results sent = %+v, want one and %q", results, wantSecond)
+	}
+	// The new worker got the turn's new messages and the name of the
+	// dead worker's request, whose messages it read from the workflow.
+	if msgs := reqs[len(reqs)-1].Messages(); len(msgs) != 3 || msgs[0].Content[0].Text != "run both" {
+		t.Errorf("the last request holds %d messages (%+v), want the prompt, the calls and their results", len(msgs), msgs)
 	}
 }
 

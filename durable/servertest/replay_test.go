@@ -1,4 +1,4 @@
-package durable
+package servertest
 
 import (
 	"bytes"
@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/agentloop/agentloop/anthropictest"
+	. "github.com/agentloop/agentloop/durable"
 	"github.com/agentloop/agentloop/tool"
 )
 

@@ -1,4 +1,4 @@
-package durable
+package servertest
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/agentloop/agentloop/anthropictest"
+	. "github.com/agentloop/agentloop/durable"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/telemetry"
 	"github.com/agentloop/agentloop/tool"
@@ -95,8 +96,8 @@ func TestTracing(t *testing.T) {
 		}
 	}
 	run := []string{"caller", "StartWorkflow:" + WorkflowName, "RunWorkflow:" + WorkflowName}
-	model := append(slices.Clone(run), "StartActivity:"+activityModelTurn, "RunActivity:"+activityModelTurn, "chat "+llm.DefaultModel)
-	want := [][]string{model, append(slices.Clone(run), "StartActivity:"+activityCallTool, "RunActivity:"+activityCallTool, "execute_tool add"), model}
+	model := append(slices.Clone(run), "StartActivity:"+"agentloop.ModelTurn", "RunActivity:"+"agentloop.ModelTurn", "chat "+llm.DefaultModel)
+	want := [][]string{model, append(slices.Clone(run), "StartActivity:"+"agentloop.CallTool", "RunActivity:"+"agentloop.CallTool", "execute_tool add"), model}
 	sortChains := func(cs [][]string) { slices.SortFunc(cs, func(a, b []string) int { return slices.Compare(a, b) }) }
 	sortChains(got)
 	sortChains(want)
