@@ -176,7 +176,7 @@ func defineDurableFlags(fs *flag.FlagSet, d *durableOptions) {
 // durableUsage is the --help text of the durable mode.
 const durableUsage = `
 Durable mode (the build of durable/cmd/agentloop, in its own module: from a
-clone of the repository, cd durable && go install ./cmd/agentloop):
+clone of the repository, cd durable/cmd/agentloop && go install .):
   agentloop server [--temporal HOST:PORT] [--namespace N] [--db FILE]
   agentloop worker --temporal HOST:PORT [flags]
   agentloop --temporal HOST:PORT [--session ID] [flags] [prompt...]
@@ -226,7 +226,7 @@ func durableCommand(args []string) (string, []string) {
 func (c *cli) runDurable(ctx context.Context, sub string, o *options, stdin io.Reader, stdout, stderr io.Writer) error {
 	if c.durable == nil {
 		return usageError("this build of agentloop has no durable mode (server, worker, approve, deny, --temporal): " +
-			"install the one that has from a clone of the repository, with (cd durable && go install ./cmd/agentloop)")
+			"install the one that has from a clone of the repository, with (cd durable/cmd/agentloop && go install .)")
 	}
 	d := o.durable
 	switch {
@@ -236,6 +236,10 @@ func (c *cli) runDurable(ctx context.Context, sub string, o *options, stdin io.R
 		return usageError("%s needs --temporal HOST:PORT, the Temporal frontend (agentloop server starts one)", cmp.Or(sub, "the durable mode"))
 	case d.db != "":
 		return usageError("--db is a flag of agentloop server")
+	case sub == "worker" && o.maxBudget > 0:
+		// A run's budget is in its workflow's input, which every worker
+		// that replays the run must read alike: a worker's own would not be.
+		return usageError("--max-budget-usd goes with the prompt in the durable mode (agentloop --temporal HOST:PORT --max-budget-usd N \"…\"): each run carries its own budget, which every worker that serves it keeps")
 	case o.agents != "" && sub != "worker":
 		// The prompt would drop them: the worker's tools are the run's.
 		return usageError("--agents is a flag of agentloop worker in the durable mode: its task tool runs the subagents")

@@ -33,7 +33,7 @@ func TestNoDurableMode(t *testing.T) {
 		h := newHarness(t)
 		r := h.run(strings.NewReader(""), args...)
 		r.check(t, exitUsage)
-		if !strings.Contains(r.stderr, "(cd durable && go install ./cmd/agentloop)") {
+		if !strings.Contains(r.stderr, "(cd durable/cmd/agentloop && go install .)") {
 			t.Errorf("%q: stderr does not say how to install the durable build:\n%s", args, r.stderr)
 		}
 		if n := len(h.srv.Requests()); n != 0 {

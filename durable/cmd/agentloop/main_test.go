@@ -213,6 +213,18 @@ func TestUsage(t *testing.T) {
 	}
 }
 
+// TestWorkerBudget: --max-budget-usd is the prompt's, carried by the run's
+// input; on a worker, where it would hold for some replays and not others,
+// it is a usage error that says where it goes.
+func TestWorkerBudget(t *testing.T) {
+	var out bytes.Buffer
+	env := map[string]string{"ANTHROPIC_API_KEY": "sk-test"}
+	if code := command(context.Background(), env, &out, &out, "worker", "--temporal", "localhost:1", "--max-budget-usd", "1"); code != exitUsage ||
+		!strings.Contains(out.String(), "--max-budget-usd goes with the prompt") {
+		t.Errorf("exit %d, want %d, saying where the budget goes:\n%s", code, exitUsage, out.String())
+	}
+}
+
 // TestProgress: a durable run shows what the in-process CLI shows between
 // tool calls: the model's thinking and a compaction on stderr, never in
 // the answer on stdout.
