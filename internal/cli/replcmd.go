@@ -200,7 +200,7 @@ func (s *session) call(ctx context.Context, name string, input any) (llm.ToolRes
 // next prompt, as Claude Code's bash mode does.
 func (s *session) bang(ctx context.Context, command string) error {
 	if command == "" {
-		return errors.New("!: give a command after the !")
+		return errors.New("!: give a command after the exclamation mark")
 	}
 	res, err := s.call(ctx, shell.Name, map[string]string{"command": command})
 	if err != nil {
