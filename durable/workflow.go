@@ -41,8 +41,10 @@ type run struct {
 	h        *memory.History
 	before   []llm.Message // the history before the run, for a failed run
 	tools    []ToolInfo
-	base     progress  // of the workflow runs before this one
-	started  time.Time // when the first workflow run started
+	agents   []AgentInfo // the worker's subagents, for the task tool
+	sub      spent       // by the child workflows of the run's task calls
+	base     progress    // of the workflow runs before this one
+	started  time.Time   // when the first workflow run started
 	runs     int
 	waiting  []*approval     // calls waiting for a decision, in the order they came
 	approved map[string]bool // calls a person allowed, by id
@@ -61,6 +63,13 @@ type run struct {
 type progress struct {
 	Iteration int
 	Usage     llm.Usage
+}
+
+// spent is what runs that are not the agent's own, such as subagents
+// used.
+type spent struct {
+	Usage   llm.Usage `json:"usage"`
+	CostUSD float64   `json:"cost_usd"`
 }
 
 // An approval is a call that waits for a [Decision].
@@ -98,6 +107,7 @@ func start(ctx workflow.Context, in Input) (*run, error) {
 	}
 	if res := in.Resume; res != nil {
 		r.before, r.base, r.tools, r.started, r.runs = res.Before, progress{res.Iteration, res.Usage}, res.Tools, res.Started, res.Runs
+		r.agents, r.sub = res.Agents, res.Sub
 		msgs := r.h.Messages()
 		if r.before == nil {
 			r.before = msgs[:min(res.BeforeLen, len(msgs))]
@@ -116,7 +126,10 @@ func start(ctx workflow.Context, in Input) (*run, error) {
 	if err := workflow.ExecuteActivity(actx, activityTools).Get(ctx, &offer); err != nil {
 		return nil, err
 	}
-	r.tools = offer.Tools
+	r.tools, r.agents = offer.Tools, offer.Agents
+	if in.Tools != nil {
+		r.tools = slices.DeleteFunc(r.tools, func(t ToolInfo) bool { return !slices.Contains(in.Tools, t.Spec.Name) })
+	}
 	// And so for the runs it continues as, which are given r.in.
 	if r.in.System == "" {
 		r.in.System = offer.System
@@ -279,6 +292,7 @@ func (r *run) finish(res agent.Result, err error) (Result, error) {
 	case res.State == agent.Cancelled:
 		err = nil
 	}
+	res.Usage, res.CostUSD = res.Usage.Add(r.sub.Usage), res.CostUSD+r.sub.CostUSD
 	r.drain()
 	r.publish(Event{Done: res.State})
 	if err := r.closeStream(); err != nil {
@@ -306,7 +320,7 @@ func (r *run) continueAsNew(res agent.Result) error {
 	next := r.in
 	next.History = nil
 	next.Resume = &Resume{History: carried.Bytes(), Iteration: res.Iterations, Usage: res.Usage,
-		Tools: r.tools, Started: r.started, Runs: r.runs + 1, Seq: r.ev.seq}
+		Tools: r.tools, Agents: r.agents, Sub: r.sub, Started: r.started, Runs: r.runs + 1, Seq: r.ev.seq}
 	if r.watched() {
 		// For a watcher that has not read them yet. Unwatched, a run's
 		// events are its own: a reader that comes later reads the last
