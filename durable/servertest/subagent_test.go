@@ -3,10 +3,15 @@ package servertest
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/anthropictest"
@@ -123,4 +128,79 @@ func TestSubagentBadCalls(t *testing.T) {
 			}
 		})
 	}
+}
+
+// crashAgents is the crash test's subagent: a worker whose only tool is
+// the registry's second.
+func crashAgents(reg *tool.Registry) ([]subagent.Agent, error) {
+	second, _ := reg.Lookup("second")
+	own := tool.NewRegistry(tool.Config{})
+	if err := own.Register(second); err != nil {
+		return nil, err
+	}
+	return []subagent.Agent{{Name: "worker", Description: "does the slow work", Config: agent.Config{
+		Model: llm.New(llm.Config{}), System: "You do the slow work.", Registry: own}}}, nil
+}
+
+// TestSubagentWorkerKilled kills the worker while a subagent's tool runs
+// in its child workflow, and finishes the run on a new worker: the child
+// goes on from where it was, its completed model turn not asked again, and
+// the parent gets its answer.
+func TestSubagentWorkerKilled(t *testing.T) {
+	e := newEnv(t,
+		taskCall("toolu_1", "worker", "Do the slow work."),
+		anthropictest.NewStream().ToolUse("toolu_2", "second", `{}`).Stop("tool_use"),
+		anthropictest.NewStream().Text("The slow work is done.").Stop("end_turn"),
+		anthropictest.NewStream().Text("It is done.").Stop("end_turn"),
+	)
+	const id = "kill-sub"
+	dir := t.TempDir()
+	started, kill := startWorker(t, e, id, dir, envAgents+"=1")
+	wr, err := e.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: id},
+		WorkflowName, Input{Prompt: "Delegate the slow work.", Heartbeat: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	kill()
+	w := newCrashWorker(t, e, id, dir, true)
+	defer w.Stop()
+
+	var res Result
+	if err := wr.Get(context.Background(), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Text != "It is done." {
+		t.Errorf("text = %q, want %q", res.Text, "It is done.")
+	}
+	want := llm.ToolResult{ToolUseID: "toolu_1", Content: []llm.Block{llm.Text{Text: "The slow work is done."}}}
+	if diff := cmp.Diff(want, res.History[2].Content[0]); diff != "" {
+		t.Errorf("the task call's result (-want +got):\n%s", diff)
+	}
+	ran, err := os.ReadFile(filepath.Join(dir, "ran"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(string(ran)); !sameCounts(got, []string{"second", "second"}) {
+		t.Errorf("tools ran %q, want second twice: once on each worker", got)
+	}
+	if n := len(e.api.Requests()); n != 4 {
+		t.Errorf("%d model requests, want 4: no turn asked twice", n)
+	}
+	// One child, which the new worker's replay found rather than started.
+	children := 0
+	it := e.c.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.GetStartChildWorkflowExecutionInitiatedEventAttributes() != nil {
+			children++
+		}
+	}
+	if children != 1 {
+		t.Errorf("%d child workflows started, want 1", children)
+	}
+	e.checkRequests(t)
 }
