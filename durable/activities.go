@@ -117,6 +117,7 @@ const (
 	activityTools     = "agentloop.Tools"
 	activityModelTurn = "agentloop.ModelTurn"
 	activityCallTool  = "agentloop.CallTool"
+	activityAllow     = "agentloop.Allow"
 )
 
 // Offer is what a worker offers a run, which records it once so that a
@@ -259,10 +260,8 @@ func classify(err error) error {
 // when its worker does.
 func (a *Activities) CallTool(ctx context.Context, call llm.ToolUse, approved bool) (ToolOutput, error) {
 	defer heartbeat(ctx)()
-	if a.cfg.Approve != nil {
-		if err := a.cfg.Approve(ctx, call, approved); err != nil {
-			return ToolOutput{ToolResult: notRun(call, "denied: "+err.Error())}, nil
-		}
+	if why, _ := a.Allow(ctx, call, approved); why != "" {
+		return ToolOutput{ToolResult: notRun(call, why)}, nil
 	}
 	began := time.Now()
 	res := a.otel.Tool(ctx, call, func(ctx context.Context) llm.ToolResult { return a.cfg.Registry.Start(ctx, call)() })
@@ -284,6 +283,18 @@ func (a *Activities) CallTool(ctx context.Context, call llm.ToolUse, approved bo
 		}
 	}
 	return out, nil
+}
+
+// Allow asks Config.Approve about a call, which a person approved if
+// approved: it returns why the call is denied, or "" if it may run. A task
+// call asks it before its child workflow starts.
+func (a *Activities) Allow(ctx context.Context, call llm.ToolUse, approved bool) (string, error) {
+	if a.cfg.Approve != nil {
+		if err := a.cfg.Approve(ctx, call, approved); err != nil {
+			return "denied: " + err.Error(), nil
+		}
+	}
+	return "", nil
 }
 
 // dataConverter is DataConverter(nil), which measures a payload as it goes

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/agentloop/agentloop/agent"
@@ -72,7 +73,7 @@ func (r *run) delegates(call llm.ToolUse) bool {
 // finds it rather than starting another. Its final text is the call's
 // result; a bad input, a failure or a limit is an is_error result that
 // says so. The child's usage and cost join the run's.
-func (r *run) delegate(ctx workflow.Context, call llm.ToolUse) ToolOutput {
+func (r *run) delegate(ctx workflow.Context, call llm.ToolUse, id string, approved bool) ToolOutput {
 	var in struct {
 		Prompt       string `json:"prompt"`
 		SubagentType string `json:"subagent_type"`
@@ -92,6 +93,18 @@ func (r *run) delegate(ctx workflow.Context, call llm.ToolUse) ToolOutput {
 		return ToolOutput{ToolResult: notRun(call, "the prompt is blank: give the agent its task, with everything it needs to know")}
 	}
 	a := r.agents[i]
+	// The worker's policy holds for the call, as for any other.
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{ActivityID: id, StartToCloseTimeout: r.in.ToolTimeout,
+		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: int32(r.in.ToolAttempts)}})
+	var why string
+	if err := workflow.ExecuteActivity(actx, activityAllow, call, approved).Get(ctx, &why); err != nil {
+		if ctx.Err() != nil {
+			return ToolOutput{ToolResult: notRun(call, "cancelled")}
+		}
+		return ToolOutput{ToolResult: toolFailure(call, false, err)}
+	} else if why != "" {
+		return ToolOutput{ToolResult: notRun(call, why)}
+	}
 	child := Input{Prompt: in.Prompt, Model: cmp.Or(a.Model, r.in.Model), MaxTokens: a.MaxTokens, System: a.System,
 		MaxIterations: a.MaxIterations, Effort: r.in.Effort, DisableCache: r.in.DisableCache, Heartbeat: r.in.Heartbeat,
 		ModelTimeout: r.in.ModelTimeout, ToolTimeout: r.in.ToolTimeout, ToolAttempts: r.in.ToolAttempts, Tools: []string{}}

@@ -57,7 +57,7 @@ func (rt runtime) Start(ctx context.Context, call llm.ToolUse) func() (llm.ToolR
 		}
 		var out ToolOutput
 		if r.delegates(call) {
-			out = r.delegate(c, call)
+			out = r.delegate(c, call, id, approved)
 		} else {
 			out = r.callTool(c, call, info, id, approved)
 		}

@@ -3,6 +3,7 @@ package servertest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,16 +109,25 @@ func TestSubagentChildWorkflow(t *testing.T) {
 }
 
 func TestSubagentBadCalls(t *testing.T) {
+	denyTask := func(ctx context.Context, call llm.ToolUse, approved bool) error {
+		if call.Name == subagent.ToolName {
+			return errors.New("no delegation here")
+		}
+		return nil
+	}
 	for _, tc := range []struct {
-		name, agent, prompt, want string
+		name, agent, prompt string
+		approve             func(context.Context, llm.ToolUse, bool) error
+		want                string
 	}{
-		{"unknown agent", "writer", "Write.", `unknown subagent_type "writer"; the agents are reviewer`},
-		{"blank prompt", "reviewer", " ", "the prompt is blank"},
+		{"unknown agent", "writer", "Write.", nil, `unknown subagent_type "writer"; the agents are reviewer`},
+		{"blank prompt", "reviewer", " ", nil, "the prompt is blank"},
+		{"denied by the worker", "reviewer", "Review.", denyTask, "denied: no delegation here"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, taskCall("toolu_1", tc.agent, tc.prompt), anthropictest.NewStream().Text("Sorry.").Stop("end_turn"))
 			add, _ := adder()
-			e.worker(t, "q", Config{Agents: []subagent.Agent{reviewer(t, add, "")}}, add)
+			e.worker(t, "q", Config{Agents: []subagent.Agent{reviewer(t, add, "")}, Approve: tc.approve}, add)
 			res := e.run(t, "sub", "q", Input{Prompt: "Delegate."})
 			got, _ := res.History[2].Content[0].(llm.ToolResult)
 			if !got.IsError || !strings.Contains(llm.TextOf(got.Content), tc.want) {
@@ -127,6 +137,26 @@ func TestSubagentBadCalls(t *testing.T) {
 				t.Errorf("%d model requests, want 2: no child ran", n)
 			}
 		})
+	}
+}
+
+// TestSubagentLimit: a child that hits its iteration limit gives an
+// is_error result that says so, with its last text.
+func TestSubagentLimit(t *testing.T) {
+	e := newEnv(t,
+		taskCall("toolu_1", "reviewer", "Review."),
+		anthropictest.NewStream().Text("Adding first.").ToolUse("toolu_2", "add", `{"a":1,"b":2}`).Stop("tool_use"),
+		anthropictest.NewStream().Text("It failed.").Stop("end_turn"),
+	)
+	add, _ := adder()
+	sub := reviewer(t, add, "")
+	sub.Config.MaxIterations = 1
+	e.worker(t, "q", Config{Agents: []subagent.Agent{sub}}, add)
+	res := e.run(t, "sub", "q", Input{Prompt: "Delegate."})
+	got, _ := res.History[2].Content[0].(llm.ToolResult)
+	want := `agent "reviewer" stopped without a final answer: iteration_limit; its last text:` + "\n\nAdding first."
+	if !got.IsError || llm.TextOf(got.Content) != want {
+		t.Errorf("result = %+v, want an is_error result %q", got, want)
 	}
 }
 
