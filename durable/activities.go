@@ -130,7 +130,7 @@ type Offer struct {
 	Agents []AgentInfo `json:"agents,omitempty"`
 }
 
-// Tools describes the worker's tools and its system prompt.
+// Tools describes the worker's tools, its subagents and its system prompt.
 func (a *Activities) Tools(ctx context.Context) (Offer, error) {
 	specs := a.cfg.Registry.Specs()
 	var infos []ToolInfo

@@ -126,7 +126,7 @@ func (r *run) delegate(ctx workflow.Context, call llm.ToolUse, id string, approv
 	var res Result
 	err := workflow.ExecuteChildWorkflow(cctx, WorkflowName, child).Get(ctx, &res)
 	took := workflow.Now(ctx).Sub(began)
-	r.sub.Usage, r.sub.CostUSD = r.sub.Usage.Add(res.Usage), r.sub.CostUSD+res.CostUSD
+	r.subUsage, r.subCost = r.subUsage.Add(res.Usage), r.subCost+res.CostUSD
 	switch {
 	case ctx.Err() != nil:
 		return ToolOutput{ToolResult: notRun(call, "cancelled")}

@@ -141,11 +141,13 @@ type Resume struct {
 	Iteration int        `json:"iteration"`
 	Usage     llm.Usage  `json:"usage"`
 	Tools     []ToolInfo `json:"tools"`
-	// Agents are the worker's subagents, and Sub what their runs used.
-	Agents  []AgentInfo `json:"agents,omitempty"`
-	Sub     spent       `json:"sub"`
-	Started time.Time   `json:"started"`
-	Runs    int         `json:"runs"`
+	// Agents are the worker's subagents, and SubUsage and SubCostUSD
+	// what their runs used so far.
+	Agents     []AgentInfo `json:"agents,omitempty"`
+	SubUsage   llm.Usage   `json:"sub_usage"`
+	SubCostUSD float64     `json:"sub_cost_usd,omitempty"`
+	Started    time.Time   `json:"started"`
+	Runs       int         `json:"runs"`
 	// Prefix names the first messages of History as the previous run's
 	// last model request sent them, for the next turn to name.
 	Prefix *Prefix `json:"prefix,omitempty"`

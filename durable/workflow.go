@@ -42,9 +42,10 @@ type run struct {
 	before   []llm.Message // the history before the run, for a failed run
 	tools    []ToolInfo
 	agents   []AgentInfo // the worker's subagents, for the task tool
-	sub      spent       // by the child workflows of the run's task calls
-	base     progress    // of the workflow runs before this one
-	started  time.Time   // when the first workflow run started
+	subUsage llm.Usage   // of the child workflows of the run's task calls
+	subCost  float64
+	base     progress  // of the workflow runs before this one
+	started  time.Time // when the first workflow run started
 	runs     int
 	waiting  []*approval     // calls waiting for a decision, in the order they came
 	approved map[string]bool // calls a person allowed, by id
@@ -63,13 +64,6 @@ type run struct {
 type progress struct {
 	Iteration int
 	Usage     llm.Usage
-}
-
-// spent is what runs that are not the agent's own, such as subagents
-// used.
-type spent struct {
-	Usage   llm.Usage `json:"usage"`
-	CostUSD float64   `json:"cost_usd"`
 }
 
 // An approval is a call that waits for a [Decision].
@@ -107,7 +101,7 @@ func start(ctx workflow.Context, in Input) (*run, error) {
 	}
 	if res := in.Resume; res != nil {
 		r.before, r.base, r.tools, r.started, r.runs = res.Before, progress{res.Iteration, res.Usage}, res.Tools, res.Started, res.Runs
-		r.agents, r.sub = res.Agents, res.Sub
+		r.agents, r.subUsage, r.subCost = res.Agents, res.SubUsage, res.SubCostUSD
 		msgs := r.h.Messages()
 		if r.before == nil {
 			r.before = msgs[:min(res.BeforeLen, len(msgs))]
@@ -292,7 +286,7 @@ func (r *run) finish(res agent.Result, err error) (Result, error) {
 	case res.State == agent.Cancelled:
 		err = nil
 	}
-	res.Usage, res.CostUSD = res.Usage.Add(r.sub.Usage), res.CostUSD+r.sub.CostUSD
+	res.Usage, res.CostUSD = res.Usage.Add(r.subUsage), res.CostUSD+r.subCost
 	r.drain()
 	r.publish(Event{Done: res.State})
 	if err := r.closeStream(); err != nil {
@@ -320,7 +314,7 @@ func (r *run) continueAsNew(res agent.Result) error {
 	next := r.in
 	next.History = nil
 	next.Resume = &Resume{History: carried.Bytes(), Iteration: res.Iterations, Usage: res.Usage,
-		Tools: r.tools, Agents: r.agents, Sub: r.sub, Started: r.started, Runs: r.runs + 1, Seq: r.ev.seq}
+		Tools: r.tools, Agents: r.agents, SubUsage: r.subUsage, SubCostUSD: r.subCost, Started: r.started, Runs: r.runs + 1, Seq: r.ev.seq}
 	if r.watched() {
 		// For a watcher that has not read them yet. Unwatched, a run's
 		// events are its own: a reader that comes later reads the last
