@@ -234,3 +234,38 @@ func TestSubagentWorkerKilled(t *testing.T) {
 	}
 	e.checkRequests(t)
 }
+
+// TestSubagentContinueAsNew: a run that continues as new between two
+// delegations keeps its subagents and counts both children's tokens.
+func TestSubagentContinueAsNew(t *testing.T) {
+	e := newEnv(t,
+		taskCall("toolu_1", "reviewer", "Review a.go."),
+		anthropictest.NewStream().Text("a.go is fine.").Stop("end_turn"),
+		taskCall("toolu_2", "reviewer", "Review b.go."),
+		anthropictest.NewStream().Text("b.go is fine.").Stop("end_turn"),
+		anthropictest.NewStream().Text("Both are fine.").Stop("end_turn"),
+	)
+	add, _ := adder()
+	e.worker(t, "q", Config{Agents: []subagent.Agent{reviewer(t, add, "")}}, add)
+	res := e.run(t, "sub", "q", Input{Prompt: "Have a.go and b.go reviewed.", TurnsPerRun: 1})
+
+	if res.Text != "Both are fine." || res.Runs != 3 {
+		t.Errorf("result = %+v (%d runs), want the final answer after 3 runs", res.Result, res.Runs)
+	}
+	var got []string
+	for _, m := range res.History {
+		for _, b := range m.Content {
+			if r, ok := b.(llm.ToolResult); ok {
+				got = append(got, llm.TextOf(r.Content))
+			}
+		}
+	}
+	if diff := cmp.Diff([]string{"a.go is fine.", "b.go is fine."}, got); diff != "" {
+		t.Errorf("the task calls' results (-want +got):\n%s", diff)
+	}
+	// Five turns of 10 input tokens each, two of them the children's.
+	if res.Usage.InputTokens != 50 {
+		t.Errorf("usage = %+v, want five turns' input tokens", res.Usage)
+	}
+	e.checkRequests(t)
+}
