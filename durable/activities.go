@@ -64,8 +64,9 @@ type Config struct {
 	// parent does; the call's result is its final text, and its usage and
 	// cost join the parent's Result. Its tools are the worker's tools of
 	// their names, less any that wait for a person's approval in the
-	// parent (Input.Approve). Its Model is the worker's, its Hooks and
-	// Observer unused. Default none.
+	// parent (Input.Approve). What is left of the parent's MaxDuration,
+	// MaxTotalTokens and MaxCostUSD bounds it. Its Model is the worker's,
+	// its Hooks and Observer unused. Default none.
 	Agents []subagent.Agent
 }
 

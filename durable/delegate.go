@@ -111,6 +111,20 @@ func (r *run) delegate(ctx workflow.Context, call llm.ToolUse, id string, approv
 	if a.Model == "" {
 		child.MaxTokens, child.Thinking, child.ContextLimit = r.in.MaxTokens, r.in.Thinking, r.in.ContextLimit
 	}
+	// What is left of the run's limits bounds the child; 0 would be none.
+	if d := r.in.MaxDuration; d > 0 {
+		child.MaxDuration = d - workflow.Now(ctx).Sub(r.started)
+	}
+	if n := r.in.MaxTotalTokens; n > 0 {
+		child.MaxTotalTokens = n - r.total.Context() - r.subUsage.Context()
+	}
+	if c := r.in.MaxCostUSD; c > 0 {
+		child.MaxCostUSD = c - r.cost(r.total) - r.subCost
+	}
+	if r.in.MaxDuration > 0 && child.MaxDuration <= 0 || r.in.MaxTotalTokens > 0 && child.MaxTotalTokens <= 0 ||
+		r.in.MaxCostUSD > 0 && child.MaxCostUSD <= 0 {
+		return ToolOutput{ToolResult: notRun(call, "not run: the run has used up its time, tokens or budget")}
+	}
 	// Nobody watches a child to approve its calls: it gets none of the
 	// tools whose calls wait for a person.
 	for _, t := range r.tools {

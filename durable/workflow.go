@@ -42,6 +42,7 @@ type run struct {
 	before   []llm.Message // the history before the run, for a failed run
 	tools    []ToolInfo
 	agents   []AgentInfo // the worker's subagents, for the task tool
+	total    llm.Usage   // the run's own, as its last UsageUpdate said
 	subUsage llm.Usage   // of the child workflows of the run's task calls
 	subCost  float64
 	base     progress  // of the workflow runs before this one
@@ -101,7 +102,7 @@ func start(ctx workflow.Context, in Input) (*run, error) {
 	}
 	if res := in.Resume; res != nil {
 		r.before, r.base, r.tools, r.started, r.runs = res.Before, progress{res.Iteration, res.Usage}, res.Tools, res.Started, res.Runs
-		r.agents, r.subUsage, r.subCost = res.Agents, res.SubUsage, res.SubCostUSD
+		r.agents, r.subUsage, r.subCost, r.total = res.Agents, res.SubUsage, res.SubCostUSD, res.Usage
 		msgs := r.h.Messages()
 		if r.before == nil {
 			r.before = msgs[:min(res.BeforeLen, len(msgs))]
@@ -263,6 +264,7 @@ func (r *run) observe(ev agent.Event) {
 			Duration: ev.Duration})
 	case agent.UsageUpdate:
 		ev.Total = r.base.Usage.Add(ev.Total)
+		r.total = ev.Total
 		ev.CostUSD = r.cost(ev.Total)
 		r.publish(Event{Usage: &ev})
 	case agent.Compacted:

@@ -269,3 +269,39 @@ func TestSubagentContinueAsNew(t *testing.T) {
 	}
 	e.checkRequests(t)
 }
+
+// TestSubagentParentLimits: what is left of the run's token limit bounds
+// its child, and a run with nothing left starts none.
+func TestSubagentParentLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		max      int64
+		requests int
+		want     string
+	}{
+		// Each turn uses 10 input tokens and a few output ones: at 20,
+		// the child has less than a turn's left after its first; at 11,
+		// the parent's first turn uses it all, and the parent stops too.
+		{"the child stops at what is left", 20, 3, `agent "reviewer" stopped without a final answer: token_limit`},
+		{"nothing left", 11, 1, "not run: the run has used up its time, tokens or budget"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t,
+				taskCall("toolu_1", "reviewer", "Review."),
+				anthropictest.NewStream().ToolUse("toolu_2", "add", `{"a":1,"b":2}`).Stop("tool_use"),
+				anthropictest.NewStream().Text("Stopped.").Stop("end_turn"),
+				anthropictest.NewStream().Text("Unused.").Stop("end_turn"),
+			)
+			add, _ := adder()
+			e.worker(t, "q", Config{Agents: []subagent.Agent{reviewer(t, add, "")}}, add)
+			res := e.run(t, "sub", "q", Input{Prompt: "Delegate.", MaxTotalTokens: tc.max})
+			got, _ := res.History[2].Content[0].(llm.ToolResult)
+			if !got.IsError || !strings.HasPrefix(llm.TextOf(got.Content), tc.want) {
+				t.Errorf("result = %+v, want an is_error result %q", got, tc.want)
+			}
+			if n := len(e.api.Requests()); n != tc.requests {
+				t.Errorf("%d model requests, want %d", n, tc.requests)
+			}
+		})
+	}
+}
