@@ -305,3 +305,45 @@ func TestSubagentParentLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestSubagentCancelled: cancelling a run while its child's tool runs
+// cancels the child too; the task call is answered as cancelled.
+func TestSubagentCancelled(t *testing.T) {
+	e := newEnv(t,
+		taskCall("toolu_1", "reviewer", "Wait."),
+		anthropictest.NewStream().ToolUse("toolu_2", "wait", `{}`).Stop("tool_use"),
+	)
+	started := make(chan struct{})
+	wait := tool.Must(tool.New("wait", "waits until cancelled", func(ctx context.Context, _ none) (string, error) {
+		close(started)
+		<-ctx.Done()
+		return "", ctx.Err()
+	}))
+	e.worker(t, "q", Config{Agents: []subagent.Agent{reviewer(t, wait, "")}}, wait)
+	const id = "sub-cancel"
+	wr, err := e.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: "q"},
+		WorkflowName, Input{Prompt: "Delegate.", Heartbeat: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	waitEvent(t, e.c, id+"/task/toolu_1", completed("agentloop.ModelTurn"))
+	if err := e.c.CancelWorkflow(context.Background(), id, ""); err != nil {
+		t.Fatal(err)
+	}
+	var res Result
+	if err := wr.Get(context.Background(), &res); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := res.History[2].Content[0].(llm.ToolResult)
+	if res.State != agent.Cancelled || llm.TextOf(got.Content) != "cancelled" {
+		t.Errorf("state %s, task result %+v; want cancelled, and the call answered as cancelled", res.State, got)
+	}
+	child, err := e.c.DescribeWorkflowExecution(context.Background(), id+"/task/toolu_1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := child.WorkflowExecutionInfo.Status; s == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		t.Errorf("the child is %s after its parent was cancelled", s)
+	}
+}
