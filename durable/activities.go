@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/subagent"
 	"github.com/agentloop/agentloop/telemetry"
 	"github.com/agentloop/agentloop/tool"
 )
@@ -55,6 +56,18 @@ type Config struct {
 	// cross Temporal: the model gets an is_error result saying so, and the
 	// call is not retried. Default nil.
 	BlobStore BlobStore
+	// Agents are subagents that a run may give tasks to with the task tool
+	// (package subagent), offered beside the Registry's tools and instead
+	// of any task tool of its own. Each call runs the agent as a child
+	// workflow (Input.Tools its tools, its Config.System, its model, the
+	// run's other settings), so that it survives a worker's death as its
+	// parent does; the call's result is its final text, and its usage and
+	// cost join the parent's Result. Its tools are the worker's tools of
+	// their names, less any that wait for a person's approval in the
+	// parent (Input.Approve). What is left of the parent's MaxDuration,
+	// MaxTotalTokens and MaxCostUSD bounds it. Its Model is the worker's,
+	// its Hooks and Observer unused. Default none.
+	Agents []subagent.Agent
 }
 
 // PayloadLimit is the largest encoded tool result a run carries without a
@@ -74,6 +87,8 @@ const (
 // [Register].
 type Activities struct {
 	cfg   Config
+	task  llm.ToolSpec // of Config.Agents
+	infos []AgentInfo
 	otel  *telemetry.Telemetry
 	convs conversations
 }
@@ -86,8 +101,15 @@ func Register(w worker.Registry, cfg Config) error {
 	if cfg.Registry == nil {
 		cfg.Registry = tool.NewRegistry(tool.Config{})
 	}
+	a := &Activities{cfg: cfg, otel: telemetry.New(cfg.Telemetry)}
+	if len(cfg.Agents) > 0 {
+		var err error
+		if a.task, a.infos, err = agentInfos(cfg.Agents); err != nil {
+			return err
+		}
+	}
 	w.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
-	w.RegisterActivityWithOptions(&Activities{cfg: cfg, otel: telemetry.New(cfg.Telemetry)}, activity.RegisterOptions{Name: "agentloop."})
+	w.RegisterActivityWithOptions(a, activity.RegisterOptions{Name: "agentloop."})
 	return nil
 }
 
@@ -96,6 +118,7 @@ const (
 	activityTools     = "agentloop.Tools"
 	activityModelTurn = "agentloop.ModelTurn"
 	activityCallTool  = "agentloop.CallTool"
+	activityAllow     = "agentloop.Allow"
 )
 
 // Offer is what a worker offers a run, which records it once so that a
@@ -104,20 +127,28 @@ type Offer struct {
 	Tools []ToolInfo `json:"tools"`
 	// System is Config.System.
 	System string `json:"system,omitempty"`
+	// Agents are Config.Agents, whose task tool is among Tools.
+	Agents []AgentInfo `json:"agents,omitempty"`
 }
 
-// Tools describes the worker's tools and its system prompt.
+// Tools describes the worker's tools, its subagents and its system prompt.
 func (a *Activities) Tools(ctx context.Context) (Offer, error) {
 	specs := a.cfg.Registry.Specs()
-	infos := make([]ToolInfo, len(specs))
-	for i, s := range specs {
-		t, _ := a.cfg.Registry.Lookup(s.Name)
-		infos[i] = ToolInfo{Spec: s, AtMostOnce: slices.Contains(a.cfg.AtMostOnce, s.Name)}
-		if t != nil {
-			infos[i].Sequential, infos[i].Queue = t.Sequential, t.Queue
+	var infos []ToolInfo
+	for _, s := range specs {
+		if a.infos != nil && s.Name == subagent.ToolName {
+			continue // the child workflows' task tool stands for it
 		}
+		info := ToolInfo{Spec: s, AtMostOnce: slices.Contains(a.cfg.AtMostOnce, s.Name)}
+		if t, _ := a.cfg.Registry.Lookup(s.Name); t != nil {
+			info.Sequential, info.Queue = t.Sequential, t.Queue
+		}
+		infos = append(infos, info)
 	}
-	return Offer{Tools: infos, System: a.cfg.System}, nil
+	if a.infos != nil {
+		infos = append(infos, ToolInfo{Spec: a.task})
+	}
+	return Offer{Tools: infos, System: a.cfg.System, Agents: a.infos}, nil
 }
 
 // ModelTurn streams one model turn and returns it assembled.
@@ -230,10 +261,8 @@ func classify(err error) error {
 // when its worker does.
 func (a *Activities) CallTool(ctx context.Context, call llm.ToolUse, approved bool) (ToolOutput, error) {
 	defer heartbeat(ctx)()
-	if a.cfg.Approve != nil {
-		if err := a.cfg.Approve(ctx, call, approved); err != nil {
-			return ToolOutput{ToolResult: notRun(call, "denied: "+err.Error())}, nil
-		}
+	if why, _ := a.Allow(ctx, call, approved); why != "" {
+		return ToolOutput{ToolResult: notRun(call, why)}, nil
 	}
 	began := time.Now()
 	res := a.otel.Tool(ctx, call, func(ctx context.Context) llm.ToolResult { return a.cfg.Registry.Start(ctx, call)() })
@@ -255,6 +284,18 @@ func (a *Activities) CallTool(ctx context.Context, call llm.ToolUse, approved bo
 		}
 	}
 	return out, nil
+}
+
+// Allow asks Config.Approve about a call, which a person approved if
+// approved: it returns why the call is denied, or "" if it may run. A task
+// call asks it before its child workflow starts.
+func (a *Activities) Allow(ctx context.Context, call llm.ToolUse, approved bool) (string, error) {
+	if a.cfg.Approve != nil {
+		if err := a.cfg.Approve(ctx, call, approved); err != nil {
+			return "denied: " + err.Error(), nil
+		}
+	}
+	return "", nil
 }
 
 // dataConverter is DataConverter(nil), which measures a payload as it goes

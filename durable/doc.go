@@ -21,6 +21,9 @@
 //     on another worker: tool calls are at-least-once. A tool named in
 //     [Config.AtMostOnce] is never retried; the model gets an is_error
 //     result instead.
+//   - A call of the task tool of [Config.Agents] (package subagent) is a
+//     child workflow: the subagent's own run of this workflow, which
+//     survives a worker's death as its parent does.
 //   - Everything else is agent's and memory's own code, run in the workflow,
 //     deterministically: the history with its rules, compaction (whose
 //     summary call is a ModelTurn activity), the limits, every stop reason,

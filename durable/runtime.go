@@ -28,7 +28,8 @@ func (rt runtime) Specs() []llm.ToolSpec {
 	return specs
 }
 
-// Start runs call as a CallTool activity, in parallel with the others,
+// Start runs call as a CallTool activity, or a call of the task tool as a
+// child workflow (delegate.go), in parallel with the others,
 // except that a Sequential tool's calls, and the calls of the tools of one
 // Queue, run one after another.
 func (rt runtime) Start(ctx context.Context, call llm.ToolUse) func() (llm.ToolResult, time.Duration) {
@@ -54,7 +55,12 @@ func (rt runtime) Start(ctx context.Context, call llm.ToolUse) func() (llm.ToolR
 		if prev != nil {
 			_ = prev.Get(c, nil) // a failed call still ends its turn
 		}
-		out := r.callTool(c, call, info, id, approved)
+		var out ToolOutput
+		if r.delegates(call) {
+			out = r.delegate(c, call, id, approved)
+		} else {
+			out = r.callTool(c, call, info, id, approved)
+		}
 		r.running--
 		set.Set(out, nil)
 	})

@@ -85,6 +85,10 @@ type Input struct {
 	// RepeatLimit is as in agent.Config: default 3, negative turns it off.
 	RepeatLimit int `json:"repeat_limit,omitempty"`
 
+	// Tools, if not nil, names the worker's tools the run may call, as a
+	// subagent's run does. Default nil: all of them.
+	Tools []string `json:"tools"`
+
 	// Approve names the tools whose calls wait for [Approve]; "*" names
 	// every tool. Default none.
 	Approve []string `json:"approve,omitempty"`
@@ -137,8 +141,13 @@ type Resume struct {
 	Iteration int        `json:"iteration"`
 	Usage     llm.Usage  `json:"usage"`
 	Tools     []ToolInfo `json:"tools"`
-	Started   time.Time  `json:"started"`
-	Runs      int        `json:"runs"`
+	// Agents are the worker's subagents, and SubUsage and SubCostUSD
+	// what their runs used so far.
+	Agents     []AgentInfo `json:"agents,omitempty"`
+	SubUsage   llm.Usage   `json:"sub_usage"`
+	SubCostUSD float64     `json:"sub_cost_usd,omitempty"`
+	Started    time.Time   `json:"started"`
+	Runs       int         `json:"runs"`
 	// Prefix names the first messages of History as the previous run's
 	// last model request sent them, for the next turn to name.
 	Prefix *Prefix `json:"prefix,omitempty"`

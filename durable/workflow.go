@@ -41,6 +41,10 @@ type run struct {
 	h        *memory.History
 	before   []llm.Message // the history before the run, for a failed run
 	tools    []ToolInfo
+	agents   []AgentInfo // the worker's subagents, for the task tool
+	total    llm.Usage   // the run's own, as its last UsageUpdate said
+	subUsage llm.Usage   // of the child workflows of the run's task calls
+	subCost  float64
 	base     progress  // of the workflow runs before this one
 	started  time.Time // when the first workflow run started
 	runs     int
@@ -98,6 +102,7 @@ func start(ctx workflow.Context, in Input) (*run, error) {
 	}
 	if res := in.Resume; res != nil {
 		r.before, r.base, r.tools, r.started, r.runs = res.Before, progress{res.Iteration, res.Usage}, res.Tools, res.Started, res.Runs
+		r.agents, r.subUsage, r.subCost, r.total = res.Agents, res.SubUsage, res.SubCostUSD, res.Usage
 		msgs := r.h.Messages()
 		if r.before == nil {
 			r.before = msgs[:min(res.BeforeLen, len(msgs))]
@@ -116,7 +121,10 @@ func start(ctx workflow.Context, in Input) (*run, error) {
 	if err := workflow.ExecuteActivity(actx, activityTools).Get(ctx, &offer); err != nil {
 		return nil, err
 	}
-	r.tools = offer.Tools
+	r.tools, r.agents = offer.Tools, offer.Agents
+	if in.Tools != nil {
+		r.tools = slices.DeleteFunc(r.tools, func(t ToolInfo) bool { return !slices.Contains(in.Tools, t.Spec.Name) })
+	}
 	// And so for the runs it continues as, which are given r.in.
 	if r.in.System == "" {
 		r.in.System = offer.System
@@ -256,6 +264,7 @@ func (r *run) observe(ev agent.Event) {
 			Duration: ev.Duration})
 	case agent.UsageUpdate:
 		ev.Total = r.base.Usage.Add(ev.Total)
+		r.total = ev.Total
 		ev.CostUSD = r.cost(ev.Total)
 		r.publish(Event{Usage: &ev})
 	case agent.Compacted:
@@ -279,6 +288,7 @@ func (r *run) finish(res agent.Result, err error) (Result, error) {
 	case res.State == agent.Cancelled:
 		err = nil
 	}
+	res.Usage, res.CostUSD = res.Usage.Add(r.subUsage), res.CostUSD+r.subCost
 	r.drain()
 	r.publish(Event{Done: res.State})
 	if err := r.closeStream(); err != nil {
@@ -306,7 +316,7 @@ func (r *run) continueAsNew(res agent.Result) error {
 	next := r.in
 	next.History = nil
 	next.Resume = &Resume{History: carried.Bytes(), Iteration: res.Iterations, Usage: res.Usage,
-		Tools: r.tools, Started: r.started, Runs: r.runs + 1, Seq: r.ev.seq}
+		Tools: r.tools, Agents: r.agents, SubUsage: r.subUsage, SubCostUSD: r.subCost, Started: r.started, Runs: r.runs + 1, Seq: r.ev.seq}
 	if r.watched() {
 		// For a watcher that has not read them yet. Unwatched, a run's
 		// events are its own: a reader that comes later reads the last

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,6 +37,7 @@ const (
 	envBlobs     = "DURABLE_TEST_BLOBS" // the blob store
 	envQueue     = "DURABLE_TEST_QUEUE"
 	envOnce      = "DURABLE_TEST_AT_MOST_ONCE" // a tool for Config.AtMostOnce
+	envAgents    = "DURABLE_TEST_AGENTS"       // set: Config.Agents is crashAgents
 )
 
 func TestMain(m *testing.M) {
@@ -103,10 +105,89 @@ func childWorker() error {
 	if once := os.Getenv(envOnce); once != "" {
 		cfg.AtMostOnce = []string{once}
 	}
+	if os.Getenv(envAgents) != "" {
+		if cfg.Agents, err = crashAgents(reg); err != nil {
+			return err
+		}
+	}
 	if err := Register(w, cfg); err != nil {
 		return err
 	}
 	return w.Run(worker.InterruptCh())
+}
+
+// startWorker starts childWorker in a child process, on queue, with env
+// added to its environment. started is closed when its second tool starts;
+// kill kills it, and the test's end does if the test has not.
+func startWorker(t *testing.T, e *env, queue, dir string, env ...string) (started <-chan struct{}, kill func()) {
+	t.Helper()
+	// The child gets only what it needs: no secret of this process.
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append([]string{
+		envWorker + "=" + e.ts.GetFrontendHostPort(),
+		envNamespace + "=" + e.ts.GetDefaultNamespace(),
+		envAPI + "=" + e.api.URL,
+		envDir + "=" + dir,
+		envBlobs + "=" + string(e.store),
+		envQueue + "=" + queue,
+	}, env...)
+	child.Stderr = os.Stderr
+	stdout, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	kill = func() {
+		once.Do(func() {
+			if err := child.Process.Kill(); err != nil { // SIGKILL: no cleanup
+				t.Error(err)
+			}
+			child.Wait()
+		})
+	}
+	t.Cleanup(kill)
+	ch := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if sc.Text() == "second started" {
+				close(ch)
+				break
+			}
+		}
+		for sc.Scan() { // drain until the child exits
+		}
+	}()
+	return ch, kill
+}
+
+// newCrashWorker starts a worker in this process that takes over from a
+// killed one: the crash test's tools, which do not block, and the
+// subagent if withAgents.
+func newCrashWorker(t *testing.T, e *env, queue, dir string, withAgents bool) worker.Worker {
+	t.Helper()
+	reg := tool.NewRegistry(tool.Config{})
+	if err := reg.Register(crashTools(dir, false)...); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Model: llm.New(llm.Config{BaseURL: e.api.URL, MaxAttempts: 1}), Registry: reg}
+	if withAgents {
+		var err error
+		if cfg.Agents, err = crashAgents(reg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := worker.New(e.c, queue, testWorkerOptions())
+	if err := Register(w, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
 
 // waitEvent long-polls the history of workflow id until done returns true
@@ -217,46 +298,11 @@ func killMidTool(t *testing.T, e *env, queue string, atMostOnce bool, wantRan []
 		anthropictest.NewStream().Text("Both done.").Stop("end_turn"),
 	)
 	dir := t.TempDir()
-	// The child gets only what it needs: no secret of this process.
-	child := exec.Command(os.Args[0], "-test.run=^$")
-	child.Env = []string{
-		envWorker + "=" + e.ts.GetFrontendHostPort(),
-		envNamespace + "=" + e.ts.GetDefaultNamespace(),
-		envAPI + "=" + e.api.URL,
-		envDir + "=" + dir,
-		envBlobs + "=" + string(e.store),
-		envQueue + "=" + queue,
-	}
+	var extra []string
 	if atMostOnce {
-		child.Env = append(child.Env, envOnce+"=second")
+		extra = append(extra, envOnce+"=second")
 	}
-	child.Stderr = os.Stderr
-	stdout, err := child.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := false
-	defer func() {
-		if !exited {
-			child.Process.Kill()
-			child.Wait()
-		}
-	}()
-	started := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if sc.Text() == "second started" {
-				close(started)
-				break
-			}
-		}
-		for sc.Scan() { // drain until the child exits
-		}
-	}()
+	started, kill := startWorker(t, e, queue, dir, extra...)
 
 	c := e.c
 	wr, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: queue, TaskQueue: queue},
@@ -266,23 +312,8 @@ func killMidTool(t *testing.T, e *env, queue string, atMostOnce bool, wantRan []
 	}
 	waitEvent(t, c, queue, completed("/first/"))
 	<-started
-	if err := child.Process.Kill(); err != nil { // SIGKILL: no cleanup
-		t.Fatal(err)
-	}
-	child.Wait()
-	exited = true
-
-	reg := tool.NewRegistry(tool.Config{})
-	if err := reg.Register(crashTools(dir, false)...); err != nil {
-		t.Fatal(err)
-	}
-	w := worker.New(c, queue, testWorkerOptions())
-	if err := Register(w, Config{Model: llm.New(llm.Config{BaseURL: e.api.URL, MaxAttempts: 1}), Registry: reg}); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
+	kill()
+	w := newCrashWorker(t, e, queue, dir, false)
 	defer w.Stop()
 
 	var res Result

@@ -230,6 +230,11 @@ func (s *session) addAgents(o *options, reg *tool.Registry, client *llm.Client, 
 		cfg.Hooks = hooks
 		logger.Info("agentloop: subagent offered", "name", d.name, "from", d.source)
 		subs = append(subs, subagent.Agent{Name: d.name, Description: d.Description, Config: cfg, Done: s.transcripts.add})
+		if d.Model == "" || d.Model == "inherit" {
+			// A durable run brings its own model, which this one takes.
+			cfg.History = nil
+		}
+		s.workerAgents = append(s.workerAgents, subagent.Agent{Name: d.name, Description: d.Description, Config: cfg})
 	}
 	task, err := subagent.Tool(subs...)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -254,9 +255,25 @@ func TestAgentsDurable(t *testing.T) {
 	t.Chdir(t.TempDir())
 	h := newHarness(t)
 	f := &fakeDurable{}
-	h.runDurable(f, strings.NewReader(""), "worker", "--temporal", "x:1", "--tools", "files", "--agents", reviewerJSON).check(t, exitOK)
+	two := strings.TrimSuffix(reviewerJSON, "}") + `, "helper": {"description": "Helps.", "prompt": "You help."}}`
+	h.runDurable(f, strings.NewReader(""), "worker", "--temporal", "x:1", "--tools", "files", "--agents", two).check(t, exitOK)
 	if _, ok := f.worker.Registry.Lookup("task"); !ok {
 		t.Errorf("the worker does not offer the task tool")
+	}
+	// The child workflows' agents: the reviewer on its model, the helper
+	// on the model of the run that delegates to it, since it names none.
+	var got []string
+	for _, a := range f.worker.Agents {
+		model := "inherit"
+		if a.Config.History != nil {
+			model = a.Config.History.Config().Model
+		}
+		got = append(got, a.Name+" "+model)
+	}
+	haiku, _ := resolveModel("haiku")
+	slices.Sort(got)
+	if want := []string{"helper inherit", "reviewer " + haiku}; !slices.Equal(got, want) {
+		t.Errorf("the worker's agents = %q, want %q", got, want)
 	}
 	r := h.runDurable(f, strings.NewReader(""), "--temporal", "x:1", "--agents", reviewerJSON, "hi")
 	r.check(t, exitUsage)

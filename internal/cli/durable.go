@@ -23,6 +23,7 @@ import (
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/subagent"
 	"github.com/agentloop/agentloop/telemetry"
 	"github.com/agentloop/agentloop/tool"
 	"github.com/agentloop/agentloop/tools/permission"
@@ -93,6 +94,10 @@ type Worker struct {
 	System string
 	// AtMostOnce names the tools a worker's death must not run twice.
 	AtMostOnce []string
+	// Agents are the subagents of --agents and the agent files, whose
+	// runs are child workflows (durable.Config.Agents). One that names no
+	// model has no History here: it takes its parent run's model.
+	Agents []subagent.Agent
 }
 
 // Prompt is one prompt of a durable session, with the limits of the flags.
@@ -370,7 +375,7 @@ func (c *cli) serve(ctx context.Context, o *options, t Temporal, stdout, stderr 
 		return nil
 	}
 	err = c.durable.Serve(ctx, t, Worker{Model: client, Registry: s.cfg.Registry, Approve: approve,
-		System: s.cfg.System, AtMostOnce: o.durable.atMostOnce})
+		System: s.cfg.System, AtMostOnce: o.durable.atMostOnce, Agents: s.workerAgents})
 	if ctx.Err() != nil {
 		return nil // stopped on purpose
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/mcptool"
 	"github.com/agentloop/agentloop/memory"
+	"github.com/agentloop/agentloop/subagent"
 	"github.com/agentloop/agentloop/telemetry"
 	"github.com/agentloop/agentloop/tool"
 	"github.com/agentloop/agentloop/tools/shell"
@@ -264,6 +265,9 @@ type session struct {
 	secrets       []string
 	// transcripts are the subagents' of the current run (agents.go).
 	transcripts *transcripts
+	// workerAgents are the subagents as a durable worker offers them
+	// (Worker.Agents).
+	workerAgents []subagent.Agent
 
 	// Totals over the session's runs, for /usage.
 	usage   llm.Usage

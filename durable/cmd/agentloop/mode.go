@@ -73,7 +73,7 @@ func (mode) Serve(ctx context.Context, t cli.Temporal, w cli.Worker) error {
 		store = durable.DirStore(t.Blobs)
 	}
 	if err := durable.Register(wk, durable.Config{Model: w.Model, Registry: w.Registry, Approve: w.Approve,
-		System: w.System, AtMostOnce: w.AtMostOnce, Telemetry: t.Telemetry, BlobStore: store}); err != nil {
+		System: w.System, AtMostOnce: w.AtMostOnce, Agents: w.Agents, Telemetry: t.Telemetry, BlobStore: store}); err != nil {
 		return err
 	}
 	stop := make(chan any)
