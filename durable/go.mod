@@ -2,10 +2,8 @@ module github.com/agentloop/agentloop/durable
 
 go 1.26.8
 
-replace github.com/agentloop/agentloop => ../
-
 require (
-	github.com/agentloop/agentloop v0.0.0-00010101000000-000000000000
+	github.com/agentloop/agentloop v0.1.0
 	github.com/google/jsonschema-go v0.4.3
 	go.opentelemetry.io/otel v1.46.0
 	go.opentelemetry.io/otel/trace v1.46.0

@@ -2,14 +2,9 @@ module github.com/agentloop/agentloop/durable/servertest
 
 go 1.26.8
 
-replace (
-	github.com/agentloop/agentloop => ../../
-	github.com/agentloop/agentloop/durable => ../
-)
-
 require (
-	github.com/agentloop/agentloop v0.0.0-00010101000000-000000000000
-	github.com/agentloop/agentloop/durable v0.0.0-00010101000000-000000000000
+	github.com/agentloop/agentloop v0.1.0
+	github.com/agentloop/agentloop/durable v0.1.0
 	github.com/google/go-cmp v0.7.0
 	github.com/google/jsonschema-go v0.4.3
 	go.opentelemetry.io/otel/sdk v1.46.0
