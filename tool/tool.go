@@ -44,7 +44,6 @@ type Tool struct {
 	spec        llm.ToolSpec
 	schema      *jsonschema.Resolved // nil for a raw schema the validator cannot use,
 	unvalidated error                // and why (see NewRaw)
-	split       bool                 // the schema's $refs are to its definitions: problems may walk it
 	handler     func(ctx context.Context, input json.RawMessage) (llm.ToolResult, error)
 }
 
@@ -154,20 +153,7 @@ func newTool(name, description string, schema json.RawMessage, nilFn bool, handl
 	if err != nil {
 		t.schema, t.unvalidated = nil, fmt.Errorf("the validator cannot use the schema: %w", err)
 	}
-	// problems checks the parts of an input one by one, against the parts of
-	// the schema with its definitions: a $ref elsewhere would point out of them.
-	t.split = splittable(schema)
 	return t, nil
-}
-
-// splittable reports whether [problems] may walk schema: whether its $refs
-// are all to its own definitions.
-func splittable(schema []byte) bool {
-	split := !bytes.Contains(schema, []byte(`"$dynamicRef"`))
-	for _, ref := range refPattern.FindAllSubmatch(schema, -1) {
-		split = split && (bytes.HasPrefix(ref[1], []byte("#/$defs/")) || bytes.HasPrefix(ref[1], []byte("#/definitions/")))
-	}
-	return split
 }
 
 // Spec returns the tool's description for the model, to send in
@@ -218,27 +204,34 @@ func prepare(t *Tool, input json.RawMessage) (json.RawMessage, error) {
 	if _, ok := v.(map[string]any); !ok {
 		return nil, fmt.Errorf("invalid input for tool %q: the input must be a JSON object, got %.40s", t.spec.Name, bytes.TrimSpace(input))
 	}
-	if t.schema == nil || t.schema.Validate(v) == nil {
+	if t.schema == nil {
 		return input, nil
 	}
-	ps := report(t.schema, t.split, v)
-	msg := ps[0]
-	if len(ps) > 1 {
-		msg = fmt.Sprintf("%d problems:\n- %s", len(ps), strings.Join(ps, "\n- "))
+	switch ps := report(t.schema, v); len(ps) {
+	case 0:
+		return input, nil
+	case 1:
+		return nil, fmt.Errorf("invalid input for tool %q: %s", t.spec.Name, ps[0])
+	default:
+		return nil, fmt.Errorf("invalid input for tool %q: %d problems:\n- %s", t.spec.Name, len(ps), strings.Join(ps, "\n- "))
 	}
-	return nil, fmt.Errorf("invalid input for tool %q: %s", t.spec.Name, msg)
 }
 
-// report returns each way v breaks schema s, sorted, assuming one; split
-// says whether [problems] may walk s.
-func report(s *jsonschema.Resolved, split bool, v any) []string {
-	var ps []string
-	if split {
-		ps = problems(v, s.Schema(), s.Schema(), "", nil)
-	} else {
-		ps = []string{violation("", s.Validate(v))}
+// report returns each way v breaks s, sorted; none if v is valid. The
+// validator stops at the first, so [problems] walks v part by part, against
+// the parts of s with its definitions, if s's $refs are all to them: one
+// elsewhere would point out of the part.
+func report(s *jsonschema.Resolved, v any) []string {
+	err := s.Validate(v)
+	if err == nil {
+		return nil
 	}
-	return slices.Compact(slices.Sorted(slices.Values(ps)))
+	raw, _ := json.Marshal(s.Schema()) // compact: "$ref":"…"
+	local := bytes.Count(raw, []byte(`"$ref":"#/$defs/`)) + bytes.Count(raw, []byte(`"$ref":"#/definitions/`))
+	if bytes.Contains(raw, []byte(`"$dynamicRef"`)) || bytes.Count(raw, []byte(`"$ref":`)) != local {
+		return []string{violation("", err)}
+	}
+	return slices.Compact(slices.Sorted(slices.Values(problems(v, s.Schema(), s.Schema(), "", nil))))
 }
 
 // Violations checks data, JSON the model wrote other than a tool's input
@@ -250,11 +243,7 @@ func Violations(schema *jsonschema.Resolved, data []byte) []string {
 	if err := json2.Unmarshal(data, &v, v1); err != nil {
 		return []string{"not valid JSON: " + err.Error()}
 	}
-	if schema.Validate(v) == nil {
-		return nil
-	}
-	raw, _ := json.Marshal(schema.Schema())
-	return report(schema, splittable(raw), v)
+	return report(schema, v)
 }
 
 // unreadable words why input could not be decoded: not JSON, or a value
@@ -267,9 +256,8 @@ func unreadable(err error) string {
 }
 
 var (
-	namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`) // the Messages API's rule for tool names
-	v1          = jsonv1.DefaultOptionsV1()                   // encoding/json's grammar and errors, json/v2's speed
-	refPattern  = regexp.MustCompile(`"\$ref"\s*:\s*"([^"]*)"`)
+	namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)            // the Messages API's rule for tool names
+	v1          = jsonv1.DefaultOptionsV1()                              // encoding/json's grammar and errors, json/v2's speed
 	number      = regexp.MustCompile(`(\d)/1\b|(\.\d*[1-9])0+\b|\.0+\b`) // the zeros a bound's number is printed with
 )
 
