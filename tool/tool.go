@@ -274,10 +274,8 @@ func problems(v any, s, root *jsonschema.Schema, at string, out []string) []stri
 		return append(out, field(at)+fmt.Sprintf("got %s, want %s", got, strings.Join(want, " or ")))
 	}
 	if !shapeOnly(s) {
-		part := *s
-		if s != root {
-			part.Defs, part.Definitions = root.Defs, root.Definitions
-		}
+		part := *s // read in root's draft, with its definitions
+		part.Schema, part.Defs, part.Definitions = root.Schema, root.Defs, root.Definitions
 		rs, err := part.Resolve(nil)
 		if err == nil {
 			err = rs.Validate(v)
