@@ -2,6 +2,7 @@ package tool
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -128,16 +129,12 @@ func newTool(name, description string, schema json.RawMessage, nilFn bool, handl
 	if !namePattern.MatchString(name) {
 		return nil, fmt.Errorf("tool %q: invalid name: the API requires 1 to 64 letters, digits, '_' or '-' (%s)", name, namePattern)
 	}
-	var top map[string]any
+	var top map[string]json.RawMessage
 	if json.Unmarshal(schema, &top) != nil || top == nil {
 		return nil, fmt.Errorf("tool %q: the input schema is not a JSON schema object: %.40s", name, schema)
 	}
-	if typ, ok := top["type"]; typ != "object" {
-		b, _ := json.Marshal(typ)
-		if !ok {
-			b = []byte("none")
-		}
-		return nil, fmt.Errorf("tool %q: the input schema must have type \"object\", not %s (with New, make In a struct)", name, b)
+	if typ := cmp.Or(string(top["type"]), "none"); typ != `"object"` {
+		return nil, fmt.Errorf("tool %q: the input schema must have type \"object\", not %s (with New, make In a struct)", name, typ)
 	}
 	t := &Tool{spec: llm.ToolSpec{Name: name, Description: description, InputSchema: schema}, handler: handler}
 	// Resolve loads nothing: a $ref to a file or a URL fails.
@@ -267,7 +264,11 @@ var (
 // it and shapes its members is checked member by member, and each member's
 // own problem is reported.
 func problems(v any, s, root *jsonschema.Schema, at string, out []string) []string {
-	if got, want := typeOf(v), types(s); len(want) > 0 && !slices.Contains(want, got) && !(got == "integer" && slices.Contains(want, "number")) {
+	want := s.Types // the JSON types s allows; none means any
+	if s.Type != "" {
+		want = []string{s.Type}
+	}
+	if got := typeOf(v); len(want) > 0 && !slices.Contains(want, got) && !(got == "integer" && slices.Contains(want, "number")) {
 		if got == "integer" {
 			got = "number" // as the model wrote it; integer is what a number may be
 		}
@@ -333,14 +334,6 @@ func shapeOnly(s *jsonschema.Schema) bool {
 // isFalse reports whether s is the schema false, which nothing matches.
 func isFalse(s *jsonschema.Schema) bool {
 	return s != nil && s.Not != nil && reflect.ValueOf(*s.Not).IsZero()
-}
-
-// types is the JSON types s allows; none means any.
-func types(s *jsonschema.Schema) []string {
-	if s.Type != "" {
-		return []string{s.Type}
-	}
-	return s.Types
 }
 
 // typeOf names the JSON type of v, a value as json/v2 decodes into any.
