@@ -225,10 +225,14 @@ func report(s *jsonschema.Resolved, v any) []string {
 	}
 	raw, _ := json.Marshal(s.Schema()) // compact: "$ref":"…"
 	local := bytes.Count(raw, []byte(`"$ref":"#/$defs/`)) + bytes.Count(raw, []byte(`"$ref":"#/definitions/`))
-	if bytes.Contains(raw, []byte(`"$dynamicRef"`)) || bytes.Count(raw, []byte(`"$ref":`)) != local {
+	var ps []string
+	if !bytes.Contains(raw, []byte(`"$dynamicRef"`)) && bytes.Count(raw, []byte(`"$ref":`)) == local {
+		ps = problems(v, s.Schema(), s.Schema(), "", nil)
+	}
+	if len(ps) == 0 { // not walked, or the walk missed what the validator found: never call v valid
 		return []string{violation("", err)}
 	}
-	return slices.Compact(slices.Sorted(slices.Values(problems(v, s.Schema(), s.Schema(), "", nil))))
+	return slices.Compact(slices.Sorted(slices.Values(ps)))
 }
 
 // Violations checks data, JSON the model wrote other than a tool's input
