@@ -28,7 +28,8 @@ func TestInputProblems(t *testing.T) {
 	}))
 	noop := func(ctx context.Context, input json.RawMessage) (llm.ToolResult, error) { return llm.ToolResult{}, nil }
 	draft7 := Must(NewRaw("draft7", "An older schema.", json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#",
-		"type":"object","properties":{"n":{"type":"integer","exclusiveMinimum":0},"s":{"type":"string","minLength":2},"p":{"pattern":"^a"}},"required":["n"]}`), noop))
+		"type":"object","properties":{"n":{"type":"integer","exclusiveMinimum":0},"s":{"type":"string","minLength":2},"p":{"pattern":"^a"},
+		"d":{"$ref":"#/definitions/d","maximum":1}},"required":["n"],"definitions":{"d":{"type":"integer"}}}`), noop))
 	// Refs to definitions are followed member by member; another ref (to
 	// the root) leaves only the validator's first problem to report.
 	ref := Must(NewRaw("ref", "Refs.", json.RawMessage(`{"type":"object","properties":{"a":{"$ref":"#/$defs/n"},"b":{"$ref":"#/$defs/n"}},
@@ -64,6 +65,8 @@ func TestInputProblems(t *testing.T) {
 			`invalid input for tool "draft7": 2 problems:` +
 				"\n- field \"n\": exclusiveMinimum: 0 is less than or equal to 0" +
 				"\n- field \"s\": minLength: \"x\" contains 1 Unicode code points, fewer than 2"},
+		{"draft-07 read in every part: $ref's siblings are ignored", "draft7", `{"n": 0, "d": 5}`,
+			`invalid input for tool "draft7": field "n": exclusiveMinimum: 0 is less than or equal to 0`},
 		{"refs to definitions", "ref", `{"a": "x", "b": 1.5}`,
 			`invalid input for tool "ref": 2 problems:` +
 				"\n- field \"a\": type: x has type \"string\", want \"integer\"" +

@@ -2,6 +2,7 @@ package tool
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -44,7 +45,6 @@ type Tool struct {
 	spec        llm.ToolSpec
 	schema      *jsonschema.Resolved // nil for a raw schema the validator cannot use,
 	unvalidated error                // and why (see NewRaw)
-	split       bool                 // the schema's $refs are to its definitions: problems may walk it
 	handler     func(ctx context.Context, input json.RawMessage) (llm.ToolResult, error)
 }
 
@@ -129,16 +129,12 @@ func newTool(name, description string, schema json.RawMessage, nilFn bool, handl
 	if !namePattern.MatchString(name) {
 		return nil, fmt.Errorf("tool %q: invalid name: the API requires 1 to 64 letters, digits, '_' or '-' (%s)", name, namePattern)
 	}
-	var top map[string]any
+	var top map[string]json.RawMessage
 	if json.Unmarshal(schema, &top) != nil || top == nil {
 		return nil, fmt.Errorf("tool %q: the input schema is not a JSON schema object: %.40s", name, schema)
 	}
-	if typ, ok := top["type"]; typ != "object" {
-		b, _ := json.Marshal(typ)
-		if !ok {
-			b = []byte("none")
-		}
-		return nil, fmt.Errorf("tool %q: the input schema must have type \"object\", not %s (with New, make In a struct)", name, b)
+	if typ := cmp.Or(string(top["type"]), "none"); typ != `"object"` {
+		return nil, fmt.Errorf("tool %q: the input schema must have type \"object\", not %s (with New, make In a struct)", name, typ)
 	}
 	t := &Tool{spec: llm.ToolSpec{Name: name, Description: description, InputSchema: schema}, handler: handler}
 	// Resolve loads nothing: a $ref to a file or a URL fails.
@@ -154,20 +150,7 @@ func newTool(name, description string, schema json.RawMessage, nilFn bool, handl
 	if err != nil {
 		t.schema, t.unvalidated = nil, fmt.Errorf("the validator cannot use the schema: %w", err)
 	}
-	// problems checks the parts of an input one by one, against the parts of
-	// the schema with its definitions: a $ref elsewhere would point out of them.
-	t.split = splittable(schema)
 	return t, nil
-}
-
-// splittable reports whether [problems] may walk schema: whether its $refs
-// are all to its own definitions.
-func splittable(schema []byte) bool {
-	split := !bytes.Contains(schema, []byte(`"$dynamicRef"`))
-	for _, ref := range refPattern.FindAllSubmatch(schema, -1) {
-		split = split && (bytes.HasPrefix(ref[1], []byte("#/$defs/")) || bytes.HasPrefix(ref[1], []byte("#/definitions/")))
-	}
-	return split
 }
 
 // Spec returns the tool's description for the model, to send in
@@ -218,25 +201,36 @@ func prepare(t *Tool, input json.RawMessage) (json.RawMessage, error) {
 	if _, ok := v.(map[string]any); !ok {
 		return nil, fmt.Errorf("invalid input for tool %q: the input must be a JSON object, got %.40s", t.spec.Name, bytes.TrimSpace(input))
 	}
-	if t.schema == nil || t.schema.Validate(v) == nil {
+	if t.schema == nil {
 		return input, nil
 	}
-	ps := report(t.schema, t.split, v)
-	msg := ps[0]
-	if len(ps) > 1 {
-		msg = fmt.Sprintf("%d problems:\n- %s", len(ps), strings.Join(ps, "\n- "))
+	switch ps := report(t.schema, v); len(ps) {
+	case 0:
+		return input, nil
+	case 1:
+		return nil, fmt.Errorf("invalid input for tool %q: %s", t.spec.Name, ps[0])
+	default:
+		return nil, fmt.Errorf("invalid input for tool %q: %d problems:\n- %s", t.spec.Name, len(ps), strings.Join(ps, "\n- "))
 	}
-	return nil, fmt.Errorf("invalid input for tool %q: %s", t.spec.Name, msg)
 }
 
-// report returns each way v breaks schema s, sorted, assuming one; split
-// says whether [problems] may walk s.
-func report(s *jsonschema.Resolved, split bool, v any) []string {
+// report returns each way v breaks s, sorted; none if v is valid. The
+// validator stops at the first, so [problems] walks v part by part, against
+// the parts of s with its definitions, if s's $refs are all to them: one
+// elsewhere would point out of the part.
+func report(s *jsonschema.Resolved, v any) []string {
+	err := s.Validate(v)
+	if err == nil {
+		return nil
+	}
+	raw, _ := json.Marshal(s.Schema()) // compact: "$ref":"…"
+	local := bytes.Count(raw, []byte(`"$ref":"#/$defs/`)) + bytes.Count(raw, []byte(`"$ref":"#/definitions/`))
 	var ps []string
-	if split {
+	if !bytes.Contains(raw, []byte(`"$dynamicRef"`)) && bytes.Count(raw, []byte(`"$ref":`)) == local {
 		ps = problems(v, s.Schema(), s.Schema(), "", nil)
-	} else {
-		ps = []string{violation("", s.Validate(v))}
+	}
+	if len(ps) == 0 { // not walked, or the walk missed what the validator found: never call v valid
+		return []string{violation("", err)}
 	}
 	return slices.Compact(slices.Sorted(slices.Values(ps)))
 }
@@ -250,11 +244,7 @@ func Violations(schema *jsonschema.Resolved, data []byte) []string {
 	if err := json2.Unmarshal(data, &v, v1); err != nil {
 		return []string{"not valid JSON: " + err.Error()}
 	}
-	if schema.Validate(v) == nil {
-		return nil
-	}
-	raw, _ := json.Marshal(schema.Schema())
-	return report(schema, splittable(raw), v)
+	return report(schema, v)
 }
 
 // unreadable words why input could not be decoded: not JSON, or a value
@@ -267,9 +257,8 @@ func unreadable(err error) string {
 }
 
 var (
-	namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`) // the Messages API's rule for tool names
-	v1          = jsonv1.DefaultOptionsV1()                   // encoding/json's grammar and errors, json/v2's speed
-	refPattern  = regexp.MustCompile(`"\$ref"\s*:\s*"([^"]*)"`)
+	namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)            // the Messages API's rule for tool names
+	v1          = jsonv1.DefaultOptionsV1()                              // encoding/json's grammar and errors, json/v2's speed
 	number      = regexp.MustCompile(`(\d)/1\b|(\.\d*[1-9])0+\b|\.0+\b`) // the zeros a bound's number is printed with
 )
 
@@ -279,17 +268,19 @@ var (
 // it and shapes its members is checked member by member, and each member's
 // own problem is reported.
 func problems(v any, s, root *jsonschema.Schema, at string, out []string) []string {
-	if got, want := typeOf(v), types(s); len(want) > 0 && !slices.Contains(want, got) && !(got == "integer" && slices.Contains(want, "number")) {
+	want := s.Types // the JSON types s allows; none means any
+	if s.Type != "" {
+		want = []string{s.Type}
+	}
+	if got := typeOf(v); len(want) > 0 && !slices.Contains(want, got) && !(got == "integer" && slices.Contains(want, "number")) {
 		if got == "integer" {
 			got = "number" // as the model wrote it; integer is what a number may be
 		}
 		return append(out, field(at)+fmt.Sprintf("got %s, want %s", got, strings.Join(want, " or ")))
 	}
 	if !shapeOnly(s) {
-		part := *s
-		if s != root {
-			part.Defs, part.Definitions = root.Defs, root.Definitions
-		}
+		part := *s // read in root's draft, with its definitions
+		part.Schema, part.Defs, part.Definitions = root.Schema, root.Defs, root.Definitions
 		rs, err := part.Resolve(nil)
 		if err == nil {
 			err = rs.Validate(v)
@@ -347,14 +338,6 @@ func shapeOnly(s *jsonschema.Schema) bool {
 // isFalse reports whether s is the schema false, which nothing matches.
 func isFalse(s *jsonschema.Schema) bool {
 	return s != nil && s.Not != nil && reflect.ValueOf(*s.Not).IsZero()
-}
-
-// types is the JSON types s allows; none means any.
-func types(s *jsonschema.Schema) []string {
-	if s.Type != "" {
-		return []string{s.Type}
-	}
-	return s.Types
 }
 
 // typeOf names the JSON type of v, a value as json/v2 decodes into any.

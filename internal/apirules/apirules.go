@@ -73,7 +73,8 @@ type Violation struct {
 	Msg                  string
 }
 
-// Check returns every violation of the rules in msgs, in message order.
+// Check returns every violation of the rules in msgs: those of the
+// messages and their blocks in message order, then the tool pairing's.
 //
 // Consecutive messages of one role are allowed, because the API merges them
 // into one turn, and the tool rules apply to the merged turns: a tool_use
