@@ -78,19 +78,6 @@ var agentName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 // maxAgentFileBytes caps an agent file: its body is a system prompt.
 const maxAgentFileBytes = 256 << 10
 
-// agentDirs are where agent files are read, the project's before the
-// user's, so that a project's agent stands in for a user's of its name.
-func (c *contextOptions) agentDirs(dir string) []string {
-	if c.off {
-		return nil
-	}
-	dirs := []string{filepath.Join(dir, ".claude", "agents"), filepath.Join(dir, ".agents", "agents")}
-	if c.configDir != "" {
-		dirs = append(dirs, filepath.Join(c.configDir, "agentloop", "agents"))
-	}
-	return dirs
-}
-
 // loadAgents returns the subagents of --agents, then of the agent files in
 // dirs (each NAME.md), the first of a name winning. Any malformed one is a
 // usage error naming where it is and what is wrong.
@@ -212,7 +199,7 @@ func (s *session) addAgents(o *options, reg *tool.Registry, client *llm.Client, 
 	if o.demo {
 		return nil // a fixed script, which agent files must not change
 	}
-	defs, err := loadAgents(o.agents, o.project.agentDirs(s.builtins.dir))
+	defs, err := loadAgents(o.agents, o.project.contextDirs(s.builtins.dir, "agents"))
 	if err != nil || len(defs) == 0 {
 		return err
 	}
