@@ -24,7 +24,6 @@ import (
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/subagent"
-	"github.com/agentloop/agentloop/telemetry"
 	"github.com/agentloop/agentloop/tool"
 	"github.com/agentloop/agentloop/tools/permission"
 	"github.com/agentloop/agentloop/tools/skills"
@@ -232,7 +231,8 @@ func (s *session) addAgents(o *options, reg *tool.Registry, client *llm.Client, 
 
 // subagentConfig returns the agent configuration of d: its prompt as the
 // system prompt, its tools (by default the main agent's), its model (by
-// default the main agent's), and the main agent's other settings.
+// default the main agent's), and what it shares with the main agent
+// (agentConfig).
 func (s *session) subagentConfig(o *options, d agentDef, reg *tool.Registry, client *llm.Client, logger *slog.Logger) (agent.Config, error) {
 	names := []string(d.Tools)
 	if names == nil {
@@ -277,23 +277,7 @@ func (s *session) subagentConfig(o *options, d agentDef, reg *tool.Registry, cli
 	}
 	mc := s.memCfg
 	mc.Model, mc.MaxTokens, mc.ContextLimit = sub.model, sub.maxTokens, sub.contextLimit
-	cfg := agent.Config{
-		Model:          client,
-		System:         d.Prompt,
-		Registry:       own,
-		History:        memory.New(mc),
-		MaxIterations:  o.maxIterations,
-		Thinking:       sub.thinkingConfig(),
-		Effort:         sub.effort,
-		Logger:         logger,
-		Name:           d.name,
-		ConversationID: conversationID(s.path),
-		Observer:       telemetry.New(o.telemetry),
-	}
-	if o.verbose {
-		cfg.Middleware = logModel(logger)
-	}
-	return cfg, nil
+	return s.agentConfig(&sub, client, d.name, d.Prompt, own, memory.New(mc)), nil
 }
 
 // transcripts are the subagents' histories of a run, kept for the
