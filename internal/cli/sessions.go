@@ -278,6 +278,7 @@ func (si *sessionInfo) read(cost bool) {
 		}
 		switch {
 		case json.Unmarshal(line, &msg) != nil || json.Unmarshal(line, &meta) != nil:
+			// skipped
 		// A compaction's summary stands in for the first prompts: the
 		// first one typed since is the first there is.
 		case si.FirstPrompt == "" && msg.Role == llm.User && !meta.Summary:
