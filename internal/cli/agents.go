@@ -24,7 +24,6 @@ import (
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/subagent"
-	"github.com/agentloop/agentloop/telemetry"
 	"github.com/agentloop/agentloop/tool"
 	"github.com/agentloop/agentloop/tools/permission"
 	"github.com/agentloop/agentloop/tools/skills"
@@ -77,19 +76,6 @@ var agentName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
 // maxAgentFileBytes caps an agent file: its body is a system prompt.
 const maxAgentFileBytes = 256 << 10
-
-// agentDirs are where agent files are read, the project's before the
-// user's, so that a project's agent stands in for a user's of its name.
-func (c *contextOptions) agentDirs(dir string) []string {
-	if c.off {
-		return nil
-	}
-	dirs := []string{filepath.Join(dir, ".claude", "agents"), filepath.Join(dir, ".agents", "agents")}
-	if c.configDir != "" {
-		dirs = append(dirs, filepath.Join(c.configDir, "agentloop", "agents"))
-	}
-	return dirs
-}
 
 // loadAgents returns the subagents of --agents, then of the agent files in
 // dirs (each NAME.md), the first of a name winning. Any malformed one is a
@@ -212,7 +198,7 @@ func (s *session) addAgents(o *options, reg *tool.Registry, client *llm.Client, 
 	if o.demo {
 		return nil // a fixed script, which agent files must not change
 	}
-	defs, err := loadAgents(o.agents, o.project.agentDirs(s.builtins.dir))
+	defs, err := loadAgents(o.agents, o.project.contextDirs(s.builtins.dir, "agents"))
 	if err != nil || len(defs) == 0 {
 		return err
 	}
@@ -245,7 +231,8 @@ func (s *session) addAgents(o *options, reg *tool.Registry, client *llm.Client, 
 
 // subagentConfig returns the agent configuration of d: its prompt as the
 // system prompt, its tools (by default the main agent's), its model (by
-// default the main agent's), and the main agent's other settings.
+// default the main agent's), and what it shares with the main agent
+// (agentConfig).
 func (s *session) subagentConfig(o *options, d agentDef, reg *tool.Registry, client *llm.Client, logger *slog.Logger) (agent.Config, error) {
 	names := []string(d.Tools)
 	if names == nil {
@@ -290,23 +277,7 @@ func (s *session) subagentConfig(o *options, d agentDef, reg *tool.Registry, cli
 	}
 	mc := s.memCfg
 	mc.Model, mc.MaxTokens, mc.ContextLimit = sub.model, sub.maxTokens, sub.contextLimit
-	cfg := agent.Config{
-		Model:          client,
-		System:         d.Prompt,
-		Registry:       own,
-		History:        memory.New(mc),
-		MaxIterations:  o.maxIterations,
-		Thinking:       sub.thinkingConfig(),
-		Effort:         sub.effort,
-		Logger:         logger,
-		Name:           d.name,
-		ConversationID: conversationID(s.path),
-		Observer:       telemetry.New(o.telemetry),
-	}
-	if o.verbose {
-		cfg.Middleware = logModel(logger)
-	}
-	return cfg, nil
+	return s.agentConfig(&sub, client, d.name, d.Prompt, own, memory.New(mc)), nil
 }
 
 // transcripts are the subagents' histories of a run, kept for the

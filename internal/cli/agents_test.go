@@ -2,8 +2,10 @@ package cli
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	at "github.com/agentloop/agentloop/anthropictest"
+	"github.com/agentloop/agentloop/telemetry"
 )
 
 // delegate is a main turn that gives prompt to the reviewer.
@@ -279,5 +282,64 @@ func TestAgentsDurable(t *testing.T) {
 	r.check(t, exitUsage)
 	if !strings.Contains(r.stderr, "--agents is a flag of agentloop worker") {
 		t.Errorf("stderr = %q", r.stderr)
+	}
+}
+
+// TestSubagentConfigShared: every field of agent.Config that the main
+// agent's configuration sets, with every flag that sets one given, is set
+// alike on a subagent's, but those of each agent's own and those that are
+// the main agent's alone; the telemetry is the one the run built. A field
+// added to the main agent's alone fails here until it is listed.
+func TestSubagentConfigShared(t *testing.T) {
+	t.Chdir(t.TempDir())
+	own := map[string]bool{"System": true, "Registry": true, "History": true, "Name": true}
+	mainOnly := map[string]string{
+		"Hooks":          "addAgents gives the subagents a gate of their own",
+		"MaxDuration":    "the parent's limits count the sub-run",
+		"MaxTotalTokens": "the parent's limits count the sub-run",
+		"MaxCostUSD":     "the parent's limits count the sub-run",
+		"Schema":         "the shape of the run's final answer",
+		"ServerTools":    "a subagent's tools are those of its registry",
+	}
+	h := newHarness(t)
+	o, err := parseFlags([]string{"--agents", `{"reviewer": {"description": "d", "prompt": "p"}}`, "-v",
+		"--max-iterations", "7", "--max-duration", "1h", "--max-total-tokens", "9000", "--max-budget-usd", "2",
+		"--effort", "high", "--json-schema", `{"type": "object"}`,
+		"--server-tools", "web_search", "--tool-search", "on", "--session", "chat.jsonl", "hi"}, func(k string) string { return h.env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.baseURL, o.telemetry = h.srv.URL, telemetry.New(telemetry.Config{})
+	s, err := h.cli(strings.NewReader(""), io.Discard, io.Discard).setup(t.Context(), o, testKey, "", strings.NewReader(""), io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	if len(s.workerAgents) != 1 {
+		t.Fatalf("%d subagents, want 1", len(s.workerAgents))
+	}
+	main, sub := reflect.ValueOf(s.cfg), reflect.ValueOf(s.workerAgents[0].Config)
+	for i := range main.NumField() {
+		name, m, sv := main.Type().Field(i).Name, main.Field(i), sub.Field(i)
+		switch {
+		case m.IsZero() || mainOnly[name] != "":
+		case own[name]:
+			if sv.IsZero() && name != "History" { // History: a template, nil for the run's model
+				t.Errorf("the subagent has no %s of its own", name)
+			}
+		case m.Kind() == reflect.Func:
+			if sv.IsNil() {
+				t.Errorf("the main agent has a %s, the subagent none", name)
+			}
+		case m.Kind() == reflect.Interface:
+			if m.Interface() != sv.Interface() {
+				t.Errorf("the subagent's %s is %v, not the main agent's %v", name, sv, m)
+			}
+		case !reflect.DeepEqual(m.Interface(), sv.Interface()):
+			t.Errorf("the subagent's %s is %v, the main agent's %v", name, sv, m)
+		}
+	}
+	if s.cfg.Observer != o.telemetry {
+		t.Errorf("the main agent's Observer is not the run's telemetry")
 	}
 }

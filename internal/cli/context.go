@@ -126,15 +126,20 @@ func withInstructionsFiles(system string, files []instructionsFile) string {
 	return b.String()
 }
 
-// skillDirs are where skills are looked for, the project's before the
-// user's, so that a project's skill stands in for a user's of its name.
-func (c *contextOptions) skillDirs(dir string) []string {
+// contextDirs are where files of a kind ("skills", "agents") are looked
+// for, in the one order in which the first of a name wins: the working
+// directory's .claude/KIND, where Claude Code reads them, then its
+// .agents/KIND, the cross-tool convention, so a project that keeps both
+// gets Claude Code's; then the user's agentloop/KIND in the config
+// directory, so a project's stands in for a user's of its name, as Claude
+// Code's project subagents do.
+func (c *contextOptions) contextDirs(dir, kind string) []string {
 	if c.off {
 		return nil
 	}
-	dirs := []string{filepath.Join(dir, ".agents", "skills"), filepath.Join(dir, ".claude", "skills")}
+	dirs := []string{filepath.Join(dir, ".claude", kind), filepath.Join(dir, ".agents", kind)}
 	if c.configDir != "" {
-		dirs = append(dirs, filepath.Join(c.configDir, "agentloop", "skills"))
+		dirs = append(dirs, filepath.Join(c.configDir, "agentloop", kind))
 	}
 	return dirs
 }
@@ -142,7 +147,7 @@ func (c *contextOptions) skillDirs(dir string) []string {
 // findSkills returns the skills for dir, and a warning for each malformed
 // SKILL.md, which is skipped.
 func (c *contextOptions) findSkills(dir string) ([]skills.Skill, []string) {
-	found, err := skills.Find(c.skillDirs(dir)...)
+	found, err := skills.Find(c.contextDirs(dir, "skills")...)
 	if err == nil {
 		return found, nil
 	}

@@ -148,3 +148,42 @@ func TestSkills(t *testing.T) {
 		t.Errorf("the skill's file was written: %q", b)
 	}
 }
+
+// TestContextDirsOrder: skills and agent files of one name in the
+// project's .claude and .agents and the user's config directory: the
+// first of contextDirs' order wins for both kinds alike.
+func TestContextDirsOrder(t *testing.T) {
+	file := map[string]string{"skills": "skills/dup/SKILL.md", "agents": "agents/dup.md"}
+	for _, tc := range []struct {
+		name string
+		have []string // of .claude, .agents, user
+		want string
+	}{
+		{"all three", []string{".claude", ".agents", "user"}, ".claude"},
+		{"project's .agents over the user's", []string{".agents", "user"}, ".agents"},
+		{"the user's alone", []string{"user"}, "user"},
+	} {
+		for _, kind := range []string{"skills", "agents"} {
+			t.Run(tc.name+"/"+kind, func(t *testing.T) {
+				dir := t.TempDir()
+				files := map[string]string{"project/": ""}
+				for _, from := range tc.have {
+					root := "project/" + from + "/"
+					if from == "user" {
+						root = "config/agentloop/"
+					}
+					files[root+file[kind]] = "---\nname: dup\ndescription: from " + from + "\n---\nbody"
+				}
+				tree(t, dir, files)
+				t.Chdir(filepath.Join(dir, "project"))
+				h := newHarness(t, text("ok"))
+				h.env["XDG_CONFIG_HOME"] = filepath.Join(dir, "config")
+				h.run(strings.NewReader(""), "hi").check(t, 0)
+				body := string(h.srv.Requests()[0].Body)
+				if n := strings.Count(body, "- dup: from "); n != 1 || !strings.Contains(body, "- dup: from "+tc.want) {
+					t.Errorf("the tool offers dup %d times, want once, from %s:\n%s", n, tc.want, body)
+				}
+			})
+		}
+	}
+}

@@ -256,7 +256,7 @@ func (c *cli) runDurable(ctx context.Context, sub string, o *options, stdin io.R
 		return err
 	}
 	defer flush()
-	o.telemetry = tel
+	o.telemetry = telemetry.New(tel)
 	t := Temporal{HostPort: d.temporal, Namespace: d.namespace, TaskQueue: d.queue, Blobs: d.blobs, Telemetry: tel,
 		Logger: newLogger(stderr, o.verbose, "", "")}
 	switch sub {
@@ -348,7 +348,7 @@ func (c *cli) serve(ctx context.Context, o *options, t Temporal, stdout, stderr 
 	// MaxAttempts 1: Temporal retries the model activity (durable.Config.Model).
 	client := llm.New(llm.Config{APIKey: key, AuthToken: token, BaseURL: c.getenv("ANTHROPIC_BASE_URL"), MaxAttempts: 1,
 		HTTPClient: httpClient(logger, o.verbose), Logger: logger,
-		Observe: telemetry.New(o.telemetry).Observe(c.getenv("ANTHROPIC_BASE_URL"))})
+		Observe: o.telemetry.Observe(c.getenv("ANTHROPIC_BASE_URL"))})
 	s, err := c.newSession(ctx, o, client, logger, stdout, stderr, false)
 	if err != nil {
 		return err

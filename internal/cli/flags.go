@@ -55,10 +55,10 @@ type options struct {
 	verbose       bool
 	version       bool
 	help          bool
-	telemetry     telemetry.Config // set by run from OTEL_* (see otel.go)
-	provider      string           // --provider (provider.go)
-	platform      *llm.Platform    // the provider's, nil for the Anthropic API: set by run
-	baseURL       string           // the API's or the platform's base URL: set by run
+	telemetry     *telemetry.Telemetry // the run's one, built by run from OTEL_* (see otel.go); else exporting nothing
+	provider      string               // --provider (provider.go)
+	platform      *llm.Platform        // the provider's, nil for the Anthropic API: set by run
+	baseURL       string               // the API's or the platform's base URL: set by run
 	// warnings are said on stderr before the run: values taken, but
 	// perhaps not meant.
 	warnings []string
@@ -82,7 +82,7 @@ func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 
 // parseFlags parses args. getenv supplies the defaults the environment sets.
 func parseFlags(args []string, getenv func(string) string) (*options, error) {
-	o := &options{}
+	o := &options{telemetry: telemetry.New(telemetry.Config{})}
 	fs := newFlagSet(o)
 	var tools listFlag
 	fs.Var(&tools, "tools", "")

@@ -66,9 +66,7 @@ func TestPermissionPTY(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Chdir(t.TempDir())
 			os.WriteFile("f.txt", []byte("hello\nworld\n"), 0o644)
-			srv := anthropictest.NewServer(tc.replies...)
-			defer srv.Close()
-			p := startPTY(t, map[string]string{"ANTHROPIC_API_KEY": testKey, "ANTHROPIC_BASE_URL": srv.URL}, append(tc.args, "do it")...)
+			p := startPTY(t, nil, tc.replies, append(tc.args, "do it")...)
 			at := 0
 			for i := 0; i < len(tc.dialogue); i += 2 {
 				at = p.expect(at, tc.dialogue[i])
@@ -77,12 +75,8 @@ func TestPermissionPTY(t *testing.T) {
 				}
 			}
 			p.expect(at, "done")
-			if code := p.wait(); code != 0 {
-				t.Errorf("exit status %d", code)
-			}
-			p.mu.Lock()
-			out := p.out.String()
-			p.mu.Unlock()
+			p.exits(0)
+			out := p.output()
 			if tc.name == "always" {
 				if n := strings.Count(out, "Allow?"); n != 2 {
 					t.Errorf("asked %d times, want 2 (the second edit_file was allowed by always):\n%s", n, out)
@@ -95,7 +89,7 @@ func TestPermissionPTY(t *testing.T) {
 			if b, _ := os.ReadFile("f.txt"); string(b) != tc.file {
 				t.Errorf("f.txt = %q, want %q", b, tc.file)
 			}
-			res := srv.Requests()[1].ToolResults()
+			res := p.srv.Requests()[1].ToolResults()
 			for i, want := range tc.results {
 				if i >= len(res) || res[i].IsError != tc.errors[i] || !strings.Contains(res[i].Content[0].Text, want) {
 					t.Errorf("tool_results %+v, want %q (is_error %v)", res, want, tc.errors[i])
@@ -110,9 +104,7 @@ func TestPermissionPTY(t *testing.T) {
 func TestPermissionREPL(t *testing.T) {
 	t.Chdir(t.TempDir())
 	os.WriteFile("f.txt", []byte("hello\nworld\n"), 0o644)
-	srv := anthropictest.NewServer(editReply(), text("edited it"), text("second answer"))
-	defer srv.Close()
-	p := startPTY(t, map[string]string{"ANTHROPIC_API_KEY": testKey, "ANTHROPIC_BASE_URL": srv.URL})
+	p := startPTY(t, nil, []anthropictest.Reply{editReply(), text("edited it"), text("second answer")})
 	at := p.expect(0, "> ")
 	p.send("edit f.txt\r")
 	at = p.expect(at, "Allow?")
@@ -123,13 +115,11 @@ func TestPermissionREPL(t *testing.T) {
 	at = p.expect(at, "second answer")
 	p.expect(at, "> ")
 	p.send("/exit\r")
-	if code := p.wait(); code != 0 {
-		t.Errorf("exit status %d", code)
-	}
+	p.exits(0)
 	if b, _ := os.ReadFile("f.txt"); string(b) != "goodbye\nworld\n" {
 		t.Errorf("f.txt = %q", b)
 	}
-	if got := srv.Requests()[2].Messages(); len(got) != 5 || got[4].Text != "and now?" {
+	if got := p.srv.Requests()[2].Messages(); len(got) != 5 || got[4].Text != "and now?" {
 		t.Errorf("the third request's messages: %+v", got)
 	}
 }
@@ -139,18 +129,14 @@ func TestPermissionREPL(t *testing.T) {
 func TestPermissionInterrupt(t *testing.T) {
 	t.Chdir(t.TempDir())
 	os.WriteFile("f.txt", []byte("hello\nworld\n"), 0o644)
-	srv := anthropictest.NewServer(editReply(), text("done"))
-	defer srv.Close()
-	p := startPTY(t, map[string]string{"ANTHROPIC_API_KEY": testKey, "ANTHROPIC_BASE_URL": srv.URL}, "do it")
+	p := startPTY(t, nil, []anthropictest.Reply{editReply(), text("done")}, "do it")
 	p.expect(0, "Allow?")
 	p.send("\x03")
-	if code := p.wait(); code != exitInterrupted {
-		t.Errorf("exit status %d, want %d", code, exitInterrupted)
-	}
+	p.exits(exitInterrupted)
 	if b, _ := os.ReadFile("f.txt"); string(b) != "hello\nworld\n" {
 		t.Errorf("f.txt = %q", b)
 	}
-	if n := len(srv.Requests()); n != 1 {
+	if n := len(p.srv.Requests()); n != 1 {
 		t.Errorf("%d requests, want 1", n)
 	}
 }

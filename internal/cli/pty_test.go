@@ -22,6 +22,7 @@ import (
 // ptyCommand is the command under test, running on a pseudo-terminal.
 type ptyCommand struct {
 	t    *testing.T
+	srv  *anthropictest.Server // the fake API it talks to
 	cmd  *exec.Cmd
 	tty  *os.File
 	mu   sync.Mutex
@@ -30,16 +31,24 @@ type ptyCommand struct {
 	done chan struct{} // closed when the terminal closes
 }
 
-// startPTY starts the command on a new pseudo-terminal, as its controlling
-// terminal, so that a ^C typed into it is a real SIGINT.
-func startPTY(t *testing.T, env map[string]string, args ...string) *ptyCommand {
+// noColor is startPTY's env for output compared as plain text.
+var noColor = map[string]string{"NO_COLOR": "1"}
+
+// startPTY starts the command with args on a new pseudo-terminal, as its
+// controlling terminal, so that a ^C typed into it is a real SIGINT,
+// against a fake API that gives replies (p.srv, closed when the test
+// ends), with the variables of env besides the key and the API's URL.
+func startPTY(t *testing.T, env map[string]string, replies []anthropictest.Reply, args ...string) *ptyCommand {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv := anthropictest.NewServer(replies...)
+	t.Cleanup(srv.Close)
 	cmd := exec.Command(exe, args...)
-	cmd.Env = []string{"AGENTLOOP_TEST_MAIN=1", "TERM=xterm", "PATH=" + os.Getenv("PATH")}
+	cmd.Env = []string{"AGENTLOOP_TEST_MAIN=1", "TERM=xterm", "PATH=" + os.Getenv("PATH"),
+		"ANTHROPIC_API_KEY=" + testKey, "ANTHROPIC_BASE_URL=" + srv.URL}
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
@@ -47,7 +56,7 @@ func startPTY(t *testing.T, env map[string]string, args ...string) *ptyCommand {
 	if err != nil {
 		t.Skipf("no pseudo-terminal: %v", err)
 	}
-	p := &ptyCommand{t: t, cmd: cmd, tty: tty, more: make(chan struct{}, 1), done: make(chan struct{})}
+	p := &ptyCommand{t: t, srv: srv, cmd: cmd, tty: tty, more: make(chan struct{}, 1), done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
 		buf := make([]byte, 4096)
@@ -114,20 +123,33 @@ func (p *ptyCommand) wait() int {
 	return 0
 }
 
+// exits waits for the command to end and checks its exit status.
+func (p *ptyCommand) exits(want int) {
+	p.t.Helper()
+	if code := p.wait(); code != want {
+		p.t.Errorf("exit status %d, want %d", code, want)
+	}
+}
+
+// output returns what the terminal showed.
+func (p *ptyCommand) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
 // TestPTY runs the REPL on a real pseudo-terminal: the terminal check, a
 // conversation, the spinner, Ctrl-C interrupting a turn, and a second
 // Ctrl-C exiting.
 func TestPTY(t *testing.T) {
 	arrived := make(chan struct{})
-	srv := anthropictest.NewServer(
+	p := startPTY(t, nil, []anthropictest.Reply{
 		text("Hello from the fake API."),
 		anthropictest.ReplyFunc(func(*anthropictest.Request) anthropictest.Reply {
 			close(arrived)
 			return anthropictest.Replay(nil).Stall()
 		}),
-	)
-	defer srv.Close()
-	p := startPTY(t, map[string]string{"ANTHROPIC_API_KEY": testKey, "ANTHROPIC_BASE_URL": srv.URL})
+	})
 
 	at := p.expect(0, "> ")
 	p.send("hello\r")
@@ -142,12 +164,8 @@ func TestPTY(t *testing.T) {
 	at = p.expect(at, "> ")
 	p.send("\x03")
 	p.expect(at, pasteOff) // the terminal is given back as it was
-	if code := p.wait(); code != exitInterrupted {
-		t.Errorf("exit status %d, want %d", code, exitInterrupted)
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if strings.Contains(p.out.String(), testKey) {
+	p.exits(exitInterrupted)
+	if strings.Contains(p.output(), testKey) {
 		t.Error("the key was printed")
 	}
 }
@@ -156,9 +174,7 @@ func TestPTY(t *testing.T) {
 // Left moves the cursor, Up recalls the last prompt, Ctrl-R searches the
 // earlier ones, and no escape code reaches the model.
 func TestPTYLineEditing(t *testing.T) {
-	srv := anthropictest.NewServer(text("one"), text("two"), text("three"), text("four"))
-	defer srv.Close()
-	p := startPTY(t, map[string]string{"ANTHROPIC_API_KEY": testKey, "ANTHROPIC_BASE_URL": srv.URL})
+	p := startPTY(t, nil, []anthropictest.Reply{text("one"), text("two"), text("three"), text("four")})
 	at := p.expect(0, "> ")
 	p.send("helo\x1b[Dl\r") // Left, then the missing l
 	at = p.expect(at, "one")
@@ -173,15 +189,8 @@ func TestPTYLineEditing(t *testing.T) {
 	at = p.expect(at, "four")
 	p.expect(at, "> ")
 	p.send("/exit\r")
-	if code := p.wait(); code != 0 {
-		t.Errorf("exit status %d, want 0", code)
-	}
-	var got []string
-	for _, r := range srv.Requests() {
-		msgs := r.Messages()
-		got = append(got, msgs[len(msgs)-1].Text)
-	}
-	if diff := cmp.Diff([]string{"hello", "hello", "another", "hello"}, got); diff != "" {
+	p.exits(0)
+	if diff := cmp.Diff([]string{"hello", "hello", "another", "hello"}, prompts(p.srv)); diff != "" {
 		t.Errorf("prompts sent (-want +got):\n%s", diff)
 	}
 }
@@ -191,18 +200,14 @@ func TestPTYLineEditing(t *testing.T) {
 // text: the cursor goes back to where the turn began and the screen is
 // cleared from there.
 func TestPTYDiscardErased(t *testing.T) {
-	srv := anthropictest.NewServer(
+	p := startPTY(t, nil, []anthropictest.Reply{
 		anthropictest.NewStream().Text("Parti").ErrorEvent("overloaded_error", "Overloaded"),
 		text("Whole."),
-	)
-	defer srv.Close()
-	p := startPTY(t, map[string]string{"ANTHROPIC_API_KEY": testKey, "ANTHROPIC_BASE_URL": srv.URL}, "hi")
+	}, "hi")
 	at := p.expect(0, "Parti")
 	at = p.expect(at, "\r\x1b[J")
 	p.expect(at, "Whole.")
-	if code := p.wait(); code != 0 {
-		t.Errorf("exit status %d, want 0", code)
-	}
+	p.exits(0)
 }
 
 // TestPTYResumedHistory checks that in a resumed --session, Up recalls the
@@ -212,19 +217,15 @@ func TestPTYResumedHistory(t *testing.T) {
 	h := newHarness(t, text("Noted."))
 	h.run(strings.NewReader(""), "--session", path, "remember the number 42").check(t, 0)
 
-	srv := anthropictest.NewServer(text("It was 42."))
-	defer srv.Close()
-	p := startPTY(t, map[string]string{"ANTHROPIC_API_KEY": testKey, "ANTHROPIC_BASE_URL": srv.URL}, "--session", path)
+	p := startPTY(t, nil, []anthropictest.Reply{text("It was 42.")}, "--session", path)
 	at := p.expect(0, "resuming")
 	at = p.expect(at, "> ")
 	p.send("\x1b[A\r")
 	at = p.expect(at, "It was 42.")
 	p.expect(at, "> ")
 	p.send("\x04") // Ctrl-D ends the session
-	if code := p.wait(); code != 0 {
-		t.Errorf("exit status %d, want 0", code)
-	}
-	msgs := srv.Requests()[0].Messages()
+	p.exits(0)
+	msgs := p.srv.Requests()[0].Messages()
 	if got := msgs[len(msgs)-1].Text; got != "remember the number 42" {
 		t.Errorf("Up recalled %q, want the resumed session's prompt", got)
 	}
@@ -239,19 +240,13 @@ func TestPTYEscapes(t *testing.T) {
 	if err := os.WriteFile("evil.txt", []byte("\x1b]0;PWNED\x07\x1b[2J\x1b[Hagentloop$ \n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	srv := anthropictest.NewServer(
+	p := startPTY(t, nil, []anthropictest.Reply{
 		anthropictest.NewStream().Usage(10, 0, 0, 0).ToolUse("toolu_1", "read_file", `{"path":"evil.txt"}`).Stop("tool_use", 5),
-		text("\x1b]2;RETITLED\x07\x1b[31mDone."))
-	defer srv.Close()
-	p := startPTY(t, map[string]string{"ANTHROPIC_API_KEY": testKey, "ANTHROPIC_BASE_URL": srv.URL}, "read evil.txt")
+		text("\x1b]2;RETITLED\x07\x1b[31mDone.")}, "read evil.txt")
 	at := p.expect(0, `\x1b]0;PWNED\a\x1b[2J\x1b[Hagentloop$`)
 	p.expect(at, `\x1b]2;RETITLED\a\x1b[31mDone.`)
-	if code := p.wait(); code != 0 {
-		t.Errorf("exit status %d", code)
-	}
-	p.mu.Lock()
-	out := p.out.String()
-	p.mu.Unlock()
+	p.exits(0)
+	out := p.output()
 	for _, raw := range []string{"\x1b]", "\x07", "\x1b[2J", "\x1b[H", "\x1b[31m"} {
 		if strings.Contains(out, raw) {
 			t.Errorf("the terminal got %q raw:\n%q", raw, out)
@@ -262,18 +257,13 @@ func TestPTYEscapes(t *testing.T) {
 // TestPTYSummary checks that a one-shot run on a real terminal streams its
 // whole answer, narration included, and ends with the summary line.
 func TestPTYSummary(t *testing.T) {
-	srv := anthropictest.NewServer(
+	p := startPTY(t, noColor, []anthropictest.Reply{
 		anthropictest.NewStream().Usage(10, 0, 0, 0).Text("Step 1: adding.").
 			ToolUse("toolu_1", "calculator", `{"a": 3, "b": 5, "operation": "add"}`).Stop("tool_use", 5),
 		text("Done: 8."),
-	)
-	defer srv.Close()
-	p := startPTY(t, map[string]string{"ANTHROPIC_API_KEY": testKey, "ANTHROPIC_BASE_URL": srv.URL, "NO_COLOR": "1"},
-		"--tools", "calculator", "add 3 and 5")
+	}, "--tools", "calculator", "add 3 and 5")
 	at := p.expect(0, "Step 1: adding.")
 	at = p.expect(at, "Done: 8.")
 	p.expect(at, "2 turns · 30 tokens · $0.0001 · 0 files changed")
-	if code := p.wait(); code != 0 {
-		t.Errorf("exit status %d, want 0", code)
-	}
+	p.exits(0)
 }

@@ -12,11 +12,12 @@ import (
 	"github.com/agentloop/agentloop/anthropictest"
 )
 
-// replPTY starts the REPL on a pseudo-terminal against srv, with args, and
-// returns it and the offset just past its first prompt.
-func replPTY(t *testing.T, srv *anthropictest.Server, args ...string) (*ptyCommand, int) {
+// replPTY starts the REPL on a pseudo-terminal, with args, against a fake
+// API that gives replies, and returns it and the offset just past its
+// first prompt.
+func replPTY(t *testing.T, replies []anthropictest.Reply, args ...string) (*ptyCommand, int) {
 	t.Helper()
-	p := startPTY(t, map[string]string{"ANTHROPIC_API_KEY": testKey, "ANTHROPIC_BASE_URL": srv.URL, "NO_COLOR": "1"}, args...)
+	p := startPTY(t, noColor, replies, args...)
 	return p, p.expect(0, "> ")
 }
 
@@ -24,16 +25,7 @@ func replPTY(t *testing.T, srv *anthropictest.Server, args ...string) (*ptyComma
 func (p *ptyCommand) exit() {
 	p.t.Helper()
 	p.send("/exit\r")
-	if code := p.wait(); code != 0 {
-		p.t.Errorf("exit status %d, want 0", code)
-	}
-}
-
-// output returns what the terminal showed.
-func (p *ptyCommand) output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.String()
+	p.exits(0)
 }
 
 // prompts returns the last user message of each request srv received.
@@ -51,9 +43,7 @@ func prompts(srv *anthropictest.Server) []string {
 // of one plain line is edited as typed, and that bracketed paste mode is on
 // while the REPL runs and off when it ends.
 func TestREPLPaste(t *testing.T) {
-	srv := anthropictest.NewServer(text("one"), text("two"))
-	defer srv.Close()
-	p, at := replPTY(t, srv)
+	p, at := replPTY(t, []anthropictest.Reply{text("one"), text("two")})
 	p.send("look: \x1b[200~func f() {\r\treturn\r}\r\x1b[201~ ok?")
 	at = p.expect(at, "look: [Pasted text #1 +2 lines] ok?")
 	p.send("\r")
@@ -64,11 +54,9 @@ func TestREPLPaste(t *testing.T) {
 	p.expect(at, "> ")
 	p.send("/exit\r")
 	p.expect(p.expect(0, pasteOn), pasteOff)
-	if code := p.wait(); code != 0 {
-		t.Errorf("exit status %d, want 0", code)
-	}
+	p.exits(0)
 	want := []string{"look: func f() {\n\treturn\n}\n ok?", "plain words typed"}
-	if diff := cmp.Diff(want, prompts(srv)); diff != "" {
+	if diff := cmp.Diff(want, prompts(p.srv)); diff != "" {
 		t.Errorf("prompts sent (-want +got):\n%s", diff)
 	}
 }
@@ -76,9 +64,7 @@ func TestREPLPaste(t *testing.T) {
 // TestREPLContinuation checks that a line ending in \ and Alt-Enter both go
 // on to the next line, and that the prompt sent holds the newlines.
 func TestREPLContinuation(t *testing.T) {
-	srv := anthropictest.NewServer(text("Three lines."))
-	defer srv.Close()
-	p, at := replPTY(t, srv)
+	p, at := replPTY(t, []anthropictest.Reply{text("Three lines.")})
 	p.send("first \\\r")
 	at = p.expect(at, "… ")
 	p.send("second\x1b\r") // Alt-Enter
@@ -87,7 +73,7 @@ func TestREPLContinuation(t *testing.T) {
 	at = p.expect(at, "Three lines.")
 	p.expect(at, "> ")
 	p.exit()
-	if diff := cmp.Diff([]string{"first \nsecond\nthird"}, prompts(srv)); diff != "" {
+	if diff := cmp.Diff([]string{"first \nsecond\nthird"}, prompts(p.srv)); diff != "" {
 		t.Errorf("prompts sent (-want +got):\n%s", diff)
 	}
 }
@@ -107,9 +93,7 @@ func TestREPLAttach(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	srv := anthropictest.NewServer(text("Read it."))
-	defer srv.Close()
-	p, at := replPTY(t, srv, "--deny", "read_file(secret.txt)")
+	p, at := replPTY(t, []anthropictest.Reply{text("Read it.")}, "--deny", "read_file(secret.txt)")
 	p.send("what is in @secret.txt?\r")
 	at = p.expect(at, "@secret.txt: not allowed: the user's rule read_file(secret.txt) forbids this call")
 	at = p.expect(at, "> ")
@@ -125,7 +109,7 @@ func TestREPLAttach(t *testing.T) {
 	at = p.expect(at, "Read it.")
 	p.expect(at, "> ")
 	p.exit()
-	got := prompts(srv)
+	got := prompts(p.srv)
 	if len(got) != 1 {
 		t.Fatalf("%d prompts sent, want 1: %q", len(got), got)
 	}
@@ -140,9 +124,7 @@ func TestREPLAttach(t *testing.T) {
 // command the user refuses does not run.
 func TestREPLBang(t *testing.T) {
 	t.Chdir(t.TempDir())
-	srv := anthropictest.NewServer(text("Seen."))
-	defer srv.Close()
-	p, at := replPTY(t, srv, "--sandbox", "off")
+	p, at := replPTY(t, []anthropictest.Reply{text("Seen.")}, "--sandbox", "off")
 	p.send("!touch refused\r")
 	at = p.expect(at, "$ touch refused")
 	at = p.expect(at, "Allow? [y/N]")
@@ -166,7 +148,7 @@ func TestREPLBang(t *testing.T) {
 		t.Error("the command's output reached the terminal raw")
 	}
 	want := "<bash-input>printf 'hi\\033]0;PWNED\\007'</bash-input>\n<bash-output>hi\x1b]0;PWNED\a\n[exit status 0]</bash-output>\n\nwhat did it print?"
-	if diff := cmp.Diff([]string{want}, prompts(srv)); diff != "" {
+	if diff := cmp.Diff([]string{want}, prompts(p.srv)); diff != "" {
 		t.Errorf("prompts sent (-want +got):\n%s", diff)
 	}
 }
@@ -177,13 +159,11 @@ func TestREPLBang(t *testing.T) {
 // refuses edits, bypassPermissions runs commands without asking.
 func TestREPLShiftTab(t *testing.T) {
 	t.Chdir(t.TempDir())
-	srv := anthropictest.NewServer(
+	p, at := replPTY(t, []anthropictest.Reply{
 		toolCall("write_file", `{"path": "a.txt", "content": "A"}`), text("Wrote a."),
 		toolCall("write_file", `{"path": "b.txt", "content": "B"}`), text("Planned."),
 		toolCall("bash", `{"command": "touch c.txt"}`), text("Touched c."),
-	)
-	defer srv.Close()
-	p, at := replPTY(t, srv, "--sandbox", "off")
+	}, "--sandbox", "off")
 	p.send("write a\x1b[Z")
 	at = p.expect(at, "permission mode: acceptEdits")
 	p.send("\r") // the line typed before Shift-Tab is kept
@@ -210,8 +190,8 @@ func TestREPLShiftTab(t *testing.T) {
 			t.Errorf("%s written: %v, want %v", name, err == nil, want)
 		}
 	}
-	reqs := srv.Requests()
-	if diff := cmp.Diff("write a", prompts(srv)[0]); diff != "" {
+	reqs := p.srv.Requests()
+	if diff := cmp.Diff("write a", prompts(p.srv)[0]); diff != "" {
 		t.Errorf("first prompt (-want +got):\n%s", diff)
 	}
 	for i, req := range reqs {
@@ -231,9 +211,7 @@ func TestREPLModelCostCompact(t *testing.T) {
 		// prompt and the tools take most of it.
 		replies = append(replies, anthropictest.NewStream().Usage(2000, 0, 0, 0).Text(s).Stop("end_turn", 5))
 	}
-	srv := anthropictest.NewServer(replies...)
-	defer srv.Close()
-	p, at := replPTY(t, srv, "--compaction", "client")
+	p, at := replPTY(t, replies, "--compaction", "client")
 	p.send("/model\r")
 	at = p.expect(at, "model: claude-sonnet-5-5")
 	at = p.expect(at, "> ")
@@ -255,7 +233,7 @@ func TestREPLModelCostCompact(t *testing.T) {
 	at = p.expect(at, "seven")
 	p.expect(at, "> ")
 	p.exit()
-	reqs := srv.Requests()
+	reqs := p.srv.Requests()
 	for i, r := range reqs {
 		params, err := r.Params()
 		if err != nil {
@@ -283,9 +261,7 @@ func toolCall(tool, input string) anthropictest.Reply {
 // so, and that leaving plan mode with Shift-Tab says the write tools are
 // still not there.
 func TestREPLShiftTabFromPlan(t *testing.T) {
-	srv := anthropictest.NewServer()
-	defer srv.Close()
-	p := startPTY(t, map[string]string{"ANTHROPIC_API_KEY": testKey, "ANTHROPIC_BASE_URL": srv.URL}, "--permission-mode", "plan")
+	p := startPTY(t, nil, nil, "--permission-mode", "plan")
 	at := p.expect(0, "permission mode: plan")
 	at = p.expect(at, "> ")
 	p.send("\x1b[Z")

@@ -304,7 +304,7 @@ func isDir(path string) bool {
 // or an id (or its unique start), it goes on with that one, the current
 // one staying saved.
 func (s *session) resumeSession(arg string) error {
-	all, err := listSessions(s.dir)
+	all, err := listSessions(s.dir, false)
 	if err != nil {
 		return fmt.Errorf("/resume: %w", err)
 	}
@@ -402,7 +402,7 @@ func listSessionFiles(dir string) ([]sessionInfo, error) {
 			continue
 		}
 		si := sessionInfo{Path: p, Modified: fi.ModTime()}
-		si.read()
+		si.read(false)
 		out = append(out, si)
 	}
 	slices.SortStableFunc(out, func(a, b sessionInfo) int { return b.Modified.Compare(a.Modified) })

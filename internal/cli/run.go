@@ -73,7 +73,7 @@ func (c *cli) run(ctx context.Context, args []string, stdin io.Reader, stdout, s
 		return err
 	}
 	defer flush()
-	o.telemetry = tel
+	o.telemetry = telemetry.New(tel) // one for the client, the agent and the subagents
 
 	key, token := c.getenv("ANTHROPIC_API_KEY"), c.getenv("ANTHROPIC_AUTH_TOKEN")
 	platform, baseURL, err := c.platform(ctx, o) // provider.go
@@ -147,7 +147,7 @@ func (c *cli) setup(ctx context.Context, o *options, key, token string, stdin io
 		Platform:   o.platform,
 		HTTPClient: httpClient(logger, o.verbose),
 		Logger:     logger,
-		Observe:    telemetry.New(o.telemetry).Observe(o.baseURL),
+		Observe:    o.telemetry.Observe(o.baseURL),
 	})
 	s, err := c.newSession(ctx, o, client, logger, stdout, stderr, false)
 	if err != nil {
@@ -260,26 +260,10 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 		return nil, err
 	}
 	s.gate = s.toolGate(s.builtins.approve(reg))
-	s.cfg = agent.Config{
-		Model:          client,
-		System:         s.system(),
-		Registry:       reg,
-		Hooks:          []agent.Hook{s.gate, s.lifecycle()},
-		History:        history,
-		MaxIterations:  o.maxIterations,
-		MaxDuration:    o.maxDuration,
-		MaxTotalTokens: o.maxTotal,
-		MaxCostUSD:     o.maxBudget,
-		Logger:         logger,
-		Name:           "agentloop",
-		ConversationID: conversationID(s.path),
-		Observer:       telemetry.New(o.telemetry),
-	}
-	if o.verbose {
-		s.cfg.Middleware = logModel(logger)
-	}
-	s.cfg.Thinking, s.cfg.Effort, s.cfg.Schema = o.thinkingConfig(), o.effort, o.schema
-	s.cfg.ServerTools, s.cfg.ToolSearch = o.server.tools(), o.server.toolSearch
+	s.cfg = s.agentConfig(o, client, "agentloop", s.system(), reg, history)
+	s.cfg.Hooks = []agent.Hook{s.gate, s.lifecycle()}
+	s.cfg.MaxDuration, s.cfg.MaxTotalTokens, s.cfg.MaxCostUSD = o.maxDuration, o.maxTotal, o.maxBudget
+	s.cfg.Schema, s.cfg.ServerTools = o.schema, o.server.tools()
 	s.sessionStart(ctx, "")
 	if err := checkContextLimit(s.memCfg, s.cfg.System, reg.Specs()); err != nil {
 		s.close()
@@ -291,6 +275,35 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 		return nil, usageError("%v", err)
 	}
 	return s, nil
+}
+
+// agentConfig returns what the main agent's configuration and each
+// subagent's share, built in this one place so that a setting cannot reach
+// the one and miss the others: o's model settings (a subagent's o is its
+// model's, see subagentConfig), the iteration cap, tool search, the log,
+// the run's telemetry and the conversation. The rest is the main agent's
+// alone (newSession): the hooks, which a subagent gets through a gate of
+// its own; the time, token and cost limits, which already count a
+// subagent's run; the schema of the final answer; and the server tools.
+func (s *session) agentConfig(o *options, model llm.Model, name, system string, reg *tool.Registry, h *memory.History) agent.Config {
+	cfg := agent.Config{
+		Model:          model,
+		System:         system,
+		Thinking:       o.thinkingConfig(),
+		Effort:         o.effort,
+		ToolSearch:     o.server.toolSearch,
+		Registry:       reg,
+		History:        h,
+		MaxIterations:  o.maxIterations,
+		Logger:         s.log,
+		Name:           name,
+		ConversationID: conversationID(s.path),
+		Observer:       o.telemetry,
+	}
+	if o.verbose {
+		cfg.Middleware = logModel(s.log)
+	}
+	return cfg
 }
 
 // close shuts the MCP servers down and stops the renderer.

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -219,11 +218,12 @@ type sessionInfo struct {
 }
 
 // listSessions returns the sessions saved in dir, the newest first, each
-// with its first prompt and cost; none when dir does not exist.
-func listSessions(dir string) ([]sessionInfo, error) {
+// with its first prompt, and with cost their cost; none when dir does not
+// exist.
+func listSessions(dir string, cost bool) ([]sessionInfo, error) {
 	all, err := scanSessions(dir)
 	for i := range all {
-		all[i].read()
+		all[i].read(cost)
 	}
 	return all, err
 }
@@ -256,36 +256,43 @@ func scanSessions(dir string) ([]sessionInfo, error) {
 	return out, nil
 }
 
-// read fills in the first prompt and the cost from the file. A line it
-// cannot read is skipped: the list shows what it can.
-func (si *sessionInfo) read() {
+// read fills in the first prompt and, with cost, the cost from the file.
+// Without cost it reads no further than the first prompt, which is mostly
+// the first line: /resume shows no cost, and a transcript can be long. A
+// line it cannot read is skipped: the list shows what it can.
+func (si *sessionInfo) read(cost bool) {
 	f, err := os.OpenFile(si.Path, loadFlags, 0)
 	if err != nil {
 		return
 	}
 	defer f.Close()
-	si.Priced = true
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, math.MaxInt)
-	for sc.Scan() {
+	si.Priced = cost
+	r := bufio.NewReader(f)
+	for {
+		line, err := r.ReadBytes('\n')
 		var msg llm.Message
 		var meta struct { // memory's, as it writes them
 			Usage   llm.Usage `json:"usage"`
 			Model   string    `json:"model"`
 			Summary bool      `json:"summary"`
 		}
-		if json.Unmarshal(sc.Bytes(), &msg) != nil || json.Unmarshal(sc.Bytes(), &meta) != nil {
-			continue
-		}
+		switch {
+		case json.Unmarshal(line, &msg) != nil || json.Unmarshal(line, &meta) != nil:
+			// skipped
 		// A compaction's summary stands in for the first prompts: the
 		// first one typed since is the first there is.
-		if si.FirstPrompt == "" && msg.Role == llm.User && !meta.Summary {
+		case si.FirstPrompt == "" && msg.Role == llm.User && !meta.Summary:
 			si.FirstPrompt = llm.TextOf(msg.Content)
-		}
-		if meta.Usage != (llm.Usage{}) {
+			if !cost {
+				return
+			}
+		case cost && meta.Usage != (llm.Usage{}):
 			info, _ := llm.LookupModel(meta.Model)
 			si.Priced = si.Priced && info.Price != (llm.Price{})
 			si.CostUSD += info.Price.Cost(meta.Usage)
+		}
+		if err != nil {
+			return
 		}
 	}
 }
@@ -323,7 +330,7 @@ func listCommand(f *sessionFlags, stdout, stderr io.Writer) error {
 	}
 	var rows []row
 	for _, dir := range dirs {
-		all, err := listSessions(dir)
+		all, err := listSessions(dir, true)
 		if err != nil {
 			return err
 		}

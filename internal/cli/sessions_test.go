@@ -227,7 +227,7 @@ func TestSessionsCommand(t *testing.T) {
 		h.run(strings.NewReader(""), prompt).check(t, 0)
 	}
 	h.run(strings.NewReader(""), "-c", "more").check(t, 0) // the second, resumed: twice the cost
-	all, err := listSessions(dir)
+	all, err := listSessions(dir, true)
 	if err != nil || len(all) != 2 {
 		t.Fatalf("listSessions = %v, %v; want 2 sessions", all, err)
 	}
@@ -314,12 +314,36 @@ func TestSessionInfoRead(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "s.jsonl")
 			os.WriteFile(path, []byte(strings.Join(tc.lines, "\n")+"\n"), 0o600)
 			got := sessionInfo{Path: path}
-			got.read()
+			got.read(true)
 			tc.want.Path = path
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("read (-want +got):\n%s", diff)
+				t.Errorf("read(true) (-want +got):\n%s", diff)
+			}
+			got = sessionInfo{Path: path}
+			got.read(false)
+			if diff := cmp.Diff(sessionInfo{Path: path, FirstPrompt: "the prompt"}, got); diff != "" {
+				t.Errorf("read(false) (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestSessionInfoReadStopsAtPrompt: /resume's list reads a long
+// transcript only up to its first prompt, so that its allocations do not
+// grow with the turns after it (each line read would be some).
+func TestSessionInfoReadStopsAtPrompt(t *testing.T) {
+	turn := `{"role":"assistant","content":[{"type":"text","text":"` + strings.Repeat("x", 1000) + `"}],"usage":{"input_tokens":10,"output_tokens":10},"model":"` + defaultModel + `"}` + "\n"
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	os.WriteFile(path, []byte(`{"role":"user","content":[{"type":"text","text":"the prompt"}]}`+"\n"+strings.Repeat(turn, 5000)), 0o600)
+	allocs := testing.AllocsPerRun(3, func() {
+		si := sessionInfo{Path: path}
+		si.read(false)
+		if si.FirstPrompt != "the prompt" {
+			t.Fatalf("FirstPrompt = %q", si.FirstPrompt)
+		}
+	})
+	if allocs > 100 {
+		t.Errorf("reading the first prompt of a 5,000-turn transcript made %v allocations, want at most 100: it read past the prompt", allocs)
 	}
 }
 
