@@ -219,3 +219,56 @@ func cloneMessage(m llm.Message) llm.Message {
 	}
 	return llm.Message{Role: m.Role, Content: c}
 }
+
+// A Snapshot is a history's content as a store keeps it: what
+// [History.Snapshot] takes and [Restore] puts back, for a program that
+// keeps histories elsewhere than in memory (package memory/jsonl writes
+// them as JSON Lines).
+type Snapshot struct {
+	// Prefix hashes the system prompt and tools last set (see
+	// [History.SetPrefix]), so that a history restored under others drops
+	// the thinking they invalidate.
+	Prefix  string
+	Entries []Entry
+}
+
+// An Entry is one message of a [Snapshot] with what the history knows of it.
+type Entry struct {
+	Message llm.Message
+	Usage   llm.Usage // of the turn (or summary call) that wrote Message
+	Model   string    // that Usage is priced by; of an assistant turn, the model that wrote its thinking
+	// Tokens is the exact token count through Message, system and tools
+	// included, when the API told it and nothing before changed since; or 0.
+	Tokens  int
+	Summary bool // a compaction wrote Message
+}
+
+// Snapshot returns the history's content, as fresh slices; byte payloads
+// are shared, as [History.Messages] shares them.
+func (h *History) Snapshot() Snapshot {
+	s := Snapshot{Prefix: h.prefixKey, Entries: make([]Entry, len(h.entries))}
+	for i, e := range h.entries {
+		s.Entries[i] = Entry{Message: cloneMessage(e.msg), Usage: e.usage, Model: e.model, Tokens: e.exact, Summary: e.summary}
+	}
+	return s
+}
+
+// Restore returns a history of s, configured by cfg, and repaired (see
+// [History.Repair]), since a stored history may be damaged. Restored for a
+// model other than the one that wrote its thinking, it drops the thinking
+// from the first block cfg's model cannot read on: the API would drop that
+// block, and the gap invalidates all the thinking after it (see apirules).
+func Restore(s Snapshot, cfg Config) *History {
+	h := New(cfg)
+	h.prefixKey = s.Prefix
+	for _, e := range s.Entries {
+		h.push(entry{msg: cloneMessage(e.Message), usage: e.Usage, model: e.Model, exact: max(e.Tokens, 0), summary: e.Summary})
+	}
+	h.Repair()
+	if i := slices.IndexFunc(h.entries, func(e entry) bool {
+		return e.model != "" && !apirules.Reads(h.cfg.Model, e.model) && hasThinking(e)
+	}); i >= 0 && !h.model.UnboundThinking {
+		h.rewrote(i)
+	}
+	return h
+}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -98,14 +97,7 @@ func TestServerCompactionKept(t *testing.T) {
 		t.Error(err)
 	}
 
-	path := filepath.Join(t.TempDir(), "s.jsonl")
-	if err := h.Save(path); err != nil {
-		t.Fatal(err)
-	}
-	g, err := loadFile(path, Config{Model: "claude-opus-5-5"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := Restore(h.Snapshot(), Config{Model: "claude-opus-5-5"})
 	if diff := cmp.Diff(want, g.Messages()); diff != "" {
 		t.Errorf("reloaded history (-want +got):\n%s", diff)
 	}

@@ -258,16 +258,7 @@ func TestCheckpoint(t *testing.T) {
 	h.AppendUser(llm.ToolResult{ToolUseID: "t1", Content: []llm.Block{llm.Text{Text: strings.Repeat("data ", 400)}}})
 	h.AppendAssistant(asst(text("one")), llm.Usage{InputTokens: 600, OutputTokens: 5})
 	before, tokens := h.Messages(), h.Tokens()
-	var saved bytes.Buffer
-	save := func(w *bytes.Buffer) {
-		path := filepath.Join(t.TempDir(), "h.jsonl")
-		if err := h.Save(path); err != nil {
-			t.Fatal(err)
-		}
-		b, _ := os.ReadFile(path)
-		w.Write(b)
-	}
-	save(&saved)
+	saved := h.Snapshot()
 
 	rollback := h.Checkpoint()
 	h.AppendUser(llm.Text{Text: "a prompt that fails"})
@@ -283,10 +274,8 @@ func TestCheckpoint(t *testing.T) {
 	if h.Tokens() != tokens {
 		t.Errorf("after rollback Tokens = %d, want %d", h.Tokens(), tokens)
 	}
-	var again bytes.Buffer
-	save(&again)
-	if diff := cmp.Diff(saved.String(), again.String()); diff != "" {
-		t.Errorf("saved file after rollback (-before +after):\n%s", diff)
+	if diff := cmp.Diff(saved, h.Snapshot()); diff != "" {
+		t.Errorf("snapshot after rollback (-before +after):\n%s", diff)
 	}
 	// A rollback leaves the checkpoint intact: rolling back twice is safe.
 	h.AppendUser(llm.Text{Text: "again"})
