@@ -132,8 +132,8 @@ func TestSummaryReadsServerCompaction(t *testing.T) {
 	for i := range long {
 		long[i] = 'a' + byte(i%26)
 	}
-	e := entry{msg: llm.Message{Role: llm.Assistant, Content: []llm.Block{
-		llm.RawBlock{Type: "compaction", JSON: []byte(`{"type":"compaction","content":"` + string(long) + `"}`)}}}}
+	e := entry{Entry: Entry{Message: llm.Message{Role: llm.Assistant, Content: []llm.Block{
+		llm.RawBlock{Type: "compaction", JSON: []byte(`{"type":"compaction","content":"` + string(long) + `"}`)}}}}}
 	got := transcript([]entry{e})
 	if want := "[assistant]\n[summary of the earlier turns]\n" + string(long) + "\n\n"; got != want {
 		t.Errorf("transcript of a compaction block:\n%q\nwant\n%q", got[:min(len(got), 200)], want[:200])

@@ -71,10 +71,10 @@ func TestServerToolBlocksKept(t *testing.T) {
 		t.Errorf("messages after a snapshot and a restore (-before +after):\n%s", diff)
 	}
 	i := len(got.entries) - 4
-	if diff := cmp.Diff(usage.ServerToolUse, got.entries[i].usage.ServerToolUse); diff != "" {
+	if diff := cmp.Diff(usage.ServerToolUse, got.entries[i].Usage.ServerToolUse); diff != "" {
 		t.Errorf("the turn's server tool use after a restore (-want +got):\n%s", diff)
 	}
-	for j, b := range got.entries[i].msg.Content {
+	for j, b := range got.entries[i].Message.Content {
 		if r, ok := b.(llm.RawBlock); ok && !bytes.Equal(r.JSON, serverTurn("new").Content[j].(llm.RawBlock).JSON) {
 			t.Errorf("block %d after a restore: %s", j, r.JSON)
 		}

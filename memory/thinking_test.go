@@ -106,7 +106,7 @@ func TestRewritesKeepThinkingValid(t *testing.T) {
 		if _, err := c.h.Compact(t.Context(), c.client); err != nil && !errors.Is(err, ErrCannotCompact) {
 			t.Fatal(err)
 		}
-		if !c.h.entries[0].summary {
+		if !c.h.entries[0].Summary {
 			t.Fatal("no summary")
 		}
 	}

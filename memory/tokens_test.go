@@ -104,7 +104,7 @@ func TestTokens(t *testing.T) {
 				llm.RawBlock{Type: "web_search_tool_result", JSON: []byte(`{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[]}`)},
 				text("found"))
 			h.AppendAssistant(search, llm.Usage{InputTokens: 404_500, OutputTokens: 943})
-			if got := h.entries[3].usage.InputTokens; got != 404_500 {
+			if got := h.entries[3].Usage.InputTokens; got != 404_500 {
 				t.Errorf("recorded input = %d, want the turn's, billed as it came", got)
 			}
 			tail, _ := measureBlocks(user(text("search")).Content)
@@ -187,7 +187,7 @@ func TestServerToolTurnRecorded(t *testing.T) {
 	if h.ratio != defaultRatio {
 		t.Errorf("ratio learned from a summed usage: %v", h.ratio)
 	}
-	if got := h.entries[1].usage; got != asm.Turn().Usage {
+	if got := h.entries[1].Usage; got != asm.Turn().Usage {
 		t.Errorf("recorded usage = %+v, want the turn's %+v", got, asm.Turn().Usage)
 	}
 }
@@ -289,7 +289,7 @@ func TestCheckpoint(t *testing.T) {
 func validateMessages(msgs []llm.Message) error {
 	h := New(Config{})
 	for _, m := range msgs {
-		h.push(entry{msg: m})
+		h.push(entry{Entry: Entry{Message: m}})
 	}
 	return h.validate()
 }
