@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentloop/agentloop/anthropictest"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/memory/jsonl"
@@ -201,6 +202,10 @@ func TestLoadBadFiles(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, got.Messages()); diff != "" {
 				t.Errorf("loaded messages (-want +got):\n%s", diff)
+			}
+			body, _ := json.Marshal(map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": got.Messages()})
+			if verr := anthropictest.CheckRequest(body); verr != nil {
+				t.Errorf("loaded history invalid: %v", verr)
 			}
 			if tt.badLines == nil {
 				if err != nil {
