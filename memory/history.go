@@ -107,7 +107,7 @@ type entry struct {
 	chars       int // the estimate's character count, images excluded
 	imageTokens int // the estimated cost of Message's images
 	// original holds the tool results compaction cleared, by tool_use_id,
-	// for a later summary to read. Not saved.
+	// for a later summary to read. Not in a [Snapshot].
 	original map[string][]llm.Block
 	rules    []apirules.Block // Message's blocks as the API's rules see them
 }
@@ -189,7 +189,7 @@ func (h *History) AppendAssistant(msg llm.Message, usage llm.Usage) {
 
 // SetPrefix records the system prompt and tool specs that are sent with
 // the messages, so that estimates count them. A prefix other than the
-// last one (saved with the history, as a hash) rewrites the start of every
+// last one (kept in a [Snapshot], as a hash) rewrites the start of every
 // message's prefix: their thinking goes, on a model that binds it.
 func (h *History) SetPrefix(system string, tools []llm.ToolSpec) {
 	hs, chars := sha256.New(), len(system)

@@ -15,7 +15,7 @@ import (
 // Repair fixes what breaks the Messages API's rules (those
 // anthropictest.CheckRequest enforces), and returns one line for each kind
 // of fix it made. The agent calls it before every request and after every
-// run; [Decode] calls it too. In order, it:
+// run; [Restore] calls it too. In order, it:
 //
 //   - drops unknown roles and the blocks the API rejects (blank text,
 //     unsigned thinking, blocks in the wrong role's message or without a
