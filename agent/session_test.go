@@ -17,6 +17,7 @@ import (
 	at "github.com/agentloop/agentloop/anthropictest"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
+	"github.com/agentloop/agentloop/memory/jsonl"
 	"github.com/agentloop/agentloop/tool"
 )
 
@@ -24,7 +25,7 @@ import (
 func saved(t *testing.T, h *memory.History) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "session.jsonl")
-	if err := h.Save(path); err != nil {
+	if err := jsonl.Save(path, h); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(path)

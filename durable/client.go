@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
+	"github.com/agentloop/agentloop/memory/jsonl"
 )
 
 // Approve decides a call that waits for approval in the run whose workflow
@@ -77,7 +78,7 @@ func Conversation(ctx context.Context, c client.Client, dc converter.DataConvert
 		return nil, fmt.Errorf("durable: workflow %s: reading its input: %w", workflowID, err)
 	}
 	if res := in.Resume; res != nil && res.Before == nil {
-		h, err := memory.Decode(bytes.NewReader(res.History), memory.Config{})
+		h, err := jsonl.Decode(bytes.NewReader(res.History), memory.Config{})
 		if err != nil {
 			return nil, fmt.Errorf("durable: workflow %s: reading its carried history: %w", workflowID, err)
 		}

@@ -35,7 +35,7 @@
 // starts when the turn ends, to keep it out of the history twice). If the
 // turn then fails, the calls it started run to their end and stay in the
 // history, as in process. A continue-as-new carries the history with its
-// exact token counts (memory's Encode).
+// exact token counts (memory/jsonl's Encode).
 //
 // [Tracing] carries the trace context from a client through the workflow
 // into the activities, so that a run's chat and execute_tool spans

@@ -132,7 +132,7 @@ type Resume struct {
 	// History, so that a run does not carry its conversation twice.
 	Before    []llm.Message `json:"before,omitempty"`
 	BeforeLen int           `json:"before_len,omitempty"`
-	// History is the conversation so far, as memory.History.Encode
+	// History is the conversation so far, as memory/jsonl.Encode
 	// writes it: with the exact token counts the API reported, which
 	// Input.History, a list of messages, cannot carry.
 	History []byte `json:"history"`

@@ -18,6 +18,7 @@ import (
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
+	"github.com/agentloop/agentloop/memory/jsonl"
 )
 
 // Workflow runs package agent's own loop on in.Prompt, in the workflow: an
@@ -83,7 +84,7 @@ func start(ctx workflow.Context, in Input) (*run, error) {
 	r.h = restore(in, in.History)
 	if in.Resume != nil && in.Resume.History != nil {
 		// With its exact token counts, which a list of messages lacks.
-		h, err := memory.Decode(bytes.NewReader(in.Resume.History), r.h.Config())
+		h, err := jsonl.Decode(bytes.NewReader(in.Resume.History), r.h.Config())
 		if err != nil {
 			return nil, temporal.NewNonRetryableApplicationError("durable: the carried history: "+err.Error(), "Failed", nil)
 		}
@@ -310,7 +311,7 @@ func (r *run) continueAsNew(res agent.Result) error {
 		return err
 	}
 	var carried bytes.Buffer
-	if err := r.h.Encode(&carried); err != nil {
+	if err := jsonl.Encode(&carried, r.h); err != nil {
 		return err
 	}
 	next := r.in

@@ -139,7 +139,7 @@ func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) 
 // the first message compaction keeps.
 func (h *History) assistantBefore(i, n int) int {
 	for i--; i >= 1; i-- {
-		if h.entries[i].msg.Role == llm.Assistant {
+		if h.entries[i].Message.Role == llm.Assistant {
 			if n--; n == 0 {
 				return i
 			}
@@ -155,7 +155,7 @@ func (h *History) clearOld(keep int) (results, images int) {
 	end, first := h.assistantBefore(len(h.entries), keep), len(h.entries) // first: the first message changed
 	for i := range h.entries[:end] {
 		e := &h.entries[i]
-		content, changed := slices.Clone(e.msg.Content), false
+		content, changed := slices.Clone(e.Message.Content), false
 		for j, b := range content {
 			switch b := b.(type) {
 			case llm.ToolResult:
@@ -175,7 +175,7 @@ func (h *History) clearOld(keep int) (results, images int) {
 			}
 		}
 		if changed {
-			e.msg = llm.Message{Role: e.msg.Role, Content: content}
+			e.Message = llm.Message{Role: e.Message.Role, Content: content}
 			*e = measured(*e)
 			first = min(first, i)
 		}
@@ -208,7 +208,7 @@ func (h *History) summarise(ctx context.Context, m llm.Model, keep int) (int, ll
 	case apirules.IsBlank(summary):
 		return 0, u, errors.New("memory: summarise: the model returned no text")
 	}
-	e := measured(entry{msg: userText(summaryHeader + strings.TrimSpace(summary)), usage: u, model: h.cfg.SummaryModel, summary: true})
+	e := measured(entry{Entry: Entry{Message: userText(summaryHeader + strings.TrimSpace(summary)), Usage: u, Model: h.cfg.SummaryModel, Summary: true}})
 	h.entries = append([]entry{e}, h.entries[end:]...)
 	h.rewrote(0)
 	return end, u, nil
@@ -223,16 +223,16 @@ func (h *History) hardCut(target, limit int) int {
 		return 0
 	}
 	head := h.entries[0]
-	if !head.summary {
+	if !head.Summary {
 		note := cutHeader
-		if task := llm.TextOf(head.msg.Content); !apirules.IsBlank(task) {
+		if task := llm.TextOf(head.Message.Content); !apirules.IsBlank(task) {
 			note += "\n\nThe conversation began with this request:\n\n" + llm.Truncate(task, 2000)
 		}
-		head = measured(entry{msg: userText(note)})
+		head = measured(entry{Entry: Entry{Message: userText(note)}})
 	}
 	headTokens, best := h.estimate(h.prefixChars, []entry{head}), 0
 	for k := len(h.entries) - 1; k >= 1; k-- {
-		if h.entries[k].msg.Role != llm.Assistant {
+		if h.entries[k].Message.Role != llm.Assistant {
 			continue
 		}
 		n := headTokens + h.estimate(0, h.entries[k:])
@@ -241,12 +241,12 @@ func (h *History) hardCut(target, limit int) int {
 		}
 		best = k
 	}
-	if best == 0 || head.summary && best == 1 {
+	if best == 0 || head.Summary && best == 1 {
 		return 0
 	}
 	h.entries = append([]entry{head}, h.entries[best:]...)
 	h.rewrote(0)
-	if head.summary {
+	if head.Summary {
 		return best - 1 // the old head is the new head
 	}
 	return best
@@ -277,12 +277,12 @@ func collect(ctx context.Context, m llm.Model, req llm.Request) (llm.Message, ll
 func transcript(es []entry) string {
 	var b strings.Builder
 	for _, e := range es {
-		head := "[" + string(e.msg.Role) + "]\n"
-		if e.summary {
+		head := "[" + string(e.Message.Role) + "]\n"
+		if e.Summary {
 			head = "[earlier summary]\n"
 		}
 		b.WriteString(head)
-		for _, blk := range e.msg.Content {
+		for _, blk := range e.Message.Content {
 			writeBlock(&b, blk, e.original)
 		}
 		b.WriteByte('\n')
@@ -366,7 +366,7 @@ func (h *History) serverCompacted(msg llm.Message) (llm.Message, bool) {
 	for k := len(msg.Content) - 1; k >= 0; k-- {
 		if r, ok := msg.Content[k].(llm.RawBlock); ok && r.Type == apirules.CompactionBlock { // it may be nil
 			msg.Content = msg.Content[k:]
-			h.entries = append(h.entries[:0:0], measured(entry{msg: userText(serverNote), summary: true}))
+			h.entries = append(h.entries[:0:0], measured(entry{Entry: Entry{Message: userText(serverNote), Summary: true}}))
 			return msg, true
 		}
 	}
@@ -397,7 +397,7 @@ func (h *History) serverSummary(ctx context.Context, m llm.Model) (int, llm.Usag
 	n := len(h.entries)
 	if reply, ok := h.serverCompacted(reply); ok {
 		// No exact count: u's input is the history before the compaction.
-		h.push(entry{msg: reply, usage: u, model: h.cfg.Model})
+		h.push(entry{Entry: Entry{Message: reply, Usage: u, Model: h.cfg.Model}})
 		return n, u, nil
 	}
 	return 0, u, fmt.Errorf("memory: server compaction: the reply holds no compaction block")

@@ -109,8 +109,8 @@ func TestCompactSummarises(t *testing.T) {
 	if len(msgs) != 5 || !strings.Contains(llm.TextOf(msgs[0].Content), task) || !strings.HasPrefix(llm.TextOf(msgs[0].Content), summaryHeader) {
 		t.Errorf("after summary: %d messages, first %q", len(msgs), llm.TextOf(msgs[0].Content))
 	}
-	if c.Usage != m.usage || h.entries[0].usage != m.usage {
-		t.Errorf("summary usage: compaction %+v, summary message %+v; want %+v", c.Usage, h.entries[0].usage, m.usage)
+	if c.Usage != m.usage || h.entries[0].Usage != m.usage {
+		t.Errorf("summary usage: compaction %+v, summary message %+v; want %+v", c.Usage, h.entries[0].Usage, m.usage)
 	}
 	if h.Tokens() > h.Config().ContextLimit*6/10 {
 		t.Errorf("Tokens %d above target %d", h.Tokens(), h.Config().ContextLimit*6/10)

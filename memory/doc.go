@@ -1,7 +1,8 @@
 // Package memory is the conversation history of the agent loop: the seed's
 // context.py. A [History] holds the messages in llm's own types, keeps them
-// within the Messages API's rules, counts their tokens, compacts them when
-// they outgrow the context window, and saves them as JSONL.
+// within the Messages API's rules, counts their tokens, and compacts them
+// when they outgrow the context window. Package memory/jsonl saves a
+// history as JSONL, through [History.Snapshot] and [Restore].
 //
 // The rules matter because one broken history fails every later request: a
 // tool_use left without its tool_result after a cancel or a crash makes the

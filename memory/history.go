@@ -78,21 +78,38 @@ type History struct {
 	model       llm.ModelInfo // llm.LookupModel's cfg.Model; one it does not know binds its thinking
 }
 
-// An entry is one message with what we know about it.
+// A Snapshot is a history's content as a store keeps it: what
+// [History.Snapshot] takes and [Restore] puts back, for a program that
+// keeps histories elsewhere than in memory (package memory/jsonl writes
+// them as JSON Lines).
+type Snapshot struct {
+	// Prefix hashes the system prompt and tools last set (see
+	// [History.SetPrefix]), so that a history restored under others drops
+	// the thinking they invalidate.
+	Prefix  string
+	Entries []Entry
+}
+
+// An Entry is one message of a [Snapshot] with what the history knows of it.
+type Entry struct {
+	Message llm.Message
+	Usage   llm.Usage // of the turn (or summary call) that wrote Message
+	Model   string    // that Usage is priced by; of an assistant turn, the model that wrote its thinking
+	// Tokens is the exact token count through Message, system and tools
+	// included, when the API told it and nothing before changed since; or 0.
+	Tokens  int
+	Summary bool // a compaction wrote Message
+}
+
+// An entry is an Entry with what derives from its message.
 type entry struct {
-	msg   llm.Message
-	usage llm.Usage // of the turn (or summary call) that wrote msg
-	model string    // that usage is priced by
-	// exact is the token count through this message, system and tools
-	// included, when the API told us and nothing before changed since; or 0.
-	exact       int
+	Entry
 	chars       int // the estimate's character count, images excluded
-	imageTokens int // the estimated cost of msg's images
+	imageTokens int // the estimated cost of Message's images
 	// original holds the tool results compaction cleared, by tool_use_id,
-	// for a later summary to read. Not saved.
+	// for a later summary to read. Not in a [Snapshot].
 	original map[string][]llm.Block
-	summary  bool             // a compaction wrote msg
-	rules    []apirules.Block // msg's blocks as the API's rules see them
+	rules    []apirules.Block // Message's blocks as the API's rules see them
 }
 
 // defaultRatio is the characters per token until the API counts: about
@@ -116,7 +133,7 @@ func (h *History) Config() Config { return h.cfg }
 func (h *History) Messages() []llm.Message {
 	out := make([]llm.Message, len(h.entries))
 	for i, e := range h.entries {
-		out[i] = cloneMessage(e.msg)
+		out[i] = cloneMessage(e.Message)
 	}
 	return out
 }
@@ -131,7 +148,7 @@ func (h *History) AppendUser(blocks ...llm.Block) {
 		return ok && apirules.IsBlank(t.Text)
 	})
 	if len(kept) > 0 {
-		h.push(entry{msg: llm.Message{Role: llm.User, Content: kept}})
+		h.push(entry{Entry: Entry{Message: llm.Message{Role: llm.User, Content: kept}}})
 	}
 }
 
@@ -156,7 +173,7 @@ func (h *History) Checkpoint() (rollback func()) {
 func (h *History) AppendAssistant(msg llm.Message, usage llm.Usage) {
 	msg, compacted := h.serverCompacted(cloneMessage(msg))
 	msg.Role = llm.Assistant
-	e := entry{msg: msg, usage: usage, model: h.cfg.Model}
+	e := entry{Entry: Entry{Message: msg, Usage: usage, Model: h.cfg.Model}}
 	serverTools := slices.ContainsFunc(msg.Content, func(b llm.Block) bool { // a block of a tool the API ran
 		r, ok := b.(llm.RawBlock)
 		return ok && r.Type != apirules.CompactionBlock && apirules.Continues(r.Type)
@@ -165,14 +182,14 @@ func (h *History) AppendAssistant(msg llm.Message, usage llm.Usage) {
 		if !compacted && !h.serverCleared() { // else input measured another prompt than h.entries
 			h.learn(int(input))
 		}
-		e.exact = int(usage.Context())
+		e.Tokens = int(usage.Context())
 	}
 	h.push(e)
 }
 
 // SetPrefix records the system prompt and tool specs that are sent with
 // the messages, so that estimates count them. A prefix other than the
-// last one (saved with the history, as a hash) rewrites the start of every
+// last one (kept in a [Snapshot], as a hash) rewrites the start of every
 // message's prefix: their thinking goes, on a model that binds it.
 func (h *History) SetPrefix(system string, tools []llm.ToolSpec) {
 	hs, chars := sha256.New(), len(system)
@@ -198,8 +215,8 @@ func (h *History) push(e entry) { h.entries = append(h.entries, measured(e)) }
 // measures and the blocks the rules check. Their JSON is checked here,
 // once, not before every request: a big tool input would cost a scan each.
 func measured(e entry) entry {
-	e.chars, e.imageTokens = measureBlocks(e.msg.Content)
-	e.rules = ruleBlocks(e.msg.Content)
+	e.chars, e.imageTokens = measureBlocks(e.Message.Content)
+	e.rules = ruleBlocks(e.Message.Content)
 	return e
 }
 
@@ -218,4 +235,36 @@ func cloneMessage(m llm.Message) llm.Message {
 		}
 	}
 	return llm.Message{Role: m.Role, Content: c}
+}
+
+// Snapshot returns the history's content, as fresh slices; byte payloads
+// are shared, as [History.Messages] shares them.
+func (h *History) Snapshot() Snapshot {
+	s := Snapshot{Prefix: h.prefixKey, Entries: make([]Entry, len(h.entries))}
+	for i, e := range h.entries {
+		s.Entries[i] = e.Entry
+		s.Entries[i].Message = cloneMessage(e.Message)
+	}
+	return s
+}
+
+// Restore returns a history of s, configured by cfg, and repaired (see
+// [History.Repair]), since a stored history may be damaged. Restored for a
+// model other than the one that wrote its thinking, it drops the thinking
+// from the first block cfg's model cannot read on: the API would drop that
+// block, and the gap invalidates all the thinking after it (see apirules).
+func Restore(s Snapshot, cfg Config) *History {
+	h := New(cfg)
+	h.prefixKey = s.Prefix
+	for _, e := range s.Entries {
+		e.Message, e.Tokens = cloneMessage(e.Message), max(e.Tokens, 0)
+		h.push(entry{Entry: e})
+	}
+	h.Repair()
+	if i := slices.IndexFunc(h.entries, func(e entry) bool {
+		return e.Model != "" && !apirules.Reads(h.cfg.Model, e.Model) && hasThinking(e)
+	}); i >= 0 && !h.model.UnboundThinking {
+		h.rewrote(i)
+	}
+	return h
 }

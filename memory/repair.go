@@ -15,7 +15,7 @@ import (
 // Repair fixes what breaks the Messages API's rules (those
 // anthropictest.CheckRequest enforces), and returns one line for each kind
 // of fix it made. The agent calls it before every request and after every
-// run; [Decode] calls it too. In order, it:
+// run; [Restore] calls it too. In order, it:
 //
 //   - drops unknown roles and the blocks the API rejects (blank text,
 //     unsigned thinking, blocks in the wrong role's message or without a
@@ -46,7 +46,7 @@ func (h *History) Repair() []string {
 	}
 	es := pair(clean(slices.Clone(h.entries), note), note)
 	at := 0 // the first message repair changed
-	for at < min(len(es), len(h.entries)) && reflect.DeepEqual(es[at].msg, h.entries[at].msg) {
+	for at < min(len(es), len(h.entries)) && reflect.DeepEqual(es[at].Message, h.entries[at].Message) {
 		at++
 	}
 	// A trimmed final message keeps its exact count: whitespace is a token at most.
@@ -73,7 +73,7 @@ func clean(es []entry, note func(string)) []entry {
 	// by the id each came with, in order: its results take them in turn.
 	seen, turn := map[string]bool{}, map[string][]string{}
 	for i, e := range es {
-		m := e.msg
+		m := e.Message
 		switch {
 		case m.Role != llm.User && m.Role != llm.Assistant:
 			note("dropped messages with an unknown role")
@@ -91,7 +91,7 @@ func clean(es []entry, note func(string)) []entry {
 				kept = append(kept, b)
 			}
 		}
-		e.msg = llm.Message{Role: m.Role, Content: kept}
+		e.Message = llm.Message{Role: m.Role, Content: kept}
 		if m.Role == llm.User {
 			clear(turn)
 		}
@@ -164,19 +164,19 @@ func cleanBlock(role llm.Role, b llm.Block, rb apirules.Block, seen map[string]b
 // appendMerged appends e to out, merged, as the API merges them, into a last
 // message of its role, or drops it if it is an assistant message first.
 func appendMerged(out []entry, e entry, note func(string)) []entry {
-	n, role := len(out), e.msg.Role
+	n, role := len(out), e.Message.Role
 	switch {
 	case n == 0 && role == llm.Assistant:
 		note("dropped assistant messages before the first user message")
 		return out
-	case n == 0 || out[n-1].msg.Role != role:
+	case n == 0 || out[n-1].Message.Role != role:
 		return append(out, e)
 	}
 	prev := &out[n-1]
 	// pair then puts a user turn's tool results first.
-	prev.msg = llm.Message{Role: role, Content: append(slices.Clip(prev.msg.Content), e.msg.Content...)}
-	prev.usage = prev.usage.Add(e.usage)
-	prev.summary = prev.summary || e.summary
+	prev.Message = llm.Message{Role: role, Content: append(slices.Clip(prev.Message.Content), e.Message.Content...)}
+	prev.Usage = prev.Usage.Add(e.Usage)
+	prev.Summary = prev.Summary || e.Summary
 	note("merged consecutive " + string(role) + " messages")
 	return out
 }
@@ -189,9 +189,9 @@ func pair(es []entry, note func(string)) []entry {
 	out := es[:0]
 	var uses []string // the tool_use ids of the last assistant turn kept
 	for _, e := range es {
-		if e.msg.Role == llm.Assistant {
+		if e.Message.Role == llm.Assistant {
 			if out, uses = appendMerged(out, e, note), nil; len(out) > 0 {
-				for _, b := range out[len(out)-1].msg.Content {
+				for _, b := range out[len(out)-1].Message.Content {
 					if u, ok := b.(llm.ToolUse); ok {
 						uses = append(uses, u.ID)
 					}
@@ -199,14 +199,14 @@ func pair(es []entry, note func(string)) []entry {
 			}
 			continue
 		}
-		if e = answer(e, uses, note); len(e.msg.Content) == 0 {
+		if e = answer(e, uses, note); len(e.Message.Content) == 0 {
 			note("dropped empty messages")
 			continue
 		}
 		out, uses = append(out, e), nil
 	}
 	if len(uses) > 0 {
-		out = append(out, answer(entry{msg: llm.Message{Role: llm.User}}, uses, note))
+		out = append(out, answer(entry{Entry: Entry{Message: llm.Message{Role: llm.User}}}, uses, note))
 	}
 	return out
 }
@@ -216,7 +216,7 @@ func pair(es []entry, note func(string)) []entry {
 func answer(e entry, uses []string, note func(string)) entry {
 	var results, rest []llm.Block
 	seen := map[string]bool{}
-	for _, b := range e.msg.Content {
+	for _, b := range e.Message.Content {
 		r, ok := b.(llm.ToolResult)
 		switch {
 		case !ok:
@@ -234,21 +234,21 @@ func answer(e entry, uses []string, note func(string)) entry {
 			results = append(results, llm.ToolResult{ToolUseID: id, IsError: true, Content: []llm.Block{llm.Text{Text: interruptedResult}}})
 		}
 	}
-	e.msg = llm.Message{Role: llm.User, Content: append(results, rest...)} // Repair compares the content
+	e.Message = llm.Message{Role: llm.User, Content: append(results, rest...)} // Repair compares the content
 	return e
 }
 
 // trimFinal trims the whitespace that ends a final assistant message, which
 // the API rejects in the message it resumes (a paused turn).
 func trimFinal(es []entry, note func(string)) bool {
-	if len(es) == 0 || es[len(es)-1].msg.Role != llm.Assistant {
+	if len(es) == 0 || es[len(es)-1].Message.Role != llm.Assistant {
 		return false
 	}
-	e, c := &es[len(es)-1], es[len(es)-1].msg.Content
+	e, c := &es[len(es)-1], es[len(es)-1].Message.Content
 	if t, ok := c[len(c)-1].(llm.Text); ok && strings.TrimRightFunc(t.Text, unicode.IsSpace) != t.Text {
 		t.Text = strings.TrimRightFunc(t.Text, unicode.IsSpace)
-		e.msg = llm.Message{Role: llm.Assistant, Content: append(slices.Clone(c[:len(c)-1]), t)}
-		e.rules = ruleBlocks(e.msg.Content) // its measures stay: whitespace is a token at most
+		e.Message = llm.Message{Role: llm.Assistant, Content: append(slices.Clone(c[:len(c)-1]), t)}
+		e.rules = ruleBlocks(e.Message.Content) // its measures stay: whitespace is a token at most
 		note("trimmed whitespace ending the final assistant message")
 		return true
 	}
@@ -263,7 +263,7 @@ func (h *History) violations() []apirules.Violation {
 	}
 	msgs := make([]apirules.Message, len(h.entries))
 	for i, e := range h.entries {
-		msgs[i] = apirules.Message{Role: string(e.msg.Role), Content: e.rules}
+		msgs[i] = apirules.Message{Role: string(e.Message.Role), Content: e.rules}
 	}
 	return apirules.Check(msgs)
 }
@@ -308,7 +308,7 @@ func ruleBlock(b llm.Block) apirules.Block {
 // their thinking, with the messages it leaves empty, which the API merges.
 func (h *History) rewrote(i int) {
 	for j := i; j < len(h.entries); j++ {
-		h.entries[j].exact = 0
+		h.entries[j].Tokens = 0
 	}
 	if h.model.UnboundThinking || !slices.ContainsFunc(h.entries[i:], hasThinking) {
 		return
@@ -316,12 +316,12 @@ func (h *History) rewrote(i int) {
 	n, out := 0, h.entries[:i:i]
 	for _, e := range h.entries[i:] {
 		if hasThinking(e) {
-			kept := slices.DeleteFunc(slices.Clone(e.msg.Content), isThinking)
-			n += len(e.msg.Content) - len(kept)
+			kept := slices.DeleteFunc(slices.Clone(e.Message.Content), isThinking)
+			n += len(e.Message.Content) - len(kept)
 			if len(kept) == 0 {
 				continue
 			}
-			e.msg = llm.Message{Role: e.msg.Role, Content: kept}
+			e.Message = llm.Message{Role: e.Message.Role, Content: kept}
 			e = measured(e)
 		}
 		out = append(out, e)
@@ -336,4 +336,4 @@ func isThinking(b llm.Block) bool {
 	return t || r
 }
 
-func hasThinking(e entry) bool { return slices.ContainsFunc(e.msg.Content, isThinking) }
+func hasThinking(e entry) bool { return slices.ContainsFunc(e.Message.Content, isThinking) }

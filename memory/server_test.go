@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -98,14 +97,7 @@ func TestServerCompactionKept(t *testing.T) {
 		t.Error(err)
 	}
 
-	path := filepath.Join(t.TempDir(), "s.jsonl")
-	if err := h.Save(path); err != nil {
-		t.Fatal(err)
-	}
-	g, err := loadFile(path, Config{Model: "claude-opus-5-5"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := Restore(h.Snapshot(), Config{Model: "claude-opus-5-5"})
 	if diff := cmp.Diff(want, g.Messages()); diff != "" {
 		t.Errorf("reloaded history (-want +got):\n%s", diff)
 	}
@@ -140,8 +132,8 @@ func TestSummaryReadsServerCompaction(t *testing.T) {
 	for i := range long {
 		long[i] = 'a' + byte(i%26)
 	}
-	e := entry{msg: llm.Message{Role: llm.Assistant, Content: []llm.Block{
-		llm.RawBlock{Type: "compaction", JSON: []byte(`{"type":"compaction","content":"` + string(long) + `"}`)}}}}
+	e := entry{Entry: Entry{Message: llm.Message{Role: llm.Assistant, Content: []llm.Block{
+		llm.RawBlock{Type: "compaction", JSON: []byte(`{"type":"compaction","content":"` + string(long) + `"}`)}}}}}
 	got := transcript([]entry{e})
 	if want := "[assistant]\n[summary of the earlier turns]\n" + string(long) + "\n\n"; got != want {
 		t.Errorf("transcript of a compaction block:\n%q\nwant\n%q", got[:min(len(got), 200)], want[:200])

@@ -66,24 +66,17 @@ func TestServerToolBlocksKept(t *testing.T) {
 		t.Fatalf("invalid after Compact: %v", err)
 	}
 
-	var buf bytes.Buffer
-	if err := h.Encode(&buf); err != nil {
-		t.Fatal(err)
-	}
-	got, err := Decode(&buf, h.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := Restore(h.Snapshot(), h.Config())
 	if diff := cmp.Diff(after, got.Messages()); diff != "" {
-		t.Errorf("messages after a save and a load (-saved +loaded):\n%s", diff)
+		t.Errorf("messages after a snapshot and a restore (-before +after):\n%s", diff)
 	}
 	i := len(got.entries) - 4
-	if diff := cmp.Diff(usage.ServerToolUse, got.entries[i].usage.ServerToolUse); diff != "" {
-		t.Errorf("the turn's server tool use after a load (-want +got):\n%s", diff)
+	if diff := cmp.Diff(usage.ServerToolUse, got.entries[i].Usage.ServerToolUse); diff != "" {
+		t.Errorf("the turn's server tool use after a restore (-want +got):\n%s", diff)
 	}
-	for j, b := range got.entries[i].msg.Content {
+	for j, b := range got.entries[i].Message.Content {
 		if r, ok := b.(llm.RawBlock); ok && !bytes.Equal(r.JSON, serverTurn("new").Content[j].(llm.RawBlock).JSON) {
-			t.Errorf("block %d after a load: %s", j, r.JSON)
+			t.Errorf("block %d after a restore: %s", j, r.JSON)
 		}
 	}
 }

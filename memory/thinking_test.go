@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -108,7 +106,7 @@ func TestRewritesKeepThinkingValid(t *testing.T) {
 		if _, err := c.h.Compact(t.Context(), c.client); err != nil && !errors.Is(err, ErrCannotCompact) {
 			t.Fatal(err)
 		}
-		if !c.h.entries[0].summary {
+		if !c.h.entries[0].Summary {
 			t.Fatal("no summary")
 		}
 	}
@@ -142,18 +140,16 @@ func TestRewritesKeepThinkingValid(t *testing.T) {
 		{"repair of a corrupted session", "claude-opus-5-5", func(t *testing.T, c *convo) {
 			// The second tool call's input became a string in the file:
 			// repair makes it {}, a change after the first thinking block.
-			path := filepath.Join(t.TempDir(), "s.jsonl")
-			if err := c.h.Save(path); err != nil {
-				t.Fatal(err)
+			s := c.h.Snapshot()
+			for _, e := range s.Entries {
+				for j, b := range e.Message.Content {
+					if u, ok := b.(llm.ToolUse); ok && string(u.Input) == `{"file":2}` {
+						u.Input = json.RawMessage(`"file 2"`)
+						e.Message.Content[j] = u
+					}
+				}
 			}
-			data, _ := os.ReadFile(path)
-			data = []byte(strings.Replace(string(data), `"input":{"file":2}`, `"input":"file 2"`, 1))
-			os.WriteFile(path, data, 0o600)
-			h, err := loadFile(path, c.h.Config())
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.h = h
+			c.h = Restore(s, c.h.Config())
 		}, 1},
 		{"resumed with a model that cannot read the blocks", "claude-opus-5-5", func(t *testing.T, c *convo) {
 			c.h = resume(t, c.h, "claude-sonnet-5-5")
@@ -193,20 +189,12 @@ func TestRewritesKeepThinkingValid(t *testing.T) {
 	}
 }
 
-// resume saves h and loads it for model, as a --session run does.
+// resume restores h for model, as a --session run does.
 func resume(t *testing.T, h *History, model string) *History {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "s.jsonl")
-	if err := h.Save(path); err != nil {
-		t.Fatal(err)
-	}
 	cfg := h.Config()
 	cfg.Model, cfg.SummaryModel, cfg.ContextWindow, cfg.ContextLimit = model, "", 0, 0
-	loaded, err := loadFile(path, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return loaded
+	return Restore(h.Snapshot(), cfg)
 }
 
 // A refusal's take-back restores the history exactly, so its thinking

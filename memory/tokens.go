@@ -34,7 +34,7 @@ const (
 // which the API strips from earlier turns, counts nothing.
 func (h *History) Tokens() int {
 	if last := h.lastExact(); last >= 0 {
-		return h.entries[last].exact + h.estimate(0, h.entries[last+1:])
+		return h.entries[last].Tokens + h.estimate(0, h.entries[last+1:])
 	}
 	return h.estimate(h.prefixChars, h.entries)
 }
@@ -73,7 +73,7 @@ func (h *History) recount(ctx context.Context) int {
 		return n
 	}
 	h.learn(exact)
-	h.entries[len(h.entries)-1].exact = exact
+	h.entries[len(h.entries)-1].Tokens = exact
 	return exact
 }
 
@@ -85,7 +85,7 @@ func (h *History) request() llm.Request {
 
 func (h *History) lastExact() int {
 	for i := len(h.entries) - 1; i >= 0; i-- {
-		if h.entries[i].exact > 0 {
+		if h.entries[i].Tokens > 0 {
 			return i
 		}
 	}
@@ -174,5 +174,5 @@ func (h *History) MarkOverflow(err error) {
 	} else {
 		n = max(h.Tokens(), h.cfg.ContextWindow)
 	}
-	h.entries[len(h.entries)-1].exact = max(n, h.cfg.ContextLimit+1)
+	h.entries[len(h.entries)-1].Tokens = max(n, h.cfg.ContextLimit+1)
 }

@@ -104,7 +104,7 @@ func TestTokens(t *testing.T) {
 				llm.RawBlock{Type: "web_search_tool_result", JSON: []byte(`{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[]}`)},
 				text("found"))
 			h.AppendAssistant(search, llm.Usage{InputTokens: 404_500, OutputTokens: 943})
-			if got := h.entries[3].usage.InputTokens; got != 404_500 {
+			if got := h.entries[3].Usage.InputTokens; got != 404_500 {
 				t.Errorf("recorded input = %d, want the turn's, billed as it came", got)
 			}
 			tail, _ := measureBlocks(user(text("search")).Content)
@@ -187,7 +187,7 @@ func TestServerToolTurnRecorded(t *testing.T) {
 	if h.ratio != defaultRatio {
 		t.Errorf("ratio learned from a summed usage: %v", h.ratio)
 	}
-	if got := h.entries[1].usage; got != asm.Turn().Usage {
+	if got := h.entries[1].Usage; got != asm.Turn().Usage {
 		t.Errorf("recorded usage = %+v, want the turn's %+v", got, asm.Turn().Usage)
 	}
 }
@@ -258,16 +258,7 @@ func TestCheckpoint(t *testing.T) {
 	h.AppendUser(llm.ToolResult{ToolUseID: "t1", Content: []llm.Block{llm.Text{Text: strings.Repeat("data ", 400)}}})
 	h.AppendAssistant(asst(text("one")), llm.Usage{InputTokens: 600, OutputTokens: 5})
 	before, tokens := h.Messages(), h.Tokens()
-	var saved bytes.Buffer
-	save := func(w *bytes.Buffer) {
-		path := filepath.Join(t.TempDir(), "h.jsonl")
-		if err := h.Save(path); err != nil {
-			t.Fatal(err)
-		}
-		b, _ := os.ReadFile(path)
-		w.Write(b)
-	}
-	save(&saved)
+	saved := h.Snapshot()
 
 	rollback := h.Checkpoint()
 	h.AppendUser(llm.Text{Text: "a prompt that fails"})
@@ -283,10 +274,8 @@ func TestCheckpoint(t *testing.T) {
 	if h.Tokens() != tokens {
 		t.Errorf("after rollback Tokens = %d, want %d", h.Tokens(), tokens)
 	}
-	var again bytes.Buffer
-	save(&again)
-	if diff := cmp.Diff(saved.String(), again.String()); diff != "" {
-		t.Errorf("saved file after rollback (-before +after):\n%s", diff)
+	if diff := cmp.Diff(saved, h.Snapshot()); diff != "" {
+		t.Errorf("snapshot after rollback (-before +after):\n%s", diff)
 	}
 	// A rollback leaves the checkpoint intact: rolling back twice is safe.
 	h.AppendUser(llm.Text{Text: "again"})
@@ -300,7 +289,7 @@ func TestCheckpoint(t *testing.T) {
 func validateMessages(msgs []llm.Message) error {
 	h := New(Config{})
 	for _, m := range msgs {
-		h.push(entry{msg: m})
+		h.push(entry{Entry: Entry{Message: m}})
 	}
 	return h.validate()
 }

@@ -224,7 +224,7 @@ func TestRepair(t *testing.T) {
 			h := New(Config{})
 			h.entries = nil
 			for _, m := range tt.in {
-				h.push(entry{msg: m})
+				h.push(entry{Entry: Entry{Message: m}})
 			}
 			did := h.Repair()
 			if diff := cmp.Diff(tt.want, h.Messages()); diff != "" {

@@ -23,6 +23,7 @@ import (
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
+	"github.com/agentloop/agentloop/memory/jsonl"
 	"github.com/agentloop/agentloop/subagent"
 	"github.com/agentloop/agentloop/tool"
 	"github.com/agentloop/agentloop/tools/permission"
@@ -324,7 +325,7 @@ func (t *transcripts) save(session string, scrub func(*memory.History) (*memory.
 		}
 		h, err := scrub(h)
 		if err == nil {
-			err = h.Save(strings.TrimSuffix(session, ext) + ".task-" + id + ext)
+			err = jsonl.Save(strings.TrimSuffix(session, ext)+".task-"+id+ext, h)
 		}
 		if err != nil {
 			return err

@@ -14,6 +14,7 @@ import (
 	"github.com/agentloop/agentloop/anthropictest"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
+	"github.com/agentloop/agentloop/memory/jsonl"
 )
 
 // TestCompactionFlag checks --compaction: its values, a usage error (exit
@@ -214,7 +215,7 @@ func TestServerCompactionSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	saved, err := memory.Decode(f, memory.Config{Model: "claude-opus-5-5"})
+	saved, err := jsonl.Decode(f, memory.Config{Model: "claude-opus-5-5"})
 	if err != nil {
 		t.Fatal(err)
 	}

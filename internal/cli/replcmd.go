@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -75,15 +74,6 @@ func (s *session) reconfigure(cfg agent.Config) error {
 	return nil
 }
 
-// withHistoryConfig returns a history of h's messages configured by cfg.
-func withHistoryConfig(h *memory.History, cfg memory.Config) (*memory.History, error) {
-	var b bytes.Buffer
-	if err := h.Encode(&b); err != nil {
-		return nil, err
-	}
-	return memory.Decode(&b, cfg)
-}
-
 // model is /model: without a name it shows the model, with one it switches
 // to it, keeping the conversation. A model the flags given cannot work
 // with is refused, and the session keeps its model.
@@ -109,12 +99,8 @@ func (s *session) model(name string) error {
 	}
 	memCfg := s.memCfg
 	memCfg.Model = m
-	h, err := withHistoryConfig(s.cfg.History, memCfg)
-	if err != nil {
-		return fmt.Errorf("/model: %w", err)
-	}
 	cfg := s.cfg
-	cfg.History, cfg.Thinking = h, o.thinkingConfig()
+	cfg.History, cfg.Thinking = memory.Restore(s.cfg.History.Snapshot(), memCfg), o.thinkingConfig()
 	if err := s.reconfigure(cfg); err != nil {
 		return fmt.Errorf("/model %s: %w", visible(name), err)
 	}
@@ -144,22 +130,15 @@ func (s *session) compact(ctx context.Context) error {
 		tokens = max(tokens, n)
 	}
 	now.ContextLimit = max(1, tokens)
-	tmp, err := withHistoryConfig(h, now)
-	if err != nil {
-		return fmt.Errorf("/compact: %w", err)
-	}
+	tmp := memory.Restore(h.Snapshot(), now)
 	tmp.SetPrefix(s.cfg.System, specs)
 	// A compaction that fails leaves the conversation as it was.
 	c, err := tmp.Compact(ctx, s.cfg.Model)
 	if err != nil {
 		return fmt.Errorf("/compact: %w", err)
 	}
-	back, err := withHistoryConfig(tmp, cfg)
-	if err != nil {
-		return fmt.Errorf("/compact: %w", err)
-	}
 	a := s.cfg
-	a.History = back
+	a.History = memory.Restore(tmp.Snapshot(), cfg)
 	if err := s.reconfigure(a); err != nil {
 		return err
 	}

@@ -15,12 +15,13 @@ import (
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/memory"
+	"github.com/agentloop/agentloop/memory/jsonl"
 )
 
 // describeLoadError says what is wrong with a session file: the first bad
 // line and how many more there are, rather than every one of them.
 func describeLoadError(err error) string {
-	var le *memory.LineError
+	var le *jsonl.LineError
 	if !errors.As(err, &le) {
 		return err.Error()
 	}
@@ -37,7 +38,7 @@ func describeLoadError(err error) string {
 }
 
 // checkWritable finds out, before any request is paid for, whether the
-// --session file can be saved. memory's Save writes a temporary file beside
+// --session file can be saved. jsonl.Save writes a temporary file beside
 // it and renames it over the old one, so the directory must take a new
 // file; and an existing file must be writable, since a read-only transcript
 // is its owner's way of saying it is not to change.
@@ -168,7 +169,7 @@ func (s *session) load(f *os.File) (*memory.History, error) {
 	if err := untrusted(fi); err != nil {
 		return nil, err
 	}
-	return memory.Decode(f, s.memCfg)
+	return jsonl.Decode(f, s.memCfg)
 }
 
 // save writes the session's file, if it is saved, without the secrets the
@@ -180,7 +181,7 @@ func (s *session) save() error {
 	}
 	h, err := scrubbed(s.cfg.History, s.memCfg, s.secrets)
 	if err == nil {
-		err = h.Save(s.path)
+		err = jsonl.Save(s.path, h)
 	}
 	if err == nil {
 		err = s.transcripts.save(s.path, func(h *memory.History) (*memory.History, error) { return scrubbed(h, s.memCfg, s.secrets) })
@@ -264,7 +265,7 @@ func (s *session) setAside() (string, error) {
 // returns h itself when it holds no secret, as it mostly does.
 func scrubbed(h *memory.History, cfg memory.Config, secrets []string) (*memory.History, error) {
 	var b bytes.Buffer
-	if err := h.Encode(&b); err != nil {
+	if err := jsonl.Encode(&b, h); err != nil {
 		return nil, err
 	}
 	var found []string
@@ -294,7 +295,7 @@ func scrubbed(h *memory.History, cfg memory.Config, secrets []string) (*memory.H
 			return nil, err
 		}
 	}
-	return memory.Decode(&out, cfg)
+	return jsonl.Decode(&out, cfg)
 }
 
 // scrubValue scrubs the strings of v, a decoded JSON value, in place.

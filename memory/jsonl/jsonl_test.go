@@ -1,23 +1,29 @@
-package memory
+package jsonl_test
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image"
+	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/agentloop/agentloop/anthropictest"
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/memory"
+	"github.com/agentloop/agentloop/memory/jsonl"
 	"github.com/google/go-cmp/cmp"
 )
 
 // sample returns a history with every kind of block and two turns of usage.
-func sample(t *testing.T) *History {
+func sample(t *testing.T) *memory.History {
 	t.Helper()
-	h := New(Config{Model: "claude-sonnet-4-5"})
+	h := memory.New(memory.Config{Model: "claude-sonnet-4-5"})
 	h.SetPrefix("be brief", nil)
 	h.AppendUser(text("look at this"), llm.Image{MediaType: "image/png", Data: pngBase64(t, 40, 30)})
 	h.AppendAssistant(asst(
@@ -26,20 +32,40 @@ func sample(t *testing.T) *History {
 		text("calling"),
 		llm.RawBlock{Type: "server_tool_use", JSON: json.RawMessage(`{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{"q":"x"}}`)},
 		use("toolu_1"),
-	), llm.Usage{InputTokens: 900, OutputTokens: 40, CacheCreationInputTokens: 100})
+	), llm.Usage{InputTokens: 900, OutputTokens: 40, CacheCreationInputTokens: 100, ServerToolUse: llm.ServerToolUse{WebSearchRequests: 1}})
 	h.AppendUser(llm.ToolResult{ToolUseID: "toolu_1", IsError: true, Content: []llm.Block{text("boom")}})
 	h.AppendAssistant(asst(llm.Text{Text: "done", Citations: []json.RawMessage{json.RawMessage(`{"type":"char_location","cited_text":"x"}`)}}),
 		llm.Usage{InputTokens: 10, OutputTokens: 5, CacheReadInputTokens: 1000})
-	if err := h.validate(); err != nil {
+	return h
+}
+
+func user(blocks ...llm.Block) llm.Message { return llm.Message{Role: llm.User, Content: blocks} }
+func asst(blocks ...llm.Block) llm.Message {
+	return llm.Message{Role: llm.Assistant, Content: blocks}
+}
+func text(s string) llm.Text { return llm.Text{Text: s} }
+func use(id string) llm.ToolUse {
+	return llm.ToolUse{ID: id, Name: "calc", Input: json.RawMessage(`{"x":1}`)}
+}
+
+// interrupted is the result memory's repair gives a call that got none.
+func interrupted(id string) llm.Block {
+	return llm.ToolResult{ToolUseID: id, IsError: true, Content: []llm.Block{text("not executed: interrupted")}}
+}
+
+func pngBase64(t testing.TB, w, h int) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, image.NewGray(image.Rect(0, 0, w, h))); err != nil {
 		t.Fatal(err)
 	}
-	return h
+	return base64.StdEncoding.EncodeToString(buf.Bytes())
 }
 
 func TestSaveLoadRoundTrip(t *testing.T) {
 	h := sample(t)
 	path := filepath.Join(t.TempDir(), "run.jsonl")
-	if err := h.Save(path); err != nil {
+	if err := jsonl.Save(path, h); err != nil {
 		t.Fatal(err)
 	}
 	fi, err := os.Stat(path)
@@ -50,21 +76,17 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 		t.Errorf("mode = %v, want 0600", fi.Mode().Perm())
 	}
 	data, _ := os.ReadFile(path)
-	if n := strings.Count(string(data), "\n"); n != len(h.entries) {
-		t.Errorf("file has %d lines, want one per message (%d)", n, len(h.entries))
+	want := h.Snapshot()
+	if n := strings.Count(string(data), "\n"); n != len(want.Entries) {
+		t.Errorf("file has %d lines, want one per message (%d)", n, len(want.Entries))
 	}
 
-	got, err := loadFile(path, Config{Model: "claude-sonnet-4-5"})
+	got, err := loadFile(path, memory.Config{Model: "claude-sonnet-4-5"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(h.Messages(), got.Messages()); diff != "" {
-		t.Errorf("messages differ after round trip (-saved +loaded):\n%s", diff)
-	}
-	for i := range h.entries {
-		if g, w := got.entries[i], h.entries[i]; g.usage != w.usage || g.model != w.model {
-			t.Errorf("message %d: usage %+v of %q after load, want %+v of %q", i, g.usage, g.model, w.usage, w.model)
-		}
+	if diff := cmp.Diff(want, got.Snapshot()); diff != "" {
+		t.Errorf("messages, usage, models and counts differ after round trip (-saved +loaded):\n%s", diff)
 	}
 	got.SetPrefix("be brief", nil)
 	if got.Tokens() != h.Tokens() || got.Tokens() != 1015 {
@@ -72,7 +94,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	}
 	// Saving the loaded history reproduces the file byte for byte.
 	path2 := filepath.Join(t.TempDir(), "again.jsonl")
-	if err := got.Save(path2); err != nil {
+	if err := jsonl.Save(path2, got); err != nil {
 		t.Fatal(err)
 	}
 	data2, _ := os.ReadFile(path2)
@@ -86,17 +108,17 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 func TestEncodeDecode(t *testing.T) {
 	h := sample(t)
 	var buf bytes.Buffer
-	if err := h.Encode(&buf); err != nil {
+	if err := jsonl.Encode(&buf, h); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "run.jsonl")
-	if err := h.Save(path); err != nil {
+	if err := jsonl.Save(path, h); err != nil {
 		t.Fatal(err)
 	}
 	if data, _ := os.ReadFile(path); !bytes.Equal(data, buf.Bytes()) {
 		t.Errorf("Encode and Save wrote different bytes:\n%s\n%s", buf.Bytes(), data)
 	}
-	got, err := Decode(&buf, Config{Model: "claude-sonnet-4-5"})
+	got, err := jsonl.Decode(&buf, memory.Config{Model: "claude-sonnet-4-5"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,8 +129,8 @@ func TestEncodeDecode(t *testing.T) {
 	if got.Tokens() != 1015 {
 		t.Errorf("Tokens after Decode = %d, want 1015 (exact count kept)", got.Tokens())
 	}
-	if _, err := Decode(strings.NewReader("{\"role\":\"assistant\",\"content\":[]}\n"), Config{}); !errors.As(err, new(*LineError)) {
-		t.Errorf("Decode of an assistant-first history: %v, want a *LineError", err)
+	if _, err := jsonl.Decode(strings.NewReader("{\"role\":\"assistant\",\"content\":[]}\n"), memory.Config{}); !errors.As(err, new(*jsonl.LineError)) {
+		t.Errorf("Decode of an assistant-first history: %v, want a *jsonl.LineError", err)
 	}
 }
 
@@ -116,7 +138,7 @@ func TestLoadBadFiles(t *testing.T) {
 	h := sample(t)
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.jsonl")
-	if err := h.Save(good); err != nil {
+	if err := jsonl.Save(good, h); err != nil {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(good)
@@ -174,14 +196,15 @@ func TestLoadBadFiles(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tt.content), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			got, err := loadFile(path, Config{})
+			got, err := loadFile(path, memory.Config{})
 			if got == nil {
 				t.Fatalf("loadFile returned no history (err %v)", err)
 			}
 			if diff := cmp.Diff(tt.want, got.Messages()); diff != "" {
 				t.Errorf("loaded messages (-want +got):\n%s", diff)
 			}
-			if verr := got.validate(); verr != nil {
+			body, _ := json.Marshal(map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": got.Messages()})
+			if verr := anthropictest.CheckRequest(body); verr != nil {
 				t.Errorf("loaded history invalid: %v", verr)
 			}
 			if tt.badLines == nil {
@@ -190,12 +213,12 @@ func TestLoadBadFiles(t *testing.T) {
 				}
 				return
 			}
-			if le := (*LineError)(nil); !errors.As(err, &le) {
-				t.Fatalf("Decode error = %v, want a *LineError", err)
+			if le := (*jsonl.LineError)(nil); !errors.As(err, &le) {
+				t.Fatalf("Decode error = %v, want a *jsonl.LineError", err)
 			}
 			var lines []int
 			for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-				var le *LineError
+				var le *jsonl.LineError
 				if errors.As(e, &le) {
 					lines = append(lines, le.Line)
 					if !strings.Contains(le.Error(), fmt.Sprintf("line %d:", le.Line)) {
@@ -211,13 +234,13 @@ func TestLoadBadFiles(t *testing.T) {
 }
 
 // loadFile decodes the history file at path, as the CLI resumes a session.
-func loadFile(path string, cfg Config) (*History, error) {
+func loadFile(path string, cfg memory.Config) (*memory.History, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return Decode(f, cfg)
+	return jsonl.Decode(f, cfg)
 }
 
 // TestSaveAtomic checks that a failed save leaves the old file as it was
@@ -225,16 +248,16 @@ func loadFile(path string, cfg Config) (*History, error) {
 func TestSaveAtomic(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "run.jsonl")
-	if err := sample(t).Save(path); err != nil {
+	if err := jsonl.Save(path, sample(t)); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := os.ReadFile(path)
 
-	bad := New(Config{})
+	bad := memory.New(memory.Config{})
 	bad.AppendUser(llm.Text{Text: "hi"})
 	// A raw block of invalid JSON cannot be marshalled: Save fails midway.
 	bad.AppendAssistant(asst(text("ok"), llm.RawBlock{Type: "x", JSON: json.RawMessage(`{`)}), llm.Usage{})
-	if err := bad.Save(path); err == nil {
+	if err := jsonl.Save(path, bad); err == nil {
 		t.Fatal("Save of an unmarshalable history succeeded")
 	}
 	after, _ := os.ReadFile(path)
@@ -276,7 +299,7 @@ func TestSaveMode(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "chat.jsonl")
 			tt.setup(t, path)
-			if err := sample(t).Save(path); err != nil {
+			if err := jsonl.Save(path, sample(t)); err != nil {
 				t.Fatal(err)
 			}
 			fi, err := os.Lstat(path)

@@ -1,0 +1,162 @@
+// Package jsonl saves a [memory.History] as JSON Lines and loads it back:
+// one message a line, in the Messages API's wire shape, with its usage, its
+// model and, where the API measured it, its exact token count, so that a
+// resumed session counts as the one it continues. The CLI's sessions are
+// such files.
+package jsonl
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/memory"
+)
+
+// A LineError reports a line (from 1) of a history that [Decode] could not use.
+type LineError struct {
+	Line int
+	Err  error
+}
+
+// Error names the line.
+func (e *LineError) Error() string { return fmt.Sprintf("jsonl: line %d: %v", e.Line, e.Err) }
+
+// Unwrap returns the underlying error.
+func (e *LineError) Unwrap() error { return e.Err }
+
+// A line is one line of a history file: a message, in its wire shape, and its meta.
+type line struct {
+	llm.Message
+	meta
+}
+
+// meta is what we know of a line's message. It is decoded apart from the
+// message, whose own UnmarshalJSON would take the whole line.
+type meta struct {
+	Usage   llm.Usage `json:"usage,omitzero"`    // of the call that produced the message
+	Model   string    `json:"model,omitempty"`   // that Usage is priced by
+	Tokens  int       `json:"tokens,omitempty"`  // the exact count through this message, if known
+	Summary bool      `json:"summary,omitempty"` // a compaction wrote the message
+	// Prefix, on the first line, hashes the system prompt and tools last
+	// sent, so that a resume with others drops the thinking they invalidate.
+	Prefix string `json:"prefix,omitempty"`
+}
+
+// Save writes h to path as JSONL, one message per line with its usage. It
+// writes a temporary file, syncs it and renames it over path, so that a
+// crash leaves the old file or the new one, never a torn one. The file is
+// 0600, since transcripts hold whatever the tools read: one that exists
+// keeps its mode only as far as that is narrower (0400 stays, 0666 becomes
+// 0600). A symbolic link at path is replaced, not followed, and lends the
+// file no mode.
+func Save(path string, h *memory.History) (err error) {
+	mode := os.FileMode(0o600)
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
+		mode &= fi.Mode().Perm()
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("jsonl: save: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+			err = fmt.Errorf("jsonl: save %s: %w", path, err)
+		}
+	}()
+	w := bufio.NewWriter(f)
+	for _, step := range []func() error{func() error { return Encode(w, h) }, w.Flush, func() error { return f.Chmod(mode) }, f.Sync, f.Close,
+		func() error { return os.Rename(f.Name(), path) }} {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	// Sync the directory so the rename itself survives a crash. Not every
+	// file system supports it; the data is safe either way.
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// Encode writes h to w as [Save] does, for a program that keeps it
+// elsewhere than in a file; [Decode] reads it back, exact token counts
+// included.
+func Encode(w io.Writer, h *memory.History) error {
+	enc := json.NewEncoder(w)
+	s := h.Snapshot()
+	for i, e := range s.Entries {
+		l := line{e.Message, meta{Usage: e.Usage, Tokens: e.Tokens, Summary: e.Summary}}
+		// An assistant turn names its model, which wrote its thinking, for a resume with another.
+		if e.Usage != (llm.Usage{}) || e.Message.Role == llm.Assistant {
+			l.Model = e.Model
+		}
+		if i == 0 {
+			l.Prefix = s.Prefix
+		}
+		if err := enc.Encode(l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Decode reads a history that [Encode] or [Save] wrote, configured by cfg,
+// and restores it with [memory.Restore], which repairs it. A line it cannot
+// use (truncated by a crash, corrupted, an assistant message first) is
+// skipped and reported as a [*LineError]: Decode returns the history of
+// every usable line with those errors joined, keeping exact counts only up
+// to the first bad line, since the prefix they measured is not all there.
+func Decode(rd io.Reader, cfg memory.Config) (*memory.History, error) {
+	var s memory.Snapshot
+	var errs []error
+	sc := bufio.NewScanner(rd)
+	sc.Buffer(nil, math.MaxInt) // a line holds a whole message: tool inputs of megabytes
+	for n := 1; sc.Scan(); n++ {
+		b := sc.Bytes()
+		if len(bytes.TrimSpace(b)) == 0 {
+			continue
+		}
+		l, err := decodeLine(b, len(s.Entries) == 0)
+		if err != nil {
+			errs = append(errs, &LineError{Line: n, Err: err})
+			continue
+		}
+		if len(s.Entries) == 0 {
+			s.Prefix = l.Prefix
+		}
+		if len(errs) > 0 {
+			l.Tokens = 0
+		}
+		s.Entries = append(s.Entries, memory.Entry{Message: l.Message, Usage: l.Usage, Model: l.Model, Tokens: l.Tokens, Summary: l.Summary})
+	}
+	if err := sc.Err(); err != nil {
+		errs = append(errs, fmt.Errorf("jsonl: decode: %w", err))
+	}
+	return memory.Restore(s, cfg), errors.Join(errs...)
+}
+
+// decodeLine reads the line b; first says whether it opens the history.
+func decodeLine(b []byte, first bool) (line, error) {
+	var l line
+	switch err := cmp.Or(json.Unmarshal(b, &l.Message), json.Unmarshal(b, &l.meta)); {
+	case err != nil:
+		return l, err
+	case l.Role != llm.User && l.Role != llm.Assistant:
+		return l, fmt.Errorf("role %q is neither user nor assistant", l.Role)
+	case first && l.Role != llm.User:
+		return l, errors.New("the history must start with a user message")
+	}
+	return l, nil
+}
