@@ -27,7 +27,7 @@ func ExampleRun() {
 	}
 	cfg := agent.Config{Model: llm.New(llm.Config{BaseURL: srv.URL})}
 	w, res, err := typed.Run[weather](context.Background(), cfg, "How warm is it in Oslo?")
-	if oe, ok := errors.AsType[*agent.OutputError](err); ok {
+	if oe, ok := errors.AsType[*typed.OutputError](err); ok {
 		fmt.Println("no valid answer:", oe.Violations)
 		return
 	}

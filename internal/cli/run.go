@@ -278,15 +278,14 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 	if o.verbose {
 		s.cfg.Middleware = logModel(logger)
 	}
-	s.cfg.Thinking, s.cfg.Effort, s.cfg.Schema = o.thinkingConfig(), o.effort, o.schema
+	s.cfg.Thinking, s.cfg.Effort = o.thinkingConfig(), o.effort
 	s.cfg.ServerTools, s.cfg.ToolSearch = o.server.tools(), o.server.toolSearch
 	s.sessionStart(ctx, "")
 	if err := checkContextLimit(s.memCfg, s.cfg.System, reg.Specs()); err != nil {
 		s.close()
 		return nil, err
 	}
-	s.agent, err = agent.New(s.cfg)
-	if err != nil {
+	if err := s.reconfigure(s.cfg); err != nil {
 		s.close()
 		return nil, usageError("%v", err)
 	}
@@ -444,9 +443,9 @@ func (c *cli) newRenderer(o *options, stdout, stderr io.Writer, lesson bool) ren
 	_, priced := llm.LookupModel(o.model)
 	switch o.outputFormat {
 	case formatStreamJSON:
-		return newJSONRenderer(stdout, stderr, priced)
+		return newJSONRenderer(stdout, stderr, priced, o.schema != nil)
 	case formatJSON:
-		return newResultRenderer(stdout, stderr, priced)
+		return newResultRenderer(stdout, stderr, priced, o.schema != nil)
 	}
 	if o.schema != nil { // stdout holds only the answer
 		return schemaRenderer{newTextRenderer(io.Discard, stderr, c.newStyle(stderr), c.isTerminal(stderr), false, false, nil), stdout}
