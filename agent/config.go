@@ -81,13 +81,6 @@ type Config struct {
 	// prompt, when the model would stop and before a compaction (see
 	// [Hook]). Default none.
 	Hooks []Hook
-	// HookTimeout bounds each call of a hook; one that outlives it has
-	// failed. Default 0: none, so that a hook may wait for a person.
-	HookTimeout time.Duration
-	// Ask decides a tool call a hook asks about (Decision.Ask) with its
-	// question: nil lets it run, an error denies it, and the model reads
-	// the error. Default nil: nobody to ask, so such a call is denied.
-	Ask func(ctx context.Context, call llm.ToolUse, question string) error
 	// Middleware wraps Model, for logging and tracing. Default nil.
 	Middleware func(llm.Model) llm.Model
 	// RepeatLimit is how many times in a row a tool may be called with the
@@ -133,8 +126,8 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Model == nil {
 		return nil, errors.New("agent: Config.Model is required")
 	}
-	limits := []string{"MaxIterations", "MaxDuration", "MaxTotalTokens", "MaxAttempts", "HookTimeout"}
-	for i, v := range []int64{int64(cfg.MaxIterations), int64(cfg.MaxDuration), cfg.MaxTotalTokens, int64(cfg.MaxAttempts), int64(cfg.HookTimeout)} {
+	limits := []string{"MaxIterations", "MaxDuration", "MaxTotalTokens", "MaxAttempts"}
+	for i, v := range []int64{int64(cfg.MaxIterations), int64(cfg.MaxDuration), cfg.MaxTotalTokens, int64(cfg.MaxAttempts)} {
 		if v < 0 {
 			return nil, fmt.Errorf("agent: Config.%s is negative (%d)", limits[i], v)
 		}
