@@ -107,14 +107,12 @@ type checker struct {
 }
 
 // An answer is what a run's checks found, shared by its hook and its
-// Observer through the run's ctx.
+// Observer through the run's ctx, under their checker as the key.
 type answer struct {
 	violations []string // the last answer's; none if it was valid
 	reasks     int      // answers sent back
 	reasked    bool     // the last answer was sent back
 }
-
-type answerKey struct{}
 
 // reask is the user turn that sends an invalid answer back.
 const reask = "Your answer is not valid against the required JSON schema:\n- %s\n" +
@@ -123,7 +121,7 @@ const reask = "Your answer is not valid against the required JSON schema:\n- %s\
 // beforeStop checks the answer the model would stop with: a valid one
 // ends the run, an invalid one is sent back while re-asks last.
 func (c *checker) beforeStop(ctx context.Context, e agent.HookEvent) (agent.Decision, error) {
-	a, ok := ctx.Value(answerKey{}).(*answer)
+	a, ok := ctx.Value(c).(*answer)
 	if e.Point != agent.BeforeStop || !ok {
 		return agent.Decision{}, nil
 	}
@@ -144,7 +142,7 @@ func (c *checker) Run(ctx context.Context, a *agent.Agent, input string, run fun
 		return func(yield func(agent.Event, error) bool) {
 			h := a.Config().History
 			rollback, st := h.Checkpoint(), &answer{}
-			for ev, err := range run(context.WithValue(ctx, answerKey{}, st)) {
+			for ev, err := range run(context.WithValue(ctx, c, st)) {
 				if res, ok := ev.(agent.Result); ok && err == nil {
 					if res.State, err = st.verdict(res); err != nil {
 						rollback()
