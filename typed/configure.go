@@ -37,9 +37,9 @@ type Options struct {
 //
 // It adds to cfg without replacing anything: a Model middleware after
 // cfg.Middleware, a BeforeStop hook after cfg.Hooks, and an Observer
-// around cfg.Observer, which still sees every run. The model and its
-// structured outputs are read from cfg.History (default llm.DefaultModel),
-// so configure the Config whose History an Agent will have.
+// around cfg.Observer, which still sees every run. Whether the model takes
+// structured outputs is read from cfg.History's model (default
+// llm.DefaultModel): set History first.
 func Configure(cfg agent.Config, schema *jsonschema.Schema, opts *Options) (agent.Config, error) {
 	if schema == nil {
 		return cfg, errors.New("typed: the schema is nil")
