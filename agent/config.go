@@ -3,15 +3,12 @@ package agent
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"sync/atomic"
 	"time"
-
-	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
@@ -80,31 +77,10 @@ type Config struct {
 	// DisableCache turns off prompt caching, which is on by default.
 	DisableCache bool
 
-	// Schema, when set, asks for a final answer that is one JSON value
-	// valid against it, such as jsonschema.For[T]'s, which Result.Output
-	// then holds (package typed decodes it into a T). On models with
-	// [llm.ModelInfo].StructuredOutputs it is sent, in the subset the API
-	// takes, as output_config.format; on others, and for a schema the API
-	// cannot take (a map), the system prompt asks for it. Either way the
-	// answer is validated against Schema itself, an invalid one is sent
-	// back with its violations, and a run that ends without a valid one
-	// returns an [*OutputError]. Default nil: prose.
-	Schema *jsonschema.Schema
-	// Reasks is how many times an answer invalid against Schema is sent
-	// back. Default 2; negative: none.
-	Reasks int
-
 	// Hooks are called, in order, before and after each tool call, on the
 	// prompt, when the model would stop and before a compaction (see
 	// [Hook]). Default none.
 	Hooks []Hook
-	// HookTimeout bounds each call of a hook; one that outlives it has
-	// failed. Default 0: none, so that a hook may wait for a person.
-	HookTimeout time.Duration
-	// Ask decides a tool call a hook asks about (Decision.Ask) with its
-	// question: nil lets it run, an error denies it, and the model reads
-	// the error. Default nil: nobody to ask, so such a call is denied.
-	Ask func(ctx context.Context, call llm.ToolUse, question string) error
 	// Middleware wraps Model, for logging and tracing. Default nil.
 	Middleware func(llm.Model) llm.Model
 	// RepeatLimit is how many times in a row a tool may be called with the
@@ -137,7 +113,6 @@ type Config struct {
 // runs must not overlap, since they share its history; Agents are cheap.
 type Agent struct {
 	cfg       Config                                                  // with defaults, and Model wrapped by Middleware
-	out       *output                                                 // for a Config.Schema
 	rt        Runtime                                                 // Config.Runtime, as the Observer wraps it
 	retryWait func(ctx context.Context, attempt int, err error) error // rt.Backoff; tests shorten it
 	busy      atomic.Bool                                             // a run is in progress
@@ -151,8 +126,8 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Model == nil {
 		return nil, errors.New("agent: Config.Model is required")
 	}
-	limits := []string{"MaxIterations", "MaxDuration", "MaxTotalTokens", "MaxAttempts", "HookTimeout"}
-	for i, v := range []int64{int64(cfg.MaxIterations), int64(cfg.MaxDuration), cfg.MaxTotalTokens, int64(cfg.MaxAttempts), int64(cfg.HookTimeout)} {
+	limits := []string{"MaxIterations", "MaxDuration", "MaxTotalTokens", "MaxAttempts"}
+	for i, v := range []int64{int64(cfg.MaxIterations), int64(cfg.MaxDuration), cfg.MaxTotalTokens, int64(cfg.MaxAttempts)} {
 		if v < 0 {
 			return nil, fmt.Errorf("agent: Config.%s is negative (%d)", limits[i], v)
 		}
@@ -176,14 +151,6 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Runtime != nil && (cfg.Registry != nil || len(cfg.Tools) > 0) {
 		return nil, errors.New("agent: Config.Tools and Config.Registry must be unset with a Config.Runtime, which brings its own tools")
 	}
-	var out *output
-	if cfg.Schema != nil {
-		var err error
-		if out, cfg.System, err = newOutput(cfg.Schema, cfg.History.Config().Model, cfg.System); err != nil {
-			return nil, err
-		}
-	}
-	cfg.Reasks = max(cmp.Or(cfg.Reasks, 2), 0)
 	cfg.MaxIterations = cmp.Or(cfg.MaxIterations, DefaultMaxIterations)
 	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, 3)
 	cfg.RepeatLimit = cmp.Or(cfg.RepeatLimit, 3)
@@ -210,7 +177,7 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Observer != nil {
 		rt = cfg.Observer.Runtime(rt)
 	}
-	return &Agent{cfg: cfg, out: out, rt: rt, retryWait: rt.Backoff}, nil
+	return &Agent{cfg: cfg, rt: rt, retryWait: rt.Backoff}, nil
 }
 
 // Config returns the agent's configuration, with its defaults filled in
@@ -243,9 +210,6 @@ type Result struct {
 	Iterations int       `json:"iterations"` // model calls, FinalAnswer's included, retries not
 	Usage      llm.Usage `json:"usage"`      // summed over every model call, retries and subagents' included
 	CostUSD    float64   `json:"cost_usd"`   // Usage at the prices in the model table (llm.LookupModel); 0 for a model it lacks
-	// Output is the final answer as JSON valid against Config.Schema, set
-	// only when the run has one.
-	Output json.RawMessage `json:"structured_output,omitempty"`
 }
 
 // Run runs the loop on input and returns its result: [Agent.Stream],

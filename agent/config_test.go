@@ -32,7 +32,6 @@ func TestNew(t *testing.T) {
 		{"a nil tool", Config{Model: model, Tools: []*tool.Tool{nil}}, "nil *Tool"},
 		{"a tool twice", Config{Model: model, Tools: []*tool.Tool{calculator.New(), calculator.New()}}, "duplicate tool name"},
 		{"a nil hook", Config{Model: model, Hooks: []Hook{ToolGate(func(context.Context, llm.ToolUse) error { return nil }), nil}}, "Config.Hooks[1] is nil"},
-		{"negative HookTimeout", Config{Model: model, HookTimeout: -time.Second}, "HookTimeout is negative"},
 		{"middleware returning nil", Config{Model: model, Middleware: func(llm.Model) llm.Model { return nil }}, "nil Model"},
 	}
 	for _, tt := range tests {

@@ -26,18 +26,13 @@
 // not discarded: they run to their end and stay in the history, with their
 // results, before the retry, so that the model knows what it did.
 //
-// # Typed answers
-//
-// With [Config.Schema] the run's final answer must be JSON valid against
-// a schema: validated by the validator tools use, sent back with each
-// violation by its path up to [Config.Reasks] times, and returned in
-// [Result].Output, or else an [*OutputError]. Package typed builds the
-// schema from a Go type and decodes the answer into it.
-//
 // # Seams
 //
 // The loop starts no goroutine and reads no clock itself: tool calls and
 // time come from a [Runtime] (by default, the Registry on goroutines and
 // the system clock), turns from the [llm.Model]. Package durable gives both
-// its own, to run this same loop as a Temporal workflow.
+// its own, to run this same loop as a Temporal workflow. Capabilities the
+// loop does not need are built on these seams and the hooks: package typed
+// holds a run's answer to a JSON schema with a Middleware, a BeforeStop
+// hook and an [Observer].
 package agent

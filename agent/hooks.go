@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 
 	"github.com/agentloop/agentloop/llm"
 )
@@ -13,9 +11,9 @@ import (
 // A Hook is called at each point of a run's life that a [HookEvent] names,
 // and returns what the run should do there. The hooks of [Config].Hooks
 // run in order, on the loop's goroutine, so a hook may block to ask a
-// person (in a workflow, in the workflow's own primitives). A hook that
-// fails (returns an error, or outlives Config.HookTimeout) is logged and
-// counts as no decision, but before a tool call it denies the call: a
+// person (in a workflow, in the workflow's own primitives), and bound its
+// own time with its ctx. A hook that fails (returns an error) is logged
+// and counts as no decision, but before a tool call it denies the call: a
 // check that did not run is not a pass.
 //
 // A hook sees what it needs and nothing that holds a secret: the tool
@@ -28,7 +26,7 @@ type HookPoint string
 // The points where hooks are called.
 const (
 	// BeforeTool: a call the loop's own checks let through, before it
-	// starts. Decision.Deny, Ask or Input.
+	// starts. Decision.Deny or Input.
 	BeforeTool HookPoint = "before_tool"
 	// AfterTool: a call that ran, before the model reads its result.
 	// Decision.Content or Context.
@@ -56,16 +54,12 @@ type HookEvent struct {
 
 // A Decision is what a hook wants done; its zero value lets the run go
 // on unchanged. A field a point does not take is ignored. Of several
-// hooks, the first Deny wins, over any Ask, then the first Ask; a later
-// Input or Content replaces an earlier one; Contexts and Continue reasons
-// are joined.
+// hooks, the first Deny wins; a later Input or Content replaces an earlier
+// one; Contexts and Continue reasons are joined.
 type Decision struct {
 	// Deny, before a tool call, denies it: the model reads the is_error
 	// result "denied: <Deny>". On a prompt, it blocks it.
 	Deny string
-	// Ask, before a tool call, leaves it to the caller: [Config].Ask
-	// decides, with this question.
-	Ask string
 	// Input, before a tool call, is the input it runs with instead, which
 	// is checked again as the model's is.
 	Input json.RawMessage
@@ -95,28 +89,18 @@ func ToolGate(allow func(ctx context.Context, call llm.ToolUse) error) Hook {
 	}
 }
 
-var errHookTimeout = errors.New("agent: the hook outlived Config.HookTimeout")
-
 // hooks calls the hooks at e.Point and merges their decisions. It reports
 // whether one failed.
 func (r *run) hooks(ctx context.Context, e HookEvent) (d Decision, failed bool) {
 	e.Session = r.cfg.ConversationID
 	for i, h := range r.cfg.Hooks {
-		hctx, stop := ctx, context.CancelFunc(func() {})
-		if r.cfg.HookTimeout > 0 {
-			hctx, stop = r.rt.WithTimeout(ctx, r.cfg.HookTimeout, errHookTimeout)
-		}
-		got, err := h(hctx, e)
-		if err == nil && hctx.Err() != nil {
-			err = context.Cause(hctx)
-		}
-		stop()
+		got, err := h(ctx, e)
 		if err != nil {
 			r.cfg.Logger.Warn("agent: a hook failed", "hook", i, "point", e.Point, "err", err)
 			failed = true
 			continue
 		}
-		d.Deny, d.Ask = cmp.Or(d.Deny, got.Deny), cmp.Or(d.Ask, got.Ask)
+		d.Deny = cmp.Or(d.Deny, got.Deny)
 		if got.Input != nil {
 			d.Input = got.Input
 		}
@@ -145,12 +129,6 @@ func (r *run) beforeTool(ctx context.Context, call llm.ToolUse) (llm.ToolUse, st
 		return call, "denied: a check of this call failed", false
 	case d.Deny != "":
 		return call, "denied: " + d.Deny, false
-	case d.Ask != "" && r.cfg.Ask == nil:
-		return call, fmt.Sprintf("denied: %s (the user must be asked, and nobody can be)", d.Ask), false
-	case d.Ask != "":
-		if err := r.cfg.Ask(ctx, call, d.Ask); err != nil {
-			return call, "denied: " + err.Error(), false
-		}
 	}
 	if d.Input != nil {
 		call.Input = d.Input // the Runtime checks it, as it is not the Assembler's

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -27,46 +26,31 @@ func hookAt(p HookPoint, d Decision, err error) Hook {
 // TestBeforeToolHooks runs one echo call past hooks and checks the result
 // the model reads, and whether the tool ran.
 func TestBeforeToolHooks(t *testing.T) {
-	allowAsk := func(context.Context, llm.ToolUse, string) error { return nil }
-	refuseAsk := func(context.Context, llm.ToolUse, string) error { return errors.New("the user said no") }
-	blocking := func(ctx context.Context, e HookEvent) (Decision, error) {
-		<-ctx.Done() // until HookTimeout
-		return Decision{}, nil
-	}
 	for _, tc := range []struct {
 		name    string
 		hooks   []Hook
-		ask     func(context.Context, llm.ToolUse, string) error
-		timeout time.Duration
 		want    string // the result's text
 		isError bool
 	}{
-		{"no decision", []Hook{hookAt(BeforeTool, Decision{}, nil)}, nil, 0, "hi", false},
-		{"deny", []Hook{hookAt(BeforeTool, Decision{Deny: "not today"}, nil)}, nil, 0, "denied: not today", true},
+		{"no decision", []Hook{hookAt(BeforeTool, Decision{}, nil)}, "hi", false},
+		{"deny", []Hook{hookAt(BeforeTool, Decision{Deny: "not today"}, nil)}, "denied: not today", true},
 		{"the first deny wins", []Hook{hookAt(BeforeTool, Decision{Deny: "first"}, nil), hookAt(BeforeTool, Decision{Deny: "second"}, nil)},
-			nil, 0, "denied: first", true},
-		{"deny wins over ask", []Hook{hookAt(BeforeTool, Decision{Ask: "echo hi?"}, nil), hookAt(BeforeTool, Decision{Deny: "never"}, nil)},
-			allowAsk, 0, "denied: never", true},
+			"denied: first", true},
 		{"a failing hook denies", []Hook{hookAt(BeforeTool, Decision{}, nil), hookAt(BeforeTool, Decision{}, errors.New("crashed"))},
-			nil, 0, "denied: a check of this call failed", true},
-		{"a hook that times out denies", []Hook{blocking}, nil, time.Millisecond, "denied: a check of this call failed", true},
-		{"ask, nobody to ask", []Hook{hookAt(BeforeTool, Decision{Ask: "echo hi?"}, nil)}, nil, 0,
-			"denied: echo hi? (the user must be asked, and nobody can be)", true},
-		{"ask, allowed", []Hook{hookAt(BeforeTool, Decision{Ask: "echo hi?"}, nil)}, allowAsk, 0, "hi", false},
-		{"ask, refused", []Hook{hookAt(BeforeTool, Decision{Ask: "echo hi?"}, nil)}, refuseAsk, 0, "denied: the user said no", true},
-		{"rewrite", []Hook{hookAt(BeforeTool, Decision{Input: json.RawMessage(`{"text":"bye"}`)}, nil)}, nil, 0, "bye", false},
+			"denied: a check of this call failed", true},
+		{"rewrite", []Hook{hookAt(BeforeTool, Decision{Input: json.RawMessage(`{"text":"bye"}`)}, nil)}, "bye", false},
 		{"the last rewrite wins", []Hook{hookAt(BeforeTool, Decision{Input: json.RawMessage(`{"text":"bye"}`)}, nil),
-			hookAt(BeforeTool, Decision{Input: json.RawMessage(`{"text":"ciao"}`)}, nil)}, nil, 0, "ciao", false},
-		{"rewrite to no JSON object", []Hook{hookAt(BeforeTool, Decision{Input: json.RawMessage(`[1]`)}, nil)}, nil, 0,
+			hookAt(BeforeTool, Decision{Input: json.RawMessage(`{"text":"ciao"}`)}, nil)}, "ciao", false},
+		{"rewrite to no JSON object", []Hook{hookAt(BeforeTool, Decision{Input: json.RawMessage(`[1]`)}, nil)},
 			`invalid input for tool "echo": the input must be a JSON object, got [1]`, true},
-		{"rewrite against the schema", []Hook{hookAt(BeforeTool, Decision{Input: json.RawMessage(`{"text":5}`)}, nil)}, nil, 0,
+		{"rewrite against the schema", []Hook{hookAt(BeforeTool, Decision{Input: json.RawMessage(`{"text":5}`)}, nil)},
 			`invalid input for tool "echo"`, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, client := fake(t, at.NewStream().ToolUse("toolu_1", "echo", `{"text":"hi"}`).Stop("tool_use"),
 				at.NewStream().Text("ok").Stop("end_turn"))
 			tt := newTools(t)
-			a := newAgent(t, client, Config{Registry: tt.reg, Hooks: tc.hooks, Ask: tc.ask, HookTimeout: tc.timeout})
+			a := newAgent(t, client, Config{Registry: tt.reg, Hooks: tc.hooks})
 			if _, err := a.Run(t.Context(), "go"); err != nil {
 				t.Fatal(err)
 			}

@@ -3,7 +3,6 @@ package agent
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -24,13 +23,12 @@ import (
 //
 // The last event is always the run's [Result], with a nil error unless
 // the run ended [Failed] (the error wraps any [*llm.APIError]) or
-// [Cancelled] (ctx.Err()), or, with Config.Schema, without a valid answer
-// (an [*OutputError]). If the caller stops reading, the run is
+// [Cancelled] (ctx.Err()). If the caller stops reading, the run is
 // cancelled and no Result is sent. The run ends when every tool handler it
 // started has returned, or 5s (toolGrace) after, with a warning naming it.
 //
-// The history is always left valid. A run that fails or is refused, or
-// ends with an OutputError, leaves it as it was, compactions included. A run cut short keeps its prompt, its
+// The history is always left valid. A run that fails or is refused
+// leaves it as it was, compactions included. A run cut short keeps its prompt, its
 // complete turns and the answer shown so far, marked "[interrupted]", so
 // that the next prompt follows a complete exchange.
 func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error] {
@@ -78,11 +76,9 @@ func (a *Agent) stream(ctx context.Context, input string) iter.Seq2[Event, error
 			state, err = Cancelled, parent.Err()
 		case err != nil:
 			state, err = Failed, fmt.Errorf("agent: iteration %d: %w", r.iter, err)
-		case a.out != nil && r.output == nil:
-			_, err = r.answer(state) // a typed run that ended without an answer
 		}
 		switch {
-		case state == Failed || state == Refused || state == Blocked || err != nil && state != Cancelled: // the last: an OutputError
+		case state == Failed || state == Refused || state == Blocked:
 			rollback()
 		case state == Cancelled || state == TimeLimit:
 			interrupt(a.cfg.History, r.shown.String())
@@ -92,7 +88,7 @@ func (a *Agent) stream(ctx context.Context, input string) iter.Seq2[Event, error
 			return
 		}
 		below, belowUSD := spent.nested()
-		res := Result{Text: r.text, State: state, Iterations: r.iter, Usage: r.usage.Add(below), CostUSD: cost(r.cfg.History, r.usage) + belowUSD, Output: r.output}
+		res := Result{Text: r.text, State: state, Iterations: r.iter, Usage: r.usage.Add(below), CostUSD: cost(r.cfg.History, r.usage) + belowUSD}
 		r.emit(nil) // the nested runs' last events
 		yield(res, err)
 	}
@@ -119,8 +115,6 @@ type run struct {
 	repeats repeats
 	shown   strings.Builder // text the current attempt has shown, for an interrupted run
 	cont    string          // latest code execution container id, for the next request
-	reasks  int             // answers sent back as invalid against Config.Schema
-	output  json.RawMessage // the valid answer, with Config.Schema
 }
 
 // emit yields the nested events queued, then e unless nil, unless the
@@ -178,11 +172,6 @@ func (r *run) loop(input string) (State, error) {
 		}
 		state, next := r.observe(t)
 		t.cancel() // the turn's calls have all answered
-		if r.out != nil && state == Finished {
-			if next, err = r.answer(state); err != nil {
-				return Failed, err
-			}
-		}
 		switch {
 		case state == Refused, !final && !next:
 			return state, nil

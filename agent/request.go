@@ -33,9 +33,6 @@ func (r *run) request(final bool) (llm.Request, error) {
 		Tools: r.specs, ServerTools: r.server, Thinking: r.cfg.Thinking, Effort: r.cfg.Effort, Cache: !r.cfg.DisableCache, Container: r.cont,
 		// Context editing and server compaction, as the history's strategy has it.
 		ContextEdits: h.ContextManagement(thinks(hc.Model, r.cfg.Thinking))}
-	if r.out != nil {
-		req.OutputSchema = r.out.format
-	}
 	if final && len(r.specs)+len(r.server) > 0 {
 		req.ToolChoice = &llm.ToolChoice{Type: "none"}
 	}

@@ -11,7 +11,8 @@ import (
 )
 
 // An Observer sees runs from the outside, as package telemetry does to
-// trace them, so that the loop itself carries no tracing. It wraps a run,
+// trace them, so that the loop itself carries no tracing (package typed
+// wraps one to hold a run's answer to a schema). It wraps a run,
 // the Runtime that starts its tool calls and each compaction, and each of
 // them goes on under the context the Observer passes in: the work inside
 // (a subagent's run in a tool call, a summary's model call) nests under

@@ -60,12 +60,12 @@ type Input struct {
 	// DisableCache turns prompt caching off.
 	DisableCache bool `json:"disable_cache,omitempty"`
 	// Schema asks for a final answer that is JSON valid against it, as
-	// agent.Config.Schema does: Result.Output then holds it. A run that
-	// ends without one fails with a non-retryable application error of
-	// type "OutputError" whose details are the [*agent.OutputError].
-	// Default none.
+	// typed.Configure does: Result.Output then holds it. A run that ends
+	// without one fails with a non-retryable application error of type
+	// "OutputError" whose details are the [*typed.OutputError]. Default
+	// none.
 	Schema *jsonschema.Schema `json:"schema,omitempty"`
-	// Reasks is as in agent.Config: default 2, negative none. The count
+	// Reasks is as in typed.Options: default 2, negative none. The count
 	// starts over when a run continues as new.
 	Reasks int `json:"reasks,omitempty"`
 
@@ -167,7 +167,10 @@ type ToolInfo struct {
 // conversation after the run, to continue it with.
 type Result struct {
 	agent.Result
-	History []llm.Message `json:"history"`
+	// Output is the final answer as JSON valid against Input.Schema, set
+	// only with one.
+	Output  json.RawMessage `json:"structured_output,omitempty"`
+	History []llm.Message   `json:"history"`
 	// Runs counts the workflow runs, continue-as-new included.
 	Runs int `json:"runs"`
 }

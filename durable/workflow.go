@@ -19,6 +19,7 @@ import (
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/memory/jsonl"
+	"github.com/agentloop/agentloop/typed"
 )
 
 // Workflow runs package agent's own loop on in.Prompt, in the workflow: an
@@ -205,13 +206,19 @@ func (r *run) loop() (agent.Result, error) {
 		c.Done().Receive(c, nil)
 		cancel()
 	})
-	a, err := agent.New(agent.Config{
+	cfg := agent.Config{
 		Model: model{r}, Runtime: runtime{r}, History: r.h, System: r.in.System, Thinking: r.in.Thinking, Effort: r.in.Effort,
 		MaxIterations: r.in.MaxIterations - r.base.Iteration, FinalAnswer: r.in.FinalAnswer, MaxDuration: maxDuration,
 		MaxTotalTokens: maxTokens, MaxCostUSD: maxCost, RepeatLimit: r.in.RepeatLimit, DisableCache: r.in.DisableCache, Hooks: []agent.Hook{agent.ToolGate(r.approve)},
-		Schema: r.in.Schema, Reasks: r.in.Reasks,
-		Logger: slog.New(logHandler{workflow.GetLogger(r.root)}), // no Observer: the activities trace; a replay must not
-	})
+		Logger: slog.New(logHandler{workflow.GetLogger(r.root)}), // no tracing Observer: the activities trace; a replay must not
+	}
+	if r.in.Schema != nil { // typed's checks run in the workflow, deterministic as the loop is
+		var err error
+		if cfg, err = typed.Configure(cfg, r.in.Schema, &typed.Options{Reasks: r.in.Reasks}); err != nil {
+			return agent.Result{State: agent.Failed}, err
+		}
+	}
+	a, err := agent.New(cfg)
 	if err != nil {
 		return agent.Result{State: agent.Failed}, err
 	}
@@ -280,11 +287,11 @@ func (r *run) observe(ev agent.Event) {
 // a failed or refused run that continued as new goes back further, to the
 // history before its first.
 func (r *run) finish(res agent.Result, err error) (Result, error) {
-	oe, typed := errors.AsType[*agent.OutputError](err)
+	oe, noAnswer := errors.AsType[*typed.OutputError](err)
 	switch {
 	case res.State == agent.Paused:
 		return Result{}, r.continueAsNew(res)
-	case res.State == agent.Failed, res.State == agent.Refused, typed:
+	case res.State == agent.Failed, res.State == agent.Refused, noAnswer:
 		r.h = restore(r.in, r.before)
 	case res.State == agent.Cancelled:
 		err = nil
@@ -296,12 +303,16 @@ func (r *run) finish(res agent.Result, err error) (Result, error) {
 		return Result{}, err
 	}
 	switch {
-	case typed:
+	case noAnswer:
 		return Result{}, temporal.NewNonRetryableApplicationError(err.Error(), "OutputError", nil, oe)
 	case res.State == agent.Failed:
 		return Result{}, temporal.NewNonRetryableApplicationError(err.Error(), "Failed", nil)
 	}
-	return Result{Result: res, History: r.h.Messages(), Runs: r.runs}, nil
+	out := Result{Result: res, History: r.h.Messages(), Runs: r.runs}
+	if r.in.Schema != nil {
+		out.Output = typed.Output(res)
+	}
+	return out, nil
 }
 
 // continueAsNew carries the run over to a new workflow run, once every

@@ -15,8 +15,8 @@
 // sits under the call's execute_tool span. Several calls in one turn run
 // concurrently, within the parent's registry's limit.
 //
-// A subagent's tool calls pass its own Config.Hooks and Ask: give it the
-// parent's, so that they pass the same approval. A subagent has no task
+// A subagent's tool calls pass its own Config.Hooks: give it the parent's,
+// so that they pass the same approval. A subagent has no task
 // tool: no recursion.
 package subagent
 

@@ -2,8 +2,11 @@ package typed_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/anthropictest"
@@ -27,7 +30,7 @@ func ExampleRun() {
 	}
 	cfg := agent.Config{Model: llm.New(llm.Config{BaseURL: srv.URL})}
 	w, res, err := typed.Run[weather](context.Background(), cfg, "How warm is it in Oslo?")
-	if oe, ok := errors.AsType[*agent.OutputError](err); ok {
+	if oe, ok := errors.AsType[*typed.OutputError](err); ok {
 		fmt.Println("no valid answer:", oe.Violations)
 		return
 	}
@@ -38,4 +41,33 @@ func ExampleRun() {
 	// Your answer is not valid against the required JSON schema:
 	// - field "celsius": got string, want integer
 	// Answer again with only the corrected JSON value, no other text.
+}
+
+// An agent whose every run must answer with JSON valid against a schema
+// of one's own, here one no Go type gives: the temperature's bounds. The
+// fake API plays the model, whose first answer is out of bounds.
+func ExampleConfigure() {
+	srv := anthropictest.NewServer(
+		anthropictest.NewStream().Text(`{"celsius": 400}`).Stop("end_turn"),
+		anthropictest.NewStream().Text(`{"celsius": 4}`).Stop("end_turn"),
+	)
+	defer srv.Close()
+
+	var schema jsonschema.Schema
+	if err := json.Unmarshal([]byte(`{"type": "object", "required": ["celsius"],
+		"properties": {"celsius": {"type": "number", "minimum": -90, "maximum": 60}}}`), &schema); err != nil {
+		panic(err)
+	}
+	cfg, err := typed.Configure(agent.Config{Model: llm.New(llm.Config{BaseURL: srv.URL})}, &schema, &typed.Options{Reasks: 1})
+	if err != nil {
+		panic(err)
+	}
+	a, err := agent.New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	res, err := a.Run(context.Background(), "How warm is it in Oslo?")
+	fmt.Printf("%s after %d model calls, err %v\n", typed.Output(res), res.Iterations, err)
+	// Output:
+	// {"celsius": 4} after 2 model calls, err <nil>
 }

@@ -51,7 +51,7 @@ func TestRun(t *testing.T) {
 		maxIter: 1,
 		state:   agent.IterationLimit,
 		errIs: func(err error) bool {
-			oe, ok := errors.AsType[*agent.OutputError](err)
+			oe, ok := errors.AsType[*typed.OutputError](err)
 			return ok && oe.State == agent.IterationLimit
 		},
 	}, {

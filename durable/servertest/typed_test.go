@@ -14,11 +14,12 @@ import (
 	"github.com/agentloop/agentloop/anthropictest"
 	. "github.com/agentloop/agentloop/durable"
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/typed"
 )
 
 // TestTypedOutput: Input.Schema gives a durable run agent's typed result:
 // an invalid answer is sent back and the valid one is Result.Output; when
-// the re-asks run out, the run fails with the *agent.OutputError in the
+// the re-asks run out, the run fails with the *typed.OutputError in the
 // error's details, the conversation as it was.
 func TestTypedOutput(t *testing.T) {
 	type point struct {
@@ -54,11 +55,11 @@ func TestTypedOutput(t *testing.T) {
 	if !ok || ae.Type() != "OutputError" {
 		t.Fatalf("err = %v, want an OutputError application error", err)
 	}
-	var oe agent.OutputError
+	var oe typed.OutputError
 	if err := ae.Details(&oe); err != nil {
 		t.Fatal(err)
 	}
-	want := agent.OutputError{State: agent.Failed, Answer: `{"x":1,"y":"2"}`, Violations: []string{`field "y": got string, want integer`}}
+	want := typed.OutputError{State: agent.Failed, Answer: `{"x":1,"y":"2"}`, Violations: []string{`field "y": got string, want integer`}}
 	if diff := cmp.Diff(want, oe); diff != "" {
 		t.Errorf("details (-want +got):\n%s", diff)
 	}

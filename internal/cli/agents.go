@@ -372,7 +372,7 @@ func marshalNested(n agent.Nested, priced bool) ([]byte, error) {
 	if inner, ok := n.Event.(agent.Nested); ok {
 		return marshalNested(inner, priced) // marked by its own parent
 	}
-	b, err := marshalEvent(n.Event, nil, priced)
+	b, err := marshalEvent(n.Event, nil, priced, false)
 	if err != nil {
 		return nil, err
 	}

@@ -57,7 +57,7 @@ func BenchmarkRenderLesson(b *testing.B) {
 }
 
 func BenchmarkRenderJSON(b *testing.B) {
-	benchmarkRenderer(b, func() renderer { return newJSONRenderer(io.Discard, io.Discard, true) })
+	benchmarkRenderer(b, func() renderer { return newJSONRenderer(io.Discard, io.Discard, true, false) })
 }
 
 // BenchmarkDemo runs the whole demo unpaced: fake server, llm client,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/typed"
 )
 
 // eventType names ev in the --json output: its Go type in snake_case, such
@@ -47,10 +48,10 @@ func eventType(ev agent.Event) string {
 // marshalEvent writes ev as one JSON object whose first field, "type",
 // names it, so that a reader can switch on it before decoding the rest.
 // The Result that ends a run is written {"type":"done","result":…}, with
-// the text of err, the run's error yielded with it, as "error". Unless
-// priced, a cost is written as null, not 0: a model without a price is
-// not free.
-func marshalEvent(ev agent.Event, err error, priced bool) ([]byte, error) {
+// the text of err, the run's error yielded with it, as "error", and, for a
+// run with a schema, its answer as "structured_output". Unless priced, a
+// cost is written as null, not 0: a model without a price is not free.
+func marshalEvent(ev agent.Event, err error, priced, schema bool) ([]byte, error) {
 	var v any = ev
 	switch e := ev.(type) {
 	case agent.Nested:
@@ -71,7 +72,7 @@ func marshalEvent(ev agent.Event, err error, priced bool) ([]byte, error) {
 		done := struct {
 			Result any    `json:"result"`
 			Error  string `json:"error,omitempty"`
-		}{Result: resultValue(e, priced)}
+		}{Result: resultValue(e, priced, schema)}
 		if err != nil {
 			done.Error = err.Error()
 		}
@@ -95,15 +96,20 @@ func marshalEvent(ev agent.Event, err error, priced bool) ([]byte, error) {
 }
 
 // resultValue is res as the JSON lines write it: unless priced, with a
-// cost of null.
-func resultValue(res agent.Result, priced bool) any {
-	if priced {
-		return res
-	}
-	return struct {
+// cost of null; with a schema, with the answer's JSON (package typed).
+func resultValue(res agent.Result, priced, schema bool) any {
+	v := struct {
 		agent.Result
-		CostUSD *float64 `json:"cost_usd"` // shadows the embedded 0
+		CostUSD          *float64        `json:"cost_usd"` // shadows the embedded one
+		StructuredOutput json.RawMessage `json:"structured_output,omitempty"`
 	}{Result: res}
+	if priced {
+		v.CostUSD = &res.CostUSD
+	}
+	if schema {
+		v.StructuredOutput = typed.Output(res)
+	}
+	return v
 }
 
 // errorRecord is the JSON line --json writes for the error that ended a
@@ -136,12 +142,13 @@ func newErrorRecord(err error) errorRecord {
 type jsonRenderer struct {
 	out, errw io.Writer
 	priced    bool // the model has a price: costs are numbers, not null
+	schema    bool // --json-schema: a result holds the answer's JSON
 	// failed is the result of a run that failed, held for its error line.
 	failed *agent.Result
 }
 
-func newJSONRenderer(stdout, stderr io.Writer, priced bool) *jsonRenderer {
-	return &jsonRenderer{out: stdout, errw: stderr, priced: priced}
+func newJSONRenderer(stdout, stderr io.Writer, priced, schema bool) *jsonRenderer {
+	return &jsonRenderer{out: stdout, errw: stderr, priced: priced, schema: schema}
 }
 
 func (r *jsonRenderer) event(ev agent.Event, runErr error) {
@@ -151,7 +158,7 @@ func (r *jsonRenderer) event(ev agent.Event, runErr error) {
 	}
 	// An error here would be a bug in an event's fields, so it is
 	// reported, not hidden.
-	b, err := marshalEvent(ev, runErr, r.priced)
+	b, err := marshalEvent(ev, runErr, r.priced, r.schema)
 	if err != nil {
 		fmt.Fprintf(r.errw, "agentloop: cannot encode %s event: %v\n", eventType(ev), err)
 		return
@@ -162,7 +169,7 @@ func (r *jsonRenderer) event(ev agent.Event, runErr error) {
 func (r *jsonRenderer) fail(err error) {
 	rec := newErrorRecord(err)
 	if r.failed != nil {
-		rec.Result = resultValue(*r.failed, r.priced)
+		rec.Result = resultValue(*r.failed, r.priced, r.schema)
 		r.failed = nil
 	}
 	b, err := marshalNoEscape(rec)

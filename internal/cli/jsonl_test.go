@@ -44,7 +44,7 @@ func TestEventJSON(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(eventType(tt.ev), func(t *testing.T) {
-			got, err := marshalEvent(tt.ev, tt.err, true)
+			got, err := marshalEvent(tt.ev, tt.err, true, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,7 +68,7 @@ func TestEventJSONUnpriced(t *testing.T) {
 		{agent.Result{Text: "hi", State: agent.Finished, Iterations: 1}, errors.New("x"),
 			`{"type":"done","result":{"text":"hi","state":"finished","iterations":1,"usage":{"input_tokens":0,"output_tokens":0},"cost_usd":null},"error":"x"}`},
 	} {
-		got, err := marshalEvent(tt.ev, tt.err, false)
+		got, err := marshalEvent(tt.ev, tt.err, false, false)
 		if err != nil || string(got) != tt.want {
 			t.Errorf("marshalEvent(%#v, false)\n got %s, %v\nwant %s", tt.ev, got, err, tt.want)
 		}
@@ -80,7 +80,7 @@ func TestEventJSONUnpriced(t *testing.T) {
 // same JSON, decoding to the same text.
 func TestJSONLinesEscapeC1(t *testing.T) {
 	var out strings.Builder
-	r := newJSONRenderer(&out, io.Discard, true)
+	r := newJSONRenderer(&out, io.Discard, true, false)
 	text := "\u009b2J\u009d0;x\u009c é \u00a0\u00bf\x1b"
 	r.event(agent.TextDelta{Text: text}, nil)
 	want := `{"type":"text_delta","text":"\u009b2J\u009d0;x\u009c é ` + "\u00a0\u00bf" + `\u001b"}` + "\n"

@@ -15,6 +15,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/agentloop/agentloop/agent"
+	"github.com/agentloop/agentloop/typed"
 )
 
 // defineSchemaFlag defines --json-schema, Claude Code's flag: the schema
@@ -110,9 +111,9 @@ type schemaRenderer struct {
 
 func (r schemaRenderer) event(ev agent.Event, err error) {
 	r.renderer.event(ev, err)
-	if res, ok := ev.(agent.Result); ok && res.Output != nil {
+	if res, ok := ev.(agent.Result); ok {
 		var b bytes.Buffer
-		if json.Compact(&b, res.Output) == nil {
+		if out := typed.Output(res); out != nil && json.Compact(&b, out) == nil {
 			b.WriteByte('\n')
 			r.stdout.Write(b.Bytes())
 		}
@@ -122,7 +123,7 @@ func (r schemaRenderer) event(ev agent.Event, err error) {
 // answerErr is err, unless it says only that a limit ended a run with
 // --json-schema before its answer: then the limit's own exit status tells.
 func answerErr(err error) error {
-	if oe, ok := errors.AsType[*agent.OutputError](err); ok && (oe.State == agent.IterationLimit || oe.State == agent.TokenLimit) {
+	if oe, ok := errors.AsType[*typed.OutputError](err); ok && (oe.State == agent.IterationLimit || oe.State == agent.TokenLimit) {
 		return nil
 	}
 	return err

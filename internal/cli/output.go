@@ -12,6 +12,7 @@ import (
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/tools/permission"
+	"github.com/agentloop/agentloop/typed"
 )
 
 // The --output-format values, Claude Code's: text for a person, json for
@@ -194,11 +195,15 @@ var stopReasons = map[agent.State]string{
 	agent.Truncated: "max_tokens",
 }
 
-// newResultRecord returns the record of a run that ended as e, after d.
-func newResultRecord(e ending, d time.Duration, priced bool) resultRecord {
+// newResultRecord returns the record of a run that ended as e, after d;
+// with a schema, with the answer's JSON.
+func newResultRecord(e ending, d time.Duration, priced, schema bool) resultRecord {
 	rec := resultRecord{Type: "result", Subtype: "success", DurationMS: d.Milliseconds(),
 		NumTurns: e.res.Iterations, Result: e.res.Text, SessionID: e.session, Usage: e.res.Usage,
-		PermissionDenials: append([]denial{}, e.denials...), State: e.res.State, StructuredOutput: e.res.Output}
+		PermissionDenials: append([]denial{}, e.denials...), State: e.res.State}
+	if schema {
+		rec.StructuredOutput = typed.Output(e.res)
+	}
 	if reason, ok := stopReasons[e.res.State]; ok {
 		rec.StopReason = &reason
 	}
@@ -219,7 +224,7 @@ func newResultRecord(e ending, d time.Duration, priced bool) resultRecord {
 	case agent.BudgetLimit:
 		rec.Subtype = "error_max_budget_usd" // Claude Code's
 	}
-	if _, ok := errors.AsType[*agent.OutputError](e.outcome); ok && e.res.State == agent.Failed {
+	if _, ok := errors.AsType[*typed.OutputError](e.outcome); ok && e.res.State == agent.Failed {
 		rec.Subtype = "error_max_structured_output_retries" // Claude Code's
 	} else if rec.Subtype == "success" {
 		rec.Subtype = "error_during_execution"
@@ -240,8 +245,8 @@ type resultRenderer struct {
 	now    func() time.Time
 }
 
-func newResultRenderer(stdout, stderr io.Writer, priced bool) *resultRenderer {
-	return &resultRenderer{errw: stderr, json: newJSONRenderer(stdout, stderr, priced), priced: priced, now: time.Now}
+func newResultRenderer(stdout, stderr io.Writer, priced, schema bool) *resultRenderer {
+	return &resultRenderer{errw: stderr, json: newJSONRenderer(stdout, stderr, priced, schema), priced: priced, now: time.Now}
 }
 
 func (r *resultRenderer) event(agent.Event, error) {
@@ -256,7 +261,7 @@ func (r *resultRenderer) done(e ending) {
 		d = r.now().Sub(r.start)
 	}
 	r.start = time.Time{}
-	b, err := marshalNoEscape(newResultRecord(e, d, r.priced))
+	b, err := marshalNoEscape(newResultRecord(e, d, r.priced, r.json.schema))
 	if err != nil {
 		fmt.Fprintf(r.errw, "agentloop: cannot encode the result: %v\n", err)
 		return

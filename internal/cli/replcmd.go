@@ -20,6 +20,7 @@ import (
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/tools/shell"
+	"github.com/agentloop/agentloop/typed"
 )
 
 // This file holds what the REPL does with a line besides sending it: its
@@ -66,7 +67,14 @@ func (s *session) syncSystem() error {
 
 // reconfigure makes the session's agent one of cfg.
 func (s *session) reconfigure(cfg agent.Config) error {
-	a, err := agent.New(cfg)
+	acfg := cfg
+	if s.o.schema != nil { // the agent's only: /model may change the model, and so how the answer is asked for
+		var err error
+		if acfg, err = typed.Configure(cfg, s.o.schema, nil); err != nil {
+			return err
+		}
+	}
+	a, err := agent.New(acfg)
 	if err != nil {
 		return err
 	}

@@ -263,14 +263,13 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 	s.cfg = s.agentConfig(o, client, "agentloop", s.system(), reg, history)
 	s.cfg.Hooks = []agent.Hook{s.gate, s.lifecycle()}
 	s.cfg.MaxDuration, s.cfg.MaxTotalTokens, s.cfg.MaxCostUSD = o.maxDuration, o.maxTotal, o.maxBudget
-	s.cfg.Schema, s.cfg.ServerTools = o.schema, o.server.tools()
+	s.cfg.ServerTools = o.server.tools()
 	s.sessionStart(ctx, "")
 	if err := checkContextLimit(s.memCfg, s.cfg.System, reg.Specs()); err != nil {
 		s.close()
 		return nil, err
 	}
-	s.agent, err = agent.New(s.cfg)
-	if err != nil {
+	if err := s.reconfigure(s.cfg); err != nil {
 		s.close()
 		return nil, usageError("%v", err)
 	}
@@ -457,9 +456,9 @@ func (c *cli) newRenderer(o *options, stdout, stderr io.Writer, lesson bool) ren
 	_, priced := llm.LookupModel(o.model)
 	switch o.outputFormat {
 	case formatStreamJSON:
-		return newJSONRenderer(stdout, stderr, priced)
+		return newJSONRenderer(stdout, stderr, priced, o.schema != nil)
 	case formatJSON:
-		return newResultRenderer(stdout, stderr, priced)
+		return newResultRenderer(stdout, stderr, priced, o.schema != nil)
 	}
 	if o.schema != nil { // stdout holds only the answer
 		return schemaRenderer{newTextRenderer(io.Discard, stderr, c.newStyle(stderr), c.isTerminal(stderr), false, false, nil), stdout}

@@ -1,4 +1,4 @@
-package apirules_test
+package typed
 
 import (
 	"bytes"
@@ -13,7 +13,6 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/agentloop/agentloop/anthropictest"
-	"github.com/agentloop/agentloop/internal/apirules"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -57,7 +56,7 @@ func schemaOf[T any](t *testing.T, edit func(*jsonschema.Schema)) []byte {
 	return b
 }
 
-// TestOutputSchema holds OutputSchema's transform of generated schemas to
+// TestOutputSchema holds outputSchema's transform of generated schemas to
 // golden files, and each result to CheckRequest's rules for
 // output_config.format.
 func TestOutputSchema(t *testing.T) {
@@ -77,7 +76,7 @@ func TestOutputSchema(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := apirules.OutputSchema(tt.schema)
+			got, err := outputSchema(tt.schema)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,7 +85,7 @@ func TestOutputSchema(t *testing.T) {
 				t.Fatal(err)
 			}
 			pretty.WriteByte('\n')
-			golden := filepath.Join("testdata", "output", tt.name+".json")
+			golden := filepath.Join("testdata", "format", tt.name+".json")
 			if *update {
 				if err := os.WriteFile(golden, pretty.Bytes(), 0o644); err != nil {
 					t.Fatal(err)
@@ -103,7 +102,7 @@ func TestOutputSchema(t *testing.T) {
 				t.Errorf("the API would reject the transformed schema: %v", err)
 			}
 			// Transforming twice changes nothing more.
-			again, err := apirules.OutputSchema(got)
+			again, err := outputSchema(got)
 			if err != nil || !bytes.Equal(again, got) {
 				t.Errorf("transform is not idempotent:\n%s\n%s", got, again)
 			}
@@ -118,8 +117,8 @@ func TestOpenObject(t *testing.T) {
 		Counts map[string]int `json:"counts"`
 	}
 	for _, schema := range [][]byte{schemaOf[counts](t, nil), []byte(`{"type":"object","additionalProperties":true}`)} {
-		if _, err := apirules.OutputSchema(schema); !errors.Is(err, apirules.ErrOpenObject) {
-			t.Errorf("OutputSchema(%s) = %v, want ErrOpenObject", schema, err)
+		if _, err := outputSchema(schema); !errors.Is(err, errOpenObject) {
+			t.Errorf("outputSchema(%s) = %v, want errOpenObject", schema, err)
 		}
 	}
 }
