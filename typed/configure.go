@@ -33,7 +33,9 @@ type Options struct {
 // map), the system prompt asks for it. Either way the answer is validated
 // against schema itself, an invalid one is sent back with each violation
 // by its path, and a run that ends without a valid one returns an
-// [*OutputError], the history left as it was.
+// [*OutputError], the history left as it was. With cfg.FinalAnswer, a
+// valid best-effort answer at the iteration limit finishes the run: it is
+// the answer asked for.
 //
 // It adds to cfg without replacing anything: a Model middleware after
 // cfg.Middleware, a BeforeStop hook after cfg.Hooks, and an Observer
@@ -112,6 +114,7 @@ type answer struct {
 	violations []string // the last answer's; none if it was valid
 	reasks     int      // answers sent back
 	reasked    bool     // the last answer was sent back
+	valid      *string  // the last answer found valid, if any
 }
 
 // reask is the user turn that sends an invalid answer back.
@@ -126,6 +129,9 @@ func (c *checker) beforeStop(ctx context.Context, e agent.HookEvent) (agent.Deci
 		return agent.Decision{}, nil
 	}
 	a.violations = tool.Violations(c.schema, []byte(unfence(e.Text)))
+	if len(a.violations) == 0 {
+		a.valid = &e.Text
+	}
 	a.reasked = len(a.violations) > 0 && a.reasks < c.reasks
 	if !a.reasked {
 		return agent.Decision{}, nil
@@ -147,8 +153,8 @@ func (c *checker) Run(ctx context.Context, a *agent.Agent, input string, run fun
 					if res.State, err = st.verdict(res); err != nil {
 						rollback()
 						h.Repair()
-						ev = res
 					}
+					ev = res
 				}
 				if !yield(ev, err) {
 					return
@@ -174,7 +180,14 @@ func (a *answer) verdict(res agent.Result) (agent.State, error) {
 			return agent.IterationLimit, &OutputError{State: agent.IterationLimit, Answer: res.Text}
 		}
 		return agent.Failed, &OutputError{State: agent.Failed, Answer: res.Text, Violations: a.violations}
-	case agent.Refused, agent.Truncated, agent.IterationLimit, agent.TokenLimit:
+	case agent.IterationLimit:
+		// Config.FinalAnswer's best-effort answer, when valid, is the answer
+		// asked for: the run finished with it.
+		if a.valid != nil && *a.valid == res.Text && len(a.violations) == 0 {
+			return agent.Finished, nil
+		}
+		return res.State, &OutputError{State: res.State, Answer: res.Text}
+	case agent.Refused, agent.Truncated, agent.TokenLimit:
 		return res.State, &OutputError{State: res.State, Answer: res.Text}
 	}
 	return res.State, nil // paused, or stopped by time, budget or a hook: no answer was due yet

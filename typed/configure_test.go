@@ -79,6 +79,7 @@ func TestConfigure(t *testing.T) {
 		model   string // the history's; default llm.DefaultModel
 		reasks  int
 		maxIter int
+		final   bool // Config.FinalAnswer
 		schema  *jsonschema.Schema // default forecast's
 		words   bool               // asked in words on a model with structured outputs
 		replies []at.Reply
@@ -124,6 +125,18 @@ func TestConfigure(t *testing.T) {
 		replies: []at.Reply{at.NewStream().Text(`{"city":"Paris"}`).Stop("end_turn")},
 		state:   agent.IterationLimit, errAs: ptr(agent.IterationLimit),
 	}, {
+		name:    "a valid best-effort answer at the iteration limit",
+		maxIter: 1, final: true,
+		replies: []at.Reply{at.NewStream().ToolUse("toolu_1", "echo", `{"text":"21"}`).Stop("tool_use"),
+			at.NewStream().Text(valid).Stop("end_turn")},
+		state: agent.Finished, output: valid,
+	}, {
+		name:    "an invalid best-effort answer at the iteration limit",
+		maxIter: 1, final: true,
+		replies: []at.Reply{at.NewStream().ToolUse("toolu_1", "echo", `{"text":"21"}`).Stop("tool_use"),
+			at.NewStream().Text(`{"city":"Paris"}`).Stop("end_turn")},
+		state: agent.IterationLimit, errAs: ptr(agent.IterationLimit),
+	}, {
 		name: "tool calls before the answer",
 		replies: []at.Reply{at.NewStream().ToolUse("toolu_1", "echo", `{"text":"21"}`).Stop("tool_use"),
 			at.NewStream().Text(valid).Stop("end_turn")},
@@ -163,7 +176,7 @@ func TestConfigure(t *testing.T) {
 			if schema == nil {
 				schema = schemaFor[forecast](t)
 			}
-			cfg, err := typed.Configure(agent.Config{Model: client, History: h, Tools: []*tool.Tool{echo}, MaxIterations: tt.maxIter},
+			cfg, err := typed.Configure(agent.Config{Model: client, History: h, Tools: []*tool.Tool{echo}, MaxIterations: tt.maxIter, FinalAnswer: tt.final},
 				schema, &typed.Options{Reasks: tt.reasks})
 			if err != nil {
 				t.Fatal(err)
