@@ -90,7 +90,6 @@ type Activities struct {
 	task  llm.ToolSpec // of Config.Agents
 	infos []AgentInfo
 	otel  *telemetry.Telemetry
-	convs conversations
 }
 
 // Register registers the workflow and its activities on w.
@@ -175,9 +174,9 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 		block, stopped := asm.Add(ev)
 		switch ev := ev.(type) {
 		case llm.TextDelta:
-			pub.text(ev.Text)
+			pub.add(ev.Text, false)
 		case llm.ThinkingDelta:
-			pub.thinking(ev.Thinking)
+			pub.add(ev.Thinking, true)
 		case llm.BlockStop:
 			// A call whose input is complete starts now, in the workflow,
 			// while the rest of the turn streams. One whose signal is lost
@@ -306,20 +305,25 @@ var dataConverter = DataConverter(nil)
 // is called, three times per heartbeat timeout, so that the server notices a
 // dead worker within that timeout.
 func heartbeat(ctx context.Context) (stop func()) {
-	every := activity.GetInfo(ctx).HeartbeatTimeout / 3
-	if every <= 0 {
+	d := activity.GetInfo(ctx).HeartbeatTimeout / 3
+	if d <= 0 {
 		return func() {}
 	}
-	done := make(chan struct{})
-	exited := make(chan struct{})
+	return every(ctx, d, func() { activity.RecordHeartbeat(ctx) })
+}
+
+// every calls f every d on a goroutine of its own, until ctx ends or the
+// returned stop is called, which returns once that goroutine has.
+func every(ctx context.Context, d time.Duration, f func()) (stop func()) {
+	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(exited)
-		t := time.NewTicker(every)
+		t := time.NewTicker(d)
 		defer t.Stop()
 		for {
 			select {
 			case <-t.C:
-				activity.RecordHeartbeat(ctx)
+				f()
 			case <-done:
 				return
 			case <-ctx.Done():
@@ -337,5 +341,5 @@ func toolFailure(call llm.ToolUse, atMostOnce bool, err error) llm.ToolResult {
 		why = fmt.Sprintf("not completed: the worker running this call failed (%v), and %s must not run twice, "+
 			"so it was not retried. It may or may not have taken effect: check before calling it again.", err, call.Name)
 	}
-	return llm.ToolResult{ToolUseID: call.ID, Content: []llm.Block{llm.Text{Text: why}}, IsError: true}
+	return notRun(call, why)
 }

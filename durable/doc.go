@@ -60,9 +60,9 @@
 // text is not streamed.
 //
 // A model turn's input holds only the messages that are new since the
-// run's last request, and names that request ([Prefix]); a worker that
-// lacks it reads it from the workflow with a query. So the history grows by
-// what is new, not by the conversation, each turn.
+// run's last request, and names that request ([Prefix]); the worker reads
+// that request's messages from the workflow with a query. So the history
+// grows by what is new, not by the conversation, each turn.
 //
 // A run continues as new between two turns when Temporal suggests it (or
 // after [Input].TurnsPerRun turns, if set), carrying the conversation over,

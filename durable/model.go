@@ -100,7 +100,8 @@ func (m model) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Event,
 			yield(nil, modelError(err))
 			return
 		}
-		r.sent = sent{version: version(r.root, id), msgs: req.Messages}
+		// Named by the workflow run and the activity.
+		r.sent = sent{version: workflow.GetInfo(r.root).WorkflowExecution.RunID + "/" + id, msgs: req.Messages}
 		// Its signals came before it completed, but may not have been read.
 		for s.n < out.Calls || r.ev.received[out.Source] < out.Batches {
 			if err := workflow.Await(r.root, func() bool { return s.ch.Len() > 0 || s.n >= out.Calls && r.ev.received[out.Source] >= out.Batches }); err != nil {

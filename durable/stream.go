@@ -104,31 +104,9 @@ func newPublisher(ctx context.Context, source string, on bool) *publisher {
 	if n := activity.GetInfo(ctx).Attempt; n > 1 {
 		p.send(Event{Discard: true, Attempt: int(n)})
 	}
-	done, exited := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(exited)
-		t := time.NewTicker(StreamInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				p.flush()
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	p.stop = func() { close(done); <-exited }
+	p.stop = every(ctx, StreamInterval, p.flush)
 	return p
 }
-
-// text adds answer text to the batch.
-func (p *publisher) text(s string) { p.add(s, false) }
-
-// thinking adds thinking text to the batch.
-func (p *publisher) thinking(s string) { p.add(s, true) }
 
 // A piece is a run of text, or of thinking, in a batch.
 type piece struct {
