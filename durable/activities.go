@@ -159,12 +159,12 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 	if err != nil {
 		return TurnOutput{}, err
 	}
-	pub := newPublisher(ctx, source, in.Stream)
+	pub := newPublisher(ctx, in.Stream)
 	defer pub.close() // on every path, before the activity completes
 	var asm llm.Assembler
-	calls := 0
+	calls := false // a call was handed over
 	for ev, err := range a.cfg.Model.Stream(ctx, req) {
-		if err != nil && calls > 0 && ctx.Err() == nil {
+		if err != nil && calls && ctx.Err() == nil {
 			// Its calls may have run: the agent decides (see model).
 			return TurnOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), errAfterCalls, nil)
 		}
@@ -186,9 +186,9 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 				pub.flush()                                // what streamed before the call is shown before it
 				pos := len(asm.Turn().Message.Content) - 1 // the earlier blocks are complete
 				err := activity.GetClient(ctx).SignalWorkflow(ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID,
-					signalToolUse, toolUseSignal{Source: source, Use: tu, Pos: pos, Batches: pub.batches()})
+					signalToolUse, toolUseSignal{Source: source, Use: tu, Pos: pos})
 				if err == nil {
-					calls++
+					calls = true
 				} else {
 					activity.GetLogger(ctx).Warn("durable: starting a call early failed; it starts with the turn's end", "err", err)
 				}
@@ -202,8 +202,6 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 	pub.close()
 	return TurnOutput{
 		Source:    source,
-		Batches:   pub.batches(),
-		Calls:     calls,
 		Message:   turn.Message,
 		Stop:      turn.StopReason,
 		Usage:     turn.Usage,
@@ -217,12 +215,11 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 const signalToolUse = "agentloop.tool_use"
 
 // toolUseSignal is a complete tool call of the model turn attempt Source,
-// the block at Pos of its message, signalled after Batches of its text.
+// the block at Pos of its message, signalled after the text before it.
 type toolUseSignal struct {
-	Source  string      `json:"source"`
-	Use     llm.ToolUse `json:"use"`
-	Pos     int         `json:"pos"`
-	Batches int         `json:"batches,omitempty"`
+	Source string      `json:"source"`
+	Use    llm.ToolUse `json:"use"`
+	Pos    int         `json:"pos"`
 }
 
 // attemptSource names the attempt of the activity: its signals are told

@@ -58,9 +58,6 @@ type Event struct {
 	Usage *agent.UsageUpdate `json:"usage,omitempty"`
 	// Done is the state the run ended in; it is the last event.
 	Done agent.State `json:"done,omitempty"`
-	// Source names the model activity attempt that sent a batch, for the
-	// workflow to wait for all of them; empty for the workflow's own events.
-	Source string `json:"source,omitempty"`
 }
 
 // carriedEvents is how many of the latest events a continue-as-new
@@ -85,22 +82,20 @@ const (
 // more at the end.
 type publisher struct {
 	ctx    context.Context
-	source string
 	mu     sync.Mutex
 	buf    []piece // runs of text or of thinking, in the order they came, under mu
-	sent   int     // batches signalled, under mu
 	err    error
 	stop   func()
 	closed sync.Once
 }
 
-// newPublisher starts publishing for the activity attempt of ctx, named
-// source; nil when the run does not stream.
-func newPublisher(ctx context.Context, source string, on bool) *publisher {
+// newPublisher starts publishing for the activity attempt of ctx; nil
+// when the run does not stream.
+func newPublisher(ctx context.Context, on bool) *publisher {
 	if !on {
 		return nil
 	}
-	p := &publisher{ctx: ctx, source: source}
+	p := &publisher{ctx: ctx}
 	if n := activity.GetInfo(ctx).Attempt; n > 1 {
 		p.send(Event{Discard: true, Attempt: int(n)})
 	}
@@ -141,8 +136,7 @@ func (p *publisher) close() {
 }
 
 // flush sends the text and thinking so far, a signal for each run. It
-// holds mu while it sends, so that batches go out in order and sent counts
-// every one that went.
+// holds mu while it sends, so that batches go out in order.
 func (p *publisher) flush() {
 	if p == nil {
 		return
@@ -159,25 +153,11 @@ func (p *publisher) flush() {
 	p.buf = nil
 }
 
-// batches returns how many batches went.
-func (p *publisher) batches() int {
-	if p == nil {
-		return 0
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.sent
-}
-
 // send signals e to the workflow. A lost batch costs the caller some text,
 // not the run, so a failure is only kept for the log.
 func (p *publisher) send(e Event) {
 	info := activity.GetInfo(p.ctx)
-	e.Source = p.source
 	err := activity.GetClient(p.ctx).SignalWorkflow(p.ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID, signalStream, e)
-	if err == nil {
-		p.sent++
-	}
 	if err != nil && p.err == nil {
 		p.err = err
 		activity.GetLogger(p.ctx).Warn("durable: streaming to the caller failed", "err", err)
@@ -187,9 +167,8 @@ func (p *publisher) send(e Event) {
 // events is the workflow's side of streaming: the run's events, which
 // the events query hands out.
 type events struct {
-	seq      int
-	log      []Event
-	received map[string]int // batches received, by Source
+	seq int
+	log []Event
 	// watchedUntil is when the last watcher's lease ends: while it
 	// lasts, a turn's text is signalled as it streams.
 	watchedUntil time.Time
@@ -207,13 +186,6 @@ func (r *run) publish(e Event) {
 	if r.ev.whole && (e.ToolCall != nil && !e.Waiting || e.ToolDone != nil) {
 		r.ev.held = append(r.ev.held, e)
 		return
-	}
-	if e.Source != "" {
-		if r.ev.received == nil {
-			r.ev.received = make(map[string]int)
-		}
-		r.ev.received[e.Source]++
-		e.Source = ""
 	}
 	r.ev.seq++
 	e.Seq = r.ev.seq
@@ -247,14 +219,14 @@ func (r *run) streamHandlers() error {
 			r.ev.watchedUntil = workflow.Now(ctx).Add(watchLease)
 		}
 	})
+	// It waits for batches and drains them, rather than receive one: a
+	// value handed to a waiting receiver is out of the channel before it
+	// is published, and drain, which the model calls to put a turn's text
+	// before what follows it, must find every batch not yet published.
 	ch := workflow.GetSignalChannel(r.root, signalStream)
 	workflow.Go(r.root, func(ctx workflow.Context) {
-		for {
-			var e Event
-			if !ch.Receive(ctx, &e) {
-				return
-			}
-			r.publish(e)
+		for workflow.Await(ctx, func() bool { return ch.Len() > 0 }) == nil {
+			r.drain()
 		}
 	})
 	return workflow.SetQueryHandler(r.root, QueryEvents, func(after int) ([]Event, error) {
