@@ -280,9 +280,12 @@ func (r *run) observe(ev agent.Event) {
 // history before its first.
 func (r *run) finish(res agent.Result, err error) (Result, error) {
 	oe, typed := errors.AsType[*agent.OutputError](err)
+	if res.State == agent.Paused {
+		if res.State = r.limit(); res.State == "" {
+			return Result{}, r.continueAsNew(res)
+		}
+	}
 	switch {
-	case res.State == agent.Paused:
-		return Result{}, r.continueAsNew(res)
 	case res.State == agent.Failed, res.State == agent.Refused, typed:
 		r.h = restore(r.in, r.before)
 	case res.State == agent.Cancelled:

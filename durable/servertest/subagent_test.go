@@ -271,7 +271,9 @@ func TestSubagentContinueAsNew(t *testing.T) {
 }
 
 // TestSubagentParentLimits: what is left of the run's token limit bounds
-// its child, and a run with nothing left starts none.
+// its child, a run with nothing left starts none, and the child's tokens
+// count in the run's later checks of its limit: the run stops without
+// another turn.
 func TestSubagentParentLimits(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -280,9 +282,9 @@ func TestSubagentParentLimits(t *testing.T) {
 		want     string
 	}{
 		// Each turn uses 10 input tokens and a few output ones: at 20,
-		// the child has less than a turn's left after its first; at 11,
-		// the parent's first turn uses it all, and the parent stops too.
-		{"the child stops at what is left", 20, 3, `agent "reviewer" stopped without a final answer: token_limit`},
+		// the child has less than a turn's left after its first, and
+		// the parent none; at 11, the parent's first turn uses it all.
+		{"the child stops at what is left", 20, 2, `agent "reviewer" stopped without a final answer: token_limit`},
 		{"nothing left", 11, 1, "not run: the run has used up its time, tokens or budget"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -301,6 +303,9 @@ func TestSubagentParentLimits(t *testing.T) {
 			}
 			if n := len(e.api.Requests()); n != tc.requests {
 				t.Errorf("%d model requests, want %d", n, tc.requests)
+			}
+			if res.State != agent.TokenLimit || res.Usage.Context() < tc.max {
+				t.Errorf("the run ended %s with %d tokens, want %s at %d or more", res.State, res.Usage.Context(), agent.TokenLimit, tc.max)
 			}
 		})
 	}
