@@ -62,7 +62,8 @@ type Config struct {
 	// workflow (Input.Tools its tools, its Config.System, its model, the
 	// run's other settings), so that it survives a worker's death as its
 	// parent does; the call's result is its final text, and its usage and
-	// cost join the parent's Result. Its tools are the worker's tools of
+	// cost join the parent's Result and count against its limits; [Stream]
+	// relays its events. Its tools are the worker's tools of
 	// their names, less any that wait for a person's approval in the
 	// parent (Input.Approve). What is left of the parent's MaxDuration,
 	// MaxTotalTokens and MaxCostUSD bounds it. Its Model is the worker's,

@@ -23,7 +23,8 @@
 //     result instead.
 //   - A call of the task tool of [Config.Agents] (package subagent) is a
 //     child workflow: the subagent's own run of this workflow, which
-//     survives a worker's death as its parent does.
+//     survives a worker's death as its parent does. [Stream] relays its
+//     events, and its tokens and cost count against the run's limits.
 //   - Everything else is agent's and memory's own code, run in the workflow,
 //     deterministically: the history with its rules, compaction (whose
 //     summary call is a ModelTurn activity), the limits, every stop reason,

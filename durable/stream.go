@@ -2,6 +2,7 @@ package durable
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"iter"
 	"slices"
@@ -17,13 +18,14 @@ import (
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
+	"github.com/agentloop/agentloop/subagent"
 )
 
 // An Event is what a caller of [Stream] sees of a run: answer and thinking
 // text as they stream, in batches at most [StreamInterval] apart, the tool
 // calls and compactions. Exactly one of its fields besides Seq is set,
-// except that Waiting goes with ToolCall, Duration with ToolDone and
-// Attempt with Discard.
+// except that Waiting goes with ToolCall, Duration with ToolDone,
+// Attempt with Discard, and ParentID and Agent with any.
 type Event struct {
 	// Seq numbers the run's events from 1, across continue-as-new.
 	Seq int `json:"seq"`
@@ -58,6 +60,13 @@ type Event struct {
 	Usage *agent.UsageUpdate `json:"usage,omitempty"`
 	// Done is the state the run ended in; it is the last event.
 	Done agent.State `json:"done,omitempty"`
+
+	// ParentID marks the events of a task call's sub-run (Config.Agents),
+	// which [Stream] relays: it is the call's tool_use id, and Agent the
+	// subagent's name, as in agent.Nested. Their last is the sub-run's
+	// Done.
+	ParentID string `json:"parent_tool_use_id,omitempty"`
+	Agent    string `json:"agent,omitempty"`
 }
 
 // carriedEvents is how many of the latest events a continue-as-new
@@ -264,16 +273,20 @@ func (r *run) closeStream() error {
 // follows the run across continue-as-new, and reads a run that ended as
 // well as one in progress; a reader that comes after a continue-as-new
 // that no one watched reads the events of the workflow runs from there.
+// The events of a task call's sub-run (Config.Agents) come marked with
+// the call's id, after the call and before its result, as agent.Nested
+// events do in process.
 //
 // It polls the run with a query, which is not recorded in the workflow's
 // history, at most [StreamInterval] apart, and holds a watcher's lease on
 // it by a signal a minute: while one is held, the model's text is
 // signalled to the workflow as it streams; otherwise a turn's text comes
-// whole when the turn ends.
+// whole when the turn ends, as a sub-run's always does.
 func Stream(ctx context.Context, c client.Client, workflowID string) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		after := 0
 		var leased time.Time
+		var subs []*subRun // of the task calls that started, in that order
 		for {
 			if time.Since(leased) > watchLease/2 {
 				err := c.SignalWorkflow(ctx, workflowID, "", signalWatch, nil)
@@ -290,14 +303,33 @@ func Stream(ctx context.Context, c client.Client, workflowID string) iter.Seq2[E
 			}
 			for _, e := range evs {
 				after = e.Seq
+				if i := slices.IndexFunc(subs, func(s *subRun) bool { return e.ToolDone != nil && s.callID == e.ToolDone.ToolUseID }); i >= 0 {
+					// The call has its result, so its sub-run has ended (or
+					// never started): its last events come before the result.
+					if _, ok := subs[i].relay(ctx, c, yield); !ok {
+						return
+					}
+					subs = slices.Delete(subs, i, i+1)
+				}
 				if !yield(e, nil) || e.Done != "" {
 					return
+				}
+				if s := startsSubRun(workflowID, e); s != nil {
+					subs = append(subs, s)
 				}
 			}
 			if !open {
 				return // it failed before its loop ran, or was terminated
 			}
-			if len(evs) == 0 {
+			moved := len(evs) > 0
+			for _, s := range subs {
+				n, ok := s.relay(ctx, c, yield)
+				if !ok {
+					return
+				}
+				moved = moved || n > 0
+			}
+			if !moved {
 				t := time.NewTimer(StreamInterval)
 				select {
 				case <-ctx.Done():
@@ -309,6 +341,47 @@ func Stream(ctx context.Context, c client.Client, workflowID string) iter.Seq2[E
 			}
 		}
 	}
+}
+
+// A subRun is the child workflow of a task call, whose events Stream
+// relays.
+type subRun struct {
+	id, callID, agent string
+	after             int
+}
+
+// startsSubRun returns the sub-run of e, if e is a task call that starts.
+func startsSubRun(workflowID string, e Event) *subRun {
+	call := e.ToolCall
+	if call == nil || e.Waiting || call.Name != subagent.ToolName {
+		return nil
+	}
+	var in struct {
+		SubagentType string `json:"subagent_type"`
+	}
+	_ = json.Unmarshal(call.Input, &in) // the name only labels the events; a bad input starts no sub-run
+	return &subRun{id: childID(workflowID, call.ID), callID: call.ID, agent: in.SubagentType}
+}
+
+// relay yields the sub-run's events that are new, marked, and returns
+// how many there were; ok is false if the stream ends, with an error or
+// because its reader stopped. A sub-run that has not started yet has none.
+func (s *subRun) relay(ctx context.Context, c client.Client, yield func(Event, error) bool) (n int, ok bool) {
+	evs, _, err := poll(ctx, c, s.id, s.after)
+	if _, gone := errors.AsType[*serviceerror.NotFound](err); gone {
+		return 0, true
+	} else if err != nil {
+		yield(Event{}, err)
+		return 0, false
+	}
+	for _, e := range evs {
+		s.after = e.Seq
+		e.ParentID, e.Agent = s.callID, s.agent
+		if !yield(e, nil) {
+			return 0, false
+		}
+	}
+	return len(evs), true
 }
 
 // poll returns the events after the sequence number after of the latest

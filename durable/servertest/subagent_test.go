@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -350,5 +351,71 @@ func TestSubagentCancelled(t *testing.T) {
 	}
 	if s := child.WorkflowExecutionInfo.Status; s == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		t.Errorf("the child is %s after its parent was cancelled", s)
+	}
+}
+
+// TestSubagentEventsRelayed: Stream relays a sub-run's events, marked with
+// the task call's id and the agent's name, after the call and before its
+// result, whether it reads the run while it runs or after it ended.
+func TestSubagentEventsRelayed(t *testing.T) {
+	want := []string{
+		"turn 1", "call task",
+		"reviewer@toolu_1: turn 1", "reviewer@toolu_1: call add", "reviewer@toolu_1: done toolu_2",
+		"reviewer@toolu_1: turn 2", "reviewer@toolu_1: text It is 3.", "reviewer@toolu_1: end finished",
+		"done toolu_1", "turn 2", "text The reviewer says 3.", "end finished",
+	}
+	for _, live := range []bool{true, false} {
+		t.Run(fmt.Sprintf("live=%t", live), func(t *testing.T) {
+			e := newEnv(t,
+				taskCall("toolu_1", "reviewer", "Add 1 and 2."),
+				anthropictest.NewStream().ToolUse("toolu_2", "add", `{"a":1,"b":2}`).Stop("tool_use"),
+				anthropictest.NewStream().Text("It is 3.").Stop("end_turn"),
+				anthropictest.NewStream().Text("The reviewer says 3.").Stop("end_turn"),
+			)
+			add, _ := adder()
+			e.worker(t, "q", Config{Agents: []subagent.Agent{reviewer(t, add, "")}}, add)
+			in := Input{Prompt: "Delegate."}
+			if live {
+				in.Stream = true
+				if _, err := e.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: "sub", TaskQueue: "q"}, WorkflowName, in); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				e.run(t, "sub", "q", in)
+			}
+			var got []string
+			for ev, err := range Stream(context.Background(), e.c, "sub") {
+				if err != nil {
+					t.Fatal(err)
+				}
+				var s string
+				switch {
+				case ev.Turn > 0:
+					s = fmt.Sprintf("turn %d", ev.Turn)
+				case ev.Text != "":
+					s = "text " + ev.Text
+				case ev.ToolCall != nil:
+					s = "call " + ev.ToolCall.Name
+				case ev.ToolDone != nil:
+					s = "done " + ev.ToolDone.ToolUseID
+				case ev.Done != "":
+					s = "end " + string(ev.Done)
+				default:
+					continue
+				}
+				if ev.ParentID != "" {
+					s = ev.Agent + "@" + ev.ParentID + ": " + s
+				}
+				// Batches of streamed text are joined.
+				if n := len(got); n > 0 && strings.HasPrefix(s, "text ") && strings.HasPrefix(got[n-1], "text ") {
+					got[n-1] += strings.TrimPrefix(s, "text ")
+					continue
+				}
+				got = append(got, s)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
