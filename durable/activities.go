@@ -62,7 +62,8 @@ type Config struct {
 	// workflow (Input.Tools its tools, its Config.System, its model, the
 	// run's other settings), so that it survives a worker's death as its
 	// parent does; the call's result is its final text, and its usage and
-	// cost join the parent's Result. Its tools are the worker's tools of
+	// cost join the parent's Result and count against its limits; [Stream]
+	// relays its events. Its tools are the worker's tools of
 	// their names, less any that wait for a person's approval in the
 	// parent (Input.Approve). What is left of the parent's MaxDuration,
 	// MaxTotalTokens and MaxCostUSD bounds it. Its Model is the worker's,
@@ -90,7 +91,6 @@ type Activities struct {
 	task  llm.ToolSpec // of Config.Agents
 	infos []AgentInfo
 	otel  *telemetry.Telemetry
-	convs conversations
 }
 
 // Register registers the workflow and its activities on w.
@@ -160,12 +160,12 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 	if err != nil {
 		return TurnOutput{}, err
 	}
-	pub := newPublisher(ctx, source, in.Stream)
+	pub := newPublisher(ctx, in.Stream)
 	defer pub.close() // on every path, before the activity completes
 	var asm llm.Assembler
-	calls := 0
+	calls := false // a call was handed over
 	for ev, err := range a.cfg.Model.Stream(ctx, req) {
-		if err != nil && calls > 0 && ctx.Err() == nil {
+		if err != nil && calls && ctx.Err() == nil {
 			// Its calls may have run: the agent decides (see model).
 			return TurnOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), errAfterCalls, nil)
 		}
@@ -175,9 +175,9 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 		block, stopped := asm.Add(ev)
 		switch ev := ev.(type) {
 		case llm.TextDelta:
-			pub.text(ev.Text)
+			pub.add(ev.Text, false)
 		case llm.ThinkingDelta:
-			pub.thinking(ev.Thinking)
+			pub.add(ev.Thinking, true)
 		case llm.BlockStop:
 			// A call whose input is complete starts now, in the workflow,
 			// while the rest of the turn streams. One whose signal is lost
@@ -187,9 +187,9 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 				pub.flush()                                // what streamed before the call is shown before it
 				pos := len(asm.Turn().Message.Content) - 1 // the earlier blocks are complete
 				err := activity.GetClient(ctx).SignalWorkflow(ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID,
-					signalToolUse, toolUseSignal{Source: source, Use: tu, Pos: pos, Batches: pub.batches()})
+					signalToolUse, toolUseSignal{Source: source, Use: tu, Pos: pos})
 				if err == nil {
-					calls++
+					calls = true
 				} else {
 					activity.GetLogger(ctx).Warn("durable: starting a call early failed; it starts with the turn's end", "err", err)
 				}
@@ -203,8 +203,6 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 	pub.close()
 	return TurnOutput{
 		Source:    source,
-		Batches:   pub.batches(),
-		Calls:     calls,
 		Message:   turn.Message,
 		Stop:      turn.StopReason,
 		Usage:     turn.Usage,
@@ -218,12 +216,11 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 const signalToolUse = "agentloop.tool_use"
 
 // toolUseSignal is a complete tool call of the model turn attempt Source,
-// the block at Pos of its message, signalled after Batches of its text.
+// the block at Pos of its message, signalled after the text before it.
 type toolUseSignal struct {
-	Source  string      `json:"source"`
-	Use     llm.ToolUse `json:"use"`
-	Pos     int         `json:"pos"`
-	Batches int         `json:"batches,omitempty"`
+	Source string      `json:"source"`
+	Use    llm.ToolUse `json:"use"`
+	Pos    int         `json:"pos"`
 }
 
 // attemptSource names the attempt of the activity: its signals are told
@@ -306,20 +303,25 @@ var dataConverter = DataConverter(nil)
 // is called, three times per heartbeat timeout, so that the server notices a
 // dead worker within that timeout.
 func heartbeat(ctx context.Context) (stop func()) {
-	every := activity.GetInfo(ctx).HeartbeatTimeout / 3
-	if every <= 0 {
+	d := activity.GetInfo(ctx).HeartbeatTimeout / 3
+	if d <= 0 {
 		return func() {}
 	}
-	done := make(chan struct{})
-	exited := make(chan struct{})
+	return every(ctx, d, func() { activity.RecordHeartbeat(ctx) })
+}
+
+// every calls f every d on a goroutine of its own, until ctx ends or the
+// returned stop is called, which returns once that goroutine has.
+func every(ctx context.Context, d time.Duration, f func()) (stop func()) {
+	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(exited)
-		t := time.NewTicker(every)
+		t := time.NewTicker(d)
 		defer t.Stop()
 		for {
 			select {
 			case <-t.C:
-				activity.RecordHeartbeat(ctx)
+				f()
 			case <-done:
 				return
 			case <-ctx.Done():
@@ -337,5 +339,5 @@ func toolFailure(call llm.ToolUse, atMostOnce bool, err error) llm.ToolResult {
 		why = fmt.Sprintf("not completed: the worker running this call failed (%v), and %s must not run twice, "+
 			"so it was not retried. It may or may not have taken effect: check before calling it again.", err, call.Name)
 	}
-	return llm.ToolResult{ToolUseID: call.ID, Content: []llm.Block{llm.Text{Text: why}}, IsError: true}
+	return notRun(call, why)
 }

@@ -135,7 +135,7 @@ func (r *run) delegate(ctx workflow.Context, call llm.ToolUse, id string, approv
 	}
 	began := workflow.Now(ctx)
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID + "/" + subagent.ToolName + "/" + call.ID,
+		WorkflowID: childID(workflow.GetInfo(ctx).WorkflowExecution.ID, call.ID),
 	})
 	var res Result
 	err := workflow.ExecuteChildWorkflow(cctx, WorkflowName, child).Get(ctx, &res)
@@ -155,4 +155,10 @@ func (r *run) delegate(ctx workflow.Context, call llm.ToolUse, id string, approv
 	}
 	text := cmp.Or(res.Text, "(the agent finished without an answer)")
 	return ToolOutput{ToolResult: llm.ToolResult{ToolUseID: call.ID, Content: []llm.Block{llm.Text{Text: text}}}, Duration: took}
+}
+
+// childID is the workflow ID of the sub-run of task call callID in the run
+// workflowID: the same in a replay or a retry, and known to [Stream].
+func childID(workflowID, callID string) string {
+	return workflowID + "/" + subagent.ToolName + "/" + callID
 }

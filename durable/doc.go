@@ -23,7 +23,8 @@
 //     result instead.
 //   - A call of the task tool of [Config.Agents] (package subagent) is a
 //     child workflow: the subagent's own run of this workflow, which
-//     survives a worker's death as its parent does.
+//     survives a worker's death as its parent does. [Stream] relays its
+//     events, and its tokens and cost count against the run's limits.
 //   - Everything else is agent's and memory's own code, run in the workflow,
 //     deterministically: the history with its rules, compaction (whose
 //     summary call is a ModelTurn activity), the limits, every stop reason,
@@ -60,9 +61,9 @@
 // text is not streamed.
 //
 // A model turn's input holds only the messages that are new since the
-// run's last request, and names that request ([Prefix]); a worker that
-// lacks it reads it from the workflow with a query. So the history grows by
-// what is new, not by the conversation, each turn.
+// run's last request, and names that request ([Prefix]); the worker reads
+// that request's messages from the workflow with a query. So the history
+// grows by what is new, not by the conversation, each turn.
 //
 // A run continues as new between two turns when Temporal suggests it (or
 // after [Input].TurnsPerRun turns, if set), carrying the conversation over,

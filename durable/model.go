@@ -100,17 +100,14 @@ func (m model) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Event,
 			yield(nil, modelError(err))
 			return
 		}
-		r.sent = sent{version: version(r.root, id), msgs: req.Messages}
-		// Its signals came before it completed, but may not have been read.
-		for s.n < out.Calls || r.ev.received[out.Source] < out.Batches {
-			if err := workflow.Await(r.root, func() bool { return s.ch.Len() > 0 || s.n >= out.Calls && r.ev.received[out.Source] >= out.Batches }); err != nil {
-				stop(err)
-				return
-			}
-			if err := s.receive(out.Source); err != nil {
-				stop(err)
-				return
-			}
+		// Named by the workflow run and the activity.
+		r.sent = sent{version: workflow.GetInfo(r.root).WorkflowExecution.RunID + "/" + id, msgs: req.Messages}
+		// Its signals came before it completed, so they are all in their
+		// channels now, whether or not they have been read.
+		r.drain()
+		if err := s.receive(out.Source); err != nil {
+			stop(err)
+			return
 		}
 		if s.source != "" && s.source != out.Source {
 			stop(errAttemptChanged)
@@ -142,7 +139,6 @@ type signalled struct {
 	yield   func(llm.Event, error) bool
 	opened  bool            // MessageStart went
 	source  string          // the attempt whose calls were yielded
-	n       int             // calls yielded
 	done    map[string]bool // their ids
 	stopped bool            // the agent stopped reading
 }
@@ -175,12 +171,10 @@ func (s *signalled) receive(want string) error {
 			return errAttemptChanged
 		}
 		// What streamed before the call is shown before it: the batches
-		// were signalled first, but their coroutine may not have run yet.
-		if err := workflow.Await(s.root, func() bool { return s.ev.received[sig.Source] >= sig.Batches }); err != nil {
-			return err
-		}
+		// were signalled first, so they are in their channel if their
+		// coroutine has not published them yet.
+		s.drain()
 		s.source = sig.Source
-		s.n++
 		s.done[sig.Use.ID] = true
 		s.emit(llm.BlockEvents(sig.Pos, sig.Use)...)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"sync"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -22,9 +21,8 @@ type Prefix struct {
 	Len     int    `json:"len"`
 }
 
-// queryMessages is the query by which a worker that lacks a Prefix's
-// messages (it restarted, or another worker ran the turn before) reads them
-// from the workflow. A query is not recorded in the history.
+// queryMessages is the query by which the model activity reads a Prefix's
+// messages from the workflow. A query is not recorded in the history.
 const queryMessages = "agentloop.messages"
 
 // sent is the last request of the run that a worker completed: the base of
@@ -32,11 +30,6 @@ const queryMessages = "agentloop.messages"
 type sent struct {
 	version string
 	msgs    []llm.Message
-}
-
-// version names the model activity id of the workflow run of ctx.
-func version(ctx workflow.Context, id string) string {
-	return workflow.GetInfo(ctx).WorkflowExecution.RunID + "/" + id
 }
 
 // refer replaces the messages of in's request that the last sent request
@@ -72,76 +65,27 @@ func (r *run) messagesHandler() error {
 	})
 }
 
-// conversations keeps, on a worker, the latest requests of the workflows
-// it served, so that a turn that names one by a Prefix finds its messages
-// without a query. A request's messages share their content with the one
-// it extends, so each costs little more than its new messages.
-type conversations struct {
-	mu    sync.Mutex
-	byID  map[string][]sent // by workflow ID, newest last
-	order []string          // workflow IDs, oldest first
-}
-
-// Bounds of a worker's conversations: the requests kept per workflow (a
-// turn's base may be a few requests back after failed attempts), and the
-// workflows.
-const (
-	keptRequests      = 4
-	keptConversations = 1024
-)
-
-func (c *conversations) get(id, version string) ([]llm.Message, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, s := range c.byID[id] {
-		if s.version == version {
-			return s.msgs, true
-		}
-	}
-	return nil, false
-}
-
-func (c *conversations) put(id string, s sent) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.byID == nil {
-		c.byID = map[string][]sent{}
-	}
-	kept, ok := c.byID[id]
-	if !ok {
-		c.order = append(c.order, id)
-		if len(c.order) > keptConversations {
-			delete(c.byID, c.order[0])
-			c.order = c.order[1:]
-		}
-	}
-	c.byID[id] = append(kept[max(0, len(kept)-keptRequests+1):], s)
-}
-
 // request returns the whole request of a model turn, its Prefix's messages
-// read from this worker's conversations or else from the workflow, and
-// keeps it for the turns that will name it.
+// read from the workflow with a query, which the history does not record.
 func (a *Activities) request(ctx context.Context, in TurnInput) (llm.Request, error) {
-	info := activity.GetInfo(ctx)
-	wf := info.WorkflowExecution
+	wf := activity.GetInfo(ctx).WorkflowExecution
 	req := in.Request
-	if p := in.Prefix; p != nil {
-		msgs, ok := a.convs.get(wf.ID, p.Version)
-		if !ok {
-			v, err := activity.GetClient(ctx).QueryWorkflow(ctx, wf.ID, wf.RunID, queryMessages, p.Version)
-			if err == nil {
-				err = v.Get(&msgs)
-			}
-			if err != nil {
-				return llm.Request{}, fmt.Errorf("durable: reading the conversation from the workflow: %w", err)
-			}
-		}
-		if len(msgs) < p.Len {
-			return llm.Request{}, temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("durable: request %s has %d messages, not the %d the turn names", p.Version, len(msgs), p.Len), errAPI, nil)
-		}
-		req.Messages = append(msgs[:p.Len:p.Len], in.New...)
+	p := in.Prefix
+	if p == nil {
+		return req, nil
 	}
-	a.convs.put(wf.ID, sent{version: wf.RunID + "/" + info.ActivityID, msgs: req.Messages})
+	var msgs []llm.Message
+	v, err := activity.GetClient(ctx).QueryWorkflow(ctx, wf.ID, wf.RunID, queryMessages, p.Version)
+	if err == nil {
+		err = v.Get(&msgs)
+	}
+	if err != nil {
+		return llm.Request{}, fmt.Errorf("durable: reading the conversation from the workflow: %w", err)
+	}
+	if len(msgs) < p.Len {
+		return llm.Request{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("durable: request %s has %d messages, not the %d the turn names", p.Version, len(msgs), p.Len), errAPI, nil)
+	}
+	req.Messages = append(msgs[:p.Len:p.Len], in.New...)
 	return req, nil
 }

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/llm"
 )
 
@@ -125,9 +126,24 @@ func (rt runtime) Backoff(ctx context.Context, attempt int, err error) error {
 }
 
 // Pause continues the workflow as new between two turns when Temporal
-// suggests it, or after Input.TurnsPerRun turns.
+// suggests it, or after Input.TurnsPerRun turns. It also stops the run
+// between two turns once its subagents' usage, with its own, reaches a
+// limit, which the agent's own checks, counting its own turns, miss: finish
+// ends it there as the agent would.
 func (rt runtime) Pause() bool {
-	return workflow.GetInfo(rt.root).GetContinueAsNewSuggested() || rt.in.TurnsPerRun > 0 && rt.turns >= rt.in.TurnsPerRun
+	return rt.limit() != "" || workflow.GetInfo(rt.root).GetContinueAsNewSuggested() || rt.in.TurnsPerRun > 0 && rt.turns >= rt.in.TurnsPerRun
+}
+
+// limit returns the limit that the run's usage and its subagents' together
+// have reached: TokenLimit, BudgetLimit or none.
+func (r *run) limit() agent.State {
+	switch {
+	case r.in.MaxTotalTokens > 0 && r.total.Context()+r.subUsage.Context() >= r.in.MaxTotalTokens:
+		return agent.TokenLimit
+	case r.in.MaxCostUSD > 0 && r.cost(r.total)+r.subCost >= r.in.MaxCostUSD:
+		return agent.BudgetLimit
+	}
+	return ""
 }
 
 // tool returns what the worker said about the named tool; an unknown

@@ -2,6 +2,7 @@ package durable
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"iter"
 	"slices"
@@ -17,13 +18,14 @@ import (
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
+	"github.com/agentloop/agentloop/subagent"
 )
 
 // An Event is what a caller of [Stream] sees of a run: answer and thinking
 // text as they stream, in batches at most [StreamInterval] apart, the tool
 // calls and compactions. Exactly one of its fields besides Seq is set,
-// except that Waiting goes with ToolCall, Duration with ToolDone and
-// Attempt with Discard.
+// except that Waiting goes with ToolCall, Duration with ToolDone,
+// Attempt with Discard, and ParentID and Agent with any.
 type Event struct {
 	// Seq numbers the run's events from 1, across continue-as-new.
 	Seq int `json:"seq"`
@@ -58,9 +60,13 @@ type Event struct {
 	Usage *agent.UsageUpdate `json:"usage,omitempty"`
 	// Done is the state the run ended in; it is the last event.
 	Done agent.State `json:"done,omitempty"`
-	// Source names the model activity attempt that sent a batch, for the
-	// workflow to wait for all of them; empty for the workflow's own events.
-	Source string `json:"source,omitempty"`
+
+	// ParentID marks the events of a task call's sub-run (Config.Agents),
+	// which [Stream] relays: it is the call's tool_use id, and Agent the
+	// subagent's name, as in agent.Nested. Their last is the sub-run's
+	// Done.
+	ParentID string `json:"parent_tool_use_id,omitempty"`
+	Agent    string `json:"agent,omitempty"`
 }
 
 // carriedEvents is how many of the latest events a continue-as-new
@@ -85,50 +91,26 @@ const (
 // more at the end.
 type publisher struct {
 	ctx    context.Context
-	source string
 	mu     sync.Mutex
 	buf    []piece // runs of text or of thinking, in the order they came, under mu
-	sent   int     // batches signalled, under mu
 	err    error
 	stop   func()
 	closed sync.Once
 }
 
-// newPublisher starts publishing for the activity attempt of ctx, named
-// source; nil when the run does not stream.
-func newPublisher(ctx context.Context, source string, on bool) *publisher {
+// newPublisher starts publishing for the activity attempt of ctx; nil
+// when the run does not stream.
+func newPublisher(ctx context.Context, on bool) *publisher {
 	if !on {
 		return nil
 	}
-	p := &publisher{ctx: ctx, source: source}
+	p := &publisher{ctx: ctx}
 	if n := activity.GetInfo(ctx).Attempt; n > 1 {
 		p.send(Event{Discard: true, Attempt: int(n)})
 	}
-	done, exited := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(exited)
-		t := time.NewTicker(StreamInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				p.flush()
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	p.stop = func() { close(done); <-exited }
+	p.stop = every(ctx, StreamInterval, p.flush)
 	return p
 }
-
-// text adds answer text to the batch.
-func (p *publisher) text(s string) { p.add(s, false) }
-
-// thinking adds thinking text to the batch.
-func (p *publisher) thinking(s string) { p.add(s, true) }
 
 // A piece is a run of text, or of thinking, in a batch.
 type piece struct {
@@ -163,8 +145,7 @@ func (p *publisher) close() {
 }
 
 // flush sends the text and thinking so far, a signal for each run. It
-// holds mu while it sends, so that batches go out in order and sent counts
-// every one that went.
+// holds mu while it sends, so that batches go out in order.
 func (p *publisher) flush() {
 	if p == nil {
 		return
@@ -181,25 +162,11 @@ func (p *publisher) flush() {
 	p.buf = nil
 }
 
-// batches returns how many batches went.
-func (p *publisher) batches() int {
-	if p == nil {
-		return 0
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.sent
-}
-
 // send signals e to the workflow. A lost batch costs the caller some text,
 // not the run, so a failure is only kept for the log.
 func (p *publisher) send(e Event) {
 	info := activity.GetInfo(p.ctx)
-	e.Source = p.source
 	err := activity.GetClient(p.ctx).SignalWorkflow(p.ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID, signalStream, e)
-	if err == nil {
-		p.sent++
-	}
 	if err != nil && p.err == nil {
 		p.err = err
 		activity.GetLogger(p.ctx).Warn("durable: streaming to the caller failed", "err", err)
@@ -209,9 +176,8 @@ func (p *publisher) send(e Event) {
 // events is the workflow's side of streaming: the run's events, which
 // the events query hands out.
 type events struct {
-	seq      int
-	log      []Event
-	received map[string]int // batches received, by Source
+	seq int
+	log []Event
 	// watchedUntil is when the last watcher's lease ends: while it
 	// lasts, a turn's text is signalled as it streams.
 	watchedUntil time.Time
@@ -229,13 +195,6 @@ func (r *run) publish(e Event) {
 	if r.ev.whole && (e.ToolCall != nil && !e.Waiting || e.ToolDone != nil) {
 		r.ev.held = append(r.ev.held, e)
 		return
-	}
-	if e.Source != "" {
-		if r.ev.received == nil {
-			r.ev.received = make(map[string]int)
-		}
-		r.ev.received[e.Source]++
-		e.Source = ""
 	}
 	r.ev.seq++
 	e.Seq = r.ev.seq
@@ -269,14 +228,14 @@ func (r *run) streamHandlers() error {
 			r.ev.watchedUntil = workflow.Now(ctx).Add(watchLease)
 		}
 	})
+	// It waits for batches and drains them, rather than receive one: a
+	// value handed to a waiting receiver is out of the channel before it
+	// is published, and drain, which the model calls to put a turn's text
+	// before what follows it, must find every batch not yet published.
 	ch := workflow.GetSignalChannel(r.root, signalStream)
 	workflow.Go(r.root, func(ctx workflow.Context) {
-		for {
-			var e Event
-			if !ch.Receive(ctx, &e) {
-				return
-			}
-			r.publish(e)
+		for workflow.Await(ctx, func() bool { return ch.Len() > 0 }) == nil {
+			r.drain()
 		}
 	})
 	return workflow.SetQueryHandler(r.root, QueryEvents, func(after int) ([]Event, error) {
@@ -314,16 +273,20 @@ func (r *run) closeStream() error {
 // follows the run across continue-as-new, and reads a run that ended as
 // well as one in progress; a reader that comes after a continue-as-new
 // that no one watched reads the events of the workflow runs from there.
+// The events of a task call's sub-run (Config.Agents) come marked with
+// the call's id, after the call and before its result, as agent.Nested
+// events do in process.
 //
 // It polls the run with a query, which is not recorded in the workflow's
 // history, at most [StreamInterval] apart, and holds a watcher's lease on
 // it by a signal a minute: while one is held, the model's text is
 // signalled to the workflow as it streams; otherwise a turn's text comes
-// whole when the turn ends.
+// whole when the turn ends, as a sub-run's always does.
 func Stream(ctx context.Context, c client.Client, workflowID string) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		after := 0
 		var leased time.Time
+		var subs []*subRun // of the task calls that started, in that order
 		for {
 			if time.Since(leased) > watchLease/2 {
 				err := c.SignalWorkflow(ctx, workflowID, "", signalWatch, nil)
@@ -340,14 +303,33 @@ func Stream(ctx context.Context, c client.Client, workflowID string) iter.Seq2[E
 			}
 			for _, e := range evs {
 				after = e.Seq
+				if i := slices.IndexFunc(subs, func(s *subRun) bool { return e.ToolDone != nil && s.callID == e.ToolDone.ToolUseID }); i >= 0 {
+					// The call has its result, so its sub-run has ended (or
+					// never started): its last events come before the result.
+					if _, ok := subs[i].relay(ctx, c, yield); !ok {
+						return
+					}
+					subs = slices.Delete(subs, i, i+1)
+				}
 				if !yield(e, nil) || e.Done != "" {
 					return
+				}
+				if s := startsSubRun(workflowID, e); s != nil {
+					subs = append(subs, s)
 				}
 			}
 			if !open {
 				return // it failed before its loop ran, or was terminated
 			}
-			if len(evs) == 0 {
+			moved := len(evs) > 0
+			for _, s := range subs {
+				n, ok := s.relay(ctx, c, yield)
+				if !ok {
+					return
+				}
+				moved = moved || n > 0
+			}
+			if !moved {
 				t := time.NewTimer(StreamInterval)
 				select {
 				case <-ctx.Done():
@@ -359,6 +341,47 @@ func Stream(ctx context.Context, c client.Client, workflowID string) iter.Seq2[E
 			}
 		}
 	}
+}
+
+// A subRun is the child workflow of a task call, whose events Stream
+// relays.
+type subRun struct {
+	id, callID, agent string
+	after             int
+}
+
+// startsSubRun returns the sub-run of e, if e is a task call that starts.
+func startsSubRun(workflowID string, e Event) *subRun {
+	call := e.ToolCall
+	if call == nil || e.Waiting || call.Name != subagent.ToolName {
+		return nil
+	}
+	var in struct {
+		SubagentType string `json:"subagent_type"`
+	}
+	_ = json.Unmarshal(call.Input, &in) // the name only labels the events; a bad input starts no sub-run
+	return &subRun{id: childID(workflowID, call.ID), callID: call.ID, agent: in.SubagentType}
+}
+
+// relay yields the sub-run's events that are new, marked, and returns
+// how many there were; ok is false if the stream ends, with an error or
+// because its reader stopped. A sub-run that has not started yet has none.
+func (s *subRun) relay(ctx context.Context, c client.Client, yield func(Event, error) bool) (n int, ok bool) {
+	evs, _, err := poll(ctx, c, s.id, s.after)
+	if _, gone := errors.AsType[*serviceerror.NotFound](err); gone {
+		return 0, true
+	} else if err != nil {
+		yield(Event{}, err)
+		return 0, false
+	}
+	for _, e := range evs {
+		s.after = e.Seq
+		e.ParentID, e.Agent = s.callID, s.agent
+		if !yield(e, nil) {
+			return 0, false
+		}
+	}
+	return len(evs), true
 }
 
 // poll returns the events after the sequence number after of the latest

@@ -198,12 +198,9 @@ type TurnOutput struct {
 	Stop      llm.StopReason `json:"stop"`
 	Usage     llm.Usage      `json:"usage"`
 	Container string         `json:"container,omitempty"`
-	// Source, Batches and Calls say which attempt streamed the turn and
-	// how many batches of text and tool calls it signalled, for the
-	// workflow to wait for them all.
-	Source  string `json:"source,omitempty"`
-	Batches int    `json:"batches,omitempty"`
-	Calls   int    `json:"calls,omitempty"`
+	// Source names the attempt that streamed the turn, whose signalled
+	// calls are the turn's.
+	Source string `json:"source,omitempty"`
 	// Cut holds the blocks that max_tokens cut off, for the workflow to
 	// decide on, as the loop does.
 	Cut llm.Message `json:"cut"`

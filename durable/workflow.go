@@ -47,8 +47,8 @@ type run struct {
 	total    llm.Usage   // the run's own, as its last UsageUpdate said
 	subUsage llm.Usage   // of the child workflows of the run's task calls
 	subCost  float64
-	base     progress  // of the workflow runs before this one
-	started  time.Time // when the first workflow run started
+	base     agent.Result // Iterations and Usage of the workflow runs before this one
+	started  time.Time    // when the first workflow run started
 	runs     int
 	waiting  []*approval     // calls waiting for a decision, in the order they came
 	approved map[string]bool // calls a person allowed, by id
@@ -61,12 +61,6 @@ type run struct {
 	calls     int  // tool activities started, for their ids
 	running   int  // tool calls not yet returned
 	last      map[string]workflow.Future
-}
-
-// progress is what the workflow runs before this one did.
-type progress struct {
-	Iteration int
-	Usage     llm.Usage
 }
 
 // An approval is a call that waits for a [Decision].
@@ -103,7 +97,7 @@ func start(ctx workflow.Context, in Input) (*run, error) {
 		return nil, err
 	}
 	if res := in.Resume; res != nil {
-		r.before, r.base, r.tools, r.started, r.runs = res.Before, progress{res.Iteration, res.Usage}, res.Tools, res.Started, res.Runs
+		r.before, r.base, r.tools, r.started, r.runs = res.Before, agent.Result{Iterations: res.Iteration, Usage: res.Usage}, res.Tools, res.Started, res.Runs
 		r.agents, r.subUsage, r.subCost, r.total = res.Agents, res.SubUsage, res.SubCostUSD, res.Usage
 		msgs := r.h.Messages()
 		if r.before == nil {
@@ -193,7 +187,7 @@ func (r *run) loop() (agent.Result, error) {
 		// Below the limit too, but for rounding: a cost summed turn by turn
 		// may differ in its last bits from the total's.
 		if maxCost -= r.cost(r.base.Usage); maxCost <= 0 {
-			return agent.Result{State: agent.BudgetLimit, Iterations: r.base.Iteration, Usage: r.base.Usage, CostUSD: r.cost(r.base.Usage)}, nil
+			return agent.Result{State: agent.BudgetLimit, Iterations: r.base.Iterations, Usage: r.base.Usage, CostUSD: r.cost(r.base.Usage)}, nil
 		}
 	}
 	// The agent's context, cancelled when the workflow is. Its children
@@ -208,7 +202,7 @@ func (r *run) loop() (agent.Result, error) {
 	})
 	cfg := agent.Config{
 		Model: model{r}, Runtime: runtime{r}, History: r.h, System: r.in.System, Thinking: r.in.Thinking, Effort: r.in.Effort,
-		MaxIterations: r.in.MaxIterations - r.base.Iteration, FinalAnswer: r.in.FinalAnswer, MaxDuration: maxDuration,
+		MaxIterations: r.in.MaxIterations - r.base.Iterations, FinalAnswer: r.in.FinalAnswer, MaxDuration: maxDuration,
 		MaxTotalTokens: maxTokens, MaxCostUSD: maxCost, RepeatLimit: r.in.RepeatLimit, DisableCache: r.in.DisableCache, Hooks: []agent.Hook{agent.ToolGate(r.approve)},
 		Logger: slog.New(logHandler{workflow.GetLogger(r.root)}), // no tracing Observer: the activities trace; a replay must not
 	}
@@ -229,7 +223,7 @@ func (r *run) loop() (agent.Result, error) {
 	var res agent.Result
 	for ev, err := range a.Stream(ctx, prompt) {
 		if ev, ok := ev.(agent.Result); ok {
-			res, res.Iterations, res.Usage = ev, r.base.Iteration+ev.Iterations, r.base.Usage.Add(ev.Usage)
+			res, res.Iterations, res.Usage = ev, r.base.Iterations+ev.Iterations, r.base.Usage.Add(ev.Usage)
 			res.CostUSD = r.cost(res.Usage)
 			return res, err
 		}
@@ -259,7 +253,7 @@ func (r *run) observe(ev agent.Event) {
 		}
 	case agent.TurnStart:
 		r.streaming = true // the model call that follows is this turn's
-		r.publish(Event{Turn: r.base.Iteration + ev.Iteration})
+		r.publish(Event{Turn: r.base.Iterations + ev.Iteration})
 	case agent.ToolCall:
 		// A call that waits for approval is published by approve: waiting,
 		// then starting once approved, which is how a client tells that it
@@ -288,9 +282,12 @@ func (r *run) observe(ev agent.Event) {
 // history before its first.
 func (r *run) finish(res agent.Result, err error) (Result, error) {
 	oe, noAnswer := errors.AsType[*typed.OutputError](err)
+	if res.State == agent.Paused {
+		if res.State = r.limit(); res.State == "" {
+			return Result{}, r.continueAsNew(res)
+		}
+	}
 	switch {
-	case res.State == agent.Paused:
-		return Result{}, r.continueAsNew(res)
 	case res.State == agent.Failed, res.State == agent.Refused, noAnswer:
 		r.h = restore(r.in, r.before)
 	case res.State == agent.Cancelled:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -271,7 +272,9 @@ func TestSubagentContinueAsNew(t *testing.T) {
 }
 
 // TestSubagentParentLimits: what is left of the run's token limit bounds
-// its child, and a run with nothing left starts none.
+// its child, a run with nothing left starts none, and the child's tokens
+// count in the run's later checks of its limit: the run stops without
+// another turn.
 func TestSubagentParentLimits(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -280,9 +283,9 @@ func TestSubagentParentLimits(t *testing.T) {
 		want     string
 	}{
 		// Each turn uses 10 input tokens and a few output ones: at 20,
-		// the child has less than a turn's left after its first; at 11,
-		// the parent's first turn uses it all, and the parent stops too.
-		{"the child stops at what is left", 20, 3, `agent "reviewer" stopped without a final answer: token_limit`},
+		// the child has less than a turn's left after its first, and
+		// the parent none; at 11, the parent's first turn uses it all.
+		{"the child stops at what is left", 20, 2, `agent "reviewer" stopped without a final answer: token_limit`},
 		{"nothing left", 11, 1, "not run: the run has used up its time, tokens or budget"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -301,6 +304,9 @@ func TestSubagentParentLimits(t *testing.T) {
 			}
 			if n := len(e.api.Requests()); n != tc.requests {
 				t.Errorf("%d model requests, want %d", n, tc.requests)
+			}
+			if res.State != agent.TokenLimit || res.Usage.Context() < tc.max {
+				t.Errorf("the run ended %s with %d tokens, want %s at %d or more", res.State, res.Usage.Context(), agent.TokenLimit, tc.max)
 			}
 		})
 	}
@@ -345,5 +351,71 @@ func TestSubagentCancelled(t *testing.T) {
 	}
 	if s := child.WorkflowExecutionInfo.Status; s == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		t.Errorf("the child is %s after its parent was cancelled", s)
+	}
+}
+
+// TestSubagentEventsRelayed: Stream relays a sub-run's events, marked with
+// the task call's id and the agent's name, after the call and before its
+// result, whether it reads the run while it runs or after it ended.
+func TestSubagentEventsRelayed(t *testing.T) {
+	want := []string{
+		"turn 1", "call task",
+		"reviewer@toolu_1: turn 1", "reviewer@toolu_1: call add", "reviewer@toolu_1: done toolu_2",
+		"reviewer@toolu_1: turn 2", "reviewer@toolu_1: text It is 3.", "reviewer@toolu_1: end finished",
+		"done toolu_1", "turn 2", "text The reviewer says 3.", "end finished",
+	}
+	for _, live := range []bool{true, false} {
+		t.Run(fmt.Sprintf("live=%t", live), func(t *testing.T) {
+			e := newEnv(t,
+				taskCall("toolu_1", "reviewer", "Add 1 and 2."),
+				anthropictest.NewStream().ToolUse("toolu_2", "add", `{"a":1,"b":2}`).Stop("tool_use"),
+				anthropictest.NewStream().Text("It is 3.").Stop("end_turn"),
+				anthropictest.NewStream().Text("The reviewer says 3.").Stop("end_turn"),
+			)
+			add, _ := adder()
+			e.worker(t, "q", Config{Agents: []subagent.Agent{reviewer(t, add, "")}}, add)
+			in := Input{Prompt: "Delegate."}
+			if live {
+				in.Stream = true
+				if _, err := e.c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: "sub", TaskQueue: "q"}, WorkflowName, in); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				e.run(t, "sub", "q", in)
+			}
+			var got []string
+			for ev, err := range Stream(context.Background(), e.c, "sub") {
+				if err != nil {
+					t.Fatal(err)
+				}
+				var s string
+				switch {
+				case ev.Turn > 0:
+					s = fmt.Sprintf("turn %d", ev.Turn)
+				case ev.Text != "":
+					s = "text " + ev.Text
+				case ev.ToolCall != nil:
+					s = "call " + ev.ToolCall.Name
+				case ev.ToolDone != nil:
+					s = "done " + ev.ToolDone.ToolUseID
+				case ev.Done != "":
+					s = "end " + string(ev.Done)
+				default:
+					continue
+				}
+				if ev.ParentID != "" {
+					s = ev.Agent + "@" + ev.ParentID + ": " + s
+				}
+				// Batches of streamed text are joined.
+				if n := len(got); n > 0 && strings.HasPrefix(s, "text ") && strings.HasPrefix(got[n-1], "text ") {
+					got[n-1] += strings.TrimPrefix(s, "text ")
+					continue
+				}
+				got = append(got, s)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

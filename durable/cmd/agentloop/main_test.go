@@ -266,6 +266,11 @@ func TestAgentEvent(t *testing.T) {
 		{durable.Event{Compacted: &c}, agent.Compacted{Compaction: c}},
 		{durable.Event{ToolDone: &llm.ToolResult{ToolUseID: "toolu_1", Content: []llm.Block{llm.Text{Text: "3"}}}, Duration: 1500 * time.Millisecond},
 			agent.ToolDone{ID: "toolu_1", Name: "add", Content: "3", Duration: 1500 * time.Millisecond}},
+		// A sub-run's events, relayed under the task call toolu_9.
+		{durable.Event{ParentID: "toolu_9", Agent: "reviewer", ToolCall: &llm.ToolUse{ID: "toolu_2", Name: "add", Input: []byte(`{}`)}},
+			agent.Nested{ParentID: "toolu_9", Agent: "reviewer", Event: agent.ToolCall{ID: "toolu_2", Name: "add", Input: []byte(`{}`)}}},
+		{durable.Event{ParentID: "toolu_9", Agent: "reviewer", Done: agent.Finished},
+			agent.Nested{ParentID: "toolu_9", Agent: "reviewer", Event: agent.Result{State: agent.Finished}}},
 	}
 	for _, tt := range tests {
 		if diff := cmp.Diff(tt.want, agentEvent(tt.in, names, "s", nil)); diff != "" {

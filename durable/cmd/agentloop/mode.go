@@ -155,13 +155,15 @@ func run(ctx context.Context, t cli.Temporal, p cli.Prompt, yield func(agent.Eve
 			}
 			return failed, err
 		}
-		if ended = ev.Done != ""; ended {
+		if ended = ev.Done != "" && ev.ParentID == ""; ended {
 			break
 		}
-		if ev.Turn > 0 || ev.Discard {
-			shown.Reset()
+		if ev.ParentID == "" { // a sub-run's text is not the answer
+			if ev.Turn > 0 || ev.Discard {
+				shown.Reset()
+			}
+			shown.WriteString(ev.Text)
 		}
-		shown.WriteString(ev.Text)
 		qs.follow(ev)
 		if e := agentEvent(ev, names, id, note); e != nil && !yield(e, nil) {
 			return failed, context.Canceled
@@ -202,9 +204,18 @@ func run(ctx context.Context, t cli.Temporal, p cli.Prompt, yield func(agent.Eve
 }
 
 // agentEvent is ev as package agent's event, or nil for one it has none
-// for: a call that waits for approval is a note.
+// for: a call that waits for approval is a note. A sub-run's event is an
+// agent.Nested, its Done the sub-run's Result.
 func agentEvent(ev durable.Event, names map[string]string, session string, note func(string)) agent.Event {
 	switch {
+	case ev.ParentID != "":
+		inner := ev
+		inner.ParentID = ""
+		if e := agentEvent(inner, names, session, note); e != nil {
+			return agent.Nested{ParentID: ev.ParentID, Agent: ev.Agent, Event: e}
+		}
+	case ev.Done != "": // a sub-run's: the run's own ends the stream first
+		return agent.Result{State: ev.Done}
 	case ev.Turn > 0:
 		return agent.TurnStart{Iteration: ev.Turn}
 	case ev.Text != "":
