@@ -26,9 +26,11 @@ type Request struct {
 	System    string    // the system prompt; empty or blank means none
 	Messages  []Message // the conversation, starting with a user message
 	Tools     []ToolSpec
-	// ServerTools are the tools the API runs itself, sent after Tools (see
-	// servertools.go). Nil means none.
-	ServerTools []ServerTool
+	// ServerTools are the tools the API runs itself, sent after Tools, each
+	// its declaration as the API takes it, such as
+	// {"type":"web_search_20250305","name":"web_search"}: package
+	// llm/servertool writes them. Nil means none.
+	ServerTools []json.RawMessage
 	// ToolChoice constrains tool use. Nil means the API's default (auto).
 	ToolChoice *ToolChoice
 	// Thinking configures thinking. Nil sends none: the model's default,
@@ -126,8 +128,8 @@ type (
 	}
 	wireTool struct {
 		ToolSpec
-		CacheControl json.RawMessage `json:"cache_control,omitempty"`
-		server       *wireServerTool // written in the spec's place (servertools.go)
+		CacheControl json.RawMessage           `json:"cache_control,omitempty"`
+		server       map[string]jsontext.Value // a server tool, written in the spec's place (servertools.go)
 	}
 	wireThinking struct {
 		Type         string `json:"type"`

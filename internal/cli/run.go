@@ -279,7 +279,7 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 		s.cfg.Middleware = logModel(logger)
 	}
 	s.cfg.Thinking, s.cfg.Effort, s.cfg.Schema = o.thinkingConfig(), o.effort, o.schema
-	s.cfg.ServerTools, s.cfg.ToolSearch = o.server.tools(), o.server.toolSearch
+	s.cfg.ServerTools, s.cfg.ToolSearch = o.server.decls, o.server.toolSearch
 	s.sessionStart(ctx, "")
 	if err := checkContextLimit(s.memCfg, s.cfg.System, reg.Specs()); err != nil {
 		s.close()
