@@ -45,11 +45,6 @@ func (s ServerToolUse) cost(p Price) float64 {
 	return float64(s.WebSearchRequests) * WebSearchPrice
 }
 
-// withoutToolSearch are the models in the table that do not take the tool
-// search tool: those its page (tool-search-tool, November 2026) leaves out.
-var withoutToolSearch = map[string]bool{"claude-opus-4-1": true, "claude-opus-4-0": true, "claude-opus-4": true,
-	"claude-sonnet-4-0": true, "claude-sonnet-4": true, "claude-3-5-haiku": true, "claude-3-haiku": true}
-
 // IsToolSearch reports whether decl, a server tool's declaration, is a tool
 // search tool's.
 func IsToolSearch(decl json.RawMessage) bool {
