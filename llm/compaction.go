@@ -50,6 +50,9 @@ type Summarize struct {
 	Instructions string `json:"instructions,omitempty"`
 }
 
+// summarizeBeta is the beta of a [Request].Summarize.
+const summarizeBeta = "compact-2026-09-04"
+
 // beta returns the anthropic-beta header r's context management needs.
 func (r Request) beta() string {
 	need := map[string]string{ClearToolUses: "context-management-2025-06-27",
