@@ -172,7 +172,7 @@ func check(r Request, w wireRequest, count bool) error {
 		return fmt.Errorf("llm: %s takes effort %s, not %q", r.Model, strings.Join(info.Efforts, ", "), e)
 	}
 	n := len(r.Messages)
-	if count || n == 0 || r.Messages[n-1].Role != Assistant || r.Summarize != nil ||
+	if count || n == 0 || r.Messages[n-1].Role != Assistant || r.Summarize ||
 		info.Prefill && (thinking.Type == "" || thinking.Type == "disabled") {
 		return nil
 	}

@@ -41,7 +41,7 @@ func (p *Platform) adapt(req Request) (Request, error) {
 	if p == nil {
 		return req, nil
 	}
-	if req.Summarize != nil && p.NoSummarize {
+	if req.Summarize && p.NoSummarize {
 		return req, fmt.Errorf("llm: %s does not take compaction on demand (beta %s): %w", p.Name, summarizeBeta, errors.ErrUnsupported)
 	}
 	if p.Model != nil {

@@ -19,7 +19,7 @@ func TestPlatformAdapt(t *testing.T) {
 	if diff := cmp.Diff(Request{Model: "cloud.claude-sonnet-5-5", ContextEdits: edits}, got); diff != "" {
 		t.Errorf("adapted (-want +got):\n%s", diff)
 	}
-	if _, err := p.adapt(Request{Model: "m", Summarize: &Summarize{}}); !errors.Is(err, errors.ErrUnsupported) {
+	if _, err := p.adapt(Request{Model: "m", Summarize: true}); !errors.Is(err, errors.ErrUnsupported) {
 		t.Errorf("Summarize on a platform without it: %v, want ErrUnsupported", err)
 	}
 	c := New(Config{Platform: &Platform{Name: "Cloud", NoCountTokens: true}, BaseURL: "http://127.0.0.1:1"})
