@@ -64,7 +64,9 @@ type Price struct {
 func (p Price) Cost(u Usage) float64 {
 	c := (float64(u.InputTokens)*p.Input + float64(u.OutputTokens)*p.Output +
 		float64(u.CacheCreationInputTokens)*p.CacheWrite + float64(u.CacheReadInputTokens)*p.CacheRead) / 1e6
-	c += u.ServerToolUse.cost(p)
+	if p != (Price{}) { // on a model without a price, searches cost nothing, as every other cost there
+		c += float64(u.ServerToolUse.WebSearchRequests) * WebSearchPrice
+	}
 	if u.Compaction != nil {
 		c += p.Cost(*u.Compaction)
 	}

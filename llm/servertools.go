@@ -36,15 +36,6 @@ func (s ServerToolUse) add(t ServerToolUse) ServerToolUse {
 	return ServerToolUse{s.WebSearchRequests + t.WebSearchRequests, s.WebFetchRequests + t.WebFetchRequests}
 }
 
-// cost is what s costs on a model priced at p: nothing on a model without
-// a price, as every other cost there.
-func (s ServerToolUse) cost(p Price) float64 {
-	if p == (Price{}) {
-		return 0
-	}
-	return float64(s.WebSearchRequests) * WebSearchPrice
-}
-
 // IsToolSearch reports whether decl, a server tool's declaration, is a tool
 // search tool's.
 func IsToolSearch(decl json.RawMessage) bool {
