@@ -39,8 +39,10 @@ func (s ServerToolUse) add(t ServerToolUse) ServerToolUse {
 // IsToolSearch reports whether decl, a server tool's declaration, is a tool
 // search tool's.
 func IsToolSearch(decl json.RawMessage) bool {
-	var d struct{ Type string }
-	return json.Unmarshal(decl, &d) == nil && isToolSearch(d.Type)
+	var d struct {
+		Type string `json:"type"`
+	}
+	return json2.Unmarshal(decl, &d, lenient) == nil && isToolSearch(d.Type)
 }
 
 func isToolSearch(typ string) bool { return strings.HasPrefix(typ, "tool_search_tool_") }

@@ -132,3 +132,16 @@ func TestToolSearchModels(t *testing.T) {
 		}
 	}
 }
+
+// TestIsToolSearch checks that a declaration is known for a tool search by
+// its type alone, and that what is not a declaration is not one.
+func TestIsToolSearch(t *testing.T) {
+	for decl, want := range map[string]bool{
+		string(toolSearchRegex): true, `{"name":"x","type":"tool_search_tool_bm25_20251119"}`: true,
+		string(webSearch): false, `{"name":"tool_search_tool_regex"}`: false, `"tool_search_tool_regex_20251119"`: false, ``: false,
+	} {
+		if got := IsToolSearch(json.RawMessage(decl)); got != want {
+			t.Errorf("IsToolSearch(%s) = %v, want %v", decl, got, want)
+		}
+	}
+}
