@@ -3,6 +3,7 @@ package agent
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,10 +32,11 @@ type Config struct {
 	Effort string
 	// Tools are the tools the model may call. Default none.
 	Tools []*tool.Tool
-	// ServerTools are the tools the API runs itself (llm.WebSearch,
-	// llm.WebFetch, llm.CodeExecution…), offered in every request. Their
-	// calls and results are kept in the history as they came. Default none.
-	ServerTools []llm.ServerTool
+	// ServerTools are the declarations of the tools the API runs itself
+	// (web search, web fetch, code execution…: package llm/servertool
+	// writes them), offered in every request. Their calls and results are
+	// kept in the history as they came. Default none.
+	ServerTools []json.RawMessage
 	// ToolSearch chooses whether deferrable tools (tool.Tool.Deferrable:
 	// every MCP tool) wait for the API's tool search to load them:
 	// [ToolSearchOn], [ToolSearchOff] or [ToolSearchAuto], the default,

@@ -3,6 +3,7 @@ package agent
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -106,7 +107,7 @@ type run struct {
 	yield   func(Event, error) bool
 	stopped bool // the caller stopped reading
 	specs   []llm.ToolSpec
-	server  []llm.ServerTool
+	server  []json.RawMessage
 	iter    int       // model calls so far
 	usage   llm.Usage // summed over every model call, retries included
 	spent   *meter    // the run's cost and tokens and its subagents', against the limits

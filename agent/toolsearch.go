@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -27,11 +28,11 @@ func checkToolSearch(mode string) error {
 // With tool search on, deferrable specs keep DeferLoading and the API's
 // tool search tool joins Config.ServerTools (BM25, unless they hold one);
 // otherwise every spec is sent whole, as on a model without tool search.
-func (a *Agent) tools(specs []llm.ToolSpec) ([]llm.ToolSpec, []llm.ServerTool) {
+func (a *Agent) tools(specs []llm.ToolSpec) ([]llm.ToolSpec, []json.RawMessage) {
 	server := a.cfg.ServerTools
 	if a.searching(specs) {
-		if !slices.ContainsFunc(server, func(s llm.ServerTool) bool { return llm.IsToolSearch(s.Type) }) {
-			server = append(slices.Clip(server), llm.ServerTool{Type: llm.ToolSearchBM25})
+		if !slices.ContainsFunc(server, llm.IsToolSearch) {
+			server = append(slices.Clip(server), json.RawMessage(`{"type":"`+llm.ToolSearchBM25+`","name":"tool_search_tool_bm25"}`))
 		}
 		return specs, server
 	}

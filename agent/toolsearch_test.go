@@ -39,7 +39,7 @@ func TestToolSearchRun(t *testing.T) {
 			ToolUse("toolu_01", "mcp__fx__get_exchange_rate", `{"from":"EUR","to":"USD"}`).Stop("tool_use"),
 		anthropictest.NewStream().Text("1.08 dollars a euro.").Stop("end_turn"))
 	a := newAgent(t, client, Config{Tools: []*tool.Tool{rateTool(t)}, ToolSearch: ToolSearchOn,
-		ServerTools: []llm.ServerTool{{Type: llm.WebSearch, MaxUses: 2}}})
+		ServerTools: []json.RawMessage{json.RawMessage(`{"type":"web_search_20250305","name":"web_search","max_uses":2}`)}})
 	_, res, err := collect(t, a.Stream(t.Context(), "EUR to USD?"))
 	if err != nil || res.Text != "1.08 dollars a euro." {
 		t.Fatalf("run: %q, %v", res.Text, err)
@@ -53,7 +53,7 @@ func TestToolSearchRun(t *testing.T) {
 		delete(tl, "cache_control")
 	}
 	want := []map[string]any{{"name": "mcp__fx__get_exchange_rate", "defer_loading": true},
-		{"type": llm.WebSearch, "name": "web_search", "max_uses": 2.0},
+		{"type": "web_search_20250305", "name": "web_search", "max_uses": 2.0},
 		{"type": llm.ToolSearchBM25, "name": "tool_search_tool_bm25"}}
 	if diff := cmp.Diff(want, first.Tools); diff != "" {
 		t.Errorf("first request's tools (-want +got):\n%s", diff)

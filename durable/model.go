@@ -42,7 +42,7 @@ var errAttemptChanged = fmt.Errorf("durable: the model turn's worker failed afte
 
 func (m model) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
-		if req.Summarize != nil {
+		if req.Summarize {
 			yield(nil, errNoServerSummary)
 			return
 		}

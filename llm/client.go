@@ -25,9 +25,6 @@ type Config struct {
 	APIKey    string // authenticates requests; empty means none
 	AuthToken string // an OAuth bearer token, used when APIKey is empty
 	BaseURL   string // the API's base URL; empty means https://api.anthropic.com/
-	// Header holds extra headers sent with every request, such as
-	// anthropic-beta. Nil means none.
-	Header http.Header
 	// HTTPClient sends the requests. Nil means http.DefaultClient. Leave
 	// its Timeout zero: a turn may stream for minutes; one silent for 90
 	// seconds, not even a ping, is aborted as stalled.
@@ -104,11 +101,6 @@ func New(cfg Config) *Client {
 		opts = append(opts, option.WithHeader("x-api-key", cfg.APIKey))
 	case cfg.AuthToken != "":
 		opts = append(opts, option.WithAuthToken(cfg.AuthToken))
-	}
-	for k, vs := range cfg.Header {
-		for _, v := range vs {
-			opts = append(opts, option.WithHeaderAdd(k, v))
-		}
 	}
 	c.sdk = anthropic.NewClient(opts...)
 	return c

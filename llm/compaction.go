@@ -29,10 +29,6 @@ type ContextEdit struct {
 	// ClearAtLeast makes ClearToolUses clear this many input tokens or
 	// none, so that a clear is worth the prompt cache it breaks.
 	ClearAtLeast *EditLimit `json:"clear_at_least,omitempty"`
-	// PauseAfterCompaction makes Compact end the turn after the compaction
-	// block, with stop_reason [CompactionStop].
-	PauseAfterCompaction bool   `json:"pause_after_compaction,omitzero"`
-	Instructions         string `json:"instructions,omitempty"` // replace the server's summarisation prompt (Compact)
 }
 
 // An EditLimit is an amount in a [ContextEdit], such as {"input_tokens", N}.
@@ -41,21 +37,15 @@ type EditLimit struct {
 	Value int    `json:"value"`
 }
 
-// Summarize asks for compaction on demand (beta compact-2026-09-04): the
-// request summarises the whole conversation, and the reply is one signed
-// compaction block, with stop_reason [CompactionStop], that later requests
-// send first in place of the messages it summarises. Instructions, if not
-// empty, replace the server's summarisation prompt.
-type Summarize struct {
-	Instructions string `json:"instructions,omitempty"`
-}
+// summarizeBeta is the beta of a [Request].Summarize.
+const summarizeBeta = "compact-2026-09-04"
 
 // beta returns the anthropic-beta header r's context management needs.
 func (r Request) beta() string {
 	need := map[string]string{ClearToolUses: "context-management-2025-06-27",
 		ClearThinking: "context-management-2025-06-27", Compact: "compact-2026-01-12"}
 	var betas []string
-	if r.Summarize != nil {
+	if r.Summarize {
 		betas = append(betas, summarizeBeta)
 	}
 	for _, e := range r.ContextEdits {

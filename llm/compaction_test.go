@@ -21,11 +21,11 @@ import (
 func TestContextManagementRequest(t *testing.T) {
 	edit := ContextEdit{Type: ClearToolUses, Trigger: &EditLimit{"input_tokens", 30000},
 		Keep: &EditLimit{"tool_uses", 3}, ClearAtLeast: &EditLimit{"input_tokens", 5000}}
-	compact := ContextEdit{Type: Compact, Trigger: &EditLimit{"input_tokens", 60000}, PauseAfterCompaction: true}
+	compact := ContextEdit{Type: Compact, Trigger: &EditLimit{"input_tokens", 60000}}
 	for _, tc := range []struct {
 		name     string
 		cm       []ContextEdit
-		sum      *Summarize
+		sum      bool
 		wantBeta []string
 		wantCM   string // context_management as sent, "" for none
 		wantComp string // compaction as sent
@@ -37,10 +37,10 @@ func TestContextManagementRequest(t *testing.T) {
 				`{"type":"clear_tool_uses_20250919","trigger":{"type":"input_tokens","value":30000},"keep":{"type":"tool_uses","value":3},"clear_at_least":{"type":"input_tokens","value":5000}}]}`},
 		{name: "compact", cm: []ContextEdit{compact},
 			wantBeta: []string{"compact-2026-01-12"},
-			wantCM:   `{"edits":[{"type":"compact_20260112","trigger":{"type":"input_tokens","value":60000},"pause_after_compaction":true}]}`},
+			wantCM:   `{"edits":[{"type":"compact_20260112","trigger":{"type":"input_tokens","value":60000}}]}`},
 		{name: "both", cm: []ContextEdit{edit, compact},
 			wantBeta: []string{"context-management-2025-06-27,compact-2026-01-12"}},
-		{name: "summarize", sum: &Summarize{}, wantBeta: []string{"compact-2026-09-04"}, wantComp: `{"type":"summarize"}`},
+		{name: "summarize", sum: true, wantBeta: []string{"compact-2026-09-04"}, wantComp: `{"type":"summarize"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := anthropictest.NewServer(anthropictest.NewStream().Text("ok"))

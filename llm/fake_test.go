@@ -157,11 +157,10 @@ func TestFakeServer(t *testing.T) {
 }
 
 // TestFakeServerRequest checks what goes over the wire: stream on, the
-// SDK's version and auth headers, extra headers, the body a real API
-// accepts.
+// SDK's version and auth headers, the body a real API accepts.
 func TestFakeServerRequest(t *testing.T) {
 	srv := anthropictest.NewServer(anthropictest.NewStream().Text("ok").Stop("end_turn"))
-	c, _ := fakeClient(t, srv, Config{APIKey: "sk-test", Header: map[string][]string{"Anthropic-Beta": {"b1"}}})
+	c, _ := fakeClient(t, srv, Config{APIKey: "sk-test"})
 	req := Request{
 		Model: "claude-x", System: "be brief", Cache: true,
 		Tools: []ToolSpec{{Name: "add", InputSchema: json.RawMessage(`{"type":"object"}`)}},
@@ -182,10 +181,8 @@ func TestFakeServerRequest(t *testing.T) {
 	if err != nil || !p.Stream || p.MaxTokens != DefaultMaxTokens || p.Model != "claude-x" {
 		t.Errorf("params %+v, %v", p, err)
 	}
-	for k, want := range map[string]string{"Anthropic-Version": "2026-10-21", "Anthropic-Beta": "b1"} {
-		if got := r.Header.Get(k); got != want {
-			t.Errorf("header %s = %q, want %q", k, got, want)
-		}
+	if got := r.Header.Get("Anthropic-Version"); got != "2026-10-21" {
+		t.Errorf("anthropic-version = %q, want 2026-10-21", got)
 	}
 	if r.Header.Get("X-Api-Key") != "sk-test" || r.Header.Get("Authorization") != "" {
 		t.Errorf("the key was not sent as x-api-key alone: %v", r.Header)

@@ -1,8 +1,10 @@
 package llm
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"iter"
@@ -62,59 +64,41 @@ type Price struct {
 func (p Price) Cost(u Usage) float64 {
 	c := (float64(u.InputTokens)*p.Input + float64(u.OutputTokens)*p.Output +
 		float64(u.CacheCreationInputTokens)*p.CacheWrite + float64(u.CacheReadInputTokens)*p.CacheRead) / 1e6
-	c += u.ServerToolUse.cost(p)
+	if p != (Price{}) { // on a model without a price, searches cost nothing, as every other cost there
+		c += float64(u.ServerToolUse.WebSearchRequests) * WebSearchPrice
+	}
 	if u.Compaction != nil {
 		c += p.Cost(*u.Compaction)
 	}
 	return c
 }
 
-// models holds the Claude API's models, from the platform docs (November
-// 2026): models overview, pricing, thinking, effort, "What's new", context
-// editing and compaction-threshold pages. Prices are for 5-minute cache
-// writes; 1-hour writes, batch discounts and Haiku 5.5's prompt-length tiers
-// (its lower tier is listed) are not modelled. It is read, never written,
-// after init, so that concurrent clients share it without a lock; a caller
-// reads it through [LookupModel], which hands out copies.
-var models = map[string]ModelInfo{
-	// Bound thinking (models/opus-5-5/whats-new-opus-5-5, models/fable-5-1/whats-new-fable-5-1).
-	"claude-fable-5-1":  {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 0.25}, Thinking: adaptive, Efforts: efforts5, ContextEditing: true, ServerCompaction: true, StructuredOutputs: true},
-	"claude-mythos-5-1": {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 0.25}, Thinking: adaptive, Efforts: efforts5, ContextEditing: true, ServerCompaction: true, StructuredOutputs: true},
-	"claude-opus-5-5":   {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{4, 20, 5, 0.20}, Thinking: adaptive, Efforts: efforts5, ContextEditing: true, ServerCompaction: true, StructuredOutputs: true},
-	// Sonnet 5.5 takes "between_tools" instead of "disabled". Haiku 5.5 may
-	// turn thinking off (at high effort or below), and so force a tool.
-	"claude-sonnet-5-5": {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{2, 10, 2.50, 0.10}, Thinking: adaptive, Efforts: efforts5, ContextEditing: true, ServerCompaction: true, StructuredOutputs: true},
-	"claude-haiku-5-5":  {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{0.10, 0.50, 0.125, 0.01}, Thinking: adaptiveOrOff, Efforts: efforts5, ContextEditing: true, ServerCompaction: true, StructuredOutputs: true},
-	// Claude Opus 4.7 and later reject a budget.
-	"claude-fable-5":  {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 1}, Thinking: adaptiveOrOff, UnboundThinking: true, Efforts: efforts5, ContextEditing: true, ServerCompaction: true, StructuredOutputs: true},
-	"claude-mythos-5": {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{10, 50, 12.50, 1}, Thinking: adaptiveOrOff, UnboundThinking: true, Efforts: efforts5, ContextEditing: true, ServerCompaction: true, StructuredOutputs: true},
-	"claude-opus-5":   {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{5, 25, 6.25, 0.50}, Thinking: adaptiveOrOff, UnboundThinking: true, Efforts: efforts5, ContextEditing: true, ServerCompaction: true, StructuredOutputs: true},
-	"claude-sonnet-5": {ContextWindow: 1_000_000, MaxOutput: 128_000, Price: Price{2, 10, 2.50, 0.20}, Thinking: adaptiveOrOff, UnboundThinking: true, Efforts: efforts5, ContextEditing: true, ServerCompaction: true, StructuredOutputs: true},
-	"claude-opus-4-8": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}, Thinking: adaptiveOrOff, UnboundThinking: true, Efforts: efforts5, ContextEditing: true, ServerCompaction: true, StructuredOutputs: true},
-	"claude-opus-4-7": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}, Thinking: adaptiveOrOff, UnboundThinking: true, Efforts: efforts5, ContextEditing: true, ServerCompaction: true, StructuredOutputs: true},
-	// Claude 4.6 models still take a budget (deprecated) besides adaptive.
-	"claude-opus-4-6":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}, Thinking: anyThinking, UnboundThinking: true, Efforts: efforts4, ContextEditing: true, ServerCompaction: true, StructuredOutputs: true},
-	"claude-sonnet-4-6": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}, Thinking: anyThinking, UnboundThinking: true, Efforts: efforts4, ContextEditing: true, ServerCompaction: true, StructuredOutputs: true},
-	// Claude 4.5 models and earlier: a budget is the only thinking mode.
-	"claude-opus-4-5":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{5, 25, 6.25, 0.50}, Thinking: budgetOrOff, UnboundThinking: true, Prefill: true, Efforts: []string{"low", "medium", "high"}, ContextEditing: true, StructuredOutputs: true},
-	"claude-opus-4-1":   {ContextWindow: 200_000, MaxOutput: 32_000, Price: Price{15, 75, 18.75, 1.50}, Thinking: budgetOrOff, UnboundThinking: true, Prefill: true, StructuredOutputs: true},
-	"claude-opus-4-0":   {ContextWindow: 200_000, MaxOutput: 32_000, Price: Price{15, 75, 18.75, 1.50}, Thinking: budgetOrOff, UnboundThinking: true, Prefill: true},
-	"claude-opus-4":     {ContextWindow: 200_000, MaxOutput: 32_000, Price: Price{15, 75, 18.75, 1.50}, Thinking: budgetOrOff, UnboundThinking: true, Prefill: true},
-	"claude-sonnet-4-5": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}, Thinking: budgetOrOff, UnboundThinking: true, Prefill: true, ContextEditing: true, StructuredOutputs: true},
-	"claude-sonnet-4-0": {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}, Thinking: budgetOrOff, UnboundThinking: true, Prefill: true},
-	"claude-sonnet-4":   {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{3, 15, 3.75, 0.30}, Thinking: budgetOrOff, UnboundThinking: true, Prefill: true},
-	"claude-haiku-4-5":  {ContextWindow: 200_000, MaxOutput: 64_000, Price: Price{1, 5, 1.25, 0.10}, Thinking: budgetOrOff, UnboundThinking: true, Prefill: true, ContextEditing: true, StructuredOutputs: true},
-	"claude-3-5-haiku":  {ContextWindow: 200_000, MaxOutput: 8192, Price: Price{0.80, 4, 1, 0.08}, Thinking: thinkingOff, UnboundThinking: true, Prefill: true},
-	"claude-3-haiku":    {ContextWindow: 200_000, MaxOutput: 4096, Price: Price{0.25, 1.25, 0.30, 0.03}, Thinking: thinkingOff, UnboundThinking: true, Prefill: true},
-}
+// models holds the Claude API's models, read from models.json, which is
+// kept from the platform docs (November 2026): models overview, pricing,
+// thinking, effort, "What's new", context editing, compaction-threshold and
+// tool search pages. Prices are for 5-minute cache writes; 1-hour writes,
+// batch discounts and Haiku 5.5's prompt-length tiers (its lower tier is
+// listed) are not modelled. Of thinking: the 5.1 and 5.5 models bind it
+// (whats-new-opus-5-5, whats-new-fable-5-1); Sonnet 5.5 takes
+// "between_tools" instead of "disabled", and Haiku 5.5 may turn it off (at
+// high effort or below), and so force a tool; Claude Opus 4.7 and later
+// reject a budget, which the 4.6 models still take (deprecated) besides
+// adaptive, and which is the only mode of the 4.5 models and earlier.
+// Effort's xhigh came with Claude Opus 4.7. The table is read, never
+// written, after init, so that concurrent clients share it without a lock;
+// a caller reads it through [LookupModel], which hands out copies.
+var models = func() map[string]ModelInfo {
+	var m map[string]ModelInfo
+	dec := json.NewDecoder(bytes.NewReader(modelsJSON))
+	dec.DisallowUnknownFields() // a misspelt field would read as false
+	if err := dec.Decode(&m); err != nil {
+		panic("llm: models.json: " + err.Error()) // the package's own file, which its tests read
+	}
+	return m
+}()
 
-// The thinking types and effort ladders of the table's rows: xhigh came
-// with Claude Opus 4.7.
-var (
-	adaptive, adaptiveOrOff, thinkingOff = []string{"adaptive"}, []string{"adaptive", "disabled"}, []string{"disabled"}
-	anyThinking, budgetOrOff             = []string{"adaptive", "enabled", "disabled"}, []string{"enabled", "disabled"}
-	efforts5, efforts4                   = []string{"low", "medium", "high", "xhigh", "max"}, []string{"low", "medium", "high", "max"}
-)
+//go:embed models.json
+var modelsJSON []byte
 
 // LookupModel returns what the module knows of model, by its name or, for a
 // dated name such as "claude-haiku-4-5-20251001", the name without the
@@ -124,9 +108,8 @@ var (
 // that nothing the API might reject is sent unasked.
 func LookupModel(model string) (info ModelInfo, ok bool) {
 	if info, ok = models[apirules.Undated(model)]; !ok {
-		info = ModelInfo{Thinking: adaptive, Efforts: efforts5}
+		info = ModelInfo{Thinking: []string{"adaptive"}, Efforts: []string{"low", "medium", "high", "xhigh", "max"}}
 	}
-	info.ToolSearch = ok && !withoutToolSearch[apirules.Undated(model)]
 	info.Thinking, info.Efforts = slices.Clone(info.Thinking), slices.Clone(info.Efforts) // the table's stay as they are
 	return info, ok
 }
@@ -191,7 +174,7 @@ func check(r Request, w wireRequest, count bool) error {
 		return fmt.Errorf("llm: %s takes effort %s, not %q", r.Model, strings.Join(info.Efforts, ", "), e)
 	}
 	n := len(r.Messages)
-	if count || n == 0 || r.Messages[n-1].Role != Assistant || r.Summarize != nil ||
+	if count || n == 0 || r.Messages[n-1].Role != Assistant || r.Summarize ||
 		info.Prefill && (thinking.Type == "" || thinking.Type == "disabled") {
 		return nil
 	}

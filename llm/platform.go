@@ -3,7 +3,6 @@ package llm
 import (
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 )
@@ -30,24 +29,20 @@ type Platform struct {
 	// [Client.CountTokens] then fails at once with [errors.ErrUnsupported],
 	// and memory keeps its estimate.
 	NoCountTokens bool
-	// NoBetas lists the betas the platform does not take. A context edit
-	// that needs one is left out of a request (the client's own compaction
-	// stays the fallback); a Summarize request that needs one fails with
-	// [errors.ErrUnsupported] before it is sent.
-	NoBetas []string
+	// NoSummarize is set for a platform without compaction on demand
+	// (beta compact-2026-09-04): a [Request].Summarize then fails with
+	// [errors.ErrUnsupported] before it is sent, and the client's own
+	// compaction stays the fallback.
+	NoSummarize bool
 }
 
-// adapt returns req as the platform takes it: its model id, and none of
-// the context edits it does not take.
+// adapt returns req as the platform takes it: its model id.
 func (p *Platform) adapt(req Request) (Request, error) {
 	if p == nil {
 		return req, nil
 	}
-	if req.Summarize != nil && slices.Contains(p.NoBetas, summarizeBeta) {
+	if req.Summarize && p.NoSummarize {
 		return req, fmt.Errorf("llm: %s does not take compaction on demand (beta %s): %w", p.Name, summarizeBeta, errors.ErrUnsupported)
-	}
-	if slices.ContainsFunc(req.ContextEdits, p.refuses) {
-		req.ContextEdits = slices.DeleteFunc(slices.Clone(req.ContextEdits), p.refuses)
 	}
 	if p.Model != nil {
 		var err error
@@ -56,12 +51,4 @@ func (p *Platform) adapt(req Request) (Request, error) {
 		}
 	}
 	return req, nil
-}
-
-// summarizeBeta is the beta of a [Request].Summarize.
-const summarizeBeta = "compact-2026-09-04"
-
-// refuses reports whether the platform does not take e's beta.
-func (p *Platform) refuses(e ContextEdit) bool {
-	return slices.Contains(p.NoBetas, Request{ContextEdits: []ContextEdit{e}}.beta())
 }

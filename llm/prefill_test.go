@@ -61,7 +61,7 @@ func TestCheckTurn(t *testing.T) {
 				r.Thinking = &ThinkingConfig{BudgetTokens: 1024}
 			}
 			if tt.summarize {
-				r.Summarize = &Summarize{}
+				r.Summarize = true
 			}
 			_, err := requestBody(r, tt.count)
 			switch {

@@ -26,9 +26,11 @@ type Request struct {
 	System    string    // the system prompt; empty or blank means none
 	Messages  []Message // the conversation, starting with a user message
 	Tools     []ToolSpec
-	// ServerTools are the tools the API runs itself, sent after Tools (see
-	// servertools.go). Nil means none.
-	ServerTools []ServerTool
+	// ServerTools are the tools the API runs itself, sent after Tools, each
+	// its declaration as the API takes it, such as
+	// {"type":"web_search_20250305","name":"web_search"}: package
+	// llm/servertool writes them. Nil means none.
+	ServerTools []json.RawMessage
 	// ToolChoice constrains tool use. Nil means the API's default (auto).
 	ToolChoice *ToolChoice
 	// Thinking configures thinking. Nil sends none: the model's default,
@@ -54,9 +56,12 @@ type Request struct {
 	// the beta header they need. The client's history stays as it is.
 	// count_tokens does not take them.
 	ContextEdits []ContextEdit
-	// Summarize, when set, makes this a compaction request (see [Summarize]),
-	// with its beta header.
-	Summarize *Summarize
+	// Summarize makes this a request for compaction on demand (beta
+	// compact-2026-09-04, with its header): it summarises the whole
+	// conversation, and the reply is one signed compaction block, with
+	// stop_reason [CompactionStop], that later requests send first in place
+	// of the messages it summarises.
+	Summarize bool
 	// Extra holds top-level fields to send as they are, overriding any
 	// above, so that new API features need no release of this package.
 	Extra map[string]any
@@ -115,19 +120,15 @@ type wireRequest struct {
 	Container  string        `json:"container,omitempty"`
 	Stream     bool          `json:"stream,omitzero"`
 	// Server-side context management (compaction.go).
-	ContextManagement *wireEdits     `json:"context_management,omitempty"`
-	Compaction        *wireSummarize `json:"compaction,omitempty"`
+	ContextManagement *wireEdits      `json:"context_management,omitempty"`
+	Compaction        json.RawMessage `json:"compaction,omitempty"`
 }
 
 type (
-	wireSummarize struct {
-		Type string `json:"type"`
-		Summarize
-	}
 	wireTool struct {
 		ToolSpec
-		CacheControl json.RawMessage `json:"cache_control,omitempty"`
-		server       *wireServerTool // written in the spec's place (servertools.go)
+		CacheControl json.RawMessage           `json:"cache_control,omitempty"`
+		server       map[string]jsontext.Value // a server tool, written in the spec's place (servertools.go)
 	}
 	wireThinking struct {
 		Type         string `json:"type"`
@@ -241,8 +242,8 @@ func encodeRequest(r Request, count bool) (body, error) {
 		if len(r.ContextEdits) > 0 {
 			w.ContextManagement = &wireEdits{r.ContextEdits}
 		}
-		if r.Summarize != nil {
-			w.Compaction = &wireSummarize{"summarize", *r.Summarize}
+		if r.Summarize {
+			w.Compaction = json.RawMessage(`{"type":"summarize"}`)
 		}
 	}
 	buf := bytes.NewBuffer(make([]byte, 0, n+n/4))

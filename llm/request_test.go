@@ -70,9 +70,10 @@ func TestRequestGolden(t *testing.T) {
 		// Server tools after the client tools, the cache breakpoint on the last one.
 		{"server_tools", Request{Model: "claude-opus-5-5", Messages: conv[:1], Cache: true,
 			Tools: []ToolSpec{tools[0], {Name: "mcp__files__grep", Description: "Greps.", DeferLoading: true}},
-			ServerTools: []ServerTool{{Type: ToolSearchRegex},
-				{Type: WebSearch, MaxUses: 5, AllowedDomains: []string{"go.dev"}, UserLocation: &UserLocation{City: "Paris", Country: "FR"}},
-				{Type: WebFetch, BlockedDomains: []string{"example.com"}, MaxContentTokens: 10_000}, {Type: CodeExecution}}}},
+			ServerTools: []json.RawMessage{toolSearchRegex,
+				json.RawMessage(`{"type":"web_search_20250305","name":"web_search","max_uses":5,"allowed_domains":["go.dev"],"user_location":{"type":"approximate","city":"Paris","country":"FR"}}`),
+				json.RawMessage(`{"type":"web_fetch_20250910","name":"web_fetch","blocked_domains":["example.com"],"max_content_tokens":10000}`),
+				json.RawMessage(`{"type":"code_execution_20250825","name":"code_execution"}`)}}},
 		// A Request decoded from JSON (a durable turn's) holds null: sent as none.
 		{"output_format_null", Request{Model: "claude-x", Messages: conv[:1], OutputSchema: json.RawMessage("null")}},
 	}

@@ -1,10 +1,8 @@
 package llm
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -12,15 +10,11 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// The server tools the API runs itself, for [ServerTool].Type: web search,
-// web fetch, code execution (its bash and file editing), and tool search by
-// regular expression or by BM25 (natural language). Each is generally
-// available at the API version this package sends, so none needs a beta
-// header. Newer versions of a tool may be named as they are.
+// The types of the API's tool search tools, by regular expression or by
+// BM25 (natural language): a request that sends a [ToolSpec] with
+// DeferLoading must hold one among its [Request].ServerTools. Package
+// llm/servertool declares these and the API's other server tools.
 const (
-	WebSearch       = "web_search_20250305"
-	WebFetch        = "web_fetch_20250910"
-	CodeExecution   = "code_execution_20250825"
 	ToolSearchRegex = "tool_search_tool_regex_20251119"
 	ToolSearchBM25  = "tool_search_tool_bm25_20251119"
 )
@@ -30,37 +24,6 @@ const (
 // it adds; code execution is billed by container hour, which no usage
 // reports, so [Price.Cost] leaves it out.
 const WebSearchPrice = 10.0 / 1000
-
-// A ServerTool is a tool the API runs itself, declared in
-// [Request].ServerTools. The turn holds its call (a server_tool_use block)
-// and its result (a web_search_tool_result, a tool_search_tool_result…) as
-// [RawBlock]s, sent back as they came. Fields its Type does not take must
-// stay zero.
-type ServerTool struct {
-	Type string // one of the constants above; required
-	// Name is what the model calls it. Empty means its type without the
-	// date, such as "web_search", the name the API requires.
-	Name string
-	// MaxUses caps its uses in one request (web search, web fetch). Zero
-	// means the API's default, no cap.
-	MaxUses int
-	// AllowedDomains, or else BlockedDomains, limit the sites web search
-	// and web fetch reach. The API takes one or the other, not both.
-	AllowedDomains, BlockedDomains []string
-	// UserLocation, if set, localises web search's results.
-	UserLocation *UserLocation
-	// MaxContentTokens caps what one fetched page adds to the context
-	// (web fetch). Zero means no cap.
-	MaxContentTokens int
-}
-
-// UserLocation is the user's approximate location, for web search.
-type UserLocation struct {
-	City     string `json:"city,omitempty"`
-	Region   string `json:"region,omitempty"`
-	Country  string `json:"country,omitempty"`  // ISO 3166-1 alpha-2, such as "US"
-	Timezone string `json:"timezone,omitempty"` // IANA, such as "America/New_York"
-}
 
 // ServerToolUse counts the uses of the server tools that usage reports.
 type ServerToolUse struct {
@@ -73,72 +36,41 @@ func (s ServerToolUse) add(t ServerToolUse) ServerToolUse {
 	return ServerToolUse{s.WebSearchRequests + t.WebSearchRequests, s.WebFetchRequests + t.WebFetchRequests}
 }
 
-// cost is what s costs on a model priced at p: nothing on a model without
-// a price, as every other cost there.
-func (s ServerToolUse) cost(p Price) float64 {
-	if p == (Price{}) {
-		return 0
+// IsToolSearch reports whether decl, a server tool's declaration, is a tool
+// search tool's.
+func IsToolSearch(decl json.RawMessage) bool {
+	var d struct {
+		Type string `json:"type"`
 	}
-	return float64(s.WebSearchRequests) * WebSearchPrice
+	return json2.Unmarshal(decl, &d, lenient) == nil && isToolSearch(d.Type)
 }
 
-// withoutToolSearch are the models in the table that do not take the tool
-// search tool: those its page (tool-search-tool, November 2026) leaves out.
-var withoutToolSearch = map[string]bool{"claude-opus-4-1": true, "claude-opus-4-0": true, "claude-opus-4": true,
-	"claude-sonnet-4-0": true, "claude-sonnet-4": true, "claude-3-5-haiku": true, "claude-3-haiku": true}
-
-// IsToolSearch reports whether typ is a tool search tool's type.
-func IsToolSearch(typ string) bool { return strings.HasPrefix(typ, "tool_search_tool_") }
-
-// datedType matches the date that ends a server tool's type.
-var datedType = regexp.MustCompile(`_\d{8}$`)
-
-// wireServerTool is a server tool as the API has it.
-type wireServerTool struct {
-	Type             string        `json:"type"`
-	Name             string        `json:"name"`
-	MaxUses          int           `json:"max_uses,omitzero"`
-	AllowedDomains   []string      `json:"allowed_domains,omitempty"`
-	BlockedDomains   []string      `json:"blocked_domains,omitempty"`
-	UserLocation     *wireLocation `json:"user_location,omitempty"`
-	MaxContentTokens int           `json:"max_content_tokens,omitzero"`
-}
-
-// wireLocation is a user location as the API has it.
-type wireLocation struct {
-	Type string `json:"type"` // "approximate", the only kind
-	UserLocation
-}
+func isToolSearch(typ string) bool { return strings.HasPrefix(typ, "tool_search_tool_") }
 
 // addServerTools appends r's server tools to w's tools, its client tools,
-// and checks what the API would refuse: a server tool without a type, tool
-// search on a model without it, a name twice, both domain lists, a deferred
-// tool without a tool search.
+// and checks what the API would refuse: a declaration that is not an
+// object with a type and a name, tool search on a model without it, a name
+// twice, a deferred tool without a tool search.
 func (w *wireRequest) addServerTools(r Request) error {
 	search, names := false, map[string]bool{}
 	for _, t := range r.Tools {
 		names[t.Name] = true
 	}
-	for i, s := range r.ServerTools {
-		if s.Type == "" {
-			return fmt.Errorf("llm: server tool %d has no type", i)
+	for i, decl := range r.ServerTools {
+		var fields map[string]jsontext.Value // sent as they came
+		var typ, name string
+		if json2.Unmarshal(decl, &fields, lenient) != nil || json2.Unmarshal(fields["type"], &typ) != nil ||
+			json2.Unmarshal(fields["name"], &name) != nil || typ == "" || name == "" {
+			return fmt.Errorf("llm: server tool %d is not a JSON object with a type and a name: %.100s", i, decl)
 		}
-		if m, known := LookupModel(r.Model); known && IsToolSearch(s.Type) && !m.ToolSearch {
+		if m, known := LookupModel(r.Model); known && isToolSearch(typ) && !m.ToolSearch {
 			return fmt.Errorf("llm: %s does not take the tool search tool: send its tools without DeferLoading", r.Model)
 		}
-		if len(s.AllowedDomains) > 0 && len(s.BlockedDomains) > 0 {
-			return fmt.Errorf("llm: server tool %s: set AllowedDomains or BlockedDomains, not both", s.Type)
+		if names[name] {
+			return fmt.Errorf("llm: two tools are named %q: tool names must be unique", name)
 		}
-		st := wireServerTool{Type: s.Type, Name: cmp.Or(s.Name, datedType.ReplaceAllString(s.Type, "")), MaxUses: s.MaxUses,
-			AllowedDomains: s.AllowedDomains, BlockedDomains: s.BlockedDomains, MaxContentTokens: s.MaxContentTokens}
-		if s.UserLocation != nil {
-			st.UserLocation = &wireLocation{"approximate", *s.UserLocation}
-		}
-		if names[st.Name] {
-			return fmt.Errorf("llm: two tools are named %q: tool names must be unique", st.Name)
-		}
-		names[st.Name], search = true, search || IsToolSearch(s.Type)
-		w.Tools = append(w.Tools, wireTool{server: &st})
+		names[name], search = true, search || isToolSearch(typ)
+		w.Tools = append(w.Tools, wireTool{server: fields})
 	}
 	if i := slices.IndexFunc(r.Tools, func(t ToolSpec) bool { return t.DeferLoading }); i >= 0 && !search {
 		return fmt.Errorf("llm: tool %q has DeferLoading, but no tool search is among Request.ServerTools: the model could never load it", r.Tools[i].Name)
@@ -146,15 +78,15 @@ func (w *wireRequest) addServerTools(r Request) error {
 	return nil
 }
 
-// MarshalJSONTo writes a client tool's spec, or a server tool in its place,
-// with the cache breakpoint if it has one.
+// MarshalJSONTo writes a client tool's spec, or a server tool's declaration
+// in its place, with the cache breakpoint if it has one.
 func (t wireTool) MarshalJSONTo(enc *jsontext.Encoder) error {
 	if t.server == nil {
 		type spec wireTool // without this method
 		return json2.MarshalEncode(enc, spec(t))
 	}
-	return json2.MarshalEncode(enc, struct {
-		*wireServerTool
-		CacheControl json.RawMessage `json:"cache_control,omitempty"`
-	}{t.server, t.CacheControl})
+	if t.CacheControl != nil {
+		t.server["cache_control"] = jsontext.Value(t.CacheControl) // the map is this request's own
+	}
+	return json2.MarshalEncode(enc, t.server, json2.Deterministic(true))
 }

@@ -10,6 +10,12 @@ import (
 	"github.com/agentloop/agentloop/anthropictest"
 )
 
+// Server tools' declarations, as package servertool writes them.
+var (
+	webSearch       = json.RawMessage(`{"type":"web_search_20250305","name":"web_search"}`)
+	toolSearchRegex = json.RawMessage(`{"type":"tool_search_tool_regex_20251119","name":"tool_search_tool_regex"}`)
+)
+
 // TestServerToolErrors checks that a request the API would refuse for its
 // server tools fails before it is sent, naming what is wrong.
 func TestServerToolErrors(t *testing.T) {
@@ -20,13 +26,12 @@ func TestServerToolErrors(t *testing.T) {
 		req  Request
 		want string
 	}{
-		{"no type", Request{ServerTools: []ServerTool{{Name: "x"}}}, "server tool 0 has no type"},
-		{"both domain lists", Request{ServerTools: []ServerTool{{Type: WebSearch, AllowedDomains: []string{"a"}, BlockedDomains: []string{"b"}}}},
-			"not both"},
-		{"name twice", Request{Tools: []ToolSpec{{Name: "web_search"}}, ServerTools: []ServerTool{{Type: WebSearch}}}, `two tools are named "web_search"`},
-		{"tool search on an older model", Request{Model: "claude-opus-4-1", ServerTools: []ServerTool{{Type: ToolSearchRegex}}},
+		{"no type", Request{ServerTools: []json.RawMessage{json.RawMessage(`{"name":"x"}`)}}, "server tool 0 is not a JSON object with a type and a name"},
+		{"not an object", Request{ServerTools: []json.RawMessage{json.RawMessage(`"web_search"`)}}, "server tool 0 is not a JSON object"},
+		{"name twice", Request{Tools: []ToolSpec{{Name: "web_search"}}, ServerTools: []json.RawMessage{webSearch}}, `two tools are named "web_search"`},
+		{"tool search on an older model", Request{Model: "claude-opus-4-1", ServerTools: []json.RawMessage{toolSearchRegex}},
 			"claude-opus-4-1 does not take the tool search tool"},
-		{"deferred without search", Request{Tools: []ToolSpec{deferred}, ServerTools: []ServerTool{{Type: WebSearch}}},
+		{"deferred without search", Request{Tools: []ToolSpec{deferred}, ServerTools: []json.RawMessage{webSearch}},
 			`tool "mcp__s__t" has DeferLoading, but no tool search`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -41,7 +46,7 @@ func TestServerToolErrors(t *testing.T) {
 		})
 	}
 	// The same tools with a tool search are a request the API takes.
-	req := Request{Model: "claude-opus-5-5", Messages: hi, Tools: []ToolSpec{deferred}, ServerTools: []ServerTool{{Type: ToolSearchBM25}}}
+	req := Request{Model: "claude-opus-5-5", Messages: hi, Tools: []ToolSpec{deferred}, ServerTools: []json.RawMessage{json.RawMessage(`{"type":"` + ToolSearchBM25 + `","name":"tool_search_tool_bm25"}`)}}
 	body, err := requestBody(req, false)
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +66,7 @@ func TestServerToolTurn(t *testing.T) {
 		Text("Go 1.23 added them.").ServerToolUsage(3, 1).Stop("end_turn"))
 	c, _ := fakeClient(t, srv, Config{MaxAttempts: 1})
 	req := Request{Model: "claude-sonnet-5-5", Messages: []Message{{Role: User, Content: []Block{Text{Text: "iterators?"}}}},
-		ServerTools: []ServerTool{{Type: WebSearch}}}
+		ServerTools: []json.RawMessage{webSearch}}
 	var a Assembler
 	var usage Usage
 	for ev, err := range c.Stream(t.Context(), req) {
@@ -90,7 +95,7 @@ func TestServerToolTurn(t *testing.T) {
 	}
 	var sent struct{ Tools []map[string]any }
 	json.Unmarshal(srv.Requests()[0].Body, &sent)
-	if diff := cmp.Diff([]map[string]any{{"type": WebSearch, "name": "web_search"}}, sent.Tools); diff != "" {
+	if diff := cmp.Diff([]map[string]any{{"type": "web_search_20250305", "name": "web_search"}}, sent.Tools); diff != "" {
 		t.Errorf("tools sent (-want +got):\n%s", diff)
 	}
 }
@@ -124,6 +129,19 @@ func TestToolSearchModels(t *testing.T) {
 		"claude-opus-4-1": false, "claude-3-haiku": false, "claude-someday-9": false} {
 		if m, _ := LookupModel(model); m.ToolSearch != want {
 			t.Errorf("%s: ToolSearch = %v, want %v", model, m.ToolSearch, want)
+		}
+	}
+}
+
+// TestIsToolSearch checks that a declaration is known for a tool search by
+// its type alone, and that what is not a declaration is not one.
+func TestIsToolSearch(t *testing.T) {
+	for decl, want := range map[string]bool{
+		string(toolSearchRegex): true, `{"name":"x","type":"tool_search_tool_bm25_20251119"}`: true,
+		string(webSearch): false, `{"name":"tool_search_tool_regex"}`: false, `"tool_search_tool_regex_20251119"`: false, ``: false,
+	} {
+		if got := IsToolSearch(json.RawMessage(decl)); got != want {
+			t.Errorf("IsToolSearch(%s) = %v, want %v", decl, got, want)
 		}
 	}
 }

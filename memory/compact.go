@@ -389,7 +389,7 @@ func (h *History) serverSummary(ctx context.Context, m llm.Model) (int, llm.Usag
 		return 0, llm.Usage{}, nil
 	}
 	req := h.request()
-	req.Cache, req.Summarize = true, &llm.Summarize{} // no context_management: the API refuses both
+	req.Cache, req.Summarize = true, true // no context_management: the API refuses both
 	reply, u, err := collect(ctx, m, req)
 	if err != nil {
 		return 0, u, fmt.Errorf("memory: server compaction: %w", err)

@@ -128,7 +128,7 @@ func (o *options) fitPlatform(p *llm.Platform) error {
 			return usageError("--model %s: %v", o.model, err)
 		}
 	}
-	if slices.Contains(p.NoBetas, "compact-2026-09-04") {
+	if p.NoSummarize {
 		switch o.compaction {
 		case "server":
 			return usageError("--compaction server: %s does not compact on the server; use --compaction client", p.Name)

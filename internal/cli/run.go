@@ -263,7 +263,7 @@ func (c *cli) newSession(ctx context.Context, o *options, client *llm.Client, lo
 	s.cfg = s.agentConfig(o, client, "agentloop", s.system(), reg, history)
 	s.cfg.Hooks = []agent.Hook{s.gate, s.lifecycle()}
 	s.cfg.MaxDuration, s.cfg.MaxTotalTokens, s.cfg.MaxCostUSD = o.maxDuration, o.maxTotal, o.maxBudget
-	s.cfg.ServerTools = o.server.tools()
+	s.cfg.ServerTools = o.server.decls
 	s.sessionStart(ctx, "")
 	if err := checkContextLimit(s.memCfg, s.cfg.System, reg.Specs()); err != nil {
 		s.close()

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"slices"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/servertool"
 )
 
 // serverToolOptions are the flags of the API's own tools and of tool
@@ -16,13 +18,14 @@ import (
 type serverToolOptions struct {
 	list                           string // --server-tools, as given
 	names                          []string
+	decls                          []json.RawMessage // the server tools' declarations, once checked
 	allowedDomains, blockedDomains listFlag
 	toolSearch                     string // agent.Config.ToolSearch
 }
 
 // serverToolTypes are the server tools --server-tools offers, by the name
 // the model calls each.
-var serverToolTypes = map[string]string{"web_search": llm.WebSearch, "web_fetch": llm.WebFetch, "code_execution": llm.CodeExecution}
+var serverToolTypes = map[string]string{"web_search": servertool.WebSearch, "web_fetch": servertool.WebFetch, "code_execution": servertool.CodeExecution}
 
 // defineServerToolFlags defines the flags of o on fs.
 func defineServerToolFlags(fs *flag.FlagSet, o *serverToolOptions) {
@@ -34,7 +37,7 @@ func defineServerToolFlags(fs *flag.FlagSet, o *serverToolOptions) {
 
 // check checks the flags against each other and against tools, the
 // built-in tools offered, one of which (web_fetch) a server tool's name
-// would clash with. It warns of --tool-search on with a model that the
+// would clash with, and declares the server tools. It warns of --tool-search on with a model that the
 // table says has no tool search.
 func (o *serverToolOptions) check(tools []string, model string) (warning string, err error) {
 	for n := range strings.SplitSeq(o.list, ",") {
@@ -57,6 +60,17 @@ func (o *serverToolOptions) check(tools []string, model string) (warning string,
 	case len(o.allowedDomains) > 0 && len(o.blockedDomains) > 0:
 		return "", usageError("--allowed-domains and --blocked-domains cannot be used together: the API takes one list or the other")
 	}
+	var server []servertool.Tool
+	for _, n := range o.names {
+		t := servertool.Tool{Type: serverToolTypes[n]}
+		if n != "code_execution" {
+			t.AllowedDomains, t.BlockedDomains = splitList(o.allowedDomains), splitList(o.blockedDomains)
+		}
+		server = append(server, t)
+	}
+	if o.decls, err = servertool.Declare(server...); err != nil {
+		return "", err
+	}
 	switch o.toolSearch {
 	case agent.ToolSearchOn:
 		if m, known := llm.LookupModel(model); known && !m.ToolSearch {
@@ -67,19 +81,6 @@ func (o *serverToolOptions) check(tools []string, model string) (warning string,
 		return "", nil
 	}
 	return "", usageError("--tool-search must be auto, on or off, not %q", o.toolSearch)
-}
-
-// tools returns the server tools the flags ask for.
-func (o *serverToolOptions) tools() []llm.ServerTool {
-	var out []llm.ServerTool
-	for _, n := range o.names {
-		t := llm.ServerTool{Type: serverToolTypes[n]}
-		if n != "code_execution" {
-			t.AllowedDomains, t.BlockedDomains = splitList(o.allowedDomains), splitList(o.blockedDomains)
-		}
-		out = append(out, t)
-	}
-	return out
 }
 
 // splitList returns the comma-separated items of a repeated flag.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentloop/agentloop/anthropictest"
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/servertool"
 )
 
 // sentTools returns the tools of request i, with the fields a test
@@ -44,8 +45,8 @@ func TestServerToolsFlag(t *testing.T) {
 		"--allowed-domains", "go.dev", "--allowed-domains", "pkg.go.dev", "--output-format", "json", "latest go?")
 	r.check(t, 0)
 	want := []map[string]any{
-		{"type": llm.WebSearch, "name": "web_search", "allowed_domains": []any{"go.dev", "pkg.go.dev"}},
-		{"type": llm.CodeExecution, "name": "code_execution"},
+		{"type": servertool.WebSearch, "name": "web_search", "allowed_domains": []any{"go.dev", "pkg.go.dev"}},
+		{"type": servertool.CodeExecution, "name": "code_execution"},
 	}
 	if diff := cmp.Diff(want, sentTools(t, h, 0)); diff != "" {
 		t.Errorf("tools sent (-want +got):\n%s", diff)

@@ -97,12 +97,9 @@ func New(ctx context.Context, cfg Config) (*llm.Platform, error) {
 	return &llm.Platform{Name: "Amazon Bedrock", Options: opts, Model: modelFor(ac.Region),
 		// Bedrock's CountTokens takes another body, which the SDK does not build.
 		NoCountTokens: true,
-		NoBetas:       noBetas}, nil
+		// The compaction page lists the Claude API alone.
+		NoSummarize: true}, nil
 }
-
-// noBetas are the betas Bedrock does not take: compaction on demand (the
-// compaction page lists the Claude API alone).
-var noBetas = []string{"compact-2026-09-04"}
 
 // unauthenticated takes the Authorization header off a SkipAuth request:
 // registered after the SDK's middleware, it runs after the signing.
