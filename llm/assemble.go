@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	json2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -57,11 +58,12 @@ type partial struct {
 	index     int
 	kind      string // "text", "thinking", "tool_use" or "raw"
 	done      bool
-	block     Block    // when done; nil for a dropped empty text block
-	buf, sig  []byte   // text or thinking; a signature
-	frags     []string // input fragments, joined once at BlockStop
-	inputLen  int      // their bytes
-	tooBig    bool     // they ran past maxToolInput, and were dropped
+	block     Block           // when done; nil for a dropped empty text block
+	buf       strings.Builder // text or thinking
+	sig       []byte          // a signature
+	frags     []string        // input fragments, joined once at BlockStop
+	inputLen  int             // their bytes
+	tooBig    bool            // they ran past maxToolInput, and were dropped
 	citations []json.RawMessage
 	tool      ToolUseStart // a tool_use block's start
 	raw       json.RawMessage
@@ -117,7 +119,8 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 	case BlockStop:
 		if p := a.open(ev.Index); p != nil {
 			p.done, p.block = true, p.finish()
-			p.buf, p.sig, p.frags = nil, nil, nil
+			p.buf.Reset()
+			p.sig, p.frags = nil, nil
 			return p.block, p.block != nil
 		}
 	case MessageDelta:
@@ -164,17 +167,16 @@ func (a *Assembler) delta(index int, kind string) *partial {
 	return a.start(index, kind)
 }
 
-// add appends text to p's, if there is a p, at least doubling the buffer
-// when it grows, where append grows a large slice by a quarter: for a 5 MiB
-// text in 512-byte deltas, 25 MiB allocated in all.
+// add appends text to p's, if there is a p. Grow doubles the buffer when it
+// grows, where WriteString would grow a large one by a quarter: for a 5 MiB
+// text in 512-byte deltas, 25 MiB allocated in all, in ever larger pieces
+// that none of the freed ones fits. The block's string is then the buffer
+// itself, not a copy of it (up to twice its length held, never three times).
 func (p *partial) add(s string) {
-	if p == nil {
-		return
+	if p != nil {
+		p.buf.Grow(len(s))
+		p.buf.WriteString(s)
 	}
-	if cap(p.buf)-len(p.buf) < len(s) {
-		p.buf = slices.Grow(p.buf, max(len(s), len(p.buf)))
-	}
-	p.buf = append(p.buf, s...)
 }
 
 // maxToolInput is the most input one tool call may stream: 32 MiB, the
@@ -215,13 +217,13 @@ func (p *partial) input(start json.RawMessage) (in json.RawMessage, strict bool)
 func (p *partial) finish() Block {
 	switch p.kind {
 	case "text":
-		t := Text{Text: string(p.buf), Citations: p.citations}
+		t := Text{Text: p.buf.String(), Citations: p.citations}
 		if t.Text == "" && len(t.Citations) == 0 {
 			return nil
 		}
 		return t
 	case "thinking":
-		return Thinking{Thinking: string(p.buf), Signature: string(p.sig)}
+		return Thinking{Thinking: p.buf.String(), Signature: string(p.sig)}
 	case "tool_use":
 		t := p.tool
 		in, strict := p.input(t.Input)
