@@ -204,13 +204,31 @@ func (p *partial) addInput(frag string) {
 	p.frags = append(p.frags, frag)
 }
 
-// input is the block's input from its start's input and its fragments,
-// and whether it is strictly valid (see toolInput).
+// input is the tool call's input from its start's input and its
+// fragments, joined once at their exact size: the history keeps it. It is
+// checked once, here, and strict says it is a JSON object of valid UTF-8.
 func (p *partial) input(start json.RawMessage) (in json.RawMessage, strict bool) {
 	if p.tooBig {
 		return tooBigInput, true
 	}
-	return toolInput(start, p.frags)
+	n := 0
+	for _, f := range p.frags {
+		n += len(f)
+	}
+	in = make([]byte, 0, n)
+	for _, f := range p.frags {
+		in = append(in, f...)
+	}
+	if in = bytes.TrimSpace(in); len(in) == 0 {
+		in = bytes.Clone(bytes.TrimSpace(start))
+		if len(in) == 0 || string(in) == "null" {
+			return json.RawMessage("{}"), true
+		}
+	}
+	if ok, strict := apirules.IsObject(in); ok {
+		return in, strict
+	}
+	return apirules.MarkInvalid(in), true
 }
 
 // finish builds the block from what arrived; nil for an empty text block.
@@ -237,12 +255,9 @@ func (p *partial) finish() Block {
 	if len(p.frags) > 0 || p.tooBig || len(p.merges) > 0 {
 		raw = p.rebuild()
 	}
-	// Typed as unmarshalBlock types it (redacted_thinking), so that a
-	// reloaded turn is alike.
-	if decode := decoders[p.rawType]; decode != nil {
-		if b, err := decode(raw); err == nil {
-			return b
-		}
+	// Typed as a reloaded turn is (redacted_thinking, a base64 image).
+	if b, err := unmarshalBlock(raw); err == nil {
+		return b
 	}
 	return RawBlock{Type: p.rawType, JSON: raw}
 }
@@ -281,30 +296,6 @@ func (p *partial) rebuild() json.RawMessage {
 		return p.raw
 	}
 	return out
-}
-
-// toolInput is a tool call's input from its start's input and its
-// fragments, joined once at their exact size: the history keeps it. It is
-// checked once, here, and strict says it is a JSON object of valid UTF-8.
-func toolInput(start json.RawMessage, frags []string) (in json.RawMessage, strict bool) {
-	n := 0
-	for _, f := range frags {
-		n += len(f)
-	}
-	in = make([]byte, 0, n)
-	for _, f := range frags {
-		in = append(in, f...)
-	}
-	if in = bytes.TrimSpace(in); len(in) == 0 {
-		in = bytes.Clone(bytes.TrimSpace(start))
-		if len(in) == 0 || string(in) == "null" {
-			return json.RawMessage("{}"), true
-		}
-	}
-	if ok, strict := apirules.IsObject(in); ok {
-		return in, strict
-	}
-	return apirules.MarkInvalid(in), true
 }
 
 // maxMergedFields bounds the fields deltas set on a block, lest a hostile
