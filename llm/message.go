@@ -145,9 +145,10 @@ func (b ToolUse) MarshalJSON() ([]byte, error) {
 	if in := b.Input; b.wellFormed() {
 		b.Input = json.RawMessage("{}")
 		out, err := marshal(b)
-		// The first `"input":{}` is the key: a quote in a string is escaped.
-		if at := bytes.Index(out, []byte(`"input":{}`)) + len(`"input":`); err == nil && at > len(`"input":`) {
-			return slices.Concat(out[:at], in, out[at+len("{}"):]), nil
+		// The first `"input":{}` is the key's: a quote in a string is escaped.
+		if i := bytes.Index(out, []byte(`"input":{}`)); err == nil && i > 0 {
+			i += len(`"input":`)
+			return slices.Concat(out[:i], in, out[i+len("{}"):]), nil
 		}
 	}
 	return marshal(b)
