@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	json2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -57,11 +58,12 @@ type partial struct {
 	index     int
 	kind      string // "text", "thinking", "tool_use" or "raw"
 	done      bool
-	block     Block    // when done; nil for a dropped empty text block
-	buf, sig  []byte   // text or thinking; a signature
-	frags     []string // input fragments, joined once at BlockStop
-	inputLen  int      // their bytes
-	tooBig    bool     // they ran past maxToolInput, and were dropped
+	block     Block           // when done; nil for a dropped empty text block
+	buf       strings.Builder // text or thinking
+	sig       []byte          // a signature
+	frags     []string        // input fragments, joined once at BlockStop
+	inputLen  int             // their bytes
+	tooBig    bool            // they ran past maxToolInput, and were dropped
 	citations []json.RawMessage
 	tool      ToolUseStart // a tool_use block's start
 	raw       json.RawMessage
@@ -117,7 +119,8 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 	case BlockStop:
 		if p := a.open(ev.Index); p != nil {
 			p.done, p.block = true, p.finish()
-			p.buf, p.sig, p.frags = nil, nil, nil
+			p.buf.Reset()
+			p.sig, p.frags = nil, nil
 			return p.block, p.block != nil
 		}
 	case MessageDelta:
@@ -164,17 +167,16 @@ func (a *Assembler) delta(index int, kind string) *partial {
 	return a.start(index, kind)
 }
 
-// add appends text to p's, if there is a p, at least doubling the buffer
-// when it grows, where append grows a large slice by a quarter: for a 5 MiB
-// text in 512-byte deltas, 25 MiB allocated in all.
+// add appends text to p's, if there is a p. Grow doubles the buffer when it
+// grows, where WriteString would grow a large one by a quarter: for a 5 MiB
+// text in 512-byte deltas, 25 MiB allocated in all, in ever larger pieces
+// that none of the freed ones fits. The block's string is then the buffer
+// itself, not a copy of it (up to twice its length held, never three times).
 func (p *partial) add(s string) {
-	if p == nil {
-		return
+	if p != nil {
+		p.buf.Grow(len(s))
+		p.buf.WriteString(s)
 	}
-	if cap(p.buf)-len(p.buf) < len(s) {
-		p.buf = slices.Grow(p.buf, max(len(s), len(p.buf)))
-	}
-	p.buf = append(p.buf, s...)
 }
 
 // maxToolInput is the most input one tool call may stream: 32 MiB, the
@@ -202,26 +204,44 @@ func (p *partial) addInput(frag string) {
 	p.frags = append(p.frags, frag)
 }
 
-// input is the block's input from its start's input and its fragments,
-// and whether it is strictly valid (see toolInput).
+// input is the tool call's input from its start's input and its
+// fragments, joined once at their exact size: the history keeps it. It is
+// checked once, here, and strict says it is a JSON object of valid UTF-8.
 func (p *partial) input(start json.RawMessage) (in json.RawMessage, strict bool) {
 	if p.tooBig {
 		return tooBigInput, true
 	}
-	return toolInput(start, p.frags)
+	n := 0
+	for _, f := range p.frags {
+		n += len(f)
+	}
+	in = make([]byte, 0, n)
+	for _, f := range p.frags {
+		in = append(in, f...)
+	}
+	if in = bytes.TrimSpace(in); len(in) == 0 {
+		in = bytes.Clone(bytes.TrimSpace(start))
+		if len(in) == 0 || string(in) == "null" {
+			return json.RawMessage("{}"), true
+		}
+	}
+	if ok, strict := apirules.IsObject(in); ok {
+		return in, strict
+	}
+	return apirules.MarkInvalid(in), true
 }
 
 // finish builds the block from what arrived; nil for an empty text block.
 func (p *partial) finish() Block {
 	switch p.kind {
 	case "text":
-		t := Text{Text: string(p.buf), Citations: p.citations}
+		t := Text{Text: p.buf.String(), Citations: p.citations}
 		if t.Text == "" && len(t.Citations) == 0 {
 			return nil
 		}
 		return t
 	case "thinking":
-		return Thinking{Thinking: string(p.buf), Signature: string(p.sig)}
+		return Thinking{Thinking: p.buf.String(), Signature: string(p.sig)}
 	case "tool_use":
 		t := p.tool
 		in, strict := p.input(t.Input)
@@ -235,12 +255,9 @@ func (p *partial) finish() Block {
 	if len(p.frags) > 0 || p.tooBig || len(p.merges) > 0 {
 		raw = p.rebuild()
 	}
-	// Typed as unmarshalBlock types it (redacted_thinking), so that a
-	// reloaded turn is alike.
-	if decode := decoders[p.rawType]; decode != nil {
-		if b, err := decode(raw); err == nil {
-			return b
-		}
+	// Typed as a reloaded turn is (redacted_thinking, a base64 image).
+	if b, err := unmarshalBlock(raw); err == nil {
+		return b
 	}
 	return RawBlock{Type: p.rawType, JSON: raw}
 }
@@ -279,30 +296,6 @@ func (p *partial) rebuild() json.RawMessage {
 		return p.raw
 	}
 	return out
-}
-
-// toolInput is a tool call's input from its start's input and its
-// fragments, joined once at their exact size: the history keeps it. It is
-// checked once, here, and strict says it is a JSON object of valid UTF-8.
-func toolInput(start json.RawMessage, frags []string) (in json.RawMessage, strict bool) {
-	n := 0
-	for _, f := range frags {
-		n += len(f)
-	}
-	in = make([]byte, 0, n)
-	for _, f := range frags {
-		in = append(in, f...)
-	}
-	if in = bytes.TrimSpace(in); len(in) == 0 {
-		in = bytes.Clone(bytes.TrimSpace(start))
-		if len(in) == 0 || string(in) == "null" {
-			return json.RawMessage("{}"), true
-		}
-	}
-	if ok, strict := apirules.IsObject(in); ok {
-		return in, strict
-	}
-	return apirules.MarkInvalid(in), true
 }
 
 // maxMergedFields bounds the fields deltas set on a block, lest a hostile

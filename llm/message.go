@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -137,7 +138,21 @@ func (b Thinking) MarshalJSON() ([]byte, error) { return marshal(b) }
 func (b RedactedThinking) MarshalJSON() ([]byte, error) { return marshal(b) }
 
 // MarshalJSON writes the block in the API's wire shape; an empty Input as {}.
-func (b ToolUse) MarshalJSON() ([]byte, error) { return marshal(b) }
+// An input its Assembler checked goes in as it is, in one copy of the exact
+// size, where the encoder would copy it twice into buffers grown step by step
+// (for a 5 MiB input, at each save of a session).
+func (b ToolUse) MarshalJSON() ([]byte, error) {
+	if in := b.Input; b.wellFormed() {
+		b.Input = json.RawMessage("{}")
+		out, err := marshal(b)
+		// The first `"input":{}` is the key's: a quote in a string is escaped.
+		if i := bytes.Index(out, []byte(`"input":{}`)); err == nil && i > 0 {
+			i += len(`"input":`)
+			return slices.Concat(out[:i], in, out[i+len("{}"):]), nil
+		}
+	}
+	return marshal(b)
+}
 
 // MarshalJSON writes the block in the API's wire shape, with its "type".
 func (b ToolResult) MarshalJSON() ([]byte, error) { return marshal(b) }

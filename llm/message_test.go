@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 
@@ -122,6 +123,52 @@ func TestTruncateString(t *testing.T) {
 	} {
 		if got := Truncate(tt.s, tt.n); got != tt.want {
 			t.Errorf("Truncate(%q, %d) = %q, want %q", tt.s, tt.n, got, tt.want)
+		}
+	}
+}
+
+// TestMarshalCheckedInput checks that a tool_use block whose input the
+// Assembler checked, which MarshalJSON splices in as the model wrote it, is
+// the same JSON value as the block with an unchecked copy of the input: with
+// the fields after the input, and an id that holds the text of its key.
+func TestMarshalCheckedInput(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		id    string
+		input string
+		edit  func(*ToolUse)
+	}{
+		{"plain", "a", `{"a":1}`, nil},
+		{"spaces and escapes", "a", ` { "s" : "x\"y\u00e9\n" , "n": [1, 2] } `, nil},
+		{"caller and toolset after the input", "a", `{"a":{}}`, func(b *ToolUse) {
+			b.Caller, b.ToolsetName = json.RawMessage(`{"type":"direct"}`), "dice"
+		}},
+		{"the key's text in the id", `x"input":{}y`, `{"b":"\"input\":{}"}`, nil},
+	} {
+		checked := assembled(tt.id, json.RawMessage(tt.input))
+		if tt.edit != nil {
+			tt.edit(&checked)
+		}
+		plain := checked
+		plain.Input = bytes.Clone(checked.Input)
+		if !checked.wellFormed() || plain.wellFormed() {
+			t.Fatalf("%s: the test's blocks are not checked and unchecked", tt.name)
+		}
+		got, err := json.Marshal(checked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(plain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var g, w any
+		if err := json.Unmarshal(got, &g); err != nil || !bytes.HasPrefix(got, []byte(`{"type":"tool_use",`)) {
+			t.Fatalf("%s: %s: %v", tt.name, got, err)
+		}
+		json.Unmarshal(want, &w)
+		if diff := cmp.Diff(w, g); diff != "" {
+			t.Errorf("%s (-unchecked +checked):\n%s", tt.name, diff)
 		}
 	}
 }
