@@ -13,7 +13,6 @@ package apirules
 import (
 	"bytes"
 	"encoding/json"
-	"regexp"
 	"strings"
 	"unicode"
 
@@ -52,8 +51,12 @@ func AllowedIn(role, typ string) bool {
 	return !(assistantOnly[typ] && role == "user" || userOnly[typ] && role == "assistant")
 }
 
-// ValidID reports whether id matches the API's pattern for tool_use ids.
-var ValidID = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`).MatchString
+// ValidID reports whether id matches the API's pattern for tool_use ids,
+// ^[a-zA-Z0-9_-]+$. Repair asks it of every call before every request: a
+// cutset takes a sixth of a regular expression's time.
+func ValidID(id string) bool {
+	return id != "" && strings.Trim(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == ""
+}
 
 // IsObject reports whether in is a JSON object, valid as encoding/json's
 // Valid has it (duplicate names and invalid UTF-8 allowed), and whether
