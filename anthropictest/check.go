@@ -80,10 +80,6 @@ func check(body []byte) []violation {
 	if p.MaxTokens <= 0 {
 		vs = append(vs, violation{"required", "max_tokens", fmt.Sprintf("max_tokens must be a positive integer, got %d", p.MaxTokens)})
 	}
-	msgs := make([]apirules.Message, len(p.Messages))
-	for i, m := range p.Messages {
-		msgs[i] = apirules.Message{Role: m.Role, Content: ruleBlocks(m.Content)}
-	}
 	var th thread
 	if set, err := r.settings(); err == nil {
 		th = set.Thread
@@ -95,9 +91,9 @@ func check(body []byte) []violation {
 	case continued && th.PreviousMessageID == "":
 		vs = append(vs, violation{"required", "thread.previous_message_id", "thread.previous_message_id is required"})
 	}
-	for _, v := range checkMessages(msgs) {
-		if !(continued && afterHeld(msgs, v)) {
-			vs = append(vs, violation{v.Rule, path(p.Messages, v), v.Msg})
+	for _, f := range checkMessages(p.Messages) {
+		if !(continued && afterHeld(p.Messages, f)) {
+			vs = append(vs, violation{f.rule, path(p.Messages, f), f.msg})
 		}
 	}
 	vs = append(vs, checkTools(body)...)
@@ -179,13 +175,13 @@ func formatProblems(v any, at string, out []string) []string {
 	return out
 }
 
-// afterHeld reports whether v is no violation in the messages of a request
+// afterHeld reports whether f is no violation in the messages of a request
 // that continues a thread (the message-threads beta): they follow the
 // thread's last response, which the API holds and the request does not
 // send, so they may be none, need not open with a user message, and their
 // first user turn answers tool calls the request cannot show.
-func afterHeld(msgs []apirules.Message, v apirules.Violation) bool {
-	switch v.Rule {
+func afterHeld(msgs []Message, f finding) bool {
+	switch f.rule {
 	case "no-messages", "first-user":
 		return true
 	case "tool-result-orphan":
@@ -193,44 +189,31 @@ func afterHeld(msgs []apirules.Message, v apirules.Violation) bool {
 		for i < len(msgs) && msgs[i].Role == "user" {
 			i++
 		}
-		return v.Message < i
+		return f.message < i
 	}
 	return false
 }
 
-// ruleBlocks converts blocks to the rules' view of them.
-func ruleBlocks(bs []Block) []apirules.Block {
-	out := make([]apirules.Block, len(bs))
-	for i, b := range bs {
-		out[i] = apirules.Block{Type: b.Type, Text: b.Text, ID: b.ID, Name: b.Name, Input: b.Input,
-			ToolUseID: b.ToolUseID, Signature: b.Signature, Data: b.Data}
-		if b.Type == "tool_result" && !b.StringContent {
-			out[i].Content = ruleBlocks(b.Content)
-		}
-	}
-	return out
-}
-
-// path writes v's location in the API's notation.
-func path(msgs []Message, v apirules.Violation) string {
-	if v.Message < 0 {
+// path writes f's location in the API's notation.
+func path(msgs []Message, f finding) string {
+	if f.message < 0 {
 		return "messages"
 	}
-	p := fmt.Sprintf("messages.%d", v.Message)
+	p := fmt.Sprintf("messages.%d", f.message)
 	switch {
-	case v.Block < 0 && v.Field != "":
-		return p + "." + v.Field
-	case v.Block < 0:
+	case f.block < 0 && f.field != "":
+		return p + "." + f.field
+	case f.block < 0:
 		return p
-	case msgs[v.Message].StringContent:
+	case msgs[f.message].StringContent:
 		return p + ".content"
 	}
-	p += fmt.Sprintf(".content.%d", v.Block)
-	if v.Item >= 0 {
-		p += fmt.Sprintf(".content.%d", v.Item)
+	p += fmt.Sprintf(".content.%d", f.block)
+	if f.item >= 0 {
+		p += fmt.Sprintf(".content.%d", f.item)
 	}
-	if v.Field != "" && v.Field != "type" {
-		p += "." + v.Field
+	if f.field != "" && f.field != "type" {
+		p += "." + f.field
 	}
 	return p
 }

@@ -1,10 +1,6 @@
 package anthropictest
 
-import (
-	"strings"
-
-	"github.com/agentloop/agentloop/internal/apirules"
-)
+import "strings"
 
 // A message of role "system" in messages is a mid-conversation system
 // message (docs/en/build-with-claude/mid-conversation-system-messages):
@@ -19,24 +15,24 @@ import (
 // systemBlocks are the block types a system message may hold.
 var systemBlocks = map[string]bool{"text": true, "tool_addition": true, "tool_removal": true}
 
-// checkMessages returns apirules.Check's violations of msgs with system
-// messages allowed where the API takes them: not an unknown role, but held
-// to the blocks and the places above.
-func checkMessages(msgs []apirules.Message) []apirules.Violation {
-	var vs []apirules.Violation
-	for _, v := range apirules.Check(msgs) {
+// checkMessages returns checkRules' findings in msgs with system messages
+// allowed where the API takes them: not an unknown role, but held to the
+// blocks and the places above.
+func checkMessages(msgs []Message) []finding {
+	var fs []finding
+	for _, f := range checkRules(msgs) {
 		switch {
-		case v.Rule == "role" && msgs[v.Message].Role == "system":
+		case f.rule == "role" && msgs[f.message].Role == "system":
 			continue
-		case v.Rule == "first-user" && msgs[0].Role == "system":
-			v.Msg += ": a system message cannot come first; use the top-level system field"
+		case f.rule == "first-user" && msgs[0].Role == "system":
+			f.msg += ": a system message cannot come first; use the top-level system field"
 		}
-		vs = append(vs, v)
+		fs = append(fs, f)
 	}
 	for i, m := range msgs {
 		for j, b := range m.Content {
 			if m.Role == "system" && b.Type != "" && !systemBlocks[b.Type] {
-				vs = append(vs, apirules.Violation{Rule: "block-role", Message: i, Block: j, Item: -1, Field: "type", Msg: "a " + b.Type + " block cannot be in a system message"})
+				fs = append(fs, finding{rule: "block-role", message: i, block: j, item: -1, field: "type", msg: "a " + b.Type + " block cannot be in a system message"})
 			}
 		}
 	}
@@ -53,16 +49,16 @@ func checkMessages(msgs []apirules.Message) []apirules.Violation {
 		prev := msgs[from-1]
 		after := prev.Role == "user" || prev.Role == "assistant" && endsInServerResult(prev)
 		if before := to == len(msgs) || msgs[to].Role == "assistant"; !after || !before {
-			vs = append(vs, apirules.Violation{Rule: "system-placement", Message: from, Block: -1, Item: -1, Field: "role",
-				Msg: "a system message must follow a user turn (or an assistant turn ending in a server tool result) and be last or followed by an assistant turn"})
+			fs = append(fs, finding{rule: "system-placement", message: from, block: -1, item: -1, field: "role",
+				msg: "a system message must follow a user turn (or an assistant turn ending in a server tool result) and be last or followed by an assistant turn"})
 		}
 	}
-	return vs
+	return fs
 }
 
 // endsInServerResult reports whether m, an assistant message, ends with a
 // server tool's result: a turn paused mid-loop.
-func endsInServerResult(m apirules.Message) bool {
+func endsInServerResult(m Message) bool {
 	n := len(m.Content)
 	return n > 0 && m.Content[n-1].Type != "tool_result" && strings.HasSuffix(m.Content[n-1].Type, "_tool_result")
 }

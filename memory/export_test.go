@@ -1,4 +1,5 @@
 package memory
 
-// Validate reports h's violations of the API's rules, for the external tests.
+// Validate checks the request h would make against the fake API's rules,
+// for the external tests.
 func Validate(h *History) error { return h.validate() }

@@ -109,7 +109,7 @@ type entry struct {
 	// original holds the tool results compaction cleared, by tool_use_id,
 	// for a later summary to read. Not in a [Snapshot].
 	original map[string][]llm.Block
-	rules    []apirules.Block // Message's blocks as the API's rules see them
+	badJSON  bool // Message holds JSON the API cannot take (see badJSON)
 }
 
 // defaultRatio is the characters per token until the API counts: about
@@ -212,11 +212,11 @@ func (h *History) SetPrefix(system string, tools []llm.ToolSpec) {
 func (h *History) push(e entry) { h.entries = append(h.entries, measured(e)) }
 
 // measured returns e with what derives from its message: the estimate's
-// measures and the blocks the rules check. Their JSON is checked here,
-// once, not before every request: a big tool input would cost a scan each.
+// measures and whether its JSON is bad. That JSON is checked here, once,
+// not at every Repair: a big tool input would cost a scan each.
 func measured(e entry) entry {
 	e.chars, e.imageTokens = measureBlocks(e.Message.Content)
-	e.rules = ruleBlocks(e.Message.Content)
+	e.badJSON = slices.ContainsFunc(e.Message.Content, badJSON)
 	return e
 }
 

@@ -26,172 +26,286 @@ import (
 //     max_tokens or a crash); elsewhere such an input becomes {};
 //   - merges consecutive messages of one role, and drops assistant messages
 //     before the first user message;
-//   - keeps, of the results opening each user turn, one for each tool_use
-//     of the turn before, and answers the others with a synthetic is_error
-//     result, "not executed: interrupted";
+//   - keeps, of each user turn's results, one for each tool_use of the turn
+//     before, first in the turn, and answers the others with a synthetic
+//     is_error result, "not executed: interrupted";
 //   - trims the whitespace that ends a final assistant message.
 //
-// An empty history stays empty. Exact counts survive for the messages
-// before the first one it changed. A valid history, the usual case, costs
-// one check of the rules.
+// Consecutive messages of one role are no fault, since the API merges them
+// itself: a history with nothing else to fix stays as it is. An empty
+// history stays empty. Exact counts survive for the messages before the
+// first one it changed. A valid history, the usual case, is read once and
+// neither copied nor changed.
 func (h *History) Repair() []string {
-	if len(h.violations()) == 0 {
+	var r repairer
+	es := r.pair(r.clean(h.entries))
+	trimmed := r.trimFinal(es)
+	if r.fixes == 0 {
 		return nil
 	}
-	did, count := []string(nil), map[string]int{}
-	note := func(what string) {
-		if count[what]++; count[what] == 1 {
-			did = append(did, what)
-		}
-	}
-	es := pair(clean(slices.Clone(h.entries), note), note)
 	at := 0 // the first message repair changed
 	for at < min(len(es), len(h.entries)) && reflect.DeepEqual(es[at].Message, h.entries[at].Message) {
 		at++
 	}
-	// A trimmed final message keeps its exact count: whitespace is a token at most.
-	if !trimFinal(es, note) && at == len(es) && at == len(h.entries) {
-		return nil
-	}
+	// Counted from es, not trimmed: a trimmed final message keeps its exact
+	// count, since whitespace is a token at most.
+	es = trimmed
 	for i := at; i < len(es); i++ {
 		es[i] = measured(es[i])
 	}
 	h.entries = es
 	h.rewrote(at)
-	for i, what := range did {
-		did[i] = fmt.Sprintf("%s (%d)", what, count[what])
+	for i, what := range r.did {
+		r.did[i] = fmt.Sprintf("%s (%d)", what, r.count[what])
 	}
-	h.cfg.Logger.Info("memory: repaired history", "fixes", did)
-	return did
+	h.cfg.Logger.Info("memory: repaired history", "fixes", r.did)
+	return r.did
+}
+
+// A repairer is the state of one Repair.
+type repairer struct {
+	did   []string        // the kinds of change, in order
+	count map[string]int  // the changes of each kind
+	fixes int             // changes other than merges, which alone change nothing the API reads
+	seen  map[string]bool // the tool_use ids kept
+	// calls are the tool calls since the last user message, in order, each
+	// with the id it came with and the one it has: their results take them
+	// in turn.
+	calls []call
+}
+
+type call struct{ from, to string }
+
+// note records a fix.
+func (r *repairer) note(what string) {
+	r.fixes++
+	r.record(what)
+}
+
+// record records what Repair did, a fix or a merge.
+func (r *repairer) record(what string) {
+	if r.count == nil {
+		r.count = map[string]int{}
+	}
+	if r.count[what]++; r.count[what] == 1 {
+		r.did = append(r.did, what)
+	}
+}
+
+// An edit is a pass's output, the entries es rewritten. It is a part of es
+// while the pass keeps every entry as it is, and a copy from its first
+// change on, so that a pass over a valid history neither copies nor
+// allocates.
+type edit struct {
+	es, out []entry
+	copied  bool
+}
+
+// add appends e, which is es[i] unless changed.
+func (d *edit) add(i int, e entry, changed bool) {
+	if !d.copied && !changed && i == len(d.out) {
+		d.out = d.es[:i+1]
+		return
+	}
+	d.copy()
+	d.out = append(d.out, e)
+}
+
+// last returns the last entry of the output, to change it.
+func (d *edit) last() *entry {
+	d.copy()
+	return &d.out[len(d.out)-1]
+}
+
+func (d *edit) copy() {
+	if !d.copied {
+		d.out, d.copied = append(make([]entry, 0, len(d.es)+1), d.out...), true
+	}
 }
 
 // clean drops unknown roles, a final assistant turn cut off inside a tool
 // input, rejected blocks and messages left empty, and merges the rest.
-func clean(es []entry, note func(string)) []entry {
-	out := es[:0]
-	// The ids kept, and the ids the calls since the last user message got,
-	// by the id each came with, in order: its results take them in turn.
-	seen, turn := map[string]bool{}, map[string][]string{}
+func (r *repairer) clean(es []entry) []entry {
+	out := edit{es: es}
+	r.seen = make(map[string]bool, len(es)/2) // about a call a turn: the map does not grow
 	for i, e := range es {
 		m := e.Message
 		switch {
 		case m.Role != llm.User && m.Role != llm.Assistant:
-			note("dropped messages with an unknown role")
+			r.note("dropped messages with an unknown role")
 			continue
-		case i == len(es)-1 && m.Role == llm.Assistant && slices.ContainsFunc(e.rules, func(b apirules.Block) bool {
-			ok, _ := apirules.IsObject(b.Input)
-			return b.Type == "tool_use" && !ok
+		case i == len(es)-1 && m.Role == llm.Assistant && e.badJSON && slices.ContainsFunc(m.Content, func(b llm.Block) bool {
+			u, ok := b.(llm.ToolUse)
+			return ok && !u.ValidInput()
 		}):
-			note("dropped a trailing incomplete assistant turn")
+			r.note("dropped a trailing incomplete assistant turn")
 			continue
 		}
-		kept := make([]llm.Block, 0, len(m.Content))
+		kept, copied := m.Content, false // m's blocks until one changes, then a copy
 		for j, b := range m.Content {
-			if b, ok := cleanBlock(m.Role, b, e.rules[j], seen, turn, note); ok {
-				kept = append(kept, b)
+			fixed, changed := r.block(m.Role, b, e.badJSON)
+			if changed && !copied {
+				kept, copied = append(make([]llm.Block, 0, len(m.Content)), m.Content[:j]...), true
+			}
+			if copied && fixed != nil {
+				kept = append(kept, fixed)
 			}
 		}
-		e.Message = llm.Message{Role: m.Role, Content: kept}
 		if m.Role == llm.User {
-			clear(turn)
+			r.calls = r.calls[:0]
 		}
 		if len(kept) == 0 {
-			note("dropped empty messages")
+			r.note("dropped empty messages")
 			continue
 		}
-		out = appendMerged(out, e, note)
+		e.Message.Content = kept
+		r.appendMerged(&out, i, e, copied)
 	}
-	return out
+	return out.out
 }
 
-// cleanBlock returns b (whose rules view is rb) fixed, or false to drop it.
-func cleanBlock(role llm.Role, b llm.Block, rb apirules.Block, seen map[string]bool, turn map[string][]string, note func(string)) (llm.Block, bool) {
-	drop := func(what string) (llm.Block, bool) { note(what); return nil, false }
-	switch {
-	case rb.Type == "":
+// block returns b fixed, or nil to drop it, and whether it changed b.
+// badJSON says whether b's message may hold JSON that is not (see entry).
+func (r *repairer) block(role llm.Role, b llm.Block, badJSON bool) (llm.Block, bool) {
+	drop := func(what string) (llm.Block, bool) { r.note(what); return nil, true }
+	switch typ := typeOf(b, badJSON); {
+	case typ == "":
 		return drop("dropped blocks without a type")
-	case !apirules.AllowedIn(string(role), rb.Type):
-		return drop("dropped " + rb.Type + " blocks from " + string(role) + " messages")
+	case !apirules.AllowedIn(string(role), typ):
+		return drop("dropped " + typ + " blocks from " + string(role) + " messages")
 	}
-	switch b := b.(type) {
+	switch v := b.(type) {
 	case llm.Text:
-		if apirules.IsBlank(b.Text) {
+		if apirules.IsBlank(v.Text) {
 			return drop("dropped blank text")
 		}
-	case llm.Thinking, llm.RedactedThinking:
-		if rb.Signature == "" && rb.Data == "" {
+	case llm.Thinking:
+		if v.Signature == "" {
+			return drop("dropped unsigned thinking")
+		}
+	case llm.RedactedThinking:
+		if v.Data == "" {
 			return drop("dropped unsigned thinking")
 		}
 	case llm.ToolUse:
-		if b.Name == "" {
+		if v.Name == "" {
 			return drop("dropped tool_use blocks with no name")
 		}
-		id := b.ID
-		for n := 1; !apirules.ValidID(id) || seen[id]; n++ {
+		id := v.ID
+		for n := 1; !apirules.ValidID(id) || r.seen[id]; n++ {
 			id = fmt.Sprintf("toolu_repaired_%d", n)
 		}
-		if id != b.ID {
-			note("gave tool calls with a bad or duplicate id a fresh one")
+		changed := id != v.ID
+		if changed {
+			r.note("gave tool calls with a bad or duplicate id a fresh one")
 		}
-		seen[id], turn[b.ID], b.ID = true, append(turn[b.ID], id), id
-		if ok, _ := apirules.IsObject(rb.Input); !ok {
-			b.Input = []byte("{}")
-			note("replaced tool inputs that were not JSON objects with {}")
+		r.seen[id], r.calls, v.ID = true, append(r.calls, call{v.ID, id}), id
+		if badJSON && !v.ValidInput() {
+			v.Input, changed = []byte("{}"), true
+			r.note("replaced tool inputs that were not JSON objects with {}")
 		}
-		return b, true
+		if changed {
+			return v, true
+		}
 	case llm.ToolResult:
-		if q := turn[b.ToolUseID]; len(q) > 0 {
-			turn[b.ToolUseID], b.ToolUseID = q[1:], q[0] // its call's id, which may be fresh
+		changed := false
+		if k := slices.IndexFunc(r.calls, func(c call) bool { return c.from == v.ToolUseID }); k >= 0 {
+			changed, v.ToolUseID = v.ToolUseID != r.calls[k].to, r.calls[k].to // its call's id, which may be fresh
+			r.calls = slices.Delete(r.calls, k, k+1)
 		}
-		kept := slices.DeleteFunc(slices.Clone(b.Content), func(c llm.Block) bool {
+		misplaced := func(c llm.Block) bool {
 			switch c := c.(type) {
 			case llm.Text:
 				return apirules.IsBlank(c.Text)
 			case llm.Image, llm.RawBlock:
-				return ruleBlock(c).Type == ""
+				return typeOf(c, badJSON) == ""
 			}
 			return true
-		})
-		if len(kept) != len(b.Content) {
-			b.Content = kept
-			note("dropped blank or misplaced content from tool results")
 		}
-		return b, true
+		if slices.ContainsFunc(v.Content, misplaced) {
+			v.Content, changed = slices.DeleteFunc(slices.Clone(v.Content), misplaced), true
+			r.note("dropped blank or misplaced content from tool results")
+		}
+		if changed {
+			return v, true
+		}
 	}
-	return b, true
+	return b, false // not v: boxing it again would allocate
 }
 
-// appendMerged appends e to out, merged, as the API merges them, into a last
-// message of its role, or drops it if it is an assistant message first.
-func appendMerged(out []entry, e entry, note func(string)) []entry {
-	n, role := len(out), e.Message.Role
+// typeOf returns b's type: "" for nil and, if badJSON, for a raw block
+// whose JSON is not, which the API would reject.
+func typeOf(b llm.Block, badJSON bool) string {
+	switch b := b.(type) {
+	case llm.Text:
+		return "text"
+	case llm.Thinking:
+		return "thinking"
+	case llm.RedactedThinking:
+		return "redacted_thinking"
+	case llm.ToolUse:
+		return "tool_use"
+	case llm.ToolResult:
+		return "tool_result"
+	case llm.Image:
+		return "image"
+	case llm.RawBlock:
+		if !badJSON || json.Valid(b.JSON) {
+			return b.Type
+		}
+	}
+	return ""
+}
+
+// badJSON reports whether b holds JSON the API cannot take: a tool input
+// that is not an object, a raw block that is not JSON. measured asks it
+// once, so that Repair reads big inputs only in a message that has one.
+func badJSON(b llm.Block) bool {
+	switch b := b.(type) {
+	case llm.ToolUse:
+		return !b.ValidInput()
+	case llm.RawBlock:
+		return !json.Valid(b.JSON)
+	case llm.ToolResult:
+		return slices.ContainsFunc(b.Content, badJSON)
+	}
+	return false
+}
+
+// appendMerged appends e (es[i], unless changed) to out, merged, as the API
+// merges them, into a last message of its role, or drops it if it is an
+// assistant message first.
+func (r *repairer) appendMerged(out *edit, i int, e entry, changed bool) {
+	n, role := len(out.out), e.Message.Role
 	switch {
 	case n == 0 && role == llm.Assistant:
-		note("dropped assistant messages before the first user message")
-		return out
-	case n == 0 || out[n-1].Message.Role != role:
-		return append(out, e)
+		r.note("dropped assistant messages before the first user message")
+		return
+	case n == 0 || out.out[n-1].Message.Role != role:
+		out.add(i, e, changed)
+		return
 	}
-	prev := &out[n-1]
+	prev := out.last()
 	// pair then puts a user turn's tool results first.
 	prev.Message = llm.Message{Role: role, Content: append(slices.Clip(prev.Message.Content), e.Message.Content...)}
 	prev.Usage = prev.Usage.Add(e.Usage)
 	prev.Summary = prev.Summary || e.Summary
-	note("merged consecutive " + string(role) + " messages")
-	return out
+	r.record("merged consecutive " + string(role) + " messages")
 }
 
 // pair makes each user turn open with exactly one result for every
 // tool_use of the assistant turn before it, and no other result. It keeps
 // the alternating turns clean gives it alternating and user-first: a user
 // turn left empty goes, and the assistant turns around it merge.
-func pair(es []entry, note func(string)) []entry {
-	out := es[:0]
+func (r *repairer) pair(es []entry) []entry {
+	out := edit{es: es}
 	var uses []string // the tool_use ids of the last assistant turn kept
-	for _, e := range es {
+	for i, e := range es {
 		if e.Message.Role == llm.Assistant {
-			if out, uses = appendMerged(out, e, note), nil; len(out) > 0 {
-				for _, b := range out[len(out)-1].Message.Content {
+			r.appendMerged(&out, i, e, false)
+			uses = uses[:0]
+			if len(out.out) > 0 {
+				for _, b := range out.out[len(out.out)-1].Message.Content {
 					if u, ok := b.(llm.ToolUse); ok {
 						uses = append(uses, u.ID)
 					}
@@ -199,38 +313,67 @@ func pair(es []entry, note func(string)) []entry {
 			}
 			continue
 		}
-		if e = answer(e, uses, note); len(e.Message.Content) == 0 {
-			note("dropped empty messages")
-			continue
+		changed := !answered(e.Message.Content, uses)
+		if changed {
+			if e = r.answer(e, uses); len(e.Message.Content) == 0 {
+				r.note("dropped empty messages")
+				continue
+			}
 		}
-		out, uses = append(out, e), nil
+		out.add(i, e, changed)
+		uses = uses[:0]
 	}
 	if len(uses) > 0 {
-		out = append(out, answer(entry{Entry: Entry{Message: llm.Message{Role: llm.User}}}, uses, note))
+		out.add(len(es), r.answer(entry{Entry: Entry{Message: llm.Message{Role: llm.User}}}, uses), true)
 	}
-	return out
+	return out.out
+}
+
+// answered reports whether content opens with one result for each of uses
+// and holds no other result: whether answer would leave it as it is.
+func answered(content []llm.Block, uses []string) bool {
+	if len(content) < len(uses) {
+		return false
+	}
+	for i, b := range content {
+		r, ok := b.(llm.ToolResult)
+		switch {
+		case i >= len(uses):
+			if ok {
+				return false // a result after the other blocks, or one too many
+			}
+		case !ok || !slices.Contains(uses, r.ToolUseID) || slices.ContainsFunc(content[:i], func(p llm.Block) bool {
+			return p.(llm.ToolResult).ToolUseID == r.ToolUseID
+		}):
+			return false
+		}
+	}
+	return true
 }
 
 // answer returns the user turn e opening with one result for each of uses,
 // its own or a synthetic one, and no other result.
-func answer(e entry, uses []string, note func(string)) entry {
+func (r *repairer) answer(e entry, uses []string) entry {
 	var results, rest []llm.Block
 	seen := map[string]bool{}
 	for _, b := range e.Message.Content {
-		r, ok := b.(llm.ToolResult)
+		res, ok := b.(llm.ToolResult)
 		switch {
 		case !ok:
 			rest = append(rest, b)
-		case !slices.Contains(uses, r.ToolUseID) || seen[r.ToolUseID]:
-			note("dropped orphan tool results")
+		case !slices.Contains(uses, res.ToolUseID) || seen[res.ToolUseID]:
+			r.note("dropped orphan tool results")
 		default:
-			seen[r.ToolUseID] = true
+			if len(rest) > 0 {
+				r.note("moved tool results before the other blocks of their turn")
+			}
+			seen[res.ToolUseID] = true
 			results = append(results, b)
 		}
 	}
 	for _, id := range uses {
 		if !seen[id] {
-			note("answered interrupted tool calls")
+			r.note("answered interrupted tool calls")
 			results = append(results, llm.ToolResult{ToolUseID: id, IsError: true, Content: []llm.Block{llm.Text{Text: interruptedResult}}})
 		}
 	}
@@ -238,68 +381,23 @@ func answer(e entry, uses []string, note func(string)) entry {
 	return e
 }
 
-// trimFinal trims the whitespace that ends a final assistant message, which
-// the API rejects in the message it resumes (a paused turn).
-func trimFinal(es []entry, note func(string)) bool {
+// trimFinal returns es with the whitespace that ends a final assistant
+// message trimmed, which the API rejects in the message it resumes (a
+// paused turn).
+func (r *repairer) trimFinal(es []entry) []entry {
 	if len(es) == 0 || es[len(es)-1].Message.Role != llm.Assistant {
-		return false
+		return es
 	}
-	e, c := &es[len(es)-1], es[len(es)-1].Message.Content
-	if t, ok := c[len(c)-1].(llm.Text); ok && strings.TrimRightFunc(t.Text, unicode.IsSpace) != t.Text {
-		t.Text = strings.TrimRightFunc(t.Text, unicode.IsSpace)
-		e.Message = llm.Message{Role: llm.Assistant, Content: append(slices.Clone(c[:len(c)-1]), t)}
-		e.rules = ruleBlocks(e.Message.Content) // its measures stay: whitespace is a token at most
-		note("trimmed whitespace ending the final assistant message")
-		return true
+	e := es[len(es)-1]
+	c := e.Message.Content
+	t, ok := c[len(c)-1].(llm.Text)
+	if !ok || strings.TrimRightFunc(t.Text, unicode.IsSpace) == t.Text {
+		return es
 	}
-	return false
-}
-
-// violations lists what breaks the Messages API's rules in the history as
-// the next request would send it.
-func (h *History) violations() []apirules.Violation {
-	if len(h.entries) == 0 {
-		return nil // nothing to send yet; the next prompt starts a valid history
-	}
-	msgs := make([]apirules.Message, len(h.entries))
-	for i, e := range h.entries {
-		msgs[i] = apirules.Message{Role: string(e.Message.Role), Content: e.rules}
-	}
-	return apirules.Check(msgs)
-}
-
-func ruleBlocks(bs []llm.Block) []apirules.Block {
-	out := make([]apirules.Block, len(bs))
-	for i, b := range bs {
-		out[i] = ruleBlock(b)
-	}
-	return out
-}
-
-func ruleBlock(b llm.Block) apirules.Block {
-	switch b := b.(type) {
-	case llm.Text:
-		return apirules.Block{Type: "text", Text: b.Text}
-	case llm.ToolUse:
-		in := b.Input
-		if b.ValidInput() {
-			in = []byte("{}") // as llm marshals an empty one; a checked one needs no second check
-		}
-		return apirules.Block{Type: "tool_use", ID: b.ID, Name: b.Name, Input: in}
-	case llm.ToolResult:
-		return apirules.Block{Type: "tool_result", ToolUseID: b.ToolUseID, Content: ruleBlocks(b.Content)}
-	case llm.Thinking:
-		return apirules.Block{Type: "thinking", Signature: b.Signature}
-	case llm.RedactedThinking:
-		return apirules.Block{Type: "redacted_thinking", Data: b.Data}
-	case llm.Image:
-		return apirules.Block{Type: "image"}
-	case llm.RawBlock:
-		if json.Valid(b.JSON) {
-			return apirules.Block{Type: b.Type}
-		}
-	}
-	return apirules.Block{} // nil, or raw JSON that is not: no type, which the rules reject
+	t.Text = strings.TrimRightFunc(t.Text, unicode.IsSpace)
+	e.Message = llm.Message{Role: llm.Assistant, Content: append(slices.Clone(c[:len(c)-1]), t)}
+	r.note("trimmed whitespace ending the final assistant message")
+	return append(es[:len(es)-1:len(es)-1], e) // a copy: es may be the history's own
 }
 
 // rewrote records that a rewrite (compaction, repair, another prefix or

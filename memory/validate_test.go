@@ -2,30 +2,27 @@ package memory
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/agentloop/agentloop/anthropictest"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/google/go-cmp/cmp"
 )
 
-// validate returns every violation of the API's rules in h as one error,
-// each named by its rule, or nil.
+// validate checks the request h's messages would make against the fake
+// API's rules (anthropictest.CheckRequest), each violation named by its
+// rule; an empty history has nothing to send yet.
 func (h *History) validate() error {
-	vs := h.violations()
-	if len(vs) == 0 {
+	if len(h.entries) == 0 {
 		return nil
 	}
-	ps := make([]string, len(vs))
-	for i, v := range vs {
-		if ps[i] = fmt.Sprintf("message %d", v.Message); v.Block >= 0 {
-			ps[i] += fmt.Sprintf(", block %d", v.Block)
-		}
-		ps[i] += fmt.Sprintf(": %s [%s]", v.Msg, v.Rule)
+	body, err := json.Marshal(map[string]any{"model": "m", "max_tokens": 1, "messages": h.Messages()})
+	if err != nil {
+		return fmt.Errorf("memory: the history does not marshal: %w", err)
 	}
-	return errors.New("memory: history breaks the API's rules: " + strings.Join(ps, "; "))
+	return anthropictest.CheckRequest(body)
 }
 
 func user(blocks ...llm.Block) llm.Message { return llm.Message{Role: llm.User, Content: blocks} }
@@ -40,13 +37,15 @@ func result(id, s string) llm.ToolResult {
 	return llm.ToolResult{ToolUseID: id, Content: []llm.Block{text(s)}}
 }
 
-// Validate reports every violation, each named by its rule, the same rules
-// anthropictest.CheckRequest enforces.
-func TestValidate(t *testing.T) {
+// TestRepairMeetsRules checks Repair against the fake API's rules: a
+// history the API takes stays as it is (consecutive messages of one role
+// included, which the API merges), and one that breaks a rule, named here as
+// the fake API names it, comes out valid.
+func TestRepairMeetsRules(t *testing.T) {
 	tests := []struct {
-		name string
-		msgs []llm.Message
-		want []string // rules, one per expected problem; nil means valid
+		name  string
+		msgs  []llm.Message
+		rules []string // broken, as anthropictest.CheckRequest names them; nil: valid
 	}{
 		{"valid text", []llm.Message{user(text("hi")), asst(text("hello"))}, nil},
 		{"valid tool round", []llm.Message{
@@ -63,8 +62,9 @@ func TestValidate(t *testing.T) {
 		}, nil},
 		{"empty history", nil, nil},
 		{"two users merge", []llm.Message{user(text("a")), user(text("b"))}, nil},
+		{"results split over two user messages", []llm.Message{user(text("a")), asst(use("t1"), use("t2")), user(result("t1", "x")), user(result("t2", "y"), text("b"))}, nil},
 		{"first is assistant", []llm.Message{asst(text("x")), user(text("y"))}, []string{"first-user"}},
-		{"unknown role", []llm.Message{user(text("a")), {Role: "system", Content: []llm.Block{text("x")}}}, []string{"role"}},
+		{"unknown role", []llm.Message{user(text("a")), {Role: "developer", Content: []llm.Block{text("x")}}}, []string{"role"}},
 		{"empty content", []llm.Message{user()}, []string{"empty-content"}},
 		{"blank text", []llm.Message{user(text(" \n"))}, []string{"empty-text"}},
 		{"paused turn ending in whitespace", []llm.Message{user(text("a")), asst(text("searching "))}, []string{"trailing-whitespace"}},
@@ -72,10 +72,11 @@ func TestValidate(t *testing.T) {
 		{"unanswered in middle", []llm.Message{user(text("a")), asst(use("t1"), use("t2")), user(result("t1", "x"))}, []string{"tool-unanswered"}},
 		{"orphan result", []llm.Message{user(result("t9", "x"))}, []string{"tool-result-orphan"}},
 		{"result after text", []llm.Message{user(text("a")), asst(use("t1")), user(text("b"), result("t1", "x"))}, []string{"tool-result-first"}},
+		{"result after a merged text message", []llm.Message{user(text("a")), asst(use("t1")), user(text("b")), user(result("t1", "x"))}, []string{"tool-result-first"}},
 		{"duplicate result", []llm.Message{user(text("a")), asst(use("t1")), user(result("t1", "x"), result("t1", "y"))}, []string{"tool-result-once"}},
 		{"duplicate id", []llm.Message{user(text("a")), asst(use("t1")), user(result("t1", "x")), asst(use("t1")), user(result("t1", "y"))}, []string{"tool-use-id"}},
 		{"bad id", []llm.Message{user(text("a")), asst(llm.ToolUse{ID: "t 1", Name: "n"}), user(result("t 1", "x"))}, []string{"tool-use-id"}},
-		{"input not object", []llm.Message{user(text("a")), asst(llm.ToolUse{ID: "t1", Name: "n", Input: json.RawMessage(`{"x":`)}), user(result("t1", "x"))}, []string{"tool-input"}},
+		{"input not object", []llm.Message{user(text("a")), asst(llm.ToolUse{ID: "t1", Name: "n", Input: json.RawMessage(`[1]`)}), user(result("t1", "x"))}, []string{"tool-input"}},
 		{"unsigned thinking", []llm.Message{user(text("a")), asst(llm.Thinking{Thinking: "x"}, text("y"))}, []string{"thinking-signature"}},
 		{"nil block", []llm.Message{user(text("a"), nil)}, []string{"block-type"}},
 		{"wrong roles", []llm.Message{user(text("a")), asst(llm.Image{MediaType: "image/png", Data: "AA=="}, use("t1")), user(result("t1", "x"), llm.Thinking{Thinking: "x", Signature: "s"})},
@@ -83,23 +84,40 @@ func TestValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := validateMessages(tt.msgs)
-			if tt.want == nil {
+			h := New(Config{})
+			for _, m := range tt.msgs {
+				h.push(entry{Entry: Entry{Message: m}})
+			}
+			before := h.Messages()
+			err := h.validate()
+			if tt.rules == nil {
 				if err != nil {
-					t.Fatalf("Validate = %v, want nil", err)
+					t.Fatalf("validate = %v, want nil", err)
+				}
+				if did := h.Repair(); did != nil {
+					t.Errorf("Repair of a valid history = %q, want nothing to do", did)
+				}
+				if diff := cmp.Diff(before, h.Messages()); diff != "" {
+					t.Errorf("Repair changed a valid history (-before +after):\n%s", diff)
 				}
 				return
 			}
 			if err == nil {
-				t.Fatal("Validate = nil, want an error")
+				t.Fatalf("validate = nil, want %q broken", tt.rules)
 			}
-			if got := strings.Count(err.Error(), "]; ") + 1; got != len(tt.want) {
-				t.Errorf("%d problems, want %d: %v", got, len(tt.want), err)
+			if got := strings.Count(err.Error(), "\n\t"); got != len(tt.rules) {
+				t.Errorf("%d violations, want %d: %v", got, len(tt.rules), err)
 			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), "["+w+"]") {
-					t.Errorf("error %q lacks [%s]", err, w)
+			for _, rule := range tt.rules {
+				if !strings.Contains(err.Error(), "["+rule+"]") {
+					t.Errorf("error %q lacks [%s]", err, rule)
 				}
+			}
+			if did := h.Repair(); did == nil {
+				t.Error("Repair = nil, want fixes")
+			}
+			if err := h.validate(); err != nil {
+				t.Errorf("after Repair: %v", err)
 			}
 		})
 	}
@@ -211,6 +229,24 @@ func TestRepair(t *testing.T) {
 			in:   []llm.Message{user(text("a")), asst(text("b"), llm.ToolUse{ID: "t1"}), user(result("t1", "x"), text("go on"))},
 			want: []llm.Message{user(text("a")), asst(text("b")), user(text("go on"))},
 			did:  []string{"dropped tool_use blocks with no name", "dropped orphan tool results"},
+		},
+		{
+			name: "result after text moved first",
+			in:   []llm.Message{user(text("a")), asst(use("t1")), user(text("b"), result("t1", "x"))},
+			want: []llm.Message{user(text("a")), asst(use("t1")), user(result("t1", "x"), text("b"))},
+			did:  []string{"moved tool results before the other blocks of their turn"},
+		},
+		{
+			name: "result after a merged text message moved first",
+			in:   []llm.Message{user(text("a")), asst(use("t1")), user(text("b")), user(result("t1", "x"))},
+			want: []llm.Message{user(text("a")), asst(use("t1")), user(result("t1", "x"), text("b"))},
+			did:  []string{"merged consecutive user messages", "moved tool results before the other blocks of their turn"},
+		},
+		{
+			name: "cut-off tool input before the last turn becomes {}",
+			in:   []llm.Message{user(text("a")), asst(llm.ToolUse{ID: "t1", Name: "calc", Input: json.RawMessage(`{"x": "cut`)}), user(result("t1", "x")), asst(text("ok"))},
+			want: []llm.Message{user(text("a")), asst(llm.ToolUse{ID: "t1", Name: "calc", Input: json.RawMessage(`{}`)}), user(result("t1", "x")), asst(text("ok"))},
+			did:  []string{"replaced tool inputs that were not JSON objects with {}"},
 		},
 		{
 			name: "unsigned thinking dropped",

@@ -8,9 +8,3 @@ package apirules
 // first, so a conversation may open with that message instead of a user
 // message.
 const CompactionBlock = "compaction"
-
-// opensWithCompaction reports whether m is an assistant message whose
-// first block is a compaction block.
-func opensWithCompaction(m Message) bool {
-	return m.Role == "assistant" && len(m.Content) > 0 && m.Content[0].Type == CompactionBlock
-}

@@ -6,17 +6,16 @@ import (
 	"github.com/agentloop/agentloop/internal/apirules"
 )
 
-// A tool_use left unanswered is the mistake an interrupted run makes; Check
-// names the rule it breaks and where.
-func ExampleCheck() {
-	msgs := []apirules.Message{
-		{Role: "user", Content: []apirules.Block{{Type: "text", Text: "What is 3 + 5?"}}},
-		{Role: "assistant", Content: []apirules.Block{{Type: "tool_use", ID: "toolu_1", Name: "add", Input: []byte(`{"a":3,"b":5}`)}}},
-		{Role: "user", Content: []apirules.Block{{Type: "text", Text: "and times 12?"}}},
-	}
-	for _, v := range apirules.Check(msgs) {
-		fmt.Printf("%s at message %d\n", v.Rule, v.Message)
-	}
+// A tool_use block whose input the model cut short cannot go back as it
+// is: MarkInvalid wraps the text, and InvalidInput reads it back, so the
+// model can be told its call was malformed.
+func ExampleMarkInvalid() {
+	in := apirules.MarkInvalid([]byte(`{"path": "/tmp/x`))
+	ok, _ := apirules.IsObject(in)
+	text, marked := apirules.InvalidInput(in)
+	fmt.Println(string(in), ok)
+	fmt.Println(text, marked)
 	// Output:
-	// tool-unanswered at message 1
+	// {"INVALID_JSON":"{\"path\": \"/tmp/x"} true
+	// {"path": "/tmp/x true
 }

@@ -2,6 +2,7 @@ package apirules
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -25,6 +26,17 @@ func TestIsObject(t *testing.T) {
 		strict := want && utf8.ValidString(in) && !strings.Contains(in, `\ud800"`)
 		if ok, s := IsObject(json.RawMessage(in)); ok != want || s != strict {
 			t.Errorf("IsObject(%.40q) = %v, %v; want %v, %v", in, ok, s, want, strict)
+		}
+	}
+}
+
+// TestValidID holds ValidID to the API's pattern, as a regular expression
+// reads it, at the edges a cutset could miss.
+func TestValidID(t *testing.T) {
+	pattern := regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
+	for _, id := range []string{"", "a", "toolu_01AbC-9", "-", "_", "t 1", "call.1", "é", "x\n", "\nx", "a/b", "toolu_\x00", "ab\xffcd"} {
+		if got, want := ValidID(id), pattern.MatchString(id); got != want {
+			t.Errorf("ValidID(%q) = %v, want %v", id, got, want)
 		}
 	}
 }
