@@ -231,10 +231,7 @@ func (h *History) hardCut(target, limit int) int {
 		head = measured(entry{Entry: Entry{Message: userText(note)}})
 	}
 	headTokens, best := h.estimate(h.prefixChars, []entry{head}), 0
-	for k := len(h.entries) - 1; k >= 1; k-- {
-		if h.entries[k].Message.Role != llm.Assistant {
-			continue
-		}
+	for k := h.assistantBefore(len(h.entries), 1); k > 0; k = h.assistantBefore(k, 1) {
 		n := headTokens + h.estimate(0, h.entries[k:])
 		if n > target && best != 0 || n > limit {
 			break
