@@ -199,7 +199,7 @@ func (h *History) summarise(ctx context.Context, m llm.Model, keep int) (int, ll
 	if end < 2 { // nothing before the first kept turn but its request
 		return 0, llm.Usage{}, nil
 	}
-	reply, u, err := collect(ctx, m, llm.Request{Model: h.cfg.SummaryModel, MaxTokens: summaryMaxTokens, System: summaryPrompt,
+	reply, u, err := collect(ctx, m, llm.Request{Model: h.cfg.Model, MaxTokens: summaryMaxTokens, System: summaryPrompt,
 		Messages: []llm.Message{userText("<transcript>\n" + text + "</transcript>\n\nWrite the summary of this transcript now.")}})
 	summary := llm.TextOf(reply.Content)
 	switch {
@@ -208,7 +208,7 @@ func (h *History) summarise(ctx context.Context, m llm.Model, keep int) (int, ll
 	case apirules.IsBlank(summary):
 		return 0, u, errors.New("memory: summarise: the model returned no text")
 	}
-	e := measured(entry{Entry: Entry{Message: userText(summaryHeader + strings.TrimSpace(summary)), Usage: u, Model: h.cfg.SummaryModel, Summary: true}})
+	e := measured(entry{Entry: Entry{Message: userText(summaryHeader + strings.TrimSpace(summary)), Usage: u, Model: h.cfg.Model, Summary: true}})
 	h.entries = append([]entry{e}, h.entries[end:]...)
 	h.rewrote(0)
 	return end, u, nil
@@ -231,10 +231,7 @@ func (h *History) hardCut(target, limit int) int {
 		head = measured(entry{Entry: Entry{Message: userText(note)}})
 	}
 	headTokens, best := h.estimate(h.prefixChars, []entry{head}), 0
-	for k := len(h.entries) - 1; k >= 1; k-- {
-		if h.entries[k].Message.Role != llm.Assistant {
-			continue
-		}
+	for k := h.assistantBefore(len(h.entries), 1); k > 0; k = h.assistantBefore(k, 1) {
 		n := headTokens + h.estimate(0, h.entries[k:])
 		if n > target && best != 0 || n > limit {
 			break

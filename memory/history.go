@@ -16,7 +16,7 @@ import (
 // Config configures a [History]. Its zero value works.
 type Config struct {
 	// Model is the model of the turns (an agent sends them to it), of
-	// count_tokens and, by default, of summaries. Default: [llm.DefaultModel].
+	// count_tokens and of summaries. Default: [llm.DefaultModel].
 	Model string
 	// ContextWindow is the model's context window in tokens. Default: the
 	// model's as [llm.LookupModel] gives it, or 200_000 for a model it does not know.
@@ -32,8 +32,6 @@ type Config struct {
 	// KeepRecent is how many recent assistant turns, each with the user
 	// message answering it, compaction keeps verbatim. Default: 4.
 	KeepRecent int
-	// SummaryModel is the model of the summarisation call. Default: Model.
-	SummaryModel string
 	// Counter counts a request's input tokens exactly, such as
 	// [llm.Client.CountTokens]: Compact asks it once the estimate reaches
 	// 90% of ContextLimit. Default: nil, estimates only.
@@ -57,7 +55,6 @@ func (cfg Config) withDefaults() Config {
 	cfg.MaxTokens = cmp.Or(max(cfg.MaxTokens, 0), llm.DefaultMaxTokens)
 	cfg.ContextLimit = cmp.Or(max(cfg.ContextLimit, 0), max(1, cfg.ContextWindow-cfg.MaxTokens-cfg.ContextWindow/20))
 	cfg.KeepRecent = cmp.Or(max(cfg.KeepRecent, 0), 4)
-	cfg.SummaryModel = cmp.Or(cfg.SummaryModel, cfg.Model)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	return cfg
 }

@@ -193,7 +193,7 @@ func TestRewritesKeepThinkingValid(t *testing.T) {
 func resume(t *testing.T, h *History, model string) *History {
 	t.Helper()
 	cfg := h.Config()
-	cfg.Model, cfg.SummaryModel, cfg.ContextWindow, cfg.ContextLimit = model, "", 0, 0
+	cfg.Model, cfg.ContextWindow, cfg.ContextLimit = model, 0, 0
 	return Restore(h.Snapshot(), cfg)
 }
 

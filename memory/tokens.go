@@ -46,7 +46,7 @@ func (h *History) ToolTokens(specs []llm.ToolSpec) int {
 	for _, t := range specs {
 		chars += specChars(t)
 	}
-	return int(math.Ceil(float64(chars) / h.ratio))
+	return h.estimate(chars, nil)
 }
 
 // specChars is the characters an estimate charges for a tool's spec.

@@ -242,9 +242,9 @@ func TestConfigDefaultsFromModelTable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		cfg := New(Config{Model: tt.model}).Config()
-		if cfg.Model != tt.wantModel || cfg.SummaryModel != tt.wantModel || cfg.ContextWindow != tt.wantWindow {
-			t.Errorf("Config{Model: %q}: model %q, summary model %q, window %d; want %q, %q, %d", tt.model,
-				cfg.Model, cfg.SummaryModel, cfg.ContextWindow, tt.wantModel, tt.wantModel, tt.wantWindow)
+		if cfg.Model != tt.wantModel || cfg.ContextWindow != tt.wantWindow {
+			t.Errorf("Config{Model: %q}: model %q, window %d; want %q, %d", tt.model,
+				cfg.Model, cfg.ContextWindow, tt.wantModel, tt.wantWindow)
 		}
 	}
 }
