@@ -79,7 +79,7 @@ func TestConfigure(t *testing.T) {
 		model   string // the history's; default llm.DefaultModel
 		reasks  int
 		maxIter int
-		final   bool // Config.FinalAnswer
+		final   bool               // Config.FinalAnswer
 		schema  *jsonschema.Schema // default forecast's
 		words   bool               // asked in words on a model with structured outputs
 		replies []at.Reply

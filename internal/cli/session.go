@@ -264,21 +264,35 @@ func (s *session) setAside() (string, error) {
 // left out, since its signature would not match the changed text. It
 // returns h itself when it holds no secret, as it mostly does.
 func scrubbed(h *memory.History, cfg memory.Config, secrets []string) (*memory.History, error) {
-	var b bytes.Buffer
-	if err := jsonl.Encode(&b, h); err != nil {
-		return nil, err
-	}
-	var found []string
+	// The transcript is encoded once to look for the secrets, into no
+	// buffer: held whole, beside the copy Save then writes, a 5 MiB tool
+	// result made a save cost a third of a run's memory (BENCHMARKS.md).
+	scan := secretScan{found: make([]bool, len(secrets))}
 	for _, sec := range secrets {
 		q, _ := json.Marshal(sec) // as Encode writes it in a string
 		// A key as short as a word ("test", for a local server) is no
 		// secret, and scrubbing it would garble the conversation.
-		if len(sec) >= minSecret && (bytes.Contains(b.Bytes(), []byte(sec)) || bytes.Contains(b.Bytes(), q[1:len(q)-1])) {
-			found = append(found, sec)
+		if len(sec) >= minSecret {
+			scan.forms = append(scan.forms, []byte(sec), q[1:len(q)-1])
+		} else {
+			scan.forms = append(scan.forms, nil, nil)
+		}
+	}
+	if err := jsonl.Encode(&scan, h); err != nil {
+		return nil, err
+	}
+	var found []string
+	for i, f := range scan.found {
+		if f {
+			found = append(found, secrets[i])
 		}
 	}
 	if len(found) == 0 {
 		return h, nil
+	}
+	var b bytes.Buffer
+	if err := jsonl.Encode(&b, h); err != nil {
+		return nil, err
 	}
 	r := redactor{secrets: found}
 	var out bytes.Buffer
@@ -296,6 +310,36 @@ func scrubbed(h *memory.History, cfg memory.Config, secrets []string) (*memory.H
 		}
 	}
 	return jsonl.Decode(&out, cfg)
+}
+
+// A secretScan is a writer that keeps nothing of what it is given but
+// whether each secret's forms (two per secret, as itself and as a JSON
+// string holds it; nil for none) occur in it, across writes too.
+type secretScan struct {
+	forms [][]byte
+	found []bool // per secret
+	tail  []byte // the end of what came, as long as the longest form less one
+}
+
+func (s *secretScan) Write(p []byte) (int, error) {
+	longest := 0
+	for _, f := range s.forms {
+		longest = max(longest, len(f))
+	}
+	// A form across the last write's end starts in tail and ends in p's
+	// first bytes; one within p is found in p itself.
+	edge := append(s.tail, p[:min(len(p), max(longest-1, 0))]...)
+	for i, f := range s.forms {
+		if len(f) > 0 && !s.found[i/2] && (bytes.Contains(edge, f) || bytes.Contains(p, f)) {
+			s.found[i/2] = true
+		}
+	}
+	end := edge // tail and all of p
+	if len(p) >= longest-1 {
+		end = p
+	}
+	s.tail = append(s.tail[:0], end[max(len(end)-(longest-1), 0):]...)
+	return len(p), nil
 }
 
 // scrubValue scrubs the strings of v, a decoded JSON value, in place.
