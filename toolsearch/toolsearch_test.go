@@ -1,4 +1,4 @@
-package agent
+package toolsearch_test
 
 import (
 	"context"
@@ -9,11 +9,51 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"go.uber.org/goleak"
+
+	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/anthropictest"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/tool"
+	"github.com/agentloop/agentloop/toolsearch"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fake starts a fake Anthropic server answering with replies and returns
+// it with a client of it; every request sent must be one the API takes.
+func fake(t *testing.T, replies ...anthropictest.Reply) (*anthropictest.Server, *llm.Client) {
+	t.Helper()
+	srv := anthropictest.NewServer(replies...)
+	t.Cleanup(func() {
+		srv.Close()
+		for _, r := range srv.Requests() {
+			if err := anthropictest.CheckRequest(r.Body); err != nil {
+				t.Errorf("request %d would be rejected by the API: %v\nbody: %s", r.N, err, r.Body)
+			}
+		}
+	})
+	return srv, llm.New(llm.Config{BaseURL: srv.URL, APIKey: "test"})
+}
+
+// run runs an agent of cfg, set up for tool search in mode, on prompt.
+func run(t *testing.T, cfg agent.Config, mode, prompt string) agent.Result {
+	t.Helper()
+	cfg, err := toolsearch.Configure(cfg, mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := agent.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Run(t.Context(), prompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
 
 // rateTool is a deferrable tool, as an MCP server's is.
 func rateTool(t *testing.T) *tool.Tool {
@@ -38,11 +78,10 @@ func TestToolSearchRun(t *testing.T) {
 			ToolSearchResult("srvtoolu_01", "mcp__fx__get_exchange_rate").
 			ToolUse("toolu_01", "mcp__fx__get_exchange_rate", `{"from":"EUR","to":"USD"}`).Stop("tool_use"),
 		anthropictest.NewStream().Text("1.08 dollars a euro.").Stop("end_turn"))
-	a := newAgent(t, client, Config{Tools: []*tool.Tool{rateTool(t)}, ToolSearch: ToolSearchOn,
-		ServerTools: []json.RawMessage{json.RawMessage(`{"type":"web_search_20250305","name":"web_search","max_uses":2}`)}})
-	_, res, err := collect(t, a.Stream(t.Context(), "EUR to USD?"))
-	if err != nil || res.Text != "1.08 dollars a euro." {
-		t.Fatalf("run: %q, %v", res.Text, err)
+	res := run(t, agent.Config{Model: client, Tools: []*tool.Tool{rateTool(t)},
+		ServerTools: []json.RawMessage{json.RawMessage(`{"type":"web_search_20250305","name":"web_search","max_uses":2}`)}}, toolsearch.On, "EUR to USD?")
+	if res.Text != "1.08 dollars a euro." {
+		t.Fatalf("run: %q", res.Text)
 	}
 	reqs := srv.Requests()
 	var first struct{ Tools []map[string]any }
@@ -90,7 +129,7 @@ func resultText(b anthropictest.Block) string {
 }
 
 // TestToolSearchChoice checks when a run defers its deferrable tools: by
-// Config.ToolSearch, the model's support, and in "auto" the share of the
+// the mode, the model's support, and in "auto" the share of the
 // context window the definitions would take.
 func TestToolSearchChoice(t *testing.T) {
 	many := func(n int) []*tool.Tool { // n deferrable tools of about 500 tokens each
@@ -108,20 +147,17 @@ func TestToolSearchChoice(t *testing.T) {
 		window, tools     int
 		want              bool
 	}{
-		{"on", ToolSearchOn, "claude-opus-5-5", 0, 1, true},
-		{"off", ToolSearchOff, "claude-opus-5-5", 300_000, 100, false},
+		{"on", toolsearch.On, "claude-opus-5-5", 0, 1, true},
+		{"off", toolsearch.Off, "claude-opus-5-5", 300_000, 100, false},
 		{"auto, small", "", "claude-opus-5-5", 0, 1, false},
-		{"auto, over a tenth", ToolSearchAuto, "claude-opus-5-5", 300_000, 100, true},
-		{"auto, under a tenth", ToolSearchAuto, "claude-opus-5-5", 200_000, 10, false},
-		{"on, model without tool search", ToolSearchOn, "claude-opus-4-1", 0, 1, false},
+		{"auto, over a tenth", toolsearch.Auto, "claude-opus-5-5", 300_000, 100, true},
+		{"auto, under a tenth", toolsearch.Auto, "claude-opus-5-5", 200_000, 10, false},
+		{"on, model without tool search", toolsearch.On, "claude-opus-4-1", 0, 1, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, client := fake(t, anthropictest.NewStream().Text("ok").Stop("end_turn"))
 			h := memory.New(memory.Config{Model: tt.model, ContextWindow: tt.window})
-			a := newAgent(t, client, Config{Tools: many(tt.tools), ToolSearch: tt.mode, History: h})
-			if _, _, err := collect(t, a.Stream(t.Context(), "hi")); err != nil {
-				t.Fatal(err)
-			}
+			run(t, agent.Config{Model: client, Tools: many(tt.tools), History: h}, tt.mode, "hi")
 			body := string(srv.Requests()[0].Body)
 			deferred, search := strings.Contains(body, `"defer_loading":true`), strings.Contains(body, llm.ToolSearchBM25)
 			if deferred != tt.want || search != tt.want {
@@ -129,7 +165,7 @@ func TestToolSearchChoice(t *testing.T) {
 			}
 		})
 	}
-	if _, err := New(Config{Model: llm.ModelFunc(nil), ToolSearch: "sometimes"}); err == nil || !strings.Contains(err.Error(), `"sometimes"`) {
-		t.Errorf("New with ToolSearch \"sometimes\": %v, want an error naming it", err)
+	if _, err := toolsearch.Configure(agent.Config{}, "sometimes"); err == nil || !strings.Contains(err.Error(), `"sometimes"`) {
+		t.Errorf("Configure with mode \"sometimes\": %v, want an error naming it", err)
 	}
 }
