@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"strings"
 	"testing"
 
@@ -167,5 +168,50 @@ func TestToolSearchChoice(t *testing.T) {
 	}
 	if _, err := toolsearch.Configure(agent.Config{}, "sometimes"); err == nil || !strings.Contains(err.Error(), `"sometimes"`) {
 		t.Errorf("Configure with mode \"sometimes\": %v, want an error naming it", err)
+	}
+}
+
+// TestOffKeepsCallersSearch checks that mode off sends every tool whole
+// even beside a tool search of the caller's, which stays as declared.
+func TestOffKeepsCallersSearch(t *testing.T) {
+	srv, client := fake(t, anthropictest.NewStream().Text("ok").Stop("end_turn"))
+	regex := json.RawMessage(`{"type":"` + llm.ToolSearchRegex + `","name":"tool_search_tool_regex"}`)
+	run(t, agent.Config{Model: client, Tools: []*tool.Tool{rateTool(t)}, ServerTools: []json.RawMessage{regex},
+		History: memory.New(memory.Config{Model: "claude-opus-5-5"})}, toolsearch.Off, "hi")
+	body := string(srv.Requests()[0].Body)
+	if strings.Contains(body, `"defer_loading":true`) || !strings.Contains(body, llm.ToolSearchRegex) || strings.Contains(body, llm.ToolSearchBM25) {
+		t.Errorf("request: %s\nwant the tool whole, the caller's regex search kept and no BM25", body)
+	}
+}
+
+// observer counts the runs and runtimes it wraps.
+type observer struct{ runs, runtimes int }
+
+func (o *observer) Run(ctx context.Context, _ *agent.Agent, _ string, run func(context.Context) iter.Seq2[agent.Event, error]) iter.Seq2[agent.Event, error] {
+	o.runs++
+	return run(ctx)
+}
+
+func (o *observer) Runtime(rt agent.Runtime) agent.Runtime { o.runtimes++; return rt }
+
+func (o *observer) Compact(ctx context.Context, compact func(context.Context) (memory.Compaction, error)) (memory.Compaction, error) {
+	return compact(ctx)
+}
+
+// TestConfigureKeepsConfig checks that Configure adds to the Config's own
+// Middleware and Observer, which still see every model call and run.
+func TestConfigureKeepsConfig(t *testing.T) {
+	_, client := fake(t, anthropictest.NewStream().Text("ok").Stop("end_turn"))
+	o, calls := &observer{}, 0
+	middleware := func(m llm.Model) llm.Model {
+		return llm.ModelFunc(func(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
+			calls++
+			return m.Stream(ctx, req)
+		})
+	}
+	run(t, agent.Config{Model: client, Tools: []*tool.Tool{rateTool(t)}, Middleware: middleware, Observer: o,
+		History: memory.New(memory.Config{Model: "claude-opus-5-5"})}, toolsearch.Auto, "hi")
+	if calls != 1 || o.runs != 1 || o.runtimes != 1 {
+		t.Errorf("the Config's middleware saw %d calls, its Observer %d runs and %d runtimes; want 1 each", calls, o.runs, o.runtimes)
 	}
 }
