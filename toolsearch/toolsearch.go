@@ -56,7 +56,7 @@ func Configure(cfg agent.Config, mode string) (agent.Config, error) {
 		h = memory.New(memory.Config{})
 	}
 	hc := h.Config()
-	s := &searcher{mode: mode, history: memory.New(hc), window: hc.ContextWindow, inner: cfg.Observer}
+	s := &searcher{mode: mode, history: memory.New(hc), inner: cfg.Observer}
 	if m, _ := llm.LookupModel(hc.Model); !m.ToolSearch || mode == Off {
 		if mode == On && cfg.Logger != nil {
 			cfg.Logger.Info("toolsearch: tool search is on, but the model does not take it: every tool is sent", slog.String("model", hc.Model))
@@ -95,9 +95,8 @@ func deferred(s llm.ToolSpec) bool { return s.DeferLoading }
 // whose specs each run reads as it starts, to decide there.
 type searcher struct {
 	mode    string
-	history *memory.History // of the configured model, for its estimate
-	window  int
-	inner   agent.Observer // the Config's own, if any
+	history *memory.History // of the configured model and window, for its estimate
+	inner   agent.Observer  // the Config's own, if any
 }
 
 // searching reports whether a run with specs searches its deferrable tools.
@@ -105,7 +104,7 @@ func (s *searcher) searching(specs []llm.ToolSpec) bool {
 	if s.mode == Off || !slices.ContainsFunc(specs, deferred) {
 		return false
 	}
-	return s.mode == On || s.history.ToolTokens(specs)*10 > s.window
+	return s.mode == On || s.history.ToolTokens(specs)*10 > s.history.Config().ContextWindow
 }
 
 // Run is the inner Observer's.
