@@ -35,15 +35,10 @@ type Config struct {
 	// ServerTools are the declarations of the tools the API runs itself
 	// (web search, web fetch, code execution…: package llm/servertool
 	// writes them), offered in every request. Their calls and results are
-	// kept in the history as they came. Default none.
+	// kept in the history as they came. Deferrable tools wait for the API's
+	// tool search only when these hold one (package toolsearch adds it):
+	// otherwise every tool is sent whole. Default none.
 	ServerTools []json.RawMessage
-	// ToolSearch chooses whether deferrable tools (tool.Tool.Deferrable:
-	// every MCP tool) wait for the API's tool search to load them:
-	// [ToolSearchOn], [ToolSearchOff] or [ToolSearchAuto], the default,
-	// on when every tool's definition would take over a tenth of the
-	// context window. A model without tool search
-	// ([llm.ModelInfo].ToolSearch) gets every tool whole.
-	ToolSearch string
 	// Registry runs the calls; Tools are added to it. Pass one only for its
 	// options or to share tools between agents. Default: a new one.
 	Registry *tool.Registry
@@ -146,9 +141,6 @@ func New(cfg Config) (*Agent, error) {
 	if th, max := cfg.Thinking, cfg.History.Config().MaxTokens; th != nil && !th.Adaptive && th.BudgetTokens >= max {
 		// The API's rule: the thinking budget is part of max_tokens.
 		return nil, fmt.Errorf("agent: Config.Thinking.BudgetTokens (%d) must be below the history's MaxTokens (%d)", th.BudgetTokens, max)
-	}
-	if err := checkToolSearch(cfg.ToolSearch); err != nil {
-		return nil, err
 	}
 	if cfg.Runtime != nil && (cfg.Registry != nil || len(cfg.Tools) > 0) {
 		return nil, errors.New("agent: Config.Tools and Config.Registry must be unset with a Config.Runtime, which brings its own tools")

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -85,5 +86,37 @@ func TestRequestShape(t *testing.T) {
 		if cached := strings.Contains(string(r.Body), "cache_control"); cached == disable {
 			t.Errorf("DisableCache=%v: cache_control in the body = %v", disable, cached)
 		}
+	}
+}
+
+// TestDeferredTools checks that a deferrable tool keeps DeferLoading only
+// beside a tool search among Config.ServerTools (package toolsearch adds
+// one), and is sent whole otherwise, which the API would refuse.
+func TestDeferredTools(t *testing.T) {
+	regex := json.RawMessage(`{"type":"` + llm.ToolSearchRegex + `","name":"tool_search_tool_regex"}`)
+	for _, tt := range []struct {
+		name   string
+		server []json.RawMessage
+		want   bool
+	}{
+		{"no tool search", nil, false},
+		{"a tool search of the caller's", []json.RawMessage{regex}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, client := fake(t, at.NewStream().Text("ok").Stop("end_turn"))
+			tl := tool.Must(tool.New("mcp__fx__rate", "Returns a rate.", func(context.Context, struct{}) (string, error) { return "", nil }))
+			tl.Deferrable = true
+			a := newAgent(t, client, Config{Tools: []*tool.Tool{tl}, ServerTools: tt.server})
+			if _, _, err := collect(t, a.Stream(t.Context(), "hi")); err != nil {
+				t.Fatal(err)
+			}
+			body := string(srv.Requests()[0].Body)
+			if got := strings.Contains(body, `"defer_loading":true`); got != tt.want {
+				t.Errorf("deferred: %v, want %v", got, tt.want)
+			}
+			if strings.Contains(body, llm.ToolSearchBM25) {
+				t.Error("the agent added a tool search tool of its own")
+			}
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -58,7 +59,13 @@ func (a *Agent) stream(ctx context.Context, input string) iter.Seq2[Event, error
 		}
 		ctx, spent := newMeter(ctx, a.cfg.MaxCostUSD, a.cfg.MaxTotalTokens)
 		r := &run{Agent: a, ctx: ctx, cancel: cancel, yield: yield, spent: spent}
-		r.specs, r.server = a.tools(a.rt.Specs())
+		r.specs, r.server = a.rt.Specs(), a.cfg.ServerTools
+		if !slices.ContainsFunc(r.server, llm.IsToolSearch) { // the API would refuse deferred tools
+			r.specs = slices.Clone(r.specs)
+			for i := range r.specs {
+				r.specs[i].DeferLoading = false
+			}
+		}
 		r.relay = &relay{run: r, wake: make(chan struct{}, 1)}
 		rollback := a.cfg.History.Checkpoint()
 		state, err := r.loop(input)

@@ -19,6 +19,7 @@ import (
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/memory/jsonl"
+	"github.com/agentloop/agentloop/toolsearch"
 	"github.com/agentloop/agentloop/typed"
 )
 
@@ -206,8 +207,13 @@ func (r *run) loop() (agent.Result, error) {
 		MaxTotalTokens: maxTokens, MaxCostUSD: maxCost, RepeatLimit: r.in.RepeatLimit, DisableCache: r.in.DisableCache, Hooks: []agent.Hook{agent.ToolGate(r.approve)},
 		Logger: slog.New(logHandler{workflow.GetLogger(r.root)}), // no tracing Observer: the activities trace; a replay must not
 	}
+	// Tool search decides in the workflow too, from the history and the
+	// tools, as deterministic as the loop is.
+	cfg, err := toolsearch.Configure(cfg, toolsearch.Auto)
+	if err != nil {
+		return agent.Result{State: agent.Failed}, err
+	}
 	if r.in.Schema != nil { // typed's checks run in the workflow, deterministic as the loop is
-		var err error
 		if cfg, err = typed.Configure(cfg, r.in.Schema, &typed.Options{Reasks: r.in.Reasks}); err != nil {
 			return agent.Result{State: agent.Failed}, err
 		}

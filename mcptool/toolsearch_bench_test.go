@@ -14,6 +14,7 @@ import (
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/tool"
+	"github.com/agentloop/agentloop/toolsearch"
 )
 
 // syntheticServer is an MCP server of n tools shaped as a typical server's
@@ -47,14 +48,18 @@ func BenchmarkToolSearch(b *testing.B) {
 	if err := srv.Register(b.Context(), reg); err != nil {
 		b.Fatal(err)
 	}
-	for _, mode := range []string{agent.ToolSearchOff, agent.ToolSearchOn} {
+	for _, mode := range []string{toolsearch.Off, toolsearch.On} {
 		b.Run(mode, func(b *testing.B) {
 			api := anthropictest.NewServer(anthropictest.Repeat(anthropictest.NewStream().Text("ok")))
 			defer api.Close()
 			client := llm.New(llm.Config{BaseURL: api.URL, HTTPClient: &http.Client{}})
 			for b.Loop() {
-				a, err := agent.New(agent.Config{Model: client, Registry: reg, ToolSearch: mode,
-					History: memory.New(memory.Config{Model: "claude-opus-5-5"})})
+				cfg, err := toolsearch.Configure(agent.Config{Model: client, Registry: reg,
+					History: memory.New(memory.Config{Model: "claude-opus-5-5"})}, mode)
+				if err != nil {
+					b.Fatal(err)
+				}
+				a, err := agent.New(cfg)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -28,6 +28,7 @@ import (
 	"github.com/agentloop/agentloop/tool"
 	"github.com/agentloop/agentloop/tools/permission"
 	"github.com/agentloop/agentloop/tools/skills"
+	"github.com/agentloop/agentloop/toolsearch"
 )
 
 // This file is the CLI's subagents: --agents and agent files, in Claude
@@ -216,7 +217,11 @@ func (s *session) addAgents(o *options, reg *tool.Registry, client *llm.Client, 
 		}
 		cfg.Hooks = hooks
 		logger.Info("agentloop: subagent offered", "name", d.name, "from", d.source)
-		subs = append(subs, subagent.Agent{Name: d.name, Description: d.Description, Config: cfg, Done: s.transcripts.add})
+		searching, err := toolsearch.Configure(cfg, o.server.toolSearch) // for its model
+		if err != nil {
+			return err
+		}
+		subs = append(subs, subagent.Agent{Name: d.name, Description: d.Description, Config: searching, Done: s.transcripts.add})
 		if d.Model == "" || d.Model == "inherit" {
 			// A durable run brings its own model, which this one takes.
 			cfg.History = nil

@@ -27,6 +27,7 @@ import (
 	"github.com/agentloop/agentloop/telemetry"
 	"github.com/agentloop/agentloop/tool"
 	"github.com/agentloop/agentloop/tools/permission"
+	"github.com/agentloop/agentloop/toolsearch"
 )
 
 // This file is the hook of the durable mode: worker, approve, deny and
@@ -248,7 +249,7 @@ func (c *cli) runDurable(ctx context.Context, sub string, o *options, stdin io.R
 	case o.agents != "" && sub != "worker":
 		// The prompt would drop them: the worker's tools are the run's.
 		return usageError("--agents is a flag of agentloop worker in the durable mode: its task tool runs the subagents")
-	case len(o.server.names) > 0 || o.server.toolSearch != agent.ToolSearchAuto:
+	case len(o.server.names) > 0 || o.server.toolSearch != toolsearch.Auto:
 		return usageError("--server-tools and --tool-search are not in the durable mode yet: its runs search the tools when they take over a tenth of the context window")
 	}
 	tel, flush, err := c.startTelemetry(ctx, stderr)

@@ -20,6 +20,7 @@ import (
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/tools/shell"
+	"github.com/agentloop/agentloop/toolsearch"
 	"github.com/agentloop/agentloop/typed"
 )
 
@@ -67,19 +68,26 @@ func (s *session) syncSystem() error {
 
 // reconfigure makes the session's agent one of cfg.
 func (s *session) reconfigure(cfg agent.Config) error {
-	acfg := cfg
-	if s.o.schema != nil { // the agent's only: /model may change the model, and so how the answer is asked for
-		var err error
-		if acfg, err = typed.Configure(cfg, s.o.schema, nil); err != nil {
-			return err
-		}
-	}
-	a, err := agent.New(acfg)
+	a, err := s.newAgent(cfg)
 	if err != nil {
 		return err
 	}
 	s.agent, s.cfg = a, cfg
 	return nil
+}
+
+// newAgent returns the session's agent for cfg, with tool search and the
+// schema of the final answer set up for cfg's history: /model may change
+// the model, and so whether it searches and how the answer is asked for.
+func (s *session) newAgent(cfg agent.Config) (*agent.Agent, error) {
+	cfg, err := toolsearch.Configure(cfg, s.o.server.toolSearch)
+	if err == nil && s.o.schema != nil { // the agent's only
+		cfg, err = typed.Configure(cfg, s.o.schema, nil)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return agent.New(cfg)
 }
 
 // model is /model: without a name it shows the model, with one it switches

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/memory/jsonl"
 )
@@ -219,7 +218,7 @@ func (s *session) clear() error {
 	}
 	cfg := s.cfg
 	cfg.History = memory.New(s.memCfg)
-	a, err := agent.New(cfg)
+	a, err := s.newAgent(cfg)
 	if err != nil {
 		return err
 	}

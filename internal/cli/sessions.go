@@ -22,7 +22,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
 )
@@ -463,7 +462,7 @@ func (s *session) openSession(id string) error {
 	}
 	cfg := s.cfg
 	cfg.History = h
-	a, err := agent.New(cfg)
+	a, err := s.newAgent(cfg)
 	if err != nil {
 		unlock()
 		return err

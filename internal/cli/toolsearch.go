@@ -7,9 +7,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/llm/servertool"
+	"github.com/agentloop/agentloop/toolsearch"
 )
 
 // serverToolOptions are the flags of the API's own tools and of tool
@@ -20,7 +20,7 @@ type serverToolOptions struct {
 	names                          []string
 	decls                          []json.RawMessage // the server tools' declarations, once checked
 	allowedDomains, blockedDomains listFlag
-	toolSearch                     string // agent.Config.ToolSearch
+	toolSearch                     string // the mode of toolsearch.Configure
 }
 
 // serverToolTypes are the server tools --server-tools offers, by the name
@@ -32,7 +32,7 @@ func defineServerToolFlags(fs *flag.FlagSet, o *serverToolOptions) {
 	fs.StringVar(&o.list, "server-tools", "", "")
 	fs.Var(&o.allowedDomains, "allowed-domains", "")
 	fs.Var(&o.blockedDomains, "blocked-domains", "")
-	fs.StringVar(&o.toolSearch, "tool-search", agent.ToolSearchAuto, "")
+	fs.StringVar(&o.toolSearch, "tool-search", toolsearch.Auto, "")
 }
 
 // check checks the flags against each other and against tools, the
@@ -72,12 +72,12 @@ func (o *serverToolOptions) check(tools []string, model string) (warning string,
 		return "", err
 	}
 	switch o.toolSearch {
-	case agent.ToolSearchOn:
+	case toolsearch.On:
 		if m, known := llm.LookupModel(model); known && !m.ToolSearch {
 			return fmt.Sprintf("--tool-search on: %s has no tool search, so every tool is sent whole", model), nil
 		}
 		return "", nil
-	case agent.ToolSearchAuto, agent.ToolSearchOff:
+	case toolsearch.Auto, toolsearch.Off:
 		return "", nil
 	}
 	return "", usageError("--tool-search must be auto, on or off, not %q", o.toolSearch)

@@ -179,3 +179,31 @@ func TestToolSearchOnOlderModel(t *testing.T) {
 		t.Errorf("request deferred tools on a model without tool search: %.300s", body)
 	}
 }
+
+// TestToolSearchAfterResume checks that the agent /resume makes searches
+// the MCP tools as the first one did: --tool-search is the session's.
+func TestToolSearchAfterResume(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := sessionHarness(t, text("one"), text("two"), text("three"))
+	h.terminals["stdin"] = true
+	r := h.run(strings.NewReader("hi\n/clear\nagain\n/resume 2\nthird\n"), "--mcp", exe, "--mcp-env", "AGENTLOOP_TEST_MCP=1", "--tool-search", "on")
+	r.check(t, 0)
+	if !strings.Contains(r.stderr, "(resumed ") {
+		t.Fatalf("/resume did not resume:\n%s", r.stderr)
+	}
+	for i := range 3 {
+		deferred, search := 0, false
+		for _, tl := range sentTools(t, h, i) {
+			search = search || tl["type"] == llm.ToolSearchBM25
+			if tl["defer_loading"] == true {
+				deferred++
+			}
+		}
+		if deferred == 0 || !search {
+			t.Errorf("request %d: %d tools deferred, tool search tool sent %v; want the MCP tools deferred beside it", i, deferred, search)
+		}
+	}
+}
