@@ -33,11 +33,10 @@ import (
 // complete turns and the answer shown so far, marked "[interrupted]", so
 // that the next prompt follows a complete exchange.
 func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error] {
-	seq := a.stream(ctx, input)
-	if a.cfg.Observer != nil {
-		seq = a.cfg.Observer.Run(ctx, a, input, func(ctx context.Context) iter.Seq2[Event, error] { return a.stream(ctx, input) })
+	if a.cfg.Observer == nil {
+		return a.stream(ctx, input)
 	}
-	return relayed(ctx, a.cfg.Name, seq)
+	return a.cfg.Observer.Run(ctx, a, input, func(ctx context.Context) iter.Seq2[Event, error] { return a.stream(ctx, input) })
 }
 
 // stream is Stream without its Observer.

@@ -2,18 +2,16 @@ package agent
 
 import (
 	"context"
-	"iter"
 	"sync"
 )
 
-// Nested is an event of a run inside one of this run's tool calls, such
-// as a subagent's (package subagent): ParentID is the tool_use id of the
-// call it runs in, Agent the inner agent's Config.Name. Every run of an
-// Agent under a tool call's ctx is relayed so, its Result included (its
-// error goes with the call's result), and its own nested runs' events
-// come wrapped once more. The run yields them on its own goroutine, in
-// the order they happened, before the call's [ToolDone]: while it waits
-// for its calls, and else at its next event.
+// Nested is an event of a run inside one of this run's tool calls, which
+// the call passes on with [Relay], as package subagent does each event of
+// its runs, their nested events wrapped once more: ParentID is the
+// tool_use id of the call, Agent the inner agent's Config.Name. The run
+// yields them on its own goroutine, in the order they were relayed,
+// before the call's [ToolDone]: while it waits for its calls, and else at
+// its next event.
 type Nested struct {
 	ParentID string `json:"parent_tool_use_id"`
 	Agent    string `json:"agent"`
@@ -63,26 +61,20 @@ func (l *relay) take(e Event) []Event {
 	return q
 }
 
-// relayed passes seq on, and queues each of its events, as [Nested], for
-// the run whose tool call ctx is in, if any.
-func relayed(ctx context.Context, agent string, seq iter.Seq2[Event, error]) iter.Seq2[Event, error] {
+// Relay queues ev, as a [Nested] event of agent, for the stream of the
+// run whose tool call ctx is (or is a child of); for another ctx it does
+// nothing.
+func Relay(ctx context.Context, agent string, ev Event) {
 	at, ok := ctx.Value(callKey{}).(callSite)
 	if !ok {
-		return seq
+		return
 	}
-	return func(yield func(Event, error) bool) {
-		for ev, err := range seq {
-			at.relay.mu.Lock()
-			at.relay.queue = append(at.relay.queue, Nested{ParentID: at.id, Agent: agent, Event: ev})
-			at.relay.mu.Unlock()
-			select {
-			case at.relay.wake <- struct{}{}:
-			default:
-			}
-			if !yield(ev, err) {
-				return
-			}
-		}
+	at.relay.mu.Lock()
+	at.relay.queue = append(at.relay.queue, Nested{ParentID: at.id, Agent: agent, Event: ev})
+	at.relay.mu.Unlock()
+	select {
+	case at.relay.wake <- struct{}{}:
+	default:
 	}
 }
 
