@@ -87,8 +87,8 @@ func (a *Agent) stream(ctx context.Context, input string) iter.Seq2[Event, error
 		if r.stopped {
 			return
 		}
-		below, belowUSD := spent.nested()
-		res := Result{Text: r.text, State: state, Iterations: r.iter, Usage: r.usage.Add(below), CostUSD: cost(r.cfg.History, r.usage) + belowUSD}
+		used, usd := spent.total()
+		res := Result{Text: r.text, State: state, Iterations: r.iter, Usage: used, CostUSD: usd}
 		r.emit(nil) // the nested runs' last events
 		yield(res, err)
 	}
