@@ -9,6 +9,7 @@ import (
 	"iter"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentloop/agentloop/llm"
@@ -56,9 +57,8 @@ func (a *Agent) stream(ctx context.Context, input string) iter.Seq2[Event, error
 			defer stop()
 		}
 		ctx, spent := newMeter(ctx, a.cfg.MaxCostUSD, a.cfg.MaxTotalTokens)
-		r := &run{Agent: a, ctx: ctx, cancel: cancel, yield: yield, spent: spent}
+		r := &run{Agent: a, ctx: ctx, cancel: cancel, yield: yield, spent: spent, wake: make(chan struct{}, 1)}
 		r.specs, r.server = a.tools(a.rt.Specs())
-		r.relay = &relay{run: r, wake: make(chan struct{}, 1)}
 		rollback := a.cfg.History.Checkpoint()
 		state, err := r.loop(input)
 		// Every call's context has been cancelled by now.
@@ -107,20 +107,29 @@ type run struct {
 	stopped bool // the caller stopped reading
 	specs   []llm.ToolSpec
 	server  []json.RawMessage
-	iter    int       // model calls so far
-	usage   llm.Usage // summed over every model call, retries included
-	spent   *meter    // the run's cost and tokens and its subagents', against the limits
-	relay   *relay    // the events of runs inside its tool calls (nested.go)
-	text    string    // text of the latest turn
+	iter    int           // model calls so far
+	usage   llm.Usage     // summed over every model call, retries included
+	spent   *meter        // the run's cost and tokens and its subagents', against the limits
+	mu      sync.Mutex    // guards relayed
+	relayed []Event       // from its tool calls, to yield on its goroutine (nested.go)
+	wake    chan struct{} // holds a token while relayed events wait
+	text    string        // text of the latest turn
 	repeats repeats
 	shown   strings.Builder // text the current attempt has shown, for an interrupted run
 	cont    string          // latest code execution container id, for the next request
 }
 
-// emit yields the nested events queued, then e unless nil, unless the
-// caller has stopped reading, which cancels the run.
+// emit yields the events relayed, then e unless nil, unless the caller
+// has stopped reading, which cancels the run.
 func (r *run) emit(e Event) {
-	for _, e := range r.relay.take(e) {
+	r.mu.Lock()
+	q := r.relayed
+	r.relayed = nil
+	r.mu.Unlock()
+	if e != nil {
+		q = append(q, e)
+	}
+	for _, e := range q {
 		if !r.stopped && !r.yield(e, nil) {
 			r.stopped = true
 			r.cancel(errors.New("agent: the caller stopped reading the stream"))

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"sync"
 )
 
 // Nested is an event of a run inside one of this run's tool calls, which
@@ -20,26 +19,17 @@ type Nested struct {
 
 func (Nested) isEvent() {}
 
-// A relay queues the events of the runs inside a run's tool calls, which
-// run on other goroutines, for the run to yield on its own.
-type relay struct {
-	run   *run
-	mu    sync.Mutex
-	queue []Event
-	wake  chan struct{} // holds a token while events are queued
-}
-
-// A callSite, in a tool call's ctx, is the call's run's relay and its id.
+// A callSite, in a tool call's ctx, is the call's run and its id.
 type callSite struct {
-	relay *relay
-	id    string
+	run *run
+	id  string
 }
 
 type callKey struct{}
 
 // inCall returns ctx for call id of this run.
 func (r *run) inCall(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, callKey{}, callSite{r.relay, id})
+	return context.WithValue(ctx, callKey{}, callSite{r, id})
 }
 
 // CallID returns the tool_use id of the call whose ctx, or a child of it,
@@ -47,18 +37,6 @@ func (r *run) inCall(ctx context.Context, id string) context.Context {
 func CallID(ctx context.Context) string {
 	at, _ := ctx.Value(callKey{}).(callSite)
 	return at.id
-}
-
-// take empties the queue, and returns it and then e unless nil.
-func (l *relay) take(e Event) []Event {
-	l.mu.Lock()
-	q := l.queue
-	l.queue = nil
-	l.mu.Unlock()
-	if e != nil {
-		q = append(q, e)
-	}
-	return q
 }
 
 // Relay queues ev, as a [Nested] event of agent, for the stream of the
@@ -69,11 +47,11 @@ func Relay(ctx context.Context, agent string, ev Event) {
 	if !ok {
 		return
 	}
-	at.relay.mu.Lock()
-	at.relay.queue = append(at.relay.queue, Nested{ParentID: at.id, Agent: agent, Event: ev})
-	at.relay.mu.Unlock()
+	at.run.mu.Lock()
+	at.run.relayed = append(at.run.relayed, Nested{ParentID: at.id, Agent: agent, Event: ev})
+	at.run.mu.Unlock()
 	select {
-	case at.relay.wake <- struct{}{}:
+	case at.run.wake <- struct{}{}:
 	default:
 	}
 }
@@ -87,8 +65,8 @@ func awaitRelaying(ctx context.Context, done <-chan struct{}) {
 		select {
 		case <-done:
 			return
-		case <-at.relay.wake:
-			at.relay.run.emit(nil)
+		case <-at.run.wake:
+			at.run.emit(nil)
 		}
 	}
 	<-done
