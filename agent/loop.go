@@ -108,8 +108,8 @@ type run struct {
 	specs   []llm.ToolSpec
 	server  []json.RawMessage
 	iter    int           // model calls so far
-	usage   llm.Usage     // summed over every model call, retries included
-	spent   *meter        // the run's cost and tokens and its subagents', against the limits
+	usage   llm.Usage     // its own, summed over every model call, retries included
+	spent   *meter        // its usage and cost and its subagents', for the limits and the Result
 	mu      sync.Mutex    // guards relayed
 	relayed []Event       // from its tool calls, to yield on its goroutine (nested.go)
 	wake    chan struct{} // holds a token while relayed events wait

@@ -1,8 +1,6 @@
 package agent
 
-import (
-	"context"
-)
+import "context"
 
 // Nested is an event of a run inside one of this run's tool calls, which
 // the call passes on with [Relay], as package subagent does each event of
