@@ -19,6 +19,7 @@ type meter struct {
 	parent    *meter
 	max       float64 // the run's Config.MaxCostUSD; 0: none of its own
 	maxTokens int64   // the run's Config.MaxTotalTokens; 0: none
+	budgeted  bool    // it or a meter above it has a budget
 	mu        sync.Mutex
 	used      llm.Usage // the run's own and below, for limits and the Result
 	spent     float64   // USD, the run's own and below
@@ -30,7 +31,7 @@ type meterKey struct{}
 // maxTokens, under ctx's own.
 func newMeter(ctx context.Context, max float64, maxTokens int64) (context.Context, *meter) {
 	parent, _ := ctx.Value(meterKey{}).(*meter)
-	m := &meter{parent: parent, max: max, maxTokens: maxTokens}
+	m := &meter{parent: parent, max: max, maxTokens: maxTokens, budgeted: max > 0 || parent != nil && parent.budgeted}
 	return context.WithValue(ctx, meterKey{}, m), m
 }
 
@@ -65,16 +66,6 @@ func (m *meter) reached() State {
 		}
 	}
 	return ""
-}
-
-// budgeted reports whether m or a meter above it has a budget.
-func (m *meter) budgeted() bool {
-	for ; m != nil; m = m.parent {
-		if m.max > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // checkBudget says why a run of model cannot keep to a budget of max USD:

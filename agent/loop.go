@@ -139,7 +139,7 @@ func (r *run) emit(e Event) {
 
 // loop is the think → act → observe cycle; Stream turns its error to a state.
 func (r *run) loop(input string) (State, error) {
-	if r.spent.budgeted() { // a subagent's budget is its parent's
+	if r.spent.budgeted { // a subagent's budget is its parent's
 		if err := unpriced(r.cfg.History.Config().Model); err != nil {
 			return Failed, err
 		}
