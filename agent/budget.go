@@ -19,11 +19,10 @@ type meter struct {
 	parent    *meter
 	max       float64 // the run's Config.MaxCostUSD; 0: none of its own
 	maxTokens int64   // the run's Config.MaxTotalTokens; 0: none
+	budgeted  bool    // it or a meter above it has a budget
 	mu        sync.Mutex
+	used      llm.Usage // the run's own and below, for limits and the Result
 	spent     float64   // USD, the run's own and below
-	tokens    int64     // as Usage.Context counts, the run's own and below
-	below     llm.Usage // the runs' below only, for the Result
-	belowUSD  float64
 }
 
 type meterKey struct{}
@@ -32,7 +31,7 @@ type meterKey struct{}
 // maxTokens, under ctx's own.
 func newMeter(ctx context.Context, max float64, maxTokens int64) (context.Context, *meter) {
 	parent, _ := ctx.Value(meterKey{}).(*meter)
-	m := &meter{parent: parent, max: max, maxTokens: maxTokens}
+	m := &meter{parent: parent, max: max, maxTokens: maxTokens, budgeted: max > 0 || parent != nil && parent.budgeted}
 	return context.WithValue(ctx, meterKey{}, m), m
 }
 
@@ -40,20 +39,16 @@ func newMeter(ctx context.Context, max float64, maxTokens int64) (context.Contex
 func (m *meter) add(u llm.Usage, usd float64) {
 	for p := m; p != nil; p = p.parent {
 		p.mu.Lock()
-		p.spent += usd
-		p.tokens += u.Context()
-		if p != m {
-			p.below, p.belowUSD = p.below.Add(u), p.belowUSD+usd
-		}
+		p.used, p.spent = p.used.Add(u), p.spent+usd
 		p.mu.Unlock()
 	}
 }
 
-// nested returns what the runs below m have used and cost.
-func (m *meter) nested() (llm.Usage, float64) {
+// total returns what m's run and the runs below it have used and cost.
+func (m *meter) total() (llm.Usage, float64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.below, m.belowUSD
+	return m.used, m.spent
 }
 
 // reached returns the limit that m's run, or one above it, has reached:
@@ -61,7 +56,7 @@ func (m *meter) nested() (llm.Usage, float64) {
 func (m *meter) reached() State {
 	for ; m != nil; m = m.parent {
 		m.mu.Lock()
-		tokens, spent := m.maxTokens > 0 && m.tokens >= m.maxTokens, m.max > 0 && m.spent >= m.max
+		tokens, spent := m.maxTokens > 0 && m.used.Context() >= m.maxTokens, m.max > 0 && m.spent >= m.max
 		m.mu.Unlock()
 		switch {
 		case tokens:
@@ -71,16 +66,6 @@ func (m *meter) reached() State {
 		}
 	}
 	return ""
-}
-
-// budgeted reports whether m or a meter above it has a budget.
-func (m *meter) budgeted() bool {
-	for ; m != nil; m = m.parent {
-		if m.max > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // checkBudget says why a run of model cannot keep to a budget of max USD:

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentloop/agentloop/llm"
@@ -34,11 +35,10 @@ import (
 // complete turns and the answer shown so far, marked "[interrupted]", so
 // that the next prompt follows a complete exchange.
 func (a *Agent) Stream(ctx context.Context, input string) iter.Seq2[Event, error] {
-	seq := a.stream(ctx, input)
-	if a.cfg.Observer != nil {
-		seq = a.cfg.Observer.Run(ctx, a, input, func(ctx context.Context) iter.Seq2[Event, error] { return a.stream(ctx, input) })
+	if a.cfg.Observer == nil {
+		return a.stream(ctx, input)
 	}
-	return relayed(ctx, a.cfg.Name, seq)
+	return a.cfg.Observer.Run(ctx, a, input, func(ctx context.Context) iter.Seq2[Event, error] { return a.stream(ctx, input) })
 }
 
 // stream is Stream without its Observer.
@@ -58,7 +58,7 @@ func (a *Agent) stream(ctx context.Context, input string) iter.Seq2[Event, error
 			defer stop()
 		}
 		ctx, spent := newMeter(ctx, a.cfg.MaxCostUSD, a.cfg.MaxTotalTokens)
-		r := &run{Agent: a, ctx: ctx, cancel: cancel, yield: yield, spent: spent}
+		r := &run{Agent: a, ctx: ctx, cancel: cancel, yield: yield, spent: spent, wake: make(chan struct{}, 1)}
 		r.specs, r.server = a.rt.Specs(), a.cfg.ServerTools
 		if !slices.ContainsFunc(r.server, llm.IsToolSearch) { // the API would refuse deferred tools
 			r.specs = slices.Clone(r.specs)
@@ -66,7 +66,6 @@ func (a *Agent) stream(ctx context.Context, input string) iter.Seq2[Event, error
 				r.specs[i].DeferLoading = false
 			}
 		}
-		r.relay = &relay{run: r, wake: make(chan struct{}, 1)}
 		rollback := a.cfg.History.Checkpoint()
 		state, err := r.loop(input)
 		// Every call's context has been cancelled by now.
@@ -95,8 +94,8 @@ func (a *Agent) stream(ctx context.Context, input string) iter.Seq2[Event, error
 		if r.stopped {
 			return
 		}
-		below, belowUSD := spent.nested()
-		res := Result{Text: r.text, State: state, Iterations: r.iter, Usage: r.usage.Add(below), CostUSD: cost(r.cfg.History, r.usage) + belowUSD}
+		used, usd := spent.total()
+		res := Result{Text: r.text, State: state, Iterations: r.iter, Usage: used, CostUSD: usd}
 		r.emit(nil) // the nested runs' last events
 		yield(res, err)
 	}
@@ -115,20 +114,29 @@ type run struct {
 	stopped bool // the caller stopped reading
 	specs   []llm.ToolSpec
 	server  []json.RawMessage
-	iter    int       // model calls so far
-	usage   llm.Usage // summed over every model call, retries included
-	spent   *meter    // the run's cost and tokens and its subagents', against the limits
-	relay   *relay    // the events of runs inside its tool calls (nested.go)
-	text    string    // text of the latest turn
+	iter    int           // model calls so far
+	usage   llm.Usage     // its own, summed over every model call, retries included
+	spent   *meter        // its usage and cost and its subagents', for the limits and the Result
+	mu      sync.Mutex    // guards relayed
+	relayed []Event       // from its tool calls, to yield on its goroutine (nested.go)
+	wake    chan struct{} // holds a token while relayed events wait
+	text    string        // text of the latest turn
 	repeats repeats
 	shown   strings.Builder // text the current attempt has shown, for an interrupted run
 	cont    string          // latest code execution container id, for the next request
 }
 
-// emit yields the nested events queued, then e unless nil, unless the
-// caller has stopped reading, which cancels the run.
+// emit yields the events relayed, then e unless nil, unless the caller
+// has stopped reading, which cancels the run.
 func (r *run) emit(e Event) {
-	for _, e := range r.relay.take(e) {
+	r.mu.Lock()
+	q := r.relayed
+	r.relayed = nil
+	r.mu.Unlock()
+	if e != nil {
+		q = append(q, e)
+	}
+	for _, e := range q {
 		if !r.stopped && !r.yield(e, nil) {
 			r.stopped = true
 			r.cancel(errors.New("agent: the caller stopped reading the stream"))
@@ -138,7 +146,7 @@ func (r *run) emit(e Event) {
 
 // loop is the think → act → observe cycle; Stream turns its error to a state.
 func (r *run) loop(input string) (State, error) {
-	if r.spent.budgeted() { // a subagent's budget is its parent's
+	if r.spent.budgeted { // a subagent's budget is its parent's
 		if err := unpriced(r.cfg.History.Config().Model); err != nil {
 			return Failed, err
 		}

@@ -1,19 +1,14 @@
 package agent
 
-import (
-	"context"
-	"iter"
-	"sync"
-)
+import "context"
 
-// Nested is an event of a run inside one of this run's tool calls, such
-// as a subagent's (package subagent): ParentID is the tool_use id of the
-// call it runs in, Agent the inner agent's Config.Name. Every run of an
-// Agent under a tool call's ctx is relayed so, its Result included (its
-// error goes with the call's result), and its own nested runs' events
-// come wrapped once more. The run yields them on its own goroutine, in
-// the order they happened, before the call's [ToolDone]: while it waits
-// for its calls, and else at its next event.
+// Nested is an event of a run inside one of this run's tool calls, which
+// the call passes on with [Relay], as package subagent does each event of
+// its runs, their nested events wrapped once more: ParentID is the
+// tool_use id of the call, Agent the inner agent's Config.Name. The run
+// yields them on its own goroutine, in the order they were relayed,
+// before the call's [ToolDone]: while it waits for its calls, and else at
+// its next event.
 type Nested struct {
 	ParentID string `json:"parent_tool_use_id"`
 	Agent    string `json:"agent"`
@@ -22,26 +17,17 @@ type Nested struct {
 
 func (Nested) isEvent() {}
 
-// A relay queues the events of the runs inside a run's tool calls, which
-// run on other goroutines, for the run to yield on its own.
-type relay struct {
-	run   *run
-	mu    sync.Mutex
-	queue []Event
-	wake  chan struct{} // holds a token while events are queued
-}
-
-// A callSite, in a tool call's ctx, is the call's run's relay and its id.
+// A callSite, in a tool call's ctx, is the call's run and its id.
 type callSite struct {
-	relay *relay
-	id    string
+	run *run
+	id  string
 }
 
 type callKey struct{}
 
 // inCall returns ctx for call id of this run.
 func (r *run) inCall(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, callKey{}, callSite{r.relay, id})
+	return context.WithValue(ctx, callKey{}, callSite{r, id})
 }
 
 // CallID returns the tool_use id of the call whose ctx, or a child of it,
@@ -51,38 +37,20 @@ func CallID(ctx context.Context) string {
 	return at.id
 }
 
-// take empties the queue, and returns it and then e unless nil.
-func (l *relay) take(e Event) []Event {
-	l.mu.Lock()
-	q := l.queue
-	l.queue = nil
-	l.mu.Unlock()
-	if e != nil {
-		q = append(q, e)
-	}
-	return q
-}
-
-// relayed passes seq on, and queues each of its events, as [Nested], for
-// the run whose tool call ctx is in, if any.
-func relayed(ctx context.Context, agent string, seq iter.Seq2[Event, error]) iter.Seq2[Event, error] {
+// Relay queues ev, as a [Nested] event of agent, for the stream of the
+// run whose tool call ctx is (or is a child of); for another ctx it does
+// nothing.
+func Relay(ctx context.Context, agent string, ev Event) {
 	at, ok := ctx.Value(callKey{}).(callSite)
 	if !ok {
-		return seq
+		return
 	}
-	return func(yield func(Event, error) bool) {
-		for ev, err := range seq {
-			at.relay.mu.Lock()
-			at.relay.queue = append(at.relay.queue, Nested{ParentID: at.id, Agent: agent, Event: ev})
-			at.relay.mu.Unlock()
-			select {
-			case at.relay.wake <- struct{}{}:
-			default:
-			}
-			if !yield(ev, err) {
-				return
-			}
-		}
+	at.run.mu.Lock()
+	at.run.relayed = append(at.run.relayed, Nested{ParentID: at.id, Agent: agent, Event: ev})
+	at.run.mu.Unlock()
+	select {
+	case at.run.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -95,8 +63,8 @@ func awaitRelaying(ctx context.Context, done <-chan struct{}) {
 		select {
 		case <-done:
 			return
-		case <-at.relay.wake:
-			at.relay.run.emit(nil)
+		case <-at.run.wake:
+			at.run.emit(nil)
 		}
 	}
 	<-done

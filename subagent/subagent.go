@@ -7,9 +7,9 @@
 // Each call is a fresh run of package agent's own loop: a new history
 // whose only user message is the call's prompt. Its final text is the
 // call's result; a run that fails, is refused or hits a limit gives an
-// is_error result that says so. The run happens under the call's ctx, so
-// that package agent relays its events to the parent's stream as
-// [agent.Nested] events marked with the call's tool_use id, adds its usage
+// is_error result that says so. Its events go to the parent's stream as
+// [agent.Nested] events marked with the call's tool_use id ([agent.Relay]).
+// The run happens under the call's ctx, so that package agent adds its usage
 // and cost to the parent's Result, counts them against the parent's
 // limits, and ends when the parent is cancelled; its invoke_agent span
 // sits under the call's execute_tool span. Several calls in one turn run
@@ -164,7 +164,13 @@ func (s subagent) run(ctx context.Context, prompt string) (llm.ToolResult, error
 	if err != nil {
 		return llm.ToolResult{}, fmt.Errorf("agent %q: %w", s.Name, err)
 	}
-	res, err := a.Run(ctx, prompt)
+	var res agent.Result
+	for ev, e := range a.Stream(ctx, prompt) {
+		agent.Relay(ctx, cfg.Name, ev)
+		if r, ok := ev.(agent.Result); ok {
+			res, err = r, e
+		}
+	}
 	if s.Done != nil {
 		s.Done(agent.CallID(ctx), cfg.History, res)
 	}
