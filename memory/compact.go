@@ -268,9 +268,11 @@ func collect(ctx context.Context, m llm.Model, req llm.Request) (llm.Message, ll
 }
 
 // transcript renders es as plain text for the summarisation call, which
-// then needs neither tool definitions nor the pairing rules. Tool results
-// that compaction cleared are rendered from the originals it kept; thinking,
-// the model's scratch work, not a fact of the session, is left out.
+// then needs neither tool definitions (the API refuses tool blocks without
+// them, and with them the model may call a tool instead of summarising) nor
+// the pairing, thinking and server-tool rules. Tool results that compaction
+// cleared are rendered from the originals it kept; thinking, the model's
+// scratch work, not a fact of the session, is left out.
 func transcript(es []entry) string {
 	var b strings.Builder
 	for _, e := range es {
