@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	json2 "github.com/go-json-experiment/json"
 	jsonv1 "github.com/go-json-experiment/json/v1"
@@ -156,14 +155,6 @@ func newTool(name, description string, schema json.RawMessage, nilFn bool, handl
 // Spec returns the tool's description for the model, to send in
 // [llm.Request.Tools]. The schema bytes are shared; do not modify them.
 func (t *Tool) Spec() llm.ToolSpec { return t.spec }
-
-// runeStart returns the start of the UTF-8 sequence at s[n], n < len(s).
-func runeStart(s string, n int) int {
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return n
-}
 
 // toOutput turns what a typed tool's function returned into its result.
 func toOutput(v any, err error) (llm.ToolResult, error) {
