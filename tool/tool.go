@@ -87,9 +87,12 @@ func NewWithSchema[In, Out any](name, description string, schema *jsonschema.Sch
 	}
 	raw, _ := json.Marshal(schema) // nil, or a failure, leaves null or nothing: NewRaw rejects both
 	t, err := NewRaw(name, description, raw, func(ctx context.Context, input json.RawMessage) (llm.ToolResult, error) {
-		in, err := decode[In](name, input)
-		if err != nil {
-			return llm.ToolResult{}, err
+		// As encoding/json does, in json/v2's one pass. As the schema
+		// passed, only a value too big for its Go type (1e400), or In and
+		// schema at odds, fails.
+		var in In
+		if err := json2.Unmarshal(input, &in, v1); err != nil {
+			return llm.ToolResult{}, fmt.Errorf("invalid input for tool %q: %s", name, unreadable(err))
 		}
 		return toOutput(fn(ctx, in))
 	})
@@ -97,16 +100,6 @@ func NewWithSchema[In, Out any](name, description string, schema *jsonschema.Sch
 		return nil, fmt.Errorf("tool %q: %w", name, t.unvalidated) // a typed tool's schema must be usable
 	}
 	return t, err
-}
-
-// decode decodes input into an In as encoding/json does, in json/v2's one
-// pass. As the schema passed, only a value too big for its Go type (1e400),
-// or In and schema at odds, fails.
-func decode[In any](tool string, input json.RawMessage) (in In, err error) {
-	if err = json2.Unmarshal(input, &in, v1); err != nil {
-		return *new(In), fmt.Errorf("invalid input for tool %q: %s", tool, unreadable(err))
-	}
-	return in, nil
 }
 
 // NewRaw makes a tool from a hand-written or foreign JSON schema with
