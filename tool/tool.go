@@ -87,9 +87,9 @@ func NewWithSchema[In, Out any](name, description string, schema *jsonschema.Sch
 	}
 	raw, _ := json.Marshal(schema) // nil, or a failure, leaves null or nothing: NewRaw rejects both
 	t, err := NewRaw(name, description, raw, func(ctx context.Context, input json.RawMessage) (llm.ToolResult, error) {
-		// As encoding/json does, in json/v2's one pass. As the schema
-		// passed, only a value too big for its Go type (1e400), or In and
-		// schema at odds, fails.
+		// Decoded as encoding/json does, in json/v2's one pass. As the
+		// schema passed, only a value too big for its Go type (1e400), or
+		// In and schema at odds, fails.
 		var in In
 		if err := json2.Unmarshal(input, &in, v1); err != nil {
 			return llm.ToolResult{}, fmt.Errorf("invalid input for tool %q: %s", name, unreadable(err))
