@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sync/semaphore"
 
@@ -331,7 +332,11 @@ func (r *Registry) shape(content []llm.Block, isError bool) []llm.Block {
 		if isText {
 			total += len(t.Text)
 			if over := total - limit; limit >= 0 && over > 0 { // past the limit: later text is cut whole
-				t.Text = t.Text[:runeStart(t.Text, max(len(t.Text)-over, 0))]
+				n := max(len(t.Text)-over, 0)
+				for n > 0 && !utf8.RuneStart(t.Text[n]) { // back to the start of a rune
+					n--
+				}
+				t.Text = t.Text[:n]
 			}
 			b = t
 		}

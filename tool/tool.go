@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	json2 "github.com/go-json-experiment/json"
 	jsonv1 "github.com/go-json-experiment/json/v1"
@@ -83,11 +82,17 @@ func Must(t *Tool, err error) *Tool {
 // jsonschema.For[In] refined, say with an Enum. Inputs are validated
 // against it, then decoded into In as encoding/json does: the two must agree.
 func NewWithSchema[In, Out any](name, description string, schema *jsonschema.Schema, fn func(ctx context.Context, in In) (Out, error)) (*Tool, error) {
-	raw, _ := json.Marshal(schema) // nil, or a failure, leaves null or nothing: newTool rejects both
-	t, err := newTool(name, description, raw, fn == nil, func(ctx context.Context, input json.RawMessage) (llm.ToolResult, error) {
-		in, err := decode[In](name, input)
-		if err != nil {
-			return llm.ToolResult{}, err
+	if fn == nil {
+		return nil, fmt.Errorf("tool %q: nil function", name)
+	}
+	raw, _ := json.Marshal(schema) // nil, or a failure, leaves null or nothing: NewRaw rejects both
+	t, err := NewRaw(name, description, raw, func(ctx context.Context, input json.RawMessage) (llm.ToolResult, error) {
+		// Decoded as encoding/json does, in json/v2's one pass. As the
+		// schema passed, only a value too big for its Go type (1e400), or
+		// In and schema at odds, fails.
+		var in In
+		if err := json2.Unmarshal(input, &in, v1); err != nil {
+			return llm.ToolResult{}, fmt.Errorf("invalid input for tool %q: %s", name, unreadable(err))
 		}
 		return toOutput(fn(ctx, in))
 	})
@@ -95,16 +100,6 @@ func NewWithSchema[In, Out any](name, description string, schema *jsonschema.Sch
 		return nil, fmt.Errorf("tool %q: %w", name, t.unvalidated) // a typed tool's schema must be usable
 	}
 	return t, err
-}
-
-// decode decodes input into an In as encoding/json does, in json/v2's one
-// pass. As the schema passed, only a value too big for its Go type (1e400),
-// or In and schema at odds, fails.
-func decode[In any](tool string, input json.RawMessage) (in In, err error) {
-	if err = json2.Unmarshal(input, &in, v1); err != nil {
-		return *new(In), fmt.Errorf("invalid input for tool %q: %s", tool, unreadable(err))
-	}
-	return in, nil
 }
 
 // NewRaw makes a tool from a hand-written or foreign JSON schema with
@@ -116,16 +111,11 @@ func decode[In any](tool string, input json.RawMessage) (in In, err error) {
 // MCP server does), and [Registry.Register] logs why. fn's error becomes an
 // is_error result.
 func NewRaw(name, description string, schema json.RawMessage, fn func(ctx context.Context, input json.RawMessage) (llm.ToolResult, error)) (*Tool, error) {
-	return newTool(name, description, append(json.RawMessage(nil), schema...), fn == nil, fn)
-}
-
-// newTool makes a tool, unless its constructor got a nil function. Only what
-// the API requires of the name and schema is an error; why the validator
-// cannot use the schema goes in unvalidated.
-func newTool(name, description string, schema json.RawMessage, nilFn bool, handler func(context.Context, json.RawMessage) (llm.ToolResult, error)) (*Tool, error) {
-	if nilFn {
+	if fn == nil {
 		return nil, fmt.Errorf("tool %q: nil function", name)
 	}
+	// Only what the API requires of the name and schema is an error; why
+	// the validator cannot use the schema goes in unvalidated.
 	if !namePattern.MatchString(name) {
 		return nil, fmt.Errorf("tool %q: invalid name: the API requires 1 to 64 letters, digits, '_' or '-' (%s)", name, namePattern)
 	}
@@ -136,7 +126,7 @@ func newTool(name, description string, schema json.RawMessage, nilFn bool, handl
 	if typ := cmp.Or(string(top["type"]), "none"); typ != `"object"` {
 		return nil, fmt.Errorf("tool %q: the input schema must have type \"object\", not %s (with New, make In a struct)", name, typ)
 	}
-	t := &Tool{spec: llm.ToolSpec{Name: name, Description: description, InputSchema: schema}, handler: handler}
+	t := &Tool{spec: llm.ToolSpec{Name: name, Description: description, InputSchema: append(json.RawMessage(nil), schema...)}, handler: fn}
 	// Resolve loads nothing: a $ref to a file or a URL fails.
 	drafts := []string{"", "https://json-schema.org/draft/2020-12/schema", "http://json-schema.org/draft-07/schema#", "https://json-schema.org/draft-07/schema#"}
 	var s jsonschema.Schema
@@ -156,14 +146,6 @@ func newTool(name, description string, schema json.RawMessage, nilFn bool, handl
 // Spec returns the tool's description for the model, to send in
 // [llm.Request.Tools]. The schema bytes are shared; do not modify them.
 func (t *Tool) Spec() llm.ToolSpec { return t.spec }
-
-// runeStart returns the start of the UTF-8 sequence at s[n], n < len(s).
-func runeStart(s string, n int) int {
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return n
-}
 
 // toOutput turns what a typed tool's function returned into its result.
 func toOutput(v any, err error) (llm.ToolResult, error) {
