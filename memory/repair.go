@@ -417,10 +417,6 @@ func (h *History) rewrote(i int) {
 	h.cfg.Logger.Info("memory: dropped the thinking a rewrite invalidated", "blocks", n, "from", i)
 }
 
-func isThinking(b llm.Block) bool {
-	_, t := b.(llm.Thinking)
-	_, r := b.(llm.RedactedThinking)
-	return t || r
-}
+func isThinking(b llm.Block) bool { return apirules.IsThinking(typeOf(b, false)) }
 
 func hasThinking(e entry) bool { return slices.ContainsFunc(e.Message.Content, isThinking) }
