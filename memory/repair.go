@@ -40,7 +40,7 @@ func (h *History) Repair() []string {
 	var r repairer
 	es := r.pair(r.clean(h.entries))
 	trimmed := r.trimFinal(es)
-	if r.fixes == 0 {
+	if r.changes == r.merges { // merges alone change nothing the API reads
 		return nil
 	}
 	at := 0 // the first message repair changed
@@ -64,10 +64,10 @@ func (h *History) Repair() []string {
 
 // A repairer is the state of one Repair.
 type repairer struct {
-	did   []string        // the kinds of change, in order
-	count map[string]int  // the changes of each kind
-	fixes int             // changes other than merges, which alone change nothing the API reads
-	seen  map[string]bool // the tool_use ids kept
+	did             []string        // the kinds of change, in order
+	count           map[string]int  // the changes of each kind
+	changes, merges int             // the changes, and the merges among them
+	seen            map[string]bool // the tool_use ids kept
 	// calls are the tool calls since the last user message, in order, each
 	// with the id it came with and the one it has: their results take them
 	// in turn.
@@ -76,17 +76,12 @@ type repairer struct {
 
 type call struct{ from, to string }
 
-// note records a fix.
+// note records a change Repair made.
 func (r *repairer) note(what string) {
-	r.fixes++
-	r.record(what)
-}
-
-// record records what Repair did, a fix or a merge.
-func (r *repairer) record(what string) {
 	if r.count == nil {
 		r.count = map[string]int{}
 	}
+	r.changes++
 	if r.count[what]++; r.count[what] == 1 {
 		r.did = append(r.did, what)
 	}
@@ -289,7 +284,8 @@ func (r *repairer) appendMerged(out *edit[entry], i int, e entry, changed bool) 
 	prev.Message = llm.Message{Role: role, Content: append(slices.Clip(prev.Message.Content), e.Message.Content...)}
 	prev.Usage = prev.Usage.Add(e.Usage)
 	prev.Summary = prev.Summary || e.Summary
-	r.record("merged consecutive " + string(role) + " messages")
+	r.merges++
+	r.note("merged consecutive " + string(role) + " messages")
 }
 
 // pair makes each user turn open with exactly one result for every
