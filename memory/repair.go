@@ -40,7 +40,7 @@ func (h *History) Repair() []string {
 	var r repairer
 	es := r.pair(r.clean(h.entries))
 	trimmed := r.trimFinal(es)
-	if r.fixes == 0 {
+	if r.changes == r.merges { // merges alone change nothing the API reads
 		return nil
 	}
 	at := 0 // the first message repair changed
@@ -64,10 +64,10 @@ func (h *History) Repair() []string {
 
 // A repairer is the state of one Repair.
 type repairer struct {
-	did   []string        // the kinds of change, in order
-	count map[string]int  // the changes of each kind
-	fixes int             // changes other than merges, which alone change nothing the API reads
-	seen  map[string]bool // the tool_use ids kept
+	did             []string        // the kinds of change, in order
+	count           map[string]int  // the changes of each kind
+	changes, merges int             // the changes, and the merges among them
+	seen            map[string]bool // the tool_use ids kept
 	// calls are the tool calls since the last user message, in order, each
 	// with the id it came with and the one it has: their results take them
 	// in turn.
@@ -76,57 +76,55 @@ type repairer struct {
 
 type call struct{ from, to string }
 
-// note records a fix.
+// note records a change Repair made.
 func (r *repairer) note(what string) {
-	r.fixes++
-	r.record(what)
-}
-
-// record records what Repair did, a fix or a merge.
-func (r *repairer) record(what string) {
 	if r.count == nil {
 		r.count = map[string]int{}
 	}
+	r.changes++
 	if r.count[what]++; r.count[what] == 1 {
 		r.did = append(r.did, what)
 	}
 }
 
-// An edit is a pass's output, the entries es rewritten. It is a part of es
-// while the pass keeps every entry as it is, and a copy from its first
-// change on, so that a pass over a valid history neither copies nor
-// allocates.
-type edit struct {
-	es, out []entry
+// An edit is a pass's output, the elements of in (entries or blocks)
+// rewritten. It is a part of in while the pass keeps every element as it
+// is, and a copy from its first change on, so that a pass over a valid
+// history neither copies nor allocates.
+type edit[T any] struct {
+	in, out []T
 	copied  bool
 }
 
-// add appends e, which is es[i] unless changed.
-func (d *edit) add(i int, e entry, changed bool) {
+// add appends v, which is in[i] unless changed.
+func (d *edit[T]) add(i int, v T, changed bool) {
 	if !d.copied && !changed && i == len(d.out) {
-		d.out = d.es[:i+1]
+		d.out = d.in[:i+1]
 		return
 	}
 	d.copy()
-	d.out = append(d.out, e)
+	d.out = append(d.out, v)
 }
 
-// last returns the last entry of the output, to change it.
-func (d *edit) last() *entry {
+// last returns the last element of the output, to change it.
+func (d *edit[T]) last() *T {
 	d.copy()
 	return &d.out[len(d.out)-1]
 }
 
-func (d *edit) copy() {
+func (d *edit[T]) copy() {
 	if !d.copied {
-		d.out, d.copied = append(make([]entry, 0, len(d.es)+1), d.out...), true
+		d.out, d.copied = append(make([]T, 0, len(d.in)+1), d.out...), true
 	}
 }
+
+// changed reports whether the output differs from in.
+func (d *edit[T]) changed() bool { return d.copied || len(d.out) < len(d.in) }
 
 // clean drops unknown roles, a final assistant turn cut off inside a tool
 // input, rejected blocks and messages left empty, and merges the rest.
 func (r *repairer) clean(es []entry) []entry {
-	out := edit{es: es}
+	out := edit[entry]{in: es}
 	r.seen = make(map[string]bool, len(es)/2) // about a call a turn: the map does not grow
 	for i, e := range es {
 		m := e.Message
@@ -141,25 +139,21 @@ func (r *repairer) clean(es []entry) []entry {
 			r.note("dropped a trailing incomplete assistant turn")
 			continue
 		}
-		kept, copied := m.Content, false // m's blocks until one changes, then a copy
+		kept := edit[llm.Block]{in: m.Content}
 		for j, b := range m.Content {
-			fixed, changed := r.block(m.Role, b, e.badJSON)
-			if changed && !copied {
-				kept, copied = append(make([]llm.Block, 0, len(m.Content)), m.Content[:j]...), true
-			}
-			if copied && fixed != nil {
-				kept = append(kept, fixed)
+			if fixed, changed := r.block(m.Role, b, e.badJSON); fixed != nil {
+				kept.add(j, fixed, changed)
 			}
 		}
 		if m.Role == llm.User {
 			r.calls = r.calls[:0]
 		}
-		if len(kept) == 0 {
+		if len(kept.out) == 0 {
 			r.note("dropped empty messages")
 			continue
 		}
-		e.Message.Content = kept
-		r.appendMerged(&out, i, e, copied)
+		e.Message.Content = kept.out
+		r.appendMerged(&out, i, e, kept.changed())
 	}
 	return out.out
 }
@@ -275,7 +269,7 @@ func badJSON(b llm.Block) bool {
 // appendMerged appends e (es[i], unless changed) to out, merged, as the API
 // merges them, into a last message of its role, or drops it if it is an
 // assistant message first.
-func (r *repairer) appendMerged(out *edit, i int, e entry, changed bool) {
+func (r *repairer) appendMerged(out *edit[entry], i int, e entry, changed bool) {
 	n, role := len(out.out), e.Message.Role
 	switch {
 	case n == 0 && role == llm.Assistant:
@@ -290,7 +284,8 @@ func (r *repairer) appendMerged(out *edit, i int, e entry, changed bool) {
 	prev.Message = llm.Message{Role: role, Content: append(slices.Clip(prev.Message.Content), e.Message.Content...)}
 	prev.Usage = prev.Usage.Add(e.Usage)
 	prev.Summary = prev.Summary || e.Summary
-	r.record("merged consecutive " + string(role) + " messages")
+	r.merges++
+	r.note("merged consecutive " + string(role) + " messages")
 }
 
 // pair makes each user turn open with exactly one result for every
@@ -298,7 +293,7 @@ func (r *repairer) appendMerged(out *edit, i int, e entry, changed bool) {
 // the alternating turns clean gives it alternating and user-first: a user
 // turn left empty goes, and the assistant turns around it merge.
 func (r *repairer) pair(es []entry) []entry {
-	out := edit{es: es}
+	out := edit[entry]{in: es}
 	var uses []string // the tool_use ids of the last assistant turn kept
 	for i, e := range es {
 		if e.Message.Role == llm.Assistant {
@@ -313,72 +308,62 @@ func (r *repairer) pair(es []entry) []entry {
 			}
 			continue
 		}
-		changed := !answered(e.Message.Content, uses)
+		content, changed := r.answer(e.Message.Content, uses)
 		if changed {
-			if e = r.answer(e, uses); len(e.Message.Content) == 0 {
+			if len(content) == 0 {
 				r.note("dropped empty messages")
 				continue
 			}
+			e.Message = llm.Message{Role: llm.User, Content: content} // Repair compares the content
 		}
 		out.add(i, e, changed)
 		uses = uses[:0]
 	}
 	if len(uses) > 0 {
-		out.add(len(es), r.answer(entry{Entry: Entry{Message: llm.Message{Role: llm.User}}}, uses), true)
+		content, _ := r.answer(nil, uses)
+		out.add(len(es), entry{Entry: Entry{Message: llm.Message{Role: llm.User, Content: content}}}, true)
 	}
 	return out.out
 }
 
-// answered reports whether content opens with one result for each of uses
-// and holds no other result: whether answer would leave it as it is.
-func answered(content []llm.Block, uses []string) bool {
-	if len(content) < len(uses) {
-		return false
+// answer returns a user turn's content opening with one result for each of
+// uses, its own or a synthetic one, and no other result, and whether that
+// changed it.
+func (r *repairer) answer(content []llm.Block, uses []string) ([]llm.Block, bool) {
+	out := edit[llm.Block]{in: content}
+	answers := func(id string) bool { // whether out answers the call id
+		return slices.ContainsFunc(out.out, func(b llm.Block) bool {
+			res, ok := b.(llm.ToolResult)
+			return ok && res.ToolUseID == id
+		})
 	}
-	for i, b := range content {
-		r, ok := b.(llm.ToolResult)
-		switch {
-		case i >= len(uses):
-			if ok {
-				return false // a result after the other blocks, or one too many
-			}
-		case !ok || !slices.Contains(uses, r.ToolUseID) || slices.ContainsFunc(content[:i], func(p llm.Block) bool {
-			return p.(llm.ToolResult).ToolUseID == r.ToolUseID
-		}):
-			return false
-		}
-	}
-	return true
-}
-
-// answer returns the user turn e opening with one result for each of uses,
-// its own or a synthetic one, and no other result.
-func (r *repairer) answer(e entry, uses []string) entry {
-	var results, rest []llm.Block
-	seen := map[string]bool{}
-	for _, b := range e.Message.Content {
+	others := 0 // the blocks so far that are no result
+	for j, b := range content {
 		res, ok := b.(llm.ToolResult)
 		switch {
 		case !ok:
-			rest = append(rest, b)
-		case !slices.Contains(uses, res.ToolUseID) || seen[res.ToolUseID]:
+			others++
+		case !slices.Contains(uses, res.ToolUseID) || answers(res.ToolUseID):
 			r.note("dropped orphan tool results")
 		default:
-			if len(rest) > 0 {
+			if others > 0 {
 				r.note("moved tool results before the other blocks of their turn")
 			}
-			seen[res.ToolUseID] = true
-			results = append(results, b)
+			out.add(j, b, false)
 		}
 	}
 	for _, id := range uses {
-		if !seen[id] {
+		if !answers(id) {
 			r.note("answered interrupted tool calls")
-			results = append(results, llm.ToolResult{ToolUseID: id, IsError: true, Content: []llm.Block{llm.Text{Text: interruptedResult}}})
+			out.add(-1, llm.ToolResult{ToolUseID: id, IsError: true, Content: []llm.Block{llm.Text{Text: interruptedResult}}}, true)
 		}
 	}
-	e.Message = llm.Message{Role: llm.User, Content: append(results, rest...)} // Repair compares the content
-	return e
+	for j, b := range content {
+		if _, ok := b.(llm.ToolResult); !ok {
+			out.add(j, b, false)
+		}
+	}
+	return out.out, out.changed()
 }
 
 // trimFinal returns es with the whitespace that ends a final assistant
@@ -428,10 +413,6 @@ func (h *History) rewrote(i int) {
 	h.cfg.Logger.Info("memory: dropped the thinking a rewrite invalidated", "blocks", n, "from", i)
 }
 
-func isThinking(b llm.Block) bool {
-	_, t := b.(llm.Thinking)
-	_, r := b.(llm.RedactedThinking)
-	return t || r
-}
+func isThinking(b llm.Block) bool { return apirules.IsThinking(typeOf(b, false)) }
 
 func hasThinking(e entry) bool { return slices.ContainsFunc(e.Message.Content, isThinking) }
