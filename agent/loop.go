@@ -154,7 +154,7 @@ func (r *run) loop(input string) (State, error) {
 	r.cfg.History.SetPrefix(r.cfg.System, r.specs)
 	if strings.TrimSpace(input) != "" {
 		prompt := []llm.Block{llm.Text{Text: input}}
-		d, _ := r.hooks(r.ctx, HookEvent{Point: PromptSubmit, Prompt: input})
+		d := r.hooks(r.ctx, HookEvent{Point: PromptSubmit, Prompt: input})
 		if d.Deny != "" {
 			r.text = d.Deny
 			return Blocked, nil
@@ -351,7 +351,7 @@ func (r *run) observe(t *turn) (State, bool) {
 		r.cfg.Logger.Warn("agent: unknown stop reason; treating it as end_turn", "stop_reason", t.stop)
 	}
 	// A hook may keep the model going, within the iteration limit.
-	if d, _ := r.hooks(r.ctx, HookEvent{Point: BeforeStop, Text: r.text}); d.Continue != "" && r.iter < r.cfg.MaxIterations {
+	if d := r.hooks(r.ctx, HookEvent{Point: BeforeStop, Text: r.text}); d.Continue != "" && r.iter < r.cfg.MaxIterations {
 		r.cfg.History.AppendUser(llm.Text{Text: d.Continue})
 		return "", true
 	}
@@ -375,16 +375,20 @@ func (r *run) startCall(ctx context.Context, rep *repeats, call llm.ToolUse, fin
 	if why, skip := check(rep, r.cfg.RepeatLimit, call, final); skip {
 		return r.notRun(call, why)
 	}
-	run, why, ok := r.beforeTool(ctx, call)
-	if !ok {
-		return r.notRun(call, why)
+	seen, run := call, call // seen is a hook's to read, not to change what runs
+	d := r.hooks(ctx, HookEvent{Point: BeforeTool, Call: &seen})
+	if d.Deny != "" {
+		return r.notRun(call, "denied: "+d.Deny)
+	}
+	if d.Input != nil {
+		run.Input = d.Input // the Runtime checks it, as it is not the Assembler's
 	}
 	return &pending{call: call, ran: true, wait: r.rt.Start(r.inCall(ctx, call.ID), run)}
 }
 
 // notRun returns a call that was not run, whose is_error result says why.
 func (r *run) notRun(call llm.ToolUse, why string) *pending {
-	res := notRunResult(call.ID, why)
+	res := llm.ToolResult{ToolUseID: call.ID, Content: []llm.Block{llm.Text{Text: why}}, IsError: true}
 	return &pending{call: call, wait: func() (llm.ToolResult, time.Duration) { return res, 0 }}
 }
 

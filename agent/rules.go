@@ -61,11 +61,6 @@ func check(rep *repeats, limit int, call llm.ToolUse, final bool) (why string, s
 	return "", false
 }
 
-// notRunResult is the is_error result of a call the loop did not run.
-func notRunResult(id, why string) llm.ToolResult {
-	return llm.ToolResult{ToolUseID: id, Content: []llm.Block{llm.Text{Text: why}}, IsError: true}
-}
-
 // shown is a tool result's content as ToolDone shows it: its text blocks,
 // a line apart so that two blocks do not run together, then "[image]" for
 // each image, so that an image-only result is not a blank.
