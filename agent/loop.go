@@ -88,7 +88,7 @@ func (a *Agent) stream(ctx context.Context, input string) iter.Seq2[Event, error
 		case state == Failed || state == Refused || state == Blocked:
 			rollback()
 		case state == Cancelled || state == TimeLimit:
-			interrupt(a.cfg.History, r.shown.String())
+			interrupt(a.cfg.History, r.shown)
 		}
 		a.cfg.History.Repair() // whatever happened, leave a history the API accepts
 		if r.stopped {
@@ -122,8 +122,8 @@ type run struct {
 	wake    chan struct{} // holds a token while relayed events wait
 	text    string        // text of the latest turn
 	repeats repeats
-	shown   strings.Builder // text the current attempt has shown, for an interrupted run
-	cont    string          // latest code execution container id, for the next request
+	shown   string // text the latest attempt, if it failed, had shown, for an interrupted run
+	cont    string // latest code execution container id, for the next request
 }
 
 // emit yields the events relayed, then e unless nil, unless the caller
@@ -219,12 +219,10 @@ func (r *run) turn(final bool) (*turn, error) {
 			return nil, err
 		}
 		r.emit(TurnStart{Iteration: r.iter})
-		r.shown.Reset()
 		t, err := r.think(req, final)
 		r.usage = r.usage.Add(t.usage)
 		r.spent.add(t.usage, cost(r.cfg.History, t.usage))
 		if err == nil {
-			r.shown.Reset() // the turn goes into the history whole
 			r.emit(UsageUpdate{Turn: t.usage, Total: r.usage, CostUSD: cost(r.cfg.History, r.usage)})
 			return t, nil
 		}
@@ -259,8 +257,10 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 	var asm llm.Assembler
 	var out llm.Turn // set by the body once the stream ends well
 	defer func() {
+		r.shown = "" // a turn that ends well goes into the history whole
 		if err != nil {
 			out = asm.Turn()
+			r.shown = llm.TextOf(out.Message.Content) + llm.TextOf(out.Incomplete)
 		}
 		t.usage = out.Usage // a failed attempt is billed too
 		// Code runs on only in its container; a retry may continue a failed one's.
@@ -279,7 +279,7 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 		switch ev := ev.(type) {
 		case llm.TextDelta:
 			if ev.Text != "" {
-				r.showText(ev.Text)
+				r.emit(TextDelta{Text: ev.Text})
 			}
 		case llm.ThinkingDelta:
 			if ev.Thinking != "" {

@@ -61,9 +61,3 @@ func (r *run) compact() error {
 	}
 	return err
 }
-
-// showText shows text to the caller, and keeps it for an interrupted run.
-func (r *run) showText(text string) {
-	r.shown.WriteString(text)
-	r.emit(TextDelta{Text: text})
-}
