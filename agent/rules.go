@@ -65,22 +65,19 @@ func check(rep *repeats, limit int, call llm.ToolUse, final bool) (why string, s
 // a line apart so that two blocks do not run together, then "[image]" for
 // each image, so that an image-only result is not a blank.
 func shown(content []llm.Block) string {
-	var texts []string
+	var texts, parts []string
 	for _, b := range content {
-		if t, ok := b.(llm.Text); ok {
-			texts = append(texts, t.Text)
+		switch b := b.(type) {
+		case llm.Text:
+			texts = append(texts, b.Text)
+		case llm.Image:
+			parts = append(parts, "[image]")
 		}
 	}
-	s := strings.Join(texts, "\n")
-	for _, b := range content {
-		if _, ok := b.(llm.Image); ok {
-			if s != "" {
-				s += " "
-			}
-			s += "[image]"
-		}
+	if s := strings.Join(texts, "\n"); s != "" {
+		parts = append([]string{s}, parts...)
 	}
-	return s
+	return strings.Join(parts, " ")
 }
 
 // repeats is the last tool call and how many times in a row it came. It
