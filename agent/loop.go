@@ -329,8 +329,12 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 func (r *run) observe(t *turn) (State, bool) {
 	switch {
 	case t.stop == llm.Refusal:
-		// Stream takes the refused exchange back, as the API asks.
-		t.discard()
+		// Stream takes the refused exchange back, as the API asks: the
+		// calls started are cancelled, and their results dropped.
+		t.cancel()
+		for _, p := range t.calls {
+			p.wait()
+		}
 		return Refused, false
 	case len(t.calls) > 0:
 		r.act(t)
@@ -433,13 +437,5 @@ func (r *run) keep(t *turn) {
 		r.cfg.History.AppendAssistant(llm.Message{Role: llm.Assistant, Content: uses}, llm.Usage{})
 		r.cfg.History.AppendUser(results...)
 		r.repeats = t.repeats
-	}
-}
-
-// discard cancels the calls t started and waits for them to return.
-func (t *turn) discard() {
-	t.cancel()
-	for _, p := range t.calls {
-		p.wait()
 	}
 }
