@@ -313,11 +313,7 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 		r.cfg.Logger.Info("agent: the server compacted the history", slog.Int("before", c.Before))
 		r.emit(Compacted{c})
 	}
-	var cutCalls []llm.ToolUse
-	t.msg, cutCalls = cut(t.msg, out.Incomplete)
-	for _, tu := range cutCalls {
-		t.calls = append(t.calls, r.notRun(tu, cutOff))
-	}
+	r.cut(t, out.Incomplete)
 	r.text = llm.TextOf(t.msg.Content)
 	return t, nil
 }

@@ -124,23 +124,21 @@ func sameJSON(a, b []byte) bool {
 	}
 }
 
-// cut appends to msg the blocks max_tokens cut off, as the loop keeps
-// them: text as it is, a tool_use with input {} (never run, but answered
-// with cutOff, so that the model writes the call again, shorter); others
-// are dropped. It returns the cut calls.
-func cut(msg llm.Message, incomplete []llm.Block) (llm.Message, []llm.ToolUse) {
-	var calls []llm.ToolUse
+// cut appends to t the blocks max_tokens cut off, as the loop keeps them:
+// text as it is, a tool_use with input {} (never run, but answered with
+// cutOff, so that the model writes the call again, shorter); others are
+// dropped.
+func (r *run) cut(t *turn, incomplete []llm.Block) {
 	for _, b := range incomplete {
 		switch b := b.(type) {
 		case llm.Text:
-			msg.Content = append(msg.Content, b)
+			t.msg.Content = append(t.msg.Content, b)
 		case llm.ToolUse:
 			b.Input = json.RawMessage("{}")
-			msg.Content = append(msg.Content, b)
-			calls = append(calls, b)
+			t.msg.Content = append(t.msg.Content, b)
+			t.calls = append(t.calls, r.notRun(b, cutOff))
 		}
 	}
-	return msg, calls
 }
 
 // thinks reports whether a request thinks, so that context editing may
