@@ -3,7 +3,6 @@ package agent
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -59,8 +58,8 @@ func (a *Agent) stream(ctx context.Context, input string) iter.Seq2[Event, error
 		}
 		ctx, spent := newMeter(ctx, a.cfg.MaxCostUSD, a.cfg.MaxTotalTokens)
 		r := &run{Agent: a, ctx: ctx, cancel: cancel, yield: yield, spent: spent, wake: make(chan struct{}, 1)}
-		r.specs, r.server = a.rt.Specs(), a.cfg.ServerTools
-		if !slices.ContainsFunc(r.server, llm.IsToolSearch) { // the API would refuse deferred tools
+		r.specs = a.rt.Specs()
+		if !slices.ContainsFunc(a.cfg.ServerTools, llm.IsToolSearch) { // the API would refuse deferred tools
 			r.specs = slices.Clone(r.specs)
 			for i := range r.specs {
 				r.specs[i].DeferLoading = false
@@ -113,7 +112,6 @@ type run struct {
 	yield   func(Event, error) bool
 	stopped bool // the caller stopped reading
 	specs   []llm.ToolSpec
-	server  []json.RawMessage
 	iter    int           // model calls so far
 	usage   llm.Usage     // its own, summed over every model call, retries included
 	spent   *meter        // its usage and cost and its subagents', for the limits and the Result
