@@ -122,15 +122,3 @@ func join(a, b string) string {
 	}
 	return a + "\n\n" + b
 }
-
-// afterTool applies the hooks to the result of call, which ran.
-func (r *run) afterTool(call llm.ToolUse, res llm.ToolResult) llm.ToolResult {
-	d := r.hooks(r.ctx, HookEvent{Point: AfterTool, Call: &call, Result: &res})
-	if d.Content != nil {
-		res.Content = d.Content
-	}
-	if d.Context != "" {
-		res.Content = append(res.Content[:len(res.Content):len(res.Content)], llm.Text{Text: d.Context})
-	}
-	return res
-}

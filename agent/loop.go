@@ -405,8 +405,14 @@ func (r *run) act(t *turn) {
 // collect waits for call p and reports its outcome, as the hooks leave it.
 func (r *run) collect(p *pending) llm.ToolResult {
 	res, took := p.wait()
-	if p.ran {
-		res = r.afterTool(p.call, res)
+	if call := p.call; p.ran { // a hook's to read, as the history keeps the model's
+		d := r.hooks(r.ctx, HookEvent{Point: AfterTool, Call: &call, Result: &res})
+		if d.Content != nil {
+			res.Content = d.Content
+		}
+		if d.Context != "" {
+			res.Content = append(res.Content[:len(res.Content):len(res.Content)], llm.Text{Text: d.Context})
+		}
 	}
 	r.emit(ToolDone{ID: p.call.ID, Name: p.call.Name, Content: shown(res.Content), IsError: res.IsError, Duration: took})
 	return res
