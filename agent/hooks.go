@@ -78,14 +78,13 @@ type Decision struct {
 // denies the call with the error it returns, such as the Approve method
 // of package tools/permission's Policy.
 func ToolGate(allow func(ctx context.Context, call llm.ToolUse) error) Hook {
-	return func(ctx context.Context, e HookEvent) (Decision, error) {
-		if e.Point != BeforeTool {
-			return Decision{}, nil
+	return func(ctx context.Context, e HookEvent) (d Decision, _ error) {
+		if e.Point == BeforeTool {
+			if err := allow(ctx, *e.Call); err != nil {
+				d.Deny = err.Error()
+			}
 		}
-		if err := allow(ctx, *e.Call); err != nil {
-			return Decision{Deny: err.Error()}, nil
-		}
-		return Decision{}, nil
+		return d, nil
 	}
 }
 
