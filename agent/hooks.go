@@ -78,26 +78,28 @@ type Decision struct {
 // denies the call with the error it returns, such as the Approve method
 // of package tools/permission's Policy.
 func ToolGate(allow func(ctx context.Context, call llm.ToolUse) error) Hook {
-	return func(ctx context.Context, e HookEvent) (Decision, error) {
-		if e.Point != BeforeTool {
-			return Decision{}, nil
+	return func(ctx context.Context, e HookEvent) (d Decision, _ error) {
+		if e.Point == BeforeTool {
+			if err := allow(ctx, *e.Call); err != nil {
+				d.Deny = err.Error()
+			}
 		}
-		if err := allow(ctx, *e.Call); err != nil {
-			return Decision{Deny: err.Error()}, nil
-		}
-		return Decision{}, nil
+		return d, nil
 	}
 }
 
-// hooks calls the hooks at e.Point and merges their decisions. It reports
-// whether one failed.
-func (r *run) hooks(ctx context.Context, e HookEvent) (d Decision, failed bool) {
+// hooks calls the hooks at e.Point and merges their decisions. A hook that
+// fails before a tool call denies it, whatever the others decide: a check
+// that did not run is not a pass.
+func (r *run) hooks(ctx context.Context, e HookEvent) (d Decision) {
 	e.Session = r.cfg.ConversationID
 	for i, h := range r.cfg.Hooks {
 		got, err := h(ctx, e)
 		if err != nil {
 			r.cfg.Logger.Warn("agent: a hook failed", "hook", i, "point", e.Point, "err", err)
-			failed = true
+			if e.Point == BeforeTool {
+				d.Deny = "a check of this call failed"
+			}
 			continue
 		}
 		d.Deny = cmp.Or(d.Deny, got.Deny)
@@ -110,7 +112,7 @@ func (r *run) hooks(ctx context.Context, e HookEvent) (d Decision, failed bool) 
 		d.Context = join(d.Context, got.Context)
 		d.Continue = join(d.Continue, got.Continue)
 	}
-	return d, failed
+	return d
 }
 
 func join(a, b string) string {
@@ -118,32 +120,4 @@ func join(a, b string) string {
 		return a + b
 	}
 	return a + "\n\n" + b
-}
-
-// beforeTool applies the hooks to call: the call to run, or why it is not.
-func (r *run) beforeTool(ctx context.Context, call llm.ToolUse) (llm.ToolUse, string, bool) {
-	seen := call // a hook's to read, not to change what runs
-	d, failed := r.hooks(ctx, HookEvent{Point: BeforeTool, Call: &seen})
-	switch {
-	case failed:
-		return call, "denied: a check of this call failed", false
-	case d.Deny != "":
-		return call, "denied: " + d.Deny, false
-	}
-	if d.Input != nil {
-		call.Input = d.Input // the Runtime checks it, as it is not the Assembler's
-	}
-	return call, "", true
-}
-
-// afterTool applies the hooks to the result of call, which ran.
-func (r *run) afterTool(call llm.ToolUse, res llm.ToolResult) llm.ToolResult {
-	d, _ := r.hooks(r.ctx, HookEvent{Point: AfterTool, Call: &call, Result: &res})
-	if d.Content != nil {
-		res.Content = d.Content
-	}
-	if d.Context != "" {
-		res.Content = append(res.Content[:len(res.Content):len(res.Content)], llm.Text{Text: d.Context})
-	}
-	return res
 }

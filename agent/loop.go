@@ -3,7 +3,6 @@ package agent
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -59,8 +58,8 @@ func (a *Agent) stream(ctx context.Context, input string) iter.Seq2[Event, error
 		}
 		ctx, spent := newMeter(ctx, a.cfg.MaxCostUSD, a.cfg.MaxTotalTokens)
 		r := &run{Agent: a, ctx: ctx, cancel: cancel, yield: yield, spent: spent, wake: make(chan struct{}, 1)}
-		r.specs, r.server = a.rt.Specs(), a.cfg.ServerTools
-		if !slices.ContainsFunc(r.server, llm.IsToolSearch) { // the API would refuse deferred tools
+		r.specs = a.rt.Specs()
+		if !slices.ContainsFunc(a.cfg.ServerTools, llm.IsToolSearch) { // the API would refuse deferred tools
 			r.specs = slices.Clone(r.specs)
 			for i := range r.specs {
 				r.specs[i].DeferLoading = false
@@ -88,7 +87,7 @@ func (a *Agent) stream(ctx context.Context, input string) iter.Seq2[Event, error
 		case state == Failed || state == Refused || state == Blocked:
 			rollback()
 		case state == Cancelled || state == TimeLimit:
-			interrupt(a.cfg.History, r.shown.String())
+			interrupt(a.cfg.History, r.shown)
 		}
 		a.cfg.History.Repair() // whatever happened, leave a history the API accepts
 		if r.stopped {
@@ -113,7 +112,6 @@ type run struct {
 	yield   func(Event, error) bool
 	stopped bool // the caller stopped reading
 	specs   []llm.ToolSpec
-	server  []json.RawMessage
 	iter    int           // model calls so far
 	usage   llm.Usage     // its own, summed over every model call, retries included
 	spent   *meter        // its usage and cost and its subagents', for the limits and the Result
@@ -122,8 +120,8 @@ type run struct {
 	wake    chan struct{} // holds a token while relayed events wait
 	text    string        // text of the latest turn
 	repeats repeats
-	shown   strings.Builder // text the current attempt has shown, for an interrupted run
-	cont    string          // latest code execution container id, for the next request
+	shown   string // text the latest attempt, if it failed, had shown, for an interrupted run
+	cont    string // latest code execution container id, for the next request
 }
 
 // emit yields the events relayed, then e unless nil, unless the caller
@@ -154,7 +152,7 @@ func (r *run) loop(input string) (State, error) {
 	r.cfg.History.SetPrefix(r.cfg.System, r.specs)
 	if strings.TrimSpace(input) != "" {
 		prompt := []llm.Block{llm.Text{Text: input}}
-		d, _ := r.hooks(r.ctx, HookEvent{Point: PromptSubmit, Prompt: input})
+		d := r.hooks(r.ctx, HookEvent{Point: PromptSubmit, Prompt: input})
 		if d.Deny != "" {
 			r.text = d.Deny
 			return Blocked, nil
@@ -219,12 +217,10 @@ func (r *run) turn(final bool) (*turn, error) {
 			return nil, err
 		}
 		r.emit(TurnStart{Iteration: r.iter})
-		r.shown.Reset()
 		t, err := r.think(req, final)
 		r.usage = r.usage.Add(t.usage)
 		r.spent.add(t.usage, cost(r.cfg.History, t.usage))
 		if err == nil {
-			r.shown.Reset() // the turn goes into the history whole
 			r.emit(UsageUpdate{Turn: t.usage, Total: r.usage, CostUSD: cost(r.cfg.History, r.usage)})
 			return t, nil
 		}
@@ -259,8 +255,10 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 	var asm llm.Assembler
 	var out llm.Turn // set by the body once the stream ends well
 	defer func() {
+		r.shown = "" // a turn that ends well goes into the history whole
 		if err != nil {
 			out = asm.Turn()
+			r.shown = llm.TextOf(out.Message.Content) + llm.TextOf(out.Incomplete)
 		}
 		t.usage = out.Usage // a failed attempt is billed too
 		// Code runs on only in its container; a retry may continue a failed one's.
@@ -279,7 +277,7 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 		switch ev := ev.(type) {
 		case llm.TextDelta:
 			if ev.Text != "" {
-				r.showText(ev.Text)
+				r.emit(TextDelta{Text: ev.Text})
 			}
 		case llm.ThinkingDelta:
 			if ev.Thinking != "" {
@@ -313,11 +311,7 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 		r.cfg.Logger.Info("agent: the server compacted the history", slog.Int("before", c.Before))
 		r.emit(Compacted{c})
 	}
-	var cutCalls []llm.ToolUse
-	t.msg, cutCalls = cut(t.msg, out.Incomplete)
-	for _, tu := range cutCalls {
-		t.calls = append(t.calls, r.notRun(tu, cutOff))
-	}
+	r.cut(t, out.Incomplete)
 	r.text = llm.TextOf(t.msg.Content)
 	return t, nil
 }
@@ -329,8 +323,12 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 func (r *run) observe(t *turn) (State, bool) {
 	switch {
 	case t.stop == llm.Refusal:
-		// Stream takes the refused exchange back, as the API asks.
-		t.discard()
+		// Stream takes the refused exchange back, as the API asks: the
+		// calls started are cancelled, and their results dropped.
+		t.cancel()
+		for _, p := range t.calls {
+			p.wait()
+		}
 		return Refused, false
 	case len(t.calls) > 0:
 		r.act(t)
@@ -351,7 +349,7 @@ func (r *run) observe(t *turn) (State, bool) {
 		r.cfg.Logger.Warn("agent: unknown stop reason; treating it as end_turn", "stop_reason", t.stop)
 	}
 	// A hook may keep the model going, within the iteration limit.
-	if d, _ := r.hooks(r.ctx, HookEvent{Point: BeforeStop, Text: r.text}); d.Continue != "" && r.iter < r.cfg.MaxIterations {
+	if d := r.hooks(r.ctx, HookEvent{Point: BeforeStop, Text: r.text}); d.Continue != "" && r.iter < r.cfg.MaxIterations {
 		r.cfg.History.AppendUser(llm.Text{Text: d.Continue})
 		return "", true
 	}
@@ -375,16 +373,20 @@ func (r *run) startCall(ctx context.Context, rep *repeats, call llm.ToolUse, fin
 	if why, skip := check(rep, r.cfg.RepeatLimit, call, final); skip {
 		return r.notRun(call, why)
 	}
-	run, why, ok := r.beforeTool(ctx, call)
-	if !ok {
-		return r.notRun(call, why)
+	seen, run := call, call // seen is a hook's to read, not to change what runs
+	d := r.hooks(ctx, HookEvent{Point: BeforeTool, Call: &seen})
+	if d.Deny != "" {
+		return r.notRun(call, "denied: "+d.Deny)
+	}
+	if d.Input != nil {
+		run.Input = d.Input // the Runtime checks it, as it is not the Assembler's
 	}
 	return &pending{call: call, ran: true, wait: r.rt.Start(r.inCall(ctx, call.ID), run)}
 }
 
 // notRun returns a call that was not run, whose is_error result says why.
 func (r *run) notRun(call llm.ToolUse, why string) *pending {
-	res := notRunResult(call.ID, why)
+	res := llm.ToolResult{ToolUseID: call.ID, Content: []llm.Block{llm.Text{Text: why}}, IsError: true}
 	return &pending{call: call, wait: func() (llm.ToolResult, time.Duration) { return res, 0 }}
 }
 
@@ -403,8 +405,14 @@ func (r *run) act(t *turn) {
 // collect waits for call p and reports its outcome, as the hooks leave it.
 func (r *run) collect(p *pending) llm.ToolResult {
 	res, took := p.wait()
-	if p.ran {
-		res = r.afterTool(p.call, res)
+	if call := p.call; p.ran { // a hook's to read, as the history keeps the model's
+		d := r.hooks(r.ctx, HookEvent{Point: AfterTool, Call: &call, Result: &res})
+		if d.Content != nil {
+			res.Content = d.Content
+		}
+		if d.Context != "" {
+			res.Content = append(res.Content[:len(res.Content):len(res.Content)], llm.Text{Text: d.Context})
+		}
 	}
 	r.emit(ToolDone{ID: p.call.ID, Name: p.call.Name, Content: shown(res.Content), IsError: res.IsError, Duration: took})
 	return res
@@ -429,13 +437,5 @@ func (r *run) keep(t *turn) {
 		r.cfg.History.AppendAssistant(llm.Message{Role: llm.Assistant, Content: uses}, llm.Usage{})
 		r.cfg.History.AppendUser(results...)
 		r.repeats = t.repeats
-	}
-}
-
-// discard cancels the calls t started and waits for them to return.
-func (t *turn) discard() {
-	t.cancel()
-	for _, p := range t.calls {
-		p.wait()
 	}
 }

@@ -30,10 +30,10 @@ func (r *run) request(final bool) (llm.Request, error) {
 	}
 	hc := h.Config()
 	req := llm.Request{Model: hc.Model, MaxTokens: hc.MaxTokens, System: r.cfg.System, Messages: h.Messages(),
-		Tools: r.specs, ServerTools: r.server, Thinking: r.cfg.Thinking, Effort: r.cfg.Effort, Cache: !r.cfg.DisableCache, Container: r.cont,
+		Tools: r.specs, ServerTools: r.cfg.ServerTools, Thinking: r.cfg.Thinking, Effort: r.cfg.Effort, Cache: !r.cfg.DisableCache, Container: r.cont,
 		// Context editing and server compaction, as the history's strategy has it.
 		ContextEdits: h.ContextManagement(thinks(hc.Model, r.cfg.Thinking))}
-	if final && len(r.specs)+len(r.server) > 0 {
+	if final && len(r.specs)+len(r.cfg.ServerTools) > 0 {
 		req.ToolChoice = &llm.ToolChoice{Type: "none"}
 	}
 	return req, nil
@@ -60,10 +60,4 @@ func (r *run) compact() error {
 		r.emit(Compacted{c})
 	}
 	return err
-}
-
-// showText shows text to the caller, and keeps it for an interrupted run.
-func (r *run) showText(text string) {
-	r.shown.WriteString(text)
-	r.emit(TextDelta{Text: text})
 }

@@ -61,31 +61,23 @@ func check(rep *repeats, limit int, call llm.ToolUse, final bool) (why string, s
 	return "", false
 }
 
-// notRunResult is the is_error result of a call the loop did not run.
-func notRunResult(id, why string) llm.ToolResult {
-	return llm.ToolResult{ToolUseID: id, Content: []llm.Block{llm.Text{Text: why}}, IsError: true}
-}
-
 // shown is a tool result's content as ToolDone shows it: its text blocks,
 // a line apart so that two blocks do not run together, then "[image]" for
 // each image, so that an image-only result is not a blank.
 func shown(content []llm.Block) string {
-	var texts []string
+	var texts, parts []string
 	for _, b := range content {
-		if t, ok := b.(llm.Text); ok {
-			texts = append(texts, t.Text)
+		switch b := b.(type) {
+		case llm.Text:
+			texts = append(texts, b.Text)
+		case llm.Image:
+			parts = append(parts, "[image]")
 		}
 	}
-	s := strings.Join(texts, "\n")
-	for _, b := range content {
-		if _, ok := b.(llm.Image); ok {
-			if s != "" {
-				s += " "
-			}
-			s += "[image]"
-		}
+	if s := strings.Join(texts, "\n"); s != "" {
+		parts = append([]string{s}, parts...)
 	}
-	return s
+	return strings.Join(parts, " ")
 }
 
 // repeats is the last tool call and how many times in a row it came. It
@@ -132,23 +124,21 @@ func sameJSON(a, b []byte) bool {
 	}
 }
 
-// cut appends to msg the blocks max_tokens cut off, as the loop keeps
-// them: text as it is, a tool_use with input {} (never run, but answered
-// with cutOff, so that the model writes the call again, shorter); others
-// are dropped. It returns the cut calls.
-func cut(msg llm.Message, incomplete []llm.Block) (llm.Message, []llm.ToolUse) {
-	var calls []llm.ToolUse
+// cut appends to t the blocks max_tokens cut off, as the loop keeps them:
+// text as it is, a tool_use with input {} (never run, but answered with
+// cutOff, so that the model writes the call again, shorter); others are
+// dropped.
+func (r *run) cut(t *turn, incomplete []llm.Block) {
 	for _, b := range incomplete {
 		switch b := b.(type) {
 		case llm.Text:
-			msg.Content = append(msg.Content, b)
+			t.msg.Content = append(t.msg.Content, b)
 		case llm.ToolUse:
 			b.Input = json.RawMessage("{}")
-			msg.Content = append(msg.Content, b)
-			calls = append(calls, b)
+			t.msg.Content = append(t.msg.Content, b)
+			t.calls = append(t.calls, r.notRun(b, cutOff))
 		}
 	}
-	return msg, calls
 }
 
 // thinks reports whether a request thinks, so that context editing may

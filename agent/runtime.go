@@ -60,12 +60,11 @@ type Runtime interface {
 }
 
 // goroutines is the default Runtime: the registry's calls, on goroutines.
-type goroutines struct{ reg *tool.Registry }
-
-func (g goroutines) Specs() []llm.ToolSpec { return g.reg.Specs() }
+// Specs and Wait are the Registry's.
+type goroutines struct{ *tool.Registry }
 
 func (g goroutines) Start(ctx context.Context, call llm.ToolUse) func() (llm.ToolResult, time.Duration) {
-	began, wait := time.Now(), g.reg.Start(ctx, call)
+	began, wait := time.Now(), g.Registry.Start(ctx, call)
 	done := make(chan struct{})
 	var res llm.ToolResult
 	var took time.Duration
@@ -80,8 +79,6 @@ func (g goroutines) Start(ctx context.Context, call llm.ToolUse) func() (llm.Too
 		return res, took
 	}
 }
-
-func (g goroutines) Wait(ctx context.Context) error { return g.reg.Wait(ctx) }
 
 func (goroutines) WithTimeout(ctx context.Context, d time.Duration, cause error) (context.Context, context.CancelFunc) {
 	return context.WithTimeoutCause(ctx, d, cause)
