@@ -123,12 +123,7 @@ func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Event, error
 			yield(nil, errors.New("llm: a Stream can be ranged over only once"))
 			return
 		}
-		req, err := c.platform.adapt(req)
-		if err != nil {
-			yield(nil, err)
-			return
-		}
-		body, err := encodeRequest(req, false)
+		req, body, err := c.platform.adapt(req, false)
 		if err != nil {
 			yield(nil, err)
 			return
@@ -320,14 +315,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // seconds fails as a stalled stream. Extra, MaxTokens and Container are not
 // sent.
 func (c *Client) CountTokens(ctx context.Context, req Request) (int, error) {
-	if c.platform != nil && c.platform.NoCountTokens {
-		return 0, fmt.Errorf("llm: %s has no count_tokens route: %w", c.platform.Name, errors.ErrUnsupported)
-	}
-	req, err := c.platform.adapt(req)
-	if err != nil {
-		return 0, err
-	}
-	body, err := encodeRequest(req, true)
+	_, body, err := c.platform.adapt(req, true)
 	if err != nil {
 		return 0, err
 	}
