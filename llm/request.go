@@ -77,7 +77,7 @@ type ToolSpec struct {
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"input_schema"`
 	// DeferLoading sends the tool with defer_loading: its definition reaches
-	// the model only once a tool search (see [ToolSearchRegex]), which the
+	// the model only once a tool search (see [IsToolSearch]), which the
 	// request must hold, finds it.
 	DeferLoading bool `json:"defer_loading,omitzero"`
 }
