@@ -9,6 +9,7 @@ import (
 
 	at "github.com/agentloop/agentloop/anthropictest"
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/servertool"
 	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/tool"
 	"github.com/agentloop/agentloop/tools/calculator"
@@ -93,7 +94,7 @@ func TestRequestShape(t *testing.T) {
 // beside a tool search among Config.ServerTools (package toolsearch adds
 // one), and is sent whole otherwise, which the API would refuse.
 func TestDeferredTools(t *testing.T) {
-	regex := json.RawMessage(`{"type":"` + llm.ToolSearchRegex + `","name":"tool_search_tool_regex"}`)
+	regex := json.RawMessage(`{"type":"` + servertool.ToolSearchRegex + `","name":"tool_search_tool_regex"}`)
 	for _, tt := range []struct {
 		name   string
 		server []json.RawMessage
@@ -114,7 +115,7 @@ func TestDeferredTools(t *testing.T) {
 			if got := strings.Contains(body, `"defer_loading":true`); got != tt.want {
 				t.Errorf("deferred: %v, want %v", got, tt.want)
 			}
-			if strings.Contains(body, llm.ToolSearchBM25) {
+			if strings.Contains(body, servertool.ToolSearchBM25) {
 				t.Error("the agent added a tool search tool of its own")
 			}
 		})

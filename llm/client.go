@@ -66,7 +66,7 @@ type Client struct {
 	idleTimeout time.Duration // of a stream's silence; time between events the caller spends does not count
 	observe     func(context.Context, Attempt) (context.Context, func(Event, error))
 	platform    *Platform
-	onPlatform  []option.RequestOption // the platform's options, and BaseURL's after them
+	perRequest  []option.RequestOption // the platform's options, and BaseURL's after them
 
 	// Seams for tests: time and randomness.
 	sleep  func(ctx context.Context, d time.Duration) error
@@ -85,22 +85,18 @@ func New(cfg Config) *Client {
 	// are off, for this package's one policy.
 	opts := []option.RequestOption{option.WithoutEnvironmentDefaults(),
 		option.WithHTTPClient(cmp.Or(cfg.HTTPClient, http.DefaultClient)), option.WithMaxRetries(0)}
-	if p := cfg.Platform; p != nil {
-		c.platform, c.onPlatform = p, slices.Clone(p.Options)
-		if cfg.BaseURL != "" {
-			c.onPlatform = append(c.onPlatform, option.WithBaseURL(cfg.BaseURL))
-		}
-	} else if cfg.BaseURL != "" {
-		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
-	}
 	switch {
 	case cfg.Platform != nil: // the Anthropic key never goes to another platform
+		c.platform, c.perRequest = cfg.Platform, slices.Clone(cfg.Platform.Options)
 	case cfg.APIKey != "":
 		// The API documents x-api-key; SDK v2.15's option.WithAPIKey sends
 		// a bearer token instead.
 		opts = append(opts, option.WithHeader("x-api-key", cfg.APIKey))
 	case cfg.AuthToken != "":
 		opts = append(opts, option.WithAuthToken(cfg.AuthToken))
+	}
+	if cfg.BaseURL != "" { // after a platform's options, to replace its endpoint
+		c.perRequest = append(c.perRequest, option.WithBaseURL(cfg.BaseURL))
 	}
 	c.sdk = anthropic.NewClient(opts...)
 	return c
@@ -123,12 +119,7 @@ func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Event, error
 			yield(nil, errors.New("llm: a Stream can be ranged over only once"))
 			return
 		}
-		req, err := c.platform.adapt(req)
-		if err != nil {
-			yield(nil, err)
-			return
-		}
-		body, err := encodeRequest(req, false)
+		req, body, err := c.platform.adapt(req, false)
 		if err != nil {
 			yield(nil, err)
 			return
@@ -202,7 +193,7 @@ func (c *Client) exchange(ctx context.Context, path string, body body, opts []op
 	idle := time.AfterFunc(c.idleTimeout, func() { cancel(errIdleTimeout) })
 	defer idle.Stop()
 	var resp *http.Response
-	err := c.sdk.Post(actx, path, http.NoBody, &resp, slices.Concat(opts, []option.RequestOption{body.send()}, c.onPlatform)...)
+	err := c.sdk.Post(actx, path, http.NoBody, &resp, slices.Concat(opts, []option.RequestOption{body.send()}, c.perRequest)...)
 	switch {
 	case err == nil:
 		defer resp.Body.Close()
@@ -320,14 +311,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // seconds fails as a stalled stream. Extra, MaxTokens and Container are not
 // sent.
 func (c *Client) CountTokens(ctx context.Context, req Request) (int, error) {
-	if c.platform != nil && c.platform.NoCountTokens {
-		return 0, fmt.Errorf("llm: %s has no count_tokens route: %w", c.platform.Name, errors.ErrUnsupported)
-	}
-	req, err := c.platform.adapt(req)
-	if err != nil {
-		return 0, err
-	}
-	body, err := encodeRequest(req, true)
+	_, body, err := c.platform.adapt(req, true)
 	if err != nil {
 		return 0, err
 	}

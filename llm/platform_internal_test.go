@@ -12,14 +12,14 @@ import (
 func TestPlatformAdapt(t *testing.T) {
 	p := &Platform{Name: "Cloud", NoSummarize: true, Model: func(m string) (string, error) { return "cloud." + m, nil }}
 	edits := []ContextEdit{{Type: ClearToolUses}, {Type: Compact}}
-	got, err := p.adapt(Request{Model: "claude-sonnet-5-5", ContextEdits: edits})
+	got, _, err := p.adapt(Request{Model: "claude-sonnet-5-5", ContextEdits: edits}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(Request{Model: "cloud.claude-sonnet-5-5", ContextEdits: edits}, got); diff != "" {
 		t.Errorf("adapted (-want +got):\n%s", diff)
 	}
-	if _, err := p.adapt(Request{Model: "m", Summarize: true}); !errors.Is(err, errors.ErrUnsupported) {
+	if _, _, err := p.adapt(Request{Model: "m", Summarize: true}, false); !errors.Is(err, errors.ErrUnsupported) {
 		t.Errorf("Summarize on a platform without it: %v, want ErrUnsupported", err)
 	}
 	c := New(Config{Platform: &Platform{Name: "Cloud", NoCountTokens: true}, BaseURL: "http://127.0.0.1:1"})

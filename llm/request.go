@@ -77,7 +77,7 @@ type ToolSpec struct {
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"input_schema"`
 	// DeferLoading sends the tool with defer_loading: its definition reaches
-	// the model only once a tool search (see [ToolSearchRegex]), which the
+	// the model only once a tool search (see [IsToolSearch]), which the
 	// request must hold, finds it.
 	DeferLoading bool `json:"defer_loading,omitzero"`
 }
@@ -238,7 +238,7 @@ func encodeRequest(r Request, count bool) (body, error) {
 		return nil, err
 	}
 	if !count {
-		w.MaxTokens, w.Container, w.Stream = r.maxTokens(), r.Container, true
+		w.MaxTokens, w.Container, w.Stream = cmp.Or(max(r.MaxTokens, 0), DefaultMaxTokens), r.Container, true
 		if len(r.ContextEdits) > 0 {
 			w.ContextManagement = &wireEdits{r.ContextEdits}
 		}
@@ -281,9 +281,6 @@ func encodeRequest(r Request, count bool) (body, error) {
 	out, err := json2.Marshal(fields, lenient, json2.Deterministic(true))
 	return body{out}, err
 }
-
-// maxTokens is the max_tokens sent for r: MaxTokens, or the default.
-func (r Request) maxTokens() int { return cmp.Or(max(r.MaxTokens, 0), DefaultMaxTokens) }
 
 // cached is a block with a cache breakpoint added to its JSON.
 type cached struct{ Block }

@@ -10,15 +10,6 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// The types of the API's tool search tools, by regular expression or by
-// BM25 (natural language): a request that sends a [ToolSpec] with
-// DeferLoading must hold one among its [Request].ServerTools. Package
-// llm/servertool declares these and the API's other server tools.
-const (
-	ToolSearchRegex = "tool_search_tool_regex_20251119"
-	ToolSearchBM25  = "tool_search_tool_bm25_20251119"
-)
-
 // WebSearchPrice is what one web search costs, in USD, on every model: $10
 // per 1,000 searches (the pricing page). A web fetch costs only the tokens
 // it adds; code execution is billed by container hour, which no usage
@@ -37,7 +28,9 @@ func (s ServerToolUse) add(t ServerToolUse) ServerToolUse {
 }
 
 // IsToolSearch reports whether decl, a server tool's declaration, is a tool
-// search tool's.
+// search tool's (package llm/servertool names their types): a request that
+// sends a [ToolSpec] with DeferLoading must hold one among its
+// [Request].ServerTools.
 func IsToolSearch(decl json.RawMessage) bool {
 	var d struct {
 		Type string `json:"type"`

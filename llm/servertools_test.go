@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentloop/agentloop/anthropictest"
+	"github.com/agentloop/agentloop/llm/servertool"
 )
 
 // Server tools' declarations, as package servertool writes them.
@@ -46,7 +47,7 @@ func TestServerToolErrors(t *testing.T) {
 		})
 	}
 	// The same tools with a tool search are a request the API takes.
-	req := Request{Model: "claude-opus-5-5", Messages: hi, Tools: []ToolSpec{deferred}, ServerTools: []json.RawMessage{json.RawMessage(`{"type":"` + ToolSearchBM25 + `","name":"tool_search_tool_bm25"}`)}}
+	req := Request{Model: "claude-opus-5-5", Messages: hi, Tools: []ToolSpec{deferred}, ServerTools: []json.RawMessage{json.RawMessage(`{"type":"` + servertool.ToolSearchBM25 + `","name":"tool_search_tool_bm25"}`)}}
 	body, err := requestBody(req, false)
 	if err != nil {
 		t.Fatal(err)

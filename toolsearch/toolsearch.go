@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/servertool"
 	"github.com/agentloop/agentloop/memory"
 )
 
@@ -27,7 +28,7 @@ const (
 )
 
 // bm25 is the tool search tool Configure declares.
-var bm25 = json.RawMessage(`{"type":"` + llm.ToolSearchBM25 + `","name":"tool_search_tool_bm25"}`)
+var bm25 = json.RawMessage(`{"type":"` + servertool.ToolSearchBM25 + `","name":"tool_search_tool_bm25"}`)
 
 // Configure returns cfg set up so that each run decides, as it starts,
 // whether its deferrable tools wait for a search: by mode ([On], [Off] or

@@ -15,6 +15,7 @@ import (
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/anthropictest"
 	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/llm/servertool"
 	"github.com/agentloop/agentloop/memory"
 	"github.com/agentloop/agentloop/tool"
 	"github.com/agentloop/agentloop/toolsearch"
@@ -94,7 +95,7 @@ func TestToolSearchRun(t *testing.T) {
 	}
 	want := []map[string]any{{"name": "mcp__fx__get_exchange_rate", "defer_loading": true},
 		{"type": "web_search_20250305", "name": "web_search", "max_uses": 2.0},
-		{"type": llm.ToolSearchBM25, "name": "tool_search_tool_bm25"}}
+		{"type": servertool.ToolSearchBM25, "name": "tool_search_tool_bm25"}}
 	if diff := cmp.Diff(want, first.Tools); diff != "" {
 		t.Errorf("first request's tools (-want +got):\n%s", diff)
 	}
@@ -160,7 +161,7 @@ func TestToolSearchChoice(t *testing.T) {
 			h := memory.New(memory.Config{Model: tt.model, ContextWindow: tt.window})
 			run(t, agent.Config{Model: client, Tools: many(tt.tools), History: h}, tt.mode, "hi")
 			body := string(srv.Requests()[0].Body)
-			deferred, search := strings.Contains(body, `"defer_loading":true`), strings.Contains(body, llm.ToolSearchBM25)
+			deferred, search := strings.Contains(body, `"defer_loading":true`), strings.Contains(body, servertool.ToolSearchBM25)
 			if deferred != tt.want || search != tt.want {
 				t.Errorf("deferred %v, tool search tool %v; want both %v", deferred, search, tt.want)
 			}
@@ -175,11 +176,11 @@ func TestToolSearchChoice(t *testing.T) {
 // even beside a tool search of the caller's, which stays as declared.
 func TestOffKeepsCallersSearch(t *testing.T) {
 	srv, client := fake(t, anthropictest.NewStream().Text("ok").Stop("end_turn"))
-	regex := json.RawMessage(`{"type":"` + llm.ToolSearchRegex + `","name":"tool_search_tool_regex"}`)
+	regex := json.RawMessage(`{"type":"` + servertool.ToolSearchRegex + `","name":"tool_search_tool_regex"}`)
 	run(t, agent.Config{Model: client, Tools: []*tool.Tool{rateTool(t)}, ServerTools: []json.RawMessage{regex},
 		History: memory.New(memory.Config{Model: "claude-opus-5-5"})}, toolsearch.Off, "hi")
 	body := string(srv.Requests()[0].Body)
-	if strings.Contains(body, `"defer_loading":true`) || !strings.Contains(body, llm.ToolSearchRegex) || strings.Contains(body, llm.ToolSearchBM25) {
+	if strings.Contains(body, `"defer_loading":true`) || !strings.Contains(body, servertool.ToolSearchRegex) || strings.Contains(body, servertool.ToolSearchBM25) {
 		t.Errorf("request: %s\nwant the tool whole, the caller's regex search kept and no BM25", body)
 	}
 }

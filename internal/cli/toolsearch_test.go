@@ -96,7 +96,7 @@ func TestToolSearchFlag(t *testing.T) {
 			search := false
 			for _, tl := range sentTools(t, h, 0) {
 				switch name, _ := tl["name"].(string); {
-				case tl["type"] == llm.ToolSearchBM25:
+				case tl["type"] == servertool.ToolSearchBM25:
 					search = true
 				case tl["defer_loading"] == true:
 					deferred = append(deferred, name)
@@ -197,7 +197,7 @@ func TestToolSearchAfterResume(t *testing.T) {
 	for i := range 3 {
 		deferred, search := 0, false
 		for _, tl := range sentTools(t, h, i) {
-			search = search || tl["type"] == llm.ToolSearchBM25
+			search = search || tl["type"] == servertool.ToolSearchBM25
 			if tl["defer_loading"] == true {
 				deferred++
 			}

@@ -18,14 +18,17 @@ import (
 	"regexp"
 )
 
-// The server tools, for [Tool].Type, besides tool search
-// ([llm.ToolSearchRegex], [llm.ToolSearchBM25]). Each is generally available
-// at the API version llm sends, so none needs a beta header. Newer versions
-// of a tool may be named as they are.
+// The server tools, for [Tool].Type. Each is generally available at the
+// API version llm sends, so none needs a beta header. Newer versions of a
+// tool may be named as they are. The tool searches, by regular expression
+// or by BM25 (natural language), find the tools a request sends with
+// [llm.ToolSpec].DeferLoading, which it must hold one of.
 const (
-	WebSearch     = "web_search_20250305"
-	WebFetch      = "web_fetch_20250910"
-	CodeExecution = "code_execution_20250825"
+	WebSearch       = "web_search_20250305"
+	WebFetch        = "web_fetch_20250910"
+	CodeExecution   = "code_execution_20250825"
+	ToolSearchRegex = "tool_search_tool_regex_20251119"
+	ToolSearchBM25  = "tool_search_tool_bm25_20251119"
 )
 
 // A Tool is a server tool. Fields its Type does not take must stay zero.
