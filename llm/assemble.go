@@ -65,9 +65,8 @@ type partial struct {
 	inputLen  int             // their bytes
 	tooBig    bool            // they ran past maxToolInput, and were dropped
 	citations []json.RawMessage
-	tool      ToolUseStart // a tool_use block's start
-	raw       json.RawMessage
-	rawType   string
+	tool      ToolUseStart         // a tool_use block's start
+	start     Block                // any other block's start
 	merges    map[string]*rawMerge // a raw block's unknown deltas, by field
 }
 
@@ -90,7 +89,7 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 		}
 	case rawStart:
 		if p := a.start(ev.Index, "raw"); p != nil {
-			p.raw, p.rawType = ev.Raw, ev.Type
+			p.start = ev.Block
 		}
 	case TextDelta:
 		a.delta(ev.Index, "text").add(ev.Text)
@@ -251,29 +250,33 @@ func (p *partial) finish() Block {
 		}
 		return b
 	}
-	raw := p.raw
-	if len(p.frags) > 0 || p.tooBig || len(p.merges) > 0 {
-		raw = p.rebuild()
+	if len(p.frags) == 0 && !p.tooBig && len(p.merges) == 0 {
+		return p.start
 	}
+	rb, ok := p.start.(RawBlock)
+	if !ok {
+		rb.JSON, _ = json.Marshal(p.start) // every block type marshals
+	}
+	raw := p.rebuild(rb.JSON)
 	// Typed as a reloaded turn is (redacted_thinking, a base64 image).
 	if b, err := unmarshalBlock(raw); err == nil {
 		return b
 	}
-	return RawBlock{Type: p.rawType, JSON: raw}
+	return RawBlock{Type: p.start.blockType(), JSON: raw}
 }
 
-// rebuild returns the raw block's JSON with its input and deltas' fields.
-func (p *partial) rebuild() json.RawMessage {
+// rebuild returns the block's JSON raw with its input and deltas' fields.
+func (p *partial) rebuild(raw json.RawMessage) json.RawMessage {
 	hasInput := len(p.frags) > 0 || p.tooBig
-	if placeholder := []byte(`"input":{}}`); hasInput && p.merges == nil && bytes.HasSuffix(p.raw, placeholder) {
+	if placeholder := []byte(`"input":{}}`); hasInput && p.merges == nil && bytes.HasSuffix(raw, placeholder) {
 		// The API's own shape, the empty input last: a splice costs a few
 		// allocations where the general path costs some twenty.
 		in, _ := p.input(nil)
-		return slices.Concat(p.raw[:len(p.raw)-3], in, []byte("}"))
+		return slices.Concat(raw[:len(raw)-3], in, []byte("}"))
 	}
 	var fields map[string]jsontext.Value
-	if json2.Unmarshal(p.raw, &fields, lenient) != nil {
-		return p.raw
+	if json2.Unmarshal(raw, &fields, lenient) != nil {
+		return raw
 	}
 	if hasInput {
 		in, _ := p.input(json.RawMessage(fields["input"]))
@@ -293,7 +296,7 @@ func (p *partial) rebuild() json.RawMessage {
 		Rest map[string]jsontext.Value `json:",embed"`
 	}{typ, fields}, lenient, json2.Deterministic(true))
 	if err != nil {
-		return p.raw
+		return raw
 	}
 	return out
 }
@@ -349,14 +352,12 @@ func (a *Assembler) Turn() Turn {
 // Temporal activity's result) can yield it as a stream: an Assembler
 // given them rebuilds b.
 func BlockEvents(index int, b Block) []Event {
-	return append(openEvents(nil, index, b, nil), BlockStop{Index: index})
+	return append(openEvents(nil, index, b), BlockStop{Index: index})
 }
 
 // openEvents appends to q the events that open block b at index, as the
-// stream does: its start, then deltas for what it already holds. raw, if
-// not nil, is the JSON b was read from (the decoder's buffer: copied), to
-// hand on a block kept raw.
-func openEvents(q []Event, index int, b Block, raw []byte) []Event {
+// stream does: its start, then deltas for what it already holds.
+func openEvents(q []Event, index int, b Block) []Event {
 	switch b := b.(type) {
 	case Text:
 		q = append(q, TextDelta{Index: index, Text: b.Text})
@@ -374,16 +375,7 @@ func openEvents(q []Event, index int, b Block, raw []byte) []Event {
 		}
 		q = append(q, ToolUseStart{Index: index, ID: b.ID, Name: b.Name, Input: b.Input, Caller: b.Caller, ToolsetName: b.ToolsetName})
 	default:
-		rb, isRaw := b.(RawBlock)
-		switch {
-		case raw != nil:
-			raw = bytes.Clone(raw)
-		case isRaw:
-			raw = rb.JSON
-		default:
-			raw, _ = json.Marshal(b) // every block type marshals
-		}
-		q = append(q, rawStart{Index: index, Type: b.blockType(), Raw: raw})
+		q = append(q, rawStart{Index: index, Block: b})
 	}
 	return q
 }

@@ -298,8 +298,11 @@ func (d *decoder) event(what, data []byte) (Event, error) {
 // start, then deltas for what it already holds.
 func (d *decoder) startEvents(index int, raw []byte) error {
 	b, err := unmarshalBlock(raw)
+	if rb, ok := b.(RawBlock); ok {
+		b = RawBlock{Type: rb.Type, JSON: bytes.Clone(rb.JSON)} // not the decoder's buffer
+	}
 	if err == nil {
-		d.queue = openEvents(d.queue, index, b, raw)
+		d.queue = openEvents(d.queue, index, b)
 	}
 	return err
 }
