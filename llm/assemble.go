@@ -36,7 +36,6 @@ type Assembler struct {
 	turn    Turn       // but its blocks
 	blocks  []*partial // in start order
 	byIndex map[int]*partial
-	last    *partial // the block that received the last event
 }
 
 // A Turn is what an [Assembler] has of a model turn.
@@ -140,20 +139,16 @@ func (a *Assembler) start(index int, kind string) *partial {
 	if a.blocks = append(a.blocks, p); a.byIndex == nil {
 		a.byIndex = map[int]*partial{}
 	}
-	a.byIndex[index], a.last = p, p
+	a.byIndex[index] = p
 	return p
 }
 
 // open returns the open block at index if it is of one of kinds, or any.
 func (a *Assembler) open(index int, kinds ...string) *partial {
-	p := a.last
-	if p == nil || p.index != index {
-		p = a.byIndex[index]
-	}
+	p := a.byIndex[index]
 	if p == nil || p.done || len(kinds) > 0 && !slices.Contains(kinds, p.kind) {
 		return nil
 	}
-	a.last = p
 	return p
 }
 
