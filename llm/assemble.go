@@ -64,16 +64,9 @@ type partial struct {
 	inputLen  int             // their bytes
 	tooBig    bool            // they ran past maxToolInput, and were dropped
 	citations []json.RawMessage
-	tool      ToolUseStart         // a tool_use block's start
-	start     Block                // any other block's start
-	merges    map[string]*rawMerge // a raw block's unknown deltas, by field
-}
-
-// rawMerge is one field that unknown deltas set on a raw block: strings
-// appended in str, until another value replaces them in val.
-type rawMerge struct {
-	str []byte
-	val jsontext.Value
+	tool      ToolUseStart              // a tool_use block's start
+	start     Block                     // any other block's start
+	fields    map[string]jsontext.Value // a raw block's, once a delta sets one
 }
 
 // Add applies ev, and returns the block ev completes, if it does. Events
@@ -245,14 +238,10 @@ func (p *partial) finish() Block {
 		}
 		return b
 	}
-	if len(p.frags) == 0 && !p.tooBig && len(p.merges) == 0 {
+	if len(p.frags) == 0 && !p.tooBig && p.fields == nil {
 		return p.start
 	}
-	rb, ok := p.start.(RawBlock)
-	if !ok {
-		rb.JSON, _ = json.Marshal(p.start) // every block type marshals
-	}
-	raw := p.rebuild(rb.JSON)
+	raw := p.rebuild()
 	// Typed as a reloaded turn is (redacted_thinking, a base64 image).
 	if b, err := unmarshalBlock(raw); err == nil {
 		return b
@@ -260,29 +249,42 @@ func (p *partial) finish() Block {
 	return RawBlock{Type: p.start.blockType(), JSON: raw}
 }
 
-// rebuild returns the block's JSON raw with its input and deltas' fields.
-func (p *partial) rebuild(raw json.RawMessage) json.RawMessage {
-	hasInput := len(p.frags) > 0 || p.tooBig
-	if placeholder := []byte(`"input":{}}`); hasInput && p.merges == nil && bytes.HasSuffix(raw, placeholder) {
+// startJSON returns the JSON of a raw block's start.
+func (p *partial) startJSON() json.RawMessage {
+	if rb, ok := p.start.(RawBlock); ok {
+		return rb.JSON
+	}
+	raw, _ := json.Marshal(p.start) // every block type marshals
+	return raw
+}
+
+// fieldsOf returns the fields of the JSON object raw, or nil.
+func fieldsOf(raw []byte) (fields map[string]jsontext.Value) {
+	if json2.Unmarshal(raw, &fields, lenient) != nil {
+		return nil
+	}
+	return fields
+}
+
+// rebuild returns the raw block's JSON with its input and deltas' fields.
+func (p *partial) rebuild() json.RawMessage {
+	raw, hasInput := p.startJSON(), len(p.frags) > 0 || p.tooBig
+	if placeholder := []byte(`"input":{}}`); hasInput && p.fields == nil && bytes.HasSuffix(raw, placeholder) {
 		// The API's own shape, the empty input last: a splice costs a few
 		// allocations where the general path costs some twenty.
 		in, _ := p.input(nil)
 		return slices.Concat(raw[:len(raw)-3], in, []byte("}"))
 	}
-	var fields map[string]jsontext.Value
-	if json2.Unmarshal(raw, &fields, lenient) != nil {
+	fields := maps.Clone(p.fields) // not changed: Turn may finish p again
+	if fields == nil {
+		fields = fieldsOf(raw)
+	}
+	if fields == nil {
 		return raw
 	}
 	if hasInput {
 		in, _ := p.input(json.RawMessage(fields["input"]))
 		fields["input"] = jsontext.Value(in)
-	}
-	for k, m := range p.merges {
-		if fields[k] = m.val; m.val == nil {
-			var prev string
-			json2.Unmarshal(fields[k], &prev) // "" unless it is a string
-			fields[k], _ = json2.Marshal(prev+string(m.str), lenient)
-		}
 	}
 	typ := fields["type"]
 	delete(fields, "type")
@@ -296,30 +298,27 @@ func (p *partial) rebuild(raw json.RawMessage) json.RawMessage {
 	return out
 }
 
-// maxMergedFields bounds the fields deltas set on a block, lest a hostile
-// stream make finish quadratic.
+// maxMergedFields bounds the fields a block may have before deltas add
+// one, lest a hostile stream make finish quadratic.
 const maxMergedFields = 32
 
-// merge records an unknown delta's fields: strings appended, others replaced.
+// merge applies an unknown delta's fields to the block's: a string is
+// appended to a string, any other value replaces the field's.
 func (p *partial) merge(delta json.RawMessage) {
-	var fields map[string]jsontext.Value
-	json2.Unmarshal(delta, &fields, lenient) // the decoder has checked it
+	if p.fields == nil {
+		if p.fields = fieldsOf(p.startJSON()); p.fields == nil {
+			return // not an object: kept as it came
+		}
+	}
+	fields := fieldsOf(delta) // the decoder has checked it
 	for _, k := range slices.Sorted(maps.Keys(fields)) {
-		m, v := p.merges[k], fields[k]
-		if k == "type" || (m == nil && len(p.merges) >= maxMergedFields) {
+		old, had := p.fields[k]
+		if v := fields[k]; k == "type" || (!had && len(p.fields) >= maxMergedFields) {
 			continue
-		}
-		if m == nil {
-			if m = new(rawMerge); p.merges == nil {
-				p.merges = map[string]*rawMerge{}
-			}
-			p.merges[k] = m
-		}
-		var s string
-		if m.val == nil && v.Kind() == '"' && json2.Unmarshal(v, &s) == nil {
-			m.str = append(m.str, s...)
+		} else if old.Kind() == '"' && v.Kind() == '"' {
+			p.fields[k] = append(old[:len(old)-1], v[1:]...) // still one JSON string
 		} else {
-			m.str, m.val = nil, v
+			p.fields[k] = v
 		}
 	}
 }
