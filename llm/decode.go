@@ -291,7 +291,7 @@ func (d *decoder) event(what, data []byte) (Event, error) {
 	}
 	json2.Unmarshal(data, &raw, lenient) // valid: checked above
 	d.log.Debug("llm: unknown delta type passed on raw", "type", w.Type, "index", i)
-	return rawDelta{Index: i, Type: w.Type, Raw: []byte(raw.Delta)}, nil
+	return rawDelta{Index: i, Raw: []byte(raw.Delta)}, nil
 }
 
 // startEvents queues the events that open the block raw at index: its

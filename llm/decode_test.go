@@ -93,7 +93,7 @@ func TestDecode(t *testing.T) {
 			"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n" + sseStop,
 		want: []Event{evStart, ThinkingDelta{}, ThinkingDelta{Thinking: "hmm"}, signatureDelta{Signature: "c2ln"}, BlockStop{},
 			rawStart{Index: 1, Block: RedactedThinking{Data: "abc"}},
-			rawDelta{Index: 1, Type: "future_delta", Raw: json.RawMessage(`{"type":"future_delta","x":1}`)},
+			rawDelta{Index: 1, Raw: json.RawMessage(`{"type":"future_delta","x":1}`)},
 			BlockStop{Index: 1}, evDelta, MessageStop{}},
 	}, {
 		name: "citation",

@@ -74,7 +74,6 @@ type rawStart struct {
 }
 type rawDelta struct {
 	Index int
-	Type  string
 	Raw   json.RawMessage
 }
 

@@ -93,7 +93,7 @@ func FuzzAssembler(f *testing.F) {
 			case 7:
 				ev = rawStart{Index: index, Block: RawBlock{Type: "server_tool_use", JSON: obj}}
 			case 8:
-				ev = rawDelta{Index: index, Type: "x_delta", Raw: obj}
+				ev = rawDelta{Index: index, Raw: obj}
 			case 9:
 				ev = citationDelta{Index: index, Citation: obj}
 			case 10:
