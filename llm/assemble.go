@@ -36,7 +36,6 @@ type Assembler struct {
 	turn    Turn       // but its blocks
 	blocks  []*partial // in start order
 	byIndex map[int]*partial
-	last    *partial // the block that received the last event
 }
 
 // A Turn is what an [Assembler] has of a model turn.
@@ -65,17 +64,9 @@ type partial struct {
 	inputLen  int             // their bytes
 	tooBig    bool            // they ran past maxToolInput, and were dropped
 	citations []json.RawMessage
-	tool      ToolUseStart // a tool_use block's start
-	raw       json.RawMessage
-	rawType   string
-	merges    map[string]*rawMerge // a raw block's unknown deltas, by field
-}
-
-// rawMerge is one field that unknown deltas set on a raw block: strings
-// appended in str, until another value replaces them in val.
-type rawMerge struct {
-	str []byte
-	val jsontext.Value
+	tool      ToolUseStart              // a tool_use block's start
+	start     Block                     // any other block's start
+	fields    map[string]jsontext.Value // a raw block's, once a delta sets one
 }
 
 // Add applies ev, and returns the block ev completes, if it does. Events
@@ -90,7 +81,7 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 		}
 	case rawStart:
 		if p := a.start(ev.Index, "raw"); p != nil {
-			p.raw, p.rawType = ev.Raw, ev.Type
+			p.start = ev.Block
 		}
 	case TextDelta:
 		a.delta(ev.Index, "text").add(ev.Text)
@@ -141,20 +132,16 @@ func (a *Assembler) start(index int, kind string) *partial {
 	if a.blocks = append(a.blocks, p); a.byIndex == nil {
 		a.byIndex = map[int]*partial{}
 	}
-	a.byIndex[index], a.last = p, p
+	a.byIndex[index] = p
 	return p
 }
 
 // open returns the open block at index if it is of one of kinds, or any.
 func (a *Assembler) open(index int, kinds ...string) *partial {
-	p := a.last
-	if p == nil || p.index != index {
-		p = a.byIndex[index]
-	}
+	p := a.byIndex[index]
 	if p == nil || p.done || len(kinds) > 0 && !slices.Contains(kinds, p.kind) {
 		return nil
 	}
-	a.last = p
 	return p
 }
 
@@ -251,40 +238,53 @@ func (p *partial) finish() Block {
 		}
 		return b
 	}
-	raw := p.raw
-	if len(p.frags) > 0 || p.tooBig || len(p.merges) > 0 {
-		raw = p.rebuild()
+	if len(p.frags) == 0 && !p.tooBig && p.fields == nil {
+		return p.start
 	}
+	raw := p.rebuild()
 	// Typed as a reloaded turn is (redacted_thinking, a base64 image).
 	if b, err := unmarshalBlock(raw); err == nil {
 		return b
 	}
-	return RawBlock{Type: p.rawType, JSON: raw}
+	return RawBlock{Type: p.start.blockType(), JSON: raw}
+}
+
+// startJSON returns the JSON of a raw block's start.
+func (p *partial) startJSON() json.RawMessage {
+	if rb, ok := p.start.(RawBlock); ok {
+		return rb.JSON
+	}
+	raw, _ := json.Marshal(p.start) // every block type marshals
+	return raw
+}
+
+// fieldsOf returns the fields of the JSON object raw, or nil.
+func fieldsOf(raw []byte) (fields map[string]jsontext.Value) {
+	if json2.Unmarshal(raw, &fields, lenient) != nil {
+		return nil
+	}
+	return fields
 }
 
 // rebuild returns the raw block's JSON with its input and deltas' fields.
 func (p *partial) rebuild() json.RawMessage {
-	hasInput := len(p.frags) > 0 || p.tooBig
-	if placeholder := []byte(`"input":{}}`); hasInput && p.merges == nil && bytes.HasSuffix(p.raw, placeholder) {
+	raw, hasInput := p.startJSON(), len(p.frags) > 0 || p.tooBig
+	if placeholder := []byte(`"input":{}}`); hasInput && p.fields == nil && bytes.HasSuffix(raw, placeholder) {
 		// The API's own shape, the empty input last: a splice costs a few
 		// allocations where the general path costs some twenty.
 		in, _ := p.input(nil)
-		return slices.Concat(p.raw[:len(p.raw)-3], in, []byte("}"))
+		return slices.Concat(raw[:len(raw)-3], in, []byte("}"))
 	}
-	var fields map[string]jsontext.Value
-	if json2.Unmarshal(p.raw, &fields, lenient) != nil {
-		return p.raw
+	fields := maps.Clone(p.fields) // not changed: Turn may finish p again
+	if fields == nil {
+		fields = fieldsOf(raw)
+	}
+	if fields == nil {
+		return raw
 	}
 	if hasInput {
 		in, _ := p.input(json.RawMessage(fields["input"]))
 		fields["input"] = jsontext.Value(in)
-	}
-	for k, m := range p.merges {
-		if fields[k] = m.val; m.val == nil {
-			var prev string
-			json2.Unmarshal(fields[k], &prev) // "" unless it is a string
-			fields[k], _ = json2.Marshal(prev+string(m.str), lenient)
-		}
 	}
 	typ := fields["type"]
 	delete(fields, "type")
@@ -293,35 +293,32 @@ func (p *partial) rebuild() json.RawMessage {
 		Rest map[string]jsontext.Value `json:",embed"`
 	}{typ, fields}, lenient, json2.Deterministic(true))
 	if err != nil {
-		return p.raw
+		return raw
 	}
 	return out
 }
 
-// maxMergedFields bounds the fields deltas set on a block, lest a hostile
-// stream make finish quadratic.
+// maxMergedFields bounds the fields a block may have before deltas add
+// one, lest a hostile stream make finish quadratic.
 const maxMergedFields = 32
 
-// merge records an unknown delta's fields: strings appended, others replaced.
+// merge applies an unknown delta's fields to the block's: a string is
+// appended to a string, any other value replaces the field's.
 func (p *partial) merge(delta json.RawMessage) {
-	var fields map[string]jsontext.Value
-	json2.Unmarshal(delta, &fields, lenient) // the decoder has checked it
+	if p.fields == nil {
+		if p.fields = fieldsOf(p.startJSON()); p.fields == nil {
+			return // not an object: kept as it came
+		}
+	}
+	fields := fieldsOf(delta) // the decoder has checked it
 	for _, k := range slices.Sorted(maps.Keys(fields)) {
-		m, v := p.merges[k], fields[k]
-		if k == "type" || (m == nil && len(p.merges) >= maxMergedFields) {
+		old, had := p.fields[k]
+		if v := fields[k]; k == "type" || (!had && len(p.fields) >= maxMergedFields) {
 			continue
-		}
-		if m == nil {
-			if m = new(rawMerge); p.merges == nil {
-				p.merges = map[string]*rawMerge{}
-			}
-			p.merges[k] = m
-		}
-		var s string
-		if m.val == nil && v.Kind() == '"' && json2.Unmarshal(v, &s) == nil {
-			m.str = append(m.str, s...)
+		} else if old.Kind() == '"' && v.Kind() == '"' {
+			p.fields[k] = append(old[:len(old)-1], v[1:]...) // still one JSON string
 		} else {
-			m.str, m.val = nil, v
+			p.fields[k] = v
 		}
 	}
 }
@@ -349,14 +346,12 @@ func (a *Assembler) Turn() Turn {
 // Temporal activity's result) can yield it as a stream: an Assembler
 // given them rebuilds b.
 func BlockEvents(index int, b Block) []Event {
-	return append(openEvents(nil, index, b, nil), BlockStop{Index: index})
+	return append(openEvents(nil, index, b), BlockStop{Index: index})
 }
 
 // openEvents appends to q the events that open block b at index, as the
-// stream does: its start, then deltas for what it already holds. raw, if
-// not nil, is the JSON b was read from (the decoder's buffer: copied), to
-// hand on a block kept raw.
-func openEvents(q []Event, index int, b Block, raw []byte) []Event {
+// stream does: its start, then deltas for what it already holds.
+func openEvents(q []Event, index int, b Block) []Event {
 	switch b := b.(type) {
 	case Text:
 		q = append(q, TextDelta{Index: index, Text: b.Text})
@@ -374,16 +369,7 @@ func openEvents(q []Event, index int, b Block, raw []byte) []Event {
 		}
 		q = append(q, ToolUseStart{Index: index, ID: b.ID, Name: b.Name, Input: b.Input, Caller: b.Caller, ToolsetName: b.ToolsetName})
 	default:
-		rb, isRaw := b.(RawBlock)
-		switch {
-		case raw != nil:
-			raw = bytes.Clone(raw)
-		case isRaw:
-			raw = rb.JSON
-		default:
-			raw, _ = json.Marshal(b) // every block type marshals
-		}
-		q = append(q, rawStart{Index: index, Type: b.blockType(), Raw: raw})
+		q = append(q, rawStart{Index: index, Block: b})
 	}
 	return q
 }

@@ -60,16 +60,16 @@ func TestAssembler(t *testing.T) {
 	}, {
 		name: "citations and raw blocks",
 		events: []Event{
-			rawStart{Index: 0, Type: "server_tool_use", Raw: raw(`{"type":"server_tool_use","id":"s","name":"web_search","input":{}}`)},
+			rawStart{Index: 0, Block: RawBlock{Type: "server_tool_use", JSON: raw(`{"type":"server_tool_use","id":"s","name":"web_search","input":{}}`)}},
 			ToolInputDelta{Index: 0, PartialJSON: `{"query":`}, ToolInputDelta{Index: 0, PartialJSON: `"go"}`}, BlockStop{Index: 0},
-			rawStart{Index: 1, Type: "redacted_thinking", Raw: raw(`{"type":"redacted_thinking","data":"x"}`)}, BlockStop{Index: 1},
+			rawStart{Index: 1, Block: RedactedThinking{Data: "x"}}, BlockStop{Index: 1},
 			TextDelta{Index: 2}, TextDelta{Index: 2, Text: "cited"}, citationDelta{Index: 2, Citation: raw(`{"a":1}`)},
 			citationDelta{Index: 2, Citation: raw(`{"b":2}`)}, BlockStop{Index: 2},
-			rawStart{Index: 3, Type: "compaction", Raw: raw(`{"type":"compaction","content":null}`)},
-			rawDelta{Index: 3, Type: "compaction_delta", Raw: raw(`{"type":"compaction_delta","content":"sum","encrypted_content":"E1"}`)},
-			rawDelta{Index: 3, Type: "compaction_delta", Raw: raw(`{"type":"compaction_delta","content":"mary"}`)},
+			rawStart{Index: 3, Block: RawBlock{Type: "compaction", JSON: raw(`{"type":"compaction","content":null}`)}},
+			rawDelta{Index: 3, Raw: raw(`{"type":"compaction_delta","content":"sum","encrypted_content":"E1"}`)},
+			rawDelta{Index: 3, Raw: raw(`{"type":"compaction_delta","content":"mary"}`)},
 			BlockStop{Index: 3},
-			rawStart{Index: 4, Type: "server_tool_use", Raw: raw(`{"type":"server_tool_use","id":"c","name":"code_execution","input":{},"caller":{"type":"direct"}}`)},
+			rawStart{Index: 4, Block: RawBlock{Type: "server_tool_use", JSON: raw(`{"type":"server_tool_use","id":"c","name":"code_execution","input":{},"caller":{"type":"direct"}}`)}},
 			ToolInputDelta{Index: 4, PartialJSON: `{"code":`}, ToolInputDelta{Index: 4, PartialJSON: `"x"}`}, BlockStop{Index: 4},
 		},
 		completed: []Block{
@@ -218,7 +218,7 @@ func TestToolInputCap(t *testing.T) {
 	}{
 		{"tool_use at the cap", ToolUseStart{ID: "t", Name: "f"}, maxToolInput, func(in string) bool { return len(in) == maxToolInput }},
 		{"tool_use past the cap", ToolUseStart{ID: "t", Name: "f"}, maxToolInput + 1, func(in string) bool { return in == tooBig }},
-		{"server_tool_use past the cap", rawStart{Type: "server_tool_use", Raw: json.RawMessage(`{"type":"server_tool_use","id":"s","name":"web_search","input":{}}`)},
+		{"server_tool_use past the cap", rawStart{Block: RawBlock{Type: "server_tool_use", JSON: json.RawMessage(`{"type":"server_tool_use","id":"s","name":"web_search","input":{}}`)}},
 			maxToolInput + 1, func(in string) bool { return in == tooBig }},
 	}
 	for _, tt := range tests {

@@ -291,15 +291,18 @@ func (d *decoder) event(what, data []byte) (Event, error) {
 	}
 	json2.Unmarshal(data, &raw, lenient) // valid: checked above
 	d.log.Debug("llm: unknown delta type passed on raw", "type", w.Type, "index", i)
-	return rawDelta{Index: i, Type: w.Type, Raw: []byte(raw.Delta)}, nil
+	return rawDelta{Index: i, Raw: []byte(raw.Delta)}, nil
 }
 
 // startEvents queues the events that open the block raw at index: its
 // start, then deltas for what it already holds.
 func (d *decoder) startEvents(index int, raw []byte) error {
 	b, err := unmarshalBlock(raw)
+	if rb, ok := b.(RawBlock); ok {
+		b = RawBlock{Type: rb.Type, JSON: bytes.Clone(rb.JSON)} // not the decoder's buffer
+	}
 	if err == nil {
-		d.queue = openEvents(d.queue, index, b, raw)
+		d.queue = openEvents(d.queue, index, b)
 	}
 	return err
 }

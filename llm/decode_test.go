@@ -92,8 +92,8 @@ func TestDecode(t *testing.T) {
 			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"future_delta\",\"x\":1}}\n\n" +
 			"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n" + sseStop,
 		want: []Event{evStart, ThinkingDelta{}, ThinkingDelta{Thinking: "hmm"}, signatureDelta{Signature: "c2ln"}, BlockStop{},
-			rawStart{Index: 1, Type: "redacted_thinking", Raw: json.RawMessage(`{"type":"redacted_thinking","data":"abc"}`)},
-			rawDelta{Index: 1, Type: "future_delta", Raw: json.RawMessage(`{"type":"future_delta","x":1}`)},
+			rawStart{Index: 1, Block: RedactedThinking{Data: "abc"}},
+			rawDelta{Index: 1, Raw: json.RawMessage(`{"type":"future_delta","x":1}`)},
 			BlockStop{Index: 1}, evDelta, MessageStop{}},
 	}, {
 		name: "citation",

@@ -61,18 +61,19 @@ type ToolInputDelta struct {
 }
 
 // citationDelta adds one citation, as raw JSON, to the text block at
-// Index. rawStart opens any other block, Raw as it arrived, to be sent back
-// as it is; rawDelta is a delta of a type this package does not model, such
-// as compaction_delta, Raw the whole delta object.
+// Index. rawStart opens any other block, to be sent back as it is; rawDelta
+// is a delta of a type this package does not model, such as
+// compaction_delta, Raw the whole delta object.
 type citationDelta struct {
 	Index    int
 	Citation json.RawMessage
 }
-type rawStart rawEvent
-type rawDelta rawEvent
-type rawEvent struct {
+type rawStart struct {
 	Index int
-	Type  string
+	Block Block
+}
+type rawDelta struct {
+	Index int
 	Raw   json.RawMessage
 }
 

@@ -87,13 +87,13 @@ func FuzzAssembler(f *testing.F) {
 			case 4:
 				ev = TextDelta{Index: index, Text: arg}
 			case 5:
-				ev = rawStart{Index: index, Type: "compaction", Raw: obj}
+				ev = rawStart{Index: index, Block: RawBlock{Type: "compaction", JSON: obj}}
 			case 6:
 				ev = signatureDelta{Index: index, Signature: arg}
 			case 7:
-				ev = rawStart{Index: index, Type: "server_tool_use", Raw: obj}
+				ev = rawStart{Index: index, Block: RawBlock{Type: "server_tool_use", JSON: obj}}
 			case 8:
-				ev = rawDelta{Index: index, Type: "x_delta", Raw: obj}
+				ev = rawDelta{Index: index, Raw: obj}
 			case 9:
 				ev = citationDelta{Index: index, Citation: obj}
 			case 10:
