@@ -57,7 +57,7 @@ func Configure(cfg agent.Config, mode string) (agent.Config, error) {
 		h = memory.New(memory.Config{})
 	}
 	hc := h.Config()
-	s := &searcher{mode: mode, history: memory.New(hc), inner: cfg.Observer}
+	s := &searcher{mode: mode, history: h, inner: cfg.Observer}
 	if m, _ := llm.LookupModel(hc.Model); !m.ToolSearch || mode == Off {
 		if mode == On && cfg.Logger != nil {
 			cfg.Logger.Info("toolsearch: tool search is on, but the model does not take it: every tool is sent", slog.String("model", hc.Model))
@@ -96,7 +96,7 @@ func deferred(s llm.ToolSpec) bool { return s.DeferLoading }
 // whose specs each run reads as it starts, to decide there.
 type searcher struct {
 	mode    string
-	history *memory.History // of the configured model and window, for its estimate
+	history *memory.History // cfg.History, whose estimate learns from the API's counts
 	inner   agent.Observer  // the Config's own, if any
 }
 
