@@ -4,11 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"iter"
 	"strings"
 	"sync"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/agentloop/agentloop/agent"
 )
@@ -383,117 +380,6 @@ func (r *textRenderer) stopSpin() {
 	if r.spin != nil {
 		r.spin.stop()
 	}
-}
-
-// compactJSON returns JSON input as one line of compact JSON, cut to n
-// runes. It reads only as much of input as it shows: a tool input can be
-// megabytes (a written file's), and this line is a glance at it. The agent's
-// inputs are always JSON (llm wraps one that is not in {"INVALID_JSON": …}).
-func compactJSON(input json.RawMessage, n int) string {
-	if len(input) == 0 {
-		return "{}"
-	}
-	return shortenRunes(func(yield func(rune) bool) {
-		inString, escaped := false, false
-		// Decoded in place: string(input) would copy a 5 MiB input to show
-		// a hundred runes of it.
-		for b := input; len(b) > 0; {
-			r, size := utf8.DecodeRune(b)
-			b = b[size:]
-			switch {
-			case escaped:
-				escaped = false
-			case r == '\\':
-				escaped = inString
-			case r == '"':
-				inString = !inString
-			case !inString && unicode.IsSpace(r):
-				continue
-			}
-			if !yield(r) {
-				return
-			}
-		}
-	}, n)
-}
-
-// shorten returns s on one line, its runs of white space collapsed, cut to
-// n runes with an ellipsis, and visible: what needs an escape on a terminal
-// is escaped, each escape counting as its runes.
-func shorten(s string, n int) string {
-	return shortenRunes(func(yield func(rune) bool) {
-		for _, r := range s {
-			if !yield(r) {
-				return
-			}
-		}
-	}, n)
-}
-
-// shortenRunes is shorten of the text that runes yields, reading no more
-// of it than the n runes it shows.
-func shortenRunes(runes iter.Seq[rune], n int) string {
-	var b strings.Builder
-	width, cut, space := 0, 0, false
-	// emit appends t, of w runes, unless it would take the text past n;
-	// cut is where the text ends that leaves room for the ellipsis.
-	emit := func(t string, w int) bool {
-		if width+w > n {
-			return false
-		}
-		b.WriteString(t)
-		if width += w; width < n {
-			cut = b.Len()
-		}
-		return true
-	}
-	for r := range runes {
-		if unicode.IsSpace(r) {
-			space = width > 0
-			continue
-		}
-		t := string(r)
-		if needsEscape(r, true) {
-			t = escapeRune(r)
-		}
-		if space && !emit(" ", 1) || !emit(t, utf8.RuneCountInString(t)) {
-			return b.String()[:cut] + "…"
-		}
-		space = false
-	}
-	return b.String()
-}
-
-// style colours text for a terminal. The zero style adds nothing.
-type style struct{ color bool }
-
-func (s style) wrap(code, t string) string {
-	if !s.color || t == "" {
-		return t
-	}
-	return "\x1b[" + code + "m" + t + "\x1b[0m"
-}
-
-func (s style) dim(t string) string  { return s.wrap("2", t) }
-func (s style) tool(t string) string { return s.wrap("36", t) }
-func (s style) err(t string) string  { return s.wrap("31", t) }
-func (s style) warn(t string) string { return s.wrap("33", t) }
-
-// strike marks text as void: struck through, or between rules without
-// colour.
-func (s style) strike(t string) string {
-	if !s.color {
-		return "~~ " + t + " ~~"
-	}
-	return s.wrap("9;2", t)
-}
-
-// fragment highlights one streamed input fragment.
-func (s style) fragment(t string) string { return s.wrap("1;32", t) }
-
-// phase labels a step of the loop, padded so that the lines align.
-func (s style) phase(name string) string {
-	return s.wrap("1;35", fmt.Sprintf("%-7s", name))
 }
 
 // plural returns n and the noun for it: "1 model turn", "2 model turns".

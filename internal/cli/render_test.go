@@ -265,50 +265,6 @@ func TestTextRenderer(t *testing.T) {
 	}
 }
 
-func TestShorten(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		n    int
-		want string
-	}{
-		{"short", 10, "short"},
-		{"a  b\n\tc", 10, "a b c"},
-		{"héllo wörld", 5, "héll…"},
-		{"  lead and trail \n", 100, "lead and trail"},
-		{"abcde", 5, "abcde"},
-		{"abcdef", 5, "abcd…"},
-		{"a b", 2, "a…"},
-		{"a\u00a0\u2003b  ", 10, "a b"},
-	} {
-		if got := shorten(tc.in, tc.n); got != tc.want {
-			t.Errorf("shorten(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
-		}
-	}
-}
-
-// TestCompactJSON holds compactJSON, which reads only the prefix it shows,
-// to what compacting the whole input and then shortening it gives.
-func TestCompactJSON(t *testing.T) {
-	big := `{"content": "` + strings.Repeat(`line \"quoted\"\t and   é\n`, 1<<15) + `"}`
-	for _, in := range []string{
-		`{}`, `{"a": 1}`, "{\n  \"a\" : [1, 2,\t3]\n}", `{"s":"a   b  "}`, `{"s":"x\" y", "t" :"\\"}`,
-		`{"ü":"héllo wörld"}`, `{"s":"` + strings.Repeat(" ", 5000) + `x"}`, big,
-	} {
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, []byte(in)); err != nil {
-			t.Fatalf("bad test input %.40q: %v", in, err)
-		}
-		for _, n := range []int{1, 5, 9, 100, 200} {
-			if got, want := compactJSON(json.RawMessage(in), n), shorten(buf.String(), n); got != want {
-				t.Errorf("compactJSON(%.40q, %d) = %q, want %q", in, n, got, want)
-			}
-		}
-	}
-	if got := compactJSON(nil, 10); got != "{}" {
-		t.Errorf("compactJSON(nil) = %q, want {}", got)
-	}
-}
-
 func TestSameFile(t *testing.T) {
 	r, w, err := os.Pipe()
 	if err != nil {
