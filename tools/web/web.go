@@ -18,7 +18,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	htmltomarkdown "github.com/JohannesKaufmann/html-to-markdown/v2"
 	"golang.org/x/net/html/charset"
@@ -236,13 +235,9 @@ func fetch(ctx context.Context, cfg Config, raw string) (string, error) {
 	return b.String(), nil
 }
 
-// cut returns s cut to n bytes on a UTF-8 boundary.
+// cut returns s, which is valid UTF-8, cut to n bytes on a UTF-8 boundary:
+// the only bytes of s[:n] that are not UTF-8 are those of a rune cut in
+// two at its end, which ToValidUTF8 drops.
 func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
+	return strings.ToValidUTF8(s[:min(n, len(s))], "")
 }
