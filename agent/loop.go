@@ -259,13 +259,11 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 		if err != nil {
 			out = asm.Turn()
 			r.shown = llm.TextOf(out.Message.Content) + llm.TextOf(out.Incomplete)
+			r.keep(t)
 		}
 		t.usage = out.Usage // a failed attempt is billed too
 		// Code runs on only in its container; a retry may continue a failed one's.
 		r.cont = cmp.Or(out.Container, r.cont)
-		if err != nil {
-			r.keep(t)
-		}
 	}()
 	ids := make(map[int]string) // tool_use block index → call id
 	for ev, err := range r.cfg.Model.Stream(ctx, req) {
