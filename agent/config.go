@@ -110,6 +110,7 @@ type Config struct {
 // runs must not overlap, since they share its history; Agents are cheap.
 type Agent struct {
 	cfg       Config                                                  // with defaults, and Model wrapped by Middleware
+	model     llm.ModelInfo                                           // the history's model's, for its price and thinking
 	rt        Runtime                                                 // Config.Runtime, as the Observer wraps it
 	retryWait func(ctx context.Context, attempt int, err error) error // rt.Backoff; tests shorten it
 	busy      atomic.Bool                                             // a run is in progress
@@ -171,7 +172,8 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Observer != nil {
 		rt = cfg.Observer.Runtime(rt)
 	}
-	return &Agent{cfg: cfg, rt: rt, retryWait: rt.Backoff}, nil
+	model, _ := llm.LookupModel(cfg.History.Config().Model) // a model it lacks costs nothing
+	return &Agent{cfg: cfg, model: model, rt: rt, retryWait: rt.Backoff}, nil
 }
 
 // Config returns the agent's configuration, with its defaults filled in

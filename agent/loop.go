@@ -219,9 +219,9 @@ func (r *run) turn(final bool) (*turn, error) {
 		r.emit(TurnStart{Iteration: r.iter})
 		t, err := r.think(req, final)
 		r.usage = r.usage.Add(t.usage)
-		r.spent.add(t.usage, cost(r.cfg.History, t.usage))
+		r.spent.add(t.usage, r.model.Price.Cost(t.usage))
 		if err == nil {
-			r.emit(UsageUpdate{Turn: t.usage, Total: r.usage, CostUSD: cost(r.cfg.History, r.usage)})
+			r.emit(UsageUpdate{Turn: t.usage, Total: r.usage, CostUSD: r.model.Price.Cost(r.usage)})
 			return t, nil
 		}
 		switch {

@@ -146,12 +146,8 @@ func (r *run) cut(t *turn, incomplete []llm.Block) {
 // cannot be off. A model that thinks by default but may be turned off
 // counts as not thinking when nothing asks it to, since clear_thinking
 // without thinking is a 400.
-func thinks(model string, th *llm.ThinkingConfig) bool {
-	if th != nil && (th.Adaptive || th.BudgetTokens > 0) {
-		return true
-	}
-	info, _ := llm.LookupModel(model)
-	return !slices.Contains(info.Thinking, "disabled")
+func thinks(model llm.ModelInfo, th *llm.ThinkingConfig) bool {
+	return th != nil && (th.Adaptive || th.BudgetTokens > 0) || !slices.Contains(model.Thinking, "disabled")
 }
 
 // interrupt ends the history of a run cut short with the answer shown so
@@ -179,11 +175,4 @@ func serverCompaction(h *memory.History, msg llm.Message, usage llm.Usage) (memo
 		}
 	}
 	return memory.Compaction{}, false
-}
-
-// cost prices usage at the price in the model table (llm.LookupModel) of h's model: 0 for a model
-// it lacks.
-func cost(h *memory.History, usage llm.Usage) float64 {
-	m, _ := llm.LookupModel(h.Config().Model)
-	return m.Price.Cost(usage)
 }
