@@ -109,11 +109,10 @@ type Config struct {
 // An Agent runs the think → act → observe loop over one conversation. Its
 // runs must not overlap, since they share its history; Agents are cheap.
 type Agent struct {
-	cfg       Config                                                  // with defaults, and Model wrapped by Middleware
-	model     llm.ModelInfo                                           // the history's model's, for its price and thinking
-	rt        Runtime                                                 // Config.Runtime, as the Observer wraps it
-	retryWait func(ctx context.Context, attempt int, err error) error // rt.Backoff; tests shorten it
-	busy      atomic.Bool                                             // a run is in progress
+	cfg   Config        // with defaults, and Model wrapped by Middleware
+	model llm.ModelInfo // the history's model's, for its price and thinking
+	rt    Runtime       // Config.Runtime, as the Observer wraps it
+	busy  atomic.Bool   // a run is in progress
 }
 
 var errBusy = errors.New("agent: another run of this Agent is in progress")
@@ -173,7 +172,7 @@ func New(cfg Config) (*Agent, error) {
 		rt = cfg.Observer.Runtime(rt)
 	}
 	model, _ := llm.LookupModel(cfg.History.Config().Model) // a model it lacks costs nothing
-	return &Agent{cfg: cfg, model: model, rt: rt, retryWait: rt.Backoff}, nil
+	return &Agent{cfg: cfg, model: model, rt: rt}, nil
 }
 
 // Config returns the agent's configuration, with its defaults filled in

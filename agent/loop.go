@@ -234,7 +234,7 @@ func (r *run) turn(final bool) (*turn, error) {
 				return nil, fmt.Errorf("%w (compacting after it: %v)", err, cerr)
 			}
 		case t.yielded && attempt < r.cfg.MaxAttempts && llm.IsRetryable(err):
-			if err := r.retryWait(r.ctx, attempt, err); err != nil {
+			if err := r.rt.Backoff(r.ctx, attempt, err); err != nil {
 				return nil, err
 			}
 			r.cfg.Logger.Warn("agent: model turn failed mid-stream; retrying", "attempt", attempt, "err", err)
