@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentloop/agentloop/internal/apirules"
 	"github.com/agentloop/agentloop/llm"
 )
 
@@ -363,13 +364,19 @@ type pending struct {
 }
 
 // startCall reports call and starts it under the turn's ctx, unless the
-// loop's rules (check) or a hook stop it: on the stream's goroutine, to
-// see calls in order and let a hook ask a person. A hook's rewritten input
+// loop's own rules or a hook stop it: on the stream's goroutine, to see
+// calls in order and let a hook ask a person. A hook's rewritten input
 // runs; the history keeps the model's.
 func (r *run) startCall(ctx context.Context, rep *repeats, call llm.ToolUse, final bool) *pending {
 	r.emit(ToolCall{ID: call.ID, Name: call.Name, Input: call.Input})
-	if why, skip := check(rep, r.cfg.RepeatLimit, call, final); skip {
-		return r.notRun(call, why)
+	raw, bad := apirules.InvalidInput(call.Input)
+	switch limit := r.cfg.RepeatLimit; {
+	case final:
+		return r.notRun(call, finalNotRun)
+	case bad:
+		return r.notRun(call, fmt.Sprintf(invalid, raw))
+	case rep.see(call) >= limit && limit > 0: // records only the calls the cases above let through
+		return r.notRun(call, fmt.Sprintf(repeating, rep.n))
 	}
 	seen, run := call, call // seen is a hook's to read, not to change what runs
 	d := r.hooks(ctx, HookEvent{Point: BeforeTool, Call: &seen})
