@@ -145,10 +145,8 @@ func (r *run) emit(e Event) {
 
 // loop is the think → act → observe cycle; Stream turns its error to a state.
 func (r *run) loop(input string) (State, error) {
-	if r.spent.budgeted { // a subagent's budget is its parent's
-		if err := unpriced(r.cfg.History.Config().Model); err != nil {
-			return Failed, err
-		}
+	if r.spent.budgeted && r.model.Price == (llm.Price{}) { // a subagent's budget is its parent's
+		return Failed, unpriced(r.cfg.History.Config().Model)
 	}
 	r.cfg.History.SetPrefix(r.cfg.System, r.specs)
 	if strings.TrimSpace(input) != "" {
