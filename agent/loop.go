@@ -150,16 +150,12 @@ func (r *run) loop(input string) (State, error) {
 	}
 	r.cfg.History.SetPrefix(r.cfg.System, r.specs)
 	if strings.TrimSpace(input) != "" {
-		prompt := []llm.Block{llm.Text{Text: input}}
 		d := r.hooks(r.ctx, HookEvent{Point: PromptSubmit, Prompt: input})
 		if d.Deny != "" {
 			r.text = d.Deny
 			return Blocked, nil
 		}
-		if d.Context != "" {
-			prompt = append(prompt, llm.Text{Text: d.Context})
-		}
-		r.cfg.History.AppendUser(prompt...)
+		r.cfg.History.AppendUser(llm.Text{Text: input}, llm.Text{Text: d.Context}) // which drops a blank Context
 	} else if msgs := r.cfg.History.Messages(); len(msgs) == 0 || msgs[len(msgs)-1].Role != llm.User {
 		return Failed, errEmptyPrompt
 	}
