@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"math"
 	"sync"
 
 	"github.com/agentloop/agentloop/llm"
@@ -68,23 +67,8 @@ func (m *meter) reached() State {
 	return ""
 }
 
-// checkBudget says why a run of model cannot keep to a budget of max USD:
-// a negative or infinite one, or a model without a price.
-func checkBudget(max float64, model string) error {
-	switch {
-	case max < 0 || math.IsNaN(max) || math.IsInf(max, 0):
-		return fmt.Errorf("agent: Config.MaxCostUSD is %v; want 0 (no budget) or a positive amount", max)
-	case max > 0:
-		return unpriced(model)
-	}
-	return nil
-}
-
-// unpriced says that model has no price in the model table, if so: its
-// runs would spend nothing as far as a budget knew.
+// unpriced says that model, which a budget covers, has no price in the
+// model table: its runs would spend nothing as far as the budget knew.
 func unpriced(model string) error {
-	if info, _ := llm.LookupModel(model); info.Price != (llm.Price{}) {
-		return nil
-	}
 	return fmt.Errorf("agent: a budget (Config.MaxCostUSD) needs the model's price, and the model table (llm.LookupModel) has none for %q", model)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -109,10 +110,10 @@ type Config struct {
 // An Agent runs the think → act → observe loop over one conversation. Its
 // runs must not overlap, since they share its history; Agents are cheap.
 type Agent struct {
-	cfg       Config                                                  // with defaults, and Model wrapped by Middleware
-	rt        Runtime                                                 // Config.Runtime, as the Observer wraps it
-	retryWait func(ctx context.Context, attempt int, err error) error // rt.Backoff; tests shorten it
-	busy      atomic.Bool                                             // a run is in progress
+	cfg   Config        // with defaults, and Model wrapped by Middleware
+	model llm.ModelInfo // the history's model's, for its price and thinking
+	rt    Runtime       // Config.Runtime, as the Observer wraps it
+	busy  atomic.Bool   // a run is in progress
 }
 
 var errBusy = errors.New("agent: another run of this Agent is in progress")
@@ -135,12 +136,17 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.History == nil {
 		cfg.History = memory.New(memory.Config{})
 	}
-	if err := checkBudget(cfg.MaxCostUSD, cfg.History.Config().Model); err != nil {
-		return nil, err
+	hc := cfg.History.Config()
+	model, _ := llm.LookupModel(hc.Model) // a model it lacks has no price
+	switch usd := cfg.MaxCostUSD; {
+	case usd < 0 || math.IsNaN(usd) || math.IsInf(usd, 0):
+		return nil, fmt.Errorf("agent: Config.MaxCostUSD is %v; want 0 (no budget) or a positive amount", usd)
+	case usd > 0 && model.Price == (llm.Price{}):
+		return nil, unpriced(hc.Model)
 	}
-	if th, max := cfg.Thinking, cfg.History.Config().MaxTokens; th != nil && !th.Adaptive && th.BudgetTokens >= max {
+	if th := cfg.Thinking; th != nil && !th.Adaptive && th.BudgetTokens >= hc.MaxTokens {
 		// The API's rule: the thinking budget is part of max_tokens.
-		return nil, fmt.Errorf("agent: Config.Thinking.BudgetTokens (%d) must be below the history's MaxTokens (%d)", th.BudgetTokens, max)
+		return nil, fmt.Errorf("agent: Config.Thinking.BudgetTokens (%d) must be below the history's MaxTokens (%d)", th.BudgetTokens, hc.MaxTokens)
 	}
 	if cfg.Runtime != nil && (cfg.Registry != nil || len(cfg.Tools) > 0) {
 		return nil, errors.New("agent: Config.Tools and Config.Registry must be unset with a Config.Runtime, which brings its own tools")
@@ -171,7 +177,7 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Observer != nil {
 		rt = cfg.Observer.Runtime(rt)
 	}
-	return &Agent{cfg: cfg, rt: rt, retryWait: rt.Backoff}, nil
+	return &Agent{cfg: cfg, model: model, rt: rt}, nil
 }
 
 // Config returns the agent's configuration, with its defaults filled in

@@ -60,9 +60,14 @@ func newAgent(t testing.TB, model llm.Model, cfg Config) *Agent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.retryWait = func(context.Context, int, error) error { return nil }
+	a.rt = noBackoff{a.rt}
 	return a
 }
+
+// noBackoff is a Runtime whose retries do not wait.
+type noBackoff struct{ Runtime }
+
+func (noBackoff) Backoff(context.Context, int, error) error { return nil }
 
 // collect drains a run and returns its events and the final error. It
 // checks the stream's contract: the Result comes last, exactly once, and

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentloop/agentloop/internal/apirules"
 	"github.com/agentloop/agentloop/llm"
 )
 
@@ -144,23 +145,17 @@ func (r *run) emit(e Event) {
 
 // loop is the think → act → observe cycle; Stream turns its error to a state.
 func (r *run) loop(input string) (State, error) {
-	if r.spent.budgeted { // a subagent's budget is its parent's
-		if err := unpriced(r.cfg.History.Config().Model); err != nil {
-			return Failed, err
-		}
+	if r.spent.budgeted && r.model.Price == (llm.Price{}) { // a subagent's budget is its parent's
+		return Failed, unpriced(r.cfg.History.Config().Model)
 	}
 	r.cfg.History.SetPrefix(r.cfg.System, r.specs)
 	if strings.TrimSpace(input) != "" {
-		prompt := []llm.Block{llm.Text{Text: input}}
 		d := r.hooks(r.ctx, HookEvent{Point: PromptSubmit, Prompt: input})
 		if d.Deny != "" {
 			r.text = d.Deny
 			return Blocked, nil
 		}
-		if d.Context != "" {
-			prompt = append(prompt, llm.Text{Text: d.Context})
-		}
-		r.cfg.History.AppendUser(prompt...)
+		r.cfg.History.AppendUser(llm.Text{Text: input}, llm.Text{Text: d.Context}) // which drops a blank Context
 	} else if msgs := r.cfg.History.Messages(); len(msgs) == 0 || msgs[len(msgs)-1].Role != llm.User {
 		return Failed, errEmptyPrompt
 	}
@@ -219,9 +214,9 @@ func (r *run) turn(final bool) (*turn, error) {
 		r.emit(TurnStart{Iteration: r.iter})
 		t, err := r.think(req, final)
 		r.usage = r.usage.Add(t.usage)
-		r.spent.add(t.usage, cost(r.cfg.History, t.usage))
+		r.spent.add(t.usage, r.model.Price.Cost(t.usage))
 		if err == nil {
-			r.emit(UsageUpdate{Turn: t.usage, Total: r.usage, CostUSD: cost(r.cfg.History, r.usage)})
+			r.emit(UsageUpdate{Turn: t.usage, Total: r.usage, CostUSD: r.model.Price.Cost(r.usage)})
 			return t, nil
 		}
 		switch {
@@ -234,7 +229,7 @@ func (r *run) turn(final bool) (*turn, error) {
 				return nil, fmt.Errorf("%w (compacting after it: %v)", err, cerr)
 			}
 		case t.yielded && attempt < r.cfg.MaxAttempts && llm.IsRetryable(err):
-			if err := r.retryWait(r.ctx, attempt, err); err != nil {
+			if err := r.rt.Backoff(r.ctx, attempt, err); err != nil {
 				return nil, err
 			}
 			r.cfg.Logger.Warn("agent: model turn failed mid-stream; retrying", "attempt", attempt, "err", err)
@@ -259,13 +254,11 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 		if err != nil {
 			out = asm.Turn()
 			r.shown = llm.TextOf(out.Message.Content) + llm.TextOf(out.Incomplete)
+			r.keep(t)
 		}
 		t.usage = out.Usage // a failed attempt is billed too
 		// Code runs on only in its container; a retry may continue a failed one's.
 		r.cont = cmp.Or(out.Container, r.cont)
-		if err != nil {
-			r.keep(t)
-		}
 	}()
 	ids := make(map[int]string) // tool_use block index → call id
 	for ev, err := range r.cfg.Model.Stream(ctx, req) {
@@ -365,13 +358,19 @@ type pending struct {
 }
 
 // startCall reports call and starts it under the turn's ctx, unless the
-// loop's rules (check) or a hook stop it: on the stream's goroutine, to
-// see calls in order and let a hook ask a person. A hook's rewritten input
+// loop's own rules or a hook stop it: on the stream's goroutine, to see
+// calls in order and let a hook ask a person. A hook's rewritten input
 // runs; the history keeps the model's.
 func (r *run) startCall(ctx context.Context, rep *repeats, call llm.ToolUse, final bool) *pending {
 	r.emit(ToolCall{ID: call.ID, Name: call.Name, Input: call.Input})
-	if why, skip := check(rep, r.cfg.RepeatLimit, call, final); skip {
-		return r.notRun(call, why)
+	raw, bad := apirules.InvalidInput(call.Input)
+	switch limit := r.cfg.RepeatLimit; {
+	case final:
+		return r.notRun(call, finalNotRun)
+	case bad:
+		return r.notRun(call, fmt.Sprintf(invalid, raw))
+	case rep.see(call) >= limit && limit > 0: // records only the calls the cases above let through
+		return r.notRun(call, fmt.Sprintf(repeating, rep.n))
 	}
 	seen, run := call, call // seen is a hook's to read, not to change what runs
 	d := r.hooks(ctx, HookEvent{Point: BeforeTool, Call: &seen})

@@ -53,19 +53,3 @@ func Relay(ctx context.Context, agent string, ev Event) {
 	default:
 	}
 }
-
-// awaitRelaying waits until done is closed, yielding meanwhile the events
-// relayed to the run of the call whose ctx is ctx. A Runtime's wait calls
-// it, on the run's goroutine, where yielding is safe.
-func awaitRelaying(ctx context.Context, done <-chan struct{}) {
-	at, ok := ctx.Value(callKey{}).(callSite)
-	for ok {
-		select {
-		case <-done:
-			return
-		case <-at.run.wake:
-			at.run.emit(nil)
-		}
-	}
-	<-done
-}

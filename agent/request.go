@@ -32,7 +32,7 @@ func (r *run) request(final bool) (llm.Request, error) {
 	req := llm.Request{Model: hc.Model, MaxTokens: hc.MaxTokens, System: r.cfg.System, Messages: h.Messages(),
 		Tools: r.specs, ServerTools: r.cfg.ServerTools, Thinking: r.cfg.Thinking, Effort: r.cfg.Effort, Cache: !r.cfg.DisableCache, Container: r.cont,
 		// Context editing and server compaction, as the history's strategy has it.
-		ContextEdits: h.ContextManagement(thinks(hc.Model, r.cfg.Thinking))}
+		ContextEdits: h.ContextManagement(thinks(r.model, r.cfg.Thinking))}
 	if final && len(r.specs)+len(r.cfg.ServerTools) > 0 {
 		req.ToolChoice = &llm.ToolChoice{Type: "none"}
 	}
@@ -54,7 +54,7 @@ func (r *run) compact() error {
 		c, err = compact(r.ctx)
 	}
 	r.usage = r.usage.Add(c.Usage)
-	r.spent.add(c.Usage, cost(r.cfg.History, c.Usage))
+	r.spent.add(c.Usage, r.model.Price.Cost(c.Usage))
 	if c.After < c.Before {
 		r.cfg.Logger.Info("agent: compacted the history", slog.Int("before", c.Before), slog.Int("after", c.After), slog.Any("err", err))
 		r.emit(Compacted{c})

@@ -13,10 +13,10 @@ import (
 	"github.com/agentloop/agentloop/memory"
 )
 
-// This file holds the loop's own rules: which calls it answers itself, and
-// with what text, repeat detection, what a stop reason means, how the next
-// request is built. They read nothing from the world, so that a workflow
-// replaying the loop decides alike.
+// This file holds the loop's own rules: the texts it answers calls with
+// itself (startCall decides which), repeat detection, what it keeps of a
+// cut or interrupted turn. They read nothing from the world, so that a
+// workflow replaying the loop decides alike.
 
 var (
 	errEmptyPrompt = errors.New("agent: the prompt is empty")
@@ -43,23 +43,6 @@ const (
 
 // DefaultMaxIterations is [Config].MaxIterations when it is zero.
 const DefaultMaxIterations = 20
-
-// check returns why the loop answers call itself instead of running it, in
-// the order the loop checks: the final turn's calls, input that is not
-// JSON, then a call that came limit times in a row (limit ≤ 0: never). It
-// records call in rep, unless an earlier check stopped it.
-func check(rep *repeats, limit int, call llm.ToolUse, final bool) (why string, skip bool) {
-	if final {
-		return finalNotRun, true
-	}
-	if raw, bad := apirules.InvalidInput(call.Input); bad {
-		return fmt.Sprintf(invalid, raw), true
-	}
-	if n := rep.see(call); limit > 0 && n >= limit {
-		return fmt.Sprintf(repeating, n), true
-	}
-	return "", false
-}
 
 // shown is a tool result's content as ToolDone shows it: its text blocks,
 // a line apart so that two blocks do not run together, then "[image]" for
@@ -146,12 +129,8 @@ func (r *run) cut(t *turn, incomplete []llm.Block) {
 // cannot be off. A model that thinks by default but may be turned off
 // counts as not thinking when nothing asks it to, since clear_thinking
 // without thinking is a 400.
-func thinks(model string, th *llm.ThinkingConfig) bool {
-	if th != nil && (th.Adaptive || th.BudgetTokens > 0) {
-		return true
-	}
-	info, _ := llm.LookupModel(model)
-	return !slices.Contains(info.Thinking, "disabled")
+func thinks(model llm.ModelInfo, th *llm.ThinkingConfig) bool {
+	return th != nil && (th.Adaptive || th.BudgetTokens > 0) || !slices.Contains(model.Thinking, "disabled")
 }
 
 // interrupt ends the history of a run cut short with the answer shown so
@@ -179,11 +158,4 @@ func serverCompaction(h *memory.History, msg llm.Message, usage llm.Usage) (memo
 		}
 	}
 	return memory.Compaction{}, false
-}
-
-// cost prices usage at the price in the model table (llm.LookupModel) of h's model: 0 for a model
-// it lacks.
-func cost(h *memory.History, usage llm.Usage) float64 {
-	m, _ := llm.LookupModel(h.Config().Model)
-	return m.Price.Cost(usage)
 }

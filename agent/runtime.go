@@ -63,20 +63,29 @@ type Runtime interface {
 // Specs and Wait are the Registry's.
 type goroutines struct{ *tool.Registry }
 
+// Start starts call on the Registry's goroutines. Its wait, on the run's
+// goroutine, yields meanwhile the events relayed to the run ([Relay]).
 func (g goroutines) Start(ctx context.Context, call llm.ToolUse) func() (llm.ToolResult, time.Duration) {
 	began, wait := time.Now(), g.Registry.Start(ctx, call)
-	done := make(chan struct{})
 	var res llm.ToolResult
-	var took time.Duration
+	took := make(chan time.Duration, 1)
 	// Waiting here times the call, not the stream; wait returns once ctx ends.
 	go func() {
 		res = wait()
-		took = time.Since(began)
-		close(done)
+		took <- time.Since(began)
 	}()
+	at, inRun := ctx.Value(callKey{}).(callSite)
 	return func() (llm.ToolResult, time.Duration) {
-		awaitRelaying(ctx, done)
-		return res, took
+		for inRun {
+			select {
+			case d := <-took:
+				return res, d
+			case <-at.run.wake:
+				at.run.emit(nil)
+			}
+		}
+		d := <-took
+		return res, d
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/agentloop/agentloop/internal/apirules"
+	"github.com/agentloop/agentloop/internal/outputformat"
 )
 
 // CheckRequest reports whether body, a Messages API request, obeys the
@@ -147,11 +147,11 @@ func formatProblems(v any, at string, out []string) []string {
 				out = formatProblems(p, fmt.Sprintf("%s/%s/%d", at, k, i), out)
 			}
 		case "format":
-			if !slices.Contains(apirules.StringFormats, fmt.Sprint(v)) {
-				out = append(out, fmt.Sprintf("%s/format: format %v is not supported (supported: %s)", at, v, strings.Join(apirules.StringFormats, ", ")))
+			if !slices.Contains(outputformat.StringFormats, fmt.Sprint(v)) {
+				out = append(out, fmt.Sprintf("%s/format: format %v is not supported (supported: %s)", at, v, strings.Join(outputformat.StringFormats, ", ")))
 			}
 		case "pattern":
-			if apirules.BadPattern.MatchString(fmt.Sprint(v)) {
+			if outputformat.BadPattern.MatchString(fmt.Sprint(v)) {
 				out = append(out, fmt.Sprintf("%s/pattern: lookaround, backreferences and word boundaries are not supported: %v", at, v))
 			}
 		case "minItems":
@@ -163,7 +163,7 @@ func formatProblems(v any, at string, out []string) []string {
 				out = append(out, fmt.Sprintf("%s/additionalProperties: must be false", at))
 			}
 		default:
-			if !slices.Contains(apirules.FormatKeywords, k) && k != "$schema" {
+			if !slices.Contains(outputformat.Keywords, k) && k != "$schema" {
 				out = append(out, fmt.Sprintf("%s/%s: keyword %q is not supported in output_config.format", at, k, k))
 			}
 		}

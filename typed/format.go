@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/agentloop/agentloop/internal/apirules"
+	"github.com/agentloop/agentloop/internal/outputformat"
 )
 
 // outputSchema returns schema, a JSON schema, as output_config.format
@@ -73,10 +73,10 @@ func transform(s map[string]any, open *bool) map[string]any {
 		case k == "additionalProperties" && v == false:
 		case k == "additionalProperties":
 			*open = true
-		case k == "format" && !slices.Contains(apirules.StringFormats, fmt.Sprint(v)),
+		case k == "format" && !slices.Contains(outputformat.StringFormats, fmt.Sprint(v)),
 			k == "minItems" && v != 0.0 && v != 1.0,
-			k == "pattern" && apirules.BadPattern.MatchString(fmt.Sprint(v)),
-			!slices.Contains(apirules.FormatKeywords, k):
+			k == "pattern" && outputformat.BadPattern.MatchString(fmt.Sprint(v)),
+			!slices.Contains(outputformat.Keywords, k):
 			b, _ := json.Marshal(v)
 			moved = append(moved, k+": "+string(b))
 		default:

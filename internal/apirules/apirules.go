@@ -38,17 +38,17 @@ var ErrorTypes = map[int]string{
 	529: "overloaded_error",
 }
 
-// assistantOnly and userOnly are the blocks only one role may hold.
-var (
-	assistantOnly = map[string]bool{"tool_use": true, "thinking": true, "redacted_thinking": true}
-	userOnly      = map[string]bool{"tool_result": true, "image": true, "document": true}
-)
-
 // AllowedIn reports whether a message of role may hold a block of type
 // typ: tool_use and thinking only the assistant's, tool_result, image and
 // document only the user's.
 func AllowedIn(role, typ string) bool {
-	return !(assistantOnly[typ] && role == "user" || userOnly[typ] && role == "assistant")
+	switch {
+	case typ == "tool_use" || IsThinking(typ):
+		return role != "user"
+	case typ == "tool_result" || typ == "image" || typ == "document":
+		return role != "assistant"
+	}
+	return true
 }
 
 // ValidID reports whether id matches the API's pattern for tool_use ids,

@@ -1,10 +1,9 @@
 package apirules
 
 import (
-	"bytes"
 	"encoding/json"
 
-	"github.com/go-json-experiment/json/jsontext"
+	json2 "github.com/go-json-experiment/json"
 )
 
 // A tool_use block whose input is not a JSON object cannot be sent back as
@@ -23,15 +22,12 @@ func MarkInvalid(text []byte) json.RawMessage {
 // InvalidInput reports whether input is one that [MarkInvalid] wrapped,
 // and returns the text the model sent.
 func InvalidInput(input []byte) (string, bool) {
-	// The mark is the only field, so its name comes first: a big input is not searched.
-	dec := jsontext.NewDecoder(bytes.NewReader(input), Lenient)
-	open, _ := dec.ReadToken()
-	name, _ := dec.ReadToken()
-	var m map[string]string
-	if open.Kind() != '{' || name.Kind() != '"' || name.String() != "INVALID_JSON" ||
-		!bytes.Contains(input, []byte(`"INVALID_JSON"`)) || json.Unmarshal(input, &m) != nil || len(m) != 1 {
+	var m struct {
+		Text *string `json:"INVALID_JSON"`
+	}
+	// The mark is the only member: reading stops at any other, so a big input is not read.
+	if json2.Unmarshal(input, &m, Lenient, json2.RejectUnknownMembers(true)) != nil || m.Text == nil {
 		return "", false
 	}
-	s, ok := m["INVALID_JSON"]
-	return s, ok
+	return *m.Text, true
 }

@@ -8,7 +8,8 @@ func TestInvalidInput(t *testing.T) {
 	}
 	for in, want := range map[string]string{
 		`{"x":1}`: "", `{"x":1,"INVALID_JSON":"a"}`: "", `{"INVALID_JSON":1}`: "", `{"INVALID_JSON":"a","x":1}`: "",
-		`[]`: "", ``: "", `{"INVALID_JSON":"a"`: "", ` { "INVALID_JSON" : "a" } `: "a", `{"INVALID\u005fJSON":"a"}`: "",
+		`[]`: "", ``: "", `{"INVALID_JSON":"a"`: "", ` { "INVALID_JSON" : "a" } `: "a", `{"INVALID\u005fJSON":"a"}`: "a",
+		`{"INVALID_JSON":null}`: "", `{"invalid_json":"a"}`: "",
 		`{"INVALID_JSON":"a","INVALID_JSON":"b"}`: "b", `{"INVALID\u005fJSON":"a","INVALID_JSON":"b"}`: "b",
 	} {
 		if got, ok := InvalidInput([]byte(in)); got != want || ok != (want != "") {
