@@ -134,12 +134,13 @@ func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) 
 	return c, nil
 }
 
-// assistantBefore returns the index of the n-th assistant message before
-// message i, or 0 if there is none after the first: for i = len, n = keep,
-// the first message compaction keeps.
+// assistantBefore returns the index of the n-th assistant turn (a run of
+// assistant messages, which the API merges) that starts before message i,
+// or 0 if there is none after the first: for i = len, n = keep, the first
+// message compaction keeps.
 func (h *History) assistantBefore(i, n int) int {
 	for i--; i >= 1; i-- {
-		if h.entries[i].Message.Role == llm.Assistant {
+		if h.entries[i].Message.Role == llm.Assistant && h.entries[i-1].Message.Role == llm.User {
 			if n--; n == 0 {
 				return i
 			}
