@@ -63,11 +63,12 @@ type Compaction struct {
 //  3. Only if still over Config.ContextLimit, a hard cut drops the oldest
 //     turns, keeping the summary or the start of the original task.
 //
-// Every cut falls before an assistant message, between complete turns, so
-// no tool_use loses its result. A failed summary call falls through to step
-// 3, unless ctx is done. If after six steps the history is still over the
-// limit, the error wraps [ErrCannotCompact]. With Config.Compaction "off"
-// it changes nothing and returns that error at once.
+// Every cut falls before an assistant turn, between complete turns, so no
+// tool_use loses its result. A failed summary call falls through to step 3,
+// unless ctx is done; no summary starts after six steps (Compaction.Steps),
+// so that a history that does not shrink cannot loop. If still over the
+// limit after step 3, the error wraps [ErrCannotCompact]. With
+// Config.Compaction "off" it changes nothing and returns that error at once.
 func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) {
 	c := Compaction{Before: h.Tokens()}
 	if h.strategy() == "off" {
@@ -77,20 +78,19 @@ func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) 
 		c.Steps = append(c.Steps, "repaired: "+strings.Join(fixes, ", "))
 	}
 	limit, target := h.cfg.ContextLimit, max(1, h.cfg.ContextLimit*6/10)
-	tokens, steps := h.recount(ctx), 0
+	c.After = h.recount(ctx) // and again after each step that did something
 	did := func(format string, args ...any) {
-		steps++
 		c.Steps = append(c.Steps, fmt.Sprintf(format, args...))
-		tokens = h.recount(ctx)
+		c.After = h.recount(ctx)
 	}
 
-	if tokens > target {
+	if c.After > target {
 		if n, imgs := h.clearOld(h.cfg.KeepRecent); n+imgs > 0 {
 			did("cleared %d tool results and %d images", n, imgs)
 		}
 	}
 
-	if m != nil && tokens > target { // the client's summary is the fallback
+	if m != nil && c.After > target { // the client's summary is the fallback
 		n, u, err := h.serverSummary(ctx, m)
 		c.Usage = c.Usage.Add(u)
 		if err != nil {
@@ -101,15 +101,13 @@ func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) 
 	}
 
 	// Each summary keeps fewer turns: if still too large, the next takes more.
-	for keep := h.cfg.KeepRecent; m != nil && tokens > target && steps < maxCompactionSteps; keep = max(1, keep/2) {
+	for keep := h.cfg.KeepRecent; m != nil && c.After > target && len(c.Steps) < maxCompactionSteps; keep = max(1, keep/2) {
 		n, u, err := h.summarise(ctx, m, keep)
 		c.Usage = c.Usage.Add(u)
 		if err != nil {
 			if ctx.Err() != nil {
-				c.After = h.Tokens()
 				return c, err
 			}
-			h.cfg.Logger.Warn("memory: summary failed", "err", err)
 			c.Steps = append(c.Steps, "summary failed: "+err.Error())
 			break
 		}
@@ -120,16 +118,14 @@ func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) 
 		}
 	}
 
-	if tokens > limit && steps < maxCompactionSteps {
+	if c.After > limit {
 		if n := h.hardCut(target, limit); n > 0 {
 			did("dropped %d messages", n)
 		}
 	}
 
-	c.After = tokens
-	h.cfg.Logger.Info("memory: compacted", "before", c.Before, "after", c.After, "steps", c.Steps)
-	if tokens > limit {
-		return c, fmt.Errorf("%w: %d tokens after %d steps, limit %d", ErrCannotCompact, tokens, steps, limit)
+	if c.After > limit {
+		return c, fmt.Errorf("%w: %d tokens after %d steps, limit %d", ErrCannotCompact, c.After, len(c.Steps), limit)
 	}
 	return c, nil
 }

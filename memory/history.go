@@ -43,7 +43,8 @@ type Config struct {
 	// on Compact. Default "": "server" on a model with ServerCompaction in
 	// [llm.ModelInfo], else "client" with the context editing the model takes.
 	Compaction string
-	// Logger receives compaction and repair reports. Default: discard.
+	// Logger receives repairs, the thinking rewrites drop, and failed counts
+	// (Compact returns its report). Default: discard.
 	Logger *slog.Logger
 }
 
