@@ -173,7 +173,6 @@ func (h *History) clearOld(keep int) (results, images int) {
 		}
 		if changed {
 			e.Message = llm.Message{Role: e.Message.Role, Content: content}
-			*e = measured(*e)
 			first = min(first, i)
 		}
 	}
@@ -205,7 +204,7 @@ func (h *History) summarise(ctx context.Context, m llm.Model, keep int) (int, ll
 	case apirules.IsBlank(summary):
 		return 0, u, errors.New("memory: summarise: the model returned no text")
 	}
-	e := measured(entry{Entry: Entry{Message: userText(summaryHeader + strings.TrimSpace(summary)), Usage: u, Model: h.cfg.Model, Summary: true}})
+	e := entry{Entry: Entry{Message: userText(summaryHeader + strings.TrimSpace(summary)), Usage: u, Model: h.cfg.Model, Summary: true}}
 	h.entries = append([]entry{e}, h.entries[end:]...)
 	h.rewrote(0)
 	return end, u, nil

@@ -46,13 +46,9 @@ func (h *History) Repair() []string {
 	for at < min(len(es), len(h.entries)) && reflect.DeepEqual(es[at].Message, h.entries[at].Message) {
 		at++
 	}
-	// Counted from es, not trimmed: a trimmed final message keeps its exact
+	// Found in es, not trimmed: a trimmed final message keeps its exact
 	// count, since whitespace is a token at most.
-	es = trimmed
-	for i := at; i < len(es); i++ {
-		es[i] = measured(es[i])
-	}
-	h.entries = es
+	h.entries = trimmed
 	h.rewrote(at)
 	for i, what := range r.did {
 		r.did[i] = fmt.Sprintf("%s (%d)", what, r.count[what])
@@ -361,31 +357,28 @@ func (r *repairer) trimFinal(es []entry) []entry {
 }
 
 // rewrote records that a rewrite (compaction, repair, another prefix or
-// model) changed messages from i on: their exact counts go and, on a model
-// that binds its thinking (see internal/apirules' bound thinking), so does
-// their thinking, with the messages it leaves empty, which the API merges.
+// model) changed messages from i on: they are measured again, and their
+// exact counts go and, on a model that binds its thinking (see
+// internal/apirules' bound thinking), so does their thinking, with the
+// messages it leaves empty, which the API merges.
 func (h *History) rewrote(i int) {
-	for j := i; j < len(h.entries); j++ {
-		h.entries[j].Tokens = 0
-	}
-	if h.model.UnboundThinking || !slices.ContainsFunc(h.entries[i:], hasThinking) {
-		return
-	}
-	n, out := 0, h.entries[:i:i]
+	n, out := 0, h.entries[:i]
 	for _, e := range h.entries[i:] {
-		if hasThinking(e) {
+		if !h.model.UnboundThinking && hasThinking(e) {
 			kept := slices.DeleteFunc(slices.Clone(e.Message.Content), isThinking)
 			n += len(e.Message.Content) - len(kept)
 			if len(kept) == 0 {
 				continue
 			}
 			e.Message = llm.Message{Role: e.Message.Role, Content: kept}
-			e = measured(e)
 		}
-		out = append(out, e)
+		e.Tokens = 0
+		out = append(out, measured(e))
 	}
 	h.entries = out
-	h.cfg.Logger.Info("memory: dropped the thinking a rewrite invalidated", "blocks", n, "from", i)
+	if n > 0 {
+		h.cfg.Logger.Info("memory: dropped the thinking a rewrite invalidated", "blocks", n, "from", i)
+	}
 }
 
 func isThinking(b llm.Block) bool { return apirules.IsThinking(typeOf(b, false)) }
