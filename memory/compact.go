@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -318,13 +319,10 @@ func writeBlock(b *strings.Builder, blk llm.Block, original map[string][]llm.Blo
 // strategy returns the compaction strategy in effect: "server", "client"
 // or "off" (see [Config].Compaction).
 func (h *History) strategy() string {
-	if m := h.cfg.Compaction; m != "" {
-		return m
-	}
-	if h.model.ServerCompaction {
+	if h.cfg.Compaction == "" && h.model.ServerCompaction {
 		return "server"
 	}
-	return "client"
+	return cmp.Or(h.cfg.Compaction, "client")
 }
 
 // ContextManagement returns the context management edits of the next

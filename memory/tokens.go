@@ -158,14 +158,10 @@ func (h *History) MarkOverflow(err error) {
 	if len(h.entries) == 0 {
 		return
 	}
-	n := 0
-	if ae, ok := errors.AsType[*llm.APIError](err); ok {
+	n := max(h.Tokens(), h.cfg.ContextWindow) // unless err states the count
+	if ae, ok := errors.AsType[*llm.APIError](err); ok && ae.PromptTokens() > 0 {
 		n = ae.PromptTokens()
-	}
-	if n > 0 {
 		h.learn(n)
-	} else {
-		n = max(h.Tokens(), h.cfg.ContextWindow)
 	}
 	h.entries[len(h.entries)-1].Tokens = max(n, h.cfg.ContextLimit+1)
 }
