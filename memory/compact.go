@@ -64,19 +64,17 @@ type Compaction struct {
 //  3. Only if still over Config.ContextLimit, a hard cut drops the oldest
 //     turns, keeping the summary or the start of the original task.
 //
-// Every cut falls before an assistant turn, between complete turns, so no
-// tool_use loses its result. A failed summary call falls through to step 3,
-// unless ctx is done; no summary starts after six steps (Compaction.Steps),
-// so that a history that does not shrink cannot loop. If still over the
-// limit after step 3, the error wraps [ErrCannotCompact]. With
-// Config.Compaction "off" it changes nothing and returns that error at once.
+// Every cut falls before an assistant turn, between complete turns, so that
+// no tool_use loses its result in a history [History.Repair] left valid, as
+// the agent's is at each request. A failed summary call falls through to
+// step 3, unless ctx is done; no summary starts after six steps, lest a
+// history that does not shrink loop. If still over the limit after step 3,
+// the error wraps [ErrCannotCompact]. With Config.Compaction "off" it
+// changes nothing and returns that error at once.
 func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) {
 	c := Compaction{Before: h.Tokens()}
 	if h.strategy() == "off" {
 		return c, fmt.Errorf("%w: compaction is off", ErrCannotCompact)
-	}
-	if fixes := h.Repair(); fixes != nil {
-		c.Steps = append(c.Steps, "repaired: "+strings.Join(fixes, ", "))
 	}
 	limit, target := h.cfg.ContextLimit, max(1, h.cfg.ContextLimit*6/10)
 	c.After = h.recount(ctx) // and again after each step that did something
@@ -186,9 +184,8 @@ func (h *History) clearOld(keep int) (results, images int) {
 // when there is nothing worth summarising) and the call's usage.
 func (h *History) summarise(ctx context.Context, m llm.Model, keep int) (int, llm.Usage, error) {
 	end := h.assistantBefore(len(h.entries), keep)
-	// The transcript must fit the summariser's window, with a 10% margin.
-	promptTokens := int(float64(len(summaryPrompt)) / h.ratio)
-	budget := int(float64(h.cfg.ContextWindow-summaryMaxTokens-promptTokens) * 0.9 * h.ratio)
+	// The transcript must fit the summariser's window, reply and prompt aside, with a 10% margin.
+	budget := int(0.9 * (float64(h.cfg.ContextWindow-summaryMaxTokens)*h.ratio - float64(len(summaryPrompt))))
 	text := transcript(h.entries[:end])
 	for ; end > 0 && len(text) > budget; text = transcript(h.entries[:end]) {
 		end = h.assistantBefore(end, 1)
