@@ -89,7 +89,8 @@ func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) 
 		}
 	}
 
-	if m != nil && c.After > target { // the client's summary is the fallback
+	// The server's summary, where model and mode allow it; the client's is the fallback.
+	if m != nil && c.After > target && h.model.ServerCompaction && h.strategy() == "server" {
 		n, u, err := h.serverSummary(ctx, m)
 		c.Usage = c.Usage.Add(u)
 		if err != nil {
@@ -363,21 +364,10 @@ func (h *History) serverCompacted(msg llm.Message) (llm.Message, bool) {
 	return msg, false
 }
 
-// serverCleared reports whether context editing (any edits, without
-// thinking, clear tool uses) may have cleared tool results from the prompt
-// of the turn being appended: past the trigger, its input measures less
-// than the history holds, and must not teach the estimator.
-func (h *History) serverCleared() bool {
-	return h.ContextManagement(false) != nil && h.Tokens() > h.cfg.ContextLimit/2
-}
-
-// serverSummary has the server summarise the whole history, when model
-// and mode allow: its compaction block (kept as serverCompacted keeps one)
-// replaces every message. It returns how many (zero when it did not ask).
+// serverSummary has the server summarise the whole history: its compaction
+// block (kept as serverCompacted keeps one) replaces every message. It
+// returns how many.
 func (h *History) serverSummary(ctx context.Context, m llm.Model) (int, llm.Usage, error) {
-	if !h.model.ServerCompaction || h.strategy() != "server" {
-		return 0, llm.Usage{}, nil
-	}
 	req := h.request()
 	req.Cache, req.Summarize = true, true // no context_management: the API refuses both
 	reply, u, err := collect(ctx, m, req)

@@ -173,7 +173,10 @@ func (h *History) AppendAssistant(msg llm.Message, usage llm.Usage) {
 		return ok && r.Type != apirules.CompactionBlock && apirules.Continues(r.Type)
 	})
 	if input := usage.Context() - usage.OutputTokens; input > 0 && !serverTools {
-		if !compacted && !h.serverCleared() { // else input measured another prompt than h.entries
+		// Past the trigger of context editing (any edits, without thinking, clear
+		// tool uses), the server may have cleared tool results: then input, as a
+		// compacted turn's, measures less than h.entries, and must not teach.
+		if !compacted && !(h.ContextManagement(false) != nil && h.Tokens() > h.cfg.ContextLimit/2) {
 			h.learn(int(input))
 		}
 		e.Tokens = int(usage.Context())
