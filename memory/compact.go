@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -63,34 +64,33 @@ type Compaction struct {
 //  3. Only if still over Config.ContextLimit, a hard cut drops the oldest
 //     turns, keeping the summary or the start of the original task.
 //
-// Every cut falls before an assistant message, between complete turns, so
-// no tool_use loses its result. A failed summary call falls through to step
-// 3, unless ctx is done. If after six steps the history is still over the
-// limit, the error wraps [ErrCannotCompact]. With Config.Compaction "off"
-// it changes nothing and returns that error at once.
+// Every cut falls before an assistant turn, between complete turns, so that
+// no tool_use loses its result in a history [History.Repair] left valid, as
+// the agent's is at each request. A failed summary call falls through to
+// step 3, unless ctx is done; no summary starts after six steps, lest a
+// history that does not shrink loop. If still over the limit after step 3,
+// the error wraps [ErrCannotCompact]. With Config.Compaction "off" it
+// changes nothing and returns that error at once.
 func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) {
 	c := Compaction{Before: h.Tokens()}
 	if h.strategy() == "off" {
 		return c, fmt.Errorf("%w: compaction is off", ErrCannotCompact)
 	}
-	if fixes := h.Repair(); fixes != nil {
-		c.Steps = append(c.Steps, "repaired: "+strings.Join(fixes, ", "))
-	}
 	limit, target := h.cfg.ContextLimit, max(1, h.cfg.ContextLimit*6/10)
-	tokens, steps := h.recount(ctx), 0
+	c.After = h.recount(ctx) // and again after each step that did something
 	did := func(format string, args ...any) {
-		steps++
 		c.Steps = append(c.Steps, fmt.Sprintf(format, args...))
-		tokens = h.recount(ctx)
+		c.After = h.recount(ctx)
 	}
 
-	if tokens > target {
+	if c.After > target {
 		if n, imgs := h.clearOld(h.cfg.KeepRecent); n+imgs > 0 {
 			did("cleared %d tool results and %d images", n, imgs)
 		}
 	}
 
-	if m != nil && tokens > target { // the client's summary is the fallback
+	// The server's summary, where model and mode allow it; the client's is the fallback.
+	if m != nil && c.After > target && h.model.ServerCompaction && h.strategy() == "server" {
 		n, u, err := h.serverSummary(ctx, m)
 		c.Usage = c.Usage.Add(u)
 		if err != nil {
@@ -101,15 +101,13 @@ func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) 
 	}
 
 	// Each summary keeps fewer turns: if still too large, the next takes more.
-	for keep := h.cfg.KeepRecent; m != nil && tokens > target && steps < maxCompactionSteps; keep = max(1, keep/2) {
+	for keep := h.cfg.KeepRecent; m != nil && c.After > target && len(c.Steps) < maxCompactionSteps; keep = max(1, keep/2) {
 		n, u, err := h.summarise(ctx, m, keep)
 		c.Usage = c.Usage.Add(u)
 		if err != nil {
 			if ctx.Err() != nil {
-				c.After = h.Tokens()
 				return c, err
 			}
-			h.cfg.Logger.Warn("memory: summary failed", "err", err)
 			c.Steps = append(c.Steps, "summary failed: "+err.Error())
 			break
 		}
@@ -120,26 +118,25 @@ func (h *History) Compact(ctx context.Context, m llm.Model) (Compaction, error) 
 		}
 	}
 
-	if tokens > limit && steps < maxCompactionSteps {
+	if c.After > limit {
 		if n := h.hardCut(target, limit); n > 0 {
 			did("dropped %d messages", n)
 		}
 	}
 
-	c.After = tokens
-	h.cfg.Logger.Info("memory: compacted", "before", c.Before, "after", c.After, "steps", c.Steps)
-	if tokens > limit {
-		return c, fmt.Errorf("%w: %d tokens after %d steps, limit %d", ErrCannotCompact, tokens, steps, limit)
+	if c.After > limit {
+		return c, fmt.Errorf("%w: %d tokens after %d steps, limit %d", ErrCannotCompact, c.After, len(c.Steps), limit)
 	}
 	return c, nil
 }
 
-// assistantBefore returns the index of the n-th assistant message before
-// message i, or 0 if there is none after the first: for i = len, n = keep,
-// the first message compaction keeps.
+// assistantBefore returns the index of the n-th assistant turn (a run of
+// assistant messages, which the API merges) that starts before message i,
+// or 0 if there is none after the first: for i = len, n = keep, the first
+// message compaction keeps.
 func (h *History) assistantBefore(i, n int) int {
 	for i--; i >= 1; i-- {
-		if h.entries[i].Message.Role == llm.Assistant {
+		if h.entries[i].Message.Role == llm.Assistant && h.entries[i-1].Message.Role == llm.User {
 			if n--; n == 0 {
 				return i
 			}
@@ -176,7 +173,6 @@ func (h *History) clearOld(keep int) (results, images int) {
 		}
 		if changed {
 			e.Message = llm.Message{Role: e.Message.Role, Content: content}
-			*e = measured(*e)
 			first = min(first, i)
 		}
 	}
@@ -189,9 +185,8 @@ func (h *History) clearOld(keep int) (results, images int) {
 // when there is nothing worth summarising) and the call's usage.
 func (h *History) summarise(ctx context.Context, m llm.Model, keep int) (int, llm.Usage, error) {
 	end := h.assistantBefore(len(h.entries), keep)
-	// The transcript must fit the summariser's window, with a 10% margin.
-	promptTokens := int(float64(len(summaryPrompt)) / h.ratio)
-	budget := int(float64(h.cfg.ContextWindow-summaryMaxTokens-promptTokens) * 0.9 * h.ratio)
+	// The transcript must fit the summariser's window, reply and prompt aside, with a 10% margin.
+	budget := int(0.9 * (float64(h.cfg.ContextWindow-summaryMaxTokens)*h.ratio - float64(len(summaryPrompt))))
 	text := transcript(h.entries[:end])
 	for ; end > 0 && len(text) > budget; text = transcript(h.entries[:end]) {
 		end = h.assistantBefore(end, 1)
@@ -208,7 +203,7 @@ func (h *History) summarise(ctx context.Context, m llm.Model, keep int) (int, ll
 	case apirules.IsBlank(summary):
 		return 0, u, errors.New("memory: summarise: the model returned no text")
 	}
-	e := measured(entry{Entry: Entry{Message: userText(summaryHeader + strings.TrimSpace(summary)), Usage: u, Model: h.cfg.Model, Summary: true}})
+	e := entry{Entry: Entry{Message: userText(summaryHeader + strings.TrimSpace(summary)), Usage: u, Model: h.cfg.Model, Summary: true}}
 	h.entries = append([]entry{e}, h.entries[end:]...)
 	h.rewrote(0)
 	return end, u, nil
@@ -322,13 +317,10 @@ func writeBlock(b *strings.Builder, blk llm.Block, original map[string][]llm.Blo
 // strategy returns the compaction strategy in effect: "server", "client"
 // or "off" (see [Config].Compaction).
 func (h *History) strategy() string {
-	if m := h.cfg.Compaction; m != "" {
-		return m
-	}
-	if h.model.ServerCompaction {
+	if h.cfg.Compaction == "" && h.model.ServerCompaction {
 		return "server"
 	}
-	return "client"
+	return cmp.Or(h.cfg.Compaction, "client")
 }
 
 // ContextManagement returns the context management edits of the next
@@ -372,21 +364,10 @@ func (h *History) serverCompacted(msg llm.Message) (llm.Message, bool) {
 	return msg, false
 }
 
-// serverCleared reports whether context editing (any edits, without
-// thinking, clear tool uses) may have cleared tool results from the prompt
-// of the turn being appended: past the trigger, its input measures less
-// than the history holds, and must not teach the estimator.
-func (h *History) serverCleared() bool {
-	return h.ContextManagement(false) != nil && h.Tokens() > h.cfg.ContextLimit/2
-}
-
-// serverSummary has the server summarise the whole history, when model
-// and mode allow: its compaction block (kept as serverCompacted keeps one)
-// replaces every message. It returns how many (zero when it did not ask).
+// serverSummary has the server summarise the whole history: its compaction
+// block (kept as serverCompacted keeps one) replaces every message. It
+// returns how many.
 func (h *History) serverSummary(ctx context.Context, m llm.Model) (int, llm.Usage, error) {
-	if !h.model.ServerCompaction || h.strategy() != "server" {
-		return 0, llm.Usage{}, nil
-	}
 	req := h.request()
 	req.Cache, req.Summarize = true, true // no context_management: the API refuses both
 	reply, u, err := collect(ctx, m, req)

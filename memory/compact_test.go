@@ -134,6 +134,27 @@ func TestCompactSummarises(t *testing.T) {
 	}
 }
 
+// TestCompactCutsBetweenTurns checks that compaction cuts before an
+// assistant turn, not inside one: assistant messages in a row are one turn
+// to the API, whose calls the user turn after the last answers.
+func TestCompactCutsBetweenTurns(t *testing.T) {
+	h := toolSession(Config{ContextLimit: 1500, KeepRecent: 1, Compaction: "client"}, 30, 100)
+	h.AppendAssistant(asst(use("toolu_x")), llm.Usage{})
+	h.AppendAssistant(asst(text("and then")), llm.Usage{})
+	h.AppendUser(result("toolu_x", "done"))
+	before := h.Messages()
+	if _, err := h.Compact(context.Background(), &fakeModel{summary: "the task: " + task}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.validate(); err != nil {
+		t.Fatalf("invalid after Compact: %v", err)
+	}
+	msgs := h.Messages()
+	if diff := cmp.Diff(before[len(before)-3:], msgs[len(msgs)-3:]); diff != "" || len(msgs) != 4 {
+		t.Errorf("%d messages; the newest turn, kept whole, changed (-before +after):\n%s", len(msgs), diff)
+	}
+}
+
 func TestCompactHardCut(t *testing.T) {
 	tests := []struct {
 		name      string

@@ -43,20 +43,9 @@ type Config struct {
 	// on Compact. Default "": "server" on a model with ServerCompaction in
 	// [llm.ModelInfo], else "client" with the context editing the model takes.
 	Compaction string
-	// Logger receives compaction and repair reports. Default: discard.
+	// Logger receives repairs, the thinking rewrites drop, and failed counts
+	// (Compact returns its report). Default: discard.
 	Logger *slog.Logger
-}
-
-func (cfg Config) withDefaults() Config {
-	// A field not above zero takes its default: max(n, 0) makes it zero for cmp.Or.
-	cfg.Model = cmp.Or(cfg.Model, llm.DefaultModel)
-	m, _ := llm.LookupModel(cfg.Model) // a model it does not know has no window
-	cfg.ContextWindow = cmp.Or(max(cfg.ContextWindow, 0), m.ContextWindow, 200_000)
-	cfg.MaxTokens = cmp.Or(max(cfg.MaxTokens, 0), llm.DefaultMaxTokens)
-	cfg.ContextLimit = cmp.Or(max(cfg.ContextLimit, 0), max(1, cfg.ContextWindow-cfg.MaxTokens-cfg.ContextWindow/20))
-	cfg.KeepRecent = cmp.Or(max(cfg.KeepRecent, 0), 4)
-	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
-	return cfg
 }
 
 // A History is the conversation of an agent: the messages to send, with the
@@ -113,11 +102,19 @@ type entry struct {
 // right for English and code.
 const defaultRatio = 3.5
 
-// New returns an empty history. It logs the compaction strategy it
-// resolved, at debug level, since the default depends on the model.
+// New returns an empty history, of cfg with its defaults filled in. It logs
+// the compaction strategy it resolved, at debug level, since the default
+// depends on the model.
 func New(cfg Config) *History {
-	h := &History{cfg: cfg.withDefaults(), ratio: defaultRatio}
-	h.model, _ = llm.LookupModel(h.cfg.Model)
+	// A field not above zero takes its default: max(n, 0) makes it zero for cmp.Or.
+	cfg.Model = cmp.Or(cfg.Model, llm.DefaultModel)
+	m, _ := llm.LookupModel(cfg.Model) // a model it does not know has no window
+	cfg.ContextWindow = cmp.Or(max(cfg.ContextWindow, 0), m.ContextWindow, 200_000)
+	cfg.MaxTokens = cmp.Or(max(cfg.MaxTokens, 0), llm.DefaultMaxTokens)
+	cfg.ContextLimit = cmp.Or(max(cfg.ContextLimit, 0), max(1, cfg.ContextWindow-cfg.MaxTokens-cfg.ContextWindow/20))
+	cfg.KeepRecent = cmp.Or(max(cfg.KeepRecent, 0), 4)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	h := &History{cfg: cfg, ratio: defaultRatio, model: m}
 	h.cfg.Logger.Debug("memory: compaction", "strategy", h.strategy(), "model", h.cfg.Model)
 	return h
 }
@@ -176,7 +173,10 @@ func (h *History) AppendAssistant(msg llm.Message, usage llm.Usage) {
 		return ok && r.Type != apirules.CompactionBlock && apirules.Continues(r.Type)
 	})
 	if input := usage.Context() - usage.OutputTokens; input > 0 && !serverTools {
-		if !compacted && !h.serverCleared() { // else input measured another prompt than h.entries
+		// Past the trigger of context editing (any edits, without thinking, clear
+		// tool uses), the server may have cleared tool results: then input, as a
+		// compacted turn's, measures less than h.entries, and must not teach.
+		if !compacted && !(h.ContextManagement(false) != nil && h.Tokens() > h.cfg.ContextLimit/2) {
 			h.learn(int(input))
 		}
 		e.Tokens = int(usage.Context())

@@ -24,36 +24,31 @@ import (
 //     id: dropped, it would leave its turn last mid-run, a prefill;
 //   - drops a final assistant turn cut off inside a tool input (by
 //     max_tokens or a crash); elsewhere such an input becomes {};
-//   - merges consecutive messages of one role, and drops assistant messages
-//     before the first user message;
+//   - drops assistant messages before the first user message;
 //   - keeps, of each user turn's results, one for each tool_use of the turn
 //     before, first in the turn, and answers the others with a synthetic
 //     is_error result, "not executed: interrupted";
 //   - trims the whitespace that ends a final assistant message.
 //
-// Consecutive messages of one role are no fault, since the API merges them
-// itself: a history with nothing else to fix stays as it is. An empty
-// history stays empty. Exact counts survive for the messages before the
-// first one it changed. A valid history, the usual case, is read once and
-// neither copied nor changed.
+// A turn is a run of messages of one role, which the API merges: Repair
+// merges only a user turn it must change. An empty history stays empty.
+// Exact counts survive for the messages before the first one it changed. A
+// valid history, the usual case, is read once and neither copied nor
+// changed.
 func (h *History) Repair() []string {
 	var r repairer
 	es := r.pair(r.clean(h.entries))
 	trimmed := r.trimFinal(es)
-	if r.changes == r.merges { // merges alone change nothing the API reads
+	if r.did == nil {
 		return nil
 	}
 	at := 0 // the first message repair changed
 	for at < min(len(es), len(h.entries)) && reflect.DeepEqual(es[at].Message, h.entries[at].Message) {
 		at++
 	}
-	// Counted from es, not trimmed: a trimmed final message keeps its exact
+	// Found in es, not trimmed: a trimmed final message keeps its exact
 	// count, since whitespace is a token at most.
-	es = trimmed
-	for i := at; i < len(es); i++ {
-		es[i] = measured(es[i])
-	}
-	h.entries = es
+	h.entries = trimmed
 	h.rewrote(at)
 	for i, what := range r.did {
 		r.did[i] = fmt.Sprintf("%s (%d)", what, r.count[what])
@@ -64,10 +59,9 @@ func (h *History) Repair() []string {
 
 // A repairer is the state of one Repair.
 type repairer struct {
-	did             []string        // the kinds of change, in order
-	count           map[string]int  // the changes of each kind
-	changes, merges int             // the changes, and the merges among them
-	seen            map[string]bool // the tool_use ids kept
+	did   []string        // the kinds of change, in order
+	count map[string]int  // the changes of each kind
+	seen  map[string]bool // the tool_use ids kept
 	// calls are the tool calls since the last user message, in order, each
 	// with the id it came with and the one it has: their results take them
 	// in turn.
@@ -81,7 +75,6 @@ func (r *repairer) note(what string) {
 	if r.count == nil {
 		r.count = map[string]int{}
 	}
-	r.changes++
 	if r.count[what]++; r.count[what] == 1 {
 		r.did = append(r.did, what)
 	}
@@ -102,27 +95,17 @@ func (d *edit[T]) add(i int, v T, changed bool) {
 		d.out = d.in[:i+1]
 		return
 	}
-	d.copy()
-	d.out = append(d.out, v)
-}
-
-// last returns the last element of the output, to change it.
-func (d *edit[T]) last() *T {
-	d.copy()
-	return &d.out[len(d.out)-1]
-}
-
-func (d *edit[T]) copy() {
 	if !d.copied {
 		d.out, d.copied = append(make([]T, 0, len(d.in)+1), d.out...), true
 	}
+	d.out = append(d.out, v)
 }
 
 // changed reports whether the output differs from in.
 func (d *edit[T]) changed() bool { return d.copied || len(d.out) < len(d.in) }
 
 // clean drops unknown roles, a final assistant turn cut off inside a tool
-// input, rejected blocks and messages left empty, and merges the rest.
+// input, rejected blocks and messages left empty.
 func (r *repairer) clean(es []entry) []entry {
 	out := edit[entry]{in: es}
 	r.seen = make(map[string]bool, len(es)/2) // about a call a turn: the map does not grow
@@ -153,7 +136,7 @@ func (r *repairer) clean(es []entry) []entry {
 			continue
 		}
 		e.Message.Content = kept.out
-		r.appendMerged(&out, i, e, kept.changed())
+		out.add(i, e, kept.changed())
 	}
 	return out.out
 }
@@ -266,58 +249,46 @@ func badJSON(b llm.Block) bool {
 	return false
 }
 
-// appendMerged appends e (es[i], unless changed) to out, merged, as the API
-// merges them, into a last message of its role, or drops it if it is an
-// assistant message first.
-func (r *repairer) appendMerged(out *edit[entry], i int, e entry, changed bool) {
-	n, role := len(out.out), e.Message.Role
-	switch {
-	case n == 0 && role == llm.Assistant:
-		r.note("dropped assistant messages before the first user message")
-		return
-	case n == 0 || out.out[n-1].Message.Role != role:
-		out.add(i, e, changed)
-		return
-	}
-	prev := out.last()
-	// pair then puts a user turn's tool results first.
-	prev.Message = llm.Message{Role: role, Content: append(slices.Clip(prev.Message.Content), e.Message.Content...)}
-	prev.Usage = prev.Usage.Add(e.Usage)
-	prev.Summary = prev.Summary || e.Summary
-	r.merges++
-	r.note("merged consecutive " + string(role) + " messages")
-}
-
 // pair makes each user turn open with exactly one result for every
-// tool_use of the assistant turn before it, and no other result. It keeps
-// the alternating turns clean gives it alternating and user-first: a user
-// turn left empty goes, and the assistant turns around it merge.
+// tool_use of the assistant turn before it, and no other result; a turn it
+// changes becomes one message. It drops the assistant messages before the
+// first user message, where clean or a turn it empties leaves them.
 func (r *repairer) pair(es []entry) []entry {
 	out := edit[entry]{in: es}
-	var uses []string // the tool_use ids of the last assistant turn kept
-	for i, e := range es {
+	var uses []string // the tool_use ids of the assistant turn before
+	for i := 0; i < len(es); i++ {
+		e := es[i]
 		if e.Message.Role == llm.Assistant {
-			r.appendMerged(&out, i, e, false)
-			uses = uses[:0]
-			if len(out.out) > 0 {
-				for _, b := range out.out[len(out.out)-1].Message.Content {
-					if u, ok := b.(llm.ToolUse); ok {
-						uses = append(uses, u.ID)
-					}
-				}
-			}
-			continue
-		}
-		content, changed := r.answer(e.Message.Content, uses)
-		if changed {
-			if len(content) == 0 {
-				r.note("dropped empty messages")
+			if len(out.out) == 0 {
+				r.note("dropped assistant messages before the first user message")
 				continue
 			}
-			e.Message = llm.Message{Role: llm.User, Content: content} // Repair compares the content
+			for _, b := range e.Message.Content {
+				if u, ok := b.(llm.ToolUse); ok {
+					uses = append(uses, u.ID)
+				}
+			}
+			out.add(i, e, false)
+			continue
 		}
-		out.add(i, e, changed)
-		uses = uses[:0]
+		j, content := i+1, e.Message.Content // es[i:j] is the user turn
+		for ; j < len(es) && es[j].Message.Role == llm.User; j++ {
+			content = append(slices.Clip(content), es[j].Message.Content...)
+			e.Usage, e.Summary = e.Usage.Add(es[j].Usage), e.Summary || es[j].Summary
+		}
+		content, changed := r.answer(content, uses)
+		switch {
+		case !changed:
+			for k := i; k < j; k++ {
+				out.add(k, es[k], false)
+			}
+		case len(content) == 0:
+			r.note("dropped empty messages")
+		default:
+			e.Message = llm.Message{Role: llm.User, Content: content} // Repair compares the content
+			out.add(i, e, true)
+		}
+		i, uses = j-1, uses[:0]
 	}
 	if len(uses) > 0 {
 		content, _ := r.answer(nil, uses)
@@ -386,31 +357,28 @@ func (r *repairer) trimFinal(es []entry) []entry {
 }
 
 // rewrote records that a rewrite (compaction, repair, another prefix or
-// model) changed messages from i on: their exact counts go and, on a model
-// that binds its thinking (see internal/apirules' bound thinking), so does
-// their thinking, with the messages it leaves empty, which the API merges.
+// model) changed messages from i on: they are measured again, and their
+// exact counts go and, on a model that binds its thinking (see
+// internal/apirules' bound thinking), so does their thinking, with the
+// messages it leaves empty, which the API merges.
 func (h *History) rewrote(i int) {
-	for j := i; j < len(h.entries); j++ {
-		h.entries[j].Tokens = 0
-	}
-	if h.model.UnboundThinking || !slices.ContainsFunc(h.entries[i:], hasThinking) {
-		return
-	}
-	n, out := 0, h.entries[:i:i]
+	n, out := 0, h.entries[:i]
 	for _, e := range h.entries[i:] {
-		if hasThinking(e) {
+		if !h.model.UnboundThinking && hasThinking(e) {
 			kept := slices.DeleteFunc(slices.Clone(e.Message.Content), isThinking)
 			n += len(e.Message.Content) - len(kept)
 			if len(kept) == 0 {
 				continue
 			}
 			e.Message = llm.Message{Role: e.Message.Role, Content: kept}
-			e = measured(e)
 		}
-		out = append(out, e)
+		e.Tokens = 0
+		out = append(out, measured(e))
 	}
 	h.entries = out
-	h.cfg.Logger.Info("memory: dropped the thinking a rewrite invalidated", "blocks", n, "from", i)
+	if n > 0 {
+		h.cfg.Logger.Info("memory: dropped the thinking a rewrite invalidated", "blocks", n, "from", i)
+	}
 }
 
 func isThinking(b llm.Block) bool { return apirules.IsThinking(typeOf(b, false)) }

@@ -33,8 +33,10 @@ const (
 // from the API's counts, plus each image's documented cost. Thinking,
 // which the API strips from earlier turns, counts nothing.
 func (h *History) Tokens() int {
-	if last := h.lastExact(); last >= 0 {
-		return h.entries[last].Tokens + h.estimate(0, h.entries[last+1:])
+	for i := len(h.entries) - 1; i >= 0; i-- {
+		if n := h.entries[i].Tokens; n > 0 {
+			return n + h.estimate(0, h.entries[i+1:])
+		}
 	}
 	return h.estimate(h.prefixChars, h.entries)
 }
@@ -64,7 +66,7 @@ func (h *History) NeedsCompaction() bool {
 // estimate reaches 90% of the limit; a failed count leaves the estimate.
 func (h *History) recount(ctx context.Context) int {
 	n, c := h.Tokens(), h.cfg.Counter
-	if c == nil || len(h.entries) == 0 || n < h.cfg.ContextLimit*9/10 || h.lastExact() == len(h.entries)-1 {
+	if c == nil || len(h.entries) == 0 || n < h.cfg.ContextLimit*9/10 || h.entries[len(h.entries)-1].Tokens > 0 {
 		return n
 	}
 	exact, err := c(ctx, h.request())
@@ -81,15 +83,6 @@ func (h *History) recount(ctx context.Context) int {
 // the settings (thinking, cache, context edits) an agent adds to a turn.
 func (h *History) request() llm.Request {
 	return llm.Request{Model: h.cfg.Model, MaxTokens: h.cfg.MaxTokens, System: h.system, Tools: h.tools, Messages: h.Messages()}
-}
-
-func (h *History) lastExact() int {
-	for i := len(h.entries) - 1; i >= 0; i-- {
-		if h.entries[i].Tokens > 0 {
-			return i
-		}
-	}
-	return -1
 }
 
 // estimate returns the estimated tokens of es after chars of prefix.
@@ -165,14 +158,10 @@ func (h *History) MarkOverflow(err error) {
 	if len(h.entries) == 0 {
 		return
 	}
-	n := 0
-	if ae, ok := errors.AsType[*llm.APIError](err); ok {
+	n := max(h.Tokens(), h.cfg.ContextWindow) // unless err states the count
+	if ae, ok := errors.AsType[*llm.APIError](err); ok && ae.PromptTokens() > 0 {
 		n = ae.PromptTokens()
-	}
-	if n > 0 {
 		h.learn(n)
-	} else {
-		n = max(h.Tokens(), h.cfg.ContextWindow)
 	}
 	h.entries[len(h.entries)-1].Tokens = max(n, h.cfg.ContextLimit+1)
 }

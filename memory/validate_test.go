@@ -166,10 +166,11 @@ func TestRepair(t *testing.T) {
 			did:  []string{"dropped assistant messages before the first user message", "dropped orphan tool results"},
 		},
 		{
-			name: "blank text and empty message dropped, users merged",
+			// A turn's messages, which the API merges, stay apart.
+			name: "blank text and empty message dropped",
 			in:   []llm.Message{user(text("a")), user(text("  ")), user(text("b"))},
-			want: []llm.Message{user(text("a"), text("b"))},
-			did:  []string{"dropped blank text", "dropped empty messages", "merged consecutive user messages"},
+			want: []llm.Message{user(text("a")), user(text("b"))},
+			did:  []string{"dropped blank text", "dropped empty messages"},
 		},
 		{
 			// Sent back as the final message to resume it, a paused turn
@@ -180,16 +181,16 @@ func TestRepair(t *testing.T) {
 			did:  []string{"trimmed whitespace ending the final assistant message"},
 		},
 		{
-			name: "assistant after emptied user merges",
+			name: "assistant messages around an emptied user turn make one turn",
 			in:   []llm.Message{user(text("a")), asst(text("1")), user(result("zz", "x")), asst(text("2"))},
-			want: []llm.Message{user(text("a")), asst(text("1"), text("2"))},
-			did:  []string{"dropped orphan tool results", "dropped empty messages", "merged consecutive assistant messages"},
+			want: []llm.Message{user(text("a")), asst(text("1")), asst(text("2"))},
+			did:  []string{"dropped orphan tool results", "dropped empty messages"},
 		},
 		{
-			name: "assistant tool turns in a row merge, then get results",
+			name: "assistant messages in a row are one turn, answered after the last",
 			in:   []llm.Message{user(text("a")), asst(use("t1")), asst(text("b"))},
-			want: []llm.Message{user(text("a")), asst(use("t1"), text("b")), user(interrupted("t1"))},
-			did:  []string{"merged consecutive assistant messages", "answered interrupted tool calls"},
+			want: []llm.Message{user(text("a")), asst(use("t1")), asst(text("b")), user(interrupted("t1"))},
+			did:  []string{"answered interrupted tool calls"},
 		},
 		{
 			// Dropped, the call would take its result with it and leave the
@@ -237,10 +238,11 @@ func TestRepair(t *testing.T) {
 			did:  []string{"moved tool results before the other blocks of their turn"},
 		},
 		{
-			name: "result after a merged text message moved first",
+			// The turn, which the API merges, is one message once changed.
+			name: "result after a text message of its turn moved first",
 			in:   []llm.Message{user(text("a")), asst(use("t1")), user(text("b")), user(result("t1", "x"))},
 			want: []llm.Message{user(text("a")), asst(use("t1")), user(result("t1", "x"), text("b"))},
-			did:  []string{"merged consecutive user messages", "moved tool results before the other blocks of their turn"},
+			did:  []string{"moved tool results before the other blocks of their turn"},
 		},
 		{
 			name: "cut-off tool input before the last turn becomes {}",
