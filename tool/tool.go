@@ -26,11 +26,10 @@ import (
 // schema and a handler. Build one with [New], [NewWithSchema] or [NewRaw],
 // set its fields, then [Registry.Register] it; it must not change after.
 type Tool struct {
-	// Sequential makes this tool's calls run one at a time, in the order
-	// started, for side effects on shared state (a shell session).
-	Sequential bool
 	// Queue, when set, runs the calls of every tool of that Queue one at a
-	// time, in the order started: a write and an edit of a file must not mix.
+	// time, in the order started, for side effects on shared state: a write
+	// and an edit of a file must not mix. A tool alone in its Queue runs its
+	// own calls so (a shell session).
 	Queue string
 	// Timeout bounds each call of this tool. Zero means the registry's
 	// [Config.Timeout]; negative means none.
