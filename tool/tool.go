@@ -11,7 +11,6 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -278,10 +277,9 @@ func problems(v any, s, root *jsonschema.Schema, at string, out []string) []stri
 	}
 	switch v := v.(type) {
 	case map[string]any:
-		var missing, unknown []string // quoted paths
 		for _, name := range s.Required {
 			if _, ok := v[name]; !ok {
-				missing = append(missing, strconv.Quote(join(at, name)))
+				out = append(out, fmt.Sprintf("missing required field %q", join(at, name)))
 			}
 		}
 		for name, x := range v {
@@ -289,16 +287,10 @@ func problems(v any, s, root *jsonschema.Schema, at string, out []string) []stri
 			case ok:
 				out = problems(x, sub, root, join(at, name), out)
 			case reflect.DeepEqual(s.AdditionalProperties, falseSchema):
-				unknown = append(unknown, strconv.Quote(join(at, name)))
+				out = append(out, fmt.Sprintf("unknown field %q; use only the fields in the input schema", join(at, name)))
 			case s.AdditionalProperties != nil:
 				out = problems(x, s.AdditionalProperties, root, join(at, name), out)
 			}
-		}
-		if len(missing) > 0 {
-			out = append(out, "missing required "+fields(missing))
-		}
-		if len(unknown) > 0 {
-			out = append(out, "unknown "+fields(unknown)+"; use only the fields in the input schema")
 		}
 	case []any:
 		for i, item := range v {
@@ -343,12 +335,3 @@ func field(at string) string {
 }
 
 func join(at, name string) string { return strings.TrimPrefix(at+"."+name, ".") }
-
-// fields names fields by their quoted paths: field "a", or fields "a", "b".
-func fields(paths []string) string {
-	slices.Sort(paths)
-	if len(paths) == 1 {
-		return "field " + paths[0]
-	}
-	return "fields " + strings.Join(paths, ", ")
-}
