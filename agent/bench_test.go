@@ -139,7 +139,9 @@ func workRegistry(b *testing.B, sequential bool) *tool.Registry {
 	if err != nil {
 		b.Fatal(err)
 	}
-	work.Sequential = sequential
+	if sequential {
+		work.Queue = "work" // alone in its queue
+	}
 	reg := tool.NewRegistry(tool.Config{})
 	reg.Register(work)
 	return reg

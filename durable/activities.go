@@ -141,7 +141,7 @@ func (a *Activities) Tools(ctx context.Context) (Offer, error) {
 		}
 		info := ToolInfo{Spec: s, AtMostOnce: slices.Contains(a.cfg.AtMostOnce, s.Name)}
 		if t, _ := a.cfg.Registry.Lookup(s.Name); t != nil {
-			info.Sequential, info.Queue = t.Sequential, t.Queue
+			info.Queue = t.Queue
 		}
 		infos = append(infos, info)
 	}

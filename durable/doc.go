@@ -14,13 +14,12 @@
 //     agent's to retry, since the call may have run: it is kept, with its
 //     result, in the history before the retry.
 //   - Each tool call is an activity ([Activities.CallTool]). The calls of a
-//     turn run in parallel, except that the calls of a [tool.Tool] marked
-//     Sequential, and those of the tools that share a Queue, run one after
-//     another in tool_use order. A call that completed is recorded and
-//     never runs again. A call whose worker died while it ran is run again
-//     on another worker: tool calls are at-least-once. A tool named in
-//     [Config.AtMostOnce] is never retried; the model gets an is_error
-//     result instead.
+//     turn run in parallel, except that the calls of the tools that share a
+//     [tool.Tool] Queue run one after another in tool_use order. A call that
+//     completed is recorded and never runs again. A call whose worker died
+//     while it ran is run again on another worker: tool calls are
+//     at-least-once. A tool named in [Config.AtMostOnce] is never retried;
+//     the model gets an is_error result instead.
 //   - A call of the task tool of [Config.Agents] (package subagent) is a
 //     child workflow: the subagent's own run of this workflow, which
 //     survives a worker's death as its parent does. [Stream] relays its

@@ -31,8 +31,8 @@ func (rt runtime) Specs() []llm.ToolSpec {
 
 // Start runs call as a CallTool activity, or a call of the task tool as a
 // child workflow (delegate.go), in parallel with the others,
-// except that a Sequential tool's calls, and the calls of the tools of one
-// Queue, run one after another.
+// except that the calls of the tools of one Queue, and those of a tool an
+// older worker offered as Sequential, run one after another.
 func (rt runtime) Start(ctx context.Context, call llm.ToolUse) func() (llm.ToolResult, time.Duration) {
 	r := rt.run
 	info := r.tool(call.Name)

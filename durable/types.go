@@ -157,10 +157,13 @@ type Resume struct {
 
 // ToolInfo describes a tool of the worker to the workflow, in its [Offer].
 type ToolInfo struct {
-	Spec       llm.ToolSpec `json:"spec"`
-	Sequential bool         `json:"sequential,omitempty"`
-	Queue      string       `json:"queue,omitempty"` // the tool's [tool.Tool].Queue
-	AtMostOnce bool         `json:"at_most_once,omitempty"`
+	Spec llm.ToolSpec `json:"spec"`
+	// Sequential, a tool alone in a queue, is set only in the offers of
+	// workers from before [tool.Tool].Queue took its place: their runs
+	// still replay with it.
+	Sequential bool   `json:"sequential,omitempty"`
+	Queue      string `json:"queue,omitempty"` // the tool's [tool.Tool].Queue
+	AtMostOnce bool   `json:"at_most_once,omitempty"`
 }
 
 // Result is the outcome of a durable run: package agent's Result, and the

@@ -88,7 +88,9 @@ func benchSleep(b *testing.B, sequential bool) {
 			return "", ctx.Err()
 		}
 	}))
-	sleep.Sequential = sequential
+	if sequential {
+		sleep.Queue = "sleep"
+	}
 	r := NewRegistry(Config{})
 	if err := r.Register(sleep); err != nil {
 		b.Fatal(err)

@@ -97,8 +97,8 @@ func TestConcurrencyLimit(t *testing.T) {
 	}
 }
 
-// TestSequential checks that a sequential tool's calls run one at a time in
-// call order while other tools' calls run alongside them.
+// TestSequential checks that the calls of a tool alone in its Queue run one
+// at a time in call order while other tools' calls run alongside them.
 func TestSequential(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var seqGauge, allGauge gauge
@@ -115,7 +115,7 @@ func TestSequential(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 			return "ok", nil
 		}))
-		seq.Sequential = true
+		seq.Queue = "seq" // alone in its queue: sequential
 		par := Must(New("par", "Work.", func(ctx context.Context, in idInput) (string, error) {
 			allGauge.enter()
 			defer allGauge.leave()
@@ -157,7 +157,7 @@ func TestSequential(t *testing.T) {
 	})
 }
 
-// TestSequentialStartOrder starts sequential calls one by one, as the agent
+// TestSequentialStartOrder starts a queue's calls one by one, as the agent
 // does while the model streams, including one with bad input, and waits for
 // them in reverse order.
 func TestSequentialStartOrder(t *testing.T) {
@@ -172,7 +172,7 @@ func TestSequentialStartOrder(t *testing.T) {
 			time.Sleep(time.Second)
 			return in.N, nil
 		}))
-		seq.Sequential = true
+		seq.Queue = "seq" // alone in its queue: sequential
 		r := NewRegistry(Config{})
 		if err := r.Register(seq); err != nil {
 			t.Fatal(err)
@@ -224,7 +224,7 @@ func TestQueue(t *testing.T) {
 			}))
 		}
 		write, edit, other := record("write"), record("edit"), record("other")
-		write.Queue, edit.Queue, other.Sequential = "files", "files", true
+		write.Queue, edit.Queue, other.Queue = "files", "files", "other"
 		r := NewRegistry(Config{})
 		if err := r.Register(write, edit, other); err != nil {
 			t.Fatal(err)
@@ -270,7 +270,7 @@ func TestCancel(t *testing.T) {
 		<-ctx.Done()
 		return "", ctx.Err()
 	}))
-	seq.Sequential = true
+	seq.Queue = "seq"
 	r := NewRegistry(Config{MaxConcurrency: 3})
 	if err := r.Register(honest, stubborn, seq); err != nil {
 		t.Fatal(err)
@@ -347,7 +347,9 @@ func TestConcurrentUse(t *testing.T) {
 		wg.Go(func() {
 			name := fmt.Sprintf("t%d", i)
 			tl := Must(New(name, "Echo.", func(ctx context.Context, in idInput) (int, error) { return in.N, nil }))
-			tl.Sequential = i%2 == 0
+			if i%2 == 0 {
+				tl.Queue = name
+			}
 			if err := r.Register(tl); err != nil {
 				t.Error(err)
 			}
@@ -366,17 +368,17 @@ func TestConcurrentUse(t *testing.T) {
 }
 
 // TestTimeoutKeepsSlot checks that a call whose handler ignores its
-// context gets its timeout result at once, but keeps its sequential turn or
+// context gets its timeout result at once, but keeps its queue's turn or
 // its concurrency slot until the handler has really returned: no two
 // handlers ever run at once.
 func TestTimeoutKeepsSlot(t *testing.T) {
 	tests := []struct {
-		name       string
-		sequential bool
-		cfg        Config
+		name  string
+		queue string
+		cfg   Config
 	}{
-		{"Sequential", true, Config{MaxConcurrency: -1, Timeout: time.Second}},
-		{"MaxConcurrency 1", false, Config{MaxConcurrency: 1, Timeout: time.Second}},
+		{"Queue", "stuck", Config{MaxConcurrency: -1, Timeout: time.Second}},
+		{"MaxConcurrency 1", "", Config{MaxConcurrency: 1, Timeout: time.Second}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -389,7 +391,7 @@ func TestTimeoutKeepsSlot(t *testing.T) {
 					<-release
 					return "late", nil
 				}))
-				stuck.Sequential = tt.sequential
+				stuck.Queue = tt.queue
 				r := NewRegistry(tt.cfg)
 				if err := r.Register(stuck); err != nil {
 					t.Fatal(err)
@@ -489,7 +491,7 @@ func TestStuckSequentialCall(t *testing.T) {
 			}
 			return "ran", nil
 		}))
-		stuck.Sequential = true
+		stuck.Queue = "stuck"
 		stuck.Timeout = time.Second
 		r := NewRegistry(Config{})
 		if err := r.Register(stuck); err != nil {

@@ -44,12 +44,13 @@ func TestInputProblems(t *testing.T) {
 		name, tool, input, want string
 	}{
 		{"every problem at once", "point", `{"x": "one", "z": 3, "w": 4, "inner": {"n": 1.5}, "tags": ["a", 7]}`,
-			`invalid input for tool "point": 5 problems:` +
+			`invalid input for tool "point": 6 problems:` +
 				"\n- field \"inner.n\": got number, want integer" +
 				"\n- field \"tags[1]\": got number, want string" +
 				"\n- field \"x\": got string, want number" +
 				"\n- missing required field \"y\"" +
-				"\n- unknown fields \"w\", \"z\"; use only the fields in the input schema"},
+				"\n- unknown field \"w\"; use only the fields in the input schema" +
+				"\n- unknown field \"z\"; use only the fields in the input schema"},
 		{"fields inside an array", "list", `{"items": [{"name": "a"}, {"n": 1}, {"name": 2, "extra": true}]}`,
 			`invalid input for tool "list": 3 problems:` +
 				"\n- field \"items[2].name\": got number, want string" +

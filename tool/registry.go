@@ -48,9 +48,9 @@ type Registry struct {
 	sem *semaphore.Weighted // the MaxConcurrency slots; nil means no cap
 
 	mu      sync.Mutex
-	tools   []*Tool        // in registration order
-	queues  map[any]*turn  // each queue's latest call, by *Tool or Queue name; the next waits on it
-	running map[*turn]bool // the calls whose goroutine has not returned, for Wait
+	tools   []*Tool          // in registration order
+	queues  map[string]*turn // each Queue's latest call; the next waits on it
+	running map[*turn]bool   // the calls whose goroutine has not returned, for Wait
 }
 
 // NewRegistry returns an empty registry configured by cfg.
@@ -59,7 +59,7 @@ func NewRegistry(cfg Config) *Registry {
 	cfg.Timeout = cmp.Or(cfg.Timeout, 60*time.Second)
 	cfg.MaxOutputBytes = cmp.Or(cfg.MaxOutputBytes, 100_000)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
-	r := &Registry{cfg: cfg, queues: make(map[any]*turn), running: make(map[*turn]bool)}
+	r := &Registry{cfg: cfg, queues: make(map[string]*turn), running: make(map[*turn]bool)}
 	if cfg.MaxConcurrency > 0 {
 		r.sem = semaphore.NewWeighted(int64(cfg.MaxConcurrency))
 	}
@@ -144,15 +144,10 @@ func (r *Registry) Start(ctx context.Context, call llm.ToolUse) (wait func() llm
 		r.deliver(k, failure("%v", err))
 		return k.wait
 	}
-	if t.Queue != "" {
-		k.queue = t.Queue
-	} else if t.Sequential {
-		k.queue = t
-	}
 	r.mu.Lock()
 	var prev *turn
-	if k.queue != nil {
-		prev, r.queues[k.queue] = r.queues[k.queue], k
+	if t.Queue != "" {
+		prev, r.queues[t.Queue] = r.queues[t.Queue], k
 	}
 	r.running[k] = true
 	r.mu.Unlock()
@@ -164,7 +159,6 @@ func (r *Registry) Start(ctx context.Context, call llm.ToolUse) (wait func() llm
 // waits for finished. The first result delivered, handler's or timeout's, wins.
 type turn struct {
 	call      llm.ToolUse
-	queue     any // its key in Registry.queues, if it is in a queue
 	once      sync.Once
 	res       llm.ToolResult
 	delivered chan struct{} // closed when res is out
@@ -197,8 +191,8 @@ func (r *Registry) run(ctx context.Context, t *Tool, input json.RawMessage, prev
 		close(k.finished)
 		r.mu.Lock()
 		delete(r.running, k)
-		if k.queue != nil && r.queues[k.queue] == k {
-			delete(r.queues, k.queue) // the queue is idle: let its input and result go
+		if r.queues[t.Queue] == k {
+			delete(r.queues, t.Queue) // the queue is idle: let its input and result go
 		}
 		r.mu.Unlock()
 	}()

@@ -7,12 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"reflect"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -27,11 +25,10 @@ import (
 // schema and a handler. Build one with [New], [NewWithSchema] or [NewRaw],
 // set its fields, then [Registry.Register] it; it must not change after.
 type Tool struct {
-	// Sequential makes this tool's calls run one at a time, in the order
-	// started, for side effects on shared state (a shell session).
-	Sequential bool
 	// Queue, when set, runs the calls of every tool of that Queue one at a
-	// time, in the order started: a write and an edit of a file must not mix.
+	// time, in the order started, for side effects on shared state: a write
+	// and an edit of a file must not mix. A tool alone in its Queue runs its
+	// own calls so (a shell session).
 	Queue string
 	// Timeout bounds each call of this tool. Zero means the registry's
 	// [Config.Timeout]; negative means none.
@@ -242,6 +239,11 @@ var (
 	namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)            // the Messages API's rule for tool names
 	v1          = jsonv1.DefaultOptionsV1()                              // encoding/json's grammar and errors, json/v2's speed
 	number      = regexp.MustCompile(`(\d)/1\b|(\.\d*[1-9])0+\b|\.0+\b`) // the zeros a bound's number is printed with
+	falseSchema = &jsonschema.Schema{Not: &jsonschema.Schema{}}          // the schema false, as the validator reads it
+	// jsonTypes names the JSON type of a value as json/v2 decodes it into any; nil, of no kind, is null.
+	jsonTypes = map[reflect.Kind]string{
+		reflect.Bool: "boolean", reflect.Float64: "number", reflect.String: "string", reflect.Slice: "array", reflect.Map: "object",
+	}
 )
 
 // problems appends to out a line for each way v, at path at, breaks schema
@@ -254,10 +256,11 @@ func problems(v any, s, root *jsonschema.Schema, at string, out []string) []stri
 	if s.Type != "" {
 		want = []string{s.Type}
 	}
-	if got := typeOf(v); len(want) > 0 && !slices.Contains(want, got) && !(got == "integer" && slices.Contains(want, "number")) {
-		if got == "integer" {
-			got = "number" // as the model wrote it; integer is what a number may be
-		}
+	got := cmp.Or(jsonTypes[reflect.ValueOf(v).Kind()], "null") // as the model wrote it: a number
+	if n, ok := v.(float64); ok && n == math.Trunc(n) && slices.Contains(want, "integer") {
+		got = "integer" // which a number may be
+	}
+	if len(want) > 0 && !slices.Contains(want, got) {
 		return append(out, field(at)+fmt.Sprintf("got %s, want %s", got, strings.Join(want, " or ")))
 	}
 	if !shapeOnly(s) {
@@ -274,27 +277,20 @@ func problems(v any, s, root *jsonschema.Schema, at string, out []string) []stri
 	}
 	switch v := v.(type) {
 	case map[string]any:
-		var missing, unknown []string
 		for _, name := range s.Required {
 			if _, ok := v[name]; !ok {
-				missing = append(missing, name)
+				out = append(out, fmt.Sprintf("missing required field %q", join(at, name)))
 			}
 		}
-		for _, name := range slices.Sorted(maps.Keys(v)) {
+		for name, x := range v {
 			switch sub, ok := s.Properties[name]; {
 			case ok:
-				out = problems(v[name], sub, root, join(at, name), out)
-			case isFalse(s.AdditionalProperties):
-				unknown = append(unknown, name)
+				out = problems(x, sub, root, join(at, name), out)
+			case reflect.DeepEqual(s.AdditionalProperties, falseSchema):
+				out = append(out, fmt.Sprintf("unknown field %q; use only the fields in the input schema", join(at, name)))
 			case s.AdditionalProperties != nil:
-				out = problems(v[name], s.AdditionalProperties, root, join(at, name), out)
+				out = problems(x, s.AdditionalProperties, root, join(at, name), out)
 			}
-		}
-		if len(missing) > 0 {
-			out = append(out, "missing required "+fields(at, missing))
-		}
-		if len(unknown) > 0 {
-			out = append(out, "unknown "+fields(at, unknown)+"; use only the fields in the input schema")
 		}
 	case []any:
 		for i, item := range v {
@@ -315,31 +311,6 @@ func shapeOnly(s *jsonschema.Schema) bool {
 	c.ID, c.Schema, c.Comment, c.Defs, c.Definitions, c.Extra, c.PropertyOrder = "", "", "", nil, nil, nil, nil
 	c.Title, c.Description, c.Default, c.Examples, c.Deprecated, c.ReadOnly, c.WriteOnly = "", "", nil, nil, false, false, false
 	return reflect.ValueOf(c).IsZero()
-}
-
-// isFalse reports whether s is the schema false, which nothing matches.
-func isFalse(s *jsonschema.Schema) bool {
-	return s != nil && s.Not != nil && reflect.ValueOf(*s.Not).IsZero()
-}
-
-// typeOf names the JSON type of v, a value as json/v2 decodes into any.
-func typeOf(v any) string {
-	switch v := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case float64:
-		if v == math.Trunc(v) && !math.IsInf(v, 0) {
-			return "integer"
-		}
-		return "number"
-	case string:
-		return "string"
-	case []any:
-		return "array"
-	}
-	return "object"
 }
 
 // violation words the validator's error at path at: its innermost cause,
@@ -364,16 +335,3 @@ func field(at string) string {
 }
 
 func join(at, name string) string { return strings.TrimPrefix(at+"."+name, ".") }
-
-// fields names properties of the object at path at: field "a", or fields
-// "at.a", "at.b".
-func fields(at string, names []string) string {
-	names = slices.Sorted(slices.Values(names))
-	for i, n := range names {
-		names[i] = strconv.Quote(join(at, n))
-	}
-	if len(names) == 1 {
-		return "field " + names[0]
-	}
-	return "fields " + strings.Join(names, ", ")
-}

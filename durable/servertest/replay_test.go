@@ -91,7 +91,7 @@ func record(t *testing.T) {
 	add, _ := adder()
 	deploy, _ := deployer()
 	note := tool.Must(tool.New("note", "notes a line", func(ctx context.Context, in noteIn) (string, error) { return "ok", nil }))
-	note.Sequential = true
+	note.Queue = "note" // alone in its queue
 	e.worker(t, "replay", Config{}, add, deploy, note)
 	dir := filepath.Join("testdata", "histories")
 	if err := os.MkdirAll(dir, 0o755); err != nil {

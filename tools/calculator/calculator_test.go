@@ -34,7 +34,8 @@ func TestCalculator(t *testing.T) {
 		{"unknown operation", `{"a": 1, "b": 2, "operation": "power"}`,
 			`invalid input for tool "calculator": field "operation": enum: power does not equal any of: [add subtract multiply divide]`, true},
 		{"missing b", `{"a": 1, "operation": "add"}`, `invalid input for tool "calculator": missing required field "b"`, true},
-		{"missing all", `{}`, `invalid input for tool "calculator": missing required fields "a", "b", "operation"`, true},
+		{"missing all", `{}`, `invalid input for tool "calculator": 3 problems:` +
+			"\n- missing required field \"a\"\n- missing required field \"b\"\n- missing required field \"operation\"", true},
 		{"a is a string", `{"a": "3", "b": 5, "operation": "add"}`, `invalid input for tool "calculator": field "a": got string, want number`, true},
 		{"operation is a number", `{"a": 3, "b": 5, "operation": 1}`, `invalid input for tool "calculator": field "operation": got number, want string`, true},
 		{"extra field", `{"a": 3, "b": 5, "operation": "add", "c": 1}`, `invalid input for tool "calculator": unknown field "c"; use only the fields in the input schema`, true},

@@ -123,8 +123,8 @@ func New(cfg Config) *tool.Tool {
 	// registry's would abandon the command instead of killing it.
 	t.Timeout = -1
 	// The model expects the commands of one turn to run in the order it
-	// wrote them, as in a terminal.
-	t.Sequential = true
+	// wrote them, as in a terminal: the tool is alone in its queue.
+	t.Queue = "tools/shell"
 	return t
 }
 
