@@ -205,7 +205,7 @@ func (c *Client) exchange(ctx context.Context, path string, body body, opts []op
 		// bytes it leaves on resp.Body.
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		resp.Body.Close()
-		err = newHTTPError(resp.StatusCode, resp.Header, body, c.now())
+		err = newAPIError(resp.StatusCode, resp.Header, body, c.now())
 	default: // unless the cause was ctx or the idle timer, as below
 		err = fmt.Errorf("%w: %w", errConnection, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"time"
 
 	json2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -229,7 +230,7 @@ func (d *decoder) next() (Event, error) {
 			return MessageStop{}, nil
 		case "ping":
 		case "error":
-			return nil, newStreamError(data, d.header)
+			return nil, newAPIError(0, d.header, data, time.Now())
 		case "content_block_delta", "content_block_start", "content_block_stop", "message_delta", "message_start":
 			if ev, err := d.event(name, data); ev != nil || err != nil {
 				return ev, err
