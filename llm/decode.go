@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"time"
 
 	json2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -230,7 +229,7 @@ func (d *decoder) next() (Event, error) {
 			return MessageStop{}, nil
 		case "ping":
 		case "error":
-			return nil, newAPIError(0, d.header, data, time.Now())
+			return nil, newAPIError(0, d.header, data)
 		case "content_block_delta", "content_block_start", "content_block_stop", "message_delta", "message_start":
 			if ev, err := d.event(name, data); ev != nil || err != nil {
 				return ev, err

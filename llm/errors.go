@@ -138,13 +138,12 @@ func classify(err error) (typ string, transient bool) {
 }
 
 // newAPIError builds the APIError of an HTTP error response, or, with
-// status 0, of an "error" event inside a 200 stream; now is for a
-// retry-after given as a date. Every field of the body is optional:
-// proxies and older API versions leave some out.
-func newAPIError(status int, h http.Header, body []byte, now time.Time) *APIError {
+// status 0, of an "error" event inside a 200 stream. Every field of the
+// body is optional: proxies and older API versions leave some out.
+func newAPIError(status int, h http.Header, body []byte) *APIError {
 	// Bedrock's request id is x-amzn-RequestId.
 	e := &APIError{StatusCode: status, RequestID: cmp.Or(h.Get("request-id"), h.Get("x-amzn-requestid")),
-		RetryAfter: parseRetryAfter(h, now)}
+		RetryAfter: parseRetryAfter(h)}
 	var w struct {
 		Error struct {
 			Type    string `json:"type"`
@@ -193,7 +192,7 @@ var transientStream = map[string]bool{"overloaded_error": true, "api_error": tru
 
 // parseRetryAfter reads retry-after-ms, else retry-after in seconds or as
 // an HTTP date: 0 for none, or for what is not a positive duration.
-func parseRetryAfter(h http.Header, now time.Time) time.Duration {
+func parseRetryAfter(h http.Header) time.Duration {
 	if ms, err := strconv.ParseFloat(h.Get("retry-after-ms"), 64); err == nil && ms > 0 && ms < 1e12 {
 		return time.Duration(ms * float64(time.Millisecond))
 	}
@@ -201,7 +200,7 @@ func parseRetryAfter(h http.Header, now time.Time) time.Duration {
 	if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 && s < 1e9 {
 		return time.Duration(s * float64(time.Second))
 	} else if t, terr := http.ParseTime(v); err != nil && terr == nil {
-		return max(t.Sub(now), 0)
+		return max(time.Until(t), 0)
 	}
 	return 0
 }
