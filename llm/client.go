@@ -101,8 +101,6 @@ func New(cfg Config) *Client {
 	return c
 }
 
-var errStop = errors.New("llm: consumer stopped") // ranging over a stream
-
 // Stream sends req and returns the model's turn as a stream of events,
 // ending with [MessageStop] or with an error. It is single-use; stopping
 // the range early closes the connection.
@@ -134,14 +132,10 @@ func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Event, error
 				seen(ev, nil)
 				return yield(ev, err)
 			})
-			if err == errStop {
-				seen(nil, nil)
-			} else {
-				seen(nil, err)
-			}
+			seen(nil, err)
 			return err
 		})
-		if err != nil && err != errStop {
+		if err != nil {
 			yield(nil, err)
 		}
 	}
@@ -171,7 +165,7 @@ func (c *Client) streamOnce(ctx context.Context, body body, beta string, yielded
 			}
 			*yielded = true
 			if pending != nil && !yield(pending, nil) || !yield(ev, nil) {
-				return errStop
+				return nil // the consumer stopped
 			}
 			pending = nil
 			if _, ok := ev.(MessageStop); ok {
@@ -196,7 +190,7 @@ func (c *Client) exchange(ctx context.Context, path string, body body, opts []op
 	switch {
 	case err == nil:
 		defer resp.Body.Close()
-		if err = read(resp, idle); err == nil || err == errStop {
+		if err = read(resp, idle); err == nil {
 			return err
 		}
 	case resp != nil && resp.StatusCode >= 400:
@@ -236,7 +230,7 @@ func (r *idleReader) Read(p []byte) (int, error) {
 func (c *Client) retry(ctx context.Context, committed *bool, attempt func(context.Context, Attempt) error) error {
 	for a := (Attempt{N: 1}); ; {
 		err := attempt(ctx, a)
-		if err == nil || err == errStop || *committed || !IsRetryable(err) || a.N >= c.maxAttempts {
+		if err == nil || *committed || !IsRetryable(err) || a.N >= c.maxAttempts {
 			return err
 		}
 		wait, ok := RetryDelay(a.N, err)
