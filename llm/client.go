@@ -75,11 +75,8 @@ const idleTimeout = 90 * time.Second
 
 // New returns a Client for cfg.
 func New(cfg Config) *Client {
-	c := &Client{log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)), maxAttempts: cfg.MaxAttempts,
+	c := &Client{log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)), maxAttempts: cmp.Or(max(cfg.MaxAttempts, 0), 3),
 		observe: cfg.Observe, sleep: sleepCtx}
-	if c.maxAttempts <= 0 {
-		c.maxAttempts = 3
-	}
 	// The SDK sends, authenticates and names the API version; its retries
 	// are off, for this package's one policy.
 	opts := []option.RequestOption{option.WithoutEnvironmentDefaults(),
