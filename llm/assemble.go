@@ -64,8 +64,7 @@ type partial struct {
 	inputLen  int             // their bytes
 	tooBig    bool            // they ran past maxToolInput, and were dropped
 	citations []json.RawMessage
-	tool      ToolUseStart              // a tool_use block's start
-	start     Block                     // any other block's start
+	start     Block                     // a tool_use or raw block's start
 	fields    map[string]jsontext.Value // a raw block's, once a delta sets one
 }
 
@@ -76,13 +75,10 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 	case MessageStart:
 		*a = Assembler{turn: Turn{Usage: ev.Usage, Container: ev.Container}}
 	case ToolUseStart:
-		if p := a.start(ev.Index, "tool_use"); p != nil {
-			p.tool = ev
-		}
+		a.start(ev.Index, "tool_use",
+			ToolUse{ID: ev.ID, Name: ev.Name, Input: ev.Input, Caller: ev.Caller, ToolsetName: ev.ToolsetName})
 	case rawStart:
-		if p := a.start(ev.Index, "raw"); p != nil {
-			p.start = ev.Block
-		}
+		a.start(ev.Index, "raw", ev.Block)
 	case TextDelta:
 		a.delta(ev.Index, "text").add(ev.Text)
 	case ThinkingDelta:
@@ -124,11 +120,11 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 }
 
 // start opens the block at index, unless a block has that index already.
-func (a *Assembler) start(index int, kind string) *partial {
+func (a *Assembler) start(index int, kind string, start Block) *partial {
 	if _, dup := a.byIndex[index]; dup {
 		return nil
 	}
-	p := &partial{index: index, kind: kind}
+	p := &partial{index: index, kind: kind, start: start}
 	if a.blocks = append(a.blocks, p); a.byIndex == nil {
 		a.byIndex = map[int]*partial{}
 	}
@@ -151,7 +147,7 @@ func (a *Assembler) delta(index int, kind string) *partial {
 	if p := a.open(index, kind); p != nil {
 		return p
 	}
-	return a.start(index, kind)
+	return a.start(index, kind, nil)
 }
 
 // add appends text to p's, if there is a p. Grow doubles the buffer when it
@@ -230,10 +226,9 @@ func (p *partial) finish() Block {
 	case "thinking":
 		return Thinking{Thinking: p.buf.String(), Signature: string(p.sig)}
 	case "tool_use":
-		t := p.tool
-		in, strict := p.input(t.Input)
-		b := ToolUse{ID: t.ID, Name: t.Name, Input: in, Caller: t.Caller, ToolsetName: t.ToolsetName}
-		if strict {
+		b := p.start.(ToolUse)
+		in, strict := p.input(b.Input)
+		if b.Input = in; strict {
 			b.checked = in
 		}
 		return b

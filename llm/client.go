@@ -62,25 +62,21 @@ type Attempt struct {
 type Client struct {
 	sdk         anthropic.Client
 	log         *slog.Logger
+	sleep       func(ctx context.Context, d time.Duration) error // sleepCtx, but a test's, which records the waits
 	maxAttempts int
-	idleTimeout time.Duration // of a stream's silence; time between events the caller spends does not count
 	observe     func(context.Context, Attempt) (context.Context, func(Event, error))
 	platform    *Platform
 	perRequest  []option.RequestOption // the platform's options, and BaseURL's after them
-
-	// Seams for tests: time and randomness.
-	sleep  func(ctx context.Context, d time.Duration) error
-	now    func() time.Time
-	jitter func(n int64) int64 // uniform in [0, n)
 }
+
+// idleTimeout is how long a stream may be silent; time between events the
+// caller spends does not count.
+const idleTimeout = 90 * time.Second
 
 // New returns a Client for cfg.
 func New(cfg Config) *Client {
-	c := &Client{log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)), maxAttempts: cfg.MaxAttempts,
-		idleTimeout: 90 * time.Second, observe: cfg.Observe, sleep: sleepCtx, now: time.Now, jitter: rand.Int64N}
-	if c.maxAttempts <= 0 {
-		c.maxAttempts = 3
-	}
+	c := &Client{log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)), maxAttempts: cmp.Or(max(cfg.MaxAttempts, 0), 3),
+		observe: cfg.Observe, sleep: sleepCtx}
 	// The SDK sends, authenticates and names the API version; its retries
 	// are off, for this package's one policy.
 	opts := []option.RequestOption{option.WithoutEnvironmentDefaults(),
@@ -101,8 +97,6 @@ func New(cfg Config) *Client {
 	c.sdk = anthropic.NewClient(opts...)
 	return c
 }
-
-var errStop = errors.New("llm: consumer stopped") // ranging over a stream
 
 // Stream sends req and returns the model's turn as a stream of events,
 // ending with [MessageStop] or with an error. It is single-use; stopping
@@ -135,14 +129,10 @@ func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Event, error
 				seen(ev, nil)
 				return yield(ev, err)
 			})
-			if err == errStop {
-				seen(nil, nil)
-			} else {
-				seen(nil, err)
-			}
+			seen(nil, err)
 			return err
 		})
-		if err != nil && err != errStop {
+		if err != nil {
 			yield(nil, err)
 		}
 	}
@@ -158,7 +148,7 @@ func (c *Client) streamOnce(ctx context.Context, body body, beta string, yielded
 		// From here the idle timer runs only in reads: the consumer's time
 		// between events is not the server's silence.
 		idle.Stop()
-		dec := newDecoder(&idleReader{r: resp.Body, t: idle, d: c.idleTimeout}, c.log)
+		dec := newDecoder(&idleReader{r: resp.Body, t: idle}, c.log)
 		dec.header = resp.Header
 		var pending Event // a MessageStart not yet yielded
 		for {
@@ -172,7 +162,7 @@ func (c *Client) streamOnce(ctx context.Context, body body, beta string, yielded
 			}
 			*yielded = true
 			if pending != nil && !yield(pending, nil) || !yield(ev, nil) {
-				return errStop
+				return nil // the consumer stopped
 			}
 			pending = nil
 			if _, ok := ev.(MessageStop); ok {
@@ -190,14 +180,14 @@ func (c *Client) exchange(ctx context.Context, path string, body body, opts []op
 	read func(*http.Response, *time.Timer) error) error {
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	idle := time.AfterFunc(c.idleTimeout, func() { cancel(errIdleTimeout) })
+	idle := time.AfterFunc(idleTimeout, func() { cancel(errIdleTimeout) })
 	defer idle.Stop()
 	var resp *http.Response
 	err := c.sdk.Post(actx, path, http.NoBody, &resp, slices.Concat(opts, []option.RequestOption{body.send()}, c.perRequest)...)
 	switch {
 	case err == nil:
 		defer resp.Body.Close()
-		if err = read(resp, idle); err == nil || err == errStop {
+		if err = read(resp, idle); err == nil {
 			return err
 		}
 	case resp != nil && resp.StatusCode >= 400:
@@ -205,7 +195,7 @@ func (c *Client) exchange(ctx context.Context, path string, body body, opts []op
 		// bytes it leaves on resp.Body.
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		resp.Body.Close()
-		err = newHTTPError(resp.StatusCode, resp.Header, body, c.now())
+		err = newAPIError(resp.StatusCode, resp.Header, body)
 	default: // unless the cause was ctx or the idle timer, as below
 		err = fmt.Errorf("%w: %w", errConnection, err)
 	}
@@ -213,7 +203,7 @@ func (c *Client) exchange(ctx context.Context, path string, body body, opts []op
 		return ctx.Err()
 	}
 	if context.Cause(actx) == errIdleTimeout {
-		return fmt.Errorf("%w: nothing received for %v", errIdleTimeout, c.idleTimeout)
+		return fmt.Errorf("%w: nothing received for %v", errIdleTimeout, idleTimeout)
 	}
 	return err
 }
@@ -222,31 +212,25 @@ func (c *Client) exchange(ctx context.Context, path string, body body, opts []op
 type idleReader struct {
 	r io.Reader
 	t *time.Timer
-	d time.Duration
 }
 
 func (r *idleReader) Read(p []byte) (int, error) {
-	r.t.Reset(r.d)
+	r.t.Reset(idleTimeout)
 	n, err := r.r.Read(p)
 	r.t.Stop()
 	return n, err
 }
 
 // retry runs attempt until it succeeds, fails for good, or the attempts
-// run out; once *committed, an error is returned, not retried.
+// run out; once *committed, an error is returned, not retried. An attempt
+// is an exchange, which returns ctx's error once ctx is done: not retryable.
 func (c *Client) retry(ctx context.Context, committed *bool, attempt func(context.Context, Attempt) error) error {
 	for a := (Attempt{N: 1}); ; {
 		err := attempt(ctx, a)
-		if err == nil || err == errStop {
+		if err == nil || *committed || !IsRetryable(err) || a.N >= c.maxAttempts {
 			return err
 		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if *committed || !IsRetryable(err) || a.N >= c.maxAttempts {
-			return err
-		}
-		wait, ok := backoff(a.N, err, c.jitter)
+		wait, ok := RetryDelay(a.N, err)
 		if !ok {
 			c.log.Info("llm: server asks to wait longer than a minute; giving up", "err", err)
 			return err
@@ -276,14 +260,9 @@ func RetryWait(ctx context.Context, attempt int, err error) error {
 }
 
 // RetryDelay is how long [RetryWait] waits, jitter included, for a caller
-// that keeps its own timers (a Temporal workflow): false when the server
-// asks to wait over a minute.
+// that keeps its own timers (a Temporal workflow, and Client's retries):
+// false when the server asks to wait over a minute.
 func RetryDelay(attempt int, err error) (time.Duration, bool) {
-	return backoff(attempt, err, rand.Int64N)
-}
-
-// backoff is RetryWait's wait, false if too long, with the jitter given.
-func backoff(attempt int, err error, jitter func(n int64) int64) (time.Duration, bool) {
 	if ae, ok := errors.AsType[*APIError](err); ok && ae.RetryAfter > 0 {
 		return ae.RetryAfter, ae.RetryAfter <= maxRetryWait
 	}
@@ -291,7 +270,7 @@ func backoff(attempt int, err error, jitter func(n int64) int64) (time.Duration,
 	if attempt < 5 {
 		d = 500 * time.Millisecond << max(attempt-1, 0) // capped before the shift can overflow
 	}
-	return d - time.Duration(jitter(int64(d/4))), true
+	return d - time.Duration(rand.Int64N(int64(d/4))), true
 }
 
 // sleepCtx waits for d or until ctx is done.

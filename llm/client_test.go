@@ -77,7 +77,7 @@ func scripted(t *testing.T, steps ...step) (*httptest.Server, *atomic.Int32) {
 }
 
 // testClient returns a client for baseURL whose retry waits are recorded,
-// not slept, with no jitter and a fixed clock.
+// not slept.
 func testClient(baseURL string, cfg Config) (*Client, *[]time.Duration) {
 	cfg.BaseURL = baseURL
 	c := New(cfg)
@@ -86,9 +86,30 @@ func testClient(baseURL string, cfg Config) (*Client, *[]time.Duration) {
 		waits = append(waits, d)
 		return ctx.Err()
 	}
-	c.jitter = func(int64) int64 { return 0 }
-	c.now = func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
 	return c, &waits
+}
+
+// lessJitter compares retry waits as equal when the shorter is more than
+// three quarters of the longer: a backoff less its jitter, or a server's
+// retry-after (TestRetryDelay holds that to the exact wait).
+var lessJitter = cmp.Comparer(func(x, y time.Duration) bool { return x == y || min(x, y) > max(x, y)*3/4 })
+
+// TestRetryDelay checks the one schedule: 0.5 s doubling to 8 s, less up
+// to a quarter of jitter; the server's retry-after exactly, unless it is
+// over a minute.
+func TestRetryDelay(t *testing.T) {
+	for attempt, base := range map[int]time.Duration{1: 500 * time.Millisecond, 2: time.Second, 3: 2 * time.Second,
+		4: 4 * time.Second, 5: 8 * time.Second, 64: 8 * time.Second} {
+		if d, ok := RetryDelay(attempt, errConnection); !ok || d > base || d <= base*3/4 {
+			t.Errorf("RetryDelay(%d) = %v, %v; want (%v, %v]", attempt, d, ok, base*3/4, base)
+		}
+	}
+	if d, ok := RetryDelay(2, &APIError{RetryAfter: 1500 * time.Millisecond}); !ok || d != 1500*time.Millisecond {
+		t.Errorf("RetryDelay of a 1.5 s retry-after = %v, %v", d, ok)
+	}
+	if d, ok := RetryDelay(1, &APIError{RetryAfter: 61 * time.Second}); ok {
+		t.Errorf("RetryDelay of a 61 s retry-after = %v, true; want false", d)
+	}
 }
 
 var testReq = Request{Model: "m", Messages: []Message{{Role: User, Content: []Block{Text{Text: "hi"}}}}}
@@ -111,6 +132,9 @@ func collect(c *Client, ctx context.Context) (string, int, error) {
 func TestStreamRetry(t *testing.T) {
 	overloaded := `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_1"}`
 	midError := "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"
+	in7s := func(w http.ResponseWriter, r *http.Request) { // a date 7 s after the request
+		httpErr(429, `{}`, "retry-after", time.Now().Add(7*time.Second).UTC().Format(http.TimeFormat))(w, r)
+	}
 	textBegun := sseStart + "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
 	tests := []struct {
 		name      string
@@ -134,8 +158,8 @@ func TestStreamRetry(t *testing.T) {
 			wantText: "Hello", waits: []time.Duration{500 * time.Millisecond}},
 		{name: "retry-after-ms wins", steps: []step{httpErr(429, `{}`, "retry-after-ms", "1500", "retry-after", "9"), sse(textStream)},
 			wantText: "Hello", waits: []time.Duration{1500 * time.Millisecond}},
-		{name: "retry-after date", steps: []step{httpErr(429, `{}`, "retry-after", "Thu, 01 Jan 2026 00:00:07 GMT"), sse(textStream)},
-			wantText: "Hello", waits: []time.Duration{7 * time.Second}},
+		{name: "retry-after date", steps: []step{in7s, sse(textStream)},
+			wantText: "Hello", waits: []time.Duration{7 * time.Second}}, // less the part of a second the date lacks
 		{name: "retry-after above cap", steps: []step{httpErr(429, `{}`, "retry-after", "61")}, wantErr: "429 rate_limit_error", retryable: true},
 		{name: "spend limit", steps: []step{httpErr(429, `{"type":"error","error":{"type":"rate_limit_error","message":"limit","details":{"error_code":"enforced_spend_limit_reached"}}}`)},
 			wantErr: "enforced_spend_limit_reached"},
@@ -167,7 +191,7 @@ func TestStreamRetry(t *testing.T) {
 			if err != nil && IsRetryable(err) != tt.retryable {
 				t.Errorf("IsRetryable(%v) = %v, want %v", err, !tt.retryable, tt.retryable)
 			}
-			if diff := cmp.Diff(tt.waits, *waits); diff != "" {
+			if diff := cmp.Diff(tt.waits, *waits, lessJitter); diff != "" {
 				t.Errorf("waits (-want +got):\n%s", diff)
 			}
 		})

@@ -229,7 +229,7 @@ func (d *decoder) next() (Event, error) {
 			return MessageStop{}, nil
 		case "ping":
 		case "error":
-			return nil, newStreamError(data, d.header)
+			return nil, newAPIError(0, d.header, data)
 		case "content_block_delta", "content_block_start", "content_block_stop", "message_delta", "message_start":
 			if ev, err := d.event(name, data); ev != nil || err != nil {
 				return ev, err

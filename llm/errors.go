@@ -98,19 +98,52 @@ var tooLong = regexp.MustCompile(`(?i)prompt is too long(?:: (\d+) tokens > \d+)
 // failed connection. [Client.Stream] retries them until it has yielded an
 // event; after that the caller decides.
 func IsRetryable(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	if ae, ok := errors.AsType[*APIError](err); ok {
-		return ae.retryable
-	}
-	return errors.Is(err, ErrIncompleteStream) || errors.Is(err, errIdleTimeout) || errors.Is(err, errConnection)
+	_, transient := classify(err)
+	return transient
 }
 
-// decode fills e from an error body or event and reports whether it was the
-// API's JSON. Every field is optional: proxies and older API versions leave
-// some out.
-func (e *APIError) decode(body []byte) bool {
+// ErrorType names the class of err, low in cardinality, for OpenTelemetry's
+// error.type: an [*APIError]'s type (such as "overloaded_error"), "timeout"
+// for an idle stream or a passed deadline, "cancelled", "connection_error",
+// "incomplete_stream", "malformed_event", or "_OTHER".
+func ErrorType(err error) string {
+	typ, _ := classify(err)
+	return typ
+}
+
+// classes are the errors other than an [*APIError], which classify tries
+// first, in the order it tries them: each one's type, and whether it is
+// transient.
+var classes = []struct {
+	err       error
+	typ       string
+	transient bool
+}{
+	{errIdleTimeout, "timeout", true}, {context.DeadlineExceeded, "timeout", false},
+	{context.Canceled, "cancelled", false}, {errConnection, "connection_error", true},
+	{ErrIncompleteStream, "incomplete_stream", true}, {errMalformedEvent, "malformed_event", false},
+}
+
+// classify is what ErrorType and IsRetryable say of err: one table for both.
+func classify(err error) (typ string, transient bool) {
+	if ae, ok := errors.AsType[*APIError](err); ok && ae.Type != "" {
+		return ae.Type, ae.retryable
+	}
+	for _, c := range classes {
+		if errors.Is(err, c.err) {
+			return c.typ, c.transient
+		}
+	}
+	return "_OTHER", false
+}
+
+// newAPIError builds the APIError of an HTTP error response, or, with
+// status 0, of an "error" event inside a 200 stream. Every field of the
+// body is optional: proxies and older API versions leave some out.
+func newAPIError(status int, h http.Header, body []byte) *APIError {
+	// Bedrock's request id is x-amzn-RequestId.
+	e := &APIError{StatusCode: status, RequestID: cmp.Or(h.Get("request-id"), h.Get("x-amzn-requestid")),
+		RetryAfter: parseRetryAfter(h)}
 	var w struct {
 		Error struct {
 			Type    string `json:"type"`
@@ -121,23 +154,23 @@ func (e *APIError) decode(body []byte) bool {
 		} `json:"error"`
 		RequestID string `json:"request_id"`
 	}
-	if json.Unmarshal(body, &w) != nil || (w.Error.Type == "" && w.Error.Message == "") {
-		return false
-	}
-	e.Type, e.Message, e.code = w.Error.Type, w.Error.Message, w.Error.Details.ErrorCode
-	e.RequestID = cmp.Or(w.RequestID, e.RequestID)
-	return true
-}
-
-// newHTTPError builds the APIError of an HTTP error response; now is for a
-// retry-after given as a date.
-func newHTTPError(status int, h http.Header, body []byte, now time.Time) *APIError {
-	e := &APIError{StatusCode: status, RequestID: requestID(h)}
-	if !e.decode(body) {
-		// A proxy answered: the start of its body usually tells.
+	switch {
+	case json.Unmarshal(body, &w) == nil && (w.Error.Type != "" || w.Error.Message != ""):
+		e.Type, e.Message, e.code = w.Error.Type, w.Error.Message, w.Error.Details.ErrorCode
+		e.RequestID = cmp.Or(w.RequestID, e.RequestID)
+	case status == 0:
+		e.Type, e.Message = "malformed_error_event", string(body)
+	default: // a proxy answered: the start of its body usually tells
 		if e.Message = strings.TrimSpace(string(body)); len(e.Message) > 200 {
 			e.Message = e.Message[:200] + "…"
 		}
+	}
+	if status == 0 {
+		// Only overloaded and internal errors are transient; either way the
+		// turn is lost.
+		e.Type = cmp.Or(e.Type, "api_error")
+		e.retryable = transientStream[e.Type]
+		return e
 	}
 	e.Type = cmp.Or(e.Type, apirules.ErrorTypes[status], "http_error")
 	// 408, 409, 429 (but for an exhausted spend limit) and 5xx are
@@ -148,24 +181,8 @@ func newHTTPError(status int, h http.Header, body []byte, now time.Time) *APIErr
 	if v := h.Get("x-should-retry"); v == "true" || v == "false" {
 		e.retryable = v == "true"
 	}
-	e.RetryAfter = parseRetryAfter(h, now)
 	return e
 }
-
-// newStreamError builds the APIError of an "error" event. Only overloaded
-// and internal errors are transient; either way the turn is lost.
-func newStreamError(data []byte, h http.Header) *APIError {
-	e := &APIError{RequestID: requestID(h)}
-	if !e.decode(data) {
-		e.Type, e.Message = "malformed_error_event", string(data)
-	}
-	e.Type = cmp.Or(e.Type, "api_error")
-	e.retryable = transientStream[e.Type]
-	return e
-}
-
-// requestID is the API's request-id, or Bedrock's x-amzn-RequestId.
-func requestID(h http.Header) string { return cmp.Or(h.Get("request-id"), h.Get("x-amzn-requestid")) }
 
 // transientStream are the error events' transient types: the API's, and
 // the exceptions of Bedrock's event stream, which the SDK's bedrock
@@ -175,38 +192,15 @@ var transientStream = map[string]bool{"overloaded_error": true, "api_error": tru
 
 // parseRetryAfter reads retry-after-ms, else retry-after in seconds or as
 // an HTTP date: 0 for none, or for what is not a positive duration.
-func parseRetryAfter(h http.Header, now time.Time) time.Duration {
+func parseRetryAfter(h http.Header) time.Duration {
 	if ms, err := strconv.ParseFloat(h.Get("retry-after-ms"), 64); err == nil && ms > 0 && ms < 1e12 {
 		return time.Duration(ms * float64(time.Millisecond))
 	}
 	v := h.Get("retry-after")
 	if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 && s < 1e9 {
 		return time.Duration(s * float64(time.Second))
-	} else if t, terr := http.ParseTime(v); err != nil && terr == nil && t.After(now) {
-		return t.Sub(now)
+	} else if t, terr := http.ParseTime(v); err != nil && terr == nil {
+		return max(time.Until(t), 0)
 	}
 	return 0
-}
-
-// ErrorType names the class of err, low in cardinality, for OpenTelemetry's
-// error.type: an [*APIError]'s type (such as "overloaded_error"), "timeout"
-// for an idle stream or a passed deadline, "cancelled", "connection_error",
-// "incomplete_stream", "malformed_event", or "_OTHER".
-func ErrorType(err error) string {
-	ae, isAPI := errors.AsType[*APIError](err)
-	switch {
-	case isAPI && ae.Type != "":
-		return ae.Type
-	case errors.Is(err, errIdleTimeout), errors.Is(err, context.DeadlineExceeded):
-		return "timeout"
-	case errors.Is(err, context.Canceled):
-		return "cancelled"
-	case errors.Is(err, errConnection):
-		return "connection_error"
-	case errors.Is(err, ErrIncompleteStream):
-		return "incomplete_stream"
-	case errors.Is(err, errMalformedEvent):
-		return "malformed_event"
-	}
-	return "_OTHER"
 }

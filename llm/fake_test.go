@@ -141,7 +141,7 @@ func TestFakeServer(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("turn (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tt.waits, *waits); diff != "" {
+			if diff := cmp.Diff(tt.waits, *waits, lessJitter); diff != "" {
 				t.Errorf("waits (-want +got):\n%s", diff)
 			}
 			if n := len(srv.Requests()); n != len(tt.replies) {
@@ -213,7 +213,7 @@ func TestHTTPErrorFixtures(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
 			body := readFixture(t, dir, "http_errors/"+tt.file)
-			got := newHTTPError(tt.status, nil, body, time.Now())
+			got := newAPIError(tt.status, nil, body)
 			if got.Type != tt.want.Type || got.RequestID != tt.want.RequestID || got.retryable != tt.retryable || got.Message == "" {
 				t.Errorf("got %+v", got)
 			}
@@ -224,7 +224,7 @@ func TestHTTPErrorFixtures(t *testing.T) {
 		})
 	}
 	var ae *APIError
-	if errors.As(error(newHTTPError(502, nil, []byte("<html>bad gateway</html>"), time.Now())), &ae); ae.Type != "http_error" || !ae.retryable {
+	if errors.As(error(newAPIError(502, nil, []byte("<html>bad gateway</html>"))), &ae); ae.Type != "http_error" || !ae.retryable {
 		t.Errorf("502 HTML: %+v", ae)
 	}
 }

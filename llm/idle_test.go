@@ -81,6 +81,18 @@ func send(pace time.Duration, stall bool, bodies ...[]byte) func(context.Context
 	}
 }
 
+// sleepingClient returns a client for cfg that records its retry waits,
+// which it sleeps: on a fake clock, they take no time.
+func sleepingClient(cfg Config) (*Client, *[]time.Duration) {
+	c := New(cfg)
+	var waits []time.Duration
+	c.sleep = func(ctx context.Context, d time.Duration) error {
+		waits = append(waits, d)
+		return sleepCtx(ctx, d)
+	}
+	return c, &waits
+}
+
 // TestIdleTimeout checks, on a fake clock, that a stream is aborted after
 // exactly the idle timeout of silence from the server, before or after its
 // headers, and never because the server is slow but steady or because the
@@ -101,33 +113,35 @@ func TestIdleTimeout(t *testing.T) {
 		}
 		return evs
 	}()
-	const idle = 10 * time.Second
+	const idle = idleTimeout
 	tests := []struct {
-		name        string
-		cfg         Config
-		idle        time.Duration // of the client; zero keeps the default
-		replies     []func(context.Context, io.Writer)
-		consumer    time.Duration // how long the consumer takes over each event
-		wantText    string
-		wantErr     error
+		name     string
+		cfg      Config
+		replies  []func(context.Context, io.Writer)
+		consumer time.Duration // how long the consumer takes over each event
+		wantText string
+		wantErr  error
+		// wantElapsed is the time taken but the retries' waits, which are
+		// jittered: waits holds how long each was at most.
 		wantElapsed time.Duration
+		waits       []time.Duration
 	}{
-		{name: "stall mid-block", idle: idle,
+		{name: "stall mid-block",
 			replies: []func(context.Context, io.Writer){send(0, true, S().Text("Hel").EndWithoutStop().Bytes())},
 			wantErr: errIdleTimeout, wantElapsed: idle},
-		{name: "no headers, retried, default timeout", // 90 s, then 0.5 s of backoff
+		{name: "no headers, retried",
 			replies:  []func(context.Context, io.Writer){nil, send(0, false, hello)},
-			wantText: "Hello", wantElapsed: 90*time.Second + 500*time.Millisecond},
-		{name: "stall after message_start, retried", idle: idle,
+			wantText: "Hello", wantElapsed: idle, waits: []time.Duration{500 * time.Millisecond}},
+		{name: "stall after message_start, retried",
 			replies:  []func(context.Context, io.Writer){send(0, true, S().EndWithoutStop().Bytes()), send(0, false, hello)},
-			wantText: "Hello", wantElapsed: idle + 500*time.Millisecond},
-		{name: "every attempt stalls", idle: idle, cfg: Config{MaxAttempts: 2},
+			wantText: "Hello", wantElapsed: idle, waits: []time.Duration{500 * time.Millisecond}},
+		{name: "every attempt stalls", cfg: Config{MaxAttempts: 2},
 			replies: []func(context.Context, io.Writer){nil, nil},
-			wantErr: errIdleTimeout, wantElapsed: 2*idle + 500*time.Millisecond},
-		{name: "slow but steady server", idle: idle,
+			wantErr: errIdleTimeout, wantElapsed: 2 * idle, waits: []time.Duration{500 * time.Millisecond}},
+		{name: "slow but steady server",
 			replies:  []func(context.Context, io.Writer){send(idle-time.Millisecond, false, helloEvents...)},
 			wantText: "Hello", wantElapsed: time.Duration(len(helloEvents)) * (idle - time.Millisecond)},
-		{name: "slow consumer", idle: idle, consumer: 3 * idle,
+		{name: "slow consumer", consumer: 3 * idle,
 			replies:  []func(context.Context, io.Writer){send(0, false, helloEvents...)},
 			wantText: "Hello", wantElapsed: 6 * 3 * idle}, // six events reach the consumer
 	}
@@ -137,11 +151,7 @@ func TestIdleTimeout(t *testing.T) {
 				cfg := tt.cfg
 				cfg.BaseURL = "http://anthropic.invalid"
 				cfg.HTTPClient = &http.Client{Transport: &memServer{replies: tt.replies}}
-				c := New(cfg)
-				c.jitter = func(int64) int64 { return 0 }
-				if tt.idle != 0 {
-					c.idleTimeout = tt.idle
-				}
+				c, waits := sleepingClient(cfg)
 				ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
 				defer cancel()
 				start := time.Now()
@@ -165,6 +175,12 @@ func TestIdleTimeout(t *testing.T) {
 				if err != nil && IsRetryable(err) != errors.Is(err, errIdleTimeout) {
 					t.Errorf("IsRetryable(%v) = %v", err, IsRetryable(err))
 				}
+				if diff := cmp.Diff(tt.waits, *waits, lessJitter); diff != "" {
+					t.Errorf("waits (-want +got):\n%s", diff)
+				}
+				for _, w := range *waits {
+					tt.wantElapsed += w
+				}
 				if diff := cmp.Diff(tt.wantElapsed, time.Since(start)); diff != "" {
 					t.Errorf("elapsed on the fake clock (-want +got):\n%s", diff)
 				}
@@ -178,16 +194,18 @@ func TestIdleTimeout(t *testing.T) {
 // hanging for as long as the caller's context allows.
 func TestCountTokensIdleTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := New(Config{BaseURL: "http://anthropic.invalid",
+		c, waits := sleepingClient(Config{BaseURL: "http://anthropic.invalid",
 			HTTPClient: &http.Client{Transport: &memServer{replies: make([]func(context.Context, io.Writer), 3)}}})
-		c.jitter, c.idleTimeout = func(int64) int64 { return 0 }, 10*time.Second
 		start := time.Now()
 		_, err := c.CountTokens(t.Context(), testReq)
 		if !errors.Is(err, errIdleTimeout) {
 			t.Fatalf("err = %v, want errIdleTimeout", err)
 		}
-		// Three attempts of 10 s, with 0.5 s and 1 s of backoff between.
-		if got, want := time.Since(start), 31500*time.Millisecond; got != want {
+		// Three attempts of 90 s, with 0.5 s and 1 s of backoff between.
+		if diff := cmp.Diff([]time.Duration{500 * time.Millisecond, time.Second}, *waits, lessJitter); diff != "" {
+			t.Fatalf("waits (-want +got):\n%s", diff)
+		}
+		if got, want := time.Since(start), 3*idleTimeout+(*waits)[0]+(*waits)[1]; got != want {
 			t.Errorf("gave up after %v on the fake clock, want %v", got, want)
 		}
 	})

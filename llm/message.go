@@ -190,7 +190,6 @@ var blockMarshalers = json2.JoinMarshalers(
 		}
 		return nil
 	}),
-	marshalCached,
 )
 
 var writeBlocks = json2.WithMarshalers(blockMarshalers)

@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	_ "embed"
@@ -10,6 +9,8 @@ import (
 	"iter"
 	"slices"
 	"strings"
+
+	json2 "github.com/go-json-experiment/json"
 
 	"github.com/agentloop/agentloop/internal/apirules"
 )
@@ -87,11 +88,9 @@ func (p Price) Cost(u Usage) float64 {
 // Effort's xhigh came with Claude Opus 4.7. The table is read, never
 // written, after init, so that concurrent clients share it without a lock;
 // a caller reads it through [LookupModel], which hands out copies.
-var models = func() map[string]ModelInfo {
-	var m map[string]ModelInfo
-	dec := json.NewDecoder(bytes.NewReader(modelsJSON))
-	dec.DisallowUnknownFields() // a misspelt field would read as false
-	if err := dec.Decode(&m); err != nil {
+var models = func() (m map[string]ModelInfo) {
+	// A misspelt field, which would read as false, fails.
+	if err := json2.Unmarshal(modelsJSON, &m, json2.RejectUnknownMembers(true)); err != nil {
 		panic("llm: models.json: " + err.Error()) // the package's own file, which its tests read
 	}
 	return m

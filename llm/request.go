@@ -109,27 +109,22 @@ type ThinkingConfig struct {
 // a request echoing a 5 MiB tool input took. Only fields the caller set are
 // sent: API version 2026-10-21 rejects temperature, top_p and top_k.
 type wireRequest struct {
-	Model      string        `json:"model"`
-	MaxTokens  int           `json:"max_tokens,omitzero"`
-	System     []Block       `json:"system,omitempty"`
-	Messages   []Message     `json:"messages"`
-	Tools      []wireTool    `json:"tools,omitempty"`
-	ToolChoice *ToolChoice   `json:"tool_choice,omitempty"`
-	Thinking   *wireThinking `json:"thinking,omitempty"`
-	Output     *wireOutput   `json:"output_config,omitempty"`
-	Container  string        `json:"container,omitempty"`
-	Stream     bool          `json:"stream,omitzero"`
+	Model      string           `json:"model"`
+	MaxTokens  int              `json:"max_tokens,omitzero"`
+	System     []Block          `json:"system,omitempty"`
+	Messages   []Message        `json:"messages"`
+	Tools      []jsontext.Value `json:"tools,omitempty"` // the client tools' specs, then the server tools' declarations
+	ToolChoice *ToolChoice      `json:"tool_choice,omitempty"`
+	Thinking   *wireThinking    `json:"thinking,omitempty"`
+	Output     *wireOutput      `json:"output_config,omitempty"`
+	Container  string           `json:"container,omitempty"`
+	Stream     bool             `json:"stream,omitzero"`
 	// Server-side context management (compaction.go).
 	ContextManagement *wireEdits      `json:"context_management,omitempty"`
 	Compaction        json.RawMessage `json:"compaction,omitempty"`
 }
 
 type (
-	wireTool struct {
-		ToolSpec
-		CacheControl json.RawMessage           `json:"cache_control,omitempty"`
-		server       map[string]jsontext.Value // a server tool, written in the spec's place (servertools.go)
-	}
 	wireThinking struct {
 		Type         string `json:"type"`
 		BudgetTokens int    `json:"budget_tokens,omitzero"`
@@ -172,8 +167,11 @@ func encodeRequest(r Request, count bool) (body, error) {
 		if len(bytes.TrimSpace(t.InputSchema)) == 0 {
 			t.InputSchema = json.RawMessage(`{"type":"object"}`) // takes no input
 		}
-		w.Tools = append(w.Tools, wireTool{ToolSpec: t})
-		n += len(t.Name) + len(t.Description) + len(t.InputSchema)
+		spec, err := json2.Marshal(t, lenient)
+		if err != nil {
+			return nil, fmt.Errorf("llm: tool %q: %w", t.Name, err)
+		}
+		w.Tools, n = append(w.Tools, spec), n+len(spec)
 	}
 	if err := w.addServerTools(r); err != nil {
 		return nil, err
@@ -196,16 +194,16 @@ func encodeRequest(r Request, count bool) (body, error) {
 	if r.Cache {
 		// Thinking cannot carry a breakpoint; the caller's message is not changed.
 		if n := len(w.Tools); n > 0 {
-			w.Tools[n-1].CacheControl = json.RawMessage(`{"type":"ephemeral"}`)
+			w.Tools[n-1] = withCache(w.Tools[n-1], n > len(r.Tools)) // a server tool's may have one
 		}
 		if len(w.System) > 0 {
-			w.System[0] = cached{w.System[0]}
+			w.System[0] = cached(w.System[0])
 		}
 		if n := len(r.Messages); n > 0 {
 			last := r.Messages[n-1]
 			for i, b := range slices.Backward(last.Content) {
 				if !apirules.IsThinking(b.blockType()) {
-					last.Content = slices.Concat(last.Content[:i], []Block{cached{b}}, last.Content[i+1:])
+					last.Content = slices.Concat(last.Content[:i], []Block{cached(b)}, last.Content[i+1:])
 					w.Messages = append(r.Messages[:n-1:n-1], last)
 					break
 				}
@@ -249,8 +247,8 @@ func encodeRequest(r Request, count bool) (body, error) {
 	buf := bytes.NewBuffer(make([]byte, 0, n+n/4))
 	enc, ends := jsontext.NewEncoder(buf, lenient), []int{} // where each big input's {} ends
 	bigInput := json2.MarshalToFunc(func(e *jsontext.Encoder, in json.RawMessage) error {
-		if e != enc || len(ends) == len(bigs) || len(in) == 0 || &in[0] != &bigs[len(ends)][0] {
-			return errors.ErrUnsupported // written as usual, a cached block's too (in its own encoder)
+		if len(ends) == len(bigs) || len(in) == 0 || &in[0] != &bigs[len(ends)][0] {
+			return errors.ErrUnsupported // written as usual
 		}
 		err := e.WriteValue(jsontext.Value("{}"))
 		ends = append(ends, int(e.OutputOffset()))
@@ -282,25 +280,31 @@ func encodeRequest(r Request, count bool) (body, error) {
 	return body{out}, err
 }
 
-// cached is a block with a cache breakpoint added to its JSON.
-type cached struct{ Block }
-
-// marshalCached writes c's block with "cache_control" added, unless it has
-// one. Only a RawBlock can: a typed block's JSON, which may be a 5 MiB tool
-// result, is not parsed again to look.
-var marshalCached = json2.MarshalToFunc(func(enc *jsontext.Encoder, c cached) error {
-	raw, err := json2.Marshal(c.Block, enc.Options())
+// cached returns b with a cache breakpoint, as a RawBlock of its JSON, or b
+// if it cannot be written (the request then fails, naming it). Of the
+// blocks only a RawBlock may have a breakpoint already, which it keeps: a
+// typed block's JSON, which may be a 5 MiB tool result, is not parsed again
+// to look.
+func cached(b Block) Block {
+	raw, err := marshal(b)
 	if err != nil {
-		return err
+		return b
 	}
+	_, isRaw := b.(RawBlock)
+	return RawBlock{Type: b.blockType(), JSON: withCache(raw, isRaw)}
+}
+
+// withCache returns the compact JSON object raw with "cache_control" added,
+// unless it is {} or, when look is set, it has one already.
+func withCache(raw []byte, look bool) []byte {
 	var has struct {
 		CacheControl jsontext.Value `json:"cache_control"`
 	}
-	if _, isRaw := c.Block.(RawBlock); isRaw && json2.Unmarshal(raw, &has, lenient) != nil || has.CacheControl != nil || len(raw) <= 2 {
-		return enc.WriteValue(raw)
+	if look && (json2.Unmarshal(raw, &has, lenient) != nil || has.CacheControl != nil) || len(raw) <= 2 {
+		return raw
 	}
-	return enc.WriteValue(append(raw[:len(raw)-1], `,"cache_control":{"type":"ephemeral"}}`...))
-})
+	return append(raw[:len(raw)-1:len(raw)-1], `,"cache_control":{"type":"ephemeral"}}`...)
+}
 
 // size is about the length of b's JSON: its big fields, and a margin.
 func size(b Block) int {

@@ -121,7 +121,10 @@ func TestRequestErrors(t *testing.T) {
 		"no model":  {Messages: []Message{{Role: User, Content: []Block{Text{Text: "x"}}}}},
 		"nil block": {Model: "m", Messages: []Message{{Role: User, Content: []Block{nil}}}},
 		"bad raw":   {Model: "m", Messages: []Message{{Role: User, Content: []Block{RawBlock{Type: "x", JSON: json.RawMessage("{")}}}}},
-		"no name":   {Model: "m", Tools: []ToolSpec{{}}},
+		"bad raw, cached": {Model: "m", Cache: true,
+			Messages: []Message{{Role: User, Content: []Block{RawBlock{Type: "x", JSON: json.RawMessage("{")}}}}},
+		"bad schema": {Model: "m", Tools: []ToolSpec{{Name: "t", InputSchema: json.RawMessage("{")}}},
+		"no name":    {Model: "m", Tools: []ToolSpec{{}}},
 	} {
 		if _, err := requestBody(req, false); err == nil {
 			t.Errorf("%s: no error", name)

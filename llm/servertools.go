@@ -1,13 +1,13 @@
 package llm
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
 	json2 "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 // WebSearchPrice is what one web search costs, in USD, on every model: $10
@@ -32,10 +32,15 @@ func (s ServerToolUse) add(t ServerToolUse) ServerToolUse {
 // sends a [ToolSpec] with DeferLoading must hold one among its
 // [Request].ServerTools.
 func IsToolSearch(decl json.RawMessage) bool {
-	var d struct {
-		Type string `json:"type"`
-	}
+	var d declaration
 	return json2.Unmarshal(decl, &d, lenient) == nil && isToolSearch(d.Type)
+}
+
+// declaration is what llm reads of a server tool's declaration, which it
+// sends as it came.
+type declaration struct {
+	Type string `json:"type"`
+	Name string `json:"name"`
 }
 
 func isToolSearch(typ string) bool { return strings.HasPrefix(typ, "tool_search_tool_") }
@@ -50,36 +55,21 @@ func (w *wireRequest) addServerTools(r Request) error {
 		names[t.Name] = true
 	}
 	for i, decl := range r.ServerTools {
-		var fields map[string]jsontext.Value // sent as they came
-		var typ, name string
-		if json2.Unmarshal(decl, &fields, lenient) != nil || json2.Unmarshal(fields["type"], &typ) != nil ||
-			json2.Unmarshal(fields["name"], &name) != nil || typ == "" || name == "" {
+		var d declaration
+		if json2.Unmarshal(decl, &d, lenient) != nil || d.Type == "" || d.Name == "" {
 			return fmt.Errorf("llm: server tool %d is not a JSON object with a type and a name: %.100s", i, decl)
 		}
-		if m, known := LookupModel(r.Model); known && isToolSearch(typ) && !m.ToolSearch {
+		if m, known := LookupModel(r.Model); known && isToolSearch(d.Type) && !m.ToolSearch {
 			return fmt.Errorf("llm: %s does not take the tool search tool: send its tools without DeferLoading", r.Model)
 		}
-		if names[name] {
-			return fmt.Errorf("llm: two tools are named %q: tool names must be unique", name)
+		if names[d.Name] {
+			return fmt.Errorf("llm: two tools are named %q: tool names must be unique", d.Name)
 		}
-		names[name], search = true, search || isToolSearch(typ)
-		w.Tools = append(w.Tools, wireTool{server: fields})
+		names[d.Name], search = true, search || isToolSearch(d.Type)
+		w.Tools = append(w.Tools, bytes.TrimSpace(decl))
 	}
 	if i := slices.IndexFunc(r.Tools, func(t ToolSpec) bool { return t.DeferLoading }); i >= 0 && !search {
 		return fmt.Errorf("llm: tool %q has DeferLoading, but no tool search is among Request.ServerTools: the model could never load it", r.Tools[i].Name)
 	}
 	return nil
-}
-
-// MarshalJSONTo writes a client tool's spec, or a server tool's declaration
-// in its place, with the cache breakpoint if it has one.
-func (t wireTool) MarshalJSONTo(enc *jsontext.Encoder) error {
-	if t.server == nil {
-		type spec wireTool // without this method
-		return json2.MarshalEncode(enc, spec(t))
-	}
-	if t.CacheControl != nil {
-		t.server["cache_control"] = jsontext.Value(t.CacheControl) // the map is this request's own
-	}
-	return json2.MarshalEncode(enc, t.server, json2.Deterministic(true))
 }
