@@ -266,7 +266,7 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 			return t, err
 		}
 		t.yielded = true
-		block, stopped := asm.Add(ev)
+		block, _ := asm.Add(ev) // a block only when ev completes it
 		switch ev := ev.(type) {
 		case llm.TextDelta:
 			if ev.Text != "" {
@@ -284,7 +284,7 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 				r.emit(ToolInputDelta{ID: id, PartialJSON: ev.PartialJSON})
 			}
 		case llm.BlockStop:
-			if tu, ok := block.(llm.ToolUse); ok && stopped { // complete: start it now
+			if tu, ok := block.(llm.ToolUse); ok { // complete: start it now
 				t.calls = append(t.calls, r.startCall(ctx, &t.repeats, tu, final))
 			}
 		}

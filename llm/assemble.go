@@ -80,9 +80,9 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 	case rawStart:
 		a.start(ev.Index, "raw", ev.Block)
 	case TextDelta:
-		a.delta(ev.Index, "text").add(ev.Text)
+		a.start(ev.Index, "text", nil).add(ev.Text)
 	case ThinkingDelta:
-		a.delta(ev.Index, "thinking").add(ev.Thinking)
+		a.start(ev.Index, "thinking", nil).add(ev.Thinking)
 	case ToolInputDelta:
 		if p := a.open(ev.Index, "tool_use", "raw"); p != nil {
 			p.addInput(ev.PartialJSON)
@@ -119,10 +119,12 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 	return nil, false
 }
 
-// start opens the block at index, unless a block has that index already.
+// start opens a block of kind at index that starts as start (nil for text
+// or thinking, which start as a delta). If index has a block already, it
+// returns that one if it is open and of kind, else nil.
 func (a *Assembler) start(index int, kind string, start Block) *partial {
 	if _, dup := a.byIndex[index]; dup {
-		return nil
+		return a.open(index, kind)
 	}
 	p := &partial{index: index, kind: kind, start: start}
 	if a.blocks = append(a.blocks, p); a.byIndex == nil {
@@ -139,15 +141,6 @@ func (a *Assembler) open(index int, kinds ...string) *partial {
 		return nil
 	}
 	return p
-}
-
-// delta returns the open block of kind at index, or opens one if index
-// has no block.
-func (a *Assembler) delta(index int, kind string) *partial {
-	if p := a.open(index, kind); p != nil {
-		return p
-	}
-	return a.start(index, kind, nil)
 }
 
 // add appends text to p's, if there is a p. Grow doubles the buffer when it

@@ -131,40 +131,28 @@ type wireContainer struct {
 	ID string `json:"id"`
 }
 
-// wireUsage is a usage object; an absent or null field overwrites nothing.
+// wireUsage is a usage object, decoded into the Usage it points to:
+// encoding/json's semantics keep a field that is absent or null.
 type wireUsage struct {
-	InputTokens              *int64 `json:"input_tokens"`
-	OutputTokens             *int64 `json:"output_tokens"`
-	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
-	Iterations               []struct {
+	*Usage
+	Iterations []struct {
 		Type string `json:"type"`
 		Usage
 	} `json:"iterations"`
-	ServerToolUse *ServerToolUse `json:"server_tool_use"`
 }
 
-// merge returns u with the fields w sets overwritten.
-func (w wireUsage) merge(u Usage) Usage {
-	for _, f := range []struct{ src, dst *int64 }{{w.InputTokens, &u.InputTokens}, {w.OutputTokens, &u.OutputTokens},
-		{w.CacheCreationInputTokens, &u.CacheCreationInputTokens}, {w.CacheReadInputTokens, &u.CacheReadInputTokens}} {
-		if f.src != nil {
-			*f.dst = *f.src
-		}
-	}
-	if w.ServerToolUse != nil {
-		u.ServerToolUse = *w.ServerToolUse
-	}
+// compact sets the usage's compaction from the iterations, if there are
+// any: what the server's compaction used, billed apart.
+func (w wireUsage) compact() {
 	if w.Iterations != nil {
-		u.Compaction = nil // cumulative, as the rest
+		w.Compaction = nil // cumulative, as the rest
 	}
-	for _, it := range w.Iterations { // the server's compaction, billed apart
+	for _, it := range w.Iterations {
 		if it.Type == "compaction" {
 			it.Compaction = nil
-			u.Compaction = new(cmp.Or(u.Compaction, &Usage{}).Add(it.Usage))
+			w.Compaction = new(cmp.Or(w.Compaction, &Usage{}).Add(it.Usage))
 		}
 	}
-	return u
 }
 
 // wireText is a JSON string (or null, for "") unquoted into a buffer kept
@@ -251,9 +239,10 @@ func malformed(what string, data []byte, err error) error {
 // event reads one event into d.wire; the events of a start it queues.
 func (d *decoder) event(what, data []byte) (Event, error) {
 	dw := &d.wire
-	*dw = wireEvent{Index: -1, ContentBlock: dw.ContentBlock[:0], Delta: wireDelta{Text: dw.Delta.Text[:0],
-		PartialJSON: dw.Delta.PartialJSON[:0], Thinking: dw.Delta.Thinking[:0], Signature: dw.Delta.Signature[:0]}}
-	if err := json2.Unmarshal(data, dw, lenient); err != nil {
+	*dw = wireEvent{Index: -1, Usage: wireUsage{Usage: &d.usage}, ContentBlock: dw.ContentBlock[:0],
+		Delta: wireDelta{Text: dw.Delta.Text[:0], PartialJSON: dw.Delta.PartialJSON[:0], Thinking: dw.Delta.Thinking[:0],
+			Signature: dw.Delta.Signature[:0]}}
+	if err := json2.Unmarshal(data, dw, asV1); err != nil {
 		return nil, malformed(string(what), data, err)
 	}
 	i, w := dw.Index, &dw.Delta
@@ -261,7 +250,7 @@ func (d *decoder) event(what, data []byte) (Event, error) {
 	case string(what) == "message_start":
 		return d.messageStart(data)
 	case string(what) == "message_delta":
-		d.usage = dw.Usage.merge(d.usage)
+		dw.Usage.compact()
 		return MessageDelta{StopReason: StopReason(w.StopReason), Usage: d.usage, Container: w.Container.ID}, nil
 	case i < 0:
 		return nil, malformed(string(what), data, errors.New("no index"))
@@ -313,7 +302,9 @@ func (d *decoder) messageStart(data []byte) (Event, error) {
 	if m == nil {
 		return nil, malformed("message_start", data, nil)
 	}
-	d.usage = m.Usage.merge(Usage{})
+	d.usage = *cmp.Or(m.Usage.Usage, &Usage{})
+	m.Usage.Usage = &d.usage
+	m.Usage.compact()
 	// A message may come whole in message_start (programmatic tool
 	// calling): its blocks are handed out as if streamed, in one shape.
 	for i, raw := range m.Content {

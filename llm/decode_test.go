@@ -137,6 +137,12 @@ func TestDecode(t *testing.T) {
 			MessageDelta{StopReason: EndTurn, Usage: Usage{OutputTokens: 3}}},
 		wantErr: ErrIncompleteStream,
 	}, {
+		name: "usage fields absent or null keep their values",
+		in: sseStart + "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"}," +
+			"\"usage\":{\"input_tokens\":null,\"output_tokens\":7,\"server_tool_use\":null}}\n\n",
+		want:    []Event{evStart, evDelta},
+		wantErr: ErrIncompleteStream,
+	}, {
 		name:    "malformed container",
 		in:      sseStart + "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"container\":{\"id\":7}}}\n\n",
 		want:    []Event{evStart},
