@@ -21,7 +21,6 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -83,11 +82,7 @@ func (c *cli) startTelemetry(ctx context.Context, stderr io.Writer) (telemetry.C
 	tel := telemetry.Config{CaptureContent: capture}
 	var stops []func(context.Context) error
 	if traces.url != "" {
-		exp, err := otlptrace.New(ctx, traceClient{traces})
-		if err != nil {
-			return telemetry.Config{}, nil, fmt.Errorf("starting the OTLP trace exporter: %w", err)
-		}
-		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(spanExporter{traces}), sdktrace.WithResource(res))
 		tel.TracerProvider, stops = tp, append(stops, tp.Shutdown)
 	}
 	if metrics.url != "" {
