@@ -187,11 +187,7 @@ func (p *partial) input(start json.RawMessage) (in json.RawMessage, strict bool)
 	if p.tooBig {
 		return tooBigInput, true
 	}
-	n := 0
-	for _, f := range p.frags {
-		n += len(f)
-	}
-	in = make([]byte, 0, n)
+	in = make([]byte, 0, p.inputLen)
 	for _, f := range p.frags {
 		in = append(in, f...)
 	}
