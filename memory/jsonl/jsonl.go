@@ -58,7 +58,16 @@ type meta struct {
 // keeps its mode only as far as that is narrower (0400 stays, 0666 becomes
 // 0600). A symbolic link at path is replaced, not followed, and lends the
 // file no mode.
-func Save(path string, h *memory.History) (err error) {
+func Save(path string, h *memory.History) error { return SaveThrough(path, h, nil) }
+
+// SaveThrough is [Save] with the file's bytes written through the writer
+// that filter returns for the file's own, so that a caller sees each of them
+// before the file does and passes on what it will; a nil filter passes all.
+// An error from the writer's Write or from its Close, which comes after the
+// last byte and before the rename, fails the save, leaving the old file as
+// it was: a caller that looks for what must not be saved (a secret) vetoes
+// the save without a second encoding of the history to look first.
+func SaveThrough(path string, h *memory.History, filter func(io.Writer) io.WriteCloser) (err error) {
 	mode := os.FileMode(0o600)
 	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
 		mode &= fi.Mode().Perm()
@@ -75,7 +84,11 @@ func Save(path string, h *memory.History) (err error) {
 		}
 	}()
 	w := bufio.NewWriter(f)
-	for _, step := range []func() error{func() error { return Encode(w, h) }, w.Flush, func() error { return f.Chmod(mode) }, f.Sync, f.Close,
+	var through io.WriteCloser = nopCloser{w}
+	if filter != nil {
+		through = filter(w)
+	}
+	for _, step := range []func() error{func() error { return Encode(through, h) }, through.Close, w.Flush, func() error { return f.Chmod(mode) }, f.Sync, f.Close,
 		func() error { return os.Rename(f.Name(), path) }} {
 		if err := step(); err != nil {
 			return err
@@ -111,6 +124,11 @@ func Encode(w io.Writer, h *memory.History) error {
 	}
 	return nil
 }
+
+// nopCloser is a Writer with a Close that does nothing.
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
 
 // Decode reads a history that [Encode] or [Save] wrote, configured by cfg,
 // and restores it with [memory.Restore], which repairs it. A line it cannot
