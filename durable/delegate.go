@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/subagent"
 )
@@ -40,19 +38,9 @@ func agentInfos(agents []subagent.Agent) (llm.ToolSpec, []AgentInfo, error) {
 	}
 	infos := make([]AgentInfo, len(agents))
 	for i, a := range agents {
-		info := AgentInfo{Name: a.Name, System: a.Config.System, MaxIterations: a.Config.MaxIterations}
-		for _, t := range a.Config.Tools {
-			if t != nil {
-				info.Tools = append(info.Tools, t.Spec().Name)
-			}
-		}
-		if a.Config.Registry != nil {
-			for _, s := range a.Config.Registry.Specs() {
-				info.Tools = append(info.Tools, s.Name)
-			}
-		}
-		if a.Config.Tools != nil || a.Config.Registry != nil {
-			info.Tools = append([]string{}, info.Tools...) // none is not all
+		info := AgentInfo{Name: a.Name, System: a.Config.System, MaxIterations: a.Config.MaxIterations, Tools: a.ToolNames()}
+		if info.Tools == nil && (a.Config.Tools != nil || a.Config.Registry != nil) {
+			info.Tools = []string{} // none is not all
 		}
 		if h := a.Config.History; h != nil {
 			info.Model, info.MaxTokens = h.Config().Model, h.Config().MaxTokens
@@ -70,29 +58,23 @@ func (r *run) delegates(call llm.ToolUse) bool {
 
 // delegate runs the task call as a child workflow of the subagent it
 // names, whose id is the run's and the call's, so that a replay or a retry
-// finds it rather than starting another. Its final text is the call's
-// result; a bad input, a failure or a limit is an is_error result that
-// says so. The child's usage and cost join the run's.
+// finds it rather than starting another. Its input is checked, and its
+// outcome made the call's result, as the in-process task tool does
+// (subagent.Input.Check, subagent.Answer). The child's usage and cost join
+// the run's.
 func (r *run) delegate(ctx workflow.Context, call llm.ToolUse, id string, approved bool) ToolOutput {
-	var in struct {
-		Prompt       string `json:"prompt"`
-		SubagentType string `json:"subagent_type"`
-	}
+	var in subagent.Input
 	if err := json.Unmarshal(call.Input, &in); err != nil {
 		return ToolOutput{ToolResult: notRun(call, "invalid input: "+err.Error())}
 	}
-	i := slices.IndexFunc(r.agents, func(a AgentInfo) bool { return a.Name == in.SubagentType })
-	switch {
-	case i < 0:
-		names := make([]string, len(r.agents))
-		for i, a := range r.agents {
-			names[i] = a.Name
-		}
-		return ToolOutput{ToolResult: notRun(call, fmt.Sprintf("unknown subagent_type %q; the agents are %s", in.SubagentType, strings.Join(names, ", ")))}
-	case strings.TrimSpace(in.Prompt) == "":
-		return ToolOutput{ToolResult: notRun(call, "the prompt is blank: give the agent its task, with everything it needs to know")}
+	names := make([]string, len(r.agents))
+	for i, a := range r.agents {
+		names[i] = a.Name
 	}
-	a := r.agents[i]
+	if err := in.Check(names); err != nil {
+		return ToolOutput{ToolResult: notRun(call, err.Error())}
+	}
+	a := r.agents[slices.Index(names, in.SubagentType)]
 	// The worker's policy holds for the call, as for any other.
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{ActivityID: id, StartToCloseTimeout: r.in.ToolTimeout,
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: int32(r.in.ToolAttempts)}})
@@ -141,20 +123,15 @@ func (r *run) delegate(ctx workflow.Context, call llm.ToolUse, id string, approv
 	err := workflow.ExecuteChildWorkflow(cctx, WorkflowName, child).Get(ctx, &res)
 	took := workflow.Now(ctx).Sub(began)
 	r.subUsage, r.subCost = r.subUsage.Add(res.Usage), r.subCost+res.CostUSD
-	switch {
-	case ctx.Err() != nil:
+	if ctx.Err() != nil {
 		return ToolOutput{ToolResult: notRun(call, "cancelled")}
-	case err != nil:
-		return ToolOutput{ToolResult: notRun(call, fmt.Sprintf("agent %q failed: %v", a.Name, err)), Duration: took}
-	case res.State != agent.Finished:
-		msg := fmt.Sprintf("agent %q stopped without a final answer: %s", a.Name, res.State)
-		if strings.TrimSpace(res.Text) != "" {
-			msg += "; its last text:\n\n" + res.Text
-		}
-		return ToolOutput{ToolResult: notRun(call, msg), Duration: took}
 	}
-	text := cmp.Or(res.Text, "(the agent finished without an answer)")
-	return ToolOutput{ToolResult: llm.ToolResult{ToolUseID: call.ID, Content: []llm.Block{llm.Text{Text: text}}}, Duration: took}
+	out, err := subagent.Answer(a.Name, res.Result, err)
+	if err != nil {
+		return ToolOutput{ToolResult: notRun(call, err.Error()), Duration: took}
+	}
+	out.ToolUseID = call.ID
+	return ToolOutput{ToolResult: out, Duration: took}
 }
 
 // childID is the workflow ID of the sub-run of task call callID in the run

@@ -25,7 +25,7 @@ import (
 // text as they stream, in batches at most [StreamInterval] apart, the tool
 // calls and compactions. Exactly one of its fields besides Seq is set,
 // except that Waiting goes with ToolCall, Duration with ToolDone,
-// Attempt with Discard, and ParentID and Agent with any.
+// Attempt with Discard, Result with Done, and ParentID and Agent with any.
 type Event struct {
 	// Seq numbers the run's events from 1, across continue-as-new.
 	Seq int `json:"seq"`
@@ -60,11 +60,16 @@ type Event struct {
 	Usage *agent.UsageUpdate `json:"usage,omitempty"`
 	// Done is the state the run ended in; it is the last event.
 	Done agent.State `json:"done,omitempty"`
+	// Result is the run's result, with Done, as agent.Stream's last event
+	// is: for a sub-run, what a task call's nested Result carries in
+	// process (its text, model turns, usage and cost). The workflow's own
+	// result adds the conversation. Nil from a worker that predates it.
+	Result *agent.Result `json:"result,omitempty"`
 
 	// ParentID marks the events of a task call's sub-run (Config.Agents),
 	// which [Stream] relays: it is the call's tool_use id, and Agent the
 	// subagent's name, as in agent.Nested. Their last is the sub-run's
-	// Done.
+	// Done, with its Result.
 	ParentID string `json:"parent_tool_use_id,omitempty"`
 	Agent    string `json:"agent,omitempty"`
 }

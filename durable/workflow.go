@@ -301,7 +301,7 @@ func (r *run) finish(res agent.Result, err error) (Result, error) {
 	}
 	res.Usage, res.CostUSD = res.Usage.Add(r.subUsage), res.CostUSD+r.subCost
 	r.drain()
-	r.publish(Event{Done: res.State})
+	r.publish(Event{Done: res.State, Result: &res})
 	if err := r.closeStream(); err != nil {
 		return Result{}, err
 	}

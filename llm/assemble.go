@@ -33,8 +33,7 @@ import (
 // become [RawBlock]s, with any streamed input or unknown deltas merged in.
 // A second MessageStart (a proxy spliced two responses) starts over.
 type Assembler struct {
-	turn    Turn       // but its blocks
-	blocks  []*partial // in start order
+	turn    Turn // but its blocks
 	byIndex map[int]*partial
 }
 
@@ -127,7 +126,7 @@ func (a *Assembler) start(index int, kind string, start Block) *partial {
 		return a.open(index, kind)
 	}
 	p := &partial{index: index, kind: kind, start: start}
-	if a.blocks = append(a.blocks, p); a.byIndex == nil {
+	if a.byIndex == nil {
 		a.byIndex = map[int]*partial{}
 	}
 	a.byIndex[index] = p
@@ -187,11 +186,7 @@ func (p *partial) input(start json.RawMessage) (in json.RawMessage, strict bool)
 	if p.tooBig {
 		return tooBigInput, true
 	}
-	n := 0
-	for _, f := range p.frags {
-		n += len(f)
-	}
-	in = make([]byte, 0, n)
+	in = make([]byte, 0, p.inputLen)
 	for _, f := range p.frags {
 		in = append(in, f...)
 	}
@@ -315,9 +310,8 @@ func (p *partial) merge(delta json.RawMessage) {
 func (a *Assembler) Turn() Turn {
 	t := a.turn
 	t.Message.Role = Assistant
-	ps := slices.Clone(a.blocks)
-	slices.SortStableFunc(ps, func(x, y *partial) int { return cmp.Compare(x.index, y.index) })
-	for _, p := range ps {
+	byIndex := func(x, y *partial) int { return cmp.Compare(x.index, y.index) }
+	for _, p := range slices.SortedFunc(maps.Values(a.byIndex), byIndex) {
 		if !p.done {
 			if b := p.finish(); b != nil {
 				t.Incomplete = append(t.Incomplete, b)

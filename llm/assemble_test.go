@@ -229,7 +229,7 @@ func TestToolInputCap(t *testing.T) {
 			for _, f := range frags(tt.size) {
 				a.Add(ToolInputDelta{PartialJSON: f})
 			}
-			if p := a.blocks[0]; tt.size > maxToolInput && (p.frags != nil || !p.tooBig) {
+			if p := a.byIndex[0]; tt.size > maxToolInput && (p.frags != nil || !p.tooBig) {
 				t.Errorf("past the cap, %d fragments are kept", len(p.frags))
 			}
 			b, ok := a.Add(BlockStop{})

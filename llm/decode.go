@@ -92,7 +92,6 @@ type decoder struct {
 	header http.Header // of the response, for error events
 	usage  Usage       // the turn's so far; message_delta overwrites fields
 	queue  []Event     // the events of one start, handed out in turn
-	done   bool        // message_stop was seen
 	wire   wireEvent
 }
 
@@ -182,18 +181,15 @@ func newDecoder(r io.Reader, log *slog.Logger) *decoder {
 	return &decoder{log: cmp.Or(log, slog.New(slog.DiscardHandler)), sse: sseReader{sc: sc}}
 }
 
-// next returns the next event, io.EOF after MessageStop, an error wrapping
-// ErrIncompleteStream if the stream ends before, or an error event's
-// *APIError.
+// next returns the next event, an error wrapping ErrIncompleteStream if the
+// stream ends before MessageStop, or an error event's *APIError. Its
+// reader, the client, stops at MessageStop.
 func (d *decoder) next() (Event, error) {
 	for {
 		if len(d.queue) > 0 {
 			ev := d.queue[0]
 			d.queue = d.queue[1:]
 			return ev, nil
-		}
-		if d.done {
-			return nil, io.EOF
 		}
 		name, data, err := d.sse.next()
 		switch {
@@ -213,7 +209,6 @@ func (d *decoder) next() (Event, error) {
 		}
 		switch string(name) {
 		case "message_stop":
-			d.done = true
 			return MessageStop{}, nil
 		case "ping":
 		case "error":

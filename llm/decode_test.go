@@ -12,20 +12,19 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// decodeAll decodes a whole stream. It returns the events up to the first
-// error, and that error (nil after MessageStop).
+// decodeAll decodes a whole stream, as Client.Stream does. It returns the
+// events up to MessageStop, or up to the first error and that error.
 func decodeAll(r io.Reader) ([]Event, error) {
 	d := newDecoder(r, nil)
 	var evs []Event
 	for {
 		ev, err := d.next()
-		if err == io.EOF {
-			return evs, nil
-		}
 		if err != nil {
 			return evs, err
 		}
-		evs = append(evs, ev)
+		if evs = append(evs, ev); ev == (MessageStop{}) {
+			return evs, nil
+		}
 	}
 }
 

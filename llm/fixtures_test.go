@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -106,9 +107,7 @@ func TestDifferential(t *testing.T) {
 				sdkBlocks = append(sdkBlocks, b)
 			}
 			var ours []*partial
-			ps := slices.Clone(a.blocks)
-			slices.SortStableFunc(ps, func(x, y *partial) int { return x.index - y.index })
-			for _, p := range ps {
+			for _, p := range slices.SortedFunc(maps.Values(a.byIndex), func(x, y *partial) int { return x.index - y.index }) {
 				if (p.done && p.block == nil) || (!p.done && p.finish() == nil) {
 					continue // a dropped empty text block
 				}

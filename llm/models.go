@@ -179,10 +179,8 @@ func check(r Request, w wireRequest, count bool) error {
 	}
 	// The API merges consecutive messages of one role into one turn.
 	for i := n - 1; i >= 0 && r.Messages[i].Role == Assistant; i-- {
-		for _, b := range r.Messages[i].Content {
-			if b != nil && apirules.Continues(b.blockType()) {
-				return nil
-			}
+		if slices.ContainsFunc(r.Messages[i].Content, func(b Block) bool { return apirules.Continues(b.blockType()) }) {
+			return nil
 		}
 	}
 	if info.Prefill { // "Claude Haiku 4.5 accepts one when thinking is off" (haiku-5-5/migration-guide)

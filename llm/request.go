@@ -120,8 +120,8 @@ type wireRequest struct {
 	Container  string           `json:"container,omitempty"`
 	Stream     bool             `json:"stream,omitzero"`
 	// Server-side context management (compaction.go).
-	ContextManagement *wireEdits      `json:"context_management,omitempty"`
-	Compaction        json.RawMessage `json:"compaction,omitempty"`
+	ContextManagement map[string][]ContextEdit `json:"context_management,omitempty"` // its "edits"
+	Compaction        json.RawMessage          `json:"compaction,omitempty"`
 }
 
 type (
@@ -137,9 +137,6 @@ type (
 	wireFormat struct {
 		Type   string          `json:"type"`
 		Schema json.RawMessage `json:"schema"`
-	}
-	wireEdits struct {
-		Edits []ContextEdit `json:"edits"`
 	}
 )
 
@@ -238,7 +235,7 @@ func encodeRequest(r Request, count bool) (body, error) {
 	if !count {
 		w.MaxTokens, w.Container, w.Stream = cmp.Or(max(r.MaxTokens, 0), DefaultMaxTokens), r.Container, true
 		if len(r.ContextEdits) > 0 {
-			w.ContextManagement = &wireEdits{r.ContextEdits}
+			w.ContextManagement = map[string][]ContextEdit{"edits": r.ContextEdits}
 		}
 		if r.Summarize {
 			w.Compaction = json.RawMessage(`{"type":"summarize"}`)

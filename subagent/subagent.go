@@ -15,6 +15,10 @@
 // sits under the call's execute_tool span. Several calls in one turn run
 // concurrently, within the parent's registry's limit.
 //
+// [Input.Check] and [Answer] are the tool's checks of a call and its
+// results, for a runtime that runs the calls itself, as package durable
+// runs each as a child workflow.
+//
 // A subagent's tool calls pass its own Config.Hooks: give it the parent's,
 // so that they pass the same approval. A subagent has no task
 // tool: no recursion.
@@ -65,8 +69,8 @@ type subagent struct {
 	memory memory.Config
 }
 
-// input is the task tool's input, in Claude Code's names.
-type input struct {
+// Input is the task tool's input, in Claude Code's names.
+type Input struct {
 	Description  string `json:"description" jsonschema:"a short (3 to 5 words) description of the task"`
 	Prompt       string `json:"prompt" jsonschema:"the task for the agent to perform, with everything it needs to know: it sees nothing else of this conversation"`
 	SubagentType string `json:"subagent_type" jsonschema:"the agent to give the task to"`
@@ -96,7 +100,7 @@ func Tool(agents ...Agent) (*tool.Tool, error) {
 		subs[a.Name], names = s, append(names, a.Name)
 		fmt.Fprintf(&list, "\n- %s: %s (tools: %s)", a.Name, strings.Join(strings.Fields(a.Description), " "), cmp.Or(strings.Join(tools, ", "), "none"))
 	}
-	schema, err := jsonschema.For[input](nil)
+	schema, err := jsonschema.For[Input](nil)
 	if err != nil {
 		return nil, err
 	}
@@ -104,16 +108,61 @@ func Tool(agents ...Agent) (*tool.Tool, error) {
 	desc := "Give a task to an agent, which works on it alone, with its own instructions and tools, and answers with its final report, " +
 		"which becomes this tool's result. The agent sees only your prompt, not this conversation: say in it everything it needs, " +
 		"and what to report back. Calls in one turn run concurrently.\n\nThe agents (subagent_type):" + list.String()
-	return tool.NewWithSchema(ToolName, desc, schema, func(ctx context.Context, in input) (llm.ToolResult, error) {
-		s, ok := subs[in.SubagentType]
-		switch {
-		case !ok: // the schema's enum keeps this from happening
-			return llm.ToolResult{}, fmt.Errorf("unknown subagent_type %q; the agents are %s", in.SubagentType, strings.Join(names, ", "))
-		case strings.TrimSpace(in.Prompt) == "":
-			return llm.ToolResult{}, errors.New("the prompt is blank: give the agent its task, with everything it needs to know")
+	return tool.NewWithSchema(ToolName, desc, schema, func(ctx context.Context, in Input) (llm.ToolResult, error) {
+		if err := in.Check(names); err != nil {
+			return llm.ToolResult{}, err
 		}
-		return s.run(ctx, in.Prompt)
+		return subs[in.SubagentType].run(ctx, in.Prompt)
 	})
+}
+
+// Check reports what is wrong with in as the input of a task call for one
+// of the agents named: an agent not among them (which the tool's schema
+// keeps the API from sending), or a blank prompt. Its error is for the
+// model, to correct the call by.
+func (in Input) Check(agents []string) error {
+	switch {
+	case !slices.Contains(agents, in.SubagentType):
+		return fmt.Errorf("unknown subagent_type %q; the agents are %s", in.SubagentType, strings.Join(agents, ", "))
+	case strings.TrimSpace(in.Prompt) == "":
+		return errors.New("the prompt is blank: give the agent its task, with everything it needs to know")
+	}
+	return nil
+}
+
+// Answer is the result of a task call whose run of the agent named ended
+// as res, or failed with err: the run's final text, or an error saying why
+// there is none (its last text included), which a tool registry makes an
+// is_error result.
+func Answer(name string, res agent.Result, err error) (llm.ToolResult, error) {
+	switch {
+	case err != nil:
+		return llm.ToolResult{}, fmt.Errorf("agent %q failed: %w", name, err)
+	case res.State == agent.Finished:
+		return llm.ToolResult{Content: []llm.Block{llm.Text{Text: cmp.Or(res.Text, "(the agent finished without an answer)")}}}, nil
+	}
+	msg := fmt.Sprintf("agent %q stopped without a final answer: %s", name, res.State)
+	if strings.TrimSpace(res.Text) != "" {
+		msg += "; its last text:\n\n" + res.Text
+	}
+	return llm.ToolResult{}, errors.New(msg)
+}
+
+// ToolNames returns the names of the tools a's Config gives its runs, in
+// Tools and in the Registry, sorted, each once.
+func (a Agent) ToolNames() []string {
+	var names []string
+	for _, t := range a.Config.Tools {
+		if t != nil {
+			names = append(names, t.Spec().Name)
+		}
+	}
+	if a.Config.Registry != nil {
+		for _, s := range a.Config.Registry.Specs() {
+			names = append(names, s.Name)
+		}
+	}
+	return slices.Compact(slices.Sorted(slices.Values(names)))
 }
 
 // check checks a, and returns it ready to run, with its tools' names.
@@ -124,17 +173,7 @@ func check(a Agent) (subagent, []string, error) {
 	case strings.TrimSpace(a.Description) == "":
 		return subagent{}, nil, fmt.Errorf("subagent: agent %q has no description", a.Name)
 	}
-	var tools []string
-	for _, t := range a.Config.Tools {
-		if t != nil {
-			tools = append(tools, t.Spec().Name)
-		}
-	}
-	if a.Config.Registry != nil {
-		for _, s := range a.Config.Registry.Specs() {
-			tools = append(tools, s.Name)
-		}
-	}
+	tools := a.ToolNames()
 	if slices.Contains(tools, ToolName) {
 		return subagent{}, nil, fmt.Errorf("subagent: agent %q has a %s tool: a subagent may not delegate", a.Name, ToolName)
 	}
@@ -146,7 +185,7 @@ func check(a Agent) (subagent, []string, error) {
 	if _, err := agent.New(s.config()); err != nil {
 		return subagent{}, nil, fmt.Errorf("subagent: agent %q: %w", a.Name, err)
 	}
-	return s, slices.Compact(slices.Sorted(slices.Values(tools))), nil
+	return s, tools, nil
 }
 
 // config is s's Config with a new history.
@@ -174,17 +213,7 @@ func (s subagent) run(ctx context.Context, prompt string) (llm.ToolResult, error
 	if s.Done != nil {
 		s.Done(agent.CallID(ctx), cfg.History, res)
 	}
-	switch {
-	case err != nil:
-		return llm.ToolResult{}, fmt.Errorf("agent %q failed: %w", s.Name, err)
-	case res.State == agent.Finished:
-		return llm.ToolResult{Content: []llm.Block{llm.Text{Text: cmp.Or(res.Text, "(the agent finished without an answer)")}}}, nil
-	}
-	msg := fmt.Sprintf("agent %q stopped without a final answer: %s", s.Name, res.State)
-	if strings.TrimSpace(res.Text) != "" {
-		msg += "; its last text:\n\n" + res.Text
-	}
-	return llm.ToolResult{}, errors.New(msg)
+	return Answer(s.Name, res, err)
 }
 
 func anys(ss []string) []any {

@@ -458,3 +458,30 @@ func TestStopReading(t *testing.T) {
 		t.Errorf("the subagent's first event = %#v, want its TurnStart", got)
 	}
 }
+
+// TestToolNames checks the names of an agent's tools, from its Tools and
+// its Registry, sorted and each once, as the task tool's description lists
+// them and package durable offers them to a child workflow.
+func TestToolNames(t *testing.T) {
+	reg := tool.NewRegistry(tool.Config{})
+	shout := tool.Must(tool.New("shout", "Shout.", func(context.Context, struct{}) (string, error) { return "!", nil }))
+	if err := reg.Register(shout); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  agent.Config
+		want []string
+	}{
+		{"none", agent.Config{}, nil},
+		{"tools", agent.Config{Tools: []*tool.Tool{shout, nil, echo(t)}}, []string{"echo", "shout"}},
+		{"tools and registry", agent.Config{Tools: []*tool.Tool{echo(t), shout}, Registry: reg}, []string{"echo", "shout"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := subagent.Agent{Name: "helper", Description: "helps", Config: tc.cfg}
+			if diff := cmp.Diff(tc.want, a.ToolNames()); diff != "" {
+				t.Errorf("ToolNames (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -63,18 +63,27 @@ func Configure(cfg agent.Config, mode string) (agent.Config, error) {
 			cfg.Logger.Info("toolsearch: tool search is on, but the model does not take it: every tool is sent", slog.String("model", hc.Model))
 		}
 		s.mode = Off
-	} else if !slices.ContainsFunc(cfg.ServerTools, llm.IsToolSearch) {
-		cfg.ServerTools = append(slices.Clip(cfg.ServerTools), bm25)
-		cfg.Middleware = withoutUnused(cfg.Middleware)
+	} else {
+		search, added := bm25, false
+		if i := slices.IndexFunc(cfg.ServerTools, llm.IsToolSearch); i >= 0 {
+			search = cfg.ServerTools[i]
+		} else {
+			cfg.ServerTools, added = append(slices.Clip(cfg.ServerTools), bm25), true
+		}
+		cfg.Middleware = matchSearch(cfg.Middleware, search, added)
 	}
 	cfg.Observer = s
 	return cfg, nil
 }
 
-// withoutUnused returns middleware, then one that takes the tool search
-// tool Configure added out of a request that defers no tool: a run that
-// does not search.
-func withoutUnused(middleware func(llm.Model) llm.Model) func(llm.Model) llm.Model {
+// matchSearch returns middleware, then one that keeps each request's tool
+// search in step with its deferred tools. To a request that defers a tool
+// but declares no search it adds search: memory's request for a summary on
+// the server sends the history's tools, deferred as the run's are, without
+// the server tools, and llm refuses deferred tools without a search. From a
+// request that defers no tool (a run that does not search) it takes the
+// search out, if Configure added it.
+func matchSearch(middleware func(llm.Model) llm.Model, search json.RawMessage, added bool) func(llm.Model) llm.Model {
 	return func(m llm.Model) llm.Model {
 		if middleware != nil {
 			if m = middleware(m); m == nil {
@@ -82,7 +91,10 @@ func withoutUnused(middleware func(llm.Model) llm.Model) func(llm.Model) llm.Mod
 			}
 		}
 		return llm.ModelFunc(func(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
-			if !slices.ContainsFunc(req.Tools, deferred) {
+			switch defers := slices.ContainsFunc(req.Tools, deferred); {
+			case defers && !slices.ContainsFunc(req.ServerTools, llm.IsToolSearch):
+				req.ServerTools = append(slices.Clip(req.ServerTools), search)
+			case !defers && added:
 				req.ServerTools = slices.DeleteFunc(slices.Clone(req.ServerTools), func(d json.RawMessage) bool { return string(d) == string(bm25) })
 			}
 			return m.Stream(ctx, req)

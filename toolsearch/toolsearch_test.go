@@ -216,3 +216,68 @@ func TestConfigureKeepsConfig(t *testing.T) {
 		t.Errorf("the Config's middleware saw %d calls, its Observer %d runs and %d runtimes; want 1 each", calls, o.runs, o.runtimes)
 	}
 }
+
+// TestServerSummaryKeepsSearch is a run whose history outgrows its limit
+// while its tools are deferred: memory's compaction asks the server for a
+// summary (a Summarize request, through the agent's Model and so its
+// middleware), which must declare the tool search beside the deferred
+// tools, or llm refuses it and the run falls back to the client's summary.
+func TestServerSummaryKeepsSearch(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		search json.RawMessage // the Config's own tool search, if any
+	}{
+		{"configured search", nil},
+		{"caller's search", json.RawMessage(`{"type":"` + servertool.ToolSearchRegex + `","name":"tool_search_tool_regex"}`)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, client := fake(t,
+				anthropictest.NewStream().Usage(30_000, 1, 0, 0).ToolUse("toolu_01", "today", `{}`).Stop("tool_use"),
+				anthropictest.NewStream().Usage(30_000, 1, 0, 0).Compaction("They asked for the date: 1 May.").Stop("compaction"),
+				anthropictest.NewStream().Text("It is 1 May.").Stop("end_turn"))
+			today := tool.Must(tool.New("today", "Returns the date.", func(context.Context, struct{}) (string, error) { return "1 May", nil }))
+			cfg := agent.Config{Model: client, Tools: []*tool.Tool{rateTool(t), today},
+				History: memory.New(memory.Config{Model: "claude-opus-5-5", ContextLimit: 20_000})}
+			if tc.search != nil {
+				cfg.ServerTools = []json.RawMessage{tc.search}
+			}
+			cfg, err := toolsearch.Configure(cfg, toolsearch.On)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := agent.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var steps []string
+			for ev, err := range a.Stream(t.Context(), "What is the date?") {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c, ok := ev.(agent.Compacted); ok {
+					steps = append(steps, c.Steps...)
+				}
+			}
+			if diff := cmp.Diff([]string{"summarised 3 messages on the server"}, steps); diff != "" {
+				t.Errorf("compaction steps (-want +got):\n%s", diff)
+			}
+			reqs := srv.Requests()
+			if len(reqs) != 3 {
+				t.Fatalf("%d requests, want the turn, the summary and the answer", len(reqs))
+			}
+			var summary struct{ Tools []map[string]any }
+			json.Unmarshal(reqs[1].Body, &summary)
+			var names []any
+			for _, tl := range summary.Tools {
+				names = append(names, tl["name"])
+			}
+			want := []any{"mcp__fx__get_exchange_rate", "today", "tool_search_tool_bm25"}
+			if tc.search != nil {
+				want[2] = "tool_search_tool_regex"
+			}
+			if diff := cmp.Diff(want, names); diff != "" {
+				t.Errorf("the summary request's tools (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

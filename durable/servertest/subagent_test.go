@@ -356,7 +356,9 @@ func TestSubagentCancelled(t *testing.T) {
 
 // TestSubagentEventsRelayed: Stream relays a sub-run's events, marked with
 // the task call's id and the agent's name, after the call and before its
-// result, whether it reads the run while it runs or after it ended.
+// result, whether it reads the run while it runs or after it ended. The
+// sub-run's last carries its Result, as an in-process subagent's does:
+// its answer, model turns and usage.
 func TestSubagentEventsRelayed(t *testing.T) {
 	want := []string{
 		"turn 1", "call task",
@@ -384,6 +386,7 @@ func TestSubagentEventsRelayed(t *testing.T) {
 				e.run(t, "sub", "q", in)
 			}
 			var got []string
+			var results []agent.Result // of the sub-run's Done, then the run's
 			for ev, err := range Stream(context.Background(), e.c, "sub") {
 				if err != nil {
 					t.Fatal(err)
@@ -400,6 +403,10 @@ func TestSubagentEventsRelayed(t *testing.T) {
 					s = "done " + ev.ToolDone.ToolUseID
 				case ev.Done != "":
 					s = "end " + string(ev.Done)
+					if ev.Result == nil {
+						t.Fatalf("%s: Done without its Result", s)
+					}
+					results = append(results, *ev.Result)
 				default:
 					continue
 				}
@@ -415,6 +422,20 @@ func TestSubagentEventsRelayed(t *testing.T) {
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
+			}
+			// Turns of 10 input tokens each: two in the sub-run, four in all.
+			if len(results) != 2 {
+				t.Fatalf("%d results, want the sub-run's and the run's", len(results))
+			}
+			for i, w := range []struct {
+				text       string
+				iterations int
+				input      int64
+			}{{"It is 3.", 2, 20}, {"The reviewer says 3.", 2, 40}} {
+				r := results[i]
+				if r.State != agent.Finished || r.Text != w.text || r.Iterations != w.iterations || r.Usage.InputTokens != w.input {
+					t.Errorf("result %d = %+v, want finished with %q after %d turns and %d input tokens", i, r, w.text, w.iterations, w.input)
+				}
 			}
 		})
 	}

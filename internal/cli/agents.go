@@ -23,7 +23,6 @@ import (
 	"github.com/agentloop/agentloop/agent"
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
-	"github.com/agentloop/agentloop/memory/jsonl"
 	"github.com/agentloop/agentloop/subagent"
 	"github.com/agentloop/agentloop/tool"
 	"github.com/agentloop/agentloop/tools/permission"
@@ -315,9 +314,9 @@ func (t *transcripts) reset() {
 // only if it keeps to it.
 var callIDPattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,128}$`)
 
-// save writes each transcript beside the session file, as scrub leaves
-// it: chat.jsonl's call toolu_1 to chat.task-toolu_1.jsonl.
-func (t *transcripts) save(session string, scrub func(*memory.History) (*memory.History, error)) error {
+// save writes each transcript beside the session file with write:
+// chat.jsonl's call toolu_1 to chat.task-toolu_1.jsonl.
+func (t *transcripts) save(session string, write func(path string, h *memory.History) error) error {
 	if t == nil {
 		return nil
 	}
@@ -328,11 +327,7 @@ func (t *transcripts) save(session string, scrub func(*memory.History) (*memory.
 		if !callIDPattern.MatchString(id) {
 			continue
 		}
-		h, err := scrub(h)
-		if err == nil {
-			err = jsonl.Save(strings.TrimSuffix(session, ext)+".task-"+id+ext, h)
-		}
-		if err != nil {
+		if err := write(strings.TrimSuffix(session, ext)+".task-"+id+ext, h); err != nil {
 			return err
 		}
 	}

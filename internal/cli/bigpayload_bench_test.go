@@ -34,6 +34,9 @@ import (
 //
 //	go test ./internal/cli -run '^$' -bench 'BigPayload$|LongText$|ShortAnswer|AtRest' -benchtime 5x
 //
+// BenchmarkBigPayloadUnsaved and BenchmarkLongTextUnsaved run the CLI alone
+// without saving its session, to tell the save's share of the peak.
+//
 // With AGENTLOOP_BENCH_BASELINE set to another agentloop binary, that one
 // runs too, as agentloop-baseline.
 //
@@ -226,6 +229,17 @@ func BenchmarkLongText(b *testing.B) {
 	runChildren(b, longTextReplies(), append([]child{floorChild}, cliChildren("Tell me a long story.")...)...)
 }
 
+// BenchmarkBigPayloadUnsaved and BenchmarkLongTextUnsaved are the CLI's
+// runs of the two above with --no-session-persistence: what saving the
+// session costs is the difference.
+func BenchmarkBigPayloadUnsaved(b *testing.B) {
+	runChildren(b, bigPayloadReplies(bigInput()), cliChildren("--no-session-persistence", "--tools", "calculator", "Write the file.")...)
+}
+
+func BenchmarkLongTextUnsaved(b *testing.B) {
+	runChildren(b, longTextReplies(), cliChildren("--no-session-persistence", "Tell me a long story.")...)
+}
+
 // BenchmarkShortAnswer is a round trip with nothing big in it, a
 // one-word answer: what a run costs beyond the binary at rest (the code
 // of the HTTP client, the loop and the renderer, their first buffers),
@@ -256,18 +270,20 @@ func BenchmarkLongTextInProcess(b *testing.B) {
 }
 
 // runInProcess runs the CLI with args in this process against a fresh
-// server answering replies, rendered once, outside the timer.
+// server answering replies, rendered once, outside the timer. Its HOME is
+// a directory of its own, where it saves its sessions as the binary does.
 func runInProcess(b *testing.B, replies []anthropictest.Reply, args ...string) {
 	for _, r := range replies {
 		r.(*anthropictest.Stream).Bytes()
 	}
+	home := b.TempDir()
 	c := &cli{getenv: func(string) string { return "" }, isTerminal: func(any) bool { return false }}
 	b.ReportAllocs()
 	for b.Loop() {
 		b.StopTimer()
 		srv := newBenchServer(replies)
 		c.getenv = func(k string) string {
-			return map[string]string{"ANTHROPIC_API_KEY": "sk-ant-bench", "ANTHROPIC_BASE_URL": srv.URL}[k]
+			return map[string]string{"ANTHROPIC_API_KEY": "sk-ant-bench", "ANTHROPIC_BASE_URL": srv.URL, "HOME": home}[k]
 		}
 		b.StartTimer()
 		code := c.main(context.Background(), args, strings.NewReader(""), io.Discard, io.Discard)

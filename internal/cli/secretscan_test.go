@@ -1,19 +1,29 @@
 package cli
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentloop/agentloop/llm"
+	"github.com/agentloop/agentloop/memory"
 )
 
 // TestSecretScan: a secret is found however the writes split it, in
-// either of its forms, and a near miss is not.
+// either of its forms, and a near miss is not; what goes on is all that
+// came when none is found, and never a byte of the secret when one is.
 func TestSecretScan(t *testing.T) {
 	const key = `sk-ant-0123456789"abcdef` // its JSON form escapes the quote
-	tests := []struct {
+	type scanCase struct {
 		name   string
 		writes []string
 		want   bool
-	}{
+	}
+	tests := []scanCase{
 		{"whole in one write", []string{"xx" + key + "yy"}, true},
 		{"split across two", []string{"xx" + key[:7], key[7:] + "yy"}, true},
 		{"a byte at a time", strings.Split("a"+key+"b", ""), true},
@@ -21,21 +31,82 @@ func TestSecretScan(t *testing.T) {
 		{"the JSON form", []string{`{"text":"sk-ant-0123456789\"ab`, `cdef"}`}, true},
 		{"at the end of a long write, after a short one", []string{"z", strings.Repeat("y", 100) + key}, true},
 		{"split after a long write", []string{strings.Repeat("y", 100) + key[:7], key[7:]}, true},
+		{"at the very start", []string{key[:1], key[1:]}, true},
 		{"a near miss", []string{key[:len(key)-1], "X" + key[1:]}, false},
 		{"none", []string{"nothing here"}, false},
+		{"none, a byte at a time", strings.Split("nothing here, nor here", ""), false},
+		{"nothing", nil, false},
+	}
+	// And the secret cut in two at every byte, in a stream longer than it.
+	stream := strings.Repeat("y", 30) + key + strings.Repeat("z", 30)
+	for i := range len(stream) + 1 {
+		tests = append(tests, scanCase{fmt.Sprintf("cut at %d", i), []string{stream[:i], stream[i:]}, true})
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := secretScan{found: make([]bool, 2)}
-			s.forms = append(s.forms, []byte(key), []byte(`sk-ant-0123456789\"abcdef`), nil, nil) // the second secret is too short
-			for _, w := range tt.writes {
-				if n, err := s.Write([]byte(w)); n != len(w) || err != nil {
-					t.Fatalf("Write = %d, %v", n, err)
+			s := newSecretScan([]string{key, "short"}) // the second is too short for a secret
+			var out bytes.Buffer
+			w := s.through(&out)
+			var err error
+			for _, p := range tt.writes {
+				var n int
+				if n, err = w.Write([]byte(p)); err != nil {
+					break
+				} else if n != len(p) {
+					t.Fatalf("Write = %d, want %d", n, len(p))
 				}
 			}
-			if s.found[0] != tt.want || s.found[1] {
-				t.Errorf("found = %v, want [%v false]", s.found, tt.want)
+			if err == nil {
+				err = w.Close()
+			}
+			if got := errors.Is(err, errSecretSeen); got != tt.want || err != nil && !got {
+				t.Fatalf("the writes and Close returned %v; want a secret seen: %v", err, tt.want)
+			}
+			in := strings.Join(tt.writes, "")
+			if !tt.want {
+				if out.String() != in {
+					t.Errorf("passed on %q, want all that came, %q", out.String(), in)
+				}
+				return
+			}
+			// Nothing from where the secret starts, in either form.
+			start := strings.Index(in, key)
+			if start < 0 {
+				start = strings.Index(in, `sk-ant-0123456789\"abcdef`)
+			}
+			if !strings.HasPrefix(in, out.String()) || out.Len() > start {
+				t.Errorf("passed on %q, which reaches into the secret at byte %d of %q", out.String(), start, in)
 			}
 		})
+	}
+}
+
+// TestSessionWriteSecretAcrossBuffers saves a history whose secret falls
+// across the end of a buffer on its way to the file, at each of its bytes:
+// the save through the scan fails at it, and the history is saved again
+// scrubbed, leaving no secret in the file and no temporary file beside it.
+func TestSessionWriteSecretAcrossBuffers(t *testing.T) {
+	const secret = "tok-0123456789-abcdefghij"
+	const head = `{"role":"user","content":[{"type":"text","text":"` // the file's first bytes
+	const boundary = 4096                                            // a bufio.Writer's, as jsonl.Encode's
+	s := &session{secrets: []string{secret}}
+	for start := boundary - len(secret) + 1; start < boundary; start++ {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "chat.jsonl")
+		h := memory.New(memory.Config{})
+		h.AppendUser(llm.Text{Text: strings.Repeat("a", start-len(head)) + secret + " and more"})
+		if err := s.write(path, h); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(b, []byte(secret)) || !bytes.Contains(b, []byte("a[REDACTED] and more")) {
+			t.Errorf("secret at byte %d: the file is not scrubbed:\n%.200s…", start, b[start-20:])
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+			t.Errorf("secret at byte %d: the directory holds %d files, want the session's alone", start, len(entries))
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -171,19 +172,17 @@ func (s *session) load(f *os.File) (*memory.History, error) {
 	return jsonl.Decode(f, s.memCfg)
 }
 
-// save writes the session's file, if it is saved, without the secrets the
-// run knows of (see scrubbed). A session agentloop keeps on its own that
-// cannot be saved is a note, not a failure: the user did not ask for it.
+// save writes the session's file, if it is saved, and the transcripts of
+// the run's subagents beside it (see write). A session agentloop keeps on
+// its own that cannot be saved is a note, not a failure: the user did not
+// ask for it.
 func (s *session) save() error {
 	if s.path == "" || !s.persist {
 		return nil
 	}
-	h, err := scrubbed(s.cfg.History, s.memCfg, s.secrets)
+	err := s.write(s.path, s.cfg.History)
 	if err == nil {
-		err = jsonl.Save(s.path, h)
-	}
-	if err == nil {
-		err = s.transcripts.save(s.path, func(h *memory.History) (*memory.History, error) { return scrubbed(h, s.memCfg, s.secrets) })
+		err = s.transcripts.save(s.path, s.write)
 	}
 	switch {
 	case err == nil:
@@ -193,6 +192,25 @@ func (s *session) save() error {
 		return nil
 	}
 	return fmt.Errorf("saving session: %w", err)
+}
+
+// write saves h at path without the secrets the run knows of (the key, the
+// token, the values the flags mark secret): the model may have read one in
+// a tool's result, or been told it, and a transcript outlives the run. A
+// secretScan looks through the file's bytes on their way to it, so that a
+// history that holds none, as it mostly does, is encoded once; one that
+// holds one fails that save before a byte of the secret reaches the file,
+// and is saved scrubbed instead.
+func (s *session) write(path string, h *memory.History) error {
+	scan := newSecretScan(s.secrets)
+	err := jsonl.SaveThrough(path, h, scan.through)
+	if !errors.Is(err, errSecretSeen) {
+		return err
+	}
+	if h, err = scrubbed(h, s.memCfg, scan.secrets); err != nil {
+		return err
+	}
+	return jsonl.Save(path, h)
 }
 
 // clear starts a new conversation with the same settings. In this
@@ -255,45 +273,17 @@ func (s *session) setAside() (string, error) {
 	}
 }
 
-// scrubbed returns h as it is to be written: with each of secrets (the
-// key, the token, the values the flags mark secret) replaced wherever it
-// stands in a string of the transcript, as notes and logs have them (see
-// redactor). The model may have read one in a tool's result, or been told
-// it, and a transcript outlives the run. A thinking block that held one is
-// left out, since its signature would not match the changed text. It
-// returns h itself when it holds no secret, as it mostly does.
+// scrubbed returns h with each of secrets replaced wherever it stands in a
+// string of the transcript, as notes and logs have them (see redactor). A
+// thinking block that held one is left out, since its signature would not
+// match the changed text. It is for the rare history a secretScan found a
+// secret in: it holds the whole transcript, encoded and decoded.
 func scrubbed(h *memory.History, cfg memory.Config, secrets []string) (*memory.History, error) {
-	// The transcript is encoded once to look for the secrets, into no
-	// buffer: held whole, beside the copy Save then writes, a 5 MiB tool
-	// result made a save cost a third of a run's memory (BENCHMARKS.md).
-	scan := secretScan{found: make([]bool, len(secrets))}
-	for _, sec := range secrets {
-		q, _ := json.Marshal(sec) // as Encode writes it in a string
-		// A key as short as a word ("test", for a local server) is no
-		// secret, and scrubbing it would garble the conversation.
-		if len(sec) >= minSecret {
-			scan.forms = append(scan.forms, []byte(sec), q[1:len(q)-1])
-		} else {
-			scan.forms = append(scan.forms, nil, nil)
-		}
-	}
-	if err := jsonl.Encode(&scan, h); err != nil {
-		return nil, err
-	}
-	var found []string
-	for i, f := range scan.found {
-		if f {
-			found = append(found, secrets[i])
-		}
-	}
-	if len(found) == 0 {
-		return h, nil
-	}
 	var b bytes.Buffer
 	if err := jsonl.Encode(&b, h); err != nil {
 		return nil, err
 	}
-	r := redactor{secrets: found}
+	r := redactor{secrets: secrets}
 	var out bytes.Buffer
 	enc := json.NewEncoder(&out)
 	enc.SetEscapeHTML(false)
@@ -311,34 +301,89 @@ func scrubbed(h *memory.History, cfg memory.Config, secrets []string) (*memory.H
 	return jsonl.Decode(&out, cfg)
 }
 
-// A secretScan is a writer that keeps nothing of what it is given but
-// whether each secret's forms (two per secret, as itself and as a JSON
-// string holds it; nil for none) occur in it, across writes too.
+// errSecretSeen is how a secretScan fails a save whose bytes hold a
+// secret.
+var errSecretSeen = errors.New("the transcript holds a secret")
+
+// A secretScan passes what is written to it on to w, unless that holds one
+// of its secrets, as itself or as a JSON string holds it: then it fails
+// with errSecretSeen, before any byte of the secret has gone on. It holds
+// back the last bytes it was given, as many as its longest form less one,
+// until it knows that no secret starts in them: a secret may be cut across
+// two writes, as a file's buffer cuts what goes through it.
 type secretScan struct {
-	forms [][]byte
-	found []bool // per secret
-	tail  []byte // the end of what came, as long as the longest form less one
+	secrets []string // those long enough to be taken for secrets
+	forms   [][]byte // two per secret: itself, and as a JSON string holds it
+	keep    int      // the longest form's length less one
+	w       io.Writer
+	held    []byte // the end of what came, not passed on yet: keep bytes, or all that came
+	edge    []byte // held and the first bytes of a write, where a form may cross
+	err     error
+}
+
+// newSecretScan returns a scan for those of secrets that are long enough
+// to be secrets: a key as short as a word ("test", for a local server) is
+// none, and scrubbing it would garble the conversation.
+func newSecretScan(secrets []string) *secretScan {
+	s := &secretScan{}
+	for _, sec := range secrets {
+		if len(sec) >= minSecret {
+			q, _ := json.Marshal(sec) // as Encode writes it in a string
+			s.secrets = append(s.secrets, sec)
+			s.forms = append(s.forms, []byte(sec), q[1:len(q)-1])
+			s.keep = max(s.keep, len(sec)-1, len(q)-3)
+		}
+	}
+	return s
+}
+
+// through returns s, passing on to w, as jsonl.SaveThrough takes it.
+func (s *secretScan) through(w io.Writer) io.WriteCloser {
+	s.w, s.held, s.err = w, s.held[:0], nil
+	return s
 }
 
 func (s *secretScan) Write(p []byte) (int, error) {
-	longest := 0
-	for _, f := range s.forms {
-		longest = max(longest, len(f))
+	if s.err != nil {
+		return 0, s.err
 	}
-	// A form across the last write's end starts in tail and ends in p's
-	// first bytes; one within p is found in p itself.
-	edge := append(s.tail, p[:min(len(p), max(longest-1, 0))]...)
-	for i, f := range s.forms {
-		if len(f) > 0 && !s.found[i/2] && (bytes.Contains(edge, f) || bytes.Contains(p, f)) {
-			s.found[i/2] = true
+	// A form that ends in p starts in it, or in held and then ends in edge.
+	s.edge = append(append(s.edge[:0], s.held...), p[:min(len(p), s.keep)]...)
+	for _, f := range s.forms {
+		if bytes.Contains(s.edge, f) || bytes.Contains(p, f) {
+			s.err = errSecretSeen
+			return 0, s.err
 		}
 	}
-	end := edge // tail and all of p
-	if len(p) >= longest-1 {
-		end = p
+	// All but the last keep bytes of held and p go on: a form that started
+	// in them would have ended in what came, and been seen.
+	if len(p) >= s.keep {
+		s.pass(s.held)
+		s.pass(p[:len(p)-s.keep])
+		s.held = append(s.held[:0], p[len(p)-s.keep:]...)
+	} else { // edge is held and all of p
+		n := max(len(s.edge)-s.keep, 0)
+		s.pass(s.edge[:n])
+		s.held = append(s.held[:0], s.edge[n:]...)
 	}
-	s.tail = append(s.tail[:0], end[max(len(end)-(longest-1), 0):]...)
+	if s.err != nil {
+		return 0, s.err
+	}
 	return len(p), nil
+}
+
+// Close passes on what was held back: the end came, and no secret in it.
+func (s *secretScan) Close() error {
+	s.pass(s.held)
+	s.held = s.held[:0]
+	return s.err
+}
+
+// pass writes b on to w, unless a write failed.
+func (s *secretScan) pass(b []byte) {
+	if s.err == nil && len(b) > 0 {
+		_, s.err = s.w.Write(b)
+	}
 }
 
 // scrubValue scrubs the strings of v, a decoded JSON value, in place.

@@ -58,7 +58,16 @@ type meta struct {
 // keeps its mode only as far as that is narrower (0400 stays, 0666 becomes
 // 0600). A symbolic link at path is replaced, not followed, and lends the
 // file no mode.
-func Save(path string, h *memory.History) (err error) {
+func Save(path string, h *memory.History) error { return SaveThrough(path, h, nil) }
+
+// SaveThrough is [Save] with the file's bytes written through the writer
+// that filter returns for the file's own, so that a caller sees each of them
+// before the file does and passes on what it will; a nil filter passes all.
+// An error from the writer's Write or from its Close, which comes after the
+// last byte and before the rename, fails the save, leaving the old file as
+// it was: a caller that looks for what must not be saved (a secret) vetoes
+// the save without a second encoding of the history to look first.
+func SaveThrough(path string, h *memory.History, filter func(io.Writer) io.WriteCloser) (err error) {
 	mode := os.FileMode(0o600)
 	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
 		mode &= fi.Mode().Perm()
@@ -75,7 +84,11 @@ func Save(path string, h *memory.History) (err error) {
 		}
 	}()
 	w := bufio.NewWriter(f)
-	for _, step := range []func() error{func() error { return Encode(w, h) }, w.Flush, func() error { return f.Chmod(mode) }, f.Sync, f.Close,
+	var through io.WriteCloser = nopCloser{w}
+	if filter != nil {
+		through = filter(w)
+	}
+	for _, step := range []func() error{func() error { return Encode(through, h) }, through.Close, w.Flush, func() error { return f.Chmod(mode) }, f.Sync, f.Close,
 		func() error { return os.Rename(f.Name(), path) }} {
 		if err := step(); err != nil {
 			return err
@@ -94,23 +107,131 @@ func Save(path string, h *memory.History) (err error) {
 // elsewhere than in a file; [Decode] reads it back, exact token counts
 // included.
 func Encode(w io.Writer, h *memory.History) error {
-	enc := json.NewEncoder(w)
+	bw := bufio.NewWriter(w)
 	s := h.Snapshot()
 	for i, e := range s.Entries {
-		l := line{e.Message, meta{Usage: e.Usage, Tokens: e.Tokens, Summary: e.Summary}}
+		m := meta{Usage: e.Usage, Tokens: e.Tokens, Summary: e.Summary}
 		// An assistant turn names its model, which wrote its thinking, for a resume with another.
 		if e.Usage != (llm.Usage{}) || e.Message.Role == llm.Assistant {
-			l.Model = e.Model
+			m.Model = e.Model
 		}
 		if i == 0 {
-			l.Prefix = s.Prefix
+			m.Prefix = s.Prefix
 		}
-		if err := enc.Encode(l); err != nil {
+		if err := writeLine(bw, e.Message, m); err != nil {
 			return err
 		}
 	}
-	return nil
+	return bw.Flush()
 }
+
+// writeLine writes the line of m and its meta to w, byte for byte as
+// encoding/json's Encoder wrote a [line]: {"role":…,"content":[…], then
+// meta's fields}. Each block goes as its MarshalJSON gives it, compacted and
+// HTML-escaped on its way to w (see writeCompact), where encoding/json
+// compacted it into a buffer of the whole line before writing that: for a 5
+// MiB tool input, one more copy of it held at each save.
+func writeLine(w *bufio.Writer, m llm.Message, mt meta) error {
+	role, err := json.Marshal(m.Role)
+	if err != nil {
+		return err
+	}
+	rest, err := json.Marshal(mt) // {} when it has no field to write
+	if err != nil {
+		return err
+	}
+	w.WriteString(`{"role":`)
+	w.Write(role)
+	w.WriteString(`,"content":`)
+	if m.Content == nil {
+		w.WriteString("null")
+	} else {
+		w.WriteByte('[')
+		for i, b := range m.Content {
+			if i > 0 {
+				w.WriteByte(',')
+			}
+			raw, err := marshalBlock(b)
+			if err == nil {
+				err = writeCompact(w, raw)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		w.WriteByte(']')
+	}
+	if len(rest) > len("{}") {
+		w.WriteByte(',')
+		w.Write(rest[1:])
+	} else {
+		w.WriteByte('}')
+	}
+	return w.WriteByte('\n') // a writer's error sticks: the last write returns it
+}
+
+// marshalBlock returns b's JSON as its MarshalJSON writes it, valid JSON
+// (llm's encoder checks what it writes; a tool input it splices in, its
+// Assembler checked).
+func marshalBlock(b llm.Block) ([]byte, error) {
+	m, ok := b.(json.Marshaler)
+	if !ok {
+		return json.Marshal(b) // a nil block: null
+	}
+	raw, err := m.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("jsonl: a block of type %T: %w", b, err)
+	}
+	return raw, nil
+}
+
+// writeCompact writes the JSON value src to w as encoding/json compacts the
+// output of a MarshalJSON method: without whitespace between tokens, and
+// with <, >, &, U+2028 and U+2029 escaped, as its Encoder does by default.
+// It writes runs of src itself, never a copy of it.
+func writeCompact(w *bufio.Writer, src []byte) error {
+	var inString, escaped bool
+	start := 0
+	for i := 0; i < len(src); i++ {
+		c, n, repl := src[i], 1, ""
+		switch {
+		case c == '<' || c == '>' || c == '&':
+			repl = htmlEscapes[c]
+		case c == 0xE2 && i+2 < len(src) && src[i+1] == 0x80 && src[i+2]&^1 == 0xA8:
+			repl, n = lineSeparators[src[i+2]&1], 3
+		case escaped:
+			escaped = false
+			continue
+		case inString:
+			escaped, inString = c == '\\', c != '"'
+			continue
+		case c == '"':
+			inString = true
+			continue
+		case c != ' ' && c != '\t' && c != '\n' && c != '\r':
+			continue
+		}
+		w.Write(src[start:i])
+		if _, err := w.WriteString(repl); err != nil {
+			return err
+		}
+		start = i + n
+		i += n - 1
+	}
+	_, err := w.Write(src[start:])
+	return err
+}
+
+// The escapes of writeCompact.
+var (
+	htmlEscapes    = [...]string{'&': `\u0026`, '<': `\u003c`, '>': `\u003e`}
+	lineSeparators = [2]string{`\u2028`, `\u2029`}
+)
+
+// nopCloser is a Writer with a Close that does nothing.
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
 
 // Decode reads a history that [Encode] or [Save] wrote, configured by cfg,
 // and restores it with [memory.Restore], which repairs it. A line it cannot

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"image"
 	"image/png"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -320,3 +321,63 @@ func writeMode(t *testing.T, path string, perm os.FileMode) {
 		t.Fatal(err)
 	}
 }
+
+// TestSaveThrough checks that the filter sees every byte of the file
+// before it does, and that an error from its Write or its Close fails the
+// save, leaving the old file as it was and no temporary file behind.
+func TestSaveThrough(t *testing.T) {
+	veto := errors.New("vetoed")
+	var want bytes.Buffer
+	if err := jsonl.Encode(&want, sample(t)); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name               string
+		writeErr, closeErr error
+		wantErr            error
+	}{
+		{"passes all", nil, nil, nil},
+		{"vetoes in Write", veto, nil, veto},
+		{"vetoes in Close", nil, veto, veto},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "run.jsonl")
+			if err := os.WriteFile(path, []byte("old\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			f := &filter{writeErr: tt.writeErr, closeErr: tt.closeErr}
+			err := jsonl.SaveThrough(path, sample(t), func(w io.Writer) io.WriteCloser { f.w = w; return f })
+			if !errors.Is(err, tt.wantErr) || (err == nil) != (tt.wantErr == nil) {
+				t.Fatalf("SaveThrough = %v, want %v", err, tt.wantErr)
+			}
+			got, _ := os.ReadFile(path)
+			switch {
+			case tt.wantErr != nil && string(got) != "old\n":
+				t.Errorf("a vetoed save changed the file to %q", got)
+			case tt.wantErr == nil && (!bytes.Equal(got, want.Bytes()) || !bytes.Equal(f.seen.Bytes(), want.Bytes())):
+				t.Errorf("the filter saw %d bytes and the file holds %d, want Encode's %d", f.seen.Len(), len(got), want.Len())
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+				t.Errorf("the directory holds %d files, want run.jsonl alone", len(entries))
+			}
+		})
+	}
+}
+
+// A filter records what it is given and passes it on, or fails.
+type filter struct {
+	w                  io.Writer
+	seen               bytes.Buffer
+	writeErr, closeErr error
+}
+
+func (f *filter) Write(p []byte) (int, error) {
+	if f.writeErr != nil {
+		return 0, f.writeErr
+	}
+	f.seen.Write(p)
+	return f.w.Write(p)
+}
+
+func (f *filter) Close() error { return f.closeErr }

@@ -257,6 +257,7 @@ func TestProgress(t *testing.T) {
 func TestAgentEvent(t *testing.T) {
 	c := memory.Compaction{Before: 900, After: 40, Steps: []string{"on the server"}}
 	names := map[string]string{"toolu_1": "add"}
+	sub := agent.Result{Text: "It is 3.", State: agent.Finished, Iterations: 2, Usage: llm.Usage{InputTokens: 20, OutputTokens: 4}, CostUSD: 0.0001}
 	tests := []struct {
 		in   durable.Event
 		want agent.Event
@@ -269,6 +270,9 @@ func TestAgentEvent(t *testing.T) {
 		// A sub-run's events, relayed under the task call toolu_9.
 		{durable.Event{ParentID: "toolu_9", Agent: "reviewer", ToolCall: &llm.ToolUse{ID: "toolu_2", Name: "add", Input: []byte(`{}`)}},
 			agent.Nested{ParentID: "toolu_9", Agent: "reviewer", Event: agent.ToolCall{ID: "toolu_2", Name: "add", Input: []byte(`{}`)}}},
+		{durable.Event{ParentID: "toolu_9", Agent: "reviewer", Done: agent.Finished, Result: &sub},
+			agent.Nested{ParentID: "toolu_9", Agent: "reviewer", Event: sub}},
+		// From a worker that predates Result: the state alone.
 		{durable.Event{ParentID: "toolu_9", Agent: "reviewer", Done: agent.Finished},
 			agent.Nested{ParentID: "toolu_9", Agent: "reviewer", Event: agent.Result{State: agent.Finished}}},
 	}

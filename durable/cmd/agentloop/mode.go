@@ -215,7 +215,10 @@ func agentEvent(ev durable.Event, names map[string]string, session string, note 
 			return agent.Nested{ParentID: ev.ParentID, Agent: ev.Agent, Event: e}
 		}
 	case ev.Done != "": // a sub-run's: the run's own ends the stream first
-		return agent.Result{State: ev.Done}
+		if ev.Result != nil {
+			return *ev.Result
+		}
+		return agent.Result{State: ev.Done} // from a worker that predates Result
 	case ev.Turn > 0:
 		return agent.TurnStart{Iteration: ev.Turn}
 	case ev.Text != "":
