@@ -266,10 +266,7 @@ func RetryDelay(attempt int, err error) (time.Duration, bool) {
 	if ae, ok := errors.AsType[*APIError](err); ok && ae.RetryAfter > 0 {
 		return ae.RetryAfter, ae.RetryAfter <= maxRetryWait
 	}
-	d := 8 * time.Second
-	if attempt < 5 {
-		d = 500 * time.Millisecond << max(attempt-1, 0) // capped before the shift can overflow
-	}
+	d := 500 * time.Millisecond << min(max(attempt-1, 0), 4) // to 8 s, the shift capped before it can overflow
 	return d - time.Duration(rand.Int64N(int64(d/4))), true
 }
 
