@@ -148,8 +148,7 @@ func (c *Client) streamOnce(ctx context.Context, body body, beta string, yielded
 		// From here the idle timer runs only in reads: the consumer's time
 		// between events is not the server's silence.
 		idle.Stop()
-		dec := newDecoder(&idleReader{r: resp.Body, t: idle}, c.log)
-		dec.header = resp.Header
+		dec := newDecoder(&idleReader{r: resp.Body, t: idle}, resp.Header, c.log)
 		var pending Event // a MessageStart not yet yielded
 		for {
 			ev, err := dec.next()
