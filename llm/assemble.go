@@ -83,9 +83,7 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 	case ThinkingDelta:
 		a.start(ev.Index, "thinking", nil).add(ev.Thinking)
 	case ToolInputDelta:
-		if p := a.open(ev.Index, "tool_use", "raw"); p != nil {
-			p.addInput(ev.PartialJSON)
-		}
+		a.open(ev.Index, "tool_use", "raw").addInput(ev.PartialJSON)
 	case signatureDelta:
 		if p := a.open(ev.Index, "thinking"); p != nil {
 			p.sig = append(p.sig, ev.Signature...)
@@ -166,10 +164,10 @@ const maxToolInput = 32 << 20
 var tooBigInput = apirules.MarkInvalid(fmt.Appendf(nil,
 	"[dropped: this input ran past %d MiB, the most one tool call may send; split the work into smaller calls]", maxToolInput>>20))
 
-// addInput appends a fragment of input, unless the input has run past
-// maxToolInput: then what came is dropped, and so is all that follows.
+// addInput appends a fragment to p's input, if there is a p, unless the input
+// has run past maxToolInput: then what came, and all that follows, is dropped.
 func (p *partial) addInput(frag string) {
-	if p.tooBig {
+	if p == nil || p.tooBig {
 		return
 	}
 	if p.inputLen += len(frag); p.inputLen > maxToolInput {

@@ -148,8 +148,7 @@ func (c *Client) streamOnce(ctx context.Context, body body, beta string, yielded
 		// From here the idle timer runs only in reads: the consumer's time
 		// between events is not the server's silence.
 		idle.Stop()
-		dec := newDecoder(&idleReader{r: resp.Body, t: idle}, c.log)
-		dec.header = resp.Header
+		dec := newDecoder(&idleReader{r: resp.Body, t: idle}, resp.Header, c.log)
 		var pending Event // a MessageStart not yet yielded
 		for {
 			ev, err := dec.next()
@@ -266,10 +265,7 @@ func RetryDelay(attempt int, err error) (time.Duration, bool) {
 	if ae, ok := errors.AsType[*APIError](err); ok && ae.RetryAfter > 0 {
 		return ae.RetryAfter, ae.RetryAfter <= maxRetryWait
 	}
-	d := 8 * time.Second
-	if attempt < 5 {
-		d = 500 * time.Millisecond << max(attempt-1, 0) // capped before the shift can overflow
-	}
+	d := 500 * time.Millisecond << min(max(attempt-1, 0), 4) // to 8 s, the shift capped before it can overflow
 	return d - time.Duration(rand.Int64N(int64(d/4))), true
 }
 

@@ -82,7 +82,7 @@ func TestCompactionBlockAssembled(t *testing.T) {
 	stream := anthropictest.NewStream().Compaction("The user asked for X; Y is done.").
 		Event("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"sig=="}}`).Text("Next.").Stop("compaction")
 	var a Assembler
-	dec := newDecoder(bytes.NewReader(stream.Bytes()), nil)
+	dec := newDecoder(bytes.NewReader(stream.Bytes()), nil, nil)
 	for {
 		ev, err := dec.next()
 		if err != nil {
@@ -113,7 +113,7 @@ func TestCompactionFixtures(t *testing.T) {
 	for _, name := range []string{"vercel_compaction_block_real.sse", "pyd_compaction_cache_read_usage_real.sse", "sdkpy_HANDMADE_compaction_block.sse"} {
 		t.Run(name, func(t *testing.T) {
 			var a Assembler
-			dec := newDecoder(bytes.NewReader(readFixture(t, dir, filepath.Base(name))), nil)
+			dec := newDecoder(bytes.NewReader(readFixture(t, dir, filepath.Base(name))), nil, nil)
 			for {
 				ev, err := dec.next()
 				if err != nil {

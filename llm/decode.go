@@ -174,11 +174,11 @@ func (t *wireText) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	return nil
 }
 
-// newDecoder returns a decoder for r.
-func newDecoder(r io.Reader, log *slog.Logger) *decoder {
+// newDecoder returns a decoder for r, a response's body whose header is h.
+func newDecoder(r io.Reader, h http.Header, log *slog.Logger) *decoder {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxEventSize)
-	return &decoder{log: cmp.Or(log, slog.New(slog.DiscardHandler)), sse: sseReader{sc: sc}}
+	return &decoder{log: cmp.Or(log, slog.New(slog.DiscardHandler)), header: h, sse: sseReader{sc: sc}}
 }
 
 // next returns the next event, an error wrapping ErrIncompleteStream if the

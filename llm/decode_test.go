@@ -15,7 +15,7 @@ import (
 // decodeAll decodes a whole stream, as Client.Stream does. It returns the
 // events up to MessageStop, or up to the first error and that error.
 func decodeAll(r io.Reader) ([]Event, error) {
-	d := newDecoder(r, nil)
+	d := newDecoder(r, nil, nil)
 	var evs []Event
 	for {
 		ev, err := d.next()

@@ -138,13 +138,16 @@ type Usage struct {
 
 // Add returns the field-by-field sum of u and v.
 func (u Usage) Add(v Usage) Usage {
-	s := Usage{InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens,
-		CacheCreationInputTokens: u.CacheCreationInputTokens + v.CacheCreationInputTokens,
-		CacheReadInputTokens:     u.CacheReadInputTokens + v.CacheReadInputTokens, ServerToolUse: u.ServerToolUse.add(v.ServerToolUse)}
+	u.InputTokens += v.InputTokens
+	u.OutputTokens += v.OutputTokens
+	u.CacheCreationInputTokens += v.CacheCreationInputTokens
+	u.CacheReadInputTokens += v.CacheReadInputTokens
+	u.ServerToolUse.WebSearchRequests += v.ServerToolUse.WebSearchRequests
+	u.ServerToolUse.WebFetchRequests += v.ServerToolUse.WebFetchRequests
 	if c, d := u.Compaction, v.Compaction; c != nil || d != nil {
-		s.Compaction = new(cmp.Or(c, &Usage{}).Add(*cmp.Or(d, &Usage{})))
+		u.Compaction = new(cmp.Or(c, &Usage{}).Add(*cmp.Or(d, &Usage{})))
 	}
-	return s
+	return u
 }
 
 // Context returns every input token, cached or not, plus the output: after

@@ -39,19 +39,18 @@ type Platform struct {
 // adapt returns req as the platform takes it (its model id) and its body,
 // for count_tokens if count: the one preparation of every request.
 func (p *Platform) adapt(req Request, count bool) (Request, body, error) {
-	if p != nil {
-		switch {
-		case count && p.NoCountTokens:
-			return req, nil, fmt.Errorf("llm: %s has no count_tokens route: %w", p.Name, errors.ErrUnsupported)
-		case req.Summarize && p.NoSummarize:
-			return req, nil, fmt.Errorf("llm: %s does not take compaction on demand (beta %s): %w", p.Name, summarizeBeta, errors.ErrUnsupported)
-		}
-		if p.Model != nil {
-			var err error
-			if req.Model, err = p.Model(req.Model); err != nil {
-				return req, nil, err
-			}
-		}
+	var err error
+	switch {
+	case p == nil:
+	case count && p.NoCountTokens:
+		err = fmt.Errorf("llm: %s has no count_tokens route: %w", p.Name, errors.ErrUnsupported)
+	case req.Summarize && p.NoSummarize:
+		err = fmt.Errorf("llm: %s does not take compaction on demand (beta %s): %w", p.Name, summarizeBeta, errors.ErrUnsupported)
+	case p.Model != nil:
+		req.Model, err = p.Model(req.Model)
+	}
+	if err != nil {
+		return req, nil, err
 	}
 	b, err := encodeRequest(req, count)
 	return req, b, err

@@ -22,11 +22,6 @@ type ServerToolUse struct {
 	WebFetchRequests  int64 `json:"web_fetch_requests,omitempty"`
 }
 
-// add returns the field-by-field sum of s and t.
-func (s ServerToolUse) add(t ServerToolUse) ServerToolUse {
-	return ServerToolUse{s.WebSearchRequests + t.WebSearchRequests, s.WebFetchRequests + t.WebFetchRequests}
-}
-
 // IsToolSearch reports whether decl, a server tool's declaration, is a tool
 // search tool's (package llm/servertool names their types): a request that
 // sends a [ToolSpec] with DeferLoading must hold one among its

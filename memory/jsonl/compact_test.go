@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+
+	"github.com/agentloop/agentloop/llm"
 )
 
 // marshaler is a value whose MarshalJSON returns its JSON as it is, for
@@ -43,4 +45,41 @@ func FuzzWriteCompact(f *testing.F) {
 			t.Errorf("writeCompact(%q) = %q, want %q as encoding/json writes it", src, got.Bytes(), want)
 		}
 	})
+}
+
+// TestWriteBlockToolInput checks how a tool call's input is written, from
+// the history as it is but for a few that go through MarshalJSON: an
+// empty one is {}, one of invalid UTF-8 is mended as MarshalJSON mends it,
+// one that is not a JSON object is written as MarshalJSON writes it, and
+// one that is not JSON fails the save.
+func TestWriteBlockToolInput(t *testing.T) {
+	const head = `{"type":"tool_use","id":"toolu_1","name":"calc","input":`
+	for _, tt := range []struct {
+		name, input, want string
+		fails             bool
+	}{
+		{"compacted, escapes kept", "{ \"a\" : \"\\u00e9 \\/ <\" ,\n \"b\": [1, 2.50] }", `{"a":"\u00e9 \/ \u003c","b":[1,2.50]}`, false},
+		{"empty", "", `{}`, false},
+		{"blank", " \n", `{}`, false},
+		{"invalid UTF-8", "{\"a\":\"\xff\"}", `{"a":"` + "\ufffd" + `"}`, false},
+		{"not an object", `[ 1 ]`, `[1]`, false}, // as MarshalJSON writes it
+		{"not JSON", `{"a":`, "", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			w := bufio.NewWriter(&out)
+			b := llm.ToolUse{ID: "toolu_1", Name: "calc", Input: json.RawMessage(tt.input), ToolsetName: "maths"}
+			err := writeBlock(w, b)
+			w.Flush()
+			if tt.fails {
+				if err == nil {
+					t.Errorf("writeBlock wrote %s, want an error", out.Bytes())
+				}
+				return
+			}
+			if want := head + tt.want + `,"toolset_name":"maths"}`; err != nil || out.String() != want {
+				t.Errorf("writeBlock = %s, %v; want %s", out.Bytes(), err, want)
+			}
+		})
+	}
 }

@@ -16,14 +16,15 @@ import (
 
 // older is the history of testdata/59c0eef.jsonl: every kind of block,
 // with what encoding/json escaped or compacted (<, >, &, U+2028 and U+2029,
-// whitespace in raw JSON, a streamed input with spaces and newlines), each
+// whitespace in raw JSON, a streamed input with spaces and newlines, and
+// escapes a model may write that an encoder would not: \u00e9 for é), each
 // field of a line's meta, and non-ASCII text.
 func older(t *testing.T) *memory.History {
 	t.Helper()
 	var a llm.Assembler
 	a.Add(llm.MessageStart{})
 	a.Add(llm.ToolUseStart{Index: 0, ID: "toolu_2", Name: "write", Input: json.RawMessage("{}")})
-	for _, frag := range []string{"{\"path\": \"a<b>&c.txt\",\n  \"con", "tent\": \"line\\u2028 \u2029 é \\\"q\\\"\\n\\t\",", " \"n\" : [1, 2.50, -3e2] }"} {
+	for _, frag := range []string{"{\"path\": \"a<b>&c.txt\",\n  \"con", "tent\": \"line\\u2028 \u2029 é \\u00e9 \\/ \\\"q\\\"\\n\\t\",", " \"n\" : [1, 2.50, -3e2] }"} {
 		a.Add(llm.ToolInputDelta{Index: 0, PartialJSON: frag})
 	}
 	streamed, ok := a.Add(llm.BlockStop{Index: 0})
@@ -60,7 +61,8 @@ func older(t *testing.T) *memory.History {
 // which the Encode of 59c0eef wrote of older's history through
 // encoding/json (do not regenerate it: it stands for the files that
 // version left on disk). The history encodes to the same bytes, and the
-// file decodes to a history that encodes to them too.
+// file decodes to a history that encodes to them too (59c0eef's did not:
+// it rewrote the escapes of a loaded tool input, \u00e9 as é).
 func TestOlderFile(t *testing.T) {
 	want, err := os.ReadFile(filepath.Join("testdata", "59c0eef.jsonl"))
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"unicode/utf8"
 
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
@@ -151,11 +152,7 @@ func writeLine(w *bufio.Writer, m llm.Message, mt meta) error {
 			if i > 0 {
 				w.WriteByte(',')
 			}
-			raw, err := marshalBlock(b)
-			if err == nil {
-				err = writeCompact(w, raw)
-			}
-			if err != nil {
+			if err := writeBlock(w, b); err != nil {
 				return err
 			}
 		}
@@ -168,6 +165,42 @@ func writeLine(w *bufio.Writer, m llm.Message, mt meta) error {
 		w.WriteByte('}')
 	}
 	return w.WriteByte('\n') // a writer's error sticks: the last write returns it
+}
+
+// writeBlock writes b to w as its MarshalJSON gives it (see writeCompact),
+// but for a tool call's input, which may be megabytes (a file for a tool to
+// write): that goes from the history to w, where MarshalJSON would copy it
+// whole into the block's JSON first. It must be a JSON object of valid
+// UTF-8, as the Assembler makes them; it is written as it is, where
+// MarshalJSON would have rewritten the escapes of one the Assembler did not
+// check (an input loaded from a file, whose escapes then stay as it had
+// them: \u00e9 for é).
+func writeBlock(w *bufio.Writer, b llm.Block) error {
+	t, ok := b.(llm.ToolUse)
+	if !ok || len(bytes.TrimSpace(t.Input)) == 0 || !t.ValidInput() || !utf8.Valid(t.Input) {
+		raw, err := marshalBlock(b)
+		if err != nil {
+			return err
+		}
+		return writeCompact(w, raw)
+	}
+	in := t.Input
+	t.Input = json.RawMessage("{}")
+	raw, err := marshalBlock(t)
+	if err != nil {
+		return err
+	}
+	// The first "input":{} is the key's: a quote in a string is escaped.
+	i := bytes.Index(raw, []byte(`"input":{}`)) + len(`"input":`)
+	if i < len(`"input":`) {
+		return fmt.Errorf("jsonl: a tool call's JSON has no input: %s", raw)
+	}
+	for _, part := range [][]byte{raw[:i], in, raw[i+len("{}"):]} {
+		if err := writeCompact(w, part); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // marshalBlock returns b's JSON as its MarshalJSON writes it, valid JSON
