@@ -350,7 +350,9 @@ func TestMCPListTimeout(t *testing.T) {
 	}
 	h := newHarness(t, text("fine"))
 	r := h.run(strings.NewReader(""), "--mcp", exe, "--mcp-env", "AGENTLOOP_TEST_MCP=1", "--mcp-env", "AGENTLOOP_TEST_MCP_NOLIST=1",
-		"--mcp-timeout", "200ms", "hi")
+		// Long enough for the handshake of a race-built test binary on a loaded
+		// machine (200ms failed there), which the listing then waits out.
+		"--mcp-timeout", "3s", "hi")
 	r.check(t, 0)
 	if !strings.Contains(r.stderr, "some of its tools are not available") || r.stdout != "fine\n" {
 		t.Errorf("stdout %q, stderr:\n%s", r.stdout, r.stderr)
