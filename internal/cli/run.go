@@ -189,7 +189,8 @@ type session struct {
 	unlock func()
 	// The conversation's file, its session id and the directory's
 	// sessions, and whether it is saved (sessions.go); the values no
-	// saved session may hold (scrubbed).
+	// saved session may hold (write scans its bytes for them with a
+	// secretScan, and saves a history that holds one scrubbed).
 	path, id, dir string
 	persist       bool
 	secrets       []string

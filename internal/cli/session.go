@@ -300,15 +300,18 @@ func scrubbed(h *memory.History, cfg memory.Config, secrets []string) (*memory.H
 	return jsonl.Decode(&out, cfg)
 }
 
-// scrubValue scrubs the strings of v, a decoded JSON value, in place.
+// scrubValue returns v, a decoded JSON value, with its strings scrubbed,
+// and its objects' keys: a tool's input may hold a secret as either.
 func scrubValue(v any, r redactor) any {
 	switch v := v.(type) {
 	case string:
 		return r.scrub(v)
 	case map[string]any:
+		out := make(map[string]any, len(v))
 		for k, x := range v {
-			v[k] = scrubValue(x, r)
+			out[r.scrub(k)] = scrubValue(x, r)
 		}
+		return out
 	case []any:
 		v = slices.DeleteFunc(v, func(x any) bool {
 			blk, ok := x.(map[string]any)
