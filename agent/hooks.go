@@ -70,7 +70,7 @@ type Decision struct {
 	// model: to the result, or after the prompt.
 	Context string
 	// Continue, when the model would stop, makes it go on, with this
-	// text as the next user turn.
+	// text as the next user turn. Blank, it is no decision.
 	Continue string
 }
 

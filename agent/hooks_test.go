@@ -149,6 +149,9 @@ func TestStopHooks(t *testing.T) {
 		// Always "go on": bounded by MaxIterations, and the run still ends
 		// with the model's answer.
 		{"continue", []Hook{hookAt(BeforeStop, Decision{Continue: "Check your answer."}, nil)}, 3},
+		// A blank reason is no turn: the run ends, where the loop sent the
+		// model's answer back as a prefill.
+		{"a blank reason", []Hook{hookAt(BeforeStop, Decision{Continue: " \n\t"}, nil)}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, client := fake(t, at.Repeat(at.NewStream().Text("42").Stop("end_turn")))

@@ -341,8 +341,10 @@ func (r *run) observe(t *turn) (State, bool) {
 	default:
 		r.cfg.Logger.Warn("agent: unknown stop reason; treating it as end_turn", "stop_reason", t.stop)
 	}
-	// A hook may keep the model going, within the iteration limit.
-	if d := r.hooks(r.ctx, HookEvent{Point: BeforeStop, Text: r.text}); d.Continue != "" && r.iter < r.cfg.MaxIterations {
+	// A hook may keep the model going, within the iteration limit. A blank
+	// reason is none: no user turn holds it, and the answer sent back last
+	// would be a prefill.
+	if d := r.hooks(r.ctx, HookEvent{Point: BeforeStop, Text: r.text}); !apirules.IsBlank(d.Continue) && r.iter < r.cfg.MaxIterations {
 		r.cfg.History.AppendUser(llm.Text{Text: d.Continue})
 		return "", true
 	}
