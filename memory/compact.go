@@ -62,7 +62,8 @@ type Compaction struct {
 //     key facts, replaces them as the first (user) message. If still too
 //     large, it summarises again, keeping fewer turns. A nil m skips this.
 //  3. Only if still over Config.ContextLimit, a hard cut drops the oldest
-//     turns, keeping the summary or the start of the original task.
+//     turns, keeping the summary (the server's: its note and block) or the
+//     start of the original task.
 //
 // Every cut falls before an assistant turn, between complete turns, so that
 // no tool_use loses its result in a history [History.Repair] left valid, as
@@ -211,21 +212,27 @@ func (h *History) summarise(ctx context.Context, m llm.Model, keep int) (int, ll
 
 // hardCut drops the oldest turns, keeping the most that fit target (or, if
 // none does, only the newest turn as long as that fits limit), behind an
-// earlier summary, or else a note quoting the start of the original task.
-// It returns how many messages it dropped.
+// earlier summary, or the server's note and its compaction block, or else a
+// note quoting the start of the original task. It returns how many messages
+// it dropped.
 func (h *History) hardCut(target, limit int) int {
 	if len(h.entries) < 2 {
 		return 0
 	}
-	head := h.entries[0]
-	if !head.Summary {
+	head, old := h.entries[:1], h.entries[0].Summary // old: the old head is the new one
+	if c := h.entries[1].Message.Content; len(c) > 0 && isCompaction(c[0]) {
+		// The note speaks of the block: the two stay together, marked or not
+		// (serverCompacted marks the note), the block without the rest of its turn.
+		block := entry{Entry: Entry{Message: llm.Message{Role: llm.Assistant, Content: c[:1:1]}}}
+		head, old = []entry{h.entries[0], measured(block)}, true
+	} else if !old {
 		note := cutHeader
-		if task := llm.TextOf(head.Message.Content); !apirules.IsBlank(task) {
+		if task := llm.TextOf(head[0].Message.Content); !apirules.IsBlank(task) {
 			note += "\n\nThe conversation began with this request:\n\n" + llm.Truncate(task, 2000)
 		}
-		head = measured(entry{Entry: Entry{Message: userText(note)}})
+		head = []entry{measured(entry{Entry: Entry{Message: userText(note)}})}
 	}
-	headTokens, best := h.estimate(h.prefixChars, []entry{head}), 0
+	headTokens, best := h.estimate(h.prefixChars, head), 0
 	for k := h.assistantBefore(len(h.entries), 1); k > 0; k = h.assistantBefore(k, 1) {
 		n := headTokens + h.estimate(0, h.entries[k:])
 		if n > target && best != 0 || n > limit {
@@ -233,15 +240,20 @@ func (h *History) hardCut(target, limit int) int {
 		}
 		best = k
 	}
-	if best == 0 || head.Summary && best == 1 {
+	if best == 0 || old && best <= len(head) {
 		return 0
 	}
-	h.entries = append([]entry{head}, h.entries[best:]...)
+	h.entries = append(head[:len(head):len(head)], h.entries[best:]...) // a copy: a checkpoint may share the old
 	h.rewrote(0)
-	if head.Summary {
-		return best - 1 // the old head is the new head
+	if old {
+		return best - len(head)
 	}
 	return best
+}
+
+func isCompaction(b llm.Block) bool {
+	r, ok := b.(llm.RawBlock)
+	return ok && r.Type == apirules.CompactionBlock
 }
 
 func userText(text string) llm.Message {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -233,6 +234,55 @@ func TestCompactAsksServer(t *testing.T) {
 			// The block goes back as it came, but for the cache breakpoint llm adds at the end.
 			if tc.server && !bytes.Contains(next.Body, []byte(strings.TrimSuffix(block, "}"))) {
 				t.Errorf("the next request does not send the block as the server wrote it:\n%s", next.Body)
+			}
+		})
+	}
+}
+
+// TestHardCutKeepsServerCompaction: a hard cut of a history the server
+// compacted keeps the note and the compaction block it speaks of together,
+// the block alone of its turn, with the newest turns: never the note
+// without its block, nor a cut note quoting the server's note as the task,
+// whether or not the note is marked a summary (a Snapshot may not say).
+func TestHardCutKeepsServerCompaction(t *testing.T) {
+	block := llm.RawBlock{Type: "compaction", JSON: []byte(`{"type":"compaction","content":"Read three files."}`)}
+	for _, tc := range []struct {
+		name   string
+		marked bool // the note is marked a summary, as serverCompacted marks it
+	}{{"marked", true}, {"unmarked", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := New(Config{Model: "claude-opus-5-5", ContextLimit: 3000, KeepRecent: 2, Compaction: "client"})
+			h.AppendUser(text(task))
+			h.AppendAssistant(asst(block, text("Reading on."), use("toolu_c")), llm.Usage{})
+			h.AppendUser(result("toolu_c", "z"))
+			for i := range 20 {
+				id := fmt.Sprintf("toolu_%02d", i)
+				h.AppendAssistant(asst(text(strings.Repeat("w", 800)), use(id)), llm.Usage{})
+				h.AppendUser(result(id, strings.Repeat("z", 400)))
+			}
+			if !tc.marked {
+				s := h.Snapshot()
+				s.Entries[0].Summary = false
+				h = Restore(s, h.Config())
+			}
+			before := h.Messages()
+			c, err := h.Compact(t.Context(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := h.validate(); err != nil {
+				t.Fatalf("invalid after Compact: %v", err)
+			}
+			msgs := h.Messages()
+			want := []llm.Message{userText(serverNote), asst(block)}
+			if diff := cmp.Diff(want, msgs[:min(2, len(msgs))]); diff != "" {
+				t.Errorf("the history after a cut opens (-want +got):\n%s\nsteps %q", diff, c.Steps)
+			}
+			if len(msgs) >= len(before) || !cmp.Equal(before[len(before)-2:], msgs[len(msgs)-2:]) {
+				t.Errorf("%d messages of %d kept; want a cut keeping the newest turn", len(msgs), len(before))
+			}
+			if h.Tokens() > 3000 {
+				t.Errorf("Tokens %d over the limit", h.Tokens())
 			}
 		})
 	}
