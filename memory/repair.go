@@ -62,9 +62,9 @@ type repairer struct {
 	did   []string        // the kinds of change, in order
 	count map[string]int  // the changes of each kind
 	seen  map[string]bool // the tool_use ids kept
-	// calls are the tool calls since the last user message, in order, each
-	// with the id it came with and the one it has: their results take them
-	// in turn.
+	// calls are the tool calls of the last assistant turn, in order, each
+	// with the id it came with and the one it has: their results, in any
+	// message of the user turn after it, take them in turn.
 	calls []call
 }
 
@@ -109,6 +109,7 @@ func (d *edit[T]) changed() bool { return d.copied || len(d.out) < len(d.in) }
 func (r *repairer) clean(es []entry) []entry {
 	out := edit[entry]{in: es}
 	r.seen = make(map[string]bool, len(es)/2) // about a call a turn: the map does not grow
+	last := llm.User                          // the role of the message before
 	for i, e := range es {
 		m := e.Message
 		switch {
@@ -122,14 +123,15 @@ func (r *repairer) clean(es []entry) []entry {
 			r.note("dropped a trailing incomplete assistant turn")
 			continue
 		}
+		if m.Role == llm.Assistant && last == llm.User {
+			r.calls = r.calls[:0] // a new assistant turn
+		}
+		last = m.Role
 		kept := edit[llm.Block]{in: m.Content}
 		for j, b := range m.Content {
 			if fixed, changed := r.block(m.Role, b, e.badJSON); fixed != nil {
 				kept.add(j, fixed, changed)
 			}
-		}
-		if m.Role == llm.User {
-			r.calls = r.calls[:0]
 		}
 		if len(kept.out) == 0 {
 			r.note("dropped empty messages")

@@ -207,6 +207,26 @@ func TestRepair(t *testing.T) {
 			did:  []string{"gave tool calls with a bad or duplicate id a fresh one"},
 		},
 		{
+			// The API merges the two user messages: the results of a turn
+			// may stand in either.
+			name: "duplicate tool_use id made fresh, its result in the second message of the user turn",
+			in:   []llm.Message{user(text("a")), asst(use("t1")), user(result("t1", "x")), asst(use("t1")), user(text("b")), user(result("t1", "y"))},
+			want: []llm.Message{user(text("a")), asst(use("t1")), user(result("t1", "x")), asst(use("toolu_repaired_1")), user(result("toolu_repaired_1", "y"), text("b"))},
+			did:  []string{"gave tool calls with a bad or duplicate id a fresh one", "moved tool results before the other blocks of their turn"},
+		},
+		{
+			name: "duplicate tool_use ids in one turn, their results split over two messages",
+			in:   []llm.Message{user(text("a")), asst(use("t1"), use("t1")), user(result("t1", "x")), user(result("t1", "y"))},
+			want: []llm.Message{user(text("a")), asst(use("t1"), use("toolu_repaired_1")), user(result("t1", "x")), user(result("toolu_repaired_1", "y"))},
+			did:  []string{"gave tool calls with a bad or duplicate id a fresh one"},
+		},
+		{
+			name: "a result in the next user turn is not matched to an earlier turn's call",
+			in:   []llm.Message{user(text("a")), asst(use("t1")), user(result("t1", "x")), asst(use("t1")), user(result("t1", "y")), asst(text("ok")), user(result("t1", "z"))},
+			want: []llm.Message{user(text("a")), asst(use("t1")), user(result("t1", "x")), asst(use("toolu_repaired_1")), user(result("toolu_repaired_1", "y")), asst(text("ok"))},
+			did:  []string{"gave tool calls with a bad or duplicate id a fresh one", "dropped orphan tool results", "dropped empty messages"},
+		},
+		{
 			name: "malformed tool_use id made fresh, skipping ids in use, with its result",
 			in:   []llm.Message{user(text("a")), asst(use("toolu_repaired_1")), user(result("toolu_repaired_1", "x")), asst(llm.ToolUse{ID: "t 1", Name: "calc", Input: json.RawMessage(`{"x":1}`)}), user(result("t 1", "y"))},
 			want: []llm.Message{user(text("a")), asst(use("toolu_repaired_1")), user(result("toolu_repaired_1", "x")), asst(use("toolu_repaired_2")), user(result("toolu_repaired_2", "y"))},
