@@ -323,6 +323,17 @@ func Truncate(s string, n int) string {
 
 // TextOf returns the concatenated text of the [Text] blocks in blocks.
 func TextOf(blocks []Block) string {
+	// The text of a turn is most often one block: its string, not a copy.
+	var one string
+	n := 0
+	for _, blk := range blocks {
+		if t, ok := blk.(Text); ok && t.Text != "" {
+			one, n = t.Text, n+1
+		}
+	}
+	if n <= 1 {
+		return one
+	}
 	var b strings.Builder
 	for _, blk := range blocks {
 		if t, ok := blk.(Text); ok {

@@ -3,6 +3,7 @@ package llm
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -170,5 +171,31 @@ func TestMarshalCheckedInput(t *testing.T) {
 		if diff := cmp.Diff(w, g); diff != "" {
 			t.Errorf("%s (-unchecked +checked):\n%s", tt.name, diff)
 		}
+	}
+}
+
+// TestTextOf checks the text of blocks: the Text blocks' joined, and the
+// string of the one Text block itself, not a copy, since a turn's answer
+// (which may be megabytes) is most often one block.
+func TestTextOf(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		blocks []Block
+		want   string
+	}{
+		{"none", nil, ""},
+		{"no text", []Block{ToolUse{ID: "toolu_1", Name: "calc"}}, ""},
+		{"one", []Block{Thinking{Thinking: "hm"}, Text{Text: "42"}}, "42"},
+		{"one and an empty one", []Block{Text{Text: ""}, Text{Text: "42"}}, "42"},
+		{"two, joined", []Block{Text{Text: "4"}, ToolUse{ID: "toolu_1", Name: "calc"}, Text{Text: "2"}}, "42"},
+	} {
+		if got := TextOf(tt.blocks); got != tt.want {
+			t.Errorf("%s: TextOf = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	long := strings.Repeat("word ", 1000)
+	blocks := []Block{Text{Text: long}}
+	if n := testing.AllocsPerRun(10, func() { TextOf(blocks) }); n != 0 {
+		t.Errorf("TextOf of one block allocates %v times, want 0", n)
 	}
 }

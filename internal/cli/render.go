@@ -61,7 +61,7 @@ type textRenderer struct {
 	screen *screen
 	rawOut io.Writer
 	// held is the current turn's text, when stdout is not a terminal.
-	held strings.Builder
+	held pieces
 
 	// finalOnly keeps stdout to the final turn's answer when stdout is not
 	// a terminal: a completed turn that called tools is narration, and
@@ -69,7 +69,7 @@ type textRenderer struct {
 	// run's end. --all-turns turns it off.
 	finalOnly bool
 	turnCalls bool // the current turn called a tool
-	answer    string
+	answer    pieces
 	// summary ends a one-shot run with a line of turns, tokens, cost and
 	// files changed (stderr is a terminal); priced says the cost is known.
 	summary, priced bool
@@ -103,8 +103,9 @@ func (r *textRenderer) event(ev agent.Event, _ error) {
 	case agent.TurnStart:
 		r.closeErrLine()
 		// A turn without tool calls that another follows was not final.
-		r.narrate(r.answer)
-		r.answer, r.turnCalls = "", false
+		r.narrate(r.answer.String())
+		r.answer.Reset()
+		r.turnCalls = false
 		// Each turn's text is its own paragraph, even off a terminal.
 		if r.midLine {
 			io.WriteString(r.out, "\n")
@@ -205,7 +206,7 @@ func (r *textRenderer) event(ev agent.Event, _ error) {
 			r.narrate(r.held.String())
 			r.held.Reset()
 		default:
-			r.answer = r.held.String()
+			r.answer, r.held = r.held, r.answer
 			r.held.Reset()
 		}
 		if note := serverToolNote(ev.Turn.ServerToolUse); note != "" {
@@ -244,8 +245,7 @@ func (r *textRenderer) event(ev agent.Event, _ error) {
 			r.line(r.style.warn("the turn in progress did not complete: its partial text is left out of stdout"))
 		}
 		r.held.Reset()
-		r.write(r.answer)
-		r.answer = ""
+		r.writePieces(&r.answer)
 		if r.midLine {
 			io.WriteString(r.out, "\n")
 			r.midLine = false
@@ -271,8 +271,19 @@ func (r *textRenderer) flush() {
 		return
 	}
 	r.closeErrLine()
-	r.write(r.held.String())
-	r.held.Reset()
+	r.writePieces(&r.held)
+}
+
+// writePieces writes text of the answer held in p to stdout, and empties p.
+func (r *textRenderer) writePieces(p *pieces) {
+	for _, b := range p.parts {
+		r.out.Write(b)
+	}
+	if p.n > 0 {
+		last := p.parts[len(p.parts)-1]
+		r.midLine = last[len(last)-1] != '\n'
+	}
+	p.Reset()
 }
 
 // discard takes back the current turn's text: the held text off a
@@ -389,3 +400,47 @@ func plural(n int, one, many string) string {
 	}
 	return fmt.Sprintf("%d %s", n, many)
 }
+
+// pieces holds text that grows by small writes, as a streamed answer does,
+// in parts of at least pieceSize bytes that are never copied to grow: a
+// strings.Builder holding a 500 KB answer allocates five times that, in
+// ever larger buffers that none of the freed ones fits, and the process
+// keeps the pages of every one of them.
+type pieces struct {
+	parts [][]byte
+	n     int // the length of the text
+}
+
+// pieceSize is the least size of a part: large enough that a long answer
+// takes few, small enough that a short one wastes little.
+const pieceSize = 32 << 10
+
+// WriteString appends s.
+func (p *pieces) WriteString(s string) {
+	p.n += len(s)
+	for len(s) > 0 {
+		if len(p.parts) == 0 || len(p.parts[len(p.parts)-1]) == cap(p.parts[len(p.parts)-1]) {
+			p.parts = append(p.parts, make([]byte, 0, max(pieceSize, len(s))))
+		}
+		last := &p.parts[len(p.parts)-1]
+		k := min(len(s), cap(*last)-len(*last))
+		*last = append(*last, s[:k]...)
+		s = s[k:]
+	}
+}
+
+// Len returns the length of the text.
+func (p *pieces) Len() int { return p.n }
+
+// String returns the text as one string.
+func (p *pieces) String() string {
+	var b strings.Builder
+	b.Grow(p.n)
+	for _, part := range p.parts {
+		b.Write(part)
+	}
+	return b.String()
+}
+
+// Reset empties p.
+func (p *pieces) Reset() { p.parts, p.n = nil, 0 }

@@ -322,3 +322,36 @@ func TestPauseStopsSpinner(t *testing.T) {
 	r.event(agent.ToolDone{ID: "toolu_1", Name: "bash", Content: "ok"}, nil)
 	r.close()
 }
+
+// TestPieces checks the text held off a terminal: whatever the sizes of
+// the writes, it reads back whole, and no part is copied to grow.
+func TestPieces(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		writes []string
+	}{
+		{"none", nil},
+		{"small ones", []string{"Hel", "lo", ", ", "world"}},
+		{"across parts", []string{strings.Repeat("a", pieceSize-1), "bc", strings.Repeat("d", pieceSize)}},
+		{"one larger than a part", []string{"x", strings.Repeat("y", 3*pieceSize+5), "z"}},
+	} {
+		var p pieces
+		for _, w := range tt.writes {
+			p.WriteString(w)
+		}
+		want := strings.Join(tt.writes, "")
+		if got := p.String(); got != want || p.Len() != len(want) {
+			t.Errorf("%s: held %d bytes (Len %d), want %d", tt.name, len(got), p.Len(), len(want))
+		}
+		var out bytes.Buffer
+		r := &textRenderer{out: &out}
+		r.writePieces(&p)
+		if out.String() != want || p.Len() != 0 || r.midLine != (want != "") {
+			t.Errorf("%s: writePieces wrote %d bytes, left %d held, midLine %v", tt.name, out.Len(), p.Len(), r.midLine)
+		}
+	}
+	var p pieces
+	if n := testing.AllocsPerRun(pieceSize, func() { p.WriteString("word ") }); n > 0.01 {
+		t.Errorf("a 5-byte write allocates %v times on average, want a part in thousands", n)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/agentloop/agentloop/llm"
@@ -37,7 +38,7 @@ func FuzzWriteCompact(f *testing.F) {
 		}
 		var got bytes.Buffer
 		w := bufio.NewWriter(&got)
-		if err := writeCompact(w, src); err != nil {
+		if err := writeCompact(w, src, false); err != nil {
 			t.Fatal(err)
 		}
 		w.Flush()
@@ -82,4 +83,46 @@ func TestWriteBlockToolInput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzWriteLongText checks that a long text or thinking, quoted a piece at
+// a time, is written byte for byte as writeCompact writes the block's
+// MarshalJSON: invalid UTF-8, escapes and characters cut across pieces
+// included.
+func FuzzWriteLongText(f *testing.F) {
+	for _, s := range []string{"word ", "<b>&</b>\u2028\u2029", "é😀\"\\\n\t", "\xe2\x80", "a\xffb\xc3", "\x00\x1f"} {
+		f.Add(s, false)
+	}
+	f.Fuzz(func(t *testing.T, s string, thinking bool) {
+		if s == "" {
+			return
+		}
+		long := strings.Repeat(s, quotePiece/len(s)+3) // longer than a piece, cut anywhere
+		var b llm.Block = llm.Text{Text: long, Citations: []json.RawMessage{json.RawMessage(`{"cited_text":"","text":""}`)}}
+		if thinking {
+			b = llm.Thinking{Thinking: long, Signature: "sig"}
+		}
+		raw, err := marshalBlock(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want, got bytes.Buffer
+		ww, gw := bufio.NewWriter(&want), bufio.NewWriter(&got)
+		if err := writeCompact(ww, raw, false); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeBlock(gw, b); err != nil {
+			t.Fatal(err)
+		}
+		ww.Flush()
+		gw.Flush()
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			i := 0
+			for i < min(got.Len(), want.Len()) && got.Bytes()[i] == want.Bytes()[i] {
+				i++
+			}
+			t.Errorf("writeBlock of %d bytes differs from MarshalJSON's at byte %d: %q, want %q", len(long), i,
+				got.Bytes()[i:min(got.Len(), i+40)], want.Bytes()[i:min(want.Len(), i+40)])
+		}
+	})
 }

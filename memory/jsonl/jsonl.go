@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // A LineError reports a line (from 1) of a history that [Decode] could not use.
@@ -176,13 +177,16 @@ func writeLine(w *bufio.Writer, m llm.Message, mt meta) error {
 // check (an input loaded from a file, whose escapes then stay as it had
 // them: \u00e9 for é).
 func writeBlock(w *bufio.Writer, b llm.Block) error {
+	if key, long, rest := longText(b); len(long) > quotePiece {
+		return writeLongText(w, key, long, rest)
+	}
 	t, ok := b.(llm.ToolUse)
 	if !ok || len(bytes.TrimSpace(t.Input)) == 0 || !t.ValidInput() || !utf8.Valid(t.Input) {
 		raw, err := marshalBlock(b)
 		if err != nil {
 			return err
 		}
-		return writeCompact(w, raw)
+		return writeCompact(w, raw, false)
 	}
 	in := t.Input
 	t.Input = json.RawMessage("{}")
@@ -196,11 +200,65 @@ func writeBlock(w *bufio.Writer, b llm.Block) error {
 		return fmt.Errorf("jsonl: a tool call's JSON has no input: %s", raw)
 	}
 	for _, part := range [][]byte{raw[:i], in, raw[i+len("{}"):]} {
-		if err := writeCompact(w, part); err != nil {
+		if err := writeCompact(w, part, false); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// quotePiece is how much of a long text is quoted at a time.
+const quotePiece = 16 << 10
+
+// longText returns the string of b that may be long, a turn's text or
+// thinking, with its key, and b without it.
+func longText(b llm.Block) (key, long string, rest llm.Block) {
+	switch b := b.(type) {
+	case llm.Text:
+		long, b.Text = b.Text, ""
+		return `"text":`, long, b
+	case llm.Thinking:
+		long, b.Thinking = b.Thinking, ""
+		return `"thinking":`, long, b
+	}
+	return "", "", b
+}
+
+// writeLongText writes the block rest with long as the string under key,
+// byte for byte as MarshalJSON and writeCompact would have, but quoting
+// long a piece at a time: MarshalJSON quotes it into a buffer grown step
+// by step and then copies that, twice the text's length allocated in ever
+// larger pieces for one 500 KB answer.
+func writeLongText(w *bufio.Writer, key, long string, rest llm.Block) error {
+	raw, err := marshalBlock(rest)
+	if err != nil {
+		return err
+	}
+	// The first key":"" is the field's: a quote in a string is escaped.
+	i := bytes.Index(raw, []byte(key+`""`)) + len(key)
+	if i < len(key) {
+		return fmt.Errorf("jsonl: a %T block's JSON has no %s", rest, key)
+	}
+	if err := writeCompact(w, raw[:i], false); err != nil {
+		return err
+	}
+	w.WriteByte('"')
+	q := make([]byte, 0, quotePiece+quotePiece/4)
+	for len(long) > 0 {
+		// A piece ends before a byte that can start a character, so that
+		// invalid UTF-8 is mended in pieces as it is whole.
+		n := min(len(long), quotePiece)
+		for n < len(long) && !utf8.RuneStart(long[n]) {
+			n++
+		}
+		q, _ = jsontext.AppendQuote(q[:0], long[:n]) // invalid UTF-8 is U+FFFD, as MarshalJSON has it
+		if err := writeCompact(w, q[1:len(q)-1], true); err != nil {
+			return err
+		}
+		long = long[n:]
+	}
+	w.WriteByte('"')
+	return writeCompact(w, raw[i+len(`""`):], false)
 }
 
 // marshalBlock returns b's JSON as its MarshalJSON writes it, valid JSON
@@ -221,9 +279,10 @@ func marshalBlock(b llm.Block) ([]byte, error) {
 // writeCompact writes the JSON value src to w as encoding/json compacts the
 // output of a MarshalJSON method: without whitespace between tokens, and
 // with <, >, &, U+2028 and U+2029 escaped, as its Encoder does by default.
-// It writes runs of src itself, never a copy of it.
-func writeCompact(w *bufio.Writer, src []byte) error {
-	var inString, escaped bool
+// It writes runs of src itself, never a copy of it. With inString, src is
+// the inside of a string.
+func writeCompact(w *bufio.Writer, src []byte, inString bool) error {
+	var escaped bool
 	start := 0
 	for i := 0; i < len(src); i++ {
 		c, n, repl := src[i], 1, ""
