@@ -38,8 +38,13 @@ func newLogger(w io.Writer, verbose bool, secrets ...string) *slog.Logger {
 	}))
 }
 
-// redactor scrubs secrets from log attributes.
-type redactor struct{ secrets []string }
+// redactor scrubs secrets from log attributes, and from a transcript.
+type redactor struct {
+	secrets []string
+	// inWords scrubs a short secret inside a word too, as a transcript
+	// must: it outlives the run, and what a word held is not worth a key.
+	inWords bool
+}
 
 const redacted = "[REDACTED]"
 
@@ -99,10 +104,10 @@ func redactHeader(h http.Header) http.Header {
 // scrub replaces each secret in s where it stands as a word: not preceded
 // or followed by a letter, digit, '-' or '_', the characters keys are made
 // of. A secret as long as a real key is replaced wherever it is, since no
-// unrelated text holds it by chance.
+// unrelated text holds it by chance, and so is any with inWords.
 func (r redactor) scrub(s string) string {
 	for _, secret := range r.secrets {
-		if len(secret) >= longSecret {
+		if len(secret) >= longSecret || r.inWords {
 			s = strings.ReplaceAll(s, secret, redacted)
 			continue
 		}

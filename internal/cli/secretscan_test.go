@@ -231,3 +231,46 @@ func TestSessionWriteEscapedSecret(t *testing.T) {
 		})
 	}
 }
+
+// TestSessionWriteShortSecret: a secret shorter than a real key, which
+// logs scrub only as a word, is scrubbed inside a word too from a
+// transcript; one the scrub cannot reach, a JSON number, fails the save,
+// and the file keeps what it held.
+func TestSessionWriteShortSecret(t *testing.T) {
+	tests := []struct {
+		name, secret string
+		block        llm.Block
+		fails        bool
+	}{
+		{"inside a word", "hunter2-pass", llm.Text{Text: "log in as my-hunter2-passport"}, false},
+		{"as a word", "hunter2-pass", llm.Text{Text: "the password is hunter2-pass."}, false},
+		{"a number", "12345678", llm.ToolUse{ID: "toolu_1", Name: "unlock", Input: json.RawMessage(`{"pin":12345678}`)}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "chat.jsonl")
+			s := &session{secrets: []string{tt.secret}}
+			h := memory.New(memory.Config{})
+			h.AppendUser(llm.Text{Text: "go"})
+			if err := s.write(path, h); err != nil {
+				t.Fatal(err)
+			}
+			before, _ := os.ReadFile(path)
+			h.AppendAssistant(llm.Message{Content: []llm.Block{tt.block}}, llm.Usage{})
+			err := s.write(path, h)
+			after, _ := os.ReadFile(path)
+			switch {
+			case tt.fails && err == nil:
+				t.Fatalf("the save of a secret it cannot scrub succeeded:\n%s", after)
+			case tt.fails && !bytes.Equal(after, before):
+				t.Errorf("a failed save changed the file:\n%s", after)
+			case !tt.fails && err != nil:
+				t.Fatal(err)
+			case bytes.Contains(after, []byte(tt.secret)):
+				t.Errorf("the file holds the secret:\n%s", after)
+			case !tt.fails && !bytes.Contains(after, []byte(redacted)):
+				t.Errorf("the file is not scrubbed:\n%s", after)
+			}
+		})
+	}
+}

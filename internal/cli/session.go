@@ -199,7 +199,9 @@ func (s *session) save() error {
 // secretScan looks through the file's bytes on their way to it, so that a
 // history that holds none, as it mostly does, is encoded once; one that
 // holds one fails that save before a byte of the secret reaches the file,
-// and is saved scrubbed instead.
+// and is saved scrubbed instead, through a scan again: a secret the scrub
+// cannot reach (one that is a JSON number) fails the save, and the file
+// keeps what it held.
 func (s *session) write(path string, h *memory.History) error {
 	scan := newSecretScan(s.secrets)
 	err := jsonl.SaveThrough(path, h, scan.through)
@@ -209,7 +211,11 @@ func (s *session) write(path string, h *memory.History) error {
 	if h, err = scrubbed(h, s.memCfg, scan.secrets); err != nil {
 		return err
 	}
-	return jsonl.Save(path, h)
+	err = jsonl.SaveThrough(path, h, scan.through)
+	if errors.Is(err, errSecretSeen) {
+		return errors.New("the transcript is not saved: it holds a secret that scrubbing its text did not remove")
+	}
+	return err
 }
 
 // clear starts a new conversation with the same settings. In this
@@ -273,7 +279,7 @@ func (s *session) setAside() (string, error) {
 }
 
 // scrubbed returns h with each of secrets replaced wherever it stands in a
-// string of the transcript, as notes and logs have them (see redactor). A
+// string of the transcript, inside a word too (see redactor). A
 // thinking block that held one is left out, since its signature would not
 // match the changed text. It is for the rare history a secretScan found a
 // secret in: it holds the whole transcript, encoded and decoded.
@@ -282,7 +288,7 @@ func scrubbed(h *memory.History, cfg memory.Config, secrets []string) (*memory.H
 	if err := jsonl.Encode(&b, h); err != nil {
 		return nil, err
 	}
-	r := redactor{secrets: secrets}
+	r := redactor{secrets: secrets, inWords: true}
 	var out bytes.Buffer
 	enc := json.NewEncoder(&out)
 	enc.SetEscapeHTML(false)
