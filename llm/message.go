@@ -128,6 +128,9 @@ func (ToolResult) blockType() string       { return "tool_result" }
 func (Image) blockType() string            { return "image" }
 func (b RawBlock) blockType() string       { return b.Type }
 
+// TypeOf returns the API's "type" of b, a non-nil block: a RawBlock's Type.
+func TypeOf(b Block) string { return b.blockType() }
+
 // MarshalJSON writes the block in the API's wire shape, with its "type".
 func (b Text) MarshalJSON() ([]byte, error) { return marshal(b) }
 
