@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -301,7 +300,7 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 		return t, errContextWindow // turn compacts and asks again
 	}
 	if c, ok := serverCompaction(r.cfg.History, t.msg, out.Usage); ok {
-		r.cfg.Logger.Info("agent: the server compacted the history", slog.Int("before", c.Before))
+		r.cfg.Logger.Info("agent: the server compacted the history", "before", c.Before)
 		r.emit(Compacted{c})
 	}
 	r.cut(t, out.Incomplete)
