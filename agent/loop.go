@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"iter"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -148,7 +147,7 @@ func (r *run) loop(input string) (State, error) {
 		return Failed, unpriced(r.cfg.History.Config().Model)
 	}
 	r.cfg.History.SetPrefix(r.cfg.System, r.specs)
-	if strings.TrimSpace(input) != "" {
+	if !apirules.IsBlank(input) {
 		d := r.hooks(r.ctx, HookEvent{Point: PromptSubmit, Prompt: input})
 		if d.Deny != "" {
 			r.text = d.Deny
