@@ -213,13 +213,12 @@ func encodeRequest(r Request, count bool) (body, error) {
 			w.ToolChoice.Name = tc.Name
 		}
 	}
-	if th := r.Thinking; th != nil {
-		switch {
-		case th.Adaptive:
-			w.Thinking = &wireThinking{Type: "adaptive", Display: th.Display}
-		case th.BudgetTokens > 0:
-			w.Thinking = &wireThinking{Type: "enabled", BudgetTokens: th.BudgetTokens}
-		}
+	switch th := r.Thinking; {
+	case th == nil:
+	case th.Adaptive:
+		w.Thinking = &wireThinking{Type: "adaptive", Display: th.Display}
+	case th.BudgetTokens > 0:
+		w.Thinking = &wireThinking{Type: "enabled", BudgetTokens: th.BudgetTokens}
 	}
 	// A Request that went through JSON (a durable turn's) holds null for none.
 	format := len(r.OutputSchema) > 0 && string(r.OutputSchema) != "null"
