@@ -320,8 +320,7 @@ func (d *decoder) decode(data []byte) error {
 func (d *decoder) join(i int, typ string, text *wireText) string {
 	d.joined = append(d.joined[:0], *text...)
 	for d.sse.behind {
-		name, data, err := d.sse.next()
-		if err != nil || string(name) != "content_block_delta" || d.decode(data) != nil || d.wire.Index != i || d.wire.Delta.Type != typ {
+		if name, data, err := d.sse.next(); err != nil || string(name) != "content_block_delta" || d.decode(data) != nil || d.wire.Index != i || d.wire.Delta.Type != typ {
 			d.sse.again = true
 			break
 		}
