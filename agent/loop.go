@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -149,7 +147,7 @@ func (r *run) loop(input string) (State, error) {
 		return Failed, unpriced(r.cfg.History.Config().Model)
 	}
 	r.cfg.History.SetPrefix(r.cfg.System, r.specs)
-	if strings.TrimSpace(input) != "" {
+	if !apirules.IsBlank(input) {
 		d := r.hooks(r.ctx, HookEvent{Point: PromptSubmit, Prompt: input})
 		if d.Deny != "" {
 			r.text = d.Deny
@@ -301,7 +299,7 @@ func (r *run) think(req llm.Request, final bool) (t *turn, err error) {
 		return t, errContextWindow // turn compacts and asks again
 	}
 	if c, ok := serverCompaction(r.cfg.History, t.msg, out.Usage); ok {
-		r.cfg.Logger.Info("agent: the server compacted the history", slog.Int("before", c.Before))
+		r.cfg.Logger.Info("agent: the server compacted the history", "before", c.Before)
 		r.emit(Compacted{c})
 	}
 	r.cut(t, out.Incomplete)

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"log/slog"
 
 	"github.com/agentloop/agentloop/llm"
 	"github.com/agentloop/agentloop/memory"
@@ -56,7 +55,7 @@ func (r *run) compact() error {
 	r.usage = r.usage.Add(c.Usage)
 	r.spent.add(c.Usage, r.model.Price.Cost(c.Usage))
 	if c.After < c.Before {
-		r.cfg.Logger.Info("agent: compacted the history", slog.Int("before", c.Before), slog.Int("after", c.After), slog.Any("err", err))
+		r.cfg.Logger.Info("agent: compacted the history", "before", c.Before, "after", c.After, "err", err)
 		r.emit(Compacted{c})
 	}
 	return err

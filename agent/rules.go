@@ -141,7 +141,7 @@ func interrupt(h *memory.History, shown string) {
 		return
 	}
 	var blocks []llm.Block
-	if strings.TrimSpace(shown) != "" {
+	if !apirules.IsBlank(shown) {
 		blocks = append(blocks, llm.Text{Text: shown})
 	}
 	h.AppendAssistant(llm.Message{Role: llm.Assistant, Content: append(blocks, llm.Text{Text: interrupted})}, llm.Usage{})

@@ -38,11 +38,36 @@ type sseReader struct {
 	data []byte // the joined data lines of the pending event, each ending in LF
 	name []byte // the event field of the pending event
 	bom  bool   // the byte-order mark check is done
+	// behind says, at the end of an event, that a whole event and at
+	// least joinBacklog bytes already read follow it (see decoder.join).
+	behind, again      bool // again: next returns the last event again
+	lastName, lastData []byte
+	lastErr            error
+}
+
+// joinBacklog is how far behind the stream a reader must be for deltas to
+// be joined: a model streams about 1 to 2 KiB a second, and a short answer
+// is shorter, so that a reader keeping up gets the deltas as they were sent.
+const joinBacklog = 4 << 10
+
+// split is bufio.ScanLines, noting at the end of each event whether the
+// reader is behind.
+func (s *sseReader) split(data []byte, atEOF bool) (int, []byte, error) {
+	n, line, err := bufio.ScanLines(data, atEOF)
+	if rest := data[n:]; n > 0 && len(line) == 0 {
+		s.behind = len(rest) >= joinBacklog && (bytes.Contains(rest, []byte("\n\n")) || bytes.Contains(rest, []byte("\n\r\n")))
+	}
+	return n, line, err
 }
 
 // next returns the next event's name and data, valid until the following
 // call. At the end of the stream it returns io.EOF.
 func (s *sseReader) next() (name, data []byte, err error) {
+	if s.again {
+		s.again = false
+		return s.lastName, s.lastData, s.lastErr
+	}
+	defer func() { s.lastName, s.lastData, s.lastErr = name, data, err }()
 	s.name, s.data = s.name[:0], s.data[:0]
 	seen := false // the pending event has an event or data field
 	for {
@@ -93,6 +118,7 @@ type decoder struct {
 	usage  Usage       // the turn's so far; message_delta overwrites fields
 	queue  []Event     // the events of one start, handed out in turn
 	wire   wireEvent
+	joined []byte // the text of a join
 }
 
 // wireEvent is the data of every stream event, reused so that a delta
@@ -176,9 +202,10 @@ func (t *wireText) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 // newDecoder returns a decoder for r, a response's body whose header is h.
 func newDecoder(r io.Reader, h http.Header, log *slog.Logger) *decoder {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), maxEventSize)
-	return &decoder{log: cmp.Or(log, slog.New(slog.DiscardHandler)), header: h, sse: sseReader{sc: sc}}
+	d := &decoder{log: cmp.Or(log, slog.New(slog.DiscardHandler)), header: h, sse: sseReader{sc: bufio.NewScanner(r)}}
+	d.sse.sc.Buffer(make([]byte, 64<<10), maxEventSize)
+	d.sse.sc.Split(d.sse.split)
+	return d
 }
 
 // next returns the next event, an error wrapping ErrIncompleteStream if the
@@ -234,10 +261,7 @@ func malformed(what string, data []byte, err error) error {
 // event reads one event into d.wire; the events of a start it queues.
 func (d *decoder) event(what, data []byte) (Event, error) {
 	dw := &d.wire
-	*dw = wireEvent{Index: -1, Usage: wireUsage{Usage: &d.usage}, ContentBlock: dw.ContentBlock[:0],
-		Delta: wireDelta{Text: dw.Delta.Text[:0], PartialJSON: dw.Delta.PartialJSON[:0], Thinking: dw.Delta.Thinking[:0],
-			Signature: dw.Delta.Signature[:0]}}
-	if err := json2.Unmarshal(data, dw, asV1); err != nil {
+	if err := d.decode(data); err != nil {
 		return nil, malformed(string(what), data, err)
 	}
 	i, w := dw.Index, &dw.Delta
@@ -260,11 +284,11 @@ func (d *decoder) event(what, data []byte) (Event, error) {
 	// A content_block_delta, the hot path: allocates its string and event.
 	switch w.Type {
 	case "text_delta":
-		return TextDelta{Index: i, Text: string(w.Text)}, nil
+		return TextDelta{Index: i, Text: d.join(i, w.Type, &w.Text)}, nil
 	case "input_json_delta":
 		return ToolInputDelta{Index: i, PartialJSON: string(w.PartialJSON)}, nil
 	case "thinking_delta":
-		return ThinkingDelta{Index: i, Thinking: string(w.Thinking)}, nil
+		return ThinkingDelta{Index: i, Thinking: d.join(i, w.Type, &w.Thinking)}, nil
 	case "signature_delta":
 		return signatureDelta{Index: i, Signature: string(w.Signature)}, nil
 	case "citations_delta":
@@ -276,6 +300,33 @@ func (d *decoder) event(what, data []byte) (Event, error) {
 	json2.Unmarshal(data, &raw, lenient) // valid: checked above
 	d.log.Debug("llm: unknown delta type passed on raw", "type", w.Type, "index", i)
 	return rawDelta{Index: i, Raw: []byte(raw.Delta)}, nil
+}
+
+// decode reads data into d.wire, whose buffers it reuses.
+func (d *decoder) decode(data []byte) error {
+	dw := &d.wire
+	*dw = wireEvent{Index: -1, Usage: wireUsage{Usage: &d.usage}, ContentBlock: dw.ContentBlock[:0],
+		Delta: wireDelta{Text: dw.Delta.Text[:0], PartialJSON: dw.Delta.PartialJSON[:0], Thinking: dw.Delta.Thinking[:0],
+			Signature: dw.Delta.Signature[:0]}}
+	return json2.Unmarshal(data, dw, asV1)
+}
+
+// join returns the text of the delta just read, text (a field of d.wire),
+// joined with those of the deltas of its type for block i that follow it,
+// as long as the reader is behind: one that fell behind a long answer (a
+// slow terminal, a busy machine) catches up in one event where it would
+// take thousands, each allocated and passed up through every layer. The
+// first event it does not join is read again next.
+func (d *decoder) join(i int, typ string, text *wireText) string {
+	d.joined = append(d.joined[:0], *text...)
+	for d.sse.behind {
+		if name, data, err := d.sse.next(); err != nil || string(name) != "content_block_delta" || d.decode(data) != nil || d.wire.Index != i || d.wire.Delta.Type != typ {
+			d.sse.again = true
+			break
+		}
+		d.joined = append(d.joined, *text...)
+	}
+	return string(d.joined)
 }
 
 // startEvents queues the events that open the block raw at index: its

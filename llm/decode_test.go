@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
 	"testing/iotest"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentloop/agentloop/anthropictest"
 )
 
 // decodeAll decodes a whole stream, as Client.Stream does. It returns the
@@ -272,4 +275,75 @@ func TestDecodeDataBeforeError(t *testing.T) {
 	if !errors.Is(err, ErrIncompleteStream) || len(evs) != 1 {
 		t.Errorf("cut stream: events %v, error %v; want message_start, then ErrIncompleteStream", evs, err)
 	}
+}
+
+// TestDecodeJoin checks the deltas a reader behind the stream joins: a
+// stream read whole (all of it already there) gives the same events as
+// read a byte at a time (never behind), but for how its text and thinking
+// deltas are cut; a short stream's are never joined; and what follows a
+// join, an error included, still comes, in order.
+func TestDecodeJoin(t *testing.T) {
+	words := func(n int, w string) []string { return strings.Split(strings.Repeat(w, n-1), "|") }
+	for _, tt := range []struct {
+		name   string
+		stream []byte
+		joins  bool
+	}{
+		{"a short answer", anthropictest.NewStream().Text(words(20, "word |")...).Stop("end_turn").Bytes(), false},
+		{"a long answer", anthropictest.NewStream().Text(words(20000, "word |")...).Stop("end_turn").Bytes(), true},
+		{"thinking, a call, text", anthropictest.NewStream().
+			Block(anthropictest.Block{Type: "thinking", Signature: "sig"}, words(5000, "hm |")...).
+			ToolUse("toolu_1", "calc", anthropictest.Split(`{"a":1,"s":"x\"y\u00e9"}`, 3)...).
+			Text(words(5000, "é😀 |")...).Stop("tool_use").Bytes(), true},
+		{"an error after", anthropictest.NewStream().Text(words(5000, "word |")...).ErrorEvent("overloaded_error", "Overloaded").Bytes(), true},
+		{"a malformed delta amid", anthropictest.NewStream().Text(words(5000, "word |")...).
+			Event("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":1}}`).
+			Text(words(5000, "word |")...).Stop("end_turn").Bytes(), true},
+		{"a lone CR amid", anthropictest.NewStream().Text(words(5000, "word |")...).Event("ping", "{\r}").
+			Text(words(5000, "word |")...).Stop("end_turn").Bytes(), true},
+		{"a ping amid", anthropictest.NewStream().Text(words(5000, "word |")...).Event("ping", `{"type":"ping"}`).
+			Text(words(5000, "word |")...).Stop("end_turn").Bytes(), true},
+		{"cut short", func() []byte {
+			b := anthropictest.NewStream().Text(words(5000, "word |")...).Stop("end_turn").Bytes()
+			return b[:len(b)*3/4]
+		}(), true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			whole, werr := decodeAll(strings.NewReader(string(tt.stream)))
+			sent, serr := decodeAll(iotest.OneByteReader(strings.NewReader(string(tt.stream))))
+			if !errors.Is(werr, serr) && fmt.Sprint(werr) != fmt.Sprint(serr) {
+				t.Fatalf("read whole: %v; a byte at a time: %v", werr, serr)
+			}
+			if joined := len(whole) < len(sent); joined != tt.joins {
+				t.Errorf("%d events read whole, %d a byte at a time: joined %v, want %v", len(whole), len(sent), joined, tt.joins)
+			}
+			if diff := cmp.Diff(joinDeltas(sent), joinDeltas(whole)); diff != "" {
+				t.Errorf("read whole, the events differ but for how deltas are cut (-sent +read whole):\n%s", diff)
+			}
+		})
+	}
+}
+
+// joinDeltas returns evs with each run of text or thinking deltas of one
+// block joined into one.
+func joinDeltas(evs []Event) []Event {
+	var out []Event
+	for _, ev := range evs {
+		if n := len(out); n > 0 {
+			switch d := ev.(type) {
+			case TextDelta:
+				if p, ok := out[n-1].(TextDelta); ok && p.Index == d.Index {
+					out[n-1] = TextDelta{Index: d.Index, Text: p.Text + d.Text}
+					continue
+				}
+			case ThinkingDelta:
+				if p, ok := out[n-1].(ThinkingDelta); ok && p.Index == d.Index {
+					out[n-1] = ThinkingDelta{Index: d.Index, Thinking: p.Thinking + d.Thinking}
+					continue
+				}
+			}
+		}
+		out = append(out, ev)
+	}
+	return out
 }

@@ -81,11 +81,10 @@ func (e *APIError) Is(target error) bool {
 // PromptTokens returns the size of a prompt too long as the API gave it
 // ("prompt is too long: 215439 tokens > 200000 maximum"), or 0.
 func (e *APIError) PromptTokens() int {
-	m := tooLong.FindStringSubmatch(e.Message)
-	if m == nil {
-		return 0
+	n := 0 // also for a message without the size, whose m[1] is ""
+	if m := tooLong.FindStringSubmatch(e.Message); m != nil {
+		n, _ = strconv.Atoi(m[1])
 	}
-	n, _ := strconv.Atoi(m[1])
 	return n
 }
 

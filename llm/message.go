@@ -128,6 +128,9 @@ func (ToolResult) blockType() string       { return "tool_result" }
 func (Image) blockType() string            { return "image" }
 func (b RawBlock) blockType() string       { return b.Type }
 
+// TypeOf returns the API's "type" of b, a non-nil block: a RawBlock's Type.
+func TypeOf(b Block) string { return b.blockType() }
+
 // MarshalJSON writes the block in the API's wire shape, with its "type".
 func (b Text) MarshalJSON() ([]byte, error) { return marshal(b) }
 
@@ -321,24 +324,15 @@ func Truncate(s string, n int) string {
 	return s[:n] + fmt.Sprintf("… [%d more bytes]", len(s)-n)
 }
 
-// TextOf returns the concatenated text of the [Text] blocks in blocks.
+// TextOf returns the concatenated text of the [Text] blocks in blocks: the
+// one block's own string, not a copy, when one alone holds text, as a
+// turn's answer (megabytes, maybe) most often is.
 func TextOf(blocks []Block) string {
-	// The text of a turn is most often one block: its string, not a copy.
-	var one string
-	n := 0
+	var parts []string
 	for _, blk := range blocks {
 		if t, ok := blk.(Text); ok && t.Text != "" {
-			one, n = t.Text, n+1
+			parts = append(parts, t.Text)
 		}
 	}
-	if n <= 1 {
-		return one
-	}
-	var b strings.Builder
-	for _, blk := range blocks {
-		if t, ok := blk.(Text); ok {
-			b.WriteString(t.Text)
-		}
-	}
-	return b.String()
+	return strings.Join(parts, "")
 }

@@ -215,25 +215,10 @@ func (r *repairer) block(role llm.Role, b llm.Block, badJSON bool) (llm.Block, b
 // typeOf returns b's type: "" for nil and, if badJSON, for a raw block
 // whose JSON is not, which the API would reject.
 func typeOf(b llm.Block, badJSON bool) string {
-	switch b := b.(type) {
-	case llm.Text:
-		return "text"
-	case llm.Thinking:
-		return "thinking"
-	case llm.RedactedThinking:
-		return "redacted_thinking"
-	case llm.ToolUse:
-		return "tool_use"
-	case llm.ToolResult:
-		return "tool_result"
-	case llm.Image:
-		return "image"
-	case llm.RawBlock:
-		if !badJSON || json.Valid(b.JSON) {
-			return b.Type
-		}
+	if r, ok := b.(llm.RawBlock); b == nil || ok && badJSON && !json.Valid(r.JSON) {
+		return ""
 	}
-	return ""
+	return llm.TypeOf(b)
 }
 
 // badJSON reports whether b holds JSON the API cannot take: a tool input
