@@ -380,7 +380,7 @@ func (r *run) startCall(ctx context.Context, rep *repeats, call llm.ToolUse, fin
 	if d.Input != nil {
 		run.Input = d.Input // the Runtime checks it, as it is not the Assembler's
 	}
-	return &pending{call: call, ran: true, wait: r.rt.Start(r.inCall(ctx, call.ID), run)}
+	return &pending{call: call, ran: true, wait: r.rt.Start(context.WithValue(ctx, callKey{}, callSite{r, call.ID}), run)}
 }
 
 // notRun returns a call that was not run, whose is_error result says why.

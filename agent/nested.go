@@ -17,18 +17,14 @@ type Nested struct {
 
 func (Nested) isEvent() {}
 
-// A callSite, in a tool call's ctx, is the call's run and its id.
+// A callSite, in a tool call's ctx, is the call's run and its id (see
+// run.startCall, which puts it there).
 type callSite struct {
 	run *run
 	id  string
 }
 
 type callKey struct{}
-
-// inCall returns ctx for call id of this run.
-func (r *run) inCall(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, callKey{}, callSite{r, id})
-}
 
 // CallID returns the tool_use id of the call whose ctx, or a child of it,
 // ctx is: a tool handler's ctx in a run. It returns "" for another ctx.

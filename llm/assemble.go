@@ -56,12 +56,13 @@ type partial struct {
 	index     int
 	kind      string // "text", "thinking", "tool_use" or "raw"
 	done      bool
-	block     Block           // when done; nil for a dropped empty text block
-	buf       strings.Builder // text or thinking
-	sig       []byte          // a signature
-	frags     []string        // input fragments, joined once at BlockStop
-	inputLen  int             // their bytes
-	tooBig    bool            // they ran past maxToolInput, and were dropped
+	block     Block    // when done; nil for a dropped empty text block
+	buf       []byte   // text or thinking: the part being filled
+	parts     [][]byte // the full parts of text or thinking before buf
+	sig       []byte   // a signature
+	frags     []string // input fragments, joined once at BlockStop
+	inputLen  int      // their bytes
+	tooBig    bool     // they ran past maxToolInput, and were dropped
 	citations []json.RawMessage
 	start     Block                     // a tool_use or raw block's start
 	fields    map[string]jsontext.Value // a raw block's, once a delta sets one
@@ -103,7 +104,7 @@ func (a *Assembler) Add(ev Event) (Block, bool) {
 	case BlockStop:
 		if p := a.open(ev.Index); p != nil {
 			p.done, p.block = true, p.finish()
-			p.buf.Reset()
+			p.buf, p.parts = nil, nil
 			p.sig, p.frags = nil, nil
 			return p.block, p.block != nil
 		}
@@ -140,16 +141,34 @@ func (a *Assembler) open(index int, kinds ...string) *partial {
 	return p
 }
 
-// add appends text to p's, if there is a p. Grow doubles the buffer when it
-// grows, where WriteString would grow a large one by a quarter: for a 5 MiB
-// text in 512-byte deltas, 25 MiB allocated in all, in ever larger pieces
-// that none of the freed ones fits. The block's string is then the buffer
-// itself, not a copy of it (up to twice its length held, never three times).
+// add appends text to p's, if there is a p, in parts that double up to 256
+// KiB and are never copied to grow: the block's string is then made once,
+// of its size (see text). A buffer grown by doubling, which became the
+// string, held up to twice a long answer's length for as long as the
+// history kept it; one grown by a quarter allocated five times it.
 func (p *partial) add(s string) {
-	if p != nil {
-		p.buf.Grow(len(s))
-		p.buf.WriteString(s)
+	if p == nil {
+		return
 	}
+	if len(p.buf)+len(s) > cap(p.buf) {
+		p.parts = append(p.parts, p.buf)
+		p.buf = make([]byte, 0, max(len(s), min(2*cap(p.buf), 256<<10)))
+	}
+	p.buf = append(p.buf, s...)
+}
+
+// text returns the text or thinking that arrived, in one string of its size.
+func (p *partial) text() string {
+	n := len(p.buf)
+	for _, part := range p.parts {
+		n += len(part)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, part := range append(p.parts, p.buf) {
+		b.Write(part)
+	}
+	return b.String()
 }
 
 // maxToolInput is the most input one tool call may stream: 32 MiB, the
@@ -204,13 +223,13 @@ func (p *partial) input(start json.RawMessage) (in json.RawMessage, strict bool)
 func (p *partial) finish() Block {
 	switch p.kind {
 	case "text":
-		t := Text{Text: p.buf.String(), Citations: p.citations}
+		t := Text{Text: p.text(), Citations: p.citations}
 		if t.Text == "" && len(t.Citations) == 0 {
 			return nil
 		}
 		return t
 	case "thinking":
-		return Thinking{Thinking: p.buf.String(), Signature: string(p.sig)}
+		return Thinking{Thinking: p.text(), Signature: string(p.sig)}
 	case "tool_use":
 		b := p.start.(ToolUse)
 		in, strict := p.input(b.Input)

@@ -145,8 +145,8 @@ func TestInvalidInput(t *testing.T) {
 }
 
 // TestAssemblerLinear checks that a long answer is assembled by appending,
-// not by quadratic string concatenation: 1e5 deltas allocate a few
-// growing buffers, not one string each.
+// not by quadratic string concatenation: 1e5 deltas allocate a few parts,
+// then the string, not one string each.
 func TestAssemblerLinear(t *testing.T) {
 	evs := make([]Event, 0, 100_002)
 	evs = append(evs, TextDelta{})
