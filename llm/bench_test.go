@@ -28,18 +28,36 @@ import (
 // SSE event of the stream, and our Stream reports its speed-up over
 // NewStreaming+AsAny as x-vs-sdk.
 
-// memTransport answers every request with body as a 200 event stream.
-type memTransport struct{ body []byte }
+// memTransport answers every request with body as a 200 event stream,
+// read at most 1 KiB at a time, as from a network, unless whole: so that
+// our decoder is not behind the stream and passes on every delta, as the
+// SDK does (see sseReader.split), unless the benchmark is of that.
+type memTransport struct {
+	body  []byte
+	whole bool
+}
+
+// readsOf hands out at most n bytes a Read.
+type readsOf struct {
+	r io.Reader
+	n int
+}
+
+func (r readsOf) Read(p []byte) (int, error) { return r.r.Read(p[:min(len(p), r.n)]) }
 
 func (m memTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Body != nil {
 		io.Copy(io.Discard, r.Body)
 		r.Body.Close()
 	}
+	var body io.Reader = bytes.NewReader(m.body)
+	if !m.whole {
+		body = readsOf{body, 1 << 10}
+	}
 	return &http.Response{
 		StatusCode: 200, Request: r, ContentLength: -1,
 		Header: http.Header{"Content-Type": {"text/event-stream; charset=utf-8"}},
-		Body:   io.NopCloser(bytes.NewReader(m.body)),
+		Body:   io.NopCloser(body),
 	}, nil
 }
 
@@ -107,7 +125,7 @@ var benchReq = Request{Model: "m", Messages: []Message{{Role: User, Content: []B
 func BenchmarkStream(b *testing.B) {
 	for _, s := range benchStreams(b) {
 		events := countEvents(s.body)
-		hc := &http.Client{Transport: memTransport{s.body}}
+		hc := &http.Client{Transport: memTransport{body: s.body}}
 		sdk := anthropic.NewClient(option.WithoutEnvironmentDefaults(), option.WithHTTPClient(hc), option.WithMaxRetries(0), option.WithAPIKey("k"))
 		ours := New(Config{HTTPClient: hc, APIKey: "k"})
 		params := anthropic.MessageNewParams{Model: "m", MaxTokens: 1, Messages: []anthropic.MessageParam{
@@ -160,6 +178,10 @@ func BenchmarkStream(b *testing.B) {
 		}
 		b.Run(s.name+"/ours", run(false))
 		b.Run(s.name+"/ours+assemble", run(true))
+		// Read whole, the stream is all there: our decoder is behind it and
+		// joins its text deltas, as for a caller that fell behind.
+		ours = New(Config{HTTPClient: &http.Client{Transport: memTransport{body: s.body, whole: true}}, APIKey: "k"})
+		b.Run(s.name+"/ours-behind", run(false))
 	}
 }
 
