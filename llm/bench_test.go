@@ -29,12 +29,12 @@ import (
 // NewStreaming+AsAny as x-vs-sdk.
 
 // memTransport answers every request with body as a 200 event stream,
-// read at most 1 KiB at a time, as from a network, unless whole: so that
-// our decoder is not behind the stream and passes on every delta, as the
-// SDK does (see sseReader.split), unless the benchmark is of that.
+// all of it there at once, or with keepUp read at most 1 KiB at a time, as
+// from a network, so that our decoder is never behind the stream and
+// passes on every delta, as the SDK does (see sseReader.split).
 type memTransport struct {
-	body  []byte
-	whole bool
+	body   []byte
+	keepUp bool
 }
 
 // readsOf hands out at most n bytes a Read.
@@ -51,7 +51,7 @@ func (m memTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.Body.Close()
 	}
 	var body io.Reader = bytes.NewReader(m.body)
-	if !m.whole {
+	if m.keepUp {
 		body = readsOf{body, 1 << 10}
 	}
 	return &http.Response{
@@ -178,10 +178,11 @@ func BenchmarkStream(b *testing.B) {
 		}
 		b.Run(s.name+"/ours", run(false))
 		b.Run(s.name+"/ours+assemble", run(true))
-		// Read whole, the stream is all there: our decoder is behind it and
-		// joins its text deltas, as for a caller that fell behind.
-		ours = New(Config{HTTPClient: &http.Client{Transport: memTransport{body: s.body, whole: true}}, APIKey: "k"})
-		b.Run(s.name+"/ours-behind", run(false))
+		// The stream all there, our decoder is behind it and joins its text
+		// deltas (as for a caller that fell behind); read as it arrives from
+		// a network, it passes each on.
+		ours = New(Config{HTTPClient: &http.Client{Transport: memTransport{body: s.body, keepUp: true}}, APIKey: "k"})
+		b.Run(s.name+"/ours-keeping-up", run(false))
 	}
 }
 
