@@ -22,7 +22,7 @@ type MessageStart struct {
 
 // TextDelta appends Text to the text block at Index, and opens it if
 // Index has no block: a block's start arrives as its first delta, its Text
-// usually empty.
+// usually empty. A reader 4 KiB behind the stream gets those read joined.
 type TextDelta struct {
 	Index int
 	Text  string
